@@ -1,0 +1,1 @@
+//! db_bench-compatible benchmarks (being written).

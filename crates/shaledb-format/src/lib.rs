@@ -1,0 +1,24 @@
+//! ShaleDB's on-disk formats, as codecs only: nothing here knows about the engine's `Options`, threads or
+//! versions. Each module opens with the grammar of its format (the same text as `docs/format/*.md`).
+//!
+//! Layering: `coding`/`crc` <- `log` (WAL and MANIFEST framing), `batch`, `edit` <- `block`, `bloom`,
+//! `compress` <- `table` (SST builder and reader, block cache).
+
+pub mod batch;
+pub mod block;
+pub mod bloom;
+pub mod cache;
+pub mod coding;
+pub mod compress;
+pub mod crc;
+pub mod edit;
+pub mod ikey;
+pub mod iter;
+pub mod log;
+pub mod table;
+
+pub use shaledb_vfs::{Error, Result};
+
+/// Version of the on-disk format family (WAL, MANIFEST, SST footer). Bumped on any change to any of them.
+/// Written into every SST footer and into the first MANIFEST edit.
+pub const FORMAT_VERSION: u32 = 1;

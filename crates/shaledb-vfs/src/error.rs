@@ -1,0 +1,117 @@
+//! The one error type of ShaleDB. Every crate of the workspace returns it, the engine re-exports it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Result alias used across ShaleDB.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in ShaleDB.
+///
+/// `Display` is for humans; match on the variants (or use the `is_*` helpers) in code.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system I/O call failed.
+    #[error("I/O error during {op} on {}: {source}", path.display())]
+    Io {
+        /// What we were doing (`"open"`, `"write"`, `"fsync"`, `"rename"`, ...).
+        op: &'static str,
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// Stored data failed a checksum or format check. Never returned as a value.
+    #[error("corruption in {} at offset {offset}: {what}", file.display())]
+    Corruption {
+        /// The file holding the bad bytes (may be empty for in-memory data such as a write batch).
+        file: PathBuf,
+        /// Byte offset in `file` where the problem was found.
+        offset: u64,
+        /// What was wrong.
+        what: String,
+    },
+    /// The caller passed something invalid (an option out of range, a malformed argument).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A resource is held by someone else (the LOCK file of a database already open).
+    #[error("busy: {0}")]
+    Busy(String),
+    /// The database refuses writes: a write, fsync or background job failed earlier. Sticky until reopen.
+    #[error("database is read-only after an earlier failure: {cause}")]
+    ReadOnly {
+        /// The failure that made the database read-only.
+        cause: Arc<Error>,
+    },
+    /// The request is valid but this build or configuration does not support it.
+    #[error("not supported: {0}")]
+    NotSupported(String),
+    /// The database was closed (or is closing) and accepts no more work.
+    #[error("database is closed")]
+    Closed,
+}
+
+impl Error {
+    /// Builds an [`Error::Io`].
+    pub fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io { op, path: path.into(), source: Arc::new(source) }
+    }
+
+    /// Builds an [`Error::Corruption`].
+    pub fn corruption(file: impl Into<PathBuf>, offset: u64, what: impl Into<String>) -> Error {
+        Error::Corruption { file: file.into(), offset, what: what.into() }
+    }
+
+    /// True for [`Error::Corruption`], also when it is the cause of a [`Error::ReadOnly`].
+    pub fn is_corruption(&self) -> bool {
+        match self {
+            Error::Corruption { .. } => true,
+            Error::ReadOnly { cause } => cause.is_corruption(),
+            _ => false,
+        }
+    }
+
+    /// True for [`Error::Io`], also when it is the cause of a [`Error::ReadOnly`].
+    pub fn is_io(&self) -> bool {
+        match self {
+            Error::Io { .. } => true,
+            Error::ReadOnly { cause } => cause.is_io(),
+            _ => false,
+        }
+    }
+
+    /// True when the I/O error is "no space left on device".
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            Error::Io { source, .. } => source.raw_os_error() == Some(libc::ENOSPC),
+            Error::ReadOnly { cause } => cause.is_no_space(),
+            _ => false,
+        }
+    }
+
+    /// True for [`Error::InvalidArgument`].
+    pub fn is_invalid_argument(&self) -> bool {
+        matches!(self, Error::InvalidArgument(_))
+    }
+
+    /// True for [`Error::Busy`].
+    pub fn is_busy(&self) -> bool {
+        matches!(self, Error::Busy(_))
+    }
+
+    /// True for [`Error::ReadOnly`].
+    pub fn is_read_only(&self) -> bool {
+        matches!(self, Error::ReadOnly { .. })
+    }
+
+    /// Re-targets a corruption error at `file`, shifting its offset by `base` (used when a decoder works on a
+    /// slice of a file and the caller knows where that slice lives). Other errors pass through.
+    pub fn in_file(self, file: impl Into<PathBuf>, base: u64) -> Error {
+        match self {
+            Error::Corruption { offset, what, .. } => Error::Corruption { file: file.into(), offset: base + offset, what },
+            other => other,
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! ShaleDB's file-system layer.
+//!
+//! All file I/O of the engine goes through the [`Fs`] trait so that tests can substitute an in-memory file
+//! system that drops unsynced data or injects errors. The contract each implementation keeps:
+//!
+//! - [`WritableFile::append`] may buffer; [`WritableFile::flush`] hands every appended byte to the operating
+//!   system (after it, a process kill loses nothing); [`WritableFile::sync`] makes them durable (after it, a
+//!   power loss loses nothing of this file's *contents*).
+//! - A newly created, renamed or removed directory entry is durable only after [`Fs::sync_dir`] on its parent.
+//! - Errors carry the operation and the path ([`Error::Io`]).
+
+#![deny(missing_docs)]
+
+mod error;
+mod posix;
+
+pub use error::{Error, Result};
+pub use posix::PosixFs;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A file open for appending (WAL, MANIFEST, SST being built).
+pub trait WritableFile: Send + Sync {
+    /// Appends `data`. May be buffered in user space until [`WritableFile::flush`].
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Hands every appended byte to the operating system (`write(2)`).
+    fn flush(&mut self) -> Result<()>;
+    /// Flushes, then makes the contents durable (`fdatasync(2)`).
+    fn sync(&mut self) -> Result<()>;
+    /// Bytes appended so far (buffered or not).
+    fn len(&self) -> u64;
+    /// True when nothing was appended.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The path this file was created at.
+    fn path(&self) -> &Path;
+}
+
+/// A file open for positional reads (SSTs, and whole-file reads of logs).
+pub trait RandomAccessFile: Send + Sync {
+    /// Reads exactly `buf.len()` bytes at `offset`; a short file is an `UnexpectedEof` I/O error.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
+    /// Size of the file when it was opened.
+    fn len(&self) -> u64;
+    /// True for an empty file.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The path this file was opened at.
+    fn path(&self) -> &Path;
+    /// Hint that `[offset, offset+len)` will be read soon (`posix_fadvise(WILLNEED)`); default: nothing.
+    fn prefetch(&self, _offset: u64, _len: u64) {}
+}
+
+/// A held advisory lock on a database's LOCK file; released on drop.
+pub trait FileLock: Send + Sync {}
+
+/// How a file is to be opened for reading.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadHints {
+    /// Bypass the OS page cache (`O_DIRECT`), where the implementation supports it.
+    pub direct: bool,
+    /// The file will be read front to back (compaction input): larger readahead.
+    pub sequential: bool,
+}
+
+/// The file system the engine runs on.
+pub trait Fs: Send + Sync + std::fmt::Debug {
+    /// Creates (or truncates) `path` for writing.
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for positional reads.
+    fn open(&self, path: &Path, hints: ReadHints) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Reads a whole file into memory.
+    fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
+        let f = self.open(path, ReadHints { sequential: true, ..ReadHints::default() })?;
+        let mut buf = vec![0u8; usize::try_from(f.len()).map_err(|_| Error::NotSupported("file too large".into()))?];
+        f.read_exact_at(&mut buf, 0)?;
+        Ok(buf)
+    }
+    /// Atomically renames `from` to `to`, replacing `to`.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> Result<()>;
+    /// Names (not paths) of the entries of directory `dir`.
+    fn list(&self, dir: &Path) -> Result<Vec<String>>;
+    /// Creates `dir` and its parents when missing.
+    fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Makes the entries of `dir` (creates, renames, removes) durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// True when `path` exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// Size of the file at `path`.
+    fn file_size(&self, path: &Path) -> Result<u64>;
+    /// Takes an exclusive lock on `path` (created when missing). Fails with [`Error::Busy`] when another
+    /// holder, in this process or another, has it.
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+}
+
+/// The default file system: the operating system's.
+pub fn default_fs() -> Arc<dyn Fs> {
+    Arc::new(PosixFs::new())
+}
+
+/// Joins a database directory and a file name.
+pub fn join(dir: &Path, name: &str) -> PathBuf {
+    dir.join(name)
+}

@@ -1,0 +1,23 @@
+//! ShaleDB: a durable, concurrent LSM-tree key-value storage engine.
+//!
+//! ```no_run
+//! use shaledb::{Db, Options};
+//! let db = Db::open("/tmp/shaledb-example", Options::default())?;
+//! db.put(b"key", b"value")?;
+//! assert_eq!(db.get(b"key")?.as_deref(), Some(&b"value"[..]));
+//! db.close()?;
+//! # Ok::<(), shaledb::Error>(())
+//! ```
+//!
+//! See ARCHITECTURE.md for the path of a write and of a read, the threads and the lock order, and
+//! docs/durability.md for what survives which crash.
+
+pub mod merge;
+pub mod options;
+mod snapshot;
+pub mod version;
+
+pub use snapshot::Snapshot;
+pub use options::{Options, ReadOptions, WalRecoveryMode, WriteOptions};
+pub use shaledb_format::compress::CompressionType;
+pub use shaledb_vfs::{Error, Fs, PosixFs, Result};

@@ -1,0 +1,337 @@
+//! Options. Names follow RocksDB's where RocksDB has the same knob; every field documents its default.
+
+use crate::merge::MergeOperator;
+use shaledb_format::compress::CompressionType;
+use shaledb_vfs::{Error, Fs, Result};
+use std::sync::Arc;
+
+/// How the WAL is replayed at open when a record is damaged (RocksDB's `WALRecoveryMode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum WalRecoveryMode {
+    /// Stop replay at the first damaged or incomplete record and open with everything before it (default).
+    /// The result is always a prefix of the acknowledged writes.
+    #[default]
+    PointInTime,
+    /// Ignore an incomplete record at the end of the newest WAL; any other damage fails the open.
+    TolerateCorruptedTailRecords,
+    /// Any damage, even an incomplete tail, fails the open.
+    AbsoluteConsistency,
+    /// Skip damaged records and replay everything else (may leave holes; for salvage only).
+    SkipAnyCorruptedRecords,
+}
+
+/// Database options. `Options::default()` gives RocksDB-like defaults for a server with a few GB of RAM.
+#[derive(Clone)]
+pub struct Options {
+    /// Create the database when the directory holds none. Default: `true`.
+    pub create_if_missing: bool,
+    /// Fail the open when a database already exists. Default: `false`.
+    pub error_if_exists: bool,
+    /// Check every block read during recovery and compaction and fail on damage instead of skipping.
+    /// Default: `true`.
+    pub paranoid_checks: bool,
+    /// Bytes a memtable may hold before it is switched for a new one and flushed. Default: 64 MiB.
+    pub write_buffer_size: usize,
+    /// Memtables (active + immutable) allowed at once; writes stall when all are full. Default: 2.
+    pub max_write_buffer_number: usize,
+    /// L0 file count that triggers an L0 compaction. Default: 4.
+    pub level0_file_num_compaction_trigger: usize,
+    /// L0 file count at which writes are slowed to `delayed_write_rate`. Default: 20.
+    pub level0_slowdown_writes_trigger: usize,
+    /// L0 file count at which writes stop until compaction catches up. Default: 36.
+    pub level0_stop_writes_trigger: usize,
+    /// Number of levels, L0 included. Default: 7.
+    pub num_levels: usize,
+    /// Target size of L1 (or, with dynamic level bytes, of the first non-empty level above the last).
+    /// Default: 256 MiB.
+    pub max_bytes_for_level_base: u64,
+    /// Growth factor between level targets. Default: 10.
+    pub max_bytes_for_level_multiplier: f64,
+    /// Size targets computed from the last level upward, so 90% of data sits in the last level.
+    /// Default: `true`.
+    pub level_compaction_dynamic_level_bytes: bool,
+    /// Size at which compaction output files are cut. Default: 64 MiB.
+    pub target_file_size_base: u64,
+    /// Growth of `target_file_size_base` per level below L1. Default: 1.
+    pub target_file_size_multiplier: u64,
+    /// Background threads for flushes and compactions together (at least 2: one flush, one compaction).
+    /// Default: 2.
+    pub max_background_jobs: usize,
+    /// Write rate (bytes/s) while writes are slowed down. Default: 16 MiB/s.
+    pub delayed_write_rate: u64,
+    /// Estimated pending compaction bytes at which writes slow down; 0 disables. Default: 64 GiB.
+    pub soft_pending_compaction_bytes_limit: u64,
+    /// Estimated pending compaction bytes at which writes stop; 0 disables. Default: 256 GiB.
+    pub hard_pending_compaction_bytes_limit: u64,
+    /// Do not schedule compactions automatically (manual `compact_range` still works). Default: `false`.
+    pub disable_auto_compactions: bool,
+    /// Compression for every level without an entry in `compression_per_level`. Default: LZ4.
+    pub compression: CompressionType,
+    /// Per-level compression, index = level; levels past the end use the last entry. Default: empty.
+    pub compression_per_level: Vec<CompressionType>,
+    /// Compression of the bottommost level, overriding the above. Default: `None` (no override).
+    pub bottommost_compression: Option<CompressionType>,
+    /// zstd level (ignored by other codecs). Default: 3.
+    pub compression_level: i32,
+    /// Uncompressed size of a data block. Default: 4 KiB.
+    pub block_size: usize,
+    /// Keys between restart points in a block. Default: 16.
+    pub block_restart_interval: usize,
+    /// Bloom filter bits per key; 0 disables filters. Default: 10.
+    pub bloom_bits_per_key: f64,
+    /// Capacity of the block cache shared by all tables, in bytes. Default: 32 MiB.
+    pub block_cache_size: usize,
+    /// Cache index and filter blocks in the block cache instead of pinning them in memory for each open
+    /// table. Default: `false` (pinned).
+    pub cache_index_and_filter_blocks: bool,
+    /// Tables kept open at once; -1 keeps all open. Default: -1.
+    pub max_open_files: i32,
+    /// Read SSTs with `O_DIRECT`. Default: `false`.
+    pub use_direct_reads: bool,
+    /// Operator for `merge`. Default: none (merge fails with `InvalidArgument`).
+    pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// WAL replay behaviour on damage. Default: `PointInTime`.
+    pub wal_recovery_mode: WalRecoveryMode,
+    /// Size at which the MANIFEST is rewritten from a snapshot of the current version. Default: 64 MiB.
+    pub max_manifest_file_size: u64,
+    /// The file system. Default: the operating system's.
+    pub fs: Arc<dyn Fs>,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("write_buffer_size", &self.write_buffer_size)
+            .field("max_write_buffer_number", &self.max_write_buffer_number)
+            .field("level0_file_num_compaction_trigger", &self.level0_file_num_compaction_trigger)
+            .field("max_bytes_for_level_base", &self.max_bytes_for_level_base)
+            .field("target_file_size_base", &self.target_file_size_base)
+            .field("compression", &self.compression)
+            .field("block_size", &self.block_size)
+            .field("bloom_bits_per_key", &self.bloom_bits_per_key)
+            .field("block_cache_size", &self.block_cache_size)
+            .field("merge_operator", &self.merge_operator.as_ref().map(|m| m.name().to_string()))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            paranoid_checks: true,
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+            level0_file_num_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 20,
+            level0_stop_writes_trigger: 36,
+            num_levels: 7,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10.0,
+            level_compaction_dynamic_level_bytes: true,
+            target_file_size_base: 64 << 20,
+            target_file_size_multiplier: 1,
+            max_background_jobs: 2,
+            delayed_write_rate: 16 << 20,
+            soft_pending_compaction_bytes_limit: 64 << 30,
+            hard_pending_compaction_bytes_limit: 256 << 30,
+            disable_auto_compactions: false,
+            compression: CompressionType::Lz4,
+            compression_per_level: Vec::new(),
+            bottommost_compression: None,
+            compression_level: 3,
+            block_size: 4 << 10,
+            block_restart_interval: 16,
+            bloom_bits_per_key: 10.0,
+            block_cache_size: 32 << 20,
+            cache_index_and_filter_blocks: false,
+            max_open_files: -1,
+            use_direct_reads: false,
+            merge_operator: None,
+            wal_recovery_mode: WalRecoveryMode::PointInTime,
+            max_manifest_file_size: 64 << 20,
+            fs: shaledb_vfs::default_fs(),
+        }
+    }
+}
+
+fn invalid(msg: String) -> Error {
+    Error::InvalidArgument(msg)
+}
+
+impl Options {
+    /// Checks every option for a usable value; the error names the option and the accepted range.
+    pub fn validate(&self) -> Result<()> {
+        if self.write_buffer_size < 4096 {
+            return Err(invalid(format!("write_buffer_size must be at least 4096, got {}", self.write_buffer_size)));
+        }
+        if self.max_write_buffer_number < 2 {
+            return Err(invalid(format!(
+                "max_write_buffer_number must be at least 2 (one active, one flushing), got {}",
+                self.max_write_buffer_number
+            )));
+        }
+        if !(2..=32).contains(&self.num_levels) {
+            return Err(invalid(format!("num_levels must be in 2..=32, got {}", self.num_levels)));
+        }
+        if self.level0_file_num_compaction_trigger == 0 {
+            return Err(invalid("level0_file_num_compaction_trigger must be at least 1".into()));
+        }
+        if self.level0_slowdown_writes_trigger < self.level0_file_num_compaction_trigger {
+            return Err(invalid(format!(
+                "level0_slowdown_writes_trigger ({}) must be >= level0_file_num_compaction_trigger ({})",
+                self.level0_slowdown_writes_trigger, self.level0_file_num_compaction_trigger
+            )));
+        }
+        if self.level0_stop_writes_trigger < self.level0_slowdown_writes_trigger {
+            return Err(invalid(format!(
+                "level0_stop_writes_trigger ({}) must be >= level0_slowdown_writes_trigger ({})",
+                self.level0_stop_writes_trigger, self.level0_slowdown_writes_trigger
+            )));
+        }
+        if self.max_bytes_for_level_base == 0 {
+            return Err(invalid("max_bytes_for_level_base must be positive".into()));
+        }
+        if !(self.max_bytes_for_level_multiplier > 1.0 && self.max_bytes_for_level_multiplier.is_finite()) {
+            return Err(invalid(format!(
+                "max_bytes_for_level_multiplier must be a finite number > 1, got {}",
+                self.max_bytes_for_level_multiplier
+            )));
+        }
+        if self.target_file_size_base < 1024 {
+            return Err(invalid(format!(
+                "target_file_size_base must be at least 1024, got {}",
+                self.target_file_size_base
+            )));
+        }
+        if self.target_file_size_multiplier == 0 {
+            return Err(invalid("target_file_size_multiplier must be at least 1".into()));
+        }
+        if self.max_background_jobs == 0 {
+            return Err(invalid("max_background_jobs must be at least 1".into()));
+        }
+        if self.delayed_write_rate == 0 {
+            return Err(invalid("delayed_write_rate must be positive".into()));
+        }
+        if self.hard_pending_compaction_bytes_limit != 0
+            && self.hard_pending_compaction_bytes_limit < self.soft_pending_compaction_bytes_limit
+        {
+            return Err(invalid(
+                "hard_pending_compaction_bytes_limit must be 0 or >= soft_pending_compaction_bytes_limit".into(),
+            ));
+        }
+        if !(256..=(64 << 20)).contains(&self.block_size) {
+            return Err(invalid(format!("block_size must be in 256..=64MiB, got {}", self.block_size)));
+        }
+        if !(1..=1024).contains(&self.block_restart_interval) {
+            return Err(invalid(format!(
+                "block_restart_interval must be in 1..=1024, got {}",
+                self.block_restart_interval
+            )));
+        }
+        if !(0.0..=64.0).contains(&self.bloom_bits_per_key) {
+            return Err(invalid(format!("bloom_bits_per_key must be in 0..=64, got {}", self.bloom_bits_per_key)));
+        }
+        if self.max_open_files != -1 && self.max_open_files < 16 {
+            return Err(invalid(format!("max_open_files must be -1 or at least 16, got {}", self.max_open_files)));
+        }
+        if self.use_direct_reads {
+            return Err(Error::NotSupported("use_direct_reads: O_DIRECT reads are not implemented yet".into()));
+        }
+        Ok(())
+    }
+
+    /// Compression used for output files of `level` (`bottommost` when the level is the last one with data).
+    pub fn compression_for_level(&self, level: usize, bottommost: bool) -> CompressionType {
+        if bottommost {
+            if let Some(c) = self.bottommost_compression {
+                return c;
+            }
+        }
+        match self.compression_per_level.get(level).or(self.compression_per_level.last()) {
+            Some(c) => *c,
+            None => self.compression,
+        }
+    }
+
+    /// Output file size target at `level` (L0 and L1 use the base).
+    pub fn target_file_size(&self, level: usize) -> u64 {
+        let mut s = self.target_file_size_base;
+        for _ in 1..level.max(1) {
+            s = s.saturating_mul(self.target_file_size_multiplier);
+        }
+        s
+    }
+}
+
+/// Options for one write.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteOptions {
+    /// fsync the WAL before acknowledging (durable across power loss). Default: `false` (durable across a
+    /// process kill only).
+    pub sync: bool,
+    /// Skip the WAL: the write is lost on any crash until its memtable is flushed. Default: `false`.
+    pub disable_wal: bool,
+}
+
+/// Options for reads and iterators.
+#[derive(Clone, Debug)]
+pub struct ReadOptions {
+    /// Read as of this snapshot. Default: the latest state.
+    pub snapshot: Option<crate::Snapshot>,
+    /// Check the crc of every block read. Default: `true`.
+    pub verify_checksums: bool,
+    /// Put blocks read into the block cache. Default: `true`.
+    pub fill_cache: bool,
+    /// Iterators: the smallest user key to yield (inclusive). Default: none.
+    pub iterate_lower_bound: Option<Vec<u8>>,
+    /// Iterators: the user key to stop before (exclusive). Default: none.
+    pub iterate_upper_bound: Option<Vec<u8>>,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            snapshot: None,
+            verify_checksums: true,
+            fill_cache: true,
+            iterate_lower_bound: None,
+            iterate_upper_bound: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate() {
+        Options::default().validate().unwrap();
+    }
+
+    #[test]
+    fn bad_values_name_the_option() {
+        let o = Options { max_write_buffer_number: 1, ..Options::default() };
+        let e = o.validate().unwrap_err();
+        assert!(e.is_invalid_argument());
+        assert!(e.to_string().contains("max_write_buffer_number"));
+        let o = Options { level0_stop_writes_trigger: 3, ..Options::default() };
+        assert!(o.validate().unwrap_err().to_string().contains("level0_stop_writes_trigger"));
+        let o = Options { block_size: 10, ..Options::default() };
+        assert!(o.validate().unwrap_err().to_string().contains("block_size"));
+    }
+
+    #[test]
+    fn compression_per_level_and_bottommost() {
+        let o = Options {
+            compression_per_level: vec![CompressionType::None, CompressionType::None, CompressionType::Lz4],
+            bottommost_compression: Some(CompressionType::Zstd),
+            ..Options::default()
+        };
+        assert_eq!(o.compression_for_level(0, false), CompressionType::None);
+        assert_eq!(o.compression_for_level(5, false), CompressionType::Lz4);
+        assert_eq!(o.compression_for_level(5, true), CompressionType::Zstd);
+    }
+}
