@@ -125,7 +125,8 @@ pub fn decompress(kind: CompressionType, input: &[u8]) -> Result<Vec<u8>> {
                 return Err(bad(format!("lz4 block claims {n} bytes")));
             }
             let mut out = vec![0u8; n];
-            let got = lz4_flex::block::decompress_into(&input[used..], &mut out).map_err(|e| bad(format!("lz4: {e}")))?;
+            let got =
+                lz4_flex::block::decompress_into(&input[used..], &mut out).map_err(|e| bad(format!("lz4: {e}")))?;
             if got != n {
                 return Err(bad(format!("lz4: decoded {got} bytes, expected {n}")));
             }

@@ -110,7 +110,9 @@ impl Error {
     /// slice of a file and the caller knows where that slice lives). Other errors pass through.
     pub fn in_file(self, file: impl Into<PathBuf>, base: u64) -> Error {
         match self {
-            Error::Corruption { offset, what, .. } => Error::Corruption { file: file.into(), offset: base + offset, what },
+            Error::Corruption { offset, what, .. } => {
+                Error::Corruption { file: file.into(), offset: base + offset, what }
+            }
             other => other,
         }
     }

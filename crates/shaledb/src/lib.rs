@@ -17,7 +17,7 @@ pub mod options;
 mod snapshot;
 pub mod version;
 
-pub use snapshot::Snapshot;
 pub use options::{Options, ReadOptions, WalRecoveryMode, WriteOptions};
 pub use shaledb_format::compress::CompressionType;
 pub use shaledb_vfs::{Error, Fs, PosixFs, Result};
+pub use snapshot::Snapshot;
