@@ -12,9 +12,11 @@
 #![deny(missing_docs)]
 
 mod error;
+mod mem;
 mod posix;
 
 pub use error::{Error, Result};
+pub use mem::*;
 pub use posix::PosixFs;
 
 use std::path::{Path, PathBuf};
