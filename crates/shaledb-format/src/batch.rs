@@ -1,1 +1,375 @@
-//! (being written)
+//! The write-batch representation: the payload of every WAL record.
+//!
+//! ```text
+//! batch    := sequence:fixed64 count:fixed32 record*  ; count = number of records
+//! record   := kind:u8 key:lp_slice [value:lp_slice]   ; value present unless kind is deletion
+//! kind     := 0x00 deletion | 0x01 value | 0x02 merge  ; FROZEN: the ikey.rs ValueKind values
+//! ```
+//!
+//! `sequence` is the sequence number of the first record; record `i` takes `sequence + i`. A batch is applied
+//! all or nothing, so a decoder validates every record and the count before the engine applies any of it.
+
+use crate::coding::{self, Decoder};
+use crate::ikey::ValueKind;
+use crate::{Error, Result};
+
+/// Bytes before the first record: sequence (8) and count (4).
+pub const HEADER_LEN: usize = 12;
+
+/// An encoded write batch. INVARIANT: `rep` holds at least a header and, when built by [`BatchRep::from_bytes`]
+/// or the mutators, exactly `count` well-formed records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchRep {
+    rep: Vec<u8>,
+}
+
+impl Default for BatchRep {
+    fn default() -> Self {
+        BatchRep::new()
+    }
+}
+
+/// One record of a batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchEntry<'a> {
+    /// What the record does.
+    pub kind: ValueKind,
+    /// The user key.
+    pub key: &'a [u8],
+    /// The value or merge operand; empty for a deletion.
+    pub value: &'a [u8],
+}
+
+impl BatchRep {
+    /// An empty batch with sequence 0.
+    pub fn new() -> Self {
+        BatchRep::with_capacity(0)
+    }
+
+    /// An empty batch with room for `bytes` bytes of records.
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut rep = Vec::with_capacity(HEADER_LEN.saturating_add(bytes));
+        rep.resize(HEADER_LEN, 0);
+        BatchRep { rep }
+    }
+
+    /// Adds a put. REQUIRES: key and value shorter than 4 GiB (the engine rejects larger ones beforehand).
+    pub fn put(&mut self, key: &[u8], value: &[u8]) {
+        self.push(ValueKind::Value, key, Some(value));
+    }
+
+    /// Adds a deletion. REQUIRES: key shorter than 4 GiB.
+    pub fn delete(&mut self, key: &[u8]) {
+        self.push(ValueKind::Deletion, key, None);
+    }
+
+    /// Adds a merge operand. REQUIRES: key and value shorter than 4 GiB.
+    pub fn merge(&mut self, key: &[u8], value: &[u8]) {
+        self.push(ValueKind::Merge, key, Some(value));
+    }
+
+    fn push(&mut self, kind: ValueKind, key: &[u8], value: Option<&[u8]>) {
+        debug_assert!(u32::try_from(key.len()).is_ok() && !matches!(value, Some(v) if u32::try_from(v.len()).is_err()));
+        self.rep.push(kind as u8);
+        coding::put_lp_slice(&mut self.rep, key);
+        if let Some(v) = value {
+            coding::put_lp_slice(&mut self.rep, v);
+        }
+        self.set_count(self.count().wrapping_add(1));
+    }
+
+    /// Number of records.
+    pub fn count(&self) -> u32 {
+        coding::get_fixed32(self.rep.get(8..).unwrap_or_default()).unwrap_or(0)
+    }
+
+    fn set_count(&mut self, count: u32) {
+        if let Some(b) = self.rep.get_mut(8..HEADER_LEN) {
+            b.copy_from_slice(&count.to_le_bytes());
+        }
+    }
+
+    /// Sequence number of the first record.
+    pub fn sequence(&self) -> u64 {
+        coding::get_fixed64(&self.rep).unwrap_or(0)
+    }
+
+    /// Sets the sequence number of the first record (the write leader assigns it).
+    pub fn set_sequence(&mut self, seq: u64) {
+        if let Some(b) = self.rep.get_mut(..8) {
+            b.copy_from_slice(&seq.to_le_bytes());
+        }
+    }
+
+    /// The encoded batch: what goes into a WAL record.
+    pub fn data(&self) -> &[u8] {
+        &self.rep
+    }
+
+    /// Takes an encoded batch (a WAL record's payload), checking every record and the count. Errors are
+    /// [`Error::Corruption`] with an empty file and the offset within `data`; re-target with [`Error::in_file`].
+    pub fn from_bytes(data: Vec<u8>) -> Result<BatchRep> {
+        if data.len() < HEADER_LEN {
+            return Err(Error::corruption(
+                "",
+                0,
+                format!("write batch of {} bytes is shorter than its {HEADER_LEN}-byte header", data.len()),
+            ));
+        }
+        let batch = BatchRep { rep: data };
+        for entry in batch.iter() {
+            entry?;
+        }
+        Ok(batch)
+    }
+
+    /// Removes every record and resets the sequence to 0.
+    pub fn clear(&mut self) {
+        self.rep.clear();
+        self.rep.resize(HEADER_LEN, 0);
+    }
+
+    /// True when the batch holds no records.
+    pub fn is_empty(&self) -> bool {
+        self.count() == 0
+    }
+
+    /// Encoded size in bytes, header included.
+    pub fn approximate_size(&self) -> usize {
+        self.rep.len()
+    }
+
+    /// Appends the records of `other` after ours; counts are summed and our sequence is kept.
+    pub fn append(&mut self, other: &BatchRep) {
+        self.rep.extend_from_slice(other.rep.get(HEADER_LEN..).unwrap_or_default());
+        self.set_count(self.count().wrapping_add(other.count()));
+    }
+
+    /// The records in order. Yields an error (and then nothing) at the first malformed record or when the
+    /// records do not match the count.
+    pub fn iter(&self) -> BatchIter<'_> {
+        BatchIter { dec: Decoder::new(&self.rep), count: self.count(), seen: 0, started: false, done: false }
+    }
+}
+
+impl<'a> IntoIterator for &'a BatchRep {
+    type Item = Result<BatchEntry<'a>>;
+    type IntoIter = BatchIter<'a>;
+    fn into_iter(self) -> BatchIter<'a> {
+        self.iter()
+    }
+}
+
+/// Iterator over the records of a [`BatchRep`].
+pub struct BatchIter<'a> {
+    dec: Decoder<'a>,
+    count: u32,
+    seen: u32,
+    started: bool,
+    done: bool,
+}
+
+impl<'a> BatchIter<'a> {
+    fn fail(&mut self, offset: usize, what: String) -> Option<Result<BatchEntry<'a>>> {
+        self.done = true;
+        Some(Err(Error::corruption("", offset as u64, what)))
+    }
+}
+
+impl<'a> Iterator for BatchIter<'a> {
+    type Item = Result<BatchEntry<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if !self.started {
+            self.started = true;
+            if self.dec.bytes(HEADER_LEN).is_none() {
+                return self.fail(0, format!("write batch shorter than its {HEADER_LEN}-byte header"));
+            }
+        }
+        let at = self.dec.pos();
+        if self.dec.is_empty() {
+            self.done = true;
+            if self.seen != self.count {
+                return self.fail(at, format!("write batch header counts {} records, found {}", self.count, self.seen));
+            }
+            return None;
+        }
+        if self.seen == self.count {
+            return self.fail(at, format!("write batch holds more than the {} records its header counts", self.count));
+        }
+        let Some(kind_byte) = self.dec.u8() else { return self.fail(at, "truncated record".into()) };
+        let Some(kind) = ValueKind::from_u8(kind_byte) else {
+            return self.fail(at, format!("unknown record kind {kind_byte} in write batch"));
+        };
+        let Some(key) = self.dec.lp_slice() else {
+            return self.fail(at, format!("truncated key in write batch record #{}", self.seen));
+        };
+        let value = match kind {
+            ValueKind::Deletion => &[][..],
+            ValueKind::Value | ValueKind::Merge => match self.dec.lp_slice() {
+                Some(v) => v,
+                None => return self.fail(at, format!("truncated value in write batch record #{}", self.seen)),
+            },
+        };
+        self.seen += 1;
+        Some(Ok(BatchEntry { kind, key, value }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample() -> BatchRep {
+        let mut b = BatchRep::new();
+        b.put(b"k1", b"v1");
+        b.delete(b"k2");
+        b.merge(b"k3", b"+1");
+        b.put(b"", b"");
+        b.set_sequence(100);
+        b
+    }
+
+    fn entries(b: &BatchRep) -> Vec<(ValueKind, Vec<u8>, Vec<u8>)> {
+        b.iter().map(|e| e.map(|e| (e.kind, e.key.to_vec(), e.value.to_vec()))).collect::<Result<_>>().unwrap()
+    }
+
+    fn corruption_offset(r: Result<BatchRep>) -> (u64, String) {
+        match r {
+            Err(Error::Corruption { file, offset, what }) => {
+                assert_eq!(file.as_os_str(), "");
+                (offset, what)
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn roundtrip() {
+        let b = sample();
+        assert_eq!((b.count(), b.sequence(), b.is_empty()), (4, 100, false));
+        let back = BatchRep::from_bytes(b.data().to_vec()).unwrap();
+        assert_eq!(back, b);
+        assert_eq!(
+            entries(&back),
+            vec![
+                (ValueKind::Value, b"k1".to_vec(), b"v1".to_vec()),
+                (ValueKind::Deletion, b"k2".to_vec(), vec![]),
+                (ValueKind::Merge, b"k3".to_vec(), b"+1".to_vec()),
+                (ValueKind::Value, vec![], vec![]),
+            ]
+        );
+        assert_eq!(b.approximate_size(), b.data().len());
+        let mut c = b.clone();
+        c.clear();
+        assert_eq!(c, BatchRep::default());
+        assert!(c.is_empty());
+        assert_eq!(c.data().len(), HEADER_LEN);
+        assert_eq!(BatchRep::from_bytes(c.data().to_vec()).unwrap(), c);
+    }
+
+    #[test]
+    fn append() {
+        let mut a = sample();
+        let mut other = BatchRep::with_capacity(64);
+        other.put(b"x", b"y");
+        other.set_sequence(999);
+        a.append(&other);
+        assert_eq!((a.count(), a.sequence()), (5, 100));
+        let e = entries(&a);
+        assert_eq!(e.last(), Some(&(ValueKind::Value, b"x".to_vec(), b"y".to_vec())));
+        assert_eq!(BatchRep::from_bytes(a.data().to_vec()).unwrap(), a);
+        let mut empty = BatchRep::new();
+        empty.append(&a);
+        assert_eq!(entries(&empty), e);
+    }
+
+    #[test]
+    fn count_mismatch() {
+        let mut data = sample().data().to_vec();
+        data[8] = 5;
+        let (off, what) = corruption_offset(BatchRep::from_bytes(data.clone()));
+        assert_eq!(off, data.len() as u64);
+        assert!(what.contains("counts 5"), "{what}");
+        data[8] = 3;
+        let (_, what) = corruption_offset(BatchRep::from_bytes(data));
+        assert!(what.contains("more than"), "{what}");
+    }
+
+    #[test]
+    fn truncated_record() {
+        let mut b = BatchRep::new();
+        b.put(b"key", b"value");
+        let full = b.data().to_vec();
+        for cut in HEADER_LEN + 1..full.len() {
+            let (off, _) = corruption_offset(BatchRep::from_bytes(full[..cut].to_vec()));
+            assert_eq!(off, HEADER_LEN as u64, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn bad_kind() {
+        let mut data = sample().data().to_vec();
+        let second = HEADER_LEN + 1 + 3 + 3; // kind, lp "k1", lp "v1"
+        assert_eq!(data[second], ValueKind::Deletion as u8);
+        data[second] = 7;
+        let (off, what) = corruption_offset(BatchRep::from_bytes(data));
+        assert_eq!(off, second as u64);
+        assert!(what.contains("kind 7"), "{what}");
+    }
+
+    #[test]
+    fn header_too_short() {
+        for n in 0..HEADER_LEN {
+            let (off, _) = corruption_offset(BatchRep::from_bytes(vec![0; n]));
+            assert_eq!(off, 0);
+        }
+    }
+
+    #[test]
+    fn grammar_matches_docs() {
+        crate::log::assert_same_grammar(include_str!("batch.rs"), include_str!("../../../docs/format/batch.md"));
+    }
+
+    proptest! {
+        #[test]
+        fn roundtrip_random(
+            seq in any::<u64>(),
+            ops in prop::collection::vec(
+                (0u8..3, prop::collection::vec(any::<u8>(), 0..20), prop::collection::vec(any::<u8>(), 0..300)),
+                0..20,
+            ),
+        ) {
+            let mut b = BatchRep::new();
+            for (k, key, value) in &ops {
+                match k {
+                    0 => b.delete(key),
+                    1 => b.put(key, value),
+                    _ => b.merge(key, value),
+                }
+            }
+            b.set_sequence(seq);
+            let back = BatchRep::from_bytes(b.data().to_vec()).unwrap();
+            prop_assert_eq!(back.sequence(), seq);
+            prop_assert_eq!(back.count() as usize, ops.len());
+            let got = entries(&back);
+            for ((k, key, value), (gk, gkey, gvalue)) in ops.iter().zip(&got) {
+                prop_assert_eq!(*k, *gk as u8);
+                prop_assert_eq!(key, gkey);
+                prop_assert_eq!(if *k == 0 { &[][..] } else { &value[..] }, &gvalue[..]);
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(data in prop::collection::vec(any::<u8>(), 0..64)) {
+            if let Ok(b) = BatchRep::from_bytes(data.clone()) {
+                prop_assert_eq!(b.data(), &data[..]);
+                prop_assert_eq!(b.iter().count(), b.count() as usize);
+            }
+        }
+    }
+}

@@ -155,11 +155,10 @@ mod tests {
         for kind in [CompressionType::None, CompressionType::Snappy, CompressionType::Lz4, CompressionType::Zstd] {
             let mut out = Vec::new();
             let stored = if compress(kind, 3, &data, &mut out) { out.clone() } else { data.clone() };
-            let kind_used = if kind == CompressionType::None { kind } else { kind };
             if kind != CompressionType::None {
                 assert!(stored.len() < data.len(), "{kind} did not compress");
             }
-            assert_eq!(decompress(kind_used, &stored).unwrap(), data, "{kind}");
+            assert_eq!(decompress(kind, &stored).unwrap(), data, "{kind}");
         }
     }
 

@@ -1,8 +1,32 @@
 //! Version edits: the records of the MANIFEST.
 //!
-//! (The grammar and codec are being written; the data types below are fixed.)
+//! ```text
+//! manifest     := log record*                        ; log.rs framing; each record holds one edit
+//! edit         := field*
+//! field        := tag:varint32 body
+//! body         := [tag 1]  comparator:lp_slice       ; UTF-8 name of the key order ("shaledb.bytewise")
+//!               | [tag 2]  format_version:varint32
+//!               | [tag 3]  log_number:varint64       ; WALs numbered below it are obsolete
+//!               | [tag 4]  next_file_number:varint64
+//!               | [tag 5]  last_sequence:varint64
+//!               | [tag 6]  deleted_file
+//!               | [tag 7]  new_file
+//!               | [tag with bit 0x2000 set, unknown] opaque:lp_slice   ; safe to ignore: skipped
+//! deleted_file := level:varint32 number:varint64
+//! new_file     := level:varint32 number:varint64 file_size:varint64
+//!                 smallest:lp_slice largest:lp_slice  ; internal keys, smallest <= largest
+//!                 smallest_seq:varint64 largest_seq:varint64 num_entries:varint64 num_deletions:varint64
+//! ```
+//!
+//! Tags are FROZEN; tag 0 is reserved. Tags 1 to 5 appear at most once per edit, tags 6 and 7 any number of
+//! times; `level < 64`. An unknown tag without the safe-to-ignore bit is corruption: the edit was written by a
+//! newer version whose meaning this one cannot honour. A later version adds an optional field by giving it a tag
+//! with the bit set and an `lp_slice` body, which older versions skip.
 
+use crate::coding::{self, Decoder};
 use crate::ikey;
+use crate::{Error, Result};
+use std::cmp::Ordering;
 
 /// Metadata of one SST, as recorded in the MANIFEST.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -33,5 +57,452 @@ impl FileMeta {
     /// User key of `largest`.
     pub fn largest_user_key(&self) -> &[u8] {
         ikey::user_key(&self.largest)
+    }
+}
+
+/// Field tags of an encoded [`VersionEdit`]. FROZEN: never renumber or reuse.
+pub mod tag {
+    /// Name of the key order.
+    pub const COMPARATOR: u32 = 1;
+    /// On-disk format version the database was written with.
+    pub const FORMAT_VERSION: u32 = 2;
+    /// WALs numbered below it are obsolete.
+    pub const LOG_NUMBER: u32 = 3;
+    /// Next file number to hand out.
+    pub const NEXT_FILE_NUMBER: u32 = 4;
+    /// Last sequence number used.
+    pub const LAST_SEQUENCE: u32 = 5;
+    /// A file removed from a level.
+    pub const DELETED_FILE: u32 = 6;
+    /// A file added to a level.
+    pub const NEW_FILE: u32 = 7;
+    /// Set in the tag of an optional field (body: an `lp_slice`) that a reader not knowing it may skip.
+    pub const SAFE_TO_IGNORE: u32 = 0x2000;
+}
+
+/// Levels are numbered below this.
+pub const MAX_LEVELS: u32 = 64;
+
+/// Name of the bytewise key order, recorded in the first edit of every MANIFEST.
+pub const BYTEWISE_COMPARATOR: &str = "shaledb.bytewise";
+
+/// A change to the set of live files and counters; one MANIFEST record. The first record of a MANIFEST is a
+/// full snapshot of the version.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VersionEdit {
+    /// Name of the key order ([`BYTEWISE_COMPARATOR`]).
+    pub comparator: Option<String>,
+    /// On-disk format version ([`crate::FORMAT_VERSION`]).
+    pub format_version: Option<u32>,
+    /// WALs numbered below this are obsolete.
+    pub log_number: Option<u64>,
+    /// Next file number to hand out.
+    pub next_file_number: Option<u64>,
+    /// Last sequence number used.
+    pub last_sequence: Option<u64>,
+    /// Files removed: (level, file number).
+    pub deleted_files: Vec<(u32, u64)>,
+    /// Files added: (level, metadata).
+    pub new_files: Vec<(u32, FileMeta)>,
+}
+
+/// Checks what a decoder must reject in a file record; `Err` holds the reason.
+fn check_file(level: u32, meta: Option<&FileMeta>) -> std::result::Result<(), String> {
+    if level >= MAX_LEVELS {
+        return Err(format!("level {level} is not below {MAX_LEVELS}"));
+    }
+    let Some(f) = meta else { return Ok(()) };
+    if ikey::parse(&f.smallest).is_none() {
+        return Err(format!("file {}: smallest key is not an internal key", f.number));
+    }
+    if ikey::parse(&f.largest).is_none() {
+        return Err(format!("file {}: largest key is not an internal key", f.number));
+    }
+    if ikey::compare(&f.smallest, &f.largest) == Ordering::Greater {
+        return Err(format!("file {}: smallest key sorts after largest key", f.number));
+    }
+    Ok(())
+}
+
+fn set_once<T>(slot: &mut Option<T>, value: T, at: usize, name: &str) -> Result<()> {
+    if slot.is_some() {
+        return Err(Error::corruption("", at as u64, format!("version edit sets {name} twice")));
+    }
+    *slot = Some(value);
+    Ok(())
+}
+
+impl VersionEdit {
+    /// Records that file `number` left `level`.
+    pub fn delete_file(&mut self, level: u32, number: u64) {
+        self.deleted_files.push((level, number));
+    }
+
+    /// Records that `meta` joined `level`.
+    pub fn add_file(&mut self, level: u32, meta: FileMeta) {
+        self.new_files.push((level, meta));
+    }
+
+    /// Checks what [`VersionEdit::decode`] would reject, so that an edit is refused before it reaches a MANIFEST
+    /// that could then not be read back. Errors are [`Error::InvalidArgument`].
+    pub fn validate(&self) -> Result<()> {
+        let files = self.deleted_files.iter().map(|&(l, _)| (l, None));
+        let files = files.chain(self.new_files.iter().map(|(l, f)| (*l, Some(f))));
+        for (level, meta) in files {
+            check_file(level, meta).map_err(|e| Error::InvalidArgument(format!("version edit: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// Appends the encoding to `out`. Only the fields present are written.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        use coding::{put_lp_slice, put_varint32, put_varint64};
+        debug_assert!(self.validate().is_ok(), "encoding an edit that cannot be decoded: {self:?}");
+        if let Some(c) = &self.comparator {
+            put_varint32(out, tag::COMPARATOR);
+            put_lp_slice(out, c.as_bytes());
+        }
+        if let Some(v) = self.format_version {
+            put_varint32(out, tag::FORMAT_VERSION);
+            put_varint32(out, v);
+        }
+        for (t, v) in [
+            (tag::LOG_NUMBER, self.log_number),
+            (tag::NEXT_FILE_NUMBER, self.next_file_number),
+            (tag::LAST_SEQUENCE, self.last_sequence),
+        ] {
+            if let Some(v) = v {
+                put_varint32(out, t);
+                put_varint64(out, v);
+            }
+        }
+        for &(level, number) in &self.deleted_files {
+            put_varint32(out, tag::DELETED_FILE);
+            put_varint32(out, level);
+            put_varint64(out, number);
+        }
+        for (level, f) in &self.new_files {
+            put_varint32(out, tag::NEW_FILE);
+            put_varint32(out, *level);
+            put_varint64(out, f.number);
+            put_varint64(out, f.file_size);
+            put_lp_slice(out, &f.smallest);
+            put_lp_slice(out, &f.largest);
+            for v in [f.smallest_seq, f.largest_seq, f.num_entries, f.num_deletions] {
+                put_varint64(out, v);
+            }
+        }
+    }
+
+    /// Decodes one edit (a MANIFEST record's payload). Errors are [`Error::Corruption`] with an empty file and
+    /// the offset of the bad field within `data`; re-target with [`Error::in_file`].
+    pub fn decode(data: &[u8]) -> Result<VersionEdit> {
+        let mut d = Decoder::new(data);
+        let mut e = VersionEdit::default();
+        while !d.is_empty() {
+            let at = d.pos();
+            let bad = |what: String| Error::corruption("", at as u64, what);
+            let truncated = |name: &str| bad(format!("version edit: truncated or malformed {name}"));
+            let t = d.varint32().ok_or_else(|| truncated("tag"))?;
+            match t {
+                tag::COMPARATOR => {
+                    let raw = d.lp_slice().ok_or_else(|| truncated("comparator"))?;
+                    let name = std::str::from_utf8(raw).map_err(|_| bad("comparator name is not UTF-8".into()))?;
+                    set_once(&mut e.comparator, name.to_string(), at, "comparator")?;
+                }
+                tag::FORMAT_VERSION => {
+                    let v = d.varint32().ok_or_else(|| truncated("format version"))?;
+                    set_once(&mut e.format_version, v, at, "format version")?;
+                }
+                tag::LOG_NUMBER => {
+                    let v = d.varint64().ok_or_else(|| truncated("log number"))?;
+                    set_once(&mut e.log_number, v, at, "log number")?;
+                }
+                tag::NEXT_FILE_NUMBER => {
+                    let v = d.varint64().ok_or_else(|| truncated("next file number"))?;
+                    set_once(&mut e.next_file_number, v, at, "next file number")?;
+                }
+                tag::LAST_SEQUENCE => {
+                    let v = d.varint64().ok_or_else(|| truncated("last sequence"))?;
+                    set_once(&mut e.last_sequence, v, at, "last sequence")?;
+                }
+                tag::DELETED_FILE => {
+                    let (Some(level), Some(number)) = (d.varint32(), d.varint64()) else {
+                        return Err(truncated("deleted file"));
+                    };
+                    check_file(level, None).map_err(|w| bad(format!("version edit: deleted file: {w}")))?;
+                    e.deleted_files.push((level, number));
+                }
+                tag::NEW_FILE => {
+                    let f = (|| {
+                        let level = d.varint32()?;
+                        let meta = FileMeta {
+                            number: d.varint64()?,
+                            file_size: d.varint64()?,
+                            smallest: d.lp_slice()?.to_vec(),
+                            largest: d.lp_slice()?.to_vec(),
+                            smallest_seq: d.varint64()?,
+                            largest_seq: d.varint64()?,
+                            num_entries: d.varint64()?,
+                            num_deletions: d.varint64()?,
+                        };
+                        Some((level, meta))
+                    })();
+                    let (level, meta) = f.ok_or_else(|| truncated("new file"))?;
+                    check_file(level, Some(&meta)).map_err(|w| bad(format!("version edit: new file: {w}")))?;
+                    e.new_files.push((level, meta));
+                }
+                t if t & tag::SAFE_TO_IGNORE != 0 => {
+                    d.lp_slice().ok_or_else(|| truncated(&format!("body of ignorable tag {t:#x}")))?;
+                }
+                t => {
+                    return Err(bad(format!(
+                        "version edit: unknown tag {t} without the safe-to-ignore bit (written by a newer version?)"
+                    )))
+                }
+            }
+        }
+        Ok(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ikey::{make_internal_key, ValueKind};
+    use proptest::prelude::*;
+
+    fn meta(number: u64, lo: &[u8], hi: &[u8]) -> FileMeta {
+        FileMeta {
+            number,
+            file_size: 4096 + number,
+            smallest: make_internal_key(lo, 7, ValueKind::Value),
+            largest: make_internal_key(hi, 3, ValueKind::Deletion),
+            smallest_seq: 3,
+            largest_seq: 7,
+            num_entries: 10,
+            num_deletions: 1,
+        }
+    }
+
+    fn snapshot() -> VersionEdit {
+        let mut e = VersionEdit {
+            comparator: Some(BYTEWISE_COMPARATOR.into()),
+            format_version: Some(crate::FORMAT_VERSION),
+            log_number: Some(12),
+            next_file_number: Some(40),
+            last_sequence: Some(u64::MAX >> 8),
+            ..VersionEdit::default()
+        };
+        e.delete_file(1, 9);
+        e.add_file(0, meta(20, b"a", b"m"));
+        e.add_file(63, meta(21, b"k", b"k"));
+        e
+    }
+
+    fn enc(e: &VersionEdit) -> Vec<u8> {
+        let mut out = Vec::new();
+        e.encode(&mut out);
+        out
+    }
+
+    /// Decodes and expects corruption at `offset` whose message contains `needle`.
+    fn expect_corruption(data: &[u8], offset: u64, needle: &str) {
+        match VersionEdit::decode(data) {
+            Err(Error::Corruption { file, offset: got, what }) => {
+                assert_eq!(file.as_os_str(), "");
+                assert_eq!(got, offset, "{what}");
+                assert!(what.contains(needle), "{what:?} lacks {needle:?}");
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    /// Encoding of one field: tag, then body bytes.
+    fn field(t: u32, body: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        coding::put_varint32(&mut v, t);
+        v.extend_from_slice(body);
+        v
+    }
+
+    /// A new-file field written by hand: `encode` refuses (in debug builds) to write invalid files.
+    fn new_file_field(level: u32, f: &FileMeta) -> Vec<u8> {
+        let mut out = Vec::new();
+        coding::put_varint32(&mut out, tag::NEW_FILE);
+        coding::put_varint32(&mut out, level);
+        coding::put_varint64(&mut out, f.number);
+        coding::put_varint64(&mut out, f.file_size);
+        coding::put_lp_slice(&mut out, &f.smallest);
+        coding::put_lp_slice(&mut out, &f.largest);
+        for v in [f.smallest_seq, f.largest_seq, f.num_entries, f.num_deletions] {
+            coding::put_varint64(&mut out, v);
+        }
+        out
+    }
+
+    #[test]
+    fn roundtrip_snapshot_and_empty() {
+        let e = snapshot();
+        assert_eq!(VersionEdit::decode(&enc(&e)).unwrap(), e);
+        assert_eq!(VersionEdit::decode(&[]).unwrap(), VersionEdit::default());
+        assert!(enc(&VersionEdit::default()).is_empty());
+    }
+
+    #[test]
+    fn truncated_field() {
+        let data = enc(&snapshot());
+        let mut errors = 0;
+        for cut in 0..data.len() {
+            match VersionEdit::decode(&data[..cut]) {
+                // A cut between fields is a shorter valid edit, which re-encodes to exactly the prefix.
+                Ok(e) => assert_eq!(enc(&e), data[..cut], "cut at {cut}"),
+                Err(e) => {
+                    assert!(e.is_corruption(), "{e}");
+                    errors += 1;
+                }
+            }
+        }
+        assert!(errors > data.len() / 2);
+        expect_corruption(&[tag::LOG_NUMBER as u8, 0x80], 0, "log number");
+        expect_corruption(&[0x80], 0, "tag");
+    }
+
+    #[test]
+    fn overlong_varint() {
+        let mut data = vec![tag::LAST_SEQUENCE as u8];
+        data.extend([0xff; 11]);
+        expect_corruption(&data, 0, "last sequence");
+    }
+
+    #[test]
+    fn bad_level() {
+        let mut data = enc(&VersionEdit { log_number: Some(1), ..VersionEdit::default() });
+        let at = data.len() as u64;
+        data.extend(field(tag::DELETED_FILE, &[64, 5]));
+        expect_corruption(&data, at, "level 64");
+        expect_corruption(&new_file_field(200, &meta(1, b"a", b"b")), 0, "level 200");
+    }
+
+    #[test]
+    fn smallest_not_an_internal_key() {
+        let mut f = meta(5, b"a", b"b");
+        f.smallest = b"short".to_vec();
+        expect_corruption(&new_file_field(1, &f), 0, "smallest key is not an internal key");
+        let mut f = meta(5, b"a", b"b");
+        let n = f.largest.len();
+        f.largest[n - 8] = 9; // unknown kind byte
+        expect_corruption(&new_file_field(1, &f), 0, "largest key is not an internal key");
+    }
+
+    #[test]
+    fn smallest_after_largest() {
+        expect_corruption(&new_file_field(1, &meta(5, b"z", b"a")), 0, "sorts after");
+        // Same user key: the higher sequence sorts first, so (k, 3) > (k, 7) is disordered.
+        let mut f = meta(5, b"k", b"k");
+        std::mem::swap(&mut f.smallest, &mut f.largest);
+        expect_corruption(&new_file_field(1, &f), 0, "sorts after");
+    }
+
+    #[test]
+    fn duplicate_field() {
+        let mut data = enc(&VersionEdit { log_number: Some(1), ..VersionEdit::default() });
+        let at = data.len() as u64;
+        data.extend(enc(&VersionEdit { log_number: Some(2), ..VersionEdit::default() }));
+        expect_corruption(&data, at, "twice");
+    }
+
+    #[test]
+    fn comparator_not_utf8() {
+        expect_corruption(&field(tag::COMPARATOR, &[2, 0xff, 0xfe]), 0, "UTF-8");
+    }
+
+    #[test]
+    fn unknown_tag_not_safe_to_ignore() {
+        let mut data = enc(&snapshot());
+        let at = data.len() as u64;
+        data.extend(field(8, &[1, 0]));
+        expect_corruption(&data, at, "unknown tag 8");
+        expect_corruption(&field(0, &[]), 0, "unknown tag 0");
+    }
+
+    #[test]
+    fn unknown_tag_safe_to_ignore_is_skipped() {
+        let e = snapshot();
+        let mut data = field(tag::SAFE_TO_IGNORE | 5, &[3, b'x', b'y', b'z']);
+        data.extend(enc(&e));
+        data.extend(field(tag::SAFE_TO_IGNORE | 1000, &[0]));
+        assert_eq!(VersionEdit::decode(&data).unwrap(), e);
+        // Its body must still be a whole lp_slice.
+        let mut data = enc(&e);
+        let at = data.len() as u64;
+        data.extend(field(tag::SAFE_TO_IGNORE | 5, &[9, 1, 2]));
+        expect_corruption(&data, at, "ignorable tag");
+    }
+
+    #[test]
+    fn validate_rejects_what_decode_rejects() {
+        assert!(snapshot().validate().is_ok());
+        let mut e = snapshot();
+        e.delete_file(64, 1);
+        assert!(e.validate().unwrap_err().is_invalid_argument());
+        let mut e = snapshot();
+        e.add_file(2, meta(9, b"z", b"a"));
+        assert!(e.validate().unwrap_err().is_invalid_argument());
+    }
+
+    #[test]
+    fn grammar_matches_docs() {
+        crate::log::assert_same_grammar(include_str!("edit.rs"), include_str!("../../../docs/format/manifest.md"));
+    }
+
+    fn arb_ikey() -> impl Strategy<Value = Vec<u8>> {
+        (prop::collection::vec(any::<u8>(), 0..12), 0..=ikey::MAX_SEQUENCE, 0u8..3)
+            .prop_map(|(k, seq, kind)| make_internal_key(&k, seq, ValueKind::from_u8(kind).unwrap_or(ValueKind::Value)))
+    }
+
+    fn arb_meta() -> impl Strategy<Value = FileMeta> {
+        (any::<[u64; 6]>(), arb_ikey(), arb_ikey()).prop_map(|(n, a, b)| {
+            let (smallest, largest) = if ikey::compare(&a, &b) == Ordering::Greater { (b, a) } else { (a, b) };
+            FileMeta {
+                number: n[0],
+                file_size: n[1],
+                smallest,
+                largest,
+                smallest_seq: n[2],
+                largest_seq: n[3],
+                num_entries: n[4],
+                num_deletions: n[5],
+            }
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn roundtrip_random(
+            comparator in prop::option::of("[a-z.]{0,20}"),
+            format_version in prop::option::of(any::<u32>()),
+            counters in any::<[Option<u64>; 3]>(),
+            deleted_files in prop::collection::vec((0..MAX_LEVELS, any::<u64>()), 0..5),
+            new_files in prop::collection::vec((0..MAX_LEVELS, arb_meta()), 0..5),
+        ) {
+            let e = VersionEdit {
+                comparator,
+                format_version,
+                log_number: counters[0],
+                next_file_number: counters[1],
+                last_sequence: counters[2],
+                deleted_files,
+                new_files,
+            };
+            prop_assert_eq!(VersionEdit::decode(&enc(&e)).unwrap(), e);
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(data in prop::collection::vec(any::<u8>(), 0..64)) {
+            if let Ok(e) = VersionEdit::decode(&data) {
+                prop_assert!(e.validate().is_ok());
+            }
+        }
     }
 }

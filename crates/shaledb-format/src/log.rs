@@ -1,1 +1,889 @@
-//! (being written)
+//! Record framing shared by the WAL and the MANIFEST.
+//!
+//! ```text
+//! file     := block*                                ; every block but the last is exactly 32768 bytes
+//! block    := record* trailer?
+//! record   := checksum:fixed32 length:fixed16 type:u8 payload:byte{length}
+//! checksum := mask(crc32c(type payload))            ; masked as in crc.rs; the length is not covered
+//! fixed16  := 2 bytes little-endian
+//! type     := 0x01 FULL | 0x02 FIRST | 0x03 MIDDLE | 0x04 LAST   ; FROZEN; 0x00 reserved, never written
+//! trailer  := 0x00{1..6}                            ; a block tail too short to hold a 7-byte header
+//! logical  := FULL | FIRST MIDDLE* LAST             ; one payload, fragments in consecutive records
+//! ```
+//!
+//! A record never crosses a block boundary: a payload that does not fit in what is left of the block is cut into
+//! fragments. A header is written whenever at least 7 bytes are left, so a fragment may carry no payload bytes.
+//! Because type 0 is never written, a header of seven zero bytes marks zero-filled (preallocated or lost) space.
+//!
+//! Reading reports damage precisely rather than skipping it silently, because the engine's WAL recovery modes
+//! (RocksDB's PointInTime, TolerateCorruptedTailRecords, AbsoluteConsistency, SkipAnyCorruptedRecords) decide
+//! from the report whether the damage is an interrupted write at the tail or a hole in the middle of the log.
+
+use crate::crc;
+use shaledb_vfs::{Error, Result, WritableFile};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Size of a block; records never cross a block boundary.
+pub const BLOCK_SIZE: usize = 32 * 1024;
+
+/// Size of a record header: checksum (4), length (2), type (1).
+pub const HEADER_LEN: usize = 7;
+
+/// The type byte of a physical record. The discriminants are an on-disk format: FROZEN.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum RecordType {
+    /// A whole payload in one record.
+    Full = 1,
+    /// The first fragment of a payload.
+    First = 2,
+    /// An inner fragment.
+    Middle = 3,
+    /// The final fragment.
+    Last = 4,
+}
+
+impl RecordType {
+    /// Decodes a type byte (`None` for 0, which is reserved, and for unknown values).
+    pub fn from_u8(b: u8) -> Option<RecordType> {
+        match b {
+            1 => Some(RecordType::Full),
+            2 => Some(RecordType::First),
+            3 => Some(RecordType::Middle),
+            4 => Some(RecordType::Last),
+            _ => None,
+        }
+    }
+}
+
+/// The checksum stored in a header for `typ` and `payload`.
+fn record_crc(typ: u8, payload: &[u8]) -> u32 {
+    crc::mask(crc::extend(crc::value(&[typ]), payload))
+}
+
+/// Appends framed records to a file.
+///
+/// After an I/O error the file may hold part of a record; the caller must stop using this writer (the engine
+/// treats a failed WAL or MANIFEST write as sticky), and a reader will report that part as damage at the tail.
+pub struct Writer {
+    file: Box<dyn WritableFile>,
+}
+
+impl Writer {
+    /// Wraps `file`. When the file already holds bytes, new records continue its block layout.
+    pub fn new(file: Box<dyn WritableFile>) -> Writer {
+        Writer { file }
+    }
+
+    /// Appends `payload` as one logical record (fragmented as needed). Does not flush.
+    pub fn add_record(&mut self, payload: &[u8]) -> Result<()> {
+        // Derived from the file length rather than tracked, so that it cannot drift from what the file holds.
+        let mut block_offset = (self.file.len() % BLOCK_SIZE as u64) as usize;
+        let mut left = payload;
+        let mut first = true;
+        loop {
+            let room = BLOCK_SIZE - block_offset;
+            if room < HEADER_LEN {
+                const ZEROS: [u8; HEADER_LEN] = [0; HEADER_LEN];
+                self.file.append(&ZEROS[..room])?;
+                block_offset = 0;
+            }
+            let avail = BLOCK_SIZE - block_offset - HEADER_LEN;
+            let n = left.len().min(avail);
+            let (frag, rest) = left.split_at(n);
+            let last = rest.is_empty();
+            let typ = match (first, last) {
+                (true, true) => RecordType::Full,
+                (true, false) => RecordType::First,
+                (false, false) => RecordType::Middle,
+                (false, true) => RecordType::Last,
+            };
+            self.emit(typ, frag)?;
+            block_offset += HEADER_LEN + n;
+            left = rest;
+            first = false;
+            if last {
+                return Ok(());
+            }
+        }
+    }
+
+    /// REQUIRES: `payload.len()` fits in what is left of the current block (so in 16 bits).
+    fn emit(&mut self, typ: RecordType, payload: &[u8]) -> Result<()> {
+        let mut header = [0u8; HEADER_LEN];
+        header[..4].copy_from_slice(&record_crc(typ as u8, payload).to_le_bytes());
+        header[4..6].copy_from_slice(&(payload.len() as u16).to_le_bytes());
+        header[6] = typ as u8;
+        self.file.append(&header)?;
+        self.file.append(payload)
+    }
+
+    /// Hands every appended byte to the operating system (survives a process kill).
+    pub fn flush(&mut self) -> Result<()> {
+        self.file.flush()
+    }
+
+    /// Flushes, then makes the file contents durable (`fdatasync`).
+    pub fn sync(&mut self) -> Result<()> {
+        self.file.sync()
+    }
+
+    /// Bytes written to the file so far, framing included.
+    pub fn len(&self) -> u64 {
+        self.file.len()
+    }
+
+    /// True when the file holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.file.len() == 0
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+}
+
+/// What [`Reader::next`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogRead {
+    /// A complete logical record; `offset` is where its first fragment's header starts.
+    Record {
+        /// File offset of the record's (first fragment's) header.
+        offset: u64,
+        /// The payload.
+        data: Vec<u8>,
+    },
+    /// Bytes that do not form a valid record. Reading may continue.
+    Damage(Damage),
+    /// End of the file.
+    Eof,
+}
+
+/// A damaged stretch of a log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Damage {
+    /// File offset of the first byte whose data is lost: the header of the damaged record, or of the first
+    /// fragment when a fragmented record is lost. Every record returned before starts and ends before it.
+    pub offset: u64,
+    /// What was wrong.
+    pub kind: DamageKind,
+    /// A human description, naming the offset of the bad bytes when it differs from `offset`.
+    pub what: String,
+    /// True when no intact physical record (valid type, length and checksum) starts anywhere after the damaged
+    /// bytes: the damage runs to the end of the file, as a write torn by a crash leaves it.
+    pub at_tail: bool,
+}
+
+/// The ways a log can be damaged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DamageKind {
+    /// A record cut off by the end of the file: a partial header, a partial payload, or fragments without their
+    /// LAST. Always `at_tail`.
+    TruncatedTail,
+    /// The checksum does not match the type and payload.
+    Checksum,
+    /// The length runs past the end of its block (or past the end of the file while intact records follow).
+    BadLength,
+    /// The checksum is valid but the type byte is not a known record type.
+    BadType,
+    /// Fragments out of order: a MIDDLE or LAST without a FIRST, or a FIRST whose LAST never came.
+    Fragmentation,
+    /// A header of zero bytes: preallocated or zero-filled space. Consecutive zeros are reported once.
+    ZeroedRegion,
+}
+
+impl fmt::Display for DamageKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DamageKind::TruncatedTail => "truncated record at end of file",
+            DamageKind::Checksum => "checksum mismatch",
+            DamageKind::BadLength => "bad record length",
+            DamageKind::BadType => "bad record type",
+            DamageKind::Fragmentation => "bad fragmentation",
+            DamageKind::ZeroedRegion => "zero-filled region",
+        })
+    }
+}
+
+impl Damage {
+    /// The damage as an [`Error::Corruption`] naming `path` and the offset.
+    pub fn to_error(&self, path: &Path) -> Error {
+        let tail = if self.at_tail { " (at the tail of the log)" } else { "" };
+        Error::corruption(path, self.offset, format!("log {}: {}{tail}", self.kind, self.what))
+    }
+}
+
+impl fmt::Display for Damage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at offset {}: {}", self.kind, self.offset, self.what)?;
+        if self.at_tail {
+            f.write_str(" (at the tail)")?;
+        }
+        Ok(())
+    }
+}
+
+/// One physical record, or why there is none at the current position.
+enum Physical {
+    Record { offset: usize, typ: RecordType, start: usize, end: usize },
+    Bad { offset: usize, kind: DamageKind, what: String, resync: usize, scan_from: usize },
+    Eof,
+}
+
+/// Reads the logical records of a log held in memory.
+pub struct Reader {
+    data: Vec<u8>,
+    path: PathBuf,
+    pos: usize,
+    /// Offset of the FIRST fragment of the record being assembled.
+    frag_start: Option<usize>,
+    scratch: Vec<u8>,
+    last_end: usize,
+    /// `(from, found)`: the first intact record at or after `from` starts at `found` (`None`: there is none).
+    /// Saves rescanning a long damaged tail once per damage report.
+    scan_memo: Option<(usize, Option<usize>)>,
+}
+
+fn next_block_boundary(pos: usize) -> usize {
+    (pos / BLOCK_SIZE + 1) * BLOCK_SIZE
+}
+
+impl Reader {
+    /// Reads `data`, the complete contents of the log at `path` (the path only names the file in errors).
+    pub fn new(data: Vec<u8>, path: PathBuf) -> Reader {
+        Reader { data, path, pos: 0, frag_start: None, scratch: Vec::new(), last_end: 0, scan_memo: None }
+    }
+
+    /// The path given at construction.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Offset just past the last record returned (0 before the first): the length of the intact prefix
+    /// that the records returned so far occupy.
+    pub fn end_of_last_record(&self) -> u64 {
+        self.last_end as u64
+    }
+
+    /// The next record, damage report or end of file. After [`LogRead::Damage`] reading continues at the next
+    /// block boundary (after a fragmentation error or a bad type, at the next physical record, whose framing is
+    /// intact). After [`LogRead::Eof`] every call returns `Eof` again.
+    // Not an `Iterator`: damage is an item that reading continues past, and `Eof` is explicit.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> LogRead {
+        loop {
+            match self.read_physical() {
+                Physical::Eof => {
+                    self.pos = self.data.len();
+                    if let Some(start) = self.frag_start.take() {
+                        self.scratch.clear();
+                        return LogRead::Damage(Damage {
+                            offset: start as u64,
+                            kind: DamageKind::TruncatedTail,
+                            what: format!(
+                                "fragmented record starting at {start} has no LAST fragment before end of file"
+                            ),
+                            at_tail: true,
+                        });
+                    }
+                    return LogRead::Eof;
+                }
+                Physical::Bad { offset, mut kind, mut what, resync, scan_from } => {
+                    self.pos = resync;
+                    let lost_from = self.frag_start.take().unwrap_or(offset);
+                    self.scratch.clear();
+                    if lost_from != offset {
+                        what = format!("{what}, at offset {offset} inside the record starting at {lost_from}");
+                    }
+                    let at_tail = self.first_intact_from(scan_from).is_none();
+                    if kind == DamageKind::TruncatedTail && !at_tail {
+                        // A length running past the end of file while intact records follow is no torn tail.
+                        kind = DamageKind::BadLength;
+                    }
+                    return LogRead::Damage(Damage { offset: lost_from as u64, kind, what, at_tail });
+                }
+                Physical::Record { offset, typ, start, end } => {
+                    let payload = self.data.get(start..end).unwrap_or_default();
+                    match typ {
+                        RecordType::Full | RecordType::First => {
+                            if let Some(lost) = self.frag_start.take() {
+                                // Leave `pos` on this record: it is intact and is read by the next call.
+                                self.scratch.clear();
+                                return LogRead::Damage(Damage {
+                                    offset: lost as u64,
+                                    kind: DamageKind::Fragmentation,
+                                    what: format!(
+                                        "fragmented record starting at {lost} has no LAST fragment; a {typ:?} \
+                                         record follows at {offset}"
+                                    ),
+                                    at_tail: self.first_intact_from(offset).is_none(),
+                                });
+                            }
+                            self.pos = end;
+                            if typ == RecordType::Full {
+                                self.last_end = end;
+                                return LogRead::Record { offset: offset as u64, data: payload.to_vec() };
+                            }
+                            self.frag_start = Some(offset);
+                            self.scratch.clear();
+                            self.scratch.extend_from_slice(payload);
+                        }
+                        RecordType::Middle | RecordType::Last => {
+                            self.pos = end;
+                            let Some(first) = self.frag_start else {
+                                return LogRead::Damage(Damage {
+                                    offset: offset as u64,
+                                    kind: DamageKind::Fragmentation,
+                                    what: format!("{typ:?} fragment without a FIRST fragment before it"),
+                                    at_tail: self.first_intact_from(offset + 1).is_none(),
+                                });
+                            };
+                            self.scratch.extend_from_slice(payload);
+                            if typ == RecordType::Last {
+                                self.frag_start = None;
+                                self.last_end = end;
+                                return LogRead::Record {
+                                    offset: first as u64,
+                                    data: std::mem::take(&mut self.scratch),
+                                };
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Decodes the physical record at `self.pos` without consuming it.
+    fn read_physical(&self) -> Physical {
+        let len = self.data.len();
+        let mut pos = self.pos;
+        if BLOCK_SIZE - pos % BLOCK_SIZE < HEADER_LEN {
+            pos = next_block_boundary(pos); // the trailer: not covered by any checksum, nothing to check
+        }
+        let Some(avail) = len.checked_sub(pos).filter(|&a| a > 0) else { return Physical::Eof };
+        let header = self.data.get(pos..(pos + HEADER_LEN).min(len)).unwrap_or_default();
+        if header.iter().all(|&b| b == 0) {
+            let zeros = self.data.get(pos..).unwrap_or_default().iter().take_while(|&&b| b == 0).count();
+            let end = pos + zeros;
+            let resync = if end == len { end } else { end.next_multiple_of(BLOCK_SIZE) };
+            return Physical::Bad {
+                offset: pos,
+                kind: DamageKind::ZeroedRegion,
+                what: format!("{zeros} zero bytes where a record header belongs"),
+                resync: resync.min(len),
+                scan_from: pos + 1,
+            };
+        }
+        let (Some(crc_bytes), Some(len_bytes), Some(&type_byte)) = (header.get(..4), header.get(4..6), header.get(6))
+        else {
+            return Physical::Bad {
+                offset: pos,
+                kind: DamageKind::TruncatedTail,
+                what: format!("record header cut off by end of file: {avail} of {HEADER_LEN} bytes"),
+                resync: len,
+                scan_from: len,
+            };
+        };
+        let stored_crc = u32::from_le_bytes([crc_bytes[0], crc_bytes[1], crc_bytes[2], crc_bytes[3]]);
+        let length = u16::from_le_bytes([len_bytes[0], len_bytes[1]]) as usize;
+        let room = BLOCK_SIZE - pos % BLOCK_SIZE - HEADER_LEN;
+        let start = pos + HEADER_LEN;
+        let end = start + length;
+        if length > room {
+            return Physical::Bad {
+                offset: pos,
+                kind: DamageKind::BadLength,
+                what: format!("length {length} exceeds the {room} bytes left in its block"),
+                resync: next_block_boundary(pos).min(len),
+                scan_from: pos + 1,
+            };
+        }
+        let Some(payload) = self.data.get(start..end) else {
+            return Physical::Bad {
+                offset: pos,
+                kind: DamageKind::TruncatedTail,
+                what: format!("payload cut off by end of file: {} of {length} bytes", len - start),
+                resync: len,
+                scan_from: pos + 1,
+            };
+        };
+        if record_crc(type_byte, payload) != stored_crc {
+            return Physical::Bad {
+                offset: pos,
+                kind: DamageKind::Checksum,
+                what: format!("checksum mismatch in a record of length {length}"),
+                resync: next_block_boundary(pos).min(len),
+                scan_from: pos + 1,
+            };
+        }
+        match RecordType::from_u8(type_byte) {
+            Some(typ) => Physical::Record { offset: pos, typ, start, end },
+            None => Physical::Bad {
+                offset: pos,
+                kind: DamageKind::BadType,
+                what: format!("unknown record type {type_byte}"),
+                // The checksum held, so the length is right and the next record starts at `end`.
+                resync: end,
+                scan_from: pos + 1,
+            },
+        }
+    }
+
+    /// True when an intact physical record starts at `pos`.
+    fn intact_at(&self, pos: usize) -> bool {
+        let room = BLOCK_SIZE - pos % BLOCK_SIZE;
+        if room < HEADER_LEN {
+            return false;
+        }
+        let Some(h) = self.data.get(pos..pos + HEADER_LEN) else { return false };
+        let length = u16::from_le_bytes([h[4], h[5]]) as usize;
+        if RecordType::from_u8(h[6]).is_none() || length > room - HEADER_LEN {
+            return false;
+        }
+        let Some(payload) = self.data.get(pos + HEADER_LEN..pos + HEADER_LEN + length) else { return false };
+        record_crc(h[6], payload) == u32::from_le_bytes([h[0], h[1], h[2], h[3]])
+    }
+
+    /// Offset of the first intact physical record at or after `from`.
+    fn first_intact_from(&mut self, from: usize) -> Option<usize> {
+        if let Some((memo_from, found)) = self.scan_memo {
+            if memo_from <= from {
+                match found {
+                    None => return None,
+                    Some(at) if at >= from => return Some(at),
+                    Some(_) => {}
+                }
+            }
+        }
+        let found = (from..self.data.len()).find(|&p| self.intact_at(p));
+        self.scan_memo = Some((from, found));
+        found
+    }
+}
+
+/// Asserts that the first ```` ```text ```` block of a module's `//!` docs equals the first one of its
+/// `docs/format/*.md` page, so the specification and the code cannot drift apart.
+#[cfg(test)]
+pub(crate) fn assert_same_grammar(rust_source: &str, markdown: &str) {
+    fn first_text_block<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+        lines.skip_while(|l| l.trim_end() != "```text").skip(1).take_while(|l| l.trim_end() != "```").collect()
+    }
+    let module_doc = rust_source
+        .lines()
+        .take_while(|l| l.starts_with("//!"))
+        .map(|l| l.strip_prefix("//! ").unwrap_or(l.trim_start_matches("//!")));
+    let code = first_text_block(module_doc);
+    let doc = first_text_block(markdown.lines());
+    assert!(!code.is_empty(), "no ```text grammar in the module docs");
+    assert_eq!(code, doc, "module grammar and docs/format grammar differ");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::{Arc, Mutex};
+
+    /// An in-memory file whose contents stay readable through a shared handle.
+    struct MemFile {
+        buf: Arc<Mutex<Vec<u8>>>,
+        path: PathBuf,
+    }
+
+    impl WritableFile for MemFile {
+        fn append(&mut self, data: &[u8]) -> Result<()> {
+            self.buf.lock().unwrap().extend_from_slice(data);
+            Ok(())
+        }
+        fn flush(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn sync(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn len(&self) -> u64 {
+            self.buf.lock().unwrap().len() as u64
+        }
+        fn path(&self) -> &Path {
+            &self.path
+        }
+    }
+
+    fn payload(i: usize, len: usize) -> Vec<u8> {
+        (0..len).map(|j| (i * 31 + j * 7 + j / 251) as u8).collect()
+    }
+
+    /// Writes `records`, returning the file contents and each record's header offset.
+    fn write_log(records: &[Vec<u8>]) -> (Vec<u8>, Vec<u64>) {
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        let mut w = Writer::new(Box::new(MemFile { buf: buf.clone(), path: PathBuf::from("000001.log") }));
+        let mut offsets = Vec::new();
+        for r in records {
+            // A record starts at the writer's position unless a trailer comes first.
+            let at = w.len();
+            let at = if BLOCK_SIZE as u64 - at % BLOCK_SIZE as u64 >= HEADER_LEN as u64 {
+                at
+            } else {
+                at.next_multiple_of(BLOCK_SIZE as u64)
+            };
+            offsets.push(at);
+            w.add_record(r).unwrap();
+        }
+        w.sync().unwrap();
+        assert_eq!(w.path(), Path::new("000001.log"));
+        let data = buf.lock().unwrap().clone();
+        assert_eq!(w.len(), data.len() as u64);
+        (data, offsets)
+    }
+
+    fn read_all(data: Vec<u8>) -> Vec<LogRead> {
+        let mut r = Reader::new(data, PathBuf::from("000001.log"));
+        let mut out = Vec::new();
+        loop {
+            let item = r.next();
+            if item == LogRead::Eof {
+                assert_eq!(r.next(), LogRead::Eof, "Eof is sticky");
+                return out;
+            }
+            out.push(item);
+            assert!(out.len() < 100_000, "reader does not terminate");
+        }
+    }
+
+    fn records(reads: &[LogRead]) -> Vec<Vec<u8>> {
+        reads
+            .iter()
+            .filter_map(|r| match r {
+                LogRead::Record { data, .. } => Some(data.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn damages(reads: &[LogRead]) -> Vec<Damage> {
+        reads
+            .iter()
+            .filter_map(|r| match r {
+                LogRead::Damage(d) => Some(d.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A physical record with a valid checksum.
+    fn phys(typ: u8, payload: &[u8]) -> Vec<u8> {
+        let mut v = record_crc(typ, payload).to_le_bytes().to_vec();
+        v.extend_from_slice(&(payload.len() as u16).to_le_bytes());
+        v.push(typ);
+        v.extend_from_slice(payload);
+        v
+    }
+
+    fn assert_only_damage(reads: &[LogRead], kind: DamageKind, offset: u64, at_tail: bool) {
+        let d = damages(reads);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!((d[0].kind, d[0].offset, d[0].at_tail), (kind, offset, at_tail), "{}", d[0]);
+    }
+
+    #[test]
+    fn empty_file() {
+        assert!(read_all(Vec::new()).is_empty());
+    }
+
+    #[test]
+    fn empty_payload_is_a_record() {
+        let (data, _) = write_log(&[Vec::new(), b"x".to_vec(), Vec::new()]);
+        assert_eq!(data.len(), 3 * HEADER_LEN + 1);
+        assert_eq!(records(&read_all(data)), vec![Vec::new(), b"x".to_vec(), Vec::new()]);
+    }
+
+    #[test]
+    fn sizes_across_block_boundaries() {
+        let b = BLOCK_SIZE;
+        let h = HEADER_LEN;
+        let sizes = [
+            0,
+            1,
+            b - 4 * h, // ends 6 bytes before the block boundary: a trailer follows
+            b - h,     // exactly fills block 1: no trailer
+            b - h - 7, // leaves exactly one header's room: the next record starts with an empty FIRST
+            50,
+            3 * b + 17, // fragmented over four blocks
+            b - h - 1,
+            1,
+            0,
+        ];
+        let recs: Vec<Vec<u8>> = sizes.iter().enumerate().map(|(i, &n)| payload(i, n)).collect();
+        let (data, offsets) = write_log(&recs);
+        let reads = read_all(data.clone());
+        assert!(damages(&reads).is_empty(), "{:?}", damages(&reads));
+        assert_eq!(records(&reads), recs);
+        let got: Vec<u64> = reads
+            .iter()
+            .filter_map(|r| match r {
+                LogRead::Record { offset, .. } => Some(*offset),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(got, offsets);
+        assert_eq!(offsets[3], b as u64, "a 6-byte tail is skipped as a trailer");
+        assert_eq!(offsets[4], 2 * b as u64, "an exactly-fitting record leaves no trailer");
+        assert_eq!(offsets[5], 3 * b as u64 - 7, "7 bytes of room hold an empty FIRST fragment");
+        assert_eq!(data[3 * b - 1], RecordType::First as u8);
+        // Every block boundary starts with a header.
+        for blk in (0..data.len()).step_by(b) {
+            assert!(Reader::new(data.clone(), PathBuf::new()).intact_at(blk), "block at {blk}");
+        }
+    }
+
+    #[test]
+    fn end_of_last_record_tracks_intact_prefix() {
+        let (data, _) = write_log(&[b"one".to_vec(), b"two".to_vec()]);
+        let mut r = Reader::new(data, PathBuf::new());
+        assert_eq!(r.end_of_last_record(), 0);
+        assert!(matches!(r.next(), LogRead::Record { .. }));
+        assert_eq!(r.end_of_last_record(), (HEADER_LEN + 3) as u64);
+        assert!(matches!(r.next(), LogRead::Record { .. }));
+        assert_eq!(r.end_of_last_record(), 2 * (HEADER_LEN + 3) as u64);
+    }
+
+    #[test]
+    fn checksum_mismatch() {
+        // Record 0 fills block 0; record 1 in block 1 survives the resync.
+        let recs = vec![payload(0, BLOCK_SIZE - HEADER_LEN), payload(1, 10)];
+        let (mut data, _) = write_log(&recs);
+        data[HEADER_LEN + 5] ^= 0x10;
+        let reads = read_all(data);
+        assert_only_damage(&reads, DamageKind::Checksum, 0, false);
+        assert_eq!(records(&reads), vec![recs[1].clone()]);
+    }
+
+    #[test]
+    fn checksum_mismatch_at_tail() {
+        let recs = vec![payload(0, 10), payload(1, 10)];
+        let (mut data, offsets) = write_log(&recs);
+        let n = data.len();
+        data[n - 1] ^= 1;
+        let reads = read_all(data);
+        assert_only_damage(&reads, DamageKind::Checksum, offsets[1], true);
+        assert_eq!(records(&reads), vec![recs[0].clone()]);
+    }
+
+    #[test]
+    fn checksum_mismatch_reports_later_intact_record_in_same_block() {
+        // Record 1 is intact but lost to the resync: at_tail must say so.
+        let recs = vec![payload(0, 10), payload(1, 10)];
+        let (mut data, _) = write_log(&recs);
+        data[HEADER_LEN] ^= 1;
+        let reads = read_all(data);
+        assert_only_damage(&reads, DamageKind::Checksum, 0, false);
+        assert!(records(&reads).is_empty());
+    }
+
+    #[test]
+    fn bad_type() {
+        let mut data = phys(9, b"future");
+        data.extend(phys(1, b"next"));
+        let reads = read_all(data);
+        assert_only_damage(&reads, DamageKind::BadType, 0, false);
+        assert_eq!(records(&reads), vec![b"next".to_vec()], "the checksum vouched for the length");
+    }
+
+    #[test]
+    fn bad_length() {
+        let recs = vec![payload(0, BLOCK_SIZE - HEADER_LEN), payload(1, 10)];
+        let (mut data, _) = write_log(&recs);
+        data[4..6].copy_from_slice(&0xffffu16.to_le_bytes());
+        let reads = read_all(data);
+        assert_only_damage(&reads, DamageKind::BadLength, 0, false);
+        assert_eq!(records(&reads), vec![recs[1].clone()]);
+    }
+
+    #[test]
+    fn bad_length_at_tail() {
+        let recs = vec![payload(0, 10), payload(1, 10)];
+        let (mut data, offsets) = write_log(&recs);
+        let at = offsets[1] as usize;
+        data[at + 4..at + 6].copy_from_slice(&0xfff0u16.to_le_bytes());
+        let reads = read_all(data);
+        assert_only_damage(&reads, DamageKind::BadLength, offsets[1], true);
+        assert_eq!(records(&reads), vec![recs[0].clone()]);
+    }
+
+    #[test]
+    fn truncated_header_at_tail() {
+        let recs = vec![payload(0, 10), payload(1, 10)];
+        let (mut data, offsets) = write_log(&recs);
+        data.truncate(offsets[1] as usize + 4);
+        let reads = read_all(data);
+        assert_only_damage(&reads, DamageKind::TruncatedTail, offsets[1], true);
+        assert_eq!(records(&reads), vec![recs[0].clone()]);
+    }
+
+    #[test]
+    fn truncated_payload_at_tail() {
+        let recs = vec![payload(0, 10), payload(1, 1000)];
+        let (mut data, offsets) = write_log(&recs);
+        data.truncate(data.len() - 1);
+        let reads = read_all(data);
+        assert_only_damage(&reads, DamageKind::TruncatedTail, offsets[1], true);
+        assert_eq!(records(&reads), vec![recs[0].clone()]);
+    }
+
+    #[test]
+    fn missing_last_fragment_at_eof() {
+        let recs = vec![payload(0, 10), payload(1, 3 * BLOCK_SIZE)];
+        let (mut data, offsets) = write_log(&recs);
+        data.truncate(2 * BLOCK_SIZE); // FIRST and MIDDLE intact, LAST gone
+        let reads = read_all(data);
+        assert_only_damage(&reads, DamageKind::TruncatedTail, offsets[1], true);
+        assert_eq!(records(&reads), vec![recs[0].clone()]);
+    }
+
+    #[test]
+    fn first_fragment_followed_by_full_record() {
+        let mut data = phys(2, b"head");
+        data.extend(phys(1, b"whole"));
+        let reads = read_all(data);
+        assert_only_damage(&reads, DamageKind::Fragmentation, 0, false);
+        assert_eq!(records(&reads), vec![b"whole".to_vec()]);
+    }
+
+    #[test]
+    fn orphan_middle_and_last_fragments() {
+        let mut data = phys(3, b"mid");
+        let second = data.len() as u64;
+        data.extend(phys(4, b"end"));
+        data.extend(phys(1, b"ok"));
+        let reads = read_all(data);
+        let d = damages(&reads);
+        assert_eq!(d.len(), 2);
+        assert_eq!((d[0].kind, d[0].offset, d[0].at_tail), (DamageKind::Fragmentation, 0, false));
+        assert_eq!((d[1].kind, d[1].offset, d[1].at_tail), (DamageKind::Fragmentation, second, false));
+        assert_eq!(records(&reads), vec![b"ok".to_vec()]);
+    }
+
+    #[test]
+    fn middle_corruption_then_good_records() {
+        let recs: Vec<Vec<u8>> = (0..200).map(|i| payload(i, 1000)).collect();
+        let (mut data, offsets) = write_log(&recs);
+        // Damage the first record that starts in block 1.
+        let victim = offsets.iter().position(|&o| o >= BLOCK_SIZE as u64).unwrap();
+        data[offsets[victim] as usize + HEADER_LEN + 3] ^= 0x80;
+        let reads = read_all(data);
+        let d = damages(&reads);
+        assert!(!d.is_empty());
+        assert_eq!((d[0].kind, d[0].offset, d[0].at_tail), (DamageKind::Checksum, offsets[victim], false));
+        assert!(d.iter().all(|d| !d.at_tail));
+        let got = records(&reads);
+        // A prefix up to the victim, then everything from block 2 on, in order.
+        assert_eq!(got[..victim], recs[..victim]);
+        let resumed = offsets.iter().position(|&o| o >= 2 * BLOCK_SIZE as u64).unwrap();
+        assert_eq!(got[victim..], recs[resumed..]);
+    }
+
+    #[test]
+    fn zero_filled_tail() {
+        let recs = vec![payload(0, 10), payload(1, 20)];
+        let (mut data, _) = write_log(&recs);
+        let end = data.len() as u64;
+        data.resize(data.len() + 3 * BLOCK_SIZE + 5, 0); // preallocated space, reported once
+        let reads = read_all(data);
+        assert_only_damage(&reads, DamageKind::ZeroedRegion, end, true);
+        assert_eq!(records(&reads), recs);
+    }
+
+    #[test]
+    fn zeroed_block_in_the_middle() {
+        let recs: Vec<Vec<u8>> = (0..100).map(|i| payload(i, 1000)).collect();
+        let (mut data, offsets) = write_log(&recs);
+        data[BLOCK_SIZE..2 * BLOCK_SIZE].fill(0);
+        let reads = read_all(data);
+        let d = damages(&reads);
+        // The record straddling blocks 0 and 1 is the first loss.
+        let first_lost = offsets.iter().position(|&o| o + 1007 > BLOCK_SIZE as u64).unwrap();
+        assert_eq!((d[0].kind, d[0].offset, d[0].at_tail), (DamageKind::ZeroedRegion, offsets[first_lost], false));
+        let got = records(&reads);
+        assert_eq!(got.last(), recs.last());
+        assert_eq!(got[..first_lost], recs[..first_lost]);
+    }
+
+    #[test]
+    fn appended_garbage() {
+        let recs = vec![payload(0, 10), payload(1, 20)];
+        let (mut data, _) = write_log(&recs);
+        let end = data.len() as u64;
+        let mut x: u32 = 0x1234_5678;
+        data.extend((0..100).map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x >> 8) as u8 | 1
+        }));
+        let reads = read_all(data);
+        let d = damages(&reads);
+        assert_eq!(records(&reads), recs);
+        assert!(!d.is_empty());
+        assert_eq!(d[0].offset, end);
+        assert!(d.iter().all(|d| d.at_tail), "{d:?}");
+    }
+
+    #[test]
+    fn every_bit_flip_is_detected_and_never_yields_a_wrong_record() {
+        let recs = vec![payload(0, 5), payload(1, 40), payload(2, 0)];
+        let (data, _) = write_log(&recs);
+        for bit in 0..data.len() * 8 {
+            let mut bad = data.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            let reads = read_all(bad);
+            assert!(!damages(&reads).is_empty(), "flip of bit {bit} went unnoticed");
+            // Returned records are a subsequence of the originals.
+            let mut next = 0;
+            for got in records(&reads) {
+                let at = recs[next..].iter().position(|r| *r == got);
+                assert!(at.is_some(), "flip of bit {bit} produced a record not written: {got:?}");
+                next += at.unwrap_or(0) + 1;
+            }
+        }
+    }
+
+    #[test]
+    fn damage_error_names_file_and_offset() {
+        let d = Damage { offset: 77, kind: DamageKind::Checksum, what: "x".into(), at_tail: false };
+        match d.to_error(Path::new("/db/000007.log")) {
+            Error::Corruption { file, offset, what } => {
+                assert_eq!(file, Path::new("/db/000007.log"));
+                assert_eq!(offset, 77);
+                assert!(what.contains("checksum"), "{what}");
+            }
+            e => panic!("not corruption: {e}"),
+        }
+    }
+
+    #[test]
+    fn grammar_matches_docs() {
+        assert_same_grammar(include_str!("log.rs"), include_str!("../../../docs/format/wal.md"));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+        #[test]
+        fn roundtrip_random_sizes(sizes in prop::collection::vec(
+            prop_oneof![0usize..20, 0usize..BLOCK_SIZE, (BLOCK_SIZE - 20)..(BLOCK_SIZE + 20), 0usize..100_000],
+            0..12,
+        )) {
+            let recs: Vec<Vec<u8>> = sizes.iter().enumerate().map(|(i, &n)| payload(i, n)).collect();
+            let (data, offsets) = write_log(&recs);
+            let reads = read_all(data);
+            let want: Vec<LogRead> = recs
+                .iter()
+                .zip(&offsets)
+                .map(|(r, &o)| LogRead::Record { offset: o, data: r.clone() })
+                .collect();
+            prop_assert_eq!(reads, want);
+        }
+    }
+}

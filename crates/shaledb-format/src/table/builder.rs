@@ -1,0 +1,214 @@
+//! Writes an SST front to back in one pass (grammar in `table/mod.rs`).
+
+use super::{
+    separator, successor, BlockHandle, Footer, TableOptions, TableProperties, FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME,
+};
+use crate::block::BlockBuilder;
+use crate::bloom::{key_hash, BloomBuilder};
+use crate::compress::{compress, CompressionType, MAX_BLOCK_LEN};
+use crate::ikey::{self, ValueKind};
+use crate::{crc, Error, Result};
+use shaledb_vfs::WritableFile;
+use std::cmp::Ordering;
+
+/// Largest data block target accepted; larger `block_size` settings are clamped to it.
+const MAX_BLOCK_SIZE: usize = MAX_BLOCK_LEN / 4;
+/// Largest single entry: one entry must fit in a block a reader accepts.
+const MAX_ENTRY_LEN: usize = MAX_BLOCK_LEN / 2;
+
+/// Appends blocks with their trailers and tracks the file offset.
+struct BlockWriter {
+    file: Box<dyn WritableFile>,
+    offset: u64,
+    scratch: Vec<u8>,
+}
+
+impl BlockWriter {
+    /// Writes `raw`, compressed with `kind` when that saves at least 12.5%.
+    fn write_block(&mut self, raw: &[u8], kind: CompressionType, level: i32) -> Result<BlockHandle> {
+        let (contents, kind) = if kind != CompressionType::None
+            && compress(kind, level, raw, &mut self.scratch)
+            && self.scratch.len() <= raw.len() - raw.len() / 8
+        {
+            (&self.scratch[..], kind)
+        } else {
+            (raw, CompressionType::None)
+        };
+        let mut trailer = [0u8; 5];
+        trailer[0] = kind as u8;
+        let c = crc::mask(crc::extend(crc::value(contents), &trailer[..1]));
+        trailer[1..].copy_from_slice(&c.to_le_bytes());
+        self.file.append(contents)?;
+        self.file.append(&trailer)?;
+        let handle = BlockHandle { offset: self.offset, size: contents.len() as u64 };
+        self.offset += (contents.len() + trailer.len()) as u64;
+        Ok(handle)
+    }
+}
+
+/// Builds an SST from internal keys added in increasing [`ikey::compare`] order.
+pub struct TableBuilder {
+    opts: TableOptions,
+    w: BlockWriter,
+    data_block: BlockBuilder,
+    index_block: BlockBuilder,
+    bloom: Option<BloomBuilder>,
+    last_key: Vec<u8>,
+    /// Handle of the last flushed data block, waiting for the next key to pick its separator.
+    pending_handle: Option<BlockHandle>,
+    handle_buf: Vec<u8>,
+    sep_buf: Vec<u8>,
+    props: TableProperties,
+    /// First write error; every later call returns it (the file is unusable).
+    err: Option<Error>,
+}
+
+impl TableBuilder {
+    /// Starts a table written to `file`.
+    pub fn new(mut opts: TableOptions, file: Box<dyn WritableFile>) -> TableBuilder {
+        opts.block_size = opts.block_size.clamp(1, MAX_BLOCK_SIZE);
+        let bloom = (opts.bloom_bits_per_key > 0.0).then(|| BloomBuilder::new(opts.bloom_bits_per_key));
+        let props = TableProperties {
+            compression: opts.compression,
+            smallest_seq: u64::MAX,
+            format_version: crate::FORMAT_VERSION,
+            ..TableProperties::default()
+        };
+        TableBuilder {
+            data_block: BlockBuilder::new(opts.block_restart_interval),
+            index_block: BlockBuilder::new(1),
+            opts,
+            w: BlockWriter { file, offset: 0, scratch: Vec::new() },
+            bloom,
+            last_key: Vec::new(),
+            pending_handle: None,
+            handle_buf: Vec::new(),
+            sep_buf: Vec::new(),
+            props,
+            err: None,
+        }
+    }
+
+    /// Adds an entry. REQUIRES: `ikey` is greater than every key added before (by [`ikey::compare`]); a key
+    /// out of order, malformed or too large is `InvalidArgument` and leaves the builder unchanged.
+    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        if let Some(e) = &self.err {
+            return Err(e.clone());
+        }
+        let Some(parsed) = ikey::parse(ikey) else {
+            return Err(Error::InvalidArgument(format!("malformed internal key of {} bytes", ikey.len())));
+        };
+        if self.props.num_entries > 0 && ikey::compare(ikey, &self.last_key) != Ordering::Greater {
+            return Err(Error::InvalidArgument("table keys must be added in increasing order".into()));
+        }
+        if ikey.len() + value.len() > MAX_ENTRY_LEN {
+            return Err(Error::InvalidArgument(format!(
+                "entry of {} bytes exceeds the {MAX_ENTRY_LEN}-byte limit",
+                ikey.len() + value.len()
+            )));
+        }
+        if let Some(handle) = self.pending_handle.take() {
+            separator(&self.last_key, ikey, &mut self.sep_buf);
+            self.add_index_entry(handle);
+        }
+        if let Some(b) = &mut self.bloom {
+            b.add_hash(key_hash(parsed.user_key));
+        }
+        let p = &mut self.props;
+        p.num_entries += 1;
+        match parsed.kind {
+            ValueKind::Deletion => p.num_deletions += 1,
+            ValueKind::Merge => p.num_merges += 1,
+            ValueKind::Value => {}
+        }
+        p.raw_key_size += ikey.len() as u64;
+        p.raw_value_size += value.len() as u64;
+        p.smallest_seq = p.smallest_seq.min(parsed.seq);
+        p.largest_seq = p.largest_seq.max(parsed.seq);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(ikey);
+        self.data_block.add(ikey, value);
+        if self.data_block.estimated_size() >= self.opts.block_size {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    fn add_index_entry(&mut self, handle: BlockHandle) {
+        self.handle_buf.clear();
+        handle.encode_to(&mut self.handle_buf);
+        self.index_block.add(&self.sep_buf, &self.handle_buf);
+    }
+
+    fn flush_data_block(&mut self) -> Result<()> {
+        if self.data_block.is_empty() {
+            return Ok(());
+        }
+        let res = self.w.write_block(self.data_block.finish(), self.opts.compression, self.opts.compression_level);
+        self.data_block.reset();
+        let handle = self.check(res)?;
+        self.props.data_size += handle.size + super::BLOCK_TRAILER_LEN as u64;
+        self.props.num_data_blocks += 1;
+        self.pending_handle = Some(handle);
+        Ok(())
+    }
+
+    fn check<T>(&mut self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            self.err = Some(e.clone());
+        }
+        r
+    }
+
+    /// Number of entries added.
+    pub fn num_entries(&self) -> u64 {
+        self.props.num_entries
+    }
+
+    /// Bytes written so far plus the unfinished data block's estimated size.
+    pub fn file_size(&self) -> u64 {
+        self.w.offset + self.data_block.estimated_size() as u64
+    }
+
+    /// Writes the remaining blocks and the footer, then syncs the file (`fdatasync`).
+    pub fn finish(mut self) -> Result<TableProperties> {
+        if let Some(e) = &self.err {
+            return Err(e.clone());
+        }
+        self.flush_data_block()?;
+        if let Some(handle) = self.pending_handle.take() {
+            successor(&self.last_key, &mut self.sep_buf);
+            self.add_index_entry(handle);
+        }
+        if self.props.num_entries == 0 {
+            self.props.smallest_seq = 0;
+        }
+        let mut meta = BlockBuilder::new(1);
+        let mut h = Vec::new();
+        if let Some(bloom) = &mut self.bloom {
+            let filter = bloom.finish();
+            let handle = self.w.write_block(&filter, CompressionType::None, 0)?;
+            self.props.filter_size = handle.size + super::BLOCK_TRAILER_LEN as u64;
+            handle.encode_to(&mut h);
+            meta.add(FILTER_BLOCK_NAME, &h);
+        }
+        // The index is written after the properties but its size is known now: it is stored uncompressed.
+        let index = self.index_block.finish();
+        self.props.index_size = (index.len() + super::BLOCK_TRAILER_LEN) as u64;
+        let props_handle = self.w.write_block(&self.props.encode(), CompressionType::None, 0)?;
+        h.clear();
+        props_handle.encode_to(&mut h);
+        meta.add(PROPERTIES_BLOCK_NAME, &h);
+        let metaindex = self.w.write_block(meta.finish(), CompressionType::None, 0)?;
+        let index = self.w.write_block(self.index_block.finish(), CompressionType::None, 0)?;
+        let footer = Footer { metaindex, index, format_version: crate::FORMAT_VERSION }.encode();
+        self.w.file.append(&footer)?;
+        self.w.offset += footer.len() as u64;
+        self.w.file.sync()?;
+        self.props.file_size = self.w.offset;
+        Ok(self.props)
+    }
+
+    /// Drops the builder without finishing the table; the caller removes the file.
+    pub fn abandon(self) {}
+}

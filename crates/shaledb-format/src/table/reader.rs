@@ -1,0 +1,538 @@
+//! Opens an SST, reads its blocks (checksum first, then decompression) and iterates it as a two-level
+//! iterator: the index block picks the data block, the data block the entry.
+
+use super::{
+    in_block, BlockHandle, Footer, TableProperties, TableReadOptions, TableStats, FILTER_BLOCK_NAME, FOOTER_LEN,
+    PROPERTIES_BLOCK_NAME,
+};
+use crate::block::{Block, BlockIter, KeyOrder};
+use crate::bloom::{key_hash, BloomReader};
+use crate::cache::BlockCache;
+use crate::coding::get_fixed32;
+use crate::compress::{decompress, CompressionType};
+use crate::ikey;
+use crate::iter::InternalIterator;
+use crate::{crc, Error, Result};
+use shaledb_vfs::RandomAccessFile;
+use std::cmp::Ordering;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// An open SST. Shared as `Arc<Table>` by the table cache and every iterator over it.
+pub struct Table {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    props: TableProperties,
+    cache: Option<Arc<BlockCache>>,
+    cache_id: u64,
+    stats: Option<Arc<TableStats>>,
+    /// Where the footer starts: every block must end at or before it.
+    data_end: u64,
+    footer: Footer,
+    filter_handle: Option<BlockHandle>,
+    /// The index block, unless it lives in the block cache.
+    pub(super) pinned_index: Option<Arc<Block>>,
+    /// The filter, unless there is none or it lives in the block cache.
+    pub(super) pinned_filter: Option<Arc<BloomReader>>,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table").field("path", &self.path).field("props", &self.props).finish()
+    }
+}
+
+impl Table {
+    /// Opens the SST in `file`: reads and checks the footer, metaindex, properties, index and filter.
+    pub fn open(file: Arc<dyn RandomAccessFile>, opts: &TableReadOptions) -> Result<Arc<Table>> {
+        let path = file.path().to_path_buf();
+        let len = file.len();
+        let Some(data_end) = len.checked_sub(FOOTER_LEN as u64) else {
+            return Err(Error::corruption(&path, 0, format!("file of {len} bytes is too short to be an SST")));
+        };
+        let mut buf = [0u8; FOOTER_LEN];
+        file.read_exact_at(&mut buf, data_end)?;
+        let footer = Footer::decode(&buf, &path, data_end)?;
+        let cache = opts.cache.clone();
+        let cache_id = cache.as_ref().map_or(0, |c| c.new_cache_id());
+        let mut t = Table {
+            file,
+            path,
+            props: TableProperties::default(),
+            cache,
+            cache_id,
+            stats: opts.stats.clone(),
+            data_end,
+            footer,
+            filter_handle: None,
+            pinned_index: None,
+            pinned_filter: None,
+        };
+
+        let (props_handle, filter_handle) = t.read_metaindex()?;
+        let props_block = t.read_block(props_handle, true)?;
+        t.props = TableProperties::decode(props_block).map_err(|e| in_block(e, &t.path, props_handle.offset))?;
+        t.props.file_size = len;
+        t.filter_handle = filter_handle;
+
+        let index = Arc::new(t.read_block(footer.index, true)?);
+        let filter = match filter_handle {
+            Some(h) => Some(Arc::new(t.read_filter(h)?)),
+            None => None,
+        };
+        match (&t.cache, opts.cache_index_and_filter) {
+            (Some(c), true) => {
+                c.insert(t.cache_id, footer.index.offset, index);
+                if let (Some(h), Some(f)) = (filter_handle, filter) {
+                    c.insert_filter(t.cache_id, h.offset, f);
+                }
+            }
+            _ => {
+                t.pinned_index = Some(index);
+                t.pinned_filter = filter;
+            }
+        }
+        Ok(Arc::new(t))
+    }
+
+    /// The metaindex: `(properties handle, filter handle)`.
+    fn read_metaindex(&self) -> Result<(BlockHandle, Option<BlockHandle>)> {
+        let at = self.footer.metaindex.offset;
+        let mut it = Arc::new(self.read_block(self.footer.metaindex, true)?).iter(KeyOrder::Bytewise);
+        let (mut props, mut filter) = (None, None);
+        it.seek_to_first();
+        while it.valid() {
+            let slot = match it.key() {
+                FILTER_BLOCK_NAME => &mut filter,
+                PROPERTIES_BLOCK_NAME => &mut props,
+                _ => {
+                    it.next();
+                    continue;
+                }
+            };
+            let Some(h) = BlockHandle::decode_exact(it.value()) else {
+                return Err(Error::corruption(&self.path, at, "malformed block handle in metaindex"));
+            };
+            *slot = Some(h);
+            it.next();
+        }
+        it.status().map_err(|e| in_block(e, &self.path, at))?;
+        let props = props.ok_or_else(|| Error::corruption(&self.path, at, "metaindex lacks the properties block"))?;
+        Ok((props, filter))
+    }
+
+    /// Reads a block's stored bytes, checks its trailer and decompresses it.
+    fn read_raw(&self, h: BlockHandle, verify_checksum: bool) -> Result<Vec<u8>> {
+        let bad = |what: String| Error::corruption(&self.path, h.offset, what);
+        let n = h.end().filter(|&end| end <= self.data_end).and_then(|_| usize::try_from(h.size).ok()).ok_or_else(
+            || {
+                bad(format!(
+                    "block handle (offset {}, size {}) runs past the data end at {}",
+                    h.offset, h.size, self.data_end
+                ))
+            },
+        )?;
+        let mut buf = vec![0u8; n + super::BLOCK_TRAILER_LEN];
+        self.file.read_exact_at(&mut buf, h.offset)?;
+        if let Some(s) = &self.stats {
+            s.add_read(buf.len() as u64);
+        }
+        let kind_byte = buf[n];
+        if verify_checksum {
+            let stored = get_fixed32(&buf[n + 1..]).map(crc::unmask);
+            if stored != Some(crc::value(&buf[..=n])) {
+                return Err(bad("block checksum mismatch".into()));
+            }
+        }
+        let kind =
+            CompressionType::from_u8(kind_byte).ok_or_else(|| bad(format!("unknown compression type {kind_byte}")))?;
+        if kind == CompressionType::None {
+            buf.truncate(n);
+            Ok(buf)
+        } else {
+            decompress(kind, &buf[..n]).map_err(|e| in_block(e, &self.path, h.offset))
+        }
+    }
+
+    fn read_block(&self, h: BlockHandle, verify_checksum: bool) -> Result<Block> {
+        Block::new(self.read_raw(h, verify_checksum)?).map_err(|e| in_block(e, &self.path, h.offset))
+    }
+
+    fn read_filter(&self, h: BlockHandle) -> Result<BloomReader> {
+        BloomReader::from_vec(self.read_raw(h, true)?).map_err(|e| in_block(e, &self.path, h.offset))
+    }
+
+    fn count_lookup(&self, hit: bool) {
+        if let Some(s) = &self.stats {
+            if hit {
+                s.add_hit()
+            } else {
+                s.add_miss()
+            }
+        }
+    }
+
+    /// A data block, through the cache when there is one.
+    fn data_block(&self, h: BlockHandle, verify_checksum: bool, fill_cache: bool) -> Result<Arc<Block>> {
+        if let Some(c) = &self.cache {
+            let hit = c.get(self.cache_id, h.offset);
+            self.count_lookup(hit.is_some());
+            if let Some(b) = hit {
+                return Ok(b);
+            }
+        }
+        let b = Arc::new(self.read_block(h, verify_checksum)?);
+        if let (Some(c), true) = (&self.cache, fill_cache) {
+            c.insert(self.cache_id, h.offset, Arc::clone(&b));
+        }
+        Ok(b)
+    }
+
+    fn index_block(&self) -> Result<Arc<Block>> {
+        if let Some(b) = &self.pinned_index {
+            return Ok(Arc::clone(b));
+        }
+        let h = self.footer.index;
+        // Not pinned means cached: the index is always put back after a miss.
+        self.data_block(h, true, true)
+    }
+
+    fn filter(&self) -> Option<Result<Arc<BloomReader>>> {
+        let h = self.filter_handle?;
+        if let Some(f) = &self.pinned_filter {
+            return Some(Ok(Arc::clone(f)));
+        }
+        let c = self.cache.as_ref()?;
+        let hit = c.get_filter(self.cache_id, h.offset);
+        self.count_lookup(hit.is_some());
+        if let Some(f) = hit {
+            return Some(Ok(f));
+        }
+        Some(self.read_filter(h).map(|f| {
+            let f = Arc::new(f);
+            c.insert_filter(self.cache_id, h.offset, Arc::clone(&f));
+            f
+        }))
+    }
+
+    /// The table's properties.
+    pub fn properties(&self) -> &TableProperties {
+        &self.props
+    }
+
+    /// False only when no entry of the user key hashed to `key_hash` ([`crate::bloom::key_hash`]) is in the
+    /// table. True without a filter, and when a cached filter cannot be read back (a lookup then finds out).
+    pub fn may_contain(&self, key_hash: u64) -> bool {
+        match self.filter() {
+            Some(Ok(f)) => f.may_contain(key_hash),
+            Some(Err(_)) | None => true,
+        }
+    }
+
+    /// An unpositioned iterator. `verify_checksums = false` skips the crc check of data blocks read from the
+    /// file; `fill_cache = false` keeps blocks it reads out of the block cache (compaction scans).
+    pub fn iter(self: &Arc<Self>, verify_checksums: bool, fill_cache: bool) -> TableIter {
+        let (index, err) = match self.index_block() {
+            Ok(b) => (Some(BlockIter::new(b, KeyOrder::Internal)), None),
+            Err(e) => (None, Some(e)),
+        };
+        TableIter {
+            table: Arc::clone(self),
+            index,
+            data: None,
+            data_handle: BlockHandle::default(),
+            verify: verify_checksums,
+            fill_cache,
+            err,
+        }
+    }
+
+    /// Approximate file offset where `ikey` is or would be stored: the offset of its data block, or the end
+    /// of the data when it sorts after every block (also when the index cannot be read).
+    pub fn approximate_offset_of(&self, ikey: &[u8]) -> u64 {
+        let Ok(index) = self.index_block() else {
+            return self.props.data_size;
+        };
+        let mut it = BlockIter::new(index, KeyOrder::Internal);
+        it.seek(ikey);
+        match it.valid().then(|| BlockHandle::decode_exact(it.value())).flatten() {
+            Some(h) => h.offset,
+            None => self.props.data_size,
+        }
+    }
+
+    /// Reads every block from the file and checks it: footer, metaindex, properties, filter, index, and each
+    /// data block (checksum, decoding, key order, agreement with the index and the properties).
+    pub fn verify(&self) -> Result<()> {
+        let mut buf = [0u8; FOOTER_LEN];
+        self.file.read_exact_at(&mut buf, self.data_end)?;
+        if Footer::decode(&buf, &self.path, self.data_end)? != self.footer {
+            return Err(Error::corruption(&self.path, self.data_end, "footer changed since open"));
+        }
+        let (props_handle, filter_handle) = self.read_metaindex()?;
+        let props = TableProperties::decode(self.read_block(props_handle, true)?)
+            .map_err(|e| in_block(e, &self.path, props_handle.offset))?;
+        let index_at = self.footer.index.offset;
+        let bad_index = |what: &str| Error::corruption(&self.path, index_at, what);
+        let filter = match filter_handle {
+            Some(h) => Some((h.offset, self.read_filter(h)?)),
+            None => None,
+        };
+        let mut index = BlockIter::new(Arc::new(self.read_block(self.footer.index, true)?), KeyOrder::Internal);
+        let (mut entries, mut blocks, mut next_offset) = (0u64, 0u64, 0u64);
+        let mut prev_key: Vec<u8> = Vec::new();
+        index.seek_to_first();
+        while index.valid() {
+            let h = BlockHandle::decode_exact(index.value()).ok_or_else(|| bad_index("malformed block handle"))?;
+            if h.offset != next_offset {
+                return Err(bad_index("data blocks are not contiguous"));
+            }
+            next_offset = h.end().unwrap_or(u64::MAX);
+            let mut data = BlockIter::new(Arc::new(self.read_block(h, true)?), KeyOrder::Internal);
+            let bad = |what: &str| Error::corruption(&self.path, h.offset, what);
+            data.seek_to_first();
+            if !data.valid() {
+                data.status().map_err(|e| in_block(e, &self.path, h.offset))?;
+                return Err(bad("empty data block"));
+            }
+            while data.valid() {
+                let k = data.key();
+                if ikey::parse(k).is_none() {
+                    return Err(bad("malformed internal key"));
+                }
+                if entries > 0 && ikey::compare(&prev_key, k) != Ordering::Less {
+                    return Err(bad("keys out of order"));
+                }
+                if ikey::compare(k, index.key()) == Ordering::Greater {
+                    return Err(bad("key beyond its index separator"));
+                }
+                if let Some((at, f)) = &filter {
+                    if !f.may_contain(key_hash(ikey::user_key(k))) {
+                        return Err(Error::corruption(&self.path, *at, "bloom filter lacks a key of the table"));
+                    }
+                }
+                prev_key.clear();
+                prev_key.extend_from_slice(k);
+                entries += 1;
+                data.next();
+            }
+            data.status().map_err(|e| in_block(e, &self.path, h.offset))?;
+            blocks += 1;
+            index.next();
+        }
+        index.status().map_err(|e| in_block(e, &self.path, index_at))?;
+        if entries != props.num_entries || blocks != props.num_data_blocks || next_offset != props.data_size {
+            return Err(Error::corruption(
+                &self.path,
+                props_handle.offset,
+                format!(
+                    "properties claim {} entries in {} blocks ({} bytes), found {entries} in {blocks} ({next_offset})",
+                    props.num_entries, props.num_data_blocks, props.data_size
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Iterates a table in internal key order. Holds the table alive; reuses its data block iterator's buffers.
+pub struct TableIter {
+    table: Arc<Table>,
+    /// `None` when the index block could not be read (`err` says why).
+    index: Option<BlockIter>,
+    /// The data block under the index's current entry; `None` when there is none.
+    data: Option<BlockIter>,
+    data_handle: BlockHandle,
+    verify: bool,
+    fill_cache: bool,
+    /// First error met; the iterator stays invalid after it.
+    err: Option<Error>,
+}
+
+impl TableIter {
+    /// Loads the data block the index points at (unless already loaded); unpositioned.
+    fn load_block(&mut self) {
+        let Some(index) = &self.index else {
+            self.data = None;
+            return;
+        };
+        if !index.valid() {
+            if let Err(e) = index.status() {
+                self.err = Some(in_block(e, &self.table.path, self.table.footer.index.offset));
+            }
+            self.data = None;
+            return;
+        }
+        let Some(h) = BlockHandle::decode_exact(index.value()) else {
+            let at = self.table.footer.index.offset;
+            self.err = Some(Error::corruption(&self.table.path, at, "malformed block handle in index"));
+            self.data = None;
+            return;
+        };
+        if self.data.is_some() && h == self.data_handle {
+            return;
+        }
+        match self.table.data_block(h, self.verify, self.fill_cache) {
+            Ok(block) => {
+                match &mut self.data {
+                    Some(d) => d.reset(block),
+                    None => self.data = Some(BlockIter::new(block, KeyOrder::Internal)),
+                }
+                self.data_handle = h;
+            }
+            Err(e) => {
+                self.err = Some(e);
+                self.data = None;
+            }
+        }
+    }
+
+    /// True when the data iterator is positioned; records its error otherwise.
+    fn data_ready(&mut self) -> bool {
+        if self.err.is_some() {
+            return true;
+        }
+        match &self.data {
+            Some(d) if d.valid() => true,
+            Some(d) => match d.status() {
+                Ok(()) => false,
+                Err(e) => {
+                    self.err = Some(in_block(e, &self.table.path, self.data_handle.offset));
+                    true
+                }
+            },
+            None => false,
+        }
+    }
+
+    /// Moves forward past exhausted (or empty) data blocks.
+    fn skip_forward(&mut self) {
+        while !self.data_ready() {
+            match &mut self.index {
+                Some(index) if index.valid() => index.next(),
+                _ => {
+                    self.data = None;
+                    return;
+                }
+            }
+            self.load_block();
+            if let Some(d) = &mut self.data {
+                d.seek_to_first();
+            }
+        }
+    }
+
+    /// Moves backward past exhausted (or empty) data blocks.
+    fn skip_backward(&mut self) {
+        while !self.data_ready() {
+            match &mut self.index {
+                Some(index) if index.valid() => index.prev(),
+                _ => {
+                    self.data = None;
+                    return;
+                }
+            }
+            self.load_block();
+            if let Some(d) = &mut self.data {
+                d.seek_to_last();
+            }
+        }
+    }
+
+    fn position(&mut self, index_op: impl FnOnce(&mut BlockIter), data_op: impl FnOnce(&mut BlockIter)) -> bool {
+        if self.err.is_some() {
+            return false;
+        }
+        let Some(index) = &mut self.index else {
+            return false;
+        };
+        index_op(index);
+        self.load_block();
+        if let Some(d) = &mut self.data {
+            data_op(d);
+        }
+        true
+    }
+}
+
+impl InternalIterator for TableIter {
+    #[inline]
+    fn valid(&self) -> bool {
+        self.err.is_none() && self.data.as_ref().is_some_and(|d| d.valid())
+    }
+
+    fn seek_to_first(&mut self) {
+        if self.position(|i| i.seek_to_first(), |d| d.seek_to_first()) {
+            self.skip_forward();
+        }
+    }
+
+    fn seek_to_last(&mut self) {
+        if self.position(|i| i.seek_to_last(), |d| d.seek_to_last()) {
+            self.skip_backward();
+        }
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        if self.position(|i| i.seek(target), |d| d.seek(target)) {
+            self.skip_forward();
+        }
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.seek(target);
+        if self.err.is_some() {
+            return;
+        }
+        if !self.valid() {
+            self.seek_to_last();
+            return;
+        }
+        while self.valid() && ikey::compare(self.key(), target) == Ordering::Greater {
+            self.prev();
+        }
+    }
+
+    #[inline]
+    fn next(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        if let Some(d) = &mut self.data {
+            d.next();
+        }
+        self.skip_forward();
+    }
+
+    fn prev(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        if let Some(d) = &mut self.data {
+            d.prev();
+        }
+        self.skip_backward();
+    }
+
+    #[inline]
+    fn key(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], |d| d.key())
+    }
+
+    #[inline]
+    fn value(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], |d| d.value())
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.err {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+}

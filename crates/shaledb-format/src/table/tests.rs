@@ -1,0 +1,660 @@
+//! Table tests: roundtrips through real files, iterator positioning across blocks, the cache, and one named
+//! test per way an SST can be corrupt.
+
+use super::*;
+use crate::bloom::key_hash;
+use crate::ikey::{make_internal_key, ValueKind};
+use shaledb_vfs::{Fs, PosixFs, RandomAccessFile, ReadHints};
+use std::path::PathBuf;
+
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// `n` entries in `ikey::compare` order: three versions per user key, some deletions and merges, values of
+/// mixed compressibility.
+fn entries(n: usize) -> Entries {
+    (0..n)
+        .map(|i| {
+            let kind = match i % 7 {
+                0 => ValueKind::Deletion,
+                3 => ValueKind::Merge,
+                _ => ValueKind::Value,
+            };
+            let k = make_internal_key(format!("user{:06}", i / 3).as_bytes(), 1_000_000 - i as u64, kind);
+            let mut v = format!("value-{i}-").repeat(i % 5);
+            v.extend((0..i % 13).map(|j| char::from(b'a' + ((i * 31 + j * 17) % 26) as u8)));
+            (k, if kind == ValueKind::Deletion { Vec::new() } else { v.into_bytes() })
+        })
+        .collect()
+}
+
+fn write_table(path: &Path, opts: TableOptions, entries: &Entries) -> TableProperties {
+    let file = PosixFs::new().create(path).unwrap();
+    let mut b = TableBuilder::new(opts, file);
+    for (k, v) in entries {
+        b.add(k, v).unwrap();
+    }
+    assert_eq!(b.num_entries(), entries.len() as u64);
+    b.finish().unwrap()
+}
+
+fn open_file(path: &Path) -> Arc<dyn RandomAccessFile> {
+    PosixFs::new().open(path, ReadHints::default()).unwrap()
+}
+
+fn open(path: &Path) -> Result<Arc<Table>> {
+    Table::open(open_file(path), &TableReadOptions::default())
+}
+
+fn collect_forward(t: &Arc<Table>) -> Entries {
+    let mut it = t.iter(true, true);
+    let mut out = Vec::new();
+    it.seek_to_first();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status().unwrap();
+    out
+}
+
+fn small_opts(compression: CompressionType, block_size: usize) -> TableOptions {
+    TableOptions { block_size, compression, ..TableOptions::default() }
+}
+
+const CODECS: [CompressionType; 4] =
+    [CompressionType::None, CompressionType::Snappy, CompressionType::Lz4, CompressionType::Zstd];
+
+#[test]
+fn roundtrip_every_codec_and_block_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = entries(1500);
+    for codec in CODECS {
+        for block_size in [1, 200, 4096, 1 << 20] {
+            let path = dir.path().join(format!("{codec}-{block_size}.sst"));
+            let props = write_table(&path, small_opts(codec, block_size), &data);
+            let t = open(&path).unwrap();
+            let mut expect = props.clone();
+            expect.file_size = std::fs::metadata(&path).unwrap().len();
+            assert_eq!(t.properties(), &expect);
+            assert_eq!(props.num_entries, 1500);
+            assert_eq!(
+                props.num_deletions,
+                data.iter().filter(|(k, _)| ikey::parse(k).unwrap().kind == ValueKind::Deletion).count() as u64
+            );
+            assert_eq!(
+                props.num_merges,
+                data.iter().filter(|(k, _)| ikey::parse(k).unwrap().kind == ValueKind::Merge).count() as u64
+            );
+            assert_eq!(props.raw_key_size, data.iter().map(|(k, _)| k.len() as u64).sum::<u64>());
+            assert_eq!(props.raw_value_size, data.iter().map(|(_, v)| v.len() as u64).sum::<u64>());
+            assert_eq!((props.smallest_seq, props.largest_seq), (1_000_000 - 1499, 1_000_000));
+            assert_eq!(props.compression, codec);
+            assert_eq!(props.format_version, crate::FORMAT_VERSION);
+            if block_size == 1 {
+                assert_eq!(props.num_data_blocks, 1500);
+            }
+            assert_eq!(collect_forward(&t), data, "{codec} {block_size}");
+            let mut it = t.iter(false, false);
+            it.seek_to_last();
+            for (k, v) in data.iter().rev() {
+                assert!(it.valid(), "{codec} {block_size}");
+                assert_eq!((it.key(), it.value()), (&k[..], &v[..]));
+                it.prev();
+            }
+            assert!(!it.valid());
+            it.status().unwrap();
+            t.verify().unwrap();
+        }
+    }
+}
+
+#[test]
+fn compressible_blocks_shrink_and_incompressible_stay_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let zeros: Entries = (0..200)
+        .map(|i| (make_internal_key(format!("k{i:05}").as_bytes(), 1, ValueKind::Value), vec![0u8; 100]))
+        .collect();
+    let raw = write_table(&dir.path().join("raw.sst"), small_opts(CompressionType::None, 4096), &zeros);
+    let lz4 = write_table(&dir.path().join("lz4.sst"), small_opts(CompressionType::Lz4, 4096), &zeros);
+    assert!(lz4.data_size * 2 < raw.data_size, "{} vs {}", lz4.data_size, raw.data_size);
+    // Pseudo-random values do not compress by 12.5%: stored raw, same size as uncompressed.
+    let mut x = 0x1234_5678_u64;
+    let noise: Entries = (0..200)
+        .map(|i| {
+            let v = (0..100)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            (make_internal_key(format!("k{i:05}").as_bytes(), 1, ValueKind::Value), v)
+        })
+        .collect();
+    let raw = write_table(&dir.path().join("nraw.sst"), small_opts(CompressionType::None, 4096), &noise);
+    let lz4 = write_table(&dir.path().join("nlz4.sst"), small_opts(CompressionType::Lz4, 4096), &noise);
+    assert_eq!(lz4.data_size, raw.data_size);
+    assert_eq!(collect_forward(&open(&dir.path().join("nlz4.sst")).unwrap()), noise);
+}
+
+#[test]
+fn seek_next_prev_across_block_boundaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sst");
+    // Only even user keys, so odd ones fall between entries.
+    let data: Entries = (0..300)
+        .map(|i| {
+            (make_internal_key(format!("k{:05}", i * 2).as_bytes(), 7, ValueKind::Value), format!("v{i}").into_bytes())
+        })
+        .collect();
+    let props = write_table(&path, small_opts(CompressionType::Lz4, 100), &data);
+    assert!(props.num_data_blocks > 30);
+    let t = open(&path).unwrap();
+    let mut it = t.iter(true, true);
+    for i in 0..300 {
+        it.seek(&data[i].0);
+        assert_eq!(it.key(), &data[i].0[..]);
+        it.prev();
+        if i == 0 {
+            assert!(!it.valid());
+        } else {
+            assert_eq!(it.key(), &data[i - 1].0[..]);
+            it.next();
+            assert_eq!(it.key(), &data[i].0[..]);
+        }
+        let between = make_internal_key(format!("k{:05}", i * 2 + 1).as_bytes(), 7, ValueKind::Value);
+        it.seek(&between);
+        match data.get(i + 1) {
+            Some((k, _)) => assert_eq!(it.key(), &k[..]),
+            None => assert!(!it.valid()),
+        }
+        it.seek_for_prev(&between);
+        assert_eq!(it.key(), &data[i].0[..]);
+        it.seek_for_prev(&data[i].0);
+        assert_eq!(it.key(), &data[i].0[..]);
+        it.next();
+        match data.get(i + 1) {
+            Some((k, _)) => assert_eq!(it.key(), &k[..]),
+            None => assert!(!it.valid()),
+        }
+    }
+    it.seek(b"a\0\0\0\0\0\0\0\0");
+    assert_eq!(it.key(), &data[0].0[..]);
+    it.seek_for_prev(&make_internal_key(b"a", 1, ValueKind::Value));
+    assert!(!it.valid());
+    it.seek_for_prev(&make_internal_key(b"z", 1, ValueKind::Value));
+    assert_eq!(it.key(), &data[299].0[..]);
+    it.seek(&make_internal_key(b"z", 1, ValueKind::Value));
+    assert!(!it.valid());
+    it.status().unwrap();
+}
+
+#[test]
+fn versions_of_one_user_key_span_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sst");
+    let mut data: Entries = vec![(make_internal_key(b"a", 5, ValueKind::Value), b"a".to_vec())];
+    data.extend(
+        (1..=200u64).rev().map(|s| (make_internal_key(b"dup", s, ValueKind::Value), s.to_string().into_bytes())),
+    );
+    data.push((make_internal_key(b"z", 5, ValueKind::Value), b"z".to_vec()));
+    write_table(&path, small_opts(CompressionType::None, 64), &data);
+    let t = open(&path).unwrap();
+    let mut it = t.iter(true, true);
+    for snapshot in [200u64, 150, 77, 1] {
+        it.seek(&make_internal_key(b"dup", snapshot, ikey::KIND_FOR_SEEK));
+        assert_eq!(it.value(), snapshot.to_string().as_bytes());
+        it.seek_for_prev(&make_internal_key(b"dup", snapshot, ValueKind::Value));
+        assert_eq!(it.value(), snapshot.to_string().as_bytes());
+    }
+    it.seek(&make_internal_key(b"dup", 1000, ikey::KIND_FOR_SEEK));
+    assert_eq!(it.value(), b"200");
+    it.seek(&make_internal_key(b"dup", 0, ValueKind::Deletion));
+    assert_eq!(it.value(), b"z");
+    assert_eq!(collect_forward(&t), data);
+}
+
+#[test]
+fn bloom_negatives_and_no_false_negatives() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sst");
+    let data = entries(3000);
+    write_table(&path, TableOptions::default(), &data);
+    let t = open(&path).unwrap();
+    assert!(t.properties().filter_size > 0);
+    for (k, _) in &data {
+        assert!(t.may_contain(key_hash(ikey::user_key(k))));
+    }
+    let fp = (0..10_000).filter(|i| t.may_contain(key_hash(format!("absent{i}").as_bytes()))).count();
+    assert!(fp < 300, "{fp} false positives of 10000");
+
+    let nofilter = dir.path().join("nofilter.sst");
+    let props = write_table(&nofilter, TableOptions { bloom_bits_per_key: 0.0, ..TableOptions::default() }, &data);
+    assert_eq!(props.filter_size, 0);
+    let t = open(&nofilter).unwrap();
+    assert!(t.may_contain(key_hash(b"absent")));
+}
+
+#[test]
+fn empty_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sst");
+    let props = write_table(&path, TableOptions::default(), &Vec::new());
+    assert_eq!((props.num_entries, props.num_data_blocks, props.smallest_seq), (0, 0, 0));
+    let t = open(&path).unwrap();
+    assert!(collect_forward(&t).is_empty());
+    let mut it = t.iter(true, true);
+    it.seek_to_last();
+    assert!(!it.valid());
+    it.seek_for_prev(b"anything");
+    assert!(!it.valid());
+    assert!(!t.may_contain(key_hash(b"x")));
+    assert_eq!(t.approximate_offset_of(b"x\0\0\0\0\0\0\0\x01"), 0);
+    t.verify().unwrap();
+}
+
+#[test]
+fn add_rejects_bad_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sst");
+    let mut b = TableBuilder::new(TableOptions::default(), PosixFs::new().create(&path).unwrap());
+    b.add(&make_internal_key(b"b", 1, ValueKind::Value), b"x").unwrap();
+    let e = b.add(&make_internal_key(b"a", 1, ValueKind::Value), b"x").unwrap_err();
+    assert!(e.is_invalid_argument(), "{e}");
+    let e = b.add(&make_internal_key(b"b", 1, ValueKind::Value), b"x").unwrap_err();
+    assert!(e.is_invalid_argument(), "{e}");
+    assert!(b.add(b"short", b"x").unwrap_err().is_invalid_argument());
+    let mut bad_kind = make_internal_key(b"c", 1, ValueKind::Value);
+    bad_kind[1] = 9;
+    assert!(b.add(&bad_kind, b"x").unwrap_err().is_invalid_argument());
+    assert_eq!(b.num_entries(), 1);
+    assert!(b.file_size() > 0);
+    b.abandon();
+}
+
+#[test]
+fn block_cache_and_stats() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sst");
+    let data = entries(2000);
+    let props = write_table(&path, TableOptions::default(), &data);
+    let cache = Arc::new(BlockCache::new(8 << 20));
+    let stats = Arc::new(TableStats::new());
+    let ropts =
+        TableReadOptions { cache: Some(cache.clone()), cache_index_and_filter: false, stats: Some(stats.clone()) };
+    let t = Table::open(open_file(&path), &ropts).unwrap();
+    let meta_reads = stats.blocks_read();
+    assert_eq!(meta_reads, 4); // metaindex, properties, index, filter
+    assert_eq!(collect_forward(&t), data);
+    assert_eq!(stats.blocks_read() - meta_reads, props.num_data_blocks);
+    assert_eq!(stats.block_cache_misses(), props.num_data_blocks);
+    assert!(stats.bytes_read() >= props.data_size);
+    assert_eq!(collect_forward(&t), data);
+    assert_eq!(stats.blocks_read() - meta_reads, props.num_data_blocks);
+    assert_eq!(stats.block_cache_hits(), props.num_data_blocks);
+    assert!(cache.usage() > 0);
+
+    // fill_cache = false reads without inserting.
+    let t2 = Table::open(open_file(&path), &ropts).unwrap();
+    let before = stats.blocks_read();
+    let mut it = t2.iter(true, false);
+    it.seek_to_first();
+    it.seek_to_first();
+    assert!(it.valid());
+    assert_eq!(stats.blocks_read() - before, 1);
+}
+
+#[test]
+fn index_and_filter_in_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sst");
+    let data = entries(2000);
+    write_table(&path, TableOptions::default(), &data);
+    for capacity in [8 << 20, 1] {
+        let cache = Arc::new(BlockCache::new(capacity));
+        let ropts = TableReadOptions { cache: Some(cache.clone()), cache_index_and_filter: true, stats: None };
+        let t = Table::open(open_file(&path), &ropts).unwrap();
+        assert!(t.pinned_index.is_none() && t.pinned_filter.is_none());
+        assert_eq!(collect_forward(&t), data);
+        for (k, _) in data.iter().step_by(97) {
+            assert!(t.may_contain(key_hash(ikey::user_key(k))));
+        }
+        assert_eq!(t.approximate_offset_of(&data[0].0), 0);
+        if capacity > 1 {
+            assert!(cache.hits() > 0);
+        }
+    }
+}
+
+#[test]
+fn approximate_offsets_increase() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sst");
+    let data = entries(2000);
+    let props = write_table(&path, small_opts(CompressionType::None, 1024), &data);
+    let t = open(&path).unwrap();
+    let mut last = 0;
+    for (k, _) in &data {
+        let off = t.approximate_offset_of(k);
+        assert!(off >= last);
+        last = off;
+    }
+    assert!(last > props.data_size / 2);
+    assert_eq!(t.approximate_offset_of(&make_internal_key(b"zzz", 1, ValueKind::Value)), props.data_size);
+}
+
+// ---- corruption: one named test per kind, each naming the file and the offset of the bad block ----
+
+struct Sst {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    bytes: Vec<u8>,
+}
+
+fn small_sst(opts: TableOptions, n: usize) -> (Sst, Entries) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("000042.sst");
+    let data = entries(n);
+    write_table(&path, opts, &data);
+    let bytes = std::fs::read(&path).unwrap();
+    (Sst { _dir: dir, path, bytes }, data)
+}
+
+impl Sst {
+    fn footer(&self) -> Footer {
+        let at = self.bytes.len() - FOOTER_LEN;
+        Footer::decode(&self.bytes[at..], &self.path, at as u64).unwrap()
+    }
+    fn rewrite(&self, bytes: &[u8]) {
+        std::fs::write(&self.path, bytes).unwrap();
+    }
+    /// The first data block's handle.
+    fn first_data_block(&self) -> BlockHandle {
+        let idx = self.footer().index;
+        let block = Block::new(self.bytes[idx.offset as usize..(idx.offset + idx.size) as usize].to_vec()).unwrap();
+        let mut it = Arc::new(block).iter(KeyOrder::Internal);
+        it.seek_to_first();
+        BlockHandle::decode_exact(it.value()).unwrap()
+    }
+}
+
+fn assert_corruption(r: Result<impl std::fmt::Debug>, path: &Path, offset: u64, needle: &str) {
+    match r {
+        Err(Error::Corruption { file, offset: at, what }) => {
+            assert_eq!(file, path, "{what}");
+            assert_eq!(at, offset, "{what}");
+            assert!(what.contains(needle), "{what:?} lacks {needle:?}");
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+}
+
+fn first_entry(t: &Arc<Table>) -> Result<()> {
+    let mut it = t.iter(true, true);
+    it.seek_to_first();
+    assert!(!it.valid());
+    it.status()
+}
+
+#[test]
+fn bad_magic_is_corruption() {
+    let (sst, _) = small_sst(TableOptions::default(), 50);
+    let mut b = sst.bytes.clone();
+    let n = b.len();
+    b[n - 1] ^= 0x40;
+    sst.rewrite(&b);
+    assert_corruption(open(&sst.path), &sst.path, (n - 8) as u64, "magic");
+}
+
+#[test]
+fn truncated_file_is_corruption() {
+    let (sst, _) = small_sst(TableOptions::default(), 50);
+    sst.rewrite(&sst.bytes[..sst.bytes.len() - 10]);
+    assert_corruption(open(&sst.path), &sst.path, (sst.bytes.len() - 10 - 8) as u64, "magic");
+    sst.rewrite(&sst.bytes[..30]);
+    assert_corruption(open(&sst.path), &sst.path, 0, "too short");
+    sst.rewrite(&[]);
+    assert_corruption(open(&sst.path), &sst.path, 0, "too short");
+}
+
+#[test]
+fn footer_checksum_mismatch_is_corruption() {
+    let (sst, _) = small_sst(TableOptions::default(), 50);
+    let mut b = sst.bytes.clone();
+    let at = b.len() - FOOTER_LEN;
+    b[at + 1] ^= 1; // inside the metaindex handle
+    sst.rewrite(&b);
+    assert_corruption(open(&sst.path), &sst.path, (at + 44) as u64, "footer checksum");
+}
+
+#[test]
+fn unsupported_format_version_is_corruption() {
+    let (sst, _) = small_sst(TableOptions::default(), 50);
+    let mut f = sst.footer();
+    f.format_version = crate::FORMAT_VERSION + 1;
+    let mut b = sst.bytes.clone();
+    let at = b.len() - FOOTER_LEN;
+    b[at..].copy_from_slice(&f.encode());
+    sst.rewrite(&b);
+    assert_corruption(open(&sst.path), &sst.path, (at + 40) as u64, "format_version");
+}
+
+#[test]
+fn block_crc_mismatch_is_corruption() {
+    let (sst, _) = small_sst(TableOptions { compression: CompressionType::None, ..TableOptions::default() }, 50);
+    let mut b = sst.bytes.clone();
+    b[5] ^= 0x10;
+    sst.rewrite(&b);
+    let t = open(&sst.path).unwrap();
+    assert_corruption(first_entry(&t), &sst.path, 0, "checksum mismatch");
+    assert_corruption(t.verify(), &sst.path, 0, "checksum mismatch");
+    // Without checksum verification the flipped byte is not detected by the crc (it may still fail to decode).
+    let mut it = t.iter(false, false);
+    it.seek_to_first();
+    assert!(it.valid() || it.status().is_err());
+}
+
+#[test]
+fn index_block_crc_mismatch_is_corruption() {
+    let (sst, _) = small_sst(TableOptions::default(), 50);
+    let idx = sst.footer().index;
+    let mut b = sst.bytes.clone();
+    b[idx.offset as usize + 2] ^= 0x01;
+    sst.rewrite(&b);
+    assert_corruption(open(&sst.path), &sst.path, idx.offset, "checksum mismatch");
+}
+
+/// Rewrites the trailer of the block at `h` with compression type `kind` and a matching crc.
+fn retype_block(bytes: &mut [u8], h: BlockHandle, kind: u8) {
+    let end = (h.offset + h.size) as usize;
+    bytes[end] = kind;
+    let c = crc::mask(crc::value(&bytes[h.offset as usize..=end]));
+    bytes[end + 1..end + 5].copy_from_slice(&c.to_le_bytes());
+}
+
+#[test]
+fn bad_compression_type_is_corruption() {
+    let (sst, _) = small_sst(TableOptions::default(), 50);
+    let h = sst.first_data_block();
+    let mut b = sst.bytes.clone();
+    retype_block(&mut b, h, 9);
+    sst.rewrite(&b);
+    let t = open(&sst.path).unwrap();
+    assert_corruption(first_entry(&t), &sst.path, h.offset, "compression type 9");
+}
+
+#[test]
+fn undecompressible_block_is_corruption() {
+    // A raw block relabelled as zstd passes the crc but fails to decompress.
+    let (sst, _) = small_sst(TableOptions { compression: CompressionType::None, ..TableOptions::default() }, 50);
+    let h = sst.first_data_block();
+    let mut b = sst.bytes.clone();
+    retype_block(&mut b, h, CompressionType::Zstd as u8);
+    sst.rewrite(&b);
+    let t = open(&sst.path).unwrap();
+    assert_corruption(first_entry(&t), &sst.path, h.offset, "zstd");
+}
+
+#[test]
+fn bad_block_handle_beyond_end_is_corruption() {
+    let (sst, _) = small_sst(TableOptions::default(), 50);
+    let mut f = sst.footer();
+    f.index = BlockHandle { offset: sst.bytes.len() as u64 + 100, size: 10 };
+    let mut b = sst.bytes.clone();
+    let at = b.len() - FOOTER_LEN;
+    b[at..].copy_from_slice(&f.encode());
+    sst.rewrite(&b);
+    assert_corruption(open(&sst.path), &sst.path, sst.bytes.len() as u64 + 100, "past the data end");
+    // A size that runs into the footer.
+    f.index.offset = 0;
+    f.index.size = at as u64;
+    b[at..].copy_from_slice(&f.encode());
+    sst.rewrite(&b);
+    assert_corruption(open(&sst.path), &sst.path, 0, "past the data end");
+}
+
+#[test]
+fn bad_block_handle_in_index_is_corruption() {
+    // Rebuild the index block with a handle pointing past the end, then patch the footer to it.
+    let (sst, data) = small_sst(TableOptions::default(), 50);
+    let mut f = sst.footer();
+    let mut ib = BlockBuilder::new(1);
+    let mut h = Vec::new();
+    BlockHandle { offset: 1 << 40, size: 100 }.encode_to(&mut h);
+    ib.add(&data[49].0, &h);
+    let contents = ib.finish().to_vec();
+    let mut b = sst.bytes[..sst.bytes.len() - FOOTER_LEN].to_vec();
+    f.index = BlockHandle { offset: b.len() as u64, size: contents.len() as u64 };
+    let c = crc::mask(crc::extend(crc::value(&contents), &[0]));
+    b.extend_from_slice(&contents);
+    b.push(0);
+    b.extend_from_slice(&c.to_le_bytes());
+    b.extend_from_slice(&f.encode());
+    sst.rewrite(&b);
+    let t = open(&sst.path).unwrap();
+    assert_corruption(first_entry(&t), &sst.path, 1 << 40, "past the data end");
+    assert!(t.verify().unwrap_err().is_corruption());
+}
+
+#[test]
+fn corrupt_entry_in_valid_block_is_corruption() {
+    // A data block whose crc matches but whose first entry claims an impossible length.
+    let (sst, _) = small_sst(TableOptions { compression: CompressionType::None, ..TableOptions::default() }, 50);
+    let h = sst.first_data_block();
+    let mut b = sst.bytes.clone();
+    b[h.offset as usize + 2] = 0x7f; // value_len of the first entry
+    b[h.offset as usize + 3] = 0x7f; // and the start of its key, so the entry cannot parse or fit
+    let end = (h.offset + h.size) as usize;
+    let c = crc::mask(crc::value(&b[h.offset as usize..=end]));
+    b[end + 1..end + 5].copy_from_slice(&c.to_le_bytes());
+    sst.rewrite(&b);
+    let t = open(&sst.path).unwrap();
+    let mut it = t.iter(true, true);
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    assert!(n < 50);
+    assert!(it.status().unwrap_err().is_corruption());
+    assert!(t.verify().unwrap_err().is_corruption());
+}
+
+/// An SST held in memory, for the bit-flip sweep.
+struct MemFile {
+    data: Vec<u8>,
+    path: PathBuf,
+}
+
+impl RandomAccessFile for MemFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        let src = usize::try_from(offset)
+            .ok()
+            .and_then(|o| self.data.get(o..o.checked_add(buf.len())?))
+            .ok_or_else(|| Error::io("read", &self.path, std::io::ErrorKind::UnexpectedEof.into()))?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        self.data.len() as u64
+    }
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[test]
+fn every_bit_flip_is_detected_or_harmless() {
+    let opts = TableOptions { block_size: 256, compression: CompressionType::Lz4, ..TableOptions::default() };
+    let (sst, data) = small_sst(opts, 60);
+    let len = sst.bytes.len();
+    assert!((1200..4000).contains(&len), "{len} bytes");
+    let mut detected = 0;
+    for bit in 0..len * 8 {
+        let mut bytes = sst.bytes.clone();
+        bytes[bit / 8] ^= 1 << (bit % 8);
+        let file = Arc::new(MemFile { data: bytes, path: sst.path.clone() });
+        let t = match Table::open(file, &TableReadOptions::default()) {
+            Ok(t) => t,
+            Err(e) => {
+                assert!(e.is_corruption(), "bit {bit}: {e}");
+                detected += 1;
+                continue;
+            }
+        };
+        let mut it = t.iter(true, true);
+        it.seek_to_first();
+        let mut i = 0;
+        while it.valid() {
+            assert_eq!((it.key(), it.value()), (&data[i].0[..], &data[i].1[..]), "bit {bit}");
+            i += 1;
+            it.next();
+        }
+        let ok = it.status().is_ok();
+        assert!(!ok || i == data.len(), "bit {bit}: stopped early without an error");
+        it.seek(&data[30].0);
+        assert!(!it.valid() || it.key() == &data[30].0[..], "bit {bit}");
+        let verified = t.verify();
+        assert_eq!(verified.is_ok(), ok, "bit {bit}: verify disagrees with iteration");
+        if !ok {
+            detected += 1;
+        }
+    }
+    // Every byte of an SST is covered by a checksum (blocks + trailers by theirs, the footer by its own).
+    assert_eq!(detected, len * 8);
+}
+
+#[test]
+fn concurrent_readers_share_table_and_cache() {
+    fn assert_send_sync<T: Send + Sync + 'static>() {}
+    assert_send_sync::<Table>();
+    assert_send_sync::<BlockCache>();
+    fn assert_iter<T: InternalIterator + 'static>() {}
+    assert_iter::<TableIter>();
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sst");
+    let data = Arc::new(entries(1000));
+    write_table(&path, small_opts(CompressionType::Lz4, 512), &data);
+    let cache = Arc::new(BlockCache::new(64 << 10));
+    let ropts = TableReadOptions { cache: Some(cache), cache_index_and_filter: true, stats: None };
+    let t = Table::open(open_file(&path), &ropts).unwrap();
+    let threads: Vec<_> = (0..4)
+        .map(|n| {
+            let (t, data) = (Arc::clone(&t), Arc::clone(&data));
+            std::thread::spawn(move || {
+                let mut it = t.iter(true, true);
+                for (k, v) in data.iter().skip(n).step_by(7) {
+                    it.seek(k);
+                    assert_eq!((it.key(), it.value()), (&k[..], &v[..]));
+                }
+                it.status().unwrap();
+            })
+        })
+        .collect();
+    for th in threads {
+        th.join().unwrap();
+    }
+}
