@@ -12,12 +12,28 @@
 //! See ARCHITECTURE.md for the path of a write and of a read, the threads and the lock order, and
 //! docs/durability.md for what survives which crash.
 
+mod batch;
+mod compaction;
+mod db;
+mod filenames;
+pub mod iter;
+mod lookup;
+mod memtable;
 pub mod merge;
 pub mod options;
+mod picker;
 mod snapshot;
+pub mod stats;
+mod stats_report;
+mod table_cache;
 pub mod version;
+mod version_set;
 
+pub use batch::WriteBatch;
+pub use db::{destroy, destroy_with, Db};
+pub use iter::{DbIterator, Range};
 pub use options::{Options, ReadOptions, WalRecoveryMode, WriteOptions};
 pub use shaledb_format::compress::CompressionType;
 pub use shaledb_vfs::{Error, Fs, PosixFs, Result};
 pub use snapshot::Snapshot;
+pub use stats::{CompactionStats, LevelStats, Statistics};

@@ -22,11 +22,6 @@ impl SnapshotList {
         self.live.lock().keys().copied().collect()
     }
 
-    /// The oldest pinned sequence number.
-    pub(crate) fn oldest(&self) -> Option<u64> {
-        self.live.lock().keys().next().copied()
-    }
-
     fn release(&self, seq: u64) {
         let mut live = self.live.lock();
         if let Some(n) = live.get_mut(&seq) {
@@ -82,7 +77,7 @@ mod tests {
         drop(a);
         assert_eq!(list.sequences(), vec![3, 5]);
         drop(b);
-        assert_eq!(list.oldest(), Some(3));
+        assert_eq!(list.sequences(), vec![3]);
         drop(c);
         assert!(list.sequences().is_empty());
     }

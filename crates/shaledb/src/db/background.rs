@@ -1,0 +1,388 @@
+//! Background work: flushes and compactions on `max_background_jobs` threads, manual flush and compaction,
+//! shutdown, and deletion of files no live version references.
+//!
+//! A job takes what it needs under the state mutex, releases it for all I/O, and retakes it to record the
+//! result in the MANIFEST and publish a new super version. A failed job sets the background error: the
+//! database turns read-only (D6) and no further job starts.
+
+use super::open::{table_options, write_level0};
+use super::{DbInner, State};
+use crate::compaction::{self, OutputSpec, RunContext};
+use crate::filenames;
+use crate::iter::MergingIterator;
+use crate::picker::{self, CompactionTask};
+use crate::stats::{CompactionStats, Counters};
+use shaledb_format::edit::VersionEdit;
+use shaledb_format::iter::InternalIterator;
+use shaledb_vfs::{Error, Result};
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub(crate) fn start(inner: &Arc<DbInner>) {
+    let n = inner.opts.max_background_jobs.max(1);
+    inner.state.lock().bg_threads_alive = n;
+    let mut threads = inner.threads.lock();
+    for i in 0..n {
+        let db = inner.clone();
+        let spawned =
+            std::thread::Builder::new().name(format!("shaledb-bg{i}")).spawn(move || background_loop(&db, i == 0));
+        match spawned {
+            Ok(h) => threads.push(h),
+            Err(_) => {
+                // Fewer threads than asked: the others still make progress.
+                inner.state.lock().bg_threads_alive -= 1;
+            }
+        }
+    }
+}
+
+/// Compactions allowed at once: one thread stays free for flushes when there are several.
+fn max_compactions(inner: &DbInner) -> usize {
+    let jobs = inner.opts.max_background_jobs.max(1);
+    if jobs == 1 {
+        1
+    } else {
+        jobs - 1
+    }
+}
+
+fn background_loop(inner: &Arc<DbInner>, flush_thread: bool) {
+    let mut st = inner.state.lock();
+    loop {
+        delete_obsolete_files(inner, &mut st);
+        // At shutdown no new job starts; a running one notices the flag and aborts.
+        if inner.shutting_down.load(Ordering::Acquire) {
+            break;
+        }
+        if st.bg_error.is_none() {
+            if !st.flushing && !st.imm.is_empty() {
+                flush_one(inner, &mut st);
+                continue;
+            }
+            let may_compact = st.manual == 0
+                && !inner.opts.disable_auto_compactions
+                && st.running_compactions < max_compactions(inner)
+                && (!flush_thread || inner.opts.max_background_jobs == 1 || st.imm.is_empty());
+            if may_compact {
+                let v = st.vs.current().clone();
+                if let Some(task) = picker::pick(&v, &inner.opts, &st.busy) {
+                    run_compaction(inner, &mut st, task);
+                    continue;
+                }
+            }
+        }
+        inner.bg_cv.wait(&mut st);
+    }
+    st.bg_threads_alive -= 1;
+    inner.bg_cv.notify_all();
+}
+
+/// Flushes the oldest immutable memtable. REQUIRES: `st` locked, `!st.flushing`, `!st.imm.is_empty()`.
+fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) {
+    let Some(mem) = st.imm.last().cloned() else { return };
+    st.flushing = true;
+    let snapshots = inner.snapshots.sequences();
+    let result = parking_lot::MutexGuard::unlocked(st, || {
+        let new_number = || inner.state.lock().vs.new_file_number();
+        write_level0(&inner.opts, &inner.dir, &mem, &new_number, &snapshots, &inner.shutting_down)
+    });
+    st.flushing = false;
+    let (files, mut stats) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            inner.set_bg_error(st, &e);
+            return;
+        }
+    };
+    // WALs older than the next memtable still waiting are obsolete once this edit is durable.
+    let next_log = if st.imm.len() >= 2 { st.imm[st.imm.len() - 2].id() } else { st.mem.id() };
+    let mut edit = VersionEdit {
+        log_number: Some(next_log),
+        last_sequence: Some(inner.visible_seq.load(Ordering::Acquire)),
+        ..VersionEdit::default()
+    };
+    let written: u64 = files.iter().map(|f| f.file_size).sum();
+    let numbers: Vec<u64> = files.iter().map(|f| f.number).collect();
+    edit.new_files.extend(files.into_iter().map(|f| (0, f)));
+    if let Err(e) = st.vs.log_and_apply(edit) {
+        for n in numbers {
+            let _ = inner.fs.remove(&filenames::table(&inner.dir, n));
+        }
+        inner.set_bg_error(st, &e);
+        return;
+    }
+    st.imm.pop();
+    inner.install_super_version(st);
+    stats.bytes_written = written;
+    inner.counters.record_compaction(0, &stats);
+    Counters::add(&inner.counters.flush_count, 1);
+    // Old WALs: every one below the new log number.
+    if let Ok(names) = inner.fs.list(&inner.dir) {
+        for name in names {
+            if let Some(filenames::FileKind::Wal(n)) = filenames::parse(&name) {
+                if n < next_log {
+                    let _ = inner.fs.remove(&inner.dir.join(name));
+                }
+            }
+        }
+    }
+    inner.bg_cv.notify_all();
+}
+
+/// Runs one compaction task. REQUIRES: `st` locked; the task's files are not busy.
+fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, task: CompactionTask) {
+    let all: Vec<u64> = task.inputs.iter().chain(&task.output_inputs).map(|f| f.number).collect();
+    st.busy.extend(all.iter().copied());
+    st.running_compactions += 1;
+    let result = if task.trivial_move {
+        trivial_move(inner, st, &task)
+    } else {
+        let snapshots = inner.snapshots.sequences();
+        let out = parking_lot::MutexGuard::unlocked(st, || execute(inner, &task, &snapshots));
+        out.and_then(|(edit, stats)| match st.vs.log_and_apply(edit.clone()) {
+            Ok(_) => Ok((edit, stats)),
+            Err(e) => {
+                for (_, f) in &edit.new_files {
+                    let _ = inner.fs.remove(&filenames::table(&inner.dir, f.number));
+                }
+                Err(e)
+            }
+        })
+        .map(|(_, stats)| {
+            st.obsolete_tables.extend(all.iter().copied());
+            inner.counters.record_compaction(task.output_level, &stats);
+        })
+    };
+    for n in &all {
+        st.busy.remove(n);
+    }
+    st.running_compactions -= 1;
+    match result {
+        Ok(()) => inner.install_super_version(st),
+        Err(e) if inner.shutting_down.load(Ordering::Acquire) && matches!(e, Error::Closed) => {}
+        Err(e) => {
+            inner.set_bg_error(st, &e);
+        }
+    }
+    inner.bg_cv.notify_all();
+}
+
+fn trivial_move(inner: &DbInner, st: &mut State, task: &CompactionTask) -> Result<()> {
+    let mut edit = VersionEdit::default();
+    let mut stats = CompactionStats { count: 1, ..CompactionStats::default() };
+    for f in &task.inputs {
+        edit.deleted_files.push((task.level as u32, f.number));
+        edit.new_files.push((task.output_level as u32, (**f).clone()));
+        stats.bytes_moved += f.file_size;
+    }
+    st.vs.log_and_apply(edit)?;
+    inner.counters.record_compaction(task.output_level, &stats);
+    Ok(())
+}
+
+/// The I/O of a compaction: merge the inputs, write the outputs. No lock held.
+fn execute(inner: &Arc<DbInner>, task: &CompactionTask, snapshots: &[u64]) -> Result<(VersionEdit, CompactionStats)> {
+    let start = Instant::now();
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    for f in task.inputs.iter().chain(&task.output_inputs) {
+        let t = inner.tables.open_uncached(f)?;
+        children.push(Box::new(t.iter(inner.opts.paranoid_checks, false)));
+    }
+    let mut input = MergingIterator::new(children);
+    input.seek_to_first();
+    let spec = OutputSpec {
+        table_options: table_options(&inner.opts, task.output_level, task.bottommost),
+        max_file_size: task.max_output_file_size,
+        grandparents: task.grandparents.clone(),
+        max_grandparent_overlap: task.max_output_file_size.saturating_mul(10),
+    };
+    let new_file = || {
+        let n = inner.state.lock().vs.new_file_number();
+        Ok((n, filenames::table(&inner.dir, n)))
+    };
+    let cx = RunContext {
+        fs: inner.fs.as_ref(),
+        new_file: &new_file,
+        snapshots,
+        merge: inner.opts.merge_operator.as_ref(),
+        bottommost: task.bottommost,
+        stop: &inner.shutting_down,
+    };
+    let out = compaction::write_sorted_run(&mut input, &spec, &cx)?;
+    let mut stats = out.stats;
+    stats.micros = start.elapsed().as_micros() as u64;
+    stats.count = 1;
+    stats.bytes_read_input_level = task.inputs.iter().map(|f| f.file_size).sum();
+    stats.bytes_read_output_level = task.output_inputs.iter().map(|f| f.file_size).sum();
+    stats.files_in_input_level = task.inputs.len() as u64;
+    stats.files_in_output_level = task.output_inputs.len() as u64;
+    let mut edit = VersionEdit::default();
+    for f in &task.inputs {
+        edit.deleted_files.push((task.level as u32, f.number));
+    }
+    for f in &task.output_inputs {
+        edit.deleted_files.push((task.output_level as u32, f.number));
+    }
+    edit.new_files.extend(out.files.into_iter().map(|f| (task.output_level as u32, f)));
+    Ok((edit, stats))
+}
+
+/// Deletes obsolete tables that no live version references any more. REQUIRES: `st` locked.
+fn delete_obsolete_files(inner: &DbInner, st: &mut State) {
+    if st.obsolete_tables.is_empty() {
+        return;
+    }
+    st.live_versions.retain(|w| w.strong_count() > 0);
+    let mut live: HashSet<u64> = HashSet::new();
+    for w in &st.live_versions {
+        if let Some(v) = w.upgrade() {
+            live.extend(v.levels.iter().flatten().map(|f| f.number));
+        }
+    }
+    live.extend(st.vs.current().levels.iter().flatten().map(|f| f.number));
+    let mut keep = Vec::new();
+    for n in std::mem::take(&mut st.obsolete_tables) {
+        if live.contains(&n) {
+            keep.push(n);
+        } else {
+            inner.tables.evict(n);
+            // A leftover is removed as an orphan at the next open.
+            let _ = inner.fs.remove(&filenames::table(&inner.dir, n));
+        }
+    }
+    st.obsolete_tables = keep;
+}
+
+fn check_error(st: &State) -> Result<()> {
+    match &st.bg_error {
+        Some(c) => Err(DbInner::read_only_error(c)),
+        None => Ok(()),
+    }
+}
+
+/// Switches the memtable (if it holds anything) and waits until every memtable written so far is flushed.
+pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
+    let target = {
+        let mut wal = inner.wal.lock();
+        let mut st = inner.state.lock();
+        check_error(&st)?;
+        if !st.mem.is_empty() {
+            super::write::switch_memtable(inner, &mut wal, &mut st).inspect_err(|e| {
+                inner.set_bg_error(&mut st, e);
+            })?;
+        }
+        st.imm.first().map(|m| m.id())
+    };
+    let Some(target) = target else { return Ok(()) };
+    let mut st = inner.state.lock();
+    inner.bg_cv.notify_all();
+    while st.imm.iter().any(|m| m.id() <= target) {
+        check_error(&st)?;
+        if st.bg_threads_alive == 0 {
+            return Err(Error::Closed);
+        }
+        inner.bg_cv.wait_for(&mut st, Duration::from_millis(50));
+    }
+    check_error(&st)
+}
+
+/// Waits until nothing is flushing or compacting and no compaction is due.
+pub(crate) fn wait_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
+    let mut st = inner.state.lock();
+    loop {
+        check_error(&st)?;
+        let v = st.vs.current().clone();
+        let due = !inner.opts.disable_auto_compactions && picker::pick(&v, &inner.opts, &st.busy).is_some();
+        if st.imm.is_empty() && !st.flushing && st.running_compactions == 0 && !due {
+            return Ok(());
+        }
+        if st.bg_threads_alive == 0 {
+            return Err(Error::Closed);
+        }
+        inner.bg_cv.notify_all();
+        inner.bg_cv.wait_for(&mut st, Duration::from_millis(50));
+    }
+}
+
+/// Flushes, then compacts `[begin, end]` level by level down to the last level, in the caller's thread.
+pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+    flush(inner)?;
+    let mut st = inner.state.lock();
+    st.manual += 1;
+    let r = (|| {
+        // Automatic compactions pause; wait for the running ones.
+        while st.running_compactions > 0 {
+            check_error(&st)?;
+            inner.bg_cv.wait_for(&mut st, Duration::from_millis(50));
+        }
+        let num_levels = st.vs.num_levels();
+        let mut level = 0;
+        while level + 1 < num_levels {
+            check_error(&st)?;
+            let v = st.vs.current().clone();
+            let last = v.last_nonempty_level().unwrap_or(0);
+            if level >= last && (level > 0 || v.files(0).is_empty()) {
+                break;
+            }
+            match picker::pick_manual(&v, &inner.opts, level, begin, end, &st.busy) {
+                Some(task) => {
+                    let out_level = task.output_level;
+                    run_compaction(inner, &mut st, task);
+                    check_error(&st)?;
+                    // Large ranges are compacted in several tasks; stay on this level until it is done.
+                    let v2 = st.vs.current().clone();
+                    if out_level == level || v2.overlapping_files(level, begin, end).is_empty() {
+                        level += 1;
+                    }
+                }
+                None => level += 1,
+            }
+        }
+        Ok(())
+    })();
+    st.manual -= 1;
+    inner.bg_cv.notify_all();
+    r
+}
+
+/// Stops the database: with `flush_memtables`, first flushes every memtable (close); always syncs the WAL,
+/// stops and joins the background threads. Idempotent.
+pub(crate) fn shutdown(inner: &Arc<DbInner>, flush_memtables: bool) -> Result<()> {
+    if inner.shutting_down.load(Ordering::Acquire) && inner.threads.lock().is_empty() {
+        return Ok(());
+    }
+    let mut first_err = None;
+    if flush_memtables {
+        if let Err(e) = flush(inner) {
+            first_err = Some(e);
+        }
+    }
+    {
+        let mut wal = inner.wal.lock();
+        inner.shutting_down.store(true, Ordering::Release);
+        if let Some(log) = wal.log.as_mut() {
+            if let Err(e) = log.sync() {
+                first_err.get_or_insert(e);
+            }
+        }
+        wal.log = None;
+    }
+    {
+        let _st = inner.state.lock();
+        inner.bg_cv.notify_all();
+    }
+    let threads: Vec<_> = std::mem::take(&mut *inner.threads.lock());
+    for t in threads {
+        let _ = t.join();
+    }
+    let st = inner.state.lock();
+    if let Some(c) = &st.bg_error {
+        first_err.get_or_insert(DbInner::read_only_error(c));
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}

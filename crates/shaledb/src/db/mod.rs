@@ -1,0 +1,557 @@
+//! The database: shared state, the public API, and the read path.
+//!
+//! Submodules: `open` (recovery), `write` (group commit and write stalls), `background` (flush and
+//! compaction threads). Lock order, outermost first: `write_queue` -> `wal` -> `state` -> `publish`.
+//! Readers take none of them: they load the published [`SuperVersion`] and the visible sequence number.
+
+mod background;
+mod open;
+mod write;
+
+use crate::batch::WriteBatch;
+use crate::iter::{DbIterator, LevelIterator, MergingIterator, Range};
+use crate::lookup::GetState;
+use crate::memtable::MemTable;
+use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::snapshot::{Snapshot, SnapshotList};
+use crate::stats::{Counters, LevelStats, Statistics};
+use crate::table_cache::TableCache;
+use crate::version::Version;
+use crate::version_set::VersionSet;
+use arc_swap::ArcSwap;
+use parking_lot::{Condvar, Mutex};
+use shaledb_format::batch::BatchRep;
+use shaledb_format::bloom;
+use shaledb_format::cache::BlockCache;
+use shaledb_format::edit::FileMeta;
+use shaledb_format::ikey::{self, KIND_FOR_SEEK};
+use shaledb_format::iter::InternalIterator;
+use shaledb_format::table::TableStats;
+use shaledb_vfs::{Error, FileLock, Fs, Result};
+use std::collections::HashSet;
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+
+/// What readers see: the memtables and the version, published together by an atomic swap.
+pub(crate) struct SuperVersion {
+    pub(crate) mem: Arc<MemTable>,
+    /// Immutable memtables waiting for flush, newest first.
+    pub(crate) imm: Vec<Arc<MemTable>>,
+    pub(crate) version: Arc<Version>,
+}
+
+/// State changed by writers switching memtables and by background jobs. Guarded by `DbInner::state`.
+pub(crate) struct State {
+    pub(crate) vs: VersionSet,
+    pub(crate) mem: Arc<MemTable>,
+    /// Newest first.
+    pub(crate) imm: Vec<Arc<MemTable>>,
+    pub(crate) flushing: bool,
+    pub(crate) running_compactions: usize,
+    /// Files that are inputs of a running compaction.
+    pub(crate) busy: HashSet<u64>,
+    /// Set by the first failed write, sync or background job; every later write reports it (D6).
+    pub(crate) bg_error: Option<Arc<Error>>,
+    /// Manual compactions in progress: automatic picking pauses meanwhile.
+    pub(crate) manual: usize,
+    /// Tables no longer in the current version, deleted once no live version references them.
+    pub(crate) obsolete_tables: Vec<u64>,
+    /// Every version ever published that may still be referenced by a reader.
+    pub(crate) live_versions: Vec<Weak<Version>>,
+    /// Background threads still running.
+    pub(crate) bg_threads_alive: usize,
+}
+
+pub(crate) struct DbInner {
+    pub(crate) dir: PathBuf,
+    pub(crate) opts: Options,
+    pub(crate) fs: Arc<dyn Fs>,
+    lock: Mutex<Option<Box<dyn FileLock>>>,
+    pub(crate) sv: ArcSwap<SuperVersion>,
+    pub(crate) state: Mutex<State>,
+    /// Signalled when background work may be due or has finished (with `state`).
+    pub(crate) bg_cv: Condvar,
+    pub(crate) write: write::WriteQueue,
+    pub(crate) wal: Mutex<write::WalState>,
+    /// Highest sequence number whose write is fully in a memtable: what new reads see.
+    pub(crate) visible_seq: AtomicU64,
+    pub(crate) publish: Mutex<()>,
+    pub(crate) publish_cv: Condvar,
+    pub(crate) snapshots: Arc<SnapshotList>,
+    pub(crate) tables: Arc<TableCache>,
+    pub(crate) block_cache: Option<Arc<BlockCache>>,
+    pub(crate) table_stats: Arc<TableStats>,
+    pub(crate) counters: Counters,
+    /// Set at close: background jobs stop taking work; running compactions abort.
+    pub(crate) shutting_down: AtomicBool,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// An open database. `Send + Sync`: share it between threads with an `Arc`.
+///
+/// Dropping it stops background work and syncs the WAL; [`Db::close`] also flushes the memtables and reports
+/// errors.
+pub struct Db {
+    inner: Arc<DbInner>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("dir", &self.inner.dir).finish_non_exhaustive()
+    }
+}
+
+/// Removes every ShaleDB file of the database at `path`, then the directory if it is left empty.
+/// Fails with `Busy` when the database is open.
+pub fn destroy(path: impl AsRef<Path>) -> Result<()> {
+    destroy_with(path.as_ref(), shaledb_vfs::default_fs().as_ref())
+}
+
+/// [`destroy`] on a given file system.
+pub fn destroy_with(dir: &Path, fs: &dyn Fs) -> Result<()> {
+    if !fs.exists(dir) {
+        return Ok(());
+    }
+    let lock = fs.lock(&crate::filenames::lock(dir))?;
+    for name in fs.list(dir)? {
+        if crate::filenames::parse(&name).is_some_and(|k| k != crate::filenames::FileKind::Lock) {
+            fs.remove(&dir.join(&name))?;
+        }
+    }
+    drop(lock);
+    let _ = fs.remove(&crate::filenames::lock(dir));
+    // Best effort: a directory holding other files stays.
+    let _ = std::fs::remove_dir(dir);
+    Ok(())
+}
+
+/// An iterator that is exhausted with an error (a table could not be opened).
+struct ErrorIter(Error);
+
+impl InternalIterator for ErrorIter {
+    fn valid(&self) -> bool {
+        false
+    }
+    fn seek_to_first(&mut self) {}
+    fn seek_to_last(&mut self) {}
+    fn seek(&mut self, _: &[u8]) {}
+    fn seek_for_prev(&mut self, _: &[u8]) {}
+    fn next(&mut self) {}
+    fn prev(&mut self) {}
+    fn key(&self) -> &[u8] {
+        &[]
+    }
+    fn value(&self) -> &[u8] {
+        &[]
+    }
+    fn status(&self) -> Result<()> {
+        Err(self.0.clone())
+    }
+}
+
+impl Db {
+    /// Opens (and with `create_if_missing`, creates) the database in directory `path`, replaying its WAL.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let inner = open::open(path.as_ref(), opts)?;
+        Ok(Db { inner })
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_opt(&WriteOptions::default(), key, value)
+    }
+
+    /// Removes `key`.
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        self.delete_opt(&WriteOptions::default(), key)
+    }
+
+    /// Records a merge operand for `key`; needs [`Options::merge_operator`].
+    pub fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+        self.merge_opt(&WriteOptions::default(), key, operand)
+    }
+
+    /// [`Db::put`] with write options.
+    pub fn put_opt(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = BatchRep::with_capacity(shaledb_format::batch::HEADER_LEN + key.len() + value.len() + 11);
+        b.put(key, value);
+        write::write(&self.inner, b, opts)
+    }
+
+    /// [`Db::delete`] with write options.
+    pub fn delete_opt(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
+        let mut b = BatchRep::with_capacity(shaledb_format::batch::HEADER_LEN + key.len() + 6);
+        b.delete(key);
+        write::write(&self.inner, b, opts)
+    }
+
+    /// [`Db::merge`] with write options.
+    pub fn merge_opt(&self, opts: &WriteOptions, key: &[u8], operand: &[u8]) -> Result<()> {
+        if self.inner.opts.merge_operator.is_none() {
+            return Err(Error::InvalidArgument("merge needs Options::merge_operator to be set".into()));
+        }
+        let mut b = BatchRep::with_capacity(shaledb_format::batch::HEADER_LEN + key.len() + operand.len() + 11);
+        b.merge(key, operand);
+        write::write(&self.inner, b, opts)
+    }
+
+    /// Applies every update of `batch` atomically.
+    pub fn write(&self, batch: &WriteBatch, opts: &WriteOptions) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        if self.inner.opts.merge_operator.is_none()
+            && batch.rep.iter().any(|e| e.is_ok_and(|e| e.kind == ikey::ValueKind::Merge))
+        {
+            return Err(Error::InvalidArgument("merge needs Options::merge_operator to be set".into()));
+        }
+        write::write(&self.inner, batch.rep.clone(), opts)
+    }
+
+    /// The value of `key`, if any.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_opt(&ReadOptions::default(), key)
+    }
+
+    /// [`Db::get`] with read options (a snapshot, checksum and cache choices).
+    pub fn get_opt(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let mut out = Vec::new();
+        Ok(self.get_into(opts, key, &mut out)?.then_some(out))
+    }
+
+    /// Looks `key` up and writes its value into `out` (cleared first), reusing its allocation.
+    /// Returns whether the key was found.
+    pub fn get_into(&self, opts: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        let inner = &self.inner;
+        // Sequence first, then the super version: the super version is then at least as new as the
+        // sequence, so every write at or below it is in what we search.
+        let seq = match &opts.snapshot {
+            Some(s) => s.sequence(),
+            None => inner.visible_seq.load(Ordering::Acquire),
+        };
+        let sv = inner.sv.load();
+        Counters::add(&inner.counters.gets, 1);
+        let mut state = GetState::new(key, seq, inner.opts.merge_operator.as_ref());
+        sv.mem.get(key, seq, &mut state);
+        if !state.is_done() {
+            for m in &sv.imm {
+                m.get(key, seq, &mut state);
+                if state.is_done() {
+                    break;
+                }
+            }
+        }
+        if state.is_done() {
+            Counters::add(&inner.counters.memtable_hits, 1);
+        } else {
+            self.get_from_tables(&sv.version, opts, key, seq, &mut state)?;
+        }
+        let found = state.finish_into(out)?;
+        if found {
+            Counters::add(&inner.counters.gets_found, 1);
+        }
+        Ok(found)
+    }
+
+    fn get_from_tables(
+        &self,
+        v: &Version,
+        opts: &ReadOptions,
+        key: &[u8],
+        seq: u64,
+        state: &mut GetState,
+    ) -> Result<()> {
+        let inner = &self.inner;
+        let hash = bloom::key_hash(key);
+        let mut lookup = Vec::with_capacity(key.len() + ikey::TRAILER_LEN);
+        ikey::append_internal_key(&mut lookup, key, seq, KIND_FOR_SEEK);
+        let mut search = |f: &FileMeta| -> Result<bool> {
+            let table = inner.tables.get(f)?;
+            Counters::add(&inner.counters.bloom_checked, 1);
+            if !table.may_contain(hash) {
+                Counters::add(&inner.counters.bloom_useful, 1);
+                return Ok(false);
+            }
+            let mut it = table.iter(opts.verify_checksums, opts.fill_cache);
+            it.seek(&lookup);
+            while it.valid() {
+                let k = it.key();
+                if ikey::user_key(k) != key {
+                    break;
+                }
+                if state.feed(k, it.value()) {
+                    return Ok(true);
+                }
+                it.next();
+            }
+            it.status()?;
+            Ok(state.is_done())
+        };
+        for f in v.files(0) {
+            if f.smallest_user_key() <= key && key <= f.largest_user_key() && search(f)? {
+                return Ok(());
+            }
+        }
+        for level in 1..v.num_levels() {
+            if let Some(f) = v.file_for_key(level, key) {
+                if search(f)? {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A cursor over a consistent view of the database (the snapshot in `opts`, or the latest state).
+    pub fn iter(&self, opts: ReadOptions) -> DbIterator {
+        let inner = &self.inner;
+        let (seq, snap) = match &opts.snapshot {
+            Some(s) => (s.sequence(), s.clone()),
+            None => {
+                let s = inner.snapshots.acquire(inner.visible_seq.load(Ordering::Acquire));
+                (s.sequence(), s)
+            }
+        };
+        let sv = inner.sv.load_full();
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(2 + sv.imm.len() + 8);
+        children.push(Box::new(sv.mem.iter()));
+        for m in &sv.imm {
+            children.push(Box::new(m.iter()));
+        }
+        let (verify, fill) = (opts.verify_checksums, opts.fill_cache);
+        for f in sv.version.files(0) {
+            match inner.tables.get(f) {
+                Ok(t) => children.push(Box::new(t.iter(verify, fill))),
+                Err(e) => children.push(Box::new(ErrorIter(e))),
+            }
+        }
+        for level in 1..sv.version.num_levels() {
+            let files = sv.version.files(level);
+            if files.is_empty() {
+                continue;
+            }
+            let tables = inner.tables.clone();
+            let open = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
+                Ok(Box::new(tables.get(f)?.iter(verify, fill)))
+            });
+            children.push(Box::new(LevelIterator::new(files.to_vec(), open)));
+        }
+        let merged = MergingIterator::new(children);
+        DbIterator::new(
+            Box::new(merged),
+            seq,
+            inner.opts.merge_operator.clone(),
+            opts.iterate_lower_bound,
+            opts.iterate_upper_bound,
+            Box::new((sv, snap)),
+        )
+    }
+
+    /// The entries with keys in `range`, in order (also from the back), read from a consistent view.
+    pub fn range<'k>(&self, mut opts: ReadOptions, range: impl std::ops::RangeBounds<&'k [u8]>) -> Range {
+        match range.start_bound() {
+            Bound::Included(k) => opts.iterate_lower_bound = Some(k.to_vec()),
+            Bound::Excluded(k) => {
+                // The smallest key greater than k: k followed by a zero byte.
+                let mut v = k.to_vec();
+                v.push(0);
+                opts.iterate_lower_bound = Some(v);
+            }
+            Bound::Unbounded => {}
+        }
+        match range.end_bound() {
+            Bound::Excluded(k) => opts.iterate_upper_bound = Some(k.to_vec()),
+            Bound::Included(k) => {
+                let mut v = k.to_vec();
+                v.push(0);
+                opts.iterate_upper_bound = Some(v);
+            }
+            Bound::Unbounded => {}
+        }
+        Range::new(self.iter(opts))
+    }
+
+    /// A consistent read view, released when dropped.
+    pub fn snapshot(&self) -> Snapshot {
+        self.inner.snapshots.acquire(self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// Writes the memtable (and any waiting immutable ones) to L0 tables and waits for it.
+    pub fn flush(&self) -> Result<()> {
+        background::flush(&self.inner)
+    }
+
+    /// Compacts the key range `[begin, end]` (`None` = unbounded) down to the last level, after a flush.
+    pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        background::compact_range(&self.inner, begin, end)
+    }
+
+    /// Waits until no flush or compaction is running or due.
+    pub fn wait_for_compaction(&self) -> Result<()> {
+        background::wait_for_compaction(&self.inner)
+    }
+
+    /// A text or numeric property: `shaledb.stats`, `shaledb.levelstats`, `shaledb.num-files-at-level<N>`,
+    /// `shaledb.estimate-pending-compaction-bytes`, `shaledb.cur-size-all-mem-tables`,
+    /// `shaledb.num-immutable-mem-table`, `shaledb.block-cache-usage`, `shaledb.block-cache-capacity`,
+    /// `shaledb.background-errors`. The `rocksdb.` prefix is accepted too.
+    pub fn property(&self, name: &str) -> Option<String> {
+        let name = name.strip_prefix("rocksdb.").or_else(|| name.strip_prefix("shaledb."))?;
+        match name {
+            "stats" => Some(crate::stats_report::format_stats(&self.statistics(), None)),
+            "levelstats" => Some(crate::stats_report::format_level_stats(&self.statistics())),
+            "estimate-pending-compaction-bytes" => {
+                let v = self.inner.sv.load().version.clone();
+                Some(crate::picker::pending_compaction_bytes(&v, &self.inner.opts).to_string())
+            }
+            "cur-size-all-mem-tables" => Some(self.memtable_bytes().to_string()),
+            "block-cache-usage" => Some(self.inner.block_cache.as_ref().map_or(0, |c| c.usage()).to_string()),
+            "block-cache-capacity" => Some(self.inner.block_cache.as_ref().map_or(0, |c| c.capacity()).to_string()),
+            "num-immutable-mem-table" => Some(self.inner.sv.load().imm.len().to_string()),
+            "background-errors" => {
+                Some(self.inner.state.lock().bg_error.as_ref().map_or(String::new(), |e| e.to_string()))
+            }
+            _ => {
+                let level: usize = name.strip_prefix("num-files-at-level")?.parse().ok()?;
+                let sv = self.inner.sv.load();
+                (level < sv.version.num_levels()).then(|| sv.version.files(level).len().to_string())
+            }
+        }
+    }
+
+    fn memtable_bytes(&self) -> u64 {
+        let sv = self.inner.sv.load();
+        let mut n = sv.mem.approximate_memory_usage() as u64;
+        for m in &sv.imm {
+            n += m.approximate_memory_usage() as u64;
+        }
+        n
+    }
+
+    /// A snapshot of the statistics.
+    pub fn statistics(&self) -> Statistics {
+        let inner = &self.inner;
+        let c = &inner.counters;
+        let v = inner.sv.load().version.clone();
+        let (busy, bg) = {
+            let st = inner.state.lock();
+            (st.busy.clone(), ())
+        };
+        let _ = bg;
+        let comp = c.compaction.lock().clone();
+        let scores = crate::picker::scores(&v, &inner.opts, &busy);
+        let levels: Vec<LevelStats> = (0..v.num_levels())
+            .map(|l| LevelStats {
+                level: l,
+                files: v.files(l).len() as u64,
+                files_being_compacted: v.files(l).iter().filter(|f| busy.contains(&f.number)).count() as u64,
+                bytes: v.level_bytes(l),
+                score: scores.iter().find(|(lv, _)| *lv == l).map_or(0.0, |(_, s)| *s),
+                compaction: comp.get(l).copied().unwrap_or_default(),
+            })
+            .collect();
+        let flush_bytes = levels.first().map_or(0, |l| l.compaction.bytes_written);
+        let comp_read: u64 =
+            levels.iter().map(|l| l.compaction.bytes_read_input_level + l.compaction.bytes_read_output_level).sum();
+        let comp_written: u64 = levels.iter().skip(1).map(|l| l.compaction.bytes_written).sum();
+        let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Statistics {
+            uptime_secs: c.start.elapsed().as_secs_f64(),
+            levels,
+            writes: ld(&c.writes),
+            keys_written: ld(&c.keys_written),
+            bytes_written: ld(&c.bytes_written),
+            write_groups: ld(&c.write_groups),
+            wal_writes: ld(&c.wal_writes),
+            wal_bytes: ld(&c.wal_bytes),
+            wal_syncs: ld(&c.wal_syncs),
+            flush_bytes,
+            flush_count: ld(&c.flush_count),
+            compaction_bytes_read: comp_read,
+            compaction_bytes_written: comp_written,
+            stall_micros: ld(&c.stall_micros),
+            slowdown_count: ld(&c.slowdown_count),
+            stop_count: ld(&c.stop_count),
+            block_cache_hits: inner.table_stats.block_cache_hits(),
+            block_cache_misses: inner.table_stats.block_cache_misses(),
+            blocks_read: inner.table_stats.blocks_read(),
+            bytes_read: inner.table_stats.bytes_read(),
+            bloom_checked: ld(&c.bloom_checked),
+            bloom_useful: ld(&c.bloom_useful),
+            gets: ld(&c.gets),
+            gets_found: ld(&c.gets_found),
+            memtable_hits: ld(&c.memtable_hits),
+            pending_compaction_bytes: crate::picker::pending_compaction_bytes(&v, &inner.opts),
+            memtable_bytes: self.memtable_bytes(),
+        }
+    }
+
+    /// The directory of the database.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The options the database was opened with.
+    pub fn options(&self) -> &Options {
+        &self.inner.opts
+    }
+
+    /// Flushes every memtable, syncs, stops background work and releases the lock. Reports the first error
+    /// (including a background error that made the database read-only).
+    pub fn close(self) -> Result<()> {
+        let r = background::shutdown(&self.inner, true);
+        // Drop runs the (now idempotent) shutdown again and releases the lock.
+        drop(self);
+        r
+    }
+
+    /// Verifies every checksum of every live table (the engine side of `shaledb verify`).
+    pub fn verify_checksums(&self) -> Result<()> {
+        let v = self.inner.sv.load().version.clone();
+        for f in v.levels.iter().flatten() {
+            self.inner.tables.open_uncached(f)?.verify()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = background::shutdown(&self.inner, false);
+        self.inner.lock.lock().take();
+    }
+}
+
+impl DbInner {
+    /// Publishes a new super version built from `st`. REQUIRES: `state` locked (the caller's `st`).
+    pub(crate) fn install_super_version(&self, st: &mut State) {
+        let version = st.vs.current().clone();
+        st.live_versions.retain(|w| w.strong_count() > 0);
+        st.live_versions.push(Arc::downgrade(&version));
+        self.sv.store(Arc::new(SuperVersion { mem: st.mem.clone(), imm: st.imm.clone(), version }));
+    }
+
+    /// Records a background failure: the database turns read-only (D6).
+    pub(crate) fn set_bg_error(&self, st: &mut State, e: &Error) -> Arc<Error> {
+        let cause = match &st.bg_error {
+            Some(c) => c.clone(),
+            None => {
+                let c = Arc::new(match e {
+                    Error::ReadOnly { cause } => Error::clone(cause),
+                    other => other.clone(),
+                });
+                st.bg_error = Some(c.clone());
+                c
+            }
+        };
+        self.bg_cv.notify_all();
+        cause
+    }
+
+    pub(crate) fn read_only_error(cause: &Arc<Error>) -> Error {
+        Error::ReadOnly { cause: cause.clone() }
+    }
+}

@@ -1,0 +1,417 @@
+//! The write path: group commit with a concurrent memtable insert.
+//!
+//! 1. A writer queues itself. The first in line becomes the leader; the others wait.
+//! 2. The leader takes the writers queued behind it as its group, makes room (write stalls, memtable
+//!    switch), assigns consecutive sequence numbers, appends the whole group to the WAL as one record with
+//!    one `write(2)`, and issues one fsync if any member asked for `sync` (D1, D2).
+//! 3. The leader hands leadership to the next writer in the queue (whose group can use the WAL while this
+//!    one inserts), then every member inserts its own batch into the memtable, in parallel.
+//! 4. The last member to finish publishes the group's sequence numbers, in group order, so readers never
+//!    see a later group without an earlier one; every member returns only after that.
+
+use super::{DbInner, State};
+use crate::filenames;
+use crate::memtable::MemTable;
+use crate::options::WriteOptions;
+use crate::stats::Counters;
+use parking_lot::{Condvar, Mutex};
+use shaledb_format::batch::BatchRep;
+use shaledb_format::log;
+use shaledb_vfs::{Error, Result};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Largest group a leader forms, in encoded bytes.
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+pub(crate) struct WalState {
+    /// `None` after close, or when the WAL could not be created.
+    pub(crate) log: Option<log::Writer>,
+    pub(crate) number: u64,
+    /// Next sequence number to assign (only the leader touches it).
+    pub(crate) next_seq: u64,
+    /// The WAL holds appended bytes not yet fsynced.
+    pub(crate) unsynced: bool,
+    /// Scratch buffer for a multi-writer group's WAL record.
+    scratch: BatchRep,
+    /// Token bucket for delayed writes: no write may start before this instant.
+    delay_until: Option<Instant>,
+}
+
+impl WalState {
+    pub(crate) fn new(log: log::Writer, number: u64, next_seq: u64) -> WalState {
+        WalState { log: Some(log), number, next_seq, unsynced: false, scratch: BatchRep::new(), delay_until: None }
+    }
+}
+
+enum Phase {
+    Waiting,
+    Leader,
+    Insert { first_seq: u64, mem: Arc<MemTable>, group: Arc<Group> },
+    Done(Result<()>),
+}
+
+struct Writer {
+    batch: BatchRep,
+    sync: bool,
+    disable_wal: bool,
+    phase: Mutex<Phase>,
+    cv: Condvar,
+}
+
+struct Group {
+    first: u64,
+    last: u64,
+    remaining: AtomicUsize,
+}
+
+#[derive(Default)]
+pub(crate) struct WriteQueue {
+    queue: Mutex<VecDeque<Arc<Writer>>>,
+}
+
+impl Writer {
+    fn set(&self, p: Phase) {
+        *self.phase.lock() = p;
+        self.cv.notify_one();
+    }
+}
+
+/// Writes `batch` through the group-commit pipeline.
+pub(crate) fn write(inner: &Arc<DbInner>, batch: BatchRep, opts: &WriteOptions) -> Result<()> {
+    if inner.shutting_down.load(Ordering::Acquire) {
+        return Err(Error::Closed);
+    }
+    let w = Arc::new(Writer {
+        batch,
+        sync: opts.sync,
+        disable_wal: opts.disable_wal,
+        phase: Mutex::new(Phase::Waiting),
+        cv: Condvar::new(),
+    });
+    if opts.sync && opts.disable_wal {
+        return Err(Error::InvalidArgument("sync and disable_wal cannot both be set".into()));
+    }
+    {
+        let mut q = inner.write.queue.lock();
+        q.push_back(w.clone());
+        if q.len() == 1 {
+            *w.phase.lock() = Phase::Leader;
+        }
+    }
+    loop {
+        let mut p = w.phase.lock();
+        match std::mem::replace(&mut *p, Phase::Waiting) {
+            Phase::Waiting => {
+                w.cv.wait(&mut p);
+            }
+            Phase::Leader => {
+                drop(p);
+                lead(inner, &w);
+            }
+            Phase::Insert { first_seq, mem, group } => {
+                drop(p);
+                insert(&w.batch, first_seq, &mem);
+                return finish_insert(inner, &group);
+            }
+            Phase::Done(r) => return r,
+        }
+    }
+}
+
+fn insert(batch: &BatchRep, first_seq: u64, mem: &MemTable) {
+    let mut seq = first_seq;
+    for e in batch.iter().flatten() {
+        mem.add(seq, e.kind, e.key, e.value);
+        seq += 1;
+    }
+}
+
+/// Called by each member after its insert. The last one publishes; all wait for publication.
+fn finish_insert(inner: &DbInner, group: &Group) -> Result<()> {
+    let mut g = inner.publish.lock();
+    if group.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+        // Groups publish in sequence order.
+        while inner.visible_seq.load(Ordering::Acquire) + 1 != group.first {
+            inner.publish_cv.wait(&mut g);
+        }
+        inner.visible_seq.store(group.last, Ordering::Release);
+        inner.publish_cv.notify_all();
+    } else {
+        while inner.visible_seq.load(Ordering::Acquire) < group.last {
+            inner.publish_cv.wait(&mut g);
+        }
+    }
+    Ok(())
+}
+
+fn lead(inner: &Arc<DbInner>, me: &Arc<Writer>) {
+    // Form the group: every writer queued now (the leader is at the front), up to a size limit.
+    let group: Vec<Arc<Writer>> = {
+        let q = inner.write.queue.lock();
+        let mut bytes = 0usize;
+        let mut g = Vec::new();
+        for w in q.iter() {
+            let n = w.batch.approximate_size();
+            if !g.is_empty() && bytes + n > MAX_GROUP_BYTES {
+                break;
+            }
+            bytes += n;
+            g.push(w.clone());
+        }
+        g
+    };
+    debug_assert!(Arc::ptr_eq(&group[0], me));
+    let result = commit_group(inner, &group);
+    // Remove the group from the queue and pass leadership on.
+    {
+        let mut q = inner.write.queue.lock();
+        for _ in 0..group.len() {
+            q.pop_front();
+        }
+        if let Some(next) = q.front() {
+            next.set(Phase::Leader);
+        }
+    }
+    match result {
+        Ok((first, mem)) => {
+            let count: u64 = group.iter().map(|w| w.batch.count() as u64).sum();
+            let g = Arc::new(Group { first, last: first + count - 1, remaining: AtomicUsize::new(group.len()) });
+            let mut seq = first;
+            for w in &group {
+                w.set(Phase::Insert { first_seq: seq, mem: mem.clone(), group: g.clone() });
+                seq += w.batch.count() as u64;
+            }
+        }
+        Err(e) => {
+            for w in &group {
+                w.set(Phase::Done(Err(e.clone())));
+            }
+        }
+    }
+}
+
+/// The leader's critical section: room, sequence numbers, WAL. Returns the first sequence number and the
+/// memtable to insert into.
+fn commit_group(inner: &Arc<DbInner>, group: &[Arc<Writer>]) -> Result<(u64, Arc<MemTable>)> {
+    let mut wal = inner.wal.lock();
+    let bytes: usize = group.iter().map(|w| w.batch.approximate_size()).sum();
+    let mem = make_room(inner, &mut wal, bytes)?;
+    let count: u64 = group.iter().map(|w| w.batch.count() as u64).sum();
+    let first = wal.next_seq;
+    let c = &inner.counters;
+    Counters::add(&c.writes, group.len() as u64);
+    Counters::add(&c.keys_written, count);
+    Counters::add(&c.bytes_written, (bytes - group.len() * shaledb_format::batch::HEADER_LEN) as u64);
+    Counters::add(&c.write_groups, 1);
+
+    let wal_members = group.iter().filter(|w| !w.disable_wal).count();
+    if wal_members > 0 {
+        let need_sync = group.iter().any(|w| w.sync);
+        let WalState { log, scratch, unsynced, .. } = &mut *wal;
+        let Some(log) = log.as_mut() else { return Err(Error::Closed) };
+        // Only WAL-enabled members go to the WAL; the record holds their batches concatenated, each entry
+        // keeping its own sequence number (consecutive within a member; members with disabled WAL leave gaps
+        // that recovery tolerates).
+        let payload: &[u8] = if group.len() == 1 {
+            let w = &group[0];
+            scratch.clear();
+            scratch.append(&w.batch);
+            scratch.set_sequence(first);
+            scratch.data()
+        } else {
+            scratch.clear();
+            let mut seq = first;
+            let mut records = Vec::new();
+            for w in group {
+                if !w.disable_wal {
+                    records.push((seq, w));
+                }
+                seq += w.batch.count() as u64;
+            }
+            // Contiguous sequence runs become one batch each; a gap (a disable_wal member in between)
+            // starts a new WAL record so that every record's entries have consecutive sequence numbers.
+            let mut out_records: Vec<BatchRep> = Vec::new();
+            let mut expect = None;
+            for (s, w) in records {
+                if expect != Some(s) {
+                    let mut b = BatchRep::new();
+                    b.set_sequence(s);
+                    out_records.push(b);
+                }
+                if let Some(b) = out_records.last_mut() {
+                    b.append(&w.batch);
+                }
+                expect = Some(s + w.batch.count() as u64);
+            }
+            if out_records.len() == 1 {
+                *scratch = out_records.pop().unwrap_or_default();
+                scratch.data()
+            } else {
+                let r = append_records(inner, log, &out_records, need_sync, unsynced);
+                return r.map(|()| {
+                    wal.next_seq = first + count;
+                    (first, mem)
+                });
+            }
+        };
+        let r = (|| {
+            log.add_record(payload)?;
+            Counters::add(&c.wal_bytes, payload.len() as u64);
+            Counters::add(&c.wal_writes, 1);
+            log.flush()?;
+            if need_sync {
+                log.sync()?;
+                Counters::add(&c.wal_syncs, 1);
+                *unsynced = false;
+            } else {
+                *unsynced = true;
+            }
+            Ok(())
+        })();
+        if let Err(e) = r {
+            return Err(fail(inner, e));
+        }
+    }
+    wal.next_seq = first + count;
+    Ok((first, mem))
+}
+
+fn append_records(
+    inner: &Arc<DbInner>,
+    log: &mut log::Writer,
+    records: &[BatchRep],
+    need_sync: bool,
+    unsynced: &mut bool,
+) -> Result<()> {
+    let c = &inner.counters;
+    let r = (|| {
+        for b in records {
+            log.add_record(b.data())?;
+            Counters::add(&c.wal_bytes, b.data().len() as u64);
+        }
+        Counters::add(&c.wal_writes, 1);
+        log.flush()?;
+        if need_sync {
+            log.sync()?;
+            Counters::add(&c.wal_syncs, 1);
+            *unsynced = false;
+        } else {
+            *unsynced = true;
+        }
+        Ok(())
+    })();
+    r.map_err(|e| fail(inner, e))
+}
+
+/// A WAL failure: the database turns read-only; the writer gets the original error.
+fn fail(inner: &DbInner, e: Error) -> Error {
+    let mut st = inner.state.lock();
+    inner.set_bg_error(&mut st, &e);
+    e
+}
+
+/// Applies write stalls and switches a full memtable. Returns the memtable the group goes into.
+/// REQUIRES: `wal` locked (the caller is the leader).
+fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, bytes: usize) -> Result<Arc<MemTable>> {
+    let o = &inner.opts;
+    let mut delayed = false;
+    let mut stop_started: Option<Instant> = None;
+    let mut st = inner.state.lock();
+    let result = loop {
+        if let Some(cause) = &st.bg_error {
+            break Err(DbInner::read_only_error(cause));
+        }
+        if inner.shutting_down.load(Ordering::Acquire) {
+            break Err(Error::Closed);
+        }
+        let v = st.vs.current().clone();
+        let l0 = v.files(0).len();
+        let pending = if o.soft_pending_compaction_bytes_limit > 0 || o.hard_pending_compaction_bytes_limit > 0 {
+            crate::picker::pending_compaction_bytes(&v, o)
+        } else {
+            0
+        };
+        let mem_full = st.mem.approximate_memory_usage() >= o.write_buffer_size;
+        let stop = l0 >= o.level0_stop_writes_trigger
+            || (o.hard_pending_compaction_bytes_limit > 0 && pending >= o.hard_pending_compaction_bytes_limit)
+            || (mem_full && st.imm.len() + 1 >= o.max_write_buffer_number);
+        if stop && !o.disable_auto_compactions || (mem_full && st.imm.len() + 1 >= o.max_write_buffer_number) {
+            if stop_started.is_none() {
+                stop_started = Some(Instant::now());
+                Counters::add(&inner.counters.stop_count, 1);
+            }
+            inner.bg_cv.notify_all();
+            inner.bg_cv.wait_for(&mut st, Duration::from_millis(100));
+            continue;
+        }
+        let slow = l0 >= o.level0_slowdown_writes_trigger
+            || (o.soft_pending_compaction_bytes_limit > 0 && pending >= o.soft_pending_compaction_bytes_limit)
+            || (st.imm.len() + 1 >= o.max_write_buffer_number && o.max_write_buffer_number > 3);
+        if slow && !delayed && !o.disable_auto_compactions {
+            delayed = true;
+            // Token bucket at `delayed_write_rate`, 1 ms granularity.
+            let now = Instant::now();
+            let cost = Duration::from_secs_f64(bytes as f64 / o.delayed_write_rate as f64);
+            let start = wal.delay_until.filter(|t| *t > now).unwrap_or(now);
+            let until = start + cost;
+            wal.delay_until = Some(until);
+            let wait = until.saturating_duration_since(now);
+            if wait >= Duration::from_millis(1) {
+                Counters::add(&inner.counters.slowdown_count, 1);
+                drop(st);
+                std::thread::sleep(wait);
+                Counters::add(&inner.counters.stall_micros, wait.as_micros() as u64);
+                st = inner.state.lock();
+            }
+            continue;
+        }
+        if mem_full {
+            if let Err(e) = switch_memtable(inner, wal, &mut st) {
+                let e2 = e.clone();
+                inner.set_bg_error(&mut st, &e);
+                break Err(e2);
+            }
+            continue;
+        }
+        break Ok(st.mem.clone());
+    };
+    if let Some(t) = stop_started {
+        Counters::add(&inner.counters.stall_micros, t.elapsed().as_micros() as u64);
+    }
+    result
+}
+
+/// Makes the active memtable immutable and starts a new one with a new WAL.
+/// REQUIRES: `wal` and `state` locked.
+pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, st: &mut State) -> Result<()> {
+    // Groups still inserting into the old memtable must finish before it can be flushed.
+    {
+        let mut g = inner.publish.lock();
+        while inner.visible_seq.load(Ordering::Acquire) + 1 < wal.next_seq {
+            inner.publish_cv.wait(&mut g);
+        }
+    }
+    // The old WAL is synced first: a later synced write must never be durable while an earlier unsynced one
+    // in the old WAL is lost (D3: no holes).
+    if let Some(log) = wal.log.as_mut() {
+        if wal.unsynced {
+            log.sync()?;
+            Counters::add(&inner.counters.wal_syncs, 1);
+            wal.unsynced = false;
+        }
+    }
+    let number = st.vs.new_file_number();
+    let path = filenames::wal(&inner.dir, number);
+    let file = inner.fs.create(&path)?;
+    inner.fs.sync_dir(&inner.dir)?;
+    wal.log = Some(log::Writer::new(file));
+    wal.number = number;
+    let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number)));
+    st.imm.insert(0, old);
+    inner.install_super_version(st);
+    inner.bg_cv.notify_all();
+    Ok(())
+}

@@ -1,0 +1,89 @@
+//! Names of the files in a database directory.
+//!
+//! ```text
+//! CURRENT            name of the live MANIFEST, followed by "\n"
+//! LOCK               advisory lock held while the database is open
+//! MANIFEST-NNNNNN    log of version edits
+//! NNNNNN.log         write-ahead log (one per memtable)
+//! NNNNNN.sst         table
+//! NNNNNN.dbtmp       temporary file (CURRENT being replaced); deleted at open
+//! ```
+//! All numbers come from one counter (`next_file_number` in the MANIFEST), so no two files share a number.
+
+use std::path::{Path, PathBuf};
+
+/// What a file in the database directory is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FileKind {
+    Current,
+    Lock,
+    Manifest(u64),
+    Wal(u64),
+    Table(u64),
+    Temp(u64),
+}
+
+pub(crate) fn wal(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n:06}.log"))
+}
+
+pub(crate) fn table(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n:06}.sst"))
+}
+
+pub(crate) fn manifest_name(n: u64) -> String {
+    format!("MANIFEST-{n:06}")
+}
+
+pub(crate) fn temp(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n:06}.dbtmp"))
+}
+
+pub(crate) fn current(dir: &Path) -> PathBuf {
+    dir.join("CURRENT")
+}
+
+pub(crate) fn lock(dir: &Path) -> PathBuf {
+    dir.join("LOCK")
+}
+
+/// Classifies a directory entry; `None` for files that are not ours.
+pub(crate) fn parse(name: &str) -> Option<FileKind> {
+    match name {
+        "CURRENT" => return Some(FileKind::Current),
+        "LOCK" => return Some(FileKind::Lock),
+        _ => {}
+    }
+    if let Some(n) = name.strip_prefix("MANIFEST-") {
+        return n.parse().ok().map(FileKind::Manifest);
+    }
+    let (stem, ext) = name.split_once('.')?;
+    if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = stem.parse().ok()?;
+    match ext {
+        "log" => Some(FileKind::Wal(n)),
+        "sst" => Some(FileKind::Table(n)),
+        "dbtmp" => Some(FileKind::Temp(n)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_roundtrip() {
+        let d = Path::new("/db");
+        assert_eq!(parse(wal(d, 7).file_name().unwrap().to_str().unwrap()), Some(FileKind::Wal(7)));
+        assert_eq!(parse(table(d, 123456789).file_name().unwrap().to_str().unwrap()), Some(FileKind::Table(123456789)));
+        assert_eq!(parse(&manifest_name(3)), Some(FileKind::Manifest(3)));
+        assert_eq!(parse("CURRENT"), Some(FileKind::Current));
+        assert_eq!(parse("000001.dbtmp"), Some(FileKind::Temp(1)));
+        assert_eq!(parse("foo.sst"), None);
+        assert_eq!(parse("MANIFEST-x"), None);
+        assert_eq!(parse("LOG"), None);
+    }
+}

@@ -1,0 +1,435 @@
+//! The user-facing iterator: one snapshot's key/value view over internal entries.
+//!
+//! Per user key the newest entry with `seq <= snapshot` decides: a value is yielded, a deletion hides the
+//! key, merge operands are combined with the value (or deletion, or nothing) below them.
+//!
+//! Forward, the inner iterator rests on the entry that decided the current key; when that entry is a plain
+//! value, `key()`/`value()` borrow it without copying. Backward, the inner iterator rests on the last entry
+//! *before* the current key (all of the key's versions have to be read, oldest to newest, to decide it), so
+//! the key and value are copied into reusable buffers. Direction switches re-seek around the current key.
+
+use crate::lookup::no_merge_operator;
+use crate::merge::MergeOperator;
+use shaledb_format::ikey::{self, ParsedKey, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
+use shaledb_format::iter::InternalIterator;
+use shaledb_vfs::{Error, Result};
+use std::any::Any;
+use std::sync::Arc;
+
+/// Where `key()`/`value()` come from.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Current {
+    /// Not positioned on a key.
+    None,
+    /// The inner iterator's entry (forward, plain value).
+    Inner,
+    /// `key_buf` / `value_buf`.
+    Saved,
+}
+
+/// An iterator over the user keys and values of the database as of one snapshot, within optional bounds.
+///
+/// Obtained from the database; it keeps the memtables, tables and snapshot it reads alive until dropped.
+/// Positioning calls (`seek*`, `next`, `prev`) never fail directly: after an error [`DbIterator::valid`] is
+/// false and [`DbIterator::status`] returns the error.
+pub struct DbIterator {
+    inner: Box<dyn InternalIterator>,
+    seq: u64,
+    merge: Option<Arc<dyn MergeOperator>>,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+    forward: bool,
+    current: Current,
+    error: Option<Error>,
+    key_buf: Vec<u8>,
+    value_buf: Vec<u8>,
+    /// Merge operands of the current key, concatenated; `op_ends[i]` ends operand `i`.
+    ops: Vec<u8>,
+    op_ends: Vec<usize>,
+    /// Scratch internal key for seeks.
+    seek_buf: Vec<u8>,
+    /// Declared last so the iterators above drop before what they read from.
+    _pin: Box<dyn Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for DbIterator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbIterator")
+            .field("seq", &self.seq)
+            .field("valid", &self.valid())
+            .field("forward", &self.forward)
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DbIterator {
+    /// An unpositioned iterator over `inner` (internal entries of all sources, merged) as of `seq`.
+    /// `lower` is inclusive and `upper` exclusive; `pin` is held until the iterator drops.
+    pub(crate) fn new(
+        inner: Box<dyn InternalIterator>,
+        seq: u64,
+        merge: Option<Arc<dyn MergeOperator>>,
+        lower: Option<Vec<u8>>,
+        upper: Option<Vec<u8>>,
+        pin: Box<dyn Any + Send + Sync>,
+    ) -> DbIterator {
+        DbIterator {
+            inner,
+            seq: seq.min(MAX_SEQUENCE),
+            merge,
+            lower,
+            upper,
+            forward: true,
+            current: Current::None,
+            error: None,
+            key_buf: Vec::new(),
+            value_buf: Vec::new(),
+            ops: Vec::new(),
+            op_ends: Vec::new(),
+            seek_buf: Vec::new(),
+            _pin: pin,
+        }
+    }
+
+    /// True when positioned on a key (and no error occurred).
+    pub fn valid(&self) -> bool {
+        self.current != Current::None && self.error.is_none()
+    }
+
+    /// The current user key; empty when not [`valid`](Self::valid).
+    pub fn key(&self) -> &[u8] {
+        match self.current {
+            _ if self.error.is_some() => &[],
+            Current::Inner => ikey::user_key(self.inner.key()),
+            Current::Saved => &self.key_buf,
+            Current::None => &[],
+        }
+    }
+
+    /// The current value; empty when not [`valid`](Self::valid).
+    pub fn value(&self) -> &[u8] {
+        match self.current {
+            _ if self.error.is_some() => &[],
+            Current::Inner => self.inner.value(),
+            Current::Saved => &self.value_buf,
+            Current::None => &[],
+        }
+    }
+
+    /// `Ok` unless an error (I/O, corruption, a merge without operator) stopped the iterator.
+    pub fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(e) => Err(e.clone()),
+            None => self.inner.status(),
+        }
+    }
+
+    /// Positions at the first key (>= the lower bound).
+    pub fn seek_to_first(&mut self) {
+        self.reset();
+        match &self.lower {
+            Some(lower) => {
+                build_ikey(&mut self.seek_buf, lower, self.seq, KIND_FOR_SEEK);
+                self.inner.seek(&self.seek_buf);
+            }
+            None => self.inner.seek_to_first(),
+        }
+        self.forward = true;
+        self.find_next_entry(false);
+    }
+
+    /// Positions at the last key (< the upper bound).
+    pub fn seek_to_last(&mut self) {
+        self.reset();
+        match &self.upper {
+            Some(upper) => {
+                // The last entry ordered before every version of `upper`.
+                build_ikey(&mut self.seek_buf, upper, MAX_SEQUENCE, KIND_FOR_SEEK);
+                self.inner.seek_for_prev(&self.seek_buf);
+            }
+            None => self.inner.seek_to_last(),
+        }
+        self.forward = false;
+        self.find_prev_entry();
+    }
+
+    /// Positions at the first key >= `user_key` (and >= the lower bound).
+    pub fn seek(&mut self, user_key: &[u8]) {
+        self.reset();
+        let target = match &self.lower {
+            Some(l) if l.as_slice() > user_key => l.as_slice(),
+            _ => user_key,
+        };
+        build_ikey(&mut self.seek_buf, target, self.seq, KIND_FOR_SEEK);
+        self.inner.seek(&self.seek_buf);
+        self.forward = true;
+        self.find_next_entry(false);
+    }
+
+    /// Positions at the last key <= `user_key` (and < the upper bound).
+    pub fn seek_for_prev(&mut self, user_key: &[u8]) {
+        if self.upper.as_deref().is_some_and(|u| user_key >= u) {
+            self.seek_to_last();
+            return;
+        }
+        self.reset();
+        // Every version of `user_key` sorts at or before `(user_key, 0, Deletion)`.
+        build_ikey(&mut self.seek_buf, user_key, 0, ValueKind::Deletion);
+        self.inner.seek_for_prev(&self.seek_buf);
+        self.forward = false;
+        self.find_prev_entry();
+    }
+
+    /// Moves to the next key. No effect unless [`valid`](Self::valid).
+    pub fn next(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        if !self.forward {
+            // Inner rests before the current key: move it to the current key's newest version, then skip
+            // all of its versions.
+            build_ikey(&mut self.seek_buf, &self.key_buf, self.seq, KIND_FOR_SEEK);
+            self.inner.seek(&self.seek_buf);
+            self.forward = true;
+        } else if self.current == Current::Inner {
+            self.key_buf.clear();
+            self.key_buf.extend_from_slice(ikey::user_key(self.inner.key()));
+            self.inner.next();
+        }
+        // After a merge inner already rests past the operands (on an older version of the key, or beyond),
+        // and `key_buf` holds the key.
+        self.find_next_entry(true);
+    }
+
+    /// Moves to the previous key. No effect unless [`valid`](Self::valid).
+    pub fn prev(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        if self.forward {
+            if self.current == Current::Inner {
+                self.key_buf.clear();
+                self.key_buf.extend_from_slice(ikey::user_key(self.inner.key()));
+            }
+            // Inner must rest on the last entry before every version of the current key.
+            build_ikey(&mut self.seek_buf, &self.key_buf, MAX_SEQUENCE, KIND_FOR_SEEK);
+            self.inner.seek_for_prev(&self.seek_buf);
+            while self.inner.valid() && ikey::user_key(self.inner.key()) >= self.key_buf.as_slice() {
+                self.inner.prev();
+            }
+            self.forward = false;
+        }
+        self.find_prev_entry();
+    }
+
+    fn reset(&mut self) {
+        self.error = None;
+        self.current = Current::None;
+    }
+
+    /// True when inner is on an entry; otherwise records inner's error, if any.
+    fn inner_on_entry(&mut self) -> bool {
+        if self.inner.valid() {
+            return true;
+        }
+        if let Err(e) = self.inner.status() {
+            self.error = Some(e);
+        }
+        false
+    }
+
+    fn fail_bad_key(&mut self) {
+        let len = self.inner.key().len();
+        self.error =
+            Some(Error::corruption("", 0, format!("unparseable internal key of {len} bytes during iteration")));
+    }
+
+    /// Forward: from inner's position, finds the first key with a visible, live newest version. With
+    /// `skipping`, versions of the key in `key_buf` are passed over first (they are older than the key
+    /// just left).
+    fn find_next_entry(&mut self, mut skipping: bool) {
+        self.current = Current::None;
+        while self.inner_on_entry() {
+            let Some(p) = ikey::parse(self.inner.key()) else { return self.fail_bad_key() };
+            if self.upper.as_deref().is_some_and(|u| p.user_key >= u) {
+                return;
+            }
+            if p.seq > self.seq || (skipping && p.user_key == self.key_buf.as_slice()) {
+                self.inner.next();
+                continue;
+            }
+            match p.kind {
+                ValueKind::Value => {
+                    self.current = Current::Inner;
+                    return;
+                }
+                ValueKind::Deletion => {
+                    self.key_buf.clear();
+                    self.key_buf.extend_from_slice(p.user_key);
+                    skipping = true;
+                    self.inner.next();
+                }
+                ValueKind::Merge => {
+                    self.key_buf.clear();
+                    self.key_buf.extend_from_slice(p.user_key);
+                    self.merge_forward();
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Forward: inner is on the newest visible version of `key_buf`, a merge operand. Collects operands
+    /// down to a value or deletion (leaving inner on it) or the end of the key, and merges them.
+    fn merge_forward(&mut self) {
+        self.ops.clear();
+        self.op_ends.clear();
+        self.ops.extend_from_slice(self.inner.value());
+        self.op_ends.push(self.ops.len());
+        self.inner.next();
+        let mut base = false;
+        while self.inner_on_entry() {
+            let Some(p) = ikey::parse(self.inner.key()) else { return self.fail_bad_key() };
+            if p.user_key != self.key_buf.as_slice() {
+                break;
+            }
+            match p.kind {
+                ValueKind::Merge => {
+                    self.ops.extend_from_slice(self.inner.value());
+                    self.op_ends.push(self.ops.len());
+                    self.inner.next();
+                }
+                ValueKind::Value => {
+                    self.value_buf.clear();
+                    self.value_buf.extend_from_slice(self.inner.value());
+                    base = true;
+                    break;
+                }
+                ValueKind::Deletion => break,
+            }
+        }
+        if self.error.is_some() {
+            return;
+        }
+        // Stored newest first; the operator takes them oldest first.
+        self.apply_merge(base, true);
+    }
+
+    /// Combines the collected operands (newest first when `newest_first`, else oldest first) with
+    /// `value_buf` when `base`, leaving the result in `value_buf` and the iterator on `key_buf`.
+    fn apply_merge(&mut self, base: bool, newest_first: bool) {
+        let Some(op) = &self.merge else {
+            self.error = Some(no_merge_operator());
+            return;
+        };
+        let mut operands: Vec<&[u8]> = Vec::with_capacity(self.op_ends.len());
+        let mut start = 0;
+        for &end in &self.op_ends {
+            operands.push(&self.ops[start..end]);
+            start = end;
+        }
+        if newest_first {
+            operands.reverse();
+        }
+        let existing = base.then_some(self.value_buf.as_slice());
+        match op.full_merge(&self.key_buf, existing, &operands) {
+            Some(v) => {
+                self.value_buf = v;
+                self.current = Current::Saved;
+            }
+            None => {
+                self.error = Some(Error::corruption(
+                    "",
+                    0,
+                    format!("merge operator {} rejected the operands of a key during iteration", op.name()),
+                ));
+            }
+        }
+    }
+
+    /// Backward: inner rests on the last (oldest) version of some key, or is exhausted. Finds the nearest
+    /// key at or before it with a visible, live newest version, leaving inner before all of its versions.
+    fn find_prev_entry(&mut self) {
+        self.current = Current::None;
+        while self.inner_on_entry() {
+            let Some(p) = ikey::parse(self.inner.key()) else { return self.fail_bad_key() };
+            if self.upper.as_deref().is_some_and(|u| p.user_key >= u) {
+                self.inner.prev();
+                continue;
+            }
+            if self.lower.as_deref().is_some_and(|l| p.user_key < l) {
+                return;
+            }
+            self.key_buf.clear();
+            self.key_buf.extend_from_slice(p.user_key);
+            if self.decide_backward() {
+                return;
+            }
+            if self.error.is_some() {
+                return;
+            }
+        }
+    }
+
+    /// Reads the versions of `key_buf` from oldest to newest (inner ends before them) and decides the key.
+    /// True when it has a value (then `value_buf` holds it and the iterator is positioned).
+    fn decide_backward(&mut self) -> bool {
+        // What the newest visible version read so far says.
+        let mut last: Option<ValueKind> = None;
+        // A value lies below the operands collected since the last value/deletion.
+        let mut base = false;
+        self.ops.clear();
+        self.op_ends.clear();
+        while self.inner_on_entry() {
+            let Some(ParsedKey { user_key, seq, kind }) = ikey::parse(self.inner.key()) else {
+                self.fail_bad_key();
+                return false;
+            };
+            if user_key != self.key_buf.as_slice() {
+                break;
+            }
+            if seq <= self.seq {
+                match kind {
+                    ValueKind::Value => {
+                        self.value_buf.clear();
+                        self.value_buf.extend_from_slice(self.inner.value());
+                        base = true;
+                        self.ops.clear();
+                        self.op_ends.clear();
+                    }
+                    ValueKind::Deletion => {
+                        base = false;
+                        self.ops.clear();
+                        self.op_ends.clear();
+                    }
+                    ValueKind::Merge => {
+                        self.ops.extend_from_slice(self.inner.value());
+                        self.op_ends.push(self.ops.len());
+                    }
+                }
+                last = Some(kind);
+            }
+            self.inner.prev();
+        }
+        if self.error.is_some() {
+            return false;
+        }
+        match last {
+            Some(ValueKind::Value) => {
+                self.current = Current::Saved;
+                true
+            }
+            Some(ValueKind::Merge) => {
+                self.apply_merge(base, false);
+                self.current == Current::Saved
+            }
+            Some(ValueKind::Deletion) | None => false,
+        }
+    }
+}
+
+fn build_ikey(buf: &mut Vec<u8>, user_key: &[u8], seq: u64, kind: ValueKind) {
+    buf.clear();
+    ikey::append_internal_key(buf, user_key, seq, kind);
+}

@@ -1,0 +1,266 @@
+//! The state of one point lookup, fed by the memtables and then the SSTs, newest source first.
+//!
+//! Each source feeds the entries it holds for the user key, newest first, until [`GetState::feed`] says the
+//! answer is decided: a value, a deletion, or a value/deletion under merge operands. Operands met on the
+//! way are kept (copied, because sources only lend their bytes) and combined by [`GetState::finish`].
+
+use crate::merge::MergeOperator;
+use shaledb_format::ikey::{self, ValueKind};
+use shaledb_vfs::{Error, Result};
+use std::sync::Arc;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// Nothing decisive seen yet (maybe some merge operands).
+    Pending,
+    /// A value was found; it is in `value` (under operands, it is the base they merge onto).
+    Value,
+    /// A deletion was found (under operands: they merge onto nothing).
+    Deleted,
+    /// Decided by an error: `error` holds it.
+    Failed,
+}
+
+/// A point lookup in progress. See the module documentation.
+pub(crate) struct GetState<'a> {
+    user_key: &'a [u8],
+    seq: u64,
+    merge: Option<&'a Arc<dyn MergeOperator>>,
+    outcome: Outcome,
+    value: Vec<u8>,
+    /// Merge operands, newest first, concatenated; `op_ends[i]` is where operand `i` ends.
+    ops: Vec<u8>,
+    op_ends: Vec<usize>,
+    error: Option<Error>,
+}
+
+impl<'a> GetState<'a> {
+    /// A lookup of `user_key` as of sequence number `seq`, combining merge operands with `merge`.
+    pub(crate) fn new(user_key: &'a [u8], seq: u64, merge: Option<&'a Arc<dyn MergeOperator>>) -> GetState<'a> {
+        GetState::with_buffer(user_key, seq, merge, Vec::new())
+    }
+
+    /// Like [`GetState::new`], but a found value is written into `buf` (cleared first), so a caller that
+    /// takes its buffer back through [`GetState::finish_into`] reads without allocating.
+    pub(crate) fn with_buffer(
+        user_key: &'a [u8],
+        seq: u64,
+        merge: Option<&'a Arc<dyn MergeOperator>>,
+        mut buf: Vec<u8>,
+    ) -> GetState<'a> {
+        buf.clear();
+        GetState {
+            user_key,
+            seq,
+            merge,
+            outcome: Outcome::Pending,
+            value: buf,
+            ops: Vec::new(),
+            op_ends: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// Feeds one entry. Sources pass the entries of this user key newest first; entries of other user keys
+    /// and entries newer than the lookup's sequence number are ignored. Returns true once the lookup is
+    /// decided (then the caller stops feeding).
+    pub(crate) fn feed(&mut self, ikey: &[u8], value: &[u8]) -> bool {
+        if self.outcome != Outcome::Pending {
+            return true;
+        }
+        let Some(p) = ikey::parse(ikey) else {
+            self.fail(Error::corruption("", 0, format!("unparseable internal key of {} bytes in lookup", ikey.len())));
+            return true;
+        };
+        if p.user_key != self.user_key || p.seq > self.seq {
+            return false;
+        }
+        match p.kind {
+            ValueKind::Value => {
+                self.value.clear();
+                self.value.extend_from_slice(value);
+                self.outcome = Outcome::Value;
+            }
+            ValueKind::Deletion => self.outcome = Outcome::Deleted,
+            ValueKind::Merge => {
+                if self.merge.is_none() {
+                    self.fail(no_merge_operator());
+                    return true;
+                }
+                self.ops.extend_from_slice(value);
+                self.op_ends.push(self.ops.len());
+            }
+        }
+        self.outcome != Outcome::Pending
+    }
+
+    fn fail(&mut self, e: Error) {
+        self.error = Some(e);
+        self.outcome = Outcome::Failed;
+    }
+
+    /// True once the answer is decided and older sources need not be read.
+    pub(crate) fn is_done(&self) -> bool {
+        self.outcome != Outcome::Pending
+    }
+
+    /// The value, or `None` when the key is deleted or absent. (The read path uses `finish_into`.)
+    #[cfg(test)]
+    pub(crate) fn finish(self) -> Result<Option<Vec<u8>>> {
+        let mut out = Vec::new();
+        Ok(if self.finish_into(&mut out)? { Some(out) } else { None })
+    }
+
+    /// Writes the value into `out` (replacing its contents) and returns true, or returns false when the key
+    /// is deleted or absent (then `out` is left empty).
+    pub(crate) fn finish_into(mut self, out: &mut Vec<u8>) -> Result<bool> {
+        out.clear();
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        if self.op_ends.is_empty() {
+            // Hand the buffer back either way so a caller reusing it keeps its capacity.
+            std::mem::swap(out, &mut self.value);
+            if self.outcome == Outcome::Value {
+                return Ok(true);
+            }
+            out.clear();
+            return Ok(false);
+        }
+        let Some(op) = self.merge else { return Err(no_merge_operator()) };
+        // Stored newest first; the operator wants them oldest first.
+        let mut operands: Vec<&[u8]> = Vec::with_capacity(self.op_ends.len());
+        for i in (0..self.op_ends.len()).rev() {
+            let start = if i == 0 { 0 } else { self.op_ends[i - 1] };
+            operands.push(&self.ops[start..self.op_ends[i]]);
+        }
+        let base = (self.outcome == Outcome::Value).then_some(self.value.as_slice());
+        match op.full_merge(self.user_key, base, &operands) {
+            Some(v) => {
+                *out = v;
+                Ok(true)
+            }
+            None => Err(Error::corruption(
+                "",
+                0,
+                format!("merge operator {} rejected the operands of a key in lookup", op.name()),
+            )),
+        }
+    }
+}
+
+pub(crate) fn no_merge_operator() -> Error {
+    Error::InvalidArgument("merge operand found but no merge_operator is configured".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::merge::{StringAppend, UInt64Add};
+    use shaledb_format::ikey::make_internal_key;
+
+    fn ik(k: &str, seq: u64, kind: ValueKind) -> Vec<u8> {
+        make_internal_key(k.as_bytes(), seq, kind)
+    }
+
+    #[test]
+    fn value_decides() {
+        let mut st = GetState::new(b"k", 10, None);
+        assert!(!st.is_done());
+        assert!(st.feed(&ik("k", 5, ValueKind::Value), b"v"));
+        assert!(st.is_done());
+        assert_eq!(st.finish().unwrap(), Some(b"v".to_vec()));
+    }
+
+    #[test]
+    fn deletion_decides_absent() {
+        let mut st = GetState::new(b"k", 10, None);
+        assert!(st.feed(&ik("k", 5, ValueKind::Deletion), b""));
+        assert_eq!(st.finish().unwrap(), None);
+        assert_eq!(GetState::new(b"k", 10, None).finish().unwrap(), None);
+    }
+
+    #[test]
+    fn newer_and_other_keys_are_ignored() {
+        let mut st = GetState::new(b"k", 4, None);
+        assert!(!st.feed(&ik("k", 5, ValueKind::Value), b"new"));
+        assert!(!st.feed(&ik("j", 3, ValueKind::Value), b"other"));
+        assert!(st.feed(&ik("k", 4, ValueKind::Value), b"old"));
+        assert_eq!(st.finish().unwrap(), Some(b"old".to_vec()));
+    }
+
+    #[test]
+    fn merges_over_value_deletion_and_nothing() {
+        let op: Arc<dyn MergeOperator> = Arc::new(StringAppend::default());
+        let mut st = GetState::new(b"k", 10, Some(&op));
+        assert!(!st.feed(&ik("k", 9, ValueKind::Merge), b"c"));
+        assert!(!st.feed(&ik("k", 8, ValueKind::Merge), b"b"));
+        assert!(st.feed(&ik("k", 7, ValueKind::Value), b"a"));
+        assert_eq!(st.finish().unwrap(), Some(b"a,b,c".to_vec()));
+
+        let mut st = GetState::new(b"k", 10, Some(&op));
+        assert!(!st.feed(&ik("k", 9, ValueKind::Merge), b"c"));
+        assert!(st.feed(&ik("k", 7, ValueKind::Deletion), b""));
+        assert_eq!(st.finish().unwrap(), Some(b"c".to_vec()));
+
+        let add: Arc<dyn MergeOperator> = Arc::new(UInt64Add);
+        let mut st = GetState::new(b"k", 10, Some(&add));
+        st.feed(&ik("k", 9, ValueKind::Merge), &2u64.to_le_bytes());
+        st.feed(&ik("k", 8, ValueKind::Merge), &3u64.to_le_bytes());
+        assert!(!st.is_done());
+        assert_eq!(st.finish().unwrap(), Some(5u64.to_le_bytes().to_vec()));
+    }
+
+    #[test]
+    fn merge_without_operator_is_invalid_argument() {
+        let mut st = GetState::new(b"k", 10, None);
+        assert!(st.feed(&ik("k", 9, ValueKind::Merge), b"x"));
+        assert!(st.finish().unwrap_err().is_invalid_argument());
+    }
+
+    #[test]
+    fn merge_operator_rejecting_is_corruption() {
+        #[derive(Debug)]
+        struct Reject;
+        impl MergeOperator for Reject {
+            fn name(&self) -> &str {
+                "reject"
+            }
+            fn full_merge(&self, _: &[u8], _: Option<&[u8]>, _: &[&[u8]]) -> Option<Vec<u8>> {
+                None
+            }
+        }
+        let op: Arc<dyn MergeOperator> = Arc::new(Reject);
+        let mut st = GetState::new(b"k", 10, Some(&op));
+        st.feed(&ik("k", 9, ValueKind::Merge), b"x");
+        assert!(st.finish().unwrap_err().is_corruption());
+    }
+
+    #[test]
+    fn unparseable_key_is_corruption() {
+        let mut st = GetState::new(b"k", 10, None);
+        assert!(st.feed(b"short", b""));
+        assert!(st.finish().unwrap_err().is_corruption());
+        let mut bad = ik("k", 3, ValueKind::Value);
+        let n = bad.len();
+        bad[n - 8] = 9; // unknown kind byte
+        let mut st = GetState::new(b"k", 10, None);
+        assert!(st.feed(&bad, b""));
+        assert!(st.finish().unwrap_err().is_corruption());
+    }
+
+    #[test]
+    fn finish_into_reuses_the_buffer() {
+        let mut out = Vec::with_capacity(64);
+        let cap_ptr = out.as_ptr();
+        let mut st = GetState::with_buffer(b"k", 10, None, std::mem::take(&mut out));
+        st.feed(&ik("k", 5, ValueKind::Value), b"hello");
+        assert!(st.finish_into(&mut out).unwrap());
+        assert_eq!(out, b"hello");
+        assert_eq!(out.as_ptr(), cap_ptr);
+        let st = GetState::with_buffer(b"k", 10, None, std::mem::take(&mut out));
+        assert!(!st.finish_into(&mut out).unwrap());
+        assert!(out.is_empty());
+        assert_eq!(out.as_ptr(), cap_ptr);
+    }
+}

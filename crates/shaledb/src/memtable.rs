@@ -1,0 +1,474 @@
+//! The memtable: a concurrent skiplist of internal keys holding the writes of one WAL.
+//!
+//! Each entry is one `Arc<[u8]>` holding `internal_key ++ value` (one allocation besides the skiplist
+//! node). The `Arc` lets iterators hold entries past the skiplist's borrow without copying values, which
+//! is what makes an owning, `'static` [`MemTableIter`] possible without `unsafe`.
+//!
+//! Entries are never removed: a memtable only grows until it is flushed and dropped whole.
+
+use crate::lookup::GetState;
+use crossbeam_skiplist::map::Entry;
+use crossbeam_skiplist::SkipMap;
+use shaledb_format::ikey::{self, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE, TRAILER_LEN};
+use shaledb_format::iter::InternalIterator;
+use shaledb_format::Result;
+use std::borrow::Borrow;
+use std::cmp::Ordering;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::Arc;
+
+/// Bytes charged per entry on top of its key and value: the `Arc` header, the skiplist node (key slot,
+/// refcount/height word, average tower) and allocator rounding. An estimate, like RocksDB's arena usage.
+const ENTRY_OVERHEAD: usize = 80;
+
+/// A key as the skiplist compares it: a user key and a trailer, possibly not contiguous in memory, so a
+/// lookup can probe without building an internal key.
+trait KeyView {
+    fn user_key(&self) -> &[u8];
+    fn trailer(&self) -> u64;
+}
+
+fn cmp_views(a: &dyn KeyView, b: &dyn KeyView) -> Ordering {
+    // Same order as `ikey::compare`: user key ascending, trailer descending.
+    match a.user_key().cmp(b.user_key()) {
+        Ordering::Equal => b.trailer().cmp(&a.trailer()),
+        o => o,
+    }
+}
+
+impl PartialEq for dyn KeyView + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        cmp_views(self, other) == Ordering::Equal
+    }
+}
+impl Eq for dyn KeyView + '_ {}
+impl PartialOrd for dyn KeyView + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for dyn KeyView + '_ {
+    fn cmp(&self, other: &Self) -> Ordering {
+        cmp_views(self, other)
+    }
+}
+
+/// A lookup key that borrows its user key.
+struct Probe<'a> {
+    user_key: &'a [u8],
+    trailer: u64,
+}
+
+impl KeyView for Probe<'_> {
+    fn user_key(&self) -> &[u8] {
+        self.user_key
+    }
+    fn trailer(&self) -> u64 {
+        self.trailer
+    }
+}
+
+impl<'a> Probe<'a> {
+    /// A probe equal to the internal key `ikey` (a malformed short key probes as an empty user key with
+    /// trailer 0, which sorts it last among empty keys; callers only pass keys they built).
+    fn of(ikey: &'a [u8]) -> Probe<'a> {
+        Probe { user_key: ikey::user_key(ikey), trailer: ikey::trailer(ikey) }
+    }
+}
+
+/// One memtable entry: `buf = internal_key ++ value`, `klen = internal_key.len()`.
+#[derive(Clone)]
+struct Rec {
+    buf: Arc<[u8]>,
+    klen: usize,
+}
+
+impl Rec {
+    fn new(user_key: &[u8], trailer: u64, value: &[u8]) -> Rec {
+        let t = trailer.to_le_bytes();
+        // Collecting an exact-size (TrustedLen) iterator allocates the `Arc` once; `Arc::from(vec)` would
+        // allocate twice.
+        let buf: Arc<[u8]> = user_key.iter().chain(t.iter()).chain(value.iter()).copied().collect();
+        Rec { buf, klen: user_key.len() + TRAILER_LEN }
+    }
+
+    #[inline]
+    fn ikey(&self) -> &[u8] {
+        &self.buf[..self.klen]
+    }
+
+    #[inline]
+    fn value(&self) -> &[u8] {
+        &self.buf[self.klen..]
+    }
+}
+
+impl KeyView for Rec {
+    #[inline]
+    fn user_key(&self) -> &[u8] {
+        &self.buf[..self.klen - TRAILER_LEN]
+    }
+    #[inline]
+    fn trailer(&self) -> u64 {
+        ikey::trailer(self.ikey())
+    }
+}
+
+impl<'a> Borrow<dyn KeyView + 'a> for Rec {
+    fn borrow(&self) -> &(dyn KeyView + 'a) {
+        self
+    }
+}
+
+impl PartialEq for Rec {
+    fn eq(&self, other: &Self) -> bool {
+        cmp_views(self, other) == Ordering::Equal
+    }
+}
+impl Eq for Rec {}
+impl PartialOrd for Rec {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Rec {
+    fn cmp(&self, other: &Self) -> Ordering {
+        cmp_views(self, other)
+    }
+}
+
+/// A concurrent, append-only sorted map of internal keys to values: the writes of one WAL file.
+pub(crate) struct MemTable {
+    id: u64,
+    map: SkipMap<Rec, ()>,
+    mem: AtomicUsize,
+}
+
+impl std::fmt::Debug for MemTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemTable")
+            .field("id", &self.id)
+            .field("len", &self.len())
+            .field("approximate_memory_usage", &self.approximate_memory_usage())
+            .finish()
+    }
+}
+
+impl MemTable {
+    /// An empty memtable for the records of WAL number `id`.
+    pub(crate) fn new(id: u64) -> MemTable {
+        MemTable { id, map: SkipMap::new(), mem: AtomicUsize::new(0) }
+    }
+
+    /// The number of the WAL whose records this memtable holds.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Inserts an entry. Safe to call from many threads at once.
+    /// REQUIRES: `(user_key, seq)` is not in the table yet (sequence numbers are unique per entry) and
+    /// `seq <= MAX_SEQUENCE`.
+    pub(crate) fn add(&self, seq: u64, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        debug_assert!(seq <= MAX_SEQUENCE);
+        let rec = Rec::new(user_key, ikey::pack_trailer(seq.min(MAX_SEQUENCE), kind), value);
+        let charge = rec.buf.len() + ENTRY_OVERHEAD;
+        self.map.insert(rec, ());
+        self.mem.fetch_add(charge, AtomicOrdering::Relaxed);
+    }
+
+    /// Feeds `state` the entries of `user_key` visible at `seq`, newest first, until it is done.
+    pub(crate) fn get(&self, user_key: &[u8], seq: u64, state: &mut GetState<'_>) {
+        let probe = Probe { user_key, trailer: ikey::pack_trailer(seq.min(MAX_SEQUENCE), KIND_FOR_SEEK) };
+        let Some(mut e) = self.map.lower_bound(Bound::Included(&probe as &dyn KeyView)) else {
+            return;
+        };
+        loop {
+            let rec = e.key();
+            if rec.user_key() != user_key || state.feed(rec.ikey(), rec.value()) {
+                return;
+            }
+            if !e.move_next() {
+                return;
+            }
+        }
+    }
+
+    /// An iterator over all entries in internal-key order; it keeps the memtable alive.
+    pub(crate) fn iter(self: &Arc<Self>) -> MemTableIter {
+        MemTableIter { mem: Arc::clone(self), buf: Vec::new(), pos: 0, forward: true, batch: MIN_BATCH }
+    }
+
+    /// Bytes used by the entries, as compared with `write_buffer_size`.
+    pub(crate) fn approximate_memory_usage(&self) -> usize {
+        self.mem.load(AtomicOrdering::Relaxed)
+    }
+
+    /// Number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True when no entry was added.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+/// Forward refills start small (a seek is often followed by few steps) and double up to the maximum,
+/// so a long scan pays one skiplist search per `MAX_BATCH` entries.
+const MIN_BATCH: usize = 8;
+const MAX_BATCH: usize = 128;
+
+/// An owning iterator over a [`MemTable`].
+///
+/// The skiplist's cursors borrow the map, so the iterator cannot hold one; instead it holds a window of
+/// entries (`Arc` clones, no copies of data) filled by walking the skiplist, and re-seeks from the edge of
+/// the window when it runs out. Moving forward costs one search per window; moving backward one search
+/// per step, as the skiplist has no back links.
+pub(crate) struct MemTableIter {
+    mem: Arc<MemTable>,
+    /// Forward: ascending entries with `buf[pos]` current. Backward: descending, `buf[pos]` current.
+    buf: Vec<Rec>,
+    pos: usize,
+    forward: bool,
+    batch: usize,
+}
+
+impl MemTableIter {
+    fn fill_from(&mut self, first: Option<Entry<'_, Rec, ()>>, n: usize, forward: bool) {
+        self.buf.clear();
+        self.pos = 0;
+        self.forward = forward;
+        let Some(mut e) = first else { return };
+        loop {
+            self.buf.push(e.key().clone());
+            if self.buf.len() >= n {
+                return;
+            }
+            let moved = if forward { e.move_next() } else { e.move_prev() };
+            if !moved {
+                return;
+            }
+        }
+    }
+
+    fn fill_forward(&mut self, bound: Bound<&dyn KeyView>, n: usize) {
+        let mem = Arc::clone(&self.mem);
+        self.fill_from(mem.map.lower_bound(bound), n, true);
+    }
+
+    fn fill_backward(&mut self, bound: Bound<&dyn KeyView>) {
+        let mem = Arc::clone(&self.mem);
+        self.fill_from(mem.map.upper_bound(bound), 1, false);
+    }
+
+    /// The current entry, taken out of the window so the window can be refilled around it.
+    fn take_current(&mut self) -> Option<Rec> {
+        if self.pos < self.buf.len() {
+            Some(self.buf.swap_remove(self.pos))
+        } else {
+            None
+        }
+    }
+}
+
+impl InternalIterator for MemTableIter {
+    fn valid(&self) -> bool {
+        self.pos < self.buf.len()
+    }
+
+    fn seek_to_first(&mut self) {
+        self.batch = MIN_BATCH;
+        let mem = Arc::clone(&self.mem);
+        self.fill_from(mem.map.front(), self.batch, true);
+    }
+
+    fn seek_to_last(&mut self) {
+        let mem = Arc::clone(&self.mem);
+        self.fill_from(mem.map.back(), 1, false);
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.batch = MIN_BATCH;
+        let probe = Probe::of(target);
+        self.fill_forward(Bound::Included(&probe), 1);
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        let probe = Probe::of(target);
+        self.fill_backward(Bound::Included(&probe));
+    }
+
+    fn next(&mut self) {
+        if self.forward {
+            self.pos += 1;
+            if self.pos < self.buf.len() {
+                return;
+            }
+            // Window exhausted: its last entry is the anchor for the next one.
+            let Some(anchor) = self.buf.pop() else { return };
+            self.batch = (self.batch * 2).min(MAX_BATCH);
+            self.fill_forward(Bound::Excluded(&anchor), self.batch);
+        } else {
+            let Some(anchor) = self.take_current() else { return };
+            self.batch = MIN_BATCH;
+            self.fill_forward(Bound::Excluded(&anchor), self.batch);
+        }
+    }
+
+    fn prev(&mut self) {
+        if !self.forward && self.pos + 1 < self.buf.len() {
+            self.pos += 1;
+            return;
+        }
+        let Some(anchor) = self.take_current() else { return };
+        self.fill_backward(Bound::Excluded(&anchor));
+    }
+
+    fn key(&self) -> &[u8] {
+        self.buf.get(self.pos).map_or(&[], Rec::ikey)
+    }
+
+    fn value(&self) -> &[u8] {
+        self.buf.get(self.pos).map_or(&[], Rec::value)
+    }
+
+    fn status(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shaledb_format::ikey::make_internal_key;
+
+    fn collect_forward(it: &mut MemTableIter) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        out
+    }
+
+    #[test]
+    fn ordered_by_user_key_then_newest_first() {
+        let m = Arc::new(MemTable::new(7));
+        assert!(m.is_empty());
+        m.add(1, ValueKind::Value, b"b", b"b1");
+        m.add(3, ValueKind::Value, b"a", b"a3");
+        m.add(2, ValueKind::Deletion, b"a", b"");
+        m.add(4, ValueKind::Merge, b"b", b"m4");
+        assert_eq!(m.id(), 7);
+        assert_eq!(m.len(), 4);
+        assert!(m.approximate_memory_usage() >= 4 * ENTRY_OVERHEAD);
+        let got = collect_forward(&mut m.iter());
+        let want = vec![
+            (make_internal_key(b"a", 3, ValueKind::Value), b"a3".to_vec()),
+            (make_internal_key(b"a", 2, ValueKind::Deletion), b"".to_vec()),
+            (make_internal_key(b"b", 4, ValueKind::Merge), b"m4".to_vec()),
+            (make_internal_key(b"b", 1, ValueKind::Value), b"b1".to_vec()),
+        ];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn iterator_windows_cover_large_tables_both_ways() {
+        let m = Arc::new(MemTable::new(1));
+        for i in 0..1000u32 {
+            m.add(u64::from(i) + 1, ValueKind::Value, format!("k{i:05}").as_bytes(), &i.to_le_bytes());
+        }
+        let mut it = m.iter();
+        let fwd = collect_forward(&mut it);
+        assert_eq!(fwd.len(), 1000);
+        assert!(fwd.windows(2).all(|w| ikey::compare(&w[0].0, &w[1].0) == Ordering::Less));
+        let mut back = Vec::new();
+        it.seek_to_last();
+        while it.valid() {
+            back.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev();
+        }
+        back.reverse();
+        assert_eq!(fwd, back);
+
+        // Direction switches in the middle of a window.
+        it.seek(&make_internal_key(b"k00500", MAX_SEQUENCE, KIND_FOR_SEEK));
+        for _ in 0..20 {
+            it.next();
+        }
+        assert_eq!(ikey::user_key(it.key()), b"k00520");
+        it.prev();
+        assert_eq!(ikey::user_key(it.key()), b"k00519");
+        it.prev();
+        it.next();
+        assert_eq!(ikey::user_key(it.key()), b"k00519");
+        it.seek_for_prev(&make_internal_key(b"k00700x", 0, ValueKind::Deletion));
+        assert_eq!(ikey::user_key(it.key()), b"k00700");
+        it.next();
+        assert_eq!(ikey::user_key(it.key()), b"k00701");
+        it.seek(&make_internal_key(b"z", MAX_SEQUENCE, KIND_FOR_SEEK));
+        assert!(!it.valid());
+        it.seek_for_prev(&make_internal_key(b"a", 0, ValueKind::Deletion));
+        assert!(!it.valid());
+    }
+
+    #[test]
+    fn get_respects_snapshot_and_stops_when_decided() {
+        let m = MemTable::new(1);
+        m.add(1, ValueKind::Value, b"k", b"v1");
+        m.add(2, ValueKind::Deletion, b"k", b"");
+        m.add(3, ValueKind::Value, b"k", b"v3");
+        m.add(4, ValueKind::Value, b"k2", b"other");
+        let get = |seq| {
+            let mut st = GetState::new(b"k", seq, None);
+            m.get(b"k", seq, &mut st);
+            (st.is_done(), st.finish().unwrap())
+        };
+        assert_eq!(get(0), (false, None));
+        assert_eq!(get(1), (true, Some(b"v1".to_vec())));
+        assert_eq!(get(2), (true, None));
+        assert_eq!(get(10), (true, Some(b"v3".to_vec())));
+        let mut st = GetState::new(b"j", 10, None);
+        m.get(b"j", 10, &mut st);
+        assert!(!st.is_done());
+    }
+
+    #[test]
+    fn concurrent_adds_from_four_threads() {
+        let m = Arc::new(MemTable::new(1));
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                let m = Arc::clone(&m);
+                std::thread::spawn(move || {
+                    for i in 0..2000u64 {
+                        let seq = i * 4 + t + 1;
+                        let key = format!("key{:04}", i % 500);
+                        m.add(seq, ValueKind::Value, key.as_bytes(), &seq.to_le_bytes());
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(m.len(), 8000);
+        let all = collect_forward(&mut m.iter());
+        assert_eq!(all.len(), 8000);
+        assert!(all.windows(2).all(|w| ikey::compare(&w[0].0, &w[1].0) == Ordering::Less));
+        for (k, v) in &all {
+            let p = ikey::parse(k).unwrap();
+            assert_eq!(v.as_slice(), &p.seq.to_le_bytes());
+        }
+        // Each key's newest write is the one with the largest sequence number.
+        for i in 0..500u64 {
+            let key = format!("key{i:04}");
+            let mut st = GetState::new(key.as_bytes(), MAX_SEQUENCE, None);
+            m.get(key.as_bytes(), MAX_SEQUENCE, &mut st);
+            let newest = (0..8000u64).filter(|s| (s / 4) % 500 == i).max().unwrap() + 1;
+            assert_eq!(st.finish().unwrap(), Some(newest.to_le_bytes().to_vec()));
+        }
+    }
+}

@@ -1,0 +1,880 @@
+//! Leveled compaction picking: a pure function of a [`Version`], the [`Options`] and the set of files that
+//! running jobs hold. No I/O and no locks, so every decision is tested with text fixtures (see the tests).
+//!
+//! Policy, in RocksDB's terms:
+//!
+//! - **Targets.** Without `level_compaction_dynamic_level_bytes`, L1 holds `max_bytes_for_level_base` and
+//!   each level below `max_bytes_for_level_multiplier` times more. With it, targets are derived from the
+//!   size of the largest level upward; levels above the *base level* stay empty (target `u64::MAX`) and L0
+//!   compacts straight into the base level ([`level_targets`]).
+//! - **Scores.** L0: non-busy files / `level0_file_num_compaction_trigger`, or its bytes against the base
+//!   level's fan-in when that is larger. Ln: non-busy bytes / target. The last level never has a score.
+//! - **Choice.** The highest score >= 1 whose task touches no busy file wins. L0 takes its oldest file plus
+//!   every L0 file overlapping it, transitively. Ln takes the file whose overlap with Ln+1 is smallest per
+//!   byte of the file (RocksDB's default `kMinOverlappingRatio`: the least rewrite per byte pushed down);
+//!   ties go to the file holding the oldest data. No compact pointer is kept.
+//! - **Concurrency.** A task never includes a busy file, and no L0 compaction starts while another one runs
+//!   (two jobs writing overlapping L0 data into the base level could invert the order of versions). So
+//!   tasks that [`pick`] returns while others run are disjoint from them.
+
+use crate::options::Options;
+use crate::version::Version;
+use shaledb_format::edit::FileMeta;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// Why a compaction was scheduled (RocksDB's `CompactionReason` names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CompactionReason {
+    /// L0 holds too many files (or too many bytes for the base level's fan-in).
+    LevelL0FilesNum,
+    /// A level below L0 is over its size target.
+    LevelMaxLevelSize,
+    /// `compact_range`.
+    ManualCompaction,
+}
+
+/// One compaction to run: `inputs` (from `level`) and `output_inputs` (from `output_level`) are merged and
+/// rewritten into `output_level`, or, for a `trivial_move`, the single input file is re-linked there.
+#[derive(Clone, Debug)]
+pub(crate) struct CompactionTask {
+    /// Level the inputs come from.
+    pub level: usize,
+    /// Level the output goes to (the base level for L0 with dynamic level bytes, else `level + 1`).
+    pub output_level: usize,
+    /// Files of `level`; for L0 newest first, as in the version.
+    pub inputs: Vec<Arc<FileMeta>>,
+    /// Files of `output_level` overlapping the inputs' range, sorted by key.
+    pub output_inputs: Vec<Arc<FileMeta>>,
+    /// Files of `output_level + 1` overlapping the whole range: outputs are cut to limit overlap with them.
+    pub grandparents: Vec<Arc<FileMeta>>,
+    /// Move `inputs[0]` to `output_level` by a version edit alone; nothing is read or written.
+    pub trivial_move: bool,
+    /// No level below `output_level` holds data in the task's range: tombstones can be dropped there.
+    pub bottommost: bool,
+    /// Score of `level` when picked (0 for manual compactions).
+    pub score: f64,
+    /// Why (for logs and tests).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub reason: CompactionReason,
+    /// Size at which output files are cut.
+    pub max_output_file_size: u64,
+}
+
+/// Per-level size targets.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct LevelTargets {
+    /// Level L0 compacts into.
+    pub base_level: usize,
+    /// Target bytes per level (index = level). Index 0 is unused (0); `u64::MAX` means the level has no
+    /// target (above the base level, or all of L1+ empty with dynamic level bytes).
+    pub targets: Vec<u64>,
+    /// Growth between the base level and the last: `max_bytes_for_level_multiplier`, except that dynamic
+    /// level bytes stretch it when L0 is backlogged, as RocksDB does.
+    pub multiplier: f64,
+}
+
+impl LevelTargets {
+    /// Target of `level` (`u64::MAX` past the last level).
+    pub fn target(&self, level: usize) -> u64 {
+        self.targets.get(level).copied().unwrap_or(u64::MAX)
+    }
+}
+
+/// Per-level byte targets, RocksDB's way (see the module documentation).
+pub(crate) fn level_targets(v: &Version, o: &Options) -> LevelTargets {
+    let n = v.num_levels();
+    let mult = o.max_bytes_for_level_multiplier;
+    let mut targets = vec![u64::MAX; n.max(1)];
+    targets[0] = 0;
+    if n < 2 {
+        return LevelTargets { base_level: 0, targets, multiplier: mult };
+    }
+    if !o.level_compaction_dynamic_level_bytes {
+        let mut t = o.max_bytes_for_level_base;
+        for slot in targets.iter_mut().skip(1) {
+            *slot = t;
+            t = mul(t, mult);
+        }
+        return LevelTargets { base_level: 1, targets, multiplier: mult };
+    }
+
+    let last = n - 1;
+    let first_non_empty = (1..n).find(|&l| v.level_bytes(l) > 0);
+    let max_level_size = (1..n).map(|l| v.level_bytes(l)).max().unwrap_or(0);
+    let Some(first_non_empty) = first_non_empty else {
+        // Nothing below L0: L0 compacts straight into the last level, and no level has a size target.
+        return LevelTargets { base_level: last, targets, multiplier: mult };
+    };
+
+    let base_max = o.max_bytes_for_level_base;
+    let base_min = div(base_max, mult);
+    // The size the first non-empty level would have if every level below it were `mult` times larger.
+    let mut cur = max_level_size;
+    for _ in first_non_empty..last {
+        cur = div(cur, mult);
+    }
+    let (base_level, mut base_size) = if cur <= base_min {
+        // The tree is small: keep the first non-empty level as base, with a target just above the minimum.
+        (first_non_empty, base_min.saturating_add(1))
+    } else {
+        // Move the base up while it would be over `max_bytes_for_level_base`.
+        let mut bl = first_non_empty;
+        while bl > 1 && cur > base_max {
+            bl -= 1;
+            cur = div(cur, mult);
+        }
+        (bl, if cur > base_max { base_max } else { cur.max(1) })
+    };
+
+    let mut level_mult = mult;
+    let l0_size = v.level_bytes(0);
+    // A backlogged L0 would make the base level's target smaller than the data about to enter it; RocksDB
+    // then sizes the base level for L0 and spreads the remaining growth evenly over the levels below.
+    if l0_size > base_size && (l0_size > base_max || v.files(0).len() / 2 >= o.level0_file_num_compaction_trigger) {
+        base_size = l0_size;
+        level_mult = if base_level == last {
+            1.0
+        } else {
+            (max_level_size as f64 / base_size as f64).powf(1.0 / (last - base_level) as f64)
+        };
+    }
+    let mut size = base_size;
+    for (l, slot) in targets.iter_mut().enumerate().skip(base_level) {
+        if l > base_level {
+            size = mul(size, level_mult);
+        }
+        // Never below `max_bytes_for_level_base`: an hourglass-shaped tree would starve L0 of compactions.
+        *slot = size.max(base_max);
+    }
+    LevelTargets { base_level, targets, multiplier: level_mult }
+}
+
+/// Compaction scores of levels 0..=num_levels-2, highest first (ties: lower level first).
+pub(crate) fn scores(v: &Version, o: &Options, busy: &HashSet<u64>) -> Vec<(usize, f64)> {
+    let t = level_targets(v, o);
+    scores_with(v, o, busy, &t)
+}
+
+fn scores_with(v: &Version, o: &Options, busy: &HashSet<u64>, t: &LevelTargets) -> Vec<(usize, f64)> {
+    let n = v.num_levels();
+    if n < 2 {
+        return Vec::new();
+    }
+    let mut out = Vec::with_capacity(n - 1);
+    for level in 0..n - 1 {
+        let idle: Vec<&Arc<FileMeta>> = v.files(level).iter().filter(|f| !busy.contains(&f.number)).collect();
+        let idle_bytes: u64 = idle.iter().map(|f| f.file_size).sum();
+        let score = if level == 0 {
+            let by_count = idle.len() as f64 / o.level0_file_num_compaction_trigger.max(1) as f64;
+            // L0 -> L0 merges do not exist here, but L0 files may still be large (big memtables): also
+            // score by bytes, with the base level's target divided by the fan-out as the budget.
+            let mut l0_target = o.max_bytes_for_level_base;
+            if o.level_compaction_dynamic_level_bytes && t.multiplier > 0.0 {
+                let base_target = t.target(t.base_level);
+                if base_target != u64::MAX {
+                    l0_target = l0_target.max(div(base_target, t.multiplier));
+                }
+            }
+            by_count.max(idle_bytes as f64 / l0_target.max(1) as f64)
+        } else {
+            let target = t.target(level);
+            if target == u64::MAX {
+                0.0
+            } else {
+                idle_bytes as f64 / target.max(1) as f64
+            }
+        };
+        out.push((level, score));
+    }
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
+}
+
+/// The next automatic compaction, if any level scores >= 1 and a task avoiding `busy` files exists.
+pub(crate) fn pick(v: &Version, o: &Options, busy: &HashSet<u64>) -> Option<CompactionTask> {
+    let t = level_targets(v, o);
+    for (level, score) in scores_with(v, o, busy, &t) {
+        if score < 1.0 {
+            break;
+        }
+        let task = if level == 0 { pick_l0(v, o, busy, &t) } else { pick_level(v, o, level, busy) };
+        if let Some(mut task) = task {
+            task.score = score;
+            return Some(task);
+        }
+    }
+    None
+}
+
+/// The compaction of `level`'s files overlapping `[begin, end]` (inclusive user keys; `None` = unbounded)
+/// into the next level (the base level for L0), for `compact_range`, called level by level from 0 down.
+///
+/// Returns `None` when the range holds no file at `level`, when `level` is the last level (RocksDB's default
+/// `kIfHaveCompactionFilter` skips the bottommost level: compactions into it have already dropped what they
+/// could), or when an involved file is busy; the caller tells the last case apart by checking
+/// `v.overlapping_files(level, begin, end)` and retries once running jobs finish.
+pub(crate) fn pick_manual(
+    v: &Version,
+    o: &Options,
+    level: usize,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+    busy: &HashSet<u64>,
+) -> Option<CompactionTask> {
+    let n = v.num_levels();
+    if n < 2 || level >= n - 1 {
+        return None;
+    }
+    let t = level_targets(v, o);
+    let output_level = if level == 0 { t.base_level.max(1) } else { level + 1 };
+    if level == 0 && v.files(0).iter().any(|f| busy.contains(&f.number)) {
+        return None;
+    }
+    let inputs = if level == 0 {
+        v.overlapping_files(0, begin, end)
+    } else {
+        let files = v.files(level);
+        let (i, j) = sorted_overlap_range(files, begin, end);
+        let (i, j) = clean_cut(files, i, j);
+        files.get(i..j).map(<[_]>::to_vec).unwrap_or_default()
+    };
+    if inputs.is_empty() || inputs.iter().any(|f| busy.contains(&f.number)) {
+        return None;
+    }
+    let mut task = build_task(v, o, level, output_level, inputs, busy, CompactionReason::ManualCompaction)?;
+    // compact_range is often called to purge tombstones: moving a file holding some into the bottom level
+    // would keep them forever, so rewrite it instead.
+    if task.trivial_move && task.bottommost && task.inputs.iter().any(|f| f.num_deletions > 0) {
+        task.trivial_move = false;
+    }
+    Some(task)
+}
+
+/// RocksDB's estimate of the bytes compaction must rewrite to bring every level under its target; the
+/// write controller compares it with the soft/hard pending-compaction-bytes limits.
+pub(crate) fn pending_compaction_bytes(v: &Version, o: &Options) -> u64 {
+    let n = v.num_levels();
+    if n < 2 {
+        return 0;
+    }
+    let t = level_targets(v, o);
+    let l0_size = v.level_bytes(0);
+    let l0_triggered =
+        v.files(0).len() >= o.level0_file_num_compaction_trigger || l0_size >= o.max_bytes_for_level_base;
+    let mut estimate: u64 = 0;
+    // Bytes the level above will push into the current one.
+    let mut carried: u64 = 0;
+    if l0_triggered {
+        estimate = l0_size;
+        carried = l0_size;
+    }
+    // Size of the next level when already summed while estimating the fan-out.
+    let mut next_level_size: u64 = 0;
+    for level in t.base_level.max(1)..=n - 2 {
+        let mut level_size = if next_level_size > 0 { next_level_size } else { v.level_bytes(level) };
+        next_level_size = 0;
+        if level == t.base_level && l0_triggered {
+            estimate = estimate.saturating_add(level_size);
+        }
+        level_size = level_size.saturating_add(carried);
+        carried = 0;
+        let target = t.target(level);
+        if level_size > target {
+            carried = level_size - target;
+            next_level_size = v.level_bytes(level + 1);
+            if next_level_size > 0 {
+                // Rewriting `carried` bytes also rewrites their share of the next level.
+                let fan_out = next_level_size as f64 / level_size as f64 + 1.0;
+                estimate = estimate.saturating_add((carried as f64 * fan_out) as u64);
+            }
+        }
+    }
+    estimate
+}
+
+// ---- internals ----
+
+fn mul(x: u64, m: f64) -> u64 {
+    let r = x as f64 * m;
+    if r >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        r as u64
+    }
+}
+
+fn div(x: u64, m: f64) -> u64 {
+    if m <= 0.0 {
+        return x;
+    }
+    (x as f64 / m) as u64
+}
+
+fn total_size(files: &[Arc<FileMeta>]) -> u64 {
+    files.iter().map(|f| f.file_size).sum()
+}
+
+/// RocksDB: a file's overlap with the grandparent level is kept under 10 target file sizes.
+pub(crate) fn max_grandparent_overlap(max_output_file_size: u64) -> u64 {
+    max_output_file_size.saturating_mul(10)
+}
+
+/// Output file size for `output_level`: `target_file_size_base` grows per level below the base level.
+fn output_file_size(o: &Options, output_level: usize, base_level: usize) -> u64 {
+    if o.level_compaction_dynamic_level_bytes {
+        // Levels above the base are empty, so counting from the base keeps RocksDB's sizes per depth.
+        o.target_file_size(output_level.saturating_sub(base_level.saturating_sub(1)))
+    } else {
+        o.target_file_size(output_level)
+    }
+}
+
+fn user_range(files: &[Arc<FileMeta>]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let lo = files.iter().map(|f| f.smallest_user_key()).min()?;
+    let hi = files.iter().map(|f| f.largest_user_key()).max()?;
+    Some((lo.to_vec(), hi.to_vec()))
+}
+
+/// Index range `[i, j)` of the files of a sorted level intersecting `[begin, end]`.
+fn sorted_overlap_range(files: &[Arc<FileMeta>], begin: Option<&[u8]>, end: Option<&[u8]>) -> (usize, usize) {
+    let i = match begin {
+        Some(b) => files.partition_point(|f| f.largest_user_key() < b),
+        None => 0,
+    };
+    let mut j = i;
+    while let Some(f) = files.get(j) {
+        if end.is_some_and(|e| f.smallest_user_key() > e) {
+            break;
+        }
+        j += 1;
+    }
+    (i, j)
+}
+
+/// Widens `[i, j)` of a sorted level so that no user key is split between a chosen and an unchosen file
+/// (possible when a user key's versions straddle two files).
+fn clean_cut(files: &[Arc<FileMeta>], mut i: usize, mut j: usize) -> (usize, usize) {
+    if i >= j {
+        return (i, j);
+    }
+    while i > 0 {
+        match (files.get(i - 1), files.get(i)) {
+            (Some(prev), Some(cur)) if prev.largest_user_key() == cur.smallest_user_key() => i -= 1,
+            _ => break,
+        }
+    }
+    while let (Some(last), Some(next)) = (files.get(j - 1), files.get(j)) {
+        if last.largest_user_key() == next.smallest_user_key() {
+            j += 1;
+        } else {
+            break;
+        }
+    }
+    (i, j)
+}
+
+/// Files of `level` overlapping `[lo, hi]`: transitive for L0, clean-cut for sorted levels.
+fn level_overlaps(v: &Version, level: usize, lo: &[u8], hi: &[u8]) -> Vec<Arc<FileMeta>> {
+    if level == 0 {
+        return v.overlapping_files(0, Some(lo), Some(hi));
+    }
+    let files = v.files(level);
+    let (i, j) = sorted_overlap_range(files, Some(lo), Some(hi));
+    let (i, j) = clean_cut(files, i, j);
+    files.get(i..j).map(<[_]>::to_vec).unwrap_or_default()
+}
+
+fn any_busy(files: &[Arc<FileMeta>], busy: &HashSet<u64>) -> bool {
+    files.iter().any(|f| busy.contains(&f.number))
+}
+
+/// Completes a task from its input-level files: output-level overlap, optional widening of the inputs,
+/// grandparents, trivial move and bottommost flags. `None` when a needed file is busy.
+fn build_task(
+    v: &Version,
+    o: &Options,
+    level: usize,
+    output_level: usize,
+    mut inputs: Vec<Arc<FileMeta>>,
+    busy: &HashSet<u64>,
+    reason: CompactionReason,
+) -> Option<CompactionTask> {
+    let t = level_targets(v, o);
+    let max_output_file_size = output_file_size(o, output_level, t.base_level);
+    let (lo, hi) = user_range(&inputs)?;
+    let mut output_inputs = level_overlaps(v, output_level, &lo, &hi);
+    if any_busy(&output_inputs, busy) {
+        return None;
+    }
+    if let Some((all_lo, all_hi)) = user_range(&[inputs.as_slice(), output_inputs.as_slice()].concat()) {
+        // LevelDB's input widening: take more input-level files when that costs no extra output-level file
+        // and keeps the job bounded (25 target file sizes).
+        let wider = level_overlaps(v, level, &all_lo, &all_hi);
+        if wider.len() > inputs.len()
+            && !any_busy(&wider, busy)
+            && total_size(&wider) + total_size(&output_inputs) < max_output_file_size.saturating_mul(25)
+        {
+            if let Some((wlo, whi)) = user_range(&wider) {
+                let wider_out = level_overlaps(v, output_level, &wlo, &whi);
+                if wider_out.len() == output_inputs.len() && !any_busy(&wider_out, busy) {
+                    inputs = wider;
+                    output_inputs = wider_out;
+                }
+            }
+        }
+    }
+    let (lo, hi) = user_range(&[inputs.as_slice(), output_inputs.as_slice()].concat())?;
+    let grandparents =
+        if output_level + 1 < v.num_levels() { level_overlaps(v, output_level + 1, &lo, &hi) } else { Vec::new() };
+    let trivial_move = inputs.len() == 1
+        && output_inputs.is_empty()
+        && total_size(&grandparents) <= max_grandparent_overlap(max_output_file_size);
+    let bottommost = v.is_bottommost_for(output_level, &lo, &hi);
+    Some(CompactionTask {
+        level,
+        output_level,
+        inputs,
+        output_inputs,
+        grandparents,
+        trivial_move,
+        bottommost,
+        score: 0.0,
+        reason,
+        max_output_file_size,
+    })
+}
+
+fn pick_l0(v: &Version, o: &Options, busy: &HashSet<u64>, t: &LevelTargets) -> Option<CompactionTask> {
+    let l0 = v.files(0);
+    // One L0 compaction at a time: see the module documentation.
+    if any_busy(l0, busy) {
+        return None;
+    }
+    let oldest = l0.last()?;
+    let inputs = v.overlapping_files(0, Some(oldest.smallest_user_key()), Some(oldest.largest_user_key()));
+    let output_level = t.base_level.max(1);
+    build_task(v, o, 0, output_level, inputs, busy, CompactionReason::LevelL0FilesNum)
+}
+
+fn pick_level(v: &Version, o: &Options, level: usize, busy: &HashSet<u64>) -> Option<CompactionTask> {
+    let output_level = level + 1;
+    if output_level >= v.num_levels() {
+        return None;
+    }
+    let files = v.files(level);
+    let next = v.files(output_level);
+    // (overlap bytes, file size, smallest seq, index): sorted so the cheapest push-down comes first.
+    let mut candidates: Vec<(u64, u64, u64, usize)> = Vec::new();
+    for (idx, f) in files.iter().enumerate() {
+        if busy.contains(&f.number) {
+            continue;
+        }
+        let (i, j) = sorted_overlap_range(next, Some(f.smallest_user_key()), Some(f.largest_user_key()));
+        let overlap = next.get(i..j).map(total_size).unwrap_or(0);
+        candidates.push((overlap, f.file_size.max(1), f.smallest_seq, idx));
+    }
+    candidates.sort_by(|a, b| {
+        // a.overlap / a.size < b.overlap / b.size, without division.
+        let lhs = u128::from(a.0) * u128::from(b.1);
+        let rhs = u128::from(b.0) * u128::from(a.1);
+        lhs.cmp(&rhs).then(a.2.cmp(&b.2)).then(a.3.cmp(&b.3))
+    });
+    for (_, _, _, idx) in candidates {
+        let (i, j) = clean_cut(files, idx, idx + 1);
+        let inputs = match files.get(i..j) {
+            Some(s) => s.to_vec(),
+            None => continue,
+        };
+        if any_busy(&inputs, busy) {
+            continue;
+        }
+        if let Some(task) = build_task(v, o, level, output_level, inputs, busy, CompactionReason::LevelMaxLevelSize) {
+            return Some(task);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+pub(crate) mod fixture {
+    //! A small text language for LSM shapes, shared by the picker's golden tests:
+    //!
+    //! ```text
+    //! shape := level (';' level)*          ; newlines work as ';' too
+    //! level := 'L' digit+ ':' file*
+    //! file  := ['#' num] lo '-' hi ['@' seq] [':' size]
+    //! size  := digits ['K' | 'M' | 'G']     ; default 1M
+    //! ```
+    //!
+    //! Files are numbered in order of appearance unless `#num` is given; `@seq` is the file's largest
+    //! sequence number (default: its number). L0 is sorted newest first, other levels by key.
+
+    use super::*;
+    use shaledb_format::ikey::{make_internal_key, ValueKind};
+
+    fn parse_size(s: &str) -> u64 {
+        let (digits, mult) = match s.as_bytes().last() {
+            Some(b'K') => (&s[..s.len() - 1], 1u64 << 10),
+            Some(b'M') => (&s[..s.len() - 1], 1 << 20),
+            Some(b'G') => (&s[..s.len() - 1], 1 << 30),
+            _ => (s, 1),
+        };
+        digits.parse::<u64>().unwrap_or_else(|_| panic!("bad size {s:?}")) * mult
+    }
+
+    /// Parses a shape into a version of `num_levels` levels. Panics on a malformed fixture (tests only).
+    pub(crate) fn parse(num_levels: usize, text: &str) -> Version {
+        let mut v = Version::new(num_levels);
+        let mut next_number = 1;
+        for part in text.split([';', '\n']).map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, files) = part.split_once(':').unwrap_or_else(|| panic!("no ':' in {part:?}"));
+            let level: usize = name.trim().trim_start_matches('L').parse().expect("level number");
+            for tok in files.split_whitespace() {
+                let (tok, size) = match tok.split_once(':') {
+                    Some((t, s)) => (t, parse_size(s)),
+                    None => (tok, 1 << 20),
+                };
+                let (number, tok) = match tok.strip_prefix('#') {
+                    Some(rest) => {
+                        let end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+                        (rest[..end].parse::<u64>().expect("file number"), &rest[end..])
+                    }
+                    None => (next_number, tok),
+                };
+                next_number = next_number.max(number + 1);
+                let (range, seq) = match tok.split_once('@') {
+                    Some((r, s)) => (r, s.parse::<u64>().expect("seq")),
+                    None => (tok, number),
+                };
+                let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+                v.levels[level].push(Arc::new(FileMeta {
+                    number,
+                    file_size: size,
+                    smallest: make_internal_key(lo.as_bytes(), seq, ValueKind::Value),
+                    largest: make_internal_key(hi.as_bytes(), seq, ValueKind::Value),
+                    smallest_seq: seq,
+                    largest_seq: seq,
+                    num_entries: 1,
+                    num_deletions: 0,
+                }));
+            }
+        }
+        v.levels[0].sort_by(|a, b| b.largest_seq.cmp(&a.largest_seq).then(b.number.cmp(&a.number)));
+        for l in v.levels.iter_mut().skip(1) {
+            l.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
+        }
+        v
+    }
+
+    fn names(files: &[Arc<FileMeta>]) -> String {
+        files.iter().map(|f| format!("#{}", f.number)).collect::<Vec<_>>().join(" ")
+    }
+
+    /// One-line rendering of a pick, for golden comparisons.
+    pub(crate) fn render(task: Option<&CompactionTask>) -> String {
+        let Some(t) = task else { return "none".into() };
+        let mut s =
+            format!("L{}->L{} in[{}] out[{}]", t.level, t.output_level, names(&t.inputs), names(&t.output_inputs));
+        if !t.grandparents.is_empty() {
+            s.push_str(&format!(" gp[{}]", names(&t.grandparents)));
+        }
+        if t.trivial_move {
+            s.push_str(" move");
+        }
+        if t.bottommost {
+            s.push_str(" bottom");
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixture::{parse, render};
+    use super::*;
+
+    const MB: u64 = 1 << 20;
+
+    fn opts() -> Options {
+        Options {
+            level0_file_num_compaction_trigger: 4,
+            max_bytes_for_level_base: 10 * MB,
+            max_bytes_for_level_multiplier: 10.0,
+            target_file_size_base: 2 * MB,
+            level_compaction_dynamic_level_bytes: false,
+            ..Options::default()
+        }
+    }
+
+    fn busy(nums: &[u64]) -> HashSet<u64> {
+        nums.iter().copied().collect()
+    }
+
+    fn golden(num_levels: usize, o: &Options, shape: &str, busy_files: &[u64], want: &str) {
+        let v = parse(num_levels, shape);
+        let got = render(pick(&v, o, &busy(busy_files)).as_ref());
+        assert_eq!(got, want, "shape: {shape}");
+    }
+
+    #[test]
+    fn fixture_parses_and_orders() {
+        let v = parse(3, "L0: a-c@5 b-f@3 #9x-z@7:4K; L1: c-d a-b:2M");
+        let l0: Vec<u64> = v.files(0).iter().map(|f| f.number).collect();
+        assert_eq!(l0, vec![9, 1, 2]);
+        assert_eq!(v.files(0)[0].file_size, 4 << 10);
+        let l1: Vec<&[u8]> = v.files(1).iter().map(|f| f.smallest_user_key()).collect();
+        assert_eq!(l1, vec![&b"a"[..], &b"c"[..]]);
+        assert_eq!(v.files(1)[0].number, 11);
+        assert_eq!(v.files(1)[0].file_size, 2 * MB);
+    }
+
+    #[test]
+    fn nothing_to_do_below_trigger() {
+        golden(4, &opts(), "L0: a-c b-d c-e; L1: a-z", &[], "none");
+        golden(4, &opts(), "", &[], "none");
+    }
+
+    #[test]
+    fn l0_takes_oldest_file_and_its_transitive_overlaps() {
+        // #1 is oldest; it overlaps #2, which overlaps #3; #4 stands apart.
+        golden(
+            4,
+            &opts(),
+            "L0: a-b@1 b-d@2 d-f@3 x-z@4; L1: a-c e-g m-n; L2: a-z:5M",
+            &[],
+            "L0->L1 in[#3 #2 #1] out[#5 #6] gp[#8]",
+        );
+    }
+
+    #[test]
+    fn l0_single_file_without_overlap_is_trivially_moved() {
+        golden(4, &opts(), "L0: a-b@1 c-d@2 e-f@3 g-h@4; L1: x-z", &[], "L0->L1 in[#1] out[] move bottom");
+    }
+
+    #[test]
+    fn l0_waits_while_another_l0_job_runs() {
+        golden(4, &opts(), "L0: a-b@1 c-d@2 e-f@3 g-h@4 i-j@5 k-l@6", &[1], "none");
+    }
+
+    #[test]
+    fn l0_skips_when_output_file_busy() {
+        golden(4, &opts(), "L0: a-c@1 a-c@2 a-c@3 a-c@4; L1: #10b-b", &[10], "none");
+    }
+
+    #[test]
+    fn ln_picks_smallest_overlap_ratio() {
+        // L1 is at 15M of 10M. #1 overlaps 8M below, #2 overlaps 1M, #3 20M.
+        golden(4, &opts(), "L1: a-c:5M e-g:5M m-p:5M; L2: a-b:8M e-f:1M m-n:20M", &[], "L1->L2 in[#2] out[#5] bottom");
+        // Overlapping nothing below is cheapest of all; the grandparents do not count.
+        golden(
+            4,
+            &opts(),
+            "L1: a-c:5M e-g:5M m-p:5M; L2: a-b:8M e-f:1M; L3: m-p:100M",
+            &[],
+            "L1->L2 in[#3] out[] gp[#6]",
+        );
+    }
+
+    #[test]
+    fn ln_trivial_move_when_nothing_below_and_small_grandparent_overlap() {
+        golden(4, &opts(), "L1: a-c:5M e-g:6M; L2: a-b:8M e-f:12M; L3: x-y", &[], "L1->L2 in[#1] out[#3] bottom");
+        golden(4, &opts(), "L1: a-c:5M e-g:6M; L2: x-y:1M", &[], "L1->L2 in[#1] out[] move bottom");
+        // Too much grandparent overlap (> 10 x 2M): rewrite so outputs get cut at grandparent boundaries.
+        golden(4, &opts(), "L1: a-c:11M; L2: x-y:1M; L3: a-b:25M", &[], "L1->L2 in[#1] out[] gp[#3]");
+    }
+
+    #[test]
+    fn ln_skips_busy_files_so_disjoint_jobs_run_together() {
+        // #2 is cheapest but its L2 overlap #5 is busy: fall back to the next candidate.
+        golden(4, &opts(), "L1: a-c:5M e-g:5M m-p:5M; L2: a-b:8M e-f:1M m-n:3M", &[5], "L1->L2 in[#3] out[#6] bottom");
+        golden(4, &opts(), "L1: a-c:11M; L2: a-b", &[1], "none");
+    }
+
+    #[test]
+    fn ln_inputs_widen_when_free_and_keep_clean_user_key_cuts() {
+        // L2 file #4 spans both L1 files: both are taken since that adds no L2 file.
+        golden(4, &opts(), "L1: a-c:6M d-f:6M; L2: a-z:1M", &[], "L1->L2 in[#1 #2] out[#3] bottom");
+        // L1 files sharing user key "c" at their boundary must move together.
+        golden(4, &opts(), "L1: a-c:6M c-e:6M; L2: x-z:1M", &[], "L1->L2 in[#1 #2] out[] bottom");
+    }
+
+    #[test]
+    fn bottommost_only_when_nothing_below_overlaps() {
+        golden(4, &opts(), "L1: a-c:11M; L2: a-a:1M; L3: b-b", &[], "L1->L2 in[#1] out[#2] gp[#3]");
+        golden(4, &opts(), "L1: a-c:11M; L2: a-a:1M; L3: x-y", &[], "L1->L2 in[#1] out[#2] bottom");
+    }
+
+    #[test]
+    fn highest_score_wins() {
+        // L0 at 4/4 = 1.0, L1 at 25M/10M = 2.5.
+        golden(4, &opts(), "L0: a-a@1 a-a@2 a-a@3 a-a@4; L1: m-n:25M", &[], "L1->L2 in[#5] out[] move bottom");
+        // If L1 is blocked, L0 is tried next.
+        golden(
+            4,
+            &opts(),
+            "L0: a-a@1 a-a@2 a-a@3 a-a@4; L1: m-n:25M; L2: m-m",
+            &[6],
+            "L0->L1 in[#4 #3 #2 #1] out[] bottom",
+        );
+    }
+
+    #[test]
+    fn scores_by_count_and_bytes() {
+        let o = opts();
+        let v = parse(4, "L0: a-a@1 a-a@2; L1: a-b:5M; L2: a-b:200M");
+        let s = scores(&v, &o, &HashSet::new());
+        assert_eq!(s, vec![(2, 2.0), (0, 0.5), (1, 0.5)]);
+        // Busy files do not count.
+        let s = scores(&v, &o, &busy(&[1]));
+        assert!(s.contains(&(0, 0.25)));
+        // Big L0 files score by bytes against max_bytes_for_level_base.
+        let v = parse(4, "L0: a-a@1:30M");
+        assert_eq!(scores(&v, &o, &HashSet::new())[0], (0, 3.0));
+    }
+
+    #[test]
+    fn static_targets() {
+        let v = parse(4, "L3: a-b");
+        let t = level_targets(&v, &opts());
+        assert_eq!(t.base_level, 1);
+        assert_eq!(t.targets, vec![0, 10 * MB, 100 * MB, 1000 * MB]);
+    }
+
+    fn dyn_opts() -> Options {
+        Options {
+            level_compaction_dynamic_level_bytes: true,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10.0,
+            num_levels: 7,
+            ..Options::default()
+        }
+    }
+
+    fn with_last_level(bytes: u64) -> Version {
+        let mut v = Version::new(7);
+        let mut f = (*parse(7, "L6: a-z").files(6)[0]).clone();
+        f.file_size = bytes;
+        v.levels[6].push(Arc::new(f));
+        v
+    }
+
+    #[test]
+    fn dynamic_targets_empty_db_compacts_l0_into_last_level() {
+        let t = level_targets(&Version::new(7), &dyn_opts());
+        assert_eq!(t.base_level, 6);
+        assert!(t.targets[1..].iter().all(|&x| x == u64::MAX));
+    }
+
+    #[test]
+    fn dynamic_targets_small_db_uses_last_level_as_base() {
+        // 1 MB in the last level: below base/multiplier, so the base is the last level itself, and no level
+        // target falls below max_bytes_for_level_base.
+        let t = level_targets(&with_last_level(1_000_000), &dyn_opts());
+        assert_eq!(t.base_level, 6);
+        assert_eq!(t.targets[6], 256 << 20);
+        assert_eq!(t.targets[1], u64::MAX);
+        // 100 MB: between base/multiplier and base, still the last level.
+        let t = level_targets(&with_last_level(100_000_000), &dyn_opts());
+        assert_eq!(t.base_level, 6);
+    }
+
+    #[test]
+    fn dynamic_targets_large_db_match_rocksdb_documentation() {
+        // RocksDB's wiki: with multiplier 10 and 276 GB in the last level, targets are 276 GB, 27.6 GB,
+        // 2.76 GB, 276 MB upward, and the level whose target would drop under max_bytes_for_level_base /
+        // multiplier.. max_bytes_for_level_base is the base level; levels above it are empty.
+        let t = level_targets(&with_last_level(276_000_000_000), &dyn_opts());
+        assert_eq!(t.base_level, 2);
+        assert_eq!(t.targets[1], u64::MAX);
+        assert_eq!(t.targets[2], 256 << 20); // 27.6 MB raised to max_bytes_for_level_base
+        assert_eq!(t.targets[3], 276_000_000);
+        assert_eq!(t.targets[4], 2_760_000_000);
+        assert_eq!(t.targets[5], 27_600_000_000);
+        assert_eq!(t.targets[6], 276_000_000_000);
+        // 2 GB: L5 would be 200 MB <= 256 MB, so L5 is the base.
+        let t = level_targets(&with_last_level(2_000_000_000), &dyn_opts());
+        assert_eq!(t.base_level, 5);
+        assert_eq!(t.targets[5], 256 << 20);
+        assert_eq!(t.targets[6], 2_000_000_000);
+    }
+
+    #[test]
+    fn dynamic_l0_goes_to_base_level() {
+        let mut o = dyn_opts();
+        o.level0_file_num_compaction_trigger = 2;
+        let v = parse(7, "L0: a-c@1 b-d@2; L6: a-z:2G");
+        let task = pick(&v, &o, &HashSet::new()).unwrap();
+        assert_eq!(task.output_level, 5);
+        assert_eq!(task.reason, CompactionReason::LevelL0FilesNum);
+        assert!(!task.bottommost);
+        assert_eq!(render(Some(&task)), "L0->L5 in[#2 #1] out[] gp[#3]");
+    }
+
+    #[test]
+    fn dynamic_backlogged_l0_stretches_the_base_target() {
+        // L0 holds more than max_bytes_for_level_base: the base target becomes L0's size.
+        let mut v = with_last_level(276_000_000_000);
+        v.levels[0] = parse(7, "L0: a-b@1:300M").files(0).to_vec();
+        let t = level_targets(&v, &dyn_opts());
+        assert_eq!(t.base_level, 2);
+        assert_eq!(t.targets[2], 300 << 20);
+        // The remaining growth, 276 GB / 300 MiB, spread over L3..L6.
+        assert!((t.multiplier - 5.443).abs() < 0.001, "{}", t.multiplier);
+        assert_eq!(t.targets[3], ((300u64 << 20) as f64 * t.multiplier) as u64);
+    }
+
+    #[test]
+    fn manual_compaction_level_by_level() {
+        let o = opts();
+        let v = parse(4, "L0: a-b@1 x-y@2; L1: a-c c-d:1K e-f; L2: d-d; L3: a-z");
+        let b = HashSet::new();
+        assert_eq!(
+            render(pick_manual(&v, &o, 0, Some(b"a"), Some(b"b"), &b).as_ref()),
+            "L0->L1 in[#1] out[#3 #4] gp[#6]"
+        );
+        assert_eq!(render(pick_manual(&v, &o, 0, None, None, &b).as_ref()), "L0->L1 in[#2 #1] out[#3 #4 #5] gp[#6]");
+        // The cut at "c" is clean: both files holding "c" go together.
+        assert_eq!(
+            render(pick_manual(&v, &o, 1, Some(b"b"), Some(b"b"), &b).as_ref()),
+            "L1->L2 in[#3 #4] out[#6] gp[#7]"
+        );
+        assert_eq!(render(pick_manual(&v, &o, 2, None, None, &b).as_ref()), "L2->L3 in[#6] out[#7] bottom");
+        assert_eq!(render(pick_manual(&v, &o, 3, None, None, &b).as_ref()), "none");
+        assert_eq!(render(pick_manual(&v, &o, 1, Some(b"m"), Some(b"n"), &b).as_ref()), "none");
+        assert_eq!(render(pick_manual(&v, &o, 1, None, None, &busy(&[6])).as_ref()), "none");
+    }
+
+    #[test]
+    fn manual_move_into_bottom_rewrites_files_with_tombstones() {
+        let o = opts();
+        let mut v = parse(3, "L1: a-b");
+        let mut f = (*v.levels[1][0]).clone();
+        f.num_deletions = 1;
+        v.levels[1][0] = Arc::new(f);
+        let t = pick_manual(&v, &o, 1, None, None, &HashSet::new()).unwrap();
+        assert!(!t.trivial_move && t.bottommost);
+        assert_eq!(t.reason, CompactionReason::ManualCompaction);
+    }
+
+    #[test]
+    fn pending_bytes_estimate() {
+        let o = opts();
+        // Below every trigger: nothing pending.
+        assert_eq!(pending_compaction_bytes(&parse(4, "L0: a-a@1; L1: a-a:5M"), &o), 0);
+        // L0 triggered (4 files of 1M): L0 + L1 (5M) count, then L1 at 9M of 10M is fine.
+        assert_eq!(pending_compaction_bytes(&parse(4, "L0: a-a@1 a-a@2 a-a@3 a-a@4; L1: a-a:5M"), &o), 9 * MB);
+        // L1 20M over 10M: 10M carried down, with fan-out (L2 50M / L1 20M + 1) = 3.5.
+        assert_eq!(pending_compaction_bytes(&parse(4, "L1: a-a:20M; L2: b-b:50M"), &o), 35 * MB);
+    }
+
+    #[test]
+    fn task_sizes_and_score() {
+        let v = parse(3, "L1: a-c:11M; L2: a-b:3M");
+        let t = pick(&v, &opts(), &HashSet::new()).unwrap();
+        assert_eq!(render(Some(&t)), "L1->L2 in[#1] out[#2] bottom");
+        assert_eq!(t.max_output_file_size, 2 * MB);
+        assert_eq!(t.reason, CompactionReason::LevelMaxLevelSize);
+        assert!((t.score - 1.1).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,188 @@
+//! Statistics: counters updated on the hot paths (relaxed atomics) and per-level compaction figures updated
+//! once per flush or compaction (under a mutex). [`Statistics`] is the typed snapshot users read; the text
+//! report in RocksDB's layout is built from it by `stats_report`.
+
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Instant;
+
+/// Compaction figures of one level (flushes count as compactions into L0), as RocksDB's Compaction Stats
+/// table shows them. Attributed to the *output* level.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompactionStats {
+    /// Wall time spent, microseconds.
+    pub micros: u64,
+    /// Bytes read from the input level (`Rn`).
+    pub bytes_read_input_level: u64,
+    /// Bytes read from the output level (`Rnp1`).
+    pub bytes_read_output_level: u64,
+    /// Bytes written to new files (`Write`).
+    pub bytes_written: u64,
+    /// Bytes moved by trivial moves (`Moved`).
+    pub bytes_moved: u64,
+    /// Input files from the input level.
+    pub files_in_input_level: u64,
+    /// Input files from the output level.
+    pub files_in_output_level: u64,
+    /// Files written.
+    pub files_out: u64,
+    /// Entries read (`KeyIn`).
+    pub records_in: u64,
+    /// Entries dropped: shadowed versions, tombstones at the bottom, combined merge operands (`KeyDrop`).
+    pub records_dropped: u64,
+    /// Number of jobs (`Comp(cnt)`).
+    pub count: u64,
+}
+
+impl CompactionStats {
+    /// Adds `o` into `self`.
+    pub fn add(&mut self, o: &CompactionStats) {
+        self.micros += o.micros;
+        self.bytes_read_input_level += o.bytes_read_input_level;
+        self.bytes_read_output_level += o.bytes_read_output_level;
+        self.bytes_written += o.bytes_written;
+        self.bytes_moved += o.bytes_moved;
+        self.files_in_input_level += o.files_in_input_level;
+        self.files_in_output_level += o.files_in_output_level;
+        self.files_out += o.files_out;
+        self.records_in += o.records_in;
+        self.records_dropped += o.records_dropped;
+        self.count += o.count;
+    }
+}
+
+/// Shape and compaction figures of one level.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LevelStats {
+    /// The level.
+    pub level: usize,
+    /// Live files.
+    pub files: u64,
+    /// Of which inputs of a running compaction.
+    pub files_being_compacted: u64,
+    /// Live bytes.
+    pub bytes: u64,
+    /// Compaction score (>= 1 means the level needs compaction).
+    pub score: f64,
+    /// Cumulative compaction figures with this level as output.
+    pub compaction: CompactionStats,
+}
+
+/// A snapshot of the database's statistics.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Statistics {
+    /// Seconds since open.
+    pub uptime_secs: f64,
+    /// Per level, L0 first.
+    pub levels: Vec<LevelStats>,
+    /// Write calls (`put`, `delete`, `merge`, `write`).
+    pub writes: u64,
+    /// Entries written by users.
+    pub keys_written: u64,
+    /// Key + value bytes written by users (`ingest`).
+    pub bytes_written: u64,
+    /// Write groups committed (each leader's group counts once).
+    pub write_groups: u64,
+    /// WAL records appended (one per group that used the WAL).
+    pub wal_writes: u64,
+    /// WAL bytes appended.
+    pub wal_bytes: u64,
+    /// WAL fsyncs.
+    pub wal_syncs: u64,
+    /// Bytes written by flushes.
+    pub flush_bytes: u64,
+    /// Flushes completed.
+    pub flush_count: u64,
+    /// Bytes read by compactions.
+    pub compaction_bytes_read: u64,
+    /// Bytes written by compactions (flushes excluded).
+    pub compaction_bytes_written: u64,
+    /// Time writers spent delayed or stopped, microseconds.
+    pub stall_micros: u64,
+    /// Writes delayed by a slowdown condition.
+    pub slowdown_count: u64,
+    /// Times writers were stopped.
+    pub stop_count: u64,
+    /// Block cache hits.
+    pub block_cache_hits: u64,
+    /// Block cache misses.
+    pub block_cache_misses: u64,
+    /// Blocks read from files.
+    pub blocks_read: u64,
+    /// Bytes read from SST files.
+    pub bytes_read: u64,
+    /// Bloom filter checks.
+    pub bloom_checked: u64,
+    /// Bloom filter checks that avoided a block read.
+    pub bloom_useful: u64,
+    /// Point lookups.
+    pub gets: u64,
+    /// Point lookups that found a value.
+    pub gets_found: u64,
+    /// Gets answered by a memtable.
+    pub memtable_hits: u64,
+    /// Estimated bytes compaction must rewrite to bring every level under its target.
+    pub pending_compaction_bytes: u64,
+    /// Bytes held by memtables.
+    pub memtable_bytes: u64,
+}
+
+/// Hot-path counters.
+#[derive(Debug)]
+pub(crate) struct Counters {
+    pub(crate) start: Instant,
+    pub(crate) writes: AtomicU64,
+    pub(crate) keys_written: AtomicU64,
+    pub(crate) bytes_written: AtomicU64,
+    pub(crate) write_groups: AtomicU64,
+    pub(crate) wal_writes: AtomicU64,
+    pub(crate) wal_bytes: AtomicU64,
+    pub(crate) wal_syncs: AtomicU64,
+    pub(crate) flush_count: AtomicU64,
+    pub(crate) stall_micros: AtomicU64,
+    pub(crate) slowdown_count: AtomicU64,
+    pub(crate) stop_count: AtomicU64,
+    pub(crate) bloom_checked: AtomicU64,
+    pub(crate) bloom_useful: AtomicU64,
+    pub(crate) gets: AtomicU64,
+    pub(crate) gets_found: AtomicU64,
+    pub(crate) memtable_hits: AtomicU64,
+    /// Per output level.
+    pub(crate) compaction: Mutex<Vec<CompactionStats>>,
+}
+
+impl Counters {
+    pub(crate) fn new(num_levels: usize) -> Counters {
+        Counters {
+            start: Instant::now(),
+            writes: AtomicU64::new(0),
+            keys_written: AtomicU64::new(0),
+            bytes_written: AtomicU64::new(0),
+            write_groups: AtomicU64::new(0),
+            wal_writes: AtomicU64::new(0),
+            wal_bytes: AtomicU64::new(0),
+            wal_syncs: AtomicU64::new(0),
+            flush_count: AtomicU64::new(0),
+            stall_micros: AtomicU64::new(0),
+            slowdown_count: AtomicU64::new(0),
+            stop_count: AtomicU64::new(0),
+            bloom_checked: AtomicU64::new(0),
+            bloom_useful: AtomicU64::new(0),
+            gets: AtomicU64::new(0),
+            gets_found: AtomicU64::new(0),
+            memtable_hits: AtomicU64::new(0),
+            compaction: Mutex::new(vec![CompactionStats::default(); num_levels]),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Relaxed);
+    }
+
+    pub(crate) fn record_compaction(&self, output_level: usize, s: &CompactionStats) {
+        if let Some(slot) = self.compaction.lock().get_mut(output_level) {
+            slot.add(s);
+        }
+    }
+}

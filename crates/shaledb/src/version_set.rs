@@ -1,0 +1,307 @@
+//! The version set: the current [`Version`] and the MANIFEST that records how it came to be.
+//!
+//! Every change of the set of live files is a [`VersionEdit`] appended to the MANIFEST and synced before the
+//! new version is published (D7). At open a new MANIFEST is always started, holding one edit that is a
+//! snapshot of the recovered version; CURRENT is then switched to it atomically (temp file, fsync, rename,
+//! directory fsync), so a torn MANIFEST tail from a crash is never appended to.
+//!
+//! REQUIRES: every method runs under the database's state mutex (the caller's `&mut`).
+
+use crate::filenames;
+use crate::options::Options;
+use crate::version::Version;
+use shaledb_format::edit::{FileMeta, VersionEdit};
+use shaledb_format::ikey;
+use shaledb_format::log::{self, LogRead};
+use shaledb_vfs::{Error, Fs, Result};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Name recorded in the MANIFEST: keys are ordered bytewise (the only order ShaleDB supports).
+pub(crate) const COMPARATOR: &str = "shaledb.bytewise";
+
+pub(crate) struct VersionSet {
+    dir: PathBuf,
+    fs: Arc<dyn Fs>,
+    num_levels: usize,
+    max_manifest_size: u64,
+    current: Arc<Version>,
+    manifest: Option<log::Writer>,
+    manifest_number: u64,
+    /// Next number to hand out for a WAL, table, MANIFEST or temp file.
+    pub(crate) next_file_number: u64,
+    /// WALs numbered below this hold nothing that is not in tables.
+    pub(crate) log_number: u64,
+    /// Largest sequence number recorded as durable in tables or WALs.
+    pub(crate) last_sequence: u64,
+}
+
+/// Applies `edit` to `base`, giving the next version. Fails with `Corruption` when the edit does not fit (a
+/// deleted file that is not there, a level out of range, overlapping files in a sorted level).
+pub(crate) fn apply(base: &Version, edit: &VersionEdit, manifest: &Path) -> Result<Version> {
+    let bad = |what: String| Error::corruption(manifest, 0, what);
+    let mut levels = base.levels.clone();
+    for &(level, number) in &edit.deleted_files {
+        let files = levels.get_mut(level as usize).ok_or_else(|| bad(format!("deleted file in level {level}")))?;
+        let before = files.len();
+        files.retain(|f| f.number != number);
+        if files.len() == before {
+            return Err(bad(format!("edit deletes file {number} which is not in level {level}")));
+        }
+    }
+    for (level, meta) in &edit.new_files {
+        let files = levels.get_mut(*level as usize).ok_or_else(|| bad(format!("new file in level {level}")))?;
+        files.push(Arc::new(meta.clone()));
+    }
+    for (level, files) in levels.iter_mut().enumerate() {
+        if level == 0 {
+            files.sort_by(|a, b| b.largest_seq.cmp(&a.largest_seq).then(b.number.cmp(&a.number)));
+        } else {
+            files.sort_by(|a, b| ikey::compare(&a.smallest, &b.smallest));
+            for w in files.windows(2) {
+                if w[0].largest_user_key() >= w[1].smallest_user_key() {
+                    return Err(bad(format!("files {} and {} overlap in level {level}", w[0].number, w[1].number)));
+                }
+            }
+        }
+    }
+    Ok(Version { levels })
+}
+
+impl VersionSet {
+    /// A brand-new database: an empty version, MANIFEST-000001 and CURRENT.
+    pub(crate) fn create(dir: &Path, opts: &Options) -> Result<VersionSet> {
+        let mut vs = VersionSet {
+            dir: dir.to_path_buf(),
+            fs: opts.fs.clone(),
+            num_levels: opts.num_levels,
+            max_manifest_size: opts.max_manifest_file_size,
+            current: Arc::new(Version::new(opts.num_levels)),
+            manifest: None,
+            manifest_number: 0,
+            next_file_number: 1,
+            log_number: 0,
+            last_sequence: 0,
+        };
+        vs.write_new_manifest()?;
+        Ok(vs)
+    }
+
+    /// Reads CURRENT and replays its MANIFEST. Does not start a new MANIFEST: call
+    /// [`VersionSet::write_new_manifest`] (or `log_and_apply`) once recovery has settled.
+    pub(crate) fn recover(dir: &Path, opts: &Options) -> Result<VersionSet> {
+        let fs = opts.fs.clone();
+        let current_path = filenames::current(dir);
+        let current = fs.read_all(&current_path)?;
+        let name = std::str::from_utf8(&current)
+            .ok()
+            .and_then(|s| s.strip_suffix('\n'))
+            .filter(|s| matches!(filenames::parse(s), Some(filenames::FileKind::Manifest(_))))
+            .ok_or_else(|| Error::corruption(&current_path, 0, "CURRENT does not name a MANIFEST"))?;
+        let manifest_number = match filenames::parse(name) {
+            Some(filenames::FileKind::Manifest(n)) => n,
+            _ => return Err(Error::corruption(&current_path, 0, "CURRENT does not name a MANIFEST")),
+        };
+        let manifest_path = dir.join(name);
+        let data = fs.read_all(&manifest_path)?;
+        let mut reader = log::Reader::new(data, manifest_path.clone());
+        let mut version = Version::new(opts.num_levels);
+        let (mut next_file, mut log_number, mut last_seq) = (None, None, None);
+        let mut records = 0u64;
+        loop {
+            match reader.next() {
+                LogRead::Eof => break,
+                // A MANIFEST edit is synced before it takes effect, so an incomplete last record was never
+                // acted upon: ignore it. Any other damage is real corruption.
+                LogRead::Damage(d) if d.at_tail && records > 0 => break,
+                LogRead::Damage(d) => return Err(d.to_error(&manifest_path)),
+                LogRead::Record { offset, data } => {
+                    records += 1;
+                    let edit = VersionEdit::decode(&data).map_err(|e| e.in_file(&manifest_path, offset))?;
+                    if let Some(c) = &edit.comparator {
+                        if c != COMPARATOR {
+                            return Err(Error::InvalidArgument(format!(
+                                "database uses comparator {c:?}; ShaleDB only supports {COMPARATOR:?}"
+                            )));
+                        }
+                    }
+                    if let Some(v) = edit.format_version {
+                        if v > shaledb_format::FORMAT_VERSION {
+                            return Err(Error::NotSupported(format!(
+                                "database format version {v} is newer than this build's {}",
+                                shaledb_format::FORMAT_VERSION
+                            )));
+                        }
+                    }
+                    for (level, _) in &edit.new_files {
+                        if *level as usize >= opts.num_levels {
+                            return Err(Error::InvalidArgument(format!(
+                                "database has files in level {level} but num_levels is {}",
+                                opts.num_levels
+                            )));
+                        }
+                    }
+                    version = apply(&version, &edit, &manifest_path).map_err(|e| e.in_file(&manifest_path, offset))?;
+                    next_file = edit.next_file_number.or(next_file);
+                    log_number = edit.log_number.or(log_number);
+                    last_seq = edit.last_sequence.or(last_seq);
+                }
+            }
+        }
+        let (Some(next_file_number), Some(log_number), Some(last_sequence)) = (next_file, log_number, last_seq) else {
+            return Err(Error::corruption(
+                &manifest_path,
+                0,
+                "MANIFEST lacks next file number, log number or sequence",
+            ));
+        };
+        let max_file = version.levels.iter().flatten().map(|f| f.number).max().unwrap_or(0);
+        Ok(VersionSet {
+            dir: dir.to_path_buf(),
+            fs,
+            num_levels: opts.num_levels,
+            max_manifest_size: opts.max_manifest_file_size,
+            current: Arc::new(version),
+            manifest: None,
+            manifest_number,
+            next_file_number: next_file_number.max(max_file + 1).max(manifest_number + 1),
+            log_number,
+            last_sequence,
+        })
+    }
+
+    pub(crate) fn current(&self) -> &Arc<Version> {
+        &self.current
+    }
+
+    pub(crate) fn manifest_number(&self) -> u64 {
+        self.manifest_number
+    }
+
+    pub(crate) fn new_file_number(&mut self) -> u64 {
+        let n = self.next_file_number;
+        self.next_file_number += 1;
+        n
+    }
+
+    /// Marks `n` as used (a file number seen on disk during recovery).
+    pub(crate) fn mark_file_number_used(&mut self, n: u64) {
+        if self.next_file_number <= n {
+            self.next_file_number = n + 1;
+        }
+    }
+
+    fn snapshot_edit(&self) -> VersionEdit {
+        let mut e = VersionEdit {
+            comparator: Some(COMPARATOR.to_string()),
+            format_version: Some(shaledb_format::FORMAT_VERSION),
+            log_number: Some(self.log_number),
+            next_file_number: Some(self.next_file_number),
+            last_sequence: Some(self.last_sequence),
+            ..VersionEdit::default()
+        };
+        for (level, files) in self.current.levels.iter().enumerate() {
+            for f in files {
+                e.new_files.push((level as u32, FileMeta::clone(f)));
+            }
+        }
+        e
+    }
+
+    /// Starts a new MANIFEST holding a snapshot of the current state and points CURRENT at it.
+    pub(crate) fn write_new_manifest(&mut self) -> Result<()> {
+        let number = self.new_file_number();
+        let path = self.dir.join(filenames::manifest_name(number));
+        let result = (|| {
+            let mut w = log::Writer::new(self.fs.create(&path)?);
+            let mut buf = Vec::new();
+            self.snapshot_edit().encode(&mut buf);
+            w.add_record(&buf)?;
+            w.sync()?;
+            let temp_number = self.new_file_number();
+            set_current(self.fs.as_ref(), &self.dir, number, temp_number)?;
+            Ok(w)
+        })();
+        match result {
+            Ok(w) => {
+                let old = std::mem::replace(&mut self.manifest_number, number);
+                self.manifest = Some(w);
+                if old != 0 && old != number {
+                    // Best effort: an old MANIFEST left behind is removed as an orphan at the next open.
+                    let _ = self.fs.remove(&self.dir.join(filenames::manifest_name(old)));
+                }
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self.fs.remove(&path);
+                Err(e)
+            }
+        }
+    }
+
+    /// Records `edit` durably, then makes its result the current version. On error nothing changes in
+    /// memory; the caller must treat the database as failed (the MANIFEST may hold a partial record).
+    pub(crate) fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+        if let Some(n) = edit.log_number {
+            debug_assert!(n >= self.log_number);
+        }
+        edit.next_file_number = Some(self.next_file_number);
+        let last_seq = edit.last_sequence.unwrap_or(self.last_sequence).max(self.last_sequence);
+        edit.last_sequence = Some(last_seq);
+        let manifest_path = self.dir.join(filenames::manifest_name(self.manifest_number));
+        let next = apply(&self.current, &edit, &manifest_path)?;
+        let too_big = self.manifest.as_ref().is_none_or(|m| m.len() >= self.max_manifest_size);
+        if too_big {
+            // The snapshot written into the new MANIFEST must already include this edit.
+            let prev = std::mem::replace(&mut self.current, Arc::new(next));
+            let (pl, ps) = (self.log_number, self.last_sequence);
+            self.log_number = edit.log_number.unwrap_or(self.log_number);
+            self.last_sequence = last_seq;
+            if let Err(e) = self.write_new_manifest() {
+                self.current = prev;
+                self.log_number = pl;
+                self.last_sequence = ps;
+                return Err(e);
+            }
+            return Ok(self.current.clone());
+        }
+        let mut buf = Vec::new();
+        edit.encode(&mut buf);
+        let w = self.manifest.as_mut().ok_or(Error::Closed)?;
+        w.add_record(&buf)?;
+        w.sync()?;
+        self.current = Arc::new(next);
+        self.log_number = edit.log_number.unwrap_or(self.log_number);
+        self.last_sequence = last_seq;
+        Ok(self.current.clone())
+    }
+
+    /// Replaces the current version during recovery, before the new MANIFEST is written.
+    pub(crate) fn replace_current(&mut self, v: Arc<Version>, log_number: u64, last_sequence: u64) {
+        self.current = v;
+        self.log_number = log_number;
+        self.last_sequence = self.last_sequence.max(last_sequence);
+    }
+
+    pub(crate) fn num_levels(&self) -> usize {
+        self.num_levels
+    }
+}
+
+/// Points CURRENT at MANIFEST-`number`: temp file, fsync, rename over CURRENT, fsync of the directory.
+fn set_current(fs: &dyn Fs, dir: &Path, number: u64, temp_number: u64) -> Result<()> {
+    let tmp = filenames::temp(dir, temp_number);
+    let contents = format!("{}\n", filenames::manifest_name(number));
+    let res = (|| {
+        let mut f = fs.create(&tmp)?;
+        f.append(contents.as_bytes())?;
+        f.sync()?;
+        drop(f);
+        fs.rename(&tmp, &filenames::current(dir))?;
+        fs.sync_dir(dir)
+    })();
+    if res.is_err() {
+        let _ = fs.remove(&tmp);
+    }
+    res
+}

@@ -1,0 +1,212 @@
+use crate::tiny_options;
+use shaledb::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+
+#[test]
+fn put_get_delete_roundtrip() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.put(b"b", b"2").unwrap();
+    assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
+    db.delete(b"a").unwrap();
+    assert_eq!(db.get(b"a").unwrap(), None);
+    assert_eq!(db.get(b"zz").unwrap(), None);
+    let mut out = Vec::new();
+    assert!(db.get_into(&ReadOptions::default(), b"b", &mut out).unwrap());
+    assert_eq!(out, b"2");
+    db.close().unwrap();
+}
+
+#[test]
+fn batch_is_atomic_and_ordered() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let mut b = WriteBatch::new();
+    b.put(b"k", b"1").put(b"k", b"2").delete(b"x").put(b"y", b"3");
+    db.write(&b, &WriteOptions { sync: true, ..WriteOptions::default() }).unwrap();
+    assert_eq!(db.get(b"k").unwrap(), Some(b"2".to_vec()));
+    assert_eq!(db.get(b"y").unwrap(), Some(b"3".to_vec()));
+}
+
+#[test]
+fn second_open_is_busy() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let err = Db::open(dir.path(), Options::default()).unwrap_err();
+    assert!(err.is_busy(), "{err}");
+    drop(db);
+    Db::open(dir.path(), Options::default()).unwrap();
+}
+
+#[test]
+fn create_if_missing_false_and_error_if_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let err = Db::open(&path, Options { create_if_missing: false, ..Options::default() }).unwrap_err();
+    assert!(err.is_invalid_argument(), "{err}");
+    Db::open(&path, Options::default()).unwrap().close().unwrap();
+    let err = Db::open(&path, Options { error_if_exists: true, ..Options::default() }).unwrap_err();
+    assert!(err.is_invalid_argument(), "{err}");
+}
+
+#[test]
+fn invalid_options_are_rejected_with_the_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Db::open(dir.path(), Options { num_levels: 1, ..Options::default() }).unwrap_err();
+    assert!(err.to_string().contains("num_levels"), "{err}");
+}
+
+#[test]
+fn merge_without_operator_is_invalid_argument() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert!(db.merge(b"k", b"v").unwrap_err().is_invalid_argument());
+}
+
+#[test]
+fn uint64add_counters_across_flush_and_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options { merge_operator: shaledb::merge::builtin("uint64add"), ..tiny_options() };
+    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    for round in 0..50u64 {
+        for k in 0..20u64 {
+            db.merge(format!("c{k}").as_bytes(), &(k + 1).to_le_bytes()).unwrap();
+        }
+        if round % 10 == 9 {
+            db.flush().unwrap();
+        }
+    }
+    db.compact_range(None, None).unwrap();
+    for k in 0..20u64 {
+        let v = db.get(format!("c{k}").as_bytes()).unwrap().unwrap();
+        assert_eq!(u64::from_le_bytes(v.try_into().unwrap()), 50 * (k + 1));
+    }
+    db.close().unwrap();
+    let db = Db::open(dir.path(), opts).unwrap();
+    let v = db.get(b"c3").unwrap().unwrap();
+    assert_eq!(u64::from_le_bytes(v.try_into().unwrap()), 200);
+}
+
+#[test]
+fn snapshot_sees_old_values_across_flush_and_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), tiny_options()).unwrap();
+    for i in 0..500u32 {
+        db.put(format!("k{i:05}").as_bytes(), b"old").unwrap();
+    }
+    let snap = db.snapshot();
+    for i in 0..500u32 {
+        if i % 2 == 0 {
+            db.put(format!("k{i:05}").as_bytes(), b"new").unwrap();
+        } else {
+            db.delete(format!("k{i:05}").as_bytes()).unwrap();
+        }
+    }
+    db.compact_range(None, None).unwrap();
+    let ro = ReadOptions { snapshot: Some(snap.clone()), ..ReadOptions::default() };
+    for i in (0..500u32).step_by(7) {
+        let key = format!("k{i:05}");
+        assert_eq!(db.get_opt(&ro, key.as_bytes()).unwrap(), Some(b"old".to_vec()), "{key}");
+        let now = db.get(key.as_bytes()).unwrap();
+        assert_eq!(now, (i % 2 == 0).then(|| b"new".to_vec()), "{key}");
+    }
+    assert_eq!(db.range(ro, ..).count(), 500);
+    assert_eq!(db.range(ReadOptions::default(), ..).count(), 250);
+}
+
+#[test]
+fn iterator_bounds_and_both_directions() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), tiny_options()).unwrap();
+    for i in 0..300u32 {
+        db.put(format!("k{i:03}").as_bytes(), format!("v{i}").as_bytes()).unwrap();
+        if i == 150 {
+            db.flush().unwrap();
+        }
+    }
+    let ro = ReadOptions {
+        iterate_lower_bound: Some(b"k100".to_vec()),
+        iterate_upper_bound: Some(b"k200".to_vec()),
+        ..ReadOptions::default()
+    };
+    let mut it = db.iter(ro);
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    it.status().unwrap();
+    assert_eq!(n, 100);
+    it.seek_to_last();
+    assert_eq!(it.key(), b"k199");
+    it.seek_for_prev(b"k150x");
+    assert_eq!(it.key(), b"k150");
+    it.prev();
+    assert_eq!(it.key(), b"k149");
+    it.seek(b"k0");
+    assert_eq!(it.key(), b"k100");
+    let back: Vec<_> = db.range(ReadOptions::default(), b"k010".as_slice()..b"k013".as_slice()).rev().collect();
+    let keys: Vec<Vec<u8>> = back.into_iter().map(|r| r.unwrap().0).collect();
+    assert_eq!(keys, vec![b"k012".to_vec(), b"k011".to_vec(), b"k010".to_vec()]);
+}
+
+#[test]
+fn reopen_after_drop_without_close_recovers_wal() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), tiny_options()).unwrap();
+        for i in 0..2000u32 {
+            db.put(format!("k{i:05}").as_bytes(), format!("v{i}").as_bytes()).unwrap();
+        }
+        db.delete(b"k00007").unwrap();
+        // Dropped without close: memtable contents live only in the WAL.
+    }
+    let db = Db::open(dir.path(), tiny_options()).unwrap();
+    assert_eq!(db.get(b"k01999").unwrap(), Some(b"v1999".to_vec()));
+    assert_eq!(db.get(b"k00007").unwrap(), None);
+    assert_eq!(db.range(ReadOptions::default(), ..).count(), 1999);
+}
+
+#[test]
+fn stats_property_has_rocksdb_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), tiny_options()).unwrap();
+    for i in 0..3000u32 {
+        db.put(format!("k{i:05}").as_bytes(), &[b'x'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compaction().unwrap();
+    let s = db.property("shaledb.stats").unwrap();
+    assert!(s.contains("** Compaction Stats"), "{s}");
+    assert!(s.lines().any(|l| l.starts_with(" Sum")), "{s}");
+    assert!(s.lines().any(|l| l.starts_with("Cumulative writes:")), "{s}");
+    assert!(s.lines().any(|l| l.starts_with("Cumulative stall:")), "{s}");
+    assert_eq!(db.property("rocksdb.stats").is_some(), true);
+    let st = db.statistics();
+    assert_eq!(st.keys_written, 3000);
+    assert!(st.flush_bytes > 0);
+    assert!(st.levels.iter().map(|l| l.files).sum::<u64>() > 0);
+    assert!(db.property("shaledb.num-files-at-level0").is_some());
+    assert!(db.property("shaledb.no-such-thing").is_none());
+}
+
+#[test]
+fn writes_after_close_of_clone_are_refused_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.close().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
+    db.verify_checksums().unwrap();
+}
+
+#[test]
+fn destroy_removes_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    Db::open(&path, Options::default()).unwrap().close().unwrap();
+    shaledb::destroy(&path).unwrap();
+    assert!(!path.join("CURRENT").exists());
+}

@@ -1,0 +1,28 @@
+//! Engine behaviour tests (issue: the shaledb engine). One test binary; modules by theme.
+
+mod api;
+mod concurrency;
+mod model;
+
+use shaledb::{CompressionType, Options};
+
+/// Options with tiny memtables and files so that flushes, compactions and multi-level reads all happen on
+/// small data.
+pub fn tiny_options() -> Options {
+    Options {
+        write_buffer_size: 16 << 10,
+        max_write_buffer_number: 3,
+        target_file_size_base: 8 << 10,
+        max_bytes_for_level_base: 32 << 10,
+        max_bytes_for_level_multiplier: 4.0,
+        level0_file_num_compaction_trigger: 2,
+        level0_slowdown_writes_trigger: 8,
+        level0_stop_writes_trigger: 12,
+        block_size: 512,
+        block_restart_interval: 4,
+        block_cache_size: 64 << 10,
+        compression: CompressionType::Lz4,
+        merge_operator: shaledb::merge::builtin("stringappend"),
+        ..Options::default()
+    }
+}

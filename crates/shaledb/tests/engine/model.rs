@@ -1,0 +1,197 @@
+//! Random operations against a BTreeMap oracle, with tiny memtables and files so that every path (flush,
+//! compaction, multi-level reads, reopen) runs; re-run under several option sets.
+
+use crate::tiny_options;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use shaledb::{CompressionType, Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use std::collections::BTreeMap;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn key(rng: &mut StdRng) -> Vec<u8> {
+    // A small key space so that overwrites, deletes and merges hit the same keys often.
+    let n: u32 = rng.gen_range(0..400);
+    let mut k = format!("key{n:04}").into_bytes();
+    if rng.gen_ratio(1, 10) {
+        k.push(b'x'); // keys that are prefixes of each other
+    }
+    k
+}
+
+fn value(rng: &mut StdRng) -> Vec<u8> {
+    let len = if rng.gen_ratio(1, 20) { rng.gen_range(200..2000) } else { rng.gen_range(0..40) };
+    (0..len).map(|_| rng.gen_range(b'a'..=b'z')).collect()
+}
+
+fn model_merge(m: &mut Model, k: &[u8], op: &[u8]) {
+    // stringappend with "," as delimiter; a missing key starts from the operand alone.
+    match m.get_mut(k) {
+        Some(v) => {
+            v.push(b',');
+            v.extend_from_slice(op);
+        }
+        None => {
+            m.insert(k.to_vec(), op.to_vec());
+        }
+    }
+}
+
+fn check_scan(db: &Db, ro: ReadOptions, m: &Model, rng: &mut StdRng) {
+    let got: Vec<(Vec<u8>, Vec<u8>)> = db.range(ro.clone(), ..).map(|r| r.unwrap()).collect();
+    let want: Vec<(Vec<u8>, Vec<u8>)> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(got.len(), want.len(), "forward scan length");
+    assert!(got == want, "forward scan differs");
+    let back: Vec<(Vec<u8>, Vec<u8>)> = db.range(ro.clone(), ..).rev().map(|r| r.unwrap()).collect();
+    assert!(back.iter().rev().eq(want.iter()), "backward scan differs");
+    // Random seeks with a direction switch.
+    let mut it = db.iter(ro);
+    for _ in 0..10 {
+        let target = key(rng);
+        it.seek(&target);
+        let want = m.range(target.clone()..).next();
+        assert_eq!(it.valid().then(|| it.key().to_vec()), want.map(|(k, _)| k.clone()), "seek {target:?}");
+        if it.valid() {
+            it.prev();
+            let want_prev = m.range(..want.map(|(k, _)| k.clone()).unwrap_or_default()).next_back();
+            assert_eq!(it.valid().then(|| it.key().to_vec()), want_prev.map(|(k, _)| k.clone()), "prev after seek");
+        }
+        it.seek_for_prev(&target);
+        let want = m.range(..=target.clone()).next_back();
+        assert_eq!(it.valid().then(|| it.value().to_vec()), want.map(|(_, v)| v.clone()), "seek_for_prev");
+    }
+    it.status().unwrap();
+}
+
+fn run(seed: u64, opts: Options, steps: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut db = Db::open(dir.path(), opts.clone()).unwrap();
+    let mut m = Model::new();
+    let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
+    for step in 0..steps {
+        let r: u32 = rng.gen_range(0..1000);
+        match r {
+            0..=399 => {
+                let (k, v) = (key(&mut rng), value(&mut rng));
+                db.put(&k, &v).unwrap();
+                m.insert(k, v);
+            }
+            400..=519 => {
+                let k = key(&mut rng);
+                db.delete(&k).unwrap();
+                m.remove(&k);
+            }
+            520..=619 => {
+                let (k, v) = (key(&mut rng), value(&mut rng));
+                let v = if v.is_empty() { b"e".to_vec() } else { v };
+                db.merge(&k, &v).unwrap();
+                model_merge(&mut m, &k, &v);
+            }
+            620..=699 => {
+                let mut b = WriteBatch::new();
+                for _ in 0..rng.gen_range(1..10) {
+                    let k = key(&mut rng);
+                    if rng.gen_ratio(1, 3) {
+                        b.delete(&k);
+                        m.remove(&k);
+                    } else {
+                        let v = value(&mut rng);
+                        b.put(&k, &v);
+                        m.insert(k, v);
+                    }
+                }
+                let sync = rng.gen_ratio(1, 10);
+                db.write(&b, &WriteOptions { sync, ..WriteOptions::default() }).unwrap();
+            }
+            700..=899 => {
+                let k = key(&mut rng);
+                assert_eq!(db.get(&k).unwrap(), m.get(&k).cloned(), "seed {seed} step {step} get {k:?}");
+            }
+            900..=929 => {
+                if snaps.len() < 3 {
+                    snaps.push((db.snapshot(), m.clone()));
+                } else {
+                    snaps.remove(rng.gen_range(0..snaps.len()));
+                }
+            }
+            930..=949 => {
+                if let Some((s, sm)) = snaps.first() {
+                    let ro = ReadOptions { snapshot: Some(s.clone()), ..ReadOptions::default() };
+                    for _ in 0..20 {
+                        let k = key(&mut rng);
+                        assert_eq!(
+                            db.get_opt(&ro, &k).unwrap(),
+                            sm.get(&k).cloned(),
+                            "seed {seed} step {step} snapshot get"
+                        );
+                    }
+                    check_scan(&db, ro, sm, &mut rng);
+                }
+            }
+            950..=969 => check_scan(&db, ReadOptions::default(), &m, &mut rng),
+            970..=979 => db.flush().unwrap(),
+            980..=984 => db.compact_range(None, None).unwrap(),
+            985..=989 => {
+                let a = key(&mut rng);
+                let b = key(&mut rng);
+                let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+                db.compact_range(Some(&lo), Some(&hi)).unwrap();
+            }
+            _ => {
+                // Reopen: snapshots do not survive it.
+                snaps.clear();
+                if rng.gen_bool(0.5) {
+                    db.close().unwrap();
+                } else {
+                    drop(db);
+                }
+                db = Db::open(dir.path(), opts.clone()).unwrap();
+            }
+        }
+    }
+    db.wait_for_compaction().unwrap();
+    check_scan(&db, ReadOptions::default(), &m, &mut rng);
+    db.verify_checksums().unwrap();
+    db.close().unwrap();
+}
+
+fn steps() -> usize {
+    std::env::var("SHALEDB_MODEL_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(4000)
+}
+
+#[test]
+fn model_default_tiny() {
+    run(1, tiny_options(), steps());
+}
+
+#[test]
+fn model_no_compression_no_bloom_small_blocks() {
+    let o = Options { compression: CompressionType::None, bloom_bits_per_key: 0.0, block_size: 256, ..tiny_options() };
+    run(2, o, steps());
+}
+
+#[test]
+fn model_zstd_bottommost_snappy_upper_large_blocks() {
+    let o = Options {
+        compression: CompressionType::Snappy,
+        bottommost_compression: Some(CompressionType::Zstd),
+        block_size: 4096,
+        block_restart_interval: 16,
+        ..tiny_options()
+    };
+    run(3, o, steps());
+}
+
+#[test]
+fn model_static_level_sizes_one_background_job() {
+    let o = Options { level_compaction_dynamic_level_bytes: false, max_background_jobs: 1, ..tiny_options() };
+    run(4, o, steps());
+}
+
+#[test]
+fn model_cached_index_and_filter_small_cache() {
+    let o =
+        Options { cache_index_and_filter_blocks: true, block_cache_size: 4096, max_open_files: 20, ..tiny_options() };
+    run(5, o, steps());
+}
