@@ -250,6 +250,10 @@ impl VersionSet {
         edit.last_sequence = Some(last_seq);
         let manifest_path = self.dir.join(filenames::manifest_name(self.manifest_number));
         let next = apply(&self.current, &edit, &manifest_path)?;
+        if !edit.new_files.is_empty() {
+            // The new tables' directory entries must be durable before the MANIFEST names them (D7).
+            self.fs.sync_dir(&self.dir)?;
+        }
         let too_big = self.manifest.as_ref().is_none_or(|m| m.len() >= self.max_manifest_size);
         if too_big {
             // The snapshot written into the new MANIFEST must already include this edit.

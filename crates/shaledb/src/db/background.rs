@@ -91,6 +91,8 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) 
     st.flushing = false;
     let (files, mut stats) = match result {
         Ok(r) => r,
+        // Aborted by shutdown: the memtable is still in the WAL; nothing failed.
+        Err(Error::Closed) if inner.shutting_down.load(Ordering::Acquire) => return,
         Err(e) => {
             inner.set_bg_error(st, &e);
             return;

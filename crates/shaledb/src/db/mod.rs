@@ -152,6 +152,19 @@ impl InternalIterator for ErrorIter {
     }
 }
 
+/// Keys and values are length-prefixed with 32-bit varints in every format.
+fn check_len(key: &[u8], value: &[u8]) -> Result<()> {
+    const MAX: usize = u32::MAX as usize;
+    if key.len() > MAX || value.len() > MAX {
+        return Err(Error::InvalidArgument(format!(
+            "key ({} bytes) or value ({} bytes) exceeds the 4 GiB limit",
+            key.len(),
+            value.len()
+        )));
+    }
+    Ok(())
+}
+
 impl Db {
     /// Opens (and with `create_if_missing`, creates) the database in directory `path`, replaying its WAL.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
@@ -176,6 +189,7 @@ impl Db {
 
     /// [`Db::put`] with write options.
     pub fn put_opt(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+        check_len(key, value)?;
         let mut b = BatchRep::with_capacity(shaledb_format::batch::HEADER_LEN + key.len() + value.len() + 11);
         b.put(key, value);
         write::write(&self.inner, b, opts)
@@ -183,6 +197,7 @@ impl Db {
 
     /// [`Db::delete`] with write options.
     pub fn delete_opt(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
+        check_len(key, &[])?;
         let mut b = BatchRep::with_capacity(shaledb_format::batch::HEADER_LEN + key.len() + 6);
         b.delete(key);
         write::write(&self.inner, b, opts)
@@ -193,6 +208,7 @@ impl Db {
         if self.inner.opts.merge_operator.is_none() {
             return Err(Error::InvalidArgument("merge needs Options::merge_operator to be set".into()));
         }
+        check_len(key, operand)?;
         let mut b = BatchRep::with_capacity(shaledb_format::batch::HEADER_LEN + key.len() + operand.len() + 11);
         b.merge(key, operand);
         write::write(&self.inner, b, opts)

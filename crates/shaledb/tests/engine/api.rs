@@ -210,3 +210,10 @@ fn destroy_removes_the_database() {
     shaledb::destroy(&path).unwrap();
     assert!(!path.join("CURRENT").exists());
 }
+
+#[test]
+fn db_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Db>();
+    assert_send_sync::<shaledb::Snapshot>();
+}

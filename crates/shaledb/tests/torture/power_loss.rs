@@ -103,7 +103,7 @@ fn sweep(name: &str, opts: Options, cfg: WorkloadConfig, writes: usize, points: 
     let seed = seed_from_env(0x5EED_0001);
     let writes = writes * budget() as usize;
     let points = points * budget() as usize;
-    let run = run_workload(seed, &opts, &cfg, writes, 2);
+    let run = run_workload(seed, &opts, &cfg, writes, 1);
     assert!(!run.recorded.is_empty());
     let step = (run.recorded.len() / points.max(1)).max(1);
     let mut failures = Vec::new();
@@ -135,7 +135,7 @@ fn mem_default() -> Options {
 
 #[test]
 fn power_loss_sweep_tiny_files_lz4() {
-    sweep("tiny/lz4", mem_default(), WorkloadConfig::default(), 400, 50);
+    sweep("tiny/lz4", mem_default(), WorkloadConfig::default(), 400, 400);
 }
 
 #[test]
@@ -147,7 +147,7 @@ fn power_loss_sweep_one_background_thread_no_compression_no_bloom() {
         block_size: 1024,
         ..mem_default()
     };
-    sweep("single-thread/none", opts, WorkloadConfig { keys: 60, ..WorkloadConfig::default() }, 300, 40);
+    sweep("single-thread/none", opts, WorkloadConfig { keys: 60, ..WorkloadConfig::default() }, 300, 300);
 }
 
 #[test]
@@ -155,5 +155,22 @@ fn power_loss_sweep_large_values_fragmented_wal_records() {
     // Values up to 3 KiB: WAL records span 32 KiB blocks, memtables switch every write or two.
     let cfg = WorkloadConfig { max_value: 3000, keys: 40, sync_one_in: 3, ..WorkloadConfig::default() };
     let opts = Options { write_buffer_size: 8192, compression: CompressionType::Zstd, ..mem_default() };
-    sweep("large-values/zstd", opts, cfg, 150, 40);
+    sweep("large-values/zstd", opts, cfg, 150, 300);
+}
+
+/// Minimal reproduction of a D1/D7 violation found by the sweep: a flushed table is synced and recorded in a
+/// synced MANIFEST edit, but its directory entry is never synced, so a power loss right after the flush
+/// leaves a MANIFEST naming a table that does not exist; the synced write is unreadable.
+#[test]
+#[ignore = "bug: flush/compaction outputs are not directory-synced before the MANIFEST edit naming them"]
+fn synced_write_survives_power_loss_right_after_flush() {
+    let fs = MemFs::new();
+    let db = open_on(&fs, &mem_default()).unwrap();
+    db.put_opt(&shaledb::WriteOptions { sync: true, ..Default::default() }, b"k", b"v").unwrap();
+    db.flush().unwrap();
+    let crashed = fs.deep_clone();
+    drop(db);
+    crashed.power_loss(PowerLoss::DropUnsynced, 0);
+    let db = open_on(&crashed, &mem_default()).unwrap();
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
 }
