@@ -1,1 +1,79 @@
-//! db_bench-compatible benchmarks (being written).
+//! db_bench-compatible benchmarks for ShaleDB: the workloads, their reports (db_bench's text, JSON, plots),
+//! and the suites of the seed reports (RocksDB's benchmark.sh sequence and the merge-operator comparison).
+//!
+//! The `shaledb bench` command is a thin shell over [`run_bench`] and [`suite::run_suite`]. Keys, values,
+//! per-thread seeds and output lines follow db_bench so that the two tools write the same data and their
+//! outputs are read by the same scripts; see `BENCHMARKS.md` beside this crate for the columns and how
+//! each is computed.
+
+pub mod engine;
+pub mod flags;
+pub mod histogram;
+pub mod keygen;
+pub mod plot;
+pub mod random;
+pub mod recorder;
+pub mod report;
+pub mod runner;
+pub mod shale;
+pub mod suite;
+pub mod workloads;
+
+pub use engine::{Engine, EngineIter, EngineSample, WriteMode};
+pub use flags::BenchFlags;
+pub use report::BenchResult;
+pub use runner::{run_bench, Runner};
+
+/// Errors of the benchmark tool.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BenchError {
+    /// The command line did not parse (clap's message names the flag).
+    #[error("{0}")]
+    Usage(String),
+    /// A flag has a value the tool cannot use.
+    #[error("invalid value for --{flag}: {msg}")]
+    BadFlag {
+        /// The flag, without dashes.
+        flag: String,
+        /// What is wrong and what is accepted.
+        msg: String,
+    },
+    /// The database failed.
+    #[error("{what}: {source}")]
+    Engine {
+        /// The benchmark or step and the operation.
+        what: String,
+        /// The engine's error.
+        #[source]
+        source: engine::EngineError,
+    },
+    /// A file of the tool (report, JSON, plot) could not be written.
+    #[error("{what} {path}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The file.
+        path: std::path::PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Drawing a plot failed.
+    #[error("plot {path}: {msg}")]
+    Plot {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The backend's message.
+        msg: String,
+    },
+}
+
+impl BenchError {
+    pub(crate) fn engine(what: impl Into<String>, source: engine::EngineError) -> BenchError {
+        BenchError::Engine { what: what.into(), source }
+    }
+}
+
+/// Result of this crate's functions.
+pub type Result<T> = std::result::Result<T, BenchError>;

@@ -36,6 +36,7 @@ pub(crate) struct GetState<'a> {
 
 impl<'a> GetState<'a> {
     /// A lookup of `user_key` as of sequence number `seq`, combining merge operands with `merge`.
+    #[cfg(test)]
     pub(crate) fn new(user_key: &'a [u8], seq: u64, merge: Option<&'a Arc<dyn MergeOperator>>) -> GetState<'a> {
         GetState::with_buffer(user_key, seq, merge, Vec::new())
     }

@@ -250,7 +250,7 @@ impl Db {
         };
         let sv = inner.sv.load();
         Counters::add(&inner.counters.gets, 1);
-        let mut state = GetState::new(key, seq, inner.opts.merge_operator.as_ref());
+        let mut state = GetState::with_buffer(key, seq, inner.opts.merge_operator.as_ref(), std::mem::take(out));
         sv.mem.get(key, seq, &mut state);
         if !state.is_done() {
             for m in &sv.imm {
@@ -452,11 +452,7 @@ impl Db {
         let inner = &self.inner;
         let c = &inner.counters;
         let v = inner.sv.load().version.clone();
-        let (busy, bg) = {
-            let st = inner.state.lock();
-            (st.busy.clone(), ())
-        };
-        let _ = bg;
+        let busy = inner.state.lock().busy.clone();
         let comp = c.compaction.lock().clone();
         let scores = crate::picker::scores(&v, &inner.opts, &busy);
         let levels: Vec<LevelStats> = (0..v.num_levels())

@@ -122,10 +122,8 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: BatchRep, opts: &WriteOptions) 
 }
 
 fn insert(batch: &BatchRep, first_seq: u64, mem: &MemTable) {
-    let mut seq = first_seq;
-    for e in batch.iter().flatten() {
+    for (seq, e) in (first_seq..).zip(batch.iter().flatten()) {
         mem.add(seq, e.kind, e.key, e.value);
-        seq += 1;
     }
 }
 

@@ -182,7 +182,7 @@ fn stats_property_has_rocksdb_layout() {
     assert!(s.lines().any(|l| l.starts_with(" Sum")), "{s}");
     assert!(s.lines().any(|l| l.starts_with("Cumulative writes:")), "{s}");
     assert!(s.lines().any(|l| l.starts_with("Cumulative stall:")), "{s}");
-    assert_eq!(db.property("rocksdb.stats").is_some(), true);
+    assert!(db.property("rocksdb.stats").is_some());
     let st = db.statistics();
     assert_eq!(st.keys_written, 3000);
     assert!(st.flush_bytes > 0);

@@ -3,6 +3,8 @@
 //! (`SHALEDB_TORTURE_BUDGET` multiplies the work of the sweeps; `SHALEDB_CRASH_CYCLES` sets the kill cycles).
 
 mod bit_flips;
+mod crash_kill;
+mod fuzz_corpora;
 mod io_errors;
 mod power_loss;
 mod torn_tails;

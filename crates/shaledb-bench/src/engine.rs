@@ -1,0 +1,163 @@
+//! What the benchmarks need from a database. ShaleDB implements it (module `shale`); keeping the workloads
+//! behind this small trait lets the same code drive any embedded key-value store, and keeps the benchmark
+//! logic free of engine plumbing.
+
+use crate::flags::BenchFlags;
+use std::path::Path;
+
+/// Per-write durability, as db_bench's `--sync` and `--disable_wal` set it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteMode {
+    /// fsync the WAL before the write returns.
+    pub sync: bool,
+    /// Skip the WAL.
+    pub disable_wal: bool,
+}
+
+/// An error from the engine, with the operation that failed.
+pub type EngineError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Result of engine calls.
+pub type EngineResult<T> = Result<T, EngineError>;
+
+/// Shape and work figures of one level.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct LevelSample {
+    /// Live files.
+    pub files: u64,
+    /// Live bytes.
+    pub bytes: u64,
+    /// Bytes written by flushes (L0) or compactions into this level.
+    pub write_bytes: u64,
+    /// Bytes read by compactions into this level.
+    pub read_bytes: u64,
+    /// Compaction jobs into this level.
+    pub compactions: u64,
+    /// Time spent in those jobs, microseconds.
+    pub compaction_micros: u64,
+}
+
+/// A snapshot of an engine's counters (cumulative since open).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct EngineSample {
+    /// Seconds since open.
+    pub uptime_secs: f64,
+    /// Per level, L0 first.
+    pub levels: Vec<LevelSample>,
+    /// Key + value bytes written by users.
+    pub user_bytes_written: u64,
+    /// Entries written by users.
+    pub keys_written: u64,
+    /// Bytes written by flushes.
+    pub flush_bytes: u64,
+    /// Bytes read by compactions.
+    pub compaction_bytes_read: u64,
+    /// Bytes written by compactions (flushes excluded).
+    pub compaction_bytes_written: u64,
+    /// WAL bytes appended.
+    pub wal_bytes: u64,
+    /// WAL fsyncs.
+    pub wal_syncs: u64,
+    /// Time writers spent delayed or stopped, microseconds.
+    pub stall_micros: u64,
+    /// Writes delayed.
+    pub slowdowns: u64,
+    /// Times writes were stopped.
+    pub stops: u64,
+    /// Estimated bytes compaction must rewrite to bring every level under its target.
+    pub pending_compaction_bytes: u64,
+    /// Bytes in memtables.
+    pub memtable_bytes: u64,
+    /// Block cache hits.
+    pub block_cache_hits: u64,
+    /// Block cache misses.
+    pub block_cache_misses: u64,
+    /// Bloom filter checks.
+    pub bloom_checked: u64,
+    /// Bloom filter checks that avoided a read.
+    pub bloom_useful: u64,
+    /// Point lookups.
+    pub gets: u64,
+    /// Point lookups that found a value.
+    pub gets_found: u64,
+}
+
+impl EngineSample {
+    /// Live bytes in all levels.
+    pub fn total_bytes(&self) -> u64 {
+        self.levels.iter().map(|l| l.bytes).sum()
+    }
+
+    /// Bytes written by flushes and compactions together (the Compaction Stats table's `Sum` row
+    /// `Write(GB)`).
+    pub fn sum_write_bytes(&self) -> u64 {
+        self.levels.iter().map(|l| l.write_bytes).sum()
+    }
+
+    /// Bytes written into L0 (the `L0` row's `Write(GB)`: flushes).
+    pub fn l0_write_bytes(&self) -> u64 {
+        self.levels.first().map(|l| l.write_bytes).unwrap_or(0)
+    }
+}
+
+/// A cursor over the database in key order.
+pub trait EngineIter {
+    /// Positions at the first key.
+    fn seek_to_first(&mut self);
+    /// Positions at the last key.
+    fn seek_to_last(&mut self);
+    /// Positions at the first key >= `key`.
+    fn seek(&mut self, key: &[u8]);
+    /// Whether the cursor is on an entry.
+    fn valid(&self) -> bool;
+    /// Moves forward. REQUIRES: `valid()`.
+    fn next(&mut self);
+    /// Moves backward. REQUIRES: `valid()`.
+    fn prev(&mut self);
+    /// The current key. REQUIRES: `valid()`.
+    fn key(&self) -> &[u8];
+    /// The current value. REQUIRES: `valid()`.
+    fn value(&self) -> &[u8];
+    /// The error that stopped the cursor, if any.
+    fn status(&self) -> EngineResult<()>;
+}
+
+/// An embedded key-value store the benchmarks can drive.
+pub trait Engine: Send + Sync + Sized + 'static {
+    /// The cursor type.
+    type Iter<'a>: EngineIter
+    where
+        Self: 'a;
+
+    /// Short name for reports (`shaledb`).
+    fn name() -> &'static str;
+    /// Opens (creating if missing) the database at `path` configured from `flags`; `overrides` are the
+    /// suite-specific settings applied on top.
+    fn open(path: &Path, flags: &BenchFlags) -> EngineResult<Self>;
+    /// Removes the database at `path`.
+    fn destroy(path: &Path) -> EngineResult<()>;
+    /// Closes the database, waiting for background work to stop.
+    fn close(self) -> EngineResult<()>;
+
+    /// Writes one entry.
+    fn put(&self, mode: WriteMode, key: &[u8], value: &[u8]) -> EngineResult<()>;
+    /// Deletes one key.
+    fn delete(&self, mode: WriteMode, key: &[u8]) -> EngineResult<()>;
+    /// Records a merge operand.
+    fn merge(&self, mode: WriteMode, key: &[u8], operand: &[u8]) -> EngineResult<()>;
+    /// Reads `key` into `out`; `false` when absent.
+    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> EngineResult<bool>;
+    /// A cursor bounded by `[lower, upper)` where given.
+    fn iter(&self, lower: Option<&[u8]>, upper: Option<&[u8]>) -> Self::Iter<'_>;
+
+    /// Flushes the memtables.
+    fn flush(&self) -> EngineResult<()>;
+    /// Compacts the whole key range down to the last level.
+    fn compact_all(&self) -> EngineResult<()>;
+    /// Waits until no flush or compaction is pending or running.
+    fn wait_for_compaction(&self) -> EngineResult<()>;
+    /// A named text property (`rocksdb.stats` names are translated by the engine).
+    fn property(&self, name: &str) -> Option<String>;
+    /// Current counters.
+    fn sample(&self) -> EngineSample;
+}

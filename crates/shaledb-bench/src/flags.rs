@@ -1,0 +1,529 @@
+//! `shaledb bench` flags: db_bench's names, meanings and defaults (`--num`, `--key_size`, ...), parsed by
+//! clap. Booleans take db_bench's forms (`--histogram`, `--histogram=1`, `--histogram=true`). An unknown
+//! flag or a bad value is an error naming the flag.
+
+use crate::BenchError;
+use clap::Parser;
+use std::path::PathBuf;
+
+/// The benchmark list run when `--benchmarks` is not given: a short tour that finishes in well under a
+/// minute on two cores with the default `--num`.
+pub const DEFAULT_BENCHMARKS: &str = "fillseq,fillrandom,overwrite,readrandom,readseq,readreverse,stats";
+
+/// Block compression codecs `--compression_type` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    /// No compression.
+    None,
+    /// Snappy.
+    Snappy,
+    /// LZ4.
+    Lz4,
+    /// Zstandard.
+    Zstd,
+}
+
+impl Compression {
+    /// Parses RocksDB's names (`none`, `snappy`, `lz4`, `zstd`).
+    pub fn parse(s: &str) -> Option<Compression> {
+        match s.to_ascii_lowercase().as_str() {
+            "none" | "no" => Some(Compression::None),
+            "snappy" => Some(Compression::Snappy),
+            "lz4" => Some(Compression::Lz4),
+            "zstd" => Some(Compression::Zstd),
+            _ => None,
+        }
+    }
+
+    /// RocksDB's name, as db_bench's header prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "NoCompression",
+            Compression::Snappy => "Snappy",
+            Compression::Lz4 => "LZ4",
+            Compression::Zstd => "ZSTD",
+        }
+    }
+}
+
+/// Whether `name` is a merge operator ShaleDB provides.
+pub fn merge_operator_known(name: &str) -> bool {
+    matches!(name, "uint64add" | "stringappend" | "put" | "put_v1") || name.starts_with("stringappend:")
+}
+
+/// Parses db_bench's boolean spellings.
+pub fn parse_bool(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "1" | "true" | "t" | "yes" | "y" => Ok(true),
+        "0" | "false" | "f" | "no" | "n" => Ok(false),
+        _ => Err(format!("expected 1/0/true/false, got '{s}'")),
+    }
+}
+
+/// db_bench's flags.
+#[derive(clap::Args, Clone, Debug, serde::Serialize)]
+#[command(rename_all = "snake_case")]
+pub struct BenchFlags {
+    /// Comma-separated benchmarks, run in order on one database.
+    #[arg(long, default_value = DEFAULT_BENCHMARKS)]
+    pub benchmarks: String,
+    /// Number of key-value pairs (the key space).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub num: i64,
+    /// Reads per thread for read benchmarks; -1 means --num.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub reads: i64,
+    /// Writes per thread where a benchmark counts writes separately; -1 means --num.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub writes: i64,
+    /// Deletes per thread for deleteseq/deleterandom; -1 means --num.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub deletes: i64,
+    /// Keys mergerandom spreads its operands over; -1 means --num.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub merge_keys: i64,
+    /// Seconds to run random benchmarks instead of a fixed count; 0 means use the count.
+    #[arg(long, default_value_t = 0)]
+    pub duration: u64,
+    /// Concurrent threads (readwhilewriting adds one writer).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Key size in bytes.
+    #[arg(long, default_value_t = 16)]
+    pub key_size: usize,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 100)]
+    pub value_size: usize,
+    /// Fraction of its size a value compresses to.
+    #[arg(long, default_value_t = 0.5)]
+    pub compression_ratio: f64,
+    /// none, snappy, lz4 or zstd.
+    #[arg(long, default_value = "snappy")]
+    pub compression_type: String,
+    /// Levels below this one are not compressed; -1 compresses every level.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub min_level_to_compress: i32,
+    /// Uncompressed data block size.
+    #[arg(long, default_value_t = 4096)]
+    pub block_size: usize,
+    /// Bloom filter bits per key; negative or 0 means no filter (db_bench's default).
+    #[arg(long, default_value_t = -1.0, allow_negative_numbers = true)]
+    pub bloom_bits: f64,
+    /// Block cache bytes.
+    #[arg(long, default_value_t = 32 << 20)]
+    pub cache_size: u64,
+    /// Keep index and filter blocks in the block cache rather than pinned.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub cache_index_and_filter_blocks: bool,
+    /// Tables kept open; -1 keeps all open.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub open_files: i32,
+    /// Memtable size.
+    #[arg(long, default_value_t = 64 << 20)]
+    pub write_buffer_size: usize,
+    /// Memtables allowed at once.
+    #[arg(long, default_value_t = 2)]
+    pub max_write_buffer_number: usize,
+    /// Compaction output file size.
+    #[arg(long, default_value_t = 64 << 20)]
+    pub target_file_size_base: u64,
+    /// L1 target size.
+    #[arg(long, default_value_t = 256 << 20)]
+    pub max_bytes_for_level_base: u64,
+    /// Growth between level targets.
+    #[arg(long, default_value_t = 10.0)]
+    pub max_bytes_for_level_multiplier: f64,
+    /// Level targets computed from the last level up.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub level_compaction_dynamic_level_bytes: bool,
+    /// L0 files that trigger compaction.
+    #[arg(long, default_value_t = 4)]
+    pub level0_file_num_compaction_trigger: usize,
+    /// L0 files at which writes slow down.
+    #[arg(long, default_value_t = 20)]
+    pub level0_slowdown_writes_trigger: usize,
+    /// L0 files at which writes stop.
+    #[arg(long, default_value_t = 36)]
+    pub level0_stop_writes_trigger: usize,
+    /// Number of levels.
+    #[arg(long, default_value_t = 7)]
+    pub num_levels: usize,
+    /// Background threads for flushes and compactions.
+    #[arg(long, default_value_t = 2)]
+    pub max_background_jobs: usize,
+    /// Legacy: when given (with or without --max_background_flushes), background jobs = their sum.
+    #[arg(long, allow_negative_numbers = true)]
+    pub max_background_compactions: Option<i64>,
+    /// Legacy: see --max_background_compactions.
+    #[arg(long, allow_negative_numbers = true)]
+    pub max_background_flushes: Option<i64>,
+    /// Write rate (bytes/s) while writes are slowed down.
+    #[arg(long, default_value_t = 8 << 20)]
+    pub delayed_write_rate: u64,
+    /// Do not compact automatically.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub disable_auto_compactions: bool,
+    /// Write without the WAL.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub disable_wal: bool,
+    /// fsync every write.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub sync: bool,
+    /// Run on the database already at --db instead of a new one (fill benchmarks are then skipped).
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub use_existing_db: bool,
+    /// Database directory; default: a temporary directory removed at the end.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Base of the per-thread random seeds; 0 derives it from the clock.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub seed: i64,
+    /// Print the latency histogram of each benchmark.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub histogram: bool,
+    /// Print the database's statistics (Compaction Stats and counters) after each benchmark.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub statistics: bool,
+    /// Bytes per second the writers may write; 0 means unlimited.
+    #[arg(long, default_value_t = 0)]
+    pub benchmark_write_rate_limit: u64,
+    /// Next() calls after each Seek() in seekrandom.
+    #[arg(long, default_value_t = 0)]
+    pub seek_nexts: usize,
+    /// Prev() instead of Next() in seekrandom.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub reverse_iterator: bool,
+    /// Merge operator: uint64add, stringappend, put.
+    #[arg(long, default_value = "")]
+    pub merge_operator: String,
+    /// Percentage of reads in readrandomwriterandom.
+    #[arg(long, default_value_t = 90)]
+    pub readwritepercent: u32,
+    /// Read tables with O_DIRECT.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub use_direct_reads: bool,
+    /// Write `secs_elapsed,interval_qps` to --report_file every N seconds; 0 disables.
+    #[arg(long, default_value_t = 0)]
+    pub report_interval_seconds: u64,
+    /// File for --report_interval_seconds.
+    #[arg(long, default_value = "report.csv")]
+    pub report_file: PathBuf,
+    /// Print a progress line (and the database's stats with --stats_per_interval) to stderr every N
+    /// seconds; 0 disables.
+    #[arg(long, default_value_t = 0)]
+    pub stats_interval_seconds: u64,
+    /// As --stats_interval_seconds, every N operations.
+    #[arg(long, default_value_t = 0)]
+    pub stats_interval: u64,
+    /// Include the database's stats in interval reports.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub stats_per_interval: bool,
+    /// Write every figure of every benchmark to this file as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write throughput, latency and LSM-shape plots (SVG and PNG) for each benchmark into this directory.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Progress bar on stderr (only when stderr is a terminal and a benchmark runs longer than ~2 s).
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub progress: bool,
+    /// Accepted for db_bench compatibility: ShaleDB never compacts because of seeks.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub disable_seek_compaction: Option<bool>,
+    /// Accepted for db_bench compatibility; only 0 (ShaleDB reads with pread, never mmap).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub mmap_read: Option<bool>,
+    /// Accepted for db_bench compatibility: ShaleDB deletes obsolete files as soon as nothing uses them.
+    #[arg(long, allow_negative_numbers = true)]
+    pub delete_obsolete_files_period_micros: Option<i64>,
+    /// Accepted for db_bench compatibility: obsolete in RocksDB too; ShaleDB bounds grandparent overlap
+    /// itself.
+    #[arg(long, allow_negative_numbers = true)]
+    pub max_grandparent_overlap_factor: Option<i64>,
+}
+
+#[derive(Parser, Debug)]
+// As gflags does, a repeated flag takes its last value (benchmark.sh appends overrides to shared flags).
+#[command(name = "bench", no_binary_name = true, args_override_self = true)]
+struct Standalone {
+    #[command(flatten)]
+    flags: BenchFlags,
+}
+
+impl Default for BenchFlags {
+    fn default() -> Self {
+        BenchFlags::parse_args(std::iter::empty::<String>()).unwrap_or_else(|_| unreachable_defaults())
+    }
+}
+
+#[cold]
+fn unreachable_defaults() -> BenchFlags {
+    // Every default above parses; a failure here is a bug in this file caught by `defaults_parse`.
+    std::process::abort()
+}
+
+/// Rewrites gflags' single-dash long flags (`-num=5`) to clap's `--num=5`; leaves everything else alone.
+pub fn normalize_arg(a: String) -> String {
+    let b = a.as_bytes();
+    if b.len() > 2 && b[0] == b'-' && b[1] != b'-' && b[1].is_ascii_alphabetic() {
+        format!("-{a}")
+    } else {
+        a
+    }
+}
+
+impl BenchFlags {
+    /// Parses flags (without a program name) and validates them.
+    pub fn parse_args<I, S>(args: I) -> Result<BenchFlags, BenchError>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let args: Vec<String> = args.into_iter().map(|s| normalize_arg(s.into())).collect();
+        let s = Standalone::try_parse_from(args).map_err(|e| BenchError::Usage(e.render().to_string()))?;
+        s.flags.validate()?;
+        Ok(s.flags)
+    }
+
+    /// Checks values clap cannot check alone; the error names the flag.
+    pub fn validate(&self) -> Result<(), BenchError> {
+        let bad = |flag: &str, msg: String| Err(BenchError::BadFlag { flag: flag.to_string(), msg });
+        if self.num < 1 {
+            return bad("num", format!("must be at least 1, got {}", self.num));
+        }
+        if self.threads < 1 || self.threads > 1024 {
+            return bad("threads", format!("must be in 1..=1024, got {}", self.threads));
+        }
+        if self.key_size < 1 || self.key_size > 4096 {
+            return bad("key_size", format!("must be in 1..=4096, got {}", self.key_size));
+        }
+        if self.value_size > 64 << 20 {
+            return bad("value_size", format!("must be at most 64 MiB, got {}", self.value_size));
+        }
+        if !(self.compression_ratio.is_finite() && self.compression_ratio > 0.0) {
+            return bad("compression_ratio", format!("must be a positive number, got {}", self.compression_ratio));
+        }
+        if self.compression().is_none() {
+            return bad(
+                "compression_type",
+                format!("unknown compression '{}' (none, snappy, lz4, zstd)", self.compression_type),
+            );
+        }
+        if !self.bloom_bits.is_finite() || self.bloom_bits > 64.0 {
+            return bad("bloom_bits", format!("must be at most 64, got {}", self.bloom_bits));
+        }
+        if self.readwritepercent > 100 {
+            return bad("readwritepercent", format!("must be in 0..=100, got {}", self.readwritepercent));
+        }
+        if !self.merge_operator.is_empty() && !merge_operator_known(&self.merge_operator) {
+            return bad(
+                "merge_operator",
+                format!("unknown merge operator '{}' (uint64add, stringappend, put)", self.merge_operator),
+            );
+        }
+        if self.mmap_read == Some(true) {
+            return bad("mmap_read", "ShaleDB does not read through mmap; use --mmap_read=0".into());
+        }
+        if self.use_existing_db && self.db.is_none() {
+            return bad("use_existing_db", "needs --db PATH (the default database is a new temporary one)".into());
+        }
+        for (flag, v) in [
+            ("max_background_compactions", self.max_background_compactions),
+            ("max_background_flushes", self.max_background_flushes),
+        ] {
+            if let Some(v) = v {
+                if !(-1..=256).contains(&v) {
+                    return bad(flag, format!("must be in -1..=256, got {v}"));
+                }
+            }
+        }
+        if self.benchmark_list().is_empty() {
+            return bad("benchmarks", "no benchmark given".into());
+        }
+        for name in self.benchmark_list() {
+            if crate::workloads::Kind::from_name(&name).is_none() {
+                return bad(
+                    "benchmarks",
+                    format!("unknown benchmark '{name}' (known: {})", crate::workloads::Kind::known()),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The compression codec named by `--compression_type`.
+    pub fn compression(&self) -> Option<Compression> {
+        Compression::parse(&self.compression_type)
+    }
+
+    /// The benchmarks in order.
+    pub fn benchmark_list(&self) -> Vec<String> {
+        self.benchmarks.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
+    }
+
+    /// Background jobs after applying the legacy per-kind flags.
+    pub fn background_jobs(&self) -> usize {
+        match (self.max_background_compactions, self.max_background_flushes) {
+            (None, None) => self.max_background_jobs,
+            (c, f) => (c.unwrap_or(1).max(1) + f.unwrap_or(1).max(1)) as usize,
+        }
+    }
+
+    /// Notes for accepted flags that change nothing in ShaleDB, printed once at start.
+    pub fn compatibility_notes(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if self.disable_seek_compaction.is_some() {
+            v.push("--disable_seek_compaction: no effect (ShaleDB has no seek-triggered compaction)".into());
+        }
+        if self.delete_obsolete_files_period_micros.is_some() {
+            v.push("--delete_obsolete_files_period_micros: no effect (obsolete files are deleted at once)".into());
+        }
+        if self.max_grandparent_overlap_factor.is_some() {
+            v.push(
+                "--max_grandparent_overlap_factor: no effect (obsolete; output files are cut by target size)".into(),
+            );
+        }
+        if self.max_background_compactions.is_some() || self.max_background_flushes.is_some() {
+            v.push(format!(
+                "--max_background_compactions/--max_background_flushes: using max_background_jobs={}",
+                self.background_jobs()
+            ));
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<BenchFlags, BenchError> {
+        BenchFlags::parse_args(args.iter().copied())
+    }
+
+    fn err_text(args: &[&str]) -> String {
+        parse(args).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn defaults_parse() {
+        let f = BenchFlags::default();
+        assert_eq!(f.num, 1_000_000);
+        assert_eq!(f.key_size, 16);
+        assert_eq!(f.value_size, 100);
+        assert_eq!(f.compression_type, "snappy");
+        assert_eq!(f.benchmarks, DEFAULT_BENCHMARKS);
+        assert!(f.progress && !f.histogram && !f.use_existing_db);
+        assert_eq!(f.reads, -1);
+        assert_eq!(f.readwritepercent, 90);
+    }
+
+    #[test]
+    fn db_bench_spellings_of_booleans() {
+        for (arg, want) in [
+            ("--histogram", true),
+            ("--histogram=1", true),
+            ("--histogram=true", true),
+            ("--histogram=0", false),
+            ("--histogram=false", false),
+        ] {
+            assert_eq!(parse(&[arg]).unwrap().histogram, want, "{arg}");
+        }
+        let f = parse(&["--sync", "--disable_wal=1", "--num", "5"]).unwrap();
+        assert!(f.sync && f.disable_wal);
+        assert_eq!(f.num, 5);
+    }
+
+    #[test]
+    fn values_and_single_dash_long_flags() {
+        let f = parse(&[
+            "-num=5000000",
+            "--key_size=20",
+            "--value_size=400",
+            "--compression_type=lz4",
+            "--compression_ratio=0.5",
+            "--block_size=8192",
+            "--bloom_bits=10",
+            "--cache_size=1073741824",
+            "--write_buffer_size=67108864",
+            "--max_write_buffer_number=4",
+            "--target_file_size_base=67108864",
+            "--max_bytes_for_level_base=268435456",
+            "--level_compaction_dynamic_level_bytes=true",
+            "--max_background_jobs=2",
+            "--benchmarks=fillrandom,readrandom",
+            "--seed=-5",
+        ])
+        .unwrap();
+        assert_eq!(f.num, 5_000_000);
+        assert_eq!(f.compression(), Some(Compression::Lz4));
+        assert_eq!(f.bloom_bits, 10.0);
+        assert_eq!(f.cache_size, 1 << 30);
+        assert_eq!(f.benchmark_list(), ["fillrandom", "readrandom"]);
+        assert_eq!(f.seed, -5);
+    }
+
+    #[test]
+    fn unknown_flag_is_an_error_naming_it() {
+        let e = err_text(&["--numm=5"]);
+        assert!(e.contains("--numm"), "{e}");
+        let e = err_text(&["--bogus_flag"]);
+        assert!(e.contains("--bogus_flag"), "{e}");
+    }
+
+    #[test]
+    fn bad_value_is_an_error_naming_the_flag() {
+        for (args, flag) in [
+            (&["--num=abc"][..], "--num"),
+            (&["--threads=-1"][..], "--threads"),
+            (&["--histogram=maybe"][..], "--histogram"),
+            (&["--compression_ratio=x"][..], "--compression_ratio"),
+            (&["--num=0"][..], "--num"),
+            (&["--threads=0"][..], "--threads"),
+            (&["--compression_type=brotli"][..], "--compression_type"),
+            (&["--merge_operator=max"][..], "--merge_operator"),
+            (&["--readwritepercent=101"][..], "--readwritepercent"),
+            (&["--compression_ratio=0"][..], "--compression_ratio"),
+            (&["--benchmarks=fillseq,fillbogus"][..], "--benchmarks"),
+            (&["--mmap_read=1"][..], "--mmap_read"),
+            (&["--use_existing_db"][..], "--use_existing_db"),
+        ] {
+            let e = err_text(args);
+            assert!(e.contains(flag), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn legacy_flags_are_accepted_with_notes() {
+        let f = parse(&[
+            "--disable_seek_compaction=1",
+            "--mmap_read=0",
+            "--max_background_compactions=20",
+            "--delete_obsolete_files_period_micros=300000000",
+            "--max_grandparent_overlap_factor=10",
+            "--stats_interval=1000000",
+            "--stats_per_interval=1",
+            "--num_levels=6",
+            "--min_level_to_compress=2",
+        ])
+        .unwrap();
+        assert_eq!(f.background_jobs(), 21);
+        assert_eq!(f.compatibility_notes().len(), 4);
+        assert!(parse(&[]).unwrap().compatibility_notes().is_empty());
+    }
+
+    #[test]
+    fn repeated_flag_takes_the_last_value() {
+        let f = parse(&["--num=5", "--threads=2", "--num=7"]).unwrap();
+        assert_eq!((f.num, f.threads), (7, 2));
+    }
+
+    #[test]
+    fn normalize_leaves_short_and_double_dash_flags() {
+        assert_eq!(normalize_arg("-num=5".into()), "--num=5");
+        assert_eq!(normalize_arg("--num=5".into()), "--num=5");
+        assert_eq!(normalize_arg("-h".into()), "-h");
+        assert_eq!(normalize_arg("-5".into()), "-5");
+        assert_eq!(normalize_arg("fillseq".into()), "fillseq");
+    }
+}

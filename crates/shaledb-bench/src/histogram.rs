@@ -1,0 +1,241 @@
+//! Operation latencies: recorded in nanoseconds in an HDR histogram, reported in microseconds in the
+//! layout of RocksDB's `HistogramImpl::ToString` (the block db_bench prints with `--histogram=1`), whose
+//! `Percentiles:` line benchmark.sh scrapes.
+
+use hdrhistogram::Histogram;
+use std::fmt::Write as _;
+use std::sync::OnceLock;
+
+/// Latency distribution of one kind of operation.
+#[derive(Clone, Debug)]
+pub struct LatencyHistogram {
+    h: Histogram<u64>,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        LatencyHistogram::new()
+    }
+}
+
+/// The percentiles every report carries, in microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Percentiles {
+    /// Operations recorded.
+    pub count: u64,
+    /// Mean.
+    pub avg: f64,
+    /// Standard deviation.
+    pub stddev: f64,
+    /// Fastest.
+    pub min: f64,
+    /// Median.
+    pub p50: f64,
+    /// 75th percentile.
+    pub p75: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// 99.99th percentile.
+    pub p9999: f64,
+    /// Slowest.
+    pub max: f64,
+}
+
+impl LatencyHistogram {
+    /// An empty histogram (3 significant digits, range grows as needed).
+    pub fn new() -> LatencyHistogram {
+        // NB: `new(3)` auto-resizes, so recording never fails for lack of range.
+        let h = Histogram::new(3).unwrap_or_else(|_| unreachable_histogram());
+        LatencyHistogram { h }
+    }
+
+    /// A cheaper histogram (2 significant digits) for the per-tick series.
+    pub fn coarse() -> LatencyHistogram {
+        let h = Histogram::new(2).unwrap_or_else(|_| unreachable_histogram());
+        LatencyHistogram { h }
+    }
+
+    /// Records one operation of `nanos`.
+    #[inline]
+    pub fn record(&mut self, nanos: u64) {
+        // `record` grows the range; `saturating_record` would clamp to it.
+        if self.h.record(nanos).is_err() {
+            self.h.saturating_record(nanos);
+        }
+    }
+
+    /// Adds every sample of `other`.
+    pub fn merge(&mut self, other: &LatencyHistogram) {
+        // Auto-resizing histograms accept any other histogram's values.
+        let _ = self.h.add(&other.h);
+    }
+
+    /// Operations recorded.
+    pub fn count(&self) -> u64 {
+        self.h.len()
+    }
+
+    /// The `q`-th percentile (0..=100) in microseconds.
+    pub fn percentile_us(&self, q: f64) -> f64 {
+        if self.h.is_empty() {
+            return 0.0;
+        }
+        self.h.value_at_quantile(q / 100.0) as f64 / 1000.0
+    }
+
+    /// The standard summary.
+    pub fn percentiles(&self) -> Percentiles {
+        if self.h.is_empty() {
+            return Percentiles::default();
+        }
+        Percentiles {
+            count: self.h.len(),
+            avg: self.h.mean() / 1000.0,
+            stddev: self.h.stdev() / 1000.0,
+            min: self.h.min() as f64 / 1000.0,
+            p50: self.percentile_us(50.0),
+            p75: self.percentile_us(75.0),
+            p99: self.percentile_us(99.0),
+            p999: self.percentile_us(99.9),
+            p9999: self.percentile_us(99.99),
+            max: self.h.max() as f64 / 1000.0,
+        }
+    }
+
+    /// The text block db_bench prints under `Microseconds per <op>:`.
+    pub fn rocksdb_text(&self) -> String {
+        let p = self.percentiles();
+        let mut r = String::new();
+        let _ = writeln!(r, "Count: {} Average: {:.4}  StdDev: {:.2}", p.count, p.avg, p.stddev);
+        let _ = writeln!(r, "Min: {}  Median: {:.4}  Max: {}", p.min as u64, p.p50, p.max as u64);
+        let _ = writeln!(
+            r,
+            "Percentiles: P50: {:.2} P75: {:.2} P99: {:.2} P99.9: {:.2} P99.99: {:.2}",
+            p.p50, p.p75, p.p99, p.p999, p.p9999
+        );
+        r.push_str("------------------------------------------------------\n");
+        if p.count == 0 {
+            return r;
+        }
+        let limits = bucket_limits();
+        let mut counts = vec![0u64; limits.len()];
+        for v in self.h.iter_recorded() {
+            let micros = v.value_iterated_to() / 1000;
+            let idx = limits.partition_point(|&l| l < micros).min(limits.len() - 1);
+            if let Some(c) = counts.get_mut(idx) {
+                *c += v.count_at_value();
+            }
+        }
+        let mult = 100.0 / p.count as f64;
+        let mut cumulative = 0u64;
+        for (b, &n) in counts.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            cumulative += n;
+            let left = if b == 0 { 0 } else { limits.get(b - 1).copied().unwrap_or(0) };
+            let right = limits.get(b).copied().unwrap_or(u64::MAX);
+            let _ = write!(
+                r,
+                "{} {:>7}, {:>7} ] {:>8} {:>7.3}% {:>7.3}% ",
+                if b == 0 { '[' } else { '(' },
+                left,
+                right,
+                n,
+                mult * n as f64,
+                mult * cumulative as f64
+            );
+            let marks = (mult * n as f64 / 5.0 + 0.5) as usize;
+            r.push_str(&"#".repeat(marks));
+            r.push('\n');
+        }
+        r
+    }
+}
+
+#[cold]
+fn unreachable_histogram() -> Histogram<u64> {
+    // `Histogram::new(3)` only fails for sigfig > 5; fall back to an explicit range that cannot fail either.
+    Histogram::new_with_bounds(1, u64::MAX / 2, 2).unwrap_or_else(|_| std::process::abort())
+}
+
+/// RocksDB's bucket boundaries (microseconds): 1, 2, then each about 1.5x the previous, rounded down to
+/// two significant digits.
+fn bucket_limits() -> &'static [u64] {
+    static LIMITS: OnceLock<Vec<u64>> = OnceLock::new();
+    LIMITS.get_or_init(|| {
+        let mut v = vec![1u64, 2];
+        let mut val = 2.0f64;
+        loop {
+            val *= 1.5;
+            if val > u64::MAX as f64 {
+                break;
+            }
+            let mut b = val as u64;
+            let mut pow = 1u64;
+            while b / 10 > 10 {
+                b /= 10;
+                pow *= 10;
+            }
+            v.push(b * pow);
+        }
+        v
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_limits_match_rocksdb_shape() {
+        let l = bucket_limits();
+        assert_eq!(&l[..16], &[1, 2, 3, 4, 6, 10, 15, 22, 34, 51, 76, 110, 170, 250, 380, 580]);
+        assert!(l.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    #[test]
+    fn percentiles_in_micros() {
+        let mut h = LatencyHistogram::new();
+        for i in 1..=1000u64 {
+            h.record(i * 1000);
+        }
+        let p = h.percentiles();
+        assert_eq!(p.count, 1000);
+        assert!((p.p50 - 500.0).abs() < 1.0, "{}", p.p50);
+        assert!((p.p99 - 990.0).abs() < 1.5, "{}", p.p99);
+        assert!((p.max - 1000.0).abs() < 1.0);
+        assert!((p.avg - 500.5).abs() < 1.0);
+    }
+
+    #[test]
+    fn text_block_has_the_rocksdb_lines() {
+        let mut h = LatencyHistogram::new();
+        h.record(1_500);
+        h.record(2_500);
+        let mut o = LatencyHistogram::new();
+        o.record(100_000);
+        h.merge(&o);
+        let t = h.rocksdb_text();
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].starts_with("Count: 3 Average: "));
+        assert!(lines[1].starts_with("Min: 1  Median: "));
+        assert!(lines[2].starts_with("Percentiles: P50: "));
+        assert_eq!(lines[3], "------------------------------------------------------");
+        assert_eq!(lines.len(), 4 + 3);
+        // 1.5 us falls in [0, 1], 2.5 us in (1, 2], 100 us in (76, 110].
+        assert!(lines[4].starts_with("[       0,       1 ]        1  33.333%  33.333% #######"), "{}", lines[4]);
+        assert!(lines[5].starts_with("(       1,       2 ]        1  33.333%  66.667% "), "{}", lines[5]);
+        assert!(lines[6].starts_with("(      76,     110 ]        1  33.333% 100.000% "), "{}", lines[6]);
+        assert!(lines.last().unwrap().contains("100.000%"));
+    }
+
+    #[test]
+    fn empty_histogram_prints_zeroes() {
+        let t = LatencyHistogram::new().rocksdb_text();
+        assert!(t.contains("Count: 0 Average: 0.0000  StdDev: 0.00"));
+        assert_eq!(t.lines().count(), 4);
+    }
+}

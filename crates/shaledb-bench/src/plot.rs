@@ -1,0 +1,320 @@
+//! Per-benchmark plots (SVG and PNG): throughput over time with write stalls shaded, latency percentiles
+//! over time on a log scale, and bytes per LSM level over time (stacked) with the compaction debt. The
+//! PNG's text uses Noto Sans (Apache-2.0, `assets/`), embedded in the binary.
+
+use crate::recorder::{LsmPoint, TickSummary};
+use crate::report::BenchResult;
+use crate::{BenchError, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+static FONT: &[u8] = include_bytes!("../assets/NotoSans-Regular.ttf");
+const FAMILY: &str = "sans-serif";
+const SIZE: (u32, u32) = (1200, 1200);
+/// Points per series after downsampling, enough for a 1200-pixel-wide plot.
+const MAX_POINTS: usize = 600;
+
+fn ensure_font() -> std::result::Result<(), String> {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    let ok = *REGISTERED.get_or_init(|| plotters::style::register_font(FAMILY, FontStyle::Normal, FONT).is_ok());
+    if ok {
+        Ok(())
+    } else {
+        Err("the embedded font did not load".into())
+    }
+}
+
+/// Writes `NN-name.svg` and `NN-name.png` for `r` into `dir`; returns their paths.
+pub fn write_plots(dir: &Path, index: usize, r: &BenchResult) -> Result<Vec<PathBuf>> {
+    let stem = format!("{index:02}-{}", r.name);
+    let svg = dir.join(format!("{stem}.svg"));
+    let png = dir.join(format!("{stem}.png"));
+    let plot_err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |msg: String| BenchError::Plot { path, msg }
+    };
+    ensure_font().map_err(plot_err(&svg))?;
+    {
+        let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
+        draw(&root, r).map_err(plot_err(&svg))?;
+        root.present().map_err(|e| e.to_string()).map_err(plot_err(&svg))?;
+    }
+    {
+        let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
+        draw(&root, r).map_err(plot_err(&png))?;
+        root.present().map_err(|e| e.to_string()).map_err(plot_err(&png))?;
+    }
+    Ok(vec![svg, png])
+}
+
+/// Merges runs of ticks so that at most `MAX_POINTS` remain: operations add up, latencies keep the
+/// worst of the run (so a spike never disappears).
+fn downsample(ticks: &[TickSummary], tick_secs: f64) -> Vec<(f64, f64, TickSummary)> {
+    let k = ticks.len().div_ceil(MAX_POINTS).max(1);
+    ticks
+        .chunks(k)
+        .map(|c| {
+            let ops: u64 = c.iter().map(|t| t.ops).sum();
+            let t_end = c.last().map_or(0.0, |t| t.t);
+            let rate = ops as f64 / (tick_secs * c.len() as f64).max(1e-9);
+            let worst = TickSummary {
+                t: t_end,
+                ops,
+                p50: c.iter().map(|t| t.p50).fold(0.0, f64::max),
+                p99: c.iter().map(|t| t.p99).fold(0.0, f64::max),
+                p999: c.iter().map(|t| t.p999).fold(0.0, f64::max),
+                max: c.iter().map(|t| t.max).fold(0.0, f64::max),
+            };
+            (t_end, rate, worst)
+        })
+        .collect()
+}
+
+fn stall_bands(lsm: &[LsmPoint]) -> Vec<(f64, f64)> {
+    lsm.windows(2).filter(|w| w[1].stall_micros > w[0].stall_micros).map(|w| (w[0].t, w[1].t)).collect()
+}
+
+/// A latency line: label, colour, and the field it plots.
+type LatencySeries = (&'static str, RGBColor, fn(&TickSummary) -> f64);
+
+/// Axis labels: 350K, 1.2M, 12.5, 0.25.
+fn human(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.1}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}K", v / 1e3)
+    } else if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn e<T: std::fmt::Display>(x: T) -> String {
+    x.to_string()
+}
+
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &BenchResult) -> std::result::Result<(), String> {
+    root.fill(&WHITE).map_err(e)?;
+    let title = format!(
+        "{}: {:.0} ops/s, p99 {:.1} us, p99.9 {:.1} us, W-Amp {:.1}, {} thread{}",
+        r.name,
+        r.ops_per_sec,
+        r.latency.p99,
+        r.latency.p999,
+        r.w_amp,
+        r.threads,
+        if r.threads == 1 { "" } else { "s" }
+    );
+    let root = root.titled(&title, (FAMILY, 24)).map_err(e)?;
+    let panels = root.split_evenly((3, 1));
+    let pts = downsample(&r.timeline, r.tick_secs.max(1e-3));
+    let t_end = pts.last().map_or(0.0, |p| p.0).max(r.lsm.last().map_or(0.0, |p| p.t)).max(r.seconds).max(1e-3);
+    let bands = stall_bands(&r.lsm);
+
+    // Throughput.
+    let max_rate = pts.iter().map(|p| p.1).fold(0.0, f64::max).max(1.0) * 1.1;
+    let mut c = ChartBuilder::on(&panels[0])
+        .caption("throughput (operations per second; red: writes stalled)", (FAMILY, 18))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0.0..t_end, 0.0..max_rate)
+        .map_err(e)?;
+    c.configure_mesh()
+        .x_desc("seconds")
+        .y_desc("ops/s")
+        .y_label_formatter(&|v| human(*v))
+        .label_style((FAMILY, 14))
+        .draw()
+        .map_err(e)?;
+    c.draw_series(bands.iter().map(|&(a, b)| Rectangle::new([(a, 0.0), (b, max_rate)], RED.mix(0.15).filled())))
+        .map_err(e)?;
+    c.draw_series(
+        AreaSeries::new(pts.iter().map(|p| (p.0, p.1)), 0.0, BLUE.mix(0.2)).border_style(BLUE.stroke_width(2)),
+    )
+    .map_err(e)?;
+
+    // Latency.
+    let lat: Vec<f64> = pts.iter().flat_map(|p| [p.2.p50, p.2.max]).filter(|v| *v > 0.0).collect();
+    let lo = lat.iter().copied().fold(f64::INFINITY, f64::min);
+    let (lo, hi) =
+        if lo.is_finite() { (lo * 0.8, lat.iter().copied().fold(0.0, f64::max) * 1.25) } else { (0.1, 10.0) };
+    let mut c = ChartBuilder::on(&panels[1])
+        .caption("latency (microseconds, log scale)", (FAMILY, 18))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0.0..t_end, (lo.max(1e-3)..hi.max(lo * 10.0)).log_scale())
+        .map_err(e)?;
+    c.configure_mesh()
+        .x_desc("seconds")
+        .y_desc("us")
+        .y_label_formatter(&|v| human(*v))
+        .label_style((FAMILY, 14))
+        .draw()
+        .map_err(e)?;
+    let series: [LatencySeries; 4] = [
+        ("max", RGBColor(150, 150, 150), |t| t.max),
+        ("p99.9", RED, |t| t.p999),
+        ("p99", RGBColor(255, 140, 0), |t| t.p99),
+        ("p50", RGBColor(0, 150, 0), |t| t.p50),
+    ];
+    for (label, color, get) in series {
+        c.draw_series(LineSeries::new(
+            pts.iter().map(|p| (p.0, get(&p.2))).filter(|p| p.1 > 0.0),
+            color.stroke_width(2),
+        ))
+        .map_err(e)?
+        .label(label)
+        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+    }
+    c.configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FAMILY, 14))
+        .draw()
+        .map_err(e)?;
+
+    // Bytes per level.
+    let mib = 1_048_576.0;
+    let levels = r.lsm.iter().map(|p| p.level_bytes.len()).max().unwrap_or(0);
+    let stacked = |upto: usize| -> Vec<(f64, f64)> {
+        r.lsm.iter().map(|p| (p.t, p.level_bytes.iter().take(upto + 1).sum::<u64>() as f64 / mib)).collect()
+    };
+    let top = r
+        .lsm
+        .iter()
+        .map(|p| (p.level_bytes.iter().sum::<u64>() as f64).max(p.pending_compaction_bytes as f64) / mib)
+        .fold(0.0, f64::max)
+        .max(1.0)
+        * 1.1;
+    let mut c = ChartBuilder::on(&panels[2])
+        .caption("LSM shape: MiB per level (stacked) and compaction debt", (FAMILY, 18))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0.0..t_end, 0.0..top)
+        .map_err(e)?;
+    c.configure_mesh()
+        .x_desc("seconds")
+        .y_desc("MiB")
+        .y_label_formatter(&|v| human(*v))
+        .label_style((FAMILY, 14))
+        .draw()
+        .map_err(e)?;
+    for level in (0..levels).rev() {
+        let color = Palette99::pick(level).to_rgba();
+        c.draw_series(AreaSeries::new(stacked(level), 0.0, color.mix(0.6)).border_style(color))
+            .map_err(e)?
+            .label(format!("L{level}"))
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+    }
+    c.draw_series(LineSeries::new(
+        r.lsm.iter().map(|p| (p.t, p.pending_compaction_bytes as f64 / mib)),
+        BLACK.stroke_width(2),
+    ))
+    .map_err(e)?
+    .label("compaction debt")
+    .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], BLACK.stroke_width(2)));
+    c.configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FAMILY, 14))
+        .draw()
+        .map_err(e)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::histogram::Percentiles;
+
+    fn sample_result() -> BenchResult {
+        let timeline = (0..50)
+            .map(|i| TickSummary {
+                t: (i + 1) as f64 * 0.1,
+                ops: if (20..25).contains(&i) { 0 } else { 1000 + i },
+                p50: 2.0,
+                p99: 20.0,
+                p999: 200.0 + i as f64,
+                max: 900.0,
+            })
+            .collect();
+        let lsm = (0..50)
+            .map(|i| LsmPoint {
+                t: i as f64 * 0.1,
+                level_bytes: vec![(i % 7) * 1_000_000, i * 3_000_000, 0, 0, 0, 0, 40_000_000],
+                pending_compaction_bytes: i * 500_000,
+                memtable_bytes: 1_000_000,
+                stall_micros: if i > 20 { 5_000 } else { 0 },
+            })
+            .collect();
+        BenchResult {
+            name: "fillrandom".into(),
+            threads: 1,
+            ops: 50_000,
+            seconds: 5.0,
+            ops_per_sec: 10_000.0,
+            latency: Percentiles { p99: 20.0, p999: 200.0, ..Percentiles::default() },
+            timeline,
+            lsm,
+            tick_secs: 0.1,
+            ..BenchResult::default()
+        }
+    }
+
+    #[test]
+    fn plots_are_written_and_not_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = write_plots(dir.path(), 3, &sample_result()).unwrap();
+        assert_eq!(files.len(), 2);
+        for f in &files {
+            let len = std::fs::metadata(f).unwrap().len();
+            assert!(len > 10_000, "{} is {len} bytes", f.display());
+        }
+        let svg = std::fs::read_to_string(&files[0]).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("throughput") && svg.contains("L6"));
+        let png = std::fs::read(&files[1]).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+        assert!(files[0].ends_with("03-fillrandom.svg"));
+    }
+
+    #[test]
+    fn empty_series_still_plot() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = BenchResult { name: "compact".into(), ..BenchResult::default() };
+        write_plots(dir.path(), 1, &r).unwrap();
+    }
+
+    #[test]
+    fn axis_labels_are_short() {
+        assert_eq!(human(350_000.0), "350K");
+        assert_eq!(human(1_250_000.0), "1.2M");
+        assert_eq!(human(12.5), "12.5");
+        assert_eq!(human(0.25), "0.25");
+        assert_eq!(human(0.0), "0");
+        assert_eq!(human(2500.0), "2500");
+    }
+
+    #[test]
+    fn downsampling_keeps_totals_and_spikes() {
+        let ticks: Vec<TickSummary> = (0..1300)
+            .map(|i| TickSummary { t: i as f64, ops: 10, max: if i == 777 { 1e6 } else { 5.0 }, ..Default::default() })
+            .collect();
+        let d = downsample(&ticks, 1.0);
+        assert!(d.len() <= MAX_POINTS);
+        assert_eq!(d.iter().map(|p| p.2.ops).sum::<u64>(), 13_000);
+        assert!(d.iter().any(|p| p.2.max == 1e6));
+        assert!(d.iter().all(|p| (p.1 - 10.0).abs() < 1e-9));
+    }
+}

@@ -1,0 +1,199 @@
+//! [`Engine`] for ShaleDB: db_bench's flags mapped onto [`shaledb::Options`] (same names where RocksDB and
+//! ShaleDB share a knob), and ShaleDB's statistics mapped onto [`EngineSample`].
+
+use crate::engine::{Engine, EngineIter, EngineResult, EngineSample, LevelSample, WriteMode};
+use crate::flags::{BenchFlags, Compression};
+use shaledb::{CompressionType, Db, DbIterator, Options, ReadOptions, WriteOptions};
+use std::path::Path;
+
+/// A ShaleDB database driven by the benchmarks.
+pub struct ShaleDb {
+    db: Db,
+    read: ReadOptions,
+}
+
+fn codec(c: Compression) -> CompressionType {
+    match c {
+        Compression::None => CompressionType::None,
+        Compression::Snappy => CompressionType::Snappy,
+        Compression::Lz4 => CompressionType::Lz4,
+        Compression::Zstd => CompressionType::Zstd,
+    }
+}
+
+/// The database options `flags` ask for.
+pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
+    let mut o = Options {
+        create_if_missing: true,
+        write_buffer_size: f.write_buffer_size,
+        max_write_buffer_number: f.max_write_buffer_number,
+        level0_file_num_compaction_trigger: f.level0_file_num_compaction_trigger,
+        level0_slowdown_writes_trigger: f.level0_slowdown_writes_trigger,
+        level0_stop_writes_trigger: f.level0_stop_writes_trigger,
+        num_levels: f.num_levels,
+        max_bytes_for_level_base: f.max_bytes_for_level_base,
+        max_bytes_for_level_multiplier: f.max_bytes_for_level_multiplier,
+        level_compaction_dynamic_level_bytes: f.level_compaction_dynamic_level_bytes,
+        target_file_size_base: f.target_file_size_base,
+        max_background_jobs: f.background_jobs(),
+        delayed_write_rate: f.delayed_write_rate,
+        disable_auto_compactions: f.disable_auto_compactions,
+        ..Options::default()
+    };
+    let c = codec(f.compression().ok_or_else(|| format!("unknown compression '{}'", f.compression_type))?);
+    o.compression = c;
+    if f.min_level_to_compress >= 0 {
+        let min = f.min_level_to_compress as usize;
+        o.compression_per_level = (0..f.num_levels).map(|l| if l < min { CompressionType::None } else { c }).collect();
+    }
+    o.block_size = f.block_size;
+    // db_bench: a negative --bloom_bits keeps the table default, which has no filter; 0 means none.
+    o.bloom_bits_per_key = if f.bloom_bits > 0.0 { f.bloom_bits } else { 0.0 };
+    o.block_cache_size = usize::try_from(f.cache_size).unwrap_or(usize::MAX);
+    o.cache_index_and_filter_blocks = f.cache_index_and_filter_blocks;
+    o.max_open_files = f.open_files;
+    o.use_direct_reads = f.use_direct_reads;
+    if !f.merge_operator.is_empty() {
+        o.merge_operator = Some(
+            shaledb::merge::builtin(&f.merge_operator)
+                .ok_or_else(|| format!("unknown merge operator '{}'", f.merge_operator))?,
+        );
+    }
+    Ok(o)
+}
+
+impl EngineIter for DbIterator {
+    fn seek_to_first(&mut self) {
+        DbIterator::seek_to_first(self)
+    }
+    fn seek_to_last(&mut self) {
+        DbIterator::seek_to_last(self)
+    }
+    fn seek(&mut self, key: &[u8]) {
+        DbIterator::seek(self, key)
+    }
+    fn valid(&self) -> bool {
+        DbIterator::valid(self)
+    }
+    fn next(&mut self) {
+        DbIterator::next(self)
+    }
+    fn prev(&mut self) {
+        DbIterator::prev(self)
+    }
+    fn key(&self) -> &[u8] {
+        DbIterator::key(self)
+    }
+    fn value(&self) -> &[u8] {
+        DbIterator::value(self)
+    }
+    fn status(&self) -> EngineResult<()> {
+        DbIterator::status(self).map_err(Into::into)
+    }
+}
+
+fn write_options(m: WriteMode) -> WriteOptions {
+    WriteOptions { sync: m.sync, disable_wal: m.disable_wal }
+}
+
+impl Engine for ShaleDb {
+    type Iter<'a> = DbIterator;
+
+    fn name() -> &'static str {
+        "ShaleDB"
+    }
+
+    fn open(path: &Path, flags: &BenchFlags) -> EngineResult<Self> {
+        let db = Db::open(path, options_from_flags(flags)?)?;
+        Ok(ShaleDb { db, read: ReadOptions::default() })
+    }
+
+    fn destroy(path: &Path) -> EngineResult<()> {
+        if !path.exists() {
+            return Ok(());
+        }
+        shaledb::destroy(path).map_err(Into::into)
+    }
+
+    fn close(self) -> EngineResult<()> {
+        self.db.close().map_err(Into::into)
+    }
+
+    fn put(&self, mode: WriteMode, key: &[u8], value: &[u8]) -> EngineResult<()> {
+        self.db.put_opt(&write_options(mode), key, value).map_err(Into::into)
+    }
+
+    fn delete(&self, mode: WriteMode, key: &[u8]) -> EngineResult<()> {
+        self.db.delete_opt(&write_options(mode), key).map_err(Into::into)
+    }
+
+    fn merge(&self, mode: WriteMode, key: &[u8], operand: &[u8]) -> EngineResult<()> {
+        self.db.merge_opt(&write_options(mode), key, operand).map_err(Into::into)
+    }
+
+    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> EngineResult<bool> {
+        self.db.get_into(&self.read, key, out).map_err(Into::into)
+    }
+
+    fn iter(&self, lower: Option<&[u8]>, upper: Option<&[u8]>) -> DbIterator {
+        let opts = ReadOptions {
+            iterate_lower_bound: lower.map(<[u8]>::to_vec),
+            iterate_upper_bound: upper.map(<[u8]>::to_vec),
+            ..ReadOptions::default()
+        };
+        self.db.iter(opts)
+    }
+
+    fn flush(&self) -> EngineResult<()> {
+        self.db.flush().map_err(Into::into)
+    }
+
+    fn compact_all(&self) -> EngineResult<()> {
+        self.db.compact_range(None, None).map_err(Into::into)
+    }
+
+    fn wait_for_compaction(&self) -> EngineResult<()> {
+        self.db.wait_for_compaction().map_err(Into::into)
+    }
+
+    fn property(&self, name: &str) -> Option<String> {
+        self.db.property(name)
+    }
+
+    fn sample(&self) -> EngineSample {
+        let s = self.db.statistics();
+        EngineSample {
+            uptime_secs: s.uptime_secs,
+            levels: s
+                .levels
+                .iter()
+                .map(|l| LevelSample {
+                    files: l.files,
+                    bytes: l.bytes,
+                    write_bytes: l.compaction.bytes_written,
+                    read_bytes: l.compaction.bytes_read_input_level + l.compaction.bytes_read_output_level,
+                    compactions: l.compaction.count,
+                    compaction_micros: l.compaction.micros,
+                })
+                .collect(),
+            user_bytes_written: s.bytes_written,
+            keys_written: s.keys_written,
+            flush_bytes: s.flush_bytes,
+            compaction_bytes_read: s.compaction_bytes_read,
+            compaction_bytes_written: s.compaction_bytes_written,
+            wal_bytes: s.wal_bytes,
+            wal_syncs: s.wal_syncs,
+            stall_micros: s.stall_micros,
+            slowdowns: s.slowdown_count,
+            stops: s.stop_count,
+            pending_compaction_bytes: s.pending_compaction_bytes,
+            memtable_bytes: s.memtable_bytes,
+            block_cache_hits: s.block_cache_hits,
+            block_cache_misses: s.block_cache_misses,
+            bloom_checked: s.bloom_checked,
+            bloom_useful: s.bloom_useful,
+            gets: s.gets,
+            gets_found: s.gets_found,
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! End to end on ShaleDB with a tiny `--num`: every benchmark, both suites, JSON and plots; results read
+//! back through the benchmark.sh scraper.
+
+use shaledb_bench::engine::Engine;
+use shaledb_bench::flags::BenchFlags;
+use shaledb_bench::keygen::{make_key, ValueData};
+use shaledb_bench::random::Mt64;
+use shaledb_bench::report::scrape;
+use shaledb_bench::shale::ShaleDb;
+use shaledb_bench::suite::{run_suite, SuiteArgs, SuiteKind};
+use shaledb_bench::workloads::Kind;
+use shaledb_bench::{run_bench, Runner};
+use std::collections::HashMap;
+
+fn flags(args: &[&str]) -> BenchFlags {
+    let mut v = vec!["--progress=false", "--seed=42", "--write_buffer_size=65536", "--target_file_size_base=65536"];
+    v.extend_from_slice(args);
+    BenchFlags::parse_args(v).unwrap()
+}
+
+fn run(args: &[&str]) -> String {
+    let mut out = Vec::new();
+    run_bench::<ShaleDb>(&flags(args), &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn every_benchmark_runs_and_its_line_scrapes_back() {
+    let all = "fillseq,readrandom,readmissing,readseq,readreverse,seekrandom,fillrandom,overwrite,readwhilewriting,\
+deleteseq,deleterandom,updaterandom,readrandomwriterandom,filluniquerandom,fillsync,compact,flush,waitforcompaction,\
+stats,levelstats,mergerandom";
+    let text = run(&[
+        &format!("--benchmarks={all}"),
+        "--num=2000",
+        "--threads=2",
+        "--seek_nexts=3",
+        "--histogram",
+        "--merge_operator=put",
+    ]);
+    for name in all.split(',') {
+        let kind = Kind::from_name(name).unwrap();
+        if kind.is_meta() {
+            continue;
+        }
+        let s = scrape(&text, name);
+        let ops = s.operations.unwrap_or_else(|| panic!("no result line for {name}:\n{text}"));
+        let expected = match kind {
+            Kind::Compact => 1,
+            Kind::FillSync => 2 * 2,
+            _ => 2 * 2000,
+        };
+        assert_eq!(ops, expected, "{name}");
+        assert!(s.ops_sec.unwrap() > 0.0 && s.usecs_op.unwrap() > 0.0, "{name}");
+    }
+    // fillseq wrote every key, so every random read finds one; a missing key is never found.
+    assert_eq!(scrape(&text, "readrandom").found, Some((4000, 4000)));
+    assert_eq!(scrape(&text, "readmissing").found, Some((0, 4000)));
+    assert_eq!(scrape(&text, "seekrandom").found, Some((4000, 4000)));
+    assert!(text.contains("Percentiles: P50: "));
+    assert!(text.contains("** Compaction Stats"), "{text}");
+    assert!(text.contains("( updates:4000 found:"));
+    assert!(text.contains("fillsync     : ") && text.contains("(2 ops)"));
+}
+
+#[test]
+fn fills_write_the_whole_key_space() {
+    for fill in ["fillseq", "filluniquerandom"] {
+        let text = run(&[&format!("--benchmarks={fill},readseq,readrandom"), "--num=3000"]);
+        assert_eq!(scrape(&text, "readseq").operations, Some(3000), "{fill}");
+        assert_eq!(scrape(&text, "readrandom").found, Some((3000, 3000)), "{fill}");
+    }
+    // fillrandom draws with repeats: about 1 - 1/e of the keys exist, and readrandom sees that fraction.
+    let text = run(&["--benchmarks=fillrandom,readrandom", "--num=4000"]);
+    let (found, n) = scrape(&text, "readrandom").found.unwrap();
+    assert_eq!(n, 4000);
+    assert!((2200..=2850).contains(&found), "{found}");
+}
+
+#[test]
+fn mergerandom_counters_are_the_sums_of_their_operands() {
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("db");
+    let f = flags(&[
+        "--benchmarks=mergerandom",
+        "--merge_operator=uint64add",
+        "--value_size=8",
+        "--num=300",
+        "--writes=5000",
+        "--disable_wal",
+        &format!("--db={}", db_path.display()),
+    ]);
+    let mut out = Vec::new();
+    let mut runner = Runner::<ShaleDb>::open(f.clone(), &mut out).unwrap();
+    runner.run_all().unwrap();
+    // Replay the thread's draws: its seed is --seed + 1 (first thread started), its values the shared buffer.
+    let mut rng = Mt64::new(43);
+    let data = ValueData::new(8, f.compression_ratio);
+    let mut values = data.generator();
+    let mut expected: HashMap<Vec<u8>, u64> = HashMap::new();
+    let mut key = Vec::new();
+    for _ in 0..5000 {
+        rng.next_u64(); // db_bench's database choice
+        make_key(rng.next_u64() % 300, 16, &mut key);
+        let v = u64::from_le_bytes(values.generate(8).try_into().unwrap());
+        let e = expected.entry(key.clone()).or_default();
+        *e = e.wrapping_add(v);
+    }
+    let db = runner.db().unwrap();
+    db.flush().unwrap();
+    let mut got = Vec::new();
+    for (k, want) in &expected {
+        assert!(db.get(k, &mut got).unwrap());
+        assert_eq!(u64::from_le_bytes(got.as_slice().try_into().unwrap()), *want);
+    }
+    runner.close().unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("( updates:5000)"), "{text}");
+}
+
+#[test]
+fn same_key_sequence_as_db_bench() {
+    // RocksDB 7.8.3's db_bench with these flags prints `(12409 of 20000 found)`: the same seeds draw the
+    // same keys.
+    let text =
+        run(&["--benchmarks=fillrandom,readrandom", "--num=20000", "--key_size=20", "--value_size=400", "--seed=1"]);
+    assert_eq!(scrape(&text, "readrandom").found, Some((12409, 20000)), "{text}");
+}
+
+#[test]
+fn use_existing_db_skips_fills_and_keeps_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("--db={}", dir.path().join("db").display());
+    run(&["--benchmarks=fillseq", "--num=1000", &db]);
+    let text = run(&["--benchmarks=fillrandom,readrandom", "--num=1000", "--use_existing_db", &db]);
+    assert!(text.contains("fillrandom   : skipped (--use_existing_db is true)"));
+    assert_eq!(scrape(&text, "readrandom").found, Some((1000, 1000)));
+    assert!(dir.path().join("db").exists());
+}
+
+#[test]
+fn json_and_plots_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let plots = dir.path().join("plots");
+    run(&[
+        "--benchmarks=fillrandom,readrandom,stats",
+        "--num=5000",
+        &format!("--json={}", json.display()),
+        &format!("--plot={}", plots.display()),
+    ]);
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let benches = doc["benchmarks"].as_array().unwrap();
+    assert_eq!(benches.len(), 2);
+    assert_eq!(benches[1]["name"], "readrandom");
+    assert_eq!(benches[1]["ops"], 5000);
+    assert!(benches[1]["latency"]["p99"].as_f64().unwrap() > 0.0);
+    assert!(!benches[0]["lsm"].as_array().unwrap().is_empty());
+    for f in ["01-fillrandom.svg", "01-fillrandom.png", "02-readrandom.svg", "02-readrandom.png"] {
+        let len = std::fs::metadata(plots.join(f)).unwrap().len();
+        assert!(len > 5_000, "{f}: {len}");
+    }
+}
+
+fn suite_args(kind: SuiteKind, num: u64) -> SuiteArgs {
+    SuiteArgs {
+        suite: kind,
+        num_keys: Some(num),
+        num_threads: Some(2),
+        cache_size: Some(1 << 20),
+        duration: Some(1),
+        value_size: None,
+        key_size: None,
+        block_size: None,
+        compression: None,
+        mb_write_per_sec: Some(1),
+        no_sync: Some(true),
+        write_buffer_size: Some(256 << 10),
+        target_file_size_base: Some(256 << 10),
+        max_bytes_for_level_base: Some(1 << 20),
+        max_background_jobs: None,
+        seed: 7,
+        db: None,
+        json: None,
+        plot: None,
+        progress: false,
+    }
+}
+
+#[test]
+fn rocksdb_suite_prints_benchmark_sh_table() {
+    let mut out = Vec::new();
+    let r = run_suite::<ShaleDb>(&suite_args(SuiteKind::Rocksdb, 20_000), &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let tests: Vec<&str> = r.rows.iter().map(|r| r.test.as_str()).collect();
+    assert_eq!(tests, ["bulkload", "overwrite", "readwhilewriting", "readrandom"]);
+    assert!(text.contains("Test | ops/sec | mb/sec | Size-GB | L0_GB | Sum_GB | W-Amp | W-MB/s | usec/op | p50 | p75 | p99 | p99.9 | p99.99 | Uptime | Stall-time | Stall% | du -s -k |"));
+    assert!(text.contains("Complete bulkload in "));
+    let bulk = &r.rows[0];
+    assert!(bulk.ops_sec > 0 && bulk.l0_gb > 0.0 && bulk.du_k > 0, "{bulk:?}");
+    // Keys written by the bulk load are all found afterwards (fillrandom covers ~63% of them).
+    let rr = r.results.iter().find(|x| x.name == "readrandom").unwrap();
+    assert!(rr.found > rr.reads / 2, "{} of {}", rr.found, rr.reads);
+    for row in &r.rows {
+        assert!(text.lines().any(|l| l.starts_with(&format!("{} | {} |", row.test, row.ops_sec))), "{text}");
+    }
+}
+
+#[test]
+fn merge_suite_reports_the_speedup() {
+    let mut out = Vec::new();
+    let mut a = suite_args(SuiteKind::Merge, 2_000);
+    a.duration = Some(0);
+    let r = run_suite::<ShaleDb>(&a, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(r.speedup.unwrap() > 0.0);
+    assert_eq!(scrape(&text, "updaterandom").operations, Some(2000));
+    assert_eq!(scrape(&text, "mergerandom").operations, Some(2000));
+    assert!(text.contains("( updates:2000)") && text.contains("( updates:2000 found:"));
+    assert!(text.contains("merge operator speed-up"));
+}
