@@ -201,7 +201,10 @@ fn run(input: &mut dyn InternalIterator, w: &mut Writer) -> Result<()> {
     let merge = w.cx.merge.map(|m| m.as_ref());
     let mut user_key: Vec<u8> = Vec::new();
     let mut prev_ikey: Vec<u8> = Vec::new();
+    // Versions of the current user key; `versions[..n]` are live. The slots (and their value buffers) are
+    // reused from key to key, so the common path allocates nothing per key.
     let mut versions: Vec<KeyVersion> = Vec::new();
+    let mut n = 0usize;
     input.seek_to_first();
     while input.valid() {
         let key = input.key();
@@ -211,38 +214,55 @@ fn run(input: &mut dyn InternalIterator, w: &mut Writer) -> Result<()> {
         if !prev_ikey.is_empty() && ikey::compare(key, &prev_ikey) != Ordering::Greater {
             return Err(input_corruption("internal keys out of order".into()));
         }
-        if p.user_key != user_key.as_slice() && !versions.is_empty() {
+        if n > 0 && p.user_key != user_key.as_slice() {
             if w.cx.stop.load(AtomicOrdering::Acquire) {
                 return Err(Error::Closed);
             }
-            let n_in = versions.len() as u64;
-            let keep =
-                resolve_versions(&user_key, std::mem::take(&mut versions), w.cx.snapshots, merge, w.cx.bottommost);
-            w.stats.records_in += n_in;
-            w.stats.records_dropped += n_in - keep.len() as u64;
-            w.add_key(&user_key, &keep)?;
+            emit_key(w, &user_key, &versions[..n], merge)?;
+            n = 0;
         }
-        if versions.is_empty() {
+        if n == 0 {
             user_key.clear();
             user_key.extend_from_slice(p.user_key);
         }
-        versions.push(KeyVersion { seq: p.seq, kind: p.kind, value: input.value().to_vec() });
+        let value = input.value();
+        match versions.get_mut(n) {
+            Some(slot) => {
+                slot.seq = p.seq;
+                slot.kind = p.kind;
+                slot.value.clear();
+                slot.value.extend_from_slice(value);
+            }
+            None => versions.push(KeyVersion { seq: p.seq, kind: p.kind, value: value.to_vec() }),
+        }
+        n += 1;
         prev_ikey.clear();
         prev_ikey.extend_from_slice(key);
         input.next();
     }
     input.status()?;
-    if !versions.is_empty() {
-        let n_in = versions.len() as u64;
-        let keep = resolve_versions(&user_key, versions, w.cx.snapshots, merge, w.cx.bottommost);
-        w.stats.records_in += n_in;
-        w.stats.records_dropped += n_in - keep.len() as u64;
-        w.add_key(&user_key, &keep)?;
+    if n > 0 {
+        emit_key(w, &user_key, &versions[..n], merge)?;
     }
     if w.cx.stop.load(AtomicOrdering::Acquire) {
         return Err(Error::Closed);
     }
     w.finish_current()
+}
+
+/// Resolves the versions of one user key and writes what survives.
+fn emit_key(w: &mut Writer, user_key: &[u8], versions: &[KeyVersion], merge: Option<&dyn MergeOperator>) -> Result<()> {
+    let n_in = versions.len() as u64;
+    w.stats.records_in += n_in;
+    // Fast path: a single value, or a single tombstone above the bottommost level, is always kept as is.
+    if let [only] = versions {
+        if only.kind == ValueKind::Value || (only.kind == ValueKind::Deletion && !w.cx.bottommost) {
+            return w.add_key(user_key, versions);
+        }
+    }
+    let keep = resolve_versions(user_key, versions.to_vec(), w.cx.snapshots, merge, w.cx.bottommost);
+    w.stats.records_dropped += n_in - keep.len() as u64;
+    w.add_key(user_key, &keep)
 }
 
 /// An output file being written.

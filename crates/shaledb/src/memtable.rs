@@ -27,10 +27,29 @@ const ENTRY_OVERHEAD: usize = 80;
 trait KeyView {
     fn user_key(&self) -> &[u8];
     fn trailer(&self) -> u64;
+    /// The first 8 bytes of the user key, big-endian, zero-padded: see [`key_prefix`].
+    fn prefix(&self) -> u64;
+}
+
+/// The first 8 bytes of `user_key` as a big-endian number, zero-padded.
+///
+/// INVARIANT: when two keys' prefixes differ, they order the keys as a bytewise comparison does (a shorter key
+/// padded with zeros can only tie with, never pass, a longer key it is a prefix of). Comparing prefixes first
+/// decides most skiplist comparisons without touching the entry's heap buffer (one cache miss saved per node).
+#[inline]
+fn key_prefix(user_key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = user_key.len().min(8);
+    b[..n].copy_from_slice(&user_key[..n]);
+    u64::from_be_bytes(b)
 }
 
 fn cmp_views(a: &dyn KeyView, b: &dyn KeyView) -> Ordering {
     // Same order as `ikey::compare`: user key ascending, trailer descending.
+    match a.prefix().cmp(&b.prefix()) {
+        Ordering::Equal => {}
+        o => return o,
+    }
     match a.user_key().cmp(b.user_key()) {
         Ordering::Equal => b.trailer().cmp(&a.trailer()),
         o => o,
@@ -58,6 +77,7 @@ impl Ord for dyn KeyView + '_ {
 struct Probe<'a> {
     user_key: &'a [u8],
     trailer: u64,
+    prefix: u64,
 }
 
 impl KeyView for Probe<'_> {
@@ -67,13 +87,17 @@ impl KeyView for Probe<'_> {
     fn trailer(&self) -> u64 {
         self.trailer
     }
+    fn prefix(&self) -> u64 {
+        self.prefix
+    }
 }
 
 impl<'a> Probe<'a> {
     /// A probe equal to the internal key `ikey` (a malformed short key probes as an empty user key with
     /// trailer 0, which sorts it last among empty keys; callers only pass keys they built).
     fn of(ikey: &'a [u8]) -> Probe<'a> {
-        Probe { user_key: ikey::user_key(ikey), trailer: ikey::trailer(ikey) }
+        let user_key = ikey::user_key(ikey);
+        Probe { user_key, trailer: ikey::trailer(ikey), prefix: key_prefix(user_key) }
     }
 }
 
@@ -82,15 +106,30 @@ impl<'a> Probe<'a> {
 struct Rec {
     buf: Arc<[u8]>,
     klen: usize,
+    prefix: u64,
 }
 
 impl Rec {
     fn new(user_key: &[u8], trailer: u64, value: &[u8]) -> Rec {
-        let t = trailer.to_le_bytes();
-        // Collecting an exact-size (TrustedLen) iterator allocates the `Arc` once; `Arc::from(vec)` would
-        // allocate twice.
-        let buf: Arc<[u8]> = user_key.iter().chain(t.iter()).chain(value.iter()).copied().collect();
-        Rec { buf, klen: user_key.len() + TRAILER_LEN }
+        // Assemble the entry contiguously in a per-thread scratch buffer (memcpy, no allocation), then
+        // copy it into one exactly-sized `Arc` allocation.
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let buf: Arc<[u8]> = SCRATCH.with(|s| {
+            let mut s = s.borrow_mut();
+            s.clear();
+            s.extend_from_slice(user_key);
+            s.extend_from_slice(&trailer.to_le_bytes());
+            s.extend_from_slice(value);
+            let a: Arc<[u8]> = Arc::from(&s[..]);
+            if s.capacity() > 1 << 20 {
+                // Do not keep a huge buffer alive after one large value.
+                *s = Vec::new();
+            }
+            a
+        });
+        Rec { buf, klen: user_key.len() + TRAILER_LEN, prefix: key_prefix(user_key) }
     }
 
     #[inline]
@@ -112,6 +151,10 @@ impl KeyView for Rec {
     #[inline]
     fn trailer(&self) -> u64 {
         ikey::trailer(self.ikey())
+    }
+    #[inline]
+    fn prefix(&self) -> u64 {
+        self.prefix
     }
 }
 
@@ -179,7 +222,11 @@ impl MemTable {
 
     /// Feeds `state` the entries of `user_key` visible at `seq`, newest first, until it is done.
     pub(crate) fn get(&self, user_key: &[u8], seq: u64, state: &mut GetState<'_>) {
-        let probe = Probe { user_key, trailer: ikey::pack_trailer(seq.min(MAX_SEQUENCE), KIND_FOR_SEEK) };
+        let probe = Probe {
+            user_key,
+            trailer: ikey::pack_trailer(seq.min(MAX_SEQUENCE), KIND_FOR_SEEK),
+            prefix: key_prefix(user_key),
+        };
         let Some(mut e) = self.map.lower_bound(Bound::Included(&probe as &dyn KeyView)) else {
             return;
         };
