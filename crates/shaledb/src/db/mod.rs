@@ -324,13 +324,14 @@ impl Db {
     /// A cursor over a consistent view of the database (the snapshot in `opts`, or the latest state).
     pub fn iter(&self, opts: ReadOptions) -> DbIterator {
         let inner = &self.inner;
-        let (seq, snap) = match &opts.snapshot {
-            Some(s) => (s.sequence(), s.clone()),
-            None => {
-                let s = inner.snapshots.acquire(inner.visible_seq.load(Ordering::Acquire));
-                (s.sequence(), s)
-            }
+        // No snapshot is registered for an iterator without one: it pins its SuperVersion, whose memtables and
+        // table files hold every version visible at `seq` whatever compaction writes meanwhile. That keeps
+        // iterator creation free of locks.
+        let seq = match &opts.snapshot {
+            Some(s) => s.sequence(),
+            None => inner.visible_seq.load(Ordering::Acquire),
         };
+        let snap = opts.snapshot.clone();
         let sv = inner.sv.load_full();
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(2 + sv.imm.len() + 8);
         children.push(Box::new(sv.mem.iter()));
