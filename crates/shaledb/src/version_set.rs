@@ -108,12 +108,16 @@ impl VersionSet {
         let mut version = Version::new(opts.num_levels);
         let (mut next_file, mut log_number, mut last_seq) = (None, None, None);
         let mut records = 0u64;
+        let mut tail_damage = None;
         loop {
             match reader.next() {
                 LogRead::Eof => break,
                 // A MANIFEST edit is synced before it takes effect, so an incomplete last record was never
                 // acted upon: ignore it. Any other damage is real corruption.
-                LogRead::Damage(d) if d.at_tail && records > 0 => break,
+                LogRead::Damage(d) if d.at_tail && records > 0 => {
+                    tail_damage = Some(d.to_error(&manifest_path));
+                    break;
+                }
                 LogRead::Damage(d) => return Err(d.to_error(&manifest_path)),
                 LogRead::Record { offset, data } => {
                     records += 1;
@@ -155,6 +159,21 @@ impl VersionSet {
                 "MANIFEST lacks next file number, log number or sequence",
             ));
         };
+        if let Some(damage) = tail_damage {
+            // A damaged last edit is ignored only if it was never acted upon: an edit is synced before its
+            // effects (deleting a compaction's inputs or a flushed WAL) happen, so if the version without it
+            // names a missing table or WAL, the edit was durable and the damage is real corruption (D4).
+            let missing_table = version
+                .levels
+                .iter()
+                .flatten()
+                .find(|f| !fs.exists(&filenames::table(dir, f.number)))
+                .map(|f| f.number);
+            let missing_wal = Some(log_number).filter(|&n| n != 0 && !fs.exists(&filenames::wal(dir, n)));
+            if missing_table.is_some() || missing_wal.is_some() {
+                return Err(damage);
+            }
+        }
         let max_file = version.levels.iter().flatten().map(|f| f.number).max().unwrap_or(0);
         Ok(VersionSet {
             dir: dir.to_path_buf(),
@@ -233,7 +252,13 @@ impl VersionSet {
                 Ok(())
             }
             Err(e) => {
-                let _ = self.fs.remove(&path);
+                // If CURRENT was already renamed to name the new MANIFEST (a later directory sync failed), the
+                // file must stay: removing it would leave CURRENT naming nothing. Otherwise it is unused.
+                let named = self.fs.read_all(&filenames::current(&self.dir)).ok();
+                let expect = format!("{}\n", filenames::manifest_name(number));
+                if named.as_deref() != Some(expect.as_bytes()) {
+                    let _ = self.fs.remove(&path);
+                }
                 Err(e)
             }
         }

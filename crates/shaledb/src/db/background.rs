@@ -106,12 +106,10 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) 
         ..VersionEdit::default()
     };
     let written: u64 = files.iter().map(|f| f.file_size).sum();
-    let numbers: Vec<u64> = files.iter().map(|f| f.number).collect();
     edit.new_files.extend(files.into_iter().map(|f| (0, f)));
     if let Err(e) = st.vs.log_and_apply(edit) {
-        for n in numbers {
-            let _ = inner.fs.remove(&filenames::table(&inner.dir, n));
-        }
+        // The outputs stay: the edit naming them may be in the MANIFEST even though its sync failed. If it is
+        // not, they are orphans removed at the next open.
         inner.set_bg_error(st, &e);
         return;
     }
@@ -143,16 +141,8 @@ fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, Sta
     } else {
         let snapshots = inner.snapshots.sequences();
         let out = parking_lot::MutexGuard::unlocked(st, || execute(inner, &task, &snapshots));
-        out.and_then(|(edit, stats)| match st.vs.log_and_apply(edit.clone()) {
-            Ok(_) => Ok((edit, stats)),
-            Err(e) => {
-                for (_, f) in &edit.new_files {
-                    let _ = inner.fs.remove(&filenames::table(&inner.dir, f.number));
-                }
-                Err(e)
-            }
-        })
-        .map(|(_, stats)| {
+        // On a failed MANIFEST write the outputs stay (see flush_one).
+        out.and_then(|(edit, stats)| st.vs.log_and_apply(edit).map(|_| stats)).map(|stats| {
             st.obsolete_tables.extend(all.iter().copied());
             inner.counters.record_compaction(task.output_level, &stats);
         })
