@@ -2,6 +2,9 @@
 //! benchmarks and the seed suites on an embedded database.
 
 mod bench;
+mod dump;
+mod stress;
+mod verify;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -19,6 +22,14 @@ enum Command {
     /// Benchmarks with db_bench's flags and output (`shaledb bench --benchmarks=fillrandom,readrandom`),
     /// and the seed suites (`shaledb bench suite rocksdb|merge`).
     Bench(bench::BenchCommand),
+    /// Print the contents of an SST (properties, index, entries), a WAL (records, batches, sequence numbers)
+    /// or a MANIFEST (version edits, the resulting LSM shape), like RocksDB's sst_dump and ldb.
+    Dump(dump::Args),
+    /// Check every checksum of every live file and the MANIFEST's consistency; exit 1 on any problem.
+    Verify(verify::Args),
+    /// db_stress-style random operations on a directory, checked against an expected-state file that
+    /// survives the process (for kill -9 testing).
+    Stress(stress::Args),
 }
 
 fn main() -> ExitCode {
@@ -28,12 +39,26 @@ fn main() -> ExitCode {
     let cli = Cli::parse_from(args);
     let result = match cli.command {
         Command::Bench(cmd) => bench::run(cmd),
+        Command::Dump(a) => return tool_exit(dump::run(a)),
+        Command::Verify(a) => return tool_exit(verify::run(a)),
+        Command::Stress(a) => return tool_exit(stress::run(a)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(e.downcast_ref::<shaledb_bench::BenchError>().map_or(1, exit_code))
+        }
+    }
+}
+
+/// Exit status of the dump/verify/stress tools: their own code, or 1 with the error printed.
+fn tool_exit(r: anyhow::Result<i32>) -> ExitCode {
+    match r {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
         }
     }
 }

@@ -1,5 +1,8 @@
 //! Dev-only helpers for ShaleDB's tests: temporary directories, seeded randomness that replays from an
-//! environment variable, random keys and values that collide often, and a `BTreeMap` oracle ([`Model`]).
+//! environment variable, random keys and values that collide often, a `BTreeMap` oracle ([`Model`]), the
+//! crash oracle ([`history::History`]: is a recovered state a prefix of the acknowledged writes?), random
+//! write workloads run against the engine ([`workload`]), the db_stress-like driver behind `shaledb stress`
+//! and the kill-loop test ([`stress`]), and the fuzz drivers of every decoder ([`fuzz`]).
 //!
 //! Replaying a failure: every test that draws its seed with [`seed_from_env`] prints it on stderr (shown when
 //! the test fails); run it again with `SHALEDB_TEST_SEED=<seed>`. Longer runs: raise budgets read with
@@ -8,12 +11,17 @@
 #![deny(missing_docs)]
 
 mod datagen;
+pub mod fuzz;
+pub mod history;
 mod model;
+pub mod stress;
+pub mod workload;
 
 pub use datagen::{random_key, random_value};
+pub use history::{History, Mutation, Write};
 pub use model::Model;
 pub use rand;
-pub use shaledb_vfs::{FaultError, FaultPlan, FsOp, MemFs, PowerLoss};
+pub use shaledb_vfs::{FaultError, FaultPlan, FsOp, MemFs, PowerLoss, Recorded};
 pub use tempfile;
 
 use rand::rngs::StdRng;

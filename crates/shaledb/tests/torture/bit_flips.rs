@@ -142,7 +142,6 @@ fn every_bit_flip_in_an_sst_is_reported_and_never_read_as_a_value() {
 }
 
 #[test]
-#[ignore = "bug: a checksum mismatch in the last MANIFEST record is taken for a torn write and the edit dropped"]
 fn every_bit_flip_in_a_manifest_fails_the_open_or_reads_right() {
     watch_background_panics();
     let keys = 30;
@@ -177,7 +176,6 @@ fn every_bit_flip_in_a_manifest_fails_the_open_or_reads_right() {
 /// tail for a torn append and ignores the edit, so the flushed table becomes an orphan (deleted) and the
 /// write is silently gone: `get` answers `None` instead of the value or a `Corruption` error.
 #[test]
-#[ignore = "bug: a checksum mismatch in the last MANIFEST record is taken for a torn write and the edit dropped"]
 fn flipped_last_manifest_edit_is_not_mistaken_for_a_torn_write() {
     let fs = MemFs::new();
     let db = open_on(&fs, &options()).unwrap();

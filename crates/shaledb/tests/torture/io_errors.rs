@@ -190,20 +190,15 @@ macro_rules! loops {
 loops! {
     write_fails_once: FsOp::Write, false;
     write_fails_from_k_on_enospc: FsOp::Write, true;
-    #[ignore = "bug: a failed MANIFEST sync deletes the outputs that the written (unsynced) edit names"]
     sync_fails_once: FsOp::Sync, false;
-    #[ignore = "bug: a failed MANIFEST sync deletes the outputs that the written (unsynced) edit names"]
     sync_fails_from_k_on: FsOp::Sync, true;
     create_fails_once: FsOp::Create, false;
     create_fails_from_k_on: FsOp::Create, true;
     rename_fails_once: FsOp::Rename, false;
-    #[ignore = "bug: a failed directory sync after CURRENT was renamed deletes the MANIFEST that CURRENT names"]
     sync_dir_fails_once: FsOp::SyncDir, false;
-    #[ignore = "bug: a failed MANIFEST sync deletes the outputs that the written (unsynced) edit names"]
     manifest_sync_fails_once: FsOp::Sync, false, "MANIFEST-";
     wal_write_fails_once: FsOp::Write, false, ".log";
     table_sync_fails_from_k_on: FsOp::Sync, true, ".sst";
-    #[ignore = "bug: a failed directory sync after CURRENT was renamed deletes the MANIFEST that CURRENT names"]
     sync_dir_fails_from_k_on: FsOp::SyncDir, true;
     remove_fails_once: FsOp::Remove, false;
     read_fails_once: FsOp::Read, false;
@@ -215,7 +210,6 @@ loops! {
 /// CURRENT to a new MANIFEST fails; the rename already happened, yet the error path deletes the new
 /// MANIFEST, so CURRENT names a missing file and the database can never be opened again.
 #[test]
-#[ignore = "bug: a failed directory sync after CURRENT was renamed deletes the MANIFEST that CURRENT names"]
 fn failed_directory_sync_in_set_current_leaves_an_openable_database() {
     let fs = MemFs::new();
     let db = open_on(&fs, &options()).unwrap();
@@ -232,7 +226,6 @@ fn failed_directory_sync_in_set_current_leaves_an_openable_database() {
 /// fails; the edit is in the file (the OS has it), yet the flush deletes its table. After a process kill
 /// the MANIFEST names a table that is gone: the acknowledged write cannot be read.
 #[test]
-#[ignore = "bug: a failed MANIFEST sync deletes the outputs that the written (unsynced) edit names"]
 fn failed_manifest_sync_keeps_the_tables_its_edit_names() {
     let fs = MemFs::new();
     let db = open_on(&fs, &options()).unwrap();

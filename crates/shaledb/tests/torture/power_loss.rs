@@ -162,7 +162,6 @@ fn power_loss_sweep_large_values_fragmented_wal_records() {
 /// synced MANIFEST edit, but its directory entry is never synced, so a power loss right after the flush
 /// leaves a MANIFEST naming a table that does not exist; the synced write is unreadable.
 #[test]
-#[ignore = "bug: flush/compaction outputs are not directory-synced before the MANIFEST edit naming them"]
 fn synced_write_survives_power_loss_right_after_flush() {
     let fs = MemFs::new();
     let db = open_on(&fs, &mem_default()).unwrap();

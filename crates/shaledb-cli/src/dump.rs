@@ -1,0 +1,563 @@
+//! `shaledb dump PATH`: prints what a ShaleDB file holds, in the spirit of RocksDB's `sst_dump` and `ldb`:
+//!
+//! - `NNNNNN.sst`: properties, the index (separator -> block), and the entries (user key, sequence, kind,
+//!   value);
+//! - `NNNNNN.log`: each record (offset, size), the write batch in it (sequence, count) and its updates;
+//! - `MANIFEST-NNNNNN`: each version edit, then the LSM shape they add up to;
+//! - a database directory: CURRENT, its MANIFEST, then the directory listing.
+//!
+//! Damage is printed where it is met (file and offset) and the dump goes on where the format allows; the
+//! exit code is 1 when anything was damaged.
+
+use shaledb_format::batch::BatchRep;
+use shaledb_format::block::{Block, BlockIter, KeyOrder};
+use shaledb_format::coding::{get_fixed32, Decoder};
+use shaledb_format::compress::{decompress, CompressionType};
+use shaledb_format::edit::{FileMeta, VersionEdit};
+use shaledb_format::ikey::{self, ValueKind};
+use shaledb_format::iter::InternalIterator;
+use shaledb_format::log::{LogRead, Reader};
+use shaledb_format::table::{BlockHandle, Table, TableReadOptions, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use shaledb_format::{crc, Error};
+use shaledb_vfs::{Fs, PosixFs, ReadHints};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Arguments of `shaledb dump`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A table (`NNNNNN.sst`), a WAL (`NNNNNN.log`), a MANIFEST (`MANIFEST-NNNNNN`) or a database directory.
+    pub path: std::path::PathBuf,
+    /// What the file is, when its name does not tell.
+    #[arg(long, value_enum)]
+    pub kind: Option<Kind>,
+    /// Print at most this many entries or records per file (0: all).
+    #[arg(long, default_value_t = 0)]
+    pub limit: usize,
+    /// Print keys only, not values.
+    #[arg(long)]
+    pub keys_only: bool,
+}
+
+/// The kinds of file `dump` reads.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// An SST.
+    Sst,
+    /// A write-ahead log.
+    Wal,
+    /// A MANIFEST.
+    Manifest,
+}
+
+/// How much to print.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DumpOptions {
+    /// At most this many entries or records per file (0: all).
+    pub limit: usize,
+    /// Keys only.
+    pub keys_only: bool,
+}
+
+/// Runs `shaledb dump`; exit code 0, or 1 when damage was found.
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let fs = PosixFs::new();
+    let opts = DumpOptions { limit: args.limit, keys_only: args.keys_only };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let result = if args.path.is_dir() {
+        dump_dir(&fs, &args.path, opts, &mut out)
+    } else {
+        let kind = match args.kind.or_else(|| kind_of(&args.path)) {
+            Some(k) => k,
+            None => {
+                anyhow::bail!("cannot tell what {} is from its name; pass --kind sst|wal|manifest", args.path.display())
+            }
+        };
+        dump_file(&fs, &args.path, kind, opts, &mut out)
+    }
+    .and_then(|clean| Ok(out.flush().map(|()| clean)?));
+    match result {
+        Ok(clean) => Ok(if clean { 0 } else { 1 }),
+        // `shaledb dump x.sst | head`: the reader went away; nothing is wrong with the file.
+        Err(e) if e.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) => {
+            Ok(0)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The kind of a file, from its name.
+pub fn kind_of(path: &Path) -> Option<Kind> {
+    let name = path.file_name()?.to_str()?;
+    if name.starts_with("MANIFEST-") {
+        Some(Kind::Manifest)
+    } else if name.ends_with(".sst") {
+        Some(Kind::Sst)
+    } else if name.ends_with(".log") {
+        Some(Kind::Wal)
+    } else {
+        None
+    }
+}
+
+/// Dumps one file; returns false when damage was found.
+pub fn dump_file(fs: &dyn Fs, path: &Path, kind: Kind, opts: DumpOptions, out: &mut dyn Write) -> anyhow::Result<bool> {
+    match kind {
+        Kind::Sst => dump_sst(fs, path, opts, out),
+        Kind::Wal => dump_wal(fs, path, opts, out),
+        Kind::Manifest => dump_manifest(fs, path, opts, out),
+    }
+}
+
+/// Dumps CURRENT, the MANIFEST it names and the file listing of a database directory.
+pub fn dump_dir(fs: &dyn Fs, dir: &Path, opts: DumpOptions, out: &mut dyn Write) -> anyhow::Result<bool> {
+    let current = fs.read_all(&dir.join("CURRENT"))?;
+    let name = String::from_utf8_lossy(&current);
+    let name = name.trim_end_matches('\n');
+    writeln!(out, "CURRENT: {name}")?;
+    let clean = if name.starts_with("MANIFEST-") {
+        dump_manifest(fs, &dir.join(name), opts, out)?
+    } else {
+        writeln!(out, "DAMAGE CURRENT at offset 0: does not name a MANIFEST")?;
+        false
+    };
+    writeln!(out, "files:")?;
+    for n in fs.list(dir)? {
+        let size = fs.file_size(&dir.join(&n)).map_or_else(|e| e.to_string(), |s| format!("{s} bytes"));
+        writeln!(out, "  {n}  {size}")?;
+    }
+    Ok(clean)
+}
+
+/// Text when printable, else `0x` hex.
+fn show(bytes: &[u8]) -> String {
+    if !bytes.is_empty() && bytes.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+        format!("'{}'", String::from_utf8_lossy(bytes))
+    } else {
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        format!("0x{hex}")
+    }
+}
+
+fn show_ikey(k: &[u8]) -> String {
+    match ikey::parse(k) {
+        // Index separators carry the largest sequence so that they sort before every entry of their key.
+        Some(p) if p.seq == ikey::MAX_SEQUENCE => format!("{} @max", show(p.user_key)),
+        Some(p) => format!("{} @{} {}", show(p.user_key), p.seq, kind_name(p.kind)),
+        None => format!("{} (malformed internal key)", show(k)),
+    }
+}
+
+fn kind_name(kind: ValueKind) -> &'static str {
+    match kind {
+        ValueKind::Deletion => "DEL",
+        ValueKind::Value => "PUT",
+        ValueKind::Merge => "MERGE",
+    }
+}
+
+fn damage(out: &mut dyn Write, e: &Error, path: &Path) -> std::io::Result<()> {
+    match e {
+        Error::Corruption { file, offset, what } => {
+            let file = if file.as_os_str().is_empty() { path } else { file.as_path() };
+            writeln!(out, "DAMAGE {} at offset {offset}: {what}", file.display())
+        }
+        other => writeln!(out, "ERROR {}: {other}", path.display()),
+    }
+}
+
+/// Reads a block by handle, checking its trailer: the same steps as the table reader, for the index.
+fn read_block(data: &[u8], h: BlockHandle, path: &Path) -> Result<Block, Error> {
+    let bad = |what: &str| Error::corruption(path, h.offset, what);
+    let start = usize::try_from(h.offset).map_err(|_| bad("block offset out of range"))?;
+    let size = usize::try_from(h.size).map_err(|_| bad("block size out of range"))?;
+    let end = start.checked_add(size).ok_or_else(|| bad("block size out of range"))?;
+    let stored = data.get(start..end).ok_or_else(|| bad("block runs past the end of the file"))?;
+    let trailer = data.get(end..end + BLOCK_TRAILER_LEN).ok_or_else(|| bad("block trailer runs past the end"))?;
+    let ctype = trailer[0];
+    let expected = get_fixed32(&trailer[1..]).map(crc::unmask);
+    if expected != Some(crc::extend(crc::value(stored), &[ctype])) {
+        return Err(bad("block checksum mismatch"));
+    }
+    let kind = CompressionType::from_u8(ctype).ok_or_else(|| bad("unknown compression type"))?;
+    let contents = match kind {
+        CompressionType::None => stored.to_vec(),
+        other => decompress(other, stored).map_err(|e| e.in_file(path, h.offset))?,
+    };
+    Block::new(contents).map_err(|e| e.in_file(path, h.offset))
+}
+
+fn dump_sst(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Write) -> anyhow::Result<bool> {
+    let file = fs.open(path, ReadHints { sequential: true, ..ReadHints::default() })?;
+    let len = file.len();
+    writeln!(out, "table {} ({len} bytes)", path.display())?;
+    let table = match Table::open(file, &TableReadOptions::default()) {
+        Ok(t) => t,
+        Err(e) => {
+            damage(out, &e, path)?;
+            return Ok(false);
+        }
+    };
+    let p = table.properties();
+    writeln!(out, "properties:")?;
+    for (name, value) in [
+        ("num_entries", p.num_entries.to_string()),
+        ("num_deletions", p.num_deletions.to_string()),
+        ("num_merges", p.num_merges.to_string()),
+        ("num_data_blocks", p.num_data_blocks.to_string()),
+        ("raw_key_size", p.raw_key_size.to_string()),
+        ("raw_value_size", p.raw_value_size.to_string()),
+        ("data_size", p.data_size.to_string()),
+        ("index_size", p.index_size.to_string()),
+        ("filter_size", p.filter_size.to_string()),
+        ("compression", p.compression.name().to_string()),
+        ("smallest_seq", p.smallest_seq.to_string()),
+        ("largest_seq", p.largest_seq.to_string()),
+        ("format_version", p.format_version.to_string()),
+    ] {
+        writeln!(out, "  {name}: {value}")?;
+    }
+    let mut clean = true;
+    // The index: the footer's second handle.
+    let data = fs.read_all(path)?;
+    let footer_at = data.len().saturating_sub(FOOTER_LEN);
+    let mut d = Decoder::new(data.get(footer_at..).unwrap_or_default());
+    let handles = (|| Some((d.varint64()?, d.varint64()?, d.varint64()?, d.varint64()?)))();
+    writeln!(out, "index:")?;
+    match handles {
+        None => {
+            writeln!(out, "DAMAGE {} at offset {footer_at}: malformed footer handles", path.display())?;
+            clean = false;
+        }
+        Some((_, _, offset, size)) => match read_block(&data, BlockHandle { offset, size }, path) {
+            Err(e) => {
+                damage(out, &e, path)?;
+                clean = false;
+            }
+            Ok(block) => {
+                let mut it = BlockIter::new(Arc::new(block), KeyOrder::Internal);
+                it.seek_to_first();
+                while it.valid() {
+                    let target = BlockHandle::decode_exact(it.value())
+                        .map_or_else(|| "malformed handle".to_string(), |h| format!("block @{} +{}", h.offset, h.size));
+                    writeln!(out, "  {} -> {target}", show_ikey(it.key()))?;
+                    it.next();
+                }
+                if let Err(e) = it.status() {
+                    damage(out, &e.in_file(path, offset), path)?;
+                    clean = false;
+                }
+            }
+        },
+    }
+    writeln!(out, "entries:")?;
+    let mut it = table.iter(true, false);
+    it.seek_to_first();
+    let mut n = 0usize;
+    while it.valid() {
+        if opts.limit == 0 || n < opts.limit {
+            if opts.keys_only {
+                writeln!(out, "  {}", show_ikey(it.key()))?;
+            } else {
+                writeln!(out, "  {} => {}", show_ikey(it.key()), show(it.value()))?;
+            }
+        }
+        n += 1;
+        it.next();
+    }
+    if let Err(e) = it.status() {
+        damage(out, &e, path)?;
+        clean = false;
+    }
+    if let Err(e) = table.verify() {
+        damage(out, &e, path)?;
+        clean = false;
+    }
+    writeln!(out, "{n} entries")?;
+    Ok(clean)
+}
+
+fn dump_wal(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Write) -> anyhow::Result<bool> {
+    let data = fs.read_all(path)?;
+    writeln!(out, "WAL {} ({} bytes)", path.display(), data.len())?;
+    let mut reader = Reader::new(data, path.to_path_buf());
+    let mut clean = true;
+    let (mut records, mut updates) = (0usize, 0u64);
+    loop {
+        match reader.next() {
+            LogRead::Eof => break,
+            LogRead::Damage(d) => {
+                writeln!(out, "DAMAGE {}", d.to_error(path))?;
+                clean = false;
+            }
+            LogRead::Record { offset, data } => {
+                records += 1;
+                let size = data.len();
+                match BatchRep::from_bytes(data) {
+                    Err(e) => {
+                        damage(out, &e.in_file(path, offset), path)?;
+                        clean = false;
+                    }
+                    Ok(batch) => {
+                        updates += u64::from(batch.count());
+                        if opts.limit == 0 || records <= opts.limit {
+                            writeln!(
+                                out,
+                                "record @{offset} ({size} bytes): batch seq {} count {}",
+                                batch.sequence(),
+                                batch.count()
+                            )?;
+                            for (i, e) in batch.iter().enumerate() {
+                                let Ok(e) = e else { break };
+                                let seq = batch.sequence() + i as u64;
+                                match (e.kind, opts.keys_only) {
+                                    (ValueKind::Deletion, _) | (_, true) => {
+                                        writeln!(out, "  {} {} @{seq}", kind_name(e.kind), show(e.key))?
+                                    }
+                                    _ => writeln!(
+                                        out,
+                                        "  {} {} @{seq} => {}",
+                                        kind_name(e.kind),
+                                        show(e.key),
+                                        show(e.value)
+                                    )?,
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    writeln!(out, "{records} records, {updates} updates, intact prefix {} bytes", reader.end_of_last_record())?;
+    Ok(clean)
+}
+
+fn show_meta(f: &FileMeta) -> String {
+    format!(
+        "#{} {} bytes [{} .. {}] seq {}..{} entries {} deletions {}",
+        f.number,
+        f.file_size,
+        show_ikey(&f.smallest),
+        show_ikey(&f.largest),
+        f.smallest_seq,
+        f.largest_seq,
+        f.num_entries,
+        f.num_deletions
+    )
+}
+
+fn dump_manifest(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Write) -> anyhow::Result<bool> {
+    let data = fs.read_all(path)?;
+    writeln!(out, "MANIFEST {} ({} bytes)", path.display(), data.len())?;
+    let mut reader = Reader::new(data, path.to_path_buf());
+    let mut clean = true;
+    let mut levels: BTreeMap<u32, BTreeMap<u64, FileMeta>> = BTreeMap::new();
+    let (mut log, mut next, mut last) = (None, None, None);
+    let mut n = 0usize;
+    loop {
+        match reader.next() {
+            LogRead::Eof => break,
+            LogRead::Damage(d) => {
+                writeln!(out, "DAMAGE {}", d.to_error(path))?;
+                clean = false;
+            }
+            LogRead::Record { offset, data } => {
+                n += 1;
+                let edit = match VersionEdit::decode(&data) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        damage(out, &e.in_file(path, offset), path)?;
+                        clean = false;
+                        continue;
+                    }
+                };
+                let show_edit = opts.limit == 0 || n <= opts.limit;
+                if show_edit {
+                    writeln!(out, "edit {n} @{offset}:")?;
+                    for (name, v) in [
+                        ("comparator", edit.comparator.clone()),
+                        ("format_version", edit.format_version.map(|v| v.to_string())),
+                        ("log_number", edit.log_number.map(|v| v.to_string())),
+                        ("next_file_number", edit.next_file_number.map(|v| v.to_string())),
+                        ("last_sequence", edit.last_sequence.map(|v| v.to_string())),
+                    ] {
+                        if let Some(v) = v {
+                            writeln!(out, "  {name}: {v}")?;
+                        }
+                    }
+                }
+                for (level, number) in &edit.deleted_files {
+                    if show_edit {
+                        writeln!(out, "  delete L{level} #{number}")?;
+                    }
+                    if levels.get_mut(level).and_then(|f| f.remove(number)).is_none() {
+                        writeln!(
+                            out,
+                            "DAMAGE {} at offset {offset}: deletes #{number}, which is not in L{level}",
+                            path.display()
+                        )?;
+                        clean = false;
+                    }
+                }
+                for (level, meta) in &edit.new_files {
+                    if show_edit {
+                        writeln!(out, "  add L{level} {}", show_meta(meta))?;
+                    }
+                    levels.entry(*level).or_default().insert(meta.number, meta.clone());
+                }
+                log = edit.log_number.or(log);
+                next = edit.next_file_number.or(next);
+                last = edit.last_sequence.or(last);
+            }
+        }
+    }
+    let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+    writeln!(out, "{n} edits; log number {}, next file {}, last sequence {}", opt(log), opt(next), opt(last))?;
+    writeln!(out, "LSM shape:")?;
+    for (level, files) in levels.iter().filter(|(_, f)| !f.is_empty()) {
+        let bytes: u64 = files.values().map(|f| f.file_size).sum();
+        writeln!(out, "  L{level}: {} files, {bytes} bytes", files.len())?;
+        for f in files.values() {
+            writeln!(out, "    {}", show_meta(f))?;
+        }
+    }
+    Ok(clean)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shaledb::{Db, Options, WriteBatch, WriteOptions};
+    use shaledb_vfs::MemFs;
+
+    fn dir() -> &'static Path {
+        Path::new("/db")
+    }
+
+    /// Two flushed tables, then a batch, a delete and a merge left in the WAL; the state after a kill.
+    fn fixture() -> MemFs {
+        let fs = MemFs::new();
+        let opts = Options {
+            fs: Arc::new(fs.clone()),
+            write_buffer_size: 1 << 20,
+            block_size: 256,
+            disable_auto_compactions: true,
+            merge_operator: shaledb::merge::builtin("stringappend"),
+            ..Options::default()
+        };
+        let db = Db::open(dir(), opts).unwrap();
+        for round in 0..2 {
+            for i in 0..30 {
+                db.put(format!("key{:03}", i * 2 + round).as_bytes(), format!("v{i}").as_bytes()).unwrap();
+            }
+            db.flush().unwrap();
+        }
+        let mut b = WriteBatch::new();
+        b.put(b"batch-a", b"1").put(b"batch-b", &[0, 1, 2]);
+        db.write(&b, &WriteOptions::default()).unwrap();
+        db.delete(b"key000").unwrap();
+        db.merge(b"key001", b"more").unwrap();
+        let killed = fs.deep_clone();
+        drop(db);
+        killed
+    }
+
+    fn file(fs: &MemFs, suffix: &str) -> std::path::PathBuf {
+        let names: Vec<String> = fs.file_names(dir()).into_iter().filter(|n| n.contains(suffix)).collect();
+        dir().join(names.first().unwrap_or_else(|| panic!("no {suffix} file")))
+    }
+
+    fn dump(fs: &MemFs, path: &Path, kind: Kind, opts: DumpOptions) -> (bool, String) {
+        let mut out = Vec::new();
+        let clean = dump_file(fs, path, kind, opts, &mut out).unwrap();
+        (clean, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn kind_is_read_from_the_name() {
+        assert_eq!(kind_of(Path::new("/x/000012.sst")), Some(Kind::Sst));
+        assert_eq!(kind_of(Path::new("000013.log")), Some(Kind::Wal));
+        assert_eq!(kind_of(Path::new("MANIFEST-000004")), Some(Kind::Manifest));
+        assert_eq!(kind_of(Path::new("CURRENT")), None);
+    }
+
+    #[test]
+    fn sst_dump_shows_properties_index_and_entries() {
+        let fs = fixture();
+        let (clean, text) = dump(&fs, &file(&fs, ".sst"), Kind::Sst, DumpOptions::default());
+        assert!(clean, "{text}");
+        assert!(text.contains("num_entries: 30"), "{text}");
+        assert!(text.contains("compression: "), "{text}");
+        assert!(text.contains("index:\n  "), "{text}");
+        assert!(text.contains(" -> block @0 +"), "{text}");
+        assert!(text.contains("'key000' @1 PUT => 'v0'"), "{text}");
+        assert!(text.ends_with("30 entries\n"), "{text}");
+        let (_, keys) = dump(&fs, &file(&fs, ".sst"), Kind::Sst, DumpOptions { limit: 2, keys_only: true });
+        assert!(keys.contains("'key000' @1 PUT\n"), "{keys}");
+        assert!(!keys.contains("'key004'"), "limit 2: {keys}");
+    }
+
+    #[test]
+    fn wal_dump_shows_batches_with_sequences() {
+        let fs = fixture();
+        let (clean, text) = dump(&fs, &file(&fs, ".log"), Kind::Wal, DumpOptions::default());
+        assert!(clean, "{text}");
+        assert!(text.contains("batch seq 61 count 2"), "{text}");
+        assert!(text.contains("PUT 'batch-b' @62 => 0x000102"), "{text}");
+        assert!(text.contains("DEL 'key000' @63"), "{text}");
+        assert!(text.contains("MERGE 'key001' @64 => 'more'"), "{text}");
+        assert!(text.contains("3 records, 4 updates"), "{text}");
+    }
+
+    #[test]
+    fn manifest_dump_shows_edits_and_shape() {
+        let fs = fixture();
+        let (clean, text) = dump(&fs, &file(&fs, "MANIFEST-"), Kind::Manifest, DumpOptions::default());
+        assert!(clean, "{text}");
+        assert!(text.contains("comparator: shaledb.bytewise"), "{text}");
+        assert!(text.contains("  add L0 #"), "{text}");
+        assert!(text.contains("LSM shape:\n  L0: 2 files"), "{text}");
+    }
+
+    #[test]
+    fn directory_dump_follows_current() {
+        let fs = fixture();
+        let mut out = Vec::new();
+        assert!(dump_dir(&fs, dir(), DumpOptions::default(), &mut out).unwrap());
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("CURRENT: MANIFEST-"), "{text}");
+        assert!(text.contains("files:\n"), "{text}");
+    }
+
+    #[test]
+    fn damage_is_reported_with_file_and_offset_and_makes_the_dump_unclean() {
+        let fs = fixture();
+        let wal = file(&fs, ".log");
+        let data = fs.read_file(&wal).unwrap();
+        fs.write_file(&wal, &data[..data.len() - 2]);
+        let (clean, text) = dump(&fs, &wal, Kind::Wal, DumpOptions::default());
+        assert!(!clean);
+        assert!(text.contains("DAMAGE corruption in /db/"), "{text}");
+        assert!(text.contains("2 records"), "the intact records are still shown: {text}");
+
+        let sst = file(&fs, ".sst");
+        let mut data = fs.read_file(&sst).unwrap();
+        data[10] ^= 0xff;
+        fs.write_file(&sst, &data);
+        let (clean, text) = dump(&fs, &sst, Kind::Sst, DumpOptions::default());
+        assert!(!clean);
+        assert!(text.contains("DAMAGE /db/") && text.contains("at offset 0"), "{text}");
+
+        let manifest = file(&fs, "MANIFEST-");
+        let mut data = fs.read_file(&manifest).unwrap();
+        data[3] ^= 0x01;
+        fs.write_file(&manifest, &data);
+        let (clean, text) = dump(&fs, &manifest, Kind::Manifest, DumpOptions::default());
+        assert!(!clean);
+        assert!(text.contains("at offset 0"), "{text}");
+    }
+}

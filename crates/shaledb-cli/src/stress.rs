@@ -1,0 +1,142 @@
+//! `shaledb stress`: db_stress-like random operations on a real directory, with an expected-state file that
+//! survives the process (see `shaledb_testkit::stress`). Every start first verifies the database against that
+//! file, so killing the process with SIGKILL and starting it again checks the recovery; `scripts/crash-loop`
+//! does that for hours.
+//!
+//! Exit codes: 0 success, 1 the database does not hold what it must, 2 an error (I/O, engine).
+
+use shaledb_testkit::stress::{self, StressConfig, StressError};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Arguments of `shaledb stress`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The database directory (created when missing).
+    #[arg(long)]
+    pub path: PathBuf,
+    /// The expected-state file [default: <PATH>.expected].
+    #[arg(long)]
+    pub expected: Option<PathBuf>,
+    /// Writer threads.
+    #[arg(long, default_value_t = 4)]
+    pub threads: usize,
+    /// Size of the key space.
+    #[arg(long, default_value_t = 10_000)]
+    pub keys: u32,
+    /// Operations per thread (0: until --duration ends or the process is killed).
+    #[arg(long, default_value_t = 10_000)]
+    pub ops: u64,
+    /// Stop after this many seconds (0: no time limit).
+    #[arg(long, default_value_t = 0.0)]
+    pub duration: f64,
+    /// Seed of the operation mix.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Largest value in bytes.
+    #[arg(long, default_value_t = 100)]
+    pub max_value: usize,
+    /// One write in this many is synced (0: none).
+    #[arg(long, default_value_t = 100)]
+    pub sync_one_in: u32,
+    /// Memtable size in bytes (small: flushes and compactions all the time).
+    #[arg(long, default_value_t = 64 << 10)]
+    pub write_buffer_size: usize,
+    /// Close and reopen the database this many times during the run.
+    #[arg(long, default_value_t = 0)]
+    pub reopen: u32,
+    /// Only open the database and verify it against the expected state.
+    #[arg(long)]
+    pub verify_only: bool,
+    /// Delete the database and its expected-state file first.
+    #[arg(long)]
+    pub destroy: bool,
+}
+
+impl Args {
+    /// The driver's configuration.
+    pub fn config(&self) -> StressConfig {
+        StressConfig {
+            path: self.path.clone(),
+            expected: self.expected.clone(),
+            threads: self.threads,
+            keys: self.keys,
+            ops_per_thread: self.ops,
+            duration: (self.duration > 0.0).then(|| Duration::from_secs_f64(self.duration)),
+            seed: self.seed,
+            max_value: self.max_value,
+            sync_one_in: self.sync_one_in,
+            write_buffer_size: self.write_buffer_size,
+            reopens: self.reopen,
+            verify_only: self.verify_only,
+        }
+    }
+}
+
+/// Runs `shaledb stress`.
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let cfg = args.config();
+    if args.destroy {
+        stress::destroy(&cfg)?;
+    }
+    match stress::run(&cfg) {
+        Ok(s) => {
+            let opens: Vec<String> = s.open_times.iter().map(|t| format!("{:.1}", t.as_secs_f64() * 1e3)).collect();
+            println!("stress: ok, {} ops, open ms [{}]", s.ops, opens.join(", "));
+            Ok(0)
+        }
+        Err(StressError::Verify(problems)) => {
+            for p in &problems {
+                println!("stress: FAIL {p}");
+            }
+            println!("stress: verification failed: {} problems", problems.len());
+            Ok(1)
+        }
+        Err(e) => {
+            eprintln!("stress: error: {e}");
+            Ok(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn flags_map_to_the_config() {
+        let cli = Cli::parse_from(["x", "--path", "/tmp/s", "--threads", "2", "--duration", "1.5", "--verify-only"]);
+        let c = cli.args.config();
+        assert_eq!(c.path, PathBuf::from("/tmp/s"));
+        assert_eq!(c.expected_path(), PathBuf::from("/tmp/s.expected"));
+        assert_eq!(c.threads, 2);
+        assert_eq!(c.duration, Some(Duration::from_millis(1500)));
+        assert!(c.verify_only);
+        let c = Cli::parse_from(["x", "--path", "p"]).args.config();
+        assert_eq!((c.duration, c.ops_per_thread), (None, 10_000));
+    }
+
+    #[test]
+    fn run_and_verify_exit_codes() {
+        let dir = std::env::temp_dir().join(format!("shaledb-cli-stress-{}", std::process::id()));
+        let path = dir.join("db");
+        let base = ["x", "--path", path.to_str().unwrap_or("db"), "--keys", "200", "--threads", "2"];
+        let run_with = |extra: &[&str]| {
+            let argv: Vec<&str> = base.iter().chain(extra).copied().collect();
+            run(Cli::parse_from(argv).args).unwrap()
+        };
+        assert_eq!(run_with(&["--ops", "200", "--destroy"]), 0);
+        assert_eq!(run_with(&["--verify-only"]), 0);
+        // A different key space than the expected state was written for: a verification failure.
+        let argv = ["x", "--path", path.to_str().unwrap_or("db"), "--keys", "100", "--verify-only"];
+        assert_eq!(run(Cli::parse_from(argv).args).unwrap(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,172 @@
+//! Random write workloads for crash tests, and the glue between them and the engine: submit a
+//! [`Write`], read a whole database into a [`Model`].
+
+use crate::history::{Mutation, Write};
+use crate::Model;
+use rand::Rng;
+use shaledb::{CompressionType, Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use std::sync::Arc;
+
+/// The shape of a random workload. Ratios are "one in n" (0 = never).
+#[derive(Clone, Debug)]
+pub struct WorkloadConfig {
+    /// Distinct keys: small enough that overwrites, deletes and merges hit live keys.
+    pub keys: u32,
+    /// Largest value in bytes.
+    pub max_value: usize,
+    /// One write in this many is acknowledged with `sync`.
+    pub sync_one_in: u32,
+    /// One write in this many is a batch of 2 to `max_batch` updates.
+    pub batch_one_in: u32,
+    /// Largest batch.
+    pub max_batch: usize,
+    /// One update in this many is a delete.
+    pub delete_one_in: u32,
+    /// One update in this many is a merge (stringappend operands of 1 to 4 bytes).
+    pub merge_one_in: u32,
+}
+
+impl Default for WorkloadConfig {
+    fn default() -> Self {
+        WorkloadConfig {
+            keys: 200,
+            max_value: 120,
+            sync_one_in: 5,
+            batch_one_in: 4,
+            max_batch: 6,
+            delete_one_in: 6,
+            merge_one_in: 6,
+        }
+    }
+}
+
+/// The name of key `i`: `key00042`. Fixed width, so the order of names is the order of numbers.
+pub fn key(i: u32) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+fn one_in<R: Rng + ?Sized>(rng: &mut R, n: u32) -> bool {
+    n > 0 && rng.gen_ratio(1, n)
+}
+
+/// A random update.
+pub fn random_mutation<R: Rng + ?Sized>(rng: &mut R, cfg: &WorkloadConfig) -> Mutation {
+    let key = key(rng.gen_range(0..cfg.keys.max(1)));
+    if one_in(rng, cfg.delete_one_in) {
+        Mutation::Delete { key }
+    } else if one_in(rng, cfg.merge_one_in) {
+        let len = rng.gen_range(1..=4);
+        Mutation::Merge { key, operand: (0..len).map(|_| rng.gen_range(b'a'..=b'z')).collect() }
+    } else {
+        Mutation::Put { key, value: crate::random_value(rng, cfg.max_value) }
+    }
+}
+
+/// A random write: one update, or a batch.
+pub fn random_write<R: Rng + ?Sized>(rng: &mut R, cfg: &WorkloadConfig) -> Write {
+    let batch = one_in(rng, cfg.batch_one_in);
+    let n = if batch { rng.gen_range(2..=cfg.max_batch.max(2)) } else { 1 };
+    Write { mutations: (0..n).map(|_| random_mutation(rng, cfg)).collect(), sync: one_in(rng, cfg.sync_one_in), batch }
+}
+
+/// Sends `w` to the database the way a user would: `put_opt`/`delete_opt`/`merge_opt` for a single update,
+/// [`Db::write`] for a batch.
+pub fn submit(db: &Db, w: &Write) -> shaledb::Result<()> {
+    let opts = WriteOptions { sync: w.sync, ..WriteOptions::default() };
+    match (w.batch, w.mutations.as_slice()) {
+        (false, [Mutation::Put { key, value }]) => db.put_opt(&opts, key, value),
+        (false, [Mutation::Delete { key }]) => db.delete_opt(&opts, key),
+        (false, [Mutation::Merge { key, operand }]) => db.merge_opt(&opts, key, operand),
+        (_, mutations) => {
+            let mut b = WriteBatch::new();
+            for m in mutations {
+                match m {
+                    Mutation::Put { key, value } => b.put(key, value),
+                    Mutation::Delete { key } => b.delete(key),
+                    Mutation::Merge { key, operand } => b.merge(key, operand),
+                };
+            }
+            db.write(&b, &opts)
+        }
+    }
+}
+
+/// Every entry of the database, read with a forward scan.
+pub fn read_all(db: &Db) -> shaledb::Result<Model> {
+    read_all_with(db, ReadOptions::default())
+}
+
+/// [`read_all`] with read options (a snapshot, checksum choices).
+pub fn read_all_with(db: &Db, opts: ReadOptions) -> shaledb::Result<Model> {
+    let mut m = Model::new();
+    for item in db.range(opts, ..) {
+        let (k, v) = item?;
+        m.put(&k, &v);
+    }
+    Ok(m)
+}
+
+/// Checks that point lookups of every key of `expected`, and of the `keys` key names, agree with it. The
+/// error names the first key that disagrees; a read error is returned as is.
+pub fn check_gets(db: &Db, expected: &Model, keys: u32) -> shaledb::Result<Result<(), String>> {
+    let names = (0..keys).map(key).chain(expected.iter().map(|(k, _)| k.to_vec()));
+    for k in names {
+        let got = db.get(&k)?;
+        if got.as_deref() != expected.get(&k) {
+            return Ok(Err(format!(
+                "get({}) = {} but the scan says {}",
+                crate::history::show(&k),
+                got.as_deref().map_or("absent".into(), crate::history::show),
+                expected.get(&k).map_or("absent".into(), crate::history::show)
+            )));
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Options with tiny memtables, files and blocks so that a few hundred writes go through flushes,
+/// compactions and several levels; `stringappend` merges; the given file system.
+pub fn tiny_options(fs: Arc<dyn shaledb::Fs>) -> Options {
+    Options {
+        write_buffer_size: 4096,
+        max_write_buffer_number: 3,
+        target_file_size_base: 4096,
+        max_bytes_for_level_base: 16 << 10,
+        max_bytes_for_level_multiplier: 4.0,
+        level0_file_num_compaction_trigger: 2,
+        level0_slowdown_writes_trigger: 8,
+        level0_stop_writes_trigger: 12,
+        block_size: 256,
+        block_restart_interval: 4,
+        block_cache_size: 32 << 10,
+        compression: CompressionType::Lz4,
+        merge_operator: shaledb::merge::builtin("stringappend"),
+        fs,
+        ..Options::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng;
+
+    #[test]
+    fn workload_mixes_every_kind_of_write() {
+        let mut r = rng(11);
+        let cfg = WorkloadConfig::default();
+        let writes: Vec<Write> = (0..500).map(|_| random_write(&mut r, &cfg)).collect();
+        let ms = || writes.iter().flat_map(|w| w.mutations.iter());
+        assert!(writes.iter().any(|w| w.sync) && writes.iter().any(|w| !w.sync));
+        assert!(writes.iter().any(|w| w.batch && w.mutations.len() > 1));
+        assert!(ms().any(|m| matches!(m, Mutation::Delete { .. })));
+        assert!(ms().any(|m| matches!(m, Mutation::Merge { .. })));
+        assert!(ms().all(|m| m.key().starts_with(b"key") && m.key().len() == 8));
+    }
+
+    #[test]
+    fn key_names_sort_by_number() {
+        assert!(key(9) < key(10));
+        assert_eq!(key(42), b"key00042");
+    }
+}
