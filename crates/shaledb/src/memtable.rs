@@ -15,7 +15,7 @@ use shaledb_format::Result;
 use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 /// Bytes charged per entry on top of its key and value: the `Arc` header, the skiplist node (key slot,
@@ -186,6 +186,44 @@ pub(crate) struct MemTable {
     id: u64,
     map: SkipMap<Rec, ()>,
     mem: AtomicUsize,
+    filter: KeyFilter,
+}
+
+/// A whole-key bloom filter over the memtable's user keys, so that a point lookup for a key the memtable does
+/// not hold (most lookups, once data has been flushed) skips the skiplist search. One 64-bit word per key:
+/// insert is one atomic `fetch_or`, lookup one load.
+///
+/// INVARIANT: a key's bits are set before its entry is inserted into the skiplist, so any entry a reader can
+/// find has its bits visible to that reader (publication of the sequence number orders both).
+struct KeyFilter {
+    words: Box<[AtomicU64]>,
+    mask: usize,
+}
+
+impl KeyFilter {
+    fn new(bits: usize) -> KeyFilter {
+        let words = (bits / 64).clamp(64, 1 << 20).next_power_of_two();
+        KeyFilter { words: (0..words).map(|_| AtomicU64::new(0)).collect(), mask: words - 1 }
+    }
+
+    #[inline]
+    fn probe(&self, hash: u64) -> (&AtomicU64, u64) {
+        let bits =
+            (1u64 << (hash & 63)) | (1 << ((hash >> 6) & 63)) | (1 << ((hash >> 12) & 63)) | (1 << ((hash >> 18) & 63));
+        (&self.words[(hash >> 32) as usize & self.mask], bits)
+    }
+
+    #[inline]
+    fn add(&self, hash: u64) {
+        let (w, bits) = self.probe(hash);
+        w.fetch_or(bits, AtomicOrdering::Relaxed);
+    }
+
+    #[inline]
+    fn may_contain(&self, hash: u64) -> bool {
+        let (w, bits) = self.probe(hash);
+        w.load(AtomicOrdering::Relaxed) & bits == bits
+    }
 }
 
 impl std::fmt::Debug for MemTable {
@@ -201,7 +239,18 @@ impl std::fmt::Debug for MemTable {
 impl MemTable {
     /// An empty memtable for the records of WAL number `id`.
     pub(crate) fn new(id: u64) -> MemTable {
-        MemTable { id, map: SkipMap::new(), mem: AtomicUsize::new(0) }
+        MemTable::with_capacity(id, 0)
+    }
+
+    /// An empty memtable whose key filter is sized for `write_buffer_size` bytes of entries.
+    pub(crate) fn with_capacity(id: u64, write_buffer_size: usize) -> MemTable {
+        MemTable { id, map: SkipMap::new(), mem: AtomicUsize::new(0), filter: KeyFilter::new(write_buffer_size / 8) }
+    }
+
+    /// False when `user_key` (whose `bloom::key_hash` is `hash`) is certainly not in the table.
+    #[inline]
+    pub(crate) fn may_contain(&self, hash: u64) -> bool {
+        self.filter.may_contain(hash)
     }
 
     /// The number of the WAL whose records this memtable holds.
@@ -216,6 +265,7 @@ impl MemTable {
         debug_assert!(seq <= MAX_SEQUENCE);
         let rec = Rec::new(user_key, ikey::pack_trailer(seq.min(MAX_SEQUENCE), kind), value);
         let charge = rec.buf.len() + ENTRY_OVERHEAD;
+        self.filter.add(shaledb_format::bloom::key_hash(user_key));
         self.map.insert(rec, ());
         self.mem.fetch_add(charge, AtomicOrdering::Relaxed);
     }
@@ -517,5 +567,20 @@ mod tests {
             let newest = (0..8000u64).filter(|s| (s / 4) % 500 == i).max().unwrap() + 1;
             assert_eq!(st.finish().unwrap(), Some(newest.to_le_bytes().to_vec()));
         }
+    }
+
+    #[test]
+    fn key_filter_has_no_false_negatives_and_rejects_most_absent_keys() {
+        let m = MemTable::with_capacity(1, 1 << 20);
+        for i in 0..20_000u32 {
+            m.add(u64::from(i) + 1, ValueKind::Value, format!("key{i}").as_bytes(), b"v");
+        }
+        for i in 0..20_000u32 {
+            assert!(m.may_contain(shaledb_format::bloom::key_hash(format!("key{i}").as_bytes())), "key{i}");
+        }
+        let false_pos = (0..20_000u32)
+            .filter(|i| m.may_contain(shaledb_format::bloom::key_hash(format!("absent{i}").as_bytes())))
+            .count();
+        assert!(false_pos < 2_000, "{false_pos} false positives of 20000");
     }
 }

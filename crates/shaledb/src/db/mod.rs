@@ -251,9 +251,15 @@ impl Db {
         let sv = inner.sv.load();
         Counters::add(&inner.counters.gets, 1);
         let mut state = GetState::with_buffer(key, seq, inner.opts.merge_operator.as_ref(), std::mem::take(out));
-        sv.mem.get(key, seq, &mut state);
+        let hash = bloom::key_hash(key);
+        if sv.mem.may_contain(hash) {
+            sv.mem.get(key, seq, &mut state);
+        }
         if !state.is_done() {
             for m in &sv.imm {
+                if !m.may_contain(hash) {
+                    continue;
+                }
                 m.get(key, seq, &mut state);
                 if state.is_done() {
                     break;
@@ -263,7 +269,7 @@ impl Db {
         if state.is_done() {
             Counters::add(&inner.counters.memtable_hits, 1);
         } else {
-            self.get_from_tables(&sv.version, opts, key, seq, &mut state)?;
+            self.get_from_tables(&sv.version, opts, key, hash, seq, &mut state)?;
         }
         let found = state.finish_into(out)?;
         if found {
@@ -277,11 +283,11 @@ impl Db {
         v: &Version,
         opts: &ReadOptions,
         key: &[u8],
+        hash: u64,
         seq: u64,
         state: &mut GetState,
     ) -> Result<()> {
         let inner = &self.inner;
-        let hash = bloom::key_hash(key);
         let mut lookup = Vec::with_capacity(key.len() + ikey::TRAILER_LEN);
         ikey::append_internal_key(&mut lookup, key, seq, KIND_FOR_SEEK);
         let mut search = |f: &FileMeta| -> Result<bool> {

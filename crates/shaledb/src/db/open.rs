@@ -222,7 +222,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         opts.cache_index_and_filter_blocks,
         table_stats.clone(),
     ));
-    let mem = Arc::new(MemTable::new(wal_number));
+    let mem = Arc::new(MemTable::with_capacity(wal_number, opts.write_buffer_size));
     let version = vs.current().clone();
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),

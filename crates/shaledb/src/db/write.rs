@@ -407,7 +407,7 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, st: &mut Stat
     inner.fs.sync_dir(&inner.dir)?;
     wal.log = Some(log::Writer::new(file));
     wal.number = number;
-    let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number)));
+    let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::with_capacity(number, inner.opts.write_buffer_size)));
     st.imm.insert(0, old);
     inner.install_super_version(st);
     inner.bg_cv.notify_all();
