@@ -213,64 +213,33 @@ fn commit_group(inner: &Arc<DbInner>, group: &[Arc<Writer>]) -> Result<(u64, Arc
         // Only WAL-enabled members go to the WAL; the record holds their batches concatenated, each entry
         // keeping its own sequence number (consecutive within a member; members with disabled WAL leave gaps
         // that recovery tolerates).
-        let payload: &[u8] = if group.len() == 1 {
-            let w = &group[0];
+        if group.len() == 1 {
+            // The common case: one writer, its batch copied once into the reused scratch buffer.
             scratch.clear();
-            scratch.append(&w.batch);
+            scratch.append(&group[0].batch);
             scratch.set_sequence(first);
-            scratch.data()
+            append_records(inner, log, std::slice::from_ref(scratch), need_sync, unsynced)?;
         } else {
-            scratch.clear();
+            // Contiguous sequence runs become one batch each; a gap (a disable_wal member in between)
+            // starts a new WAL record so that every record's entries have consecutive sequence numbers.
+            let mut records: Vec<BatchRep> = Vec::new();
             let mut seq = first;
-            let mut records = Vec::new();
+            let mut expect = None;
             for w in group {
                 if !w.disable_wal {
-                    records.push((seq, w));
+                    if expect != Some(seq) {
+                        let mut b = BatchRep::new();
+                        b.set_sequence(seq);
+                        records.push(b);
+                    }
+                    if let Some(b) = records.last_mut() {
+                        b.append(&w.batch);
+                    }
+                    expect = Some(seq + w.batch.count() as u64);
                 }
                 seq += w.batch.count() as u64;
             }
-            // Contiguous sequence runs become one batch each; a gap (a disable_wal member in between)
-            // starts a new WAL record so that every record's entries have consecutive sequence numbers.
-            let mut out_records: Vec<BatchRep> = Vec::new();
-            let mut expect = None;
-            for (s, w) in records {
-                if expect != Some(s) {
-                    let mut b = BatchRep::new();
-                    b.set_sequence(s);
-                    out_records.push(b);
-                }
-                if let Some(b) = out_records.last_mut() {
-                    b.append(&w.batch);
-                }
-                expect = Some(s + w.batch.count() as u64);
-            }
-            if out_records.len() == 1 {
-                *scratch = out_records.pop().unwrap_or_default();
-                scratch.data()
-            } else {
-                let r = append_records(inner, log, &out_records, need_sync, unsynced);
-                return r.map(|()| {
-                    wal.next_seq = first + count;
-                    (first, mem)
-                });
-            }
-        };
-        let r = (|| {
-            log.add_record(payload)?;
-            Counters::add(&c.wal_bytes, payload.len() as u64);
-            Counters::add(&c.wal_writes, 1);
-            log.flush()?;
-            if need_sync {
-                log.sync()?;
-                Counters::add(&c.wal_syncs, 1);
-                *unsynced = false;
-            } else {
-                *unsynced = true;
-            }
-            Ok(())
-        })();
-        if let Err(e) = r {
-            return Err(fail(inner, e));
+            append_records(inner, log, &records, need_sync, unsynced)?;
         }
     }
     wal.next_seq = first + count;
