@@ -34,6 +34,10 @@ pub(crate) struct VersionSet {
     pub(crate) log_number: u64,
     /// Largest sequence number recorded as durable in tables or WALs.
     pub(crate) last_sequence: u64,
+    /// The error of a failed MANIFEST append or sync. The failed edit may or may not be in the file, so
+    /// memory and the file may disagree: no later edit may be appended (it would record stale state, such as
+    /// a `last_sequence` below the failed edit's, after it). Every later `log_and_apply` returns this error.
+    failed: Option<Error>,
 }
 
 /// Applies `edit` to `base`, giving the next version. Fails with `Corruption` when the edit does not fit (a
@@ -82,6 +86,7 @@ impl VersionSet {
             next_file_number: 1,
             log_number: 0,
             last_sequence: 0,
+            failed: None,
         };
         vs.write_new_manifest()?;
         Ok(vs)
@@ -175,6 +180,9 @@ impl VersionSet {
             }
         }
         let max_file = version.levels.iter().flatten().map(|f| f.number).max().unwrap_or(0);
+        // A table never holds a sequence number above the last one recorded with it; the maximum guards
+        // against a MANIFEST from a build that could append a stale edit after a failed sync.
+        let max_seq = version.levels.iter().flatten().map(|f| f.largest_seq).max().unwrap_or(0);
         Ok(VersionSet {
             dir: dir.to_path_buf(),
             fs,
@@ -185,7 +193,8 @@ impl VersionSet {
             manifest_number,
             next_file_number: next_file_number.max(max_file + 1).max(manifest_number + 1),
             log_number,
-            last_sequence,
+            last_sequence: last_sequence.max(max_seq),
+            failed: None,
         })
     }
 
@@ -265,8 +274,13 @@ impl VersionSet {
     }
 
     /// Records `edit` durably, then makes its result the current version. On error nothing changes in
-    /// memory; the caller must treat the database as failed (the MANIFEST may hold a partial record).
+    /// memory; the caller must treat the database as failed (the MANIFEST may hold a partial record, or the
+    /// whole edit unsynced). After a failed append or sync every later call fails with the same error, so
+    /// a background job finishing after the failure cannot append an edit built on the stale state.
     pub(crate) fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
         if let Some(n) = edit.log_number {
             debug_assert!(n >= self.log_number);
         }
@@ -290,6 +304,8 @@ impl VersionSet {
                 self.current = prev;
                 self.log_number = pl;
                 self.last_sequence = ps;
+                // CURRENT may name the new MANIFEST (holding this edit) or the old one (without it).
+                self.failed = Some(e.clone());
                 return Err(e);
             }
             return Ok(self.current.clone());
@@ -297,8 +313,10 @@ impl VersionSet {
         let mut buf = Vec::new();
         edit.encode(&mut buf);
         let w = self.manifest.as_mut().ok_or(Error::Closed)?;
-        w.add_record(&buf)?;
-        w.sync()?;
+        if let Err(e) = w.add_record(&buf).and_then(|()| w.sync()) {
+            self.failed = Some(e.clone());
+            return Err(e);
+        }
         self.current = Arc::new(next);
         self.log_number = edit.log_number.unwrap_or(self.log_number);
         self.last_sequence = last_seq;
@@ -333,4 +351,95 @@ fn set_current(fs: &dyn Fs, dir: &Path, number: u64, temp_number: u64) -> Result
         let _ = fs.remove(&tmp);
     }
     res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shaledb_format::ikey::{make_internal_key as encode, ValueKind};
+    use shaledb_vfs::{FaultError, FaultPlan, FsOp, MemFs};
+
+    const DIR: &str = "/db";
+
+    fn options(fs: &MemFs) -> Options {
+        Options { fs: Arc::new(fs.clone()), ..Options::default() }
+    }
+
+    fn table(number: u64, seqs: std::ops::RangeInclusive<u64>) -> FileMeta {
+        FileMeta {
+            number,
+            file_size: 100,
+            smallest: encode(b"a", *seqs.end(), ValueKind::Value),
+            largest: encode(b"z", *seqs.start(), ValueKind::Value),
+            smallest_seq: *seqs.start(),
+            largest_seq: *seqs.end(),
+            num_entries: 2,
+            num_deletions: 0,
+        }
+    }
+
+    fn flush_edit(number: u64, seqs: std::ops::RangeInclusive<u64>) -> VersionEdit {
+        let last = *seqs.end();
+        let mut e = VersionEdit { last_sequence: Some(last), ..VersionEdit::default() };
+        e.new_files.push((0, table(number, seqs)));
+        e
+    }
+
+    fn new_set(fs: &MemFs) -> VersionSet {
+        fs.create_dir_all(Path::new(DIR)).unwrap();
+        VersionSet::create(Path::new(DIR), &options(fs)).unwrap()
+    }
+
+    /// Bug 5 of docs/durability.md: a flush's edit was written but its sync failed, then a compaction that
+    /// had been running appended its own edit, carrying the old `last_sequence`. After a crash the MANIFEST
+    /// held both edits, the last sequence went back, and the flushed writes were invisible.
+    #[test]
+    fn after_a_failed_manifest_sync_no_edit_is_appended() {
+        let fs = MemFs::new();
+        let mut vs = new_set(&fs);
+        vs.log_and_apply(flush_edit(10, 1..=46)).unwrap();
+        fs.set_faults(FaultPlan::once(FsOp::Sync, 1, FaultError::Eio).on_paths_containing("MANIFEST-"));
+        let err = vs.log_and_apply(flush_edit(12, 47..=67)).unwrap_err();
+        assert!(err.is_io(), "{err}");
+        fs.clear_faults();
+        let mut compaction = VersionEdit::default();
+        compaction.deleted_files.push((0, 10));
+        compaction.new_files.push((6, table(11, 1..=46)));
+        let again = vs.log_and_apply(compaction).unwrap_err();
+        assert_eq!(again.to_string(), err.to_string(), "a later edit fails with the first error");
+        assert_eq!(vs.current().levels[0].len(), 1, "memory keeps the version before the failed edit");
+
+        // The failed edit reached the OS: after a process kill it is the last one, and it counts.
+        let killed = fs.deep_clone();
+        let vs = VersionSet::recover(Path::new(DIR), &options(&killed)).unwrap();
+        assert_eq!(vs.last_sequence, 67);
+        let numbers: Vec<u64> = vs.current().levels.iter().flatten().map(|f| f.number).collect();
+        assert_eq!(numbers, vec![12, 10]);
+    }
+
+    /// A MANIFEST written by a build with bug 5 (a stale edit after a failed sync) still recovers every
+    /// table's writes: the last sequence is at least the largest one in any live table.
+    #[test]
+    fn recovery_takes_the_last_sequence_from_the_tables_too() {
+        let fs = MemFs::new();
+        drop(new_set(&fs));
+        let name = String::from_utf8(fs.read_file(&Path::new(DIR).join("CURRENT")).unwrap()).unwrap();
+        let path = Path::new(DIR).join(name.trim_end());
+        let mut w = log::Writer::new(fs.create(&path).unwrap());
+        let mut first = flush_edit(12, 47..=67);
+        first.comparator = Some(COMPARATOR.to_string());
+        first.log_number = Some(10);
+        first.next_file_number = Some(13);
+        let mut stale = VersionEdit { last_sequence: Some(46), ..VersionEdit::default() };
+        stale.new_files.push((6, table(11, 1..=46)));
+        for e in [first, stale] {
+            let mut buf = Vec::new();
+            e.encode(&mut buf);
+            w.add_record(&buf).unwrap();
+        }
+        w.sync().unwrap();
+        drop(w);
+        let vs = VersionSet::recover(Path::new(DIR), &options(&fs)).unwrap();
+        assert_eq!(vs.last_sequence, 67);
+    }
 }
