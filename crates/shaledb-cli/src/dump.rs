@@ -39,6 +39,10 @@ pub struct Args {
     /// Print keys only, not values.
     #[arg(long)]
     pub keys_only: bool,
+    /// Read an SST's blocks without checking their checksums, to see what a damaged table still holds (like
+    /// `sst_dump --verify_checksum=false`). The damage is still reported at the end and the exit code is 1.
+    #[arg(long)]
+    pub no_verify_checksums: bool,
 }
 
 /// The kinds of file `dump` reads.
@@ -59,12 +63,15 @@ pub struct DumpOptions {
     pub limit: usize,
     /// Keys only.
     pub keys_only: bool,
+    /// Skip the checksum checks while printing an SST (a full check still runs at the end).
+    pub no_verify_checksums: bool,
 }
 
 /// Runs `shaledb dump`; exit code 0, or 1 when damage was found.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let fs = PosixFs::new();
-    let opts = DumpOptions { limit: args.limit, keys_only: args.keys_only };
+    let opts =
+        DumpOptions { limit: args.limit, keys_only: args.keys_only, no_verify_checksums: args.no_verify_checksums };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let result = if args.path.is_dir() {
@@ -170,7 +177,7 @@ fn damage(out: &mut dyn Write, e: &Error, path: &Path) -> std::io::Result<()> {
 }
 
 /// Reads a block by handle, checking its trailer: the same steps as the table reader, for the index.
-fn read_block(data: &[u8], h: BlockHandle, path: &Path) -> Result<Block, Error> {
+fn read_block(data: &[u8], h: BlockHandle, path: &Path, verify: bool) -> Result<Block, Error> {
     let bad = |what: &str| Error::corruption(path, h.offset, what);
     let start = usize::try_from(h.offset).map_err(|_| bad("block offset out of range"))?;
     let size = usize::try_from(h.size).map_err(|_| bad("block size out of range"))?;
@@ -179,7 +186,7 @@ fn read_block(data: &[u8], h: BlockHandle, path: &Path) -> Result<Block, Error> 
     let trailer = data.get(end..end + BLOCK_TRAILER_LEN).ok_or_else(|| bad("block trailer runs past the end"))?;
     let ctype = trailer[0];
     let expected = get_fixed32(&trailer[1..]).map(crc::unmask);
-    if expected != Some(crc::extend(crc::value(stored), &[ctype])) {
+    if verify && expected != Some(crc::extend(crc::value(stored), &[ctype])) {
         return Err(bad("block checksum mismatch"));
     }
     let kind = CompressionType::from_u8(ctype).ok_or_else(|| bad("unknown compression type"))?;
@@ -194,7 +201,8 @@ fn dump_sst(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Write) ->
     let file = fs.open(path, ReadHints { sequential: true, ..ReadHints::default() })?;
     let len = file.len();
     writeln!(out, "table {} ({len} bytes)", path.display())?;
-    let table = match Table::open(file, &TableReadOptions::default()) {
+    let verify = !opts.no_verify_checksums;
+    let table = match Table::open(file, &TableReadOptions { verify_checksums: verify, ..TableReadOptions::default() }) {
         Ok(t) => t,
         Err(e) => {
             damage(out, &e, path)?;
@@ -232,7 +240,7 @@ fn dump_sst(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Write) ->
             writeln!(out, "DAMAGE {} at offset {footer_at}: malformed footer handles", path.display())?;
             clean = false;
         }
-        Some((_, _, offset, size)) => match read_block(&data, BlockHandle { offset, size }, path) {
+        Some((_, _, offset, size)) => match read_block(&data, BlockHandle { offset, size }, path, verify) {
             Err(e) => {
                 damage(out, &e, path)?;
                 clean = false;
@@ -254,7 +262,7 @@ fn dump_sst(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Write) ->
         },
     }
     writeln!(out, "entries:")?;
-    let mut it = table.iter(true, false);
+    let mut it = table.iter(verify, false);
     it.seek_to_first();
     let mut n = 0usize;
     while it.valid() {
@@ -496,7 +504,12 @@ mod tests {
         assert!(text.contains(" -> block @0 +"), "{text}");
         assert!(text.contains("'key000' @1 PUT => 'v0'"), "{text}");
         assert!(text.ends_with("30 entries\n"), "{text}");
-        let (_, keys) = dump(&fs, &file(&fs, ".sst"), Kind::Sst, DumpOptions { limit: 2, keys_only: true });
+        let (_, keys) = dump(
+            &fs,
+            &file(&fs, ".sst"),
+            Kind::Sst,
+            DumpOptions { limit: 2, keys_only: true, ..DumpOptions::default() },
+        );
         assert!(keys.contains("'key000' @1 PUT\n"), "{keys}");
         assert!(!keys.contains("'key004'"), "limit 2: {keys}");
     }
@@ -559,5 +572,29 @@ mod tests {
         let (clean, text) = dump(&fs, &manifest, Kind::Manifest, DumpOptions::default());
         assert!(!clean);
         assert!(text.contains("at offset 0"), "{text}");
+    }
+
+    #[test]
+    fn no_verify_checksums_shows_what_a_damaged_table_holds_and_still_reports_the_damage() {
+        let fs = fixture();
+        let sst = file(&fs, ".sst");
+        let (_, text) = dump(&fs, &sst, Kind::Sst, DumpOptions::default());
+        // The first data block is at offset 0; its stored crc follows its contents and the compression byte.
+        let size: usize =
+            text.split(" -> block @0 +").nth(1).and_then(|t| t.split('\n').next()).unwrap().parse().unwrap();
+        let mut data = fs.read_file(&sst).unwrap();
+        data[size + 1] ^= 0x01;
+        fs.write_file(&sst, &data);
+
+        let (clean, checked) = dump(&fs, &sst, Kind::Sst, DumpOptions::default());
+        assert!(!clean);
+        assert!(checked.contains("block checksum mismatch"), "{checked}");
+        assert!(!checked.contains("'key000' @1 PUT"), "the damaged block is not shown when checking: {checked}");
+
+        let opts = DumpOptions { no_verify_checksums: true, ..DumpOptions::default() };
+        let (clean, unchecked) = dump(&fs, &sst, Kind::Sst, opts);
+        assert!(!clean, "the damage is still reported: {unchecked}");
+        assert!(unchecked.contains("'key000' @1 PUT => 'v0'"), "{unchecked}");
+        assert!(unchecked.contains("block checksum mismatch") && unchecked.ends_with("30 entries\n"), "{unchecked}");
     }
 }

@@ -30,7 +30,12 @@ impl TableCache {
             dir,
             fs,
             tables: quick_cache::sync::Cache::new(cap),
-            read_opts: TableReadOptions { cache: block_cache, cache_index_and_filter, stats: Some(stats) },
+            read_opts: TableReadOptions {
+                cache: block_cache,
+                cache_index_and_filter,
+                stats: Some(stats),
+                verify_checksums: true,
+            },
         }
     }
 

@@ -262,7 +262,7 @@ impl TableStats {
 }
 
 /// How to open an SST for reading.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct TableReadOptions {
     /// Cache for data blocks (and for index and filter with `cache_index_and_filter`).
     pub cache: Option<Arc<BlockCache>>,
@@ -271,6 +271,17 @@ pub struct TableReadOptions {
     pub cache_index_and_filter: bool,
     /// Counters to bump on every block read and cache lookup.
     pub stats: Option<Arc<TableStats>>,
+    /// Check the crc32c of the metaindex, properties, index and filter blocks when they are read (data blocks
+    /// are checked per iterator, [`Table::verify`] always checks). Default true. False is for looking into a
+    /// damaged file (`shaledb dump --no-verify-checksums`, RocksDB's `sst_dump --verify_checksum=false`) and
+    /// for fuzzing the decoders behind the checksums; damaged bytes then give errors, never a panic.
+    pub verify_checksums: bool,
+}
+
+impl Default for TableReadOptions {
+    fn default() -> Self {
+        TableReadOptions { cache: None, cache_index_and_filter: false, stats: None, verify_checksums: true }
+    }
 }
 
 /// Where a block lives in the file.

@@ -34,6 +34,8 @@ pub struct Table {
     pub(super) pinned_index: Option<Arc<Block>>,
     /// The filter, unless there is none or it lives in the block cache.
     pub(super) pinned_filter: Option<Arc<BloomReader>>,
+    /// [`TableReadOptions::verify_checksums`]: check the index, filter and meta blocks when read.
+    verify_meta: bool,
 }
 
 impl std::fmt::Debug for Table {
@@ -67,15 +69,16 @@ impl Table {
             filter_handle: None,
             pinned_index: None,
             pinned_filter: None,
+            verify_meta: opts.verify_checksums,
         };
 
         let (props_handle, filter_handle) = t.read_metaindex()?;
-        let props_block = t.read_block(props_handle, true)?;
+        let props_block = t.read_block(props_handle, t.verify_meta)?;
         t.props = TableProperties::decode(props_block).map_err(|e| in_block(e, &t.path, props_handle.offset))?;
         t.props.file_size = len;
         t.filter_handle = filter_handle;
 
-        let index = Arc::new(t.read_block(footer.index, true)?);
+        let index = Arc::new(t.read_block(footer.index, t.verify_meta)?);
         let filter = match filter_handle {
             Some(h) => Some(Arc::new(t.read_filter(h)?)),
             None => None,
@@ -98,7 +101,7 @@ impl Table {
     /// The metaindex: `(properties handle, filter handle)`.
     fn read_metaindex(&self) -> Result<(BlockHandle, Option<BlockHandle>)> {
         let at = self.footer.metaindex.offset;
-        let mut it = Arc::new(self.read_block(self.footer.metaindex, true)?).iter(KeyOrder::Bytewise);
+        let mut it = Arc::new(self.read_block(self.footer.metaindex, self.verify_meta)?).iter(KeyOrder::Bytewise);
         let (mut props, mut filter) = (None, None);
         it.seek_to_first();
         while it.valid() {
@@ -159,7 +162,7 @@ impl Table {
     }
 
     fn read_filter(&self, h: BlockHandle) -> Result<BloomReader> {
-        BloomReader::from_vec(self.read_raw(h, true)?).map_err(|e| in_block(e, &self.path, h.offset))
+        BloomReader::from_vec(self.read_raw(h, self.verify_meta)?).map_err(|e| in_block(e, &self.path, h.offset))
     }
 
     fn count_lookup(&self, hit: bool) {
@@ -194,7 +197,7 @@ impl Table {
         }
         let h = self.footer.index;
         // Not pinned means cached: the index is always put back after a miss.
-        self.data_block(h, true, true)
+        self.data_block(h, self.verify_meta, true)
     }
 
     fn filter(&self) -> Option<Result<Arc<BloomReader>>> {

@@ -281,8 +281,12 @@ fn block_cache_and_stats() {
     let props = write_table(&path, TableOptions::default(), &data);
     let cache = Arc::new(BlockCache::new(8 << 20));
     let stats = Arc::new(TableStats::new());
-    let ropts =
-        TableReadOptions { cache: Some(cache.clone()), cache_index_and_filter: false, stats: Some(stats.clone()) };
+    let ropts = TableReadOptions {
+        cache: Some(cache.clone()),
+        cache_index_and_filter: false,
+        stats: Some(stats.clone()),
+        ..Default::default()
+    };
     let t = Table::open(open_file(&path), &ropts).unwrap();
     let meta_reads = stats.blocks_read();
     assert_eq!(meta_reads, 4); // metaindex, properties, index, filter
@@ -313,7 +317,12 @@ fn index_and_filter_in_cache() {
     write_table(&path, TableOptions::default(), &data);
     for capacity in [8 << 20, 1] {
         let cache = Arc::new(BlockCache::new(capacity));
-        let ropts = TableReadOptions { cache: Some(cache.clone()), cache_index_and_filter: true, stats: None };
+        let ropts = TableReadOptions {
+            cache: Some(cache.clone()),
+            cache_index_and_filter: true,
+            stats: None,
+            ..Default::default()
+        };
         let t = Table::open(open_file(&path), &ropts).unwrap();
         assert!(t.pinned_index.is_none() && t.pinned_filter.is_none());
         assert_eq!(collect_forward(&t), data);
@@ -639,7 +648,8 @@ fn concurrent_readers_share_table_and_cache() {
     let data = Arc::new(entries(1000));
     write_table(&path, small_opts(CompressionType::Lz4, 512), &data);
     let cache = Arc::new(BlockCache::new(64 << 10));
-    let ropts = TableReadOptions { cache: Some(cache), cache_index_and_filter: true, stats: None };
+    let ropts =
+        TableReadOptions { cache: Some(cache), cache_index_and_filter: true, stats: None, ..Default::default() };
     let t = Table::open(open_file(&path), &ropts).unwrap();
     let threads: Vec<_> = (0..4)
         .map(|n| {
