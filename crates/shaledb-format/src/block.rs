@@ -247,6 +247,9 @@ pub struct BlockIter {
     err: Option<Error>,
 }
 
+/// Initial capacity of a block iterator's key buffer.
+const KEY_BUF_CAPACITY: usize = 64;
+
 impl BlockIter {
     /// An unpositioned iterator over `block`, comparing keys in `order`.
     pub fn new(block: Arc<Block>, order: KeyOrder) -> BlockIter {
@@ -257,7 +260,9 @@ impl BlockIter {
             current: end,
             next: end,
             restart_index: 0,
-            key: Vec::new(),
+            // One allocation that holds typical keys, instead of growing 8, 16, 32, ... on the first entries:
+            // a point lookup makes two block iterators.
+            key: Vec::with_capacity(KEY_BUF_CAPACITY),
             value_start: 0,
             value_end: 0,
             err: None,
