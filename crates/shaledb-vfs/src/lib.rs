@@ -109,3 +109,35 @@ pub fn default_fs() -> Arc<dyn Fs> {
 pub fn join(dir: &Path, name: &str) -> PathBuf {
     dir.join(name)
 }
+
+/// CPU time the calling thread has used so far, microseconds (`CLOCK_THREAD_CPUTIME_ID`); 0 where the clock
+/// cannot be read. A job's CPU time is the difference of two readings on its thread.
+#[allow(unsafe_code)]
+pub fn thread_cpu_micros() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64).saturating_mul(1_000_000).saturating_add(ts.tv_nsec as u64 / 1_000)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thread_cpu_time_grows_with_work_on_this_thread() {
+        let before = super::thread_cpu_micros();
+        let mut x = 0u64;
+        let start = std::time::Instant::now();
+        while start.elapsed() < std::time::Duration::from_millis(20) {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        let used = super::thread_cpu_micros() - before;
+        assert!(used > 0, "20 ms of spinning used no CPU time");
+        // A sleep uses (almost) none.
+        let before = super::thread_cpu_micros();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(super::thread_cpu_micros() - before < 40_000);
+    }
+}

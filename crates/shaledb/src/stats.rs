@@ -12,6 +12,8 @@ use std::time::Instant;
 pub struct CompactionStats {
     /// Wall time spent, microseconds.
     pub micros: u64,
+    /// CPU time of the thread that ran the job, microseconds (`CompMergeCPU`).
+    pub cpu_micros: u64,
     /// Bytes read from the input level (`Rn`).
     pub bytes_read_input_level: u64,
     /// Bytes read from the output level (`Rnp1`).
@@ -38,6 +40,7 @@ impl CompactionStats {
     /// Adds `o` into `self`.
     pub fn add(&mut self, o: &CompactionStats) {
         self.micros += o.micros;
+        self.cpu_micros += o.cpu_micros;
         self.bytes_read_input_level += o.bytes_read_input_level;
         self.bytes_read_output_level += o.bytes_read_output_level;
         self.bytes_written += o.bytes_written;

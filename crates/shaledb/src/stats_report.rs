@@ -13,7 +13,7 @@
 //! Column meanings follow RocksDB's wiki ("Compaction Stats and DB Status"): figures are attributed to the
 //! output level (flushes to L0); `Read = Rn + Rnp1`; `Wnew = Write - Rnp1`; a level's `W-Amp` is
 //! `Write / Rn` (1.0 for L0, whose writes are flushes); the sum row's `W-Amp` is all compaction and flush
-//! writes over flushed bytes. CPU time is not measured: `CompMergeCPU(sec)` shows 0.
+//! writes over flushed bytes. `CompMergeCPU(sec)` is the CPU time of the threads that ran the jobs.
 
 use crate::stats::{CompactionStats, LevelStats, Statistics};
 use std::fmt::Write as _;
@@ -95,6 +95,7 @@ fn sum_levels(levels: &[LevelStats]) -> CompactionStats {
 fn diff(a: &CompactionStats, b: &CompactionStats) -> CompactionStats {
     CompactionStats {
         micros: a.micros.saturating_sub(b.micros),
+        cpu_micros: a.cpu_micros.saturating_sub(b.cpu_micros),
         bytes_read_input_level: a.bytes_read_input_level.saturating_sub(b.bytes_read_input_level),
         bytes_read_output_level: a.bytes_read_output_level.saturating_sub(b.bytes_read_output_level),
         bytes_written: a.bytes_written.saturating_sub(b.bytes_written),
@@ -159,7 +160,7 @@ fn row(out: &mut String, name: &str, files: u64, busy: u64, bytes: u64, score: f
         moved = c.bytes_moved as f64 / GB,
         rd = rate(read_bytes, secs),
         wr = rate(c.bytes_written, secs),
-        cpu = 0.0,
+        cpu = c.cpu_micros as f64 / 1e6,
         cnt = c.count,
         kin = human_count(c.records_in),
         kdrop = human_count(c.records_dropped),

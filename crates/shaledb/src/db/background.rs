@@ -177,6 +177,7 @@ fn trivial_move(inner: &DbInner, st: &mut State, task: &CompactionTask) -> Resul
 /// The I/O of a compaction: merge the inputs, write the outputs. No lock held.
 fn execute(inner: &Arc<DbInner>, task: &CompactionTask, snapshots: &[u64]) -> Result<(VersionEdit, CompactionStats)> {
     let start = Instant::now();
+    let cpu_start = shaledb_vfs::thread_cpu_micros();
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     for f in task.inputs.iter().chain(&task.output_inputs) {
         let t = inner.tables.open_uncached(f)?;
@@ -205,6 +206,7 @@ fn execute(inner: &Arc<DbInner>, task: &CompactionTask, snapshots: &[u64]) -> Re
     let out = compaction::write_sorted_run(&mut input, &spec, &cx)?;
     let mut stats = out.stats;
     stats.micros = start.elapsed().as_micros() as u64;
+    stats.cpu_micros = shaledb_vfs::thread_cpu_micros().saturating_sub(cpu_start);
     stats.count = 1;
     stats.bytes_read_input_level = task.inputs.iter().map(|f| f.file_size).sum();
     stats.bytes_read_output_level = task.output_inputs.iter().map(|f| f.file_size).sum();

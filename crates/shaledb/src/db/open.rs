@@ -64,10 +64,12 @@ pub(crate) fn write_level0(
         stop,
     };
     let start = Instant::now();
+    let cpu_start = shaledb_vfs::thread_cpu_micros();
     let mut it = mem.iter();
     let out = compaction::write_sorted_run(&mut it, &spec, &cx)?;
     let mut stats = out.stats;
     stats.micros = start.elapsed().as_micros() as u64;
+    stats.cpu_micros = shaledb_vfs::thread_cpu_micros().saturating_sub(cpu_start);
     stats.count = 1;
     Ok((out.files, stats))
 }

@@ -187,6 +187,8 @@ fn stats_property_has_rocksdb_layout() {
     assert_eq!(st.keys_written, 3000);
     assert!(st.flush_bytes > 0);
     assert!(st.levels.iter().map(|l| l.files).sum::<u64>() > 0);
+    // Flushing 3000 entries takes CPU time; it is measured on the flushing thread (`CompMergeCPU`).
+    assert!(st.levels[0].compaction.cpu_micros > 0, "{:?}", st.levels[0].compaction);
     assert!(db.property("shaledb.num-files-at-level0").is_some());
     assert!(db.property("shaledb.no-such-thing").is_none());
 }
