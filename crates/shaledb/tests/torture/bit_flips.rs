@@ -28,7 +28,7 @@ fn key(i: usize) -> Vec<u8> {
 
 /// Values compressible (every other one) or not, so that both raw and lz4 blocks are stored.
 fn value(i: usize) -> Vec<u8> {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         format!("value-{i}-").repeat(4).into_bytes()
     } else {
         (0..24).map(|j| ((i * 31 + j * 17) % 251) as u8).collect()

@@ -102,7 +102,7 @@ fn outcome(fs: &MemFs, mode: WalRecoveryMode, value_len: usize) -> Outcome {
         let n: usize = text.trim_start_matches('w').parse().expect("fixture key");
         let i = n / 2;
         assert_eq!(v, wvalue(i, value_len), "{mode:?}: wrong value for {text}");
-        if n % 2 == 0 {
+        if n.is_multiple_of(2) {
             assert!(pending.is_none(), "{mode:?}: batch {pending:?} recovered in part");
             pending = Some(i);
         } else {
