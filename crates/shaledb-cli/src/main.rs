@@ -21,7 +21,7 @@ struct Cli {
 enum Command {
     /// Benchmarks with db_bench's flags and output (`shaledb bench --benchmarks=fillrandom,readrandom`),
     /// and the seed suites (`shaledb bench suite rocksdb|merge`).
-    Bench(bench::BenchCommand),
+    Bench(Box<bench::BenchCommand>),
     /// Print the contents of an SST (properties, index, entries), a WAL (records, batches, sequence numbers)
     /// or a MANIFEST (version edits, the resulting LSM shape), like RocksDB's sst_dump and ldb.
     Dump(dump::Args),
@@ -38,7 +38,7 @@ fn main() -> ExitCode {
         std::env::args().enumerate().map(|(i, a)| if i == 0 { a } else { shaledb_bench::flags::normalize_arg(a) });
     let cli = Cli::parse_from(args);
     let result = match cli.command {
-        Command::Bench(cmd) => bench::run(cmd),
+        Command::Bench(cmd) => bench::run(*cmd),
         Command::Dump(a) => return tool_exit(dump::run(a)),
         Command::Verify(a) => return tool_exit(verify::run(a)),
         Command::Stress(a) => return tool_exit(stress::run(a)),
