@@ -668,3 +668,18 @@ fn concurrent_readers_share_table_and_cache() {
         th.join().unwrap();
     }
 }
+
+#[test]
+fn index_crc_mismatch_fails_the_open_unless_checksums_are_off() {
+    let (sst, data) = small_sst(TableOptions { compression: CompressionType::None, ..TableOptions::default() }, 50);
+    let idx = sst.footer().index;
+    let mut b = sst.bytes.clone();
+    // The stored crc of the index block: after its contents and the compression byte.
+    b[(idx.offset + idx.size + 1) as usize] ^= 0x01;
+    sst.rewrite(&b);
+    assert_corruption(open(&sst.path), &sst.path, idx.offset, "checksum mismatch");
+    let unchecked = TableReadOptions { verify_checksums: false, ..TableReadOptions::default() };
+    let t = Table::open(open_file(&sst.path), &unchecked).unwrap();
+    assert_eq!(collect_forward(&t), data, "the index itself is intact");
+    assert_corruption(t.verify(), &sst.path, idx.offset, "checksum mismatch");
+}
