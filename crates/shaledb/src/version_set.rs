@@ -390,7 +390,7 @@ mod tests {
         VersionSet::create(Path::new(DIR), &options(fs)).unwrap()
     }
 
-    /// Bug 5 of docs/durability.md: a flush's edit was written but its sync failed, then a compaction that
+    /// Bug D of docs/durability.md: a flush's edit was written but its sync failed, then a compaction that
     /// had been running appended its own edit, carrying the old `last_sequence`. After a crash the MANIFEST
     /// held both edits, the last sequence went back, and the flushed writes were invisible.
     #[test]
@@ -417,7 +417,7 @@ mod tests {
         assert_eq!(numbers, vec![12, 10]);
     }
 
-    /// A MANIFEST written by a build with bug 5 (a stale edit after a failed sync) still recovers every
+    /// A MANIFEST written by a build with bug D (a stale edit after a failed sync) still recovers every
     /// table's writes: the last sequence is at least the largest one in any live table.
     #[test]
     fn recovery_takes_the_last_sequence_from_the_tables_too() {

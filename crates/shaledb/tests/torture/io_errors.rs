@@ -188,7 +188,7 @@ macro_rules! loops {
 }
 
 loops! {
-    // These three loops found bug 5 of docs/durability.md (about one run in ten, depending on the timing of
+    // These three loops found bug D of docs/durability.md (about one run in ten, depending on the timing of
     // the background threads); its deterministic reproduction is in `version_set::tests`.
     write_fails_once: FsOp::Write, false;
     write_fails_from_k_on_enospc: FsOp::Write, true;
