@@ -116,9 +116,9 @@ pub fn table(data: &[u8]) {
     unverified_table(&fs, &path, data);
 }
 
-/// The same bytes opened with every checksum check off, as `shaledb dump --no-verify-checksums` does: the
-/// footer, metaindex, properties, index, filter and data-block decoders all see the damaged bytes themselves
-/// (with checksums on, almost every mutation stops at the first crc). Nothing may panic; the index may name
+/// The same bytes opened with block checksum checks off, as `shaledb dump --no-verify-checksums` does (the
+/// footer's own crc is always checked): the metaindex, properties, index, filter and data-block decoders see
+/// the damaged bytes themselves (with checksums on, almost every mutation stops at the first crc). Nothing may panic; the index may name
 /// one block many times, so iteration is capped rather than required to end.
 fn unverified_table(fs: &MemFs, path: &Path, data: &[u8]) {
     let Ok(file) = fs.open(path, ReadHints::default()) else { return };
