@@ -83,6 +83,11 @@ pub mod tag {
 /// Levels are numbered below this.
 pub const MAX_LEVELS: u32 = 64;
 
+/// The largest file number the format allows (inclusive). File numbers share the 56-bit range of sequence
+/// numbers, so a counter read from disk can always be incremented without wrapping; a number above this, in a
+/// MANIFEST field or a file name, is out of range (corruption, or a file that is not ours), never wrapped.
+pub const MAX_FILE_NUMBER: u64 = crate::ikey::MAX_SEQUENCE;
+
 /// Name of the bytewise key order, recorded in the first edit of every MANIFEST.
 pub const BYTEWISE_COMPARATOR: &str = "shaledb.bytewise";
 
