@@ -11,6 +11,7 @@
 //!               | [tag 5]  last_sequence:varint64
 //!               | [tag 6]  deleted_file
 //!               | [tag 7]  new_file
+//!               | [tag 0x2001] db_id:lp_slice        ; the database's identity: exactly 16 bytes
 //!               | [tag with bit 0x2000 set, unknown] opaque:lp_slice   ; safe to ignore: skipped
 //! deleted_file := level:varint32 number:varint64
 //! new_file     := level:varint32 number:varint64 file_size:varint64
@@ -18,7 +19,7 @@
 //!                 smallest_seq:varint64 largest_seq:varint64 num_entries:varint64 num_deletions:varint64
 //! ```
 //!
-//! Tags are FROZEN; tag 0 is reserved. Tags 1 to 5 appear at most once per edit, tags 6 and 7 any number of
+//! Tags are FROZEN; tag 0 is reserved. Tags 1 to 5 and 0x2001 appear at most once per edit, tags 6 and 7 any number of
 //! times; `level < 64`. An unknown tag without the safe-to-ignore bit is corruption: the edit was written by a
 //! newer version whose meaning this one cannot honour. A later version adds an optional field by giving it a tag
 //! with the bit set and an `lp_slice` body, which older versions skip.
@@ -78,7 +79,13 @@ pub mod tag {
     pub const NEW_FILE: u32 = 7;
     /// Set in the tag of an optional field (body: an `lp_slice`) that a reader not knowing it may skip.
     pub const SAFE_TO_IGNORE: u32 = 0x2000;
+    /// The database's identity (16 bytes). Optional and safe to ignore: MANIFESTs written before it existed
+    /// lack it, and a build that predates it skips it.
+    pub const DB_ID: u32 = SAFE_TO_IGNORE | 1;
 }
+
+/// Length of a database identity ([`VersionEdit::db_id`]; also stored in every table's properties).
+pub const DB_ID_LEN: usize = 16;
 
 /// Levels are numbered below this.
 pub const MAX_LEVELS: u32 = 64;
@@ -109,6 +116,9 @@ pub struct VersionEdit {
     pub deleted_files: Vec<(u32, u64)>,
     /// Files added: (level, metadata).
     pub new_files: Vec<(u32, FileMeta)>,
+    /// The database's random identity, recorded in the first edit of every MANIFEST (absent in MANIFESTs
+    /// written before identities existed).
+    pub db_id: Option<[u8; DB_ID_LEN]>,
 }
 
 /// Checks what a decoder must reject in a file record; `Err` holds the reason.
@@ -180,6 +190,10 @@ impl VersionEdit {
                 put_varint32(out, t);
                 put_varint64(out, v);
             }
+        }
+        if let Some(id) = &self.db_id {
+            put_varint32(out, tag::DB_ID);
+            put_lp_slice(out, id);
         }
         for &(level, number) in &self.deleted_files {
             put_varint32(out, tag::DELETED_FILE);
@@ -257,6 +271,12 @@ impl VersionEdit {
                     check_file(level, Some(&meta)).map_err(|w| bad(format!("version edit: new file: {w}")))?;
                     e.new_files.push((level, meta));
                 }
+                tag::DB_ID => {
+                    let raw = d.lp_slice().ok_or_else(|| truncated("database id"))?;
+                    let id = <[u8; DB_ID_LEN]>::try_from(raw)
+                        .map_err(|_| bad(format!("database id of {} bytes, not {DB_ID_LEN}", raw.len())))?;
+                    set_once(&mut e.db_id, id, at, "database id")?;
+                }
                 t if t & tag::SAFE_TO_IGNORE != 0 => {
                     d.lp_slice().ok_or_else(|| truncated(&format!("body of ignorable tag {t:#x}")))?;
                 }
@@ -297,6 +317,7 @@ mod tests {
             log_number: Some(12),
             next_file_number: Some(40),
             last_sequence: Some(u64::MAX >> 8),
+            db_id: Some(*b"0123456789abcdef"),
             ..VersionEdit::default()
         };
         e.delete_file(1, 9);
@@ -445,6 +466,22 @@ mod tests {
         expect_corruption(&data, at, "ignorable tag");
     }
 
+    /// A MANIFEST written before identities existed has no db id and stays readable; a db id of the wrong
+    /// length or given twice is corruption; a build that predates the field skips it (safe-to-ignore bit).
+    #[test]
+    fn db_id_is_optional_and_exactly_16_bytes() {
+        let old = VersionEdit { log_number: Some(3), ..VersionEdit::default() };
+        assert_eq!(VersionEdit::decode(&enc(&old)).unwrap().db_id, None);
+        assert_ne!(tag::DB_ID & tag::SAFE_TO_IGNORE, 0);
+        let mut short = vec![0u8; 15];
+        short.insert(0, 15);
+        expect_corruption(&field(tag::DB_ID, &short), 0, "database id of 15 bytes");
+        let one = enc(&VersionEdit { db_id: Some([7; DB_ID_LEN]), ..VersionEdit::default() });
+        let mut twice = one.clone();
+        twice.extend(&one);
+        expect_corruption(&twice, one.len() as u64, "twice");
+    }
+
     #[test]
     fn validate_rejects_what_decode_rejects() {
         assert!(snapshot().validate().is_ok());
@@ -490,6 +527,7 @@ mod tests {
             counters in any::<[Option<u64>; 3]>(),
             deleted_files in prop::collection::vec((0..MAX_LEVELS, any::<u64>()), 0..5),
             new_files in prop::collection::vec((0..MAX_LEVELS, arb_meta()), 0..5),
+            db_id in prop::option::of(any::<[u8; DB_ID_LEN]>()),
         ) {
             let e = VersionEdit {
                 comparator,
@@ -499,6 +537,7 @@ mod tests {
                 last_sequence: counters[2],
                 deleted_files,
                 new_files,
+                db_id,
             };
             prop_assert_eq!(VersionEdit::decode(&enc(&e)).unwrap(), e);
         }

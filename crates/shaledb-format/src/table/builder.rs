@@ -72,6 +72,8 @@ impl TableBuilder {
             compression: opts.compression,
             smallest_seq: u64::MAX,
             format_version: crate::FORMAT_VERSION,
+            db_id: opts.db_id,
+            file_number: opts.file_number,
             ..TableProperties::default()
         };
         TableBuilder {

@@ -26,7 +26,9 @@
 //! - Properties, each a varint64 except `compression`, which holds the codec's name (`none`, `snappy`, `lz4`,
 //!   `zstd`): `compression data_size filter_size format_version index_size largest_seq num_data_blocks
 //!   num_deletions num_entries num_merges raw_key_size raw_value_size smallest_seq`. Sizes include trailers.
-//!   Unknown names are ignored; a missing one is corruption.
+//!   Unknown names are ignored; a missing one is corruption. Two optional identity properties (absent in tables
+//!   written before they existed): `db_id` (the 16 bytes of the database's identity, as in the MANIFEST) and
+//!   `file_number` (varint64: the number the table was written under, `<number:06>.sst`). FROZEN.
 //! - `format_version` is `crate::FORMAT_VERSION` (1).
 
 mod builder;
@@ -41,6 +43,7 @@ use crate::block::{Block, BlockBuilder, KeyOrder};
 use crate::cache::BlockCache;
 use crate::coding::{get_fixed32, get_fixed64, get_varint64, put_fixed32, put_fixed64, put_varint64, Decoder};
 use crate::compress::CompressionType;
+use crate::edit::DB_ID_LEN;
 use crate::ikey::{self, KIND_FOR_SEEK, MAX_SEQUENCE};
 use crate::iter::InternalIterator;
 use crate::{crc, Error, Result};
@@ -74,6 +77,11 @@ pub struct TableOptions {
     pub compression_level: i32,
     /// Bloom filter bits per key; <= 0 writes no filter (RocksDB `filter_policy` bits). Default 10.0.
     pub bloom_bits_per_key: f64,
+    /// The database's identity, written into the properties (`db_id`). Default none.
+    pub db_id: Option<[u8; DB_ID_LEN]>,
+    /// The file number the table is written under, written into the properties (`file_number`), so a table
+    /// copied over another is recognised. Default none.
+    pub file_number: Option<u64>,
 }
 
 impl Default for TableOptions {
@@ -84,6 +92,8 @@ impl Default for TableOptions {
             compression: CompressionType::Lz4,
             compression_level: 3,
             bloom_bits_per_key: 10.0,
+            db_id: None,
+            file_number: None,
         }
     }
 }
@@ -119,7 +129,15 @@ pub struct TableProperties {
     pub largest_seq: u64,
     /// Format version the table was written with.
     pub format_version: u32,
+    /// Identity of the database that wrote the table (`None` in tables written before identities existed).
+    pub db_id: Option<[u8; DB_ID_LEN]>,
+    /// The number the table was written under (`None` in tables written before identities existed).
+    pub file_number: Option<u64>,
 }
+
+/// Optional properties: written only when set, `None` when absent.
+const DB_ID_PROP: &[u8] = b"db_id";
+const FILE_NUMBER_PROP: &[u8] = b"file_number";
 
 const PROP_NAMES: [&[u8]; 13] = [
     b"compression",
@@ -140,15 +158,28 @@ const PROP_NAMES: [&[u8]; 13] = [
 impl TableProperties {
     /// Encodes the properties block contents (names in bytewise order).
     fn encode(&self) -> Vec<u8> {
-        let mut b = BlockBuilder::new(1);
-        let mut v = Vec::new();
+        let mut entries: Vec<(&[u8], Vec<u8>)> = Vec::with_capacity(PROP_NAMES.len() + 2);
         for name in PROP_NAMES {
-            v.clear();
+            let mut v = Vec::new();
             match name {
                 b"compression" => v.extend_from_slice(self.compression.name().as_bytes()),
                 _ => put_varint64(&mut v, self.numeric(name).unwrap_or(0)),
             }
-            b.add(name, &v);
+            entries.push((name, v));
+        }
+        if let Some(id) = &self.db_id {
+            entries.push((DB_ID_PROP, id.to_vec()));
+        }
+        if let Some(n) = self.file_number {
+            let mut v = Vec::new();
+            put_varint64(&mut v, n);
+            entries.push((FILE_NUMBER_PROP, v));
+        }
+        // The block needs its keys in bytewise order; the optional names fall between the fixed ones.
+        entries.sort_by(|a, b| a.0.cmp(b.0));
+        let mut b = BlockBuilder::new(1);
+        for (name, v) in &entries {
+            b.add(name, v);
         }
         b.finish().to_vec()
     }
@@ -180,7 +211,16 @@ impl TableProperties {
         it.seek_to_first();
         while it.valid() {
             let (name, value) = (it.key(), it.value());
-            if let Some(i) = PROP_NAMES.iter().position(|n| *n == name) {
+            if name == DB_ID_PROP {
+                let id = <[u8; DB_ID_LEN]>::try_from(value)
+                    .map_err(|_| bad(format!("db_id property of {} bytes, not {DB_ID_LEN}", value.len())))?;
+                p.db_id = Some(id);
+            } else if name == FILE_NUMBER_PROP {
+                p.file_number = match get_varint64(value) {
+                    Some((v, n)) if n == value.len() => Some(v),
+                    _ => return Err(bad("bad value of property file_number".into())),
+                };
+            } else if let Some(i) = PROP_NAMES.iter().position(|n| *n == name) {
                 seen |= 1 << i;
                 if name == b"compression" {
                     let s = std::str::from_utf8(value).ok().and_then(CompressionType::parse);
@@ -476,9 +516,22 @@ mod unit_tests {
             smallest_seq: 10,
             largest_seq: u64::MAX >> 8,
             format_version: 1,
+            db_id: None,
+            file_number: None,
         };
         let block = Block::new(p.encode()).unwrap();
         assert_eq!(TableProperties::decode(block).unwrap(), p);
+        let with_identity = TableProperties { db_id: Some([0xab; DB_ID_LEN]), file_number: Some(12), ..p };
+        let block = Block::new(with_identity.encode()).unwrap();
+        assert_eq!(TableProperties::decode(block).unwrap(), with_identity);
+    }
+
+    #[test]
+    fn properties_bad_identity_is_corruption() {
+        let mut b = BlockBuilder::new(1);
+        b.add(DB_ID_PROP, &[1, 2, 3]);
+        let e = TableProperties::decode(Block::new(b.finish().to_vec()).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("db_id property of 3 bytes"), "{e}");
     }
 
     #[test]
