@@ -349,7 +349,10 @@ impl<'a> Writer<'a> {
         let (number, path) = (self.cx.new_file)()?;
         self.created.push(path.clone());
         let file = self.cx.fs.create(&path)?;
-        let builder = TableBuilder::new(self.spec.table_options.clone(), file);
+        let mut table_options = self.spec.table_options.clone();
+        // The table's own number goes into its properties, so a copy over another table is recognised.
+        table_options.file_number = Some(number);
+        let builder = TableBuilder::new(table_options, file);
         self.current = Some(Output { builder, meta: FileMeta { number, ..FileMeta::default() } });
         Ok(())
     }

@@ -6,9 +6,15 @@
 //! MANIFEST-NNNNNN    log of version edits
 //! NNNNNN.log         write-ahead log (one per memtable)
 //! NNNNNN.sst         table
-//! NNNNNN.dbtmp       temporary file (CURRENT being replaced); deleted at open
+//! NNNNNN.dbtmp       temporary file (CURRENT or IDENTITY being replaced); deleted at open
+//! IDENTITY           the database's identity: 32 lowercase hex digits and "\n"
 //! ```
 //! All numbers come from one counter (`next_file_number` in the MANIFEST), so no two files share a number.
+//!
+//! A name is ours only in the exact form we write: the number zero-padded to six digits (more digits only
+//! when needed, never a leading zero beyond the padding) and at most `MAX_FILE_NUMBER`. `7.sst`,
+//! `0000007.sst` and `18446744073709551615.log` are not ours: [`parse`] returns `None` for them, so open never
+//! replays, deletes or numbers from them.
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +23,7 @@ use std::path::{Path, PathBuf};
 pub(crate) enum FileKind {
     Current,
     Lock,
+    Identity,
     Manifest(u64),
     Wal(u64),
     Table(u64),
@@ -47,21 +54,33 @@ pub(crate) fn lock(dir: &Path) -> PathBuf {
     dir.join("LOCK")
 }
 
+pub(crate) fn identity(dir: &Path) -> PathBuf {
+    dir.join("IDENTITY")
+}
+
+/// The number in `digits` if it is written exactly as we write numbers (`{n:06}`) and within the format's
+/// range.
+fn our_number(digits: &str) -> Option<u64> {
+    if digits.len() < 6 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    (n <= shaledb_format::edit::MAX_FILE_NUMBER && format!("{n:06}") == digits).then_some(n)
+}
+
 /// Classifies a directory entry; `None` for files that are not ours.
 pub(crate) fn parse(name: &str) -> Option<FileKind> {
     match name {
         "CURRENT" => return Some(FileKind::Current),
         "LOCK" => return Some(FileKind::Lock),
+        "IDENTITY" => return Some(FileKind::Identity),
         _ => {}
     }
     if let Some(n) = name.strip_prefix("MANIFEST-") {
-        return n.parse().ok().map(FileKind::Manifest);
+        return our_number(n).map(FileKind::Manifest);
     }
     let (stem, ext) = name.split_once('.')?;
-    if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let n: u64 = stem.parse().ok()?;
+    let n = our_number(stem)?;
     match ext {
         "log" => Some(FileKind::Wal(n)),
         "sst" => Some(FileKind::Table(n)),
@@ -85,5 +104,20 @@ mod tests {
         assert_eq!(parse("foo.sst"), None);
         assert_eq!(parse("MANIFEST-x"), None);
         assert_eq!(parse("LOG"), None);
+        assert_eq!(parse("IDENTITY"), Some(FileKind::Identity));
+    }
+
+    /// Only the exact names we write are ours: no short or over-padded numbers, nothing past the format's
+    /// range (a stray `18446744073709551615.log` must never reach the file counter).
+    #[test]
+    fn look_alike_names_are_not_ours() {
+        for name in ["7.sst", "0000007.sst", "18446744073709551615.log", "MANIFEST-7", "MANIFEST-0000012", "+00001.log"]
+        {
+            assert_eq!(parse(name), None, "{name}");
+        }
+        let max = shaledb_format::edit::MAX_FILE_NUMBER;
+        assert_eq!(parse(&format!("{max}.log")), Some(FileKind::Wal(max)));
+        assert_eq!(parse(&format!("{}.log", max + 1)), None);
+        assert_eq!(parse("20240101.log"), Some(FileKind::Wal(20240101)));
     }
 }

@@ -1,11 +1,18 @@
 //! Open tables, bounded by `max_open_files`, shared by readers without a global lock.
+//!
+//! Every table opened here is checked against the identity the MANIFEST expects before any read uses it: the
+//! file number and database id in its properties (when present: older tables lack them), its size, its
+//! smallest and largest key and its sequence range. A table copied over another, or from another database,
+//! is `Corruption` naming the file, never missing keys.
 
 use crate::filenames;
+use crate::identity::{self, DbId};
 use shaledb_format::cache::BlockCache;
 use shaledb_format::edit::FileMeta;
+use shaledb_format::iter::InternalIterator;
 use shaledb_format::table::{Table, TableReadOptions, TableStats};
-use shaledb_vfs::{Fs, ReadHints, Result};
-use std::path::PathBuf;
+use shaledb_vfs::{Error, Fs, ReadHints, Result};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub(crate) struct TableCache {
@@ -13,6 +20,49 @@ pub(crate) struct TableCache {
     fs: Arc<dyn Fs>,
     tables: quick_cache::sync::Cache<u64, Arc<Table>>,
     read_opts: TableReadOptions,
+    db_id: DbId,
+}
+
+/// Checks that `t`, opened from `path`, is the table `meta` describes (see the module docs).
+pub(crate) fn check_identity(t: &Arc<Table>, meta: &FileMeta, db_id: &DbId, path: &Path) -> Result<()> {
+    let p = t.properties();
+    let bad = |what: String| {
+        Err(Error::corruption(path, 0, format!("{what}: not the table the MANIFEST names (a copied or swapped file?)")))
+    };
+    if let Some(n) = p.file_number {
+        if n != meta.number {
+            return bad(format!("the table was written as file {n:06}, the MANIFEST expects {:06}", meta.number));
+        }
+    }
+    if let Some(id) = &p.db_id {
+        if id != db_id {
+            return bad(format!(
+                "the table belongs to database {}, this is {}",
+                identity::to_hex(id),
+                identity::to_hex(db_id)
+            ));
+        }
+    }
+    if p.file_size != meta.file_size {
+        return bad(format!("{} bytes, the MANIFEST records {}", p.file_size, meta.file_size));
+    }
+    if p.num_entries != meta.num_entries || p.smallest_seq != meta.smallest_seq || p.largest_seq != meta.largest_seq {
+        return bad(format!(
+            "{} entries with sequences {}..={}, the MANIFEST records {} with {}..={}",
+            p.num_entries, p.smallest_seq, p.largest_seq, meta.num_entries, meta.smallest_seq, meta.largest_seq
+        ));
+    }
+    let mut it = t.iter(true, false);
+    it.seek_to_first();
+    let first = it.valid().then(|| it.key().to_vec());
+    it.status()?;
+    it.seek_to_last();
+    let last = it.valid().then(|| it.key().to_vec());
+    it.status()?;
+    if first.as_deref() != Some(&meta.smallest[..]) || last.as_deref() != Some(&meta.largest[..]) {
+        return bad("its smallest or largest key differs from the MANIFEST's".into());
+    }
+    Ok(())
 }
 
 impl TableCache {
@@ -23,6 +73,7 @@ impl TableCache {
         block_cache: Option<Arc<BlockCache>>,
         cache_index_and_filter: bool,
         stats: Arc<TableStats>,
+        db_id: DbId,
     ) -> TableCache {
         // RocksDB keeps a few files' descriptors for WAL/MANIFEST out of the budget.
         let cap = if max_open_files < 0 { 1 << 20 } else { (max_open_files as usize).saturating_sub(10).max(6) };
@@ -36,6 +87,7 @@ impl TableCache {
                 stats: Some(stats),
                 verify_checksums: true,
             },
+            db_id,
         }
     }
 
@@ -47,7 +99,9 @@ impl TableCache {
         let path = filenames::table(&self.dir, meta.number);
         let t = self.tables.get_or_insert_with(&meta.number, || {
             let file = self.fs.open(&path, ReadHints::default())?;
-            Table::open(file, &self.read_opts)
+            let t = Table::open(file, &self.read_opts)?;
+            check_identity(&t, meta, &self.db_id, &path)?;
+            Ok::<_, Error>(t)
         })?;
         Ok(t)
     }
@@ -59,7 +113,9 @@ impl TableCache {
         }
         let path = filenames::table(&self.dir, meta.number);
         let file = self.fs.open(&path, ReadHints { sequential: true, ..ReadHints::default() })?;
-        Table::open(file, &self.read_opts)
+        let t = Table::open(file, &self.read_opts)?;
+        check_identity(&t, meta, &self.db_id, &path)?;
+        Ok(t)
     }
 
     /// Forgets a deleted table.

@@ -10,10 +10,11 @@
 use crate::filenames;
 use crate::options::Options;
 use crate::version::Version;
-use shaledb_format::edit::{FileMeta, VersionEdit};
+use shaledb_format::edit::{FileMeta, VersionEdit, DB_ID_LEN, MAX_FILE_NUMBER};
 use shaledb_format::ikey;
 use shaledb_format::log::{self, LogRead};
 use shaledb_vfs::{Error, Fs, Result};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -38,6 +39,20 @@ pub(crate) struct VersionSet {
     /// memory and the file may disagree: no later edit may be appended (it would record stale state, such as
     /// a `last_sequence` below the failed edit's, after it). Every later `log_and_apply` returns this error.
     failed: Option<Error>,
+    /// The database's identity, recorded in the snapshot edit of every new MANIFEST. `None` only between
+    /// recovering a MANIFEST written before identities existed and open adopting one.
+    pub(crate) db_id: Option<[u8; DB_ID_LEN]>,
+    /// Numbers of files found at open that look like ours but cannot be proven ours (at or above the counter,
+    /// no identity): the counter steps over them so that no file of ours ever takes their name.
+    pub(crate) foreign_numbers: BTreeSet<u64>,
+}
+
+/// Checks that a number read from MANIFEST-`path` at record `offset` is within the format's range.
+fn check_range(path: &Path, offset: u64, what: &str, value: u64, max: u64) -> Result<()> {
+    if value > max {
+        return Err(Error::corruption(path, offset, format!("{what} {value} is above the limit {max}")));
+    }
+    Ok(())
 }
 
 /// Applies `edit` to `base`, giving the next version. Fails with `Corruption` when the edit does not fit (a
@@ -74,7 +89,7 @@ pub(crate) fn apply(base: &Version, edit: &VersionEdit, manifest: &Path) -> Resu
 
 impl VersionSet {
     /// A brand-new database: an empty version, MANIFEST-000001 and CURRENT.
-    pub(crate) fn create(dir: &Path, opts: &Options) -> Result<VersionSet> {
+    pub(crate) fn create(dir: &Path, opts: &Options, db_id: [u8; DB_ID_LEN]) -> Result<VersionSet> {
         let mut vs = VersionSet {
             dir: dir.to_path_buf(),
             fs: opts.fs.clone(),
@@ -87,6 +102,8 @@ impl VersionSet {
             log_number: 0,
             last_sequence: 0,
             failed: None,
+            db_id: Some(db_id),
+            foreign_numbers: BTreeSet::new(),
         };
         vs.write_new_manifest()?;
         Ok(vs)
@@ -95,9 +112,8 @@ impl VersionSet {
     /// Reads CURRENT and replays its MANIFEST. Does not start a new MANIFEST: call
     /// [`VersionSet::write_new_manifest`] (or `log_and_apply`) once recovery has settled.
     pub(crate) fn recover(dir: &Path, opts: &Options) -> Result<VersionSet> {
-        let fs = opts.fs.clone();
         let current_path = filenames::current(dir);
-        let current = fs.read_all(&current_path)?;
+        let current = opts.fs.read_all(&current_path)?;
         let name = std::str::from_utf8(&current)
             .ok()
             .and_then(|s| s.strip_suffix('\n'))
@@ -107,11 +123,17 @@ impl VersionSet {
             Some(filenames::FileKind::Manifest(n)) => n,
             _ => return Err(Error::corruption(&current_path, 0, "CURRENT does not name a MANIFEST")),
         };
-        let manifest_path = dir.join(name);
+        VersionSet::recover_manifest(dir, opts, manifest_number)
+    }
+
+    /// Replays MANIFEST-`manifest_number` (named by CURRENT, or a candidate of `repair`).
+    pub(crate) fn recover_manifest(dir: &Path, opts: &Options, manifest_number: u64) -> Result<VersionSet> {
+        let fs = opts.fs.clone();
+        let manifest_path = dir.join(filenames::manifest_name(manifest_number));
         let data = fs.read_all(&manifest_path)?;
         let mut reader = log::Reader::new(data, manifest_path.clone());
         let mut version = Version::new(opts.num_levels);
-        let (mut next_file, mut log_number, mut last_seq) = (None, None, None);
+        let (mut next_file, mut log_number, mut last_seq, mut db_id) = (None, None, None, None);
         let mut records = 0u64;
         let mut tail_damage = None;
         loop {
@@ -127,6 +149,25 @@ impl VersionSet {
                 LogRead::Record { offset, data } => {
                     records += 1;
                     let edit = VersionEdit::decode(&data).map_err(|e| e.in_file(&manifest_path, offset))?;
+                    // Numbers read from disk stay in range, so the arithmetic on them below cannot wrap.
+                    let at = offset;
+                    let p = &manifest_path;
+                    if let Some(n) = edit.next_file_number {
+                        check_range(p, at, "next file number", n, MAX_FILE_NUMBER)?;
+                    }
+                    if let Some(n) = edit.log_number {
+                        check_range(p, at, "log number", n, MAX_FILE_NUMBER)?;
+                    }
+                    if let Some(n) = edit.last_sequence {
+                        check_range(p, at, "last sequence", n, ikey::MAX_SEQUENCE)?;
+                    }
+                    for &(_, n) in &edit.deleted_files {
+                        check_range(p, at, "deleted file number", n, MAX_FILE_NUMBER)?;
+                    }
+                    for (_, f) in &edit.new_files {
+                        check_range(p, at, "file number", f.number, MAX_FILE_NUMBER)?;
+                        check_range(p, at, "largest sequence of a file", f.largest_seq, ikey::MAX_SEQUENCE)?;
+                    }
                     if let Some(c) = &edit.comparator {
                         if c != COMPARATOR {
                             return Err(Error::InvalidArgument(format!(
@@ -154,6 +195,7 @@ impl VersionSet {
                     next_file = edit.next_file_number.or(next_file);
                     log_number = edit.log_number.or(log_number);
                     last_seq = edit.last_sequence.or(last_seq);
+                    db_id = edit.db_id.or(db_id);
                 }
             }
         }
@@ -195,6 +237,8 @@ impl VersionSet {
             log_number,
             last_sequence: last_sequence.max(max_seq),
             failed: None,
+            db_id,
+            foreign_numbers: BTreeSet::new(),
         })
     }
 
@@ -206,15 +250,29 @@ impl VersionSet {
         self.manifest_number
     }
 
-    pub(crate) fn new_file_number(&mut self) -> u64 {
-        let n = self.next_file_number;
-        self.next_file_number += 1;
-        n
+    /// Hands out the next file number, stepping over [`VersionSet::foreign_numbers`]. Past
+    /// `MAX_FILE_NUMBER` it is an error, never a wrap (the counter would take the numbers of live files).
+    pub(crate) fn new_file_number(&mut self) -> Result<u64> {
+        loop {
+            let n = self.next_file_number;
+            if n > MAX_FILE_NUMBER {
+                return Err(Error::corruption(
+                    self.dir.join(filenames::manifest_name(self.manifest_number)),
+                    0,
+                    format!("the file number counter would pass {MAX_FILE_NUMBER}"),
+                ));
+            }
+            self.next_file_number = n + 1;
+            if !self.foreign_numbers.contains(&n) {
+                return Ok(n);
+            }
+        }
     }
 
-    /// Marks `n` as used (a file number seen on disk during recovery).
+    /// Marks `n` as used (a file of ours seen on disk during recovery). Numbers outside the format's range are
+    /// never ours and never move the counter.
     pub(crate) fn mark_file_number_used(&mut self, n: u64) {
-        if self.next_file_number <= n {
+        if n <= MAX_FILE_NUMBER && self.next_file_number <= n {
             self.next_file_number = n + 1;
         }
     }
@@ -226,6 +284,7 @@ impl VersionSet {
             log_number: Some(self.log_number),
             next_file_number: Some(self.next_file_number),
             last_sequence: Some(self.last_sequence),
+            db_id: self.db_id,
             ..VersionEdit::default()
         };
         for (level, files) in self.current.levels.iter().enumerate() {
@@ -238,7 +297,7 @@ impl VersionSet {
 
     /// Starts a new MANIFEST holding a snapshot of the current state and points CURRENT at it.
     pub(crate) fn write_new_manifest(&mut self) -> Result<()> {
-        let number = self.new_file_number();
+        let number = self.new_file_number()?;
         let path = self.dir.join(filenames::manifest_name(number));
         let result = (|| {
             let mut w = log::Writer::new(self.fs.create(&path)?);
@@ -246,7 +305,7 @@ impl VersionSet {
             self.snapshot_edit().encode(&mut buf);
             w.add_record(&buf)?;
             w.sync()?;
-            let temp_number = self.new_file_number();
+            let temp_number = self.new_file_number()?;
             set_current(self.fs.as_ref(), &self.dir, number, temp_number)?;
             Ok(w)
         })();
@@ -336,15 +395,20 @@ impl VersionSet {
 }
 
 /// Points CURRENT at MANIFEST-`number`: temp file, fsync, rename over CURRENT, fsync of the directory.
-fn set_current(fs: &dyn Fs, dir: &Path, number: u64, temp_number: u64) -> Result<()> {
-    let tmp = filenames::temp(dir, temp_number);
+pub(crate) fn set_current(fs: &dyn Fs, dir: &Path, number: u64, temp_number: u64) -> Result<()> {
     let contents = format!("{}\n", filenames::manifest_name(number));
+    replace_file(fs, dir, &filenames::current(dir), contents.as_bytes(), temp_number)
+}
+
+/// Replaces `target` atomically with `contents`: temp file `temp_number`, fsync, rename, directory fsync.
+pub(crate) fn replace_file(fs: &dyn Fs, dir: &Path, target: &Path, contents: &[u8], temp_number: u64) -> Result<()> {
+    let tmp = filenames::temp(dir, temp_number);
     let res = (|| {
         let mut f = fs.create(&tmp)?;
-        f.append(contents.as_bytes())?;
+        f.append(contents)?;
         f.sync()?;
         drop(f);
-        fs.rename(&tmp, &filenames::current(dir))?;
+        fs.rename(&tmp, target)?;
         fs.sync_dir(dir)
     })();
     if res.is_err() {
@@ -387,7 +451,7 @@ mod tests {
 
     fn new_set(fs: &MemFs) -> VersionSet {
         fs.create_dir_all(Path::new(DIR)).unwrap();
-        VersionSet::create(Path::new(DIR), &options(fs)).unwrap()
+        VersionSet::create(Path::new(DIR), &options(fs), [1; DB_ID_LEN]).unwrap()
     }
 
     /// Bug D of docs/durability.md: a flush's edit was written but its sync failed, then a compaction that

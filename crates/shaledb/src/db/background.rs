@@ -86,7 +86,7 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) 
     let snapshots = inner.snapshots.sequences();
     let result = parking_lot::MutexGuard::unlocked(st, || {
         let new_number = || inner.state.lock().vs.new_file_number();
-        write_level0(&inner.opts, &inner.dir, &mem, &new_number, &snapshots, &inner.shutting_down)
+        write_level0(&inner.opts, inner.db_id, &inner.dir, &mem, &new_number, &snapshots, &inner.shutting_down)
     });
     st.flushing = false;
     let (files, mut stats) = match result {
@@ -186,13 +186,13 @@ fn execute(inner: &Arc<DbInner>, task: &CompactionTask, snapshots: &[u64]) -> Re
     let mut input = MergingIterator::new(children);
     input.seek_to_first();
     let spec = OutputSpec {
-        table_options: table_options(&inner.opts, task.output_level, task.bottommost),
+        table_options: table_options(&inner.opts, inner.db_id, task.output_level, task.bottommost),
         max_file_size: task.max_output_file_size,
         grandparents: task.grandparents.clone(),
         max_grandparent_overlap: task.max_output_file_size.saturating_mul(10),
     };
     let new_file = || {
-        let n = inner.state.lock().vs.new_file_number();
+        let n = inner.state.lock().vs.new_file_number()?;
         Ok((n, filenames::table(&inner.dir, n)))
     };
     let cx = RunContext {

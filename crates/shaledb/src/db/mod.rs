@@ -5,6 +5,7 @@
 //! Readers take none of them: they load the published [`SuperVersion`] and the visible sequence number.
 
 mod background;
+pub(crate) mod files;
 mod open;
 mod write;
 
@@ -67,6 +68,8 @@ pub(crate) struct State {
 
 pub(crate) struct DbInner {
     pub(crate) dir: PathBuf,
+    /// The database's identity (MANIFEST, IDENTITY file, every new table's properties).
+    pub(crate) db_id: crate::identity::DbId,
     pub(crate) opts: Options,
     pub(crate) fs: Arc<dyn Fs>,
     lock: Mutex<Option<Box<dyn FileLock>>>,
@@ -104,28 +107,17 @@ impl std::fmt::Debug for Db {
     }
 }
 
-/// Removes every ShaleDB file of the database at `path`, then the directory if it is left empty.
-/// Fails with `Busy` when the database is open.
-pub fn destroy(path: impl AsRef<Path>) -> Result<()> {
+/// Removes every ShaleDB file of the database at `path`, then the directory if it is left empty, and returns
+/// the names removed. Only a directory that holds a ShaleDB database (CURRENT naming a MANIFEST, or IDENTITY)
+/// or nothing is touched: any other is refused with `InvalidArgument` naming what is there, and files whose
+/// names are not ours stay. Fails with `Busy` when the database is open.
+pub fn destroy(path: impl AsRef<Path>) -> Result<Vec<String>> {
     destroy_with(path.as_ref(), shaledb_vfs::default_fs().as_ref())
 }
 
 /// [`destroy`] on a given file system.
-pub fn destroy_with(dir: &Path, fs: &dyn Fs) -> Result<()> {
-    if !fs.exists(dir) {
-        return Ok(());
-    }
-    let lock = fs.lock(&crate::filenames::lock(dir))?;
-    for name in fs.list(dir)? {
-        if crate::filenames::parse(&name).is_some_and(|k| k != crate::filenames::FileKind::Lock) {
-            fs.remove(&dir.join(&name))?;
-        }
-    }
-    drop(lock);
-    let _ = fs.remove(&crate::filenames::lock(dir));
-    // Best effort: a directory holding other files stays.
-    let _ = std::fs::remove_dir(dir);
-    Ok(())
+pub fn destroy_with(dir: &Path, fs: &dyn Fs) -> Result<Vec<String>> {
+    files::destroy(dir, fs)
 }
 
 /// An iterator that is exhausted with an error (a table could not be opened).
@@ -506,6 +498,12 @@ impl Db {
             pending_compaction_bytes: crate::picker::pending_compaction_bytes(&v, &inner.opts),
             memtable_bytes: self.memtable_bytes(),
         }
+    }
+
+    /// The database's identity: 32 lowercase hex digits, drawn at random when it was created and kept in the
+    /// MANIFEST, the IDENTITY file and every table.
+    pub fn identity(&self) -> String {
+        crate::identity::to_hex(&self.inner.db_id)
     }
 
     /// The directory of the database.

@@ -4,6 +4,7 @@ use super::write::WalState;
 use super::{DbInner, State, SuperVersion};
 use crate::compaction::{self, OutputSpec, RunContext};
 use crate::filenames::{self, FileKind};
+use crate::identity::{self, DbId};
 use crate::memtable::MemTable;
 use crate::options::{Options, WalRecoveryMode};
 use crate::snapshot::SnapshotList;
@@ -19,12 +20,14 @@ use shaledb_format::log::{self, LogRead};
 use shaledb_format::table::{TableOptions, TableStats};
 use shaledb_vfs::{Error, Result};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::Instant;
 
-pub(crate) fn table_options(o: &Options, level: usize, bottommost: bool) -> TableOptions {
+pub(crate) fn table_options(o: &Options, db_id: DbId, level: usize, bottommost: bool) -> TableOptions {
     TableOptions {
+        db_id: Some(db_id),
+        file_number: None,
         block_size: o.block_size,
         block_restart_interval: o.block_restart_interval,
         compression: o.compression_for_level(level, bottommost),
@@ -36,9 +39,10 @@ pub(crate) fn table_options(o: &Options, level: usize, bottommost: bool) -> Tabl
 /// Writes the contents of `mem` as one L0 table (recovery and flush). `None` when the memtable is empty.
 pub(crate) fn write_level0(
     opts: &Options,
+    db_id: DbId,
     dir: &Path,
     mem: &Arc<MemTable>,
-    new_number: &dyn Fn() -> u64,
+    new_number: &dyn Fn() -> Result<u64>,
     snapshots: &[u64],
     stop: &AtomicBool,
 ) -> Result<(Vec<FileMeta>, CompactionStats)> {
@@ -46,13 +50,13 @@ pub(crate) fn write_level0(
         return Ok((Vec::new(), CompactionStats::default()));
     }
     let spec = OutputSpec {
-        table_options: table_options(opts, 0, false),
+        table_options: table_options(opts, db_id, 0, false),
         max_file_size: u64::MAX,
         grandparents: Vec::new(),
         max_grandparent_overlap: u64::MAX,
     };
     let new_file = || {
-        let n = new_number();
+        let n = new_number()?;
         Ok((n, filenames::table(dir, n)))
     };
     let cx = RunContext {
@@ -88,11 +92,42 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
     let lock = fs.lock(&filenames::lock(dir))?;
     let exists = fs.exists(&filenames::current(dir));
+    let names = fs.list(dir)?;
     let mut vs = if exists {
         if opts.error_if_exists {
             return Err(Error::InvalidArgument(format!("{} exists (error_if_exists is true)", dir.display())));
         }
-        VersionSet::recover(dir, &opts)?
+        let mut vs = VersionSet::recover(dir, &opts)?;
+        // Nothing is written or removed before the recovered state has been checked against the directory.
+        let on_disk = identity::read(fs.as_ref(), dir)?;
+        let id = match (vs.db_id, on_disk) {
+            (Some(m), Some(f)) if m != f => {
+                return Err(Error::corruption(
+                    filenames::identity(dir),
+                    0,
+                    format!(
+                        "IDENTITY holds {} but MANIFEST-{:06} records {}: files of two databases are mixed",
+                        identity::to_hex(&f),
+                        vs.manifest_number(),
+                        identity::to_hex(&m)
+                    ),
+                ))
+            }
+            (Some(m), _) => m,
+            // A MANIFEST written before identities existed: adopt IDENTITY's, or draw one.
+            (None, Some(f)) => f,
+            (None, None) => identity::generate(dir)?,
+        };
+        vs.db_id = Some(id);
+        if opts.paranoid_checks {
+            super::files::check_live_files(fs.as_ref(), dir, vs.current())?;
+        }
+        super::files::remove_leftovers(fs.as_ref(), dir, &mut vs, &names)?;
+        if on_disk != Some(id) {
+            let temp = vs.new_file_number()?;
+            identity::write(fs.as_ref(), dir, &id, temp)?;
+        }
+        vs
     } else {
         if !opts.create_if_missing {
             return Err(Error::InvalidArgument(format!(
@@ -100,32 +135,41 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
                 dir.display()
             )));
         }
-        VersionSet::create(dir, &opts)?
+        let kept = super::files::check_fresh_dir(fs.as_ref(), dir, &names)?;
+        let id = match kept {
+            Some(id) => id,
+            None => identity::generate(dir)?,
+        };
+        let mut vs = VersionSet::create(dir, &opts, id)?;
+        if kept.is_none() {
+            let temp = vs.new_file_number()?;
+            identity::write(fs.as_ref(), dir, &id, temp)?;
+        }
+        vs
     };
+    let db_id = vs.db_id.unwrap_or_default();
 
-    // Every number on disk counts as used, so a new file never takes the name of an orphan.
-    let names = fs.list(dir)?;
+    // WALs at or above the log number are live (their numbers may be above the MANIFEST's counter: a WAL is
+    // created before the next edit records the counter); only names exactly ours, within range, count.
     let mut wals = Vec::new();
     for name in &names {
-        match filenames::parse(name) {
-            Some(FileKind::Wal(n)) => {
+        if let Some(FileKind::Wal(n)) = filenames::parse(name) {
+            if n >= vs.log_number {
                 vs.mark_file_number_used(n);
-                if n >= vs.log_number {
-                    wals.push(n);
-                }
+                wals.push(n);
             }
-            Some(FileKind::Table(n) | FileKind::Temp(n) | FileKind::Manifest(n)) => vs.mark_file_number_used(n),
-            _ => {}
         }
     }
     wals.sort_unstable();
 
     let counters = Counters::new(opts.num_levels);
-    let next_number = AtomicU64::new(vs.next_file_number);
-    let new_number = || next_number.fetch_add(1, Ordering::Relaxed);
+    let mut max_seq = vs.last_sequence;
+    // Recovery's tables take numbers from the version set's counter (range-checked, stepping over files that
+    // are not ours).
+    let vs_numbers = Mutex::new(vs);
+    let new_number = || vs_numbers.lock().new_file_number();
     let stop = AtomicBool::new(false);
     let mut edit = VersionEdit::default();
-    let mut max_seq = vs.last_sequence;
     let mut mem = Arc::new(MemTable::new(0));
     let mut flush_stats = CompactionStats::default();
     let last_wal = wals.last().copied();
@@ -153,7 +197,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
                             max_seq = max_seq.max(s - 1);
                         }
                         if mem.approximate_memory_usage() >= opts.write_buffer_size {
-                            let (files, st) = write_level0(&opts, dir, &mem, &new_number, &[], &stop)?;
+                            let (files, st) = write_level0(&opts, db_id, dir, &mem, &new_number, &[], &stop)?;
                             flush_stats.add(&st);
                             edit.new_files.extend(files.into_iter().map(|f| (0, f)));
                             mem = Arc::new(MemTable::new(0));
@@ -177,19 +221,16 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             }
         }
     }
-    vs.next_file_number = vs.next_file_number.max(next_number.load(Ordering::Relaxed));
     if !mem.is_empty() {
-        let next_number = AtomicU64::new(vs.next_file_number);
-        let new_number = || next_number.fetch_add(1, Ordering::Relaxed);
-        let (files, st) = write_level0(&opts, dir, &mem, &new_number, &[], &stop)?;
+        let (files, st) = write_level0(&opts, db_id, dir, &mem, &new_number, &[], &stop)?;
         flush_stats.add(&st);
         edit.new_files.extend(files.into_iter().map(|f| (0, f)));
-        vs.next_file_number = next_number.load(Ordering::Relaxed);
     }
+    let mut vs = vs_numbers.into_inner();
     counters.record_compaction(0, &flush_stats);
 
     // A fresh WAL; the old ones are obsolete once the edit below is durable.
-    let wal_number = vs.new_file_number();
+    let wal_number = vs.new_file_number()?;
     let wal_path = filenames::wal(dir, wal_number);
     let wal_file = fs.create(&wal_path)?;
     edit.log_number = Some(wal_number);
@@ -199,20 +240,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     vs.replace_current(Arc::new(v), wal_number, max_seq);
     vs.write_new_manifest()?;
 
-    // Orphans: anything not live in the new state (D7).
-    let live: std::collections::HashSet<u64> = vs.current().levels.iter().flatten().map(|f| f.number).collect();
-    for name in fs.list(dir)? {
-        let remove = match filenames::parse(&name) {
-            Some(FileKind::Wal(n)) => n != wal_number,
-            Some(FileKind::Table(n)) => !live.contains(&n),
-            Some(FileKind::Manifest(n)) => n != vs.manifest_number(),
-            Some(FileKind::Temp(_)) => true,
-            _ => false,
-        };
-        if remove {
-            fs.remove(&dir.join(&name))?;
-        }
-    }
+    // Orphans: files of ours the new state does not need, and only those (D7, D9).
+    super::files::remove_obsolete(fs.as_ref(), dir, &vs, &wals)?;
 
     let block_cache = (opts.block_cache_size > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_size)));
     let table_stats = Arc::new(TableStats::default());
@@ -223,11 +252,13 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         block_cache.clone(),
         opts.cache_index_and_filter_blocks,
         table_stats.clone(),
+        db_id,
     ));
     let mem = Arc::new(MemTable::with_capacity(wal_number, opts.write_buffer_size));
     let version = vs.current().clone();
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
+        db_id,
         fs: fs.clone(),
         lock: Mutex::new(Some(lock)),
         sv: ArcSwap::from_pointee(SuperVersion { mem: mem.clone(), imm: Vec::new(), version: version.clone() }),

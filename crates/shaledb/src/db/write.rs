@@ -370,7 +370,7 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, st: &mut Stat
             wal.unsynced = false;
         }
     }
-    let number = st.vs.new_file_number();
+    let number = st.vs.new_file_number()?;
     let path = filenames::wal(&inner.dir, number);
     let file = inner.fs.create(&path)?;
     inner.fs.sync_dir(&inner.dir)?;

@@ -1,0 +1,209 @@
+//! Which files in a database directory are ours, and what open and destroy may do with them (docs/durability.md
+//! D9, ARCHITECTURE.md "Files").
+//!
+//! - A directory without CURRENT receives a new database only when it holds nothing but `LOCK` and a valid
+//!   `IDENTITY` (whose id is then kept). Our MANIFESTs or tables without CURRENT are a damaged database (repair
+//!   it); anything else is someone else's directory. Either way open refuses and changes nothing.
+//! - At open, before anything is written, files of ours that no recovered state needs are removed: tables not
+//!   in the MANIFEST, old MANIFESTs and temp files numbered below the MANIFEST's counter, tables above it whose
+//!   properties carry this database's id and their own number, and WALs below the log number. A name that is
+//!   not exactly ours, or a number above the counter that cannot be proven ours, is left alone, and the counter
+//!   steps over it.
+
+use crate::filenames::{self, FileKind};
+use crate::identity::{self, DbId};
+use crate::version::Version;
+use crate::version_set::VersionSet;
+use shaledb_format::table::{Table, TableReadOptions};
+use shaledb_vfs::{Error, Fs, ReadHints, Result};
+use std::collections::HashSet;
+use std::path::Path;
+
+/// `names` for an error message: sorted, at most ten, then how many more.
+pub(crate) fn list_names<S: AsRef<str>>(names: &[S]) -> String {
+    let mut v: Vec<&str> = names.iter().map(|s| s.as_ref()).collect();
+    v.sort_unstable();
+    let shown = v.iter().take(10).copied().collect::<Vec<_>>().join(", ");
+    match v.len().checked_sub(10) {
+        Some(more) if more > 0 => format!("{shown} and {more} more"),
+        _ => shown,
+    }
+}
+
+/// Decides whether `dir`, which has no CURRENT, may receive a new database. `Ok(Some(id))` when it holds a
+/// valid IDENTITY (the id to keep).
+pub(crate) fn check_fresh_dir(fs: &dyn Fs, dir: &Path, names: &[String]) -> Result<Option<DbId>> {
+    let (mut ours, mut other) = (Vec::new(), Vec::new());
+    let mut id = None;
+    for name in names {
+        match filenames::parse(name) {
+            Some(FileKind::Lock) => {}
+            Some(FileKind::Identity) => match identity::read(fs, dir)? {
+                Some(i) => id = Some(i),
+                None => other.push(name.as_str()),
+            },
+            Some(FileKind::Manifest(_) | FileKind::Table(_)) => ours.push(name.as_str()),
+            _ => other.push(name.as_str()),
+        }
+    }
+    if !ours.is_empty() {
+        let all: Vec<&str> = ours.iter().chain(&other).copied().collect();
+        return Err(Error::corruption(
+            filenames::current(dir),
+            0,
+            format!(
+                "CURRENT is missing but the directory holds ShaleDB files ({}): an existing, damaged database, left \
+                 as it is. Run `shaledb repair {}` (shaledb::repair) to rebuild CURRENT from the newest MANIFEST \
+                 that replays cleanly",
+                list_names(&all),
+                dir.display()
+            ),
+        ));
+    }
+    if !other.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "{} holds no ShaleDB database (no CURRENT) and is not empty: {}. Refusing to create a database among \
+             files that are not ours; nothing was changed",
+            dir.display(),
+            list_names(&other)
+        )));
+    }
+    Ok(id)
+}
+
+/// Checks that every live table exists with the size the MANIFEST records (`paranoid_checks`); the error
+/// names each file that does not.
+pub(crate) fn check_live_files(fs: &dyn Fs, dir: &Path, v: &Version) -> Result<()> {
+    let mut bad = Vec::new();
+    let mut first = None;
+    for f in v.levels.iter().flatten() {
+        let path = filenames::table(dir, f.number);
+        let problem = if !fs.exists(&path) {
+            "missing".to_string()
+        } else {
+            match fs.file_size(&path)? {
+                0 => format!("empty (the MANIFEST records {} bytes)", f.file_size),
+                n if n != f.file_size => format!("{n} bytes, the MANIFEST records {}", f.file_size),
+                _ => continue,
+            }
+        };
+        bad.push(format!("{} {problem}", filenames::table(Path::new(""), f.number).display()));
+        first.get_or_insert(path);
+    }
+    match first {
+        None => Ok(()),
+        Some(path) => Err(Error::corruption(
+            path,
+            0,
+            format!(
+                "live tables do not match the MANIFEST: {}; refusing to open (paranoid_checks). Restore the \
+                 files, or open with paranoid_checks = false to read what remains",
+                bad.join("; ")
+            ),
+        )),
+    }
+}
+
+/// True when table `number` in `dir` carries `db_id` and its own number in its properties.
+fn table_proves_ours(fs: &dyn Fs, dir: &Path, number: u64, db_id: Option<DbId>) -> bool {
+    let Some(db_id) = db_id else { return false };
+    let path = filenames::table(dir, number);
+    let Ok(file) = fs.open(&path, ReadHints::default()) else { return false };
+    match Table::open(file, &TableReadOptions::default()) {
+        Ok(t) => t.properties().db_id == Some(db_id) && t.properties().file_number == Some(number),
+        Err(_) => false,
+    }
+}
+
+/// Removes, at the start of open and before anything is written, the files of ours that the recovered state
+/// does not need (leftovers of an interrupted flush, compaction or recovery), and records in
+/// `vs.foreign_numbers` the numbers of look-alike files that cannot be proven ours. Returns the names removed.
+pub(crate) fn remove_leftovers(fs: &dyn Fs, dir: &Path, vs: &mut VersionSet, names: &[String]) -> Result<Vec<String>> {
+    let counter = vs.next_file_number;
+    let live: HashSet<u64> = vs.current().levels.iter().flatten().map(|f| f.number).collect();
+    let mut removed = Vec::new();
+    for name in names {
+        let remove = match filenames::parse(name) {
+            Some(FileKind::Table(n)) if live.contains(&n) => false,
+            Some(FileKind::Table(n)) => n < counter || table_proves_ours(fs, dir, n, vs.db_id),
+            Some(FileKind::Manifest(n)) => n != vs.manifest_number() && n < counter,
+            Some(FileKind::Temp(n)) => n < counter,
+            // WALs below the log number hold nothing the tables lack; the others are replayed.
+            Some(FileKind::Wal(n)) => n < vs.log_number,
+            _ => false,
+        };
+        if remove {
+            fs.remove(&dir.join(name))?;
+            removed.push(name.clone());
+            continue;
+        }
+        if let Some(FileKind::Table(n) | FileKind::Manifest(n) | FileKind::Temp(n)) = filenames::parse(name) {
+            if n >= counter && !live.contains(&n) && n != vs.manifest_number() {
+                vs.foreign_numbers.insert(n);
+            }
+        }
+    }
+    Ok(removed)
+}
+
+/// Removes, at the end of open, the files the new state no longer needs: the WALs just replayed, tables not
+/// live, MANIFESTs other than the new one and temp files, each only when its number is below the counter
+/// and not one found unproven at the start.
+pub(crate) fn remove_obsolete(fs: &dyn Fs, dir: &Path, vs: &VersionSet, replayed_wals: &[u64]) -> Result<()> {
+    let live: HashSet<u64> = vs.current().levels.iter().flatten().map(|f| f.number).collect();
+    let counter = vs.next_file_number;
+    for name in fs.list(dir)? {
+        let remove = match filenames::parse(&name) {
+            Some(FileKind::Wal(n)) => replayed_wals.contains(&n) && n < vs.log_number,
+            Some(FileKind::Table(n)) => !live.contains(&n) && n < counter && !vs.foreign_numbers.contains(&n),
+            Some(FileKind::Manifest(n)) => n != vs.manifest_number() && n < counter && !vs.foreign_numbers.contains(&n),
+            Some(FileKind::Temp(n)) => n < counter && !vs.foreign_numbers.contains(&n),
+            _ => false,
+        };
+        if remove {
+            fs.remove(&dir.join(&name))?;
+        }
+    }
+    Ok(())
+}
+
+/// True when `dir` holds a ShaleDB database: CURRENT naming a MANIFEST that exists, or a valid IDENTITY.
+fn holds_database(fs: &dyn Fs, dir: &Path) -> bool {
+    let current = fs.read_all(&filenames::current(dir)).ok();
+    let named = current.as_deref().and_then(|c| std::str::from_utf8(c).ok()).and_then(|s| s.strip_suffix('\n'));
+    let manifest = named.filter(|n| matches!(filenames::parse(n), Some(FileKind::Manifest(_))));
+    manifest.is_some_and(|m| fs.exists(&dir.join(m))) || matches!(identity::read(fs, dir), Ok(Some(_)))
+}
+
+/// `destroy_with`: removes our files from a directory that holds a database or nothing; returns their names.
+pub(crate) fn destroy(dir: &Path, fs: &dyn Fs) -> Result<Vec<String>> {
+    if !fs.exists(dir) {
+        return Ok(Vec::new());
+    }
+    let names = fs.list(dir)?;
+    let empty = names.iter().all(|n| n == "LOCK");
+    if !empty && !holds_database(fs, dir) {
+        return Err(Error::InvalidArgument(format!(
+            "{} does not hold a ShaleDB database (no CURRENT naming a MANIFEST, no IDENTITY) and is not empty: {}. \
+             Refusing to destroy it; nothing was removed",
+            dir.display(),
+            list_names(&names)
+        )));
+    }
+    let lock = fs.lock(&filenames::lock(dir))?;
+    let mut removed = Vec::new();
+    for name in fs.list(dir)? {
+        if filenames::parse(&name).is_some_and(|k| k != FileKind::Lock) {
+            fs.remove(&dir.join(&name))?;
+            removed.push(name);
+        }
+    }
+    drop(lock);
+    if fs.remove(&filenames::lock(dir)).is_ok() {
+        removed.push("LOCK".to_string());
+    }
+    // Best effort: a directory holding other files stays.
+    let _ = std::fs::remove_dir(dir);
+    removed.sort_unstable();
+    Ok(removed)
+}
