@@ -22,7 +22,8 @@ use std::path::Path;
 /// `names` for an error message: sorted, at most ten, then how many more.
 pub(crate) fn list_names<S: AsRef<str>>(names: &[S]) -> String {
     let mut v: Vec<&str> = names.iter().map(|s| s.as_ref()).collect();
-    v.sort_unstable();
+    // MANIFESTs first: they say the most about what the directory is.
+    v.sort_unstable_by_key(|n| (!n.starts_with("MANIFEST-"), *n));
     let shown = v.iter().take(10).copied().collect::<Vec<_>>().join(", ");
     match v.len().checked_sub(10) {
         Some(more) if more > 0 => format!("{shown} and {more} more"),
@@ -104,15 +105,27 @@ pub(crate) fn check_live_files(fs: &dyn Fs, dir: &Path, v: &Version) -> Result<(
     }
 }
 
-/// True when table `number` in `dir` carries `db_id` and its own number in its properties.
-fn table_proves_ours(fs: &dyn Fs, dir: &Path, number: u64, db_id: Option<DbId>) -> bool {
-    let Some(db_id) = db_id else { return false };
+/// Whether a table that is not live may be removed as a leftover of ours. Above the counter it must carry
+/// `db_id` and its own number. Below it, it must also open as a ShaleDB table and carry no other identity
+/// (tables from before identities existed carry none), so a look-alike the counter has stepped over stays.
+fn leftover_table_is_ours(fs: &dyn Fs, dir: &Path, number: u64, below_counter: bool, db_id: Option<DbId>) -> bool {
     let path = filenames::table(dir, number);
     let Ok(file) = fs.open(&path, ReadHints::default()) else { return false };
-    match Table::open(file, &TableReadOptions::default()) {
-        Ok(t) => t.properties().db_id == Some(db_id) && t.properties().file_number == Some(number),
-        Err(_) => false,
-    }
+    let Ok(t) = Table::open(file, &TableReadOptions::default()) else { return false };
+    let p = t.properties();
+    let own = p.file_number == Some(number) && p.db_id.is_some() && p.db_id == db_id;
+    let legacy = below_counter && p.file_number.is_none() && p.db_id.is_none();
+    own || legacy
+}
+
+/// Whether a temp file is one of ours: what we write into one (a CURRENT line naming a MANIFEST, or IDENTITY's
+/// hex digits), possibly cut short by a crash.
+fn temp_is_ours(fs: &dyn Fs, dir: &Path, number: u64) -> bool {
+    let Ok(data) = fs.read_all(&filenames::temp(dir, number)) else { return false };
+    let current_like = b"MANIFEST-".iter().zip(&data).all(|(a, b)| a == b)
+        && data.iter().skip(9).all(|&b| b.is_ascii_digit() || b == b'\n');
+    let identity_like = data.len() <= 33 && data.iter().all(|&b| matches!(b, b'0'..=b'9' | b'a'..=b'f' | b'\n'));
+    current_like || identity_like
 }
 
 /// Removes, at the start of open and before anything is written, the files of ours that the recovered state
@@ -125,9 +138,9 @@ pub(crate) fn remove_leftovers(fs: &dyn Fs, dir: &Path, vs: &mut VersionSet, nam
     for name in names {
         let remove = match filenames::parse(name) {
             Some(FileKind::Table(n)) if live.contains(&n) => false,
-            Some(FileKind::Table(n)) => n < counter || table_proves_ours(fs, dir, n, vs.db_id),
+            Some(FileKind::Table(n)) => leftover_table_is_ours(fs, dir, n, n < counter, vs.db_id),
             Some(FileKind::Manifest(n)) => n != vs.manifest_number() && n < counter,
-            Some(FileKind::Temp(n)) => n < counter,
+            Some(FileKind::Temp(n)) => temp_is_ours(fs, dir, n),
             // WALs below the log number hold nothing the tables lack; the others are replayed.
             Some(FileKind::Wal(n)) => n < vs.log_number,
             _ => false,
@@ -137,8 +150,9 @@ pub(crate) fn remove_leftovers(fs: &dyn Fs, dir: &Path, vs: &mut VersionSet, nam
             removed.push(name.clone());
             continue;
         }
+        // Kept and not live: its number is never handed out, whatever it is.
         if let Some(FileKind::Table(n) | FileKind::Manifest(n) | FileKind::Temp(n)) = filenames::parse(name) {
-            if n >= counter && !live.contains(&n) && n != vs.manifest_number() {
+            if !live.contains(&n) && n != vs.manifest_number() {
                 vs.foreign_numbers.insert(n);
             }
         }

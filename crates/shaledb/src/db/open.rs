@@ -90,6 +90,11 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
         fs.create_dir_all(dir)?;
     }
+    if !fs.exists(&filenames::current(dir)) {
+        // Checked before taking the lock too, so that not even a LOCK file is left in a directory that is not
+        // ours; checked again below under the lock.
+        super::files::check_fresh_dir(fs.as_ref(), dir, &fs.list(dir)?)?;
+    }
     let lock = fs.lock(&filenames::lock(dir))?;
     let exists = fs.exists(&filenames::current(dir));
     let names = fs.list(dir)?;
