@@ -112,7 +112,17 @@ impl Engine for ShaleDb {
         if !path.exists() {
             return Ok(());
         }
-        shaledb::destroy(path).map_err(Into::into)
+        // Refuses a directory that holds no ShaleDB database (and is not empty), naming what is there.
+        let removed = shaledb::destroy(path)?;
+        if !removed.is_empty() {
+            eprintln!(
+                "bench: removed the old database in {} ({} files: {})",
+                path.display(),
+                removed.len(),
+                removed.join(", ")
+            );
+        }
+        Ok(())
     }
 
     fn close(self) -> EngineResult<()> {

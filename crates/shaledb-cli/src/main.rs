@@ -3,6 +3,7 @@
 
 mod bench;
 mod dump;
+mod repair;
 mod stress;
 mod verify;
 
@@ -27,6 +28,9 @@ enum Command {
     Dump(dump::Args),
     /// Check every checksum of every live file and the MANIFEST's consistency; exit 1 on any problem.
     Verify(verify::Args),
+    /// Rebuild CURRENT of a damaged database from the newest MANIFEST that replays cleanly with all its
+    /// tables present (like RocksDB's RepairDB, limited to what can be proven). Deletes nothing.
+    Repair(repair::Args),
     /// db_stress-style random operations on a directory, checked against an expected-state file that
     /// survives the process (for kill -9 testing).
     Stress(stress::Args),
@@ -42,6 +46,7 @@ fn main() -> ExitCode {
         Command::Dump(a) => return tool_exit(dump::run(a)),
         Command::Verify(a) => return tool_exit(verify::run(a)),
         Command::Stress(a) => return tool_exit(stress::run(a)),
+        Command::Repair(a) => return tool_exit(repair::run(a)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
