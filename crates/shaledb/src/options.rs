@@ -27,8 +27,9 @@ pub struct Options {
     pub create_if_missing: bool,
     /// Fail the open when a database already exists. Default: `false`.
     pub error_if_exists: bool,
-    /// Check every block read during recovery and compaction and fail on damage instead of skipping.
-    /// Default: `true`.
+    /// Check every block read during recovery and compaction and fail on damage instead of skipping, and at
+    /// open check that every live table the MANIFEST names exists with its recorded size (refusing to open,
+    /// naming each missing, empty or resized file, rather than failing at the first read). Default: `true`.
     pub paranoid_checks: bool,
     /// Bytes a memtable may hold before it is switched for a new one and flushed. Default: 64 MiB.
     pub write_buffer_size: usize,

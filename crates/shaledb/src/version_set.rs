@@ -481,6 +481,67 @@ mod tests {
         assert_eq!(numbers, vec![12, 10]);
     }
 
+    /// The file counter never wraps: past `MAX_FILE_NUMBER` handing out a number is an error, and a number
+    /// outside the range (a stray `18446744073709551615.log`) never moves it.
+    #[test]
+    fn file_counter_stops_at_the_format_limit() {
+        let fs = MemFs::new();
+        let mut vs = new_set(&fs);
+        let before = vs.next_file_number;
+        vs.mark_file_number_used(u64::MAX);
+        assert_eq!(vs.next_file_number, before);
+        vs.next_file_number = MAX_FILE_NUMBER;
+        assert_eq!(vs.new_file_number().unwrap(), MAX_FILE_NUMBER);
+        let e = vs.new_file_number().unwrap_err();
+        assert!(e.is_corruption() && e.to_string().contains("would pass"), "{e}");
+        assert_eq!(vs.next_file_number, MAX_FILE_NUMBER + 1, "no wrap");
+        vs.next_file_number = 7;
+        vs.foreign_numbers.extend([7, 8]);
+        assert_eq!(vs.new_file_number().unwrap(), 9, "numbers of files that are not ours are stepped over");
+    }
+
+    /// Every number a MANIFEST edit carries is range-checked at recovery: corruption naming the MANIFEST and the
+    /// record's offset, never a value that later wraps.
+    #[test]
+    fn manifest_numbers_above_their_limits_are_corruption() {
+        let cases: [(&str, fn(&mut VersionEdit)); 4] = [
+            ("log number", |e| e.log_number = Some(MAX_FILE_NUMBER + 1)),
+            ("next file number", |e| e.next_file_number = Some(u64::MAX)),
+            ("last sequence", |e| e.last_sequence = Some(u64::MAX)),
+            ("file number", |e| e.new_files.push((0, table(MAX_FILE_NUMBER + 1, 1..=2)))),
+        ];
+        for (what, damage) in cases {
+            let fs = MemFs::new();
+            drop(new_set(&fs));
+            let name = String::from_utf8(fs.read_file(&Path::new(DIR).join("CURRENT")).unwrap()).unwrap();
+            let path = Path::new(DIR).join(name.trim_end());
+            let mut w = log::Writer::new(fs.create(&path).unwrap());
+            let mut e = VersionEdit { comparator: Some(COMPARATOR.to_string()), ..VersionEdit::default() };
+            e.log_number = Some(1);
+            e.next_file_number = Some(10);
+            e.last_sequence = Some(0);
+            let mut buf = Vec::new();
+            e.encode(&mut buf);
+            w.add_record(&buf).unwrap();
+            let at = w.len();
+            let mut bad = VersionEdit::default();
+            damage(&mut bad);
+            buf.clear();
+            bad.encode(&mut buf);
+            w.add_record(&buf).unwrap();
+            w.sync().unwrap();
+            drop(w);
+            match VersionSet::recover(Path::new(DIR), &options(&fs)).map(|_| ()).unwrap_err() {
+                Error::Corruption { file, offset, what: msg } => {
+                    assert_eq!(file, path, "{what}");
+                    assert_eq!(offset, at, "{what}");
+                    assert!(msg.contains(what), "{what}: {msg}");
+                }
+                other => panic!("{what}: {other}"),
+            }
+        }
+    }
+
     /// A MANIFEST written by a build with bug D (a stale edit after a failed sync) still recovers every
     /// table's writes: the last sequence is at least the largest one in any live table.
     #[test]

@@ -1,4 +1,6 @@
-//! Opening a database: lock, MANIFEST recovery, WAL replay under the chosen recovery mode, orphan cleanup.
+//! Opening a database: directory rules and lock, MANIFEST recovery, identity and live-file checks, removal of
+//! our leftovers (before anything is written), WAL replay under the chosen recovery mode, orphan cleanup.
+//! Which files are ours: `files.rs` (docs/durability.md D9).
 
 use super::write::WalState;
 use super::{DbInner, State, SuperVersion};
