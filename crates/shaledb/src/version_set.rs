@@ -504,7 +504,8 @@ mod tests {
     /// record's offset, never a value that later wraps.
     #[test]
     fn manifest_numbers_above_their_limits_are_corruption() {
-        let cases: [(&str, fn(&mut VersionEdit)); 4] = [
+        type Damage = fn(&mut VersionEdit);
+        let cases: [(&str, Damage); 4] = [
             ("log number", |e| e.log_number = Some(MAX_FILE_NUMBER + 1)),
             ("next file number", |e| e.next_file_number = Some(u64::MAX)),
             ("last sequence", |e| e.last_sequence = Some(u64::MAX)),
