@@ -31,23 +31,58 @@ pub(crate) fn list_names<S: AsRef<str>>(names: &[S]) -> String {
     }
 }
 
-/// Decides whether `dir`, which has no CURRENT, may receive a new database. `Ok(Some(id))` when it holds a
-/// valid IDENTITY (the id to keep).
-pub(crate) fn check_fresh_dir(fs: &dyn Fs, dir: &Path, names: &[String]) -> Result<Option<DbId>> {
+/// What a directory without CURRENT holds when a new database may be created in it.
+pub(crate) struct FreshDir {
+    /// The id of a valid IDENTITY, to keep.
+    pub(crate) id: Option<DbId>,
+    /// What an interrupted creation of ours left (MANIFEST-000001 recording no file, CURRENT's temp file):
+    /// no write was ever acknowledged in such a database, since open returns only once CURRENT exists.
+    pub(crate) creation_leftovers: Vec<String>,
+}
+
+/// True when MANIFEST-`number` is what an interrupted creation leaves: the first MANIFEST, recording no
+/// file (possibly torn or empty: the creation never synced it).
+fn is_creation_manifest(fs: &dyn Fs, dir: &Path, number: u64) -> bool {
+    if number != 1 {
+        return false;
+    }
+    let Ok(data) = fs.read_all(&dir.join(filenames::manifest_name(number))) else { return false };
+    let mut reader = shaledb_format::log::Reader::new(data, dir.join(filenames::manifest_name(number)));
+    loop {
+        match reader.next() {
+            shaledb_format::log::LogRead::Record { data, .. } => {
+                match shaledb_format::edit::VersionEdit::decode(&data) {
+                    Ok(e) if e.new_files.is_empty() && e.deleted_files.is_empty() => {}
+                    _ => return false,
+                }
+            }
+            shaledb_format::log::LogRead::Damage(d) => return d.at_tail,
+            shaledb_format::log::LogRead::Eof => return true,
+        }
+    }
+}
+
+/// Decides whether `dir`, which has no CURRENT, may receive a new database (see [`FreshDir`]).
+pub(crate) fn check_fresh_dir(fs: &dyn Fs, dir: &Path, names: &[String]) -> Result<FreshDir> {
     let (mut ours, mut other) = (Vec::new(), Vec::new());
-    let mut id = None;
+    let mut fresh = FreshDir { id: None, creation_leftovers: Vec::new() };
     for name in names {
         match filenames::parse(name) {
             Some(FileKind::Lock) => {}
             Some(FileKind::Identity) => match identity::read(fs, dir)? {
-                Some(i) => id = Some(i),
+                Some(i) => fresh.id = Some(i),
                 None => other.push(name.as_str()),
             },
+            Some(FileKind::Manifest(n)) if is_creation_manifest(fs, dir, n) => {
+                fresh.creation_leftovers.push(name.clone())
+            }
+            Some(FileKind::Temp(n)) if temp_is_ours(fs, dir, n) => fresh.creation_leftovers.push(name.clone()),
             Some(FileKind::Manifest(_) | FileKind::Table(_)) => ours.push(name.as_str()),
             _ => other.push(name.as_str()),
         }
     }
-    if !ours.is_empty() {
+    if !ours.is_empty() || (!other.is_empty() && !fresh.creation_leftovers.is_empty()) {
+        ours.extend(fresh.creation_leftovers.iter().map(String::as_str));
         let all: Vec<&str> = ours.iter().chain(&other).copied().collect();
         return Err(Error::corruption(
             filenames::current(dir),
@@ -69,7 +104,7 @@ pub(crate) fn check_fresh_dir(fs: &dyn Fs, dir: &Path, names: &[String]) -> Resu
             list_names(&other)
         )));
     }
-    Ok(id)
+    Ok(fresh)
 }
 
 /// Checks that every live table exists with the size the MANIFEST records (`paranoid_checks`); the error

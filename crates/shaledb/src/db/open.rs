@@ -142,7 +142,11 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
                 dir.display()
             )));
         }
-        let kept = super::files::check_fresh_dir(fs.as_ref(), dir, &names)?;
+        let fresh = super::files::check_fresh_dir(fs.as_ref(), dir, &names)?;
+        for name in &fresh.creation_leftovers {
+            fs.remove(&dir.join(name))?;
+        }
+        let kept = fresh.id;
         let id = match kept {
             Some(id) => id,
             None => identity::generate(dir)?,

@@ -369,3 +369,49 @@ fn destroy_refuses_what_is_not_a_database_and_reports_what_it_removed() {
     // An empty directory (or a missing one) is fine.
     assert_eq!(shaledb::destroy(db_dir.path().join("none")).unwrap(), Vec::<String>::new());
 }
+
+/// A creation killed before CURRENT existed leaves MANIFEST-000001 recording no file and CURRENT's temp file:
+/// no write was ever acknowledged there, so open finishes the creation. A first MANIFEST that records a
+/// table is a damaged database and is refused.
+#[test]
+fn an_interrupted_creation_is_finished_but_a_manifest_naming_tables_is_refused() {
+    let write_manifest = |dir: &Path, with_table: bool| {
+        let fs = shaledb_vfs::PosixFs::new();
+        let mut w = shaledb_format::log::Writer::new(fs.create(&dir.join("MANIFEST-000001")).unwrap());
+        let mut edit = VersionEdit {
+            comparator: Some(BYTEWISE_COMPARATOR.into()),
+            log_number: Some(0),
+            next_file_number: Some(2),
+            last_sequence: Some(0),
+            ..VersionEdit::default()
+        };
+        if with_table {
+            let k = |s: u64| shaledb_format::ikey::make_internal_key(b"k", s, shaledb_format::ikey::ValueKind::Value);
+            let meta = shaledb_format::edit::FileMeta {
+                number: 5,
+                file_size: 1,
+                smallest: k(2),
+                largest: k(1),
+                ..Default::default()
+            };
+            edit.add_file(0, meta);
+        }
+        let mut buf = Vec::new();
+        edit.encode(&mut buf);
+        w.add_record(&buf).unwrap();
+        w.sync().unwrap();
+    };
+    let dir = tempfile::tempdir().unwrap();
+    write_manifest(dir.path(), false);
+    std::fs::write(dir.path().join("000002.dbtmp"), b"MANIFEST-000001\n").unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    db.close().unwrap();
+    assert!(!dir.path().join("000002.dbtmp").exists());
+
+    let dir = tempfile::tempdir().unwrap();
+    write_manifest(dir.path(), true);
+    let e = Db::open(dir.path(), Options::default()).unwrap_err();
+    assert!(e.is_corruption() && e.to_string().contains("MANIFEST-000001"), "{e}");
+    assert!(dir.path().join("MANIFEST-000001").exists());
+}
