@@ -16,6 +16,8 @@ mod batch;
 mod compaction;
 mod db;
 mod filenames;
+mod info_log;
+mod lost;
 pub mod iter;
 mod lookup;
 mod memtable;

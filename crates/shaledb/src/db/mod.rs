@@ -6,6 +6,7 @@
 
 mod background;
 mod open;
+mod replay;
 mod write;
 
 use crate::batch::WriteBatch;
@@ -88,6 +89,10 @@ pub(crate) struct DbInner {
     /// Set at close: background jobs stop taking work; running compactions abort.
     pub(crate) shutting_down: AtomicBool,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// The `LOG` file (info_log.rs).
+    pub(crate) info_log: crate::info_log::InfoLog,
+    /// What recovery at open dropped (D10).
+    pub(crate) recovery_losses: crate::lost::Losses,
 }
 
 /// An open database. `Send + Sync`: share it between threads with an `Arc`.
@@ -117,8 +122,10 @@ pub fn destroy_with(dir: &Path, fs: &dyn Fs) -> Result<()> {
     }
     let lock = fs.lock(&crate::filenames::lock(dir))?;
     for name in fs.list(dir)? {
-        if crate::filenames::parse(&name).is_some_and(|k| k != crate::filenames::FileKind::Lock) {
-            fs.remove(&dir.join(&name))?;
+        match crate::filenames::parse(&name) {
+            None | Some(crate::filenames::FileKind::Lock) => {}
+            Some(crate::filenames::FileKind::LostDir) => crate::lost::remove_all(fs, dir)?,
+            Some(_) => fs.remove(&dir.join(&name))?,
         }
     }
     drop(lock);
@@ -420,7 +427,9 @@ impl Db {
     /// A text or numeric property: `shaledb.stats`, `shaledb.levelstats`, `shaledb.num-files-at-level<N>`,
     /// `shaledb.estimate-pending-compaction-bytes`, `shaledb.cur-size-all-mem-tables`,
     /// `shaledb.num-immutable-mem-table`, `shaledb.block-cache-usage`, `shaledb.block-cache-capacity`,
-    /// `shaledb.background-errors`. The `rocksdb.` prefix is accepted too.
+    /// `shaledb.background-errors`, `shaledb.recovery-dropped-records`, `shaledb.recovery-dropped-bytes` (what
+    /// the WAL replay of this open did not apply; see docs/durability.md D10). The `rocksdb.` prefix is accepted
+    /// too.
     pub fn property(&self, name: &str) -> Option<String> {
         let name = name.strip_prefix("rocksdb.").or_else(|| name.strip_prefix("shaledb."))?;
         match name {
@@ -434,6 +443,8 @@ impl Db {
             "block-cache-usage" => Some(self.inner.block_cache.as_ref().map_or(0, |c| c.usage()).to_string()),
             "block-cache-capacity" => Some(self.inner.block_cache.as_ref().map_or(0, |c| c.capacity()).to_string()),
             "num-immutable-mem-table" => Some(self.inner.sv.load().imm.len().to_string()),
+            "recovery-dropped-records" => Some(self.inner.recovery_losses.records.to_string()),
+            "recovery-dropped-bytes" => Some(self.inner.recovery_losses.bytes.to_string()),
             "background-errors" => {
                 Some(self.inner.state.lock().bg_error.as_ref().map_or(String::new(), |e| e.to_string()))
             }
@@ -563,6 +574,7 @@ impl DbInner {
                     other => other.clone(),
                 });
                 st.bg_error = Some(c.clone());
+                self.info_log.log(format_args!("background error, database now read-only: {c}"));
                 c
             }
         };

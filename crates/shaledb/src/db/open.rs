@@ -4,18 +4,18 @@ use super::write::WalState;
 use super::{DbInner, State, SuperVersion};
 use crate::compaction::{self, OutputSpec, RunContext};
 use crate::filenames::{self, FileKind};
+use crate::info_log::InfoLog;
 use crate::memtable::MemTable;
-use crate::options::{Options, WalRecoveryMode};
+use crate::options::Options;
 use crate::snapshot::SnapshotList;
 use crate::stats::{CompactionStats, Counters};
 use crate::table_cache::TableCache;
 use crate::version_set::VersionSet;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
-use shaledb_format::batch::BatchRep;
 use shaledb_format::cache::BlockCache;
 use shaledb_format::edit::{FileMeta, VersionEdit};
-use shaledb_format::log::{self, LogRead};
+use shaledb_format::log;
 use shaledb_format::table::{TableOptions, TableStats};
 use shaledb_vfs::{Error, Result};
 use std::path::Path;
@@ -125,58 +125,21 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let new_number = || next_number.fetch_add(1, Ordering::Relaxed);
     let stop = AtomicBool::new(false);
     let mut edit = VersionEdit::default();
-    let mut max_seq = vs.last_sequence;
-    let mut mem = Arc::new(MemTable::new(0));
-    let mut flush_stats = CompactionStats::default();
-    let last_wal = wals.last().copied();
-    'replay: for &number in &wals {
-        let path = filenames::wal(dir, number);
-        let data = fs.read_all(&path)?;
-        let mut reader = log::Reader::new(data, path.clone());
-        loop {
-            let (damage, at_tail) = match reader.next() {
-                LogRead::Eof => break,
-                LogRead::Damage(d) => (d.to_error(&path), d.at_tail),
-                LogRead::Record { offset, data } => match BatchRep::from_bytes(data) {
-                    // The record's checksum passed but its contents do not decode: corruption that no
-                    // torn write explains.
-                    Err(e) => (e.in_file(&path, offset), false),
-                    Ok(batch) => {
-                        let seq = batch.sequence();
-                        let mut s = seq;
-                        for e in batch.iter() {
-                            let e = e.map_err(|e| e.in_file(&path, offset))?;
-                            mem.add(s, e.kind, e.key, e.value);
-                            s += 1;
-                        }
-                        if s > seq {
-                            max_seq = max_seq.max(s - 1);
-                        }
-                        if mem.approximate_memory_usage() >= opts.write_buffer_size {
-                            let (files, st) = write_level0(&opts, dir, &mem, &new_number, &[], &stop)?;
-                            flush_stats.add(&st);
-                            edit.new_files.extend(files.into_iter().map(|f| (0, f)));
-                            mem = Arc::new(MemTable::new(0));
-                        }
-                        continue;
-                    }
-                },
-            };
-            match opts.wal_recovery_mode {
-                // Everything before the damage is a prefix of the acknowledged writes; nothing after it may be
-                // applied, in this WAL or a later one, or the result could have holes (D3).
-                WalRecoveryMode::PointInTime => break 'replay,
-                WalRecoveryMode::SkipAnyCorruptedRecords => continue,
-                WalRecoveryMode::AbsoluteConsistency => return Err(damage),
-                WalRecoveryMode::TolerateCorruptedTailRecords => {
-                    if at_tail && Some(number) == last_wal {
-                        break 'replay;
-                    }
-                    return Err(damage);
-                }
-            }
-        }
-    }
+    let info_log = InfoLog::open(fs.clone(), dir, opts.max_log_file_size, opts.keep_log_file_num);
+    info_log.log(format_args!("open {}: {:?}, recovery mode {:?}", dir.display(), opts, opts.wal_recovery_mode));
+    info_log.log(format_args!(
+        "recovered MANIFEST-{:06}: log number {}, next file {}, last sequence {}; WALs to replay: {wals:?}",
+        vs.manifest_number(),
+        vs.log_number,
+        vs.next_file_number,
+        vs.last_sequence
+    ));
+    let replayed = super::replay::replay(&opts, dir, &wals, &new_number, &stop, &info_log, vs.last_sequence)?;
+    let max_seq = replayed.max_seq;
+    let mem = replayed.mem;
+    let mut flush_stats = replayed.stats;
+    edit.new_files.extend(replayed.files.into_iter().map(|f| (0, f)));
+    let mut losses = replayed.losses;
     vs.next_file_number = vs.next_file_number.max(next_number.load(Ordering::Relaxed));
     if !mem.is_empty() {
         let next_number = AtomicU64::new(vs.next_file_number);
@@ -194,6 +157,13 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let wal_file = fs.create(&wal_path)?;
     edit.log_number = Some(wal_number);
     edit.last_sequence = Some(max_seq);
+    // What recovery did not replay is kept before the MANIFEST that makes the WALs obsolete (lost.rs).
+    for &n in &replayed.to_keep {
+        let name = format!("{n:06}.log");
+        let kept = crate::lost::keep(fs.as_ref(), dir, &name, &fs.read_all(&filenames::wal(dir, n))?)?;
+        info_log.log(format_args!("recovery: kept {name} as {}", kept.display()));
+        losses.kept.push(kept);
+    }
     // Recovery always starts a new MANIFEST holding a snapshot that includes this edit.
     let v = crate::version_set::apply(vs.current(), &edit, Path::new("recovery"))?;
     vs.replace_current(Arc::new(v), wal_number, max_seq);
@@ -210,6 +180,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             _ => false,
         };
         if remove {
+            info_log.log(format_args!("open: removing obsolete {name}"));
             fs.remove(&dir.join(&name))?;
         }
     }
@@ -257,8 +228,11 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         counters,
         shutting_down: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),
+        info_log,
+        recovery_losses: losses,
         opts,
     });
+    inner.info_log.log(format_args!("open: done, last sequence {max_seq}, new WAL {wal_number:06}.log"));
     super::background::start(&inner);
     Ok(inner)
 }
