@@ -23,8 +23,8 @@
 use crate::filenames::{self, FileKind};
 use crate::picker::CompactionTask;
 use crate::stats::CompactionStats;
-use shaledb_format::edit::{FileMeta, VersionEdit};
 use parking_lot::Mutex;
+use shaledb_format::edit::{FileMeta, VersionEdit};
 use shaledb_vfs::{Fs, WritableFile};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -57,7 +57,7 @@ impl InfoLog {
         }
         line.push('\n');
         let mut file = self.file.lock();
-        if file.as_ref().is_some_and(|f| f.len() > 0 && f.len() + line.len() as u64 > self.max_size) {
+        if file.as_ref().is_some_and(|f| !f.is_empty() && f.len() + line.len() as u64 > self.max_size) {
             // Close the full file before renaming it; a new one takes its name.
             file.take();
             *file = self.start_new_file();
@@ -140,13 +140,7 @@ fn timestamp(t: SystemTime) -> String {
     let secs = d.as_secs();
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, day) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        d.subsec_micros()
-    )
+    format!("{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z", rem / 3600, rem % 3600 / 60, rem % 60, d.subsec_micros())
 }
 
 /// Year, month, day of the `days`-th day after 1970-01-01 (proleptic Gregorian; the era arithmetic of

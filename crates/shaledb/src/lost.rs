@@ -21,8 +21,9 @@ use std::path::{Path, PathBuf};
 /// What recovery dropped, reported by the `shaledb.recovery-dropped-*` properties and in the LOG.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Losses {
-    /// Records not replayed: each damaged stretch counts as one (a zero-filled one as none) plus every intact
-    /// record skipped with it or after it.
+    /// Records not replayed: each damaged record counts as one (a zero-filled stretch or an orphan fragment as
+    /// none) plus every intact record skipped with it or after it. Records destroyed inside a damaged stretch
+    /// (a zeroed page holds many) cannot be told apart and are not counted: `bytes` covers them.
     pub(crate) records: u64,
     /// Bytes of the WALs that were not replayed.
     pub(crate) bytes: u64,

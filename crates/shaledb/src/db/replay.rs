@@ -13,12 +13,12 @@
 //! skips every damaged stretch. Every WAL recovery did not replay in full is kept in `lost/` (lost.rs).
 
 use super::open::write_level0;
+use crate::filenames;
 use crate::info_log::InfoLog;
 use crate::lost::Losses;
 use crate::memtable::MemTable;
 use crate::options::{Options, WalRecoveryMode};
 use crate::stats::CompactionStats;
-use crate::filenames;
 use shaledb_format::batch::BatchRep;
 use shaledb_format::edit::FileMeta;
 use shaledb_format::ikey::MAX_SEQUENCE;
@@ -51,8 +51,8 @@ struct Hit {
     offset: u64,
     /// The reader's own judgement: no intact physical record after the damage.
     at_tail: bool,
-    /// A damaged stretch of zeros counts as no record.
-    zeros: bool,
+    /// A damaged stretch of zeros or an orphan fragment counts as no record.
+    uncounted: bool,
 }
 
 /// Replays `wals` (numbers, oldest first) of the database in `dir` into memtables, flushing them to L0 when
@@ -90,12 +90,14 @@ pub(super) fn replay(
                     error: d.to_error(&path),
                     offset: d.offset,
                     at_tail: d.at_tail,
-                    zeros: d.kind == DamageKind::ZeroedRegion,
+                    // An orphan fragment belongs to a record already counted where its FIRST was (intact and
+                    // skipped, or damaged): not another record.
+                    uncounted: matches!(d.kind, DamageKind::ZeroedRegion | DamageKind::Fragmentation),
                 },
                 LogRead::Record { offset, data } => match BatchRep::from_bytes(data) {
                     // The record's checksum passed but its contents do not decode: corruption that no torn write
                     // explains.
-                    Err(e) => Hit { error: e.in_file(&path, offset), offset, at_tail: false, zeros: false },
+                    Err(e) => Hit { error: e.in_file(&path, offset), offset, at_tail: false, uncounted: false },
                     Ok(batch) => {
                         max_seq = apply_batch(&out.mem, &batch, &path, offset, max_seq)?;
                         records += 1;
@@ -110,7 +112,7 @@ pub(super) fn replay(
                 },
             };
             damaged = true;
-            let dropped_here = u64::from(!hit.zeros);
+            let dropped_here = u64::from(!hit.uncounted);
             match opts.wal_recovery_mode {
                 WalRecoveryMode::AbsoluteConsistency => return Err(hit.error),
                 WalRecoveryMode::SkipAnyCorruptedRecords => {
