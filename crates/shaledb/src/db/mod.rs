@@ -567,7 +567,10 @@ impl DbInner {
     /// Records a background failure: the database turns read-only (D6).
     pub(crate) fn set_bg_error(&self, st: &mut State, e: &Error) -> Arc<Error> {
         let cause = match &st.bg_error {
-            Some(c) => c.clone(),
+            Some(c) => {
+                self.info_log.log(format_args!("background error (already read-only): {e}"));
+                c.clone()
+            }
             None => {
                 let c = Arc::new(match e {
                     Error::ReadOnly { cause } => Error::clone(cause),
