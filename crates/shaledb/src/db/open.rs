@@ -134,7 +134,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         vs.next_file_number,
         vs.last_sequence
     ));
-    let replayed = super::replay::replay(&opts, dir, &wals, &new_number, &stop, &info_log, vs.last_sequence)?;
+    let replayed = super::replay::replay(&opts, dir, &wals, &new_number, &stop, &info_log, vs.last_sequence)
+        .inspect_err(|e| info_log.log(format_args!("open refused: {e}")))?;
     let max_seq = replayed.max_seq;
     let mem = replayed.mem;
     let mut flush_stats = replayed.stats;

@@ -84,6 +84,9 @@ fn bit_flip_in_the_middle_of_a_wal_is_kept_and_reported() {
             assert!(Options::default().wal_recovery_mode == WalRecoveryMode::PointInTime, "the default mode");
         }
         assert_eq!(fs.read_file(&wal).unwrap(), flipped, "{mode:?}: the WAL changed");
+        let log = log_text(&fs);
+        let refused = log.lines().find(|l| l.contains("open refused")).unwrap_or_else(|| panic!("{log}"));
+        assert!(refused.contains(&name) && refused.contains(&format!("offset {}", bounds[victim].0)), "{refused}");
         assert!(lost_files(&fs).is_empty(), "{mode:?}: a refused open keeps nothing");
     }
 
