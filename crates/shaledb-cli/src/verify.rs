@@ -1,5 +1,4 @@
-//! `shaledb verify PATH`: reads every live file of a database without opening it (nothing is written, no lock
-//! is taken) and reports each problem with its file and offset:
+//! `shaledb verify PATH`: reads every live file of a database and reports each problem with its file and offset:
 //!
 //! - CURRENT names a MANIFEST;
 //! - every MANIFEST record is intact (a damaged last record is reported too: it is what a torn append leaves,
@@ -8,9 +7,20 @@
 //! - every live table exists with its recorded size, passes [`Table::verify`] (every block's checksum, key
 //!   order, index and properties), and holds the key range and entry count the MANIFEST records;
 //! - the WAL the MANIFEST names exists, and every live WAL's records are intact write batches with rising
-//!   sequence numbers.
+//!   sequence numbers;
+//! - `lost/` is empty: every file there is what a recovery could not replay (docs/durability.md D10), reported
+//!   as a problem until an operator has dealt with it and removed the directory.
 //!
-//! Exit code 0 when nothing is wrong, 1 when anything is.
+//! Files that are not ShaleDB's are listed as notes, never as problems (the engine leaves them alone).
+//!
+//! Verify takes the LOCK like any opener and nothing else writes: a database open elsewhere changes under the
+//! reader (compactions remove files, the MANIFEST grows) and would show false problems, so verify refuses it.
+//! `--live` checks such a database on a best-effort basis from a pinned view: the MANIFEST named by CURRENT is
+//! copied and the tables it names are hard-linked into a directory next to the database (so a compaction that
+//! removes them does not matter), retrying when a file vanished in between; WALs, being written, are skipped.
+//!
+//! Exit code 0 when nothing is wrong, 1 when anything is, 2 when verify refused (not a database, open
+//! elsewhere, the view could not be pinned), with a one-line message.
 
 use shaledb_format::batch::BatchRep;
 use shaledb_format::edit::{FileMeta, VersionEdit, BYTEWISE_COMPARATOR};
@@ -31,18 +41,29 @@ pub struct Args {
     /// Print what was checked, not only the problems.
     #[arg(long, short)]
     pub verbose: bool,
+    /// Best-effort check of a database open in another process, from a pinned copy of its MANIFEST and tables.
+    #[arg(long)]
+    pub live: bool,
 }
 
-/// Runs `shaledb verify`; the exit code is 0 when the database is sound, 1 when a problem was found.
+/// Runs `shaledb verify`; the exit code is 0 when the database is sound, 1 when a problem was found, 2 when
+/// verify refused to run (the reason printed in one line).
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    if !args.path.is_dir() {
-        anyhow::bail!("{} is not a directory", args.path.display());
-    }
-    let report = verify_dir(&PosixFs::new(), &args.path);
+    let report = if args.live { verify_live(&args.path) } else { verify_locked(&PosixFs::new(), &args.path) };
+    let report = match report {
+        Ok(r) => r,
+        Err(msg) => {
+            eprintln!("verify: {msg}");
+            return Ok(2);
+        }
+    };
     if args.verbose {
         for line in &report.checked {
             println!("ok   {line}");
         }
+    }
+    for n in &report.notes {
+        println!("note {n}");
     }
     for p in &report.problems {
         println!("BAD  {p}");
@@ -55,6 +76,36 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         report.checked.len()
     );
     Ok(if report.problems.is_empty() { 0 } else { 1 })
+}
+
+/// `None` when `dir` looks like a database (it holds CURRENT or a MANIFEST), else why not, in one line.
+fn not_a_database(fs: &dyn Fs, dir: &Path) -> Option<String> {
+    if !fs.exists(dir) {
+        return Some(format!("{} does not exist", dir.display()));
+    }
+    let names = match fs.list(dir) {
+        Ok(n) => n,
+        Err(e) => return Some(format!("{} is not a readable directory: {e}", dir.display())),
+    };
+    let ours = names.iter().any(|n| n == "CURRENT" || n.starts_with("MANIFEST-"));
+    (!ours).then(|| format!("{} is not a ShaleDB database (it holds no CURRENT and no MANIFEST)", dir.display()))
+}
+
+/// Verifies the database in `dir` holding its LOCK. `Err` (one line) when `dir` is not a database or the
+/// database is open elsewhere.
+pub fn verify_locked(fs: &dyn Fs, dir: &Path) -> Result<Report, String> {
+    if let Some(why) = not_a_database(fs, dir) {
+        return Err(why);
+    }
+    let lock_path = dir.join("LOCK");
+    let _lock = fs.lock(&lock_path).map_err(|e| match e {
+        Error::Busy(_) => format!(
+            "the database is open elsewhere ({} is held): close it first, or use --live for a best-effort check",
+            lock_path.display()
+        ),
+        other => format!("cannot take {}: {other}", lock_path.display()),
+    })?;
+    Ok(verify_dir(fs, dir))
 }
 
 /// One thing wrong with one file.
@@ -70,8 +121,11 @@ pub struct Problem {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name =
+        let mut name: String =
             self.file.file_name().map_or_else(|| self.file.display().to_string(), |n| n.to_string_lossy().into());
+        if self.file.parent().and_then(Path::file_name).is_some_and(|d| d == "lost") {
+            name = format!("lost/{name}");
+        }
         match self.offset {
             Some(o) => write!(f, "{name} at offset {o}: {}", self.what),
             None => write!(f, "{name}: {}", self.what),
@@ -84,6 +138,8 @@ impl fmt::Display for Problem {
 pub struct Report {
     /// One line per check that passed.
     pub checked: Vec<String>,
+    /// Things worth knowing that are not problems (files that are not ours).
+    pub notes: Vec<String>,
     /// Every problem found.
     pub problems: Vec<Problem>,
 }
@@ -117,6 +173,11 @@ struct Manifest {
 
 /// Checks the database in `dir` on `fs`. Never fails: what cannot be read is a problem in the report.
 pub fn verify_dir(fs: &dyn Fs, dir: &Path) -> Report {
+    verify_inner(fs, dir, true)
+}
+
+/// [`verify_dir`]; `live_files`: also check the WALs and the directory's other entries (not in a pinned copy).
+fn verify_inner(fs: &dyn Fs, dir: &Path, live_files: bool) -> Report {
     let mut report = Report::default();
     let Some(manifest_path) = read_current(fs, dir, &mut report) else { return report };
     let Some(m) = read_manifest(fs, &manifest_path, &mut report) else { return report };
@@ -125,8 +186,145 @@ pub fn verify_dir(fs: &dyn Fs, dir: &Path) -> Report {
             check_table(fs, dir, *level, meta, m.last_sequence, &mut report);
         }
     }
-    check_wals(fs, dir, &m, &manifest_path, &mut report);
+    if live_files {
+        check_wals(fs, dir, &m, &manifest_path, &mut report);
+        check_directory(fs, dir, &mut report);
+    }
     report
+}
+
+/// Attempts at pinning a consistent view before giving up (each one lost a race with a compaction or a MANIFEST
+/// rewrite; a handful is plenty in practice).
+const PIN_ATTEMPTS: usize = 50;
+
+/// Why one attempt at pinning failed.
+enum PinError {
+    /// A file vanished or was half-written between reading and pinning: try again.
+    Retry(String),
+    /// Pinning cannot work (no room next to the database, no hard links).
+    Fatal(String),
+}
+
+/// `shaledb verify --live`: verifies a pinned view of the database in `dir`, which may be open elsewhere.
+pub fn verify_live(dir: &Path) -> Result<Report, String> {
+    let fs = PosixFs::new();
+    if let Some(why) = not_a_database(&fs, dir) {
+        return Err(why);
+    }
+    let name = dir.file_name().map_or_else(|| "db".into(), |n| n.to_string_lossy().into_owned());
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let pin = parent.join(format!(".{name}.verify-{}", std::process::id()));
+    let mut last = String::new();
+    let mut pinned = false;
+    for attempt in 0..PIN_ATTEMPTS {
+        let _ = std::fs::remove_dir_all(&pin);
+        if let Err(e) = std::fs::create_dir(&pin) {
+            return Err(format!("cannot create {} to pin the files: {e}", pin.display()));
+        }
+        match pin_once(&fs, dir, &pin, attempt + 1 == PIN_ATTEMPTS) {
+            Ok(()) => {
+                pinned = true;
+                break;
+            }
+            Err(PinError::Retry(why)) => last = why,
+            Err(PinError::Fatal(why)) => {
+                let _ = std::fs::remove_dir_all(&pin);
+                return Err(why);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    if !pinned {
+        let _ = std::fs::remove_dir_all(&pin);
+        return Err(format!("no consistent view after {PIN_ATTEMPTS} attempts (last: {last})"));
+    }
+    let mut report = verify_inner(&fs, &pin, false);
+    let _ = std::fs::remove_dir_all(&pin);
+    // Name the database's files, not the pinned links.
+    for p in &mut report.problems {
+        if p.file.starts_with(&pin) {
+            p.file = dir.join(p.file.file_name().unwrap_or_default());
+        }
+    }
+    check_directory(&fs, dir, &mut report);
+    report.notes.push("live check: MANIFEST and tables as of one moment; WALs (being written) not checked".into());
+    Ok(report)
+}
+
+/// Copies CURRENT's MANIFEST into `pin` and hard-links the tables it names. `accept_torn`: keep a MANIFEST
+/// whose last record is incomplete (else retry: it is probably being appended).
+fn pin_once(fs: &dyn Fs, dir: &Path, pin: &Path, accept_torn: bool) -> Result<(), PinError> {
+    let retry = |what: &str, e: std::io::Error| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            PinError::Retry(format!("{what} vanished"))
+        } else {
+            PinError::Fatal(format!("cannot pin {what}: {e}"))
+        }
+    };
+    let current = std::fs::read(dir.join("CURRENT")).map_err(|e| retry("CURRENT", e))?;
+    let name = std::str::from_utf8(&current).ok().and_then(|s| s.strip_suffix('\n')).unwrap_or_default();
+    if !name.starts_with("MANIFEST-") || name.contains('/') {
+        // Not a race: verify the copy, which reports the bad CURRENT.
+        std::fs::write(pin.join("CURRENT"), &current).map_err(|e| retry("CURRENT", e))?;
+        return Ok(());
+    }
+    let manifest = std::fs::read(dir.join(name)).map_err(|e| retry(name, e))?;
+    if !accept_torn {
+        let mut r = Reader::new(manifest.clone(), dir.join(name));
+        loop {
+            match r.next() {
+                LogRead::Eof => break,
+                LogRead::Damage(d) if d.at_tail => return Err(PinError::Retry(format!("{name} is being appended"))),
+                _ => {}
+            }
+        }
+    }
+    std::fs::write(pin.join(name), &manifest).map_err(|e| retry(name, e))?;
+    std::fs::write(pin.join("CURRENT"), &current).map_err(|e| retry("CURRENT", e))?;
+    let mut scratch = Report::default();
+    let Some(m) = read_manifest(fs, &pin.join(name), &mut scratch) else { return Ok(()) };
+    for files in m.levels.values() {
+        for meta in files.values() {
+            let table = format!("{:06}.sst", meta.number);
+            match std::fs::hard_link(dir.join(&table), pin.join(&table)) {
+                Ok(()) => {}
+                // Removed by a compaction after the MANIFEST was read: a newer MANIFEST no longer names it.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(PinError::Retry(format!("{table} vanished")));
+                }
+                Err(e) => return Err(PinError::Fatal(format!("cannot hard-link {table} into {}: {e}", pin.display()))),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// True for the names the engine writes in a database directory.
+fn is_ours(name: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    matches!(name, "CURRENT" | "LOCK" | "LOG" | "IDENTITY" | "lost")
+        || name.strip_prefix("LOG.old.").is_some_and(digits)
+        || name.strip_prefix("MANIFEST-").is_some_and(digits)
+        || name.split_once('.').is_some_and(|(stem, ext)| digits(stem) && matches!(ext, "log" | "sst" | "dbtmp"))
+}
+
+/// Notes the files that are not ours; reports every file recovery kept in `lost/`.
+fn check_directory(fs: &dyn Fs, dir: &Path, report: &mut Report) {
+    for name in fs.list(dir).unwrap_or_default().into_iter().filter(|n| !is_ours(n)) {
+        report.notes.push(format!("{name}: not a ShaleDB file (left alone)"));
+    }
+    let lost = dir.join("lost");
+    if !fs.exists(&lost) {
+        return;
+    }
+    for name in fs.list(&lost).unwrap_or_default() {
+        report.problem(
+            &lost.join(&name),
+            None,
+            "kept by a recovery that could not replay it (see LOG): its data is not in the database; remove \
+             lost/ once dealt with",
+        );
+    }
 }
 
 fn read_current(fs: &dyn Fs, dir: &Path, report: &mut Report) -> Option<PathBuf> {
@@ -531,6 +729,107 @@ mod tests {
         let report = verify_dir(&fs, dir());
         assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
         assert_eq!(report.problems[0].file, current);
+    }
+
+    #[test]
+    fn verify_refuses_a_database_open_elsewhere_naming_the_lock() {
+        let fs = fixture();
+        let db = Db::open(dir(), options(&fs)).unwrap();
+        let msg = verify_locked(&fs, dir()).expect_err("verified a database open elsewhere");
+        assert!(msg.contains("open elsewhere") && msg.contains("LOCK") && !msg.contains('\n'), "{msg}");
+        drop(db);
+        let report = verify_locked(&fs, dir()).unwrap();
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+    }
+
+    #[test]
+    fn a_directory_that_is_not_a_database_is_said_in_one_line() {
+        let fs = MemFs::new();
+        let msg = verify_locked(&fs, dir()).unwrap_err();
+        assert!(msg.ends_with("does not exist"), "{msg}");
+        fs.create_dir_all(dir()).unwrap();
+        fs.write_file(&dir().join("20240101.log"), b"not ours");
+        fs.write_file(&dir().join("7.sst"), b"not ours either");
+        let msg = verify_locked(&fs, dir()).unwrap_err();
+        assert!(msg.contains("not a ShaleDB database") && !msg.contains('\n'), "{msg}");
+        assert_eq!(fs.file_names(dir()).len(), 2, "verify created nothing in a directory that is not a database");
+    }
+
+    #[test]
+    fn unknown_files_are_notes_not_problems() {
+        let fs = fixture();
+        fs.write_file(&dir().join("notes.txt"), b"an operator's file");
+        fs.write_file(&dir().join("LOG.old.x"), b"not a rotated LOG");
+        let report = verify_locked(&fs, dir()).unwrap();
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+        assert_eq!(report.notes.len(), 2, "{:?}", report.notes);
+        assert!(report.notes.iter().any(|n| n.starts_with("notes.txt")), "{:?}", report.notes);
+        assert!(!report.notes.iter().any(|n| n.starts_with("LOG:") || n.starts_with("CURRENT")), "{:?}", report.notes);
+    }
+
+    #[test]
+    fn bit_flip_in_the_middle_of_a_wal_is_reported_through_lost_until_removed() {
+        // The issue's case: a WAL of 1000 keys with a bit flipped 10% in, opened with the one mode that opens.
+        let fs = MemFs::new();
+        let db = Db::open(dir(), options(&fs)).unwrap();
+        for i in 0..1000 {
+            db.put(format!("key{i:05}").as_bytes(), b"value").unwrap();
+        }
+        let killed = fs.deep_clone();
+        drop(db);
+        let wal = file(&killed, ".log");
+        let mut data = killed.read_file(&wal).unwrap();
+        let at = data.len() / 10;
+        data[at] ^= 0x10;
+        killed.write_file(&wal, &data);
+        assert!(Db::open(dir(), options(&killed)).is_err(), "the default mode refuses a hole");
+        let skip = Options { wal_recovery_mode: shaledb::WalRecoveryMode::SkipAnyCorruptedRecords, ..options(&killed) };
+        drop(Db::open(dir(), skip).unwrap());
+        let report = verify_locked(&killed, dir()).unwrap();
+        let lost = dir().join("lost").join(wal.file_name().unwrap());
+        assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+        assert_eq!(report.problems[0].file, lost);
+        assert!(report.problems[0].to_string().starts_with("lost/"), "{}", report.problems[0]);
+        // The operator removes lost/: verify is clean again.
+        killed.remove(&lost).unwrap();
+        assert!(verify_locked(&killed, dir()).unwrap().problems.is_empty());
+    }
+
+    #[test]
+    fn live_verify_while_another_thread_writes_reports_no_false_problems() {
+        let tmp = shaledb_testkit::tempdir();
+        let path = tmp.path().join("db");
+        let opts = Options {
+            write_buffer_size: 4096,
+            target_file_size_base: 4096,
+            max_bytes_for_level_base: 16 << 10,
+            level0_file_num_compaction_trigger: 2,
+            block_size: 256,
+            ..Options::default()
+        };
+        let db = Arc::new(Db::open(&path, opts).unwrap());
+        let writer = {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                for i in 0..6000u32 {
+                    db.put(format!("key{:05}", i % 1500).as_bytes(), &[b'v'; 64]).unwrap();
+                }
+            })
+        };
+        let mut runs = 0;
+        while runs < 5 || !writer.is_finished() {
+            let report = verify_live(&path).unwrap_or_else(|e| panic!("run {runs}: {e}"));
+            assert!(report.problems.is_empty(), "run {runs}: {:?}", report.problems);
+            assert!(report.checked.iter().any(|c| c.contains("MANIFEST-")), "{:?}", report.checked);
+            runs += 1;
+            assert!(runs < 10_000);
+        }
+        writer.join().unwrap();
+        assert!(db.property("shaledb.num-files-at-level0").is_some());
+        // The plain check refuses while the database is open; the pin directory is gone.
+        assert!(verify_locked(&PosixFs::new(), &path).unwrap_err().contains("LOCK"));
+        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("db")]);
     }
 
     #[test]

@@ -267,6 +267,58 @@ impl Reader {
         self.last_end as u64
     }
 
+    /// Offset where the next call to [`Reader::next`] resumes: after a [`LogRead::Damage`], the end of the
+    /// stretch the reader skipped. Bytes from the damage's offset up to here are not replayed.
+    pub fn position(&self) -> u64 {
+        self.pos as u64
+    }
+
+    /// Number of logical records whose first header (a FULL or FIRST record with an intact checksum) starts in
+    /// `from..to`: the records a resync over that stretch skips although they are intact. Damage says where
+    /// reading failed; this says how many good records went with it, so a recovery can report them.
+    pub fn intact_records_between(&self, from: u64, to: u64) -> u64 {
+        self.scan_intact(from, to, false).0
+    }
+
+    /// Offset of the first logical record (an intact FULL or FIRST record) starting at or after `from`, whether
+    /// or not reading would reach it: tells "garbage after the damage" (`None`, a torn tail) from "valid
+    /// records after the damage" (a hole in the log).
+    pub fn next_intact_record(&self, from: u64) -> Option<u64> {
+        self.scan_intact(from, u64::MAX, true).1
+    }
+
+    /// The whole log as given at construction.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// Counts the logical records starting in `from..to` (stopping at the first when `first_only`) and returns
+    /// the count and the first one's offset.
+    fn scan_intact(&self, from: u64, to: u64, first_only: bool) -> (u64, Option<u64>) {
+        let to = usize::try_from(to).unwrap_or(usize::MAX).min(self.data.len());
+        let mut pos = usize::try_from(from).unwrap_or(usize::MAX);
+        let (mut n, mut first) = (0, None);
+        while pos < to {
+            if !self.intact_at(pos) {
+                pos += 1;
+                continue;
+            }
+            let (typ, length) = match self.data.get(pos..pos + HEADER_LEN) {
+                Some(h) => (h[6], u16::from_le_bytes([h[4], h[5]]) as usize),
+                None => break,
+            };
+            if matches!(RecordType::from_u8(typ), Some(RecordType::Full | RecordType::First)) {
+                n += 1;
+                first = first.or(Some(pos as u64));
+                if first_only {
+                    break;
+                }
+            }
+            pos += HEADER_LEN + length;
+        }
+        (n, first)
+    }
+
     /// The next record, damage report or end of file. After [`LogRead::Damage`] reading continues at the next
     /// block boundary (after a fragmentation error or a bad type, at the next physical record, whose framing is
     /// intact). After [`LogRead::Eof`] every call returns `Eof` again.
@@ -783,6 +835,39 @@ mod tests {
         assert_eq!(got[..victim], recs[..victim]);
         let resumed = offsets.iter().position(|&o| o >= 2 * BLOCK_SIZE as u64).unwrap();
         assert_eq!(got[victim..], recs[resumed..]);
+    }
+
+    #[test]
+    fn resync_reports_where_it_resumes_and_how_many_intact_records_it_skipped() {
+        let recs: Vec<Vec<u8>> = (0..200).map(|i| payload(i, 1000)).collect();
+        let (mut data, offsets) = write_log(&recs);
+        let victim = 3;
+        data[offsets[victim] as usize + HEADER_LEN] ^= 1;
+        let mut r = Reader::new(data, PathBuf::from("000001.log"));
+        for _ in 0..victim {
+            assert!(matches!(r.next(), LogRead::Record { .. }));
+        }
+        let LogRead::Damage(d) = r.next() else { panic!("damage expected") };
+        assert_eq!(d.offset, offsets[victim]);
+        assert_eq!(r.position(), BLOCK_SIZE as u64, "a checksum error resyncs at the next block");
+        // Records starting after the victim and before the block boundary are intact but skipped; the one
+        // fragmented across the boundary starts in block 0 and is skipped too.
+        let skipped = offsets.iter().filter(|&&o| o > offsets[victim] && o < BLOCK_SIZE as u64).count() as u64;
+        assert!(skipped > 20);
+        assert_eq!(r.intact_records_between(d.offset, r.position()), skipped);
+        // The rest of the record fragmented across the boundary is an orphan fragment; then records resume.
+        let offset = loop {
+            match r.next() {
+                LogRead::Record { offset, .. } => break offset,
+                LogRead::Damage(d) => assert_eq!(d.kind, DamageKind::Fragmentation),
+                LogRead::Eof => panic!("record expected after the resync"),
+            }
+        };
+        assert!(offset >= BLOCK_SIZE as u64);
+        assert_eq!(r.next_intact_record(d.offset), Some(offsets[victim + 1]));
+        assert_eq!(r.next_intact_record(*offsets.last().unwrap() + 1), None);
+        // Out-of-range bounds are clamped to the data, never a panic.
+        assert_eq!(r.intact_records_between(u64::MAX - 3, u64::MAX), 0);
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //! NNNNNN.sst         table
 //! NNNNNN.dbtmp       temporary file (CURRENT or IDENTITY being replaced); deleted at open
 //! IDENTITY           the database's identity: 32 lowercase hex digits and "\n"
+//! LOG                human-readable event log (info_log.rs); LOG.old.N its rotated predecessors
+//! lost/              files recovery dropped data from, kept for the operator (lost.rs); never deleted by us
 //! ```
 //! All numbers come from one counter (`next_file_number` in the MANIFEST), so no two files share a number.
 //!
@@ -28,6 +30,12 @@ pub(crate) enum FileKind {
     Wal(u64),
     Table(u64),
     Temp(u64),
+    /// `LOG`, the info log being written.
+    InfoLog,
+    /// `LOG.old.N`, a rotated info log.
+    OldInfoLog(u64),
+    /// `lost/`, the directory where recovery keeps what it could not replay.
+    LostDir,
 }
 
 pub(crate) fn wal(dir: &Path, n: u64) -> PathBuf {
@@ -68,13 +76,33 @@ fn our_number(digits: &str) -> Option<u64> {
     (n <= shaledb_format::edit::MAX_FILE_NUMBER && format!("{n:06}") == digits).then_some(n)
 }
 
+pub(crate) fn info_log(dir: &Path) -> PathBuf {
+    dir.join("LOG")
+}
+
+pub(crate) fn old_info_log(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("LOG.old.{n}"))
+}
+
+pub(crate) fn lost_dir(dir: &Path) -> PathBuf {
+    dir.join("lost")
+}
+
 /// Classifies a directory entry; `None` for files that are not ours.
 pub(crate) fn parse(name: &str) -> Option<FileKind> {
     match name {
         "CURRENT" => return Some(FileKind::Current),
         "LOCK" => return Some(FileKind::Lock),
         "IDENTITY" => return Some(FileKind::Identity),
+        "LOG" => return Some(FileKind::InfoLog),
+        "lost" => return Some(FileKind::LostDir),
         _ => {}
+    }
+    if let Some(n) = name.strip_prefix("LOG.old.") {
+        return (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| n.parse().ok())
+            .flatten()
+            .map(FileKind::OldInfoLog);
     }
     if let Some(n) = name.strip_prefix("MANIFEST-") {
         return our_number(n).map(FileKind::Manifest);
@@ -103,8 +131,12 @@ mod tests {
         assert_eq!(parse("000001.dbtmp"), Some(FileKind::Temp(1)));
         assert_eq!(parse("foo.sst"), None);
         assert_eq!(parse("MANIFEST-x"), None);
-        assert_eq!(parse("LOG"), None);
         assert_eq!(parse("IDENTITY"), Some(FileKind::Identity));
+        assert_eq!(parse("LOG"), Some(FileKind::InfoLog));
+        assert_eq!(parse("LOG.old.12"), Some(FileKind::OldInfoLog(12)));
+        assert_eq!(parse("LOG.old."), None);
+        assert_eq!(parse("LOG.old.x1"), None);
+        assert_eq!(parse("lost"), Some(FileKind::LostDir));
     }
 
     /// Only the exact names we write are ours: no short or over-padded numbers, nothing past the format's

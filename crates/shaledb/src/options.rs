@@ -95,6 +95,10 @@ pub struct Options {
     pub wal_recovery_mode: WalRecoveryMode,
     /// Size at which the MANIFEST is rewritten from a snapshot of the current version. Default: 64 MiB.
     pub max_manifest_file_size: u64,
+    /// Size past which the `LOG` file is rotated to `LOG.old.N`. Default: 4 MiB. At least 1 KiB.
+    pub max_log_file_size: u64,
+    /// Rotated `LOG.old.N` files kept (the oldest are removed). Default: 10. At most 10000.
+    pub keep_log_file_num: usize,
     /// The file system. Default: the operating system's.
     pub fs: Arc<dyn Fs>,
 }
@@ -152,6 +156,8 @@ impl Default for Options {
             merge_operator: None,
             wal_recovery_mode: WalRecoveryMode::PointInTime,
             max_manifest_file_size: 64 << 20,
+            max_log_file_size: 4 << 20,
+            keep_log_file_num: 10,
             fs: shaledb_vfs::default_fs(),
         }
     }
@@ -164,6 +170,12 @@ fn invalid(msg: String) -> Error {
 impl Options {
     /// Checks every option for a usable value; the error names the option and the accepted range.
     pub fn validate(&self) -> Result<()> {
+        if self.max_log_file_size < 1024 || self.keep_log_file_num > 10_000 {
+            return Err(invalid(format!(
+                "max_log_file_size must be at least 1024 (got {}) and keep_log_file_num at most 10000 (got {})",
+                self.max_log_file_size, self.keep_log_file_num
+            )));
+        }
         if self.write_buffer_size < 4096 {
             return Err(invalid(format!("write_buffer_size must be at least 4096, got {}", self.write_buffer_size)));
         }

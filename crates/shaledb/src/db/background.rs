@@ -107,6 +107,7 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) 
     };
     let written: u64 = files.iter().map(|f| f.file_size).sum();
     edit.new_files.extend(files.into_iter().map(|f| (0, f)));
+    let line = crate::info_log::flush_line(mem.id(), &edit, &stats);
     if let Err(e) = st.vs.log_and_apply(edit) {
         // The outputs stay: the edit naming them may be in the MANIFEST even though its sync failed. If it is
         // not, they are orphans removed at the next open.
@@ -118,6 +119,7 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) 
     stats.bytes_written = written;
     inner.counters.record_compaction(0, &stats);
     Counters::add(&inner.counters.flush_count, 1);
+    inner.info_log.log(line);
     // Old WALs: every one below the new log number.
     if let Ok(names) = inner.fs.list(&inner.dir) {
         for name in names {
@@ -142,7 +144,12 @@ fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, Sta
         let snapshots = inner.snapshots.sequences();
         let out = parking_lot::MutexGuard::unlocked(st, || execute(inner, &task, &snapshots));
         // On a failed MANIFEST write the outputs stay (see flush_one).
-        out.and_then(|(edit, stats)| st.vs.log_and_apply(edit).map(|_| stats)).map(|stats| {
+        out.and_then(|(edit, stats)| {
+            let line = crate::info_log::compaction_line(&task, &edit, &stats);
+            st.vs.log_and_apply(edit).map(|_| (stats, line))
+        })
+        .map(|(stats, line)| {
+            inner.info_log.log(line);
             st.obsolete_tables.extend(all.iter().copied());
             inner.counters.record_compaction(task.output_level, &stats);
         })
@@ -169,7 +176,9 @@ fn trivial_move(inner: &DbInner, st: &mut State, task: &CompactionTask) -> Resul
         edit.new_files.push((task.output_level as u32, (**f).clone()));
         stats.bytes_moved += f.file_size;
     }
+    let line = crate::info_log::compaction_line(task, &edit, &stats);
     st.vs.log_and_apply(edit)?;
+    inner.info_log.log(line);
     inner.counters.record_compaction(task.output_level, &stats);
     Ok(())
 }

@@ -68,7 +68,8 @@ pub(crate) fn check_fresh_dir(fs: &dyn Fs, dir: &Path, names: &[String]) -> Resu
     let mut fresh = FreshDir { id: None, creation_leftovers: Vec::new() };
     for name in names {
         match filenames::parse(name) {
-            Some(FileKind::Lock) => {}
+            // The LOG of an earlier attempt tells nothing about ownership of data; it is kept (rotated).
+            Some(FileKind::Lock | FileKind::InfoLog | FileKind::OldInfoLog(_)) => {}
             Some(FileKind::Identity) => match identity::read(fs, dir)? {
                 Some(i) => fresh.id = Some(i),
                 None => other.push(name.as_str()),
@@ -198,7 +199,8 @@ pub(crate) fn remove_leftovers(fs: &dyn Fs, dir: &Path, vs: &mut VersionSet, nam
 /// Removes, at the end of open, the files the new state no longer needs: the WALs just replayed, tables not
 /// live, MANIFESTs other than the new one and temp files, each only when its number is below the counter
 /// and not one found unproven at the start.
-pub(crate) fn remove_obsolete(fs: &dyn Fs, dir: &Path, vs: &VersionSet, replayed_wals: &[u64]) -> Result<()> {
+pub(crate) fn remove_obsolete(fs: &dyn Fs, dir: &Path, vs: &VersionSet, replayed_wals: &[u64]) -> Result<Vec<String>> {
+    let mut removed = Vec::new();
     let live: HashSet<u64> = vs.current().levels.iter().flatten().map(|f| f.number).collect();
     let counter = vs.next_file_number;
     for name in fs.list(dir)? {
@@ -211,9 +213,10 @@ pub(crate) fn remove_obsolete(fs: &dyn Fs, dir: &Path, vs: &VersionSet, replayed
         };
         if remove {
             fs.remove(&dir.join(&name))?;
+            removed.push(name);
         }
     }
-    Ok(())
+    Ok(removed)
 }
 
 /// True when `dir` holds a ShaleDB database: CURRENT naming a MANIFEST that exists, or a valid IDENTITY.
@@ -242,9 +245,16 @@ pub(crate) fn destroy(dir: &Path, fs: &dyn Fs) -> Result<Vec<String>> {
     let lock = fs.lock(&filenames::lock(dir))?;
     let mut removed = Vec::new();
     for name in fs.list(dir)? {
-        if filenames::parse(&name).is_some_and(|k| k != FileKind::Lock) {
-            fs.remove(&dir.join(&name))?;
-            removed.push(name);
+        match filenames::parse(&name) {
+            None | Some(FileKind::Lock) => {}
+            Some(FileKind::LostDir) => {
+                crate::lost::remove_all(fs, dir)?;
+                removed.push(name);
+            }
+            Some(_) => {
+                fs.remove(&dir.join(&name))?;
+                removed.push(name);
+            }
         }
     }
     drop(lock);

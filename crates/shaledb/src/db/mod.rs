@@ -7,6 +7,7 @@
 mod background;
 pub(crate) mod files;
 mod open;
+mod replay;
 mod write;
 
 use crate::batch::WriteBatch;
@@ -91,6 +92,10 @@ pub(crate) struct DbInner {
     /// Set at close: background jobs stop taking work; running compactions abort.
     pub(crate) shutting_down: AtomicBool,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// The `LOG` file (info_log.rs).
+    pub(crate) info_log: crate::info_log::InfoLog,
+    /// What recovery at open dropped (D10).
+    pub(crate) recovery_losses: crate::lost::Losses,
 }
 
 /// An open database. `Send + Sync`: share it between threads with an `Arc`.
@@ -412,7 +417,9 @@ impl Db {
     /// A text or numeric property: `shaledb.stats`, `shaledb.levelstats`, `shaledb.num-files-at-level<N>`,
     /// `shaledb.estimate-pending-compaction-bytes`, `shaledb.cur-size-all-mem-tables`,
     /// `shaledb.num-immutable-mem-table`, `shaledb.block-cache-usage`, `shaledb.block-cache-capacity`,
-    /// `shaledb.background-errors`. The `rocksdb.` prefix is accepted too.
+    /// `shaledb.background-errors`, `shaledb.recovery-dropped-records`, `shaledb.recovery-dropped-bytes` (what
+    /// the WAL replay of this open did not apply; see docs/durability.md D10). The `rocksdb.` prefix is accepted
+    /// too.
     pub fn property(&self, name: &str) -> Option<String> {
         let name = name.strip_prefix("rocksdb.").or_else(|| name.strip_prefix("shaledb."))?;
         match name {
@@ -426,6 +433,8 @@ impl Db {
             "block-cache-usage" => Some(self.inner.block_cache.as_ref().map_or(0, |c| c.usage()).to_string()),
             "block-cache-capacity" => Some(self.inner.block_cache.as_ref().map_or(0, |c| c.capacity()).to_string()),
             "num-immutable-mem-table" => Some(self.inner.sv.load().imm.len().to_string()),
+            "recovery-dropped-records" => Some(self.inner.recovery_losses.records.to_string()),
+            "recovery-dropped-bytes" => Some(self.inner.recovery_losses.bytes.to_string()),
             "background-errors" => {
                 Some(self.inner.state.lock().bg_error.as_ref().map_or(String::new(), |e| e.to_string()))
             }
@@ -554,13 +563,17 @@ impl DbInner {
     /// Records a background failure: the database turns read-only (D6).
     pub(crate) fn set_bg_error(&self, st: &mut State, e: &Error) -> Arc<Error> {
         let cause = match &st.bg_error {
-            Some(c) => c.clone(),
+            Some(c) => {
+                self.info_log.log(format_args!("background error (already read-only): {e}"));
+                c.clone()
+            }
             None => {
                 let c = Arc::new(match e {
                     Error::ReadOnly { cause } => Error::clone(cause),
                     other => other.clone(),
                 });
                 st.bg_error = Some(c.clone());
+                self.info_log.log(format_args!("background error, database now read-only: {c}"));
                 c
             }
         };

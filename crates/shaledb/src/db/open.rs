@@ -7,18 +7,18 @@ use super::{DbInner, State, SuperVersion};
 use crate::compaction::{self, OutputSpec, RunContext};
 use crate::filenames::{self, FileKind};
 use crate::identity::{self, DbId};
+use crate::info_log::InfoLog;
 use crate::memtable::MemTable;
-use crate::options::{Options, WalRecoveryMode};
+use crate::options::Options;
 use crate::snapshot::SnapshotList;
 use crate::stats::{CompactionStats, Counters};
 use crate::table_cache::TableCache;
 use crate::version_set::VersionSet;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
-use shaledb_format::batch::BatchRep;
 use shaledb_format::cache::BlockCache;
 use shaledb_format::edit::{FileMeta, VersionEdit};
-use shaledb_format::log::{self, LogRead};
+use shaledb_format::log;
 use shaledb_format::table::{TableOptions, TableStats};
 use shaledb_vfs::{Error, Result};
 use std::path::Path;
@@ -100,7 +100,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let lock = fs.lock(&filenames::lock(dir))?;
     let exists = fs.exists(&filenames::current(dir));
     let names = fs.list(dir)?;
-    let mut vs = if exists {
+    let (mut vs, leftovers) = if exists {
         if opts.error_if_exists {
             return Err(Error::InvalidArgument(format!("{} exists (error_if_exists is true)", dir.display())));
         }
@@ -129,12 +129,12 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         if opts.paranoid_checks {
             super::files::check_live_files(fs.as_ref(), dir, vs.current())?;
         }
-        super::files::remove_leftovers(fs.as_ref(), dir, &mut vs, &names)?;
+        let leftovers = super::files::remove_leftovers(fs.as_ref(), dir, &mut vs, &names)?;
         if on_disk != Some(id) {
             let temp = vs.new_file_number()?;
             identity::write(fs.as_ref(), dir, &id, temp)?;
         }
-        vs
+        (vs, leftovers)
     } else {
         if !opts.create_if_missing {
             return Err(Error::InvalidArgument(format!(
@@ -156,9 +156,15 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             let temp = vs.new_file_number()?;
             identity::write(fs.as_ref(), dir, &id, temp)?;
         }
-        vs
+        (vs, fresh.creation_leftovers)
     };
     let db_id = vs.db_id.unwrap_or_default();
+    // The directory is ours from here on: the LOG may be written.
+    let info_log = InfoLog::open(fs.clone(), dir, opts.max_log_file_size, opts.keep_log_file_num);
+    info_log.log(format_args!("open {}: {:?}, recovery mode {:?}", dir.display(), opts, opts.wal_recovery_mode));
+    for name in &leftovers {
+        info_log.log(format_args!("open: removed leftover {name}"));
+    }
 
     // WALs at or above the log number are live (their numbers may be above the MANIFEST's counter: a WAL is
     // created before the next edit records the counter); only names exactly ours, within range, count.
@@ -173,65 +179,30 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
     wals.sort_unstable();
 
+    info_log.log(format_args!(
+        "recovered MANIFEST-{:06}: database {}, log number {}, next file {}, last sequence {}; WALs to replay: \
+         {wals:?}",
+        vs.manifest_number(),
+        identity::to_hex(&db_id),
+        vs.log_number,
+        vs.next_file_number,
+        vs.last_sequence
+    ));
     let counters = Counters::new(opts.num_levels);
-    let mut max_seq = vs.last_sequence;
+    let last_sequence = vs.last_sequence;
     // Recovery's tables take numbers from the version set's counter (range-checked, stepping over files that
     // are not ours).
     let vs_numbers = Mutex::new(vs);
     let new_number = || vs_numbers.lock().new_file_number();
     let stop = AtomicBool::new(false);
     let mut edit = VersionEdit::default();
-    let mut mem = Arc::new(MemTable::new(0));
-    let mut flush_stats = CompactionStats::default();
-    let last_wal = wals.last().copied();
-    'replay: for &number in &wals {
-        let path = filenames::wal(dir, number);
-        let data = fs.read_all(&path)?;
-        let mut reader = log::Reader::new(data, path.clone());
-        loop {
-            let (damage, at_tail) = match reader.next() {
-                LogRead::Eof => break,
-                LogRead::Damage(d) => (d.to_error(&path), d.at_tail),
-                LogRead::Record { offset, data } => match BatchRep::from_bytes(data) {
-                    // The record's checksum passed but its contents do not decode: corruption that no
-                    // torn write explains.
-                    Err(e) => (e.in_file(&path, offset), false),
-                    Ok(batch) => {
-                        let seq = batch.sequence();
-                        let mut s = seq;
-                        for e in batch.iter() {
-                            let e = e.map_err(|e| e.in_file(&path, offset))?;
-                            mem.add(s, e.kind, e.key, e.value);
-                            s += 1;
-                        }
-                        if s > seq {
-                            max_seq = max_seq.max(s - 1);
-                        }
-                        if mem.approximate_memory_usage() >= opts.write_buffer_size {
-                            let (files, st) = write_level0(&opts, db_id, dir, &mem, &new_number, &[], &stop)?;
-                            flush_stats.add(&st);
-                            edit.new_files.extend(files.into_iter().map(|f| (0, f)));
-                            mem = Arc::new(MemTable::new(0));
-                        }
-                        continue;
-                    }
-                },
-            };
-            match opts.wal_recovery_mode {
-                // Everything before the damage is a prefix of the acknowledged writes; nothing after it may be
-                // applied, in this WAL or a later one, or the result could have holes (D3).
-                WalRecoveryMode::PointInTime => break 'replay,
-                WalRecoveryMode::SkipAnyCorruptedRecords => continue,
-                WalRecoveryMode::AbsoluteConsistency => return Err(damage),
-                WalRecoveryMode::TolerateCorruptedTailRecords => {
-                    if at_tail && Some(number) == last_wal {
-                        break 'replay;
-                    }
-                    return Err(damage);
-                }
-            }
-        }
-    }
+    let replayed = super::replay::replay(&opts, db_id, dir, &wals, &new_number, &stop, &info_log, last_sequence)
+        .inspect_err(|e| info_log.log(format_args!("open refused: {e}")))?;
+    let max_seq = replayed.max_seq;
+    let mem = replayed.mem;
+    let mut flush_stats = replayed.stats;
+    edit.new_files.extend(replayed.files.into_iter().map(|f| (0, f)));
+    let mut losses = replayed.losses;
     if !mem.is_empty() {
         let (files, st) = write_level0(&opts, db_id, dir, &mem, &new_number, &[], &stop)?;
         flush_stats.add(&st);
@@ -246,13 +217,22 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let wal_file = fs.create(&wal_path)?;
     edit.log_number = Some(wal_number);
     edit.last_sequence = Some(max_seq);
+    // What recovery did not replay is kept before the MANIFEST that makes the WALs obsolete (lost.rs).
+    for &n in &replayed.to_keep {
+        let name = format!("{n:06}.log");
+        let kept = crate::lost::keep(fs.as_ref(), dir, &name, &fs.read_all(&filenames::wal(dir, n))?)?;
+        info_log.log(format_args!("recovery: kept {name} as {}", kept.display()));
+        losses.kept.push(kept);
+    }
     // Recovery always starts a new MANIFEST holding a snapshot that includes this edit.
     let v = crate::version_set::apply(vs.current(), &edit, Path::new("recovery"))?;
     vs.replace_current(Arc::new(v), wal_number, max_seq);
     vs.write_new_manifest()?;
 
     // Orphans: files of ours the new state does not need, and only those (D7, D9).
-    super::files::remove_obsolete(fs.as_ref(), dir, &vs, &wals)?;
+    for name in super::files::remove_obsolete(fs.as_ref(), dir, &vs, &wals)? {
+        info_log.log(format_args!("open: removed obsolete {name}"));
+    }
 
     let block_cache = (opts.block_cache_size > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_size)));
     let table_stats = Arc::new(TableStats::default());
@@ -299,8 +279,11 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         counters,
         shutting_down: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),
+        info_log,
+        recovery_losses: losses,
         opts,
     });
+    inner.info_log.log(format_args!("open: done, last sequence {max_seq}, new WAL {wal_number:06}.log"));
     super::background::start(&inner);
     Ok(inner)
 }

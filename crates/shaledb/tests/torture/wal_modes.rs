@@ -134,9 +134,10 @@ fn expected(mode: WalRecoveryMode, damage: Damage, n: usize, later: &[usize]) ->
         (_, AbsoluteConsistency) => Outcome::Corruption,
         (Damage::TailJunk, _) => upto(n),
         (Damage::CutInside { d }, _) => upto(d),
-        (Damage::Bad { d, .. }, PointInTime) => upto(d),
-        (Damage::Bad { d, last: true }, TolerateCorruptedTailRecords) => upto(d),
-        (Damage::Bad { last: false, .. }, TolerateCorruptedTailRecords) => Outcome::Corruption,
+        // Damage with intact records after it is a hole, not a torn tail: PointInTime refuses it rather than
+        // drop the acknowledged writes that follow (D5, D10).
+        (Damage::Bad { d, last: true }, PointInTime | TolerateCorruptedTailRecords) => upto(d),
+        (Damage::Bad { last: false, .. }, PointInTime | TolerateCorruptedTailRecords) => Outcome::Corruption,
         (Damage::Bad { d, .. }, SkipAnyCorruptedRecords) => {
             Outcome::Records((0..d).chain(later.iter().copied()).collect())
         }
@@ -274,8 +275,9 @@ fn damage_in_an_older_wal_while_a_newer_one_exists_per_mode() {
     for (data, d, what) in [(&flipped[..], 4, "flip in record 4"), (torn, n - 1, "older WAL torn")] {
         for mode in MODES {
             let want = match mode {
-                // Nothing after the damage, not even the newer WAL: the result must stay a prefix (D3).
-                WalRecoveryMode::PointInTime => Outcome::Records((0..d).collect()),
+                // Replaying up to the damage would drop the newer WAL's acknowledged writes, and replaying it
+                // would leave a hole (D3): refused (D5, D10).
+                WalRecoveryMode::PointInTime => Outcome::Corruption,
                 // The older WAL is one block: nothing of it after the damage survives the resync.
                 WalRecoveryMode::SkipAnyCorruptedRecords => {
                     Outcome::Records((0..d).chain(all_newer.iter().copied()).collect())

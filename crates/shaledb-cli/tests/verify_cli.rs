@@ -1,0 +1,54 @@
+//! `shaledb verify` as a user runs it: the real binary on real directories.
+
+use shaledb::{Db, Options};
+use std::path::Path;
+use std::process::Command;
+
+fn verify(args: &[&str], path: &Path) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_shaledb")).arg("verify").args(args).arg(path).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn small() -> Options {
+    Options { write_buffer_size: 4096, block_size: 256, ..Options::default() }
+}
+
+#[test]
+fn not_a_database_is_one_line_and_exit_2() {
+    let tmp = shaledb_testkit::tempdir();
+    std::fs::write(tmp.path().join("20240101.log"), b"someone else's").unwrap();
+    let (code, out, err) = verify(&[], tmp.path());
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("not a ShaleDB database"), "{err}");
+    assert!(!tmp.path().join("LOCK").exists(), "verify wrote into a directory that is not a database");
+    let (code, _, err) = verify(&[], &tmp.path().join("missing"));
+    assert_eq!(code, Some(2));
+    assert!(err.contains("does not exist"), "{err}");
+}
+
+#[test]
+fn open_database_is_refused_naming_the_lock_and_live_checks_it() {
+    let tmp = shaledb_testkit::tempdir();
+    let path = tmp.path().join("db");
+    let db = Db::open(&path, small()).unwrap();
+    for i in 0..500 {
+        db.put(format!("k{i:04}").as_bytes(), &[b'x'; 50]).unwrap();
+    }
+    db.flush().unwrap();
+    let (code, out, err) = verify(&[], &path);
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert!(err.contains("open elsewhere") && err.contains("LOCK"), "{err}");
+    let (code, out, err) = verify(&["--live"], &path);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("verify: 0 problems"), "{out}");
+    drop(db);
+    std::fs::write(path.join("README.txt"), b"an operator's note").unwrap();
+    let (code, out, err) = verify(&[], &path);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("note README.txt"), "{out}");
+}

@@ -1,0 +1,274 @@
+//! WAL replay at open under the chosen recovery mode (D5), and what it drops (D10).
+//!
+//! Damage is told apart by what follows it:
+//!
+//! - a *torn tail*: no intact record after the damage in this WAL nor in any later one (what a crash in the
+//!   middle of an append leaves), or a stretch holding a zero-filled 4 KiB page (what a power loss leaves of
+//!   unsynced pages; the engine syncs a WAL before starting the next, so this only happens in the last one);
+//! - a *hole*: intact records follow the damage (a flipped bit, a bad sector, an overwritten block). Dropping
+//!   what follows would silently lose acknowledged writes.
+//!
+//! PointInTime replays up to a torn tail and refuses a hole; TolerateCorruptedTailRecords does the same but only
+//! accepts damage at the tail of the last WAL; AbsoluteConsistency refuses any damage; SkipAnyCorruptedRecords
+//! skips every damaged stretch. Every WAL recovery did not replay in full is kept in `lost/` (lost.rs).
+
+use super::open::write_level0;
+use crate::filenames;
+use crate::identity::DbId;
+use crate::info_log::InfoLog;
+use crate::lost::Losses;
+use crate::memtable::MemTable;
+use crate::options::{Options, WalRecoveryMode};
+use crate::stats::CompactionStats;
+use shaledb_format::batch::BatchRep;
+use shaledb_format::edit::FileMeta;
+use shaledb_format::ikey::MAX_SEQUENCE;
+use shaledb_format::log::{self, DamageKind, LogRead};
+use shaledb_vfs::{Error, Result};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Unsynced pages lost in a power failure read back as zeros at this granularity.
+const PAGE: usize = 4096;
+
+/// What replay produced.
+pub(super) struct Replayed {
+    /// Memtable holding what was not flushed during replay.
+    pub(super) mem: Arc<MemTable>,
+    /// L0 tables written when the memtable filled up.
+    pub(super) files: Vec<FileMeta>,
+    pub(super) stats: CompactionStats,
+    /// Highest sequence number replayed (or the one given when none was).
+    pub(super) max_seq: u64,
+    pub(super) losses: Losses,
+    /// WALs (by number) not replayed in full: kept in `lost/` before the recovery's MANIFEST is written.
+    pub(super) to_keep: Vec<u64>,
+}
+
+/// One damaged stretch found during replay.
+struct Hit {
+    error: Error,
+    offset: u64,
+    /// The reader's own judgement: no intact physical record after the damage.
+    at_tail: bool,
+    /// A damaged stretch of zeros or an orphan fragment counts as no record.
+    uncounted: bool,
+}
+
+/// Replays `wals` (numbers, oldest first) of the database in `dir` into memtables, flushing them to L0 when
+/// they fill. `max_seq`: the MANIFEST's last sequence.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn replay(
+    opts: &Options,
+    db_id: DbId,
+    dir: &Path,
+    wals: &[u64],
+    new_number: &dyn Fn() -> Result<u64>,
+    stop: &AtomicBool,
+    info: &InfoLog,
+    mut max_seq: u64,
+) -> Result<Replayed> {
+    let fs = opts.fs.as_ref();
+    let mut out = Replayed {
+        mem: Arc::new(MemTable::new(0)),
+        files: Vec::new(),
+        stats: CompactionStats::default(),
+        max_seq,
+        losses: Losses::default(),
+        to_keep: Vec::new(),
+    };
+    let last_wal = wals.last().copied();
+    'replay: for (i, &number) in wals.iter().enumerate() {
+        let path = filenames::wal(dir, number);
+        let data = fs.read_all(&path)?;
+        let file_len = data.len() as u64;
+        let mut reader = log::Reader::new(data, path.clone());
+        let mut records = 0u64;
+        let mut damaged = false;
+        loop {
+            let hit = match reader.next() {
+                LogRead::Eof => break,
+                LogRead::Damage(d) => Hit {
+                    error: d.to_error(&path),
+                    offset: d.offset,
+                    at_tail: d.at_tail,
+                    // An orphan fragment belongs to a record already counted where its FIRST was (intact and
+                    // skipped, or damaged): not another record.
+                    uncounted: matches!(d.kind, DamageKind::ZeroedRegion | DamageKind::Fragmentation),
+                },
+                LogRead::Record { offset, data } => match BatchRep::from_bytes(data) {
+                    // The record's checksum passed but its contents do not decode: corruption that no torn write
+                    // explains.
+                    Err(e) => Hit { error: e.in_file(&path, offset), offset, at_tail: false, uncounted: false },
+                    Ok(batch) => {
+                        max_seq = apply_batch(&out.mem, &batch, &path, offset, max_seq)?;
+                        records += 1;
+                        if out.mem.approximate_memory_usage() >= opts.write_buffer_size {
+                            let (files, st) = write_level0(opts, db_id, dir, &out.mem, new_number, &[], stop)?;
+                            out.stats.add(&st);
+                            out.files.extend(files);
+                            out.mem = Arc::new(MemTable::new(0));
+                        }
+                        continue;
+                    }
+                },
+            };
+            damaged = true;
+            let dropped_here = u64::from(!hit.uncounted);
+            match opts.wal_recovery_mode {
+                WalRecoveryMode::AbsoluteConsistency => return Err(hit.error),
+                WalRecoveryMode::SkipAnyCorruptedRecords => {
+                    let resume = reader.position().max(hit.offset);
+                    let n = dropped_here + reader.intact_records_between(hit.offset, resume);
+                    let bytes = resume - hit.offset;
+                    info.log(format_args!(
+                        "recovery: {} at offset {}: skipped {bytes} bytes holding {n} records ({})",
+                        path.display(),
+                        hit.offset,
+                        hit.error
+                    ));
+                    out.losses.records += n;
+                    out.losses.bytes += bytes;
+                    continue;
+                }
+                WalRecoveryMode::TolerateCorruptedTailRecords if !(hit.at_tail && Some(number) == last_wal) => {
+                    return Err(hit.error);
+                }
+                WalRecoveryMode::TolerateCorruptedTailRecords | WalRecoveryMode::PointInTime => {
+                    if let Some((file, at)) = valid_after(fs, dir, &reader, hit.offset, &wals[i + 1..])? {
+                        return Err(refusal(&hit, &path, &file, at));
+                    }
+                    // A torn tail: everything before it is a prefix of the acknowledged writes; nothing after it
+                    // may be applied, in this WAL or a later one, or the result could have holes (D3).
+                    let n = dropped_here + reader.intact_records_between(hit.offset, file_len);
+                    let bytes = file_len - hit.offset;
+                    info.log(format_args!(
+                        "recovery: {} at offset {}: torn tail, dropped {bytes} bytes holding {n} records ({})",
+                        path.display(),
+                        hit.offset,
+                        hit.error
+                    ));
+                    out.losses.records += n;
+                    out.losses.bytes += bytes;
+                    out.to_keep.push(number);
+                    info.log(format_args!("recovery: replayed {} records of {}", records, path.display()));
+                    for &later in &wals[i + 1..] {
+                        let p = filenames::wal(dir, later);
+                        let len = fs.file_size(&p)?;
+                        if len > 0 {
+                            info.log(format_args!("recovery: {} ({len} bytes) not replayed", p.display()));
+                            out.losses.bytes += len;
+                            out.to_keep.push(later);
+                        }
+                    }
+                    break 'replay;
+                }
+            }
+        }
+        if damaged {
+            out.to_keep.push(number);
+        }
+        info.log(format_args!("recovery: replayed {records} records of {}", path.display()));
+    }
+    out.max_seq = max_seq;
+    Ok(out)
+}
+
+/// Adds the entries of `batch` (read at `offset` of `path`) to `mem`; returns the new highest sequence.
+/// Sequences come from disk: one that would pass [`MAX_SEQUENCE`] is corruption, never a wrap.
+fn apply_batch(mem: &MemTable, batch: &BatchRep, path: &Path, offset: u64, max_seq: u64) -> Result<u64> {
+    let first = batch.sequence();
+    let count = u64::from(batch.count());
+    let beyond = || {
+        Error::corruption(
+            path,
+            offset,
+            format!("batch of {count} entries at sequence {first} runs past the largest sequence {MAX_SEQUENCE}"),
+        )
+    };
+    if first.checked_add(count).is_none_or(|end| end > MAX_SEQUENCE + 1) {
+        return Err(beyond());
+    }
+    let mut s = first;
+    for e in batch.iter() {
+        let e = e.map_err(|e| e.in_file(path, offset))?;
+        // The header's count bounds `s` above; an entry beyond the count is still refused rather than wrapped.
+        if s > MAX_SEQUENCE {
+            return Err(beyond());
+        }
+        mem.add(s, e.kind, e.key, e.value);
+        s += 1;
+    }
+    Ok(if s > first { max_seq.max(s - 1) } else { max_seq })
+}
+
+/// The first intact record after damage at `offset` of the log in `reader`, in this WAL or in one of `later`,
+/// unless the damaged stretch up to it holds a zero-filled page (unsynced pages lost in a power failure).
+fn valid_after(
+    fs: &dyn shaledb_vfs::Fs,
+    dir: &Path,
+    reader: &log::Reader,
+    offset: u64,
+    later: &[u64],
+) -> Result<Option<(std::path::PathBuf, u64)>> {
+    if let Some(at) = reader.next_intact_record(offset) {
+        if zero_page_in(reader.data(), offset, at) {
+            return Ok(None);
+        }
+        return Ok(Some((reader.path().to_path_buf(), at)));
+    }
+    for &n in later {
+        let path = filenames::wal(dir, n);
+        let r = log::Reader::new(fs.read_all(&path)?, path.clone());
+        if let Some(at) = r.next_intact_record(0) {
+            return Ok(Some((path, at)));
+        }
+    }
+    Ok(None)
+}
+
+/// True when `data[from..to]` contains a whole, page-aligned, zero-filled page.
+fn zero_page_in(data: &[u8], from: u64, to: u64) -> bool {
+    let (Ok(from), Ok(to)) = (usize::try_from(from), usize::try_from(to)) else { return false };
+    let Some(mut page) = from.checked_next_multiple_of(PAGE) else { return false };
+    while page.saturating_add(PAGE) <= to {
+        if data.get(page..page + PAGE).is_some_and(|p| p.iter().all(|&b| b == 0)) {
+            return true;
+        }
+        page += PAGE;
+    }
+    false
+}
+
+fn refusal(hit: &Hit, path: &Path, file: &Path, at: u64) -> Error {
+    let name = |p: &Path| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let where_ = if file == path { format!("at offset {at}") } else { format!("in {} at offset {at}", name(file)) };
+    let what = match &hit.error {
+        Error::Corruption { what, .. } => what.clone(),
+        other => other.to_string(),
+    };
+    Error::corruption(
+        path,
+        hit.offset,
+        format!(
+            "{what}; valid records follow {where_}, so this is no torn tail: refusing to drop acknowledged writes \
+             (open with WalRecoveryMode::SkipAnyCorruptedRecords to skip the damage, keeping the WAL in lost/)"
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_pages_are_found_only_when_whole_and_aligned() {
+        let mut data = vec![1u8; 4 * PAGE];
+        data[PAGE + 10..3 * PAGE].fill(0);
+        assert!(zero_page_in(&data, 0, 4 * PAGE as u64));
+        assert!(!zero_page_in(&data, 0, 2 * PAGE as u64 + 100), "the zeros before 2 pages are not a whole page");
+        assert!(zero_page_in(&data, PAGE as u64 + 3, 3 * PAGE as u64));
+        assert!(!zero_page_in(&data, u64::MAX - 2, u64::MAX));
+    }
+}

@@ -1,0 +1,266 @@
+//! The `LOG` file: one human-readable line per event an operator may need after the fact (each open with its
+//! options and what recovery found and dropped, each flush and compaction, each background error and switch to
+//! read-only).
+//!
+//! ```text
+//! LOG        := line*
+//! line       := timestamp " " message "\n"      ; message never holds a newline
+//! timestamp  := YYYY "-" MM "-" DD "T" hh ":" mm ":" ss "." micros{6} "Z"   ; UTC
+//! ```
+//!
+//! Each open starts a new `LOG` and renames the previous one to `LOG.old.N` (N one above the highest present);
+//! while the database runs, `LOG` is rotated the same way once it passes `max_log_file_size`. At most
+//! `keep_log_file_num` old files are kept, the lowest numbers removed first.
+//!
+//! Logging never fails a database operation: every write is attempted once and an error is swallowed. The log
+//! is a diagnostic; turning a full or failing disk under `LOG` into failed puts, or retrying (and stalling a
+//! flush that holds the state lock) on every line, would make an aid to the operator a cause of unavailability.
+//! The data files have their own error handling (D6), which is what reports a failing disk.
+//!
+//! Lock order: the logger's mutex is a leaf, taken last (callers may hold `state`), never held while taking
+//! another lock.
+
+use crate::filenames::{self, FileKind};
+use crate::picker::CompactionTask;
+use crate::stats::CompactionStats;
+use parking_lot::Mutex;
+use shaledb_format::edit::{FileMeta, VersionEdit};
+use shaledb_vfs::{Fs, WritableFile};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub(crate) struct InfoLog {
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+    max_size: u64,
+    keep: usize,
+    file: Mutex<Option<Box<dyn WritableFile>>>,
+}
+
+impl InfoLog {
+    /// Starts a new `LOG` in `dir`, rotating the previous one. Never fails: when the file cannot be created, the
+    /// returned logger writes nothing.
+    pub(crate) fn open(fs: Arc<dyn Fs>, dir: &Path, max_size: u64, keep: usize) -> InfoLog {
+        let log = InfoLog { fs, dir: dir.to_path_buf(), max_size, keep, file: Mutex::new(None) };
+        let file = log.start_new_file();
+        *log.file.lock() = file;
+        log
+    }
+
+    /// Appends one line. Newlines inside `msg` become spaces so that a line is an event.
+    pub(crate) fn log(&self, msg: impl fmt::Display) {
+        let mut line = format!("{} {msg}", timestamp(SystemTime::now()));
+        if line.contains('\n') {
+            line = line.replace('\n', " ");
+        }
+        line.push('\n');
+        let mut file = self.file.lock();
+        if file.as_ref().is_some_and(|f| !f.is_empty() && f.len() + line.len() as u64 > self.max_size) {
+            // Close the full file before renaming it; a new one takes its name.
+            file.take();
+            *file = self.start_new_file();
+        }
+        if let Some(f) = file.as_mut() {
+            // Swallowed (see the module docs); a failed append may leave part of a line.
+            let _ = f.append(line.as_bytes()).and_then(|()| f.flush());
+        }
+    }
+
+    /// Renames an existing `LOG` to the next `LOG.old.N`, removes old files beyond `keep`, creates `LOG`.
+    fn start_new_file(&self) -> Option<Box<dyn WritableFile>> {
+        let current = filenames::info_log(&self.dir);
+        let mut old: Vec<u64> = self
+            .fs
+            .list(&self.dir)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|n| match filenames::parse(n) {
+                Some(FileKind::OldInfoLog(n)) => Some(n),
+                _ => None,
+            })
+            .collect();
+        old.sort_unstable();
+        if self.fs.exists(&current) {
+            // A name at u64::MAX cannot be followed: then the old files are left as they are and the current
+            // LOG is overwritten rather than numbers wrapping.
+            if let Some(next) = old.last().map_or(Some(1), |n| n.checked_add(1)) {
+                if self.fs.rename(&current, &filenames::old_info_log(&self.dir, next)).is_ok() {
+                    old.push(next);
+                }
+            }
+        }
+        let excess = old.len().saturating_sub(self.keep);
+        for n in old.iter().take(excess) {
+            let _ = self.fs.remove(&filenames::old_info_log(&self.dir, *n));
+        }
+        self.fs.create(&current).ok()
+    }
+}
+
+impl fmt::Debug for InfoLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InfoLog").field("dir", &self.dir).finish_non_exhaustive()
+    }
+}
+
+/// The LOG line of a finished flush of memtable `mem_id` (`stats.micros` covers writing the tables).
+pub(crate) fn flush_line(mem_id: u64, edit: &VersionEdit, stats: &CompactionStats) -> String {
+    let outputs: Vec<u64> = edit.new_files.iter().map(|(_, f)| f.number).collect();
+    let bytes: u64 = edit.new_files.iter().map(|(_, f)| f.file_size).sum();
+    format!("flush: memtable of WAL {mem_id:06} -> L0 tables {outputs:?}, {bytes} bytes, {} us", stats.micros)
+}
+
+/// The LOG line of a finished compaction (or trivial move) described by `task` and its `edit`.
+pub(crate) fn compaction_line(task: &CompactionTask, edit: &VersionEdit, stats: &CompactionStats) -> String {
+    let numbers = |files: &[Arc<FileMeta>]| files.iter().map(|f| f.number).collect::<Vec<u64>>();
+    let outputs: Vec<u64> = edit.new_files.iter().map(|(_, f)| f.number).collect();
+    format!(
+        "compaction{}: L{} {:?} + L{} {:?} -> L{} {outputs:?}; read {} bytes, wrote {} bytes, moved {} bytes, {} \
+         entries in, {} dropped, {} us",
+        if task.trivial_move { " (trivial move)" } else { "" },
+        task.level,
+        numbers(&task.inputs),
+        task.output_level,
+        numbers(&task.output_inputs),
+        task.output_level,
+        stats.bytes_read_input_level + stats.bytes_read_output_level,
+        stats.bytes_written,
+        stats.bytes_moved,
+        stats.records_in,
+        stats.records_dropped,
+        stats.micros
+    )
+}
+
+/// `t` in UTC as `YYYY-MM-DDThh:mm:ss.uuuuuuZ`.
+fn timestamp(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, day) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z", rem / 3600, rem % 3600 / 60, rem % 60, d.subsec_micros())
+}
+
+/// Year, month, day of the `days`-th day after 1970-01-01 (proleptic Gregorian; the era arithmetic of
+/// H. Hinnant's `civil_from_days`, written for unsigned days).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shaledb_vfs::{FaultError, FaultPlan, FsOp, MemFs};
+    use std::time::Duration;
+
+    fn dir() -> &'static Path {
+        Path::new("/db")
+    }
+
+    fn mem() -> MemFs {
+        let fs = MemFs::new();
+        fs.create_dir_all(dir()).unwrap();
+        fs
+    }
+
+    fn text(fs: &MemFs, name: &str) -> String {
+        String::from_utf8(fs.read_file(&dir().join(name)).unwrap_or_default()).unwrap()
+    }
+
+    #[test]
+    fn grammars_match_docs() {
+        // Each module's `text` block appears verbatim in the format page.
+        let doc = include_str!("../../../docs/format/info-log-and-lost.md");
+        for src in [include_str!("info_log.rs"), include_str!("lost.rs")] {
+            let grammar: Vec<&str> = src
+                .lines()
+                .take_while(|l| l.starts_with("//!"))
+                .map(|l| l.strip_prefix("//! ").unwrap_or(l.trim_start_matches("//!")))
+                .skip_while(|l| *l != "```text")
+                .skip(1)
+                .take_while(|l| *l != "```")
+                .collect();
+            assert!(!grammar.is_empty());
+            assert!(doc.contains(&grammar.join("\n")), "grammar differs from docs: {grammar:?}");
+        }
+    }
+
+    #[test]
+    fn timestamps_are_utc_calendar_dates() {
+        assert_eq!(timestamp(UNIX_EPOCH), "1970-01-01T00:00:00.000000Z");
+        // 2000-02-29 (a leap day) 12:34:56.789 UTC.
+        let t = UNIX_EPOCH + Duration::from_millis(951_827_696_789);
+        assert_eq!(timestamp(t), "2000-02-29T12:34:56.789000Z");
+        let t = UNIX_EPOCH + Duration::from_secs(1_798_761_599); // 2026-12-31 23:59:59
+        assert_eq!(timestamp(t), "2026-12-31T23:59:59.000000Z");
+    }
+
+    #[test]
+    fn lines_are_timestamped_and_one_per_event() {
+        let fs = mem();
+        let log = InfoLog::open(Arc::new(fs.clone()), dir(), 1 << 20, 3);
+        log.log("first");
+        log.log(format_args!("second\nwith a newline"));
+        let t = text(&fs, "LOG");
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 2, "{t}");
+        assert!(lines[0].ends_with("Z first") && lines[0].len() == 27 + 6, "{t}");
+        assert!(lines[1].ends_with("second with a newline"), "{t}");
+    }
+
+    #[test]
+    fn log_rotates_at_the_size_cap_and_keeps_only_the_newest_old_files() {
+        let fs = mem();
+        let log = InfoLog::open(Arc::new(fs.clone()), dir(), 200, 2);
+        for i in 0..40 {
+            log.log(format_args!("event {i:03} padding padding padding"));
+        }
+        let names = fs.file_names(dir());
+        let old: Vec<&String> = names.iter().filter(|n| n.starts_with("LOG.old.")).collect();
+        assert_eq!(old.len(), 2, "{names:?}");
+        for name in names.iter().filter(|n| n.starts_with("LOG")) {
+            assert!(fs.read_file(&dir().join(name)).unwrap().len() <= 200, "{name} over the cap");
+        }
+        // The newest events are in LOG, the ones just before in the highest-numbered old file.
+        assert!(text(&fs, "LOG").contains("event 039"));
+        let newest_old = names.iter().filter_map(|n| n.strip_prefix("LOG.old.")?.parse::<u64>().ok()).max().unwrap();
+        assert!(!text(&fs, &format!("LOG.old.{newest_old}")).contains("event 039"));
+        assert!(!text(&fs, &format!("LOG.old.{newest_old}")).is_empty());
+    }
+
+    #[test]
+    fn each_open_starts_a_new_log_and_keeps_the_previous_one() {
+        let fs = mem();
+        InfoLog::open(Arc::new(fs.clone()), dir(), 1 << 20, 5).log("session one");
+        InfoLog::open(Arc::new(fs.clone()), dir(), 1 << 20, 5).log("session two");
+        assert!(text(&fs, "LOG").contains("session two") && !text(&fs, "LOG").contains("session one"));
+        assert!(text(&fs, "LOG.old.1").contains("session one"));
+    }
+
+    #[test]
+    fn write_errors_are_swallowed() {
+        let fs = mem();
+        let log = InfoLog::open(Arc::new(fs.clone()), dir(), 1 << 20, 5);
+        fs.set_faults(FaultPlan::from_nth(FsOp::Write, 1, FaultError::Enospc));
+        log.log("lost line");
+        fs.clear_faults();
+        log.log("kept line");
+        assert!(text(&fs, "LOG").contains("kept line"));
+        // A LOG that cannot even be created gives a logger that writes nothing, never an error.
+        fs.set_faults(FaultPlan::from_nth(FsOp::Create, 1, FaultError::Eio));
+        let log = InfoLog::open(Arc::new(fs.clone()), dir(), 1 << 20, 5);
+        log.log("nowhere");
+        fs.clear_faults();
+    }
+}
