@@ -242,13 +242,8 @@ impl Db {
     /// Returns whether the key was found.
     pub fn get_into(&self, opts: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         let inner = &self.inner;
-        // Sequence first, then the super version: the super version is then at least as new as the
-        // sequence, so every write at or below it is in what we search.
-        let seq = match &opts.snapshot {
-            Some(s) => s.sequence(),
-            None => inner.visible_seq.load(Ordering::Acquire),
-        };
-        let sv = inner.sv.load();
+        // The super version first, then the sequence (see `pin_view` for why this order).
+        let (sv, seq) = self.pin_view(opts);
         Counters::add(&inner.counters.gets, 1);
         let mut state = GetState::with_buffer(key, seq, inner.opts.merge_operator.as_ref(), std::mem::take(out));
         let hash = bloom::key_hash(key);
@@ -333,12 +328,9 @@ impl Db {
         // No snapshot is registered for an iterator without one: it pins its SuperVersion, whose memtables and
         // table files hold every version visible at `seq` whatever compaction writes meanwhile. That keeps
         // iterator creation free of locks.
-        let seq = match &opts.snapshot {
-            Some(s) => s.sequence(),
-            None => inner.visible_seq.load(Ordering::Acquire),
-        };
+        let (sv, seq) = self.pin_view(&opts);
+        let sv = arc_swap::Guard::into_inner(sv);
         let snap = opts.snapshot.clone();
-        let sv = inner.sv.load_full();
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(2 + sv.imm.len() + 8);
         children.push(Box::new(sv.mem.iter()));
         for m in &sv.imm {
@@ -397,9 +389,46 @@ impl Db {
         Range::new(self.iter(opts))
     }
 
+    /// Pins what a read searches and the sequence it reads at: the super version FIRST, then the sequence
+    /// (RocksDB's order). Why reads never go back in time (docs/durability.md D8):
+    ///
+    /// - Everything the pinned super version holds is at or below the sequence read after it. Its immutable
+    ///   memtables were switched only after every group inserted into them had published (`switch_memtable`
+    ///   waits for that), and its tables were written from such memtables or from other tables; so every
+    ///   entry in them was visible before the pin, hence `<= seq`. Entries of the active memtable above `seq`
+    ///   are skipped by the sequence filter.
+    /// - A version the read needs is never missing from what it pinned. Flush and compaction drop an entry
+    ///   only when a newer one of the same key, also among their inputs (so `<= seq` by the point above),
+    ///   shadows it with no snapshot in between; they never change a table in place, and a table stays on
+    ///   disk while any pinned version names it. With the opposite order (sequence, then super version) a
+    ///   flush could collapse the entry at `seq` into one written after it, in between: the stale read of
+    ///   issue 9.
+    /// - A write that completed before the read began is in the pinned super version: its memtable was
+    ///   published (under the state lock) before the write was assigned to it, and a memtable leaves the
+    ///   super version only once its table is in the version published with that change.
+    /// - A write completing between the pin and the sequence load may be at or below `seq` yet absent (it
+    ///   went into a memtable switched in after the pin). Such a write is concurrent with the read, and the
+    ///   view is still a prefix of the sequence: the pinned memtables hold every write before the switch.
+    ///
+    /// With a snapshot the sequence is the snapshot's; its registration made compaction keep what it sees.
+    fn pin_view(&self, opts: &ReadOptions) -> (arc_swap::Guard<Arc<SuperVersion>>, u64) {
+        let sv = self.inner.sv.load();
+        let seq = match &opts.snapshot {
+            Some(s) => s.sequence(),
+            None => self.inner.visible_seq.load(Ordering::SeqCst),
+        };
+        (sv, seq)
+    }
+
     /// A consistent read view, released when dropped.
+    ///
+    /// The sequence is read under the snapshot list's lock, so registration and sequence are one step. Flush
+    /// and compaction fix their inputs first and read the snapshot list after (under the state lock): a job
+    /// that read the list before this snapshot was registered has inputs that were all visible then, hence at
+    /// or below this snapshot's sequence, so every entry it drops is shadowed by one this snapshot sees.
     pub fn snapshot(&self) -> Snapshot {
-        self.inner.snapshots.acquire(self.inner.visible_seq.load(Ordering::Acquire))
+        let visible = &self.inner.visible_seq;
+        self.inner.snapshots.acquire_with(|| visible.load(Ordering::SeqCst))
     }
 
     /// Writes the memtable (and any waiting immutable ones) to L0 tables and waits for it.

@@ -2,6 +2,7 @@
 
 mod api;
 mod concurrency;
+mod linearizable;
 mod model;
 
 use shaledb::{CompressionType, Options};
