@@ -20,21 +20,64 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub(crate) fn start(inner: &Arc<DbInner>) {
+/// Starts the `max_background_jobs` threads. A thread that cannot be spawned (the system's thread limit) is
+/// an error from `open`, never an abort: the threads already started are stopped and joined first, so the
+/// caller can drop the database (releasing its lock) with nothing left running.
+pub(crate) fn start(inner: &Arc<DbInner>) -> Result<()> {
     let n = inner.opts.max_background_jobs.max(1);
     inner.state.lock().bg_threads_alive = n;
-    let mut threads = inner.threads.lock();
-    for i in 0..n {
-        let db = inner.clone();
-        let spawned =
-            std::thread::Builder::new().name(format!("shaledb-bg{i}")).spawn(move || background_loop(&db, i == 0));
-        match spawned {
-            Ok(h) => threads.push(h),
-            Err(_) => {
-                // Fewer threads than asked: the others still make progress.
-                inner.state.lock().bg_threads_alive -= 1;
+    let mut failure = None;
+    {
+        let mut threads = inner.threads.lock();
+        for i in 0..n {
+            let db = inner.clone();
+            let spawned = spawn_hook::check(i).and_then(|()| {
+                std::thread::Builder::new().name(format!("shaledb-bg{i}")).spawn(move || background_loop(&db, i == 0))
+            });
+            match spawned {
+                Ok(h) => threads.push(h),
+                Err(e) => {
+                    // The threads not started will never decrement the count.
+                    inner.state.lock().bg_threads_alive -= n - i;
+                    failure = Some(Error::io("spawn background thread", &inner.dir, e));
+                    break;
+                }
             }
         }
+    }
+    let Some(e) = failure else { return Ok(()) };
+    inner.shutting_down.store(true, Ordering::Release);
+    {
+        let _st = inner.state.lock();
+        inner.bg_cv.notify_all();
+    }
+    let threads: Vec<_> = std::mem::take(&mut *inner.threads.lock());
+    for t in threads {
+        let _ = t.join();
+    }
+    Err(e)
+}
+
+/// A test seam: unit tests make the n-th spawn of their own thread fail, as the system does at its thread
+/// limit. Compiled out of every non-test build.
+pub(crate) mod spawn_hook {
+    #[cfg(test)]
+    thread_local! {
+        pub(crate) static FAIL_AT: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+    }
+
+    #[cfg(test)]
+    pub(crate) fn check(i: usize) -> std::io::Result<()> {
+        if FAIL_AT.with(|f| f.get()) == Some(i) {
+            return Err(std::io::Error::new(std::io::ErrorKind::WouldBlock, "Resource temporarily unavailable"));
+        }
+        Ok(())
+    }
+
+    #[cfg(not(test))]
+    #[inline]
+    pub(crate) fn check(_: usize) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -378,5 +421,32 @@ pub(crate) fn shutdown(inner: &Arc<DbInner>, flush_memtables: bool) -> Result<()
     match first_err {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spawn_hook::FAIL_AT;
+    use crate::{Db, Options};
+    use shaledb_vfs::MemFs;
+    use std::sync::Arc;
+
+    /// Issue 9: a background thread that could not be spawned aborted the process. Now `open` fails with an
+    /// error, stops the threads it started, releases the lock, and a later open works with all data.
+    #[test]
+    fn thread_spawn_failure_is_an_error_from_open() {
+        let fs = MemFs::new();
+        let opts = Options { max_background_jobs: 4, fs: Arc::new(fs.clone()), ..Options::default() };
+        let db = Db::open("/db", opts.clone()).unwrap();
+        db.put(b"k", b"v").unwrap();
+        db.close().unwrap();
+        FAIL_AT.with(|f| f.set(Some(2)));
+        let e = Db::open("/db", opts.clone()).unwrap_err();
+        FAIL_AT.with(|f| f.set(None));
+        assert!(e.is_io(), "{e}");
+        assert!(e.to_string().contains("spawn background thread"), "{e}");
+        let db = Db::open("/db", opts).unwrap();
+        assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+        db.close().unwrap();
     }
 }

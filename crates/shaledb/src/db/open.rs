@@ -259,6 +259,6 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         threads: Mutex::new(Vec::new()),
         opts,
     });
-    super::background::start(&inner);
+    super::background::start(&inner)?;
     Ok(inner)
 }
