@@ -8,6 +8,7 @@ mod fuzz_corpora;
 mod io_errors;
 mod power_loss;
 mod torn_tails;
+mod wal_full_disk;
 mod wal_modes;
 
 use shaledb::{Db, Options};
