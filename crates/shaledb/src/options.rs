@@ -339,6 +339,12 @@ pub mod limits {
     pub const MIN_COMPRESSION_LEVEL: i32 = -(1 << 17);
     /// zstd's strongest level.
     pub const MAX_COMPRESSION_LEVEL: i32 = 22;
+    /// Largest key length plus value (or merge operand) length of one write: 128 MiB minus 8 bytes, what one
+    /// table entry can hold (the 8 bytes are the sequence and kind stored with the key). A larger `put`,
+    /// `merge` or batch entry is refused with `InvalidArgument` before anything is written, so every
+    /// acknowledged entry can be flushed and compacted. A merge whose full result would be larger keeps its
+    /// operands unmerged in tables; reads still return the merged value.
+    pub const MAX_KEY_VALUE_BYTES: usize = shaledb_format::table::MAX_ENTRY_LEN - shaledb_format::ikey::TRAILER_LEN;
 }
 
 /// Options for one write.

@@ -152,12 +152,14 @@ impl InternalIterator for ErrorIter {
     }
 }
 
-/// Keys and values are length-prefixed with 32-bit varints in every format.
+/// The size limit of one entry ([`crate::options::limits::MAX_KEY_VALUE_BYTES`]): what a table can store.
+/// Checked before a write is queued, so an entry the engine acknowledged can always be flushed (issue 9: a
+/// 130 MiB put was acknowledged, then every flush failed and the database could not be opened).
 fn check_len(key: &[u8], value: &[u8]) -> Result<()> {
-    const MAX: usize = u32::MAX as usize;
-    if key.len() > MAX || value.len() > MAX {
+    let max = crate::options::limits::MAX_KEY_VALUE_BYTES;
+    if key.len().saturating_add(value.len()) > max {
         return Err(Error::InvalidArgument(format!(
-            "key ({} bytes) or value ({} bytes) exceeds the 4 GiB limit",
+            "key ({} bytes) plus value ({} bytes) exceeds the {max}-byte limit of one entry",
             key.len(),
             value.len()
         )));
@@ -223,6 +225,10 @@ impl Db {
             && batch.rep.iter().any(|e| e.is_ok_and(|e| e.kind == ikey::ValueKind::Merge))
         {
             return Err(Error::InvalidArgument("merge needs Options::merge_operator to be set".into()));
+        }
+        for e in batch.rep.iter() {
+            let e = e?;
+            check_len(e.key, e.value)?;
         }
         write::write(&self.inner, batch.rep.clone(), opts)
     }

@@ -2,6 +2,7 @@
 
 mod api;
 mod concurrency;
+mod limits;
 mod linearizable;
 mod model;
 
