@@ -137,7 +137,7 @@ fn run_linearizability(run: Duration) -> (Vec<String>, u64) {
             while !stop.load(Ordering::Relaxed) {
                 i += 1;
                 db.flush().unwrap();
-                if i % 8 == 0 {
+                if i.is_multiple_of(8) {
                     db.compact_range(None, None).unwrap();
                 }
             }
