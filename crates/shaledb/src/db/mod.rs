@@ -174,7 +174,9 @@ impl Db {
         Ok(Db { inner })
     }
 
-    /// Sets `key` to `value`.
+    /// Sets `key` to `value`. `key.len() + value.len()` may be at most
+    /// [`crate::options::limits::MAX_KEY_VALUE_BYTES`] (128 MiB - 8); more is `InvalidArgument` (as for
+    /// [`Db::merge`] and each entry of [`Db::write`]).
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.put_opt(&WriteOptions::default(), key, value)
     }
