@@ -166,7 +166,7 @@ impl Options {
     /// Upper bounds (issue 9: an unbounded value aborted the process or allocated without limit), each in
     /// [`limits`]: `write_buffer_size` <= 4 GiB (each memtable allocates its key filter from it up front),
     /// `max_write_buffer_number` <= 64, `max_background_jobs` <= 256 (one thread each, spawned at open),
-    /// the level-0 triggers <= 100 000, `max_bytes_for_level_multiplier` <= 1000,
+    /// the level-0 triggers <= 2^30, `max_bytes_for_level_multiplier` <= 1000,
     /// `target_file_size_base` <= 1 TiB, `target_file_size_multiplier` <= 1000, `block_size` <= 64 MiB,
     /// `block_restart_interval` <= 1024, `bloom_bits_per_key` <= 64, `compression_level` in -131072..=22
     /// (zstd's range), `num_levels` <= 32.
@@ -327,8 +327,9 @@ pub mod limits {
     pub const MAX_WRITE_BUFFER_SIZE: usize = 4 << 30;
     /// Largest `max_write_buffer_number`.
     pub const MAX_WRITE_BUFFER_NUMBER: usize = 64;
-    /// Largest level-0 trigger (`level0_stop_writes_trigger`, which bounds the two others).
-    pub const MAX_LEVEL0_TRIGGER: usize = 100_000;
+    /// Largest level-0 trigger (`level0_stop_writes_trigger`, which bounds the two others). High enough for
+    /// the "never" values of RocksDB's bulk-load settings (10 485 760), low enough for any arithmetic on it.
+    pub const MAX_LEVEL0_TRIGGER: usize = 1 << 30;
     /// Largest `max_bytes_for_level_multiplier` and `target_file_size_multiplier`.
     pub const MAX_MULTIPLIER: u64 = 1000;
     /// Largest `target_file_size_base`: 1 TiB.
@@ -415,7 +416,7 @@ mod tests {
             (
                 "level0_stop_writes_trigger",
                 Options {
-                    level0_slowdown_writes_trigger: 200_000,
+                    level0_slowdown_writes_trigger: 1 << 31,
                     level0_stop_writes_trigger: usize::MAX,
                     ..Options::default()
                 },
