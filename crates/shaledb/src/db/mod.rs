@@ -421,6 +421,7 @@ impl Db {
     /// With a snapshot the sequence is the snapshot's; its registration made compaction keep what it sees.
     fn pin_view(&self, opts: &ReadOptions) -> (arc_swap::Guard<Arc<SuperVersion>>, u64) {
         let sv = self.inner.sv.load();
+        read_hook::between_loads();
         let seq = match &opts.snapshot {
             Some(s) => s.sequence(),
             None => self.inner.visible_seq.load(Ordering::SeqCst),
@@ -574,6 +575,30 @@ impl Db {
     }
 }
 
+/// A test seam: a unit test runs a closure of its own thread between the two loads of `pin_view`, where a
+/// preempted reader would let flushes and compactions run. Compiled out of every non-test build.
+mod read_hook {
+    #[cfg(test)]
+    type Hook = Box<dyn FnOnce()>;
+
+    #[cfg(test)]
+    thread_local! {
+        pub(super) static BETWEEN_LOADS: std::cell::RefCell<Option<Hook>> = const { std::cell::RefCell::new(None) };
+    }
+
+    /// Runs (once) the closure the current test thread set.
+    #[cfg(test)]
+    pub(super) fn between_loads() {
+        if let Some(f) = BETWEEN_LOADS.with(|h| h.borrow_mut().take()) {
+            f();
+        }
+    }
+
+    #[cfg(not(test))]
+    #[inline(always)]
+    pub(super) fn between_loads() {}
+}
+
 impl Drop for Db {
     fn drop(&mut self) {
         let _ = background::shutdown(&self.inner, false);
@@ -609,5 +634,51 @@ impl DbInner {
 
     pub(crate) fn read_only_error(cause: &Arc<Error>) -> Error {
         Error::ReadOnly { cause: cause.clone() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_hook::BETWEEN_LOADS;
+    use super::*;
+    use shaledb_vfs::MemFs;
+
+    /// A put and a flush that complete between the two loads of a read, as when the reader is preempted there.
+    fn write_and_flush_between_the_loads(db: &Arc<Db>, value: &'static [u8]) {
+        let d = db.clone();
+        BETWEEN_LOADS.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move || {
+                d.put(b"k", value).unwrap();
+                // The flush writes one table holding only this newest version of k: the one before it in the
+                // memtable is collapsed (no snapshot between).
+                d.flush().unwrap();
+            }))
+        });
+    }
+
+    /// Issue 9, deterministically: with the sequence read before the super version, a flush in between
+    /// collapsed the version at the read's sequence into a newer one, and `get` returned `None` for a key
+    /// never deleted. Pinned first, the read finds v1 or v2 (the put is concurrent with it), never nothing.
+    #[test]
+    fn flush_between_the_loads_of_a_read_loses_nothing() {
+        let fs = MemFs::new();
+        let db = Arc::new(Db::open("/db", Options { fs: Arc::new(fs), ..Options::default() }).unwrap());
+        db.put(b"k", b"v1").unwrap();
+        write_and_flush_between_the_loads(&db, b"v2");
+        let got = db.get(b"k").unwrap();
+        assert!(got.as_deref() == Some(b"v1") || got.as_deref() == Some(b"v2"), "get returned {got:?}");
+        BETWEEN_LOADS.with(|h| assert!(h.borrow().is_none(), "the hook did not run"));
+
+        // The iterator: the unfixed order read v2 here, older than v3, which had been acknowledged.
+        db.put(b"k", b"v3").unwrap();
+        write_and_flush_between_the_loads(&db, b"v4");
+        let mut it = db.iter(ReadOptions::default());
+        it.seek(b"k");
+        assert!(it.valid(), "iterator lost k: {:?}", it.status());
+        assert!(it.value() == b"v3" || it.value() == b"v4", "iterator read {:?}", it.value());
+        drop(it);
+        assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v4"[..]));
+        let db = Arc::try_unwrap(db).unwrap();
+        db.close().unwrap();
     }
 }
