@@ -64,20 +64,42 @@ fn record_crc(typ: u8, payload: &[u8]) -> u32 {
 
 /// Appends framed records to a file.
 ///
-/// After an I/O error the file may hold part of a record; the caller must stop using this writer (the engine
-/// treats a failed WAL or MANIFEST write as sticky), and a reader will report that part as damage at the tail.
+/// After an I/O error the file may hold part of a record, and the file's user-space buffer may still hold bytes
+/// the failed call did not write. The writer is then poisoned: every later call returns the first error and
+/// never touches the file again, so a record whose write failed is never written (or synced) later by a retry,
+/// a flush or a close (issue 9: a put that had returned an error became durable at close, and the rewritten
+/// buffer left a checksum error mid-file). A reader reports what the failed call left as damage at the tail.
 pub struct Writer {
     file: Box<dyn WritableFile>,
+    /// The first error, once one happened.
+    failed: Option<Error>,
 }
 
 impl Writer {
     /// Wraps `file`. When the file already holds bytes, new records continue its block layout.
     pub fn new(file: Box<dyn WritableFile>) -> Writer {
-        Writer { file }
+        Writer { file, failed: None }
+    }
+
+    /// True once a call has failed: the writer will not write again.
+    pub fn is_poisoned(&self) -> bool {
+        self.failed.is_some()
+    }
+
+    /// Runs `op` on the file unless the writer is poisoned; poisons it when `op` fails.
+    fn guarded<T>(&mut self, op: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        op(self).inspect_err(|e| self.failed = Some(e.clone()))
     }
 
     /// Appends `payload` as one logical record (fragmented as needed). Does not flush.
     pub fn add_record(&mut self, payload: &[u8]) -> Result<()> {
+        self.guarded(|w| w.add_record_unguarded(payload))
+    }
+
+    fn add_record_unguarded(&mut self, payload: &[u8]) -> Result<()> {
         // Derived from the file length rather than tracked, so that it cannot drift from what the file holds.
         let mut block_offset = (self.file.len() % BLOCK_SIZE as u64) as usize;
         let mut left = payload;
@@ -121,12 +143,12 @@ impl Writer {
 
     /// Hands every appended byte to the operating system (survives a process kill).
     pub fn flush(&mut self) -> Result<()> {
-        self.file.flush()
+        self.guarded(|w| w.file.flush())
     }
 
     /// Flushes, then makes the file contents durable (`fdatasync`).
     pub fn sync(&mut self) -> Result<()> {
-        self.file.sync()
+        self.guarded(|w| w.file.sync())
     }
 
     /// Bytes written to the file so far, framing included.
@@ -562,6 +584,34 @@ mod tests {
         fn path(&self) -> &Path {
             &self.path
         }
+    }
+
+    /// Issue 9: after a failed flush (a full disk), a later flush or sync (at close) wrote the failed buffer.
+    /// A poisoned writer never touches its file again and keeps returning the first error.
+    #[test]
+    fn writer_is_poisoned_after_an_error() {
+        use shaledb_vfs::{FaultError, FaultPlan, Fs, FsOp, MemFs};
+        let fs = MemFs::new();
+        let path = Path::new("/000007.log");
+        let mut w = Writer::new(fs.create(path).unwrap());
+        w.add_record(b"acknowledged").unwrap();
+        w.flush().unwrap();
+        let good = fs.read_file(path).unwrap();
+        fs.set_faults(FaultPlan::once(FsOp::Write, 1, FaultError::Enospc));
+        w.add_record(b"failed").unwrap();
+        let e = w.flush().unwrap_err();
+        assert!(e.is_no_space(), "{e}");
+        assert!(w.is_poisoned());
+        fs.clear_faults();
+        // The disk has room again: still nothing is written, and every call reports the first error.
+        assert!(w.sync().unwrap_err().is_no_space());
+        assert!(w.add_record(b"later").unwrap_err().is_no_space());
+        assert!(w.flush().unwrap_err().is_no_space());
+        drop(w);
+        assert_eq!(fs.read_file(path).unwrap(), good);
+        let mut r = Reader::new(good, path.to_path_buf());
+        assert!(matches!(r.next(), LogRead::Record { data, .. } if data == b"acknowledged"));
+        assert_eq!(r.next(), LogRead::Eof);
     }
 
     fn payload(i: usize, len: usize) -> Vec<u8> {

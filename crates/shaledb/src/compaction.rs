@@ -16,6 +16,10 @@
 //!   output, no older stripe), `full_merge(None)` does; otherwise adjacent operands are `partial_merge`d
 //!   where the operator can, and the rest stay operands. An operator that rejects the operands (or none
 //!   configured) leaves the versions untouched, so reads report the problem rather than compaction.
+//! - A merge result (full or partial) larger than one table entry can hold
+//!   ([`crate::options::limits::MAX_KEY_VALUE_BYTES`]) is treated like a rejected merge: the operands stay
+//!   unmerged (as RocksDB does when a full merge fails), and reads combine them, so the database never turns
+//!   read-only over a result it could not store (issue 9: three 50 MiB `stringappend` merges did).
 //! - In bottommost output, tombstones that end a key's history are dropped: nothing older exists to hide.
 //!
 //! Outputs are cut only between user keys, so one key's versions never straddle two files (reads and the
@@ -143,6 +147,7 @@ fn resolve_stripe(
         (Some(m), None) if bottommost && !has_older => m.full_merge(user_key, None, &oldest_first),
         _ => None,
     };
+    let full = full.filter(|v| fits_in_table(user_key, v));
     if let Some(value) = full {
         out.push(KeyVersion { seq: first.seq, kind: ValueKind::Value, value });
         return;
@@ -164,6 +169,7 @@ fn resolve_stripe(
             Some(prev) => m.partial_merge(user_key, &prev.value, &op.value),
             None => None,
         };
+        let merged = merged.filter(|v| fits_in_table(user_key, v));
         match (merged, combined.last_mut()) {
             (Some(value), Some(prev)) => {
                 prev.seq = op.seq;
@@ -173,6 +179,11 @@ fn resolve_stripe(
         }
     }
     out.extend(combined.into_iter().rev());
+}
+
+/// True when `user_key` with `value` fits in one table entry.
+fn fits_in_table(user_key: &[u8], value: &[u8]) -> bool {
+    user_key.len().saturating_add(value.len()) <= crate::options::limits::MAX_KEY_VALUE_BYTES
 }
 
 /// Writes the stream `input` into new tables (see the module documentation). Positions `input` at its first

@@ -169,6 +169,14 @@ fn invalid(msg: String) -> Error {
 
 impl Options {
     /// Checks every option for a usable value; the error names the option and the accepted range.
+    ///
+    /// Upper bounds (issue 9: an unbounded value aborted the process or allocated without limit), each in
+    /// [`limits`]: `write_buffer_size` <= 4 GiB (each memtable allocates its key filter from it up front),
+    /// `max_write_buffer_number` <= 64, `max_background_jobs` <= 256 (one thread each, spawned at open),
+    /// the level-0 triggers <= 2^30, `max_bytes_for_level_multiplier` <= 1000,
+    /// `target_file_size_base` <= 1 TiB, `target_file_size_multiplier` <= 1000, `block_size` <= 64 MiB,
+    /// `block_restart_interval` <= 1024, `bloom_bits_per_key` <= 64, `compression_level` in -131072..=22
+    /// (zstd's range), `num_levels` <= 32.
     pub fn validate(&self) -> Result<()> {
         if self.max_log_file_size < 1024 || self.keep_log_file_num > 10_000 {
             return Err(invalid(format!(
@@ -176,13 +184,61 @@ impl Options {
                 self.max_log_file_size, self.keep_log_file_num
             )));
         }
-        if self.write_buffer_size < 4096 {
-            return Err(invalid(format!("write_buffer_size must be at least 4096, got {}", self.write_buffer_size)));
-        }
-        if self.max_write_buffer_number < 2 {
+        if !(4096..=limits::MAX_WRITE_BUFFER_SIZE).contains(&self.write_buffer_size) {
             return Err(invalid(format!(
-                "max_write_buffer_number must be at least 2 (one active, one flushing), got {}",
+                "write_buffer_size must be in 4096..={}, got {}",
+                limits::MAX_WRITE_BUFFER_SIZE,
+                self.write_buffer_size
+            )));
+        }
+        if !(2..=limits::MAX_WRITE_BUFFER_NUMBER).contains(&self.max_write_buffer_number) {
+            return Err(invalid(format!(
+                "max_write_buffer_number must be in 2..={} (at least one active, one flushing), got {}",
+                limits::MAX_WRITE_BUFFER_NUMBER,
                 self.max_write_buffer_number
+            )));
+        }
+        if self.level0_stop_writes_trigger > limits::MAX_LEVEL0_TRIGGER {
+            return Err(invalid(format!(
+                "level0_stop_writes_trigger must be at most {}, got {}",
+                limits::MAX_LEVEL0_TRIGGER,
+                self.level0_stop_writes_trigger
+            )));
+        }
+        if self.max_bytes_for_level_multiplier > limits::MAX_MULTIPLIER as f64 {
+            return Err(invalid(format!(
+                "max_bytes_for_level_multiplier must be at most {}, got {}",
+                limits::MAX_MULTIPLIER,
+                self.max_bytes_for_level_multiplier
+            )));
+        }
+        if self.target_file_size_base > limits::MAX_TARGET_FILE_SIZE {
+            return Err(invalid(format!(
+                "target_file_size_base must be at most {} (1 TiB), got {}",
+                limits::MAX_TARGET_FILE_SIZE,
+                self.target_file_size_base
+            )));
+        }
+        if self.target_file_size_multiplier > limits::MAX_MULTIPLIER {
+            return Err(invalid(format!(
+                "target_file_size_multiplier must be at most {}, got {}",
+                limits::MAX_MULTIPLIER,
+                self.target_file_size_multiplier
+            )));
+        }
+        if self.max_background_jobs > limits::MAX_BACKGROUND_JOBS {
+            return Err(invalid(format!(
+                "max_background_jobs must be in 1..={} (one thread each), got {}",
+                limits::MAX_BACKGROUND_JOBS,
+                self.max_background_jobs
+            )));
+        }
+        if !(limits::MIN_COMPRESSION_LEVEL..=limits::MAX_COMPRESSION_LEVEL).contains(&self.compression_level) {
+            return Err(invalid(format!(
+                "compression_level must be in {}..={}, got {}",
+                limits::MIN_COMPRESSION_LEVEL,
+                limits::MAX_COMPRESSION_LEVEL,
+                self.compression_level
             )));
         }
         if !(2..=32).contains(&self.num_levels) {
@@ -278,6 +334,33 @@ impl Options {
     }
 }
 
+/// The upper bounds [`Options::validate`] enforces, and the engine's size limits on keys and values.
+pub mod limits {
+    /// Largest `write_buffer_size`: 4 GiB.
+    pub const MAX_WRITE_BUFFER_SIZE: usize = 4 << 30;
+    /// Largest `max_write_buffer_number`.
+    pub const MAX_WRITE_BUFFER_NUMBER: usize = 64;
+    /// Largest level-0 trigger (`level0_stop_writes_trigger`, which bounds the two others). High enough for
+    /// the "never" values of RocksDB's bulk-load settings (10 485 760), low enough for any arithmetic on it.
+    pub const MAX_LEVEL0_TRIGGER: usize = 1 << 30;
+    /// Largest `max_bytes_for_level_multiplier` and `target_file_size_multiplier`.
+    pub const MAX_MULTIPLIER: u64 = 1000;
+    /// Largest `target_file_size_base`: 1 TiB.
+    pub const MAX_TARGET_FILE_SIZE: u64 = 1 << 40;
+    /// Largest `max_background_jobs`: each is a thread started at open.
+    pub const MAX_BACKGROUND_JOBS: usize = 256;
+    /// zstd's range of levels.
+    pub const MIN_COMPRESSION_LEVEL: i32 = -(1 << 17);
+    /// zstd's strongest level.
+    pub const MAX_COMPRESSION_LEVEL: i32 = 22;
+    /// Largest key length plus value (or merge operand) length of one write: 128 MiB minus 8 bytes, what one
+    /// table entry can hold (the 8 bytes are the sequence and kind stored with the key). A larger `put`,
+    /// `merge` or batch entry is refused with `InvalidArgument` before anything is written, so every
+    /// acknowledged entry can be flushed and compacted. A merge whose full result would be larger keeps its
+    /// operands unmerged in tables; reads still return the merged value.
+    pub const MAX_KEY_VALUE_BYTES: usize = shaledb_format::table::MAX_ENTRY_LEN - shaledb_format::ikey::TRAILER_LEN;
+}
+
 /// Options for one write.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WriteOptions {
@@ -334,6 +417,43 @@ mod tests {
         assert!(o.validate().unwrap_err().to_string().contains("level0_stop_writes_trigger"));
         let o = Options { block_size: 10, ..Options::default() };
         assert!(o.validate().unwrap_err().to_string().contains("block_size"));
+    }
+
+    /// Issue 9: `max_background_jobs = 100000` passed validation and aborted the process at open.
+    #[test]
+    fn upper_bounds_are_enforced() {
+        let cases: Vec<(&str, Options)> = vec![
+            ("max_background_jobs", Options { max_background_jobs: 100_000, ..Options::default() }),
+            ("write_buffer_size", Options { write_buffer_size: usize::MAX, ..Options::default() }),
+            ("max_write_buffer_number", Options { max_write_buffer_number: 1 << 20, ..Options::default() }),
+            (
+                "level0_stop_writes_trigger",
+                Options {
+                    level0_slowdown_writes_trigger: 1 << 31,
+                    level0_stop_writes_trigger: usize::MAX,
+                    ..Options::default()
+                },
+            ),
+            ("max_bytes_for_level_multiplier", Options { max_bytes_for_level_multiplier: 1e9, ..Options::default() }),
+            ("target_file_size_base", Options { target_file_size_base: u64::MAX, ..Options::default() }),
+            ("target_file_size_multiplier", Options { target_file_size_multiplier: 1 << 40, ..Options::default() }),
+            ("compression_level", Options { compression_level: 1000, ..Options::default() }),
+            ("num_levels", Options { num_levels: 1000, ..Options::default() }),
+            ("block_size", Options { block_size: usize::MAX, ..Options::default() }),
+        ];
+        for (name, o) in cases {
+            let e = o.validate().unwrap_err();
+            assert!(e.is_invalid_argument(), "{name}: {e}");
+            assert!(e.to_string().contains(name), "{name}: {e}");
+        }
+        let at_limits = Options {
+            max_background_jobs: limits::MAX_BACKGROUND_JOBS,
+            max_write_buffer_number: limits::MAX_WRITE_BUFFER_NUMBER,
+            target_file_size_base: limits::MAX_TARGET_FILE_SIZE,
+            compression_level: limits::MAX_COMPRESSION_LEVEL,
+            ..Options::default()
+        };
+        at_limits.validate().unwrap();
     }
 
     #[test]

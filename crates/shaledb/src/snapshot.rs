@@ -12,8 +12,20 @@ pub(crate) struct SnapshotList {
 
 impl SnapshotList {
     /// Registers a snapshot at `seq`.
+    #[cfg(test)]
     pub(crate) fn acquire(self: &Arc<Self>, seq: u64) -> Snapshot {
-        *self.live.lock().entry(seq).or_insert(0) += 1;
+        self.acquire_with(|| seq)
+    }
+
+    /// Registers a snapshot at the sequence `current` returns, called with the list locked: a reader of
+    /// [`SnapshotList::sequences`] sees either no snapshot or this one with this sequence, never a sequence
+    /// taken earlier and registered later (the race of issue 9, where a compaction in that gap dropped the
+    /// versions the snapshot reads).
+    pub(crate) fn acquire_with(self: &Arc<Self>, current: impl FnOnce() -> u64) -> Snapshot {
+        let mut live = self.live.lock();
+        let seq = current();
+        *live.entry(seq).or_insert(0) += 1;
+        drop(live);
         Snapshot { inner: Arc::new(SnapshotInner { seq, list: Arc::downgrade(self) }) }
     }
 

@@ -13,8 +13,9 @@ use std::cmp::Ordering;
 
 /// Largest data block target accepted; larger `block_size` settings are clamped to it.
 const MAX_BLOCK_SIZE: usize = MAX_BLOCK_LEN / 4;
-/// Largest single entry: one entry must fit in a block a reader accepts.
-const MAX_ENTRY_LEN: usize = MAX_BLOCK_LEN / 2;
+/// Largest single entry (internal key + value): one entry must fit in a block a reader accepts. The engine
+/// refuses larger writes before acknowledging them.
+pub const MAX_ENTRY_LEN: usize = MAX_BLOCK_LEN / 2;
 
 /// Appends blocks with their trailers and tracks the file offset.
 struct BlockWriter {

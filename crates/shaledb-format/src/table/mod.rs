@@ -36,7 +36,7 @@ mod reader;
 #[cfg(test)]
 mod tests;
 
-pub use builder::TableBuilder;
+pub use builder::{TableBuilder, MAX_ENTRY_LEN};
 pub use reader::{Table, TableIter};
 
 use crate::block::{Block, BlockBuilder, KeyOrder};

@@ -20,21 +20,64 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub(crate) fn start(inner: &Arc<DbInner>) {
+/// Starts the `max_background_jobs` threads. A thread that cannot be spawned (the system's thread limit) is
+/// an error from `open`, never an abort: the threads already started are stopped and joined first, so the
+/// caller can drop the database (releasing its lock) with nothing left running.
+pub(crate) fn start(inner: &Arc<DbInner>) -> Result<()> {
     let n = inner.opts.max_background_jobs.max(1);
     inner.state.lock().bg_threads_alive = n;
-    let mut threads = inner.threads.lock();
-    for i in 0..n {
-        let db = inner.clone();
-        let spawned =
-            std::thread::Builder::new().name(format!("shaledb-bg{i}")).spawn(move || background_loop(&db, i == 0));
-        match spawned {
-            Ok(h) => threads.push(h),
-            Err(_) => {
-                // Fewer threads than asked: the others still make progress.
-                inner.state.lock().bg_threads_alive -= 1;
+    let mut failure = None;
+    {
+        let mut threads = inner.threads.lock();
+        for i in 0..n {
+            let db = inner.clone();
+            let spawned = spawn_hook::check(i).and_then(|()| {
+                std::thread::Builder::new().name(format!("shaledb-bg{i}")).spawn(move || background_loop(&db, i == 0))
+            });
+            match spawned {
+                Ok(h) => threads.push(h),
+                Err(e) => {
+                    // The threads not started will never decrement the count.
+                    inner.state.lock().bg_threads_alive -= n - i;
+                    failure = Some(Error::io("spawn background thread", &inner.dir, e));
+                    break;
+                }
             }
         }
+    }
+    let Some(e) = failure else { return Ok(()) };
+    inner.shutting_down.store(true, Ordering::Release);
+    {
+        let _st = inner.state.lock();
+        inner.bg_cv.notify_all();
+    }
+    let threads: Vec<_> = std::mem::take(&mut *inner.threads.lock());
+    for t in threads {
+        let _ = t.join();
+    }
+    Err(e)
+}
+
+/// A test seam: unit tests make the n-th spawn of their own thread fail, as the system does at its thread
+/// limit. Compiled out of every non-test build.
+pub(crate) mod spawn_hook {
+    #[cfg(test)]
+    thread_local! {
+        pub(crate) static FAIL_AT: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+    }
+
+    #[cfg(test)]
+    pub(crate) fn check(i: usize) -> std::io::Result<()> {
+        if FAIL_AT.with(|f| f.get()) == Some(i) {
+            return Err(std::io::Error::new(std::io::ErrorKind::WouldBlock, "Resource temporarily unavailable"));
+        }
+        Ok(())
+    }
+
+    #[cfg(not(test))]
+    #[inline]
+    pub(crate) fn check(_: usize) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -310,7 +353,15 @@ pub(crate) fn wait_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
 }
 
 /// Flushes, then compacts `[begin, end]` level by level down to the last level, in the caller's thread.
+///
+/// It compacts what exists when the call starts: every write visible then (sequence `start_seq`) reaches the
+/// last level, and the call returns even while writes continue (issue 9: it never returned, because each
+/// flush of a concurrent writer put a new L0 file in range and L0 was never empty). Level 0 is done once no
+/// file in range holds an entry at or below `start_seq`: every L0 file flushed later holds only newer entries
+/// (its memtable was switched in after `flush` switched the one holding `start_seq`). Deeper levels gain no
+/// files meanwhile (automatic compactions pause while `manual > 0`), so each is done after finitely many tasks.
 pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+    let start_seq = inner.visible_seq.load(Ordering::Acquire);
     flush(inner)?;
     let mut st = inner.state.lock();
     st.manual += 1;
@@ -329,6 +380,11 @@ pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Opt
             if level >= last && (level > 0 || v.files(0).is_empty()) {
                 break;
             }
+            if level == 0 && v.overlapping_files(0, begin, end).iter().all(|f| f.smallest_seq > start_seq) {
+                // Only files flushed after the call started: not ours to compact.
+                level += 1;
+                continue;
+            }
             match picker::pick_manual(&v, &inner.opts, level, begin, end, &st.busy) {
                 Some(task) => {
                     let out_level = task.output_level;
@@ -336,7 +392,10 @@ pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Opt
                     check_error(&st)?;
                     // Large ranges are compacted in several tasks; stay on this level until it is done.
                     let v2 = st.vs.current().clone();
-                    if out_level == level || v2.overlapping_files(level, begin, end).is_empty() {
+                    let left = v2.overlapping_files(level, begin, end);
+                    let done =
+                        if level == 0 { left.iter().all(|f| f.smallest_seq > start_seq) } else { left.is_empty() };
+                    if out_level == level || done {
                         level += 1;
                     }
                 }
@@ -387,5 +446,117 @@ pub(crate) fn shutdown(inner: &Arc<DbInner>, flush_memtables: bool) -> Result<()
     match first_err {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spawn_hook::FAIL_AT;
+    use crate::{Db, Options};
+    use shaledb_vfs::MemFs;
+    use std::collections::HashSet;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::{mpsc, Arc};
+    use std::time::Duration;
+
+    /// Issue 9: `compact_range(None, None)` never returned while a writer kept flushing new L0 files. It now
+    /// compacts what existed when it started: it returns under writes, and every file of the start and
+    /// every entry written before the call is in the last level.
+    #[test]
+    fn compact_range_returns_under_concurrent_writes() {
+        let fs = MemFs::new();
+        let opts = Options {
+            write_buffer_size: 64 << 10,
+            max_write_buffer_number: 4,
+            target_file_size_base: 256 << 10,
+            max_bytes_for_level_base: 1 << 20,
+            level0_file_num_compaction_trigger: 2,
+            level0_slowdown_writes_trigger: 1000,
+            level0_stop_writes_trigger: 2000,
+            fs: Arc::new(fs.clone()),
+            ..Options::default()
+        };
+        let db = Arc::new(Db::open("/db", opts).unwrap());
+        let written = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        // Keys spread over the whole key space: every L0 file the writer flushes overlaps every table below,
+        // so each L0 compaction rewrites the database, far slower than the writer fills a memtable.
+        const KEYS: u64 = 20_000;
+        const WRITER_LIMIT: u64 = KEYS + 1_000_000;
+        let put = |db: &Db, i: u64| db.put(format!("key{:06}", i.wrapping_mul(7919) % KEYS).as_bytes(), &[b'v'; 100]);
+        for i in 0..KEYS {
+            put(&db, i).unwrap();
+        }
+        written.store(KEYS, Ordering::SeqCst);
+        let writer = {
+            let (db, written, stop) = (db.clone(), written.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut i = written.load(Ordering::SeqCst);
+                // Bounded: on main the call returned only once writes paused long enough.
+                while !stop.load(Ordering::Relaxed) && i < WRITER_LIMIT {
+                    put(&db, i).unwrap();
+                    i += 1;
+                    written.store(i, Ordering::SeqCst);
+                }
+            })
+        };
+        // Let the writer get going, then compact under it.
+        while written.load(Ordering::SeqCst) < KEYS + 1000 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let start_seq = db.inner.visible_seq.load(Ordering::SeqCst);
+        let start_files: HashSet<u64> = db.inner.sv.load().version.levels.iter().flatten().map(|f| f.number).collect();
+        let (tx, rx) = mpsc::channel();
+        let compactor = {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(db.compact_range(None, None));
+            })
+        };
+        let result = rx.recv_timeout(Duration::from_secs(300));
+        let written_at_return = written.load(Ordering::SeqCst);
+        stop.store(true, Ordering::Relaxed);
+        writer.join().unwrap();
+        compactor.join().unwrap();
+        result.expect("compact_range did not return within 300 s").unwrap();
+        // It returned while the writer still wrote (main's loop ran until the writer's bound stopped it).
+        assert!(
+            written_at_return < WRITER_LIMIT,
+            "compact_range returned only after the writer finished its {} writes",
+            WRITER_LIMIT - KEYS
+        );
+        let v = db.inner.sv.load().version.clone();
+        let last = v.last_nonempty_level().unwrap();
+        for (level, files) in v.levels.iter().enumerate() {
+            for f in files {
+                // A file of the start is live only when moved (not rewritten) to the last level.
+                if start_files.contains(&f.number) || f.smallest_seq <= start_seq {
+                    assert_eq!(
+                        level, last,
+                        "file {} holds entries from before the call above the last level",
+                        f.number
+                    );
+                }
+            }
+        }
+    }
+
+    /// Issue 9: a background thread that could not be spawned aborted the process. Now `open` fails with an
+    /// error, stops the threads it started, releases the lock, and a later open works with all data.
+    #[test]
+    fn thread_spawn_failure_is_an_error_from_open() {
+        let fs = MemFs::new();
+        let opts = Options { max_background_jobs: 4, fs: Arc::new(fs.clone()), ..Options::default() };
+        let db = Db::open("/db", opts.clone()).unwrap();
+        db.put(b"k", b"v").unwrap();
+        db.close().unwrap();
+        FAIL_AT.with(|f| f.set(Some(2)));
+        let e = Db::open("/db", opts.clone()).unwrap_err();
+        FAIL_AT.with(|f| f.set(None));
+        assert!(e.is_io(), "{e}");
+        assert!(e.to_string().contains("spawn background thread"), "{e}");
+        let db = Db::open("/db", opts).unwrap();
+        assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+        db.close().unwrap();
     }
 }

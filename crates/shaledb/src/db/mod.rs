@@ -149,12 +149,14 @@ impl InternalIterator for ErrorIter {
     }
 }
 
-/// Keys and values are length-prefixed with 32-bit varints in every format.
+/// The size limit of one entry ([`crate::options::limits::MAX_KEY_VALUE_BYTES`]): what a table can store.
+/// Checked before a write is queued, so an entry the engine acknowledged can always be flushed (issue 9: a
+/// 130 MiB put was acknowledged, then every flush failed and the database could not be opened).
 fn check_len(key: &[u8], value: &[u8]) -> Result<()> {
-    const MAX: usize = u32::MAX as usize;
-    if key.len() > MAX || value.len() > MAX {
+    let max = crate::options::limits::MAX_KEY_VALUE_BYTES;
+    if key.len().saturating_add(value.len()) > max {
         return Err(Error::InvalidArgument(format!(
-            "key ({} bytes) or value ({} bytes) exceeds the 4 GiB limit",
+            "key ({} bytes) plus value ({} bytes) exceeds the {max}-byte limit of one entry",
             key.len(),
             value.len()
         )));
@@ -169,7 +171,9 @@ impl Db {
         Ok(Db { inner })
     }
 
-    /// Sets `key` to `value`.
+    /// Sets `key` to `value`. `key.len() + value.len()` may be at most
+    /// [`crate::options::limits::MAX_KEY_VALUE_BYTES`] (128 MiB - 8); more is `InvalidArgument` (as for
+    /// [`Db::merge`] and each entry of [`Db::write`]).
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.put_opt(&WriteOptions::default(), key, value)
     }
@@ -221,6 +225,10 @@ impl Db {
         {
             return Err(Error::InvalidArgument("merge needs Options::merge_operator to be set".into()));
         }
+        for e in batch.rep.iter() {
+            let e = e?;
+            check_len(e.key, e.value)?;
+        }
         write::write(&self.inner, batch.rep.clone(), opts)
     }
 
@@ -239,13 +247,8 @@ impl Db {
     /// Returns whether the key was found.
     pub fn get_into(&self, opts: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         let inner = &self.inner;
-        // Sequence first, then the super version: the super version is then at least as new as the
-        // sequence, so every write at or below it is in what we search.
-        let seq = match &opts.snapshot {
-            Some(s) => s.sequence(),
-            None => inner.visible_seq.load(Ordering::Acquire),
-        };
-        let sv = inner.sv.load();
+        // The super version first, then the sequence (see `pin_view` for why this order).
+        let (sv, seq) = self.pin_view(opts);
         Counters::add(&inner.counters.gets, 1);
         let mut state = GetState::with_buffer(key, seq, inner.opts.merge_operator.as_ref(), std::mem::take(out));
         let hash = bloom::key_hash(key);
@@ -330,12 +333,9 @@ impl Db {
         // No snapshot is registered for an iterator without one: it pins its SuperVersion, whose memtables and
         // table files hold every version visible at `seq` whatever compaction writes meanwhile. That keeps
         // iterator creation free of locks.
-        let seq = match &opts.snapshot {
-            Some(s) => s.sequence(),
-            None => inner.visible_seq.load(Ordering::Acquire),
-        };
+        let (sv, seq) = self.pin_view(&opts);
+        let sv = arc_swap::Guard::into_inner(sv);
         let snap = opts.snapshot.clone();
-        let sv = inner.sv.load_full();
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(2 + sv.imm.len() + 8);
         children.push(Box::new(sv.mem.iter()));
         for m in &sv.imm {
@@ -394,9 +394,47 @@ impl Db {
         Range::new(self.iter(opts))
     }
 
+    /// Pins what a read searches and the sequence it reads at: the super version FIRST, then the sequence
+    /// (RocksDB's order). Why reads never go back in time (docs/durability.md D8):
+    ///
+    /// - Everything the pinned super version holds is at or below the sequence read after it. Its immutable
+    ///   memtables were switched only after every group inserted into them had published (`switch_memtable`
+    ///   waits for that), and its tables were written from such memtables or from other tables; so every
+    ///   entry in them was visible before the pin, hence `<= seq`. Entries of the active memtable above `seq`
+    ///   are skipped by the sequence filter.
+    /// - A version the read needs is never missing from what it pinned. Flush and compaction drop an entry
+    ///   only when a newer one of the same key, also among their inputs (so `<= seq` by the point above),
+    ///   shadows it with no snapshot in between; they never change a table in place, and a table stays on
+    ///   disk while any pinned version names it. With the opposite order (sequence, then super version) a
+    ///   flush could collapse the entry at `seq` into one written after it, in between: the stale read of
+    ///   issue 9.
+    /// - A write that completed before the read began is in the pinned super version: its memtable was
+    ///   published (under the state lock) before the write was assigned to it, and a memtable leaves the
+    ///   super version only once its table is in the version published with that change.
+    /// - A write completing between the pin and the sequence load may be at or below `seq` yet absent (it
+    ///   went into a memtable switched in after the pin). Such a write is concurrent with the read, and the
+    ///   view is still a prefix of the sequence: the pinned memtables hold every write before the switch.
+    ///
+    /// With a snapshot the sequence is the snapshot's; its registration made compaction keep what it sees.
+    fn pin_view(&self, opts: &ReadOptions) -> (arc_swap::Guard<Arc<SuperVersion>>, u64) {
+        let sv = self.inner.sv.load();
+        read_hook::between_loads();
+        let seq = match &opts.snapshot {
+            Some(s) => s.sequence(),
+            None => self.inner.visible_seq.load(Ordering::SeqCst),
+        };
+        (sv, seq)
+    }
+
     /// A consistent read view, released when dropped.
+    ///
+    /// The sequence is read under the snapshot list's lock, so registration and sequence are one step. Flush
+    /// and compaction fix their inputs first and read the snapshot list after (under the state lock): a job
+    /// that read the list before this snapshot was registered has inputs that were all visible then, hence at
+    /// or below this snapshot's sequence, so every entry it drops is shadowed by one this snapshot sees.
     pub fn snapshot(&self) -> Snapshot {
-        self.inner.snapshots.acquire(self.inner.visible_seq.load(Ordering::Acquire))
+        let visible = &self.inner.visible_seq;
+        self.inner.snapshots.acquire_with(|| visible.load(Ordering::SeqCst))
     }
 
     /// Writes the memtable (and any waiting immutable ones) to L0 tables and waits for it.
@@ -544,6 +582,30 @@ impl Db {
     }
 }
 
+/// A test seam: a unit test runs a closure of its own thread between the two loads of `pin_view`, where a
+/// preempted reader would let flushes and compactions run. Compiled out of every non-test build.
+mod read_hook {
+    #[cfg(test)]
+    type Hook = Box<dyn FnOnce()>;
+
+    #[cfg(test)]
+    thread_local! {
+        pub(super) static BETWEEN_LOADS: std::cell::RefCell<Option<Hook>> = const { std::cell::RefCell::new(None) };
+    }
+
+    /// Runs (once) the closure the current test thread set.
+    #[cfg(test)]
+    pub(super) fn between_loads() {
+        if let Some(f) = BETWEEN_LOADS.with(|h| h.borrow_mut().take()) {
+            f();
+        }
+    }
+
+    #[cfg(not(test))]
+    #[inline(always)]
+    pub(super) fn between_loads() {}
+}
+
 impl Drop for Db {
     fn drop(&mut self) {
         let _ = background::shutdown(&self.inner, false);
@@ -583,5 +645,51 @@ impl DbInner {
 
     pub(crate) fn read_only_error(cause: &Arc<Error>) -> Error {
         Error::ReadOnly { cause: cause.clone() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_hook::BETWEEN_LOADS;
+    use super::*;
+    use shaledb_vfs::MemFs;
+
+    /// A put and a flush that complete between the two loads of a read, as when the reader is preempted there.
+    fn write_and_flush_between_the_loads(db: &Arc<Db>, value: &'static [u8]) {
+        let d = db.clone();
+        BETWEEN_LOADS.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move || {
+                d.put(b"k", value).unwrap();
+                // The flush writes one table holding only this newest version of k: the one before it in the
+                // memtable is collapsed (no snapshot between).
+                d.flush().unwrap();
+            }))
+        });
+    }
+
+    /// Issue 9, deterministically: with the sequence read before the super version, a flush in between
+    /// collapsed the version at the read's sequence into a newer one, and `get` returned `None` for a key
+    /// never deleted. Pinned first, the read finds v1 or v2 (the put is concurrent with it), never nothing.
+    #[test]
+    fn flush_between_the_loads_of_a_read_loses_nothing() {
+        let fs = MemFs::new();
+        let db = Arc::new(Db::open("/db", Options { fs: Arc::new(fs), ..Options::default() }).unwrap());
+        db.put(b"k", b"v1").unwrap();
+        write_and_flush_between_the_loads(&db, b"v2");
+        let got = db.get(b"k").unwrap();
+        assert!(got.as_deref() == Some(b"v1") || got.as_deref() == Some(b"v2"), "get returned {got:?}");
+        BETWEEN_LOADS.with(|h| assert!(h.borrow().is_none(), "the hook did not run"));
+
+        // The iterator: the unfixed order read v2 here, older than v3, which had been acknowledged.
+        db.put(b"k", b"v3").unwrap();
+        write_and_flush_between_the_loads(&db, b"v4");
+        let mut it = db.iter(ReadOptions::default());
+        it.seek(b"k");
+        assert!(it.valid(), "iterator lost k: {:?}", it.status());
+        assert!(it.value() == b"v3" || it.value() == b"v4", "iterator read {:?}", it.value());
+        drop(it);
+        assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v4"[..]));
+        let db = Arc::try_unwrap(db).unwrap();
+        db.close().unwrap();
     }
 }

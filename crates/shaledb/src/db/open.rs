@@ -284,6 +284,6 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         opts,
     });
     inner.info_log.log(format_args!("open: done, last sequence {max_seq}, new WAL {wal_number:06}.log"));
-    super::background::start(&inner);
+    super::background::start(&inner)?;
     Ok(inner)
 }

@@ -207,43 +207,56 @@ fn commit_group(inner: &Arc<DbInner>, group: &[Arc<Writer>]) -> Result<(u64, Arc
 
     let wal_members = group.iter().filter(|w| !w.disable_wal).count();
     if wal_members > 0 {
-        let need_sync = group.iter().any(|w| w.sync);
-        let WalState { log, scratch, unsynced, .. } = &mut *wal;
-        let Some(log) = log.as_mut() else { return Err(Error::Closed) };
-        // Only WAL-enabled members go to the WAL; the record holds their batches concatenated, each entry
-        // keeping its own sequence number (consecutive within a member; members with disabled WAL leave gaps
-        // that recovery tolerates).
-        if group.len() == 1 {
-            // The common case: one writer, its batch copied once into the reused scratch buffer.
-            scratch.clear();
-            scratch.append(&group[0].batch);
-            scratch.set_sequence(first);
-            append_records(inner, log, std::slice::from_ref(scratch), need_sync, unsynced)?;
-        } else {
-            // Contiguous sequence runs become one batch each; a gap (a disable_wal member in between)
-            // starts a new WAL record so that every record's entries have consecutive sequence numbers.
-            let mut records: Vec<BatchRep> = Vec::new();
-            let mut seq = first;
-            let mut expect = None;
-            for w in group {
-                if !w.disable_wal {
-                    if expect != Some(seq) {
-                        let mut b = BatchRep::new();
-                        b.set_sequence(seq);
-                        records.push(b);
-                    }
-                    if let Some(b) = records.last_mut() {
-                        b.append(&w.batch);
-                    }
-                    expect = Some(seq + w.batch.count() as u64);
-                }
-                seq += w.batch.count() as u64;
-            }
-            append_records(inner, log, &records, need_sync, unsynced)?;
+        let r = append_group(inner, &mut wal, group, first);
+        if r.is_err() {
+            // A WAL that failed is never written or synced again (its writer is poisoned; dropping it makes
+            // sure shutdown does not even try): the failed group must not become durable later, and the file
+            // keeps a clean prefix of acknowledged records. `fail` has made the database read-only.
+            wal.log = None;
         }
+        r?;
     }
     wal.next_seq = first + count;
     Ok((first, mem))
+}
+
+/// Appends the WAL-enabled members of `group` (sequence numbers from `first`) to the WAL.
+fn append_group(inner: &Arc<DbInner>, wal: &mut WalState, group: &[Arc<Writer>], first: u64) -> Result<()> {
+    let need_sync = group.iter().any(|w| w.sync);
+    let WalState { log, scratch, unsynced, .. } = wal;
+    let Some(log) = log.as_mut() else { return Err(Error::Closed) };
+    // Only WAL-enabled members go to the WAL; the record holds their batches concatenated, each entry
+    // keeping its own sequence number (consecutive within a member; members with disabled WAL leave gaps
+    // that recovery tolerates).
+    if group.len() == 1 {
+        // The common case: one writer, its batch copied once into the reused scratch buffer.
+        scratch.clear();
+        scratch.append(&group[0].batch);
+        scratch.set_sequence(first);
+        append_records(inner, log, std::slice::from_ref(scratch), need_sync, unsynced)?;
+    } else {
+        // Contiguous sequence runs become one batch each; a gap (a disable_wal member in between)
+        // starts a new WAL record so that every record's entries have consecutive sequence numbers.
+        let mut records: Vec<BatchRep> = Vec::new();
+        let mut seq = first;
+        let mut expect = None;
+        for w in group {
+            if !w.disable_wal {
+                if expect != Some(seq) {
+                    let mut b = BatchRep::new();
+                    b.set_sequence(seq);
+                    records.push(b);
+                }
+                if let Some(b) = records.last_mut() {
+                    b.append(&w.batch);
+                }
+                expect = Some(seq + w.batch.count() as u64);
+            }
+            seq += w.batch.count() as u64;
+        }
+        append_records(inner, log, &records, need_sync, unsynced)?;
+    }
+    Ok(())
 }
 
 fn append_records(
@@ -365,7 +378,7 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, st: &mut Stat
     // in the old WAL is lost (D3: no holes).
     if let Some(log) = wal.log.as_mut() {
         if wal.unsynced {
-            log.sync()?;
+            log.sync().inspect_err(|_| wal.log = None)?;
             Counters::add(&inner.counters.wal_syncs, 1);
             wal.unsynced = false;
         }

@@ -3,6 +3,8 @@
 mod api;
 mod concurrency;
 mod files;
+mod limits;
+mod linearizable;
 mod model;
 
 use shaledb::{CompressionType, Options};

@@ -9,6 +9,7 @@ mod io_errors;
 mod losses;
 mod power_loss;
 mod torn_tails;
+mod wal_full_disk;
 mod wal_modes;
 
 use shaledb::{Db, Options};
