@@ -6,6 +6,7 @@ mod bit_flips;
 mod crash_kill;
 mod fuzz_corpora;
 mod io_errors;
+mod numbers;
 mod power_loss;
 mod torn_tails;
 mod wal_modes;
