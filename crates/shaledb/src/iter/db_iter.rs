@@ -80,6 +80,8 @@ impl DbIterator {
     ) -> DbIterator {
         DbIterator {
             inner,
+            // A read bound, not an entry's number: no entry is newer than MAX_SEQUENCE, so reading as of a
+            // larger number is exactly reading as of MAX_SEQUENCE.
             seq: seq.min(MAX_SEQUENCE),
             merge,
             lower,
