@@ -6,11 +6,12 @@
 //! kind     := 0x00 deletion | 0x01 value | 0x02 merge  ; FROZEN: the ikey.rs ValueKind values
 //! ```
 //!
-//! `sequence` is the sequence number of the first record; record `i` takes `sequence + i`. A batch is applied
+//! `sequence` is the sequence number of the first record; record `i` takes `sequence + i`, and the last one,
+//! `sequence + count - 1`, is at most `ikey::MAX_SEQUENCE` (2^56 - 1), else the batch is corrupt. A batch is applied
 //! all or nothing, so a decoder validates every record and the count before the engine applies any of it.
 
 use crate::coding::{self, Decoder};
-use crate::ikey::ValueKind;
+use crate::ikey::{self, ValueKind};
 use crate::{Error, Result};
 
 /// Bytes before the first record: sequence (8) and count (4).
@@ -117,6 +118,20 @@ impl BatchRep {
             ));
         }
         let batch = BatchRep { rep: data };
+        // Record `i` takes `sequence + i`: the last one must still fit in a trailer's 56 bits. Checked before
+        // the records, so a replay never computes a sequence past the range (release builds do not trap a
+        // wrap). An empty batch uses no sequence number.
+        let (seq, count) = (batch.sequence(), u64::from(batch.count()));
+        if count > 0 && seq.checked_add(count - 1).is_none_or(|last| last > ikey::MAX_SEQUENCE) {
+            return Err(Error::corruption(
+                "",
+                0,
+                format!(
+                    "write batch of {count} records at sequence {seq} runs past the largest sequence number {}",
+                    ikey::MAX_SEQUENCE
+                ),
+            ));
+        }
         for entry in batch.iter() {
             entry?;
         }
@@ -323,6 +338,28 @@ mod tests {
     }
 
     #[test]
+    fn batch_with_sequence_past_max_is_corruption() {
+        let mut b = BatchRep::new();
+        b.put(b"a", b"1");
+        b.put(b"b", b"2");
+        // The last record takes MAX_SEQUENCE exactly: fine.
+        b.set_sequence(ikey::MAX_SEQUENCE - 1);
+        assert_eq!(BatchRep::from_bytes(b.data().to_vec()).unwrap().sequence(), ikey::MAX_SEQUENCE - 1);
+        // One more and the second record would take 2^56: out of range, as is any sequence near u64::MAX
+        // (where `sequence + count` would wrap).
+        for seq in [ikey::MAX_SEQUENCE, ikey::MAX_SEQUENCE + 1, u64::MAX - 1, u64::MAX] {
+            b.set_sequence(seq);
+            let (off, what) = corruption_offset(BatchRep::from_bytes(b.data().to_vec()));
+            assert_eq!(off, 0);
+            assert!(what.contains("past the largest sequence number"), "{what}");
+        }
+        // An empty batch uses no sequence number.
+        let mut empty = BatchRep::new();
+        empty.set_sequence(u64::MAX);
+        assert!(BatchRep::from_bytes(empty.data().to_vec()).is_ok());
+    }
+
+    #[test]
     fn header_too_short() {
         for n in 0..HEADER_LEN {
             let (off, _) = corruption_offset(BatchRep::from_bytes(vec![0; n]));
@@ -338,7 +375,7 @@ mod tests {
     proptest! {
         #[test]
         fn roundtrip_random(
-            seq in any::<u64>(),
+            seq in 0..=ikey::MAX_SEQUENCE - 20,
             ops in prop::collection::vec(
                 (0u8..3, prop::collection::vec(any::<u8>(), 0..20), prop::collection::vec(any::<u8>(), 0..300)),
                 0..20,

@@ -28,6 +28,18 @@ pub enum CompressionType {
 /// Blocks larger than this after decompression are refused as corrupt.
 pub const MAX_BLOCK_LEN: usize = 256 << 20;
 
+/// Upper bounds on how many times larger than its compressed form a valid block can be, per codec, so that a
+/// length a damaged block declares never sizes an allocation by itself. LZ4: a sequence's match length grows
+/// by at most 255 per byte spent on it. Snappy: a 3-byte copy element yields at most 64 bytes (21x); 32 is a
+/// safe round bound.
+const LZ4_MAX_RATIO: usize = 256;
+const SNAPPY_MAX_RATIO: usize = 32;
+
+/// The largest decoded length a compressed body of `input_len` bytes can honestly claim with `ratio`.
+fn claimable(input_len: usize, ratio: usize) -> usize {
+    input_len.saturating_mul(ratio).saturating_add(16).min(MAX_BLOCK_LEN)
+}
+
 impl CompressionType {
     /// Decodes a trailer byte.
     pub fn from_u8(b: u8) -> Option<CompressionType> {
@@ -113,34 +125,37 @@ pub fn decompress(kind: CompressionType, input: &[u8]) -> Result<Vec<u8>> {
         CompressionType::None => Ok(input.to_vec()),
         CompressionType::Snappy => {
             let n = snap::raw::decompress_len(input).map_err(|e| bad(format!("snappy: {e}")))?;
-            if n > MAX_BLOCK_LEN {
-                return Err(bad(format!("snappy block claims {n} bytes")));
+            if n > claimable(input.len(), SNAPPY_MAX_RATIO) {
+                return Err(bad(format!("snappy block of {} bytes claims {n} bytes", input.len())));
             }
             snap::raw::Decoder::new().decompress_vec(input).map_err(|e| bad(format!("snappy: {e}")))
         }
         CompressionType::Lz4 => {
             let (n, used) = crate::coding::get_varint32(input).ok_or_else(|| bad("lz4: bad length prefix".into()))?;
             let n = n as usize;
-            if n > MAX_BLOCK_LEN {
-                return Err(bad(format!("lz4 block claims {n} bytes")));
+            let body = input.get(used..).unwrap_or_default();
+            if n > claimable(body.len(), LZ4_MAX_RATIO) {
+                return Err(bad(format!("lz4 block of {} bytes claims {n} bytes", body.len())));
             }
             let mut out = vec![0u8; n];
-            let got =
-                lz4_flex::block::decompress_into(&input[used..], &mut out).map_err(|e| bad(format!("lz4: {e}")))?;
+            let got = lz4_flex::block::decompress_into(body, &mut out).map_err(|e| bad(format!("lz4: {e}")))?;
             if got != n {
                 return Err(bad(format!("lz4: decoded {got} bytes, expected {n}")));
             }
             Ok(out)
         }
         CompressionType::Zstd => {
-            let mut dec = zstd::bulk::Decompressor::new().map_err(|e| bad(format!("zstd: {e}")))?;
-            let cap = zstd::zstd_safe::get_frame_content_size(input)
-                .ok()
-                .flatten()
-                .map(|n| n as usize)
-                .unwrap_or(MAX_BLOCK_LEN)
-                .min(MAX_BLOCK_LEN);
-            dec.decompress(input, cap).map_err(|e| bad(format!("zstd: {e}")))
+            // zstd's ratio has no useful bound (a 4-byte RLE block yields 128 KiB), so the frame's declared
+            // size is not trusted to size the buffer: decode as a stream into a buffer that grows with what is
+            // actually produced, and stop one byte past the limit.
+            use std::io::Read;
+            let dec = zstd::stream::read::Decoder::with_buffer(input).map_err(|e| bad(format!("zstd: {e}")))?;
+            let mut out = Vec::with_capacity(input.len().saturating_mul(4).min(MAX_BLOCK_LEN));
+            dec.take(MAX_BLOCK_LEN as u64 + 1).read_to_end(&mut out).map_err(|e| bad(format!("zstd: {e}")))?;
+            if out.len() > MAX_BLOCK_LEN {
+                return Err(bad(format!("zstd block decodes to more than {MAX_BLOCK_LEN} bytes")));
+            }
+            Ok(out)
         }
     }
 }
@@ -170,6 +185,39 @@ mod tests {
                     assert!(e.is_corruption(), "{kind}: {e}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn declared_decompressed_size_past_input_bound_is_corruption() {
+        // Six bytes that claim a 200 MiB LZ4 block: refused before anything is allocated.
+        let mut lz4 = Vec::new();
+        crate::coding::put_varint32(&mut lz4, 200 << 20);
+        lz4.push(0);
+        let e = decompress(CompressionType::Lz4, &lz4).unwrap_err();
+        assert!(e.is_corruption() && e.to_string().contains("claims 209715200 bytes"), "{e}");
+        // A snappy preamble claiming 200 MiB over a 5-byte body.
+        let mut snappy = Vec::new();
+        crate::coding::put_varint32(&mut snappy, 200 << 20);
+        snappy.push(0);
+        let e = decompress(CompressionType::Snappy, &snappy).unwrap_err();
+        assert!(e.is_corruption() && e.to_string().contains("claims 209715200 bytes"), "{e}");
+        // A zstd frame whose header declares 200 MiB but holds 10 bytes: an error, sized by what it holds.
+        let mut frame = Vec::new();
+        assert!(compress(CompressionType::Zstd, 3, b"0123456789", &mut frame));
+        let mut big = Vec::new();
+        // Frame header: magic, descriptor with an 8-byte content size, then the size.
+        big.extend_from_slice(&frame[..4]);
+        big.push(0xe0); // single segment, 8-byte frame content size
+        big.extend_from_slice(&(200u64 << 20).to_le_bytes());
+        big.extend_from_slice(&frame[frame.len().min(6)..]);
+        assert!(decompress(CompressionType::Zstd, &big).unwrap_err().is_corruption());
+        // Honest blocks at high ratios still decode.
+        let zeros = vec![0u8; 1 << 20];
+        for kind in [CompressionType::Snappy, CompressionType::Lz4, CompressionType::Zstd] {
+            let mut out = Vec::new();
+            assert!(compress(kind, 3, &zeros, &mut out), "{kind}");
+            assert_eq!(decompress(kind, &out).unwrap(), zeros, "{kind}");
         }
     }
 

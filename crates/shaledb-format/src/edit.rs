@@ -121,12 +121,50 @@ pub struct VersionEdit {
     pub db_id: Option<[u8; DB_ID_LEN]>,
 }
 
+/// Largest file size a MANIFEST may record (256 TiB, inclusive): far above any table, and small enough that
+/// the engine can add up the sizes of 65536 files without leaving `u64`.
+pub const MAX_FILE_SIZE: u64 = 1 << 48;
+
+/// Checks a counter field (`tag::LOG_NUMBER`, `tag::NEXT_FILE_NUMBER`, `tag::LAST_SEQUENCE`) against the range
+/// the format allows, so that the engine can count on from it without wrapping; `Err` holds the reason.
+fn check_counter(t: u32, v: u64) -> std::result::Result<(), String> {
+    let (name, max) = match t {
+        tag::LOG_NUMBER => ("log number", MAX_FILE_NUMBER),
+        // The next number to hand out: one past the largest usable one means "all used".
+        tag::NEXT_FILE_NUMBER => ("next file number", MAX_FILE_NUMBER + 1),
+        tag::LAST_SEQUENCE => ("last sequence", ikey::MAX_SEQUENCE),
+        _ => return Ok(()),
+    };
+    if v > max {
+        return Err(format!("{name} {v} is past the largest the format allows ({max})"));
+    }
+    Ok(())
+}
+
 /// Checks what a decoder must reject in a file record; `Err` holds the reason.
-fn check_file(level: u32, meta: Option<&FileMeta>) -> std::result::Result<(), String> {
+fn check_file(level: u32, number: u64, meta: Option<&FileMeta>) -> std::result::Result<(), String> {
     if level >= MAX_LEVELS {
         return Err(format!("level {level} is not below {MAX_LEVELS}"));
     }
+    if number > MAX_FILE_NUMBER {
+        return Err(format!("file number {number} is past the largest the format allows ({MAX_FILE_NUMBER})"));
+    }
     let Some(f) = meta else { return Ok(()) };
+    if f.file_size > MAX_FILE_SIZE {
+        return Err(format!("file {}: size {} is past {MAX_FILE_SIZE}", f.number, f.file_size));
+    }
+    if f.smallest_seq > f.largest_seq || f.largest_seq > ikey::MAX_SEQUENCE {
+        return Err(format!(
+            "file {}: sequence range {}..={} is empty or past {}",
+            f.number,
+            f.smallest_seq,
+            f.largest_seq,
+            ikey::MAX_SEQUENCE
+        ));
+    }
+    if f.num_deletions > f.num_entries {
+        return Err(format!("file {}: {} deletions among {} entries", f.number, f.num_deletions, f.num_entries));
+    }
     if ikey::parse(&f.smallest).is_none() {
         return Err(format!("file {}: smallest key is not an internal key", f.number));
     }
@@ -161,10 +199,20 @@ impl VersionEdit {
     /// Checks what [`VersionEdit::decode`] would reject, so that an edit is refused before it reaches a MANIFEST
     /// that could then not be read back. Errors are [`Error::InvalidArgument`].
     pub fn validate(&self) -> Result<()> {
-        let files = self.deleted_files.iter().map(|&(l, _)| (l, None));
-        let files = files.chain(self.new_files.iter().map(|(l, f)| (*l, Some(f))));
-        for (level, meta) in files {
-            check_file(level, meta).map_err(|e| Error::InvalidArgument(format!("version edit: {e}")))?;
+        let invalid = |e: String| Error::InvalidArgument(format!("version edit: {e}"));
+        let files = self.deleted_files.iter().map(|&(l, n)| (l, n, None));
+        let files = files.chain(self.new_files.iter().map(|(l, f)| (*l, f.number, Some(f))));
+        for (level, number, meta) in files {
+            check_file(level, number, meta).map_err(invalid)?;
+        }
+        for (t, v) in [
+            (tag::LOG_NUMBER, self.log_number),
+            (tag::NEXT_FILE_NUMBER, self.next_file_number),
+            (tag::LAST_SEQUENCE, self.last_sequence),
+        ] {
+            if let Some(v) = v {
+                check_counter(t, v).map_err(invalid)?;
+            }
         }
         Ok(())
     }
@@ -235,21 +283,24 @@ impl VersionEdit {
                 }
                 tag::LOG_NUMBER => {
                     let v = d.varint64().ok_or_else(|| truncated("log number"))?;
+                    check_counter(tag::LOG_NUMBER, v).map_err(|w| bad(format!("version edit: {w}")))?;
                     set_once(&mut e.log_number, v, at, "log number")?;
                 }
                 tag::NEXT_FILE_NUMBER => {
                     let v = d.varint64().ok_or_else(|| truncated("next file number"))?;
+                    check_counter(tag::NEXT_FILE_NUMBER, v).map_err(|w| bad(format!("version edit: {w}")))?;
                     set_once(&mut e.next_file_number, v, at, "next file number")?;
                 }
                 tag::LAST_SEQUENCE => {
                     let v = d.varint64().ok_or_else(|| truncated("last sequence"))?;
+                    check_counter(tag::LAST_SEQUENCE, v).map_err(|w| bad(format!("version edit: {w}")))?;
                     set_once(&mut e.last_sequence, v, at, "last sequence")?;
                 }
                 tag::DELETED_FILE => {
                     let (Some(level), Some(number)) = (d.varint32(), d.varint64()) else {
                         return Err(truncated("deleted file"));
                     };
-                    check_file(level, None).map_err(|w| bad(format!("version edit: deleted file: {w}")))?;
+                    check_file(level, number, None).map_err(|w| bad(format!("version edit: deleted file: {w}")))?;
                     e.deleted_files.push((level, number));
                 }
                 tag::NEW_FILE => {
@@ -268,7 +319,8 @@ impl VersionEdit {
                         Some((level, meta))
                     })();
                     let (level, meta) = f.ok_or_else(|| truncated("new file"))?;
-                    check_file(level, Some(&meta)).map_err(|w| bad(format!("version edit: new file: {w}")))?;
+                    check_file(level, meta.number, Some(&meta))
+                        .map_err(|w| bad(format!("version edit: new file: {w}")))?;
                     e.new_files.push((level, meta));
                 }
                 tag::DB_ID => {
@@ -430,6 +482,75 @@ mod tests {
         expect_corruption(&new_file_field(1, &f), 0, "sorts after");
     }
 
+    /// One counter field: tag, varint64 body.
+    fn counter_field(t: u32, v: u64) -> Vec<u8> {
+        let mut body = Vec::new();
+        coding::put_varint64(&mut body, v);
+        field(t, &body)
+    }
+
+    #[test]
+    fn edit_with_next_file_number_u64_max_is_corruption() {
+        let mut data = enc(&VersionEdit { log_number: Some(1), ..VersionEdit::default() });
+        let at = data.len() as u64;
+        data.extend(counter_field(tag::NEXT_FILE_NUMBER, u64::MAX));
+        expect_corruption(&data, at, "next file number 18446744073709551615 is past");
+        // One past the largest file number is the counter of a database that used them all: accepted.
+        let e = VersionEdit::decode(&counter_field(tag::NEXT_FILE_NUMBER, MAX_FILE_NUMBER + 1)).unwrap();
+        assert_eq!(e.next_file_number, Some(MAX_FILE_NUMBER + 1));
+        expect_corruption(&counter_field(tag::NEXT_FILE_NUMBER, MAX_FILE_NUMBER + 2), 0, "next file number");
+    }
+
+    #[test]
+    fn edit_with_log_number_or_last_sequence_past_range_is_corruption() {
+        assert!(VersionEdit::decode(&counter_field(tag::LOG_NUMBER, MAX_FILE_NUMBER)).is_ok());
+        expect_corruption(&counter_field(tag::LOG_NUMBER, MAX_FILE_NUMBER + 1), 0, "log number");
+        expect_corruption(&counter_field(tag::LOG_NUMBER, u64::MAX), 0, "log number");
+        assert!(VersionEdit::decode(&counter_field(tag::LAST_SEQUENCE, ikey::MAX_SEQUENCE)).is_ok());
+        expect_corruption(&counter_field(tag::LAST_SEQUENCE, ikey::MAX_SEQUENCE + 1), 0, "last sequence");
+        expect_corruption(&counter_field(tag::LAST_SEQUENCE, u64::MAX), 0, "last sequence");
+    }
+
+    #[test]
+    fn edit_with_file_number_past_max_is_corruption() {
+        let mut body = vec![1];
+        coding::put_varint64(&mut body, MAX_FILE_NUMBER + 1);
+        expect_corruption(&field(tag::DELETED_FILE, &body), 0, "file number 72057594037927936 is past");
+        let mut body = vec![1];
+        coding::put_varint64(&mut body, u64::MAX);
+        expect_corruption(&field(tag::DELETED_FILE, &body), 0, "file number");
+        expect_corruption(
+            &new_file_field(1, &FileMeta { number: MAX_FILE_NUMBER + 1, ..meta(5, b"a", b"b") }),
+            0,
+            "file number",
+        );
+        expect_corruption(&new_file_field(1, &FileMeta { number: u64::MAX, ..meta(5, b"a", b"b") }), 0, "file number");
+        let last = FileMeta { number: MAX_FILE_NUMBER, ..meta(5, b"a", b"b") };
+        assert!(VersionEdit::decode(&new_file_field(1, &last)).is_ok());
+    }
+
+    #[test]
+    fn edit_with_bad_file_size_or_sequence_range_is_corruption() {
+        let mut f = meta(5, b"a", b"b");
+        f.file_size = MAX_FILE_SIZE + 1;
+        expect_corruption(&new_file_field(1, &f), 0, "size");
+        let mut f = meta(5, b"a", b"b");
+        f.largest_seq = ikey::MAX_SEQUENCE + 1;
+        expect_corruption(&new_file_field(1, &f), 0, "sequence range");
+        let mut f = meta(5, b"a", b"b");
+        (f.smallest_seq, f.largest_seq) = (8, 7);
+        expect_corruption(&new_file_field(1, &f), 0, "sequence range");
+        let mut f = meta(5, b"a", b"b");
+        f.num_deletions = f.num_entries + 1;
+        expect_corruption(&new_file_field(1, &f), 0, "deletions");
+        // validate() refuses the same before an edit is written.
+        let mut e = VersionEdit { next_file_number: Some(u64::MAX), ..VersionEdit::default() };
+        assert!(e.validate().unwrap_err().is_invalid_argument());
+        e.next_file_number = None;
+        e.add_file(0, FileMeta { largest_seq: u64::MAX, ..meta(5, b"a", b"b") });
+        assert!(e.validate().unwrap_err().is_invalid_argument());
+    }
+
     #[test]
     fn duplicate_field() {
         let mut data = enc(&VersionEdit { log_number: Some(1), ..VersionEdit::default() });
@@ -504,17 +625,18 @@ mod tests {
     }
 
     fn arb_meta() -> impl Strategy<Value = FileMeta> {
-        (any::<[u64; 6]>(), arb_ikey(), arb_ikey()).prop_map(|(n, a, b)| {
+        let numbers = (0..=MAX_FILE_NUMBER, 0..=MAX_FILE_SIZE, 0..=ikey::MAX_SEQUENCE, 0..=ikey::MAX_SEQUENCE);
+        (numbers, any::<[u64; 2]>(), arb_ikey(), arb_ikey()).prop_map(|((number, size, s1, s2), n, a, b)| {
             let (smallest, largest) = if ikey::compare(&a, &b) == Ordering::Greater { (b, a) } else { (a, b) };
             FileMeta {
-                number: n[0],
-                file_size: n[1],
+                number,
+                file_size: size,
                 smallest,
                 largest,
-                smallest_seq: n[2],
-                largest_seq: n[3],
-                num_entries: n[4],
-                num_deletions: n[5],
+                smallest_seq: s1.min(s2),
+                largest_seq: s1.max(s2),
+                num_entries: n[0].max(n[1]),
+                num_deletions: n[0].min(n[1]),
             }
         })
     }
@@ -524,17 +646,21 @@ mod tests {
         fn roundtrip_random(
             comparator in prop::option::of("[a-z.]{0,20}"),
             format_version in prop::option::of(any::<u32>()),
-            counters in any::<[Option<u64>; 3]>(),
-            deleted_files in prop::collection::vec((0..MAX_LEVELS, any::<u64>()), 0..5),
+            counters in (
+                prop::option::of(0..=MAX_FILE_NUMBER),
+                prop::option::of(0..=MAX_FILE_NUMBER + 1),
+                prop::option::of(0..=ikey::MAX_SEQUENCE),
+            ),
+            deleted_files in prop::collection::vec((0..MAX_LEVELS, 0..=MAX_FILE_NUMBER), 0..5),
             new_files in prop::collection::vec((0..MAX_LEVELS, arb_meta()), 0..5),
             db_id in prop::option::of(any::<[u8; DB_ID_LEN]>()),
         ) {
             let e = VersionEdit {
                 comparator,
                 format_version,
-                log_number: counters[0],
-                next_file_number: counters[1],
-                last_sequence: counters[2],
+                log_number: counters.0,
+                next_file_number: counters.1,
+                last_sequence: counters.2,
                 deleted_files,
                 new_files,
                 db_id,

@@ -1,6 +1,7 @@
 //! The iterator protocol shared by blocks, tables, memtables and merging iterators.
 
 use crate::Result;
+use std::path::Path;
 
 /// A positioned cursor over internal keys in [`crate::ikey::compare`] order.
 ///
@@ -27,6 +28,12 @@ pub trait InternalIterator: Send {
     fn value(&self) -> &[u8];
     /// `Ok` unless an error stopped the iterator.
     fn status(&self) -> Result<()>;
+    /// Where the current entry is stored: the file and the byte offset of the block holding it, so that a
+    /// caller who finds the entry malformed can name both in its `Corruption`. `None` when the source is not
+    /// a file (a memtable). REQUIRES: `valid()`.
+    fn location(&self) -> Option<(&Path, u64)> {
+        None
+    }
 }
 
 impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
@@ -59,5 +66,8 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
     }
     fn status(&self) -> Result<()> {
         (**self).status()
+    }
+    fn location(&self) -> Option<(&Path, u64)> {
+        (**self).location()
     }
 }

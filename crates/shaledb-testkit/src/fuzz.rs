@@ -23,8 +23,14 @@ pub type Driver = fn(&[u8]);
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// The targets, by the name of their fuzz target and corpus directory.
-pub const TARGETS: [(&str, Driver); 5] =
-    [("block", block), ("table", table), ("wal", wal), ("manifest", manifest), ("batch", batch)];
+pub const TARGETS: [(&str, Driver); 6] = [
+    ("block", block),
+    ("table", table),
+    ("wal", wal),
+    ("manifest", manifest),
+    ("batch", batch),
+    ("db", crate::fuzz_db::database),
+];
 
 /// The entries of an iterator: forward from the first, then backward from the last (reversed back), each
 /// pass stopping at an error. Panics when an iterator runs on for more steps than `limit`.
@@ -314,6 +320,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             }
         }
     }
+    out.extend(crate::fuzz_db::seeds().into_iter().map(|s| ("db", s)));
     out
 }
 

@@ -12,6 +12,7 @@
 
 mod datagen;
 pub mod fuzz;
+pub mod fuzz_db;
 pub mod history;
 mod model;
 pub mod stress;

@@ -111,7 +111,8 @@ impl Error {
     pub fn in_file(self, file: impl Into<PathBuf>, base: u64) -> Error {
         match self {
             Error::Corruption { offset, what, .. } => {
-                Error::Corruption { file: file.into(), offset: base + offset, what }
+                // Both parts can come from a damaged file: saturate rather than wrap.
+                Error::Corruption { file: file.into(), offset: base.saturating_add(offset), what }
             }
             other => other,
         }

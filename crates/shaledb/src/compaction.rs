@@ -204,8 +204,13 @@ pub(crate) fn write_sorted_run(
     }
 }
 
-fn input_corruption(what: String) -> Error {
-    Error::corruption("compaction input", 0, what)
+/// A `Corruption` naming where the input's current entry is stored (its table and block offset; a memtable
+/// being flushed has no file). REQUIRES: `input.valid()`.
+fn input_corruption(input: &dyn InternalIterator, what: String) -> Error {
+    match input.location() {
+        Some((file, offset)) => Error::corruption(file, offset, what),
+        None => Error::corruption(crate::lookup::MEMTABLE, 0, what),
+    }
 }
 
 fn run(input: &mut dyn InternalIterator, w: &mut Writer) -> Result<()> {
@@ -220,10 +225,10 @@ fn run(input: &mut dyn InternalIterator, w: &mut Writer) -> Result<()> {
     while input.valid() {
         let key = input.key();
         let Some(p) = ikey::parse(key) else {
-            return Err(input_corruption(format!("malformed internal key of {} bytes", key.len())));
+            return Err(input_corruption(input, format!("malformed internal key of {} bytes", key.len())));
         };
         if !prev_ikey.is_empty() && ikey::compare(key, &prev_ikey) != Ordering::Greater {
-            return Err(input_corruption("internal keys out of order".into()));
+            return Err(input_corruption(input, "internal keys out of order".into()));
         }
         if n > 0 && p.user_key != user_key.as_slice() {
             if w.cx.stop.load(AtomicOrdering::Acquire) {
@@ -566,6 +571,9 @@ mod tests {
         fn value(&self) -> &[u8] {
             &self.entries[self.pos].1
         }
+        fn location(&self) -> Option<(&std::path::Path, u64)> {
+            Some((std::path::Path::new("input.sst"), self.pos as u64))
+        }
         fn status(&self) -> Result<()> {
             if self.fail_at.is_some_and(|f| self.pos >= f) {
                 return Err(Error::io("read", "input.sst", std::io::Error::other("injected")));
@@ -772,11 +780,16 @@ mod tests {
         let mut it = VecIter::new(vec![e("a", 1, V, "v")]);
         it.entries.push((b"bad".to_vec(), Vec::new()));
         let err = env.run(&mut it, &spec(1), &[], false).unwrap_err();
-        assert!(err.is_corruption());
+        // The error names the input's file and position (this VecIter: "input.sst", the entry's index).
+        let at = |e: Error| match e {
+            Error::Corruption { file, offset, .. } => (file, offset),
+            other => panic!("expected corruption, got {other}"),
+        };
+        assert_eq!(at(err), ("input.sst".into(), 1));
         assert_eq!(env.files_on_disk(), 0);
         let mut it = VecIter::new(vec![e("b", 1, V, "v")]);
         it.entries.push(e("a", 1, V, "v"));
-        assert!(env.run(&mut it, &spec(1), &[], false).unwrap_err().is_corruption());
+        assert_eq!(at(env.run(&mut it, &spec(1), &[], false).unwrap_err()), ("input.sst".into(), 1));
         assert_eq!(env.files_on_disk(), 0);
     }
 

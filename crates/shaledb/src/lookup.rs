@@ -7,6 +7,7 @@
 use crate::merge::MergeOperator;
 use shaledb_format::ikey::{self, ValueKind};
 use shaledb_vfs::{Error, Result};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,7 +32,21 @@ pub(crate) struct GetState<'a> {
     /// Merge operands, newest first, concatenated; `op_ends[i]` is where operand `i` ends.
     ops: Vec<u8>,
     op_ends: Vec<usize>,
+    /// Where the newest merge operand is stored (file, block offset), for the error if the merge operator
+    /// rejects the operands.
+    merge_at: Option<(PathBuf, u64)>,
     error: Option<Error>,
+}
+
+/// The file named by a `Corruption` found in an entry that came from a memtable (no file holds it yet).
+pub(crate) const MEMTABLE: &str = "memtable";
+
+/// A `Corruption` at `location` (a table's file and block offset), or in the memtable when `None`.
+fn corruption_at(location: Option<(&Path, u64)>, what: String) -> Error {
+    match location {
+        Some((file, offset)) => Error::corruption(file, offset, what),
+        None => Error::corruption(MEMTABLE, 0, what),
+    }
 }
 
 impl<'a> GetState<'a> {
@@ -58,6 +73,7 @@ impl<'a> GetState<'a> {
             value: buf,
             ops: Vec::new(),
             op_ends: Vec::new(),
+            merge_at: None,
             error: None,
         }
     }
@@ -66,11 +82,18 @@ impl<'a> GetState<'a> {
     /// and entries newer than the lookup's sequence number are ignored. Returns true once the lookup is
     /// decided (then the caller stops feeding).
     pub(crate) fn feed(&mut self, ikey: &[u8], value: &[u8]) -> bool {
+        self.feed_from(ikey, value, None)
+    }
+
+    /// [`GetState::feed`] for an entry stored at `location` (its file and block offset; `None`: a memtable),
+    /// which an error about the entry names.
+    pub(crate) fn feed_from(&mut self, ikey: &[u8], value: &[u8], location: Option<(&Path, u64)>) -> bool {
         if self.outcome != Outcome::Pending {
             return true;
         }
         let Some(p) = ikey::parse(ikey) else {
-            self.fail(Error::corruption("", 0, format!("unparseable internal key of {} bytes in lookup", ikey.len())));
+            let what = format!("unparseable internal key of {} bytes in lookup", ikey.len());
+            self.fail(corruption_at(location, what));
             return true;
         };
         if p.user_key != self.user_key || p.seq > self.seq {
@@ -87,6 +110,9 @@ impl<'a> GetState<'a> {
                 if self.merge.is_none() {
                     self.fail(no_merge_operator());
                     return true;
+                }
+                if self.op_ends.is_empty() {
+                    self.merge_at = location.map(|(f, o)| (f.to_path_buf(), o));
                 }
                 self.ops.extend_from_slice(value);
                 self.op_ends.push(self.ops.len());
@@ -141,11 +167,11 @@ impl<'a> GetState<'a> {
                 *out = v;
                 Ok(true)
             }
-            None => Err(Error::corruption(
-                "",
-                0,
-                format!("merge operator {} rejected the operands of a key in lookup", op.name()),
-            )),
+            None => {
+                let what = format!("merge operator {} rejected the operands of a key in lookup", op.name());
+                let at = self.merge_at.as_ref().map(|(f, o)| (f.as_path(), *o));
+                Err(corruption_at(at, what))
+            }
         }
     }
 }
@@ -234,7 +260,31 @@ mod tests {
         let op: Arc<dyn MergeOperator> = Arc::new(Reject);
         let mut st = GetState::new(b"k", 10, Some(&op));
         st.feed(&ik("k", 9, ValueKind::Merge), b"x");
-        assert!(st.finish().unwrap_err().is_corruption());
+        assert_corruption_at(st.finish().unwrap_err(), MEMTABLE, 0);
+        // From a table: the newest operand's file and block offset.
+        let mut st = GetState::new(b"k", 10, Some(&op));
+        st.feed_from(&ik("k", 9, ValueKind::Merge), b"x", Some((Path::new("/db/000007.sst"), 4096)));
+        st.feed_from(&ik("k", 8, ValueKind::Merge), b"y", Some((Path::new("/db/000005.sst"), 0)));
+        assert_corruption_at(st.finish().unwrap_err(), "/db/000007.sst", 4096);
+    }
+
+    fn assert_corruption_at(e: Error, want_file: &str, want_offset: u64) {
+        match e {
+            Error::Corruption { file, offset, .. } => {
+                assert_eq!((file.as_path(), offset), (Path::new(want_file), want_offset))
+            }
+            other => panic!("expected corruption, got {other}"),
+        }
+    }
+
+    #[test]
+    fn lookup_corruption_names_file_and_offset() {
+        let mut st = GetState::new(b"k", 10, None);
+        assert!(st.feed_from(b"short", b"", Some((Path::new("/db/000009.sst"), 1234))));
+        assert_corruption_at(st.finish().unwrap_err(), "/db/000009.sst", 1234);
+        let mut st = GetState::new(b"k", 10, None);
+        assert!(st.feed(b"short", b""));
+        assert_corruption_at(st.finish().unwrap_err(), MEMTABLE, 0);
     }
 
     #[test]

@@ -261,9 +261,15 @@ impl MemTable {
     /// Inserts an entry. Safe to call from many threads at once.
     /// REQUIRES: `(user_key, seq)` is not in the table yet (sequence numbers are unique per entry) and
     /// `seq <= MAX_SEQUENCE`.
+    ///
+    /// No input reaches this with a larger `seq`: WAL replay takes its numbers from batches that
+    /// `BatchRep::from_bytes` checked (`sequence + count - 1 <= MAX_SEQUENCE`, else corruption) on top of a
+    /// `last_sequence` the MANIFEST decoder checked, and the write path refuses a group that would pass it
+    /// (`commit_group`). Were it violated anyway, storing the entry under any other number would return wrong
+    /// data, so this stops instead of clamping.
     pub(crate) fn add(&self, seq: u64, kind: ValueKind, user_key: &[u8], value: &[u8]) {
-        debug_assert!(seq <= MAX_SEQUENCE);
-        let rec = Rec::new(user_key, ikey::pack_trailer(seq.min(MAX_SEQUENCE), kind), value);
+        assert!(seq <= MAX_SEQUENCE, "memtable entry at sequence {seq} past {MAX_SEQUENCE}");
+        let rec = Rec::new(user_key, ikey::pack_trailer(seq, kind), value);
         let charge = rec.buf.len() + ENTRY_OVERHEAD;
         self.filter.add(shaledb_format::bloom::key_hash(user_key));
         self.map.insert(rec, ());
@@ -274,6 +280,8 @@ impl MemTable {
     pub(crate) fn get(&self, user_key: &[u8], seq: u64, state: &mut GetState<'_>) {
         let probe = Probe {
             user_key,
+            // A read bound, not an entry: no entry is newer than MAX_SEQUENCE, so reading "as of" any larger
+            // number is exactly reading as of MAX_SEQUENCE.
             trailer: ikey::pack_trailer(seq.min(MAX_SEQUENCE), KIND_FOR_SEEK),
             prefix: key_prefix(user_key),
         };

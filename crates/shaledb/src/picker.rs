@@ -164,7 +164,7 @@ fn scores_with(v: &Version, o: &Options, busy: &HashSet<u64>, t: &LevelTargets) 
     let mut out = Vec::with_capacity(n - 1);
     for level in 0..n - 1 {
         let idle: Vec<&Arc<FileMeta>> = v.files(level).iter().filter(|f| !busy.contains(&f.number)).collect();
-        let idle_bytes: u64 = idle.iter().map(|f| f.file_size).sum();
+        let idle_bytes = idle.iter().fold(0u64, |sum, f| sum.saturating_add(f.file_size));
         let score = if level == 0 {
             let by_count = idle.len() as f64 / o.level0_file_num_compaction_trigger.max(1) as f64;
             // L0 -> L0 merges do not exist here, but L0 files may still be large (big memtables): also
@@ -312,7 +312,8 @@ fn div(x: u64, m: f64) -> u64 {
 }
 
 fn total_size(files: &[Arc<FileMeta>]) -> u64 {
-    files.iter().map(|f| f.file_size).sum()
+    // Sizes come from the MANIFEST: saturate rather than wrap or panic.
+    files.iter().fold(0u64, |sum, f| sum.saturating_add(f.file_size))
 }
 
 /// RocksDB: a file's overlap with the grandparent level is kept under 10 target file sizes.
@@ -413,7 +414,7 @@ fn build_task(
         let wider = level_overlaps(v, level, &all_lo, &all_hi);
         if wider.len() > inputs.len()
             && !any_busy(&wider, busy)
-            && total_size(&wider) + total_size(&output_inputs) < max_output_file_size.saturating_mul(25)
+            && total_size(&wider).saturating_add(total_size(&output_inputs)) < max_output_file_size.saturating_mul(25)
         {
             if let Some((wlo, whi)) = user_range(&wider) {
                 let wider_out = level_overlaps(v, output_level, &wlo, &whi);

@@ -32,12 +32,14 @@ impl Version {
 
     /// Total bytes of the files in `level`.
     pub fn level_bytes(&self, level: usize) -> u64 {
-        self.files(level).iter().map(|f| f.file_size).sum()
+        // Sizes come from the MANIFEST (each at most `edit::MAX_FILE_SIZE`): saturate rather than wrap (a
+        // release build) or panic (a debug build) on a sum past `u64`.
+        self.files(level).iter().fold(0u64, |sum, f| sum.saturating_add(f.file_size))
     }
 
     /// Total bytes of all live files.
     pub fn total_bytes(&self) -> u64 {
-        (0..self.num_levels()).map(|l| self.level_bytes(l)).sum()
+        (0..self.num_levels()).fold(0u64, |sum, l| sum.saturating_add(self.level_bytes(l)))
     }
 
     /// Index of the first file in sorted `level` (>= 1) whose largest user key is >= `user_key`.
@@ -125,6 +127,16 @@ mod tests {
         assert_eq!(v.level_bytes(1), 60);
         assert!(v.is_bottommost_for(1, b"a", b"z"));
         assert!(!v.is_bottommost_for(0, b"a", b"b"));
+    }
+
+    #[test]
+    fn level_bytes_saturate_instead_of_wrapping() {
+        // Sizes as a damaged (but in-range per file) MANIFEST could list them: the sum passes u64.
+        let mut v = Version::new(3);
+        v.levels[1] = vec![meta(1, "a", "c", u64::MAX - 5), meta(2, "e", "g", 10)];
+        v.levels[2] = vec![meta(3, "a", "c", u64::MAX)];
+        assert_eq!(v.level_bytes(1), u64::MAX);
+        assert_eq!(v.total_bytes(), u64::MAX);
     }
 
     #[test]

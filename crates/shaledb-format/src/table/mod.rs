@@ -255,6 +255,13 @@ impl TableProperties {
             let name = String::from_utf8_lossy(PROP_NAMES[i]);
             return Err(bad(format!("properties block lacks {name}")));
         }
+        // Sequence numbers live in 56 bits; a range past that (or upside down) cannot describe real entries.
+        if p.smallest_seq > p.largest_seq || p.largest_seq > MAX_SEQUENCE {
+            return Err(bad(format!(
+                "properties: sequence range {}..={} is empty or past {MAX_SEQUENCE}",
+                p.smallest_seq, p.largest_seq
+            )));
+        }
         Ok(p)
     }
 }
@@ -532,6 +539,17 @@ mod unit_tests {
         b.add(DB_ID_PROP, &[1, 2, 3]);
         let e = TableProperties::decode(Block::new(b.finish().to_vec()).unwrap()).unwrap_err();
         assert!(e.to_string().contains("db_id property of 3 bytes"), "{e}");
+    }
+
+    #[test]
+    fn properties_with_sequence_past_max_is_corruption() {
+        let ok = TableProperties { format_version: 1, smallest_seq: 3, largest_seq: 7, ..TableProperties::default() };
+        assert!(TableProperties::decode(Block::new(ok.encode()).unwrap()).is_ok());
+        for (smallest_seq, largest_seq) in [(0, MAX_SEQUENCE + 1), (0, u64::MAX), (8, 7)] {
+            let p = TableProperties { smallest_seq, largest_seq, ..ok.clone() };
+            let e = TableProperties::decode(Block::new(p.encode()).unwrap()).unwrap_err();
+            assert!(e.is_corruption() && e.to_string().contains("sequence range"), "{e}");
+        }
     }
 
     #[test]

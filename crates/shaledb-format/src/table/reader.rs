@@ -532,6 +532,9 @@ impl InternalIterator for TableIter {
         self.data.as_ref().map_or(&[], |d| d.value())
     }
 
+    fn location(&self) -> Option<(&Path, u64)> {
+        Some((&self.table.path, self.data_handle.offset))
+    }
     fn status(&self) -> Result<()> {
         match &self.err {
             Some(e) => Err(e.clone()),

@@ -304,7 +304,7 @@ impl Db {
                 if ikey::user_key(k) != key {
                     break;
                 }
-                if state.feed(k, it.value()) {
+                if state.feed_from(k, it.value(), it.location()) {
                     return Ok(true);
                 }
                 it.next();

@@ -16,6 +16,7 @@ use crate::options::WriteOptions;
 use crate::stats::Counters;
 use parking_lot::{Condvar, Mutex};
 use shaledb_format::batch::BatchRep;
+use shaledb_format::ikey::MAX_SEQUENCE;
 use shaledb_format::log;
 use shaledb_vfs::{Error, Result};
 use std::collections::VecDeque;
@@ -199,6 +200,14 @@ fn commit_group(inner: &Arc<DbInner>, group: &[Arc<Writer>]) -> Result<(u64, Arc
     let mem = make_room(inner, &mut wal, bytes)?;
     let count: u64 = group.iter().map(|w| w.batch.count() as u64).sum();
     let first = wal.next_seq;
+    // The group's last entry takes `first + count - 1`, which must fit an internal key's 56-bit sequence:
+    // refused before the WAL sees it, since a wrapped or clamped number would file the value under a wrong
+    // sequence (and the WAL record would not decode at the next open).
+    if count > 0 && first.checked_add(count - 1).is_none_or(|last| last > MAX_SEQUENCE) {
+        return Err(Error::InvalidArgument(format!(
+            "sequence numbers exhausted: a write of {count} entries at sequence {first} would pass {MAX_SEQUENCE}"
+        )));
+    }
     let c = &inner.counters;
     Counters::add(&c.writes, group.len() as u64);
     Counters::add(&c.keys_written, count);

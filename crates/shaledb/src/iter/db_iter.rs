@@ -8,12 +8,13 @@
 //! *before* the current key (all of the key's versions have to be read, oldest to newest, to decide it), so
 //! the key and value are copied into reusable buffers. Direction switches re-seek around the current key.
 
-use crate::lookup::no_merge_operator;
+use crate::lookup::{no_merge_operator, MEMTABLE};
 use crate::merge::MergeOperator;
 use shaledb_format::ikey::{self, ParsedKey, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
 use shaledb_format::iter::InternalIterator;
 use shaledb_vfs::{Error, Result};
 use std::any::Any;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Where `key()`/`value()` come from.
@@ -46,6 +47,9 @@ pub struct DbIterator {
     /// Merge operands of the current key, concatenated; `op_ends[i]` ends operand `i`.
     ops: Vec<u8>,
     op_ends: Vec<usize>,
+    /// Where the newest merge operand of the key being merged is stored, for the error if the merge
+    /// operator rejects the operands.
+    merge_at: Option<(PathBuf, u64)>,
     /// Scratch internal key for seeks.
     seek_buf: Vec<u8>,
     /// Declared last so the iterators above drop before what they read from.
@@ -76,6 +80,8 @@ impl DbIterator {
     ) -> DbIterator {
         DbIterator {
             inner,
+            // A read bound, not an entry's number: no entry is newer than MAX_SEQUENCE, so reading as of a
+            // larger number is exactly reading as of MAX_SEQUENCE.
             seq: seq.min(MAX_SEQUENCE),
             merge,
             lower,
@@ -87,6 +93,7 @@ impl DbIterator {
             value_buf: Vec::new(),
             ops: Vec::new(),
             op_ends: Vec::new(),
+            merge_at: None,
             seek_buf: Vec::new(),
             _pin: pin,
         }
@@ -241,8 +248,16 @@ impl DbIterator {
 
     fn fail_bad_key(&mut self) {
         let len = self.inner.key().len();
-        self.error =
-            Some(Error::corruption("", 0, format!("unparseable internal key of {len} bytes during iteration")));
+        self.error = Some(self.corruption_here(format!("unparseable internal key of {len} bytes during iteration")));
+    }
+
+    /// A `Corruption` naming where inner's current entry is stored: its file and block offset, or the
+    /// memtable. REQUIRES: inner is valid.
+    fn corruption_here(&self, what: String) -> Error {
+        match self.inner.location() {
+            Some((file, offset)) => Error::corruption(file, offset, what),
+            None => Error::corruption(MEMTABLE, 0, what),
+        }
     }
 
     /// Forward: from inner's position, finds the first key with a visible, live newest version. With
@@ -287,6 +302,7 @@ impl DbIterator {
         self.op_ends.clear();
         self.ops.extend_from_slice(self.inner.value());
         self.op_ends.push(self.ops.len());
+        self.merge_at = self.inner.location().map(|(f, o)| (f.to_path_buf(), o));
         self.inner.next();
         let mut base = false;
         while self.inner_on_entry() {
@@ -339,9 +355,10 @@ impl DbIterator {
                 self.current = Current::Saved;
             }
             None => {
+                let (file, offset) = self.merge_at.take().unwrap_or_else(|| (PathBuf::from(MEMTABLE), 0));
                 self.error = Some(Error::corruption(
-                    "",
-                    0,
+                    file,
+                    offset,
                     format!("merge operator {} rejected the operands of a key during iteration", op.name()),
                 ));
             }
@@ -406,6 +423,8 @@ impl DbIterator {
                     ValueKind::Merge => {
                         self.ops.extend_from_slice(self.inner.value());
                         self.op_ends.push(self.ops.len());
+                        // Backward, the last operand met is the newest.
+                        self.merge_at = self.inner.location().map(|(f, o)| (f.to_path_buf(), o));
                     }
                 }
                 last = Some(kind);

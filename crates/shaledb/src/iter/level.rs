@@ -4,6 +4,7 @@ use shaledb_format::edit::FileMeta;
 use shaledb_format::ikey;
 use shaledb_format::iter::InternalIterator;
 use shaledb_vfs::{Error, Result};
+use std::path::Path;
 use std::sync::Arc;
 
 /// Opens an iterator over one table (through the table cache).
@@ -188,6 +189,10 @@ impl InternalIterator for LevelIterator {
             return Err(e.clone());
         }
         self.cur.as_ref().map_or(Ok(()), |c| c.status())
+    }
+
+    fn location(&self) -> Option<(&Path, u64)> {
+        self.cur.as_ref().and_then(|c| c.location())
     }
 }
 

@@ -8,6 +8,7 @@ use shaledb_format::ikey;
 use shaledb_format::iter::InternalIterator;
 use shaledb_vfs::{Error, Result};
 use std::cmp::Ordering;
+use std::path::Path;
 
 /// Merges children into one [`InternalIterator`] in [`ikey::compare`] order. Equal keys (which unique
 /// sequence numbers rule out) come out lower child index first going forward.
@@ -202,6 +203,10 @@ impl InternalIterator for MergingIterator {
             return Err(e.clone());
         }
         self.children.iter().try_for_each(|c| c.status())
+    }
+
+    fn location(&self) -> Option<(&Path, u64)> {
+        self.heap.first().and_then(|&i| self.children[i].location())
     }
 }
 

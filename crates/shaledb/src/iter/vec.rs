@@ -3,6 +3,7 @@
 use shaledb_format::ikey;
 use shaledb_format::iter::InternalIterator;
 use shaledb_vfs::{Error, Result};
+use std::path::Path;
 
 /// Entries sorted by [`ikey::compare`]; `pos == entries.len()` means invalid.
 pub(crate) struct VecIter {
@@ -83,6 +84,10 @@ impl InternalIterator for VecIter {
     }
     fn value(&self) -> &[u8] {
         self.entries.get(self.pos).map_or(&[], |e| &e.1)
+    }
+    /// "vec", at the entry's index: lets tests check that errors name where the entry came from.
+    fn location(&self) -> Option<(&Path, u64)> {
+        Some((Path::new("vec"), self.pos as u64))
     }
     fn status(&self) -> Result<()> {
         if self.failed {

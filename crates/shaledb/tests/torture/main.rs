@@ -7,6 +7,7 @@ mod crash_kill;
 mod fuzz_corpora;
 mod io_errors;
 mod losses;
+mod numbers;
 mod power_loss;
 mod torn_tails;
 mod wal_full_disk;
