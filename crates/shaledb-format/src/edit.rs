@@ -220,7 +220,6 @@ impl VersionEdit {
     /// Appends the encoding to `out`. Only the fields present are written.
     pub fn encode(&self, out: &mut Vec<u8>) {
         use coding::{put_lp_slice, put_varint32, put_varint64};
-        debug_assert!(self.validate().is_ok(), "encoding an edit that cannot be decoded: {self:?}");
         if let Some(c) = &self.comparator {
             put_varint32(out, tag::COMPARATOR);
             put_lp_slice(out, c.as_bytes());

@@ -301,8 +301,11 @@ impl VersionSet {
         let path = self.dir.join(filenames::manifest_name(number));
         let result = (|| {
             let mut w = log::Writer::new(self.fs.create(&path)?);
+            let snapshot = self.snapshot_edit();
+            // Never write what the decoder would refuse: the database could not be opened again.
+            snapshot.validate()?;
             let mut buf = Vec::new();
-            self.snapshot_edit().encode(&mut buf);
+            snapshot.encode(&mut buf);
             w.add_record(&buf)?;
             w.sync()?;
             let temp_number = self.new_file_number()?;
@@ -369,6 +372,8 @@ impl VersionSet {
             }
             return Ok(self.current.clone());
         }
+        // Never append what the decoder would refuse (the MANIFEST could not be replayed); nothing is written.
+        edit.validate()?;
         let mut buf = Vec::new();
         edit.encode(&mut buf);
         let w = self.manifest.as_mut().ok_or(Error::Closed)?;

@@ -54,6 +54,9 @@ struct Hit {
     at_tail: bool,
     /// A damaged stretch of zeros or an orphan fragment counts as no record.
     uncounted: bool,
+    /// The hit is one whole record the reader has already consumed (its checksum passed, its contents do not
+    /// decode): the reader resumes right after it, and it is the only record dropped.
+    whole_record: bool,
 }
 
 /// Replays `wals` (numbers, oldest first) of the database in `dir` into memtables, flushing them to L0 when
@@ -96,11 +99,18 @@ pub(super) fn replay(
                     // An orphan fragment belongs to a record already counted where its FIRST was (intact and
                     // skipped, or damaged): not another record.
                     uncounted: matches!(d.kind, DamageKind::ZeroedRegion | DamageKind::Fragmentation),
+                    whole_record: false,
                 },
                 LogRead::Record { offset, data } => match BatchRep::from_bytes(data) {
                     // The record's checksum passed but its contents do not decode: corruption that no torn write
                     // explains.
-                    Err(e) => Hit { error: e.in_file(&path, offset), offset, at_tail: false, uncounted: false },
+                    Err(e) => Hit {
+                        error: e.in_file(&path, offset),
+                        offset,
+                        at_tail: false,
+                        uncounted: false,
+                        whole_record: true,
+                    },
                     Ok(batch) => {
                         max_seq = apply_batch(&out.mem, &batch, &path, offset, max_seq)?;
                         records += 1;
@@ -120,7 +130,11 @@ pub(super) fn replay(
                 WalRecoveryMode::AbsoluteConsistency => return Err(hit.error),
                 WalRecoveryMode::SkipAnyCorruptedRecords => {
                     let resume = reader.position().max(hit.offset);
-                    let n = dropped_here + reader.intact_records_between(hit.offset, resume);
+                    let n = if hit.whole_record {
+                        1
+                    } else {
+                        dropped_here + reader.intact_records_between(hit.offset, resume)
+                    };
                     let bytes = resume - hit.offset;
                     info.log(format_args!(
                         "recovery: {} at offset {}: skipped {bytes} bytes holding {n} records ({})",
