@@ -242,10 +242,15 @@ fn valid_after(
     Ok(None)
 }
 
-/// True when `data[from..to]` contains a whole, page-aligned, zero-filled page.
+/// True when `data[from..to]` holds what a lost page write-back leaves: a whole, page-aligned, zero-filled
+/// page, or zeros from `from` to the end of its page (the unsynced rest of a page whose start was synced
+/// earlier: the synced part survives, the rest reads as zeros).
 fn zero_page_in(data: &[u8], from: u64, to: u64) -> bool {
     let (Ok(from), Ok(to)) = (usize::try_from(from), usize::try_from(to)) else { return false };
     let Some(mut page) = from.checked_next_multiple_of(PAGE) else { return false };
+    if page > from && page <= to && data.get(from..page).is_some_and(|p| p.iter().all(|&b| b == 0)) {
+        return true;
+    }
     while page.saturating_add(PAGE) <= to {
         if data.get(page..page + PAGE).is_some_and(|p| p.iter().all(|&b| b == 0)) {
             return true;
@@ -277,12 +282,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn zero_pages_are_found_only_when_whole_and_aligned() {
+    fn zero_pages_are_found_only_when_whole_or_up_to_the_page_end() {
         let mut data = vec![1u8; 4 * PAGE];
         data[PAGE + 10..3 * PAGE].fill(0);
         assert!(zero_page_in(&data, 0, 4 * PAGE as u64));
         assert!(!zero_page_in(&data, 0, 2 * PAGE as u64 + 100), "the zeros before 2 pages are not a whole page");
         assert!(zero_page_in(&data, PAGE as u64 + 3, 3 * PAGE as u64));
         assert!(!zero_page_in(&data, u64::MAX - 2, u64::MAX));
+        // The unsynced rest of a page whose start survived: zeros from the damage to the page's end.
+        let mut data = vec![1u8; 3 * PAGE];
+        data[2631..PAGE].fill(0);
+        assert!(zero_page_in(&data, 2631, 2 * PAGE as u64));
+        assert!(!zero_page_in(&data, 2630, 2 * PAGE as u64), "a non-zero byte before the zeros");
+        data[PAGE - 1] = 7;
+        assert!(!zero_page_in(&data, 2631, 2 * PAGE as u64), "zeros that stop before the page ends");
     }
 }
