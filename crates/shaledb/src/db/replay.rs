@@ -135,15 +135,7 @@ pub(super) fn replay(
                     } else {
                         dropped_here + reader.intact_records_between(hit.offset, resume)
                     };
-                    let bytes = resume - hit.offset;
-                    info.log(format_args!(
-                        "recovery: {} at offset {}: skipped {bytes} bytes holding {n} records ({})",
-                        path.display(),
-                        hit.offset,
-                        hit.error
-                    ));
-                    out.losses.records += n;
-                    out.losses.bytes += bytes;
+                    drop_stretch(info, &mut out, &path, &hit, "skipped", resume, n);
                     continue;
                 }
                 WalRecoveryMode::TolerateCorruptedTailRecords if !(hit.at_tail && Some(number) == last_wal) => {
@@ -156,15 +148,7 @@ pub(super) fn replay(
                     // A torn tail: everything before it is a prefix of the acknowledged writes; nothing after it
                     // may be applied, in this WAL or a later one, or the result could have holes (D3).
                     let n = dropped_here + reader.intact_records_between(hit.offset, file_len);
-                    let bytes = file_len - hit.offset;
-                    info.log(format_args!(
-                        "recovery: {} at offset {}: torn tail, dropped {bytes} bytes holding {n} records ({})",
-                        path.display(),
-                        hit.offset,
-                        hit.error
-                    ));
-                    out.losses.records += n;
-                    out.losses.bytes += bytes;
+                    drop_stretch(info, &mut out, &path, &hit, "torn tail, dropped", file_len, n);
                     out.to_keep.push(number);
                     info.log(format_args!("recovery: replayed {} records of {}", records, path.display()));
                     for &later in &wals[i + 1..] {
@@ -240,6 +224,19 @@ fn valid_after(
         }
     }
     Ok(None)
+}
+
+/// Counts and logs the stretch `hit.offset..end` of `path` holding `records` records that recovery dropped.
+fn drop_stretch(info: &InfoLog, out: &mut Replayed, path: &Path, hit: &Hit, what: &str, end: u64, records: u64) {
+    let bytes = end.saturating_sub(hit.offset);
+    info.log(format_args!(
+        "recovery: {} at offset {}: {what} {bytes} bytes holding {records} records ({})",
+        path.display(),
+        hit.offset,
+        hit.error
+    ));
+    out.losses.records = out.losses.records.saturating_add(records);
+    out.losses.bytes = out.losses.bytes.saturating_add(bytes);
 }
 
 /// True when `data[from..to]` holds what a lost page write-back leaves: a whole, page-aligned, zero-filled
