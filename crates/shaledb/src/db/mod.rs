@@ -437,6 +437,13 @@ impl Db {
         self.inner.snapshots.acquire_with(|| visible.load(Ordering::SeqCst))
     }
 
+    /// fsyncs the WAL, making every write acknowledged so far durable across power loss (RocksDB's `SyncWAL`).
+    /// A no-op when nothing was written since the last sync. A failed sync makes the database read-only
+    /// (D6) and is reported here and by every later write. Used for Redis's `appendfsync everysec`.
+    pub fn sync_wal(&self) -> Result<()> {
+        write::sync_wal(&self.inner)
+    }
+
     /// Writes the memtable (and any waiting immutable ones) to L0 tables and waits for it.
     pub fn flush(&self) -> Result<()> {
         background::flush(&self.inner)

@@ -295,6 +295,31 @@ fn append_records(
     r.map_err(|e| fail(inner, e))
 }
 
+/// fsyncs the current WAL if it holds unsynced bytes. Earlier WALs were synced when they were switched out
+/// (`switch_memtable`), so this makes every write that returned so far durable.
+pub(crate) fn sync_wal(inner: &Arc<DbInner>) -> Result<()> {
+    let mut wal = inner.wal.lock();
+    if let Some(cause) = &inner.state.lock().bg_error {
+        return Err(DbInner::read_only_error(cause));
+    }
+    if !wal.unsynced {
+        return if wal.log.is_some() { Ok(()) } else { Err(Error::Closed) };
+    }
+    let Some(log) = wal.log.as_mut() else { return Err(Error::Closed) };
+    match log.sync() {
+        Ok(()) => {
+            Counters::add(&inner.counters.wal_syncs, 1);
+            wal.unsynced = false;
+            Ok(())
+        }
+        Err(e) => {
+            // As for a failed group sync: the WAL is never written or synced again.
+            wal.log = None;
+            Err(fail(inner, e))
+        }
+    }
+}
+
 /// A WAL failure: the database turns read-only; the writer gets the original error.
 fn fail(inner: &DbInner, e: Error) -> Error {
     let mut st = inner.state.lock();

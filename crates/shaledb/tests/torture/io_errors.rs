@@ -239,3 +239,29 @@ fn failed_manifest_sync_keeps_the_tables_its_edit_names() {
     let db = open_on(&killed, &options()).unwrap();
     assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
 }
+
+/// `Db::sync_wal` (appendfsync everysec): unsynced writes survive a power loss once it returned; a failed
+/// `sync_wal` turns the database read-only, and it never reports success for bytes it could not sync.
+#[test]
+fn sync_wal_makes_earlier_writes_durable_and_its_failure_is_sticky() {
+    let fs = MemFs::new();
+    let db = open_on(&fs, &options()).unwrap();
+    db.sync_wal().expect("nothing to sync is fine");
+    db.put(b"a", b"1").unwrap();
+    db.put(b"b", b"2").unwrap();
+    db.sync_wal().unwrap();
+    db.put(b"c", b"3").unwrap();
+    let crashed = fs.deep_clone();
+    crashed.power_loss(PowerLoss::DropUnsynced, 7);
+    {
+        let db2 = open_on(&crashed, &options()).unwrap();
+        assert_eq!(db2.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+        assert_eq!(db2.get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
+        assert_eq!(db2.get(b"c").unwrap(), None, "c was never synced and the power loss dropped it");
+    }
+    fs.set_faults(FaultPlan::once(FsOp::Sync, 1, FaultError::Eio));
+    assert!(db.sync_wal().is_err(), "the failed fsync is reported");
+    fs.clear_faults();
+    assert!(matches!(db.put(b"d", b"4"), Err(Error::ReadOnly { .. })), "later writes are refused");
+    assert!(db.sync_wal().is_err(), "and a later sync_wal does not pretend the bytes are durable");
+}
