@@ -31,6 +31,9 @@ enum Command {
     /// Rebuild CURRENT of a damaged database from the newest MANIFEST that replays cleanly with all its
     /// tables present (like RocksDB's RepairDB, limited to what can be proven). Deletes nothing.
     Repair(repair::Args),
+    /// A Redis-protocol server on a database directory (redis-cli, redis-benchmark and client libraries
+    /// work against it), durable by default: a write is acknowledged after its fsync (group commit).
+    Server(shaledb_server::ServerArgs),
     /// db_stress-style random operations on a directory, checked against an expected-state file that
     /// survives the process (for kill -9 testing).
     Stress(stress::Args),
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
         Command::Verify(a) => return tool_exit(verify::run(a)),
         Command::Stress(a) => return tool_exit(stress::run(a)),
         Command::Repair(a) => return tool_exit(repair::run(a)),
+        Command::Server(a) => shaledb_server::run(shaledb_server::Config::from_args(&a)).map_err(anyhow::Error::from),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

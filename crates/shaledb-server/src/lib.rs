@@ -1,0 +1,22 @@
+//! `shaledb server`: a Redis-protocol server on the ShaleDB engine, durable by default.
+//!
+//! - [`resp`]: the RESP2/RESP3 request parser (incremental, zero-copy, limited) and reply encoder;
+//! - [`keys`]: how Redis keys and values are laid out on the engine (docs/format/server-keys.md);
+//! - [`store`]: the engine, and the commit thread that executes every write and group-commits them;
+//! - [`commands`]: the command table and the commands, one module per family;
+//! - [`server`]: the listener, connections, sessions and shutdown;
+//! - [`config`]: flags and run-time configuration.
+
+pub mod commands;
+pub mod config;
+pub mod keys;
+pub mod resp;
+pub mod server;
+pub mod store;
+
+pub use config::{Config, ServerArgs};
+pub use server::{run, RunningServer};
+pub use store::Appendfsync;
+
+/// The Redis version clients are told (`INFO server`, `HELLO`): the Redis 7.0 command set is what we follow.
+pub const REDIS_VERSION: &str = "7.0.0";
