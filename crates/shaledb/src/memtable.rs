@@ -27,21 +27,34 @@ const ENTRY_OVERHEAD: usize = 80;
 trait KeyView {
     fn user_key(&self) -> &[u8];
     fn trailer(&self) -> u64;
-    /// The first 8 bytes of the user key, big-endian, zero-padded: see [`key_prefix`].
-    fn prefix(&self) -> u64;
+    /// The first 16 bytes of the user key, as two big-endian numbers, zero-padded: see [`key_prefix`].
+    fn prefix(&self) -> Prefix;
 }
 
-/// The first 8 bytes of `user_key` as a big-endian number, zero-padded.
+/// The first 16 bytes of a user key, as two big-endian numbers (compared in order: the pair orders like
+/// the bytes).
+type Prefix = (u64, u64);
+
+/// The first 16 bytes of `user_key` as two big-endian numbers, zero-padded.
 ///
 /// INVARIANT: when two keys' prefixes differ, they order the keys as a bytewise comparison does (a shorter key
 /// padded with zeros can only tie with, never pass, a longer key it is a prefix of). Comparing prefixes first
 /// decides most skiplist comparisons without touching the entry's heap buffer (one cache miss saved per node).
+/// Sixteen bytes, not eight: common keys share their first eight bytes (db_bench's zero-padded 16-byte
+/// numbers, redis-benchmark's `key:0000...`, the server's database and tag bytes before the user key), and
+/// an eight-byte prefix then decides nothing.
 #[inline]
-fn key_prefix(user_key: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = user_key.len().min(8);
+fn key_prefix(user_key: &[u8]) -> Prefix {
+    let mut b = [0u8; 16];
+    let n = user_key.len().min(16);
     b[..n].copy_from_slice(&user_key[..n]);
-    u64::from_be_bytes(b)
+    let (hi, lo) = b.split_at(8);
+    let word = |s: &[u8]| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(s);
+        u64::from_be_bytes(w)
+    };
+    (word(hi), word(lo))
 }
 
 fn cmp_views(a: &dyn KeyView, b: &dyn KeyView) -> Ordering {
@@ -77,7 +90,7 @@ impl Ord for dyn KeyView + '_ {
 struct Probe<'a> {
     user_key: &'a [u8],
     trailer: u64,
-    prefix: u64,
+    prefix: Prefix,
 }
 
 impl KeyView for Probe<'_> {
@@ -87,7 +100,7 @@ impl KeyView for Probe<'_> {
     fn trailer(&self) -> u64 {
         self.trailer
     }
-    fn prefix(&self) -> u64 {
+    fn prefix(&self) -> Prefix {
         self.prefix
     }
 }
@@ -106,7 +119,7 @@ impl<'a> Probe<'a> {
 struct Rec {
     buf: Arc<[u8]>,
     klen: usize,
-    prefix: u64,
+    prefix: Prefix,
 }
 
 impl Rec {
@@ -153,7 +166,7 @@ impl KeyView for Rec {
         ikey::trailer(self.ikey())
     }
     #[inline]
-    fn prefix(&self) -> u64 {
+    fn prefix(&self) -> Prefix {
         self.prefix
     }
 }
@@ -477,6 +490,37 @@ mod tests {
             (make_internal_key(b"b", 4, ValueKind::Merge), b"m4".to_vec()),
             (make_internal_key(b"b", 1, ValueKind::Value), b"b1".to_vec()),
         ];
+        assert_eq!(got, want);
+    }
+
+    /// Keys around the 8- and 16-byte prefix boundaries (shorter keys, shared prefixes, 0x00 and 0xff
+    /// bytes) iterate in bytewise order, then newest first.
+    #[test]
+    fn prefix_comparison_agrees_with_bytewise_order() {
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for len in [0usize, 1, 7, 8, 9, 15, 16, 17, 24] {
+            for fill in [0x00u8, 0x01, 0x7f, 0xff] {
+                let mut k = b"key:00000000000000000000".to_vec();
+                k.truncate(len);
+                keys.push(k.clone());
+                if len > 0 {
+                    k[len - 1] = fill;
+                    keys.push(k.clone());
+                    k.push(fill);
+                    keys.push(k);
+                }
+            }
+        }
+        let m = Arc::new(MemTable::new(1));
+        for (i, k) in keys.iter().enumerate() {
+            m.add(i as u64 + 1, ValueKind::Value, k, b"");
+        }
+        let got: Vec<(Vec<u8>, u64)> = collect_forward(&mut m.iter())
+            .into_iter()
+            .map(|(ik, _)| (ikey::user_key(&ik).to_vec(), ikey::trailer(&ik) >> 8))
+            .collect();
+        let mut want: Vec<(Vec<u8>, u64)> = keys.iter().enumerate().map(|(i, k)| (k.clone(), i as u64 + 1)).collect();
+        want.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
         assert_eq!(got, want);
     }
 
