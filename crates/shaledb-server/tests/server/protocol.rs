@@ -1,0 +1,1 @@
+//! Protocol, limits and security tests.
