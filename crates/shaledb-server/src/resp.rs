@@ -82,6 +82,11 @@ impl Parser {
         Parser { limits, pending: None, bulk_len: None, held: 0 }
     }
 
+    /// Changes the limits (CONFIG SET proto-max-bulk-len); they apply from the next header parsed.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
     /// Bytes of a partial request the parser holds outside the read buffer.
     pub fn held_bytes(&self) -> usize {
         self.held
@@ -221,6 +226,11 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     } else {
         v.checked_neg()
     }
+}
+
+/// Splits a line into words as an inline command is split (also used for config file lines).
+pub fn split_words(line: &[u8]) -> Result<Args, ProtocolError> {
+    split_inline(line)
 }
 
 /// Splits an inline command line into words: whitespace separates; "double quotes" take \n \r \t \b \a \\ \"

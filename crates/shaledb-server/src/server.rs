@@ -48,6 +48,24 @@ pub struct ServerStats {
     pub commands_processed: AtomicU64,
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
+    /// Commands processed during the last whole second (`instantaneous_ops_per_sec`).
+    pub ops_last_second: AtomicU64,
+}
+
+impl ServerStats {
+    /// `CONFIG RESETSTAT`.
+    pub fn reset(&self) {
+        for c in [
+            &self.connections_received,
+            &self.rejected_connections,
+            &self.commands_processed,
+            &self.net_input_bytes,
+            &self.net_output_bytes,
+            &self.ops_last_second,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
 }
 
 /// A connected client as `CLIENT LIST` shows it.
@@ -340,6 +358,8 @@ fn open_db(config: &Config) -> Result<Db, ServerError> {
 async fn serve(shared: Arc<Shared>, listener: TcpListener) -> Result<(), ServerError> {
     let mut stop = shared.shutdown.subscribe();
     let mut tasks = tokio::task::JoinSet::new();
+    let mut second = tokio::time::interval(Duration::from_secs(1));
+    let mut last_count = 0u64;
     loop {
         tokio::select! {
             _ = stop.wait_for(|s| *s) => break,
@@ -358,6 +378,11 @@ async fn serve(shared: Arc<Shared>, listener: TcpListener) -> Result<(), ServerE
                 tasks.spawn(async move { connection(s, stream, addr).await });
             }
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            _ = second.tick() => {
+                let n = shared.stats.commands_processed.load(Ordering::Relaxed);
+                shared.stats.ops_last_second.store(n.saturating_sub(last_count), Ordering::Relaxed);
+                last_count = n;
+            }
         }
     }
     drop(listener);
@@ -380,9 +405,9 @@ async fn serve(shared: Arc<Shared>, listener: TcpListener) -> Result<(), ServerE
 
 async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr) {
     let _ = stream.set_nodelay(true);
-    let (maxclients, requirepass, limits, query_limit, timeout) = {
+    let (maxclients, requirepass, limits) = {
         let c = shared.config.read();
-        (c.maxclients, c.requirepass.is_some(), c.limits, c.query_buffer_limit, c.timeout)
+        (c.maxclients, c.requirepass.is_some(), c.limits)
     };
     let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
     #[cfg(unix)]
@@ -454,6 +479,12 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
         if !queue.is_empty() || protocol_error.is_some() {
             continue;
         }
+        // CONFIG SET applies to connected clients too.
+        let (limits, query_limit, timeout) = {
+            let c = shared.config.read();
+            (c.limits, c.query_buffer_limit, c.timeout)
+        };
+        parser.set_limits(limits);
         if rbuf.len() + parser.held_bytes() > query_limit {
             Reply::err("Protocol error: query buffer limit reached, closing the connection")
                 .encode(session.proto, &mut wbuf);
