@@ -303,8 +303,9 @@ fn is_loopback(bind: &str) -> bool {
     }
 }
 
-/// Checks the configuration, opens the database and binds the listener.
-async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError> {
+/// Redis's protected mode, checked before the database is opened or any socket bound: a non-loopback
+/// address needs a password unless protected mode is off.
+pub fn check_protected_mode(config: &Config) -> Result<(), ServerError> {
     if !is_loopback(&config.bind) && config.requirepass.is_none() && config.protected_mode {
         return Err(ServerError::Config(format!(
             "refusing to listen on {} without a password (protected mode): set --requirepass, or \
@@ -312,6 +313,12 @@ async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError>
             config.bind
         )));
     }
+    Ok(())
+}
+
+/// Checks the configuration, opens the database and binds the listener.
+async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError> {
+    check_protected_mode(&config)?;
     if config.maxclients == 0 {
         return Err(ServerError::Config("--maxclients must be at least 1".into()));
     }
