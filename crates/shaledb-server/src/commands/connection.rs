@@ -483,8 +483,7 @@ struct KillFilter {
 impl KillFilter {
     fn matches(&self, c: &ClientEntry, me: u64) -> bool {
         let addr_is = |want: &Option<String>, a: SocketAddr| want.as_ref().is_none_or(|w| *w == a.to_string());
-        !(self.skipme && c.id == me)
-            && !self.no_normal
+        !(self.no_normal || (self.skipme && c.id == me))
             && self.id.is_none_or(|id| id == c.id)
             && addr_is(&self.addr, c.addr)
             && addr_is(&self.laddr, c.laddr)
@@ -501,7 +500,7 @@ fn client_kill(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
     if old_form {
         f.addr = Some(String::from_utf8_lossy(&args[2]).into_owned());
     } else {
-        if args.len() % 2 != 0 {
+        if !args.len().is_multiple_of(2) {
             return super::syntax_error();
         }
         for pair in args[2..].chunks(2) {

@@ -473,7 +473,7 @@ fn config(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
             if args.len() < 4 {
                 return sub_arity("config", &sub);
             }
-            if args.len() % 2 != 0 {
+            if !args.len().is_multiple_of(2) {
                 return super::syntax_error();
             }
             config_set(shared, &args[2..])
