@@ -50,7 +50,9 @@ fn main() -> ExitCode {
         Command::Verify(a) => return tool_exit(verify::run(a)),
         Command::Stress(a) => return tool_exit(stress::run(a)),
         Command::Repair(a) => return tool_exit(repair::run(a)),
-        Command::Server(a) => shaledb_server::run(shaledb_server::Config::from_args(&a)).map_err(anyhow::Error::from),
+        Command::Server(a) => shaledb_server::Config::from_args(&a)
+            .map_err(anyhow::Error::from)
+            .and_then(|c| shaledb_server::run(c).map_err(anyhow::Error::from)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -82,6 +82,11 @@ impl Parser {
         Parser { limits, pending: None, bulk_len: None, held: 0 }
     }
 
+    /// Changes the limits (CONFIG SET proto-max-bulk-len); they apply from the next header parsed.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
     /// Bytes of a partial request the parser holds outside the read buffer.
     pub fn held_bytes(&self) -> usize {
         self.held
@@ -221,6 +226,11 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     } else {
         v.checked_neg()
     }
+}
+
+/// Splits a line into words as an inline command is split (also used for config file lines).
+pub fn split_words(line: &[u8]) -> Result<Args, ProtocolError> {
+    split_inline(line)
 }
 
 /// Splits an inline command line into words: whitespace separates; "double quotes" take \n \r \t \b \a \\ \"
@@ -469,6 +479,76 @@ fn push_int(out: &mut BytesMut, n: i64) {
     out.extend_from_slice(&tmp[i..]);
 }
 
+/// The fuzz driver of the `resp` target (and its corpus replay on stable): arbitrary bytes go through a
+/// [`Parser`] with small limits, fed in pieces whose sizes the first bytes choose, and every request parsed is
+/// looked up in the command table and checked for arity, as a connection does (no engine). Checks, by
+/// panicking (which the fuzzer reports): the requests and the error are the same whatever the split, and
+/// neither the read buffer nor the parser ever holds more than the input plus a bounded slack.
+pub fn fuzz_requests(data: &[u8]) {
+    let limits = Limits { max_bulk_len: 1 << 16, max_multibulk_len: 1 << 10, max_inline_len: 1 << 12 };
+    let (seed, input) = match data.split_first() {
+        Some((&s, rest)) => (s, rest),
+        None => (0, data),
+    };
+    let whole = parse_in_pieces(limits, input, &[]);
+    // Piece sizes 1..=16 from the input itself, cycling through the seed.
+    let sizes: Vec<usize> = input.iter().take(64).map(|&b| 1 + ((b ^ seed) as usize % 16)).collect();
+    let split = parse_in_pieces(limits, input, &sizes);
+    assert_eq!(whole, split, "a different result when the input arrives in pieces");
+    if let Ok(requests) = &whole.0 {
+        let mut out = BytesMut::new();
+        for args in requests {
+            let reply = match args.first().and_then(|n| crate::commands::lookup(n)) {
+                None => crate::commands::unknown_command(args),
+                Some(spec) if !spec.arity_ok(args.len()) => crate::commands::wrong_arity(spec.name),
+                Some(_) => Reply::Ok,
+            };
+            reply.encode(2, &mut out);
+        }
+    }
+}
+
+/// Parses `input` fed in pieces of `sizes` (cycled; all at once when empty): every request parsed, then the
+/// protocol error if one stopped it, and whether the input ended inside a request. Asserts the memory bounds.
+#[allow(clippy::type_complexity)]
+fn parse_in_pieces(
+    limits: Limits,
+    input: &[u8],
+    sizes: &[usize],
+) -> (Result<Vec<Args>, (Vec<Args>, ProtocolError)>, bool) {
+    let mut p = Parser::new(limits);
+    let mut buf = BytesMut::new();
+    let mut out = Vec::new();
+    let mut fed = 0;
+    let mut i = 0;
+    // Slack: one reservation step for a bulk in progress plus what BytesMut rounds up to.
+    let slack = (1 << 20) + 2 * limits.max_bulk_len + 4096;
+    while fed < input.len() || i == 0 {
+        let n = if sizes.is_empty() { input.len() } else { sizes[i % sizes.len()] };
+        let end = (fed + n).min(input.len());
+        buf.extend_from_slice(&input[fed..end]);
+        fed = end;
+        i += 1;
+        loop {
+            match p.next(&mut buf) {
+                Ok(Some(args)) => out.push(args),
+                Ok(None) => break,
+                Err(e) => return (Err((out, e)), p.in_request()),
+            }
+        }
+        assert!(
+            buf.capacity() <= fed + slack && p.held_bytes() <= fed + 16 * (limits.max_multibulk_len + 1),
+            "memory beyond the input: buffer {} held {} fed {fed}",
+            buf.capacity(),
+            p.held_bytes()
+        );
+        if fed >= input.len() {
+            break;
+        }
+    }
+    (Ok(out), p.in_request() || !buf.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -481,6 +561,232 @@ mod tests {
             out.push(a);
         }
         Ok(out)
+    }
+
+    use proptest::prelude::*;
+
+    /// Encodes requests as multibulks, as every client library sends them.
+    fn encode_multibulk(reqs: &[Vec<Vec<u8>>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for r in reqs {
+            out.extend_from_slice(format!("*{}\r\n", r.len()).as_bytes());
+            for a in r {
+                out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+                out.extend_from_slice(a);
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+        out
+    }
+
+    /// Feeds `input` in pieces cut at `cuts` (sorted offsets), parsing after each piece as a connection does.
+    fn parse_split(limits: Limits, input: &[u8], cuts: &[usize]) -> Result<Vec<Args>, ProtocolError> {
+        let mut p = Parser::new(limits);
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        let mut at = 0;
+        let mut ends: Vec<usize> = cuts.iter().map(|&c| c.min(input.len())).collect();
+        ends.sort_unstable();
+        ends.push(input.len());
+        for end in ends {
+            if end < at {
+                continue;
+            }
+            buf.extend_from_slice(&input[at..end]);
+            at = end;
+            while let Some(a) = p.next(&mut buf)? {
+                out.push(a);
+            }
+        }
+        assert!(buf.is_empty() && !p.in_request() && p.held_bytes() == 0, "left over after complete input");
+        Ok(out)
+    }
+
+    fn arg() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            3 => proptest::collection::vec(any::<u8>(), 0..40),
+            1 => proptest::collection::vec(any::<u8>(), 200..3000),
+            1 => Just(b"\r\n*1\r\n$3\r\n".to_vec()),
+        ]
+    }
+
+    fn requests() -> impl Strategy<Value = Vec<Vec<Vec<u8>>>> {
+        proptest::collection::vec(proptest::collection::vec(arg(), 1..6), 1..12)
+    }
+
+    /// A word that splits as itself: no whitespace, no quote first.
+    fn plain_word() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(
+            any::<u8>().prop_filter("plain", |c| !c.is_ascii_whitespace() && !matches!(*c, b'"' | b'\'' | b'*')),
+            1..20,
+        )
+    }
+
+    /// Any bytes, written as a double-quoted inline word with escapes.
+    fn quote(word: &[u8]) -> Vec<u8> {
+        let mut q = vec![b'"'];
+        for &c in word {
+            match c {
+                b'"' => q.extend_from_slice(b"\\\""),
+                b'\\' => q.extend_from_slice(b"\\\\"),
+                b'\n' => q.extend_from_slice(b"\\n"),
+                b'\r' => q.extend_from_slice(b"\\r"),
+                b'\t' => q.extend_from_slice(b"\\t"),
+                c if c.is_ascii_graphic() || c == b' ' => q.push(c),
+                c => q.extend_from_slice(format!("\\x{c:02x}").as_bytes()),
+            }
+        }
+        q.push(b'"');
+        q
+    }
+
+    fn bytes(v: &[Vec<u8>]) -> Args {
+        v.iter().map(|a| Bytes::copy_from_slice(a)).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn multibulk_requests_split_anywhere_parse_back(reqs in requests(), cuts in proptest::collection::vec(any::<usize>(), 0..40)) {
+            let input = encode_multibulk(&reqs);
+            let cuts: Vec<usize> = cuts.iter().map(|c| c % (input.len() + 1)).collect();
+            let got = parse_split(Limits::default(), &input, &cuts).unwrap();
+            let want: Vec<Args> = reqs.iter().map(|r| bytes(r)).collect();
+            prop_assert_eq!(got, want);
+        }
+
+        #[test]
+        fn byte_at_a_time_parses_back(reqs in requests()) {
+            let input = encode_multibulk(&reqs);
+            let cuts: Vec<usize> = (0..input.len()).collect();
+            let got = parse_split(Limits::default(), &input, &cuts).unwrap();
+            prop_assert_eq!(got, reqs.iter().map(|r| bytes(r)).collect::<Vec<_>>());
+        }
+
+        #[test]
+        fn inline_requests_round_trip(
+            lines in proptest::collection::vec(proptest::collection::vec((plain_word(), any::<bool>(), proptest::collection::vec(any::<u8>(), 0..12)), 1..6), 1..8),
+            crlf in any::<bool>(),
+            cuts in proptest::collection::vec(any::<usize>(), 0..20),
+        ) {
+            let mut input = Vec::new();
+            let mut want = Vec::new();
+            for line in &lines {
+                let mut words = Vec::new();
+                for (i, (plain, quoted, raw)) in line.iter().enumerate() {
+                    if i > 0 {
+                        input.extend_from_slice(if i % 2 == 0 { b"  " } else { b" \t" });
+                    }
+                    if *quoted {
+                        input.extend_from_slice(&quote(raw));
+                        words.push(raw.clone());
+                    } else {
+                        input.extend_from_slice(plain);
+                        words.push(plain.clone());
+                    }
+                }
+                input.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
+                want.push(bytes(&words));
+            }
+            let cuts: Vec<usize> = cuts.iter().map(|c| c % (input.len() + 1)).collect();
+            prop_assert_eq!(parse_split(Limits::default(), &input, &cuts).unwrap(), want);
+        }
+
+        #[test]
+        fn malformed_frames_give_their_error_wherever_split(
+            kind in 0usize..9,
+            n in 1usize..1000,
+            c in any::<u8>(),
+            good in requests(),
+            cuts in proptest::collection::vec(any::<usize>(), 0..10),
+        ) {
+            let small = Limits { max_bulk_len: 1000, max_multibulk_len: 1000, max_inline_len: 1000 };
+            let (bad, want): (Vec<u8>, ProtocolError) = match kind {
+                0 => (format!("*{n}x\r\n").into_bytes(), ProtocolError::MultibulkLength),
+                1 => (format!("*{}\r\n", 1000 + n).into_bytes(), ProtocolError::MultibulkLength),
+                2 => (format!("*1\r\n${}\r\n", 1000 + n).into_bytes(), ProtocolError::BulkLength),
+                3 => (format!("*1\r\n$-{n}\r\n").into_bytes(), ProtocolError::BulkLength),
+                4 => {
+                    let c = if c == b'$' { b'+' } else { c };
+                    let mut v = b"*2\r\n$1\r\na\r\n".to_vec();
+                    v.push(c);
+                    v.extend_from_slice(b"3\r\n");
+                    (v, ProtocolError::ExpectedDollar(c as char))
+                }
+                5 => {
+                    let mut v = format!("*1\r\n${}\r\n", n % 100).into_bytes();
+                    v.extend(std::iter::repeat_n(b'a', n % 100 + 1));
+                    v.extend_from_slice(b"\r\n");
+                    (v, ProtocolError::MissingCrlf)
+                }
+                6 => (format!("*{}", "9".repeat(MAX_HEADER + n % 50)).into_bytes(), ProtocolError::CountTooBig),
+                7 => (vec![b'x'; 1001 + n], ProtocolError::InlineTooBig),
+                _ => (format!("set k \"{}\n", "v".repeat(n % 20)).into_bytes(), ProtocolError::UnbalancedQuotes),
+            };
+            // Good requests first: they parse; then the bad frame's error, whatever the split.
+            let good: Vec<Vec<Vec<u8>>> = good.into_iter().map(|r| r.into_iter().map(|a| a[..a.len().min(100)].to_vec()).collect()).collect();
+            let mut input = encode_multibulk(&good);
+            let good_len = good.len();
+            input.extend_from_slice(&bad);
+            let cuts: Vec<usize> = cuts.iter().map(|x| x % (input.len() + 1)).collect();
+            let mut p = Parser::new(small);
+            let mut buf = BytesMut::new();
+            let mut parsed = 0;
+            let mut err = None;
+            let mut ends = cuts.clone();
+            ends.sort_unstable();
+            ends.push(input.len());
+            let mut at = 0;
+            'feed: for end in ends {
+                buf.extend_from_slice(&input[at..end.max(at)]);
+                at = end.max(at);
+                loop {
+                    match p.next(&mut buf) {
+                        Ok(Some(_)) => parsed += 1,
+                        Ok(None) => break,
+                        Err(e) => { err = Some(e); break 'feed; }
+                    }
+                }
+            }
+            prop_assert_eq!(parsed, good_len);
+            prop_assert_eq!(err, Some(want));
+        }
+
+        #[test]
+        fn garbage_never_panics_and_stays_bounded(data in proptest::collection::vec(any::<u8>(), 0..4096)) {
+            fuzz_requests(&data);
+        }
+
+        #[test]
+        fn framed_garbage_never_panics(parts in proptest::collection::vec(prop_oneof![
+            Just(b"*".to_vec()), Just(b"$".to_vec()), Just(b"\r\n".to_vec()), Just(b"\n".to_vec()),
+            Just(b"-1".to_vec()), Just(b"3".to_vec()), Just(b"\"".to_vec()), Just(b"'".to_vec()),
+            Just(b"\\x4".to_vec()), Just(b" ".to_vec()), Just(b"99999999999999999999".to_vec()),
+            proptest::collection::vec(any::<u8>(), 0..8),
+        ], 0..200), seed in any::<u8>()) {
+            let mut data = vec![seed];
+            data.extend(parts.concat());
+            fuzz_requests(&data);
+        }
+    }
+
+    #[test]
+    fn a_huge_announced_bulk_costs_nothing_until_it_arrives() {
+        let mut p = Parser::default();
+        let mut buf = BytesMut::from(&b"*2\r\n$3\r\nSET\r\n$536870912\r\nab"[..]);
+        assert_eq!(p.next(&mut buf), Ok(None));
+        assert!(buf.capacity() <= (1 << 20) + 64, "reserved {}", buf.capacity());
+        assert_eq!(p.wanted(), (512 << 20) + 2);
+        assert!(p.in_request());
+    }
+
+    #[test]
+    fn a_huge_announced_count_allocates_for_what_arrives() {
+        let mut p = Parser::default();
+        let mut buf = BytesMut::from(&b"*1048576\r\n$1\r\na\r\n"[..]);
+        assert_eq!(p.next(&mut buf), Ok(None));
+        assert!(p.held_bytes() < 100);
     }
 
     #[test]

@@ -48,6 +48,24 @@ pub struct ServerStats {
     pub commands_processed: AtomicU64,
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
+    /// Commands processed during the last whole second (`instantaneous_ops_per_sec`).
+    pub ops_last_second: AtomicU64,
+}
+
+impl ServerStats {
+    /// `CONFIG RESETSTAT`.
+    pub fn reset(&self) {
+        for c in [
+            &self.connections_received,
+            &self.rejected_connections,
+            &self.commands_processed,
+            &self.net_input_bytes,
+            &self.net_output_bytes,
+            &self.ops_last_second,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
 }
 
 /// A connected client as `CLIENT LIST` shows it.
@@ -64,6 +82,46 @@ pub struct ClientEntry {
     /// Set by `CLIENT KILL`; the connection closes at its next chance.
     pub killed: AtomicBool,
     pub kill: Notify,
+    /// The socket's file descriptor (-1 where there is none).
+    pub fd: i64,
+    /// `CLIENT SETINFO LIB-NAME / LIB-VER`.
+    pub lib_name: Mutex<Option<bytes::Bytes>>,
+    pub lib_ver: Mutex<Option<bytes::Bytes>>,
+    /// RESP version (`resp=` in `CLIENT LIST`).
+    pub resp: std::sync::atomic::AtomicU8,
+    /// `CLIENT NO-EVICT on` (flag `e`), `CLIENT NO-TOUCH on` (flag `T`): accepted; there is no eviction and
+    /// no LRU clock to leave untouched.
+    pub no_evict: AtomicBool,
+    pub no_touch: AtomicBool,
+}
+
+impl ClientEntry {
+    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, fd: i64) -> ClientEntry {
+        ClientEntry {
+            id,
+            addr,
+            laddr,
+            created: Instant::now(),
+            name: Mutex::new(None),
+            db: AtomicUsize::new(0),
+            last_command: Mutex::new("NULL"),
+            last_active: Mutex::new(Instant::now()),
+            killed: AtomicBool::new(false),
+            kill: Notify::new(),
+            fd,
+            lib_name: Mutex::new(None),
+            lib_ver: Mutex::new(None),
+            resp: std::sync::atomic::AtomicU8::new(2),
+            no_evict: AtomicBool::new(false),
+            no_touch: AtomicBool::new(false),
+        }
+    }
+
+    /// Asks the connection to close at its next chance (`CLIENT KILL`).
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
+        self.kill.notify_one();
+    }
 }
 
 /// Everything connections share.
@@ -99,7 +157,28 @@ pub struct Session {
     pub name: Option<bytes::Bytes>,
     /// Close once the replies of this round are written (QUIT, CLIENT KILL of itself).
     pub close_after_reply: bool,
+    /// Close without writing anything more (SHUTDOWN: Redis sends no reply).
+    pub close_now: bool,
+    /// `CLIENT REPLY OFF`: no reply is sent until `CLIENT REPLY ON`.
+    pub replies_off: bool,
+    /// `CLIENT REPLY SKIP`: the next command's reply is not sent.
+    pub skip_next_reply: bool,
+    /// `CLIENT REPLY SKIP` was this command: its own reply is not sent either.
+    pub skip_this_reply: bool,
     pub entry: Arc<ClientEntry>,
+}
+
+impl Session {
+    /// Sets the client name (`CLIENT SETNAME`, `HELLO ... SETNAME`); `None` clears it.
+    pub fn set_name(&mut self, name: Option<bytes::Bytes>) {
+        *self.entry.name.lock() = name.clone();
+        self.name = name;
+    }
+
+    pub fn set_proto(&mut self, proto: u8) {
+        self.proto = proto;
+        self.entry.resp.store(proto, Ordering::Relaxed);
+    }
 }
 
 /// A server started in this process (for tests and embedding).
@@ -224,8 +303,9 @@ fn is_loopback(bind: &str) -> bool {
     }
 }
 
-/// Checks the configuration, opens the database and binds the listener.
-async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError> {
+/// Redis's protected mode, checked before the database is opened or any socket bound: a non-loopback
+/// address needs a password unless protected mode is off.
+pub fn check_protected_mode(config: &Config) -> Result<(), ServerError> {
     if !is_loopback(&config.bind) && config.requirepass.is_none() && config.protected_mode {
         return Err(ServerError::Config(format!(
             "refusing to listen on {} without a password (protected mode): set --requirepass, or \
@@ -233,6 +313,12 @@ async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError>
             config.bind
         )));
     }
+    Ok(())
+}
+
+/// Checks the configuration, opens the database and binds the listener.
+async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError> {
+    check_protected_mode(&config)?;
     if config.maxclients == 0 {
         return Err(ServerError::Config("--maxclients must be at least 1".into()));
     }
@@ -279,6 +365,8 @@ fn open_db(config: &Config) -> Result<Db, ServerError> {
 async fn serve(shared: Arc<Shared>, listener: TcpListener) -> Result<(), ServerError> {
     let mut stop = shared.shutdown.subscribe();
     let mut tasks = tokio::task::JoinSet::new();
+    let mut second = tokio::time::interval(Duration::from_secs(1));
+    let mut last_count = 0u64;
     loop {
         tokio::select! {
             _ = stop.wait_for(|s| *s) => break,
@@ -297,6 +385,11 @@ async fn serve(shared: Arc<Shared>, listener: TcpListener) -> Result<(), ServerE
                 tasks.spawn(async move { connection(s, stream, addr).await });
             }
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            _ = second.tick() => {
+                let n = shared.stats.commands_processed.load(Ordering::Relaxed);
+                shared.stats.ops_last_second.store(n.saturating_sub(last_count), Ordering::Relaxed);
+                last_count = n;
+            }
         }
     }
     drop(listener);
@@ -319,23 +412,16 @@ async fn serve(shared: Arc<Shared>, listener: TcpListener) -> Result<(), ServerE
 
 async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr) {
     let _ = stream.set_nodelay(true);
-    let (maxclients, requirepass, limits, query_limit, timeout) = {
+    let (maxclients, requirepass, limits) = {
         let c = shared.config.read();
-        (c.maxclients, c.requirepass.is_some(), c.limits, c.query_buffer_limit, c.timeout)
+        (c.maxclients, c.requirepass.is_some(), c.limits)
     };
     let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
-    let entry = Arc::new(ClientEntry {
-        id,
-        addr,
-        laddr: stream.local_addr().unwrap_or(shared.local_addr),
-        created: Instant::now(),
-        name: Mutex::new(None),
-        db: AtomicUsize::new(0),
-        last_command: Mutex::new("NULL"),
-        last_active: Mutex::new(Instant::now()),
-        killed: AtomicBool::new(false),
-        kill: Notify::new(),
-    });
+    #[cfg(unix)]
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream) as i64;
+    #[cfg(not(unix))]
+    let fd = -1;
+    let entry = Arc::new(ClientEntry::new(id, addr, stream.local_addr().unwrap_or(shared.local_addr), fd));
     let admitted = {
         let mut clients = shared.clients.lock();
         let ok = clients.len() < maxclients;
@@ -357,6 +443,10 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
         proto: 2,
         name: None,
         close_after_reply: false,
+        close_now: false,
+        replies_off: false,
+        skip_next_reply: false,
+        skip_this_reply: false,
         entry: entry.clone(),
     };
     let mut stop = shared.shutdown.subscribe();
@@ -390,12 +480,18 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
         if !wbuf.is_empty() && write_out(&shared, &mut stream, &mut wbuf).await.is_err() {
             break 'conn;
         }
-        if session.close_after_reply || entry.killed.load(Ordering::Acquire) {
+        if session.close_after_reply || session.close_now || entry.killed.load(Ordering::Acquire) {
             break 'conn;
         }
         if !queue.is_empty() || protocol_error.is_some() {
             continue;
         }
+        // CONFIG SET applies to connected clients too.
+        let (limits, query_limit, timeout) = {
+            let c = shared.config.read();
+            (c.limits, c.query_buffer_limit, c.timeout)
+        };
+        parser.set_limits(limits);
         if rbuf.len() + parser.held_bytes() > query_limit {
             Reply::err("Protocol error: query buffer limit reached, closing the connection")
                 .encode(session.proto, &mut wbuf);
@@ -449,45 +545,86 @@ async fn write_out(shared: &Shared, stream: &mut TcpStream, wbuf: &mut BytesMut)
 /// Executes queued requests in order, appending their replies to `out`, until the queue is empty or the
 /// output is large enough to write first.
 async fn execute(s: &mut Session, shared: &Arc<Shared>, queue: &mut VecDeque<Args>, out: &mut BytesMut) {
-    let mut pending: Vec<(&'static Spec, Args)> = Vec::new();
-    let mut pending_db = s.db_index;
+    let mut pending = Pending::default();
     while let Some(args) = queue.pop_front() {
         shared.stats.commands_processed.fetch_add(1, Ordering::Relaxed);
+        // CLIENT REPLY OFF / SKIP: the command runs, its reply is dropped.
+        let skipped = std::mem::take(&mut s.skip_next_reply);
+        let silent = s.replies_off || skipped;
         let spec = match check(s, &args) {
             Ok(spec) => spec,
             Err(reply) => {
-                flush_writes(s, shared, &mut pending, pending_db, out).await;
-                reply.encode(s.proto, out);
+                pending.flush(s, shared, out).await;
+                if !silent {
+                    reply.encode(s.proto, out);
+                }
                 continue;
             }
         };
         *s.entry.last_command.lock() = spec.name;
         if let Handler::Write(_) = spec.handler {
-            if pending.is_empty() {
-                pending_db = s.db_index;
+            if pending.cmds.is_empty() {
+                pending.db_index = s.db_index;
             }
-            pending.push((spec, args));
-            if pending.len() >= MAX_BATCH {
-                flush_writes(s, shared, &mut pending, pending_db, out).await;
+            pending.cmds.push((spec, args));
+            pending.silent.push(silent);
+            if pending.cmds.len() >= MAX_BATCH {
+                pending.flush(s, shared, out).await;
             }
             continue;
         }
-        flush_writes(s, shared, &mut pending, pending_db, out).await;
+        pending.flush(s, shared, out).await;
         let reply = match spec.handler {
             Handler::Conn(f) => f(s, shared, &args),
             Handler::Read(f) => f(&ReadCtx { db: &shared.store.db, db_index: s.db_index, now_ms: now_ms() }, &args),
             Handler::Write(_) => unreachable!("handled above"),
         };
-        reply.encode(s.proto, out);
+        if s.close_now {
+            break;
+        }
+        // Judged after the command: CLIENT REPLY ON is answered, CLIENT REPLY OFF / SKIP are not.
+        let skip_this = std::mem::take(&mut s.skip_this_reply);
+        if !skipped && !s.replies_off && !skip_this {
+            reply.encode(s.proto, out);
+        }
         if s.close_after_reply || out.len() >= MAX_OUTPUT {
             break;
         }
     }
-    flush_writes(s, shared, &mut pending, pending_db, out).await;
+    pending.flush(s, shared, out).await;
     *s.entry.last_active.lock() = Instant::now();
     s.entry.db.store(s.db_index as usize, Ordering::Relaxed);
-    if s.close_after_reply {
+    if s.close_after_reply || s.close_now {
         queue.clear();
+    }
+}
+
+/// Write commands waiting to go to the commit thread as one job.
+#[derive(Default)]
+struct Pending {
+    cmds: Vec<(&'static Spec, Args)>,
+    /// Per command: its reply is not sent (CLIENT REPLY OFF / SKIP).
+    silent: Vec<bool>,
+    db_index: u8,
+}
+
+impl Pending {
+    /// Sends the pending write commands to the commit thread as one job and encodes their replies.
+    async fn flush(&mut self, s: &Session, shared: &Arc<Shared>, out: &mut BytesMut) {
+        if self.cmds.is_empty() {
+            return;
+        }
+        let n = self.cmds.len();
+        let silent = std::mem::take(&mut self.silent);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job = Job { db_index: self.db_index, cmds: std::mem::take(&mut self.cmds), reply: tx };
+        let replies = if shared.store.submit(job) { rx.await.ok() } else { None };
+        let replies = replies.unwrap_or_else(|| vec![Reply::err("the server is shutting down"); n]);
+        for (r, quiet) in replies.iter().zip(silent.iter().chain(std::iter::repeat(&false))) {
+            if !quiet {
+                r.encode(s.proto, out);
+            }
+        }
     }
 }
 
@@ -502,33 +639,4 @@ fn check(s: &Session, args: &Args) -> Result<&'static Spec, Reply> {
         return Err(Reply::error("NOAUTH Authentication required."));
     }
     Ok(spec)
-}
-
-/// Sends the pending write commands to the commit thread as one job and encodes its replies.
-async fn flush_writes(
-    s: &Session,
-    shared: &Arc<Shared>,
-    pending: &mut Vec<(&'static Spec, Args)>,
-    db_index: u8,
-    out: &mut BytesMut,
-) {
-    if pending.is_empty() {
-        return;
-    }
-    let n = pending.len();
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let job = Job { db_index, cmds: std::mem::take(pending), reply: tx };
-    let replies = if shared.store.submit(job) { rx.await.ok() } else { None };
-    match replies {
-        Some(replies) => {
-            for r in replies {
-                r.encode(s.proto, out);
-            }
-        }
-        None => {
-            for _ in 0..n {
-                Reply::err("the server is shutting down").encode(s.proto, out);
-            }
-        }
-    }
 }

@@ -1,10 +1,15 @@
-//! Connection commands: PING, ECHO, QUIT, SELECT, AUTH, HELLO.
+//! Connection commands: PING, ECHO, QUIT, SELECT, AUTH, HELLO, RESET, CLIENT.
 
 use super::flags::*;
 use super::{arg_i64, Handler, Spec};
 use crate::keys::DATABASES;
 use crate::resp::{Args, Reply};
-use crate::server::{Session, Shared};
+use crate::server::{ClientEntry, Session, Shared};
+use bytes::Bytes;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 pub static COMMANDS: &[Spec] = &[
     Spec {
@@ -66,6 +71,26 @@ pub static COMMANDS: &[Spec] = &[
         step: 0,
         handler: Handler::Conn(hello),
         summary: "Handshakes with the server (protocol version, AUTH, SETNAME).",
+    },
+    Spec {
+        name: "reset",
+        arity: 1,
+        flags: FAST | NO_AUTH | STALE | LOADING | NOSCRIPT,
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        handler: Handler::Conn(reset),
+        summary: "Resets the connection (database 0, RESP2, unauthenticated, no name).",
+    },
+    Spec {
+        name: "client",
+        arity: -2,
+        flags: STALE | LOADING | NOSCRIPT,
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        handler: Handler::Conn(client),
+        summary: "A container for client connection commands (ID, INFO, LIST, KILL, SETNAME, GETNAME, SETINFO ...).",
     },
 ];
 
@@ -160,12 +185,12 @@ fn hello(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
         return Reply::error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
     }
     if let Some(n) = setname {
-        if n.iter().any(|&c| c <= b' ' || c > b'~') {
+        if !valid_name(&n) {
             return Reply::err("Client names cannot contain spaces, newlines or special characters.");
         }
-        s.name = Some(n);
+        s.set_name(Some(n));
     }
-    s.proto = proto;
+    s.set_proto(proto);
     Reply::Map(vec![
         (Reply::bulk("server"), Reply::bulk("redis")),
         (Reply::bulk("version"), Reply::bulk(crate::REDIS_VERSION)),
@@ -175,4 +200,352 @@ fn hello(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
         (Reply::bulk("role"), Reply::bulk("master")),
         (Reply::bulk("modules"), Reply::Array(vec![])),
     ])
+}
+
+/// Client names and library names: printable ASCII without spaces (Redis's rule).
+fn valid_name(n: &[u8]) -> bool {
+    n.iter().all(|&c| c > b' ' && c <= b'~')
+}
+
+/// `RESET`: back to database 0, RESP2, no name, replies on, and unauthenticated when a password is set.
+fn reset(s: &mut Session, shared: &Shared, _: &Args) -> Reply {
+    s.db_index = 0;
+    s.set_proto(2);
+    s.set_name(None);
+    s.replies_off = false;
+    s.skip_next_reply = false;
+    s.entry.no_evict.store(false, Ordering::Relaxed);
+    s.entry.no_touch.store(false, Ordering::Relaxed);
+    s.authenticated = shared.config.read().requirepass.is_none();
+    Reply::Simple("RESET".into())
+}
+
+fn unknown_subcommand(cmd: &str, sub: &[u8]) -> Reply {
+    Reply::err(format!(
+        "unknown subcommand '{}'. Try {} HELP.",
+        String::from_utf8_lossy(&sub[..sub.len().min(128)]),
+        cmd
+    ))
+}
+
+fn on_off(a: &[u8]) -> Option<bool> {
+    if a.eq_ignore_ascii_case(b"on") {
+        Some(true)
+    } else if a.eq_ignore_ascii_case(b"off") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+const CLIENT_HELP: &[&str] = &[
+    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "ID",
+    "    Return the ID of the current connection.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections. Options are:",
+    "    * ADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made from the specified address",
+    "    * LADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made to specified local address",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Kill connections by type.",
+    "    * USER <username>",
+    "      Kill connections authenticated by <username>.",
+    "    * SKIPME (YES|NO)",
+    "      Skip killing current connection (default: yes).",
+    "    * ID <client-id>",
+    "      Kill connections by client id.",
+    "    * MAXAGE <maxage>",
+    "      Kill connections older than the specified age.",
+    "LIST [options ...]",
+    "    Return information about client connections. Options:",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Return clients of specified type.",
+    "    * ID <client-id> [<client-id> ...]",
+    "      Return clients of specified IDs only.",
+    "NO-EVICT (ON|OFF)",
+    "    Accepted; this server never evicts.",
+    "NO-TOUCH (ON|OFF)",
+    "    Accepted; this server keeps no access times.",
+    "REPLY (ON|OFF|SKIP)",
+    "    Control the replies sent to the current connection.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "SETINFO <option> <value>",
+    "    Set client meta attr. Options are:",
+    "    * LIB-NAME: the client lib name.",
+    "    * LIB-VER: the client lib version.",
+    "TRACKING OFF",
+    "    Client-side caching is not supported: only OFF is accepted.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    No client is ever blocked here: answers 0.",
+    "HELP",
+    "    Print this help.",
+];
+
+fn client(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
+    let sub = args[1].to_ascii_lowercase();
+    let argc = args.len();
+    let arity = |ok: bool| if ok { None } else { Some(unknown_subcommand_arity(&sub)) };
+    match sub.as_slice() {
+        b"help" if argc == 2 => Reply::Array(CLIENT_HELP.iter().map(|l| Reply::Simple((*l).into())).collect()),
+        b"id" => arity(argc == 2).unwrap_or(Reply::Int(s.id as i64)),
+        b"getname" => arity(argc == 2).unwrap_or_else(|| s.name.clone().map_or(Reply::Nil, Reply::Bulk)),
+        b"setname" => arity(argc == 3).unwrap_or_else(|| {
+            let n = &args[2];
+            if !valid_name(n) {
+                return Reply::err("Client names cannot contain spaces, newlines or special characters.");
+            }
+            s.set_name((!n.is_empty()).then(|| n.clone()));
+            Reply::Ok
+        }),
+        b"setinfo" => arity(argc == 4).unwrap_or_else(|| {
+            let (attr, v) = (args[2].to_ascii_lowercase(), &args[3]);
+            let slot = match attr.as_slice() {
+                b"lib-name" => &s.entry.lib_name,
+                b"lib-ver" => &s.entry.lib_ver,
+                _ => return Reply::err(format!("Unrecognized option '{}'", String::from_utf8_lossy(&args[2]))),
+            };
+            if !valid_name(v) {
+                return Reply::err(format!(
+                    "{} cannot contain spaces, newlines or special characters.",
+                    String::from_utf8_lossy(&attr)
+                ));
+            }
+            *slot.lock() = (!v.is_empty()).then(|| v.clone());
+            Reply::Ok
+        }),
+        b"info" => arity(argc == 2).unwrap_or_else(|| {
+            let mut line = client_line(&s.entry);
+            line.push('\n');
+            Reply::Verbatim(line)
+        }),
+        b"list" => client_list(shared, args),
+        b"kill" => arity(argc >= 3).unwrap_or_else(|| client_kill(s, shared, args)),
+        b"no-evict" | b"no-touch" => arity(argc == 3).unwrap_or_else(|| match on_off(&args[2]) {
+            Some(v) => {
+                let flag = if sub == b"no-evict" { &s.entry.no_evict } else { &s.entry.no_touch };
+                flag.store(v, Ordering::Relaxed);
+                Reply::Ok
+            }
+            None => super::syntax_error(),
+        }),
+        b"reply" => arity(argc == 3).unwrap_or_else(|| {
+            let mode = args[2].to_ascii_lowercase();
+            match mode.as_slice() {
+                b"on" => {
+                    s.replies_off = false;
+                    s.skip_next_reply = false;
+                    Reply::Ok
+                }
+                b"off" => {
+                    s.replies_off = true;
+                    Reply::Ok
+                }
+                b"skip" => {
+                    if !s.replies_off {
+                        s.skip_next_reply = true;
+                        s.skip_this_reply = true;
+                    }
+                    Reply::Ok
+                }
+                _ => super::syntax_error(),
+            }
+        }),
+        b"tracking" => arity(argc >= 3).unwrap_or_else(|| match on_off(&args[2]) {
+            Some(false) if argc == 3 => Reply::Ok,
+            Some(false) => super::syntax_error(),
+            Some(true) => Reply::err("client-side caching (CLIENT TRACKING on) is not supported by this server"),
+            None => super::syntax_error(),
+        }),
+        b"unblock" => arity(argc == 3 || argc == 4).unwrap_or_else(|| {
+            if argc == 4 && !args[3].eq_ignore_ascii_case(b"timeout") && !args[3].eq_ignore_ascii_case(b"error") {
+                return Reply::err("CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+            }
+            match super::arg_i64(&args[2]) {
+                Ok(_) => Reply::Int(0),
+                Err(e) => e,
+            }
+        }),
+        _ => unknown_subcommand("CLIENT", &args[1]),
+    }
+}
+
+/// Redis answers a known subcommand with the wrong number of arguments like this.
+fn unknown_subcommand_arity(sub: &[u8]) -> Reply {
+    Reply::err(format!("wrong number of arguments for 'client|{}' command", String::from_utf8_lossy(sub)))
+}
+
+/// One client as `CLIENT LIST` and `CLIENT INFO` print it (Redis 7.2's fields, in its order). Fields this
+/// server does not track are printed with the value Redis prints for a client without them (0, or -1 for
+/// `redir`); `qbuf`, `omem` and the like are 0 because buffers are not shared with the registry.
+pub fn client_line(c: &ClientEntry) -> String {
+    let mut flags = String::new();
+    if c.no_evict.load(Ordering::Relaxed) {
+        flags.push('e');
+    }
+    if c.no_touch.load(Ordering::Relaxed) {
+        flags.push('T');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let text = |b: &Option<Bytes>| b.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+    let mut line = String::with_capacity(300);
+    let _ = write!(
+        line,
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 \
+         qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
+         user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        c.id,
+        c.addr,
+        c.laddr,
+        c.fd,
+        text(&c.name.lock()),
+        c.created.elapsed().as_secs(),
+        c.last_active.lock().elapsed().as_secs(),
+        flags,
+        c.db.load(Ordering::Relaxed),
+        c.last_command.lock(),
+        c.resp.load(Ordering::Relaxed),
+        text(&c.lib_name.lock()),
+        text(&c.lib_ver.lock()),
+    );
+    line
+}
+
+fn sorted_clients(shared: &Shared) -> Vec<Arc<ClientEntry>> {
+    let mut v: Vec<Arc<ClientEntry>> = shared.clients.lock().values().cloned().collect();
+    v.sort_by_key(|c| c.id);
+    v
+}
+
+/// `CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id ...]`.
+fn client_list(shared: &Shared, args: &Args) -> Reply {
+    let mut ids: Option<Vec<u64>> = None;
+    let mut normal = true;
+    let mut i = 2;
+    while i < args.len() {
+        let opt = args[i].to_ascii_lowercase();
+        if opt == b"type" && i + 1 < args.len() {
+            match args[i + 1].to_ascii_lowercase().as_slice() {
+                b"normal" => normal = true,
+                b"master" | b"replica" | b"slave" | b"pubsub" => normal = false,
+                _ => return Reply::err(format!("Unknown client type '{}'", String::from_utf8_lossy(&args[i + 1]))),
+            }
+            i += 2;
+        } else if opt == b"id" && i + 1 < args.len() {
+            let mut v = Vec::new();
+            for a in &args[i + 1..] {
+                match super::arg_i64(a) {
+                    Ok(n) if n > 0 => v.push(n as u64),
+                    _ => return Reply::err("Invalid client ID"),
+                }
+            }
+            ids = Some(v);
+            i = args.len();
+        } else {
+            return super::syntax_error();
+        }
+    }
+    let mut out = String::new();
+    if normal {
+        for c in sorted_clients(shared) {
+            if ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) {
+                out.push_str(&client_line(&c));
+                out.push('\n');
+            }
+        }
+    }
+    Reply::Verbatim(out)
+}
+
+/// Which clients a `CLIENT KILL` names.
+#[derive(Default)]
+struct KillFilter {
+    id: Option<u64>,
+    addr: Option<String>,
+    laddr: Option<String>,
+    user: Option<Vec<u8>>,
+    /// `TYPE` other than normal: matches nobody here (no replicas, no pub/sub).
+    no_normal: bool,
+    maxage: Option<u64>,
+    skipme: bool,
+}
+
+impl KillFilter {
+    fn matches(&self, c: &ClientEntry, me: u64) -> bool {
+        let addr_is = |want: &Option<String>, a: SocketAddr| want.as_ref().is_none_or(|w| *w == a.to_string());
+        !(self.no_normal || (self.skipme && c.id == me))
+            && self.id.is_none_or(|id| id == c.id)
+            && addr_is(&self.addr, c.addr)
+            && addr_is(&self.laddr, c.laddr)
+            && self.user.as_ref().is_none_or(|u| u.as_slice() == b"default")
+            && self.maxage.is_none_or(|m| c.created.elapsed().as_secs() >= m)
+    }
+}
+
+/// `CLIENT KILL ip:port` (old form: `+OK` or `No such client`, may kill the caller) and
+/// `CLIENT KILL <filter> <value> ...` (new form: the number killed; the caller is skipped unless SKIPME no).
+fn client_kill(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
+    let old_form = args.len() == 3;
+    let mut f = KillFilter { skipme: !old_form, ..KillFilter::default() };
+    if old_form {
+        f.addr = Some(String::from_utf8_lossy(&args[2]).into_owned());
+    } else {
+        if !args.len().is_multiple_of(2) {
+            return super::syntax_error();
+        }
+        for pair in args[2..].chunks(2) {
+            let (opt, v) = (pair[0].to_ascii_lowercase(), &pair[1]);
+            match opt.as_slice() {
+                b"id" => match super::arg_i64(v) {
+                    Ok(n) if n > 0 => f.id = Some(n as u64),
+                    _ => return Reply::err("client-id should be greater than 0"),
+                },
+                b"addr" => f.addr = Some(String::from_utf8_lossy(v).into_owned()),
+                b"laddr" => f.laddr = Some(String::from_utf8_lossy(v).into_owned()),
+                b"user" => f.user = Some(v.to_vec()),
+                b"type" => match v.to_ascii_lowercase().as_slice() {
+                    b"normal" => {}
+                    b"master" | b"replica" | b"slave" | b"pubsub" => f.no_normal = true,
+                    _ => return Reply::err(format!("Unknown client type '{}'", String::from_utf8_lossy(v))),
+                },
+                b"skipme" => match v.to_ascii_lowercase().as_slice() {
+                    b"yes" => f.skipme = true,
+                    b"no" => f.skipme = false,
+                    _ => return super::syntax_error(),
+                },
+                b"maxage" => match super::arg_i64(v) {
+                    Ok(n) if n >= 0 => f.maxage = Some(n as u64),
+                    _ => return super::not_an_integer(),
+                },
+                _ => return super::syntax_error(),
+            }
+        }
+    }
+    let mut killed = 0;
+    for c in sorted_clients(shared) {
+        if f.matches(&c, s.id) {
+            killed += 1;
+            if c.id == s.id {
+                // Ourselves: the reply goes out first, then the connection closes.
+                s.close_after_reply = true;
+            } else {
+                c.kill();
+            }
+        }
+    }
+    match (old_form, killed) {
+        (true, 0) => Reply::err("No such client"),
+        (true, _) => Reply::Ok,
+        (false, n) => Reply::Int(n),
+    }
 }

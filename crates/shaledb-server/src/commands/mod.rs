@@ -10,6 +10,7 @@
 //! One module per family adds its commands to [`TABLE`].
 
 pub mod connection;
+pub mod server_cmds;
 pub mod strings;
 
 use crate::resp::{Args, Reply};
@@ -91,7 +92,7 @@ impl Spec {
 }
 
 /// Every command, from every family.
-pub static TABLE: &[&[Spec]] = &[connection::COMMANDS, strings::COMMANDS];
+pub static TABLE: &[&[Spec]] = &[connection::COMMANDS, server_cmds::COMMANDS, strings::COMMANDS];
 
 fn index() -> &'static HashMap<&'static str, &'static Spec> {
     static INDEX: OnceLock<HashMap<&'static str, &'static Spec>> = OnceLock::new();
