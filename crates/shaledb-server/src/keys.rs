@@ -87,6 +87,11 @@ pub fn meta_prefix(db: u8) -> [u8; 2] {
     [db, KIND_META]
 }
 
+/// The exclusive upper bound of the meta keys of database `db` (the first key after them).
+pub fn meta_end(db: u8) -> [u8; 2] {
+    [db, KIND_META + 1]
+}
+
 /// The user key of a meta key (`None` if `engine_key` is not a meta key of `db`).
 pub fn user_key(db: u8, engine_key: &[u8]) -> Option<&[u8]> {
     engine_key.strip_prefix(&meta_prefix(db)[..])

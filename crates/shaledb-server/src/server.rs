@@ -100,6 +100,8 @@ pub struct Session {
     /// Close once the replies of this round are written (QUIT, CLIENT KILL of itself).
     pub close_after_reply: bool,
     pub entry: Arc<ClientEntry>,
+    /// The transaction being queued (between MULTI and EXEC/DISCARD).
+    pub multi: Option<commands::multi::MultiState>,
 }
 
 /// A server started in this process (for tests and embedding).
@@ -358,6 +360,7 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
         name: None,
         close_after_reply: false,
         entry: entry.clone(),
+        multi: None,
     };
     let mut stop = shared.shutdown.subscribe();
     let mut parser = Parser::new(limits);
@@ -456,12 +459,21 @@ async fn execute(s: &mut Session, shared: &Arc<Shared>, queue: &mut VecDeque<Arg
         let spec = match check(s, &args) {
             Ok(spec) => spec,
             Err(reply) => {
+                commands::multi::queue_failed(s);
                 flush_writes(s, shared, &mut pending, pending_db, out).await;
                 reply.encode(s.proto, out);
                 continue;
             }
         };
         *s.entry.last_command.lock() = spec.name;
+        let (spec, args) = match commands::multi::intercept(s, spec, args) {
+            commands::multi::Step::Run(spec, args) => (spec, args),
+            commands::multi::Step::Reply(reply) => {
+                flush_writes(s, shared, &mut pending, pending_db, out).await;
+                reply.encode(s.proto, out);
+                continue;
+            }
+        };
         if let Handler::Write(_) = spec.handler {
             if pending.is_empty() {
                 pending_db = s.db_index;

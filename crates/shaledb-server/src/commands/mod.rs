@@ -10,6 +10,8 @@
 //! One module per family adds its commands to [`TABLE`].
 
 pub mod connection;
+pub mod keys;
+pub mod multi;
 pub mod strings;
 
 use crate::resp::{Args, Reply};
@@ -91,7 +93,7 @@ impl Spec {
 }
 
 /// Every command, from every family.
-pub static TABLE: &[&[Spec]] = &[connection::COMMANDS, strings::COMMANDS];
+pub static TABLE: &[&[Spec]] = &[connection::COMMANDS, strings::COMMANDS, keys::COMMANDS, multi::COMMANDS];
 
 fn index() -> &'static HashMap<&'static str, &'static Spec> {
     static INDEX: OnceLock<HashMap<&'static str, &'static Spec>> = OnceLock::new();
