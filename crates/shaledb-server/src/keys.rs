@@ -1,4 +1,5 @@
-//! How Redis keys are laid out on the engine (docs/format/server-keys.md is the grammar; keep them in step).
+//! How Redis keys are laid out on the engine (docs/format/server-keys.md is the grammar, plus expiry, SCAN
+//! cursors and SHALEDB.RANGE; keep them in step).
 //!
 //! ```text
 //! engine key   := meta_key | member_key

@@ -175,7 +175,7 @@ fn exec_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let mut i = 1;
     while i < args.len() {
         let n = match std::str::from_utf8(&args[i]).ok().and_then(|s| s.parse::<usize>().ok()) {
-            Some(n) if n >= 1 && n <= args.len() - i - 1 => n,
+            Some(n) if n >= 1 && n < args.len() - i => n,
             _ => return Reply::err("internal: malformed transaction"),
         };
         let cmd: Args = args[i + 1..i + 1 + n].to_vec();

@@ -423,7 +423,7 @@ fn mget(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
 }
 
 fn mset_check(args: &Args, cmd: &str) -> Result<(), Reply> {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return Err(super::wrong_arity(cmd));
     }
     // All or none: refuse before writing anything if one pair is too large for the engine.
