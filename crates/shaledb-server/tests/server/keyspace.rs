@@ -654,3 +654,44 @@ fn transactions_do_not_interleave() {
     assert_eq!(s(c, &["GET", "x"]).as_deref(), Some("400"));
     assert_eq!(s(c, &["GET", "y"]).as_deref(), Some("400"));
 }
+
+#[test]
+fn other_types_answer_wrongtype() {
+    // No command creates collections yet: put a hash-typed meta value straight into the engine.
+    let (srv, _dir) = start_server();
+    let c = &mut connect(&srv);
+    let mut v = Vec::new();
+    shaledb_server::keys::encode_head_into(shaledb_server::keys::Type::Hash, None, &mut v);
+    srv.shared().store.db.put(&shaledb_server::keys::meta_key(0, b"h"), &v).unwrap();
+    const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    assert_eq!(s(c, &["TYPE", "h"]).as_deref(), Some("hash"));
+    for args in [
+        vec!["GET", "h"],
+        vec!["SET", "h", "v", "GET"],
+        vec!["GETSET", "h", "v"],
+        vec!["GETDEL", "h"],
+        vec!["GETEX", "h"],
+        vec!["APPEND", "h", "x"],
+        vec!["STRLEN", "h"],
+        vec!["GETRANGE", "h", "0", "1"],
+        vec!["SETRANGE", "h", "0", "x"],
+        vec!["INCR", "h"],
+        vec!["INCRBYFLOAT", "h", "1"],
+    ] {
+        assert_eq!(e(c, &args), WRONGTYPE, "{args:?}");
+    }
+    let v: Vec<Option<String>> = q(c, &["MGET", "h"]);
+    assert_eq!(v, vec![None]);
+    assert_eq!(e(c, &["RENAME", "h", "h2"]), "ERR RENAME of a hash key is not supported yet");
+    assert_eq!(i(c, &["SETNX", "h", "v"]), 0);
+    assert_eq!(i(c, &["EXPIRE", "h", "100"]), 1);
+    assert!(i(c, &["TTL", "h"]) > 0);
+    assert_eq!(s(c, &["TYPE", "h"]).as_deref(), Some("hash"));
+    let (_, keys): (String, Vec<String>) = q(c, &["SCAN", "0", "TYPE", "hash"]);
+    assert_eq!(keys, vec!["h".to_string()]);
+    let r: Vec<String> = q(c, &["SHALEDB.RANGE", "-", "+"]);
+    assert!(r.is_empty(), "the range read returns strings only");
+    // A plain SET overwrites whatever type was there (Redis semantics).
+    assert_eq!(s(c, &["SET", "h", "v"]).as_deref(), Some("OK"));
+    assert_eq!(s(c, &["GET", "h"]).as_deref(), Some("v"));
+}
