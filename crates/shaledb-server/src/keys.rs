@@ -1,4 +1,5 @@
-//! How Redis keys are laid out on the engine (docs/format/server-keys.md is the grammar; keep them in step).
+//! How Redis keys are laid out on the engine (docs/format/server-keys.md is the grammar, plus expiry, SCAN
+//! cursors and SHALEDB.RANGE; keep them in step).
 //!
 //! ```text
 //! engine key   := meta_key | member_key
@@ -85,6 +86,11 @@ pub fn meta_key(db: u8, user_key: &[u8]) -> Vec<u8> {
 /// The prefix shared by every meta key of database `db`.
 pub fn meta_prefix(db: u8) -> [u8; 2] {
     [db, KIND_META]
+}
+
+/// The exclusive upper bound of the meta keys of database `db` (the first key after them).
+pub fn meta_end(db: u8) -> [u8; 2] {
+    [db, KIND_META + 1]
 }
 
 /// The user key of a meta key (`None` if `engine_key` is not a meta key of `db`).

@@ -3,12 +3,14 @@
 //! - [`resp`]: the RESP2/RESP3 request parser (incremental, zero-copy, limited) and reply encoder;
 //! - [`keys`]: how Redis keys and values are laid out on the engine (docs/format/server-keys.md);
 //! - [`store`]: the engine, and the commit thread that executes every write and group-commits them;
+//! - [`expire`]: the background sweeper that deletes expired keys, and the keyspace counts of `INFO`;
 //! - [`commands`]: the command table and the commands, one module per family;
 //! - [`server`]: the listener, connections, sessions and shutdown;
 //! - [`config`]: flags and run-time configuration.
 
 pub mod commands;
 pub mod config;
+pub mod expire;
 pub mod keys;
 pub mod resp;
 pub mod server;

@@ -166,6 +166,8 @@ pub struct Session {
     /// `CLIENT REPLY SKIP` was this command: its own reply is not sent either.
     pub skip_this_reply: bool,
     pub entry: Arc<ClientEntry>,
+    /// The transaction being queued (between MULTI and EXEC/DISCARD).
+    pub multi: Option<commands::multi::MultiState>,
 }
 
 impl Session {
@@ -448,6 +450,7 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
         skip_next_reply: false,
         skip_this_reply: false,
         entry: entry.clone(),
+        multi: None,
     };
     let mut stop = shared.shutdown.subscribe();
     let mut parser = Parser::new(limits);
@@ -554,6 +557,7 @@ async fn execute(s: &mut Session, shared: &Arc<Shared>, queue: &mut VecDeque<Arg
         let spec = match check(s, &args) {
             Ok(spec) => spec,
             Err(reply) => {
+                commands::multi::queue_failed(s);
                 pending.flush(s, shared, out).await;
                 if !silent {
                     reply.encode(s.proto, out);
@@ -562,6 +566,16 @@ async fn execute(s: &mut Session, shared: &Arc<Shared>, queue: &mut VecDeque<Arg
             }
         };
         *s.entry.last_command.lock() = spec.name;
+        let (spec, args) = match commands::multi::intercept(s, spec, args) {
+            commands::multi::Step::Run(spec, args) => (spec, args),
+            commands::multi::Step::Reply(reply) => {
+                pending.flush(s, shared, out).await;
+                if !silent {
+                    reply.encode(s.proto, out);
+                }
+                continue;
+            }
+        };
         if let Handler::Write(_) = spec.handler {
             if pending.cmds.is_empty() {
                 pending.db_index = s.db_index;

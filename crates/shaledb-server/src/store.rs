@@ -142,8 +142,14 @@ impl Store {
             .name("shaledb-everysec".into())
             .spawn(move || everysec_loop(&s))
             .expect("spawn the everysec thread");
-        store.threads.lock().extend([commit, syncer]);
+        let sweeper = crate::expire::spawn(store.clone());
+        store.threads.lock().extend([commit, syncer, sweeper]);
         store
+    }
+
+    /// True once [`Store::shutdown`] began (background threads stop).
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
     }
 
     pub fn appendfsync(&self) -> Appendfsync {
@@ -321,6 +327,8 @@ pub struct WriteCtx<'a> {
     failed: Option<String>,
     /// Scratch for building engine keys.
     pub key_buf: Vec<u8>,
+    /// Scratch for building values.
+    val_buf: Vec<u8>,
 }
 
 impl<'a> WriteCtx<'a> {
@@ -334,6 +342,7 @@ impl<'a> WriteCtx<'a> {
             applied: false,
             failed: None,
             key_buf: Vec::new(),
+            val_buf: Vec::new(),
         }
     }
 
@@ -353,8 +362,10 @@ impl<'a> WriteCtx<'a> {
         self.batch.approximate_size()
     }
 
-    /// Applies the batch so far (no sync: the group's final write or sync covers it).
-    fn apply_pending(&mut self) {
+    /// Applies the batch so far (no sync: the group's final write or sync covers it). Commands that read
+    /// the engine other than through [`WriteCtx::get_raw`] (iterators, read commands inside `EXEC`) call it
+    /// first; long commands (FLUSHDB) call it to bound the batch.
+    pub fn apply_pending(&mut self) {
         if self.batch.is_empty() || self.failed.is_some() {
             return;
         }
@@ -410,8 +421,13 @@ impl<'a> WriteCtx<'a> {
     /// The live meta value of `user_key` in the current database: `(meta, stored)`, or `None` if missing or
     /// expired (an expired key is deleted as part of this group, as Redis does on access).
     pub fn get_meta(&mut self, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Reply> {
+        self.get_meta_in(self.db_index, user_key)
+    }
+
+    /// [`WriteCtx::get_meta`] in database `db` (MOVE, COPY ... DB).
+    pub fn get_meta_in(&mut self, db: u8, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Reply> {
         let mut k = std::mem::take(&mut self.key_buf);
-        keys::meta_key_into(self.db_index, user_key, &mut k);
+        keys::meta_key_into(db, user_key, &mut k);
         let r = self.get_raw(&k);
         let out = match r {
             Ok(None) => Ok(None),
@@ -428,6 +444,65 @@ impl<'a> WriteCtx<'a> {
         self.key_buf = k;
         out
     }
+}
+
+impl WriteCtx<'_> {
+    /// Stores `stored` (a whole meta value: head and payload) as `user_key` of database `db`, unless the
+    /// engine could not hold it: then nothing is written and the command gets the error (the group goes on).
+    pub fn put_meta_in(&mut self, db: u8, user_key: &[u8], stored: &[u8]) -> Result<(), Reply> {
+        check_entry_size(user_key.len(), stored.len())?;
+        let mut k = std::mem::take(&mut self.key_buf);
+        keys::meta_key_into(db, user_key, &mut k);
+        self.put_raw(&k, stored);
+        self.key_buf = k;
+        Ok(())
+    }
+
+    /// Stores a string (with its expiry) as `user_key` of the current database; see [`WriteCtx::put_meta_in`].
+    pub fn put_string(&mut self, user_key: &[u8], value: &[u8], expire_at_ms: Option<u64>) -> Result<(), Reply> {
+        check_entry_size(user_key.len(), value.len() + 9)?;
+        let mut v = std::mem::take(&mut self.val_buf);
+        keys::encode_head_into(keys::Type::String, expire_at_ms, &mut v);
+        v.extend_from_slice(value);
+        let r = self.put_meta_in(self.db_index, user_key, &v);
+        if v.capacity() <= 1 << 20 {
+            self.val_buf = v;
+        }
+        r
+    }
+
+    /// Deletes `user_key` of database `db` (whatever it holds; a missing key is no error).
+    pub fn delete_in(&mut self, db: u8, user_key: &[u8]) {
+        let mut k = std::mem::take(&mut self.key_buf);
+        keys::meta_key_into(db, user_key, &mut k);
+        self.delete_raw(&k);
+        self.key_buf = k;
+    }
+
+    /// Deletes `user_key` of the current database.
+    pub fn delete_key(&mut self, user_key: &[u8]) {
+        self.delete_in(self.db_index, user_key);
+    }
+
+    /// A read context on the engine as of everything executed before in this group (the batch so far is
+    /// applied first): read commands inside `EXEC` run with it and see the transaction's own writes.
+    pub fn read_ctx(&mut self) -> ReadCtx<'_> {
+        self.apply_pending();
+        ReadCtx { db: self.db, db_index: self.db_index, now_ms: self.now_ms }
+    }
+}
+
+/// Refuses a user key and stored value the engine could not hold as one entry
+/// (`shaledb::options::limits::MAX_KEY_VALUE_BYTES` for the engine key plus value): the command gets a clear
+/// error and nothing else of the group is affected (the engine would refuse the whole batch).
+pub fn check_entry_size(user_key_len: usize, stored_len: usize) -> Result<(), Reply> {
+    let max = shaledb::options::limits::MAX_KEY_VALUE_BYTES;
+    if user_key_len.saturating_add(2).saturating_add(stored_len) > max {
+        return Err(Reply::err(format!(
+            "key plus value too large: ShaleDB stores at most {max} bytes of key and value per key"
+        )));
+    }
+    Ok(())
 }
 
 /// What a read command sees: the engine, on the connection's task.

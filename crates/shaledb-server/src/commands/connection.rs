@@ -214,6 +214,7 @@ fn reset(s: &mut Session, shared: &Shared, _: &Args) -> Reply {
     s.set_name(None);
     s.replies_off = false;
     s.skip_next_reply = false;
+    s.multi = None;
     s.entry.no_evict.store(false, Ordering::Relaxed);
     s.entry.no_touch.store(false, Ordering::Relaxed);
     s.authenticated = shared.config.read().requirepass.is_none();

@@ -10,6 +10,8 @@
 //! One module per family adds its commands to [`TABLE`].
 
 pub mod connection;
+pub mod keys;
+pub mod multi;
 pub mod server_cmds;
 pub mod strings;
 
@@ -92,7 +94,8 @@ impl Spec {
 }
 
 /// Every command, from every family.
-pub static TABLE: &[&[Spec]] = &[connection::COMMANDS, server_cmds::COMMANDS, strings::COMMANDS];
+pub static TABLE: &[&[Spec]] =
+    &[connection::COMMANDS, server_cmds::COMMANDS, strings::COMMANDS, keys::COMMANDS, multi::COMMANDS];
 
 fn index() -> &'static HashMap<&'static str, &'static Spec> {
     static INDEX: OnceLock<HashMap<&'static str, &'static Spec>> = OnceLock::new();

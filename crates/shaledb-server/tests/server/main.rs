@@ -2,6 +2,7 @@
 //! free loopback port, and clients talking RESP over TCP. One module per area.
 
 mod fuzz_corpus;
+mod keyspace;
 mod protocol;
 
 use shaledb_server::{Config, RunningServer};
@@ -166,4 +167,19 @@ pub fn read_reply(r: &mut impl BufRead) -> Option<Resp> {
         }
         _ => panic!("unknown reply type in {line:?}"),
     })
+}
+
+/// A server under `appendfsync everysec` (the keyspace tests), returned before its directory guard.
+pub fn start_everysec() -> (RunningServer, TempDir) {
+    let (dir, server) = start_server(|c| c.appendfsync = shaledb_server::Appendfsync::Everysec);
+    (server, dir)
+}
+
+/// A `redis` crate connection with timeouts, so a hung server fails the test instead of hanging it.
+pub fn connect(server: &RunningServer) -> redis::Connection {
+    let client = redis::Client::open(format!("redis://{}/", server.addr())).expect("client");
+    let con = client.get_connection_with_timeout(Duration::from_secs(5)).expect("connect");
+    con.set_read_timeout(Some(Duration::from_secs(20))).expect("read timeout");
+    con.set_write_timeout(Some(Duration::from_secs(20))).expect("write timeout");
+    con
 }
