@@ -145,12 +145,14 @@ impl RespFlags {
         for name in self.benchmarks.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             match Workload::from_name(name) {
                 Some(w) => v.push(w),
-                None => return bad(
-                    "benchmarks",
-                    format!(
+                None => {
+                    return bad(
+                        "benchmarks",
+                        format!(
                         "unknown workload '{name}' (write-hotspot, write-seq, write-uniform, read-random, read-range)"
                     ),
-                ),
+                    )
+                }
             }
         }
         if v.is_empty() {
