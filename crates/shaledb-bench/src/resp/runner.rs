@@ -114,7 +114,7 @@ pub fn run_resp(flags: &RespFlags, out: &mut dyn Write) -> Result<RespRun, RespE
             "flags": flags,
             "workloads": run.results,
         });
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| std::io::Error::other(e));
+        let text = serde_json::to_string_pretty(&doc).map_err(std::io::Error::other);
         text.and_then(|t| std::fs::write(path, t)).map_err(io_err("writing JSON to", path))?;
     }
     Ok(run)
