@@ -274,7 +274,8 @@ impl Plan {
     /// Checks one reply to this workload's request.
     pub fn check(&self, reply: &Reply<'_>) -> Outcome {
         if let Reply::Error(e) = reply {
-            let msg = String::from_utf8_lossy(e).into_owned();
+            // Servers echo arguments (binary keys) in their errors: keep the message one printable line.
+            let msg = e.escape_ascii().to_string();
             return if self.workload == Workload::ReadRange && is_unknown_command(e) {
                 Outcome::Unsupported(msg)
             } else {
