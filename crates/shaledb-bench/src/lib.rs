@@ -14,6 +14,7 @@ pub mod plot;
 pub mod random;
 pub mod recorder;
 pub mod report;
+pub mod resp;
 pub mod runner;
 pub mod shale;
 pub mod suite;

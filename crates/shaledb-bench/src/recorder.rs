@@ -297,6 +297,13 @@ impl<'r> ThreadStats<'r> {
     pub fn finished_ops(&mut self, n: u64, op: OpType) {
         let now = Instant::now();
         let nanos = now.saturating_duration_since(self.last_op).as_nanos() as u64;
+        self.finished_ops_with_latency(now, n, op, nanos);
+    }
+
+    /// Records `n` operations of kind `op` completed at `now` whose latency the caller measured (a network
+    /// client times each request from its send, or intended send, time).
+    #[inline]
+    pub fn finished_ops_with_latency(&mut self, now: Instant, n: u64, op: OpType, nanos: u64) {
         self.last_op = now;
         match &mut self.hists[op as usize] {
             Some(h) => h.record(nanos),

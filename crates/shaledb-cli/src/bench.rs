@@ -1,4 +1,5 @@
-//! `shaledb bench`: db_bench's benchmarks and flags on an embedded ShaleDB, and `shaledb bench suite`.
+//! `shaledb bench`: db_bench's benchmarks and flags on an embedded ShaleDB, `shaledb bench suite`, and
+//! `shaledb bench resp` (seed 001's workloads against a RESP server on this machine).
 
 use shaledb_bench::flags::BenchFlags;
 use shaledb_bench::shale::ShaleDb;
@@ -19,6 +20,9 @@ enum BenchSub {
     /// A seed report's suite: `rocksdb` (benchmark.sh bulkload, overwrite, readwhilewriting, readrandom and
     /// its summary table) or `merge` (updaterandom vs mergerandom with uint64add).
     Suite(SuiteArgs),
+    /// Drive a RESP server on this machine (ShaleDB's or Redis) with seed 001's workloads: write-hotspot,
+    /// write-seq, write-uniform, read-random, read-range (n/a against Redis).
+    Resp(shaledb_bench::resp::RespFlags),
 }
 
 /// Runs the command, printing db_bench's output to stdout.
@@ -29,10 +33,25 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
         Some(BenchSub::Suite(args)) => {
             run_suite::<ShaleDb>(&args, &mut out)?;
         }
+        Some(BenchSub::Resp(flags)) => {
+            let run = shaledb_bench::resp::run_resp(&flags, &mut out).map_err(resp_error)?;
+            // The report is printed; a failed request still makes the exit status nonzero.
+            if let Some(e) = run.failure() {
+                return Err(e.into());
+            }
+        }
         None => {
             cmd.flags.validate()?;
             shaledb_bench::run_bench::<ShaleDb>(&cmd.flags, &mut out)?;
         }
     }
     Ok(())
+}
+
+/// Keeps a bad flag a `BenchError` so that it exits with status 2 as the other bench flags do.
+fn resp_error(e: shaledb_bench::resp::RespError) -> anyhow::Error {
+    match e {
+        shaledb_bench::resp::RespError::Bench(b) => b.into(),
+        other => other.into(),
+    }
 }
