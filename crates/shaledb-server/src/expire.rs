@@ -156,7 +156,7 @@ impl Sweeper {
 mod tests {
     use super::*;
     use crate::store::Appendfsync;
-    use shaledb::{Options, WriteBatch, WriteOptions};
+    use shaledb::{Db, Options, WriteBatch, WriteOptions};
 
     fn open(dir: &std::path::Path) -> Db {
         Db::open(dir, Options { create_if_missing: true, ..Options::default() }).unwrap()
