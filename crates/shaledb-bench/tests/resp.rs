@@ -152,10 +152,7 @@ fn uniform_and_hotspot_writes_land_on_their_keys() {
 fn multi_writes_use_mset_and_reads_mget() {
     let (server, _dir) = shaledb();
     let addr = server.addr();
-    if !server_knows(addr, &[b"MSET", b"k", b"v"]) || !server_knows(addr, &[b"MGET", b"k"]) {
-        println!("skip: this ShaleDB server has no MSET/MGET yet");
-        return;
-    }
+    assert!(server_knows(addr, &[b"MSET", b"k", b"v"]) && server_knows(addr, &[b"MGET", b"k"]));
     let f = RespFlags { multi: 5, num: 100, keys: 500, ..flags(addr, "write-seq,read-random") };
     let (r, out) = run(&f);
     assert!(r.failure().is_none(), "{out}");
@@ -172,16 +169,12 @@ fn range_reads_return_ordered_pairs_or_are_not_applicable() {
     let (server, _dir) = shaledb();
     let addr = server.addr();
     let f = RespFlags { keys: 600, num: 600, scanners: 4, scan_len: 32, ..flags(addr, "write-seq,read-range") };
-    let (r, out) = run(&RespFlags { num: 40, ..f.clone() });
+    let (w, out) = run(&RespFlags { benchmarks: "write-seq".into(), ..f.clone() });
+    assert!(w.failure().is_none(), "{out}");
+    let (r, out) = run(&RespFlags { num: 40, benchmarks: "read-range".into(), ..f.clone() });
     assert!(r.failure().is_none(), "{out}");
-    let range = &r.results[1];
-    if range.status == "n/a" {
-        // NB: the range extension is being added to the server; until then the tool must say n/a.
-        assert!(range.note.as_deref().unwrap_or("").starts_with("ERR unknown command"), "{out}");
-        assert!(out.contains("read-range   : n/a (ERR unknown command"), "{out}");
-        println!("skip: this ShaleDB server has no {} yet", shaledb_bench::resp::RANGE_COMMAND);
-        return;
-    }
+    let range = &r.results[0];
+    assert_eq!(range.status, "ok", "{out}");
     // 600 keys written, every range starts at most 600-32 so it returns 32 pairs.
     assert_eq!(range.requests, 40);
     assert_eq!(range.bench.ops, 40 * 32, "{out}");

@@ -29,7 +29,7 @@ pub const RANGE_COMMAND: &str = "SHALEDB.RANGE";
 /// reply is a flat array `key1 val1 key2 val2 ...` in key order. This function and [`RANGE_COMMAND`] are
 /// the only places that know the command's shape.
 pub fn push_range_request(out: &mut Vec<u8>, start_key: &[u8], count: usize, scratch: &mut Vec<u8>) {
-    push_header(out, 5);
+    push_header(out, 6);
     push_arg(out, RANGE_COMMAND.as_bytes());
     scratch.clear();
     scratch.push(b'[');
@@ -38,6 +38,7 @@ pub fn push_range_request(out: &mut Vec<u8>, start_key: &[u8], count: usize, scr
     push_arg(out, b"+");
     push_arg(out, b"COUNT");
     push_arg(out, count.to_string().as_bytes());
+    push_arg(out, b"WITHVALUES");
 }
 
 /// Whether an error reply says the server does not know the command (Redis's wording, which ShaleDB
@@ -512,7 +513,7 @@ mod tests {
         assert_eq!(args[0], RANGE_COMMAND.as_bytes());
         assert_eq!(args[1][0], b'[');
         assert_eq!(args[1].len(), 17);
-        assert_eq!(&args[2..], &[b"+".to_vec(), b"COUNT".to_vec(), b"4".to_vec()]);
+        assert_eq!(&args[2..], &[b"+".to_vec(), b"COUNT".to_vec(), b"4".to_vec(), b"WITHVALUES".to_vec()]);
         let ok = Reply::Array(vec![Reply::Bulk(b"a"), Reply::Bulk(b"1"), Reply::Bulk(b"b"), Reply::Bulk(b"22")]);
         assert_eq!(p.check(&ok), Outcome::Done { ops: 2, found: 2, bytes: 5 });
         let map = Reply::Map(vec![(Reply::Bulk(b"a"), Reply::Bulk(b"1"))]);
