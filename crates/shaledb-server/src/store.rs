@@ -231,7 +231,16 @@ fn commit_loop(store: &Store, rx: crossbeam_channel::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        commit_group(store, &mut ctx, &mut group);
+        // A command that panics must not take the commit thread (and every later write) with it: its group
+        // is answered with an error and, since the batch state is unknown, writes are refused from then on.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| commit_group(store, &mut ctx, &mut group)));
+        if r.is_err() {
+            store.set_read_only("internal error: a write command panicked (see stderr)".into());
+            for job in group.drain(..) {
+                let replies = job.cmds.iter().map(|_| store.misconf()).collect();
+                let _ = job.reply.send(replies);
+            }
+        }
     }
 }
 

@@ -375,91 +375,10 @@ fn persist(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     Reply::Int(1)
 }
 
-// ---------------------------------------------------------------------------------------------------------
-// Glob patterns (Redis's stringmatchlen)
-
-/// Matches `s` against a Redis glob pattern: `*` any run, `?` one byte, `[abc]` `[^a]` `[a-z]` sets (a
-/// reversed range counts as its swap), `\x` the byte x (also inside sets). Byte-wise, case-sensitive.
-/// Runs in O(len(pattern) x len(s)): only the last `*` is ever backtracked to.
+/// Matches `s` against a Redis glob pattern, case-sensitively (KEYS, SCAN MATCH): the one glob matcher of
+/// the server, [`super::server_cmds::glob_match`].
 pub fn glob_match(pattern: &[u8], s: &[u8]) -> bool {
-    let (mut p, mut i) = (0usize, 0usize);
-    let mut star: Option<(usize, usize)> = None;
-    loop {
-        if p < pattern.len() {
-            if pattern[p] == b'*' {
-                while p < pattern.len() && pattern[p] == b'*' {
-                    p += 1;
-                }
-                if p == pattern.len() {
-                    return true;
-                }
-                star = Some((p, i));
-                continue;
-            }
-            if i < s.len() {
-                if let Some(np) = match_one(pattern, p, s[i]) {
-                    p = np;
-                    i += 1;
-                    continue;
-                }
-            }
-        } else if i == s.len() {
-            return true;
-        }
-        // Mismatch: let the last star take one more byte.
-        match star {
-            Some((sp, si)) if si < s.len() => {
-                star = Some((sp, si + 1));
-                p = sp;
-                i = si + 1;
-            }
-            _ => return false,
-        }
-    }
-}
-
-/// Matches one byte against the pattern element at `p` (not `*`): the position after it, or `None`.
-fn match_one(pattern: &[u8], p: usize, c: u8) -> Option<usize> {
-    match pattern[p] {
-        b'?' => Some(p + 1),
-        b'\\' if p + 1 < pattern.len() => (pattern[p + 1] == c).then_some(p + 2),
-        b'[' => {
-            let mut j = p + 1;
-            let not = j < pattern.len() && pattern[j] == b'^';
-            if not {
-                j += 1;
-            }
-            let mut matched = false;
-            loop {
-                if j >= pattern.len() {
-                    // An unterminated set ends with the pattern (as Redis does).
-                    break;
-                }
-                match pattern[j] {
-                    b']' => {
-                        j += 1;
-                        break;
-                    }
-                    b'\\' if j + 1 < pattern.len() => {
-                        matched |= pattern[j + 1] == c;
-                        j += 2;
-                    }
-                    a if j + 2 < pattern.len() && pattern[j + 1] == b'-' && pattern[j + 2] != b']' => {
-                        let b = pattern[j + 2];
-                        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-                        matched |= (lo..=hi).contains(&c);
-                        j += 3;
-                    }
-                    a => {
-                        matched |= a == c;
-                        j += 1;
-                    }
-                }
-            }
-            (matched != not).then_some(j)
-        }
-        a => (a == c).then_some(p + 1),
-    }
+    super::server_cmds::glob_match(pattern, s, false)
 }
 
 /// The literal bytes every match of `pattern` starts with (used to seek instead of reading the whole db).
