@@ -130,15 +130,6 @@ pub static COMMANDS: &[Spec] = &[
     ),
 ];
 
-macro_rules! tri {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(r) => return r,
-        }
-    };
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // DEL, EXISTS, TYPE, RENAME, MOVE, COPY
 

@@ -9,6 +9,16 @@
 //!
 //! One module per family adds its commands to [`TABLE`].
 
+/// `tri!(expr)`: the value of an `Ok`, or return the `Err` reply from the command handler.
+macro_rules! tri {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(r) => return r,
+        }
+    };
+}
+
 pub mod connection;
 pub mod keys;
 pub mod multi;

@@ -240,15 +240,6 @@ fn bulk_or_nil(v: Option<Bytes>) -> Reply {
     v.map_or(Reply::Nil, Reply::Bulk)
 }
 
-macro_rules! tri {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(r) => return r,
-        }
-    };
-}
-
 /// `ERR invalid expire time in '<cmd>' command`.
 pub fn invalid_expire(cmd: &str) -> Reply {
     Reply::err(format!("invalid expire time in '{cmd}' command"))
