@@ -122,12 +122,59 @@ pub trait EngineIter {
     fn status(&self) -> EngineResult<()>;
 }
 
+/// A group of writes applied atomically by [`Engine::write`] (RocksDB's and ShaleDB's `WriteBatch`).
+pub trait EngineBatch: Send {
+    /// Adds a put.
+    fn put(&mut self, key: &[u8], value: &[u8]);
+    /// Adds a delete.
+    fn delete(&mut self, key: &[u8]);
+    /// Adds a SingleDelete where the engine has one ([`Engine::HAS_SINGLE_DELETE`]), a delete otherwise. The
+    /// caller promises the key was put at most once since its last deletion (RocksDB's contract).
+    fn single_delete(&mut self, key: &[u8]);
+    /// Adds a merge operand.
+    fn merge(&mut self, key: &[u8], operand: &[u8]);
+    /// Entries added since the last clear.
+    fn len(&self) -> usize;
+    /// Whether no entry was added.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Removes every entry, keeping the allocation.
+    fn clear(&mut self);
+}
+
+/// How a cursor reads, beyond its bounds.
+#[derive(Clone, Debug, Default)]
+pub struct IterOptions<'k> {
+    /// Smallest key yielded (inclusive).
+    pub lower: Option<&'k [u8]>,
+    /// Key to stop before (exclusive).
+    pub upper: Option<&'k [u8]>,
+    /// Bytes read ahead of the cursor in each table file (RocksDB's `ReadOptions::readahead_size`); 0 keeps
+    /// the engine's own policy.
+    pub readahead_size: usize,
+    /// Put the blocks read into the block cache (`ReadOptions::fill_cache`). Full scans turn it off.
+    pub fill_cache: bool,
+}
+
+impl<'k> IterOptions<'k> {
+    /// A cursor over `[lower, upper)` that fills the cache and keeps the engine's readahead.
+    pub fn bounded(lower: Option<&'k [u8]>, upper: Option<&'k [u8]>) -> IterOptions<'k> {
+        IterOptions { lower, upper, readahead_size: 0, fill_cache: true }
+    }
+}
+
 /// An embedded key-value store the benchmarks can drive.
 pub trait Engine: Send + Sync + Sized + 'static {
     /// The cursor type.
     type Iter<'a>: EngineIter
     where
         Self: 'a;
+    /// The write batch type.
+    type Batch: EngineBatch;
+
+    /// Whether [`EngineBatch::single_delete`] is a real SingleDelete (false: it writes a delete).
+    const HAS_SINGLE_DELETE: bool;
 
     /// Short name for reports (`shaledb`).
     fn name() -> &'static str;
@@ -148,7 +195,15 @@ pub trait Engine: Send + Sync + Sized + 'static {
     /// Reads `key` into `out`; `false` when absent.
     fn get(&self, key: &[u8], out: &mut Vec<u8>) -> EngineResult<bool>;
     /// A cursor bounded by `[lower, upper)` where given.
-    fn iter(&self, lower: Option<&[u8]>, upper: Option<&[u8]>) -> Self::Iter<'_>;
+    fn iter(&self, lower: Option<&[u8]>, upper: Option<&[u8]>) -> Self::Iter<'_> {
+        self.iter_with(&IterOptions::bounded(lower, upper))
+    }
+    /// A cursor configured by `opts`.
+    fn iter_with(&self, opts: &IterOptions<'_>) -> Self::Iter<'_>;
+    /// An empty batch.
+    fn new_batch(&self) -> Self::Batch;
+    /// Applies `batch` atomically: all of it or, on error, none of it.
+    fn write(&self, mode: WriteMode, batch: &Self::Batch) -> EngineResult<()>;
 
     /// Flushes the memtables.
     fn flush(&self) -> EngineResult<()>;
@@ -160,4 +215,56 @@ pub trait Engine: Send + Sync + Sized + 'static {
     fn property(&self, name: &str) -> Option<String>;
     /// Current counters.
     fn sample(&self) -> EngineSample;
+}
+
+/// The engines this build can run, by the names `--engine` takes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+pub enum EngineKind {
+    /// ShaleDB (always built).
+    #[default]
+    Shaledb,
+    /// RocksDB through the `rocksdb` crate linked to the system's librocksdb (cargo feature `rocksdb`).
+    Rocksdb,
+}
+
+impl EngineKind {
+    /// The name `--engine` takes.
+    pub fn flag_name(self) -> &'static str {
+        match self {
+            EngineKind::Shaledb => "shaledb",
+            EngineKind::Rocksdb => "rocksdb",
+        }
+    }
+
+    /// Whether this build includes the engine.
+    pub fn available(self) -> bool {
+        match self {
+            EngineKind::Shaledb => true,
+            EngineKind::Rocksdb => cfg!(feature = "rocksdb"),
+        }
+    }
+}
+
+/// Code generic over the engine, run by [`with_engine`] for an engine chosen at run time.
+pub trait EngineVisitor {
+    /// What the code returns.
+    type Output;
+    /// Runs the code with engine type `E`.
+    fn visit<E: Engine>(self) -> Self::Output;
+}
+
+/// Runs `v` with the engine `kind` names; an error when this build lacks it.
+pub fn with_engine<V: EngineVisitor>(kind: EngineKind, v: V) -> crate::Result<V::Output> {
+    match kind {
+        EngineKind::Shaledb => Ok(v.visit::<crate::shale::ShaleDb>()),
+        #[cfg(feature = "rocksdb")]
+        EngineKind::Rocksdb => Ok(v.visit::<crate::rocks::RocksDb>()),
+        #[cfg(not(feature = "rocksdb"))]
+        EngineKind::Rocksdb => Err(crate::BenchError::BadFlag {
+            flag: "engine".into(),
+            msg: "this shaledb was built without the RocksDB engine; install librocksdb-dev and libclang-dev \
+                  and build with `cargo build --release --features rocksdb`"
+                .into(),
+        }),
+    }
 }

@@ -24,15 +24,22 @@ pub enum Compression {
 }
 
 impl Compression {
-    /// Parses RocksDB's names (`none`, `snappy`, `lz4`, `zstd`).
+    /// Parses db_bench's names (`none`, `snappy`, `lz4`, `zstd`) and RocksDB's enum names as options files
+    /// and MyRocks' `compression_per_level` write them (`kNoCompression`, `kSnappyCompression`,
+    /// `kLZ4Compression`, `kZSTD`).
     pub fn parse(s: &str) -> Option<Compression> {
-        match s.to_ascii_lowercase().as_str() {
-            "none" | "no" => Some(Compression::None),
-            "snappy" => Some(Compression::Snappy),
-            "lz4" => Some(Compression::Lz4),
-            "zstd" => Some(Compression::Zstd),
+        match s.trim().to_ascii_lowercase().as_str() {
+            "none" | "no" | "knocompression" => Some(Compression::None),
+            "snappy" | "ksnappycompression" => Some(Compression::Snappy),
+            "lz4" | "klz4compression" => Some(Compression::Lz4),
+            "zstd" | "kzstd" | "kzstdnotfinalcompression" => Some(Compression::Zstd),
             _ => None,
         }
+    }
+
+    /// Parses a per-level list as RocksDB writes it: names separated by `:` (or `,`), L0 first.
+    pub fn parse_list(s: &str) -> Option<Vec<Compression>> {
+        s.split([':', ',']).map(Compression::parse).collect()
     }
 
     /// RocksDB's name, as db_bench's header prints it.
@@ -202,6 +209,26 @@ pub struct BenchFlags {
     /// Read tables with O_DIRECT.
     #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub use_direct_reads: bool,
+    /// The engine: shaledb, or rocksdb (RocksDB linked in, in builds with the `rocksdb` feature).
+    #[arg(long, value_enum, default_value_t = crate::engine::EngineKind::Shaledb)]
+    pub engine: crate::engine::EngineKind,
+    /// Compression per level, L0 first, separated by ':' (`none:none:lz4:lz4`, or RocksDB's enum names
+    /// `kNoCompression:kLZ4Compression`); levels past the list use its last entry. Empty: --compression_type
+    /// and --min_level_to_compress decide.
+    #[arg(long, default_value = "")]
+    pub compression_per_level: String,
+    /// Compression of the bottommost level, overriding the others (RocksDB's `bottommost_compression`);
+    /// empty keeps the per-level choice.
+    #[arg(long, default_value = "")]
+    pub bottommost_compression: String,
+    /// Bytes iterators read ahead in each table file (RocksDB's `ReadOptions::readahead_size`); 0 keeps the
+    /// engine's own policy.
+    #[arg(long, default_value_t = 0)]
+    pub readahead_size: usize,
+    /// Tell the OS that table files are read at random (no file-system readahead), as RocksDB's
+    /// `advise_random_on_open` does; 0 lets the OS read ahead.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub advise_random_on_open: bool,
     /// Write `secs_elapsed,interval_qps` to --report_file every N seconds; 0 disables.
     #[arg(long, default_value_t = 0)]
     pub report_interval_seconds: u64,
@@ -309,6 +336,21 @@ impl BenchFlags {
                 format!("unknown compression '{}' (none, snappy, lz4, zstd)", self.compression_type),
             );
         }
+        if !self.compression_per_level.is_empty() && self.compression_levels().is_none() {
+            return bad(
+                "compression_per_level",
+                format!("unknown compression in '{}' (none, snappy, lz4, zstd, or kNoCompression, kSnappyCompression, kLZ4Compression, kZSTD, separated by ':')", self.compression_per_level),
+            );
+        }
+        if !self.bottommost_compression.is_empty() && Compression::parse(&self.bottommost_compression).is_none() {
+            return bad(
+                "bottommost_compression",
+                format!("unknown compression '{}' (none, snappy, lz4, zstd)", self.bottommost_compression),
+            );
+        }
+        if self.readahead_size > 256 << 20 {
+            return bad("readahead_size", format!("must be at most 256 MiB, got {}", self.readahead_size));
+        }
         if !self.bloom_bits.is_finite() || self.bloom_bits > 64.0 {
             return bad("bloom_bits", format!("must be at most 64, got {}", self.bloom_bits));
         }
@@ -354,6 +396,19 @@ impl BenchFlags {
     /// The compression codec named by `--compression_type`.
     pub fn compression(&self) -> Option<Compression> {
         Compression::parse(&self.compression_type)
+    }
+
+    /// The codecs `--compression_per_level` lists, L0 first; `Some(empty)` when it is not given.
+    pub fn compression_levels(&self) -> Option<Vec<Compression>> {
+        if self.compression_per_level.is_empty() {
+            return Some(Vec::new());
+        }
+        Compression::parse_list(&self.compression_per_level)
+    }
+
+    /// The codec `--bottommost_compression` names, if given.
+    pub fn bottommost(&self) -> Option<Compression> {
+        Compression::parse(&self.bottommost_compression)
     }
 
     /// The benchmarks in order.

@@ -15,12 +15,18 @@ pub mod random;
 pub mod recorder;
 pub mod report;
 pub mod resp;
+#[cfg(feature = "rocksdb")]
+pub mod rocks;
 pub mod runner;
 pub mod shale;
 pub mod suite;
+pub mod sysbench;
+pub mod table;
 pub mod workloads;
 
-pub use engine::{Engine, EngineIter, EngineSample, WriteMode};
+pub use engine::{
+    with_engine, Engine, EngineBatch, EngineIter, EngineKind, EngineSample, EngineVisitor, IterOptions, WriteMode,
+};
 pub use flags::BenchFlags;
 pub use report::BenchResult;
 pub use runner::{run_bench, Runner};

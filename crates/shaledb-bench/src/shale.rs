@@ -1,9 +1,9 @@
 //! [`Engine`] for ShaleDB: db_bench's flags mapped onto [`shaledb::Options`] (same names where RocksDB and
 //! ShaleDB share a knob), and ShaleDB's statistics mapped onto [`EngineSample`].
 
-use crate::engine::{Engine, EngineIter, EngineResult, EngineSample, LevelSample, WriteMode};
+use crate::engine::{Engine, EngineBatch, EngineIter, EngineResult, EngineSample, IterOptions, LevelSample, WriteMode};
 use crate::flags::{BenchFlags, Compression};
-use shaledb::{CompressionType, Db, DbIterator, Options, ReadOptions, WriteOptions};
+use shaledb::{CompressionType, Db, DbIterator, Options, ReadOptions, WriteBatch, WriteOptions};
 use std::path::Path;
 
 /// A ShaleDB database driven by the benchmarks.
@@ -46,6 +46,12 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
         let min = f.min_level_to_compress as usize;
         o.compression_per_level = (0..f.num_levels).map(|l| if l < min { CompressionType::None } else { c }).collect();
     }
+    let levels =
+        f.compression_levels().ok_or_else(|| format!("bad --compression_per_level '{}'", f.compression_per_level))?;
+    if !levels.is_empty() {
+        o.compression_per_level = levels.into_iter().map(codec).collect();
+    }
+    o.bottommost_compression = f.bottommost().map(codec);
     o.block_size = f.block_size;
     // db_bench: a negative --bloom_bits keeps the table default, which has no filter; 0 means none.
     o.bloom_bits_per_key = if f.bloom_bits > 0.0 { f.bloom_bits } else { 0.0 };
@@ -96,8 +102,32 @@ fn write_options(m: WriteMode) -> WriteOptions {
     WriteOptions { sync: m.sync, disable_wal: m.disable_wal }
 }
 
+impl EngineBatch for WriteBatch {
+    fn put(&mut self, key: &[u8], value: &[u8]) {
+        WriteBatch::put(self, key, value);
+    }
+    fn delete(&mut self, key: &[u8]) {
+        WriteBatch::delete(self, key);
+    }
+    fn single_delete(&mut self, key: &[u8]) {
+        // ShaleDB has no SingleDelete yet (issue 16): a delete is always correct, only slower to compact away.
+        WriteBatch::delete(self, key);
+    }
+    fn merge(&mut self, key: &[u8], operand: &[u8]) {
+        WriteBatch::merge(self, key, operand);
+    }
+    fn len(&self) -> usize {
+        self.count() as usize
+    }
+    fn clear(&mut self) {
+        WriteBatch::clear(self);
+    }
+}
+
 impl Engine for ShaleDb {
     type Iter<'a> = DbIterator;
+    type Batch = WriteBatch;
+    const HAS_SINGLE_DELETE: bool = false;
 
     fn name() -> &'static str {
         "ShaleDB"
@@ -145,13 +175,22 @@ impl Engine for ShaleDb {
         self.db.get_into(&self.read, key, out).map_err(Into::into)
     }
 
-    fn iter(&self, lower: Option<&[u8]>, upper: Option<&[u8]>) -> DbIterator {
+    fn iter_with(&self, o: &IterOptions<'_>) -> DbIterator {
         let opts = ReadOptions {
-            iterate_lower_bound: lower.map(<[u8]>::to_vec),
-            iterate_upper_bound: upper.map(<[u8]>::to_vec),
+            iterate_lower_bound: o.lower.map(<[u8]>::to_vec),
+            iterate_upper_bound: o.upper.map(<[u8]>::to_vec),
+            fill_cache: o.fill_cache,
             ..ReadOptions::default()
         };
         self.db.iter(opts)
+    }
+
+    fn new_batch(&self) -> WriteBatch {
+        WriteBatch::new()
+    }
+
+    fn write(&self, mode: WriteMode, batch: &WriteBatch) -> EngineResult<()> {
+        self.db.write(batch, &write_options(mode)).map_err(Into::into)
     }
 
     fn flush(&self) -> EngineResult<()> {

@@ -31,9 +31,12 @@ pub enum SuiteKind {
 #[derive(clap::Args, Clone, Debug, serde::Serialize)]
 #[command(rename_all = "snake_case")]
 pub struct SuiteArgs {
-    /// The suite to run.
-    #[arg(value_enum)]
+    /// The suite to run (the subcommand's name).
+    #[arg(skip = SuiteKind::Rocksdb)]
     pub suite: SuiteKind,
+    /// Engines to run the suite on, one after the other: shaledb, rocksdb (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "shaledb")]
+    pub engine: Vec<crate::engine::EngineKind>,
     /// Keys (benchmark.sh NUM_KEYS). Default: 2000000 (rocksdb), 1000000 (merge).
     #[arg(long, visible_alias = "num", env = "NUM_KEYS")]
     pub num_keys: Option<u64>,

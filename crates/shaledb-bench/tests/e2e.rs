@@ -164,6 +164,7 @@ fn json_and_plots_are_written() {
 fn suite_args(kind: SuiteKind, num: u64) -> SuiteArgs {
     SuiteArgs {
         suite: kind,
+        engine: vec![shaledb_bench::EngineKind::Shaledb],
         num_keys: Some(num),
         num_threads: Some(2),
         cache_size: Some(1 << 20),

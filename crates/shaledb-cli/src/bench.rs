@@ -2,8 +2,10 @@
 //! `shaledb bench resp` (seed 001's workloads against a RESP server on this machine).
 
 use shaledb_bench::flags::BenchFlags;
-use shaledb_bench::shale::ShaleDb;
-use shaledb_bench::suite::{run_suite, SuiteArgs};
+use shaledb_bench::suite::{run_suite, SuiteArgs, SuiteKind};
+use shaledb_bench::sysbench::{run_sysbench, SysbenchArgs};
+use shaledb_bench::{with_engine, Engine, EngineVisitor};
+use std::io::Write;
 
 /// Arguments of `shaledb bench`: either db_bench flags, or `suite <name>` with the suite's flags.
 #[derive(clap::Args, Debug)]
@@ -18,11 +20,53 @@ pub struct BenchCommand {
 #[derive(clap::Subcommand, Debug)]
 enum BenchSub {
     /// A seed report's suite: `rocksdb` (benchmark.sh bulkload, overwrite, readwhilewriting, readrandom and
-    /// its summary table) or `merge` (updaterandom vs mergerandom with uint64add).
-    Suite(SuiteArgs),
+    /// its summary table), `merge` (updaterandom vs mergerandom with uint64add) or `sysbench` (seed 002's
+    /// tests on tables stored as keys).
+    Suite(SuiteCommand),
     /// Drive a RESP server on this machine (ShaleDB's or Redis) with seed 001's workloads: write-hotspot,
     /// write-seq, write-uniform, read-random, read-range (n/a against Redis).
     Resp(shaledb_bench::resp::RespFlags),
+}
+
+/// `shaledb bench suite <name>`.
+#[derive(clap::Args, Debug)]
+pub struct SuiteCommand {
+    #[command(subcommand)]
+    which: SuiteWhich,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum SuiteWhich {
+    /// benchmark.sh: bulkload, overwrite, readwhilewriting, readrandom (seed 000).
+    Rocksdb(SuiteArgs),
+    /// updaterandom vs mergerandom with uint64add (seed 004).
+    Merge(SuiteArgs),
+    /// Seed 002's sysbench tests on tables stored as keys, engine against engine.
+    Sysbench(SysbenchArgs),
+}
+
+struct SuiteRun<'a> {
+    args: &'a SuiteArgs,
+    out: &'a mut dyn Write,
+}
+
+impl EngineVisitor for SuiteRun<'_> {
+    type Output = shaledb_bench::Result<()>;
+    fn visit<E: Engine>(self) -> Self::Output {
+        run_suite::<E>(self.args, self.out).map(|_| ())
+    }
+}
+
+struct BenchRun<'a> {
+    flags: &'a BenchFlags,
+    out: &'a mut dyn Write,
+}
+
+impl EngineVisitor for BenchRun<'_> {
+    type Output = shaledb_bench::Result<()>;
+    fn visit<E: Engine>(self) -> Self::Output {
+        shaledb_bench::run_bench::<E>(self.flags, self.out).map(|_| ())
+    }
 }
 
 /// Runs the command, printing db_bench's output to stdout.
@@ -30,8 +74,21 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match cmd.sub {
-        Some(BenchSub::Suite(args)) => {
-            run_suite::<ShaleDb>(&args, &mut out)?;
+        Some(BenchSub::Suite(SuiteCommand { which })) => {
+            let (kind, mut args) = match which {
+                SuiteWhich::Rocksdb(args) => (SuiteKind::Rocksdb, args),
+                SuiteWhich::Merge(args) => (SuiteKind::Merge, args),
+                SuiteWhich::Sysbench(args) => {
+                    run_sysbench(&args, &mut out)?;
+                    return Ok(());
+                }
+            };
+            args.suite = kind;
+            // Several engines run one after the other on fresh databases, in the order given.
+            for engine in args.engine.clone() {
+                let _ = writeln!(out, "\n##### engine: {} #####", engine.flag_name());
+                with_engine(engine, SuiteRun { args: &args, out: &mut out })??;
+            }
         }
         Some(BenchSub::Resp(flags)) => {
             let run = shaledb_bench::resp::run_resp(&flags, &mut out).map_err(resp_error)?;
@@ -42,7 +99,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
         }
         None => {
             cmd.flags.validate()?;
-            shaledb_bench::run_bench::<ShaleDb>(&cmd.flags, &mut out)?;
+            with_engine(cmd.flags.engine, BenchRun { flags: &cmd.flags, out: &mut out })??;
         }
     }
     Ok(())

@@ -1,0 +1,1 @@
+//! Order-preserving encodings of column values (SKELETON, issue 13: being written).
