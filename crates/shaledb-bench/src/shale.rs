@@ -59,6 +59,7 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
     o.cache_index_and_filter_blocks = f.cache_index_and_filter_blocks;
     o.max_open_files = f.open_files;
     o.use_direct_reads = f.use_direct_reads;
+    o.advise_random_on_open = f.advise_random_on_open;
     if !f.merge_operator.is_empty() {
         o.merge_operator = Some(
             shaledb::merge::builtin(&f.merge_operator)
@@ -66,6 +67,24 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
         );
     }
     Ok(o)
+}
+
+/// The read options of every read, as db_bench sets its `read_options_`: `--readahead_size` applies to all
+/// iterators (point lookups never read ahead).
+pub fn read_options_from_flags(f: &BenchFlags) -> ReadOptions {
+    ReadOptions { readahead_size: f.readahead_size, ..ReadOptions::default() }
+}
+
+/// The read options of a cursor: `base` (from the flags) with the cursor's bounds, `fill_cache`, and its
+/// `readahead_size` when it sets one (0 keeps the flags').
+fn iter_read_options(base: &ReadOptions, o: &IterOptions<'_>) -> ReadOptions {
+    ReadOptions {
+        iterate_lower_bound: o.lower.map(<[u8]>::to_vec),
+        iterate_upper_bound: o.upper.map(<[u8]>::to_vec),
+        fill_cache: o.fill_cache,
+        readahead_size: if o.readahead_size > 0 { o.readahead_size } else { base.readahead_size },
+        ..base.clone()
+    }
 }
 
 impl EngineIter for DbIterator {
@@ -135,7 +154,7 @@ impl Engine for ShaleDb {
 
     fn open(path: &Path, flags: &BenchFlags) -> EngineResult<Self> {
         let db = Db::open(path, options_from_flags(flags)?)?;
-        Ok(ShaleDb { db, read: ReadOptions::default() })
+        Ok(ShaleDb { db, read: read_options_from_flags(flags) })
     }
 
     fn destroy(path: &Path) -> EngineResult<()> {
@@ -176,13 +195,7 @@ impl Engine for ShaleDb {
     }
 
     fn iter_with(&self, o: &IterOptions<'_>) -> DbIterator {
-        let opts = ReadOptions {
-            iterate_lower_bound: o.lower.map(<[u8]>::to_vec),
-            iterate_upper_bound: o.upper.map(<[u8]>::to_vec),
-            fill_cache: o.fill_cache,
-            ..ReadOptions::default()
-        };
-        self.db.iter(opts)
+        self.db.iter(iter_read_options(&self.read, o))
     }
 
     fn new_batch(&self) -> WriteBatch {

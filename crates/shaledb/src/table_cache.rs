@@ -20,6 +20,8 @@ pub(crate) struct TableCache {
     fs: Arc<dyn Fs>,
     tables: quick_cache::sync::Cache<u64, Arc<Table>>,
     read_opts: TableReadOptions,
+    /// How tables are opened: `direct` and `advise_random` from the options.
+    hints: ReadHints,
     db_id: DbId,
 }
 
@@ -74,6 +76,7 @@ impl TableCache {
         cache_index_and_filter: bool,
         stats: Arc<TableStats>,
         db_id: DbId,
+        hints: ReadHints,
     ) -> TableCache {
         // RocksDB keeps a few files' descriptors for WAL/MANIFEST out of the budget.
         let cap = if max_open_files < 0 { 1 << 20 } else { (max_open_files as usize).saturating_sub(10).max(6) };
@@ -87,6 +90,7 @@ impl TableCache {
                 stats: Some(stats),
                 verify_checksums: true,
             },
+            hints,
             db_id,
         }
     }
@@ -98,7 +102,7 @@ impl TableCache {
         }
         let path = filenames::table(&self.dir, meta.number);
         let t = self.tables.get_or_insert_with(&meta.number, || {
-            let file = self.fs.open(&path, ReadHints::default())?;
+            let file = self.fs.open(&path, self.hints)?;
             let t = Table::open(file, &self.read_opts)?;
             check_identity(&t, meta, &self.db_id, &path)?;
             Ok::<_, Error>(t)
@@ -112,7 +116,7 @@ impl TableCache {
             return Ok(t);
         }
         let path = filenames::table(&self.dir, meta.number);
-        let file = self.fs.open(&path, ReadHints { sequential: true, ..ReadHints::default() })?;
+        let file = self.fs.open(&path, ReadHints { sequential: true, advise_random: false, ..self.hints })?;
         let t = Table::open(file, &self.read_opts)?;
         check_identity(&t, meta, &self.db_id, &path)?;
         Ok(t)
