@@ -345,6 +345,40 @@ mod tests {
     }
 
     #[test]
+    fn direct_reads_of_any_offset_and_length() {
+        // The test's temporary directory: on a file system that refuses O_DIRECT the open must say so.
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFs::new();
+        let p = dir.path().join("f");
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mut w = fs.create(&p).unwrap();
+        w.append(&data).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        let r = match fs.open(&p, ReadHints { direct: true, ..ReadHints::default() }) {
+            Ok(r) => r,
+            Err(e) => {
+                assert!(e.to_string().contains("refuses O_DIRECT"), "{e}");
+                eprintln!("skipped: {e}");
+                return;
+            }
+        };
+        let mut own = AlignedBuf::new();
+        for (off, len) in [(0, 1), (1, 4095), (4095, 2), (4096, 4096), (5000, 15_000), (0, 20_000), (19_999, 1)] {
+            let mut buf = vec![0u8; len];
+            r.read_exact_at(&mut buf, off as u64).unwrap();
+            assert_eq!(buf, &data[off..off + len], "read_exact_at({off}, {len})");
+            r.read_into(off as u64, len, &mut own).unwrap();
+            assert_eq!(own.data(), &data[off..off + len], "read_into({off}, {len})");
+        }
+        let mut big = vec![0u8; 2];
+        let e = r.read_exact_at(&mut big, 19_999).unwrap_err();
+        assert!(e.is_io() && e.to_string().contains("direct read"), "{e}");
+        assert!(r.read_into(20_000, 1, &mut own).is_err());
+        assert!(r.read_into(u64::MAX - 1, 4, &mut own).is_err());
+    }
+
+    #[test]
     fn missing_file_is_io_error_naming_path() {
         let fs = PosixFs::new();
         let err = fs.open(Path::new("/nonexistent/x"), ReadHints::default()).err().unwrap();
