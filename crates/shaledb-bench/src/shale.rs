@@ -280,7 +280,10 @@ mod tests {
         let ro = iter_read_options(&base, &cursor);
         assert_eq!(ro.readahead_size, 2 << 20);
         assert!(!ro.fill_cache);
-        assert_eq!((ro.iterate_lower_bound.as_deref(), ro.iterate_upper_bound.as_deref()), (Some(&b"a"[..]), Some(&b"b"[..])));
+        assert_eq!(
+            (ro.iterate_lower_bound.as_deref(), ro.iterate_upper_bound.as_deref()),
+            (Some(&b"a"[..]), Some(&b"b"[..]))
+        );
         let ro = iter_read_options(&base, &IterOptions { readahead_size: 65536, fill_cache: true, ..cursor });
         assert_eq!(ro.readahead_size, 65536);
         assert!(ro.fill_cache);
@@ -328,7 +331,9 @@ mod tests {
     fn direct_reads_return_the_same_data() {
         let dir = real_dir();
         let want = load(dir.path(), 20_000);
-        for args in [&["--use_direct_reads=0"][..], &["--use_direct_reads=1"], &["--use_direct_reads=1", "--cache_size=0"]] {
+        for args in
+            [&["--use_direct_reads=0"][..], &["--use_direct_reads=1"], &["--use_direct_reads=1", "--cache_size=0"]]
+        {
             let db = ShaleDb::open(dir.path(), &flags(args)).unwrap();
             for readahead in [0, 64 << 10, 2 << 20] {
                 for fill_cache in [false, true] {

@@ -218,11 +218,8 @@ impl Fs for PosixFs {
     }
 
     fn open(&self, path: &Path, hints: ReadHints) -> Result<Arc<dyn RandomAccessFile>> {
-        let file = if hints.direct {
-            open_direct(path)?
-        } else {
-            File::open(path).map_err(|e| Error::io("open", path, e))?
-        };
+        let file =
+            if hints.direct { open_direct(path)? } else { File::open(path).map_err(|e| Error::io("open", path, e))? };
         let len = file.metadata().map_err(|e| Error::io("stat", path, e))?.len();
         // Without O_DIRECT the kernel reads ahead by default; the hints tune or disable that.
         if !hints.direct {

@@ -337,7 +337,10 @@ impl Options {
             ("max_auto_readahead_size", self.max_auto_readahead_size),
         ] {
             if v > limits::MAX_READAHEAD_SIZE {
-                return Err(invalid(format!("{name} must be at most {} (256 MiB), got {v}", limits::MAX_READAHEAD_SIZE)));
+                return Err(invalid(format!(
+                    "{name} must be at most {} (256 MiB), got {v}",
+                    limits::MAX_READAHEAD_SIZE
+                )));
             }
         }
         Ok(())

@@ -146,7 +146,8 @@ impl Table {
     /// compression type, which it returns.
     fn check_trailer(&self, h: BlockHandle, stored: &[u8], verify_checksum: bool) -> Result<CompressionType> {
         let bad = |what: String| Error::corruption(&self.path, h.offset, what);
-        let n = stored.len().checked_sub(BLOCK_TRAILER_LEN).ok_or_else(|| bad("block shorter than its trailer".into()))?;
+        let n =
+            stored.len().checked_sub(BLOCK_TRAILER_LEN).ok_or_else(|| bad("block shorter than its trailer".into()))?;
         let kind_byte = stored[n];
         if verify_checksum {
             let stored_crc = get_fixed32(&stored[n + 1..]).map(crc::unmask);

@@ -350,7 +350,8 @@ impl Db {
         } else {
             Readahead::Off
         };
-        let topts = TableIterOptions { verify_checksums: opts.verify_checksums, fill_cache: opts.fill_cache, readahead };
+        let topts =
+            TableIterOptions { verify_checksums: opts.verify_checksums, fill_cache: opts.fill_cache, readahead };
         for f in sv.version.files(0) {
             match inner.tables.get(f) {
                 Ok(t) => children.push(Box::new(t.iter_with(&topts))),

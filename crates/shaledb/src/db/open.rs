@@ -247,12 +247,10 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let tables = Arc::new(TableCache::new(
         dir.to_path_buf(),
         fs.clone(),
-        opts.max_open_files,
+        &opts,
         block_cache.clone(),
-        opts.cache_index_and_filter_blocks,
         table_stats.clone(),
         db_id,
-        ReadHints { direct: opts.use_direct_reads, sequential: false, advise_random: opts.advise_random_on_open },
     ));
     let mem = Arc::new(MemTable::with_capacity(wal_number, opts.write_buffer_size));
     let version = vs.current().clone();
