@@ -127,6 +127,8 @@ pub struct Table {
     is_pk: Vec<bool>,
     /// Primary key column types, in key order.
     pk_types: Vec<ColumnType>,
+    /// Every column is in the primary key (PK records have empty values and are never rewritten).
+    pk_only: bool,
 }
 
 impl std::fmt::Debug for Table {
@@ -181,7 +183,8 @@ impl Table {
             is_pk[c] = true;
         }
         let pk_types = def.primary.columns.iter().map(|&c| types[c]).collect();
-        Ok(Table { def, locks: locks::RowLocks::default(), types, is_pk, pk_types })
+        let pk_only = is_pk.iter().all(|&p| p);
+        Ok(Table { def, locks: locks::RowLocks::default(), types, is_pk, pk_types, pk_only })
     }
 
     /// Its schema.
@@ -706,8 +709,12 @@ impl<'e, E: Engine> Session<'e, E> {
     ///
     /// The PK record is removed with Delete, not SingleDelete: updates put the same PK record key again and
     /// again, and SingleDelete over several puts is undefined (an older put would reappear once the
-    /// SingleDelete and the newest put cancel in a compaction). MyRocks does the same (Delete for the primary
-    /// key, SingleDelete for secondary entries). Secondary entries: SingleDelete (see the rule in `update`).
+    /// SingleDelete and the newest put cancel in a compaction). The exception is a table whose columns are all
+    /// in the primary key: its PK record's value is always empty, an update can change nothing (the PK may not
+    /// change), so the record is put once between deletions and SingleDelete is valid. This is MyRocks' rule
+    /// (facebook/mysql-5.6 issue 64, "Using SingleDelete() in MyRocks": all secondary indexes, and primary
+    /// indexes of tables with primary key columns only, with read-modify-write, never blind writes).
+    /// Secondary entries: SingleDelete (see the argument in `update_locked`).
     pub fn delete(&mut self, t: &Table, pk: &[Value]) -> TableResult<bool> {
         t.pk_key(pk, &mut self.key)?;
         let _lock = t.locks.lock(t.def.primary.id, &self.key[4..]);
@@ -717,7 +724,11 @@ impl<'e, E: Engine> Session<'e, E> {
         t.decode_record(&self.key, &self.val, &mut self.old_row)?;
         self.begin();
         self.pending_bytes += self.key.len() as u64;
-        self.batch.delete(&self.key);
+        if t.pk_only {
+            self.batch.single_delete(&self.key);
+        } else {
+            self.batch.delete(&self.key);
+        }
         let mut ik = std::mem::take(&mut self.key2);
         for idx in &t.def.secondary {
             t.index_entry_key(idx, &self.old_row, &mut ik);

@@ -420,3 +420,28 @@ fn varchar_composite_pk_and_prefix_range() {
     .unwrap();
     assert_eq!(hits, 2);
 }
+
+#[test]
+fn pk_only_table_delete_and_reinsert() {
+    let (_d, db) = open();
+    let col = |name: &str, ty| Column { name: name.into(), ty };
+    let t = Table::new(TableDef {
+        name: "t".into(),
+        columns: vec![col("a", ColumnType::UInt32), col("b", ColumnType::Char(3))],
+        primary: IndexDef { id: 9, name: "PRIMARY".into(), columns: vec![0, 1] },
+        secondary: vec![],
+    })
+    .unwrap();
+    let mut s = Session::new(&db, WriteMode::default());
+    let r = vec![Value::UInt(4), Value::Str(b"x".to_vec())];
+    assert!(s.insert(&t, &r).unwrap());
+    assert!(s.update(&t, &r, &mut |_| {}).unwrap());
+    assert_eq!(s.stats().batches, 1, "an update of a PK-only row writes nothing");
+    assert_eq!(raw(&db), vec![(vec![0, 0, 0, 9, 0, 0, 0, 4, b'x', b' ', b' '], vec![])]);
+    assert!(s.delete(&t, &r).unwrap());
+    assert!(raw(&db).is_empty());
+    assert!(s.insert(&t, &r).unwrap());
+    let mut out = Row::new();
+    assert!(s.get(&t, &r, &mut out).unwrap());
+    assert_eq!(out, r);
+}
