@@ -445,3 +445,93 @@ fn pk_only_table_delete_and_reinsert() {
     assert!(s.get(&t, &r, &mut out).unwrap());
     assert_eq!(out, r);
 }
+
+mod model {
+    //! Random statements against the table and against a model (a map from id to row): after each sequence,
+    //! the PK records and the index entries are exactly those the model implies.
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Insert(i64, i64),
+        Update(i64, i64),
+        UpdateC(i64, u8),
+        UpdateMany(Vec<i64>, i64),
+        Delete(i64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let id = -4i64..12;
+        let k = -3i64..4;
+        prop_oneof![
+            (id.clone(), k.clone()).prop_map(|(i, k)| Op::Insert(i, k)),
+            (id.clone(), k.clone()).prop_map(|(i, k)| Op::Update(i, k)),
+            (id.clone(), any::<u8>()).prop_map(|(i, c)| Op::UpdateC(i, c)),
+            (proptest::collection::vec(id.clone(), 0..6), k).prop_map(|(l, k)| Op::UpdateMany(l, k)),
+            id.prop_map(Op::Delete),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+        #[test]
+        fn table_matches_model(ops in proptest::collection::vec(op(), 1..120)) {
+            let (_d, db) = open();
+            let t = sbtest();
+            let mut s = Session::new(&db, WriteMode::default());
+            let mut m: BTreeMap<i64, Row> = BTreeMap::new();
+            for o in &ops {
+                match o {
+                    Op::Insert(id, k) => {
+                        let r = row(*id, *k, "c");
+                        let did = s.insert(&t, &r).unwrap();
+                        prop_assert_eq!(did, !m.contains_key(id));
+                        m.entry(*id).or_insert(r);
+                    }
+                    Op::Update(id, k) => {
+                        let did = s.update(&t, &[Value::Int(*id)], &mut |r| r[1] = Value::Int(*k)).unwrap();
+                        prop_assert_eq!(did, m.contains_key(id));
+                        if let Some(r) = m.get_mut(id) { r[1] = Value::Int(*k); }
+                    }
+                    Op::UpdateC(id, c) => {
+                        let v = Value::Str(vec![b'a' + c % 26; usize::from(*c % 120)]);
+                        let did = s.update(&t, &[Value::Int(*id)], &mut |r| r[2] = v.clone()).unwrap();
+                        prop_assert_eq!(did, m.contains_key(id));
+                        if let Some(r) = m.get_mut(id) { r[2] = v; }
+                    }
+                    Op::UpdateMany(ids, k) => {
+                        let pks: Vec<Vec<Value>> = ids.iter().map(|&i| vec![Value::Int(i)]).collect();
+                        let n = s.update_many(&t, &pks, &mut |r| {
+                            if let Value::Int(x) = &mut r[1] { *x += k; }
+                        }).unwrap();
+                        let distinct: std::collections::BTreeSet<_> = ids.iter().filter(|i| m.contains_key(i)).collect();
+                        prop_assert_eq!(n, distinct.len());
+                        for i in distinct {
+                            if let Some(Value::Int(x)) = m.get_mut(i).map(|r| &mut r[1]) { *x += k; }
+                        }
+                    }
+                    Op::Delete(id) => {
+                        prop_assert_eq!(s.delete(&t, &[Value::Int(*id)]).unwrap(), m.remove(id).is_some());
+                    }
+                }
+            }
+            let mut scanned = Vec::new();
+            s.full_scan(&t, 0, &mut |r| scanned.push(r.clone())).unwrap();
+            prop_assert_eq!(&scanned, &m.values().cloned().collect::<Vec<_>>());
+            let mut want_index: Vec<Vec<u8>> = m.values().map(|r| {
+                let (Value::Int(id), Value::Int(k)) = (&r[0], &r[1]) else { unreachable!() };
+                int_key(2, &[*k as i32, *id as i32])
+            }).collect();
+            want_index.sort();
+            prop_assert_eq!(raw_keys(&db, 2), want_index);
+            // Every row is found through the index.
+            for r in m.values() {
+                let mut found = false;
+                s.lookup(&t, 0, &r[1..2], &mut |x| { found |= x == r; true }).unwrap();
+                prop_assert!(found);
+            }
+        }
+    }
+}
