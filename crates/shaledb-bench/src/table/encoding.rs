@@ -413,18 +413,93 @@ mod tests {
         assert!(!prefix_successor(&[0xFF], &mut s));
     }
 
-    #[test]
-    fn bad_inputs_are_errors() {
+    fn key_err(ty: ColumnType, bytes: &[u8]) -> DecodeError {
         let mut out = Value::Int(0);
-        assert!(decode_key_value(ColumnType::Int32, &mut &[1u8, 2][..], &mut out).is_err());
-        assert!(decode_key_value(ColumnType::VarChar(5), &mut &[b'a', 0, 7][..], &mut out).is_err());
-        assert!(decode_key_value(ColumnType::VarChar(1), &mut &[b'a', b'b', 0, 1][..], &mut out).is_err());
-        // A length over the column's size is refused before any copy.
-        assert!(decode_row_field(ColumnType::Char(10), &mut &[0xFF, 0xFF, 0xFF, 0xFF, 0x0F][..], &mut out).is_err());
+        let r = decode_key_value(ty, &mut &bytes[..], &mut out);
+        assert_eq!(key_value_len(ty, bytes).is_err(), r.is_err(), "{ty:?} {bytes:?}");
+        r.expect_err("corrupt key column decoded")
+    }
+
+    fn field_err(ty: ColumnType, bytes: &[u8]) -> DecodeError {
+        let mut out = Value::Int(0);
+        decode_row_field(ty, &mut &bytes[..], &mut out).expect_err("corrupt row field decoded")
+    }
+
+    #[test]
+    fn truncated_int_key() {
+        key_err(ColumnType::Int32, &[0x80, 0, 1]);
+        key_err(ColumnType::UInt64, &[0; 7]);
+    }
+
+    #[test]
+    fn truncated_char_key() {
+        key_err(ColumnType::Char(5), b"abcd");
+    }
+
+    #[test]
+    fn varchar_key_without_terminator() {
+        key_err(ColumnType::VarChar(5), b"abc");
+        key_err(ColumnType::VarChar(5), b"abc\0");
+    }
+
+    #[test]
+    fn varchar_key_bad_escape() {
+        key_err(ColumnType::VarChar(5), &[b'a', 0, 7]);
+    }
+
+    #[test]
+    fn varchar_key_longer_than_column() {
+        key_err(ColumnType::VarChar(1), &[b'a', b'b', 0, 1]);
+        key_err(ColumnType::VarChar(1), &[0, 0xFF, 0, 0xFF, 0, 1]);
+    }
+
+    #[test]
+    fn missing_index_id() {
+        assert!(decode_index_id(&[0, 0, 1]).is_err());
+    }
+
+    #[test]
+    fn truncated_int_field() {
+        field_err(ColumnType::Int64, &[1, 2, 3]);
+    }
+
+    #[test]
+    fn string_length_over_column() {
+        // 2^28 claimed: refused against the column's size before any copy or allocation.
+        field_err(ColumnType::Char(10), &[0x80, 0x80, 0x80, 0x80, 0x01]);
+        field_err(ColumnType::VarChar(3), &[4, b'a', b'b', b'c', b'd']);
+    }
+
+    #[test]
+    fn truncated_string_field() {
+        field_err(ColumnType::VarChar(10), &[5, b'a']);
+        field_err(ColumnType::VarChar(10), &[]);
+    }
+
+    #[test]
+    fn varint_overflow() {
+        assert!(get_varint32(&mut &[0xFF, 0xFF, 0xFF, 0xFF, 0x1F][..]).is_err());
         assert!(get_varint32(&mut &[0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01][..]).is_err());
+        assert!(get_varint32(&mut &[0x80][..]).is_err());
+        assert_eq!(get_varint32(&mut &[0xFF, 0xFF, 0xFF, 0xFF, 0x0F][..]), Ok(u32::MAX));
+    }
+
+    #[test]
+    fn bytes_after_row_value() {
+        let types = [ColumnType::Int32, ColumnType::VarChar(4)];
+        let mut row = vec![Value::Int(0); 2];
+        assert!(decode_row_value(&types, &[true, false], &[1, b'a'], &mut row).is_ok());
+        assert!(decode_row_value(&types, &[true, false], &[1, b'a', 0], &mut row).is_err());
+    }
+
+    #[test]
+    fn values_that_do_not_fit_are_refused() {
         assert!(check_value(ColumnType::Int32, &Value::Int(1 << 40)).is_err());
+        assert!(check_value(ColumnType::UInt32, &Value::UInt(1 << 40)).is_err());
         assert!(check_value(ColumnType::Char(2), &Value::Str(b"abc".to_vec())).is_err());
         assert!(check_value(ColumnType::UInt64, &Value::Int(1)).is_err());
+        assert!(check_value(ColumnType::Int64, &Value::Str(Vec::new())).is_err());
+        assert!(check_value(ColumnType::VarChar(3), &Value::Str(b"abc".to_vec())).is_ok());
     }
 
     fn types() -> impl Strategy<Value = ColumnType> {

@@ -303,35 +303,87 @@ fn update_many_with_overlapping_unsorted_lists_does_not_deadlock() {
     assert_eq!(raw_keys(&db, 2).len(), 10);
 }
 
-#[test]
-fn corrupt_records_are_errors() {
-    let (_d, db) = open();
+/// A table with row 1 (k 5) and the engine, for the corruption tests.
+fn one_row() -> (tempfile::TempDir, ShaleDb, Table) {
+    let (d, db) = open();
     let t = sbtest();
+    Session::new(&db, WriteMode::default()).insert(&t, &row(1, 5, "a")).unwrap();
+    (d, db, t)
+}
+
+fn is_corrupt<T: std::fmt::Debug>(r: TableResult<T>) -> bool {
+    matches!(r, Err(TableError::Corrupt { .. }))
+}
+
+#[test]
+fn corrupt_value_string_length_over_column() {
+    let (_d, db, t) = one_row();
     let mut s = Session::new(&db, WriteMode::default());
-    s.insert(&t, &row(1, 5, "a")).unwrap();
-    // A value whose CHAR(120) length claims 2^28 bytes.
+    // k, then a CHAR(120) length claiming 2^28 bytes.
     db.put(WriteMode::default(), &int_key(1, &[1]), &[5, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x01]).unwrap();
     let mut out = Row::new();
-    assert!(matches!(s.get(&t, &[Value::Int(1)], &mut out), Err(TableError::Corrupt { .. })));
-    assert!(matches!(s.update(&t, &[Value::Int(1)], &mut |_| {}), Err(TableError::Corrupt { .. })));
-    assert!(matches!(s.full_scan(&t, 0, &mut |_| {}), Err(TableError::Corrupt { .. })));
-    // Truncated and overlong values, and a PK key of the wrong length.
+    assert!(is_corrupt(s.get(&t, &[Value::Int(1)], &mut out)));
+    assert!(is_corrupt(s.update(&t, &[Value::Int(1)], &mut |_| {})));
+    assert!(is_corrupt(s.delete(&t, &[Value::Int(1)])));
+    assert!(is_corrupt(s.full_scan(&t, 0, &mut |_| {})));
+    assert!(is_corrupt(s.range_pk(&t, &[Value::Int(0)], &[Value::Int(9)], &mut |_| true)));
+    assert!(is_corrupt(s.lookup(&t, 0, &[Value::Int(5)], &mut |_| true)));
+}
+
+#[test]
+fn corrupt_value_truncated() {
+    let (_d, db, t) = one_row();
     db.put(WriteMode::default(), &int_key(1, &[1]), &[5, 0]).unwrap();
-    assert!(matches!(s.get(&t, &[Value::Int(1)], &mut out), Err(TableError::Corrupt { .. })));
-    let mut good = Vec::new();
-    t.row_value(&row(1, 5, "a"), &mut good);
-    good.push(0);
-    db.put(WriteMode::default(), &int_key(1, &[1]), &good).unwrap();
-    assert!(matches!(s.get(&t, &[Value::Int(1)], &mut out), Err(TableError::Corrupt { .. })));
+    let mut out = Row::new();
+    assert!(is_corrupt(Session::new(&db, WriteMode::default()).get(&t, &[Value::Int(1)], &mut out)));
+}
+
+#[test]
+fn corrupt_value_trailing_bytes() {
+    let (_d, db, t) = one_row();
+    let mut v = Vec::new();
+    t.row_value(&row(1, 5, "a"), &mut v);
+    v.push(0);
+    db.put(WriteMode::default(), &int_key(1, &[1]), &v).unwrap();
+    let mut out = Row::new();
+    assert!(is_corrupt(Session::new(&db, WriteMode::default()).get(&t, &[Value::Int(1)], &mut out)));
+}
+
+#[test]
+fn corrupt_pk_key_length() {
+    let (_d, db, t) = one_row();
     let mut short = int_key(1, &[2]);
     short.pop();
     db.put(WriteMode::default(), &short, b"").unwrap();
-    assert!(matches!(s.full_scan(&t, 0, &mut |_| {}), Err(TableError::Corrupt { .. })));
-    // An index entry with a damaged PK suffix.
+    assert!(is_corrupt(Session::new(&db, WriteMode::default()).full_scan(&t, 0, &mut |_| {})));
+    let (_d, db, t) = one_row();
+    let mut long = int_key(1, &[2]);
+    long.push(0);
+    db.put(WriteMode::default(), &long, b"").unwrap();
+    assert!(is_corrupt(Session::new(&db, WriteMode::default()).full_scan(&t, 0, &mut |_| {})));
+}
+
+#[test]
+fn corrupt_index_entry_pk_suffix() {
+    let (_d, db, t) = one_row();
+    let mut s = Session::new(&db, WriteMode::default());
     let mut bad = int_key(2, &[9]);
     bad.push(1);
     db.put(WriteMode::default(), &bad, b"").unwrap();
-    assert!(matches!(s.lookup(&t, 0, &[Value::Int(9)], &mut |_| true), Err(TableError::Corrupt { .. })));
+    assert!(is_corrupt(s.lookup(&t, 0, &[Value::Int(9)], &mut |_| true)));
+    let mut long = int_key(2, &[8, 1]);
+    long.push(0);
+    db.put(WriteMode::default(), &long, b"").unwrap();
+    assert!(is_corrupt(s.lookup(&t, 0, &[Value::Int(8)], &mut |_| true)));
+}
+
+#[test]
+fn record_of_another_index_is_corrupt() {
+    let t = sbtest();
+    let mut out = Row::new();
+    let r = t.decode_record(&int_key(2, &[1]), &[], &mut out);
+    assert!(is_corrupt(r));
+    assert!(is_corrupt(t.decode_record(&[0, 0], &[], &mut out)));
 }
 
 #[test]
