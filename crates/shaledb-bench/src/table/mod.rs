@@ -271,7 +271,8 @@ impl Table {
     }
 
     /// The key of `row`'s entry in secondary index `idx` into `out`: `id | index columns | PK columns`.
-    pub fn index_entry_key(&self, idx: &IndexDef, row: &[Value], out: &mut Vec<u8>) {
+    /// REQUIRES: `row` passed [`Table::check_row`] or was decoded by [`Table::decode_record`].
+    pub(crate) fn index_entry_key(&self, idx: &IndexDef, row: &[Value], out: &mut Vec<u8>) {
         out.clear();
         encoding::encode_index_id(idx.id, out);
         for &c in idx.columns.iter().chain(&self.def.primary.columns) {
@@ -279,8 +280,8 @@ impl Table {
         }
     }
 
-    /// The row value of `row` (checked) into `out`.
-    pub fn row_value(&self, row: &[Value], out: &mut Vec<u8>) {
+    /// The row value of `row` into `out`. REQUIRES: as [`Table::index_entry_key`].
+    pub(crate) fn row_value(&self, row: &[Value], out: &mut Vec<u8>) {
         out.clear();
         encoding::encode_row_value(&self.types, &self.is_pk, row, out);
     }
@@ -581,7 +582,9 @@ impl<'e, E: Engine> Session<'e, E> {
     }
 
     /// As [`Session::lookup`] for index values in `lo..=hi` (`lo`, `hi`: the first columns of the index, one
-    /// to all). An entry whose row is gone by the time of its point read (deleted concurrently) is skipped.
+    /// to all). There is no snapshot across the index scan and the point reads (as with MyRocks at READ
+    /// COMMITTED): an entry whose row is gone by the time of its point read (deleted concurrently), or whose
+    /// row's index columns changed meanwhile, is skipped.
     pub fn range_index(
         &mut self,
         t: &Table,
@@ -609,9 +612,14 @@ impl<'e, E: Engine> Session<'e, E> {
             self.key2.extend_from_slice(suffix);
             if self.read(true)? {
                 t.decode_record(&self.key2, &self.val, &mut self.row)?;
-                n += 1;
-                if !f(&self.row) {
-                    break;
+                // The point read sees the newest row, the iterator an older state: a row whose entry moved
+                // meanwhile (an update of its index columns) is skipped, so every row passed to `f` matches.
+                t.index_entry_key(idx, &self.row, &mut self.val2);
+                if self.val2[..] == *it.key() {
+                    n += 1;
+                    if !f(&self.row) {
+                        break;
+                    }
                 }
             }
             it.next();

@@ -378,6 +378,17 @@ fn corrupt_index_entry_pk_suffix() {
 }
 
 #[test]
+fn stale_index_entry_is_skipped() {
+    // An entry whose row's index column no longer matches (as a lookup racing an update sees it).
+    let (_d, db, t) = one_row();
+    db.put(WriteMode::default(), &int_key(2, &[9, 1]), b"").unwrap();
+    let mut s = Session::new(&db, WriteMode::default());
+    assert_eq!(s.lookup(&t, 0, &[Value::Int(9)], &mut |_| true).unwrap(), 0);
+    assert_eq!(s.range_index(&t, 0, &[Value::Int(0)], &[Value::Int(10)], &mut |_| true).unwrap(), 1);
+    assert_eq!(s.stats().gets, 3, "both entries were followed to the row");
+}
+
+#[test]
 fn record_of_another_index_is_corrupt() {
     let t = sbtest();
     let mut out = Row::new();
