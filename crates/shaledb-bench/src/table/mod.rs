@@ -76,6 +76,26 @@ pub struct TableDef {
     pub secondary: Vec<IndexDef>,
 }
 
+impl TableDef {
+    /// sysbench's table `sbtest<n>`: `id INT` (PRIMARY, index id `2n`), `k INT` (index `k_1`, id `2n + 1`),
+    /// `c CHAR(120)`, `pad CHAR(60)`; ids of different `n` never collide.
+    pub fn sbtest(n: u16) -> TableDef {
+        let col = |name: &str, ty| Column { name: name.into(), ty };
+        let id = 2 * u32::from(n);
+        TableDef {
+            name: format!("sbtest{n}"),
+            columns: vec![
+                col("id", ColumnType::Int32),
+                col("k", ColumnType::Int32),
+                col("c", ColumnType::Char(120)),
+                col("pad", ColumnType::Char(60)),
+            ],
+            primary: IndexDef { id, name: "PRIMARY".into(), columns: vec![0] },
+            secondary: vec![IndexDef { id: id + 1, name: "k_1".into(), columns: vec![1] }],
+        }
+    }
+}
+
 /// Errors of the table layer.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
