@@ -1,15 +1,14 @@
 //! The table layer on the ShaleDB engine.
 
 use super::*;
-use crate::engine::{Engine, WriteMode};
+use crate::engine::{Engine, EngineIter, WriteMode};
 use crate::flags::BenchFlags;
-use crate::shale::ShaleDb;
 use std::sync::Arc;
 use std::time::Duration;
 
-fn open() -> (tempfile::TempDir, ShaleDb) {
+fn open<E: Engine>() -> (tempfile::TempDir, E) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = ShaleDb::open(&dir.path().join("db"), &BenchFlags::default()).expect("open");
+    let db = E::open(&dir.path().join("db"), &BenchFlags::default()).expect("open");
     (dir, db)
 }
 
@@ -36,7 +35,7 @@ fn row(id: i64, k: i64, c: &str) -> Row {
 }
 
 /// Every raw entry of the engine, in key order.
-fn raw(db: &ShaleDb) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn raw<E: Engine>(db: &E) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut it = db.iter(None, None);
     it.seek_to_first();
     let mut out = Vec::new();
@@ -49,7 +48,7 @@ fn raw(db: &ShaleDb) -> Vec<(Vec<u8>, Vec<u8>)> {
 }
 
 /// Raw keys of index id `id`.
-fn raw_keys(db: &ShaleDb, id: u32) -> Vec<Vec<u8>> {
+fn raw_keys<E: Engine>(db: &E, id: u32) -> Vec<Vec<u8>> {
     raw(db).into_iter().map(|(k, _)| k).filter(|k| k[..4] == id.to_be_bytes()).collect()
 }
 
@@ -61,9 +60,8 @@ fn int_key(id: u32, vals: &[i32]) -> Vec<u8> {
     k
 }
 
-#[test]
-fn insert_get_and_duplicate_pk() {
-    let (_d, db) = open();
+fn insert_get_and_duplicate_pk<E: Engine>() {
+    let (_d, db) = open::<E>();
     let t = sbtest();
     let mut s = Session::new(&db, WriteMode::default());
     assert!(s.insert(&t, &row(1, 10, "one")).unwrap());
@@ -82,9 +80,8 @@ fn insert_get_and_duplicate_pk() {
     assert!(matches!(s.insert(&t, &row(3, 1, &"x".repeat(121))), Err(TableError::Invalid(_))));
 }
 
-#[test]
-fn insert_many_skips_existing_and_repeated() {
-    let (_d, db) = open();
+fn insert_many_skips_existing_and_repeated<E: Engine>() {
+    let (_d, db) = open::<E>();
     let t = sbtest();
     let mut s = Session::new(&db, WriteMode::default());
     assert!(s.insert(&t, &row(2, 20, "old")).unwrap());
@@ -99,9 +96,8 @@ fn insert_many_skips_existing_and_repeated() {
     assert_eq!(s.stats().batches, 2);
 }
 
-#[test]
-fn secondary_lookup_and_range() {
-    let (_d, db) = open();
+fn secondary_lookup_and_range<E: Engine>() {
+    let (_d, db) = open::<E>();
     let t = sbtest();
     let mut s = Session::new(&db, WriteMode::default());
     let rows: Vec<Row> = (1..=20).map(|i| row(i, i % 5, &format!("c{i}"))).collect();
@@ -145,9 +141,8 @@ fn secondary_lookup_and_range() {
     assert!(matches!(s.lookup(&t, 7, &[Value::Int(1)], &mut |_| true), Err(TableError::Invalid(_))));
 }
 
-#[test]
-fn update_of_indexed_column_moves_the_entry() {
-    let (_d, db) = open();
+fn update_of_indexed_column_moves_the_entry<E: Engine>() {
+    let (_d, db) = open::<E>();
     let t = sbtest();
     let mut s = Session::new(&db, WriteMode::default());
     s.insert(&t, &row(7, 100, "c")).unwrap();
@@ -168,9 +163,8 @@ fn update_of_indexed_column_moves_the_entry() {
     assert_eq!(raw(&db), before);
 }
 
-#[test]
-fn update_of_non_indexed_column_leaves_the_index() {
-    let (_d, db) = open();
+fn update_of_non_indexed_column_leaves_the_index<E: Engine>() {
+    let (_d, db) = open::<E>();
     let t = sbtest();
     let mut s = Session::new(&db, WriteMode::default());
     s.insert(&t, &row(7, 100, "c")).unwrap();
@@ -187,9 +181,8 @@ fn update_of_non_indexed_column_leaves_the_index() {
     assert_eq!(s.stats().batches, after.batches);
 }
 
-#[test]
-fn delete_removes_every_entry() {
-    let (_d, db) = open();
+fn delete_removes_every_entry<E: Engine>() {
+    let (_d, db) = open::<E>();
     let t = sbtest();
     let mut s = Session::new(&db, WriteMode::default());
     s.insert(&t, &row(1, 5, "a")).unwrap();
@@ -206,9 +199,8 @@ fn delete_removes_every_entry() {
     assert_eq!(raw(&db).len(), 2);
 }
 
-#[test]
-fn full_scan_is_in_pk_order() {
-    let (_d, db) = open();
+fn full_scan_is_in_pk_order<E: Engine>() {
+    let (_d, db) = open::<E>();
     let t = sbtest();
     let mut s = Session::new(&db, WriteMode::default());
     // Negative ids too: the sign-flipped encoding orders them first.
@@ -226,9 +218,8 @@ fn full_scan_is_in_pk_order() {
     assert_eq!(seen, want.into_iter().map(Value::Int).collect::<Vec<_>>());
 }
 
-#[test]
-fn concurrent_read_modify_write_loses_no_update() {
-    let (_d, db) = open();
+fn concurrent_read_modify_write_loses_no_update<E: Engine>() {
+    let (_d, db) = open::<E>();
     let db = Arc::new(db);
     let t = Arc::new(sbtest());
     Session::new(&*db, WriteMode::default()).insert(&t, &row(1, 0, "c")).unwrap();
@@ -257,12 +248,11 @@ fn concurrent_read_modify_write_loses_no_update() {
     Session::new(&*db, WriteMode::default()).get(&t, &[Value::Int(1)], &mut out).unwrap();
     assert_eq!(out[1], Value::Int(4000));
     // k is indexed: after 4000 moves exactly one entry is left, the current one.
-    assert_eq!(raw_keys(&db, 2), vec![int_key(2, &[4000, 1])]);
+    assert_eq!(raw_keys(&*db, 2), vec![int_key(2, &[4000, 1])]);
 }
 
-#[test]
-fn update_many_with_overlapping_unsorted_lists_does_not_deadlock() {
-    let (_d, db) = open();
+fn update_many_with_overlapping_unsorted_lists_does_not_deadlock<E: Engine>() {
+    let (_d, db) = open::<E>();
     let db = Arc::new(db);
     let t = Arc::new(sbtest());
     let rows: Vec<Row> = (0..10).map(|i| row(i, 0, "c")).collect();
@@ -301,12 +291,12 @@ fn update_many_with_overlapping_unsorted_lists_does_not_deadlock() {
         s.get(&t, &[Value::Int(i)], &mut out).unwrap();
         assert_eq!(out[1], Value::Int(want), "row {i}");
     }
-    assert_eq!(raw_keys(&db, 2).len(), 10);
+    assert_eq!(raw_keys(&*db, 2).len(), 10);
 }
 
 /// A table with row 1 (k 5) and the engine, for the corruption tests.
-fn one_row() -> (tempfile::TempDir, ShaleDb, Table) {
-    let (d, db) = open();
+fn one_row<E: Engine>() -> (tempfile::TempDir, E, Table) {
+    let (d, db) = open::<E>();
     let t = sbtest();
     Session::new(&db, WriteMode::default()).insert(&t, &row(1, 5, "a")).unwrap();
     (d, db, t)
@@ -316,9 +306,8 @@ fn is_corrupt<T: std::fmt::Debug>(r: TableResult<T>) -> bool {
     matches!(r, Err(TableError::Corrupt { .. }))
 }
 
-#[test]
-fn corrupt_value_string_length_over_column() {
-    let (_d, db, t) = one_row();
+fn corrupt_value_string_length_over_column<E: Engine>() {
+    let (_d, db, t) = one_row::<E>();
     let mut s = Session::new(&db, WriteMode::default());
     // k, then a CHAR(120) length claiming 2^28 bytes.
     db.put(WriteMode::default(), &int_key(1, &[1]), &[5, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x01]).unwrap();
@@ -331,17 +320,15 @@ fn corrupt_value_string_length_over_column() {
     assert!(is_corrupt(s.lookup(&t, 0, &[Value::Int(5)], &mut |_| true)));
 }
 
-#[test]
-fn corrupt_value_truncated() {
-    let (_d, db, t) = one_row();
+fn corrupt_value_truncated<E: Engine>() {
+    let (_d, db, t) = one_row::<E>();
     db.put(WriteMode::default(), &int_key(1, &[1]), &[5, 0]).unwrap();
     let mut out = Row::new();
     assert!(is_corrupt(Session::new(&db, WriteMode::default()).get(&t, &[Value::Int(1)], &mut out)));
 }
 
-#[test]
-fn corrupt_value_trailing_bytes() {
-    let (_d, db, t) = one_row();
+fn corrupt_value_trailing_bytes<E: Engine>() {
+    let (_d, db, t) = one_row::<E>();
     let mut v = Vec::new();
     t.row_value(&row(1, 5, "a"), &mut v);
     v.push(0);
@@ -350,23 +337,21 @@ fn corrupt_value_trailing_bytes() {
     assert!(is_corrupt(Session::new(&db, WriteMode::default()).get(&t, &[Value::Int(1)], &mut out)));
 }
 
-#[test]
-fn corrupt_pk_key_length() {
-    let (_d, db, t) = one_row();
+fn corrupt_pk_key_length<E: Engine>() {
+    let (_d, db, t) = one_row::<E>();
     let mut short = int_key(1, &[2]);
     short.pop();
     db.put(WriteMode::default(), &short, b"").unwrap();
     assert!(is_corrupt(Session::new(&db, WriteMode::default()).full_scan(&t, 0, &mut |_| {})));
-    let (_d, db, t) = one_row();
+    let (_d, db, t) = one_row::<E>();
     let mut long = int_key(1, &[2]);
     long.push(0);
     db.put(WriteMode::default(), &long, b"").unwrap();
     assert!(is_corrupt(Session::new(&db, WriteMode::default()).full_scan(&t, 0, &mut |_| {})));
 }
 
-#[test]
-fn corrupt_index_entry_pk_suffix() {
-    let (_d, db, t) = one_row();
+fn corrupt_index_entry_pk_suffix<E: Engine>() {
+    let (_d, db, t) = one_row::<E>();
     let mut s = Session::new(&db, WriteMode::default());
     let mut bad = int_key(2, &[9]);
     bad.push(1);
@@ -378,10 +363,9 @@ fn corrupt_index_entry_pk_suffix() {
     assert!(is_corrupt(s.lookup(&t, 0, &[Value::Int(8)], &mut |_| true)));
 }
 
-#[test]
-fn stale_index_entry_is_skipped() {
+fn stale_index_entry_is_skipped<E: Engine>() {
     // An entry whose row's index column no longer matches (as a lookup racing an update sees it).
-    let (_d, db, t) = one_row();
+    let (_d, db, t) = one_row::<E>();
     db.put(WriteMode::default(), &int_key(2, &[9, 1]), b"").unwrap();
     let mut s = Session::new(&db, WriteMode::default());
     assert_eq!(s.lookup(&t, 0, &[Value::Int(9)], &mut |_| true).unwrap(), 0);
@@ -398,9 +382,8 @@ fn record_of_another_index_is_corrupt() {
     assert!(is_corrupt(t.decode_record(&[0, 0], &[], &mut out)));
 }
 
-#[test]
-fn key_layout_is_as_documented() {
-    let (_d, db) = open();
+fn key_layout_is_as_documented<E: Engine>() {
+    let (_d, db) = open::<E>();
     let t = sbtest();
     let mut s = Session::new(&db, WriteMode::default());
     s.insert(&t, &row(42, -2, "ab")).unwrap();
@@ -441,9 +424,8 @@ fn schema_checks() {
     assert!(matches!(Table::new(d), Err(TableError::Invalid(_))));
 }
 
-#[test]
-fn varchar_composite_pk_and_prefix_range() {
-    let (_d, db) = open();
+fn varchar_composite_pk_and_prefix_range<E: Engine>() {
+    let (_d, db) = open::<E>();
     let col = |name: &str, ty| Column { name: name.into(), ty };
     let t = Table::new(TableDef {
         name: "t".into(),
@@ -485,9 +467,8 @@ fn varchar_composite_pk_and_prefix_range() {
     assert_eq!(hits, 2);
 }
 
-#[test]
-fn pk_only_table_delete_and_reinsert() {
-    let (_d, db) = open();
+fn pk_only_table_delete_and_reinsert<E: Engine>() {
+    let (_d, db) = open::<E>();
     let col = |name: &str, ty| Column { name: name.into(), ty };
     let t = Table::new(TableDef {
         name: "t".into(),
@@ -538,64 +519,136 @@ mod model {
         ]
     }
 
+    fn check_model<E: Engine>(ops: &[Op]) -> Result<(), TestCaseError> {
+        let (_d, db) = open::<E>();
+        let t = sbtest();
+        let mut s = Session::new(&db, WriteMode::default());
+        let mut m: BTreeMap<i64, Row> = BTreeMap::new();
+        for o in ops {
+            match o {
+                Op::Insert(id, k) => {
+                    let r = row(*id, *k, "c");
+                    let did = s.insert(&t, &r).unwrap();
+                    prop_assert_eq!(did, !m.contains_key(id));
+                    m.entry(*id).or_insert(r);
+                }
+                Op::Update(id, k) => {
+                    let did = s.update(&t, &[Value::Int(*id)], &mut |r| r[1] = Value::Int(*k)).unwrap();
+                    prop_assert_eq!(did, m.contains_key(id));
+                    if let Some(r) = m.get_mut(id) {
+                        r[1] = Value::Int(*k);
+                    }
+                }
+                Op::UpdateC(id, c) => {
+                    let v = Value::Str(vec![b'a' + c % 26; usize::from(*c % 120)]);
+                    let did = s.update(&t, &[Value::Int(*id)], &mut |r| r[2] = v.clone()).unwrap();
+                    prop_assert_eq!(did, m.contains_key(id));
+                    if let Some(r) = m.get_mut(id) {
+                        r[2] = v;
+                    }
+                }
+                Op::UpdateMany(ids, k) => {
+                    let pks: Vec<Vec<Value>> = ids.iter().map(|&i| vec![Value::Int(i)]).collect();
+                    let n = s
+                        .update_many(&t, &pks, &mut |r| {
+                            if let Value::Int(x) = &mut r[1] {
+                                *x += k;
+                            }
+                        })
+                        .unwrap();
+                    let distinct: std::collections::BTreeSet<_> = ids.iter().filter(|i| m.contains_key(i)).collect();
+                    prop_assert_eq!(n, distinct.len());
+                    for i in distinct {
+                        if let Some(Value::Int(x)) = m.get_mut(i).map(|r| &mut r[1]) {
+                            *x += k;
+                        }
+                    }
+                }
+                Op::Delete(id) => {
+                    prop_assert_eq!(s.delete(&t, &[Value::Int(*id)]).unwrap(), m.remove(id).is_some());
+                }
+            }
+        }
+        let mut scanned = Vec::new();
+        s.full_scan(&t, 0, &mut |r| scanned.push(r.clone())).unwrap();
+        prop_assert_eq!(&scanned, &m.values().cloned().collect::<Vec<_>>());
+        let mut want_index: Vec<Vec<u8>> = m
+            .values()
+            .map(|r| {
+                let (Value::Int(id), Value::Int(k)) = (&r[0], &r[1]) else { unreachable!() };
+                int_key(2, &[*k as i32, *id as i32])
+            })
+            .collect();
+        want_index.sort();
+        prop_assert_eq!(raw_keys(&db, 2), want_index);
+        // Every row is found through the index.
+        for r in m.values() {
+            let mut found = false;
+            s.lookup(&t, 0, &r[1..2], &mut |x| {
+                found |= x == r;
+                true
+            })
+            .unwrap();
+            prop_assert!(found);
+        }
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
         #[test]
-        fn table_matches_model(ops in proptest::collection::vec(op(), 1..120)) {
-            let (_d, db) = open();
-            let t = sbtest();
-            let mut s = Session::new(&db, WriteMode::default());
-            let mut m: BTreeMap<i64, Row> = BTreeMap::new();
-            for o in &ops {
-                match o {
-                    Op::Insert(id, k) => {
-                        let r = row(*id, *k, "c");
-                        let did = s.insert(&t, &r).unwrap();
-                        prop_assert_eq!(did, !m.contains_key(id));
-                        m.entry(*id).or_insert(r);
-                    }
-                    Op::Update(id, k) => {
-                        let did = s.update(&t, &[Value::Int(*id)], &mut |r| r[1] = Value::Int(*k)).unwrap();
-                        prop_assert_eq!(did, m.contains_key(id));
-                        if let Some(r) = m.get_mut(id) { r[1] = Value::Int(*k); }
-                    }
-                    Op::UpdateC(id, c) => {
-                        let v = Value::Str(vec![b'a' + c % 26; usize::from(*c % 120)]);
-                        let did = s.update(&t, &[Value::Int(*id)], &mut |r| r[2] = v.clone()).unwrap();
-                        prop_assert_eq!(did, m.contains_key(id));
-                        if let Some(r) = m.get_mut(id) { r[2] = v; }
-                    }
-                    Op::UpdateMany(ids, k) => {
-                        let pks: Vec<Vec<Value>> = ids.iter().map(|&i| vec![Value::Int(i)]).collect();
-                        let n = s.update_many(&t, &pks, &mut |r| {
-                            if let Value::Int(x) = &mut r[1] { *x += k; }
-                        }).unwrap();
-                        let distinct: std::collections::BTreeSet<_> = ids.iter().filter(|i| m.contains_key(i)).collect();
-                        prop_assert_eq!(n, distinct.len());
-                        for i in distinct {
-                            if let Some(Value::Int(x)) = m.get_mut(i).map(|r| &mut r[1]) { *x += k; }
-                        }
-                    }
-                    Op::Delete(id) => {
-                        prop_assert_eq!(s.delete(&t, &[Value::Int(*id)]).unwrap(), m.remove(id).is_some());
-                    }
-                }
-            }
-            let mut scanned = Vec::new();
-            s.full_scan(&t, 0, &mut |r| scanned.push(r.clone())).unwrap();
-            prop_assert_eq!(&scanned, &m.values().cloned().collect::<Vec<_>>());
-            let mut want_index: Vec<Vec<u8>> = m.values().map(|r| {
-                let (Value::Int(id), Value::Int(k)) = (&r[0], &r[1]) else { unreachable!() };
-                int_key(2, &[*k as i32, *id as i32])
-            }).collect();
-            want_index.sort();
-            prop_assert_eq!(raw_keys(&db, 2), want_index);
-            // Every row is found through the index.
-            for r in m.values() {
-                let mut found = false;
-                s.lookup(&t, 0, &r[1..2], &mut |x| { found |= x == r; true }).unwrap();
-                prop_assert!(found);
-            }
+        fn table_matches_model_shaledb(ops in proptest::collection::vec(op(), 1..120)) {
+            check_model::<crate::shale::ShaleDb>(&ops)?;
+        }
+    }
+
+    #[cfg(feature = "rocksdb")]
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+        #[test]
+        fn table_matches_model_rocksdb(ops in proptest::collection::vec(op(), 1..120)) {
+            check_model::<crate::rocks::RocksDb>(&ops)?;
         }
     }
 }
+
+/// Runs each engine-generic test above on ShaleDB, and on RocksDB when built with the `rocksdb` feature (there
+/// `single_delete` is a real SingleDelete, so the SingleDelete rule is exercised).
+macro_rules! on_engines {
+    ($($name:ident),* $(,)?) => {
+        mod shaledb {
+            $(#[test]
+            fn $name() {
+                super::$name::<crate::shale::ShaleDb>();
+            })*
+        }
+        #[cfg(feature = "rocksdb")]
+        mod rocksdb {
+            $(#[test]
+            fn $name() {
+                super::$name::<crate::rocks::RocksDb>();
+            })*
+        }
+    };
+}
+
+on_engines!(
+    insert_get_and_duplicate_pk,
+    insert_many_skips_existing_and_repeated,
+    secondary_lookup_and_range,
+    update_of_indexed_column_moves_the_entry,
+    update_of_non_indexed_column_leaves_the_index,
+    delete_removes_every_entry,
+    full_scan_is_in_pk_order,
+    concurrent_read_modify_write_loses_no_update,
+    update_many_with_overlapping_unsorted_lists_does_not_deadlock,
+    corrupt_value_string_length_over_column,
+    corrupt_value_truncated,
+    corrupt_value_trailing_bytes,
+    corrupt_pk_key_length,
+    corrupt_index_entry_pk_suffix,
+    stale_index_entry_is_skipped,
+    key_layout_is_as_documented,
+    varchar_composite_pk_and_prefix_range,
+    pk_only_table_delete_and_reinsert,
+);
