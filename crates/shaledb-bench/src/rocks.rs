@@ -334,8 +334,9 @@ fn write_options(m: WriteMode) -> WriteOptions {
 
 /// Names of the entries of `dir`, sorted.
 fn entries(dir: &Path) -> std::io::Result<Vec<String>> {
-    let mut v: Vec<String> =
-        std::fs::read_dir(dir)?.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned())).collect::<Result<_, _>>()?;
+    let mut v: Vec<String> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<_, _>>()?;
     v.sort_unstable();
     Ok(v)
 }
@@ -477,8 +478,9 @@ impl Engine for RocksDb {
         // The crate's compact_range returns no status: a failed compaction shows as a background error.
         let after = self.background_errors();
         if after > before {
-            return Err(format!("compact_range failed: {} new background errors (see the LOG file)", after - before)
-                .into());
+            return Err(
+                format!("compact_range failed: {} new background errors (see the LOG file)", after - before).into()
+            );
         }
         Ok(())
     }
@@ -569,7 +571,10 @@ impl Engine for RocksDb {
             bloom_useful: tk("rocksdb.bloom.filter.useful"),
             gets: tk("rocksdb.number.keys.read"),
             // Found in a memtable (a tombstone there counts too: RocksDB's MEMTABLE_HIT) or in a table file.
-            gets_found: tk("rocksdb.memtable.hit") + tk("rocksdb.l0.hit") + tk("rocksdb.l1.hit") + tk("rocksdb.l2andup.hit"),
+            gets_found: tk("rocksdb.memtable.hit")
+                + tk("rocksdb.l0.hit")
+                + tk("rocksdb.l1.hit")
+                + tk("rocksdb.l2andup.hit"),
         }
     }
 }
@@ -580,7 +585,8 @@ pub fn parse_tickers(text: &str) -> HashMap<String, u64> {
     let mut m = HashMap::new();
     for line in text.lines() {
         let mut it = line.split_whitespace();
-        if let (Some(name), Some("COUNT"), Some(":"), Some(v), None) = (it.next(), it.next(), it.next(), it.next(), it.next())
+        if let (Some(name), Some("COUNT"), Some(":"), Some(v), None) =
+            (it.next(), it.next(), it.next(), it.next(), it.next())
         {
             if let Ok(v) = v.parse::<u64>() {
                 m.insert(name.to_string(), v);
@@ -624,8 +630,7 @@ pub fn parse_compaction_stats(text: &str) -> Vec<CompactionRow> {
             continue;
         }
         let Some(h) = &header else { continue };
-        let Some(level) = toks.first().and_then(|t| t.strip_prefix('L')).and_then(|n| n.parse::<usize>().ok())
-        else {
+        let Some(level) = toks.first().and_then(|t| t.strip_prefix('L')).and_then(|n| n.parse::<usize>().ok()) else {
             continue;
         };
         // The Size column prints as two tokens ("63.50 MB").
@@ -837,15 +842,12 @@ Stalls(count): 3 level0_slowdown, 1 level0_slowdown_with_compaction, 2 level0_nu
 
     #[test]
     fn bad_flags_are_errors_naming_them() {
-        let mut f = BenchFlags::default();
-        f.max_grandparent_overlap_factor = Some(10);
-        assert!(options_from_flags(&f).err().unwrap().to_string().contains("--max_grandparent_overlap_factor"));
-        let mut f = BenchFlags::default();
-        f.min_level_to_compress = 9;
-        assert!(options_from_flags(&f).err().unwrap().to_string().contains("--min_level_to_compress"));
-        let mut f = BenchFlags::default();
-        f.max_write_buffer_number = usize::MAX;
-        assert!(options_from_flags(&f).err().unwrap().to_string().contains("--max_write_buffer_number"));
+        let err = |f: BenchFlags| options_from_flags(&f).err().map(|e| e.to_string()).unwrap_or_default();
+        let d = BenchFlags::default;
+        assert!(err(BenchFlags { max_grandparent_overlap_factor: Some(10), ..d() })
+            .contains("--max_grandparent_overlap_factor"));
+        assert!(err(BenchFlags { min_level_to_compress: 9, ..d() }).contains("--min_level_to_compress"));
+        assert!(err(BenchFlags { max_write_buffer_number: usize::MAX, ..d() }).contains("--max_write_buffer_number"));
         assert!(options_from_flags(&BenchFlags::default()).is_ok());
     }
 }

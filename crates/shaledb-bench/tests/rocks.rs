@@ -6,9 +6,9 @@ use shaledb_bench::engine::{Engine, EngineBatch, EngineIter, IterOptions, WriteM
 use shaledb_bench::flags::BenchFlags;
 use shaledb_bench::report::scrape;
 use shaledb_bench::rocks::RocksDb;
+use shaledb_bench::run_bench;
 use shaledb_bench::shale::ShaleDb;
 use shaledb_bench::workloads::Kind;
-use shaledb_bench::run_bench;
 use std::path::Path;
 
 const W: WriteMode = WriteMode { sync: false, disable_wal: false };
@@ -29,8 +29,10 @@ fn get<E: Engine>(db: &E, key: &[u8]) -> Option<Vec<u8>> {
     db.get(key, &mut v).unwrap().then_some(v)
 }
 
-/// Every entry a cursor with `o` yields forward, and backward.
-fn scan<E: Engine>(db: &E, o: &IterOptions<'_>) -> (Vec<(Vec<u8>, Vec<u8>)>, Vec<Vec<u8>>) {
+type Scan = (Vec<(Vec<u8>, Vec<u8>)>, Vec<Vec<u8>>);
+
+/// Every entry a cursor with `o` yields forward, and the keys backward.
+fn scan<E: Engine>(db: &E, o: &IterOptions<'_>) -> Scan {
     let mut it = db.iter_with(o);
     let mut fwd = Vec::new();
     it.seek_to_first();
@@ -128,9 +130,11 @@ fn same_answers_as_shaledb() {
     }
 }
 
+// RocksDB's batches write real SingleDeletes.
+const _: () = assert!(<RocksDb as Engine>::HAS_SINGLE_DELETE);
+
 #[test]
 fn single_delete_is_real() {
-    assert!(<RocksDb as Engine>::HAS_SINGLE_DELETE);
     // What tells a SingleDelete from a Delete: it cancels exactly one put. Put twice (v1 in a table, v2 in the
     // memtable) and single-delete: the flush drops v2 with the SingleDelete and v1 shows again (RocksDB
     // calls this use of SingleDelete undefined; its behaviour is this one). A Delete hides both.
