@@ -533,12 +533,14 @@ impl Engine for RocksDb {
                 levels[l].bytes += f.size as u64;
             }
         }
-        let rows = self.property("rocksdb.cfstats").map(|s| parse_compaction_stats(&s)).unwrap_or_default();
+        // The non-periodic dump: reading it does not move the interval (`Int`) snapshot of `rocksdb.stats`.
+        let cfstats = self.property("rocksdb.cfstats-no-file-histogram").unwrap_or_default();
+        let rows = parse_compaction_stats(&cfstats);
         let flush_bytes = tk("rocksdb.flush.write.bytes");
         let compaction_read = tk("rocksdb.compact.read.bytes");
         let compaction_written = tk("rocksdb.compact.write.bytes");
         fill_level_work(&mut levels, &rows, flush_bytes, compaction_read, compaction_written);
-        let stalls = self.property("rocksdb.cfstats").map(|s| parse_stall_counts(&s)).unwrap_or_default();
+        let stalls = parse_stall_counts(&cfstats);
         let count = |names: &[&str]| names.iter().map(|n| stalls.get(*n).copied().unwrap_or(0)).sum::<u64>();
         EngineSample {
             uptime_secs: self.opened.elapsed().as_secs_f64(),
