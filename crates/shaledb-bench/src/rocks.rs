@@ -26,6 +26,8 @@ pub struct RocksDb {
     /// Kept for its statistics object (`Options::get_statistics`).
     opts: Options,
     read: ReadOptions,
+    /// The four durability modes, built once (creating a `WriteOptions` allocates through the C API).
+    writes: [WriteOptions; 4],
     /// `--readahead_size`: iterators' readahead unless [`IterOptions::readahead_size`] sets one.
     readahead_size: usize,
     num_levels: usize,
@@ -325,6 +327,11 @@ impl EngineBatch for RocksBatch {
     }
 }
 
+/// Index in [`RocksDb::writes`]: sync is bit 1, disable_wal bit 0.
+fn mode_index(m: WriteMode) -> usize {
+    usize::from(m.sync) * 2 + usize::from(m.disable_wal)
+}
+
 fn write_options(m: WriteMode) -> WriteOptions {
     let mut w = WriteOptions::default();
     w.set_sync(m.sync);
@@ -373,6 +380,7 @@ impl Engine for RocksDb {
             db,
             opts,
             read: ReadOptions::default(),
+            writes: std::array::from_fn(|i| write_options(WriteMode { sync: i & 2 != 0, disable_wal: i & 1 != 0 })),
             readahead_size: flags.readahead_size,
             num_levels: flags.num_levels,
             opened: Instant::now(),
@@ -416,15 +424,15 @@ impl Engine for RocksDb {
     }
 
     fn put(&self, mode: WriteMode, key: &[u8], value: &[u8]) -> EngineResult<()> {
-        self.db.put_opt(key, value, &write_options(mode)).map_err(Into::into)
+        self.db.put_opt(key, value, &self.writes[mode_index(mode)]).map_err(Into::into)
     }
 
     fn delete(&self, mode: WriteMode, key: &[u8]) -> EngineResult<()> {
-        self.db.delete_opt(key, &write_options(mode)).map_err(Into::into)
+        self.db.delete_opt(key, &self.writes[mode_index(mode)]).map_err(Into::into)
     }
 
     fn merge(&self, mode: WriteMode, key: &[u8], operand: &[u8]) -> EngineResult<()> {
-        self.db.merge_opt(key, operand, &write_options(mode)).map_err(Into::into)
+        self.db.merge_opt(key, operand, &self.writes[mode_index(mode)]).map_err(Into::into)
     }
 
     fn get(&self, key: &[u8], out: &mut Vec<u8>) -> EngineResult<bool> {
@@ -460,7 +468,7 @@ impl Engine for RocksDb {
 
     fn write(&self, mode: WriteMode, batch: &RocksBatch) -> EngineResult<()> {
         let b = rocksdb::WriteBatch::from_data(batch.data());
-        self.db.write_opt(b, &write_options(mode)).map_err(Into::into)
+        self.db.write_opt(b, &self.writes[mode_index(mode)]).map_err(Into::into)
     }
 
     fn flush(&self) -> EngineResult<()> {

@@ -281,6 +281,17 @@ fn sample_counts_what_happened() {
     assert!(s.block_cache_hits + s.block_cache_misses > 0);
     assert!(s.bloom_checked > 0);
     assert!(db.property("rocksdb.stats").unwrap().contains("Compaction Stats"));
+    // Each durability mode reaches RocksDB: no WAL bytes without the WAL, one WAL sync per synced write.
+    let wal = |db: &RocksDb| (db.sample().wal_bytes, db.sample().wal_syncs);
+    let (bytes, syncs) = wal(&db);
+    db.put(WriteMode { sync: false, disable_wal: true }, b"x", b"1").unwrap();
+    assert_eq!(wal(&db), (bytes, syncs));
+    db.put(WriteMode { sync: true, disable_wal: false }, b"x", b"2").unwrap();
+    let (b2, s2) = wal(&db);
+    assert!(b2 > bytes && s2 == syncs + 1, "{bytes} {syncs} -> {b2} {s2}");
+    db.put(W, b"x", b"3").unwrap();
+    let (b3, s3) = wal(&db);
+    assert!(b3 > b2 && s3 == s2);
     db.close().unwrap();
 }
 
