@@ -438,7 +438,10 @@ impl BenchFlags {
                 "--max_grandparent_overlap_factor: no effect (obsolete; output files are cut by target size)".into(),
             );
         }
-        if self.max_background_compactions.is_some() || self.max_background_flushes.is_some() {
+        if (self.max_background_compactions.is_some() || self.max_background_flushes.is_some())
+            && self.engine == crate::engine::EngineKind::Shaledb
+        {
+            // RocksDB takes the three limits as given, as db_bench passes them.
             v.push(format!(
                 "--max_background_compactions/--max_background_flushes: using max_background_jobs={}",
                 self.background_jobs()
