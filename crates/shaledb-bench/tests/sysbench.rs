@@ -39,7 +39,8 @@ fn tiny_run(engines: Vec<EngineKind>) {
     let mut out = Vec::new();
     run_sysbench(&a, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("sb.json")).unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("sb.json")).unwrap()).unwrap();
     let configs = json["configs"].as_array().unwrap();
     assert_eq!(configs.len(), 4, "2 compressions x 2 thread counts");
     for c in configs {

@@ -146,7 +146,10 @@ impl SysbenchArgs {
             return bad("tables", format!("must be in 1..=1024, got {}", self.tables));
         }
         if !(1..=i64::from(i32::MAX) / 2).contains(&self.table_size) {
-            return bad("table_size", format!("must be in 1..={} (id is an INT), got {}", i32::MAX / 2, self.table_size));
+            return bad(
+                "table_size",
+                format!("must be in 1..={} (id is an INT), got {}", i32::MAX / 2, self.table_size),
+            );
         }
         if self.threads.is_empty() || self.threads.iter().any(|t| !(1..=1024).contains(t)) {
             return bad("threads", format!("each count must be in 1..=1024, got {:?}", self.threads));
@@ -274,16 +277,10 @@ pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchRep
             let _ = writeln!(out, "\n===== compression {} / {threads} client thread(s) =====", comp.name());
             for &kind in &a.engine {
                 let path = base.join(kind.flag_name());
-                let run = with_engine(kind, RunEngine {
-                    a,
-                    tests: &tests,
-                    seed,
-                    cfg: cfg_idx,
-                    comp,
-                    threads,
-                    path: &path,
-                    out: &mut *out,
-                })??;
+                let run = with_engine(
+                    kind,
+                    RunEngine { a, tests: &tests, seed, cfg: cfg_idx, comp, threads, path: &path, out: &mut *out },
+                )??;
                 cfg.runs.push(run);
             }
             cfg.compute_ratios();
@@ -503,14 +500,8 @@ fn run_timed<E: Engine>(
         handles.into_iter().map(|h| h.join()).collect()
     });
     let seconds = start.elapsed().as_secs_f64();
-    let mut r = TestResult {
-        name: spec.name.into(),
-        unit: Unit::Qps,
-        threads,
-        seconds,
-        intervals,
-        ..TestResult::default()
-    };
+    let mut r =
+        TestResult { name: spec.name.into(), unit: Unit::Qps, threads, seconds, intervals, ..TestResult::default() };
     for res in results {
         let c = res
             .map_err(|_| BenchError::engine(spec.name, "a client thread panicked".into()))?
@@ -746,7 +737,13 @@ fn exec<E: Engine>(
 
 /// A full scan of every table's PK index, one client per table at once (the seed ran one
 /// `SELECT count(*) ... WHERE length(pad) < 0` per table in parallel); Mrps = rows read / wall seconds.
-fn run_scan<E: Engine>(engine: &E, tables: &[Table], spec: &TestSpec, a: &SysbenchArgs, readahead: bool) -> Result<TestResult> {
+fn run_scan<E: Engine>(
+    engine: &E,
+    tables: &[Table],
+    spec: &TestSpec,
+    a: &SysbenchArgs,
+    readahead: bool,
+) -> Result<TestResult> {
     let readahead_size = if readahead { a.readahead_size } else { 0 };
     let counter = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
@@ -786,7 +783,13 @@ fn run_scan<E: Engine>(engine: &E, tables: &[Table], spec: &TestSpec, a: &Sysben
         done
     });
     let seconds = start.elapsed().as_secs_f64();
-    let mut r = TestResult { name: spec.name.into(), unit: Unit::Mrps, threads: tables.len(), seconds, ..TestResult::default() };
+    let mut r = TestResult {
+        name: spec.name.into(),
+        unit: Unit::Mrps,
+        threads: tables.len(),
+        seconds,
+        ..TestResult::default()
+    };
     for res in results {
         let (n, stats) = res
             .map_err(|_| BenchError::engine(spec.name, "a scan thread panicked".into()))?
@@ -816,7 +819,8 @@ mod tests {
     }
 
     fn parse(args: &[&str]) -> std::result::Result<SysbenchArgs, String> {
-        let cli = Cli::try_parse_from(std::iter::once("sysbench").chain(args.iter().copied())).map_err(|e| e.to_string())?;
+        let cli =
+            Cli::try_parse_from(std::iter::once("sysbench").chain(args.iter().copied())).map_err(|e| e.to_string())?;
         cli.a.validate().map_err(|e| e.to_string())?;
         Ok(cli.a)
     }
@@ -838,8 +842,16 @@ mod tests {
 
     #[test]
     fn lists_and_bad_values() {
-        let a = parse(&["--threads", "1,2,4", "--compression", "lz4-zstd", "--use_direct_reads=0", "--tests", "insert,scan"])
-            .unwrap();
+        let a = parse(&[
+            "--threads",
+            "1,2,4",
+            "--compression",
+            "lz4-zstd",
+            "--use_direct_reads=0",
+            "--tests",
+            "insert,scan",
+        ])
+        .unwrap();
         assert_eq!(a.threads, [1, 2, 4]);
         assert_eq!(a.compression, [CompressionSetting::Lz4Zstd]);
         assert!(!a.use_direct_reads);

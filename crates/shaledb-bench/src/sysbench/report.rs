@@ -316,9 +316,11 @@ pub fn summary_table(r: &SysbenchReport) -> String {
     let Some(first) = r.configs.first() else { return s };
     let two = first.runs.len() >= 2;
     if two {
-        let _ = writeln!(s, "ratio {}/{} per configuration (compression/threads)", first.runs[0].name, first.runs[1].name);
+        let _ =
+            writeln!(s, "ratio {}/{} per configuration (compression/threads)", first.runs[0].name, first.runs[1].name);
     } else if let Some(run) = first.runs.first() {
-        let _ = writeln!(s, "{} per configuration (compression/threads): QPS, Mrps for scans, rows/s for load", run.name);
+        let _ =
+            writeln!(s, "{} per configuration (compression/threads): QPS, Mrps for scans, rows/s for load", run.name);
     }
     let _ = write!(s, "{:<26}", "test");
     for c in &r.configs {
@@ -398,7 +400,13 @@ fn draw_config<DB: DrawingBackend>(
             .chain(run.tests.iter().map(|t| (format!("{} ({})", t.name, t.unit.label()), t.value)))
             .collect()
     };
+    // The first bar on top.
+    let bars: Vec<(String, f64)> = bars.into_iter().rev().collect();
     let n = bars.len().max(1);
+    // A white outline over each bar keeps neighbouring bars apart.
+    let gap = |from: f64, i: usize, to: f64| {
+        Rectangle::new([(from, SegmentValue::Exact(i)), (to, SegmentValue::Exact(i + 1))], WHITE.stroke_width(6))
+    };
     let title = if two {
         format!("sysbench {}: {} / {} per test", c.label(), c.runs[0].name, c.runs[1].name)
     } else {
@@ -430,6 +438,7 @@ fn draw_config<DB: DrawingBackend>(
             Rectangle::new([(0.0, SegmentValue::Exact(i)), (b.1, SegmentValue::Exact(i + 1))], color.filled())
         }))
         .map_err(|x| e(&x))?;
+        ch.draw_series(bars.iter().enumerate().map(|(i, b)| gap(0.0, i, b.1))).map_err(|x| e(&x))?;
         ch.draw_series(LineSeries::new(
             [(1.0, SegmentValue::Exact(0)), (1.0, SegmentValue::Exact(n))],
             BLACK.stroke_width(2),
@@ -460,6 +469,8 @@ fn draw_config<DB: DrawingBackend>(
             )
         }))
         .map_err(|x| e(&x))?;
+        ch.draw_series(bars.iter().enumerate().filter(|(_, b)| b.1 > 0.0).map(|(i, b)| gap(lo, i, b.1)))
+            .map_err(|x| e(&x))?;
     }
     Ok(())
 }

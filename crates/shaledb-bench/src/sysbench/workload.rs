@@ -335,12 +335,10 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(ranges.iter().map(|r| r.2).collect::<Vec<_>>(), [
-            RangeKind::Simple,
-            RangeKind::Sum,
-            RangeKind::Order,
-            RangeKind::Distinct
-        ]);
+        assert_eq!(
+            ranges.iter().map(|r| r.2).collect::<Vec<_>>(),
+            [RangeKind::Simple, RangeKind::Sum, RangeKind::Order, RangeKind::Distinct]
+        );
         assert!(ranges.iter().all(|r| r.1 - r.0 == 99 && (1..=1000).contains(&r.0)));
         // The 10 point selects of one transaction use one table, as execute_point_selects does.
         let tables: std::collections::BTreeSet<usize> = v
