@@ -1,0 +1,326 @@
+//! RocksDB behind the Engine trait: the same operations on RocksDB and ShaleDB give the same answers; the
+//! flags reach RocksDB's options; every benchmark runs on RocksDB.
+#![cfg(feature = "rocksdb")]
+
+use shaledb_bench::engine::{Engine, EngineBatch, EngineIter, IterOptions, WriteMode};
+use shaledb_bench::flags::BenchFlags;
+use shaledb_bench::report::scrape;
+use shaledb_bench::rocks::RocksDb;
+use shaledb_bench::shale::ShaleDb;
+use shaledb_bench::workloads::Kind;
+use shaledb_bench::run_bench;
+use std::path::Path;
+
+const W: WriteMode = WriteMode { sync: false, disable_wal: false };
+
+fn flags(args: &[&str]) -> BenchFlags {
+    let mut v = vec!["--progress=false", "--seed=42", "--write_buffer_size=65536", "--target_file_size_base=65536"];
+    v.extend_from_slice(args);
+    BenchFlags::parse_args(v).unwrap()
+}
+
+/// Opens engine `E` in a new directory under `root`.
+fn open<E: Engine>(root: &Path, f: &BenchFlags) -> E {
+    E::open(&root.join(E::name()), f).unwrap()
+}
+
+fn get<E: Engine>(db: &E, key: &[u8]) -> Option<Vec<u8>> {
+    let mut v = Vec::new();
+    db.get(key, &mut v).unwrap().then_some(v)
+}
+
+/// Every entry a cursor with `o` yields forward, and backward.
+fn scan<E: Engine>(db: &E, o: &IterOptions<'_>) -> (Vec<(Vec<u8>, Vec<u8>)>, Vec<Vec<u8>>) {
+    let mut it = db.iter_with(o);
+    let mut fwd = Vec::new();
+    it.seek_to_first();
+    while it.valid() {
+        fwd.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status().unwrap();
+    let mut back = Vec::new();
+    it.seek_to_last();
+    while it.valid() {
+        back.push(it.key().to_vec());
+        it.prev();
+    }
+    it.status().unwrap();
+    (fwd, back)
+}
+
+/// The answers of a fixed sequence of operations on engine `E`.
+fn script<E: Engine>(root: &Path, merge_operator: &str) -> Vec<String> {
+    let f = flags(&[&format!("--merge_operator={merge_operator}")]);
+    let db: E = open(root, &f);
+    let mut log = Vec::new();
+    for i in 0..200u32 {
+        db.put(W, format!("k{i:04}").as_bytes(), format!("v{i}").as_bytes()).unwrap();
+    }
+    db.delete(W, b"k0007").unwrap();
+    log.push(format!("{:?} {:?}", get(&db, b"k0007"), get(&db, b"k0008")));
+    let mut b = db.new_batch();
+    b.put(b"b1", b"x");
+    b.put(b"b2", b"y");
+    b.delete(b"k0009");
+    b.single_delete(b"k0010");
+    b.merge(b"m1", &5u64.to_le_bytes());
+    assert_eq!(b.len(), 5);
+    db.write(W, &b).unwrap();
+    b.clear();
+    assert!(b.is_empty());
+    b.put(b"b3", b"z");
+    db.write(W, &b).unwrap();
+    for k in [&b"b1"[..], b"b2", b"b3", b"k0009", b"k0010", b"k0011"] {
+        log.push(format!("{:?}", get(&db, k)));
+    }
+    // Merges: over a put, over nothing, over a delete, across a flush and a full compaction.
+    db.put(W, b"m2", &10u64.to_le_bytes()).unwrap();
+    for i in 0..5u64 {
+        db.merge(W, b"m1", &i.to_le_bytes()).unwrap();
+        db.merge(W, b"m2", &i.to_le_bytes()).unwrap();
+        db.merge(W, b"m3", format!("s{i}").as_bytes()).unwrap();
+    }
+    log.push(format!("{:?} {:?} {:?}", get(&db, b"m1"), get(&db, b"m2"), get(&db, b"m3")));
+    db.flush().unwrap();
+    db.merge(W, b"m1", &100u64.to_le_bytes()).unwrap();
+    db.delete(W, b"m2").unwrap();
+    db.merge(W, b"m2", &1u64.to_le_bytes()).unwrap();
+    log.push(format!("{:?} {:?}", get(&db, b"m1"), get(&db, b"m2")));
+    db.compact_all().unwrap();
+    db.wait_for_compaction().unwrap();
+    log.push(format!("{:?} {:?} {:?}", get(&db, b"m1"), get(&db, b"m2"), get(&db, b"m3")));
+    // Cursors: whole range, bounds, bounds with readahead and without filling the cache.
+    for (lower, upper, readahead, fill) in [
+        (None, None, 0, true),
+        (Some(&b"k0005"[..]), Some(&b"k0013"[..]), 0, true),
+        (Some(&b"k0100"[..]), None, 2 << 20, false),
+        (None, Some(&b"b3"[..]), 64 << 10, true),
+        (Some(&b"zzz"[..]), None, 0, true),
+    ] {
+        let o = IterOptions { lower, upper, readahead_size: readahead, fill_cache: fill };
+        let (fwd, back) = scan(&db, &o);
+        log.push(format!("{} {:?} {:?} {:?}", fwd.len(), fwd.first(), fwd.last(), back.first()));
+        assert_eq!(back.len(), fwd.len());
+    }
+    let mut it = db.iter(Some(b"k0050"), Some(b"k0060"));
+    it.seek(b"k0000");
+    log.push(format!("{:?}", it.valid().then(|| it.key().to_vec())));
+    it.seek(b"k0055");
+    log.push(format!("{:?}", it.valid().then(|| it.key().to_vec())));
+    drop(it);
+    db.close().unwrap();
+    log
+}
+
+#[test]
+fn same_answers_as_shaledb() {
+    for op in ["uint64add", "stringappend", "stringappend:|", "put"] {
+        let dir = tempfile::tempdir().unwrap();
+        let shale = script::<ShaleDb>(dir.path(), op);
+        let rocks = script::<RocksDb>(dir.path(), op);
+        assert_eq!(shale, rocks, "merge operator {op}");
+        if op == "uint64add" {
+            // m1: 5 (batch) + 0+1+2+3+4, then +100 after the flush; m2: deleted, then 1.
+            let want = format!("{:?} {:?}", Some(115u64.to_le_bytes().to_vec()), Some(1u64.to_le_bytes().to_vec()));
+            assert!(rocks.contains(&want), "{rocks:?}");
+        }
+    }
+}
+
+#[test]
+fn single_delete_is_real() {
+    assert!(<RocksDb as Engine>::HAS_SINGLE_DELETE);
+    // What tells a SingleDelete from a Delete: it cancels exactly one put. Put twice (v1 in a table, v2 in the
+    // memtable) and single-delete: the flush drops v2 with the SingleDelete and v1 shows again (RocksDB
+    // calls this use of SingleDelete undefined; its behaviour is this one). A Delete hides both.
+    for single in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let db: RocksDb = open(dir.path(), &flags(&[]));
+        db.put(W, b"a", b"v1").unwrap();
+        db.flush().unwrap();
+        db.put(W, b"a", b"v2").unwrap();
+        let mut b = db.new_batch();
+        if single {
+            b.single_delete(b"a");
+        } else {
+            b.delete(b"a");
+        }
+        db.write(W, &b).unwrap();
+        assert_eq!(get(&db, b"a"), None);
+        db.flush().unwrap();
+        let want = if single { Some(b"v1".to_vec()) } else { None };
+        assert_eq!(get(&db, b"a"), want, "single_delete={single}");
+        db.close().unwrap();
+    }
+}
+
+#[test]
+fn bad_flags_are_errors_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, flag) in [
+        (&["--max_grandparent_overlap_factor=10"][..], "max_grandparent_overlap_factor"),
+        (&["--min_level_to_compress=8"][..], "min_level_to_compress"),
+        (&["--max_write_buffer_number=4294967296"][..], "max_write_buffer_number"),
+    ] {
+        let e = RocksDb::open(&dir.path().join("db"), &flags(args)).err().unwrap().to_string();
+        assert!(e.contains(flag), "{args:?}: {e}");
+    }
+}
+
+/// The OPTIONS file RocksDB wrote for the open database.
+fn options_file(dir: &Path) -> String {
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("OPTIONS-"))
+        .collect();
+    names.sort();
+    std::fs::read_to_string(dir.join(names.last().unwrap())).unwrap()
+}
+
+#[test]
+fn flags_reach_rocksdb_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let f = flags(&[
+        "--compression_per_level=none:none:lz4:zstd",
+        "--bottommost_compression=zstd",
+        "--delayed_write_rate=1234567",
+        "--level0_slowdown_writes_trigger=17",
+        "--num_levels=5",
+        "--max_bytes_for_level_multiplier=8",
+        "--level_compaction_dynamic_level_bytes=false",
+        "--block_size=8192",
+        "--bloom_bits=10",
+        "--cache_index_and_filter_blocks",
+        "--open_files=500",
+        "--max_background_jobs=3",
+        "--advise_random_on_open=false",
+        "--merge_operator=uint64add",
+        "--disable_auto_compactions",
+    ]);
+    let db = RocksDb::open(&path, &f).unwrap();
+    let o = options_file(&path);
+    for want in [
+        "compression_per_level=kNoCompression:kNoCompression:kLZ4Compression:kZSTD",
+        "bottommost_compression=kZSTD",
+        "delayed_write_rate=1234567",
+        "level0_slowdown_writes_trigger=17",
+        "num_levels=5",
+        "max_bytes_for_level_multiplier=8",
+        "level_compaction_dynamic_level_bytes=false",
+        "block_size=8192",
+        "bloomfilter",
+        "cache_index_and_filter_blocks=true",
+        "max_open_files=500",
+        "max_background_jobs=3",
+        "advise_random_on_open=false",
+        "merge_operator=UInt64AddOperator",
+        "disable_auto_compactions=true",
+        "write_buffer_size=65536",
+        "target_file_size_base=65536",
+        "enable_pipelined_write=true",
+        "table_cache_numshardbits=4",
+    ] {
+        assert!(o.contains(want), "{want} missing from the OPTIONS file:\n{o}");
+    }
+    db.close().unwrap();
+    // --min_level_to_compress as db_bench applies it.
+    let path = dir.path().join("db2");
+    let db = RocksDb::open(&path, &flags(&["--min_level_to_compress=2", "--num_levels=4", "--compression_type=lz4"]))
+        .unwrap();
+    let o = options_file(&path);
+    assert!(o.contains("compression_per_level=kNoCompression:kNoCompression:kLZ4Compression:kLZ4Compression"), "{o}");
+    db.close().unwrap();
+}
+
+#[test]
+fn destroy_refuses_a_directory_without_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), b"mine").unwrap();
+    let e = RocksDb::destroy(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("notes.txt") && e.contains("does not hold a RocksDB database"), "{e}");
+    assert!(dir.path().join("notes.txt").exists());
+    let path = dir.path().join("db");
+    let db = RocksDb::open(&path, &flags(&[])).unwrap();
+    db.put(W, b"k", b"v").unwrap();
+    db.close().unwrap();
+    RocksDb::destroy(&path).unwrap();
+    assert!(!path.exists());
+}
+
+#[test]
+fn sample_counts_what_happened() {
+    let dir = tempfile::tempdir().unwrap();
+    let db: RocksDb = open(dir.path(), &flags(&["--bloom_bits=10"]));
+    for i in 0..5000u32 {
+        db.put(W, format!("key{i:06}").as_bytes(), &[b'v'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compaction().unwrap();
+    let mut v = Vec::new();
+    for i in 0..100u32 {
+        db.get(format!("key{i:06}").as_bytes(), &mut v).unwrap();
+        db.get(format!("nokey{i:06}").as_bytes(), &mut v).unwrap();
+    }
+    let s = db.sample();
+    assert_eq!(s.keys_written, 5000);
+    assert_eq!(s.gets, 200);
+    assert_eq!(s.gets_found, 100);
+    assert!(s.flush_bytes > 0 && s.wal_bytes > 0 && s.user_bytes_written > 5000 * 100);
+    assert!(s.total_bytes() > 0 && s.levels.iter().map(|l| l.files).sum::<u64>() > 0);
+    assert_eq!(s.sum_write_bytes(), s.flush_bytes + s.compaction_bytes_written);
+    assert!(s.block_cache_hits + s.block_cache_misses > 0);
+    assert!(s.bloom_checked > 0);
+    assert!(db.property("rocksdb.stats").unwrap().contains("Compaction Stats"));
+    db.close().unwrap();
+}
+
+#[test]
+fn every_benchmark_runs_on_rocksdb() {
+    // The order of the ShaleDB end-to-end test: reads run on a full database.
+    let all = "fillseq,readrandom,readmissing,readseq,readreverse,seekrandom,fillrandom,overwrite,readwhilewriting,\
+deleteseq,deleterandom,updaterandom,readrandomwriterandom,filluniquerandom,fillsync,compact,flush,waitforcompaction,\
+stats,levelstats,mergerandom";
+    let mut listed: Vec<&str> = all.split(',').collect();
+    listed.sort_unstable();
+    let known = Kind::known();
+    let mut every: Vec<&str> = known.split(", ").collect();
+    every.sort_unstable();
+    assert_eq!(listed, every, "a benchmark kind is missing from this test");
+    let mut out = Vec::new();
+    let f = flags(&[
+        &format!("--benchmarks={all}"),
+        "--num=1000",
+        "--threads=2",
+        "--seek_nexts=2",
+        "--merge_operator=uint64add",
+        "--statistics",
+        "--histogram",
+    ]);
+    run_bench::<RocksDb>(&f, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    for name in all.split(',') {
+        let kind = Kind::from_name(name).unwrap();
+        if kind.is_meta() {
+            continue;
+        }
+        let s = scrape(&text, name);
+        let ops = s.operations.unwrap_or_else(|| panic!("no result line for {name}:\n{text}"));
+        let expected = match kind {
+            Kind::Compact => 1,
+            Kind::FillSync => 2,
+            _ => 2 * 1000,
+        };
+        assert_eq!(ops, expected, "{name}");
+        assert!(s.ops_sec.unwrap() > 0.0, "{name}");
+    }
+    // fillseq wrote every key, so every random read finds one; a missing key is never found.
+    assert_eq!(scrape(&text, "readrandom").found, Some((2000, 2000)));
+    assert_eq!(scrape(&text, "readmissing").found, Some((0, 2000)));
+    assert_eq!(scrape(&text, "seekrandom").found, Some((2000, 2000)));
+    assert!(text.contains("Percentiles: P50: "), "{text}");
+    assert!(text.contains("** Compaction Stats"), "{text}");
+    assert!(text.contains("Level Files Size(MB)"), "{text}");
+}
