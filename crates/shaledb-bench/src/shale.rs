@@ -59,6 +59,7 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
     o.cache_index_and_filter_blocks = f.cache_index_and_filter_blocks;
     o.max_open_files = f.open_files;
     o.use_direct_reads = f.use_direct_reads;
+    o.advise_random_on_open = f.advise_random_on_open;
     if !f.merge_operator.is_empty() {
         o.merge_operator = Some(
             shaledb::merge::builtin(&f.merge_operator)
@@ -66,6 +67,24 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
         );
     }
     Ok(o)
+}
+
+/// The read options of every read, as db_bench sets its `read_options_`: `--readahead_size` applies to all
+/// iterators (point lookups never read ahead).
+pub fn read_options_from_flags(f: &BenchFlags) -> ReadOptions {
+    ReadOptions { readahead_size: f.readahead_size, ..ReadOptions::default() }
+}
+
+/// The read options of a cursor: `base` (from the flags) with the cursor's bounds, `fill_cache`, and its
+/// `readahead_size` when it sets one (0 keeps the flags').
+fn iter_read_options(base: &ReadOptions, o: &IterOptions<'_>) -> ReadOptions {
+    ReadOptions {
+        iterate_lower_bound: o.lower.map(<[u8]>::to_vec),
+        iterate_upper_bound: o.upper.map(<[u8]>::to_vec),
+        fill_cache: o.fill_cache,
+        readahead_size: if o.readahead_size > 0 { o.readahead_size } else { base.readahead_size },
+        ..base.clone()
+    }
 }
 
 impl EngineIter for DbIterator {
@@ -135,7 +154,7 @@ impl Engine for ShaleDb {
 
     fn open(path: &Path, flags: &BenchFlags) -> EngineResult<Self> {
         let db = Db::open(path, options_from_flags(flags)?)?;
-        Ok(ShaleDb { db, read: ReadOptions::default() })
+        Ok(ShaleDb { db, read: read_options_from_flags(flags) })
     }
 
     fn destroy(path: &Path) -> EngineResult<()> {
@@ -176,13 +195,7 @@ impl Engine for ShaleDb {
     }
 
     fn iter_with(&self, o: &IterOptions<'_>) -> DbIterator {
-        let opts = ReadOptions {
-            iterate_lower_bound: o.lower.map(<[u8]>::to_vec),
-            iterate_upper_bound: o.upper.map(<[u8]>::to_vec),
-            fill_cache: o.fill_cache,
-            ..ReadOptions::default()
-        };
-        self.db.iter(opts)
+        self.db.iter(iter_read_options(&self.read, o))
     }
 
     fn new_batch(&self) -> WriteBatch {
@@ -243,6 +256,119 @@ impl Engine for ShaleDb {
             bloom_useful: s.bloom_useful,
             gets: s.gets,
             gets_found: s.gets_found,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(args: &[&str]) -> BenchFlags {
+        BenchFlags::parse_args(args.iter().copied()).unwrap()
+    }
+
+    #[test]
+    fn read_flags_map_to_the_engine_options() {
+        let f = flags(&["--use_direct_reads=1", "--advise_random_on_open=0", "--readahead_size=2097152"]);
+        let o = options_from_flags(&f).unwrap();
+        assert!(o.use_direct_reads && !o.advise_random_on_open);
+        let base = read_options_from_flags(&f);
+        assert_eq!(base.readahead_size, 2 << 20);
+        // A cursor's own readahead_size wins; 0 keeps the flag's.
+        let cursor = IterOptions { lower: Some(b"a"), upper: Some(b"b"), readahead_size: 0, fill_cache: false };
+        let ro = iter_read_options(&base, &cursor);
+        assert_eq!(ro.readahead_size, 2 << 20);
+        assert!(!ro.fill_cache);
+        assert_eq!(
+            (ro.iterate_lower_bound.as_deref(), ro.iterate_upper_bound.as_deref()),
+            (Some(&b"a"[..]), Some(&b"b"[..]))
+        );
+        let ro = iter_read_options(&base, &IterOptions { readahead_size: 65536, fill_cache: true, ..cursor });
+        assert_eq!(ro.readahead_size, 65536);
+        assert!(ro.fill_cache);
+
+        let d = options_from_flags(&flags(&[])).unwrap();
+        assert!(!d.use_direct_reads && d.advise_random_on_open, "db_bench's defaults");
+        assert_eq!(read_options_from_flags(&flags(&[])).readahead_size, 0);
+    }
+
+    /// Writes `n` keys through the engine and flushes them into tables.
+    fn load(path: &Path, n: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let db = ShaleDb::open(path, &flags(&["--compression_type=none", "--write_buffer_size=262144"])).unwrap();
+        let mode = WriteMode { sync: false, disable_wal: false };
+        let want: Vec<(Vec<u8>, Vec<u8>)> =
+            (0..n).map(|i| (format!("{i:016}").into_bytes(), format!("value {i} ").repeat(10).into_bytes())).collect();
+        for (k, v) in &want {
+            db.put(mode, k, v).unwrap();
+        }
+        db.flush().unwrap();
+        db.close().unwrap();
+        want
+    }
+
+    fn read_all(db: &ShaleDb, readahead_size: usize, fill_cache: bool) -> EngineResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut it = db.iter_with(&IterOptions { readahead_size, fill_cache, ..IterOptions::default() });
+        let mut out = Vec::new();
+        it.seek_to_first();
+        while EngineIter::valid(&it) {
+            out.push((EngineIter::key(&it).to_vec(), EngineIter::value(&it).to_vec()));
+            EngineIter::next(&mut it);
+        }
+        EngineIter::status(&it)?;
+        Ok(out)
+    }
+
+    /// A directory on the disk file system of the workspace's target/, where O_DIRECT works (a /tmp on tmpfs
+    /// refuses it before Linux 6.6).
+    fn real_dir() -> tempfile::TempDir {
+        let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/tmp");
+        std::fs::create_dir_all(&base).unwrap();
+        tempfile::tempdir_in(base).unwrap()
+    }
+
+    #[test]
+    fn direct_reads_return_the_same_data() {
+        let dir = real_dir();
+        let want = load(dir.path(), 20_000);
+        for args in
+            [&["--use_direct_reads=0"][..], &["--use_direct_reads=1"], &["--use_direct_reads=1", "--cache_size=0"]]
+        {
+            let db = ShaleDb::open(dir.path(), &flags(args)).unwrap();
+            for readahead in [0, 64 << 10, 2 << 20] {
+                for fill_cache in [false, true] {
+                    assert!(read_all(&db, readahead, fill_cache).unwrap() == want, "{args:?} {readahead} {fill_cache}");
+                }
+            }
+            let mut out = Vec::new();
+            for (k, v) in want.iter().step_by(997) {
+                assert!(db.get(k, &mut out).unwrap());
+                assert_eq!(&out, v);
+            }
+            db.close().unwrap();
+        }
+    }
+
+    #[test]
+    fn corrupt_block_fails_its_checksum_with_direct_reads() {
+        let dir = real_dir();
+        load(dir.path(), 20_000);
+        let mut tables: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+            .collect();
+        tables.sort();
+        let sst = tables.first().expect("the load wrote a table");
+        // A byte in the second data block (4 KiB blocks): the table's meta blocks stay intact, so it opens.
+        let mut bytes = std::fs::read(sst).unwrap();
+        bytes[6000] ^= 0x01;
+        std::fs::write(sst, &bytes).unwrap();
+        for readahead in [0, 2 << 20] {
+            let db = ShaleDb::open(dir.path(), &flags(&["--use_direct_reads=1", "--cache_size=0"])).unwrap();
+            let e = read_all(&db, readahead, false).unwrap_err();
+            assert!(e.to_string().contains("checksum mismatch"), "readahead {readahead}: {e}");
+            db.close().unwrap();
         }
     }
 }

@@ -11,10 +11,12 @@
 
 #![deny(missing_docs)]
 
+mod aligned;
 mod error;
 mod mem;
 mod posix;
 
+pub use aligned::{AlignedBuf, DIRECT_IO_ALIGN};
 pub use error::{Error, Result};
 pub use mem::*;
 pub use posix::PosixFs;
@@ -43,7 +45,17 @@ pub trait WritableFile: Send + Sync {
 /// A file open for positional reads (SSTs, and whole-file reads of logs).
 pub trait RandomAccessFile: Send + Sync {
     /// Reads exactly `buf.len()` bytes at `offset`; a short file is an `UnexpectedEof` I/O error.
+    ///
+    /// A file opened with [`ReadHints::direct`] accepts any `buf`, `offset` and length: the implementation
+    /// reads the aligned range around them into its own aligned scratch buffer and copies the bytes out.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
+    /// Reads exactly `len` bytes at `offset` into `buf` (reusing its allocation); afterwards
+    /// [`AlignedBuf::data`] holds them. A direct file reads the aligned range around them straight into `buf`
+    /// (no copy). A short file is an `UnexpectedEof` I/O error. Default: [`RandomAccessFile::read_exact_at`]
+    /// into `buf`.
+    fn read_into(&self, offset: u64, len: usize, buf: &mut AlignedBuf) -> Result<()> {
+        self.read_exact_at(buf.fill(len), offset)
+    }
     /// Size of the file when it was opened.
     fn len(&self) -> u64;
     /// True for an empty file.
@@ -59,13 +71,22 @@ pub trait RandomAccessFile: Send + Sync {
 /// A held advisory lock on a database's LOCK file; released on drop.
 pub trait FileLock: Send + Sync {}
 
-/// How a file is to be opened for reading.
+/// How a file is to be opened for reading. The default asks for nothing: buffered reads, the kernel's
+/// default readahead.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReadHints {
-    /// Bypass the OS page cache (`O_DIRECT`), where the implementation supports it.
+    /// Bypass the OS page cache (`O_DIRECT`). [`PosixFs`] opens the file with `O_DIRECT` and fails the open
+    /// with [`Error::NotSupported`] when the file system refuses it (`EINVAL`); reads of any size and offset
+    /// still work (see [`RandomAccessFile::read_exact_at`]). The in-memory [`MemFs`] has no page cache: there
+    /// the hint changes nothing.
     pub direct: bool,
-    /// The file will be read front to back (compaction input): larger readahead.
+    /// The file will be read front to back (compaction input): `posix_fadvise(SEQUENTIAL)`, the kernel's
+    /// larger readahead. Ignored with `direct`.
     pub sequential: bool,
+    /// The file will be read at random (tables for point lookups): `posix_fadvise(RANDOM)`, which turns the
+    /// kernel's readahead off (RocksDB's `advise_random_on_open`). Ignored with `direct` (no page cache, no
+    /// kernel readahead) and with `sequential`.
+    pub advise_random: bool,
 }
 
 /// The file system the engine runs on.

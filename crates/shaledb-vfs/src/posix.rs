@@ -1,12 +1,13 @@
 //! The POSIX file system: `std::fs` with positional I/O, user-space write buffering and fcntl-free locking
 //! through `File::try_lock`.
 
-use crate::{Error, FileLock, Fs, RandomAccessFile, ReadHints, Result, WritableFile};
+use crate::{AlignedBuf, Error, FileLock, Fs, RandomAccessFile, ReadHints, Result, WritableFile, DIRECT_IO_ALIGN};
 use parking_lot::Mutex;
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -72,11 +73,81 @@ struct PosixRandom {
     file: File,
     path: PathBuf,
     len: u64,
+    /// Opened with `O_DIRECT`: every read must be aligned (see [`PosixRandom::read_direct`]).
+    direct: bool,
+}
+
+/// Direct reads up to this size through `read_exact_at` use the thread's scratch buffer; larger ones (rare:
+/// an index block of a huge table) a buffer of their own, so that no thread keeps a huge one.
+const DIRECT_SCRATCH_MAX: usize = 1 << 20;
+
+thread_local! {
+    /// Aligned landing buffer for direct reads into unaligned caller buffers.
+    static DIRECT_SCRATCH: RefCell<AlignedBuf> = RefCell::new(AlignedBuf::new());
+}
+
+impl PosixRandom {
+    /// Reads `[offset, offset + len)` of a direct file: the enclosing range rounded out to
+    /// [`DIRECT_IO_ALIGN`] lands in `buf`'s aligned storage, and `buf.data()` is set to the asked bytes.
+    fn read_direct(&self, offset: u64, len: usize, buf: &mut AlignedBuf) -> Result<()> {
+        let align = DIRECT_IO_ALIGN as u64;
+        let eof = || {
+            Error::io(
+                "direct read",
+                &self.path,
+                std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "failed to fill whole buffer"),
+            )
+        };
+        let end = offset.checked_add(len as u64).ok_or_else(eof)?;
+        let first = offset - offset % align;
+        let last = end.div_ceil(align).checked_mul(align).ok_or_else(eof)?;
+        let total = usize::try_from(last - first).map_err(|_| eof())?;
+        let skip = (offset - first) as usize;
+        let dst = buf.prepare(total, skip, len);
+        // The rounded range may run past the end of the file: the read then returns what there is.
+        let mut got = 0;
+        while got < skip + len {
+            match self.file.read_at(&mut dst[got..], first + got as u64) {
+                Ok(0) => return Err(eof()),
+                Ok(n) => {
+                    got += n;
+                    // Short and unaligned: the file ended (another read would be unaligned, EINVAL).
+                    if n % DIRECT_IO_ALIGN != 0 && got < skip + len {
+                        return Err(eof());
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::io("direct read", &self.path, e)),
+            }
+        }
+        Ok(())
+    }
 }
 
 impl RandomAccessFile for PosixRandom {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        self.file.read_exact_at(buf, offset).map_err(|e| Error::io("read", &self.path, e))
+        if !self.direct {
+            return self.file.read_exact_at(buf, offset).map_err(|e| Error::io("read", &self.path, e));
+        }
+        if buf.len() > DIRECT_SCRATCH_MAX {
+            let mut own = AlignedBuf::new();
+            self.read_direct(offset, buf.len(), &mut own)?;
+            buf.copy_from_slice(own.data());
+            return Ok(());
+        }
+        DIRECT_SCRATCH.with_borrow_mut(|scratch| {
+            self.read_direct(offset, buf.len(), scratch)?;
+            buf.copy_from_slice(scratch.data());
+            Ok(())
+        })
+    }
+
+    fn read_into(&self, offset: u64, len: usize, buf: &mut AlignedBuf) -> Result<()> {
+        if self.direct {
+            self.read_direct(offset, len, buf)
+        } else {
+            self.file.read_exact_at(buf.fill(len), offset).map_err(|e| Error::io("read", &self.path, e))
+        }
     }
 
     fn len(&self) -> u64 {
@@ -88,19 +159,30 @@ impl RandomAccessFile for PosixRandom {
     }
 
     fn prefetch(&self, offset: u64, len: u64) {
-        fadvise(&self.file, offset, len, libc::POSIX_FADV_WILLNEED);
+        if !self.direct {
+            fadvise(&self.file, offset, len, rustix::fs::Advice::WillNeed);
+        }
     }
 }
 
-#[allow(unsafe_code)]
-fn fadvise(file: &File, offset: u64, len: u64, advice: libc::c_int) {
-    use std::os::fd::AsRawFd;
-    let (Ok(off), Ok(l)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else { return };
-    // SAFETY: posix_fadvise only reads its integer arguments; the descriptor is valid while `file` lives.
-    // It is a hint: its result is deliberately ignored.
-    unsafe {
-        libc::posix_fadvise(file.as_raw_fd(), off, l, advice);
-    }
+/// `posix_fadvise` on the whole file from `offset` (`len` 0: to the end). A hint: its failure is ignored.
+fn fadvise(file: &File, offset: u64, len: u64, advice: rustix::fs::Advice) {
+    let _ = rustix::fs::fadvise(file, offset, std::num::NonZeroU64::new(len), advice);
+}
+
+/// Opens `path` for reading with `O_DIRECT`. A file system that refuses it (`EINVAL`: tmpfs before Linux 6.6,
+/// some FUSE and network file systems) is [`Error::NotSupported`], as RocksDB refuses to open there.
+fn open_direct(path: &Path) -> Result<File> {
+    OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path).map_err(|e| {
+        if e.raw_os_error() == Some(libc::EINVAL) {
+            Error::NotSupported(format!(
+                "direct reads: the file system of {} refuses O_DIRECT ({e}); open with use_direct_reads = false",
+                path.display()
+            ))
+        } else {
+            Error::io("open (O_DIRECT)", path, e)
+        }
+    })
 }
 
 /// Paths locked by this process: `flock` locks are per open file description, so two opens in one process
@@ -136,19 +218,18 @@ impl Fs for PosixFs {
     }
 
     fn open(&self, path: &Path, hints: ReadHints) -> Result<Arc<dyn RandomAccessFile>> {
-        if hints.direct {
-            return Err(Error::NotSupported(
-                "direct reads (O_DIRECT) are not implemented by PosixFs; reads go through the page cache".into(),
-            ));
-        }
-        let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
+        let file =
+            if hints.direct { open_direct(path)? } else { File::open(path).map_err(|e| Error::io("open", path, e))? };
         let len = file.metadata().map_err(|e| Error::io("stat", path, e))?.len();
-        if hints.sequential {
-            fadvise(&file, 0, 0, libc::POSIX_FADV_SEQUENTIAL);
-        } else {
-            fadvise(&file, 0, 0, libc::POSIX_FADV_RANDOM);
+        // Without O_DIRECT the kernel reads ahead by default; the hints tune or disable that.
+        if !hints.direct {
+            if hints.sequential {
+                fadvise(&file, 0, 0, rustix::fs::Advice::Sequential);
+            } else if hints.advise_random {
+                fadvise(&file, 0, 0, rustix::fs::Advice::Random);
+            }
         }
-        Ok(Arc::new(PosixRandom { file, path: path.to_path_buf(), len }))
+        Ok(Arc::new(PosixRandom { file, path: path.to_path_buf(), len, direct: hints.direct }))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
@@ -258,6 +339,40 @@ mod tests {
         assert!(fs.lock(&p).err().unwrap().is_busy());
         drop(l);
         fs.lock(&p).unwrap();
+    }
+
+    #[test]
+    fn direct_reads_of_any_offset_and_length() {
+        // The test's temporary directory: on a file system that refuses O_DIRECT the open must say so.
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFs::new();
+        let p = dir.path().join("f");
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mut w = fs.create(&p).unwrap();
+        w.append(&data).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        let r = match fs.open(&p, ReadHints { direct: true, ..ReadHints::default() }) {
+            Ok(r) => r,
+            Err(e) => {
+                assert!(e.to_string().contains("refuses O_DIRECT"), "{e}");
+                eprintln!("skipped: {e}");
+                return;
+            }
+        };
+        let mut own = AlignedBuf::new();
+        for (off, len) in [(0, 1), (1, 4095), (4095, 2), (4096, 4096), (5000, 15_000), (0, 20_000), (19_999, 1)] {
+            let mut buf = vec![0u8; len];
+            r.read_exact_at(&mut buf, off as u64).unwrap();
+            assert_eq!(buf, &data[off..off + len], "read_exact_at({off}, {len})");
+            r.read_into(off as u64, len, &mut own).unwrap();
+            assert_eq!(own.data(), &data[off..off + len], "read_into({off}, {len})");
+        }
+        let mut big = vec![0u8; 2];
+        let e = r.read_exact_at(&mut big, 19_999).unwrap_err();
+        assert!(e.is_io() && e.to_string().contains("direct read"), "{e}");
+        assert!(r.read_into(20_000, 1, &mut own).is_err());
+        assert!(r.read_into(u64::MAX - 1, 4, &mut own).is_err());
     }
 
     #[test]

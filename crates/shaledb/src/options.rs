@@ -87,8 +87,29 @@ pub struct Options {
     pub cache_index_and_filter_blocks: bool,
     /// Tables kept open at once; -1 keeps all open. Default: -1.
     pub max_open_files: i32,
-    /// Read SSTs with `O_DIRECT`. Default: `false`.
+    /// Read table files (SSTs) with `O_DIRECT`, bypassing the OS page cache (RocksDB `use_direct_reads`):
+    /// every read is rounded out to 4 KiB into an aligned buffer. Point lookups then read one block per
+    /// miss of the block cache, scans and compactions read through their readahead windows
+    /// ([`ReadOptions::readahead_size`], [`Options::compaction_readahead_size`]). Writes (WAL, MANIFEST,
+    /// tables being built) stay buffered. A file system that refuses `O_DIRECT` (`EINVAL`) fails the open
+    /// with `NotSupported` (RocksDB fails there too). With an in-memory `Fs` the flag changes nothing.
+    /// Default: `false`.
     pub use_direct_reads: bool,
+    /// Tell the OS that table files opened for reads are read at random (`posix_fadvise(RANDOM)`), which
+    /// turns off the kernel's readahead for them (RocksDB `advise_random_on_open`); `false` leaves the
+    /// kernel's default readahead on, which helps scans and wastes I/O on point lookups. Compaction inputs
+    /// opened for one pass are advised sequential either way. No effect with `use_direct_reads` (no page
+    /// cache, no kernel readahead). Default: `true`.
+    pub advise_random_on_open: bool,
+    /// Bytes a compaction reads at once from each input table (RocksDB `compaction_readahead_size`), so
+    /// that compaction inputs are read in large sequential reads, with and without `use_direct_reads`;
+    /// 0 reads block by block (with the kernel's readahead unless `use_direct_reads`). At most 256 MiB.
+    /// Default: 2 MiB.
+    pub compaction_readahead_size: usize,
+    /// Largest window of the automatic readahead of iterators with `ReadOptions::readahead_size` 0 (RocksDB
+    /// `BlockBasedTableOptions::max_auto_readahead_size`): 0 turns the automatic readahead off. At most
+    /// 256 MiB. Default: 256 KiB.
+    pub max_auto_readahead_size: usize,
     /// Operator for `merge`. Default: none (merge fails with `InvalidArgument`).
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
     /// WAL replay behaviour on damage. Default: `PointInTime`.
@@ -115,6 +136,9 @@ impl std::fmt::Debug for Options {
             .field("block_size", &self.block_size)
             .field("bloom_bits_per_key", &self.bloom_bits_per_key)
             .field("block_cache_size", &self.block_cache_size)
+            .field("use_direct_reads", &self.use_direct_reads)
+            .field("advise_random_on_open", &self.advise_random_on_open)
+            .field("compaction_readahead_size", &self.compaction_readahead_size)
             .field("merge_operator", &self.merge_operator.as_ref().map(|m| m.name().to_string()))
             .finish_non_exhaustive()
     }
@@ -153,6 +177,9 @@ impl Default for Options {
             cache_index_and_filter_blocks: false,
             max_open_files: -1,
             use_direct_reads: false,
+            advise_random_on_open: true,
+            compaction_readahead_size: 2 << 20,
+            max_auto_readahead_size: 256 << 10,
             merge_operator: None,
             wal_recovery_mode: WalRecoveryMode::PointInTime,
             max_manifest_file_size: 64 << 20,
@@ -176,7 +203,7 @@ impl Options {
     /// the level-0 triggers <= 2^30, `max_bytes_for_level_multiplier` <= 1000,
     /// `target_file_size_base` <= 1 TiB, `target_file_size_multiplier` <= 1000, `block_size` <= 64 MiB,
     /// `block_restart_interval` <= 1024, `bloom_bits_per_key` <= 64, `compression_level` in -131072..=22
-    /// (zstd's range), `num_levels` <= 32.
+    /// (zstd's range), `num_levels` <= 32, `compaction_readahead_size` and `max_auto_readahead_size` <= 256 MiB.
     pub fn validate(&self) -> Result<()> {
         if self.max_log_file_size < 1024 || self.keep_log_file_num > 10_000 {
             return Err(invalid(format!(
@@ -305,8 +332,16 @@ impl Options {
         if self.max_open_files != -1 && self.max_open_files < 16 {
             return Err(invalid(format!("max_open_files must be -1 or at least 16, got {}", self.max_open_files)));
         }
-        if self.use_direct_reads {
-            return Err(Error::NotSupported("use_direct_reads: O_DIRECT reads are not implemented yet".into()));
+        for (name, v) in [
+            ("compaction_readahead_size", self.compaction_readahead_size),
+            ("max_auto_readahead_size", self.max_auto_readahead_size),
+        ] {
+            if v > limits::MAX_READAHEAD_SIZE {
+                return Err(invalid(format!(
+                    "{name} must be at most {} (256 MiB), got {v}",
+                    limits::MAX_READAHEAD_SIZE
+                )));
+            }
         }
         Ok(())
     }
@@ -349,6 +384,9 @@ pub mod limits {
     pub const MAX_TARGET_FILE_SIZE: u64 = 1 << 40;
     /// Largest `max_background_jobs`: each is a thread started at open.
     pub const MAX_BACKGROUND_JOBS: usize = 256;
+    /// Largest `compaction_readahead_size` and `max_auto_readahead_size`: 256 MiB (one buffer of that size
+    /// per table being read).
+    pub const MAX_READAHEAD_SIZE: usize = 256 << 20;
     /// zstd's range of levels.
     pub const MIN_COMPRESSION_LEVEL: i32 = -(1 << 17);
     /// zstd's strongest level.
@@ -384,6 +422,15 @@ pub struct ReadOptions {
     pub iterate_lower_bound: Option<Vec<u8>>,
     /// Iterators: the user key to stop before (exclusive). Default: none.
     pub iterate_upper_bound: Option<Vec<u8>>,
+    /// Iterators: bytes read at once from each table file when a data block is not in the block cache
+    /// (RocksDB `ReadOptions::readahead_size`), from the first block on, in the direction of iteration;
+    /// the blocks are then served from that buffer (and put into the block cache when `fill_cache`). 0:
+    /// the automatic readahead, as RocksDB's: after two sequential block reads in one file, each read takes
+    /// 8 KiB more than the block, doubling up to [`Options::max_auto_readahead_size`] (256 KiB), so a long
+    /// scan issues large sequential reads and a short one reads no more than it needs. Works with and without
+    /// `use_direct_reads`. Point lookups never read ahead. A window never extends past the table's data
+    /// blocks, which bounds its buffer. Default: 0.
+    pub readahead_size: usize,
 }
 
 impl Default for ReadOptions {
@@ -394,6 +441,7 @@ impl Default for ReadOptions {
             fill_cache: true,
             iterate_lower_bound: None,
             iterate_upper_bound: None,
+            readahead_size: 0,
         }
     }
 }

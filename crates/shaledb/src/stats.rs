@@ -114,6 +114,10 @@ pub struct Statistics {
     pub blocks_read: u64,
     /// Bytes read from SST files.
     pub bytes_read: u64,
+    /// Reads issued to SST files for blocks: one per block read alone, one per readahead window.
+    pub table_file_reads: u64,
+    /// Bytes those reads asked for (readahead windows whole, whether every block in them was used or not).
+    pub table_file_bytes_read: u64,
     /// Bloom filter checks.
     pub bloom_checked: u64,
     /// Bloom filter checks that avoided a block read.

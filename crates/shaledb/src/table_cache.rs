@@ -7,6 +7,7 @@
 
 use crate::filenames;
 use crate::identity::{self, DbId};
+use crate::Options;
 use shaledb_format::cache::BlockCache;
 use shaledb_format::edit::FileMeta;
 use shaledb_format::iter::InternalIterator;
@@ -20,6 +21,8 @@ pub(crate) struct TableCache {
     fs: Arc<dyn Fs>,
     tables: quick_cache::sync::Cache<u64, Arc<Table>>,
     read_opts: TableReadOptions,
+    /// How tables are opened: `direct` and `advise_random` from the options.
+    hints: ReadHints,
     db_id: DbId,
 }
 
@@ -66,15 +69,20 @@ pub(crate) fn check_identity(t: &Arc<Table>, meta: &FileMeta, db_id: &DbId, path
 }
 
 impl TableCache {
+    /// A cache for the tables of `dir`, sized and opening files as `opts` say (`max_open_files`,
+    /// `cache_index_and_filter_blocks`, `use_direct_reads`, `advise_random_on_open`).
     pub(crate) fn new(
         dir: PathBuf,
         fs: Arc<dyn Fs>,
-        max_open_files: i32,
+        opts: &Options,
         block_cache: Option<Arc<BlockCache>>,
-        cache_index_and_filter: bool,
         stats: Arc<TableStats>,
         db_id: DbId,
     ) -> TableCache {
+        let max_open_files = opts.max_open_files;
+        let cache_index_and_filter = opts.cache_index_and_filter_blocks;
+        let hints =
+            ReadHints { direct: opts.use_direct_reads, sequential: false, advise_random: opts.advise_random_on_open };
         // RocksDB keeps a few files' descriptors for WAL/MANIFEST out of the budget.
         let cap = if max_open_files < 0 { 1 << 20 } else { (max_open_files as usize).saturating_sub(10).max(6) };
         TableCache {
@@ -87,6 +95,7 @@ impl TableCache {
                 stats: Some(stats),
                 verify_checksums: true,
             },
+            hints,
             db_id,
         }
     }
@@ -98,7 +107,7 @@ impl TableCache {
         }
         let path = filenames::table(&self.dir, meta.number);
         let t = self.tables.get_or_insert_with(&meta.number, || {
-            let file = self.fs.open(&path, ReadHints::default())?;
+            let file = self.fs.open(&path, self.hints)?;
             let t = Table::open(file, &self.read_opts)?;
             check_identity(&t, meta, &self.db_id, &path)?;
             Ok::<_, Error>(t)
@@ -112,7 +121,7 @@ impl TableCache {
             return Ok(t);
         }
         let path = filenames::table(&self.dir, meta.number);
-        let file = self.fs.open(&path, ReadHints { sequential: true, ..ReadHints::default() })?;
+        let file = self.fs.open(&path, ReadHints { sequential: true, advise_random: false, ..self.hints })?;
         let t = Table::open(file, &self.read_opts)?;
         check_identity(&t, meta, &self.db_id, &path)?;
         Ok(t)

@@ -273,6 +273,8 @@ pub struct TableStats {
     block_cache_misses: AtomicU64,
     blocks_read: AtomicU64,
     bytes_read: AtomicU64,
+    file_reads: AtomicU64,
+    file_bytes_read: AtomicU64,
 }
 
 impl TableStats {
@@ -296,6 +298,15 @@ impl TableStats {
     pub fn bytes_read(&self) -> u64 {
         self.bytes_read.load(Relaxed)
     }
+    /// Reads issued to table files for blocks: one per block read alone, one per readahead window (which
+    /// may serve many blocks).
+    pub fn file_reads(&self) -> u64 {
+        self.file_reads.load(Relaxed)
+    }
+    /// Bytes those reads asked for (readahead windows count whole, used or not).
+    pub fn file_bytes_read(&self) -> u64 {
+        self.file_bytes_read.load(Relaxed)
+    }
     fn add_hit(&self) {
         self.block_cache_hits.fetch_add(1, Relaxed);
     }
@@ -305,6 +316,53 @@ impl TableStats {
     fn add_read(&self, bytes: u64) {
         self.blocks_read.fetch_add(1, Relaxed);
         self.bytes_read.fetch_add(bytes, Relaxed);
+    }
+    fn add_file_read(&self, bytes: u64) {
+        self.file_reads.fetch_add(1, Relaxed);
+        self.file_bytes_read.fetch_add(bytes, Relaxed);
+    }
+}
+
+/// How a table iterator reads the data blocks it does not find in the block cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Readahead {
+    /// One read per block (point lookups, which never read ahead).
+    Off,
+    /// RocksDB's automatic readahead, per file: the first two blocks of a sequential run are read one by one;
+    /// from the third on, each read takes the block plus `initial` bytes after it (RocksDB's
+    /// `initial_auto_readahead_size`, 8 KiB), the amount doubling with each read up to `max` (RocksDB's
+    /// `max_auto_readahead_size`, 256 KiB). A block that does not follow the previous one starts over.
+    Auto {
+        /// Readahead of the first window.
+        initial: usize,
+        /// Largest readahead.
+        max: usize,
+    },
+    /// Every read takes this many bytes (at least the block) in the direction of iteration, from the first
+    /// block on (RocksDB's `ReadOptions::readahead_size`, and `compaction_readahead_size` for compactions).
+    Fixed(usize),
+}
+
+impl Readahead {
+    /// RocksDB's defaults for [`Readahead::Auto`]: 8 KiB doubling up to 256 KiB.
+    pub const AUTO: Readahead = Readahead::Auto { initial: 8 << 10, max: 256 << 10 };
+}
+
+/// How a [`Table::iter_with`] iterator reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableIterOptions {
+    /// Check the crc32c of the data blocks read from the file. Default true.
+    pub verify_checksums: bool,
+    /// Insert the data blocks read from the file into the block cache (also those served from a
+    /// readahead window). Default true.
+    pub fill_cache: bool,
+    /// Readahead policy. Default [`Readahead::Off`].
+    pub readahead: Readahead,
+}
+
+impl Default for TableIterOptions {
+    fn default() -> Self {
+        TableIterOptions { verify_checksums: true, fill_cache: true, readahead: Readahead::Off }
     }
 }
 
@@ -359,7 +417,7 @@ impl BlockHandle {
     }
 
     /// Offset just past the block's trailer.
-    fn end(&self) -> Option<u64> {
+    pub(crate) fn end(&self) -> Option<u64> {
         self.offset.checked_add(self.size)?.checked_add(BLOCK_TRAILER_LEN as u64)
     }
 }

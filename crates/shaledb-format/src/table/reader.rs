@@ -2,8 +2,8 @@
 //! iterator: the index block picks the data block, the data block the entry.
 
 use super::{
-    in_block, BlockHandle, Footer, TableProperties, TableReadOptions, TableStats, FILTER_BLOCK_NAME, FOOTER_LEN,
-    PROPERTIES_BLOCK_NAME,
+    in_block, BlockHandle, Footer, Readahead, TableIterOptions, TableProperties, TableReadOptions, TableStats,
+    BLOCK_TRAILER_LEN, FILTER_BLOCK_NAME, FOOTER_LEN, PROPERTIES_BLOCK_NAME,
 };
 use crate::block::{Block, BlockIter, KeyOrder};
 use crate::bloom::{key_hash, BloomReader};
@@ -13,7 +13,7 @@ use crate::compress::{decompress, CompressionType};
 use crate::ikey;
 use crate::iter::InternalIterator;
 use crate::{crc, Error, Result};
-use shaledb_vfs::RandomAccessFile;
+use shaledb_vfs::{AlignedBuf, RandomAccessFile};
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -124,36 +124,98 @@ impl Table {
         Ok((props, filter))
     }
 
-    /// Reads a block's stored bytes, checks its trailer and decompresses it.
-    fn read_raw(&self, h: BlockHandle, verify_checksum: bool) -> Result<Vec<u8>> {
+    /// Length of block `h` as stored, trailer included, checked to end before the footer.
+    fn stored_len(&self, h: BlockHandle) -> Result<usize> {
+        h.end()
+            .filter(|&end| end <= self.data_end)
+            .and_then(|_| usize::try_from(h.size).ok())
+            .and_then(|n| n.checked_add(BLOCK_TRAILER_LEN))
+            .ok_or_else(|| {
+                Error::corruption(
+                    &self.path,
+                    h.offset,
+                    format!(
+                        "block handle (offset {}, size {}) runs past the data end at {}",
+                        h.offset, h.size, self.data_end
+                    ),
+                )
+            })
+    }
+
+    /// Checks the trailer of `stored` (block `h` followed by its trailer): the checksum when asked, and the
+    /// compression type, which it returns.
+    fn check_trailer(&self, h: BlockHandle, stored: &[u8], verify_checksum: bool) -> Result<CompressionType> {
         let bad = |what: String| Error::corruption(&self.path, h.offset, what);
-        let n = h.end().filter(|&end| end <= self.data_end).and_then(|_| usize::try_from(h.size).ok()).ok_or_else(
-            || {
-                bad(format!(
-                    "block handle (offset {}, size {}) runs past the data end at {}",
-                    h.offset, h.size, self.data_end
-                ))
-            },
-        )?;
-        let mut buf = vec![0u8; n + super::BLOCK_TRAILER_LEN];
-        self.file.read_exact_at(&mut buf, h.offset)?;
-        if let Some(s) = &self.stats {
-            s.add_read(buf.len() as u64);
-        }
-        let kind_byte = buf[n];
+        let n =
+            stored.len().checked_sub(BLOCK_TRAILER_LEN).ok_or_else(|| bad("block shorter than its trailer".into()))?;
+        let kind_byte = stored[n];
         if verify_checksum {
-            let stored = get_fixed32(&buf[n + 1..]).map(crc::unmask);
-            if stored != Some(crc::value(&buf[..=n])) {
+            let stored_crc = get_fixed32(&stored[n + 1..]).map(crc::unmask);
+            if stored_crc != Some(crc::value(&stored[..=n])) {
                 return Err(bad("block checksum mismatch".into()));
             }
         }
-        let kind =
-            CompressionType::from_u8(kind_byte).ok_or_else(|| bad(format!("unknown compression type {kind_byte}")))?;
+        CompressionType::from_u8(kind_byte).ok_or_else(|| bad(format!("unknown compression type {kind_byte}")))
+    }
+
+    /// Reads a block's stored bytes, checks its trailer and decompresses it.
+    fn read_raw(&self, h: BlockHandle, verify_checksum: bool) -> Result<Vec<u8>> {
+        let len = self.stored_len(h)?;
+        // Read straight into the vector the block will own: no copy for an uncompressed block.
+        let mut buf = vec![0u8; len];
+        self.file.read_exact_at(&mut buf, h.offset)?;
+        if let Some(s) = &self.stats {
+            s.add_read(len as u64);
+            s.add_file_read(len as u64);
+        }
+        let kind = self.check_trailer(h, &buf, verify_checksum)?;
+        let n = len - BLOCK_TRAILER_LEN;
         if kind == CompressionType::None {
             buf.truncate(n);
             Ok(buf)
         } else {
             decompress(kind, &buf[..n]).map_err(|e| in_block(e, &self.path, h.offset))
+        }
+    }
+
+    /// A block from its stored bytes already in memory (a readahead window): checked, then copied out or
+    /// decompressed.
+    fn block_from_stored(&self, h: BlockHandle, stored: &[u8], verify_checksum: bool) -> Result<Block> {
+        if let Some(s) = &self.stats {
+            s.add_read(stored.len() as u64);
+        }
+        let kind = self.check_trailer(h, stored, verify_checksum)?;
+        let body = &stored[..stored.len() - BLOCK_TRAILER_LEN];
+        let raw = if kind == CompressionType::None {
+            body.to_vec()
+        } else {
+            decompress(kind, body).map_err(|e| in_block(e, &self.path, h.offset))?
+        };
+        Block::new(raw).map_err(|e| in_block(e, &self.path, h.offset))
+    }
+
+    /// Block `h` through the iterator's readahead window: from the window when it holds the block, else
+    /// from a new window when the policy asks for one, else read alone.
+    fn read_block_ahead(&self, h: BlockHandle, verify_checksum: bool, ra: &mut ReadaheadState) -> Result<Block> {
+        let len = self.stored_len(h)?;
+        if ra.buffered(h, len).is_none() {
+            // Windows cover data blocks only, but always the whole block asked for.
+            let limit = self.props.data_size.min(self.data_end).max(h.offset + len as u64);
+            let Some((offset, total)) = ra.window(h, len, limit) else {
+                return self.read_block(h, verify_checksum);
+            };
+            ra.buf_offset = offset;
+            if let Err(e) = self.file.read_into(offset, total, &mut ra.buf) {
+                ra.buf.clear();
+                return Err(e);
+            }
+            if let Some(s) = &self.stats {
+                s.add_file_read(total as u64);
+            }
+        }
+        match ra.buffered(h, len) {
+            Some(stored) => self.block_from_stored(h, stored, verify_checksum),
+            None => self.read_block(h, verify_checksum),
         }
     }
 
@@ -175,8 +237,17 @@ impl Table {
         }
     }
 
-    /// A data block, through the cache when there is one.
-    fn data_block(&self, h: BlockHandle, verify_checksum: bool, fill_cache: bool) -> Result<Arc<Block>> {
+    /// A data block, through the cache when there is one, and on a miss through `ra` when given.
+    fn data_block(
+        &self,
+        h: BlockHandle,
+        verify_checksum: bool,
+        fill_cache: bool,
+        mut ra: Option<&mut ReadaheadState>,
+    ) -> Result<Arc<Block>> {
+        if let Some(ra) = &mut ra {
+            ra.note(h);
+        }
         if let Some(c) = &self.cache {
             let hit = c.get(self.cache_id, h.offset);
             self.count_lookup(hit.is_some());
@@ -184,7 +255,10 @@ impl Table {
                 return Ok(b);
             }
         }
-        let b = Arc::new(self.read_block(h, verify_checksum)?);
+        let b = Arc::new(match ra {
+            Some(ra) => self.read_block_ahead(h, verify_checksum, ra)?,
+            None => self.read_block(h, verify_checksum)?,
+        });
         if let (Some(c), true) = (&self.cache, fill_cache) {
             c.insert(self.cache_id, h.offset, Arc::clone(&b));
         }
@@ -197,7 +271,7 @@ impl Table {
         }
         let h = self.footer.index;
         // Not pinned means cached: the index is always put back after a miss.
-        self.data_block(h, self.verify_meta, true)
+        self.data_block(h, self.verify_meta, true, None)
     }
 
     fn filter(&self) -> Option<Result<Arc<BloomReader>>> {
@@ -232,9 +306,14 @@ impl Table {
         }
     }
 
-    /// An unpositioned iterator. `verify_checksums = false` skips the crc check of data blocks read from the
-    /// file; `fill_cache = false` keeps blocks it reads out of the block cache (compaction scans).
+    /// An unpositioned iterator without readahead. `verify_checksums = false` skips the crc check of data
+    /// blocks read from the file; `fill_cache = false` keeps blocks it reads out of the block cache.
     pub fn iter(self: &Arc<Self>, verify_checksums: bool, fill_cache: bool) -> TableIter {
+        self.iter_with(&TableIterOptions { verify_checksums, fill_cache, readahead: Readahead::Off })
+    }
+
+    /// An unpositioned iterator reading as `opts` say.
+    pub fn iter_with(self: &Arc<Self>, opts: &TableIterOptions) -> TableIter {
         let (index, err) = match self.index_block() {
             Ok(b) => (Some(BlockIter::new(b, KeyOrder::Internal)), None),
             Err(e) => (None, Some(e)),
@@ -244,8 +323,9 @@ impl Table {
             index,
             data: None,
             data_handle: BlockHandle::default(),
-            verify: verify_checksums,
-            fill_cache,
+            verify: opts.verify_checksums,
+            fill_cache: opts.fill_cache,
+            ra: ReadaheadState::new(opts.readahead),
             err,
         }
     }
@@ -353,8 +433,81 @@ pub struct TableIter {
     data_handle: BlockHandle,
     verify: bool,
     fill_cache: bool,
+    ra: ReadaheadState,
     /// First error met; the iterator stays invalid after it.
     err: Option<Error>,
+}
+
+/// An iterator's readahead: the policy, the window of file bytes read last, and the access pattern so far.
+struct ReadaheadState {
+    mode: Readahead,
+    /// `buf.data()` holds the file's bytes from `buf_offset` on (empty: nothing buffered).
+    buf: AlignedBuf,
+    buf_offset: u64,
+    /// The block loaded before the current one (from the cache or not), to recognise sequential runs.
+    prev: Option<BlockHandle>,
+    /// Blocks in the current sequential run, and whether the current block lies before the previous one.
+    run: u32,
+    backward: bool,
+    /// [`Readahead::Auto`]: readahead of the next window.
+    next_ahead: usize,
+}
+
+impl ReadaheadState {
+    fn new(mode: Readahead) -> ReadaheadState {
+        let next_ahead = match mode {
+            Readahead::Auto { initial, .. } => initial,
+            _ => 0,
+        };
+        ReadaheadState { mode, buf: AlignedBuf::new(), buf_offset: 0, prev: None, run: 0, backward: false, next_ahead }
+    }
+
+    /// Records that block `h` is loaded next, whether from the cache or the file.
+    fn note(&mut self, h: BlockHandle) {
+        let sequential = self.prev.is_none_or(|p| p.end() == Some(h.offset));
+        self.backward = self.prev.is_some_and(|p| h.offset < p.offset);
+        if sequential {
+            self.run = self.run.saturating_add(1);
+        } else {
+            self.run = 1;
+            if let Readahead::Auto { initial, .. } = self.mode {
+                self.next_ahead = initial;
+            }
+        }
+        self.prev = Some(h);
+    }
+
+    /// The stored bytes of block `h` (`len` with its trailer) when the window holds them.
+    fn buffered(&self, h: BlockHandle, len: usize) -> Option<&[u8]> {
+        let rel = usize::try_from(h.offset.checked_sub(self.buf_offset)?).ok()?;
+        self.buf.data().get(rel..rel.checked_add(len)?)
+    }
+
+    /// The window `(offset, length)` to read for block `h` (`len` bytes with its trailer), not past `limit`;
+    /// `None` to read the block alone. Advances the automatic readahead.
+    fn window(&mut self, h: BlockHandle, len: usize, limit: u64) -> Option<(u64, usize)> {
+        let want = match self.mode {
+            Readahead::Off => return None,
+            // RocksDB starts after two sequential block reads.
+            Readahead::Auto { max, .. } => {
+                if self.run < 3 || max == 0 || self.backward {
+                    return None;
+                }
+                let ahead = self.next_ahead.min(max);
+                self.next_ahead = ahead.saturating_mul(2).min(max);
+                len.saturating_add(ahead)
+            }
+            Readahead::Fixed(n) => n.max(len),
+        };
+        let end_of_block = h.offset + len as u64;
+        if self.backward && matches!(self.mode, Readahead::Fixed(_)) {
+            // Going backward, the window ends with the block.
+            let start = end_of_block.saturating_sub(want as u64);
+            return Some((start, (end_of_block - start) as usize));
+        }
+        let end = h.offset.saturating_add(want as u64).min(limit).max(end_of_block);
+        Some((h.offset, usize::try_from(end - h.offset).ok()?))
+    }
 }
 
 impl TableIter {
@@ -380,7 +533,8 @@ impl TableIter {
         if self.data.is_some() && h == self.data_handle {
             return;
         }
-        match self.table.data_block(h, self.verify, self.fill_cache) {
+        let ra = (self.ra.mode != Readahead::Off).then_some(&mut self.ra);
+        match self.table.data_block(h, self.verify, self.fill_cache, ra) {
             Ok(block) => {
                 match &mut self.data {
                     Some(d) => d.reset(block),

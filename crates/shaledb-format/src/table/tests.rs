@@ -683,3 +683,133 @@ fn index_crc_mismatch_fails_the_open_unless_checksums_are_off() {
     assert_eq!(collect_forward(&t), data, "the index itself is intact");
     assert_corruption(t.verify(), &sst.path, idx.offset, "checksum mismatch");
 }
+
+fn open_hinted(path: &Path, direct: bool, ropts: &TableReadOptions) -> Arc<Table> {
+    let file = PosixFs::new().open(path, ReadHints { direct, ..ReadHints::default() }).unwrap();
+    Table::open(file, ropts).unwrap()
+}
+
+fn scan_with(t: &Arc<Table>, opts: &TableIterOptions, backward: bool) -> Result<Entries> {
+    let mut it = t.iter_with(opts);
+    let mut out = Vec::new();
+    if backward {
+        it.seek_to_last();
+    } else {
+        it.seek_to_first();
+    }
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        if backward {
+            it.prev();
+        } else {
+            it.next();
+        }
+    }
+    it.status()?;
+    if backward {
+        out.reverse();
+    }
+    Ok(out)
+}
+
+const READAHEADS: [Readahead; 5] =
+    [Readahead::Off, Readahead::AUTO, Readahead::Fixed(1), Readahead::Fixed(64 << 10), Readahead::Fixed(1 << 20)];
+
+#[test]
+fn readahead_and_direct_reads_return_the_same_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = entries(6000);
+    for codec in [CompressionType::None, CompressionType::Lz4] {
+        let path = dir.path().join(format!("{codec}.sst"));
+        write_table(&path, small_opts(codec, 512), &data);
+        for direct in [false, true] {
+            for readahead in READAHEADS {
+                for backward in [false, true] {
+                    let t = open_hinted(&path, direct, &TableReadOptions::default());
+                    let opts = TableIterOptions { readahead, ..TableIterOptions::default() };
+                    let got = scan_with(&t, &opts, backward).unwrap();
+                    assert!(got == data, "{codec} direct={direct} {readahead:?} backward={backward}");
+                }
+            }
+            // Seeks into the middle, then forward: windows start anywhere.
+            let t = open_hinted(&path, direct, &TableReadOptions::default());
+            let mut it = t.iter_with(&TableIterOptions { readahead: Readahead::Fixed(3000), ..Default::default() });
+            for i in (0..data.len()).step_by(977) {
+                it.seek(&data[i].0);
+                for want in data.iter().skip(i).take(40) {
+                    assert!(it.valid());
+                    assert_eq!((it.key(), it.value()), (&want.0[..], &want.1[..]));
+                    it.next();
+                }
+            }
+            it.status().unwrap();
+        }
+    }
+}
+
+#[test]
+fn auto_readahead_grows_to_few_large_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sst");
+    let data = entries(60_000);
+    let props = write_table(&path, small_opts(CompressionType::None, 4096), &data);
+    let stats = Arc::new(TableStats::new());
+    let ropts = TableReadOptions { stats: Some(stats.clone()), ..TableReadOptions::default() };
+    let scan = |readahead| {
+        let t = open_hinted(&path, false, &ropts);
+        let before = stats.file_reads();
+        assert!(scan_with(&t, &TableIterOptions { readahead, ..Default::default() }, false).unwrap() == data);
+        stats.file_reads() - before
+    };
+    let blocks = props.num_data_blocks;
+    assert!(blocks > 300, "{blocks} blocks");
+    assert_eq!(scan(Readahead::Off), blocks);
+    let auto = scan(Readahead::AUTO);
+    // Two single reads, windows of 8, 16, ... 256 KiB, then 256 KiB each.
+    let max_windows = 2 + 6 + props.data_size / (256 << 10) + 1;
+    assert!(auto <= max_windows, "auto readahead: {auto} reads for {blocks} blocks (at most {max_windows})");
+    assert_eq!(scan(Readahead::Fixed(1 << 30)), 1, "one window holds every data block");
+    // 64 KiB windows start at a block and end before the first block they do not hold whole.
+    let fixed = scan(Readahead::Fixed(64 << 10));
+    let (lo, hi) = (props.data_size / (64 << 10), props.data_size / ((64 << 10) - 8192) + 1);
+    assert!((lo..=hi).contains(&fixed), "{fixed} reads of 64 KiB for {} bytes", props.data_size);
+}
+
+#[test]
+fn readahead_fills_the_cache_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sst");
+    let data = entries(4000);
+    let props = write_table(&path, TableOptions::default(), &data);
+    for fill_cache in [false, true] {
+        let cache = Arc::new(BlockCache::new(8 << 20));
+        let stats = Arc::new(TableStats::new());
+        let ropts = TableReadOptions { cache: Some(cache.clone()), stats: Some(stats.clone()), ..Default::default() };
+        let t = open_hinted(&path, false, &ropts);
+        let opts = TableIterOptions { fill_cache, readahead: Readahead::Fixed(1 << 20), ..Default::default() };
+        assert!(scan_with(&t, &opts, false).unwrap() == data);
+        let hits = stats.block_cache_hits();
+        assert!(scan_with(&t, &opts, false).unwrap() == data);
+        let expect_hits = if fill_cache { props.num_data_blocks } else { 0 };
+        assert_eq!(stats.block_cache_hits() - hits, expect_hits, "fill_cache={fill_cache}");
+    }
+}
+
+#[test]
+fn corrupt_block_fails_its_checksum_through_readahead_and_direct_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sst");
+    let data = entries(3000);
+    write_table(&path, small_opts(CompressionType::None, 1024), &data);
+    // Flip a byte inside the data blocks, away from the first block.
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[5000] ^= 0x40;
+    std::fs::write(&path, &bytes).unwrap();
+    for direct in [false, true] {
+        for readahead in READAHEADS {
+            let t = open_hinted(&path, direct, &TableReadOptions::default());
+            let e = scan_with(&t, &TableIterOptions { readahead, ..Default::default() }, false).unwrap_err();
+            assert!(e.is_corruption() && e.to_string().contains("checksum mismatch"), "{readahead:?}: {e}");
+        }
+    }
+}

@@ -14,6 +14,7 @@ use crate::picker::{self, CompactionTask};
 use crate::stats::{CompactionStats, Counters};
 use shaledb_format::edit::VersionEdit;
 use shaledb_format::iter::InternalIterator;
+use shaledb_format::table::{Readahead, TableIterOptions};
 use shaledb_vfs::{Error, Result};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -231,9 +232,18 @@ fn execute(inner: &Arc<DbInner>, task: &CompactionTask, snapshots: &[u64]) -> Re
     let start = Instant::now();
     let cpu_start = shaledb_vfs::thread_cpu_micros();
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    // Inputs are read front to back in large reads (RocksDB's compaction_readahead_size), also with O_DIRECT.
+    let input_opts = TableIterOptions {
+        verify_checksums: inner.opts.paranoid_checks,
+        fill_cache: false,
+        readahead: match inner.opts.compaction_readahead_size {
+            0 => Readahead::Off,
+            n => Readahead::Fixed(n),
+        },
+    };
     for f in task.inputs.iter().chain(&task.output_inputs) {
         let t = inner.tables.open_uncached(f)?;
-        children.push(Box::new(t.iter(inner.opts.paranoid_checks, false)));
+        children.push(Box::new(t.iter_with(&input_opts)));
     }
     let mut input = MergingIterator::new(children);
     input.seek_to_first();

@@ -28,7 +28,7 @@ use shaledb_format::cache::BlockCache;
 use shaledb_format::edit::FileMeta;
 use shaledb_format::ikey::{self, KIND_FOR_SEEK};
 use shaledb_format::iter::InternalIterator;
-use shaledb_format::table::TableStats;
+use shaledb_format::table::{Readahead, TableIterOptions, TableStats};
 use shaledb_vfs::{Error, FileLock, Fs, Result};
 use std::collections::HashSet;
 use std::ops::Bound;
@@ -341,10 +341,20 @@ impl Db {
         for m in &sv.imm {
             children.push(Box::new(m.iter()));
         }
-        let (verify, fill) = (opts.verify_checksums, opts.fill_cache);
+        let readahead = if opts.readahead_size > 0 {
+            Readahead::Fixed(opts.readahead_size)
+        } else if inner.opts.max_auto_readahead_size > 0 {
+            // RocksDB's initial_auto_readahead_size: 8 KiB.
+            let max = inner.opts.max_auto_readahead_size;
+            Readahead::Auto { initial: (8 << 10).min(max), max }
+        } else {
+            Readahead::Off
+        };
+        let topts =
+            TableIterOptions { verify_checksums: opts.verify_checksums, fill_cache: opts.fill_cache, readahead };
         for f in sv.version.files(0) {
             match inner.tables.get(f) {
-                Ok(t) => children.push(Box::new(t.iter(verify, fill))),
+                Ok(t) => children.push(Box::new(t.iter_with(&topts))),
                 Err(e) => children.push(Box::new(ErrorIter(e))),
             }
         }
@@ -355,7 +365,7 @@ impl Db {
             }
             let tables = inner.tables.clone();
             let open = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
-                Ok(Box::new(tables.get(f)?.iter(verify, fill)))
+                Ok(Box::new(tables.get(f)?.iter_with(&topts)))
             });
             children.push(Box::new(LevelIterator::new(files.to_vec(), open)));
         }
@@ -544,6 +554,8 @@ impl Db {
             block_cache_misses: inner.table_stats.block_cache_misses(),
             blocks_read: inner.table_stats.blocks_read(),
             bytes_read: inner.table_stats.bytes_read(),
+            table_file_reads: inner.table_stats.file_reads(),
+            table_file_bytes_read: inner.table_stats.file_bytes_read(),
             bloom_checked: ld(&c.bloom_checked),
             bloom_useful: ld(&c.bloom_useful),
             gets: ld(&c.gets),

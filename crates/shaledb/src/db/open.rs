@@ -20,7 +20,7 @@ use shaledb_format::cache::BlockCache;
 use shaledb_format::edit::{FileMeta, VersionEdit};
 use shaledb_format::log;
 use shaledb_format::table::{TableOptions, TableStats};
-use shaledb_vfs::{Error, Result};
+use shaledb_vfs::{Error, ReadHints, Result};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
@@ -158,6 +158,14 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
         (vs, fresh.creation_leftovers)
     };
+    if opts.use_direct_reads {
+        // Tables are opened on first use: find out now, not at the first read of a table, whether the file
+        // system takes O_DIRECT (NotSupported when it refuses). IDENTITY exists at this point.
+        let probe = fs.open(&filenames::identity(dir), ReadHints { direct: true, ..ReadHints::default() })?;
+        let mut head = [0u8; 16];
+        let n = usize::try_from(probe.len()).map_or(head.len(), |l| l.min(head.len()));
+        probe.read_exact_at(&mut head[..n], 0)?;
+    }
     let db_id = vs.db_id.unwrap_or_default();
     // The directory is ours from here on: the LOG may be written.
     let info_log = InfoLog::open(fs.clone(), dir, opts.max_log_file_size, opts.keep_log_file_num);
@@ -239,9 +247,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let tables = Arc::new(TableCache::new(
         dir.to_path_buf(),
         fs.clone(),
-        opts.max_open_files,
+        &opts,
         block_cache.clone(),
-        opts.cache_index_and_filter_blocks,
         table_stats.clone(),
         db_id,
     ));

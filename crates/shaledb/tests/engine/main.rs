@@ -6,6 +6,7 @@ mod files;
 mod limits;
 mod linearizable;
 mod model;
+mod readahead;
 
 use shaledb::{CompressionType, Options};
 
