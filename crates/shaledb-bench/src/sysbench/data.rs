@@ -3,7 +3,7 @@
 //! `CHAR(120)` and `CHAR(60)`), `k` is a random integer in `1..=table_size`, and ids are drawn from the
 //! uniform distribution (`--rand-type=uniform`, as the seed's scripts pass it).
 
-use crate::table::{Column, ColumnType, IndexDef, Row, TableDef, Value};
+use crate::table::{Row, TableDef, Value};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -31,25 +31,10 @@ pub const COL_C: usize = 2;
 /// `pad`.
 pub const COL_PAD: usize = 3;
 
-/// The first index id; MyRocks also starts user index ids above a reserved range.
-const FIRST_INDEX_ID: u32 = 256;
-
-/// The schema of `sbtest<n>` (n from 1): `id INT` primary key, `k INT` with index `k_<n>`, `c CHAR(120)`,
-/// `pad CHAR(60)`. Index ids are distinct across tables: PK of table n is `256 + 2(n-1)`, `k_n` the next.
-pub fn sbtest_def(n: u32) -> TableDef {
-    let base = FIRST_INDEX_ID + 2 * (n.saturating_sub(1));
-    let col = |name: &str, ty| Column { name: name.into(), ty };
-    TableDef {
-        name: format!("sbtest{n}"),
-        columns: vec![
-            col("id", ColumnType::Int32),
-            col("k", ColumnType::Int32),
-            col("c", ColumnType::Char(C_WIDTH)),
-            col("pad", ColumnType::Char(PAD_WIDTH)),
-        ],
-        primary: IndexDef { id: base, name: "PRIMARY".into(), columns: vec![COL_ID] },
-        secondary: vec![IndexDef { id: base + 1, name: format!("k_{n}"), columns: vec![COL_K] }],
-    }
+/// The schema of `sbtest<n>` (n from 1): `id INT` primary key, `k INT` with a secondary index, `c CHAR(120)`,
+/// `pad CHAR(60)` (the table layer's [`TableDef::sbtest`]; index ids distinct across tables).
+pub fn sbtest_def(n: u16) -> TableDef {
+    TableDef::sbtest(n)
 }
 
 /// A client's random numbers: sysbench's `rand.uniform`, `rand.default` (uniform here) and `rand.string`.
@@ -177,14 +162,17 @@ mod tests {
     }
 
     #[test]
-    fn schema_ids_are_distinct_across_tables() {
+    fn schema_matches_the_column_positions() {
+        use crate::table::ColumnType;
         let a = sbtest_def(1);
         let b = sbtest_def(2);
         assert_eq!(a.name, "sbtest1");
-        assert_eq!(b.secondary[0].name, "k_2");
         let ids = [a.primary.id, a.secondary[0].id, b.primary.id, b.secondary[0].id];
         let set: std::collections::BTreeSet<_> = ids.iter().collect();
         assert_eq!(set.len(), 4);
+        assert_eq!(a.columns[COL_ID].name, "id");
+        assert_eq!(a.columns[COL_K].name, "k");
+        assert_eq!(a.primary.columns, vec![COL_ID]);
         assert_eq!(a.columns[COL_C].ty, ColumnType::Char(120));
         assert_eq!(a.columns[COL_PAD].ty, ColumnType::Char(60));
         assert_eq!(a.secondary[0].columns, vec![COL_K]);

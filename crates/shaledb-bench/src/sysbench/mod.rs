@@ -349,7 +349,7 @@ fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
     let flags = engine_flags(a, comp, path, false);
     let flags_ra = engine_flags(a, comp, path, true);
     flags.validate()?;
-    let tables: Vec<Table> = (1..=a.tables as u32)
+    let tables: Vec<Table> = (1..=a.tables as u16)
         .map(|n| Table::new(data::sbtest_def(n)))
         .collect::<TableResult<_>>()
         .map_err(table_err("sbtest schema"))?;
