@@ -20,6 +20,7 @@ fn args(dir: &Path, engines: Vec<EngineKind>) -> SysbenchArgs {
         compression: vec![CompressionSetting::None, CompressionSetting::Lz4Zstd],
         cache_size: 1 << 20,
         use_direct_reads: false,
+        cache_index_and_filter_blocks: true,
         readahead_size: 256 << 10,
         tests: vec![],
         random_points: 100,

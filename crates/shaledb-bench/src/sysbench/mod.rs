@@ -93,6 +93,12 @@ pub struct SysbenchArgs {
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
           value_parser = crate::flags::parse_bool)]
     pub use_direct_reads: bool,
+    /// Keep index and filter blocks in the block cache (MyRocks' setting). With a cache of a few MiB RocksDB's
+    /// LRU shards (512 KiB each) are smaller than one file's index and filter, so every read reloads them: use
+    /// 0 there (they are then held by the open table files, outside the cache).
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
+          value_parser = crate::flags::parse_bool)]
+    pub cache_index_and_filter_blocks: bool,
     /// Iterator readahead bytes of the readahead scans (scan.ra*), which also reopen the database with
     /// advise_random_on_open=0.
     #[arg(long, default_value_t = 2 << 20)]
@@ -185,7 +191,7 @@ pub fn engine_flags(a: &SysbenchArgs, c: CompressionSetting, path: &Path, readah
         block_size: 16 << 10,
         bloom_bits: 10.0,
         cache_size: a.cache_size,
-        cache_index_and_filter_blocks: true,
+        cache_index_and_filter_blocks: a.cache_index_and_filter_blocks,
         write_buffer_size: 64 << 20,
         level_compaction_dynamic_level_bytes: true,
         use_direct_reads: a.use_direct_reads,
@@ -837,6 +843,7 @@ mod tests {
         assert!(a.use_direct_reads);
         assert_eq!(a.readahead_size, 2 << 20);
         assert_eq!(a.random_points, 100);
+        assert!(a.cache_index_and_filter_blocks);
         assert_eq!(a.validate().unwrap().len(), workload::SEED_ORDER.len());
     }
 
