@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 static FONT: &[u8] = include_bytes!("../assets/NotoSans-Regular.ttf");
-const FAMILY: &str = "sans-serif";
+pub(crate) const FAMILY: &str = "sans-serif";
 const SIZE: (u32, u32) = (1200, 1200);
 /// Points per series after downsampling, enough for a 1200-pixel-wide plot.
 const MAX_POINTS: usize = 600;
 
-fn ensure_font() -> std::result::Result<(), String> {
+pub(crate) fn ensure_font() -> std::result::Result<(), String> {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
     let ok = *REGISTERED.get_or_init(|| plotters::style::register_font(FAMILY, FontStyle::Normal, FONT).is_ok());
     if ok {

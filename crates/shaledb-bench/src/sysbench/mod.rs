@@ -1,19 +1,906 @@
-//! Seed 002's sysbench suite on the table layer (SKELETON, issue 13: being written).
+//! Seed 002's sysbench suite on the table layer: the sbtest tables stored as keys (as MyRocks stores them), the
+//! seed's tests in its order, each engine on a fresh database per configuration (compression setting x client
+//! threads), the same generic code for every engine through [`with_engine`].
+//!
+//! Statement shapes are in [`workload`], values in [`data`], process counters in [`measure`], tables, JSON and
+//! plots in [`report`]. What each test runs and how each figure is computed: BENCHMARKS.md, "sysbench suite".
 
-use crate::Result;
+pub mod data;
+pub mod measure;
+pub mod report;
+pub mod workload;
+
+use crate::engine::{with_engine, Engine, EngineKind, EngineVisitor, WriteMode};
+use crate::flags::BenchFlags;
+use crate::table::{Row, Session, SessionStats, Table, TableError, TableResult, Value};
+use crate::{BenchError, Result};
+use data::{SbRand, COL_C, COL_K, COL_PAD};
+use report::{ConfigResult, EngineDelta, EngineRun, Interval, LoadResult, SysbenchReport, TestResult, Unit};
 use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use workload::{Kind, RangeKind, Shape, Stmt, TestSpec};
+
+/// Rows per multi-row INSERT of the load (sysbench's prepare sends multi-row INSERTs of about this many
+/// sbtest rows per statement).
+pub const LOAD_BATCH_ROWS: usize = 1000;
+
+/// The compression settings of the seed.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum CompressionSetting {
+    /// No compression on any level.
+    None,
+    /// None on L0 and L1, LZ4 on the middle levels, Zstandard on the bottommost level (MyRocks' setting).
+    #[value(name = "lz4-zstd")]
+    #[serde(rename = "lz4-zstd")]
+    Lz4Zstd,
+}
+
+impl CompressionSetting {
+    /// The name `--compression` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            CompressionSetting::None => "none",
+            CompressionSetting::Lz4Zstd => "lz4-zstd",
+        }
+    }
+
+    /// `--compression_per_level` and `--bottommost_compression` for `levels` levels.
+    pub fn per_level(self, levels: usize) -> (String, String) {
+        match self {
+            CompressionSetting::None => (String::new(), String::new()),
+            CompressionSetting::Lz4Zstd => {
+                let list: Vec<&str> = (0..levels).map(|l| if l < 2 { "none" } else { "lz4" }).collect();
+                (list.join(":"), "zstd".into())
+            }
+        }
+    }
+}
 
 /// `shaledb bench suite sysbench` arguments.
+///
+/// The defaults are the seed's shape scaled to this machine: 2 tables x 10M rows (about 4.4 GB of rows and
+/// index entries before compression) against a 512 MiB cache with direct reads, 1 and 2 clients, 60 s per
+/// test (the seed ran 600 s). A default run on 2 cores takes several hours per engine (BENCHMARKS.md).
 #[derive(clap::Args, Clone, Debug, serde::Serialize)]
 #[command(rename_all = "snake_case")]
 pub struct SysbenchArgs {
     /// Engines, alternated per configuration: shaledb, rocksdb (comma-separated).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "shaledb")]
-    pub engine: Vec<crate::engine::EngineKind>,
+    pub engine: Vec<EngineKind>,
+    /// Tables (sbtest1..sbtestN).
+    #[arg(long, default_value_t = 2)]
+    pub tables: usize,
+    /// Rows per table.
+    #[arg(long, default_value_t = 10_000_000)]
+    pub table_size: i64,
+    /// Client threads per configuration (comma-separated): each count is a configuration.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    pub threads: Vec<usize>,
+    /// Seconds each test runs (scans run one full pass instead).
+    #[arg(long, default_value_t = 60.0)]
+    pub duration: f64,
+    /// Compression settings (comma-separated): none, lz4-zstd (none on L0-L1, lz4 on the middle levels,
+    /// zstd bottommost).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "none,lz4-zstd")]
+    pub compression: Vec<CompressionSetting>,
+    /// Block cache bytes.
+    #[arg(long, default_value_t = 512 << 20)]
+    pub cache_size: u64,
+    /// Read table files with O_DIRECT, so the OS page cache does not hide the disk; an engine that cannot is
+    /// an error (use --use_direct_reads=0 there).
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
+          value_parser = crate::flags::parse_bool)]
+    pub use_direct_reads: bool,
+    /// Keep index and filter blocks in the block cache (MyRocks' setting). With a cache of a few MiB RocksDB's
+    /// LRU shards (512 KiB each) are smaller than one file's index and filter, so every read reloads them: use
+    /// 0 there (they are then held by the open table files, outside the cache).
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
+          value_parser = crate::flags::parse_bool)]
+    pub cache_index_and_filter_blocks: bool,
+    /// Iterator readahead bytes of the readahead scans (scan.ra*), which also reopen the database with
+    /// advise_random_on_open=0.
+    #[arg(long, default_value_t = 2 << 20)]
+    pub readahead_size: usize,
+    /// Tests to run (comma-separated names), always in the seed's order; default all.
+    #[arg(long, value_delimiter = ',')]
+    pub tests: Vec<String>,
+    /// Values per IN-list of random-points, hot-points and update-inlist (the seed's scripts pass 100).
+    #[arg(long, default_value_t = 100)]
+    pub random_points: usize,
+    /// Directory for the databases (one subdirectory per engine, removed after each run); default: a new
+    /// temporary directory under the current one.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Write every figure as JSON to this file (rewritten after each configuration).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write a bar chart per configuration (SVG and PNG) into this directory.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Random seed; 0 derives one from the clock (printed). Both engines of a configuration draw the same
+    /// numbers.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Print statements per second every N seconds of each test to stderr (and keep them in the JSON); 0:
+    /// off.
+    #[arg(long, default_value_t = 0.0)]
+    pub report_interval: f64,
+}
+
+impl SysbenchArgs {
+    /// Checks the values; the error names the flag.
+    pub fn validate(&self) -> Result<Vec<TestSpec>> {
+        let bad = |flag: &str, msg: String| Err(BenchError::BadFlag { flag: flag.into(), msg });
+        if self.engine.is_empty() {
+            return bad("engine", "no engine given".into());
+        }
+        for e in &self.engine {
+            if !e.available() {
+                return bad(
+                    "engine",
+                    format!(
+                        "{} is not in this build; build with `--features rocksdb` (needs librocksdb-dev, \
+                         libclang-dev)",
+                        e.flag_name()
+                    ),
+                );
+            }
+        }
+        if !(1..=1024).contains(&self.tables) {
+            return bad("tables", format!("must be in 1..=1024, got {}", self.tables));
+        }
+        if !(1..=i64::from(i32::MAX) / 2).contains(&self.table_size) {
+            return bad(
+                "table_size",
+                format!("must be in 1..={} (id is an INT), got {}", i32::MAX / 2, self.table_size),
+            );
+        }
+        if self.threads.is_empty() || self.threads.iter().any(|t| !(1..=1024).contains(t)) {
+            return bad("threads", format!("each count must be in 1..=1024, got {:?}", self.threads));
+        }
+        if !(self.duration.is_finite() && self.duration > 0.0 && self.duration <= 86_400.0) {
+            return bad("duration", format!("must be a number of seconds in (0, 86400], got {}", self.duration));
+        }
+        if self.compression.is_empty() {
+            return bad("compression", "no compression setting given".into());
+        }
+        if self.cache_size == 0 {
+            return bad("cache_size", "must be at least 1 byte".into());
+        }
+        if self.readahead_size > 256 << 20 {
+            return bad("readahead_size", format!("must be at most 256 MiB, got {}", self.readahead_size));
+        }
+        if !(1..=100_000).contains(&self.random_points) {
+            return bad("random_points", format!("must be in 1..=100000, got {}", self.random_points));
+        }
+        if !(self.report_interval.is_finite() && self.report_interval >= 0.0) {
+            return bad("report_interval", format!("must be a number of seconds >= 0, got {}", self.report_interval));
+        }
+        workload::select_tests(&self.tests).map_err(|msg| BenchError::BadFlag { flag: "tests".into(), msg })
+    }
+}
+
+/// Engine options of the suite: BenchFlags' defaults with the seed's MyRocks-like settings, the same for every
+/// engine; `readahead` gives the readahead scans' reopen (advise_random_on_open=0 and iterator readahead).
+pub fn engine_flags(a: &SysbenchArgs, c: CompressionSetting, path: &Path, readahead: bool) -> BenchFlags {
+    let mut f = BenchFlags {
+        db: Some(path.to_path_buf()),
+        num: (a.tables as i64).saturating_mul(a.table_size).max(1),
+        block_size: 16 << 10,
+        bloom_bits: 10.0,
+        cache_size: a.cache_size,
+        cache_index_and_filter_blocks: a.cache_index_and_filter_blocks,
+        write_buffer_size: 64 << 20,
+        level_compaction_dynamic_level_bytes: true,
+        use_direct_reads: a.use_direct_reads,
+        compression_type: "none".into(),
+        advise_random_on_open: !readahead,
+        readahead_size: if readahead { a.readahead_size } else { 0 },
+        progress: false,
+        ..BenchFlags::default()
+    };
+    let (levels, bottom) = c.per_level(f.num_levels);
+    f.compression_per_level = levels;
+    f.bottommost_compression = bottom;
+    f
+}
+
+/// The options printed once and kept in the JSON.
+fn option_list(f: &BenchFlags) -> Vec<(String, String)> {
+    let kv = |k: &str, v: String| (k.to_string(), v);
+    vec![
+        kv("block_size", f.block_size.to_string()),
+        kv("bloom_bits", f.bloom_bits.to_string()),
+        kv("cache_size", f.cache_size.to_string()),
+        kv("cache_index_and_filter_blocks", f.cache_index_and_filter_blocks.to_string()),
+        kv("write_buffer_size", f.write_buffer_size.to_string()),
+        kv("max_write_buffer_number", f.max_write_buffer_number.to_string()),
+        kv("level_compaction_dynamic_level_bytes", f.level_compaction_dynamic_level_bytes.to_string()),
+        kv("max_bytes_for_level_base", f.max_bytes_for_level_base.to_string()),
+        kv("max_bytes_for_level_multiplier", f.max_bytes_for_level_multiplier.to_string()),
+        kv("target_file_size_base", f.target_file_size_base.to_string()),
+        kv("num_levels", f.num_levels.to_string()),
+        kv("level0_file_num_compaction_trigger", f.level0_file_num_compaction_trigger.to_string()),
+        kv("max_background_jobs", f.background_jobs().to_string()),
+        kv("use_direct_reads", f.use_direct_reads.to_string()),
+        kv("advise_random_on_open", "1 (0 for scan.ra*)".into()),
+        kv("wal", "on, no fsync (the seed: binlog and redo log without fsync)".into()),
+    ]
 }
 
 /// Runs the suite, printing its tables to `out`.
-pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<()> {
-    let _ = (a, out);
-    Err(crate::BenchError::Usage("sysbench: not built yet".into()))
+pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchReport> {
+    let tests = a.validate()?;
+    let seed = if a.seed != 0 {
+        a.seed
+    } else {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64 | 1)
+    };
+    let tmp;
+    let base = match &a.db {
+        Some(p) => p.clone(),
+        None => {
+            tmp = tempfile::Builder::new().prefix("shaledb-sysbench-").tempdir_in(".").map_err(|source| {
+                BenchError::Io { what: "creating a temporary database directory in", path: ".".into(), source }
+            })?;
+            tmp.path().to_path_buf()
+        }
+    };
+    std::fs::create_dir_all(&base).map_err(|source| BenchError::Io {
+        what: "creating the database directory",
+        path: base.clone(),
+        source,
+    })?;
+    let sample_flags = engine_flags(a, CompressionSetting::None, &base, false);
+    sample_flags.validate()?;
+    let mut report = SysbenchReport {
+        args: serde_json::to_value(a).unwrap_or(serde_json::Value::Null),
+        seed,
+        engine_options: option_list(&sample_flags),
+        configs: Vec::new(),
+    };
+    let _ = writeln!(
+        out,
+        "sysbench suite (seed 002): {} tables x {} rows, threads {:?}, {} s per test, compression {:?}, engines {:?}, seed {seed}",
+        a.tables,
+        a.table_size,
+        a.threads,
+        a.duration,
+        a.compression.iter().map(|c| c.name()).collect::<Vec<_>>(),
+        a.engine.iter().map(|e| e.flag_name()).collect::<Vec<_>>(),
+    );
+    let _ = writeln!(out, "engine options (every engine):");
+    for (k, v) in &report.engine_options {
+        let _ = writeln!(out, "  {k:<40} {v}");
+    }
+    let _ = writeln!(out, "tests: {}", tests.iter().map(|t| t.name).collect::<Vec<_>>().join(", "));
+    let mut cfg_idx = 0;
+    for &comp in &a.compression {
+        for &threads in &a.threads {
+            let mut cfg = ConfigResult { compression: comp.name().into(), threads, ..ConfigResult::default() };
+            let _ = writeln!(out, "\n===== compression {} / {threads} client thread(s) =====", comp.name());
+            for &kind in &a.engine {
+                let path = base.join(kind.flag_name());
+                let run = with_engine(
+                    kind,
+                    RunEngine { a, tests: &tests, seed, cfg: cfg_idx, comp, threads, path: &path, out: &mut *out },
+                )??;
+                cfg.runs.push(run);
+            }
+            cfg.compute_ratios();
+            let _ = writeln!(out, "\n{}", report::config_table(&cfg));
+            report.configs.push(cfg);
+            cfg_idx += 1;
+            if let Some(p) = &a.json {
+                write_json(p, &report)?;
+            }
+        }
+    }
+    let _ = writeln!(out, "\n===== summary =====\n{}", report::summary_table(&report));
+    if let Some(p) = &a.json {
+        write_json(p, &report)?;
+    }
+    if let Some(dir) = &a.plot {
+        let files = report::write_plots(dir, &report)?;
+        let _ = writeln!(out, "plots: {} files in {}", files.len(), dir.display());
+    }
+    Ok(report)
+}
+
+fn write_json(p: &Path, r: &SysbenchReport) -> Result<()> {
+    let io = |source| BenchError::Io { what: "writing JSON to", path: p.to_path_buf(), source };
+    let text = serde_json::to_string_pretty(r).map_err(|e| io(std::io::Error::other(e)))?;
+    std::fs::write(p, text).map_err(io)
+}
+
+struct RunEngine<'a> {
+    a: &'a SysbenchArgs,
+    tests: &'a [TestSpec],
+    seed: u64,
+    cfg: usize,
+    comp: CompressionSetting,
+    threads: usize,
+    path: &'a Path,
+    out: &'a mut dyn Write,
+}
+
+impl EngineVisitor for RunEngine<'_> {
+    type Output = Result<EngineRun>;
+    fn visit<E: Engine>(self) -> Result<EngineRun> {
+        run_engine::<E>(self)
+    }
+}
+
+fn table_err(what: impl Into<String>) -> impl FnOnce(TableError) -> BenchError {
+    let what = what.into();
+    move |e| BenchError::engine(what, Box::new(e))
+}
+
+fn open<E: Engine>(path: &Path, f: &BenchFlags) -> Result<E> {
+    E::open(path, f).map_err(|e| {
+        let hint = if f.use_direct_reads && e.to_string().contains("direct") {
+            " (this engine cannot read with O_DIRECT here: run with --use_direct_reads=0)"
+        } else {
+            ""
+        };
+        BenchError::engine(format!("opening {} at {}{hint}", E::name(), path.display()), e)
+    })
+}
+
+fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
+    let RunEngine { a, tests, seed, cfg, comp, threads, path, out } = v;
+    E::destroy(path).map_err(|e| BenchError::engine(format!("removing the old database at {}", path.display()), e))?;
+    let flags = engine_flags(a, comp, path, false);
+    let flags_ra = engine_flags(a, comp, path, true);
+    flags.validate()?;
+    let tables: Vec<Table> = (1..=a.tables as u16)
+        .map(|n| Table::new(data::sbtest_def(n)))
+        .collect::<TableResult<_>>()
+        .map_err(table_err("sbtest schema"))?;
+    let next_ids: Vec<AtomicI64> = (0..a.tables).map(|_| AtomicI64::new(a.table_size + 1)).collect();
+    let shape = Shape { tables: a.tables, table_size: a.table_size, points: a.random_points };
+    let mut run = EngineRun {
+        engine: E::name().to_lowercase(),
+        name: E::name().into(),
+        db: path.to_path_buf(),
+        cache_bytes: a.cache_size,
+        ..EngineRun::default()
+    };
+    let _ = writeln!(out, "--- {} (compression {}, {threads} thread(s)) at {}", E::name(), comp.name(), path.display());
+    let mut engine: E = open(path, &flags)?;
+
+    // The load.
+    let (p0, e0) = (measure::sample(), engine.sample());
+    let t0 = Instant::now();
+    let rows = load(&engine, &tables, a.table_size, seed, out)?;
+    let seconds = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    engine.wait_for_compaction().map_err(|e| BenchError::engine("waiting for compactions after the load", e))?;
+    let wait = t1.elapsed().as_secs_f64();
+    run.load = LoadResult {
+        rows,
+        seconds,
+        rows_per_sec: rows as f64 / seconds.max(1e-9),
+        compaction_wait_secs: wait,
+        process: measure::ProcDelta::between(&p0, &measure::sample()),
+        engine: EngineDelta::between(&e0, &engine.sample()),
+    };
+    run.db_bytes_after_load = measure::du_bytes(path);
+    let _ = writeln!(
+        out,
+        "load: {rows} rows in {seconds:.1} s = {:.0} rows/s, then {wait:.1} s of compaction; database {} (du), \
+         cache {}: the database is {:.1}x the cache",
+        run.load.rows_per_sec,
+        report::human_bytes(run.db_bytes_after_load),
+        report::human_bytes(a.cache_size),
+        run.db_bytes_after_load as f64 / a.cache_size.max(1) as f64
+    );
+
+    for (ti, spec) in tests.iter().enumerate() {
+        let r = match spec.kind {
+            Kind::Scan { readahead } => {
+                if readahead {
+                    engine.close().map_err(|e| BenchError::engine("closing before the readahead scan", e))?;
+                    engine = open(path, &flags_ra)?;
+                }
+                let r = run_scan(&engine, &tables, spec, a, readahead);
+                if readahead {
+                    engine.close().map_err(|e| BenchError::engine("closing after the readahead scan", e))?;
+                    engine = open(path, &flags)?;
+                }
+                r?
+            }
+            _ => run_timed(&engine, &tables, &next_ids, shape, spec, a, seed, cfg, ti, threads)?,
+        };
+        let _ = writeln!(
+            out,
+            "{:<26} {:>12} {:<4}  {:>6} stmts/rows in {:.1} s, rd {} wr {} B/op, CPU {} us/op",
+            r.name,
+            match r.unit {
+                Unit::Qps => format!("{:.0}", r.value),
+                Unit::Mrps => format!("{:.3}", r.value),
+            },
+            r.unit.label(),
+            r.ops,
+            r.seconds,
+            r.read_bytes_per_op.map_or("-".into(), |x| format!("{x:.0}")),
+            r.write_bytes_per_op.map_or("-".into(), |x| format!("{x:.0}")),
+            r.cpu_us_per_op.map_or("-".into(), |x| format!("{x:.1}")),
+        );
+        run.tests.push(r);
+    }
+    engine.close().map_err(|e| BenchError::engine("closing", e))?;
+    run.db_bytes_end = measure::du_bytes(path);
+    let _ = writeln!(out, "database at the end: {} (du); removed", report::human_bytes(run.db_bytes_end));
+    E::destroy(path).map_err(|e| BenchError::engine(format!("removing the database at {}", path.display()), e))?;
+    Ok(run)
+}
+
+/// sysbench's prepare: each table in turn, rows in PK order in multi-row INSERTs with the secondary index
+/// maintained. The rows depend on the seed and the table only, so every engine and configuration loads the
+/// same data. Returns the rows inserted.
+pub fn load<E: Engine>(engine: &E, tables: &[Table], table_size: i64, seed: u64, out: &mut dyn Write) -> Result<u64> {
+    let mut s = Session::new(engine, WriteMode::default());
+    let mut total = 0u64;
+    let mut batch: Vec<Row> = Vec::with_capacity(LOAD_BATCH_ROWS);
+    for (i, t) in tables.iter().enumerate() {
+        let started = Instant::now();
+        let mut r = SbRand::new(data::client_seed(seed, usize::MAX, usize::MAX, i));
+        let mut n = 0u64;
+        let what = || format!("loading {}", t.def().name);
+        for id in 1..=table_size {
+            batch.push(data::prepare_row(&mut r, id, table_size));
+            if batch.len() == LOAD_BATCH_ROWS || id == table_size {
+                n += s.insert_many(t, &batch).map_err(table_err(what()))? as u64;
+                batch.clear();
+            }
+        }
+        if n != table_size as u64 {
+            return Err(BenchError::engine(
+                what(),
+                format!("inserted {n} rows of {table_size}: a fresh table rejected rows as duplicates").into(),
+            ));
+        }
+        total += n;
+        let _ = writeln!(out, "loaded {} ({n} rows) in {:.1} s", t.def().name, started.elapsed().as_secs_f64());
+    }
+    Ok(total)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_timed<E: Engine>(
+    engine: &E,
+    tables: &[Table],
+    next_ids: &[AtomicI64],
+    shape: Shape,
+    spec: &TestSpec,
+    a: &SysbenchArgs,
+    seed: u64,
+    cfg: usize,
+    test: usize,
+    threads: usize,
+) -> Result<TestResult> {
+    let stop = AtomicBool::new(false);
+    let counter = AtomicU64::new(0);
+    let (p0, e0) = (measure::sample(), engine.sample());
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs_f64(a.duration);
+    let mut intervals = Vec::new();
+    let results: Vec<std::thread::Result<TableResult<ClientTotals>>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let (stop, counter) = (&stop, &counter);
+                let seed = data::client_seed(seed, cfg, test, i);
+                sc.spawn(move || {
+                    let r = client(engine, tables, next_ids, shape, spec.kind, seed, deadline, stop, counter);
+                    if r.is_err() {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    r
+                })
+            })
+            .collect();
+        monitor(&spec_label::<E>(spec), start, deadline, a.report_interval, &stop, &counter, &mut intervals);
+        handles.into_iter().map(|h| h.join()).collect()
+    });
+    let seconds = start.elapsed().as_secs_f64();
+    let mut r =
+        TestResult { name: spec.name.into(), unit: Unit::Qps, threads, seconds, intervals, ..TestResult::default() };
+    for res in results {
+        let c = res
+            .map_err(|_| BenchError::engine(spec.name, "a client thread panicked".into()))?
+            .map_err(table_err(spec.name))?;
+        r.events += c.events;
+        r.statements += c.statements;
+        add_stats(&mut r.session, &c.stats);
+    }
+    r.ops = r.statements;
+    r.value = r.statements as f64 / seconds.max(1e-9);
+    r.process = measure::ProcDelta::between(&p0, &measure::sample());
+    r.engine = EngineDelta::between(&e0, &engine.sample());
+    r.set_per_op();
+    Ok(r)
+}
+
+fn spec_label<E: Engine>(spec: &TestSpec) -> String {
+    format!("{} {}", E::name(), spec.name)
+}
+
+/// Waits for the deadline (or a failed client), printing and keeping the rate every `interval` seconds.
+fn monitor(
+    label: &str,
+    start: Instant,
+    deadline: Instant,
+    interval: f64,
+    stop: &AtomicBool,
+    counter: &AtomicU64,
+    intervals: &mut Vec<Interval>,
+) {
+    let step = Duration::from_millis(20);
+    let tick = (interval > 0.0).then(|| Duration::from_secs_f64(interval));
+    let mut next = tick.map(|t| start + t);
+    let mut last = (start, 0u64);
+    loop {
+        let now = Instant::now();
+        if now >= deadline || stop.load(Ordering::Relaxed) {
+            return;
+        }
+        if let (Some(n), Some(t)) = (next, tick) {
+            if now >= n {
+                let c = counter.load(Ordering::Relaxed);
+                let rate = (c - last.1) as f64 / now.duration_since(last.0).as_secs_f64().max(1e-9);
+                let at = now.duration_since(start).as_secs_f64();
+                eprintln!("[ {at:.0}s ] {label}: {rate:.0}/s");
+                intervals.push(Interval { t: at, rate });
+                last = (now, c);
+                next = Some(n + t);
+            }
+        }
+        std::thread::sleep(step.min(deadline.saturating_duration_since(now)));
+    }
+}
+
+struct ClientTotals {
+    events: u64,
+    statements: u64,
+    stats: SessionStats,
+}
+
+fn add_stats(a: &mut SessionStats, b: &SessionStats) {
+    a.gets += b.gets;
+    a.seeks += b.seeks;
+    a.nexts += b.nexts;
+    a.batches += b.batches;
+    a.entries += b.entries;
+    a.bytes_written += b.bytes_written;
+}
+
+#[allow(clippy::too_many_arguments)]
+fn client<E: Engine>(
+    engine: &E,
+    tables: &[Table],
+    next_ids: &[AtomicI64],
+    shape: Shape,
+    kind: Kind,
+    seed: u64,
+    deadline: Instant,
+    stop: &AtomicBool,
+    counter: &AtomicU64,
+) -> TableResult<ClientTotals> {
+    let mut s = Session::new(engine, WriteMode::default());
+    let mut r = SbRand::new(seed);
+    let mut stmts = Vec::new();
+    let mut scratch = Scratch::default();
+    let mut totals = ClientTotals { events: 0, statements: 0, stats: SessionStats::default() };
+    while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+        stmts.clear();
+        shape.event(kind, &mut r, &mut stmts);
+        for st in &stmts {
+            exec(&mut s, tables, next_ids, st, &mut scratch)?;
+        }
+        totals.events += 1;
+        totals.statements += stmts.len() as u64;
+        counter.fetch_add(stmts.len() as u64, Ordering::Relaxed);
+    }
+    totals.stats = s.stats();
+    Ok(totals)
+}
+
+/// Reusable buffers of one client.
+#[derive(Default)]
+struct Scratch {
+    row: Row,
+    strings: Vec<Vec<u8>>,
+    ids: Vec<i64>,
+}
+
+fn int(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) => *i,
+        Value::UInt(u) => i64::try_from(*u).unwrap_or(i64::MAX),
+        Value::Str(_) => 0,
+    }
+}
+
+fn str_len(v: &Value) -> usize {
+    match v {
+        Value::Str(s) => s.len(),
+        _ => 0,
+    }
+}
+
+/// Runs one statement as MySQL would on MyRocks: point reads and PK ranges on the PK index, updates that read
+/// the row and write the changed row and index entries, IN-lists as one read (or one write batch) per
+/// distinct listed id in id order.
+fn exec<E: Engine>(
+    s: &mut Session<'_, E>,
+    tables: &[Table],
+    next_ids: &[AtomicI64],
+    st: &Stmt,
+    x: &mut Scratch,
+) -> TableResult<()> {
+    let table = |t: usize| {
+        tables.get(t).ok_or_else(|| TableError::Invalid(format!("statement on table {} of {}", t + 1, tables.len())))
+    };
+    match st {
+        Stmt::Begin | Stmt::Commit => {}
+        Stmt::PointSelect { t, id } => {
+            if s.get(table(*t)?, &[Value::Int(*id)], &mut x.row)? {
+                std::hint::black_box(x.row.get(COL_C));
+            }
+        }
+        Stmt::Range { t, lo, hi, what } => {
+            let tb = table(*t)?;
+            let (lo, hi) = ([Value::Int(*lo)], [Value::Int(*hi)]);
+            match what {
+                RangeKind::Simple => {
+                    s.range_pk(tb, &lo, &hi, &mut |r| {
+                        std::hint::black_box(r.get(COL_C));
+                        true
+                    })?;
+                }
+                RangeKind::Sum => {
+                    let mut sum = 0i64;
+                    s.range_pk(tb, &lo, &hi, &mut |r| {
+                        sum = sum.wrapping_add(r.get(COL_K).map_or(0, int));
+                        true
+                    })?;
+                    std::hint::black_box(sum);
+                }
+                RangeKind::Order | RangeKind::Distinct => {
+                    x.strings.clear();
+                    let strings = &mut x.strings;
+                    s.range_pk(tb, &lo, &hi, &mut |r| {
+                        if let Some(Value::Str(c)) = r.get(COL_C) {
+                            strings.push(c.clone());
+                        }
+                        true
+                    })?;
+                    x.strings.sort_unstable();
+                    if *what == RangeKind::Distinct {
+                        x.strings.dedup();
+                    }
+                    std::hint::black_box(x.strings.len());
+                }
+            }
+        }
+        Stmt::IndexUpdate { t, id } => {
+            s.update(table(*t)?, &[Value::Int(*id)], &mut |r| {
+                if let Some(Value::Int(k)) = r.get_mut(COL_K) {
+                    *k += 1;
+                }
+            })?;
+        }
+        Stmt::NonIndexUpdate { t, id, c } => {
+            s.update(table(*t)?, &[Value::Int(*id)], &mut |r| {
+                if let Some(v) = r.get_mut(COL_C) {
+                    *v = Value::Str(c.clone());
+                }
+            })?;
+        }
+        Stmt::Delete { t, id } => {
+            s.delete(table(*t)?, &[Value::Int(*id)])?;
+        }
+        Stmt::Insert { t, id, k, c, pad } => {
+            let tb = table(*t)?;
+            let id = match id {
+                Some(id) => *id,
+                None => next_ids.get(*t).map_or(0, |n| n.fetch_add(1, Ordering::Relaxed)),
+            };
+            let row = [Value::Int(id), Value::Int(*k), Value::Str(c.clone()), Value::Str(pad.clone())];
+            s.insert(tb, &row)?;
+        }
+        Stmt::InlistSelect { t, ids } => {
+            let tb = table(*t)?;
+            x.ids.clear();
+            x.ids.extend_from_slice(ids);
+            x.ids.sort_unstable();
+            x.ids.dedup();
+            for &id in &x.ids {
+                if s.get(tb, &[Value::Int(id)], &mut x.row)? {
+                    std::hint::black_box(x.row.get(COL_C));
+                }
+            }
+        }
+        Stmt::InlistUpdate { t, ids, c } => {
+            let tb = table(*t)?;
+            x.ids.clear();
+            x.ids.extend_from_slice(ids);
+            x.ids.sort_unstable();
+            x.ids.dedup();
+            let pks: Vec<Vec<Value>> = x.ids.iter().map(|id| vec![Value::Int(*id)]).collect();
+            s.update_many(tb, &pks, &mut |r| {
+                if let Some(v) = r.get_mut(COL_C) {
+                    *v = Value::Str(c.clone());
+                }
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// A full scan of every table's PK index, one client per table at once (the seed ran one
+/// `SELECT count(*) ... WHERE length(pad) < 0` per table in parallel); Mrps = rows read / wall seconds.
+fn run_scan<E: Engine>(
+    engine: &E,
+    tables: &[Table],
+    spec: &TestSpec,
+    a: &SysbenchArgs,
+    readahead: bool,
+) -> Result<TestResult> {
+    let readahead_size = if readahead { a.readahead_size } else { 0 };
+    let counter = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let (p0, e0) = (measure::sample(), engine.sample());
+    let start = Instant::now();
+    let results: Vec<std::thread::Result<TableResult<(u64, SessionStats)>>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = tables
+            .iter()
+            .map(|t| {
+                let counter = &counter;
+                sc.spawn(move || {
+                    let mut s = Session::new(engine, WriteMode::default());
+                    let mut matched = 0u64;
+                    let mut pending = 0u64;
+                    let n = s.full_scan(t, readahead_size, &mut |r| {
+                        // `length(pad) < 0` never holds: the rows are read and tested, none returned.
+                        if r.get(COL_PAD).map_or(0, str_len) == usize::MAX {
+                            matched += 1;
+                        }
+                        pending += 1;
+                        if pending == 4096 {
+                            counter.fetch_add(pending, Ordering::Relaxed);
+                            pending = 0;
+                        }
+                    })?;
+                    counter.fetch_add(pending, Ordering::Relaxed);
+                    std::hint::black_box(matched);
+                    Ok((n, s.stats()))
+                })
+            })
+            .collect();
+        let mut done = Vec::new();
+        for h in handles {
+            done.push(h.join());
+        }
+        stop.store(true, Ordering::Relaxed);
+        done
+    });
+    let seconds = start.elapsed().as_secs_f64();
+    let mut r = TestResult {
+        name: spec.name.into(),
+        unit: Unit::Mrps,
+        threads: tables.len(),
+        seconds,
+        ..TestResult::default()
+    };
+    for res in results {
+        let (n, stats) = res
+            .map_err(|_| BenchError::engine(spec.name, "a scan thread panicked".into()))?
+            .map_err(table_err(spec.name))?;
+        r.rows += n;
+        r.events += 1;
+        r.statements += 1;
+        add_stats(&mut r.session, &stats);
+    }
+    r.ops = r.rows;
+    r.value = r.rows as f64 / seconds.max(1e-9) / 1e6;
+    r.process = measure::ProcDelta::between(&p0, &measure::sample());
+    r.engine = EngineDelta::between(&e0, &engine.sample());
+    r.set_per_op();
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: SysbenchArgs,
+    }
+
+    fn parse(args: &[&str]) -> std::result::Result<SysbenchArgs, String> {
+        let cli =
+            Cli::try_parse_from(std::iter::once("sysbench").chain(args.iter().copied())).map_err(|e| e.to_string())?;
+        cli.a.validate().map_err(|e| e.to_string())?;
+        Ok(cli.a)
+    }
+
+    #[test]
+    fn defaults() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(a.engine, [EngineKind::Shaledb]);
+        assert_eq!((a.tables, a.table_size), (2, 10_000_000));
+        assert_eq!(a.threads, [1, 2]);
+        assert_eq!(a.duration, 60.0);
+        assert_eq!(a.compression, [CompressionSetting::None, CompressionSetting::Lz4Zstd]);
+        assert_eq!(a.cache_size, 512 << 20);
+        assert!(a.use_direct_reads);
+        assert_eq!(a.readahead_size, 2 << 20);
+        assert_eq!(a.random_points, 100);
+        assert!(a.cache_index_and_filter_blocks);
+        assert_eq!(a.validate().unwrap().len(), workload::SEED_ORDER.len());
+    }
+
+    #[test]
+    fn lists_and_bad_values() {
+        let a = parse(&[
+            "--threads",
+            "1,2,4",
+            "--compression",
+            "lz4-zstd",
+            "--use_direct_reads=0",
+            "--tests",
+            "insert,scan",
+        ])
+        .unwrap();
+        assert_eq!(a.threads, [1, 2, 4]);
+        assert_eq!(a.compression, [CompressionSetting::Lz4Zstd]);
+        assert!(!a.use_direct_reads);
+        for (args, flag) in [
+            (&["--threads", "0"][..], "threads"),
+            (&["--duration", "0"][..], "duration"),
+            (&["--duration", "nan"][..], "duration"),
+            (&["--table_size", "0"][..], "table_size"),
+            (&["--tables", "0"][..], "tables"),
+            (&["--tests", "scan,bogus"][..], "bogus"),
+            (&["--compression", "snappy"][..], "compression"),
+            (&["--random_points", "0"][..], "random_points"),
+            (&["--cache_size", "0"][..], "cache_size"),
+        ] {
+            let e = parse(args).unwrap_err();
+            assert!(e.contains(flag), "{args:?}: {e}");
+        }
+        #[cfg(not(feature = "rocksdb"))]
+        {
+            let e = parse(&["--engine", "shaledb,rocksdb"]).unwrap_err();
+            assert!(e.contains("rocksdb") && e.contains("features"), "{e}");
+        }
+    }
+
+    #[test]
+    fn engine_options_follow_the_settings() {
+        let a = parse(&["--cache_size", "1000000", "--readahead_size", "65536"]).unwrap();
+        let p = Path::new("/x");
+        let f = engine_flags(&a, CompressionSetting::None, p, false);
+        f.validate().unwrap();
+        assert_eq!((f.block_size, f.bloom_bits, f.cache_size), (16384, 10.0, 1_000_000));
+        assert_eq!(f.write_buffer_size, 64 << 20);
+        assert!(f.level_compaction_dynamic_level_bytes && f.use_direct_reads && f.advise_random_on_open);
+        assert_eq!((f.compression_per_level.as_str(), f.bottommost_compression.as_str()), ("", ""));
+        assert_eq!(f.compression_type, "none");
+        assert_eq!(f.readahead_size, 0);
+        let z = engine_flags(&a, CompressionSetting::Lz4Zstd, p, true);
+        z.validate().unwrap();
+        assert_eq!(z.compression_per_level, "none:none:lz4:lz4:lz4:lz4:lz4");
+        assert_eq!(z.bottommost_compression, "zstd");
+        assert!(!z.advise_random_on_open);
+        assert_eq!(z.readahead_size, 65536);
+        assert_eq!(z.compression_levels().unwrap().len(), z.num_levels);
+    }
 }

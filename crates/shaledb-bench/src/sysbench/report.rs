@@ -1,0 +1,556 @@
+//! The suite's figures (JSON), its tables (the seed's per-test table per configuration, the per-statement
+//! costs, the summary across configurations) and its plots (one bar chart per configuration).
+
+use super::measure::ProcDelta;
+use crate::engine::EngineSample;
+use crate::table::SessionStats;
+use crate::{BenchError, Result};
+use plotters::prelude::*;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// What a test's main figure counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+pub enum Unit {
+    /// Statements per second (BEGIN/COMMIT included), as sysbench's `queries:` line.
+    #[default]
+    #[serde(rename = "QPS")]
+    Qps,
+    /// Million rows read per second (full scans).
+    #[serde(rename = "Mrps")]
+    Mrps,
+}
+
+impl Unit {
+    /// As printed.
+    pub fn label(self) -> &'static str {
+        match self {
+            Unit::Qps => "QPS",
+            Unit::Mrps => "Mrps",
+        }
+    }
+
+    fn format(self, v: f64) -> String {
+        match self {
+            Unit::Qps => format!("{v:.0}"),
+            Unit::Mrps => format!("{v:.3}"),
+        }
+    }
+}
+
+/// Engine counters that changed during a test.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct EngineDelta {
+    /// Block cache hits.
+    pub block_cache_hits: u64,
+    /// Block cache misses.
+    pub block_cache_misses: u64,
+    /// Bloom filter checks.
+    pub bloom_checked: u64,
+    /// Bloom filter checks that avoided a read.
+    pub bloom_useful: u64,
+    /// Bytes written by flushes.
+    pub flush_bytes: u64,
+    /// Bytes read by compactions.
+    pub compaction_bytes_read: u64,
+    /// Bytes written by compactions.
+    pub compaction_bytes_written: u64,
+    /// WAL bytes appended.
+    pub wal_bytes: u64,
+    /// Time writers were stalled, microseconds.
+    pub stall_micros: u64,
+}
+
+impl EngineDelta {
+    /// `after - before`, saturating.
+    pub fn between(b: &EngineSample, a: &EngineSample) -> EngineDelta {
+        EngineDelta {
+            block_cache_hits: a.block_cache_hits.saturating_sub(b.block_cache_hits),
+            block_cache_misses: a.block_cache_misses.saturating_sub(b.block_cache_misses),
+            bloom_checked: a.bloom_checked.saturating_sub(b.bloom_checked),
+            bloom_useful: a.bloom_useful.saturating_sub(b.bloom_useful),
+            flush_bytes: a.flush_bytes.saturating_sub(b.flush_bytes),
+            compaction_bytes_read: a.compaction_bytes_read.saturating_sub(b.compaction_bytes_read),
+            compaction_bytes_written: a.compaction_bytes_written.saturating_sub(b.compaction_bytes_written),
+            wal_bytes: a.wal_bytes.saturating_sub(b.wal_bytes),
+            stall_micros: a.stall_micros.saturating_sub(b.stall_micros),
+        }
+    }
+}
+
+/// Statements per second over one `--report_interval`.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Interval {
+    /// Seconds since the test began, at the end of the interval.
+    pub t: f64,
+    /// Statements (or rows, for scans) per second in the interval.
+    pub rate: f64,
+}
+
+/// One test on one engine.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct TestResult {
+    /// The test.
+    pub name: String,
+    /// What `value` counts.
+    pub unit: Unit,
+    /// QPS, or Mrps for scans.
+    pub value: f64,
+    /// Client threads (scans: one per table).
+    pub threads: usize,
+    /// Wall seconds.
+    pub seconds: f64,
+    /// Events (sysbench's transactions; scans: tables scanned).
+    pub events: u64,
+    /// Statements, BEGIN/COMMIT included.
+    pub statements: u64,
+    /// Rows read by scans.
+    pub rows: u64,
+    /// The unit of the per-operation figures: statements, or rows for scans.
+    pub ops: u64,
+    /// Storage bytes read per operation.
+    pub read_bytes_per_op: Option<f64>,
+    /// Storage bytes written per operation (flushes, compactions and WAL included).
+    pub write_bytes_per_op: Option<f64>,
+    /// CPU microseconds per operation, all threads of the process.
+    pub cpu_us_per_op: Option<f64>,
+    /// The process counters' deltas.
+    pub process: ProcDelta,
+    /// The engine counters' deltas.
+    pub engine: EngineDelta,
+    /// What the sessions asked of the engine.
+    pub session: SessionStats,
+    /// Per-interval rates with `--report_interval`.
+    pub intervals: Vec<Interval>,
+}
+
+impl TestResult {
+    /// Fills the per-operation figures from `process` and `ops`.
+    pub fn set_per_op(&mut self) {
+        let n = self.ops.max(1) as f64;
+        self.read_bytes_per_op = self.process.read_bytes.map(|b| b as f64 / n);
+        self.write_bytes_per_op = self.process.write_bytes.map(|b| b as f64 / n);
+        self.cpu_us_per_op = self.process.cpu_secs.map(|s| s * 1e6 / n);
+    }
+}
+
+/// The load (sysbench's prepare).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct LoadResult {
+    /// Rows inserted, all tables.
+    pub rows: u64,
+    /// Seconds the inserts took.
+    pub seconds: f64,
+    /// Rows per second.
+    pub rows_per_sec: f64,
+    /// Seconds then spent waiting for flushes and compactions to finish, before the tests.
+    pub compaction_wait_secs: f64,
+    /// Process counters over inserts and wait.
+    pub process: ProcDelta,
+    /// Engine counters over inserts and wait.
+    pub engine: EngineDelta,
+}
+
+/// One engine's run of one configuration.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct EngineRun {
+    /// `--engine` name.
+    pub engine: String,
+    /// Display name.
+    pub name: String,
+    /// Database directory.
+    pub db: PathBuf,
+    /// Block cache bytes.
+    pub cache_bytes: u64,
+    /// `du` of the database after the load.
+    pub db_bytes_after_load: u64,
+    /// `du` of the database after the last test.
+    pub db_bytes_end: u64,
+    /// The load.
+    pub load: LoadResult,
+    /// The tests, in order.
+    pub tests: Vec<TestResult>,
+}
+
+impl EngineRun {
+    fn test(&self, name: &str) -> Option<&TestResult> {
+        self.tests.iter().find(|t| t.name == name)
+    }
+}
+
+/// A configuration: compression setting x client threads, every engine on a fresh database.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct ConfigResult {
+    /// The compression setting.
+    pub compression: String,
+    /// Client threads.
+    pub threads: usize,
+    /// One run per engine, in `--engine` order.
+    pub runs: Vec<EngineRun>,
+    /// First engine over second per test (load: rows/s), when two engines ran.
+    pub ratios: Vec<Ratio>,
+}
+
+/// A ratio of the first engine's figure over the second's.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Ratio {
+    /// The test (`load` for the load's rows/s).
+    pub test: String,
+    /// The ratio; `None` when the second engine's figure is 0.
+    pub ratio: Option<f64>,
+}
+
+impl ConfigResult {
+    /// `none/t1`.
+    pub fn label(&self) -> String {
+        format!("{}/t{}", self.compression, self.threads)
+    }
+
+    /// Computes `ratios` from the first two runs.
+    pub fn compute_ratios(&mut self) {
+        self.ratios.clear();
+        let [a, b, ..] = self.runs.as_slice() else { return };
+        let r = |x: f64, y: f64| if y > 0.0 { Some(x / y) } else { None };
+        self.ratios.push(Ratio { test: "load".into(), ratio: r(a.load.rows_per_sec, b.load.rows_per_sec) });
+        for t in &a.tests {
+            if let Some(u) = b.test(&t.name) {
+                self.ratios.push(Ratio { test: t.name.clone(), ratio: r(t.value, u.value) });
+            }
+        }
+    }
+
+    fn ratio(&self, test: &str) -> Option<f64> {
+        self.ratios.iter().find(|r| r.test == test).and_then(|r| r.ratio)
+    }
+}
+
+/// Everything the suite measured.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct SysbenchReport {
+    /// The command's arguments.
+    pub args: serde_json::Value,
+    /// The random seed used.
+    pub seed: u64,
+    /// Engine options common to every run (name, value).
+    pub engine_options: Vec<(String, String)>,
+    /// The configurations, in run order.
+    pub configs: Vec<ConfigResult>,
+}
+
+fn opt(v: Option<f64>, prec: usize) -> String {
+    match v {
+        Some(x) => format!("{x:.prec$}"),
+        None => "-".into(),
+    }
+}
+
+/// Human-readable bytes: 1.5 GiB, 512 MiB.
+pub fn human_bytes(b: u64) -> String {
+    let b = b as f64;
+    if b >= (1u64 << 30) as f64 {
+        format!("{:.2} GiB", b / (1u64 << 30) as f64)
+    } else if b >= (1u64 << 20) as f64 {
+        format!("{:.1} MiB", b / (1u64 << 20) as f64)
+    } else {
+        format!("{:.0} KiB", b / 1024.0)
+    }
+}
+
+/// The seed's table for one configuration: per test its unit, each engine's figure and the ratio; then per
+/// test and engine the storage bytes read and written and the CPU per statement (per row for scans).
+pub fn config_table(c: &ConfigResult) -> String {
+    let mut s = String::new();
+    let names: Vec<&str> = c.runs.iter().map(|r| r.name.as_str()).collect();
+    let ratio_head = if c.runs.len() >= 2 { format!("{}/{}", names[0], names[1]) } else { String::new() };
+    let _ = write!(s, "{:<26} {:<6}", "test", "unit");
+    for n in &names {
+        let _ = write!(s, " {n:>12}");
+    }
+    let _ = writeln!(s, " {ratio_head:>16}");
+    let _ = write!(s, "{:<26} {:<6}", "load", "rows/s");
+    for r in &c.runs {
+        let _ = write!(s, " {:>12.0}", r.load.rows_per_sec);
+    }
+    let _ = writeln!(s, " {:>16}", if c.runs.len() >= 2 { opt(c.ratio("load"), 2) } else { String::new() });
+    let Some(first) = c.runs.first() else { return s };
+    for t in &first.tests {
+        let _ = write!(s, "{:<26} {:<6}", t.name, t.unit.label());
+        for r in &c.runs {
+            let v = r.test(&t.name).map(|x| x.unit.format(x.value)).unwrap_or_else(|| "-".into());
+            let _ = write!(s, " {v:>12}");
+        }
+        let _ = writeln!(s, " {:>16}", if c.runs.len() >= 2 { opt(c.ratio(&t.name), 2) } else { String::new() });
+    }
+    let _ = writeln!(s, "\nper statement (scans: per row): storage bytes read, written, CPU microseconds");
+    let _ = write!(s, "{:<26}", "test");
+    for n in &names {
+        let _ = write!(s, " | {:>10} {:>10} {:>9}", format!("{n} rd B"), "wr B", "CPU us");
+    }
+    let _ = writeln!(s);
+    for t in &first.tests {
+        let _ = write!(s, "{:<26}", t.name);
+        for r in &c.runs {
+            match r.test(&t.name) {
+                Some(x) => {
+                    let _ = write!(
+                        s,
+                        " | {:>10} {:>10} {:>9}",
+                        opt(x.read_bytes_per_op, 0),
+                        opt(x.write_bytes_per_op, 0),
+                        opt(x.cpu_us_per_op, 1)
+                    );
+                }
+                None => {
+                    let _ = write!(s, " | {:>10} {:>10} {:>9}", "-", "-", "-");
+                }
+            }
+        }
+        let _ = writeln!(s);
+    }
+    s
+}
+
+/// Across configurations: per test the ratio (two engines) or the first engine's figure (one engine).
+pub fn summary_table(r: &SysbenchReport) -> String {
+    let mut s = String::new();
+    let Some(first) = r.configs.first() else { return s };
+    let two = first.runs.len() >= 2;
+    if two {
+        let _ =
+            writeln!(s, "ratio {}/{} per configuration (compression/threads)", first.runs[0].name, first.runs[1].name);
+    } else if let Some(run) = first.runs.first() {
+        let _ =
+            writeln!(s, "{} per configuration (compression/threads): QPS, Mrps for scans, rows/s for load", run.name);
+    }
+    let _ = write!(s, "{:<26}", "test");
+    for c in &r.configs {
+        let _ = write!(s, " {:>14}", c.label());
+    }
+    let _ = writeln!(s);
+    let mut tests = vec!["load".to_string()];
+    if let Some(run) = first.runs.first() {
+        tests.extend(run.tests.iter().map(|t| t.name.clone()));
+    }
+    for t in &tests {
+        let _ = write!(s, "{t:<26}");
+        for c in &r.configs {
+            let cell = if two {
+                opt(c.ratio(t), 2)
+            } else {
+                match c.runs.first() {
+                    Some(run) if t == "load" => format!("{:.0}", run.load.rows_per_sec),
+                    Some(run) => run.test(t).map(|x| x.unit.format(x.value)).unwrap_or_else(|| "-".into()),
+                    None => "-".into(),
+                }
+            };
+            let _ = write!(s, " {cell:>14}");
+        }
+        let _ = writeln!(s);
+    }
+    s
+}
+
+fn plot_err(path: &Path) -> impl Fn(String) -> BenchError + '_ {
+    move |msg| BenchError::Plot { path: path.to_path_buf(), msg }
+}
+
+/// Writes one bar chart per configuration into `dir` (SVG and PNG): with two engines the ratio of the first
+/// over the second per test, with a line at 1.0; with one engine its figure per test on a log scale.
+pub fn write_plots(dir: &Path, r: &SysbenchReport) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).map_err(|source| BenchError::Io {
+        what: "creating plot directory",
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut files = Vec::new();
+    for (i, c) in r.configs.iter().enumerate() {
+        let stem = format!("sysbench-{:02}-{}-t{}", i + 1, c.compression, c.threads);
+        let svg = dir.join(format!("{stem}.svg"));
+        let png = dir.join(format!("{stem}.png"));
+        crate::plot::ensure_font().map_err(plot_err(&svg))?;
+        {
+            let root = SVGBackend::new(&svg, (1000, 800)).into_drawing_area();
+            draw_config(&root, c).map_err(plot_err(&svg))?;
+            root.present().map_err(|e| e.to_string()).map_err(plot_err(&svg))?;
+        }
+        {
+            let root = BitMapBackend::new(&png, (1000, 800)).into_drawing_area();
+            draw_config(&root, c).map_err(plot_err(&png))?;
+            root.present().map_err(|e| e.to_string()).map_err(plot_err(&png))?;
+        }
+        files.push(svg);
+        files.push(png);
+    }
+    Ok(files)
+}
+
+fn draw_config<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    c: &ConfigResult,
+) -> std::result::Result<(), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let family = crate::plot::FAMILY;
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let two = c.runs.len() >= 2;
+    let bars: Vec<(String, f64)> = if two {
+        c.ratios.iter().map(|r| (r.test.clone(), r.ratio.unwrap_or(0.0))).collect()
+    } else {
+        let Some(run) = c.runs.first() else { return Ok(()) };
+        std::iter::once(("load (rows/s)".to_string(), run.load.rows_per_sec))
+            .chain(run.tests.iter().map(|t| (format!("{} ({})", t.name, t.unit.label()), t.value)))
+            .collect()
+    };
+    // The first bar on top.
+    let bars: Vec<(String, f64)> = bars.into_iter().rev().collect();
+    let n = bars.len().max(1);
+    // A white outline over each bar keeps neighbouring bars apart.
+    let gap = |from: f64, i: usize, to: f64| {
+        Rectangle::new([(from, SegmentValue::Exact(i)), (to, SegmentValue::Exact(i + 1))], WHITE.stroke_width(6))
+    };
+    let title = if two {
+        format!("sysbench {}: {} / {} per test", c.label(), c.runs[0].name, c.runs[1].name)
+    } else {
+        format!("sysbench {}: {} per test (log scale)", c.label(), c.runs.first().map_or("", |r| r.name.as_str()))
+    };
+    let labels: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
+    let label_of = move |v: &SegmentValue<usize>| match v {
+        SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
+        _ => String::new(),
+    };
+    if two {
+        let hi = bars.iter().map(|b| b.1).fold(1.0, f64::max) * 1.15;
+        let mut ch = ChartBuilder::on(root)
+            .caption(title, (family, 22))
+            .margin(15)
+            .x_label_area_size(40)
+            .y_label_area_size(200)
+            .build_cartesian_2d(0.0..hi, (0..n).into_segmented())
+            .map_err(|x| e(&x))?;
+        ch.configure_mesh()
+            .y_labels(n)
+            .y_label_formatter(&label_of)
+            .x_desc("ratio")
+            .label_style((family, 14))
+            .draw()
+            .map_err(|x| e(&x))?;
+        ch.draw_series(bars.iter().enumerate().map(|(i, b)| {
+            let color = if b.1 >= 1.0 { RGBColor(40, 120, 200) } else { RGBColor(220, 90, 60) };
+            Rectangle::new([(0.0, SegmentValue::Exact(i)), (b.1, SegmentValue::Exact(i + 1))], color.filled())
+        }))
+        .map_err(|x| e(&x))?;
+        ch.draw_series(bars.iter().enumerate().map(|(i, b)| gap(0.0, i, b.1))).map_err(|x| e(&x))?;
+        ch.draw_series(LineSeries::new(
+            [(1.0, SegmentValue::Exact(0)), (1.0, SegmentValue::Exact(n))],
+            BLACK.stroke_width(2),
+        ))
+        .map_err(|x| e(&x))?;
+    } else {
+        let positive: Vec<f64> = bars.iter().map(|b| b.1).filter(|v| *v > 0.0).collect();
+        let lo = positive.iter().copied().fold(f64::INFINITY, f64::min);
+        let lo = if lo.is_finite() { lo / 2.0 } else { 0.1 };
+        let hi = positive.iter().copied().fold(lo * 10.0, f64::max) * 2.0;
+        let mut ch = ChartBuilder::on(root)
+            .caption(title, (family, 22))
+            .margin(15)
+            .x_label_area_size(40)
+            .y_label_area_size(240)
+            .build_cartesian_2d((lo..hi).log_scale(), (0..n).into_segmented())
+            .map_err(|x| e(&x))?;
+        ch.configure_mesh()
+            .y_labels(n)
+            .y_label_formatter(&label_of)
+            .label_style((family, 14))
+            .draw()
+            .map_err(|x| e(&x))?;
+        ch.draw_series(bars.iter().enumerate().filter(|(_, b)| b.1 > 0.0).map(|(i, b)| {
+            Rectangle::new(
+                [(lo, SegmentValue::Exact(i)), (b.1, SegmentValue::Exact(i + 1))],
+                RGBColor(40, 120, 200).filled(),
+            )
+        }))
+        .map_err(|x| e(&x))?;
+        ch.draw_series(bars.iter().enumerate().filter(|(_, b)| b.1 > 0.0).map(|(i, b)| gap(lo, i, b.1)))
+            .map_err(|x| e(&x))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(name: &str, scale: f64) -> EngineRun {
+        let t = |n: &str, unit, v| TestResult {
+            name: n.into(),
+            unit,
+            value: v * scale,
+            ops: 100,
+            read_bytes_per_op: Some(4096.0),
+            write_bytes_per_op: None,
+            cpu_us_per_op: Some(12.5),
+            ..TestResult::default()
+        };
+        EngineRun {
+            engine: name.to_lowercase(),
+            name: name.into(),
+            load: LoadResult { rows: 1000, seconds: 1.0, rows_per_sec: 1000.0 * scale, ..LoadResult::default() },
+            tests: vec![t("point-query.pre", Unit::Qps, 4000.0), t("scan.pre", Unit::Mrps, 0.8)],
+            ..EngineRun::default()
+        }
+    }
+
+    fn config(engines: usize) -> ConfigResult {
+        let mut c = ConfigResult { compression: "none".into(), threads: 1, ..ConfigResult::default() };
+        c.runs.push(run("ShaleDB", 1.5));
+        if engines > 1 {
+            c.runs.push(run("RocksDB", 1.0));
+        }
+        c.compute_ratios();
+        c
+    }
+
+    #[test]
+    fn ratios_and_tables() {
+        let c = config(2);
+        assert_eq!(c.ratios.len(), 3);
+        assert!(c.ratios.iter().all(|r| (r.ratio.unwrap() - 1.5).abs() < 1e-9));
+        let text = config_table(&c);
+        assert!(text.contains("ShaleDB/RocksDB"), "{text}");
+        assert!(text.contains("point-query.pre") && text.contains("6000") && text.contains("1.50"), "{text}");
+        assert!(text.contains("1.200") && text.contains("Mrps"), "{text}");
+        assert!(text.contains("4096") && text.contains("12.5"), "{text}");
+        let rep = SysbenchReport { configs: vec![c.clone(), c], ..SysbenchReport::default() };
+        let sum = summary_table(&rep);
+        assert!(sum.contains("none/t1") && sum.contains("scan.pre") && sum.contains("1.50"), "{sum}");
+    }
+
+    #[test]
+    fn one_engine_has_no_ratio() {
+        let c = config(1);
+        assert!(c.ratios.is_empty());
+        let text = config_table(&c);
+        assert!(!text.contains('/') || !text.contains("ShaleDB/"), "{text}");
+        let rep = SysbenchReport { configs: vec![c], ..SysbenchReport::default() };
+        assert!(summary_table(&rep).contains("6000"));
+    }
+
+    #[test]
+    fn plots_are_written() {
+        let dir = tempfile::tempdir().unwrap();
+        for engines in [1, 2] {
+            let rep = SysbenchReport { configs: vec![config(engines)], ..SysbenchReport::default() };
+            let files = write_plots(dir.path(), &rep).unwrap();
+            assert_eq!(files.len(), 2);
+            let svg = std::fs::read_to_string(&files[0]).unwrap();
+            assert!(svg.contains("<svg") && svg.contains("point-query.pre"), "{engines}");
+            assert!(std::fs::metadata(&files[1]).unwrap().len() > 5_000);
+        }
+    }
+
+    #[test]
+    fn human_bytes_units() {
+        assert_eq!(human_bytes(512 << 20), "512.0 MiB");
+        assert_eq!(human_bytes(3 << 30), "3.00 GiB");
+        assert_eq!(human_bytes(2048), "2 KiB");
+    }
+}
