@@ -51,6 +51,9 @@ fn sweep_delete(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         match ctx.get_raw(&key) {
             Ok(Some(v)) => {
                 if keys::decode_meta(&v).is_ok_and(|m| m.expired(ctx.now_ms)) {
+                    if let Ok(Some(c)) = keys::Coll::decode(&v) {
+                        ctx.dropped.push((ctx.db_index, c.version));
+                    }
                     ctx.delete_raw(&key);
                     deleted += 1;
                 }

@@ -1,23 +1,37 @@
 //! How Redis keys are laid out on the engine (docs/format/server-keys.md is the grammar, plus expiry, SCAN
-//! cursors and SHALEDB.RANGE; keep them in step).
+//! cursors, collections and SHALEDB.RANGE; keep them in step).
 //!
 //! ```text
-//! engine key   := meta_key | member_key
-//! meta_key     := db:u8 0x00 user_key                  one per Redis key, whatever its type
-//! member_key   := db:u8 0x01 ...                        collection members (hashes, lists, sets, zsets,
-//!                                                       streams); laid out by the data-types issue
-//! meta_value   := head:u8 expire_at_ms:u64be? payload
-//! head         := type:u4 (0x80 if expire_at_ms follows) (low nibble = type)
-//! type         := 0x1 string | 0x2 hash | 0x3 list | 0x4 set | 0x5 zset | 0x6 stream   (frozen)
-//! payload      := the string's bytes (type string); the collection header (other types)
+//! engine key    := meta_key | member_key | registry_key | internal_key
+//! meta_key      := db:u8 0x00 user_key                  one per Redis key, whatever its type
+//! member_key    := db:u8 0x01 version:u64be sub:u8 member_part
+//! registry_key  := db:u8 0x02 version:u64be              -> user_key: every collection version that may
+//!                                                          still have member records
+//! meta_value    := head:u8 expire_at_ms:u64be? payload
+//! head          := type:u4 (0x80 if expire_at_ms follows) (low nibble = type)
+//! type          := 0x1 string | 0x2 hash | 0x3 list | 0x4 set | 0x5 zset | 0x6 stream   (frozen)
+//! payload       := the string's bytes (type string) | coll_header (other types)
+//! coll_header   := version:u64be size:u64be extra      extra: per type (list: head:u64be tail:u64be)
+//! sub           := 0x00 member record | 0x01 zset score index | 0x02.. per type
 //! ```
 //!
 //! One engine key per Redis key, holding the type and the expiry, makes `TYPE`, `EXISTS`, `TTL` and the
 //! `WRONGTYPE` check one point lookup, and a scan of `db 0x00` lists the keyspace of a database in key order
 //! (SCAN, KEYS, DBSIZE). Strings keep their value inline, so GET and SET touch one engine key and a string
-//! costs one byte of overhead (nine with an expiry). Collections keep a header here (Kvrocks' metadata) and
-//! their members under `member_key`s, versioned so that deleting a collection is one write.
-
+//! costs one byte of overhead (nine with an expiry).
+//!
+//! Collections keep a header in their meta value (Kvrocks' metadata: a version and the member count) and
+//! one engine record per member under `member_key`, keyed by the collection's *version*, not its name. A
+//! version is a number never used before by any collection of the server (a counter, recovered at start
+//! from the registry), so:
+//! - deleting, expiring or overwriting a collection is one write (the meta key): the old version's members
+//!   become unreachable at once, and a background collector (`gc.rs`) deletes them later;
+//! - RENAME moves only the meta value (and rewrites one registry record), whatever the collection's size;
+//! - the members of one collection are one contiguous, ordered range, so range reads are ordered scans.
+//!
+//! The registry (`db 0x02 version -> user_key`) is written when a version is created, in the same batch, and
+//! deleted by the collector in the batch that deletes the version's last member records. The collector
+//! walks it: a version whose user key's meta value no longer holds that version is dead.
 use bytes::Bytes;
 
 /// Number of logical databases (`SELECT 0..=15`, Redis's `databases 16`).
@@ -26,6 +40,12 @@ pub const DATABASES: u8 = 16;
 /// Frozen on-disk tags.
 pub const KIND_META: u8 = 0x00;
 pub const KIND_MEMBER: u8 = 0x01;
+pub const KIND_REGISTRY: u8 = 0x02;
+
+/// `sub` byte of member keys: the member record of every type.
+pub const SUB_MEMBER: u8 = 0x00;
+/// `sub` byte of member keys: the score index of sorted sets (`score:u64be(sortable) member -> empty`).
+pub const SUB_SCORE: u8 = 0x01;
 
 /// Redis value types (frozen on-disk values).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,6 +183,156 @@ pub fn payload(stored: Bytes, meta: &Meta) -> Bytes {
     stored.slice(meta.payload_at.min(stored.len())..)
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// Collections
+
+/// The bytes of `coll_header` before `extra`.
+pub const COLL_HEADER_LEN: usize = 16;
+
+/// A decoded collection meta value (any type but string).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Coll {
+    pub typ: Type,
+    /// Absolute expiry, Unix milliseconds.
+    pub expire_at_ms: Option<u64>,
+    /// The version its member records are keyed by.
+    pub version: u64,
+    /// Member count (list: element count; stream: entry count).
+    pub size: u64,
+    /// Type-specific fields after the header (list: head and tail indexes; stream: see commands/streams.rs).
+    pub extra: Vec<u8>,
+}
+
+impl Coll {
+    /// A new, empty collection of `typ` with `version` (allocate one with `WriteCtx::new_version`).
+    pub fn new(typ: Type, version: u64) -> Coll {
+        Coll { typ, expire_at_ms: None, version, size: 0, extra: Vec::new() }
+    }
+
+    /// Decodes a stored meta value of a collection (`None` for a string: not a collection).
+    pub fn decode(stored: &[u8]) -> Result<Option<Coll>, BadValue> {
+        let m = decode_meta(stored)?;
+        if m.typ == Type::String {
+            return Ok(None);
+        }
+        let p = stored.get(m.payload_at..).ok_or(BadValue("truncated collection header"))?;
+        if p.len() < COLL_HEADER_LEN {
+            return Err(BadValue("truncated collection header"));
+        }
+        Ok(Some(Coll {
+            typ: m.typ,
+            expire_at_ms: m.expire_at_ms,
+            version: be_u64(&p[0..8]),
+            size: be_u64(&p[8..16]),
+            extra: p[16..].to_vec(),
+        }))
+    }
+
+    /// The stored meta value.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        encode_head_into(self.typ, self.expire_at_ms, out);
+        out.extend_from_slice(&self.version.to_be_bytes());
+        out.extend_from_slice(&self.size.to_be_bytes());
+        out.extend_from_slice(&self.extra);
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(9 + COLL_HEADER_LEN + self.extra.len());
+        self.encode_into(&mut v);
+        v
+    }
+
+    /// `extra` read as big-endian u64s at 8-byte slot `i` (0 when absent).
+    pub fn extra_u64(&self, i: usize) -> u64 {
+        self.extra.get(i * 8..i * 8 + 8).map_or(0, be_u64)
+    }
+
+    /// Sets the 8-byte slot `i` of `extra`, growing it with zeros as needed.
+    pub fn set_extra_u64(&mut self, i: usize, v: u64) {
+        if self.extra.len() < i * 8 + 8 {
+            self.extra.resize(i * 8 + 8, 0);
+        }
+        self.extra[i * 8..i * 8 + 8].copy_from_slice(&v.to_be_bytes());
+    }
+}
+
+/// A big-endian u64 from exactly 8 bytes (callers slice first).
+pub fn be_u64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[..8]);
+    u64::from_be_bytes(a)
+}
+
+/// The prefix of every member key of `version` in database `db`: `db 0x01 version`.
+pub fn version_prefix(db: u8, version: u64) -> [u8; 10] {
+    let mut p = [0u8; 10];
+    p[0] = db;
+    p[1] = KIND_MEMBER;
+    p[2..].copy_from_slice(&version.to_be_bytes());
+    p
+}
+
+/// The prefix of the member keys of `version` with sub-kind `sub`: `db 0x01 version sub`.
+pub fn sub_prefix(db: u8, version: u64, sub: u8) -> [u8; 11] {
+    let mut p = [0u8; 11];
+    p[..10].copy_from_slice(&version_prefix(db, version));
+    p[10] = sub;
+    p
+}
+
+/// A member key: `db 0x01 version sub part`, written into `out` (cleared first).
+pub fn member_key_into(db: u8, version: u64, sub: u8, part: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    out.reserve(11 + part.len());
+    out.extend_from_slice(&sub_prefix(db, version, sub));
+    out.extend_from_slice(part);
+}
+
+pub fn member_key(db: u8, version: u64, sub: u8, part: &[u8]) -> Vec<u8> {
+    let mut k = Vec::new();
+    member_key_into(db, version, sub, part, &mut k);
+    k
+}
+
+/// The exclusive upper bound of a prefix: the prefix with its last byte incremented (carrying), or `None`
+/// when every byte is 0xff (no bound).
+pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut p = prefix.to_vec();
+    while let Some(last) = p.pop() {
+        if last < 0xff {
+            p.push(last + 1);
+            return Some(p);
+        }
+    }
+    None
+}
+
+/// The registry key of `version` in database `db`.
+pub fn registry_key(db: u8, version: u64) -> [u8; 10] {
+    let mut p = [0u8; 10];
+    p[0] = db;
+    p[1] = KIND_REGISTRY;
+    p[2..].copy_from_slice(&version.to_be_bytes());
+    p
+}
+
+/// A sorted-set score as 8 bytes whose unsigned big-endian order is the numeric order of the scores
+/// (-inf < negatives < -0 = +0 < positives < +inf). `-0.0` is stored as `+0.0`; NaN is never stored (Redis
+/// refuses it).
+pub fn score_to_sortable(score: f64) -> [u8; 8] {
+    let score = if score == 0.0 { 0.0 } else { score };
+    let bits = score.to_bits();
+    let key = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
+    key.to_be_bytes()
+}
+
+/// The inverse of [`score_to_sortable`].
+pub fn sortable_to_score(b: [u8; 8]) -> f64 {
+    let key = u64::from_be_bytes(b);
+    let bits = if key >> 63 == 1 { key & !(1 << 63) } else { !key };
+    f64::from_bits(bits)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +354,57 @@ mod tests {
         assert!(decode_meta(&[0x07]).is_err());
         assert!(decode_meta(&[0x81, 0, 0]).is_err());
         assert!(decode_meta(&[0x41]).is_err());
+    }
+
+    #[test]
+    fn collection_headers_round_trip() {
+        let mut c = Coll::new(Type::List, 7);
+        c.size = 3;
+        c.expire_at_ms = Some(99);
+        c.set_extra_u64(1, 42);
+        let v = c.encode();
+        assert_eq!(Coll::decode(&v).unwrap(), Some(c.clone()));
+        assert_eq!(c.extra_u64(1), 42);
+        assert_eq!(c.extra_u64(0), 0);
+        assert_eq!(Coll::decode(&encode_string(b"x", None)).unwrap(), None);
+        assert!(Coll::decode(&[0x02, 0, 0]).is_err());
+    }
+
+    #[test]
+    fn member_keys_of_one_version_are_one_range() {
+        let a = member_key(1, 5, SUB_MEMBER, b"zzz");
+        let b = member_key(1, 6, SUB_MEMBER, b"");
+        assert!(a < b);
+        let p = version_prefix(1, 5);
+        assert!(a.starts_with(&p));
+        assert!(prefix_end(&p).unwrap().as_slice() <= b.as_slice());
+        assert_eq!(prefix_end(&[1, 0xff]), Some(vec![2]));
+        assert_eq!(prefix_end(&[0xff]), None);
+        assert!(meta_key(1, b"\xff\xff") < registry_key(1, 0).to_vec());
+    }
+
+    #[test]
+    fn scores_sort_numerically() {
+        let xs = [
+            f64::NEG_INFINITY,
+            -1e300,
+            -2.5,
+            -1.0,
+            -f64::MIN_POSITIVE,
+            0.0,
+            f64::MIN_POSITIVE,
+            1.0,
+            3.25,
+            1e300,
+            f64::INFINITY,
+        ];
+        for w in xs.windows(2) {
+            assert!(score_to_sortable(w[0]) < score_to_sortable(w[1]), "{} < {}", w[0], w[1]);
+        }
+        for x in xs {
+            assert_eq!(sortable_to_score(score_to_sortable(x)), x);
+        }
+        assert_eq!(score_to_sortable(-0.0), score_to_sortable(0.0));
     }
 
     #[test]

@@ -590,7 +590,7 @@ async fn execute(s: &mut Session, shared: &Arc<Shared>, queue: &mut VecDeque<Arg
         pending.flush(s, shared, out).await;
         let reply = match spec.handler {
             Handler::Conn(f) => f(s, shared, &args),
-            Handler::Read(f) => f(&ReadCtx { db: &shared.store.db, db_index: s.db_index, now_ms: now_ms() }, &args),
+            Handler::Read(f) => f(&ReadCtx::new(&shared.store.db, s.db_index, now_ms()), &args),
             Handler::Write(_) => unreachable!("handled above"),
         };
         if s.close_now {

@@ -21,8 +21,7 @@ use crate::resp::{Args, Reply};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use shaledb::{Db, ReadOptions, WriteBatch, WriteOptions};
-use std::collections::HashSet;
-use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -219,6 +218,9 @@ impl Store {
 fn commit_loop(store: &Store, rx: crossbeam_channel::Receiver<Job>) {
     let mut group: Vec<Job> = Vec::new();
     let mut ctx = WriteCtx::new(&store.db);
+    if let Err(e) = ctx.load_versions() {
+        store.set_read_only(format!("reading the collection registry failed: {e}"));
+    }
     while let Ok(first) = rx.recv() {
         group.push(first);
         let mut n = group[0].cmds.len();
@@ -265,10 +267,10 @@ fn commit_group(store: &Store, ctx: &mut WriteCtx<'_>, group: &mut Vec<Job>) {
                 crate::commands::Handler::Write(f) => f(ctx, args),
                 _ => Reply::err("internal: not a write command"),
             });
-            if ctx.failed.is_some() {
+            if ctx.failed() {
                 break;
             }
-            if ctx.batch_bytes() >= MAX_GROUP_BYTES {
+            if ctx.pending_bytes() >= MAX_GROUP_BYTES {
                 ctx.apply_pending();
             }
         }
@@ -318,27 +320,43 @@ fn everysec_loop(store: &Store) {
     }
 }
 
-type KeyHasher = BuildHasherDefault<DefaultHasher>;
+/// The commit thread's writes of the current group that are not in the engine yet: engine key -> value
+/// (`None`: deleted). Reads in the commit thread look here first, so a command (and every command of an
+/// `EXEC`) sees the writes before it without applying them: a group's writes reach the engine as one batch
+/// (one WAL record), all or nothing after a crash.
+pub type Overlay = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 
-/// What a write command sees: reads of the engine and a batch of writes, in the commit thread.
+/// What a write command sees: reads of the engine through the group's pending writes, and those writes, in
+/// the commit thread.
 pub struct WriteCtx<'a> {
     pub db: &'a Db,
     /// The database (`SELECT`) of the command being executed.
     pub db_index: u8,
     /// The group's clock: one `now` for every command of a group (expiry decisions agree inside it).
     pub now_ms: u64,
+    /// The group's writes not yet applied.
+    pending: Overlay,
+    /// Approximate bytes of `pending` (keys, values and a per-entry overhead).
+    pending_bytes: usize,
+    /// Reused to write `pending` to the engine.
     batch: WriteBatch,
-    /// Hashes of the engine keys written by `batch` (a read of one of them applies the batch first).
-    written: HashSet<u64, KeyHasher>,
-    /// The group already applied part of its writes (so the final step must sync even if `batch` is empty).
+    /// The group already applied part of its writes (so the final step must sync even if `pending` is empty).
     applied: bool,
     /// The first engine error of the group: the group is not acknowledged.
     failed: Option<String>,
+    /// The next collection version to hand out (see keys.rs); loaded by [`WriteCtx::load_versions`].
+    next_version: u64,
+    /// Collection versions removed by this group's commands, for the collector to reclaim early:
+    /// `(db, version)`.
+    pub dropped: Vec<(u8, u64)>,
     /// Scratch for building engine keys.
     pub key_buf: Vec<u8>,
     /// Scratch for building values.
     val_buf: Vec<u8>,
 }
+
+/// Bytes counted per pending entry besides its key and value (map node, batch record header).
+const PENDING_ENTRY_OVERHEAD: usize = 48;
 
 impl<'a> WriteCtx<'a> {
     pub fn new(db: &'a Db) -> WriteCtx<'a> {
@@ -346,83 +364,142 @@ impl<'a> WriteCtx<'a> {
             db,
             db_index: 0,
             now_ms: 0,
+            pending: Overlay::new(),
+            pending_bytes: 0,
             batch: WriteBatch::new(),
-            written: HashSet::default(),
             applied: false,
             failed: None,
+            next_version: 1,
+            dropped: Vec::new(),
             key_buf: Vec::new(),
             val_buf: Vec::new(),
         }
     }
 
-    fn begin(&mut self, now_ms: u64) {
+    /// Sets the next collection version above every version in the registry of every database (at start,
+    /// before the first group). A version whose registry record is gone has no member records left, so
+    /// handing it out again could not resurrect anything; starting above the largest is simply clearer.
+    pub fn load_versions(&mut self) -> shaledb::Result<()> {
+        let mut next = 1u64;
+        for db in 0..keys::DATABASES {
+            let lower = vec![db, keys::KIND_REGISTRY];
+            let upper = vec![db, keys::KIND_REGISTRY + 1];
+            let mut it = self.db.iter(ReadOptions {
+                iterate_lower_bound: Some(lower),
+                iterate_upper_bound: Some(upper),
+                ..ReadOptions::default()
+            });
+            it.seek_to_last();
+            if it.valid() && it.key().len() == 10 {
+                next = next.max(keys::be_u64(&it.key()[2..10]).saturating_add(1));
+            }
+            it.status()?;
+        }
+        self.next_version = next;
+        Ok(())
+    }
+
+    pub(crate) fn begin(&mut self, now_ms: u64) {
         self.now_ms = now_ms;
-        self.batch.clear();
-        self.written.clear();
+        self.pending.clear();
+        self.pending_bytes = 0;
         self.applied = false;
         self.failed = None;
+        // The collector takes `dropped` after each group (gc.rs); until it is wired, never let it grow.
+        self.dropped.clear();
     }
 
-    fn hash(key: &[u8]) -> u64 {
-        KeyHasher::default().hash_one(key)
+    /// Approximate bytes of the group's pending writes.
+    pub fn pending_bytes(&self) -> usize {
+        self.pending_bytes
     }
 
-    fn batch_bytes(&self) -> usize {
-        self.batch.approximate_size()
+    /// Writes `pending` to the engine as one batch and clears it.
+    fn write_pending(&mut self, sync: bool) -> shaledb::Result<()> {
+        self.batch.clear();
+        for (k, v) in &self.pending {
+            match v {
+                Some(v) => self.batch.put(k, v),
+                None => self.batch.delete(k),
+            };
+        }
+        let r = self.db.write(&self.batch, &WriteOptions { sync, ..Default::default() });
+        self.batch.clear();
+        self.pending.clear();
+        self.pending_bytes = 0;
+        r
     }
 
-    /// Applies the batch so far (no sync: the group's final write or sync covers it). Commands that read
-    /// the engine other than through [`WriteCtx::get_raw`] (iterators, read commands inside `EXEC`) call it
-    /// first; long commands (FLUSHDB) call it to bound the batch.
+    /// Applies the group's writes so far (no sync: the group's final write or sync covers it). Only ever
+    /// called between commands (the commit loop bounds a group's memory with it; FLUSHDB steps with it):
+    /// reads never need it, and calling it inside a command would split that command's writes.
     pub fn apply_pending(&mut self) {
-        if self.batch.is_empty() || self.failed.is_some() {
+        if self.pending.is_empty() || self.failed.is_some() {
             return;
         }
-        if let Err(e) = self.db.write(&self.batch, &WriteOptions::default()) {
+        if let Err(e) = self.write_pending(false) {
             self.failed = Some(format!("WAL write failed: {e}"));
         }
         self.applied = true;
-        self.batch.clear();
-        self.written.clear();
     }
 
     /// Writes what is left and syncs if asked. `Ok(true)` if an fsync was issued.
-    fn finish(&mut self, sync: bool) -> Result<bool, String> {
+    pub(crate) fn finish(&mut self, sync: bool) -> Result<bool, String> {
         if let Some(e) = self.failed.take() {
+            self.pending.clear();
+            self.pending_bytes = 0;
             return Err(e);
         }
-        let r = if !self.batch.is_empty() {
-            self.db.write(&self.batch, &WriteOptions { sync, ..Default::default() }).map(|()| sync)
+        let r = if !self.pending.is_empty() {
+            self.write_pending(sync).map(|()| sync)
         } else if self.applied && sync {
             self.db.sync_wal().map(|()| true)
         } else {
             Ok(false)
         };
-        self.batch.clear();
-        self.written.clear();
         r.map_err(|e| format!("WAL write or fsync failed: {e}"))
+    }
+
+    /// True when the group failed (its commands are not acknowledged).
+    pub fn failed(&self) -> bool {
+        self.failed.is_some()
     }
 
     /// Reads an engine key as of everything executed before in this group.
     pub fn get_raw(&mut self, engine_key: &[u8]) -> shaledb::Result<Option<Vec<u8>>> {
-        if self.written.contains(&Self::hash(engine_key)) {
-            self.apply_pending();
+        match self.pending.get(engine_key) {
+            Some(v) => Ok(v.clone()),
+            None => self.db.get(engine_key),
         }
-        self.db.get(engine_key)
+    }
+
+    fn record(&mut self, engine_key: &[u8], value: Option<&[u8]>) {
+        self.pending_bytes += engine_key.len() + value.map_or(0, <[u8]>::len) + PENDING_ENTRY_OVERHEAD;
+        match self.pending.get_mut(engine_key) {
+            Some(slot) => match (slot, value) {
+                (Some(old), Some(v)) => {
+                    old.clear();
+                    old.extend_from_slice(v);
+                }
+                (slot, v) => *slot = v.map(<[u8]>::to_vec),
+            },
+            None => {
+                self.pending.insert(engine_key.to_vec(), value.map(<[u8]>::to_vec));
+            }
+        }
     }
 
     pub fn put_raw(&mut self, engine_key: &[u8], value: &[u8]) {
-        self.written.insert(Self::hash(engine_key));
-        self.batch.put(engine_key, value);
+        self.record(engine_key, Some(value));
     }
 
     pub fn delete_raw(&mut self, engine_key: &[u8]) {
-        self.written.insert(Self::hash(engine_key));
-        self.batch.delete(engine_key);
+        self.record(engine_key, None);
     }
 
-    /// An iterator over the engine as of everything executed before in this group (applies the batch first).
-    pub fn iter(&mut self, opts: ReadOptions) -> shaledb::DbIterator {
+    /// An engine iterator that does NOT see this group's pending writes: for FLUSHDB's steps, which apply
+    /// the pending writes between steps themselves. Everything else reads with [`WriteCtx::view`].
+    pub fn iter_applied(&mut self, opts: ReadOptions) -> shaledb::DbIterator {
         self.apply_pending();
         self.db.iter(opts)
     }
@@ -442,6 +519,9 @@ impl<'a> WriteCtx<'a> {
             Ok(None) => Ok(None),
             Ok(Some(v)) => match keys::decode_meta(&v) {
                 Ok(m) if m.expired(self.now_ms) => {
+                    if let Ok(Some(c)) = keys::Coll::decode(&v) {
+                        self.dropped.push((db, c.version));
+                    }
                     self.delete_raw(&k);
                     Ok(None)
                 }
@@ -480,7 +560,8 @@ impl WriteCtx<'_> {
         r
     }
 
-    /// Deletes `user_key` of database `db` (whatever it holds; a missing key is no error).
+    /// Deletes `user_key` of database `db` (whatever it holds; a missing key is no error). A collection's
+    /// members become unreachable at once and are reclaimed by the collector.
     pub fn delete_in(&mut self, db: u8, user_key: &[u8]) {
         let mut k = std::mem::take(&mut self.key_buf);
         keys::meta_key_into(db, user_key, &mut k);
@@ -493,11 +574,114 @@ impl WriteCtx<'_> {
         self.delete_in(self.db_index, user_key);
     }
 
-    /// A read context on the engine as of everything executed before in this group (the batch so far is
-    /// applied first): read commands inside `EXEC` run with it and see the transaction's own writes.
+    /// A read view of the engine as of everything executed before in this group, pending writes included
+    /// (no snapshot is needed: only the commit thread writes). Read commands inside `EXEC` run with it.
+    pub fn view(&self) -> ReadCtx<'_> {
+        ReadCtx {
+            db: self.db,
+            db_index: self.db_index,
+            now_ms: self.now_ms,
+            overlay: Some(&self.pending),
+            snapshot: None,
+        }
+    }
+
+    /// Same as [`WriteCtx::view`] (kept for the callers that read inside `EXEC`).
     pub fn read_ctx(&mut self) -> ReadCtx<'_> {
-        self.apply_pending();
-        ReadCtx { db: self.db, db_index: self.db_index, now_ms: self.now_ms }
+        self.view()
+    }
+
+    // -----------------------------------------------------------------------------------------------------
+    // Collections (keys.rs has the layout)
+
+    /// A version never used before: for a collection being created. Write the collection with
+    /// [`WriteCtx::create_coll`], which also records the version in the registry.
+    fn new_version(&mut self) -> u64 {
+        let v = self.next_version;
+        self.next_version = v.saturating_add(1);
+        v
+    }
+
+    /// The live collection `user_key` of the current database if it is of type `typ`: `Ok(None)` when the
+    /// key is missing (or expired: then deleted as on access), `Err(WRONGTYPE)` when it holds another type.
+    pub fn get_coll(&mut self, user_key: &[u8], typ: keys::Type) -> Result<Option<keys::Coll>, Reply> {
+        let Some((m, stored)) = self.get_meta(user_key)? else { return Ok(None) };
+        if m.typ != typ {
+            return Err(crate::commands::wrong_type());
+        }
+        match keys::Coll::decode(&stored) {
+            Ok(Some(c)) => Ok(Some(c)),
+            Ok(None) => Err(crate::commands::wrong_type()),
+            Err(e) => Err(Reply::err(e)),
+        }
+    }
+
+    /// A new, empty collection of `typ` for `user_key` of the current database, with a fresh version
+    /// recorded in the registry (in this group's batch). Not stored until [`WriteCtx::put_coll`].
+    pub fn create_coll(&mut self, user_key: &[u8], typ: keys::Type) -> keys::Coll {
+        let version = self.new_version();
+        let rk = keys::registry_key(self.db_index, version);
+        self.put_raw(&rk, user_key);
+        keys::Coll::new(typ, version)
+    }
+
+    /// The collection `user_key` of type `typ`, created (see [`WriteCtx::create_coll`]) when missing;
+    /// `Err(WRONGTYPE)` when the key holds another type.
+    pub fn get_or_create_coll(&mut self, user_key: &[u8], typ: keys::Type) -> Result<keys::Coll, Reply> {
+        match self.get_coll(user_key, typ)? {
+            Some(c) => Ok(c),
+            None => Ok(self.create_coll(user_key, typ)),
+        }
+    }
+
+    /// Stores a collection's meta value as `user_key` of the current database; a collection whose size
+    /// reached 0 is deleted instead (Redis never keeps an empty collection), with [`WriteCtx::drop_coll`].
+    /// Call it once per command, after the member writes: the meta value and the members change in the same
+    /// batch, so the size is exact after a crash.
+    pub fn put_coll(&mut self, user_key: &[u8], c: &keys::Coll) -> Result<(), Reply> {
+        if c.size == 0 {
+            self.drop_coll(user_key, c);
+            return Ok(());
+        }
+        let mut v = std::mem::take(&mut self.val_buf);
+        c.encode_into(&mut v);
+        let r = self.put_meta_in(self.db_index, user_key, &v);
+        self.val_buf = v;
+        r
+    }
+
+    /// Deletes the collection `user_key` (its meta value) and hands its version to the collector, which
+    /// deletes whatever member records are left and then its registry record.
+    pub fn drop_coll(&mut self, user_key: &[u8], c: &keys::Coll) {
+        self.delete_key(user_key);
+        self.dropped.push((self.db_index, c.version));
+    }
+
+    /// Reads a member record of collection `c` (current database).
+    pub fn get_member(&mut self, c: &keys::Coll, sub: u8, part: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
+        let mut k = std::mem::take(&mut self.key_buf);
+        keys::member_key_into(self.db_index, c.version, sub, part, &mut k);
+        let r = self.get_raw(&k).map_err(|e| Reply::err(format!("read failed: {e}")));
+        self.key_buf = k;
+        r
+    }
+
+    /// Writes a member record of collection `c` (current database), refusing one the engine could not hold.
+    pub fn put_member(&mut self, c: &keys::Coll, sub: u8, part: &[u8], value: &[u8]) -> Result<(), Reply> {
+        check_entry_size(part.len() + 9, value.len())?;
+        let mut k = std::mem::take(&mut self.key_buf);
+        keys::member_key_into(self.db_index, c.version, sub, part, &mut k);
+        self.put_raw(&k, value);
+        self.key_buf = k;
+        Ok(())
+    }
+
+    /// Deletes a member record of collection `c` (current database).
+    pub fn delete_member(&mut self, c: &keys::Coll, sub: u8, part: &[u8]) {
+        let mut k = std::mem::take(&mut self.key_buf);
+        keys::member_key_into(self.db_index, c.version, sub, part, &mut k);
+        self.delete_raw(&k);
+        self.key_buf = k;
     }
 }
 
@@ -514,25 +698,222 @@ pub fn check_entry_size(user_key_len: usize, stored_len: usize) -> Result<(), Re
     Ok(())
 }
 
-/// What a read command sees: the engine, on the connection's task.
+/// What a read command sees: the engine (on the connection's task), or, in the commit thread, the engine
+/// through the group's pending writes ([`WriteCtx::view`]).
 pub struct ReadCtx<'a> {
     pub db: &'a Db,
     pub db_index: u8,
     pub now_ms: u64,
+    /// The commit thread's pending writes (reads inside `EXEC`); `None` on connections.
+    overlay: Option<&'a Overlay>,
+    /// Reads as of this snapshot (see [`ReadCtx::pinned`]).
+    snapshot: Option<shaledb::Snapshot>,
 }
 
-impl ReadCtx<'_> {
+impl<'a> ReadCtx<'a> {
+    /// A read context on a connection: the latest state of the engine at each read.
+    pub fn new(db: &'a Db, db_index: u8, now_ms: u64) -> ReadCtx<'a> {
+        ReadCtx { db, db_index, now_ms, overlay: None, snapshot: None }
+    }
+
+    /// The same context reading as of one snapshot taken now, so a command that reads a collection's meta
+    /// value and then its members (HGETALL, LRANGE, ZRANGE ...) sees one state even while the commit thread
+    /// writes. In the commit thread (a view with pending writes) nothing else writes, so no snapshot is taken.
+    pub fn pinned(&self) -> ReadCtx<'a> {
+        let snapshot = match (&self.snapshot, self.overlay) {
+            (Some(s), _) => Some(s.clone()),
+            (None, Some(_)) => None,
+            (None, None) => Some(self.db.snapshot()),
+        };
+        ReadCtx { db: self.db, db_index: self.db_index, now_ms: self.now_ms, overlay: self.overlay, snapshot }
+    }
+
+    fn read_options(&self) -> ReadOptions {
+        ReadOptions { snapshot: self.snapshot.clone(), ..ReadOptions::default() }
+    }
+
+    /// An engine key's value (pending writes first in the commit thread).
+    pub fn get_raw(&self, engine_key: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
+        if let Some(v) = self.overlay.and_then(|o| o.get(engine_key)) {
+            return Ok(v.clone());
+        }
+        let r = match &self.snapshot {
+            Some(_) => self.db.get_opt(&self.read_options(), engine_key),
+            None => self.db.get(engine_key),
+        };
+        r.map_err(|e| Reply::err(format!("read failed: {e}")))
+    }
+
     /// The live meta value of `user_key`, or `None` if missing or expired.
     pub fn get_meta(&self, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Reply> {
         let k = keys::meta_key(self.db_index, user_key);
-        match self.db.get(&k) {
-            Ok(None) => Ok(None),
-            Ok(Some(v)) => match keys::decode_meta(&v) {
+        match self.get_raw(&k)? {
+            None => Ok(None),
+            Some(v) => match keys::decode_meta(&v) {
                 Ok(m) if m.expired(self.now_ms) => Ok(None),
                 Ok(m) => Ok(Some((m, Bytes::from(v)))),
                 Err(e) => Err(Reply::err(e)),
             },
-            Err(e) => Err(Reply::err(format!("read failed: {e}"))),
         }
+    }
+
+    /// The live collection `user_key` if it is of type `typ`: `Ok(None)` when missing or expired,
+    /// `Err(WRONGTYPE)` when it holds another type. Use it on a [`ReadCtx::pinned`] context before reading
+    /// members.
+    pub fn get_coll(&self, user_key: &[u8], typ: keys::Type) -> Result<Option<keys::Coll>, Reply> {
+        let Some((m, stored)) = self.get_meta(user_key)? else { return Ok(None) };
+        if m.typ != typ {
+            return Err(crate::commands::wrong_type());
+        }
+        match keys::Coll::decode(&stored) {
+            Ok(Some(c)) => Ok(Some(c)),
+            Ok(None) => Err(crate::commands::wrong_type()),
+            Err(e) => Err(Reply::err(e)),
+        }
+    }
+
+    /// A member record of collection `c`.
+    pub fn get_member(&self, c: &keys::Coll, sub: u8, part: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
+        self.get_raw(&keys::member_key(self.db_index, c.version, sub, part))
+    }
+
+    /// The engine entries with keys in `[lower, upper)`, ascending or (`reverse`) descending, pending
+    /// writes merged in (a pending delete hides the engine's entry). Errors end the iteration with an
+    /// `Err` item.
+    pub fn scan(&self, lower: &[u8], upper: &[u8], reverse: bool) -> Scan<'a> {
+        let mut it = self.db.iter(ReadOptions {
+            iterate_lower_bound: Some(lower.to_vec()),
+            iterate_upper_bound: Some(upper.to_vec()),
+            fill_cache: true,
+            ..self.read_options()
+        });
+        if reverse {
+            it.seek_to_last();
+        } else {
+            it.seek(lower);
+        }
+        let pending = match self.overlay {
+            Some(o) if lower < upper => {
+                Some(o.range::<[u8], _>((std::ops::Bound::Included(lower), std::ops::Bound::Excluded(upper))))
+            }
+            _ => None,
+        };
+        Scan { it, pending, reverse, peeked: None, done: false }
+    }
+
+    /// The member records of collection `c` with sub-kind `sub`, as `(part, value)` (the part is the key
+    /// after `db 0x01 version sub`), in order or (`reverse`) reversed, starting at `from` (a part; inclusive;
+    /// forward: the first part >= from; reverse: the last part <= from) when given.
+    pub fn members(&self, c: &keys::Coll, sub: u8, from: Option<&[u8]>, reverse: bool) -> Members<'a> {
+        let prefix = keys::sub_prefix(self.db_index, c.version, sub);
+        let mut lower = prefix.to_vec();
+        let mut upper = keys::prefix_end(&prefix).unwrap_or_default();
+        if let Some(f) = from {
+            if reverse {
+                // Parts <= f: the upper bound is just after f.
+                upper = prefix.to_vec();
+                upper.extend_from_slice(f);
+                upper.push(0);
+            } else {
+                lower.extend_from_slice(f);
+            }
+        }
+        Members { scan: self.scan(&lower, &upper, reverse) }
+    }
+}
+
+/// A merged, bounded scan: see [`ReadCtx::scan`].
+pub struct Scan<'a> {
+    it: shaledb::DbIterator,
+    pending: Option<std::collections::btree_map::Range<'a, Vec<u8>, Option<Vec<u8>>>>,
+    reverse: bool,
+    /// The next pending entry not yet merged.
+    peeked: Option<(&'a Vec<u8>, &'a Option<Vec<u8>>)>,
+    done: bool,
+}
+
+impl Scan<'_> {
+    fn peek_pending(&mut self) -> Option<(&Vec<u8>, &Option<Vec<u8>>)> {
+        if self.peeked.is_none() {
+            if let Some(p) = self.pending.as_mut() {
+                self.peeked = if self.reverse { p.next_back() } else { p.next() };
+            }
+        }
+        self.peeked
+    }
+
+    fn step_engine(&mut self) {
+        if self.reverse {
+            self.it.prev();
+        } else {
+            self.it.next();
+        }
+    }
+}
+
+impl Iterator for Scan<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>), Reply>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.done {
+                return None;
+            }
+            let engine = self.it.valid().then(|| self.it.key().to_vec());
+            if engine.is_none() {
+                if let Err(e) = self.it.status() {
+                    self.done = true;
+                    return Some(Err(Reply::err(format!("read failed: {e}"))));
+                }
+            }
+            let reverse = self.reverse;
+            let pending = self.peek_pending().map(|(k, v)| (k.clone(), v.clone()));
+            // Which comes first in the scan's direction: the engine's key or the pending one.
+            let take_pending = match (&engine, &pending) {
+                (None, None) => {
+                    self.done = true;
+                    return None;
+                }
+                (None, Some(_)) => true,
+                (Some(_), None) => false,
+                (Some(e), Some((p, _))) => {
+                    if p == e {
+                        // The pending write replaces the engine's entry.
+                        self.step_engine();
+                        true
+                    } else {
+                        (p < e) != reverse
+                    }
+                }
+            };
+            if take_pending {
+                self.peeked = None;
+                let (k, v) = pending.expect("checked above");
+                match v {
+                    Some(v) => return Some(Ok((k, v))),
+                    None => continue,
+                }
+            }
+            let k = engine.expect("checked above");
+            let v = self.it.value().to_vec();
+            self.step_engine();
+            return Some(Ok((k, v)));
+        }
+    }
+}
+
+/// Member records of one collection: see [`ReadCtx::members`]. Items are `(part, value)`.
+pub struct Members<'a> {
+    scan: Scan<'a>,
+}
+
+impl Iterator for Members<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>), Reply>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(self.scan.next()?.map(|(mut k, v)| {
+            k.drain(..11.min(k.len()));
+            (k, v)
+        }))
     }
 }

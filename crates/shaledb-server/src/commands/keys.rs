@@ -394,17 +394,6 @@ pub fn literal_prefix(pattern: &[u8]) -> Vec<u8> {
 }
 
 /// The smallest byte string greater than every string starting with `prefix` (`None`: no bound).
-fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut v = prefix.to_vec();
-    while let Some(last) = v.pop() {
-        if last < 0xff {
-            v.push(last + 1);
-            return Some(v);
-        }
-    }
-    None
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // SCAN, KEYS, RANDOMKEY, DBSIZE
 
@@ -531,7 +520,7 @@ fn scan(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
         Some(s) if s[..] > prefix[..] => s.to_vec(),
         _ => prefix.clone(),
     };
-    let upper = prefix_successor(&prefix).filter(|_| !prefix.is_empty());
+    let upper = keys::prefix_end(&prefix).filter(|_| !prefix.is_empty());
     let mut it = meta_iter(ctx, Some(&lower), upper.as_deref());
     it.seek(&keys::meta_key(ctx.db_index, &lower));
     let mut out = Vec::new();
@@ -563,7 +552,7 @@ fn scan(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
 fn keys_cmd(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     let pattern = &args[1];
     let prefix = literal_prefix(pattern);
-    let upper = prefix_successor(&prefix).filter(|_| !prefix.is_empty());
+    let upper = keys::prefix_end(&prefix).filter(|_| !prefix.is_empty());
     let mut it = meta_iter(ctx, Some(&prefix), upper.as_deref());
     it.seek(&keys::meta_key(ctx.db_index, &prefix));
     let all = &pattern[..] == b"*";
@@ -660,7 +649,7 @@ fn flush_db(ctx: &mut WriteCtx<'_>, db: u8) -> Result<(), Reply> {
     let lower = vec![db];
     let upper = vec![db + 1];
     loop {
-        let mut it = ctx.iter(ReadOptions {
+        let mut it = ctx.iter_applied(ReadOptions {
             fill_cache: false,
             iterate_lower_bound: Some(lower.clone()),
             iterate_upper_bound: Some(upper.clone()),
@@ -858,9 +847,9 @@ mod tests {
         assert_eq!(literal_prefix(b"user:*"), b"user:");
         assert_eq!(literal_prefix(b"a\\*b?"), b"a*b");
         assert_eq!(literal_prefix(b"[ab]x"), b"");
-        assert_eq!(prefix_successor(b"ab"), Some(b"ac".to_vec()));
-        assert_eq!(prefix_successor(b"a\xff"), Some(b"b".to_vec()));
-        assert_eq!(prefix_successor(b"\xff"), None);
+        assert_eq!(keys::prefix_end(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(keys::prefix_end(b"a\xff"), Some(b"b".to_vec()));
+        assert_eq!(keys::prefix_end(b"\xff"), None);
     }
 
     #[test]

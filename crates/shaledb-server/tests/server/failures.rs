@@ -19,7 +19,7 @@ fn get(store: &Store, k: &str) -> Reply {
     let spec = lookup(b"get").expect("GET exists");
     let shaledb_server::commands::Handler::Read(f) = spec.handler else { panic!("GET is a read") };
     f(
-        &ReadCtx { db: &store.db, db_index: 0, now_ms: shaledb_server::store::now_ms() },
+        &ReadCtx::new(&store.db, 0, shaledb_server::store::now_ms()),
         &vec![Bytes::from("get"), Bytes::from(k.to_string())],
     )
 }
