@@ -337,6 +337,9 @@ pub enum Reply {
     Bool(bool),
     /// A verbatim string (`=len\r\ntxt:...`): a bulk string in RESP2.
     Verbatim(String),
+    /// Pairs (ZRANGE ... WITHSCORES, ZPOPMIN with a count): one flat array of 2n items in RESP2, an array
+    /// of n two-item arrays in RESP3, as Redis 7 sends them.
+    Pairs(Vec<(Reply, Reply)>),
 }
 
 impl Reply {
@@ -394,6 +397,20 @@ impl Reply {
                     v.encode(proto, out);
                 }
             }
+            Reply::Pairs(pairs) => {
+                if proto >= 3 {
+                    header(out, b'*', pairs.len());
+                } else {
+                    header(out, b'*', pairs.len() * 2);
+                }
+                for (a, b) in pairs {
+                    if proto >= 3 {
+                        out.extend_from_slice(b"*2\r\n");
+                    }
+                    a.encode(proto, out);
+                    b.encode(proto, out);
+                }
+            }
             Reply::Double(d) => {
                 let s = format_double(*d);
                 if proto >= 3 {
@@ -423,17 +440,52 @@ impl Reply {
     }
 }
 
-/// A double as Redis prints it: `inf`, `-inf`, `nan`, else the shortest round-trip form (`1.5`, `3`).
+/// A double as Redis 7.0 replies it (`addReplyDouble`): `inf`, `-inf`, `nan`, else C's `%.17g` (17
+/// significant digits, trailing zeros dropped, exponent form below 1e-4 and from 1e17): `1.5`, `3`,
+/// `1.1000000000000001`, `1.0000000000000001e-05`, `1e+22`.
 pub fn format_double(d: f64) -> String {
     if d.is_nan() {
-        "nan".into()
-    } else if d.is_infinite() {
-        if d > 0.0 { "inf" } else { "-inf" }.into()
-    } else {
-        let mut s = String::new();
-        let _ = write!(s, "{d}");
-        s
+        return "nan".into();
     }
+    if d.is_infinite() {
+        return if d > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if d == 0.0 {
+        return if d.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    // 17 significant digits, correctly rounded (Rust formats the exact binary value, as glibc does).
+    let sci = format!("{:.16e}", d.abs());
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mant.chars().filter(char::is_ascii_digit).collect();
+    let mut s = String::with_capacity(26);
+    if d < 0.0 {
+        s.push('-');
+    }
+    if !(-4..17).contains(&exp) {
+        let t = digits.trim_end_matches('0');
+        s.push_str(&t[..1]);
+        if t.len() > 1 {
+            s.push('.');
+            s.push_str(&t[1..]);
+        }
+        let _ = write!(s, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.unsigned_abs());
+    } else if exp >= 0 {
+        let point = exp as usize + 1;
+        s.push_str(&digits[..point]);
+        let frac = digits[point..].trim_end_matches('0');
+        if !frac.is_empty() {
+            s.push('.');
+            s.push_str(frac);
+        }
+    } else {
+        s.push_str("0.");
+        for _ in 0..(-exp - 1) {
+            s.push('0');
+        }
+        s.push_str(digits.trim_end_matches('0'));
+    }
+    s
 }
 
 fn line(out: &mut BytesMut, tag: u8, s: &[u8]) {
@@ -810,6 +862,36 @@ mod tests {
     }
 
     #[test]
+    fn doubles_print_as_redis_7_0_does() {
+        let cases = [
+            (1.5, "1.5"),
+            (3.0, "3"),
+            (-2.0, "-2"),
+            (1.1, "1.1000000000000001"),
+            (0.1, "0.10000000000000001"),
+            (1e-5, "1.0000000000000001e-05"),
+            (1e-4, "0.0001"),
+            (123.456, "123.456"),
+            (1e22, "1e+22"),
+            (1.5e16, "15000000000000000"),
+            (1e17, "1e+17"),
+            (123456789012345678.0, "1.2345678901234568e+17"),
+            (1e300, "1.0000000000000001e+300"),
+            (f64::MIN_POSITIVE, "2.2250738585072014e-308"),
+            (5e-324, "4.9406564584124654e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (0.30000000000000004, "0.30000000000000004"),
+            (-0.0, "-0"),
+            (0.0, "0"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+        ];
+        for (d, want) in cases {
+            assert_eq!(format_double(d), want, "{d:e}");
+        }
+    }
+
+    #[test]
     fn replies_in_both_protocols() {
         let r = Reply::Map(vec![(Reply::bulk("a"), Reply::Int(-12)), (Reply::bulk("b"), Reply::Nil)]);
         let mut out = BytesMut::new();
@@ -818,6 +900,13 @@ mod tests {
         out.clear();
         r.encode(3, &mut out);
         assert_eq!(&out[..], b"%2\r\n$1\r\na\r\n:-12\r\n$1\r\nb\r\n_\r\n");
+        out.clear();
+        let p = Reply::Pairs(vec![(Reply::bulk("a"), Reply::Double(1.5))]);
+        p.encode(2, &mut out);
+        assert_eq!(&out[..], b"*2\r\n$1\r\na\r\n$3\r\n1.5\r\n");
+        out.clear();
+        p.encode(3, &mut out);
+        assert_eq!(&out[..], b"*1\r\n*2\r\n$1\r\na\r\n,1.5\r\n");
         out.clear();
         Reply::Int(i64::MIN).encode(2, &mut out);
         assert_eq!(&out[..], b":-9223372036854775808\r\n");

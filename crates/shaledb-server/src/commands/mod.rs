@@ -24,6 +24,7 @@ pub mod keys;
 pub mod multi;
 pub mod server_cmds;
 pub mod strings;
+pub mod zsets;
 
 use crate::resp::{Args, Reply};
 use crate::server::{Session, Shared};
@@ -105,7 +106,7 @@ impl Spec {
 
 /// Every command, from every family.
 pub static TABLE: &[&[Spec]] =
-    &[connection::COMMANDS, server_cmds::COMMANDS, strings::COMMANDS, keys::COMMANDS, multi::COMMANDS];
+    &[connection::COMMANDS, server_cmds::COMMANDS, strings::COMMANDS, keys::COMMANDS, multi::COMMANDS, zsets::COMMANDS];
 
 fn index() -> &'static HashMap<&'static str, &'static Spec> {
     static INDEX: OnceLock<HashMap<&'static str, &'static Spec>> = OnceLock::new();
