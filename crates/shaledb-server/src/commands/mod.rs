@@ -24,6 +24,7 @@ pub mod keys;
 pub mod multi;
 pub mod server_cmds;
 pub mod strings;
+pub mod zset_index;
 pub mod zsets;
 
 use crate::resp::{Args, Reply};

@@ -1,0 +1,454 @@
+//! Sorted sets against a running server: replies compared with a real redis-server 7.0 (when installed),
+//! a size counter checked against a model, expiry, WRONGTYPE, ranks and ZSCAN on a set past the small size,
+//! RESP3 shapes.
+
+use crate::{start_everysec as start_server, Client, Resp};
+use rand::{Rng, SeedableRng};
+use std::collections::{BTreeMap, HashSet};
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A redis-server on a free loopback port, killed on drop.
+struct Redis {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_redis() -> Option<Redis> {
+    let port = TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
+    let child = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().ok()?;
+    let r = Redis { child, addr };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Some(r);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+fn words(line: &str) -> Vec<&str> {
+    line.split(' ').collect()
+}
+
+/// Commands whose replies must be the same, byte for byte, on both servers.
+const SCRIPT: &[&str] = &[
+    "ZADD z 1 a 2 b 3 c",
+    "ZADD z 1.1 d 1e-5 e 123456789012345678 f 1.5e16 g inf h -inf i -0 j 0.1 k",
+    "ZRANGE z 0 -1 WITHSCORES",
+    "ZADD z NX 5 a 6 new",
+    "ZADD z XX CH 7 a 8 nothere",
+    "ZADD z GT CH 0 b 9 c",
+    "ZADD z LT CH 10 b -1 c",
+    "ZADD z INCR 2.5 a",
+    "ZADD z NX INCR 1 a",
+    "ZADD z XX INCR 1 missing",
+    "ZADD z GT INCR -1 a",
+    "ZADD z LT INCR -1 a",
+    "ZADD z XX GT CH 1000 a 1 nosuch",
+    "ZADD z INCR -inf h",
+    "ZINCRBY z -inf h",
+    "ZINCRBY z 1 brandnew",
+    "ZINCRBY z nan a",
+    "ZINCRBY z abc a",
+    "ZADD z NX XX 1 a",
+    "ZADD z GT LT 1 a",
+    "ZADD z NX GT 1 a",
+    "ZADD z NX LT 1 a",
+    "ZADD z INCR 1 a 2 b",
+    "ZADD z 1 a 2",
+    "ZADD z INCR GT",
+    "ZADD z nan a",
+    "ZADD z 1e400 a",
+    "ZADD z 1e-400 a",
+    "ZADD z abc a",
+    "ZADD z CH",
+    "ZCARD z",
+    "ZSCORE z a",
+    "ZSCORE z nosuch",
+    "ZSCORE nokey a",
+    "ZMSCORE z a nosuch b",
+    "ZMSCORE nokey a b",
+    "ZRANGE z 0 -1",
+    "ZRANGE z 2 4 WITHSCORES",
+    "ZRANGE z -3 -1",
+    "ZRANGE z 5 2",
+    "ZRANGE z 100 200",
+    "ZRANGE z 0 x",
+    "ZRANGE z 0 -1 REV WITHSCORES",
+    "ZREVRANGE z 0 2 WITHSCORES",
+    "ZRANGE z (1 5 BYSCORE WITHSCORES",
+    "ZRANGE z 5 (1 BYSCORE REV",
+    "ZRANGE z -inf +inf BYSCORE LIMIT 2 3",
+    "ZRANGE z -inf +inf BYSCORE LIMIT 2 -1",
+    "ZRANGE z -inf +inf BYSCORE LIMIT -1 3",
+    "ZRANGE z -inf +inf BYSCORE LIMIT 0 0",
+    "ZRANGE z +inf -inf BYSCORE REV LIMIT 1 2 WITHSCORES",
+    "ZRANGE z 0 -1 LIMIT 0 1",
+    "ZRANGE z 0 -1 BYSCORE LIMIT 0",
+    "ZRANGE z 0 1 BYSCORE BYLEX",
+    "ZRANGE z - + BYLEX WITHSCORES",
+    "ZRANGE z 0 1 REV REV",
+    "ZRANGEBYSCORE z -inf 2",
+    "ZRANGEBYSCORE z -0 +0 WITHSCORES",
+    "ZRANGEBYSCORE z (1 (1",
+    "ZRANGEBYSCORE z (-inf (inf",
+    "ZREVRANGE z -2 -1",
+    "ZRANGEBYSCORE z (0 (2 WITHSCORES",
+    "ZRANGEBYSCORE z ( 5",
+    "ZRANGEBYSCORE z nan 5",
+    "ZRANGEBYSCORE z a 5",
+    "ZRANGEBYSCORE z 0 1 LIMIT a 1",
+    "ZRANGEBYSCORE z 0 1 REV",
+    "ZREVRANGEBYSCORE z +inf -inf WITHSCORES LIMIT 0 4",
+    "ZREVRANGEBYSCORE z (3 (1",
+    "ZCOUNT z -inf +inf",
+    "ZCOUNT z (1 3",
+    "ZCOUNT z 3 1",
+    "ZCOUNT z a b",
+    "ZCOUNT nokey 0 1",
+    "ZRANK z a",
+    "ZRANK z i",
+    "ZRANK z h",
+    "ZRANK z nosuch",
+    "ZREVRANK z a",
+    "ZREVRANK nokey a",
+    "ZADD lex 0 a 0 b 0 c 0 d 0 e 0 f 0 g",
+    "ZRANGEBYLEX lex - +",
+    "ZRANGEBYLEX lex [b (e",
+    "ZRANGEBYLEX lex (b [e LIMIT 1 2",
+    "ZRANGEBYLEX lex [e [b",
+    "ZRANGEBYLEX lex a b",
+    "ZRANGEBYLEX lex - + WITHSCORES",
+    "ZREVRANGEBYLEX lex + -",
+    "ZREVRANGEBYLEX lex (f [b LIMIT 1 10",
+    "ZRANGE lex [c + BYLEX",
+    "ZRANGE lex + [c BYLEX REV LIMIT 0 2",
+    "ZLEXCOUNT lex - +",
+    "ZLEXCOUNT lex [b (d",
+    "ZLEXCOUNT lex [ +",
+    "ZLEXCOUNT lex x +",
+    "ZADD mixed 1 b 2 a 3 d 4 c",
+    "ZRANGEBYLEX mixed [b +",
+    "ZRANGEBYLEX mixed - [b",
+    "ZREVRANGEBYLEX mixed [c -",
+    "ZLEXCOUNT mixed [a [c",
+    "ZREMRANGEBYLEX lex [b [c",
+    "ZRANGE lex 0 -1",
+    "ZREMRANGEBYLEX lex x y",
+    "ZREMRANGEBYRANK lex 0 0",
+    "ZREMRANGEBYRANK lex -1 -1",
+    "ZREMRANGEBYRANK lex 5 1",
+    "ZREMRANGEBYRANK lex a 1",
+    "ZRANGE lex 0 -1",
+    "ZREMRANGEBYSCORE z (1 3",
+    "ZREMRANGEBYSCORE z nan 3",
+    "ZRANGE z 0 -1 WITHSCORES",
+    "ZPOPMIN z",
+    "ZPOPMAX z 2",
+    "ZPOPMIN z 0",
+    "ZPOPMIN z -1",
+    "ZPOPMIN z x",
+    "ZPOPMIN nokey",
+    "ZPOPMIN nokey 3",
+    "ZPOPMAX z 100",
+    "EXISTS z",
+    "ZREM lex d nosuch e",
+    "ZREM nokey a",
+    "ZADD s1 1 a 2 b 3 c",
+    "ZADD s2 10 b 20 c 30 d",
+    "ZUNIONSTORE out 2 s1 s2",
+    "ZRANGE out 0 -1 WITHSCORES",
+    "ZUNIONSTORE out 2 s1 s2 WEIGHTS 2 0.5 AGGREGATE MAX",
+    "ZRANGE out 0 -1 WITHSCORES",
+    "ZINTERSTORE out 2 s1 s2 AGGREGATE MIN",
+    "ZRANGE out 0 -1 WITHSCORES",
+    "ZRANGE out 0 -1 WITHSCORES",
+    "ZINTERSTORE out 2 s1 nokey",
+    "EXISTS out",
+    "ZUNION 2 s1 s2 WITHSCORES",
+    "ZINTER 2 s1 s2 WITHSCORES",
+    "ZINTER 2 s1 s2 WEIGHTS 1 -1",
+    "ZDIFF 2 s1 s2 WITHSCORES",
+    "ZDIFFSTORE out 2 s2 s1",
+    "ZRANGE out 0 -1 WITHSCORES",
+    "ZINTERCARD 2 s1 s2",
+    "ZINTERCARD 2 s1 s2 LIMIT 1",
+    "ZUNIONSTORE out 0 s1",
+    "ZUNIONSTORE out -1 s1",
+    "ZUNIONSTORE out 3 s1 s2",
+    "ZUNIONSTORE out 1 s1 WEIGHTS",
+    "ZUNIONSTORE out 1 s1 WEIGHTS x",
+    "ZUNIONSTORE out 1 s1 AGGREGATE foo",
+    "ZUNIONSTORE out 1 s1 WITHSCORES",
+    "ZINTER 0 s1",
+    "ZDIFF 1 s1 WEIGHTS 1",
+    "ZADD inf 1 a",
+    "ZUNIONSTORE out 2 inf inf WEIGHTS inf -inf",
+    "ZRANGE out 0 -1 WITHSCORES",
+    "ZRANGESTORE dst s2 0 -1",
+    "ZRANGE dst 0 -1 WITHSCORES",
+    "ZRANGESTORE dst s2 (10 +inf BYSCORE LIMIT 0 1",
+    "ZRANGE dst 0 -1 WITHSCORES",
+    "ZRANGESTORE dst nokey 0 -1",
+    "EXISTS dst",
+    "ZRANGESTORE dst s2 0 -1 WITHSCORES",
+    "ZRANGESTORE dst s2 0 -1 LIMIT 0 1",
+    "SET str x",
+    "ZADD str 1 a",
+    "ZRANGE str 0 -1",
+    "ZSCORE str a",
+    "ZCARD str",
+    "ZRANK str a",
+    "ZINCRBY str 1 a",
+    "ZPOPMIN str",
+    "ZUNIONSTORE out 2 s1 str",
+    "ZRANGESTORE str s1 0 -1",
+    "TYPE str",
+    "ZRANGE str 0 -1 WITHSCORES",
+    "ZSCAN s1 0",
+    "ZSCAN s1 0 MATCH a*",
+    "ZSCAN s1 0 COUNT 0",
+    "ZSCAN s1 x",
+    "ZSCAN nokey 0",
+    "ZADD big 4611686018427387904 a 1e18 b 1e22 c 1.5 d",
+    "ZSCAN big 0",
+    "ZRANDMEMBER nokey",
+    "ZRANDMEMBER nokey 3",
+    "ZRANDMEMBER s1 0",
+    "ZRANDMEMBER s1 5 WITHSCORES",
+    "ZRANDMEMBER s1 x",
+    "ZRANDMEMBER s1 1 foo",
+    "ZRANDMEMBER s1 -9223372036854775808",
+    "TYPE s1",
+];
+
+/// The sorted-set commands of SCRIPT answer as redis-server 7.0 does (skipped with a note where
+/// redis-server is not installed).
+#[test]
+fn zset_replies_match_redis() {
+    let Some(redis) = start_redis() else {
+        eprintln!("redis-server not found: the comparison with Redis is skipped");
+        return;
+    };
+    let (server, _dir) = start_server();
+    let mut ours = Client::connect(server.addr());
+    let mut theirs = Client::connect(redis.addr);
+    let mut diffs = Vec::new();
+    for line in SCRIPT {
+        let w = words(line);
+        let (a, b) = (ours.cmd(&w), theirs.cmd(&w));
+        if a != b {
+            diffs.push(format!("{line}\n  shaledb: {a:?}\n  redis:   {b:?}"));
+        }
+    }
+    assert!(diffs.is_empty(), "{} replies differ:\n{}", diffs.len(), diffs.join("\n"));
+}
+
+/// The same in RESP3 (pairs as two-item arrays, scores as doubles).
+#[test]
+fn zset_resp3_replies_match_redis() {
+    let Some(redis) = start_redis() else {
+        eprintln!("redis-server not found: the comparison with Redis is skipped");
+        return;
+    };
+    let (server, _dir) = start_server();
+    let mut ours = Client::connect(server.addr());
+    let mut theirs = Client::connect(redis.addr);
+    ours.cmd(&["HELLO", "3"]);
+    theirs.cmd(&["HELLO", "3"]);
+    let script = [
+        "ZADD z 1.1 a 2 b 3 c inf d",
+        "ZADD z INCR 1 a",
+        "ZINCRBY z 1 b",
+        "ZSCORE z a",
+        "ZSCORE z x",
+        "ZMSCORE z a x",
+        "ZRANGE z 0 -1 WITHSCORES",
+        "ZRANGE z 0 -1",
+        "ZRANGEBYSCORE z -inf +inf WITHSCORES LIMIT 1 2",
+        "ZUNION 1 z WITHSCORES",
+        "ZPOPMIN z",
+        "ZPOPMAX z 2",
+        "ZPOPMIN nokey",
+        "ZSCAN z 0",
+        "ZRANDMEMBER nokey",
+    ];
+    for line in script {
+        let w = words(line);
+        assert_eq!(ours.cmd(&w), theirs.cmd(&w), "{line}");
+    }
+}
+
+/// A random mix of ZADD (with flags), ZINCRBY, ZREM, ZPOPMIN/ZPOPMAX and ZREMRANGEBYSCORE on a few keys,
+/// against a model: the size counter (ZCARD) and the whole contents stay exact.
+#[test]
+fn zset_size_stays_exact_under_a_random_mix() {
+    let (server, _dir) = start_server();
+    let mut c = Client::connect(server.addr());
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x2e7);
+    let mut model: Vec<BTreeMap<String, f64>> = vec![BTreeMap::new(); 3];
+    for step in 0..3000 {
+        let k = rng.gen_range(0..3);
+        let key = format!("k{k}");
+        let m = &mut model[k];
+        let member = format!("m{}", rng.gen_range(0..40));
+        let score = rng.gen_range(-20..20) as f64 / 2.0;
+        match rng.gen_range(0..6) {
+            0 => {
+                let r = c.cmd(&["ZADD", &key, &score.to_string(), &member]);
+                let added = !m.contains_key(&member);
+                m.insert(member, score);
+                assert_eq!(r, Resp::Int(added as i64));
+            }
+            1 => {
+                let r = c.cmd(&["ZADD", &key, "GT", "CH", &score.to_string(), &member]);
+                let changed = match m.get(&member) {
+                    Some(&cur) if score > cur => {
+                        m.insert(member, score);
+                        true
+                    }
+                    Some(_) => false,
+                    None => {
+                        m.insert(member, score);
+                        true
+                    }
+                };
+                assert_eq!(r, Resp::Int(changed as i64));
+            }
+            2 => {
+                c.cmd(&["ZINCRBY", &key, &score.to_string(), &member]);
+                *m.entry(member).or_insert(0.0) += score;
+            }
+            3 => {
+                let r = c.cmd(&["ZREM", &key, &member]);
+                assert_eq!(r, Resp::Int(m.remove(&member).is_some() as i64));
+            }
+            4 => {
+                let n = rng.gen_range(1..4);
+                let max = rng.gen_bool(0.5);
+                c.cmd(&[if max { "ZPOPMAX" } else { "ZPOPMIN" }, &key, &n.to_string()]);
+                let mut order: Vec<(f64, String)> = m.iter().map(|(k, v)| (*v, k.clone())).collect();
+                order.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+                if max {
+                    order.reverse();
+                }
+                for (_, k) in order.into_iter().take(n) {
+                    m.remove(&k);
+                }
+            }
+            _ => {
+                let (lo, hi) = (score, score + 2.0);
+                let r = c.cmd(&["ZREMRANGEBYSCORE", &key, &lo.to_string(), &format!("({hi}")]);
+                let gone: Vec<String> = m.iter().filter(|(_, &v)| v >= lo && v < hi).map(|(k, _)| k.clone()).collect();
+                assert_eq!(r, Resp::Int(gone.len() as i64));
+                for g in gone {
+                    m.remove(&g);
+                }
+            }
+        }
+        if step % 100 == 0 || step == 2999 {
+            for (i, m) in model.iter().enumerate() {
+                let key = format!("k{i}");
+                assert_eq!(c.cmd(&["ZCARD", &key]), Resp::Int(m.len() as i64), "step {step}");
+                let got = c.cmd(&["ZRANGE", &key, "0", "-1", "WITHSCORES"]).array();
+                let mut want: Vec<(f64, String)> = m.iter().map(|(k, v)| (*v, k.clone())).collect();
+                want.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+                let got: Vec<(f64, String)> =
+                    got.chunks(2).map(|p| (p[1].text().parse().unwrap(), p[0].text())).collect();
+                assert_eq!(got, want, "step {step}");
+                let exists = c.cmd(&["EXISTS", &key]);
+                assert_eq!(exists, Resp::Int(!m.is_empty() as i64));
+            }
+        }
+    }
+}
+
+/// A set past the small size: ranks from both ends, ranges by index near either end, and a ZSCAN that
+/// pages with a cursor and returns every member exactly once.
+#[test]
+fn zset_ranks_ranges_and_scan_on_a_larger_set() {
+    let (server, _dir) = start_server();
+    let mut c = Client::connect(server.addr());
+    let n = 1000;
+    let mut args: Vec<String> = vec!["ZADD".into(), "big".into()];
+    for i in 0..n {
+        args.push(format!("{}", i as f64 * 0.5 - 100.0));
+        args.push(format!("m{i:04}"));
+    }
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(c.cmd(&a), Resp::Int(n));
+    for i in [0, 1, 499, 500, 998, 999] {
+        assert_eq!(c.cmd(&["ZRANK", "big", &format!("m{i:04}")]), Resp::Int(i));
+        assert_eq!(c.cmd(&["ZREVRANK", "big", &format!("m{i:04}")]), Resp::Int(n - 1 - i));
+    }
+    let r = c.cmd(&["ZRANGE", "big", "-3", "-1"]).array();
+    assert_eq!(r.iter().map(Resp::text).collect::<Vec<_>>(), ["m0997", "m0998", "m0999"]);
+    let r = c.cmd(&["ZRANGE", "big", "2", "3", "REV"]).array();
+    assert_eq!(r.iter().map(Resp::text).collect::<Vec<_>>(), ["m0997", "m0996"]);
+    let r = c.cmd(&["ZRANGE", "big", "10", "11"]).array();
+    assert_eq!(r.iter().map(Resp::text).collect::<Vec<_>>(), ["m0010", "m0011"]);
+    let mut seen = HashSet::new();
+    let mut cursor = "0".to_string();
+    let mut calls = 0;
+    loop {
+        let r = c.cmd(&["ZSCAN", "big", &cursor, "COUNT", "100"]).array();
+        cursor = r[0].text();
+        for p in r[1].clone().array().chunks(2) {
+            assert!(seen.insert(p[0].text()), "{} twice", p[0].text());
+        }
+        calls += 1;
+        assert!(calls < 100, "ZSCAN does not end");
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), n as usize);
+    assert!(calls > 5, "a large set is scanned in pages");
+    let r = c.cmd(&["ZRANDMEMBER", "big", "5", "WITHSCORES"]).array();
+    assert_eq!(r.len(), 10);
+    let distinct: HashSet<String> = r.chunks(2).map(|p| p[0].text()).collect();
+    assert_eq!(distinct.len(), 5);
+    let r = c.cmd(&["ZRANDMEMBER", "big", "-20"]).array();
+    assert_eq!(r.len(), 20);
+    assert_eq!(c.cmd(&["ZCARD", "big"]), Resp::Int(n));
+    // DEL is one write, whatever the size; the key is gone at once.
+    assert_eq!(c.cmd(&["DEL", "big"]), Resp::Int(1));
+    assert_eq!(c.cmd(&["ZCARD", "big"]), Resp::Int(0));
+    assert_eq!(c.cmd(&["ZRANGE", "big", "0", "-1"]), Resp::Array(vec![]));
+}
+
+/// A sorted set with a TTL expires as a whole; a new set under the same key starts empty.
+#[test]
+fn zset_expires() {
+    let (server, _dir) = start_server();
+    let mut c = Client::connect(server.addr());
+    assert_eq!(c.cmd(&["ZADD", "e", "1", "a", "2", "b"]), Resp::Int(2));
+    assert_eq!(c.cmd(&["PEXPIRE", "e", "100"]), Resp::Int(1));
+    assert_eq!(c.cmd(&["ZADD", "e", "3", "c"]), Resp::Int(1));
+    let ttl = c.cmd(&["PTTL", "e"]);
+    assert!(matches!(ttl, Resp::Int(t) if t > 0 && t <= 100), "{ttl:?}");
+    std::thread::sleep(Duration::from_millis(250));
+    assert_eq!(c.cmd(&["ZCARD", "e"]), Resp::Int(0));
+    assert_eq!(c.cmd(&["TYPE", "e"]), Resp::Simple("none".into()));
+    assert_eq!(c.cmd(&["ZSCORE", "e", "a"]), Resp::Nil);
+    assert_eq!(c.cmd(&["ZADD", "e", "5", "z"]), Resp::Int(1));
+    let r = c.cmd(&["ZRANGE", "e", "0", "-1", "WITHSCORES"]).array();
+    assert_eq!(r.iter().map(Resp::text).collect::<Vec<_>>(), ["z", "5"]);
+    assert_eq!(c.cmd(&["TTL", "e"]), Resp::Int(-1));
+}
