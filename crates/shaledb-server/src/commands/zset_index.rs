@@ -460,8 +460,20 @@ pub(crate) fn for_each_lex(
     if r.is_empty() {
         return Ok(());
     }
-    let Some(start) = lex_start(ctx, c, r, rev)? else { return Ok(()) };
     let (p, end) = index_bounds(ctx, c);
+    // As Redis: nothing when the last entry's member is below min or the first entry's is above max.
+    let edge = |reverse: bool| -> Result<Option<Vec<u8>>, Reply> {
+        ctx.scan(&p, &end, reverse).next().transpose().map(|e| e.map(|(k, _)| k))
+    };
+    match (edge(true)?, edge(false)?) {
+        (Some(last), Some(first)) => {
+            if !r.gte_min(split_index_key(&last)?.1) || !r.lte_max(split_index_key(&first)?.1) {
+                return Ok(());
+            }
+        }
+        _ => return Ok(()),
+    }
+    let Some(start) = lex_start(ctx, c, r, rev)? else { return Ok(()) };
     let scan = if rev {
         let mut to = start;
         to.push(0);

@@ -355,7 +355,8 @@ fn parse_range(args: &Args, first: usize, cmd: RangeCmd) -> Result<RangeReq, Rep
         j += 1;
     }
     let by = by.unwrap_or(By::Rank);
-    if limit.is_some() && by == By::Rank {
+    // As Redis: LIMIT with a count other than -1 needs BYSCORE or BYLEX; `LIMIT n -1` is ignored by index.
+    if limit.is_some_and(|l| l.count != -1) && by == By::Rank {
         return Err(Reply::err("syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"));
     }
     if withscores && by == By::Lex {
