@@ -917,3 +917,7 @@ impl Iterator for Members<'_> {
         }))
     }
 }
+
+#[cfg(test)]
+#[path = "store_tests.rs"]
+mod tests;
