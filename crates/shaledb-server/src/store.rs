@@ -574,6 +574,29 @@ impl WriteCtx<'_> {
         self.delete_in(self.db_index, user_key);
     }
 
+    /// Deletes `user_key` of database `db` whose stored meta value is `stored` (as read just before) and,
+    /// when it is a collection, hands its version to the collector for a prompt reclaim.
+    pub fn delete_stored(&mut self, db: u8, user_key: &[u8], stored: &[u8]) {
+        if let Ok(Some(c)) = keys::Coll::decode(stored) {
+            self.dropped.push((db, c.version));
+        }
+        self.delete_in(db, user_key);
+    }
+
+    /// Deletes `user_key` of database `db` whatever it holds (expired or not; see
+    /// [`WriteCtx::delete_stored`]). Returns whether there was a meta value.
+    pub fn remove_key(&mut self, db: u8, user_key: &[u8]) -> Result<bool, Reply> {
+        let k = keys::meta_key(db, user_key);
+        match self.get_raw(&k) {
+            Ok(Some(v)) => {
+                self.delete_stored(db, user_key, &v);
+                Ok(true)
+            }
+            Ok(None) => Ok(false),
+            Err(e) => Err(Reply::err(format!("read failed: {e}"))),
+        }
+    }
+
     /// A read view of the engine as of everything executed before in this group, pending writes included
     /// (no snapshot is needed: only the commit thread writes). Read commands inside `EXEC` run with it.
     pub fn view(&self) -> ReadCtx<'_> {

@@ -119,9 +119,7 @@ fn members_start_at_a_part_in_both_directions() {
     ctx.put_member(&c, keys::SUB_MEMBER, b"m2", b"p").unwrap();
     ctx.put_member(&c, keys::SUB_MEMBER, b"m4", b"p").unwrap();
     ctx.delete_member(&c, keys::SUB_MEMBER, b"m5");
-    let parts = |it: Members<'_>| -> Vec<String> {
-        it.map(|r| String::from_utf8(r.unwrap().0).unwrap()).collect()
-    };
+    let parts = |it: Members<'_>| -> Vec<String> { it.map(|r| String::from_utf8(r.unwrap().0).unwrap()).collect() };
     let v = ctx.view();
     assert_eq!(parts(v.members(&c, keys::SUB_MEMBER, None, false)), ["m1", "m2", "m3", "m4"]);
     assert_eq!(parts(v.members(&c, keys::SUB_MEMBER, None, true)), ["m4", "m3", "m2", "m1"]);

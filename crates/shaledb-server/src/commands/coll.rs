@@ -1,0 +1,250 @@
+//! Pieces shared by the collection commands (hashes, sets, and whoever wants them): the member cursors of
+//! HSCAN/SSCAN/ZSCAN, random picks of members (HRANDFIELD, SRANDMEMBER, SPOP), and count checks.
+//!
+//! ## Member cursors
+//! Members are stored in byte order under their collection's version, so a scan goes on from a member,
+//! not from a hash-table slot. As SCAN does (commands/keys.rs), the cursor a client sees is an id in a
+//! bounded, server-wide table mapping it to the member the next call starts at; an unknown or evicted id is
+//! `ERR invalid cursor`. A cursor names a position in member order, not a version: used on a collection
+//! that was replaced meanwhile it still goes on in order. Guarantees are Redis's (a member present for the
+//! whole scan is returned, here exactly once; the scan ends with cursor 0). COUNT is the number of members
+//! examined per call (MATCH filters after), and a collection of at most [`SMALL_SCAN`] members is returned
+//! whole by the first call with cursor 0, as Redis does for its small (listpack/intset) encodings.
+//!
+//! ## Random picks
+//! A collection of at most [`SMALL_PICK`] members, or a distinct pick of more than a third of the members,
+//! is read whole and sampled exactly uniformly (Fisher-Yates on the members read). Otherwise each pick is a
+//! random seek into the member range: a random part between the first and the last member (same common
+//! prefix, a random byte between theirs at the first difference, then random bytes), and the first member
+//! at or after it (wrapping to the first). Cost: one engine seek per pick (a block read when not cached),
+//! never a read of the whole collection. It is uniform when members are spread evenly over the byte range
+//! (e.g. ids, hashes, same-length numbers); a member after a sparse stretch of the range is likelier, as
+//! Redis's own random picks from a sparse hash table are skewed. Distinct picks retry a bounded number of
+//! times and then take members in order from a random start.
+
+use super::keys::{glob_match, Cursors};
+use super::{arg_i64, syntax_error};
+use crate::keys::Coll;
+use crate::resp::{Args, Reply};
+use crate::store::ReadCtx;
+use bytes::Bytes;
+use parking_lot::Mutex;
+use rand::Rng;
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+/// A collection this small is returned whole by a scan with cursor 0.
+pub const SMALL_SCAN: u64 = 128;
+/// A collection this small is read whole for random picks (exactly uniform).
+pub const SMALL_PICK: u64 = 1024;
+/// Most elements a random pick with repetitions (negative count) answers: bounds the reply's memory.
+pub const MAX_PICK: u64 = 1 << 22;
+
+fn cursors() -> &'static Mutex<Cursors> {
+    static C: OnceLock<Mutex<Cursors>> = OnceLock::new();
+    C.get_or_init(Default::default)
+}
+
+/// Parsed `cursor [MATCH pattern] [COUNT count]` of HSCAN/SSCAN/ZSCAN.
+pub struct ScanArgs {
+    pub cursor: u64,
+    pub pattern: Option<Bytes>,
+    pub count: u64,
+}
+
+/// Parses the cursor at `args[at]` and the options after it.
+pub fn parse_scan_args(args: &Args, at: usize) -> Result<ScanArgs, Reply> {
+    let cursor = std::str::from_utf8(&args[at])
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| Reply::err("invalid cursor"))?;
+    let mut sa = ScanArgs { cursor, pattern: None, count: 10 };
+    let mut j = at + 1;
+    while j < args.len() {
+        if j + 1 >= args.len() {
+            return Err(syntax_error());
+        }
+        let opt = args[j].to_ascii_uppercase();
+        match &opt[..] {
+            b"MATCH" => sa.pattern = Some(args[j + 1].clone()),
+            b"COUNT" => {
+                let n = arg_i64(&args[j + 1])?;
+                if n < 1 {
+                    return Err(syntax_error());
+                }
+                sa.count = n as u64;
+            }
+            _ => return Err(syntax_error()),
+        }
+        j += 2;
+    }
+    Ok(sa)
+}
+
+/// One step of a member scan of `c` (sub-kind `sub`): calls `emit(part, value)` for each member examined
+/// that matches the pattern, and returns the cursor of the next call (0: done).
+pub fn scan_members(
+    ctx: &ReadCtx<'_>,
+    c: &Coll,
+    sub: u8,
+    sa: &ScanArgs,
+    mut emit: impl FnMut(Vec<u8>, Vec<u8>),
+) -> Result<u64, Reply> {
+    let start: Option<Bytes> = if sa.cursor == 0 {
+        None
+    } else {
+        match cursors().lock().get(sa.cursor) {
+            Some((db, part)) if db == ctx.db_index => Some(part),
+            _ => return Err(Reply::err("invalid cursor")),
+        }
+    };
+    let budget = if start.is_none() && c.size <= SMALL_SCAN { u64::MAX } else { sa.count };
+    let mut examined = 0u64;
+    let mut it = ctx.members(c, sub, start.as_deref(), false);
+    for r in it.by_ref() {
+        let (part, value) = r?;
+        if examined == budget {
+            let id = cursors().lock().insert(ctx.db_index, Bytes::from(part));
+            return Ok(id);
+        }
+        examined += 1;
+        if sa.pattern.as_deref().is_none_or(|p| glob_match(p, &part)) {
+            emit(part, value);
+        }
+    }
+    Ok(0)
+}
+
+/// The `[cursor, [items]]` reply of a scan.
+pub fn scan_reply(next: u64, items: Vec<Reply>) -> Reply {
+    Reply::Array(vec![Reply::bulk(next.to_string()), Reply::Array(items)])
+}
+
+/// Every member of `c` with sub-kind `sub`, in order.
+pub fn all_members(ctx: &ReadCtx<'_>, c: &Coll, sub: u8) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Reply> {
+    ctx.members(c, sub, None, false).collect()
+}
+
+/// `count` members of `c` picked at random: distinct ones (at most the collection's size) or, with
+/// `distinct == false`, `count` independent picks (repetitions possible). See the module docs for the
+/// method. `count` must have been checked against [`MAX_PICK`] by the caller when not distinct.
+pub fn random_members(
+    ctx: &ReadCtx<'_>,
+    c: &Coll,
+    sub: u8,
+    count: u64,
+    distinct: bool,
+) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Reply> {
+    let mut rng = rand::thread_rng();
+    if count == 0 || c.size == 0 {
+        return Ok(Vec::new());
+    }
+    if distinct && count >= c.size {
+        return all_members(ctx, c, sub);
+    }
+    if c.size <= SMALL_PICK || (distinct && count.saturating_mul(3) > c.size) {
+        let mut all = all_members(ctx, c, sub)?;
+        if all.is_empty() {
+            return Ok(all);
+        }
+        if distinct {
+            let n = (count as usize).min(all.len());
+            for i in 0..n {
+                let j = rng.gen_range(i..all.len());
+                all.swap(i, j);
+            }
+            all.truncate(n);
+            return Ok(all);
+        }
+        let mut out = Vec::new();
+        for _ in 0..count {
+            out.push(all[rng.gen_range(0..all.len())].clone());
+        }
+        return Ok(out);
+    }
+    let seeker = Seeker::new(ctx, c, sub)?;
+    let Some(seeker) = seeker else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
+    if !distinct {
+        for _ in 0..count {
+            out.push(seeker.pick(ctx, c, &mut rng)?);
+        }
+        return Ok(out);
+    }
+    let mut seen: HashSet<Vec<u8>> = HashSet::new();
+    let mut attempts = count.saturating_mul(4).saturating_add(64);
+    while (seen.len() as u64) < count && attempts > 0 {
+        attempts -= 1;
+        let m = seeker.pick(ctx, c, &mut rng)?;
+        if seen.insert(m.0.clone()) {
+            out.push(m);
+        }
+    }
+    if (out.len() as u64) < count {
+        // Skewed ranges: take members in order from a random point (wrapping), skipping those picked.
+        let (start, _) = seeker.pick(ctx, c, &mut rng)?;
+        let tail = ctx.members(c, sub, Some(&start), false);
+        let head = ctx.members(c, sub, None, false);
+        for r in tail.chain(head) {
+            if out.len() as u64 >= count {
+                break;
+            }
+            let m = r?;
+            if seen.insert(m.0.clone()) {
+                out.push(m);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Random seeks into one collection's member range.
+struct Seeker {
+    sub: u8,
+    /// The bytes every member starts with (the common prefix of the first and last members).
+    common: Vec<u8>,
+    /// The range of the byte after `common`.
+    lo: u8,
+    hi: u8,
+}
+
+impl Seeker {
+    fn new(ctx: &ReadCtx<'_>, c: &Coll, sub: u8) -> Result<Option<Seeker>, Reply> {
+        let Some(first) = ctx.members(c, sub, None, false).next().transpose()? else { return Ok(None) };
+        let Some(last) = ctx.members(c, sub, None, true).next().transpose()? else { return Ok(None) };
+        let (first, last) = (first.0, last.0);
+        let n = first.iter().zip(&last).take_while(|(a, b)| a == b).count();
+        let lo = first.get(n).copied().unwrap_or(0);
+        let hi = last.get(n).copied().unwrap_or(0xff).max(lo);
+        Ok(Some(Seeker { sub, common: first[..n].to_vec(), lo, hi }))
+    }
+
+    fn pick(&self, ctx: &ReadCtx<'_>, c: &Coll, rng: &mut impl Rng) -> Result<(Vec<u8>, Vec<u8>), Reply> {
+        let mut target = self.common.clone();
+        target.push(rng.gen_range(self.lo..=self.hi));
+        for _ in 0..8 {
+            target.push(rng.gen());
+        }
+        if let Some(m) = ctx.members(c, self.sub, Some(&target), false).next() {
+            return m;
+        }
+        match ctx.members(c, self.sub, None, false).next() {
+            Some(m) => m,
+            None => Err(Reply::err("collection changed during a random pick")),
+        }
+    }
+}
+
+/// Reads an optional count argument of HRANDFIELD/SRANDMEMBER: `(count, distinct)`, refusing a negative
+/// count whose magnitude is above [`MAX_PICK`] (the reply would not fit in memory).
+pub fn pick_count(a: &[u8]) -> Result<(u64, bool), Reply> {
+    let n = arg_i64(a)?;
+    if n >= 0 {
+        return Ok((n as u64, true));
+    }
+    let m = n.unsigned_abs();
+    if m > MAX_PICK {
+        return Err(Reply::err(format!("value is out of range, ShaleDB answers at most {MAX_PICK} random elements")));
+    }
+    Ok((m, false))
+}
