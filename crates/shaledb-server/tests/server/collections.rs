@@ -382,3 +382,167 @@ fn set_algebra_and_store_forms() {
     assert_eq!(left.len(), 900);
     assert!(left.is_disjoint(&popped));
 }
+
+#[test]
+fn generic_commands_on_collections() {
+    let (srv, _dir) = start_server();
+    let c = &mut connect(&srv);
+    q::<()>(c, &["HSET", "h", "a", "1", "b", "2"]);
+    q::<()>(c, &["SADD", "s", "x", "y"]);
+    q::<()>(c, &["SET", "n", "12345"]);
+    q::<()>(c, &["SET", "short", "hello"]);
+    q::<()>(c, &["SET", "long", &"x".repeat(45)]);
+    assert_eq!(s(c, &["TYPE", "h"]).as_deref(), Some("hash"));
+    assert_eq!(s(c, &["TYPE", "s"]).as_deref(), Some("set"));
+    let (_, keys): (String, Vec<String>) = q(c, &["SCAN", "0", "TYPE", "set", "COUNT", "100"]);
+    assert_eq!(keys, vec!["s".to_string()]);
+    let (_, keys): (String, Vec<String>) = q(c, &["SCAN", "0", "TYPE", "hash", "COUNT", "100"]);
+    assert_eq!(keys, vec!["h".to_string()]);
+    // OBJECT
+    assert_eq!(s(c, &["OBJECT", "ENCODING", "h"]).as_deref(), Some("hashtable"));
+    assert_eq!(s(c, &["OBJECT", "ENCODING", "s"]).as_deref(), Some("hashtable"));
+    assert_eq!(s(c, &["OBJECT", "ENCODING", "n"]).as_deref(), Some("int"));
+    assert_eq!(s(c, &["OBJECT", "ENCODING", "short"]).as_deref(), Some("embstr"));
+    assert_eq!(s(c, &["OBJECT", "ENCODING", "long"]).as_deref(), Some("raw"));
+    assert_eq!(s(c, &["OBJECT", "ENCODING", "nokey"]), None);
+    assert_eq!(i(c, &["OBJECT", "REFCOUNT", "h"]), 1);
+    assert!(e(c, &["OBJECT", "FREQ", "h"]).starts_with("ERR An LFU maxmemory policy is not selected"));
+    assert!(e(c, &["OBJECT", "IDLETIME", "h"]).starts_with("ERR "));
+    assert_eq!(e(c, &["OBJECT", "FOO", "h"]), "ERR unknown subcommand 'FOO'. Try OBJECT HELP.");
+    assert_eq!(e(c, &["OBJECT", "ENCODING"]), "ERR wrong number of arguments for 'object|encoding' command");
+    let help: Vec<String> = q(c, &["OBJECT", "HELP"]);
+    assert!(help.len() > 5 && help[0].starts_with("OBJECT <subcommand>"));
+    // RENAME moves a collection whole and overwrites the destination; RENAMENX refuses an existing one.
+    q::<()>(c, &["SADD", "other", "o"]);
+    assert_eq!(s(c, &["RENAME", "h", "h2"]).as_deref(), Some("OK"));
+    let all: BTreeMap<String, String> = q(c, &["HGETALL", "h2"]);
+    assert_eq!(all.len(), 2);
+    assert_eq!(i(c, &["EXISTS", "h"]), 0);
+    assert_eq!(i(c, &["RENAMENX", "h2", "other"]), 0);
+    assert_eq!(s(c, &["RENAME", "h2", "other"]).as_deref(), Some("OK"));
+    assert_eq!(s(c, &["TYPE", "other"]).as_deref(), Some("hash"));
+    assert_eq!(s(c, &["HGET", "other", "a"]).as_deref(), Some("1"));
+    // The registry names the new key.
+    let db = &srv.shared().store.db;
+    let stored = db.get(&shaledb_server::keys::meta_key(0, b"other")).unwrap().unwrap();
+    let coll = shaledb_server::keys::Coll::decode(&stored).unwrap().unwrap();
+    assert_eq!(db.get(&shaledb_server::keys::registry_key(0, coll.version)).unwrap().as_deref(), Some(&b"other"[..]));
+    // COPY: an independent copy (new version), with its TTL; REPLACE; to another database.
+    q::<()>(c, &["EXPIRE", "s", "1000"]);
+    assert_eq!(i(c, &["COPY", "s", "s2"]), 1);
+    assert!(i(c, &["TTL", "s2"]) > 0);
+    q::<()>(c, &["SADD", "s2", "z"]);
+    assert_eq!(set_of(c, &["SMEMBERS", "s"]), strs(&["x", "y"]));
+    assert_eq!(set_of(c, &["SMEMBERS", "s2"]), strs(&["x", "y", "z"]));
+    assert_eq!(i(c, &["COPY", "other", "s2"]), 0);
+    assert_eq!(i(c, &["COPY", "other", "s2", "REPLACE"]), 1);
+    assert_eq!(s(c, &["HGET", "s2", "b"]).as_deref(), Some("2"));
+    assert_eq!(i(c, &["COPY", "s", "s", "DB", "4"]), 1);
+    // MOVE a collection: gone here, whole there.
+    assert_eq!(i(c, &["MOVE", "other", "4"]), 1);
+    assert_eq!(i(c, &["EXISTS", "other"]), 0);
+    q::<()>(c, &["SELECT", "4"]);
+    assert_eq!(s(c, &["HGET", "other", "a"]).as_deref(), Some("1"));
+    assert_eq!(set_of(c, &["SMEMBERS", "s"]), strs(&["x", "y"]));
+    q::<()>(c, &["HSET", "other", "c", "3"]);
+    assert_eq!(i(c, &["HLEN", "other"]), 3);
+    q::<()>(c, &["SELECT", "0"]);
+    assert_eq!(s(c, &["HGET", "s2", "c"]), None, "the copy in db 0 is independent of the moved hash");
+    // EXPIRE / PERSIST / TTL / DEL on a collection.
+    assert_eq!(i(c, &["PERSIST", "s"]), 1);
+    assert_eq!(i(c, &["TTL", "s"]), -1);
+    assert_eq!(i(c, &["PEXPIRE", "s", "50"]), 1);
+    assert!(i(c, &["PTTL", "s"]) > 0);
+    std::thread::sleep(std::time::Duration::from_millis(120));
+    assert_eq!(i(c, &["SCARD", "s"]), 0);
+    assert_eq!(i(c, &["EXISTS", "s"]), 0);
+    assert_eq!(i(c, &["SADD", "s", "fresh"]), 1, "a new set, not the expired one");
+    assert_eq!(set_of(c, &["SMEMBERS", "s"]), strs(&["fresh"]));
+    assert_eq!(i(c, &["EXPIRE", "s", "-1"]), 1);
+    assert_eq!(i(c, &["EXISTS", "s"]), 0);
+    assert_eq!(i(c, &["DEL", "s2", "nokey"]), 1);
+    assert_eq!(i(c, &["HLEN", "s2"]), 0);
+    // A SET over a collection replaces it (Redis semantics).
+    q::<()>(c, &["SADD", "t", "a"]);
+    q::<()>(c, &["SET", "t", "v"]);
+    assert_eq!(s(c, &["GET", "t"]).as_deref(), Some("v"));
+    assert_eq!(e(c, &["SCARD", "t"]), WRONGTYPE);
+}
+
+/// Every engine key under a version's member prefix (and its registry record) in database 0.
+fn version_records(srv: &shaledb_server::RunningServer, version: u64) -> usize {
+    let db = &srv.shared().store.db;
+    let prefix = shaledb_server::keys::version_prefix(0, version);
+    let mut it = db.iter(shaledb::ReadOptions {
+        iterate_lower_bound: Some(prefix.to_vec()),
+        iterate_upper_bound: shaledb_server::keys::prefix_end(&prefix),
+        ..Default::default()
+    });
+    it.seek(&prefix);
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    n + db.get(&shaledb_server::keys::registry_key(0, version)).unwrap().is_some() as usize
+}
+
+fn version_of(srv: &shaledb_server::RunningServer, key: &str) -> u64 {
+    let stored = srv.shared().store.db.get(&shaledb_server::keys::meta_key(0, key.as_bytes())).unwrap().unwrap();
+    shaledb_server::keys::Coll::decode(&stored).unwrap().unwrap().version
+}
+
+fn wait_reclaimed(srv: &shaledb_server::RunningServer, version: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while version_records(srv, version) > 0 {
+        assert!(std::time::Instant::now() < deadline, "version {version} not reclaimed");
+        srv.shared().store.gc.kick();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_collector_reclaims_dead_versions_only() {
+    let (srv, _dir) = start_server();
+    let c = &mut connect(&srv);
+    // A 200k-field hash, built 1000 fields per command.
+    for chunk in 0..200 {
+        let mut args = vec!["HSET".to_string(), "big".to_string()];
+        for n in chunk * 1000..(chunk + 1) * 1000 {
+            args.push(format!("field:{n}"));
+            args.push("v".into());
+        }
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_eq!(i(c, &a), 1000);
+    }
+    q::<()>(c, &["SADD", "live", "a", "b", "c"]);
+    q::<()>(c, &["HSET", "renamed", "f", "v"]);
+    q::<()>(c, &["SADD", "blind", "a", "b"]);
+    let big = version_of(&srv, "big");
+    let live = version_of(&srv, "live");
+    let renamed = version_of(&srv, "renamed");
+    let blind = version_of(&srv, "blind");
+    assert_eq!(version_records(&srv, big), 200_001);
+    // DEL answers at once: one write, whatever the size.
+    let t = std::time::Instant::now();
+    assert_eq!(i(c, &["DEL", "big"]), 1);
+    let del_time = t.elapsed();
+    assert_eq!(i(c, &["EXISTS", "big"]), 0);
+    q::<()>(c, &["RENAME", "renamed", "renamed2"]);
+    // A blind SET over a set: only the slow pass finds it.
+    q::<()>(c, &["SET", "blind", "now a string"]);
+    wait_reclaimed(&srv, big);
+    wait_reclaimed(&srv, blind);
+    srv.shared().store.db.compact_range(None, None).unwrap();
+    assert_eq!(version_records(&srv, big), 0);
+    assert_eq!(version_records(&srv, blind), 0);
+    // Live collections are untouched, renamed ones included.
+    assert_eq!(version_records(&srv, live), 4);
+    assert_eq!(version_records(&srv, renamed), 2);
+    assert_eq!(set_of(c, &["SMEMBERS", "live"]), strs(&["a", "b", "c"]));
+    assert_eq!(s(c, &["HGET", "renamed2", "f"]).as_deref(), Some("v"));
+    let gc = &srv.shared().store.gc;
+    assert!(gc.versions_reclaimed.load(std::sync::atomic::Ordering::Relaxed) >= 2);
+    assert!(gc.records_deleted.load(std::sync::atomic::Ordering::Relaxed) >= 200_002);
+    println!("DEL of a 200k-field hash took {del_time:?}");
+}
