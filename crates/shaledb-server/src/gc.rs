@@ -99,12 +99,17 @@ pub static RECLAIM: Spec = Spec {
     summary: "Deletes member records of a dead collection version (internal).",
 };
 
+/// How long past its expiry a collection whose meta value is still stored counts as alive: a read that
+/// took its clock just before the expiry and its snapshot just after must still find the members.
+pub const EXPIRY_GRACE_MS: u64 = 2000;
+
 /// True when the registry record `user_key` of `version` names a key whose meta value (`meta`, as
-/// stored) does not hold `version` at `now_ms`.
+/// stored) does not hold `version` at `now_ms` (expired for more than [`EXPIRY_GRACE_MS`] counts as not
+/// holding it).
 pub fn is_dead(version: u64, meta: Option<&[u8]>, now_ms: u64) -> bool {
     let Some(stored) = meta else { return true };
     match (keys::decode_meta(stored), Coll::decode(stored)) {
-        (Ok(m), Ok(Some(c))) => c.version != version || m.expired(now_ms),
+        (Ok(m), Ok(Some(c))) => c.version != version || m.expired(now_ms.saturating_sub(EXPIRY_GRACE_MS)),
         // A string, or a value we cannot read: the version is not in it.
         _ => true,
     }
@@ -289,7 +294,8 @@ mod tests {
         assert!(is_dead(7, None, 100), "deleted");
         assert!(is_dead(7, Some(&keys::encode_string(b"x", None)), 100), "overwritten by a string");
         c.expire_at_ms = Some(50);
-        assert!(is_dead(7, Some(&c.encode()), 100), "expired");
+        assert!(is_dead(7, Some(&c.encode()), 50 + EXPIRY_GRACE_MS), "expired");
+        assert!(!is_dead(7, Some(&c.encode()), 49 + EXPIRY_GRACE_MS), "expired, within the grace");
         assert!(!is_dead(7, Some(&c.encode()), 49));
         assert!(is_dead(7, Some(&[0x02, 1]), 100), "unreadable");
     }

@@ -40,6 +40,9 @@ pub const SMALL_PICK: u64 = 1024;
 /// Most elements a random pick with repetitions (negative count) answers: bounds the reply's memory.
 pub const MAX_PICK: u64 = 1 << 22;
 
+/// `(part, value)` items of a collection, in member order.
+pub type MemberList = Vec<(Vec<u8>, Vec<u8>)>;
+
 fn cursors() -> &'static Mutex<Cursors> {
     static C: OnceLock<Mutex<Cursors>> = OnceLock::new();
     C.get_or_init(Default::default)
@@ -99,15 +102,12 @@ pub fn scan_members(
         }
     };
     let budget = if start.is_none() && c.size <= SMALL_SCAN { u64::MAX } else { sa.count };
-    let mut examined = 0u64;
-    let mut it = ctx.members(c, sub, start.as_deref(), false);
-    for r in it.by_ref() {
+    for (examined, r) in ctx.members(c, sub, start.as_deref(), false).enumerate() {
         let (part, value) = r?;
-        if examined == budget {
+        if examined as u64 == budget {
             let id = cursors().lock().insert(ctx.db_index, Bytes::from(part));
             return Ok(id);
         }
-        examined += 1;
         if sa.pattern.as_deref().is_none_or(|p| glob_match(p, &part)) {
             emit(part, value);
         }
@@ -121,20 +121,14 @@ pub fn scan_reply(next: u64, items: Vec<Reply>) -> Reply {
 }
 
 /// Every member of `c` with sub-kind `sub`, in order.
-pub fn all_members(ctx: &ReadCtx<'_>, c: &Coll, sub: u8) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Reply> {
+pub fn all_members(ctx: &ReadCtx<'_>, c: &Coll, sub: u8) -> Result<MemberList, Reply> {
     ctx.members(c, sub, None, false).collect()
 }
 
 /// `count` members of `c` picked at random: distinct ones (at most the collection's size) or, with
 /// `distinct == false`, `count` independent picks (repetitions possible). See the module docs for the
 /// method. `count` must have been checked against [`MAX_PICK`] by the caller when not distinct.
-pub fn random_members(
-    ctx: &ReadCtx<'_>,
-    c: &Coll,
-    sub: u8,
-    count: u64,
-    distinct: bool,
-) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Reply> {
+pub fn random_members(ctx: &ReadCtx<'_>, c: &Coll, sub: u8, count: u64, distinct: bool) -> Result<MemberList, Reply> {
     let mut rng = rand::thread_rng();
     if count == 0 || c.size == 0 {
         return Ok(Vec::new());

@@ -173,7 +173,7 @@ fn set_fields(ctx: &mut WriteCtx<'_>, args: &Args, nx: bool) -> Result<i64, Repl
 }
 
 fn hset(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return wrong_arity("hset");
     }
     match set_fields(ctx, args, false) {
@@ -183,7 +183,7 @@ fn hset(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 }
 
 fn hmset(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return wrong_arity("hmset");
     }
     match set_fields(ctx, args, false) {
@@ -313,7 +313,7 @@ fn hmget(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
 }
 
 /// Every `(field, value)` of the hash `key` (empty when missing).
-fn all_fields(ctx: &ReadCtx<'_>, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Reply> {
+fn all_fields(ctx: &ReadCtx<'_>, key: &[u8]) -> Result<coll::MemberList, Reply> {
     let ctx = ctx.pinned();
     match ctx.get_coll(key, Type::Hash)? {
         Some(c) => coll::all_members(&ctx, &c, SUB_MEMBER),

@@ -535,7 +535,6 @@ pub fn literal_prefix(pattern: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The smallest byte string greater than every string starting with `prefix` (`None`: no bound).
 // ---------------------------------------------------------------------------------------------------------
 // SCAN, KEYS, RANDOMKEY, DBSIZE
 

@@ -544,5 +544,7 @@ fn the_collector_reclaims_dead_versions_only() {
     let gc = &srv.shared().store.gc;
     assert!(gc.versions_reclaimed.load(std::sync::atomic::Ordering::Relaxed) >= 2);
     assert!(gc.records_deleted.load(std::sync::atomic::Ordering::Relaxed) >= 200_002);
+    let info: String = q(c, &["INFO", "stats"]);
+    assert!(info.contains("gc_versions_reclaimed:"), "{info}");
     println!("DEL of a 200k-field hash took {del_time:?}");
 }
