@@ -116,7 +116,7 @@ pub static COMMANDS: &[Spec] = &[
         Handler::Read(pexpiretime),
         "Returns the expiration time of a key as a Unix milliseconds timestamp."
     ),
-    spec!("object", -2, READONLY, 2, 2, 1, Handler::Read(object), "A container for object introspection commands."),
+    spec!("object", -2, READONLY, 0, 0, 0, Handler::Read(object), "A container for object introspection commands."),
     spec!("persist", 2, WRITE | FAST, 1, 1, 1, Handler::Write(persist), "Removes the expiration time of a key."),
     spec!("scan", -2, READONLY, 0, 0, 0, Handler::Read(scan), "Iterates over the key names in the database."),
     spec!("keys", 2, READONLY, 0, 0, 0, Handler::Read(keys_cmd), "Returns all key names that match a pattern."),

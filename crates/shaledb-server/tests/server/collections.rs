@@ -548,3 +548,34 @@ fn the_collector_reclaims_dead_versions_only() {
     assert!(info.contains("gc_versions_reclaimed:"), "{info}");
     println!("DEL of a 200k-field hash took {del_time:?}");
 }
+
+#[test]
+fn collections_survive_a_restart_and_orphans_are_reclaimed() {
+    use shaledb_server::keys::{member_key, registry_key, SUB_MEMBER};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    const GHOST: u64 = 999_999;
+    let h;
+    {
+        let (_d, srv) = crate::start_server(|c| c.dir = path.clone());
+        let c = &mut connect(&srv);
+        q::<()>(c, &["HSET", "h", "a", "1", "b", "2"]);
+        q::<()>(c, &["SADD", "s", "x"]);
+        h = version_of(&srv, "h");
+        // What a process killed before its reclaim leaves: a registry record and members, no meta value.
+        let db = &srv.shared().store.db;
+        db.put(&registry_key(0, GHOST), b"ghost").unwrap();
+        db.put(&member_key(0, GHOST, SUB_MEMBER, b"m"), b"").unwrap();
+        srv.shutdown().unwrap();
+    }
+    let (_d, srv) = crate::start_server(|c| c.dir = path.clone());
+    let c = &mut connect(&srv);
+    assert_eq!(i(c, &["HLEN", "h"]), 2);
+    assert_eq!(s(c, &["HGET", "h", "b"]).as_deref(), Some("2"));
+    assert_eq!(set_of(c, &["SMEMBERS", "s"]), strs(&["x"]));
+    // Versions go on above every version in the registry.
+    q::<()>(c, &["SADD", "new", "y"]);
+    assert!(version_of(&srv, "new") > GHOST);
+    wait_reclaimed(&srv, GHOST);
+    assert_eq!(version_records(&srv, h), 3);
+}
