@@ -242,3 +242,69 @@ pub fn pick_count(a: &[u8]) -> Result<(u64, bool), Reply> {
     }
     Ok((m, false))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::{Type, SUB_MEMBER};
+    use crate::store::{now_ms, WriteCtx};
+    use shaledb::{Db, Options};
+
+    fn args(words: &[&str]) -> Args {
+        words.iter().map(|w| Bytes::copy_from_slice(w.as_bytes())).collect()
+    }
+
+    #[test]
+    fn scan_arguments_parse_like_redis() {
+        let sa = parse_scan_args(&args(&["HSCAN", "k", "0", "MATCH", "a*", "COUNT", "5"]), 2).unwrap();
+        assert_eq!((sa.cursor, sa.pattern.as_deref(), sa.count), (0, Some(&b"a*"[..]), 5));
+        let bad = |w: &[&str]| match parse_scan_args(&args(w), 2) {
+            Err(Reply::Error(e)) => e,
+            _ => panic!("{w:?} parsed"),
+        };
+        assert_eq!(bad(&["HSCAN", "k", "-1"]), "ERR invalid cursor");
+        assert_eq!(bad(&["HSCAN", "k", "0", "COUNT", "0"]), "ERR syntax error");
+        assert_eq!(bad(&["HSCAN", "k", "0", "COUNT"]), "ERR syntax error");
+        assert_eq!(bad(&["HSCAN", "k", "0", "BOGUS", "1"]), "ERR syntax error");
+        assert_eq!(bad(&["HSCAN", "k", "0", "COUNT", "x"]), "ERR value is not an integer or out of range");
+        assert_eq!(pick_count(b"3").unwrap(), (3, true));
+        assert_eq!(pick_count(b"-3").unwrap(), (3, false));
+        assert!(pick_count(b"-9223372036854775808").is_err());
+        assert!(pick_count(b"x").is_err());
+    }
+
+    #[test]
+    fn random_picks_by_seek_cover_the_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() }).unwrap();
+        let mut ctx = WriteCtx::new(&db);
+        ctx.begin(now_ms());
+        let mut c = ctx.create_coll(b"s", Type::Set);
+        let n = 5000u64;
+        for i in 0..n {
+            ctx.put_member(&c, SUB_MEMBER, format!("{i:05}").as_bytes(), b"").unwrap();
+        }
+        c.size = n;
+        ctx.put_coll(b"s", &c).unwrap();
+        ctx.finish(false).unwrap();
+        let r = ReadCtx::new(&db, 0, now_ms());
+        // Distinct picks by seek (count well below a third of the set).
+        let picked = random_members(&r, &c, SUB_MEMBER, 200, true).unwrap();
+        let distinct: HashSet<Vec<u8>> = picked.iter().map(|(m, _)| m.clone()).collect();
+        assert_eq!(distinct.len(), 200);
+        // With repetitions: every pick is a member, and the thousands digit is spread over 0..=4.
+        let picked = random_members(&r, &c, SUB_MEMBER, 2000, false).unwrap();
+        assert_eq!(picked.len(), 2000);
+        let mut buckets = [0u32; 5];
+        for (m, _) in &picked {
+            let i: u64 = std::str::from_utf8(m).unwrap().parse().unwrap();
+            assert!(i < n);
+            buckets[(i / 1000) as usize] += 1;
+        }
+        assert!(buckets.iter().all(|&b| b > 100), "{buckets:?}");
+        // More than a third, and more than the set: read whole.
+        assert_eq!(random_members(&r, &c, SUB_MEMBER, 3000, true).unwrap().len(), 3000);
+        assert_eq!(random_members(&r, &c, SUB_MEMBER, 9000, true).unwrap().len(), 5000);
+        assert!(random_members(&r, &c, SUB_MEMBER, 0, false).unwrap().is_empty());
+    }
+}
