@@ -111,6 +111,8 @@ pub struct Store {
     stop: Arc<AtomicBool>,
     /// Most commands one group executes before it is written (bounds the batch and the reply latency).
     pub max_group_commands: usize,
+    /// The collector of dead collection versions (gc.rs).
+    pub gc: crate::gc::Collector,
 }
 
 /// Most bytes of payload one group gathers before it is written.
@@ -130,6 +132,7 @@ impl Store {
             threads: Mutex::new(Vec::new()),
             stop: Arc::new(AtomicBool::new(false)),
             max_group_commands: 16 * 1024,
+            gc: crate::gc::Collector::default(),
         });
         let s = store.clone();
         let commit = std::thread::Builder::new()
@@ -142,7 +145,8 @@ impl Store {
             .spawn(move || everysec_loop(&s))
             .expect("spawn the everysec thread");
         let sweeper = crate::expire::spawn(store.clone());
-        store.threads.lock().extend([commit, syncer, sweeper]);
+        let collector = crate::gc::spawn(store.clone());
+        store.threads.lock().extend([commit, syncer, sweeper, collector]);
         store
     }
 
@@ -288,6 +292,10 @@ fn commit_group(store: &Store, ctx: &mut WriteCtx<'_>, group: &mut Vec<Job>) {
             for (job, r) in group.drain(..).zip(replies) {
                 let _ = job.reply.send(r);
             }
+            // The versions the group removed are durable garbage now: reclaim them promptly.
+            if !ctx.dropped.is_empty() {
+                store.gc.enqueue(ctx.dropped.drain(..));
+            }
         }
         Err(e) => {
             store.set_read_only(e);
@@ -405,7 +413,8 @@ impl<'a> WriteCtx<'a> {
         self.pending_bytes = 0;
         self.applied = false;
         self.failed = None;
-        // The collector takes `dropped` after each group (gc.rs); until it is wired, never let it grow.
+        // The collector took `dropped` after the last successful group (commit_group); a failed group's
+        // versions are left to the collector's slow pass.
         self.dropped.clear();
     }
 
@@ -572,6 +581,29 @@ impl WriteCtx<'_> {
     /// Deletes `user_key` of the current database.
     pub fn delete_key(&mut self, user_key: &[u8]) {
         self.delete_in(self.db_index, user_key);
+    }
+
+    /// Deletes `user_key` of database `db` whose stored meta value is `stored` (as read just before) and,
+    /// when it is a collection, hands its version to the collector for a prompt reclaim.
+    pub fn delete_stored(&mut self, db: u8, user_key: &[u8], stored: &[u8]) {
+        if let Ok(Some(c)) = keys::Coll::decode(stored) {
+            self.dropped.push((db, c.version));
+        }
+        self.delete_in(db, user_key);
+    }
+
+    /// Deletes `user_key` of database `db` whatever it holds (expired or not; see
+    /// [`WriteCtx::delete_stored`]). Returns whether there was a meta value.
+    pub fn remove_key(&mut self, db: u8, user_key: &[u8]) -> Result<bool, Reply> {
+        let k = keys::meta_key(db, user_key);
+        match self.get_raw(&k) {
+            Ok(Some(v)) => {
+                self.delete_stored(db, user_key, &v);
+                Ok(true)
+            }
+            Ok(None) => Ok(false),
+            Err(e) => Err(Reply::err(format!("read failed: {e}"))),
+        }
     }
 
     /// A read view of the engine as of everything executed before in this group, pending writes included
@@ -917,3 +949,7 @@ impl Iterator for Members<'_> {
         }))
     }
 }
+
+#[cfg(test)]
+#[path = "store_tests.rs"]
+mod tests;

@@ -19,10 +19,13 @@ macro_rules! tri {
     };
 }
 
+pub mod coll;
 pub mod connection;
+pub mod hashes;
 pub mod keys;
 pub mod multi;
 pub mod server_cmds;
+pub mod sets;
 pub mod strings;
 
 use crate::resp::{Args, Reply};
@@ -104,8 +107,15 @@ impl Spec {
 }
 
 /// Every command, from every family.
-pub static TABLE: &[&[Spec]] =
-    &[connection::COMMANDS, server_cmds::COMMANDS, strings::COMMANDS, keys::COMMANDS, multi::COMMANDS];
+pub static TABLE: &[&[Spec]] = &[
+    connection::COMMANDS,
+    server_cmds::COMMANDS,
+    strings::COMMANDS,
+    keys::COMMANDS,
+    multi::COMMANDS,
+    hashes::COMMANDS,
+    sets::COMMANDS,
+];
 
 fn index() -> &'static HashMap<&'static str, &'static Spec> {
     static INDEX: OnceLock<HashMap<&'static str, &'static Spec>> = OnceLock::new();
