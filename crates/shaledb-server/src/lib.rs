@@ -5,9 +5,11 @@
 //! - [`store`]: the engine, and the commit thread that executes every write and group-commits them;
 //! - [`expire`]: the background sweeper that deletes expired keys, and the keyspace counts of `INFO`;
 //! - [`commands`]: the command table and the commands, one module per family;
+//! - [`blocking`]: clients blocked on keys (BLPOP, XREAD BLOCK) and the commit thread's wake-ups;
 //! - [`server`]: the listener, connections, sessions and shutdown;
 //! - [`config`]: flags and run-time configuration.
 
+pub mod blocking;
 pub mod commands;
 pub mod config;
 pub mod expire;

@@ -471,7 +471,7 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
             }
         }
         if !queue.is_empty() {
-            execute(&mut session, &shared, &mut queue, &mut wbuf).await;
+            execute(&mut session, &shared, &mut queue, &mut wbuf, &mut stream, &mut rbuf).await;
         }
         if let Some(e) = &protocol_error {
             if queue.is_empty() {
@@ -547,7 +547,14 @@ async fn write_out(shared: &Shared, stream: &mut TcpStream, wbuf: &mut BytesMut)
 
 /// Executes queued requests in order, appending their replies to `out`, until the queue is empty or the
 /// output is large enough to write first.
-async fn execute(s: &mut Session, shared: &Arc<Shared>, queue: &mut VecDeque<Args>, out: &mut BytesMut) {
+async fn execute(
+    s: &mut Session,
+    shared: &Arc<Shared>,
+    queue: &mut VecDeque<Args>,
+    out: &mut BytesMut,
+    stream: &mut TcpStream,
+    rbuf: &mut BytesMut,
+) {
     let mut pending = Pending::default();
     while let Some(args) = queue.pop_front() {
         shared.stats.commands_processed.fetch_add(1, Ordering::Relaxed);
@@ -576,6 +583,18 @@ async fn execute(s: &mut Session, shared: &Arc<Shared>, queue: &mut VecDeque<Arg
                 continue;
             }
         };
+        // BLPOP, XREAD BLOCK ...: may park the client until served or timed out (blocking.rs).
+        if spec.flags & flags::BLOCKING != 0 {
+            pending.flush(s, shared, out).await;
+            let reply = crate::blocking::execute(s, shared, spec, args, stream, rbuf).await;
+            if s.close_now {
+                break;
+            }
+            if !silent {
+                reply.encode(s.proto, out);
+            }
+            continue;
+        }
         if let Handler::Write(_) = spec.handler {
             if pending.cmds.is_empty() {
                 pending.db_index = s.db_index;

@@ -111,6 +111,8 @@ pub struct Store {
     stop: Arc<AtomicBool>,
     /// Most commands one group executes before it is written (bounds the batch and the reply latency).
     pub max_group_commands: usize,
+    /// Clients blocked on keys (BLPOP, XREAD BLOCK ...), woken by the commit thread (`blocking.rs`).
+    pub blocking: Arc<crate::blocking::Registry>,
 }
 
 /// Most bytes of payload one group gathers before it is written.
@@ -130,6 +132,7 @@ impl Store {
             threads: Mutex::new(Vec::new()),
             stop: Arc::new(AtomicBool::new(false)),
             max_group_commands: 16 * 1024,
+            blocking: Arc::new(crate::blocking::Registry::default()),
         });
         let s = store.clone();
         let commit = std::thread::Builder::new()
@@ -167,7 +170,7 @@ impl Store {
         self.read_only.lock().clone()
     }
 
-    fn set_read_only(&self, why: String) {
+    pub(crate) fn set_read_only(&self, why: String) {
         let mut r = self.read_only.lock();
         if r.is_none() {
             eprintln!("# writes refused from now on: {why}");
@@ -176,7 +179,7 @@ impl Store {
         }
     }
 
-    fn misconf(&self) -> Reply {
+    pub(crate) fn misconf(&self) -> Reply {
         Reply::Error(format!(
             "MISCONF Errors writing to the WAL: {}; the server refuses writes until it is restarted",
             self.read_only_reason().unwrap_or_default()
@@ -218,6 +221,7 @@ impl Store {
 fn commit_loop(store: &Store, rx: crossbeam_channel::Receiver<Job>) {
     let mut group: Vec<Job> = Vec::new();
     let mut ctx = WriteCtx::new(&store.db);
+    ctx.wake = Some(store.blocking.clone());
     if let Err(e) = ctx.load_versions() {
         store.set_read_only(format!("reading the collection registry failed: {e}"));
     }
@@ -235,7 +239,11 @@ fn commit_loop(store: &Store, rx: crossbeam_channel::Receiver<Job>) {
         }
         // A command that panics must not take the commit thread (and every later write) with it: its group
         // is answered with an error and, since the batch state is unknown, writes are refused from then on.
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| commit_group(store, &mut ctx, &mut group)));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            commit_group(store, &mut ctx, &mut group);
+            // Clients blocked on keys this group pushed to, now that the pushes are durable.
+            crate::blocking::serve(store, &mut ctx);
+        }));
         if r.is_err() {
             store.set_read_only("internal error: a write command panicked (see stderr)".into());
             for job in group.drain(..) {
@@ -285,6 +293,7 @@ fn commit_group(store: &Store, ctx: &mut WriteCtx<'_>, group: &mut Vec<Job>) {
                 store.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
                 store.stats.last_fsync_unix.store(now_ms() / 1000, Ordering::Relaxed);
             }
+            store.blocking.mark_ready(&mut ctx.signals);
             for (job, r) in group.drain(..).zip(replies) {
                 let _ = job.reply.send(r);
             }
@@ -353,6 +362,11 @@ pub struct WriteCtx<'a> {
     pub key_buf: Vec<u8>,
     /// Scratch for building values.
     val_buf: Vec<u8>,
+    /// The wake-up registry of blocked clients (`blocking.rs`); `None` outside the commit thread.
+    pub(crate) wake: Option<Arc<crate::blocking::Registry>>,
+    /// Keys this group made poppable or readable for blocked clients: `(db, key)` (see
+    /// [`WriteCtx::signal_key`]); handed to the registry once the group is durable.
+    pub(crate) signals: Vec<(u8, Bytes)>,
 }
 
 /// Bytes counted per pending entry besides its key and value (map node, batch record header).
@@ -373,6 +387,8 @@ impl<'a> WriteCtx<'a> {
             dropped: Vec::new(),
             key_buf: Vec::new(),
             val_buf: Vec::new(),
+            wake: None,
+            signals: Vec::new(),
         }
     }
 
@@ -405,8 +421,18 @@ impl<'a> WriteCtx<'a> {
         self.pending_bytes = 0;
         self.applied = false;
         self.failed = None;
+        self.signals.clear();
         // The collector takes `dropped` after each group (gc.rs); until it is wired, never let it grow.
         self.dropped.clear();
+    }
+
+    /// Records that `user_key` (current database) got elements a blocked client may take (a push to a list,
+    /// XADD): once this group is durable, the commit thread serves the clients blocked on it. Free when no
+    /// client is blocked.
+    pub fn signal_key(&mut self, user_key: &[u8]) {
+        if self.wake.as_ref().is_some_and(|w| w.has_waiters()) {
+            self.signals.push((self.db_index, Bytes::copy_from_slice(user_key)));
+        }
     }
 
     /// Approximate bytes of the group's pending writes.

@@ -21,6 +21,7 @@ macro_rules! tri {
 
 pub mod connection;
 pub mod keys;
+pub mod lists;
 pub mod multi;
 pub mod server_cmds;
 pub mod strings;
@@ -57,8 +58,11 @@ pub mod flags {
     pub const NOSCRIPT: u32 = 1 << 9;
     /// Not a Redis command: a ShaleDB extension.
     pub const EXTENSION: u32 = 1 << 10;
+    /// May block the client (BLPOP, XREAD BLOCK ...): outside MULTI the connection waits in the wake-up
+    /// registry (`blocking.rs`) when the command finds nothing.
+    pub const BLOCKING: u32 = 1 << 11;
 
-    pub const NAMES: [(u32, &str); 10] = [
+    pub const NAMES: [(u32, &str); 11] = [
         (WRITE, "write"),
         (READONLY, "readonly"),
         (DENYOOM, "denyoom"),
@@ -69,6 +73,7 @@ pub mod flags {
         (STALE, "stale"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
+        (BLOCKING, "blocking"),
     ];
 }
 
@@ -105,7 +110,7 @@ impl Spec {
 
 /// Every command, from every family.
 pub static TABLE: &[&[Spec]] =
-    &[connection::COMMANDS, server_cmds::COMMANDS, strings::COMMANDS, keys::COMMANDS, multi::COMMANDS];
+    &[connection::COMMANDS, server_cmds::COMMANDS, strings::COMMANDS, keys::COMMANDS, multi::COMMANDS, lists::COMMANDS];
 
 fn index() -> &'static HashMap<&'static str, &'static Spec> {
     static INDEX: OnceLock<HashMap<&'static str, &'static Spec>> = OnceLock::new();

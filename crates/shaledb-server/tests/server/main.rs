@@ -4,6 +4,7 @@
 mod failures;
 mod fuzz_corpus;
 mod keyspace;
+mod lists;
 mod protocol;
 
 use shaledb_server::{Config, RunningServer};
