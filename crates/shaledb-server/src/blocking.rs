@@ -233,7 +233,10 @@ pub(crate) fn serve(store: &Store, ctx: &mut WriteCtx<'_>) {
 /// What a blocking command waits on: its keys and its timeout (`None`: forever); `None` when this call
 /// does not block (XREAD without BLOCK).
 fn wait_spec(spec: &Spec, args: &Args) -> Option<(Vec<Bytes>, Option<Duration>)> {
-    crate::commands::lists::blocking_keys(spec.name, args)
+    match spec.name {
+        "xread" => crate::commands::streams::blocking_keys(args),
+        name => crate::commands::lists::blocking_keys(name, args),
+    }
 }
 
 /// Runs a command once on the commit thread (writes) or here (reads).
@@ -265,6 +268,16 @@ pub async fn execute(
     rbuf: &mut BytesMut,
 ) -> Reply {
     debug_assert!(spec.flags & flags::BLOCKING != 0);
+    // XREAD BLOCK: `$` becomes the stream's current last id.
+    let args = if spec.name == "xread" {
+        let ctx = ReadCtx::new(&shared.store.db, s.db_index, now_ms());
+        match crate::commands::streams::resolve_dollar(&ctx, args) {
+            Ok(a) => a,
+            Err(r) => return r,
+        }
+    } else {
+        args
+    };
     // XREAD BLOCK: `$` becomes the stream's current last id.
     let first = try_once(s, shared, spec, &args).await;
     if !found_nothing(&first) {

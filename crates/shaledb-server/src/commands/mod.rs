@@ -24,6 +24,7 @@ pub mod keys;
 pub mod lists;
 pub mod multi;
 pub mod server_cmds;
+pub mod streams;
 pub mod strings;
 
 use crate::resp::{Args, Reply};
@@ -109,8 +110,15 @@ impl Spec {
 }
 
 /// Every command, from every family.
-pub static TABLE: &[&[Spec]] =
-    &[connection::COMMANDS, server_cmds::COMMANDS, strings::COMMANDS, keys::COMMANDS, multi::COMMANDS, lists::COMMANDS];
+pub static TABLE: &[&[Spec]] = &[
+    connection::COMMANDS,
+    server_cmds::COMMANDS,
+    strings::COMMANDS,
+    keys::COMMANDS,
+    multi::COMMANDS,
+    lists::COMMANDS,
+    streams::COMMANDS,
+];
 
 fn index() -> &'static HashMap<&'static str, &'static Spec> {
     static INDEX: OnceLock<HashMap<&'static str, &'static Spec>> = OnceLock::new();
