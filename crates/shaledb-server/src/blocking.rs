@@ -170,6 +170,9 @@ fn run_in_commit(ctx: &mut WriteCtx<'_>, spec: &'static Spec, args: &Args) -> Re
 /// group, until no key is ready.
 pub(crate) fn serve(store: &Store, ctx: &mut WriteCtx<'_>) {
     let reg = store.blocking.clone();
+    if !reg.has_waiters() {
+        return;
+    }
     loop {
         let ready = reg.take_ready();
         if ready.is_empty() || store.read_only_reason().is_some() {

@@ -292,7 +292,7 @@ fn apply_trim(ctx: &mut WriteCtx<'_>, c: &mut Coll, t: Trim) -> Result<u64, Repl
         let view = ctx.view();
         let mut it = view.members(c, SUB_MEMBER, None, false).peekable();
         if !t.approx {
-            while let Some(r) = it.next() {
+            for r in it.by_ref() {
                 let (p, _) = r?;
                 let id = Id::from_part(&p).ok_or_else(corrupt)?;
                 let go = match t.threshold {
@@ -357,7 +357,7 @@ fn xadd(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     }
     let id_arg = &args[i];
     let pairs = &args[i + 1..];
-    if pairs.is_empty() || pairs.len() % 2 != 0 {
+    if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
         return super::wrong_arity("xadd");
     }
     // The requested id: explicit, `ms-*` (seq chosen), or `*`.
@@ -556,7 +556,7 @@ fn parse_xread(args: &Args) -> Result<XRead, Reply> {
         let a = &args[i];
         if a.eq_ignore_ascii_case(b"streams") {
             let rest = args.len() - i - 1;
-            if rest == 0 || rest % 2 != 0 {
+            if rest == 0 || !rest.is_multiple_of(2) {
                 return Err(Reply::err(
                     "Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
                 ));
@@ -672,17 +672,19 @@ fn xinfo(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     }
 }
 
+/// A member record: `(part, value)`.
+type Record = (Vec<u8>, Vec<u8>);
+
 fn xinfo_stream(ctx: &ReadCtx<'_>, key: &[u8]) -> Reply {
     let ctx = ctx.pinned();
     let Some(c) = tri!(ctx.get_coll(key, Type::Stream)) else { return Reply::err("no such key") };
     let h = Header::of(&c);
-    let edge = |rev: bool| -> Result<Option<(Vec<u8>, Vec<u8>)>, Reply> {
-        ctx.members(&c, SUB_MEMBER, None, rev).next().transpose()
-    };
+    let edge =
+        |rev: bool| -> Result<Option<Record>, Reply> { ctx.members(&c, SUB_MEMBER, None, rev).next().transpose() };
     let first = tri!(edge(false));
     let last = tri!(edge(true));
     let first_id = first.as_ref().and_then(|(p, _)| Id::from_part(p)).unwrap_or_default();
-    let entry = |e: Option<(Vec<u8>, Vec<u8>)>| -> Result<Reply, Reply> {
+    let entry = |e: Option<Record>| -> Result<Reply, Reply> {
         match e {
             Some((p, v)) => entry_reply(&p, &v),
             None => Ok(Reply::Nil),
