@@ -507,11 +507,11 @@ fn range_generic(ctx: &ReadCtx<'_>, args: &Args, rev: bool) -> Reply {
         }
         _ => return syntax_error(),
     }
+    let ctx = ctx.pinned();
+    let Some(c) = tri!(ctx.get_coll(&args[1], Type::Stream)) else { return Reply::Array(vec![]) };
     if count == Some(0) {
         return Reply::NilArray;
     }
-    let ctx = ctx.pinned();
-    let Some(c) = tri!(ctx.get_coll(&args[1], Type::Stream)) else { return Reply::Array(vec![]) };
     if start > end {
         return Reply::Array(vec![]);
     }
