@@ -470,9 +470,12 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
                 }
             }
         }
+        // A blocked command (BLPOP ...) reads the client's next requests into `rbuf` while it waits.
+        let unparsed = rbuf.len();
         if !queue.is_empty() {
             execute(&mut session, &shared, &mut queue, &mut wbuf, &mut stream, &mut rbuf).await;
         }
+        let read_while_blocked = rbuf.len() > unparsed;
         if let Some(e) = &protocol_error {
             if queue.is_empty() {
                 Reply::err(format!("Protocol error: {e}")).encode(session.proto, &mut wbuf);
@@ -486,7 +489,7 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
         if session.close_after_reply || session.close_now || entry.killed.load(Ordering::Acquire) {
             break 'conn;
         }
-        if !queue.is_empty() || protocol_error.is_some() {
+        if !queue.is_empty() || protocol_error.is_some() || read_while_blocked {
             continue;
         }
         // CONFIG SET applies to connected clients too.

@@ -419,3 +419,30 @@ fn blmove_wakes_a_client_blocked_on_its_destination() {
     assert_eq!(t2.join().unwrap(), Some(("mid".into(), "v".into())));
     assert_eq!(i(c, &["EXISTS", "src", "mid"]), 0);
 }
+
+#[test]
+fn requests_pipelined_behind_a_blocked_pop_are_answered_after_it() {
+    let (srv, _dir) = start_server();
+    let mut raw = crate::Client::connect(srv.addr());
+    raw.send(&["BLPOP", "pl", "0.3"]);
+    let reg = srv.shared().store.blocking.clone();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while reg.blocked_clients() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Sent while the client is blocked: read ahead, answered after the pop times out.
+    raw.send(&["PING"]);
+    raw.send(&["RPUSH", "pl", "a"]);
+    assert_eq!(raw.read(), Some(crate::Resp::Nil));
+    assert_eq!(raw.read(), Some(crate::Resp::Simple("PONG".into())));
+    assert_eq!(raw.read(), Some(crate::Resp::Int(1)));
+    // Pipelined in one write with the blocking pop itself.
+    let mut batch = crate::encode(&[b"BLPOP", b"pl", b"0"]);
+    batch.extend(crate::encode(&[b"LLEN", b"pl"]));
+    std::io::Write::write_all(raw.r.get_mut(), &batch).unwrap();
+    assert_eq!(
+        raw.read(),
+        Some(crate::Resp::Array(vec![crate::Resp::Bulk(b"pl".to_vec()), crate::Resp::Bulk(b"a".to_vec())]))
+    );
+    assert_eq!(raw.read(), Some(crate::Resp::Int(0)));
+}
