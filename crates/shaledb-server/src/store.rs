@@ -848,6 +848,47 @@ impl<'a> ReadCtx<'a> {
     }
 }
 
+impl ReadCtx<'_> {
+    /// Calls `f` with the values of up to `limit` member records of `c` with sub-kind `sub`, in order from
+    /// the part `from` (inclusive), and returns how many it visited. On a connection (no pending writes) it
+    /// reads the engine's iterator directly, without copying keys: LRANGE's scan.
+    pub fn for_member_values(
+        &self,
+        c: &keys::Coll,
+        sub: u8,
+        from: &[u8],
+        limit: usize,
+        mut f: impl FnMut(&[u8]),
+    ) -> Result<usize, Reply> {
+        let mut n = 0;
+        if self.overlay.is_some() {
+            for r in self.members(c, sub, Some(from), false).take(limit) {
+                f(&r?.1);
+                n += 1;
+            }
+            return Ok(n);
+        }
+        let prefix = keys::sub_prefix(self.db_index, c.version, sub);
+        let mut lower = prefix.to_vec();
+        lower.extend_from_slice(from);
+        let upper = keys::prefix_end(&prefix).unwrap_or_default();
+        let mut it = self.db.iter(ReadOptions {
+            iterate_lower_bound: Some(lower.clone()),
+            iterate_upper_bound: Some(upper),
+            fill_cache: true,
+            ..self.read_options()
+        });
+        it.seek(&lower);
+        while n < limit && it.valid() {
+            f(it.value());
+            n += 1;
+            it.next();
+        }
+        it.status().map_err(|e| Reply::err(format!("read failed: {e}")))?;
+        Ok(n)
+    }
+}
+
 /// A merged, bounded scan: see [`ReadCtx::scan`].
 pub struct Scan<'a> {
     it: shaledb::DbIterator,

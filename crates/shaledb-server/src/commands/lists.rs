@@ -251,11 +251,10 @@ fn lrange(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     let Some((s, e)) = range(start, stop, c.size) else { return Reply::Array(vec![]) };
     let n = (e - s) as usize;
     let mut out = Vec::with_capacity(n.min(4096));
-    for r in ctx.members(&c, SUB_MEMBER, Some(&part(bounds(&c).0 + s)), false).take(n) {
-        let (_, v) = tri!(r);
-        out.push(Reply::Bulk(v.into()));
-    }
-    if out.len() != n {
+    let visited = tri!(ctx.for_member_values(&c, SUB_MEMBER, &part(bounds(&c).0 + s), n, |v| {
+        out.push(Reply::Bulk(Bytes::copy_from_slice(v)))
+    }));
+    if visited != n {
         return corrupt();
     }
     Reply::Array(out)

@@ -347,6 +347,25 @@ fn blocking_inside_multi_does_not_block() {
     assert_eq!(items[0], Value::Nil);
     assert_eq!(items[1], Value::Int(1));
     assert_eq!(Vec::<String>::from_redis_value(&items[2]).unwrap(), ["l", "a"]);
+    // LRANGE inside EXEC reads the transaction's own pending writes.
+    let r: (i64, Vec<String>, Vec<String>) = redis::pipe()
+        .atomic()
+        .cmd("RPUSH")
+        .arg("m")
+        .arg("x")
+        .arg("y")
+        .arg("z")
+        .cmd("LRANGE")
+        .arg("m")
+        .arg(1)
+        .arg(-1)
+        .cmd("LRANGE")
+        .arg("m")
+        .arg(0)
+        .arg(0)
+        .query(c)
+        .unwrap();
+    assert_eq!(r, (3, vec!["y".to_string(), "z".to_string()], vec!["x".to_string()]));
 }
 
 #[test]
