@@ -6,9 +6,11 @@
 //! - [`expire`]: the background sweeper that deletes expired keys, and the keyspace counts of `INFO`;
 //! - [`gc`]: the collector that deletes the member records of dead collection versions;
 //! - [`commands`]: the command table and the commands, one module per family;
+//! - [`blocking`]: clients blocked on keys (BLPOP, XREAD BLOCK) and the commit thread's wake-ups;
 //! - [`server`]: the listener, connections, sessions and shutdown;
 //! - [`config`]: flags and run-time configuration.
 
+pub mod blocking;
 pub mod commands;
 pub mod config;
 pub mod expire;

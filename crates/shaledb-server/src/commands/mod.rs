@@ -23,9 +23,11 @@ pub mod coll;
 pub mod connection;
 pub mod hashes;
 pub mod keys;
+pub mod lists;
 pub mod multi;
 pub mod server_cmds;
 pub mod sets;
+pub mod streams;
 pub mod strings;
 
 use crate::resp::{Args, Reply};
@@ -60,8 +62,11 @@ pub mod flags {
     pub const NOSCRIPT: u32 = 1 << 9;
     /// Not a Redis command: a ShaleDB extension.
     pub const EXTENSION: u32 = 1 << 10;
+    /// May block the client (BLPOP, XREAD BLOCK ...): outside MULTI the connection waits in the wake-up
+    /// registry (`blocking.rs`) when the command finds nothing.
+    pub const BLOCKING: u32 = 1 << 11;
 
-    pub const NAMES: [(u32, &str); 10] = [
+    pub const NAMES: [(u32, &str); 11] = [
         (WRITE, "write"),
         (READONLY, "readonly"),
         (DENYOOM, "denyoom"),
@@ -72,6 +77,7 @@ pub mod flags {
         (STALE, "stale"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
+        (BLOCKING, "blocking"),
     ];
 }
 
@@ -115,6 +121,8 @@ pub static TABLE: &[&[Spec]] = &[
     multi::COMMANDS,
     hashes::COMMANDS,
     sets::COMMANDS,
+    lists::COMMANDS,
+    streams::COMMANDS,
 ];
 
 fn index() -> &'static HashMap<&'static str, &'static Spec> {

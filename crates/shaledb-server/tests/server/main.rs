@@ -5,7 +5,9 @@ mod collections;
 mod failures;
 mod fuzz_corpus;
 mod keyspace;
+mod lists;
 mod protocol;
+mod streams;
 
 use shaledb_server::{Config, RunningServer};
 use std::io::{BufRead, BufReader, Read, Write};
