@@ -4,13 +4,17 @@
 //! - [`keys`]: how Redis keys and values are laid out on the engine (docs/format/server-keys.md);
 //! - [`store`]: the engine, and the commit thread that executes every write and group-commits them;
 //! - [`expire`]: the background sweeper that deletes expired keys, and the keyspace counts of `INFO`;
+//! - [`gc`]: the collector that deletes the member records of dead collection versions;
 //! - [`commands`]: the command table and the commands, one module per family;
+//! - [`blocking`]: clients blocked on keys (BLPOP, XREAD BLOCK) and the commit thread's wake-ups;
 //! - [`server`]: the listener, connections, sessions and shutdown;
 //! - [`config`]: flags and run-time configuration.
 
+pub mod blocking;
 pub mod commands;
 pub mod config;
 pub mod expire;
+pub mod gc;
 pub mod keys;
 pub mod resp;
 pub mod server;

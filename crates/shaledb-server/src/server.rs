@@ -470,9 +470,12 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
                 }
             }
         }
+        // A blocked command (BLPOP ...) reads the client's next requests into `rbuf` while it waits.
+        let unparsed = rbuf.len();
         if !queue.is_empty() {
-            execute(&mut session, &shared, &mut queue, &mut wbuf).await;
+            execute(&mut session, &shared, &mut queue, &mut wbuf, &mut stream, &mut rbuf).await;
         }
+        let read_while_blocked = rbuf.len() > unparsed;
         if let Some(e) = &protocol_error {
             if queue.is_empty() {
                 Reply::err(format!("Protocol error: {e}")).encode(session.proto, &mut wbuf);
@@ -486,7 +489,7 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
         if session.close_after_reply || session.close_now || entry.killed.load(Ordering::Acquire) {
             break 'conn;
         }
-        if !queue.is_empty() || protocol_error.is_some() {
+        if !queue.is_empty() || protocol_error.is_some() || read_while_blocked {
             continue;
         }
         // CONFIG SET applies to connected clients too.
@@ -547,7 +550,14 @@ async fn write_out(shared: &Shared, stream: &mut TcpStream, wbuf: &mut BytesMut)
 
 /// Executes queued requests in order, appending their replies to `out`, until the queue is empty or the
 /// output is large enough to write first.
-async fn execute(s: &mut Session, shared: &Arc<Shared>, queue: &mut VecDeque<Args>, out: &mut BytesMut) {
+async fn execute(
+    s: &mut Session,
+    shared: &Arc<Shared>,
+    queue: &mut VecDeque<Args>,
+    out: &mut BytesMut,
+    stream: &mut TcpStream,
+    rbuf: &mut BytesMut,
+) {
     let mut pending = Pending::default();
     while let Some(args) = queue.pop_front() {
         shared.stats.commands_processed.fetch_add(1, Ordering::Relaxed);
@@ -576,6 +586,18 @@ async fn execute(s: &mut Session, shared: &Arc<Shared>, queue: &mut VecDeque<Arg
                 continue;
             }
         };
+        // BLPOP, XREAD BLOCK ...: may park the client until served or timed out (blocking.rs).
+        if spec.flags & flags::BLOCKING != 0 {
+            pending.flush(s, shared, out).await;
+            let reply = crate::blocking::execute(s, shared, spec, args, stream, rbuf).await;
+            if s.close_now {
+                break;
+            }
+            if !silent {
+                reply.encode(s.proto, out);
+            }
+            continue;
+        }
         if let Handler::Write(_) = spec.handler {
             if pending.cmds.is_empty() {
                 pending.db_index = s.db_index;

@@ -111,6 +111,10 @@ pub struct Store {
     stop: Arc<AtomicBool>,
     /// Most commands one group executes before it is written (bounds the batch and the reply latency).
     pub max_group_commands: usize,
+    /// The collector of dead collection versions (gc.rs).
+    pub gc: crate::gc::Collector,
+    /// Clients blocked on keys (BLPOP, XREAD BLOCK ...), woken by the commit thread (`blocking.rs`).
+    pub blocking: Arc<crate::blocking::Registry>,
 }
 
 /// Most bytes of payload one group gathers before it is written.
@@ -130,6 +134,8 @@ impl Store {
             threads: Mutex::new(Vec::new()),
             stop: Arc::new(AtomicBool::new(false)),
             max_group_commands: 16 * 1024,
+            gc: crate::gc::Collector::default(),
+            blocking: Arc::new(crate::blocking::Registry::default()),
         });
         let s = store.clone();
         let commit = std::thread::Builder::new()
@@ -142,7 +148,8 @@ impl Store {
             .spawn(move || everysec_loop(&s))
             .expect("spawn the everysec thread");
         let sweeper = crate::expire::spawn(store.clone());
-        store.threads.lock().extend([commit, syncer, sweeper]);
+        let collector = crate::gc::spawn(store.clone());
+        store.threads.lock().extend([commit, syncer, sweeper, collector]);
         store
     }
 
@@ -167,7 +174,7 @@ impl Store {
         self.read_only.lock().clone()
     }
 
-    fn set_read_only(&self, why: String) {
+    pub(crate) fn set_read_only(&self, why: String) {
         let mut r = self.read_only.lock();
         if r.is_none() {
             eprintln!("# writes refused from now on: {why}");
@@ -176,7 +183,7 @@ impl Store {
         }
     }
 
-    fn misconf(&self) -> Reply {
+    pub(crate) fn misconf(&self) -> Reply {
         Reply::Error(format!(
             "MISCONF Errors writing to the WAL: {}; the server refuses writes until it is restarted",
             self.read_only_reason().unwrap_or_default()
@@ -218,6 +225,7 @@ impl Store {
 fn commit_loop(store: &Store, rx: crossbeam_channel::Receiver<Job>) {
     let mut group: Vec<Job> = Vec::new();
     let mut ctx = WriteCtx::new(&store.db);
+    ctx.wake = Some(store.blocking.clone());
     if let Err(e) = ctx.load_versions() {
         store.set_read_only(format!("reading the collection registry failed: {e}"));
     }
@@ -235,7 +243,11 @@ fn commit_loop(store: &Store, rx: crossbeam_channel::Receiver<Job>) {
         }
         // A command that panics must not take the commit thread (and every later write) with it: its group
         // is answered with an error and, since the batch state is unknown, writes are refused from then on.
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| commit_group(store, &mut ctx, &mut group)));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            commit_group(store, &mut ctx, &mut group);
+            // Clients blocked on keys this group pushed to, now that the pushes are durable.
+            crate::blocking::serve(store, &mut ctx);
+        }));
         if r.is_err() {
             store.set_read_only("internal error: a write command panicked (see stderr)".into());
             for job in group.drain(..) {
@@ -285,8 +297,13 @@ fn commit_group(store: &Store, ctx: &mut WriteCtx<'_>, group: &mut Vec<Job>) {
                 store.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
                 store.stats.last_fsync_unix.store(now_ms() / 1000, Ordering::Relaxed);
             }
+            store.blocking.mark_ready(&mut ctx.signals);
             for (job, r) in group.drain(..).zip(replies) {
                 let _ = job.reply.send(r);
+            }
+            // The versions the group removed are durable garbage now: reclaim them promptly.
+            if !ctx.dropped.is_empty() {
+                store.gc.enqueue(ctx.dropped.drain(..));
             }
         }
         Err(e) => {
@@ -353,6 +370,11 @@ pub struct WriteCtx<'a> {
     pub key_buf: Vec<u8>,
     /// Scratch for building values.
     val_buf: Vec<u8>,
+    /// The wake-up registry of blocked clients (`blocking.rs`); `None` outside the commit thread.
+    pub(crate) wake: Option<Arc<crate::blocking::Registry>>,
+    /// Keys this group made poppable or readable for blocked clients: `(db, key)` (see
+    /// [`WriteCtx::signal_key`]); handed to the registry once the group is durable.
+    pub(crate) signals: Vec<(u8, Bytes)>,
 }
 
 /// Bytes counted per pending entry besides its key and value (map node, batch record header).
@@ -373,6 +395,8 @@ impl<'a> WriteCtx<'a> {
             dropped: Vec::new(),
             key_buf: Vec::new(),
             val_buf: Vec::new(),
+            wake: None,
+            signals: Vec::new(),
         }
     }
 
@@ -405,8 +429,19 @@ impl<'a> WriteCtx<'a> {
         self.pending_bytes = 0;
         self.applied = false;
         self.failed = None;
-        // The collector takes `dropped` after each group (gc.rs); until it is wired, never let it grow.
+        self.signals.clear();
+        // The collector took `dropped` after the last successful group (commit_group); a failed group's
+        // versions are left to the collector's slow pass.
         self.dropped.clear();
+    }
+
+    /// Records that `user_key` (current database) got elements a blocked client may take (a push to a list,
+    /// XADD): once this group is durable, the commit thread serves the clients blocked on it. Free when no
+    /// client is blocked.
+    pub fn signal_key(&mut self, user_key: &[u8]) {
+        if self.wake.as_ref().is_some_and(|w| w.has_waiters()) {
+            self.signals.push((self.db_index, Bytes::copy_from_slice(user_key)));
+        }
     }
 
     /// Approximate bytes of the group's pending writes.
@@ -572,6 +607,29 @@ impl WriteCtx<'_> {
     /// Deletes `user_key` of the current database.
     pub fn delete_key(&mut self, user_key: &[u8]) {
         self.delete_in(self.db_index, user_key);
+    }
+
+    /// Deletes `user_key` of database `db` whose stored meta value is `stored` (as read just before) and,
+    /// when it is a collection, hands its version to the collector for a prompt reclaim.
+    pub fn delete_stored(&mut self, db: u8, user_key: &[u8], stored: &[u8]) {
+        if let Ok(Some(c)) = keys::Coll::decode(stored) {
+            self.dropped.push((db, c.version));
+        }
+        self.delete_in(db, user_key);
+    }
+
+    /// Deletes `user_key` of database `db` whatever it holds (expired or not; see
+    /// [`WriteCtx::delete_stored`]). Returns whether there was a meta value.
+    pub fn remove_key(&mut self, db: u8, user_key: &[u8]) -> Result<bool, Reply> {
+        let k = keys::meta_key(db, user_key);
+        match self.get_raw(&k) {
+            Ok(Some(v)) => {
+                self.delete_stored(db, user_key, &v);
+                Ok(true)
+            }
+            Ok(None) => Ok(false),
+            Err(e) => Err(Reply::err(format!("read failed: {e}"))),
+        }
     }
 
     /// A read view of the engine as of everything executed before in this group, pending writes included
@@ -822,6 +880,47 @@ impl<'a> ReadCtx<'a> {
     }
 }
 
+impl ReadCtx<'_> {
+    /// Calls `f` with the values of up to `limit` member records of `c` with sub-kind `sub`, in order from
+    /// the part `from` (inclusive), and returns how many it visited. On a connection (no pending writes) it
+    /// reads the engine's iterator directly, without copying keys: LRANGE's scan.
+    pub fn for_member_values(
+        &self,
+        c: &keys::Coll,
+        sub: u8,
+        from: &[u8],
+        limit: usize,
+        mut f: impl FnMut(&[u8]),
+    ) -> Result<usize, Reply> {
+        let mut n = 0;
+        if self.overlay.is_some() {
+            for r in self.members(c, sub, Some(from), false).take(limit) {
+                f(&r?.1);
+                n += 1;
+            }
+            return Ok(n);
+        }
+        let prefix = keys::sub_prefix(self.db_index, c.version, sub);
+        let mut lower = prefix.to_vec();
+        lower.extend_from_slice(from);
+        let upper = keys::prefix_end(&prefix).unwrap_or_default();
+        let mut it = self.db.iter(ReadOptions {
+            iterate_lower_bound: Some(lower.clone()),
+            iterate_upper_bound: Some(upper),
+            fill_cache: true,
+            ..self.read_options()
+        });
+        it.seek(&lower);
+        while n < limit && it.valid() {
+            f(it.value());
+            n += 1;
+            it.next();
+        }
+        it.status().map_err(|e| Reply::err(format!("read failed: {e}")))?;
+        Ok(n)
+    }
+}
+
 /// A merged, bounded scan: see [`ReadCtx::scan`].
 pub struct Scan<'a> {
     it: shaledb::DbIterator,
@@ -917,3 +1016,7 @@ impl Iterator for Members<'_> {
         }))
     }
 }
+
+#[cfg(test)]
+#[path = "store_tests.rs"]
+mod tests;

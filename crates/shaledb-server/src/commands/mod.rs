@@ -19,10 +19,15 @@ macro_rules! tri {
     };
 }
 
+pub mod coll;
 pub mod connection;
+pub mod hashes;
 pub mod keys;
+pub mod lists;
 pub mod multi;
 pub mod server_cmds;
+pub mod sets;
+pub mod streams;
 pub mod strings;
 pub mod zset_index;
 pub mod zsets;
@@ -59,8 +64,11 @@ pub mod flags {
     pub const NOSCRIPT: u32 = 1 << 9;
     /// Not a Redis command: a ShaleDB extension.
     pub const EXTENSION: u32 = 1 << 10;
+    /// May block the client (BLPOP, XREAD BLOCK ...): outside MULTI the connection waits in the wake-up
+    /// registry (`blocking.rs`) when the command finds nothing.
+    pub const BLOCKING: u32 = 1 << 11;
 
-    pub const NAMES: [(u32, &str); 10] = [
+    pub const NAMES: [(u32, &str); 11] = [
         (WRITE, "write"),
         (READONLY, "readonly"),
         (DENYOOM, "denyoom"),
@@ -71,6 +79,7 @@ pub mod flags {
         (STALE, "stale"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
+        (BLOCKING, "blocking"),
     ];
 }
 
@@ -106,8 +115,18 @@ impl Spec {
 }
 
 /// Every command, from every family.
-pub static TABLE: &[&[Spec]] =
-    &[connection::COMMANDS, server_cmds::COMMANDS, strings::COMMANDS, keys::COMMANDS, multi::COMMANDS, zsets::COMMANDS];
+pub static TABLE: &[&[Spec]] = &[
+    connection::COMMANDS,
+    server_cmds::COMMANDS,
+    strings::COMMANDS,
+    keys::COMMANDS,
+    multi::COMMANDS,
+    hashes::COMMANDS,
+    sets::COMMANDS,
+    lists::COMMANDS,
+    streams::COMMANDS,
+    zsets::COMMANDS,
+];
 
 fn index() -> &'static HashMap<&'static str, &'static Spec> {
     static INDEX: OnceLock<HashMap<&'static str, &'static Spec>> = OnceLock::new();

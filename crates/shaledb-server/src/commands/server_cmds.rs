@@ -396,6 +396,12 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
             kv(out, "total_net_input_bytes", &stats.net_input_bytes.load(Ordering::Relaxed));
             kv(out, "total_net_output_bytes", &stats.net_output_bytes.load(Ordering::Relaxed));
             kv(out, "rejected_connections", &stats.rejected_connections.load(Ordering::Relaxed));
+            // The collector of dead collection versions (gc.rs).
+            let gc = &shared.store.gc;
+            kv(out, "gc_versions_reclaimed", &gc.versions_reclaimed.load(Ordering::Relaxed));
+            kv(out, "gc_records_deleted", &gc.records_deleted.load(Ordering::Relaxed));
+            kv(out, "gc_versions_queued", &gc.pending());
+            kv(out, "gc_registry_passes", &gc.passes.load(Ordering::Relaxed));
         }
         "replication" => {
             out.push_str("# Replication\r\n");

@@ -450,15 +450,9 @@ fn store_items(ctx: &mut WriteCtx<'_>, dst: &[u8], items: &[(Vec<u8>, f64)]) -> 
     for (m, _) in items {
         check_member(m)?;
     }
-    if let Some((m, stored)) = ctx.get_meta(dst)? {
-        if m.typ == Type::String {
-            ctx.delete_key(dst);
-        } else {
-            match Coll::decode(&stored) {
-                Ok(Some(old)) => ctx.drop_coll(dst, &old),
-                _ => ctx.delete_key(dst),
-            }
-        }
+    if let Some((_, stored)) = ctx.get_meta(dst)? {
+        // Any type; a collection's old version goes to the collector.
+        ctx.delete_stored(ctx.db_index, dst, &stored);
     }
     if items.is_empty() {
         return Ok(0);

@@ -1,10 +1,13 @@
 //! Integration tests of `shaledb server`: a server started in this process on a temporary directory and a
 //! free loopback port, and clients talking RESP over TCP. One module per area.
 
+mod collections;
 mod failures;
 mod fuzz_corpus;
 mod keyspace;
+mod lists;
 mod protocol;
+mod streams;
 mod zsets;
 
 use shaledb_server::{Config, RunningServer};

@@ -1,0 +1,333 @@
+//! Clients blocked on keys: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP and XREAD BLOCK.
+//!
+//! A blocking command is an ordinary command that never waits by itself (inside MULTI it answers at once,
+//! as in Redis). Outside MULTI the connection runs it once; when it finds nothing (a nil reply), the client
+//! is parked here:
+//!
+//! 1. [`Registry::register`] appends a [`Waiter`] (the command, its database, a reply channel) to the FIFO
+//!    queue of every key it waits on, and marks those keys *ready*; the connection then sends an empty job
+//!    to the commit thread, so that a push that came between the first try and the registration is not
+//!    missed.
+//! 2. Every write that makes a key poppable (a push, LMOVE's destination, XADD) calls
+//!    [`WriteCtx::signal_key`]; when the group is durable (after its fsync under `appendfsync always`),
+//!    the commit thread marks those keys ready ([`Registry::mark_ready`]).
+//! 3. After each group the commit thread runs [`serve`]: for every ready key, it re-executes the commands of
+//!    the key's waiters in FIFO order (Redis's order: the client blocked first is served first) as one new
+//!    group, removing each served waiter from every queue; when a list command finds the key empty again the
+//!    key's remaining waiters stay. The replies are sent only once that group is durable: a popped element is
+//!    never acknowledged before its removal is on disk, and never lost.
+//! 4. The connection waits for its reply, its timeout, its socket closing, CLIENT KILL or shutdown. Unless
+//!    the reply came, it removes its waiter ([`Registry::cancel`]); if the commit thread had already taken the
+//!    waiter, the reply is on its way and the connection waits for it instead, so an element is delivered
+//!    exactly once. A client that disconnects while blocked leaves no waiter behind.
+//!
+//! `$` in XREAD BLOCK is resolved to the stream's last id before the first try, as Redis does.
+
+use crate::commands::{flags, Handler, Spec};
+use crate::resp::{Args, Reply};
+use crate::server::{Session, Shared};
+use crate::store::{now_ms, Appendfsync, Job, ReadCtx, Store, WriteCtx};
+use bytes::{Bytes, BytesMut};
+use parking_lot::Mutex;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+
+/// A blocked client's command.
+pub struct Waiter {
+    id: u64,
+    db: u8,
+    spec: &'static Spec,
+    args: Args,
+    keys: Vec<Bytes>,
+    tx: Mutex<Option<oneshot::Sender<Reply>>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// FIFO queues of waiters per `(db, key)`.
+    by_key: HashMap<(u8, Bytes), VecDeque<Arc<Waiter>>>,
+    /// Keys whose waiters the commit thread should try to serve.
+    ready: Vec<(u8, Bytes)>,
+}
+
+/// The wake-up registry (one per server, in [`Store`]).
+#[derive(Default)]
+pub struct Registry {
+    inner: Mutex<Inner>,
+    /// Blocked clients (so writes skip signalling when there are none).
+    waiters: AtomicUsize,
+    next_id: AtomicU64,
+}
+
+impl Registry {
+    /// True when some client is blocked.
+    pub fn has_waiters(&self) -> bool {
+        self.waiters.load(Ordering::Acquire) > 0
+    }
+
+    /// Blocked clients.
+    pub fn blocked_clients(&self) -> usize {
+        self.waiters.load(Ordering::Acquire)
+    }
+
+    /// Keys with at least one blocked client (for tests and INFO).
+    pub fn watched_keys(&self) -> usize {
+        self.inner.lock().by_key.len()
+    }
+
+    /// Parks a command on `keys`; the keys are marked ready so the commit thread retries it once.
+    fn register(
+        &self,
+        db: u8,
+        spec: &'static Spec,
+        args: Args,
+        keys: Vec<Bytes>,
+    ) -> (Arc<Waiter>, oneshot::Receiver<Reply>) {
+        let (tx, rx) = oneshot::channel();
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut unique: Vec<Bytes> = Vec::with_capacity(keys.len());
+        for k in keys {
+            if !unique.contains(&k) {
+                unique.push(k);
+            }
+        }
+        let w = Arc::new(Waiter { id, db, spec, args, keys: unique, tx: Mutex::new(Some(tx)) });
+        let mut inner = self.inner.lock();
+        for k in &w.keys {
+            inner.by_key.entry((db, k.clone())).or_default().push_back(w.clone());
+            inner.ready.push((db, k.clone()));
+        }
+        self.waiters.fetch_add(1, Ordering::AcqRel);
+        (w, rx)
+    }
+
+    /// Removes `w` from every queue it is in (the caller holds the lock). True if it was still there.
+    fn unlink(&self, inner: &mut Inner, w: &Waiter) -> bool {
+        let mut found = false;
+        for k in &w.keys {
+            let slot = (w.db, k.clone());
+            if let Some(q) = inner.by_key.get_mut(&slot) {
+                if let Some(pos) = q.iter().position(|x| x.id == w.id) {
+                    q.remove(pos);
+                    found = true;
+                }
+                if q.is_empty() {
+                    inner.by_key.remove(&slot);
+                }
+            }
+        }
+        if found {
+            self.waiters.fetch_sub(1, Ordering::AcqRel);
+        }
+        found
+    }
+
+    /// The client stops waiting (timeout, disconnect). `false` when the commit thread already took the
+    /// waiter: its reply is coming.
+    fn cancel(&self, w: &Waiter) -> bool {
+        let mut inner = self.inner.lock();
+        self.unlink(&mut inner, w)
+    }
+
+    /// Marks keys ready (the commit thread, after a durable group); drains `keys`.
+    pub(crate) fn mark_ready(&self, keys: &mut Vec<(u8, Bytes)>) {
+        if keys.is_empty() {
+            return;
+        }
+        let mut inner = self.inner.lock();
+        for k in keys.drain(..) {
+            if inner.by_key.contains_key(&k) && !inner.ready.contains(&k) {
+                inner.ready.push(k);
+            }
+        }
+    }
+
+    fn take_ready(&self) -> Vec<(u8, Bytes)> {
+        std::mem::take(&mut self.inner.lock().ready)
+    }
+}
+
+/// True for the reply of a blocking command that found nothing (it would block).
+fn found_nothing(r: &Reply) -> bool {
+    matches!(r, Reply::Nil | Reply::NilArray)
+}
+
+/// Runs one command on the commit thread's context, as EXEC does.
+fn run_in_commit(ctx: &mut WriteCtx<'_>, spec: &'static Spec, args: &Args) -> Reply {
+    match spec.handler {
+        Handler::Write(f) => f(ctx, args),
+        Handler::Read(f) => f(&ctx.view(), args),
+        Handler::Conn(_) => Reply::err("internal: a connection command cannot block"),
+    }
+}
+
+/// Serves the waiters of the ready keys (on the commit thread, after a group), each round as one durable
+/// group, until no key is ready.
+pub(crate) fn serve(store: &Store, ctx: &mut WriteCtx<'_>) {
+    let reg = store.blocking.clone();
+    if !reg.has_waiters() {
+        return;
+    }
+    loop {
+        let ready = reg.take_ready();
+        if ready.is_empty() || store.read_only_reason().is_some() {
+            return;
+        }
+        ctx.begin(now_ms());
+        let mut served: Vec<(Arc<Waiter>, Reply)> = Vec::new();
+        {
+            let mut inner = reg.inner.lock();
+            for key in ready {
+                let Some(queue) = inner.by_key.get(&key) else { continue };
+                let waiters: Vec<Arc<Waiter>> = queue.iter().cloned().collect();
+                for w in waiters {
+                    ctx.db_index = w.db;
+                    let r = run_in_commit(ctx, w.spec, &w.args);
+                    if ctx.failed() {
+                        break;
+                    }
+                    if found_nothing(&r) {
+                        // A list is empty again: later waiters would find nothing either. A stream read
+                        // depends on the waiter's ids: try them all.
+                        if matches!(w.spec.handler, Handler::Write(_)) {
+                            break;
+                        }
+                        continue;
+                    }
+                    reg.unlink(&mut inner, &w);
+                    served.push((w, r));
+                }
+            }
+        }
+        let result = ctx.finish(store.appendfsync() == Appendfsync::Always);
+        match result {
+            Ok(synced) => {
+                if synced {
+                    store.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+                    store.stats.last_fsync_unix.store(now_ms() / 1000, Ordering::Relaxed);
+                }
+                store.stats.groups.fetch_add(1, Ordering::Relaxed);
+                store.stats.commands.fetch_add(served.len() as u64, Ordering::Relaxed);
+                reg.mark_ready(&mut ctx.signals);
+                for (w, r) in served {
+                    if let Some(tx) = w.tx.lock().take() {
+                        let _ = tx.send(r);
+                    }
+                }
+            }
+            Err(e) => {
+                store.set_read_only(e);
+                for (w, _) in served {
+                    if let Some(tx) = w.tx.lock().take() {
+                        let _ = tx.send(store.misconf());
+                    }
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// What a blocking command waits on: its keys and its timeout (`None`: forever); `None` when this call
+/// does not block (XREAD without BLOCK).
+fn wait_spec(spec: &Spec, args: &Args) -> Option<(Vec<Bytes>, Option<Duration>)> {
+    match spec.name {
+        "xread" => crate::commands::streams::blocking_keys(args),
+        name => crate::commands::lists::blocking_keys(name, args),
+    }
+}
+
+/// Runs a command once on the commit thread (writes) or here (reads).
+async fn try_once(s: &Session, shared: &Arc<Shared>, spec: &'static Spec, args: &Args) -> Reply {
+    match spec.handler {
+        Handler::Write(_) => {
+            let (tx, rx) = oneshot::channel();
+            let job = Job { db_index: s.db_index, cmds: vec![(spec, args.clone())], reply: tx };
+            let replies = if shared.store.submit(job) { rx.await.ok() } else { None };
+            replies.and_then(|mut r| r.pop()).unwrap_or_else(|| Reply::err("the server is shutting down"))
+        }
+        Handler::Read(f) => f(&ReadCtx::new(&shared.store.db, s.db_index, now_ms()), args),
+        Handler::Conn(_) => Reply::err("internal: a connection command cannot block"),
+    }
+}
+
+/// Most bytes read ahead from a blocked client's socket (its next requests) while it waits.
+const MAX_READ_AHEAD: usize = 1 << 20;
+
+/// Executes a command flagged [`flags::BLOCKING`] outside MULTI: once, then, if it found nothing, parked
+/// until it is served, times out, or the client goes away. Bytes the client sends meanwhile are kept in
+/// `rbuf` (its next requests); a closed socket sets `close_now`.
+pub async fn execute(
+    s: &mut Session,
+    shared: &Arc<Shared>,
+    spec: &'static Spec,
+    args: Args,
+    stream: &mut TcpStream,
+    rbuf: &mut BytesMut,
+) -> Reply {
+    debug_assert!(spec.flags & flags::BLOCKING != 0);
+    // XREAD BLOCK: `$` becomes the stream's current last id.
+    let args = if spec.name == "xread" {
+        let ctx = ReadCtx::new(&shared.store.db, s.db_index, now_ms());
+        match crate::commands::streams::resolve_dollar(&ctx, args) {
+            Ok(a) => a,
+            Err(r) => return r,
+        }
+    } else {
+        args
+    };
+    // XREAD BLOCK: `$` becomes the stream's current last id.
+    let first = try_once(s, shared, spec, &args).await;
+    if !found_nothing(&first) {
+        return first;
+    }
+    let Some((keys, timeout)) = wait_spec(spec, &args) else { return first };
+    let reg = shared.store.blocking.clone();
+    let (w, mut rx) = reg.register(s.db_index, spec, args, keys);
+    // Kick the commit thread: it serves the keys just marked ready (a push may have come in between).
+    let (kick, _) = oneshot::channel();
+    if !shared.store.submit(Job { db_index: s.db_index, cmds: Vec::new(), reply: kick }) {
+        reg.cancel(&w);
+        return Reply::err("the server is shutting down");
+    }
+    let mut stop = shared.shutdown.subscribe();
+    let entry = s.entry.clone();
+    let sleep = async {
+        match timeout {
+            Some(t) => tokio::time::sleep(t).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(sleep);
+    // Why the wait ended without a reply: `true` if the client is gone.
+    let gone;
+    loop {
+        tokio::select! {
+            r = &mut rx => {
+                return r.unwrap_or_else(|_| Reply::err("the server is shutting down"));
+            }
+            _ = &mut sleep => { gone = false; break; }
+            r = stream.read_buf(rbuf), if rbuf.len() < MAX_READ_AHEAD => match r {
+                Ok(0) | Err(_) => { gone = true; break; }
+                Ok(n) => {
+                    shared.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                }
+            },
+            _ = entry.kill.notified() => { gone = true; break; }
+            _ = stop.wait_for(|v| *v) => { gone = false; break; }
+        }
+    }
+    if gone {
+        s.close_now = true;
+    }
+    if reg.cancel(&w) {
+        return Reply::NilArray;
+    }
+    // The commit thread took the waiter: its reply (after the fsync) is coming.
+    rx.await.unwrap_or_else(|_| Reply::err("the server is shutting down"))
+}

@@ -1,0 +1,467 @@
+//! List commands and blocking pops against a running server.
+
+use crate::{connect, start_everysec as start_server, start_server as start_always};
+use rand::{Rng, SeedableRng};
+use redis::{FromRedisValue, Value};
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+fn cmd(args: &[&str]) -> redis::Cmd {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c
+}
+
+fn q<T: FromRedisValue>(con: &mut redis::Connection, args: &[&str]) -> T {
+    match cmd(args).query(con) {
+        Ok(v) => v,
+        Err(e) => panic!("{args:?} failed: {e}"),
+    }
+}
+
+fn e(con: &mut redis::Connection, args: &[&str]) -> String {
+    match cmd(args).query::<Value>(con) {
+        Ok(v) => panic!("{args:?} answered {v:?}, expected an error"),
+        Err(err) => format!("{} {}", err.code().unwrap_or("?"), err.detail().unwrap_or("")),
+    }
+}
+
+fn i(con: &mut redis::Connection, args: &[&str]) -> i64 {
+    q(con, args)
+}
+
+fn v(con: &mut redis::Connection, args: &[&str]) -> Vec<String> {
+    q(con, args)
+}
+
+fn s(con: &mut redis::Connection, args: &[&str]) -> Option<String> {
+    q(con, args)
+}
+
+const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+#[test]
+fn push_pop_range_index() {
+    let (srv, _dir) = start_server();
+    let c = &mut connect(&srv);
+    assert_eq!(i(c, &["RPUSH", "l", "a", "b", "c"]), 3);
+    assert_eq!(i(c, &["LPUSH", "l", "z", "y"]), 5);
+    assert_eq!(v(c, &["LRANGE", "l", "0", "-1"]), ["y", "z", "a", "b", "c"]);
+    assert_eq!(v(c, &["LRANGE", "l", "-2", "100"]), ["b", "c"]);
+    assert!(v(c, &["LRANGE", "l", "3", "1"]).is_empty());
+    assert!(v(c, &["LRANGE", "missing", "0", "-1"]).is_empty());
+    assert_eq!(i(c, &["LLEN", "l"]), 5);
+    assert_eq!(i(c, &["LLEN", "missing"]), 0);
+    assert_eq!(s(c, &["LINDEX", "l", "0"]).as_deref(), Some("y"));
+    assert_eq!(s(c, &["LINDEX", "l", "-1"]).as_deref(), Some("c"));
+    assert_eq!(s(c, &["LINDEX", "l", "5"]), None);
+    assert_eq!(s(c, &["LINDEX", "missing", "x"]), None);
+    assert_eq!(e(c, &["LINDEX", "l", "x"]), "ERR value is not an integer or out of range");
+    assert_eq!(s(c, &["LPOP", "l"]).as_deref(), Some("y"));
+    assert_eq!(s(c, &["RPOP", "l"]).as_deref(), Some("c"));
+    assert_eq!(v(c, &["LPOP", "l", "2"]), ["z", "a"]);
+    assert!(v(c, &["LPOP", "l", "0"]).is_empty());
+    assert_eq!(q::<Value>(c, &["LPOP", "missing", "2"]), Value::Nil);
+    assert_eq!(e(c, &["LPOP", "l", "-1"]), "ERR value is out of range, must be positive");
+    assert_eq!(v(c, &["RPOP", "l", "9"]), ["b"]);
+    assert_eq!(i(c, &["EXISTS", "l"]), 0, "an emptied list is deleted");
+    assert_eq!(i(c, &["LPUSHX", "l", "a"]), 0);
+    assert_eq!(i(c, &["RPUSHX", "l", "a"]), 0);
+    assert_eq!(i(c, &["RPUSH", "l", "a"]), 1);
+    assert_eq!(i(c, &["RPUSHX", "l", "b", "c"]), 3);
+    assert_eq!(i(c, &["LPUSHX", "l", "0"]), 4);
+    assert_eq!(v(c, &["LRANGE", "l", "0", "-1"]), ["0", "a", "b", "c"]);
+    assert_eq!(s(c, &["TYPE", "l"]).as_deref(), Some("list"));
+}
+
+#[test]
+fn set_insert_rem_trim_pos() {
+    let (srv, _dir) = start_server();
+    let c = &mut connect(&srv);
+    assert_eq!(e(c, &["LSET", "l", "0", "x"]), "ERR no such key");
+    i(c, &["RPUSH", "l", "a", "b", "c", "b", "a"]);
+    assert_eq!(s(c, &["LSET", "l", "-1", "A"]).as_deref(), Some("OK"));
+    assert_eq!(e(c, &["LSET", "l", "5", "x"]), "ERR index out of range");
+    assert_eq!(i(c, &["LINSERT", "l", "BEFORE", "b", "x"]), 6);
+    assert_eq!(i(c, &["LINSERT", "l", "after", "A", "y"]), 7);
+    assert_eq!(i(c, &["LINSERT", "l", "after", "nope", "y"]), -1);
+    assert_eq!(i(c, &["LINSERT", "missing", "after", "a", "y"]), 0);
+    assert_eq!(e(c, &["LINSERT", "l", "middle", "a", "y"]), "ERR syntax error");
+    assert_eq!(v(c, &["LRANGE", "l", "0", "-1"]), ["a", "x", "b", "c", "b", "A", "y"]);
+    assert_eq!(i(c, &["LREM", "l", "-1", "b"]), 1);
+    assert_eq!(v(c, &["LRANGE", "l", "0", "-1"]), ["a", "x", "b", "c", "A", "y"]);
+    assert_eq!(i(c, &["LREM", "l", "0", "nope"]), 0);
+    assert_eq!(i(c, &["LREM", "missing", "0", "a"]), 0);
+    assert_eq!(e(c, &["LREM", "l", "x", "a"]), "ERR value is not an integer or out of range");
+    assert_eq!(s(c, &["LTRIM", "l", "1", "-2"]).as_deref(), Some("OK"));
+    assert_eq!(v(c, &["LRANGE", "l", "0", "-1"]), ["x", "b", "c", "A"]);
+    assert_eq!(s(c, &["LTRIM", "l", "5", "10"]).as_deref(), Some("OK"));
+    assert_eq!(i(c, &["EXISTS", "l"]), 0);
+    i(c, &["RPUSH", "p", "a", "b", "c", "1", "2", "3", "c", "c"]);
+    assert_eq!(q::<Option<i64>>(c, &["LPOS", "p", "c"]), Some(2));
+    assert_eq!(q::<Option<i64>>(c, &["LPOS", "p", "c", "RANK", "2"]), Some(6));
+    assert_eq!(q::<Option<i64>>(c, &["LPOS", "p", "c", "RANK", "-1"]), Some(7));
+    assert_eq!(q::<Vec<i64>>(c, &["LPOS", "p", "c", "COUNT", "0"]), [2, 6, 7]);
+    assert_eq!(q::<Vec<i64>>(c, &["LPOS", "p", "c", "COUNT", "2", "RANK", "-1"]), [7, 6]);
+    assert_eq!(q::<Vec<i64>>(c, &["LPOS", "p", "c", "COUNT", "0", "MAXLEN", "3"]), [2]);
+    assert_eq!(q::<Option<i64>>(c, &["LPOS", "p", "zz"]), None);
+    assert!(q::<Vec<i64>>(c, &["LPOS", "missing", "c", "COUNT", "1"]).is_empty());
+    assert!(e(c, &["LPOS", "p", "c", "RANK", "0"]).starts_with("ERR RANK can't be zero"));
+    assert_eq!(e(c, &["LPOS", "p", "c", "COUNT", "-1"]), "ERR COUNT can't be negative");
+    assert_eq!(e(c, &["LPOS", "p", "c", "MAXLEN", "-1"]), "ERR MAXLEN can't be negative");
+    assert_eq!(e(c, &["LPOS", "p", "c", "COUNT"]), "ERR syntax error");
+}
+
+#[test]
+fn move_and_mpop() {
+    let (srv, _dir) = start_server();
+    let c = &mut connect(&srv);
+    i(c, &["RPUSH", "a", "1", "2", "3"]);
+    assert_eq!(s(c, &["LMOVE", "a", "b", "LEFT", "RIGHT"]).as_deref(), Some("1"));
+    assert_eq!(s(c, &["RPOPLPUSH", "a", "b"]).as_deref(), Some("3"));
+    assert_eq!(v(c, &["LRANGE", "b", "0", "-1"]), ["3", "1"]);
+    assert_eq!(s(c, &["LMOVE", "b", "b", "LEFT", "RIGHT"]).as_deref(), Some("3"));
+    assert_eq!(v(c, &["LRANGE", "b", "0", "-1"]), ["1", "3"]);
+    assert_eq!(s(c, &["LMOVE", "a", "a", "RIGHT", "LEFT"]).as_deref(), Some("2"));
+    assert_eq!(v(c, &["LRANGE", "a", "0", "-1"]), ["2"]);
+    assert_eq!(s(c, &["LMOVE", "missing", "b", "LEFT", "LEFT"]), None);
+    assert_eq!(e(c, &["LMOVE", "a", "b", "UP", "LEFT"]), "ERR syntax error");
+    q::<()>(c, &["SET", "str", "x"]);
+    assert_eq!(e(c, &["LMOVE", "a", "str", "LEFT", "LEFT"]), WRONGTYPE);
+    assert_eq!(v(c, &["LRANGE", "a", "0", "-1"]), ["2"], "nothing popped when the destination is wrong");
+    assert_eq!(
+        q::<(String, Vec<String>)>(c, &["LMPOP", "2", "missing", "b", "RIGHT", "COUNT", "5"]),
+        ("b".to_string(), vec!["3".to_string(), "1".to_string()])
+    );
+    assert_eq!(q::<Value>(c, &["LMPOP", "1", "missing", "LEFT"]), Value::Nil);
+    assert_eq!(e(c, &["LMPOP", "0", "a", "LEFT"]), "ERR numkeys should be greater than 0");
+    assert_eq!(e(c, &["LMPOP", "1", "a", "LEFT", "COUNT", "0"]), "ERR count should be greater than 0");
+    assert_eq!(e(c, &["LMPOP", "2", "a", "LEFT"]), "ERR syntax error");
+}
+
+#[test]
+fn wrong_type_and_expiry() {
+    let (srv, _dir) = start_server();
+    let c = &mut connect(&srv);
+    q::<()>(c, &["SET", "s", "x"]);
+    for args in [
+        &["LPUSH", "s", "a"][..],
+        &["RPUSH", "s", "a"],
+        &["LPOP", "s"],
+        &["LRANGE", "s", "0", "1"],
+        &["LLEN", "s"],
+        &["LINDEX", "s", "0"],
+        &["LSET", "s", "0", "a"],
+        &["LINSERT", "s", "BEFORE", "a", "b"],
+        &["LREM", "s", "0", "a"],
+        &["LTRIM", "s", "0", "1"],
+        &["LPOS", "s", "a"],
+        &["BLPOP", "s", "0.01"],
+    ] {
+        assert_eq!(e(c, args), WRONGTYPE, "{args:?}");
+    }
+    i(c, &["RPUSH", "l", "a", "b"]);
+    assert_eq!(e(c, &["GET", "l"]), WRONGTYPE);
+    assert_eq!(i(c, &["PEXPIRE", "l", "50"]), 1);
+    std::thread::sleep(Duration::from_millis(120));
+    assert_eq!(i(c, &["LLEN", "l"]), 0);
+    assert!(v(c, &["LRANGE", "l", "0", "-1"]).is_empty());
+    assert_eq!(i(c, &["RPUSH", "l", "c"]), 1, "an expired list is replaced by a new one");
+    assert_eq!(v(c, &["LRANGE", "l", "0", "-1"]), ["c"]);
+    assert_eq!(i(c, &["TTL", "l"]), -1);
+}
+
+/// Random pushes, pops, LINSERT, LREM, LTRIM, LSET and LMOVE against an in-memory model (the middle
+/// operations shift one side or the other depending on the position).
+#[test]
+fn random_operations_match_a_model() {
+    let (srv, _dir) = start_server();
+    let c = &mut connect(&srv);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(12);
+    let mut m: VecDeque<String> = VecDeque::new();
+    let val = |rng: &mut rand::rngs::StdRng| format!("v{}", rng.gen_range(0..6));
+    for step in 0..1500 {
+        let op = rng.gen_range(0..10);
+        match op {
+            0 | 1 => {
+                let x = val(&mut rng);
+                let left = op == 0;
+                let n = i(c, &[if left { "LPUSH" } else { "RPUSH" }, "k", &x]);
+                if left {
+                    m.push_front(x)
+                } else {
+                    m.push_back(x)
+                }
+                assert_eq!(n as usize, m.len());
+            }
+            2 => {
+                let got = s(c, &["LPOP", "k"]);
+                assert_eq!(got, m.pop_front());
+            }
+            3 => {
+                let got = s(c, &["RPOP", "k"]);
+                assert_eq!(got, m.pop_back());
+            }
+            4 => {
+                let (p, x) = (val(&mut rng), val(&mut rng));
+                let after = rng.gen_bool(0.5);
+                let n = i(c, &["LINSERT", "k", if after { "AFTER" } else { "BEFORE" }, &p, &x]);
+                let expect = match m.iter().position(|e| *e == p) {
+                    _ if m.is_empty() => 0,
+                    None => -1,
+                    Some(at) => {
+                        m.insert(at + after as usize, x);
+                        m.len() as i64
+                    }
+                };
+                assert_eq!(n, expect);
+            }
+            5 => {
+                let x = val(&mut rng);
+                let count: i64 = rng.gen_range(-2..=2);
+                let n = i(c, &["LREM", "k", &count.to_string(), &x]);
+                let mut removed = 0;
+                let want = if count == 0 { usize::MAX } else { count.unsigned_abs() as usize };
+                let idx: Vec<usize> = if count < 0 {
+                    (0..m.len()).rev().filter(|&j| m[j] == x).take(want).collect()
+                } else {
+                    (0..m.len()).filter(|&j| m[j] == x).take(want).collect()
+                };
+                let mut idx = idx;
+                idx.sort_unstable_by(|a, b| b.cmp(a));
+                for j in idx {
+                    m.remove(j);
+                    removed += 1;
+                }
+                assert_eq!(n, removed);
+            }
+            6 if rng.gen_bool(0.2) => {
+                let len = m.len() as i64;
+                let a = rng.gen_range(-len - 2..=len + 2);
+                let b = rng.gen_range(-len - 2..=len + 2);
+                q::<()>(c, &["LTRIM", "k", &a.to_string(), &b.to_string()]);
+                let norm = |x: i64| if x < 0 { x + len } else { x };
+                let (s0, e0) = (norm(a).max(0), norm(b).min(len - 1));
+                if s0 > e0 || s0 >= len {
+                    m.clear();
+                } else {
+                    m = m.iter().skip(s0 as usize).take((e0 - s0 + 1) as usize).cloned().collect();
+                }
+            }
+            7 if !m.is_empty() => {
+                let j = rng.gen_range(0..m.len());
+                let x = val(&mut rng);
+                q::<()>(c, &["LSET", "k", &j.to_string(), &x]);
+                m[j] = x;
+            }
+            8 => {
+                let got = s(c, &["LMOVE", "k", "k", "LEFT", "RIGHT"]);
+                if let Some(x) = m.pop_front() {
+                    m.push_back(x);
+                }
+                assert_eq!(got.as_ref(), m.back());
+            }
+            _ => {}
+        }
+        let all = v(c, &["LRANGE", "k", "0", "-1"]);
+        assert_eq!(all, m.iter().cloned().collect::<Vec<_>>(), "after step {step} (op {op})");
+        assert_eq!(i(c, &["LLEN", "k"]) as usize, m.len());
+        if !m.is_empty() {
+            let j = rng.gen_range(0..m.len());
+            assert_eq!(s(c, &["LINDEX", "k", &j.to_string()]).as_ref(), m.get(j));
+        }
+    }
+}
+
+#[test]
+fn blocking_pop_woken_by_another_connection() {
+    let (_dir, srv) = start_always(|_| {});
+    let mut a = connect(&srv);
+    let mut b = connect(&srv);
+    let t0 = Instant::now();
+    let waiter = std::thread::spawn(move || q::<Option<(String, String)>>(&mut a, &["BLPOP", "none", "q", "5"]));
+    // Let it block first.
+    let reg = srv.shared().store.blocking.clone();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while reg.blocked_clients() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(reg.blocked_clients(), 1);
+    assert_eq!(i(&mut b, &["RPUSH", "q", "x", "y"]), 2);
+    let got = waiter.join().unwrap();
+    assert_eq!(got, Some(("q".into(), "x".into())));
+    assert!(t0.elapsed() < Duration::from_secs(4));
+    assert_eq!(v(&mut b, &["LRANGE", "q", "0", "-1"]), ["y"], "delivered exactly once");
+    assert_eq!(reg.blocked_clients(), 0);
+    assert_eq!(reg.watched_keys(), 0);
+    // BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP find data at once.
+    i(&mut b, &["RPUSH", "q", "z"]);
+    assert_eq!(q::<(String, String)>(&mut b, &["BRPOP", "q", "0"]), ("q".into(), "z".into()));
+    assert_eq!(s(&mut b, &["BLMOVE", "q", "d", "LEFT", "LEFT", "0"]).as_deref(), Some("y"));
+    assert_eq!(s(&mut b, &["BRPOPLPUSH", "d", "q", "0"]).as_deref(), Some("y"));
+    assert_eq!(
+        q::<(String, Vec<String>)>(&mut b, &["BLMPOP", "0", "1", "q", "LEFT", "COUNT", "3"]),
+        ("q".into(), vec!["y".into()])
+    );
+}
+
+#[test]
+fn blocking_timeouts_and_errors() {
+    let (srv, _dir) = start_server();
+    let c = &mut connect(&srv);
+    let t0 = Instant::now();
+    assert_eq!(q::<Value>(c, &["BLPOP", "none", "0.2"]), Value::Nil);
+    let el = t0.elapsed();
+    assert!(el >= Duration::from_millis(190) && el < Duration::from_secs(3), "{el:?}");
+    assert_eq!(q::<Value>(c, &["BLMOVE", "none", "d", "LEFT", "LEFT", "0.05"]), Value::Nil);
+    assert_eq!(q::<Value>(c, &["BLMPOP", "0.05", "1", "none", "LEFT"]), Value::Nil);
+    assert_eq!(e(c, &["BLPOP", "k", "x"]), "ERR timeout is not a float or out of range");
+    assert_eq!(e(c, &["BLPOP", "k", "-1"]), "ERR timeout is negative");
+    assert_eq!(e(c, &["BLMOVE", "a", "b", "UP", "LEFT", "1"]), "ERR syntax error");
+    let reg = srv.shared().store.blocking.clone();
+    assert_eq!((reg.blocked_clients(), reg.watched_keys()), (0, 0));
+    // The connection still works after a timeout.
+    assert_eq!(i(c, &["RPUSH", "none", "a"]), 1);
+}
+
+#[test]
+fn blocking_inside_multi_does_not_block() {
+    let (srv, _dir) = start_server();
+    let c = &mut connect(&srv);
+    let r: Value = redis::pipe()
+        .atomic()
+        .cmd("BLPOP")
+        .arg("none")
+        .arg(0)
+        .cmd("RPUSH")
+        .arg("l")
+        .arg("a")
+        .cmd("BLPOP")
+        .arg("l")
+        .arg(0)
+        .query(c)
+        .unwrap();
+    let Value::Array(items) = r else { panic!("{r:?}") };
+    assert_eq!(items[0], Value::Nil);
+    assert_eq!(items[1], Value::Int(1));
+    assert_eq!(Vec::<String>::from_redis_value(&items[2]).unwrap(), ["l", "a"]);
+    // LRANGE inside EXEC reads the transaction's own pending writes.
+    let r: (i64, Vec<String>, Vec<String>) = redis::pipe()
+        .atomic()
+        .cmd("RPUSH")
+        .arg("m")
+        .arg("x")
+        .arg("y")
+        .arg("z")
+        .cmd("LRANGE")
+        .arg("m")
+        .arg(1)
+        .arg(-1)
+        .cmd("LRANGE")
+        .arg("m")
+        .arg(0)
+        .arg(0)
+        .query(c)
+        .unwrap();
+    assert_eq!(r, (3, vec!["y".to_string(), "z".to_string()], vec!["x".to_string()]));
+}
+
+#[test]
+fn blocked_clients_are_served_in_order_exactly_once() {
+    let (_dir, srv) = start_always(|_| {});
+    let reg = srv.shared().store.blocking.clone();
+    let mut handles = Vec::new();
+    for n in 0..3 {
+        let mut con = connect(&srv);
+        handles.push(std::thread::spawn(move || q::<Option<(String, String)>>(&mut con, &["BRPOP", "fifo", "10"])));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while reg.blocked_clients() < n + 1 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(reg.blocked_clients(), n + 1);
+    }
+    let mut p = connect(&srv);
+    // One push of two elements: the first two waiters get them (BRPOP takes from the tail), the third waits.
+    assert_eq!(i(&mut p, &["RPUSH", "fifo", "e1", "e2"]), 2);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while reg.blocked_clients() > 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(reg.blocked_clients(), 1);
+    assert_eq!(i(&mut p, &["RPUSH", "fifo", "e3"]), 1);
+    let got: Vec<_> = handles.into_iter().map(|h| h.join().unwrap().map(|(_, v)| v)).collect();
+    assert_eq!(got, [Some("e2".to_string()), Some("e1".to_string()), Some("e3".to_string())]);
+    assert_eq!(i(&mut p, &["EXISTS", "fifo"]), 0);
+    assert_eq!((reg.blocked_clients(), reg.watched_keys()), (0, 0));
+}
+
+#[test]
+fn a_client_that_disconnects_while_blocked_leaves_no_waiter() {
+    let (srv, _dir) = start_server();
+    let reg = srv.shared().store.blocking.clone();
+    {
+        let mut raw = crate::Client::connect(srv.addr());
+        raw.send(&["BLPOP", "gone", "0"]);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while reg.blocked_clients() == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(reg.blocked_clients(), 1);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while reg.blocked_clients() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!((reg.blocked_clients(), reg.watched_keys()), (0, 0));
+    let c = &mut connect(&srv);
+    assert_eq!(i(c, &["RPUSH", "gone", "x"]), 1);
+    assert_eq!(i(c, &["LLEN", "gone"]), 1, "nobody took the element");
+}
+
+#[test]
+fn blmove_wakes_a_client_blocked_on_its_destination() {
+    let (srv, _dir) = start_server();
+    let reg = srv.shared().store.blocking.clone();
+    let mut a = connect(&srv);
+    let mut b = connect(&srv);
+    let t1 = std::thread::spawn(move || q::<Option<String>>(&mut a, &["BLMOVE", "src", "mid", "LEFT", "LEFT", "5"]));
+    let t2 = std::thread::spawn(move || q::<Option<(String, String)>>(&mut b, &["BLPOP", "mid", "5"]));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while reg.blocked_clients() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let c = &mut connect(&srv);
+    i(c, &["RPUSH", "src", "v"]);
+    assert_eq!(t1.join().unwrap().as_deref(), Some("v"));
+    assert_eq!(t2.join().unwrap(), Some(("mid".into(), "v".into())));
+    assert_eq!(i(c, &["EXISTS", "src", "mid"]), 0);
+}
+
+#[test]
+fn requests_pipelined_behind_a_blocked_pop_are_answered_after_it() {
+    let (srv, _dir) = start_server();
+    let mut raw = crate::Client::connect(srv.addr());
+    raw.send(&["BLPOP", "pl", "0.3"]);
+    let reg = srv.shared().store.blocking.clone();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while reg.blocked_clients() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Sent while the client is blocked: read ahead, answered after the pop times out.
+    raw.send(&["PING"]);
+    raw.send(&["RPUSH", "pl", "a"]);
+    assert_eq!(raw.read(), Some(crate::Resp::Nil));
+    assert_eq!(raw.read(), Some(crate::Resp::Simple("PONG".into())));
+    assert_eq!(raw.read(), Some(crate::Resp::Int(1)));
+    // Pipelined in one write with the blocking pop itself.
+    let mut batch = crate::encode(&[b"BLPOP", b"pl", b"0"]);
+    batch.extend(crate::encode(&[b"LLEN", b"pl"]));
+    std::io::Write::write_all(raw.r.get_mut(), &batch).unwrap();
+    assert_eq!(
+        raw.read(),
+        Some(crate::Resp::Array(vec![crate::Resp::Bulk(b"pl".to_vec()), crate::Resp::Bulk(b"a".to_vec())]))
+    );
+    assert_eq!(raw.read(), Some(crate::Resp::Int(0)));
+}
