@@ -1,4 +1,4 @@
-//! Clients blocked on keys: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP and XREAD BLOCK.
+//! Clients blocked on keys: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX and XREAD BLOCK.
 //!
 //! A blocking command is an ordinary command that never waits by itself (inside MULTI it answers at once,
 //! as in Redis). Outside MULTI the connection runs it once; when it finds nothing (a nil reply), the client
@@ -238,6 +238,7 @@ pub(crate) fn serve(store: &Store, ctx: &mut WriteCtx<'_>) {
 fn wait_spec(spec: &Spec, args: &Args) -> Option<(Vec<Bytes>, Option<Duration>)> {
     match spec.name {
         "xread" => crate::commands::streams::blocking_keys(args),
+        "bzpopmin" | "bzpopmax" => crate::commands::zsets::blocking_keys(args),
         name => crate::commands::lists::blocking_keys(name, args),
     }
 }

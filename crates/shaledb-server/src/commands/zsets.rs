@@ -52,6 +52,8 @@ pub static COMMANDS: &[Spec] = &[
     spec!("zrangestore", -5, WRITE | DENYOOM, 1, 2, 1, Handler::Write(zrangestore), "Stores a range of members of a sorted set in a key."),
     spec!("zpopmin", -2, WRITE | FAST, 1, 1, 1, Handler::Write(zpopmin), "Removes and returns the members with the lowest scores."),
     spec!("zpopmax", -2, WRITE | FAST, 1, 1, 1, Handler::Write(zpopmax), "Removes and returns the members with the highest scores."),
+    spec!("bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, 1, -2, 1, Handler::Write(bzpopmin), "Removes and returns the member with the lowest score from one of multiple sorted sets. Blocks until a member is available otherwise."),
+    spec!("bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, 1, -2, 1, Handler::Write(bzpopmax), "Removes and returns the member with the highest score from one of multiple sorted sets. Blocks until a member is available otherwise."),
     spec!("zremrangebyrank", 4, WRITE, 1, 1, 1, Handler::Write(zremrangebyrank), "Removes the members within a range of indexes."),
     spec!("zremrangebyscore", 4, WRITE, 1, 1, 1, Handler::Write(zremrangebyscore), "Removes the members within a range of scores."),
     spec!("zremrangebylex", 4, WRITE, 1, 1, 1, Handler::Write(zremrangebylex), "Removes the members within a lexicographical range."),
@@ -191,6 +193,9 @@ fn zadd(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         }
     }
     tri!(ctx.put_coll(&args[1], &c));
+    if added > 0 {
+        ctx.signal_key(&args[1]);
+    }
     if f.incr {
         incr_reply
     } else {
@@ -212,6 +217,9 @@ fn zincrby(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         Err(e) => return e,
     };
     tri!(ctx.put_coll(&args[1], &c));
+    if matches!(r, Added::New) {
+        ctx.signal_key(&args[1]);
+    }
     match r {
         Added::New => double(by),
         Added::Updated(s) | Added::Same(s) => double(s),
@@ -463,6 +471,7 @@ fn store_items(ctx: &mut WriteCtx<'_>, dst: &[u8], items: &[(Vec<u8>, f64)]) -> 
         put_score(ctx, &mut c, m, None, *s, &mut buf)?;
     }
     ctx.put_coll(dst, &c)?;
+    ctx.signal_key(dst);
     Ok(c.size as i64)
 }
 
@@ -528,6 +537,45 @@ fn zpopmin(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 
 fn zpopmax(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     pop_generic(ctx, args, true)
+}
+
+/// BZPOPMIN/BZPOPMAX: the first key (in argument order) holding a sorted set gives its lowest (highest)
+/// member: `[key, member, score]`; nil when none has one (the connection then blocks, see blocking.rs).
+fn bzpop_generic(ctx: &mut WriteCtx<'_>, args: &Args, max: bool) -> Reply {
+    tri!(super::lists::parse_timeout_secs(&args[args.len() - 1]));
+    for key in &args[1..args.len() - 1] {
+        let Some(mut c) = tri!(ctx.get_coll(key, Type::ZSet)) else { continue };
+        let first = {
+            let v = ctx.view();
+            let (p, end) = index_bounds(&v, &c);
+            let mut out = Vec::new();
+            if let Some(item) = v.scan(&p, &end, max).next() {
+                tri!(push_item(&mut out, &tri!(item).0));
+            }
+            out.pop()
+        };
+        let Some((m, s)) = first else { continue };
+        let mut buf = Vec::new();
+        remove(ctx, &mut c, &m, s, &mut buf);
+        tri!(ctx.put_coll(key, &c));
+        return Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Bulk(m.into()), double(s)]);
+    }
+    Reply::NilArray
+}
+
+fn bzpopmin(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
+    bzpop_generic(ctx, args, false)
+}
+
+fn bzpopmax(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
+    bzpop_generic(ctx, args, true)
+}
+
+/// The keys BZPOPMIN/BZPOPMAX wait on and the timeout (`None`: forever), for the wake-up registry.
+pub fn blocking_keys(args: &Args) -> Option<(Vec<Bytes>, Option<std::time::Duration>)> {
+    let n = args.len();
+    let t = super::lists::parse_timeout_secs(&args[n - 1]).ok()?;
+    Some((args[1..n - 1].to_vec(), t))
 }
 
 /// Removes the items a range names (collected first through the group's view) and answers their count.

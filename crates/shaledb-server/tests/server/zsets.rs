@@ -638,3 +638,34 @@ fn zset_concurrent_increments_and_multi() {
     assert_eq!(r[2].clone().array().iter().map(Resp::text).collect::<Vec<_>>(), ["a", "1"]);
     assert_eq!(r[3], Resp::Int(1));
 }
+
+/// BZPOPMIN answers at once when a set has members, times out with a nil array, and a blocked client is
+/// woken by a ZADD from another connection.
+#[test]
+fn bzpop_blocks_and_is_woken_by_zadd() {
+    let (server, _dir) = start_server();
+    let addr = server.addr();
+    let mut c = Client::connect(addr);
+    c.cmd(&["ZADD", "q", "2", "b", "1", "a"]);
+    let r = c.cmd(&["BZPOPMIN", "none", "q", "0"]).array();
+    assert_eq!(r.iter().map(Resp::text).collect::<Vec<_>>(), ["q", "a", "1"]);
+    let r = c.cmd(&["BZPOPMAX", "q", "0"]).array();
+    assert_eq!(r.iter().map(Resp::text).collect::<Vec<_>>(), ["q", "b", "2"]);
+    assert_eq!(c.cmd(&["EXISTS", "q"]), Resp::Int(0));
+    let t = Instant::now();
+    assert_eq!(c.cmd(&["BZPOPMIN", "q", "0.1"]), Resp::Nil);
+    assert!(t.elapsed() >= Duration::from_millis(90));
+    assert_eq!(c.cmd(&["BZPOPMIN", "q", "x"]), Resp::Error("ERR timeout is not a float or out of range".into()));
+    assert_eq!(c.cmd(&["BZPOPMIN", "q", "-1"]), Resp::Error("ERR timeout is negative".into()));
+    c.cmd(&["SET", "s", "x"]);
+    assert!(matches!(c.cmd(&["BZPOPMIN", "s", "0"]), Resp::Error(e) if e.starts_with("WRONGTYPE")));
+    let waiter = std::thread::spawn(move || {
+        let mut w = Client::connect(addr);
+        w.cmd(&["BZPOPMAX", "q", "5"])
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(c.cmd(&["ZADD", "q", "7", "x", "3", "y"]), Resp::Int(2));
+    let r = waiter.join().expect("the blocked client").array();
+    assert_eq!(r.iter().map(Resp::text).collect::<Vec<_>>(), ["q", "x", "7"]);
+    assert_eq!(c.cmd(&["ZCARD", "q"]), Resp::Int(1));
+}
