@@ -168,6 +168,9 @@ pub struct Session {
     pub entry: Arc<ClientEntry>,
     /// The transaction being queued (between MULTI and EXEC/DISCARD).
     pub multi: Option<commands::multi::MultiState>,
+    /// The client watches keys (WATCH): the commit thread holds them until EXEC, DISCARD, UNWATCH, RESET or
+    /// the connection's end.
+    pub watching: bool,
 }
 
 impl Session {
@@ -451,6 +454,7 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
         skip_this_reply: false,
         entry: entry.clone(),
         multi: None,
+        watching: false,
     };
     let mut stop = shared.shutdown.subscribe();
     let mut parser = Parser::new(limits);
@@ -531,6 +535,7 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
             _ = idle => break 'conn,
         }
     }
+    commands::multi::unwatch_session(&mut session, &shared);
     shared.clients.lock().remove(&id);
 }
 
@@ -566,7 +571,7 @@ async fn execute(s: &mut Session, shared: &Arc<Shared>, queue: &mut VecDeque<Arg
             }
         };
         *s.entry.last_command.lock() = spec.name;
-        let (spec, args) = match commands::multi::intercept(s, spec, args) {
+        let (spec, args) = match commands::multi::intercept(s, shared, spec, args) {
             commands::multi::Step::Run(spec, args) => (spec, args),
             commands::multi::Step::Reply(reply) => {
                 pending.flush(s, shared, out).await;

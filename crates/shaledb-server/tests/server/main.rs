@@ -5,6 +5,7 @@ mod failures;
 mod fuzz_corpus;
 mod keyspace;
 mod protocol;
+mod watch;
 
 use shaledb_server::{Config, RunningServer};
 use std::io::{BufRead, BufReader, Read, Write};
