@@ -337,6 +337,8 @@ pub enum Reply {
     Bool(bool),
     /// A verbatim string (`=len\r\ntxt:...`): a bulk string in RESP2.
     Verbatim(String),
+    /// An out-of-band push (`>`: Pub/Sub messages and confirmations): an array in RESP2.
+    Push(Vec<Reply>),
 }
 
 impl Reply {
@@ -373,6 +375,12 @@ impl Reply {
             Reply::NilArray => out.extend_from_slice(if proto >= 3 { b"_\r\n" } else { b"*-1\r\n" }),
             Reply::Array(items) => {
                 header(out, b'*', items.len());
+                for r in items {
+                    r.encode(proto, out);
+                }
+            }
+            Reply::Push(items) => {
+                header(out, if proto >= 3 { b'>' } else { b'*' }, items.len());
                 for r in items {
                     r.encode(proto, out);
                 }

@@ -22,6 +22,7 @@ macro_rules! tri {
 pub mod connection;
 pub mod keys;
 pub mod multi;
+pub mod pubsub;
 pub mod server_cmds;
 pub mod strings;
 
@@ -104,8 +105,14 @@ impl Spec {
 }
 
 /// Every command, from every family.
-pub static TABLE: &[&[Spec]] =
-    &[connection::COMMANDS, server_cmds::COMMANDS, strings::COMMANDS, keys::COMMANDS, multi::COMMANDS];
+pub static TABLE: &[&[Spec]] = &[
+    connection::COMMANDS,
+    server_cmds::COMMANDS,
+    strings::COMMANDS,
+    keys::COMMANDS,
+    multi::COMMANDS,
+    pubsub::COMMANDS,
+];
 
 fn index() -> &'static HashMap<&'static str, &'static Spec> {
     static INDEX: OnceLock<HashMap<&'static str, &'static Spec>> = OnceLock::new();

@@ -5,6 +5,7 @@ mod failures;
 mod fuzz_corpus;
 mod keyspace;
 mod protocol;
+mod pubsub;
 mod watch;
 
 use shaledb_server::{Config, RunningServer};
@@ -46,6 +47,8 @@ pub enum Resp {
     Double(String),
     Bool(bool),
     Verbatim(String),
+    /// A RESP3 push frame (`>`).
+    Push(Vec<Resp>),
 }
 
 impl Resp {
@@ -60,7 +63,7 @@ impl Resp {
 
     pub fn array(self) -> Vec<Resp> {
         match self {
-            Resp::Array(v) | Resp::Set(v) => v,
+            Resp::Array(v) | Resp::Set(v) | Resp::Push(v) => v,
             other => panic!("not an array: {other:?}"),
         }
     }
@@ -147,7 +150,7 @@ pub fn read_reply(r: &mut impl BufRead) -> Option<Resp> {
                 Resp::Bulk(b)
             }
         }
-        "*" | "~" => {
+        "*" | "~" | ">" => {
             let n = int(rest);
             if n < 0 {
                 return Some(Resp::Nil);
@@ -155,6 +158,8 @@ pub fn read_reply(r: &mut impl BufRead) -> Option<Resp> {
             let items = (0..n).map(|_| read_reply(r)).collect::<Option<Vec<_>>>()?;
             if tag == "~" {
                 Resp::Set(items)
+            } else if tag == ">" {
+                Resp::Push(items)
             } else {
                 Resp::Array(items)
             }
