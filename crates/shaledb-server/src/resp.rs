@@ -214,6 +214,10 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     if digits.is_empty() || digits.len() > 19 {
         return None;
     }
+    // As Redis's string2ll: no leading zero ("007", "-0" are not integers), "0" itself is.
+    if digits[0] == b'0' && (digits.len() > 1 || neg) {
+        return None;
+    }
     let mut v: i64 = 0;
     for &d in digits {
         if !d.is_ascii_digit() {

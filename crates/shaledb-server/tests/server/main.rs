@@ -1,6 +1,7 @@
 //! Integration tests of `shaledb server`: a server started in this process on a temporary directory and a
 //! free loopback port, and clients talking RESP over TCP. One module per area.
 
+mod differential;
 mod failures;
 mod fuzz_corpus;
 mod keyspace;
