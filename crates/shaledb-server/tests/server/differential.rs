@@ -30,6 +30,8 @@
 //!   clock), and float increments that are not exact binary fractions (Redis computes INCRBYFLOAT and
 //!   HINCRBYFLOAT in long double: 0.1 + 0.2 prints 0.3 there and 0.30000000000000004 in f64).
 
+#![allow(clippy::useless_vec)] // `cmd![..]` builds the owned argument lists the driver keeps.
+
 use super::{start_server, Client, Resp};
 use std::collections::HashSet;
 use std::net::{SocketAddr, TcpListener};
