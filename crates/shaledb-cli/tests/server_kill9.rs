@@ -9,6 +9,15 @@
 //! oracle). Every round writes under its own key names, and every restart checks the earlier rounds' states
 //! again. Five rounds by default; `SHALEDB_TORTURE_BUDGET=N` runs N times as many. The seed of the kill
 //! moments is printed (`SHALEDB_TEST_SEED` replays the schedule, the timing itself is the OS's).
+//!
+//! A second test does the same with MULTI/EXEC transactions (issue 12): each writes two strings, a counter
+//! and one member of every collection type the server has (probed with COMMAND INFO: lists, sets, hashes,
+//! sorted sets, streams), and a plain collection write follows each transaction. After each restart every
+//! thread's strings and transaction collections hold exactly the transactions its counter counts (every
+//! acknowledged one, and the one in flight wholly or not at all), every plain collection holds its
+//! acknowledged writes (plus at most the one in flight), and for every collection the size its meta value
+//! gives (LLEN, SCARD, HLEN, ZCARD, XLEN) equals the number of its member records (LRANGE, SMEMBERS, HGETALL,
+//! ZRANGE, XRANGE over the whole collection).
 
 use shaledb_testkit::rand::Rng;
 use shaledb_testkit::{History, Model, Mutation, Write};
@@ -401,5 +410,275 @@ fn kill9_under_appendfsync_always_loses_no_acknowledged_write() {
         assert!(started.elapsed() < Duration::from_secs(300), "round {round} took over 5 minutes");
     }
     assert!(acked_total > 0, "no write was acknowledged in {rounds} rounds: the test checked nothing");
+    server.kill9();
+}
+
+// ---- transactions and collections under kill -9 ----------------------------------------------------------------
+
+/// A collection type the server may have: its write (one member per call), its size command (the size kept
+/// in the collection's meta value), and a read of every member (a scan of the member records).
+struct CollType {
+    name: &'static str,
+    write: fn(key: &str, i: u64) -> Vec<String>,
+    size: &'static str,
+    members: fn(key: &str) -> Vec<String>,
+    /// Reply elements per member in `members` (2 for field/value replies).
+    per_member: usize,
+}
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
+const COLL_TYPES: &[CollType] = &[
+    CollType {
+        name: "list",
+        write: |k, i| s(&["RPUSH", k, &i.to_string()]),
+        size: "LLEN",
+        members: |k| s(&["LRANGE", k, "0", "-1"]),
+        per_member: 1,
+    },
+    CollType {
+        name: "set",
+        write: |k, i| s(&["SADD", k, &i.to_string()]),
+        size: "SCARD",
+        members: |k| s(&["SMEMBERS", k]),
+        per_member: 1,
+    },
+    CollType {
+        name: "hash",
+        write: |k, i| s(&["HSET", k, &format!("f{i}"), &i.to_string()]),
+        size: "HLEN",
+        members: |k| s(&["HGETALL", k]),
+        per_member: 2,
+    },
+    CollType {
+        name: "zset",
+        write: |k, i| s(&["ZADD", k, &i.to_string(), &format!("m{i}")]),
+        size: "ZCARD",
+        members: |k| s(&["ZRANGE", k, "0", "-1"]),
+        per_member: 1,
+    },
+    CollType {
+        name: "stream",
+        write: |k, i| s(&["XADD", k, &format!("{i}-1"), "f", &i.to_string()]),
+        size: "XLEN",
+        members: |k| s(&["XRANGE", k, "-", "+"]),
+        per_member: 1,
+    },
+];
+
+fn call_strs(c: &mut Client, args: &[String]) -> std::io::Result<Reply> {
+    let refs: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    c.call(&refs)
+}
+
+/// The collection types whose write command the server has (COMMAND INFO answers a nil for unknown ones).
+fn coll_types(port: u16) -> Vec<&'static CollType> {
+    let mut c = Client::connect(port).expect("connect to probe");
+    COLL_TYPES
+        .iter()
+        .filter(|t| {
+            let w = (t.write)("k", 1);
+            matches!(
+                call_strs(&mut c, &s(&["COMMAND", "INFO", &w[0]])),
+                Ok(Reply::Array(Some(v))) if matches!(v.first(), Some(Reply::Array(Some(_))))
+            )
+        })
+        .collect()
+}
+
+/// What one transaction writer leaves.
+struct TxOutcome {
+    /// Transactions acknowledged (EXEC answered): transaction i wrote the value i.
+    acked: u64,
+    /// A transaction was sent and not answered when the server died.
+    tx_in_flight: bool,
+    /// Per collection type: plain (non-transaction) writes acknowledged, and whether one was in flight.
+    plain: Vec<(u64, bool)>,
+}
+
+fn tx_keys(round: usize, thread: usize) -> (String, String, String) {
+    (format!("r{round}-t{thread}-a"), format!("r{round}-t{thread}-b"), format!("r{round}-t{thread}-n"))
+}
+
+fn coll_key(round: usize, thread: usize, typ: &str, plain: bool) -> String {
+    format!("r{round}-t{thread}-{}{typ}", if plain { "p" } else { "x" })
+}
+
+fn tx_writer(port: u16, round: usize, thread: usize, types: &[&CollType], stop: &AtomicBool) -> TxOutcome {
+    let mut c = Client::connect(port).expect("writer connects");
+    let (ka, kb, kn) = tx_keys(round, thread);
+    let mut out = TxOutcome { acked: 0, tx_in_flight: false, plain: vec![(0, false); types.len()] };
+    for i in 1..=MAX_WRITES_PER_THREAD as u64 {
+        if stop.load(Ordering::Relaxed) {
+            return out;
+        }
+        // One transaction, pipelined: two strings, a counter, and one member of every collection type.
+        let mut cmds: Vec<Vec<String>> = vec![s(&["MULTI"])];
+        cmds.push(s(&["SET", &ka, &i.to_string()]));
+        cmds.push(s(&["SET", &kb, &i.to_string()]));
+        cmds.push(s(&["INCR", &kn]));
+        for t in types {
+            cmds.push((t.write)(&coll_key(round, thread, t.name, false), i));
+        }
+        cmds.push(s(&["EXEC"]));
+        let queued = cmds.len() - 2;
+        let refs: Vec<Vec<&[u8]>> = cmds.iter().map(|c| c.iter().map(|a| a.as_bytes()).collect()).collect();
+        let mut replies = Vec::new();
+        let sent = c.send(&refs).and_then(|()| {
+            for _ in 0..cmds.len() {
+                replies.push(c.read_reply()?);
+            }
+            Ok(())
+        });
+        if sent.is_err() {
+            out.tx_in_flight = true;
+            return out;
+        }
+        let exec = replies.last().cloned();
+        match exec {
+            Some(Reply::Array(Some(items))) if items.len() == queued => {
+                assert!(
+                    items.iter().all(|r| !matches!(r, Reply::Error(_))),
+                    "thread {thread} transaction {i}: {items:?}"
+                );
+                assert_eq!(items[2], Reply::Int(i as i64), "the counter counts transactions");
+            }
+            other => panic!("thread {thread} transaction {i}: EXEC answered {other:?} (all replies {replies:?})"),
+        }
+        out.acked = i;
+        // A plain collection write between transactions (types in turn).
+        if !types.is_empty() {
+            let ti = (i as usize) % types.len();
+            let t = types[ti];
+            let j = out.plain[ti].0 + 1;
+            match call_strs(&mut c, &(t.write)(&coll_key(round, thread, t.name, true), j)) {
+                Ok(Reply::Error(e)) => panic!("thread {thread} plain {} write {j}: {e}", t.name),
+                Ok(_) => out.plain[ti].0 = j,
+                Err(_) => {
+                    out.plain[ti].1 = true;
+                    return out;
+                }
+            }
+        }
+    }
+    panic!("thread {thread} made {MAX_WRITES_PER_THREAD} transactions and the server was never killed");
+}
+
+fn get_int(c: &mut Client, key: &str) -> Option<u64> {
+    match call_strs(c, &s(&["GET", key])).expect("GET") {
+        Reply::Bulk(Some(v)) => Some(String::from_utf8_lossy(&v).parse().expect("an integer value")),
+        Reply::Bulk(None) => None,
+        other => panic!("GET {key}: {other:?}"),
+    }
+}
+
+/// A collection's size as its meta value says and as its member records count; they must agree.
+fn sizes(c: &mut Client, t: &CollType, key: &str) -> u64 {
+    let size = match call_strs(c, &s(&[t.size, key])).expect("size") {
+        Reply::Int(n) => n as u64,
+        other => panic!("{} {key}: {other:?}", t.size),
+    };
+    let members = match call_strs(c, &(t.members)(key)).expect("members") {
+        Reply::Array(Some(v)) => (v.len() / t.per_member) as u64,
+        other => panic!("members of {key}: {other:?}"),
+    };
+    assert_eq!(size, members, "{} {key}: the size in its meta value differs from its member records", t.name);
+    size
+}
+
+/// What a round left, checked again after every later restart: per thread, the transactions applied and the
+/// plain collection sizes.
+struct TxState {
+    round: usize,
+    thread: usize,
+    applied: u64,
+    plain: Vec<u64>,
+}
+
+fn check_tx_state(c: &mut Client, types: &[&CollType], round: usize, thread: usize) -> (u64, Vec<u64>) {
+    let (ka, kb, kn) = tx_keys(round, thread);
+    let n = get_int(c, &kn).unwrap_or(0);
+    // Whole: both strings and every collection hold exactly the transactions the counter counts.
+    let (a, b) = (get_int(c, &ka), get_int(c, &kb));
+    let want = (n > 0).then_some(n);
+    assert_eq!((a, b), (want, want), "round {round} thread {thread}: strings of a partial transaction (n = {n})");
+    for t in types {
+        let key = coll_key(round, thread, t.name, false);
+        assert_eq!(sizes(c, t, &key), n, "round {round} thread {thread}: {key} of a partial transaction");
+    }
+    let plain = types.iter().map(|t| sizes(c, t, &coll_key(round, thread, t.name, true))).collect();
+    (n, plain)
+}
+
+#[test]
+fn kill9_keeps_every_acknowledged_transaction_whole_and_collection_sizes_exact() {
+    let budget = shaledb_testkit::budget_from_env("SHALEDB_TORTURE_BUDGET", 1).max(1);
+    let rounds = usize::try_from(3u64.saturating_mul(budget)).unwrap_or(usize::MAX);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let seed = shaledb_testkit::seed_from_env(now);
+    let mut rng = shaledb_testkit::rng(seed);
+    let tmp = shaledb_testkit::tempdir();
+    let dir = tmp.path().join("db");
+    let mut server = Server::start(&dir);
+    let types = coll_types(server.port);
+    let names: Vec<&str> = types.iter().map(|t| t.name).collect();
+    let missing: Vec<&str> = COLL_TYPES.iter().map(|t| t.name).filter(|n| !names.contains(n)).collect();
+    eprintln!("server_kill9 transactions: collection types {names:?}; not in this server: {missing:?}");
+    let mut states: Vec<TxState> = Vec::new();
+    let mut acked_total = 0u64;
+    for round in 0..rounds {
+        let stop = Arc::new(AtomicBool::new(false));
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let stop = stop.clone();
+                let port = server.port;
+                let types: Vec<&'static CollType> = types.clone();
+                std::thread::spawn(move || tx_writer(port, round, t, &types, &stop))
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(rng.gen_range(100..=500)));
+        server.kill9();
+        stop.store(true, Ordering::Relaxed);
+        let outcomes: Vec<TxOutcome> =
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect();
+        server = Server::start(&dir);
+        let mut c = Client::connect(server.port).expect("connect after restart");
+        for (thread, o) in outcomes.iter().enumerate() {
+            acked_total += o.acked;
+            let (n, plain) = check_tx_state(&mut c, &types, round, thread);
+            let hi = o.acked + o.tx_in_flight as u64;
+            assert!(
+                (o.acked..=hi).contains(&n),
+                "round {round} thread {thread} (seed {seed}): {n} transactions applied, {} acknowledged, in flight: \
+                 {}",
+                o.acked,
+                o.tx_in_flight
+            );
+            for (ti, (&size, &(acked, in_flight))) in plain.iter().zip(&o.plain).enumerate() {
+                assert!(
+                    (acked..=acked + in_flight as u64).contains(&size),
+                    "round {round} thread {thread} (seed {seed}): plain {} has {size} members, {acked} writes \
+                     acknowledged",
+                    types[ti].name
+                );
+            }
+            states.push(TxState { round, thread, applied: n, plain });
+        }
+        // Earlier rounds are unchanged by this kill and restart.
+        for st in &states {
+            let (n, plain) = check_tx_state(&mut c, &types, st.round, st.thread);
+            assert_eq!(
+                (n, &plain),
+                (st.applied, &st.plain),
+                "round {} thread {} changed after round {round}",
+                st.round,
+                st.thread
+            );
+        }
+        eprintln!("server_kill9 transactions: round {round}: {acked_total} acknowledged transactions checked");
+    }
+    assert!(acked_total > 0, "no transaction was acknowledged in {rounds} rounds: the test checked nothing");
     server.kill9();
 }

@@ -214,6 +214,10 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     if digits.is_empty() || digits.len() > 19 {
         return None;
     }
+    // As Redis's string2ll: no leading zero ("007", "-0" are not integers), "0" itself is.
+    if digits[0] == b'0' && (digits.len() > 1 || neg) {
+        return None;
+    }
     let mut v: i64 = 0;
     for &d in digits {
         if !d.is_ascii_digit() {
@@ -340,6 +344,8 @@ pub enum Reply {
     /// Pairs (ZRANGE ... WITHSCORES, ZPOPMIN with a count): one flat array of 2n items in RESP2, an array
     /// of n two-item arrays in RESP3, as Redis 7 sends them.
     Pairs(Vec<(Reply, Reply)>),
+    /// An out-of-band push (`>`: Pub/Sub messages and confirmations): an array in RESP2.
+    Push(Vec<Reply>),
 }
 
 impl Reply {
@@ -376,6 +382,12 @@ impl Reply {
             Reply::NilArray => out.extend_from_slice(if proto >= 3 { b"_\r\n" } else { b"*-1\r\n" }),
             Reply::Array(items) => {
                 header(out, b'*', items.len());
+                for r in items {
+                    r.encode(proto, out);
+                }
+            }
+            Reply::Push(items) => {
+                header(out, if proto >= 3 { b'>' } else { b'*' }, items.len());
                 for r in items {
                     r.encode(proto, out);
                 }

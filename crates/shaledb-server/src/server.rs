@@ -136,6 +136,8 @@ pub struct Shared {
     pub shutdown: watch::Sender<bool>,
     /// The address the listener is bound to.
     pub local_addr: SocketAddr,
+    /// Pub/Sub channels and patterns (in memory).
+    pub pubsub: commands::pubsub::Registry,
 }
 
 impl Shared {
@@ -168,6 +170,11 @@ pub struct Session {
     pub entry: Arc<ClientEntry>,
     /// The transaction being queued (between MULTI and EXEC/DISCARD).
     pub multi: Option<commands::multi::MultiState>,
+    /// The client watches keys (WATCH): the commit thread holds them until EXEC, DISCARD, UNWATCH, RESET or
+    /// the connection's end.
+    pub watching: bool,
+    /// Pub/Sub subscriptions and the queue of messages to write (commands/pubsub.rs).
+    pub pubsub: Option<Box<commands::pubsub::State>>,
 }
 
 impl Session {
@@ -352,6 +359,7 @@ async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError>
         stats: ServerStats::default(),
         shutdown,
         local_addr,
+        pubsub: Default::default(),
     });
     Ok((shared, listener))
 }
@@ -451,6 +459,8 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
         skip_this_reply: false,
         entry: entry.clone(),
         multi: None,
+        watching: false,
+        pubsub: None,
     };
     let mut stop = shared.shutdown.subscribe();
     let mut parser = Parser::new(limits);
@@ -525,6 +535,11 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
                 }
             },
             _ = entry.kill.notified() => break 'conn,
+            _ = commands::pubsub::ready(commands::pubsub::subscriber(&session)) => {
+                if !commands::pubsub::drain(&session, &mut wbuf) {
+                    break 'conn;
+                }
+            }
             _ = stop.changed() => {
                 // Finish requests already received, then close.
                 if rbuf.is_empty() && !parser.in_request() {
@@ -534,6 +549,8 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
             _ = idle => break 'conn,
         }
     }
+    commands::multi::unwatch_session(&mut session, &shared);
+    commands::pubsub::unsubscribe_all(&mut session, &shared);
     shared.clients.lock().remove(&id);
 }
 
@@ -576,7 +593,16 @@ async fn execute(
             }
         };
         *s.entry.last_command.lock() = spec.name;
-        let (spec, args) = match commands::multi::intercept(s, spec, args) {
+        if let Some(replies) = commands::pubsub::intercept(s, shared, spec, &args) {
+            pending.flush(s, shared, out).await;
+            if !silent {
+                for r in replies {
+                    r.encode(s.proto, out);
+                }
+            }
+            continue;
+        }
+        let (spec, args) = match commands::multi::intercept(s, shared, spec, args) {
             commands::multi::Step::Run(spec, args) => (spec, args),
             commands::multi::Step::Reply(reply) => {
                 pending.flush(s, shared, out).await;

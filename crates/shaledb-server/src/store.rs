@@ -275,10 +275,12 @@ fn commit_group(store: &Store, ctx: &mut WriteCtx<'_>, group: &mut Vec<Job>) {
         let mut r = Vec::with_capacity(job.cmds.len());
         for (spec, args) in &job.cmds {
             count += 1;
+            let before = ctx.write_counts();
             r.push(match spec.handler {
                 crate::commands::Handler::Write(f) => f(ctx, args),
                 _ => Reply::err("internal: not a write command"),
             });
+            crate::commands::multi::after_write(ctx, spec, args, before);
             if ctx.failed() {
                 break;
             }
@@ -375,6 +377,12 @@ pub struct WriteCtx<'a> {
     /// Keys this group made poppable or readable for blocked clients: `(db, key)` (see
     /// [`WriteCtx::signal_key`]); handed to the registry once the group is durable.
     pub(crate) signals: Vec<(u8, Bytes)>,
+    /// The keys clients WATCH (commands/multi.rs): every write of a meta key is reported to it.
+    pub watches: crate::commands::multi::Watches,
+    /// Engine writes recorded so far, and how many of them were meta keys (for WATCH: a command that wrote
+    /// only member records is reported by its key arguments).
+    writes: u64,
+    meta_writes: u64,
 }
 
 /// Bytes counted per pending entry besides its key and value (map node, batch record header).
@@ -397,6 +405,9 @@ impl<'a> WriteCtx<'a> {
             val_buf: Vec::new(),
             wake: None,
             signals: Vec::new(),
+            watches: Default::default(),
+            writes: 0,
+            meta_writes: 0,
         }
     }
 
@@ -508,7 +519,19 @@ impl<'a> WriteCtx<'a> {
         }
     }
 
+    /// `(writes, meta key writes)` recorded since the start: compare before and after a command.
+    pub fn write_counts(&self) -> (u64, u64) {
+        (self.writes, self.meta_writes)
+    }
+
     fn record(&mut self, engine_key: &[u8], value: Option<&[u8]>) {
+        self.writes += 1;
+        if engine_key.get(1) == Some(&keys::KIND_META) {
+            self.meta_writes += 1;
+            if !self.watches.is_empty() {
+                self.watches.touch(engine_key, value.is_some());
+            }
+        }
         self.pending_bytes += engine_key.len() + value.map_or(0, <[u8]>::len) + PENDING_ENTRY_OVERHEAD;
         match self.pending.get_mut(engine_key) {
             Some(slot) => match (slot, value) {

@@ -215,6 +215,8 @@ fn reset(s: &mut Session, shared: &Shared, _: &Args) -> Reply {
     s.replies_off = false;
     s.skip_next_reply = false;
     s.multi = None;
+    crate::commands::multi::unwatch_session(s, shared);
+    crate::commands::pubsub::unsubscribe_all(s, shared);
     s.entry.no_evict.store(false, Ordering::Relaxed);
     s.entry.no_touch.store(false, Ordering::Relaxed);
     s.authenticated = shared.config.read().requirepass.is_none();

@@ -25,6 +25,7 @@ pub mod hashes;
 pub mod keys;
 pub mod lists;
 pub mod multi;
+pub mod pubsub;
 pub mod server_cmds;
 pub mod sets;
 pub mod streams;
@@ -126,6 +127,7 @@ pub static TABLE: &[&[Spec]] = &[
     lists::COMMANDS,
     streams::COMMANDS,
     zsets::COMMANDS,
+    pubsub::COMMANDS,
 ];
 
 fn index() -> &'static HashMap<&'static str, &'static Spec> {

@@ -1,4 +1,4 @@
-//! MULTI, EXEC, DISCARD (no WATCH yet).
+//! MULTI, EXEC, DISCARD, WATCH, UNWATCH.
 //!
 //! MULTI starts queuing in the connection's [`Session`]: every later command that passes the checks (known,
 //! right arity, authenticated) is answered `+QUEUED`; one that fails them is answered its error and marks the
@@ -15,13 +15,33 @@
 //! Other clients' reads may see a transaction's first writes before its last ones when the transaction
 //! reads its own writes or grows past the group's batch limit (the batch so far is applied to the engine);
 //! writers never interleave.
+//!
+//! WATCH (optimistic locking, as Redis 7.0 does it). The registry of watched keys ([`Watches`]) lives in the
+//! commit thread's [`WriteCtx`], and everything that reads or changes it runs there, so it needs no lock
+//! at all and no other key is ever locked:
+//! - WATCH runs on the commit thread ([`WATCH_JOB`]) and is answered after the group it ran in reached the
+//!   engine, so a write executed before it is visible to the client's next read and every write executed
+//!   after it is reported to the registry: no write falls between the two;
+//! - every write of a meta key (`db 0x00 user_key`: SET, DEL, EXPIRE, a collection's size, RENAME's both
+//!   keys, FLUSHDB's deletes ...) is reported by `WriteCtx::record` to [`Watches::touch`], which marks
+//!   every client watching that key dirty. A command that wrote only member records (LSET, HSET of an
+//!   existing field) is reported by its key arguments ([`after_write`]). When nobody watches anything, the
+//!   cost is one `is_empty` test per meta key written;
+//! - EXEC ([`EXEC_JOB`]) answers a nil array, executing nothing, when its client is dirty or when a key that
+//!   was alive at WATCH time has expired since (Redis 7.0 counts that as a change). A key already expired
+//!   at WATCH time whose deletion (lazy or by the sweeper) is then reported is not a change, as in Redis;
+//!   writing it again is;
+//! - EXEC (with or without running), DISCARD, RESET, UNWATCH and the connection's end unwatch every key of
+//!   the client ([`unwatch_session`], ordered after the client's earlier jobs since the commit thread's
+//!   channel is FIFO). WATCH inside MULTI is refused (and does not abort the transaction), as in Redis.
 
 use super::flags::*;
 use super::{Handler, Spec};
 use crate::resp::{Args, Reply};
 use crate::server::{Session, Shared};
-use crate::store::WriteCtx;
+use crate::store::{Job, WriteCtx};
 use bytes::Bytes;
+use std::collections::HashMap;
 
 pub static COMMANDS: &[Spec] = &[
     Spec {
@@ -54,10 +74,55 @@ pub static COMMANDS: &[Spec] = &[
         handler: Handler::Conn(discard),
         summary: "Discards a transaction.",
     },
+    Spec {
+        name: "watch",
+        arity: -2,
+        flags: NOSCRIPT | LOADING | STALE | FAST,
+        first_key: 1,
+        last_key: -1,
+        step: 1,
+        handler: Handler::Conn(watch_outside),
+        summary: "Monitors changes to keys to determine the execution of a transaction.",
+    },
+    Spec {
+        name: "unwatch",
+        arity: 1,
+        flags: NOSCRIPT | LOADING | STALE | FAST,
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        handler: Handler::Conn(unwatch),
+        summary: "Forgets about watched keys of a transaction.",
+    },
 ];
 
+/// WATCH runs on the commit thread as this command (not in the table): `args` = `watch client-id key...`.
+pub static WATCH_JOB: Spec = Spec {
+    name: "watch",
+    arity: -3,
+    flags: 0,
+    first_key: 0,
+    last_key: 0,
+    step: 0,
+    handler: Handler::Write(watch_in_commit),
+    summary: "Registers watched keys (internal).",
+};
+
+/// Unwatches every key of a client on the commit thread (not in the table): `args` = `unwatch client-id`.
+pub static UNWATCH_JOB: Spec = Spec {
+    name: "unwatch",
+    arity: 2,
+    flags: 0,
+    first_key: 0,
+    last_key: 0,
+    step: 0,
+    handler: Handler::Write(unwatch_in_commit),
+    summary: "Unregisters a client's watched keys (internal).",
+};
+
 /// The queued transaction's commands run on the commit thread as this one write command (not in the table:
-/// clients cannot call it). `args[1..]` holds each queued command as its word count then its words.
+/// clients cannot call it). `args[1]` is the client id (for its watched keys), then `args[2..]` holds each
+/// queued command as its word count then its words.
 pub static EXEC_JOB: Spec = Spec {
     name: "exec",
     arity: -1,
@@ -99,21 +164,34 @@ pub fn queue_failed(s: &mut Session) {
 }
 
 /// Routes a checked command through the session's transaction state.
-pub fn intercept(s: &mut Session, spec: &'static Spec, args: Args) -> Step {
+pub fn intercept(s: &mut Session, shared: &Shared, spec: &'static Spec, args: Args) -> Step {
+    if spec.name == "watch" {
+        if s.multi.is_some() {
+            return Step::Reply(Reply::err("WATCH inside MULTI is not allowed"));
+        }
+        s.watching = true;
+        let mut a: Args = Vec::with_capacity(args.len() + 1);
+        a.push(Bytes::from_static(b"watch"));
+        a.push(Bytes::from(s.id.to_string()));
+        a.extend(args.into_iter().skip(1));
+        return Step::Run(&WATCH_JOB, a);
+    }
     let Some(m) = s.multi.as_mut() else { return Step::Run(spec, args) };
     match spec.name {
         "exec" => {
             let m = s.multi.take().unwrap_or_default();
             if m.dirty {
+                unwatch_session(s, shared);
                 return Step::Reply(Reply::error("EXECABORT Transaction discarded because of previous errors."));
             }
-            if m.cmds.is_empty() {
+            if m.cmds.is_empty() && !s.watching {
                 return Step::Reply(Reply::Array(vec![]));
             }
-            Step::Run(&EXEC_JOB, encode(m.cmds))
+            s.watching = false;
+            Step::Run(&EXEC_JOB, encode(s.id, m.cmds))
         }
         "discard" | "multi" | "quit" | "reset" => Step::Run(spec, args),
-        "ping" | "echo" => queue(m, args),
+        "ping" | "echo" | "unwatch" => queue(m, args),
         _ if matches!(spec.handler, Handler::Conn(_)) => {
             m.dirty = true;
             Step::Reply(Reply::err(format!("Command '{}' is not allowed inside MULTI", spec.name)))
@@ -135,9 +213,10 @@ fn queue(m: &mut MultiState, args: Args) -> Step {
     Step::Reply(Reply::Simple("QUEUED".into()))
 }
 
-fn encode(cmds: Vec<Args>) -> Args {
-    let mut out: Args = Vec::with_capacity(1 + cmds.iter().map(|c| c.len() + 1).sum::<usize>());
+fn encode(client: u64, cmds: Vec<Args>) -> Args {
+    let mut out: Args = Vec::with_capacity(2 + cmds.iter().map(|c| c.len() + 1).sum::<usize>());
     out.push(Bytes::from_static(b"exec"));
+    out.push(Bytes::from(client.to_string()));
     for c in cmds {
         out.push(Bytes::from(c.len().to_string()));
         out.extend(c);
@@ -153,9 +232,12 @@ fn multi(s: &mut Session, _: &Shared, _: &Args) -> Reply {
     Reply::Ok
 }
 
-fn discard(s: &mut Session, _: &Shared, _: &Args) -> Reply {
+fn discard(s: &mut Session, shared: &Shared, _: &Args) -> Reply {
     match s.multi.take() {
-        Some(_) => Reply::Ok,
+        Some(_) => {
+            unwatch_session(s, shared);
+            Reply::Ok
+        }
         None => Reply::err("DISCARD without MULTI"),
     }
 }
@@ -169,10 +251,17 @@ fn exec_outside(s: &mut Session, _: &Shared, _: &Args) -> Reply {
     }
 }
 
-/// Runs a transaction's commands on the commit thread.
+/// Runs a transaction's commands on the commit thread, unless a key its client watches changed (then a nil
+/// array, and nothing runs).
 fn exec_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
+    let Some(client) = args.get(1).and_then(|a| parse_id(a)) else {
+        return Reply::err("internal: malformed transaction");
+    };
+    if !ctx.watches.is_empty() && !watched_unchanged(ctx, client) {
+        return Reply::NilArray;
+    }
     let mut replies = Vec::new();
-    let mut i = 1;
+    let mut i = 2;
     while i < args.len() {
         let n = match std::str::from_utf8(&args[i]).ok().and_then(|s| s.parse::<usize>().ok()) {
             Some(n) if n >= 1 && n < args.len() - i => n,
@@ -185,15 +274,217 @@ fn exec_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
             continue;
         };
         replies.push(match spec.handler {
-            Handler::Write(f) => f(ctx, &cmd),
+            Handler::Write(f) => {
+                let before = ctx.write_counts();
+                let r = f(ctx, &cmd);
+                after_write(ctx, spec, &cmd, before);
+                r
+            }
             Handler::Read(f) => f(&ctx.read_ctx(), &cmd),
             Handler::Conn(_) => match spec.name {
                 "ping" if cmd.len() == 1 => Reply::Simple("PONG".into()),
                 "ping" if cmd.len() == 2 => Reply::Bulk(cmd[1].clone()),
                 "echo" if cmd.len() == 2 => Reply::Bulk(cmd[1].clone()),
+                // EXEC unwatched everything already.
+                "unwatch" => Reply::Ok,
                 _ => Reply::err(format!("Command '{}' is not allowed inside MULTI", spec.name)),
             },
         });
     }
     Reply::Array(replies)
+}
+
+/// True when EXEC of `client` may run (and its keys are unwatched either way).
+fn watched_unchanged(ctx: &mut WriteCtx<'_>, client: u64) -> bool {
+    let Some(alive) = ctx.watches.take_for_exec(client) else { return false };
+    let view = ctx.view();
+    !alive.iter().any(|k| {
+        matches!(view.get_raw(k), Ok(Some(v)) if crate::keys::decode_meta(&v).is_ok_and(|m| m.expired(view.now_ms)))
+    })
+}
+
+fn parse_id(a: &[u8]) -> Option<u64> {
+    std::str::from_utf8(a).ok()?.parse().ok()
+}
+
+/// WATCH reaches its connection handler only if [`intercept`] did not route it (it always does).
+fn watch_outside(_: &mut Session, _: &Shared, _: &Args) -> Reply {
+    Reply::err("WATCH could not run: it was not routed to the commit thread")
+}
+
+fn unwatch(s: &mut Session, shared: &Shared, _: &Args) -> Reply {
+    unwatch_session(s, shared);
+    Reply::Ok
+}
+
+/// Unwatches every key of the session's client (EXECABORT, DISCARD, UNWATCH, RESET, the connection's end):
+/// a job sent to the commit thread without waiting for its answer. The commit thread's channel is FIFO, so
+/// it is executed before any later command of the same connection.
+pub fn unwatch_session(s: &mut Session, shared: &Shared) {
+    if std::mem::take(&mut s.watching) {
+        let (tx, _) = tokio::sync::oneshot::channel();
+        let args = vec![Bytes::from_static(b"unwatch"), Bytes::from(s.id.to_string())];
+        shared.store.submit(Job { db_index: s.db_index, cmds: vec![(&UNWATCH_JOB, args)], reply: tx });
+    }
+}
+
+fn watch_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
+    let Some(client) = args.get(1).and_then(|a| parse_id(a)) else { return Reply::err("internal: malformed WATCH") };
+    for k in &args[2..] {
+        let mk = crate::keys::meta_key(ctx.db_index, k);
+        let expired = match ctx.get_raw(&mk) {
+            Ok(Some(v)) => crate::keys::decode_meta(&v).is_ok_and(|m| m.expired(ctx.now_ms)),
+            Ok(None) => false,
+            Err(e) => return Reply::err(format!("read failed: {e}")),
+        };
+        ctx.watches.watch(client, mk, expired);
+    }
+    Reply::Ok
+}
+
+fn unwatch_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
+    if let Some(client) = args.get(1).and_then(|a| parse_id(a)) {
+        ctx.watches.unwatch(client);
+    }
+    Reply::Ok
+}
+
+/// Called by the commit thread after every write command: a command that wrote member records but no meta
+/// key (those are reported as they are written) touches the keys among its arguments (the command table's
+/// first key, last key and step).
+pub fn after_write(ctx: &mut WriteCtx<'_>, spec: &Spec, args: &Args, before: (u64, u64)) {
+    if ctx.watches.is_empty() {
+        return;
+    }
+    let (writes, meta_writes) = ctx.write_counts();
+    if writes == before.0 || meta_writes != before.1 || spec.first_key <= 0 || spec.step <= 0 {
+        return;
+    }
+    let n = args.len() as i64;
+    let first = spec.first_key as i64;
+    let last = if spec.last_key < 0 { n + spec.last_key as i64 } else { (spec.last_key as i64).min(n - 1) };
+    let mut i = first;
+    while i <= last && i < n {
+        let mk = crate::keys::meta_key(ctx.db_index, &args[i as usize]);
+        ctx.watches.touch(&mk, true);
+        i += spec.step as i64;
+    }
+}
+
+/// The keys clients watch, owned by the commit thread (see the module's documentation).
+#[derive(Debug, Default)]
+pub struct Watches {
+    /// Meta engine key -> the clients watching it, each with "the key was expired at WATCH time".
+    keys: HashMap<Vec<u8>, Vec<(u64, bool)>>,
+    /// Client id -> its watched keys and whether one of them changed.
+    clients: HashMap<u64, ClientWatches>,
+}
+
+#[derive(Debug, Default)]
+struct ClientWatches {
+    keys: Vec<Vec<u8>>,
+    dirty: bool,
+}
+
+impl Watches {
+    /// True when no client watches anything (the fast path of every write).
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// Client `client` watches the meta key `meta_key` (`expired`: it holds an expired value now).
+    pub fn watch(&mut self, client: u64, meta_key: Vec<u8>, expired: bool) {
+        let c = self.clients.entry(client).or_default();
+        if c.keys.contains(&meta_key) {
+            return;
+        }
+        self.keys.entry(meta_key.clone()).or_default().push((client, expired));
+        c.keys.push(meta_key);
+    }
+
+    /// Forgets every key `client` watches.
+    pub fn unwatch(&mut self, client: u64) {
+        let Some(c) = self.clients.remove(&client) else { return };
+        for k in c.keys {
+            if let Some(list) = self.keys.get_mut(&k) {
+                list.retain(|(id, _)| *id != client);
+                if list.is_empty() {
+                    self.keys.remove(&k);
+                }
+            }
+        }
+    }
+
+    /// The meta key `meta_key` was written (`exists`: a value was stored, not deleted): every client
+    /// watching it is dirty, except that deleting a key that was already expired at WATCH time is no change
+    /// (the key then counts as missing).
+    pub fn touch(&mut self, meta_key: &[u8], exists: bool) {
+        let Some(list) = self.keys.get_mut(meta_key) else { return };
+        for (client, expired) in list.iter_mut() {
+            if *expired && !exists {
+                *expired = false;
+                continue;
+            }
+            if let Some(c) = self.clients.get_mut(client) {
+                c.dirty = true;
+            }
+        }
+    }
+
+    /// At EXEC: unwatches `client`'s keys. `None` when one of them changed; otherwise the keys that were
+    /// alive at WATCH time (EXEC checks that none has expired since).
+    pub fn take_for_exec(&mut self, client: u64) -> Option<Vec<Vec<u8>>> {
+        let Some(c) = self.clients.get(&client) else { return Some(Vec::new()) };
+        let dirty = c.dirty;
+        let alive: Vec<Vec<u8>> = c
+            .keys
+            .iter()
+            .filter(|k| self.keys.get(*k).and_then(|l| l.iter().find(|(id, _)| *id == client)).is_some_and(|(_, e)| !e))
+            .cloned()
+            .collect();
+        self.unwatch(client);
+        if dirty {
+            None
+        } else {
+            Some(alive)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Watches;
+
+    #[test]
+    fn touch_marks_watchers_dirty_and_unwatch_leaves_nothing() {
+        let mut w = Watches::default();
+        assert!(w.is_empty());
+        w.watch(1, b"\0\0a".to_vec(), false);
+        w.watch(1, b"\0\0a".to_vec(), false);
+        w.watch(2, b"\0\0a".to_vec(), false);
+        w.watch(2, b"\0\0b".to_vec(), false);
+        w.touch(b"\0\0b", true);
+        assert_eq!(w.take_for_exec(1), Some(vec![b"\0\0a".to_vec()]));
+        assert_eq!(w.take_for_exec(2), None);
+        assert!(w.is_empty());
+        // A client that watches nothing may always run.
+        w.watch(2, b"\0\0a".to_vec(), false);
+        w.touch(b"\0\0a", true);
+        assert_eq!(w.take_for_exec(3), Some(vec![]));
+    }
+
+    #[test]
+    fn deleting_a_key_expired_at_watch_is_no_change_but_writing_it_is() {
+        let mut w = Watches::default();
+        w.watch(1, b"k".to_vec(), true);
+        w.touch(b"k", false);
+        // Now it counts as a missing key that is alive-checked no more.
+        assert_eq!(w.take_for_exec(1), Some(vec![b"k".to_vec()]));
+        w.watch(1, b"k".to_vec(), true);
+        w.touch(b"k", true);
+        assert_eq!(w.take_for_exec(1), None);
+        w.watch(1, b"k".to_vec(), true);
+        w.unwatch(1);
+        assert!(w.is_empty());
+    }
 }

@@ -610,8 +610,16 @@ pub fn format_float(v: f64) -> String {
 
 fn incrbyfloat(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let not_float = || Reply::err("value is not a valid float");
-    let Some(by) = parse_float(&args[2]) else { return not_float() };
     let found = tri!(string_w(ctx, &args[1]));
+    // As Redis: the stored value is checked first, and an infinite increment is a valid float whose sum is
+    // refused below.
+    let by = match std::str::from_utf8(&args[2]).ok().filter(|t| !t.starts_with(char::is_whitespace)) {
+        Some(t) if t.len() <= 5 * 1024 => match t.parse::<f64>() {
+            Ok(v) if !v.is_nan() => v,
+            _ => return not_float(),
+        },
+        _ => return not_float(),
+    };
     let ttl = found.as_ref().and_then(|(m, _)| m.expire_at_ms);
     let old = match value_of(found) {
         Some(v) => match parse_float(&v) {

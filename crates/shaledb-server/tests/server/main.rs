@@ -2,6 +2,7 @@
 //! free loopback port, and clients talking RESP over TCP. One module per area.
 
 mod collections;
+mod differential;
 mod failures;
 mod fuzz_corpus;
 mod keyspace;
@@ -9,6 +10,8 @@ mod lists;
 mod protocol;
 mod streams;
 mod zsets;
+mod pubsub;
+mod watch;
 
 use shaledb_server::{Config, RunningServer};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -49,6 +52,8 @@ pub enum Resp {
     Double(String),
     Bool(bool),
     Verbatim(String),
+    /// A RESP3 push frame (`>`).
+    Push(Vec<Resp>),
 }
 
 impl Resp {
@@ -63,7 +68,7 @@ impl Resp {
 
     pub fn array(self) -> Vec<Resp> {
         match self {
-            Resp::Array(v) | Resp::Set(v) => v,
+            Resp::Array(v) | Resp::Set(v) | Resp::Push(v) => v,
             other => panic!("not an array: {other:?}"),
         }
     }
@@ -150,7 +155,7 @@ pub fn read_reply(r: &mut impl BufRead) -> Option<Resp> {
                 Resp::Bulk(b)
             }
         }
-        "*" | "~" => {
+        "*" | "~" | ">" => {
             let n = int(rest);
             if n < 0 {
                 return Some(Resp::Nil);
@@ -158,6 +163,8 @@ pub fn read_reply(r: &mut impl BufRead) -> Option<Resp> {
             let items = (0..n).map(|_| read_reply(r)).collect::<Option<Vec<_>>>()?;
             if tag == "~" {
                 Resp::Set(items)
+            } else if tag == ">" {
+                Resp::Push(items)
             } else {
                 Resp::Array(items)
             }
