@@ -8,10 +8,10 @@ mod fuzz_corpus;
 mod keyspace;
 mod lists;
 mod protocol;
-mod streams;
-mod zsets;
 mod pubsub;
+mod streams;
 mod watch;
+mod zsets;
 
 use shaledb_server::{Config, RunningServer};
 use std::io::{BufRead, BufReader, Read, Write};
