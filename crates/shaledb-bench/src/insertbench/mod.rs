@@ -301,10 +301,15 @@ pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
         a.rows_per_commit,
         a.engine.iter().map(|e| e.flag_name()).collect::<Vec<_>>(),
     );
+    let after = match a.query_configs {
+        QueryConfigs::First => "after the first configuration's load",
+        QueryConfigs::All => "after every configuration's load",
+        QueryConfigs::None => "none (--query_configs none)",
+    };
     let _ = writeln!(
         out,
-        "query steps ({:?} configurations): inserter at {:?} rows/s, {} query threads, {} s each, LIMIT {}",
-        a.query_configs, a.query_insert_rates, a.query_threads, a.query_duration, a.rows_per_query
+        "query steps {after}: inserter at {:?} rows/s, {} query threads, {} s each, LIMIT {}",
+        a.query_insert_rates, a.query_threads, a.query_duration, a.rows_per_query
     );
     let _ = writeln!(out, "engine options (every engine):");
     for (k, v) in &report.engine_options {

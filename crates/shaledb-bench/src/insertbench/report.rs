@@ -340,15 +340,20 @@ fn plot_err(path: &Path) -> impl Fn(String) -> BenchError + '_ {
     move |msg| BenchError::Plot { path: path.to_path_buf(), msg }
 }
 
-type Drawer<'a> = &'a dyn Fn(&DrawingArea<SVGBackend<'_>, plotters::coord::Shift>) -> std::result::Result<(), String>;
+/// Draws one plot on an SVG drawing area.
+type SvgDrawer<'a> = &'a dyn for<'b> Fn(&DrawingArea<SVGBackend<'b>, plotters::coord::Shift>) -> PlotResult;
+/// Draws one plot on a bitmap drawing area.
+type PngDrawer<'a> = &'a dyn for<'b> Fn(&DrawingArea<BitMapBackend<'b>, plotters::coord::Shift>) -> PlotResult;
+/// A plot's outcome: the backend's message on failure.
+type PlotResult = std::result::Result<(), String>;
 
 /// Draws `draw_svg`/`draw_png` into `stem.svg` and `stem.png` under `dir`.
 fn write_pair(
     dir: &Path,
     stem: &str,
     size: (u32, u32),
-    draw_svg: Drawer<'_>,
-    draw_png: &dyn Fn(&DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>) -> std::result::Result<(), String>,
+    draw_svg: SvgDrawer<'_>,
+    draw_png: PngDrawer<'_>,
 ) -> Result<Vec<PathBuf>> {
     let svg = dir.join(format!("{stem}.svg"));
     let png = dir.join(format!("{stem}.png"));

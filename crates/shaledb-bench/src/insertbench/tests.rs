@@ -109,7 +109,7 @@ fn tiny_run(engines: Vec<EngineKind>) {
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("insert.json")).unwrap()).unwrap();
     assert_eq!(json["configs"].as_array().unwrap().len(), 4);
     assert_eq!(json["seed"], 11);
-    assert!(json["configs"][0]["runs"][0]["load"]["intervals"].as_array().unwrap().len() >= 1);
+    assert!(!json["configs"][0]["runs"][0]["load"]["intervals"].as_array().unwrap().is_empty());
     let plots = std::fs::read_dir(dir.path().join("plots")).unwrap().count();
     assert_eq!(plots, 2 * (4 + 1));
     assert!(!dir.path().join("db").join("shaledb").exists(), "databases are removed");
