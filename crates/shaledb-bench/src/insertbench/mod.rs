@@ -50,8 +50,8 @@ pub enum QueryConfigs {
 /// `shaledb bench suite insert` arguments.
 ///
 /// The defaults reproduce the seed's sweep (concurrency 1, 2, 4, 8 x padding 16, 64, 256, 1024 bytes) with
-/// 1M rows per configuration against a 32 MiB block cache, so every configuration's database outgrows the
-/// cache (from about 150 MB at pad 16 to 1.2 GB at pad 1024 before compression), with query steps of 30 s
+/// 500K rows per configuration against a 16 MiB block cache, so every configuration's database outgrows the
+/// cache (from about 60 MB at pad 16 to 570 MB at pad 1024 before compression), with query steps of 30 s
 /// at 100, 500 and 1000 inserted rows/s after the first configuration's load. A default run of both
 /// engines on 2 cores takes about 20 minutes (BENCHMARKS.md).
 #[derive(clap::Args, Clone, Debug, serde::Serialize)]
@@ -62,7 +62,7 @@ pub struct InsertArgs {
     #[arg(long, value_enum, value_delimiter = ',', default_value = DEFAULT_ENGINES)]
     pub engine: Vec<EngineKind>,
     /// Rows the load inserts per configuration.
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(long, default_value_t = 500_000)]
     pub rows: u64,
     /// Inserter threads of the load (comma-separated): each count is a configuration (with each --pad).
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
@@ -94,7 +94,7 @@ pub struct InsertArgs {
     #[arg(long, value_enum, default_value = "first")]
     pub query_configs: QueryConfigs,
     /// Block cache bytes (default small enough that every default configuration outgrows it).
-    #[arg(long, default_value_t = 32 << 20)]
+    #[arg(long, default_value_t = 16 << 20)]
     pub cache_size: u64,
     /// Read table files with O_DIRECT, so the OS page cache does not hide the disk; an engine that cannot is
     /// an error (use --use_direct_reads=0 there).

@@ -138,14 +138,14 @@ fn tiny_run_on_both_engines() {
 #[test]
 fn defaults() {
     let a = parse(&[]).unwrap();
-    assert_eq!(a.rows, 1_000_000);
+    assert_eq!(a.rows, 500_000);
     assert_eq!(a.threads, [1, 2, 4, 8]);
     assert_eq!(a.pad, [16, 64, 256, 1024]);
     assert_eq!(a.rows_per_commit, 1000);
     assert_eq!(a.query_insert_rates, [100, 500, 1000]);
     assert_eq!(a.query_configs, QueryConfigs::First);
     assert_eq!((a.query_threads, a.rows_per_query), (2, 10));
-    assert_eq!(a.cache_size, 32 << 20);
+    assert_eq!(a.cache_size, 16 << 20);
     assert!(a.use_direct_reads && !a.sync);
     let want: &[EngineKind] =
         if cfg!(feature = "rocksdb") { &[EngineKind::Shaledb, EngineKind::Rocksdb] } else { &[EngineKind::Shaledb] };
