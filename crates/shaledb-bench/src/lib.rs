@@ -9,6 +9,7 @@
 pub mod engine;
 pub mod flags;
 pub mod histogram;
+pub mod insertbench;
 pub mod keygen;
 pub mod plot;
 pub mod random;
