@@ -277,6 +277,9 @@ enum Scale {
     Log,
 }
 
+/// A chart: file suffix, title, (label, value) bars.
+type Chart = (&'static str, String, Vec<(String, f64)>);
+
 /// Writes per variant two bar charts (SVG and PNG) into `dir`: operations/s and database size after each
 /// step, as ShaleDB/RocksDB ratios when both engines ran (a line at 1.0), otherwise the one engine's figures
 /// on a log scale.
@@ -291,7 +294,7 @@ pub fn write_plots(dir: &Path, r: &ForestdbReport) -> Result<Vec<PathBuf>> {
         let two = v.run("shaledb").is_some() && v.run("rocksdb").is_some();
         let one = v.runs.first();
         let names = v.step_names();
-        let charts: [(&str, String, Vec<(String, f64)>); 2] = if two {
+        let charts: [Chart; 2] = if two {
             [
                 (
                     "ops",
