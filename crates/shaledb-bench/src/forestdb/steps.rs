@@ -106,6 +106,8 @@ pub struct Ctx {
     pub load_batch: usize,
     /// Writes/s of the pqw/rqw writer.
     pub writer_rate: f64,
+    /// fsync each write of the pqw/rqw writer.
+    pub writer_sync: bool,
     /// Documents per range query.
     pub range_len: usize,
     /// Base seed.
@@ -281,7 +283,7 @@ fn worker<E: Engine>(
     }
 }
 
-/// The writer of pqw/rqw: one overwrite (fsync per write, as ows) every 1/`--writer_rate` seconds on a fixed
+/// The writer of pqw/rqw: one overwrite (fsync per write as ows, unless `--writer_sync=0`) every 1/`--writer_rate` seconds on a fixed
 /// schedule, so sleep overshoot does not accumulate. When writes take longer than the interval it falls
 /// behind; it may catch up at most 100 ms of backlog, so a stalled writer shows as a lower achieved rate
 /// rather than as a burst that hides the stall.
@@ -314,7 +316,7 @@ fn rate_limited_writer<E: Engine>(
         let doc = rng.doc();
         doc_key(doc, &mut key);
         let begin = Instant::now();
-        engine.put(WriteMode { sync: true, disable_wal: false }, &key, rng.value())?;
+        engine.put(WriteMode { sync: ctx.writer_sync, disable_wal: false }, &key, rng.value())?;
         let end = Instant::now();
         if w.counts(end) {
             t.ops += 1;

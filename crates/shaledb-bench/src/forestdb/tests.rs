@@ -28,7 +28,8 @@ fn defaults() {
     assert_eq!(a.docs, 2_000_000);
     assert_eq!((a.duration, a.warmup), (15.0, 5.0));
     assert_eq!((a.load_batch, a.writer_rate, a.range_len), (4096, 1000.0, 20));
-    assert!(a.use_direct_reads);
+    assert!(a.use_direct_reads && a.writer_sync);
+    assert!(!args(&["--writer_sync=0"]).unwrap().writer_sync);
     assert_eq!(p.threads, default_threads());
     assert!(p.threads >= 2);
     assert_eq!(p.steps.len(), 13);
@@ -163,14 +164,18 @@ fn tiny_run(engines: &str) -> (ForestdbReport, String) {
         assert_eq!(v.runs.len(), n_engines, "{text}");
         for run in &v.runs {
             let mut writer_writes = 0;
+            let mut run_ops = 0;
             let names: Vec<&str> = run.steps.iter().map(|s| s.name.as_str()).collect();
             assert_eq!(names, SEED_ORDER.iter().map(|s| s.name).collect::<Vec<_>>());
             for (s, spec) in run.steps.iter().zip(SEED_ORDER.iter()) {
                 let ctx = format!("{} {} {}", v.variant, run.name, s.name);
                 assert!(s.db_bytes > 0, "{ctx}");
-                assert!(s.ops > 0 && s.ops_per_sec > 0.0 && s.seconds > 0.0, "{ctx}");
+                // A 0.25 s window of a debug build on a busy machine may see no fsynced write complete, so
+                // the count is checked for consistency here and for progress over the run below.
+                assert!(s.seconds > 0.0, "{ctx}");
+                run_ops += s.ops;
                 assert_eq!(s.missing, 0, "{ctx}");
-                assert!(s.p99_us.is_some(), "{ctx}");
+                assert_eq!(s.p99_us.is_some(), s.queries > 0, "{ctx}");
                 assert_eq!(s.threads, if spec.kind == Kind::Load || spec.many { 2 } else { 1 }, "{ctx}");
                 match spec.kind {
                     Kind::Load => assert_eq!((s.ops, s.queries), (3000, 3000), "{ctx}"),
@@ -195,6 +200,7 @@ fn tiny_run(engines: &str) -> (ForestdbReport, String) {
             }
             // The writer may be starved in one short window of a debug build, not in all four.
             assert!(writer_writes > 0, "{} {}", v.variant, run.name);
+            assert!(run_ops > 3000, "{} {}", v.variant, run.name);
         }
     }
     // The text has the seed's table per variant, the JSON every figure, the plot directory its charts.
