@@ -8,6 +8,7 @@
 
 pub mod engine;
 pub mod flags;
+pub mod forestdb;
 pub mod histogram;
 pub mod insertbench;
 pub mod keygen;

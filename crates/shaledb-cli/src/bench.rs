@@ -2,6 +2,7 @@
 //! `shaledb bench resp` (seed 001's workloads against a RESP server on this machine).
 
 use shaledb_bench::flags::BenchFlags;
+use shaledb_bench::forestdb::{run_forestdb, ForestdbArgs};
 use shaledb_bench::insertbench::{run_insert, InsertArgs};
 use shaledb_bench::suite::{run_suite, SuiteArgs, SuiteKind};
 use shaledb_bench::sysbench::{run_sysbench, SysbenchArgs};
@@ -22,7 +23,8 @@ pub struct BenchCommand {
 enum BenchSub {
     /// A seed report's suite: `rocksdb` (benchmark.sh bulkload, overwrite, readwhilewriting, readrandom and
     /// its summary table), `merge` (updaterandom vs mergerandom with uint64add), `sysbench` (seed 002's
-    /// tests on tables stored as keys) or `insert` (seed 003's insert benchmark on the same tables).
+    /// tests on tables stored as keys), `insert` (seed 003's insert benchmark on the same tables) or `forestdb`
+    /// (seed 003's ForestDB benchmark pattern).
     Suite(SuiteCommand),
     /// Drive a RESP server on this machine (ShaleDB's or Redis) with seed 001's workloads: write-hotspot,
     /// write-seq, write-uniform, read-random, read-range (n/a against Redis).
@@ -47,6 +49,9 @@ enum SuiteWhich {
     /// Seed 003's insert benchmark (iibench): a table with 3 secondary indexes loaded at concurrency x padding,
     /// then covering range queries beside a rate-limited inserter, engine against engine.
     Insert(InsertArgs),
+    /// Seed 003's ForestDB benchmark pattern (load, ows, pqw, rqw, pq, rq, owa at 1 and N threads, the
+    /// database size after every step), cached and IO-bound, engine against engine.
+    Forestdb(ForestdbArgs),
 }
 
 struct SuiteRun<'a> {
@@ -88,6 +93,10 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
                 }
                 SuiteWhich::Insert(args) => {
                     run_insert(&args, &mut out)?;
+                    return Ok(());
+                }
+                SuiteWhich::Forestdb(args) => {
+                    run_forestdb(&args, &mut out)?;
                     return Ok(());
                 }
             };
