@@ -8,7 +8,9 @@
 
 pub mod engine;
 pub mod flags;
+pub mod forestdb;
 pub mod histogram;
+pub mod insertbench;
 pub mod keygen;
 pub mod plot;
 pub mod random;

@@ -2,6 +2,8 @@
 //! `shaledb bench resp` (seed 001's workloads against a RESP server on this machine).
 
 use shaledb_bench::flags::BenchFlags;
+use shaledb_bench::forestdb::{run_forestdb, ForestdbArgs};
+use shaledb_bench::insertbench::{run_insert, InsertArgs};
 use shaledb_bench::suite::{run_suite, SuiteArgs, SuiteKind};
 use shaledb_bench::sysbench::{run_sysbench, SysbenchArgs};
 use shaledb_bench::{with_engine, Engine, EngineVisitor};
@@ -20,8 +22,9 @@ pub struct BenchCommand {
 #[derive(clap::Subcommand, Debug)]
 enum BenchSub {
     /// A seed report's suite: `rocksdb` (benchmark.sh bulkload, overwrite, readwhilewriting, readrandom and
-    /// its summary table), `merge` (updaterandom vs mergerandom with uint64add) or `sysbench` (seed 002's
-    /// tests on tables stored as keys).
+    /// its summary table), `merge` (updaterandom vs mergerandom with uint64add), `sysbench` (seed 002's
+    /// tests on tables stored as keys), `insert` (seed 003's insert benchmark on the same tables) or `forestdb`
+    /// (seed 003's ForestDB benchmark pattern).
     Suite(SuiteCommand),
     /// Drive a RESP server on this machine (ShaleDB's or Redis) with seed 001's workloads: write-hotspot,
     /// write-seq, write-uniform, read-random, read-range (n/a against Redis).
@@ -43,6 +46,12 @@ enum SuiteWhich {
     Merge(SuiteArgs),
     /// Seed 002's sysbench tests on tables stored as keys, engine against engine.
     Sysbench(SysbenchArgs),
+    /// Seed 003's insert benchmark (iibench): a table with 3 secondary indexes loaded at concurrency x padding,
+    /// then covering range queries beside a rate-limited inserter, engine against engine.
+    Insert(InsertArgs),
+    /// Seed 003's ForestDB benchmark pattern (load, ows, pqw, rqw, pq, rq, owa at 1 and N threads, the
+    /// database size after every step), cached and IO-bound, engine against engine.
+    Forestdb(ForestdbArgs),
 }
 
 struct SuiteRun<'a> {
@@ -80,6 +89,14 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
                 SuiteWhich::Merge(args) => (SuiteKind::Merge, args),
                 SuiteWhich::Sysbench(args) => {
                     run_sysbench(&args, &mut out)?;
+                    return Ok(());
+                }
+                SuiteWhich::Insert(args) => {
+                    run_insert(&args, &mut out)?;
+                    return Ok(());
+                }
+                SuiteWhich::Forestdb(args) => {
+                    run_forestdb(&args, &mut out)?;
                     return Ok(());
                 }
             };

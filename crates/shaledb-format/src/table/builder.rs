@@ -11,6 +11,10 @@ use crate::{crc, Error, Result};
 use shaledb_vfs::WritableFile;
 use std::cmp::Ordering;
 
+/// Bytes an entry adds to a block besides its key and value, at most: three varint lengths and a restart
+/// offset (an upper bound, since key sharing only makes the entry smaller).
+const ENTRY_HEADER_ESTIMATE: usize = 3 * 5 + 4;
+
 /// Largest data block target accepted; larger `block_size` settings are clamped to it.
 const MAX_BLOCK_SIZE: usize = MAX_BLOCK_LEN / 4;
 /// Largest single entry (internal key + value): one entry must fit in a block a reader accepts. The engine
@@ -109,6 +113,17 @@ impl TableBuilder {
                 "entry of {} bytes exceeds the {MAX_ENTRY_LEN}-byte limit",
                 ikey.len() + value.len()
             )));
+        }
+        // Cut the block before this entry when it would take the block past `block_size` and the block is
+        // already within 10% of it (RocksDB's `block_size_deviation` of 10): blocks then stay at or under
+        // the target instead of always passing it by up to one entry, which keeps a block of a page-multiple
+        // target within that many pages and the read of a block no larger than asked for.
+        if !self.data_block.is_empty() {
+            let size = self.data_block.estimated_size();
+            let after = size + ikey.len() + value.len() + ENTRY_HEADER_ESTIMATE;
+            if after > self.opts.block_size && size * 10 > self.opts.block_size * 9 {
+                self.flush_data_block()?;
+            }
         }
         if let Some(handle) = self.pending_handle.take() {
             separator(&self.last_key, ikey, &mut self.sep_buf);

@@ -813,3 +813,24 @@ fn corrupt_block_fails_its_checksum_through_readahead_and_direct_reads() {
         }
     }
 }
+
+#[test]
+fn data_blocks_stay_within_the_block_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sst");
+    // ~130-byte entries against a 4 KiB target: a block that always passed the target by one entry would
+    // average well over 4096 bytes.
+    let data: Entries = (0..20_000)
+        .map(|i| {
+            let k = make_internal_key(format!("key{i:010}").as_bytes(), 9, ValueKind::Value);
+            (k, vec![b'a' + (i % 26) as u8; 100 + i % 17])
+        })
+        .collect();
+    let props = write_table(&path, small_opts(CompressionType::None, 4096), &data);
+    let n = props.num_data_blocks;
+    let payload = props.data_size - n * crate::table::BLOCK_TRAILER_LEN as u64;
+    let average = payload / n;
+    assert!(average <= 4096, "average block {average} bytes over the 4096 target");
+    assert!(average >= 4096 * 85 / 100, "average block {average} bytes: blocks cut far too early");
+    assert_eq!(collect_forward(&open(&path).unwrap()), data);
+}

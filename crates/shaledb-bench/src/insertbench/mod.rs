@@ -1,0 +1,840 @@
+//! Seed 003's insert benchmark (iibench) on the table layer: one table with an auto-increment primary key and
+//! three secondary indexes whose fields arrive in random order, loaded by `--threads` inserters, then query
+//! steps where a rate-limited inserter runs beside covering range queries on the secondary indexes; swept
+//! over concurrency x padding, every engine on a fresh database per configuration, through [`with_engine`].
+//!
+//! Values are in [`data`], figures, tables and plots in [`report`]; process counters come from
+//! [`crate::sysbench::measure`]. What each step runs and how each figure is computed: BENCHMARKS.md,
+//! "insert benchmark suite".
+//!
+//! Secondary-index maintenance is blind: the table layer puts each index entry without reading the index
+//! (the seed's point: RocksDB "doesn't read index pages during non-unique secondary index maintenance"). The
+//! one read per inserted row is the primary key's uniqueness check ([`Session::insert_many`]), a point read
+//! of a new key that is absent by construction (auto-increment). It is kept, as MyRocks and MongoRocks keep
+//! it: with bloom filters it is answered without reading a data block, and what it costs is part of what the
+//! suite measures (the bytes read per insert show it).
+
+pub mod data;
+pub mod report;
+
+use crate::engine::{with_engine, Engine, EngineKind, EngineVisitor, WriteMode};
+use crate::flags::BenchFlags;
+use crate::sysbench::measure;
+use crate::sysbench::report::{human_bytes, EngineDelta};
+use crate::table::{Row, Session, SessionStats, Table, TableError, TableResult, Value};
+use crate::{BenchError, Result};
+use data::IiRand;
+use report::{ConfigResult, EngineRun, IndexSize, InsertReport, Interval, LoadStep, QueryStep, StepCost};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// An inserter keeps its rate when it achieves at least this fraction of it (within 5%).
+pub const KEPT_RATE_FRACTION: f64 = 0.95;
+
+/// Default `--engine`: both engines where this build has RocksDB.
+const DEFAULT_ENGINES: &str = if cfg!(feature = "rocksdb") { "shaledb,rocksdb" } else { "shaledb" };
+
+/// Which configurations run the query steps after their load.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum QueryConfigs {
+    /// Only the first configuration (first thread count x first pad): the query steps once per engine.
+    First,
+    /// Every configuration.
+    All,
+    /// None: loads only.
+    None,
+}
+
+/// `shaledb bench suite insert` arguments.
+///
+/// The defaults reproduce the seed's sweep (concurrency 1, 2, 4, 8 x padding 16, 64, 256, 1024 bytes) with
+/// 500K rows per configuration against a 16 MiB block cache, so every configuration's database outgrows the
+/// cache (from about 60 MB at pad 16 to 570 MB at pad 1024 before compression), with query steps of 30 s
+/// at 100, 500 and 1000 inserted rows/s after the first configuration's load. A default run of both
+/// engines on 2 cores takes about 20 minutes (BENCHMARKS.md).
+#[derive(clap::Args, Clone, Debug, serde::Serialize)]
+#[command(rename_all = "snake_case")]
+pub struct InsertArgs {
+    /// Engines, alternated per configuration (comma-separated): shaledb, rocksdb. Default: shaledb,rocksdb in a
+    /// build with RocksDB, shaledb otherwise.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = DEFAULT_ENGINES)]
+    pub engine: Vec<EngineKind>,
+    /// Rows the load inserts per configuration.
+    #[arg(long, default_value_t = 500_000)]
+    pub rows: u64,
+    /// Inserter threads of the load (comma-separated): each count is a configuration (with each --pad).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
+    pub threads: Vec<usize>,
+    /// Bytes of the padding column (comma-separated): each size is a configuration (with each --threads).
+    /// Half of each pad is random bytes, half a repeated byte.
+    #[arg(long, value_delimiter = ',', default_value = "16,64,256,1024")]
+    pub pad: Vec<usize>,
+    /// Rows per insert batch (one multi-row INSERT, one atomic write); iibench's default.
+    #[arg(long, default_value_t = 1000)]
+    pub rows_per_commit: usize,
+    /// Seconds between insert-rate samples of the load (printed to stderr, kept in the JSON, plotted).
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub report_interval: f64,
+    /// Rows per second of the background inserter, one query step per rate (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "100,500,1000")]
+    pub query_insert_rates: Vec<u64>,
+    /// Query threads of each query step.
+    #[arg(long, default_value_t = 2)]
+    pub query_threads: usize,
+    /// Seconds each query step runs.
+    #[arg(long, default_value_t = 30.0, allow_negative_numbers = true)]
+    pub query_duration: f64,
+    /// Rows per query (iibench's LIMIT).
+    #[arg(long, default_value_t = 10)]
+    pub rows_per_query: usize,
+    /// Configurations whose load is followed by the query steps: first (default: the first thread count
+    /// with the first pad, so a default run is not 16 times as long), all, or none.
+    #[arg(long, value_enum, default_value = "first")]
+    pub query_configs: QueryConfigs,
+    /// Block cache bytes (default small enough that every default configuration outgrows it).
+    #[arg(long, default_value_t = 16 << 20)]
+    pub cache_size: u64,
+    /// Read table files with O_DIRECT, so the OS page cache does not hide the disk; an engine that cannot is
+    /// an error (use --use_direct_reads=0 there).
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
+          value_parser = crate::flags::parse_bool)]
+    pub use_direct_reads: bool,
+    /// fsync the WAL at each commit (default: WAL written, not synced).
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true",
+          value_parser = crate::flags::parse_bool)]
+    pub sync: bool,
+    /// Directory for the databases (one subdirectory per engine, removed after each configuration); default: a
+    /// new temporary directory under the current one.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Write every figure as JSON to this file (rewritten after each configuration).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write the plots (SVG and PNG) into this directory: insert rate over time per configuration, rows/s per
+    /// configuration.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Random seed; 0 derives one from the clock (printed). Both engines of a configuration draw the same
+    /// numbers.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+impl InsertArgs {
+    /// Checks the values; the error names the flag.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |flag: &str, msg: String| Err(BenchError::BadFlag { flag: flag.into(), msg });
+        if self.engine.is_empty() {
+            return bad("engine", "no engine given".into());
+        }
+        for e in &self.engine {
+            if !e.available() {
+                return bad(
+                    "engine",
+                    format!(
+                        "{} is not in this build; build with `--features rocksdb` (needs librocksdb-dev, \
+                         libclang-dev)",
+                        e.flag_name()
+                    ),
+                );
+            }
+        }
+        for (i, e) in self.engine.iter().enumerate() {
+            if self.engine[..i].contains(e) {
+                return bad("engine", format!("{} listed twice", e.flag_name()));
+            }
+        }
+        if !(1..=i64::MAX as u64 / 2).contains(&self.rows) {
+            return bad("rows", format!("must be at least 1, got {}", self.rows));
+        }
+        if self.threads.is_empty() || self.threads.iter().any(|t| !(1..=1024).contains(t)) {
+            return bad("threads", format!("each count must be in 1..=1024, got {:?}", self.threads));
+        }
+        if self.pad.is_empty() || self.pad.iter().any(|p| *p > data::MAX_PAD) {
+            return bad("pad", format!("each size must be in 0..={}, got {:?}", data::MAX_PAD, self.pad));
+        }
+        if !(1..=1_000_000).contains(&self.rows_per_commit) {
+            return bad("rows_per_commit", format!("must be in 1..=1000000, got {}", self.rows_per_commit));
+        }
+        if !(self.report_interval.is_finite() && self.report_interval >= 0.01 && self.report_interval <= 3600.0) {
+            return bad(
+                "report_interval",
+                format!("must be a number of seconds in [0.01, 3600], got {}", self.report_interval),
+            );
+        }
+        if self.query_insert_rates.is_empty() || self.query_insert_rates.iter().any(|r| !(1..=10_000_000).contains(r)) {
+            return bad(
+                "query_insert_rates",
+                format!("each rate must be in 1..=10000000 rows/s, got {:?}", self.query_insert_rates),
+            );
+        }
+        if !(1..=1024).contains(&self.query_threads) {
+            return bad("query_threads", format!("must be in 1..=1024, got {}", self.query_threads));
+        }
+        if !(self.query_duration.is_finite() && self.query_duration > 0.0 && self.query_duration <= 86_400.0) {
+            return bad(
+                "query_duration",
+                format!("must be a number of seconds in (0, 86400], got {}", self.query_duration),
+            );
+        }
+        if !(1..=1_000_000).contains(&self.rows_per_query) {
+            return bad("rows_per_query", format!("must be in 1..=1000000, got {}", self.rows_per_query));
+        }
+        if self.cache_size == 0 {
+            return bad("cache_size", "must be at least 1 byte".into());
+        }
+        Ok(())
+    }
+
+    /// The write mode of every insert.
+    pub fn write_mode(&self) -> WriteMode {
+        WriteMode { sync: self.sync, disable_wal: false }
+    }
+
+    /// Whether configuration number `cfg` (run order) runs the query steps.
+    pub fn queries_after(&self, cfg: usize) -> bool {
+        match self.query_configs {
+            QueryConfigs::First => cfg == 0,
+            QueryConfigs::All => true,
+            QueryConfigs::None => false,
+        }
+    }
+}
+
+/// Engine options of the suite, the same for every engine: MongoRocks' settings of 2015 (the RocksDB the
+/// seed's insert benchmark ran, `rocks_engine.cpp`): 16 KiB blocks (not the 8 KiB of the seed's ForestDB
+/// runs: MongoRocks chose 16), bloom filters of 10 bits per key, 64 MiB write buffers (4 of them),
+/// level0_slowdown_writes_trigger 8, 64 MiB files, dynamic level sizes with a 512 MiB base, no compression
+/// on L0 and L1 and Snappy below (MongoRocks' default `compression: snappy`), index and filter blocks held by
+/// the open files rather than the cache (its table options' default). The block cache is `--cache_size`.
+pub fn engine_flags(a: &InsertArgs, path: &Path) -> BenchFlags {
+    let mut f = BenchFlags {
+        db: Some(path.to_path_buf()),
+        num: i64::try_from(a.rows).unwrap_or(i64::MAX).max(1),
+        block_size: 16 << 10,
+        bloom_bits: 10.0,
+        cache_size: a.cache_size,
+        cache_index_and_filter_blocks: false,
+        write_buffer_size: 64 << 20,
+        max_write_buffer_number: 4,
+        level0_slowdown_writes_trigger: 8,
+        target_file_size_base: 64 << 20,
+        max_bytes_for_level_base: 512 << 20,
+        level_compaction_dynamic_level_bytes: true,
+        use_direct_reads: a.use_direct_reads,
+        compression_type: "snappy".into(),
+        sync: a.sync,
+        progress: false,
+        ..BenchFlags::default()
+    };
+    let levels: Vec<&str> = (0..f.num_levels).map(|l| if l < 2 { "none" } else { "snappy" }).collect();
+    f.compression_per_level = levels.join(":");
+    f
+}
+
+/// The options printed once and kept in the JSON.
+fn option_list(f: &BenchFlags, a: &InsertArgs) -> Vec<(String, String)> {
+    let kv = |k: &str, v: String| (k.to_string(), v);
+    vec![
+        kv("block_size", f.block_size.to_string()),
+        kv("bloom_bits", f.bloom_bits.to_string()),
+        kv("cache_size", f.cache_size.to_string()),
+        kv("cache_index_and_filter_blocks", f.cache_index_and_filter_blocks.to_string()),
+        kv("write_buffer_size", f.write_buffer_size.to_string()),
+        kv("max_write_buffer_number", f.max_write_buffer_number.to_string()),
+        kv("level_compaction_dynamic_level_bytes", f.level_compaction_dynamic_level_bytes.to_string()),
+        kv("max_bytes_for_level_base", f.max_bytes_for_level_base.to_string()),
+        kv("target_file_size_base", f.target_file_size_base.to_string()),
+        kv("level0_file_num_compaction_trigger", f.level0_file_num_compaction_trigger.to_string()),
+        kv("level0_slowdown_writes_trigger", f.level0_slowdown_writes_trigger.to_string()),
+        kv("level0_stop_writes_trigger", f.level0_stop_writes_trigger.to_string()),
+        kv("compression_per_level", f.compression_per_level.clone()),
+        kv("max_background_jobs", f.background_jobs().to_string()),
+        kv("use_direct_reads", f.use_direct_reads.to_string()),
+        kv(
+            "wal",
+            if a.sync { "on, fsync at each commit (--sync)".into() } else { "on, no fsync (--sync to fsync)".into() },
+        ),
+    ]
+}
+
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64 | 1)
+}
+
+/// Runs the suite, printing its tables to `out`.
+pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
+    a.validate()?;
+    let seed = if a.seed != 0 { a.seed } else { clock_seed() };
+    let tmp;
+    let base = match &a.db {
+        Some(p) => p.clone(),
+        None => {
+            tmp = tempfile::Builder::new().prefix("shaledb-insert-").tempdir_in(".").map_err(|source| {
+                BenchError::Io { what: "creating a temporary database directory in", path: ".".into(), source }
+            })?;
+            tmp.path().to_path_buf()
+        }
+    };
+    std::fs::create_dir_all(&base).map_err(|source| BenchError::Io {
+        what: "creating the database directory",
+        path: base.clone(),
+        source,
+    })?;
+    let sample_flags = engine_flags(a, &base);
+    sample_flags.validate()?;
+    let mut report = InsertReport {
+        args: serde_json::to_value(a).unwrap_or(serde_json::Value::Null),
+        seed,
+        engine_options: option_list(&sample_flags, a),
+        configs: Vec::new(),
+    };
+    let _ = writeln!(
+        out,
+        "insert benchmark suite (seed 003): {} rows per configuration, threads {:?} x pad {:?}, {} rows per \
+         commit, engines {:?}, seed {seed}",
+        a.rows,
+        a.threads,
+        a.pad,
+        a.rows_per_commit,
+        a.engine.iter().map(|e| e.flag_name()).collect::<Vec<_>>(),
+    );
+    let after = match a.query_configs {
+        QueryConfigs::First => "after the first configuration's load",
+        QueryConfigs::All => "after every configuration's load",
+        QueryConfigs::None => "none (--query_configs none)",
+    };
+    let _ = writeln!(
+        out,
+        "query steps {after}: inserter at {:?} rows/s, {} query threads, {} s each, LIMIT {}",
+        a.query_insert_rates, a.query_threads, a.query_duration, a.rows_per_query
+    );
+    let _ = writeln!(out, "engine options (every engine):");
+    for (k, v) in &report.engine_options {
+        let _ = writeln!(out, "  {k:<40} {v}");
+    }
+    let mut cfg_idx = 0;
+    for &pad in &a.pad {
+        for &threads in &a.threads {
+            let queries = a.queries_after(cfg_idx);
+            let mut cfg = ConfigResult { threads, pad, ..ConfigResult::default() };
+            let _ = writeln!(out, "\n===== {threads} inserter thread(s) / pad {pad} bytes =====");
+            for &kind in &a.engine {
+                let path = base.join(kind.flag_name());
+                let v = RunEngine { a, seed, cfg: cfg_idx, threads, pad, queries, path: &path, out: &mut *out };
+                cfg.runs.push(with_engine(kind, v)??);
+            }
+            cfg.compute_ratio();
+            let _ = writeln!(out, "\n{}", report::config_table(&cfg));
+            report.configs.push(cfg);
+            cfg_idx += 1;
+            if let Some(p) = &a.json {
+                write_json(p, &report)?;
+            }
+        }
+    }
+    let _ = writeln!(out, "\n===== insert rate (rows/s), the seed's table =====\n{}", report::seed_table(&report));
+    if let Some(p) = &a.json {
+        write_json(p, &report)?;
+    }
+    if let Some(dir) = &a.plot {
+        let files = report::write_plots(dir, &report)?;
+        let _ = writeln!(out, "plots: {} files in {}", files.len(), dir.display());
+    }
+    Ok(report)
+}
+
+fn write_json(p: &Path, r: &InsertReport) -> Result<()> {
+    let io = |source| BenchError::Io { what: "writing JSON to", path: p.to_path_buf(), source };
+    let text = serde_json::to_string_pretty(r).map_err(|e| io(std::io::Error::other(e)))?;
+    std::fs::write(p, text).map_err(io)
+}
+
+struct RunEngine<'a> {
+    a: &'a InsertArgs,
+    seed: u64,
+    cfg: usize,
+    threads: usize,
+    pad: usize,
+    queries: bool,
+    path: &'a Path,
+    out: &'a mut dyn Write,
+}
+
+impl EngineVisitor for RunEngine<'_> {
+    type Output = Result<EngineRun>;
+    fn visit<E: Engine>(self) -> Result<EngineRun> {
+        run_engine::<E>(self)
+    }
+}
+
+fn table_err(what: impl Into<String>) -> impl FnOnce(TableError) -> BenchError {
+    let what = what.into();
+    move |e| BenchError::engine(what, Box::new(e))
+}
+
+fn open<E: Engine>(path: &Path, f: &BenchFlags) -> Result<E> {
+    E::open(path, f).map_err(|e| {
+        let hint = if f.use_direct_reads && e.to_string().contains("direct") {
+            " (this engine cannot read with O_DIRECT here: run with --use_direct_reads=0)"
+        } else {
+            ""
+        };
+        BenchError::engine(format!("opening {} at {}{hint}", E::name(), path.display()), e)
+    })
+}
+
+/// Process and engine counters at the start of a step.
+struct Mark {
+    proc: measure::ProcSample,
+    engine: crate::engine::EngineSample,
+}
+
+impl Mark {
+    fn now<E: Engine>(engine: &E) -> Mark {
+        Mark { proc: measure::sample(), engine: engine.sample() }
+    }
+
+    /// The step's cost: `rows` inserted with `logical_bytes` of keys and values, the database at `path`.
+    fn cost<E: Engine>(&self, engine: &E, rows: u64, logical_bytes: u64, path: &Path) -> StepCost {
+        let process = measure::ProcDelta::between(&self.proc, &measure::sample());
+        let engine = EngineDelta::between(&self.engine, &engine.sample());
+        StepCost::new(rows, logical_bytes, process, engine, measure::du_bytes(path))
+    }
+}
+
+fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
+    let RunEngine { a, seed, cfg, threads, pad, queries, path, out } = v;
+    E::destroy(path).map_err(|e| BenchError::engine(format!("removing the old database at {}", path.display()), e))?;
+    let flags = engine_flags(a, path);
+    flags.validate()?;
+    let table = Table::new(data::purchases_def(pad)).map_err(table_err("purchases_index schema"))?;
+    let mut run = EngineRun {
+        engine: E::name().to_lowercase(),
+        name: E::name().into(),
+        db: path.to_path_buf(),
+        cache_bytes: a.cache_size,
+        ..EngineRun::default()
+    };
+    let _ = writeln!(out, "--- {} ({threads} thread(s), pad {pad}) at {}", E::name(), path.display());
+    let engine: E = open(path, &flags)?;
+    let next_id = AtomicU64::new(1);
+    let started = Instant::now();
+
+    run.load = load_step(&engine, &table, a, seed, cfg, threads, pad, &next_id, started, path)?;
+    let l = &run.load;
+    let _ = writeln!(
+        out,
+        "load: {} rows in {:.1} s = {:.0} rows/s, then {:.1} s of compaction; wamp {} (/proc {}), read {} B/row, \
+         CPU {} us/row; database {} (du), {:.1}x the cache",
+        l.rows,
+        l.seconds,
+        l.rows_per_sec,
+        l.compaction_wait_secs,
+        report::opt(l.cost.write_amp, 2),
+        report::opt(l.cost.proc_write_amp, 2),
+        report::opt(l.cost.read_bytes_per_row, 0),
+        report::opt(l.cost.cpu_us_per_row, 1),
+        human_bytes(l.cost.db_bytes),
+        l.cost.db_bytes as f64 / a.cache_size.max(1) as f64,
+    );
+    let _ = writeln!(out, "{}", report::index_line(&l.index_sizes));
+
+    if queries {
+        for (si, &rate) in a.query_insert_rates.iter().enumerate() {
+            let q = query_step(&engine, &table, a, seed, cfg, si + 1, rate, pad, &next_id, started, path)?;
+            let _ = writeln!(
+                out,
+                "{}: {:.0} queries/s ({} per index {:?}, {} rows), inserter {:.0}/{rate} rows/s {}; read {} B/query, \
+                 CPU {} us/query, wamp {}; database {}",
+                q.name,
+                q.qps,
+                q.queries,
+                q.queries_per_index,
+                q.rows_read,
+                q.insert_rate,
+                if q.kept_rate { "kept" } else { "NOT kept" },
+                report::opt(q.read_bytes_per_query, 0),
+                report::opt(q.cpu_us_per_query, 1),
+                report::opt(q.cost.write_amp, 2),
+                human_bytes(q.cost.db_bytes),
+            );
+            let _ = writeln!(out, "{}", report::index_line(&q.index_sizes));
+            run.queries.push(q);
+        }
+    }
+    engine.close().map_err(|e| BenchError::engine("closing", e))?;
+    run.db_bytes_end = measure::du_bytes(path);
+    run.rows_end = run.load.rows + run.queries.iter().map(|q| q.rows_inserted).sum::<u64>();
+    let _ = writeln!(out, "database at the end: {} (du); removed", human_bytes(run.db_bytes_end));
+    E::destroy(path).map_err(|e| BenchError::engine(format!("removing the database at {}", path.display()), e))?;
+    Ok(run)
+}
+
+/// Sizes of the three secondary indexes and the primary key, by [`Session::index_extent`] (the Engine trait
+/// has no approximate size of a key range, so the entries are counted by a scan that bypasses the cache).
+fn index_sizes<E: Engine>(engine: &E, t: &Table) -> Result<Vec<IndexSize>> {
+    let mut s = Session::new(engine, WriteMode::default());
+    let mut v = Vec::new();
+    let which = std::iter::once(None).chain((0..t.def().secondary.len()).map(Some));
+    for i in which {
+        let name = match i {
+            None => t.def().primary.name.clone(),
+            Some(i) => t.def().secondary[i].name.clone(),
+        };
+        let (entries, bytes) = s.index_extent(t, i).map_err(table_err(format!("sizing index {name}")))?;
+        v.push(IndexSize { name, entries, bytes });
+    }
+    Ok(v)
+}
+
+/// Seconds-resolution time of a batch: the seed's epoch plus the seconds since the engine's first step began.
+fn batch_time(started: Instant) -> i64 {
+    data::EPOCH_BASE + started.elapsed().as_secs() as i64
+}
+
+fn add_stats(a: &mut SessionStats, b: &SessionStats) {
+    a.gets += b.gets;
+    a.seeks += b.seeks;
+    a.nexts += b.nexts;
+    a.batches += b.batches;
+    a.entries += b.entries;
+    a.bytes_written += b.bytes_written;
+}
+
+/// One load thread: takes `rows_per_commit` ids at a time from the shared auto-increment until `rows` ids are
+/// taken, inserting each batch with [`Session::insert_many`].
+#[allow(clippy::too_many_arguments)]
+fn load_thread<E: Engine>(
+    engine: &E,
+    t: &Table,
+    a: &InsertArgs,
+    seed: u64,
+    pad: usize,
+    next_id: &AtomicU64,
+    counter: &AtomicU64,
+    stop: &AtomicBool,
+    started: Instant,
+) -> TableResult<SessionStats> {
+    let mut s = Session::new(engine, a.write_mode());
+    let mut r = IiRand::new(seed);
+    let mut rows: Vec<Row> = Vec::with_capacity(a.rows_per_commit);
+    let batch = a.rows_per_commit as u64;
+    while !stop.load(Ordering::Relaxed) {
+        let first = next_id.fetch_add(batch, Ordering::Relaxed);
+        if first > a.rows {
+            break;
+        }
+        let n = batch.min(a.rows - first + 1) as usize;
+        let when = batch_time(started);
+        rows.resize_with(n, Vec::new);
+        for (i, row) in rows.iter_mut().enumerate() {
+            r.fill_row(row, (first + i as u64) as i64, when, pad);
+        }
+        let done = s.insert_many(t, &rows[..n])?;
+        if done != n {
+            return Err(TableError::Invalid(format!(
+                "inserted {done} of {n} rows from id {first}: new auto-increment ids were found as duplicates"
+            )));
+        }
+        counter.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    Ok(s.stats())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn load_step<E: Engine>(
+    engine: &E,
+    t: &Table,
+    a: &InsertArgs,
+    seed: u64,
+    cfg: usize,
+    threads: usize,
+    pad: usize,
+    next_id: &AtomicU64,
+    started: Instant,
+    path: &Path,
+) -> Result<LoadStep> {
+    let counter = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let finished = AtomicU64::new(0);
+    let mark = Mark::now(engine);
+    let start = Instant::now();
+    let label = format!("{} load t{threads} pad{pad}", E::name());
+    let mut intervals = Vec::new();
+    let results: Vec<std::thread::Result<TableResult<SessionStats>>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let (counter, stop, finished) = (&counter, &stop, &finished);
+                let seed = data::thread_seed(seed, cfg, 0, i);
+                sc.spawn(move || {
+                    let r = load_thread(engine, t, a, seed, pad, next_id, counter, stop, started);
+                    if r.is_err() {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    finished.fetch_add(1, Ordering::Relaxed);
+                    r
+                })
+            })
+            .collect();
+        monitor(&label, start, a.report_interval, &counter, &mut intervals, &|| {
+            finished.load(Ordering::Relaxed) == threads as u64
+        });
+        handles.into_iter().map(|h| h.join()).collect()
+    });
+    let seconds = start.elapsed().as_secs_f64();
+    let mut stats = SessionStats::default();
+    for r in results {
+        let s = r
+            .map_err(|_| BenchError::engine("load", "an inserter thread panicked".into()))?
+            .map_err(table_err(format!("{} load", E::name())))?;
+        add_stats(&mut stats, &s);
+    }
+    let rows = counter.load(Ordering::Relaxed);
+    if rows != a.rows {
+        return Err(BenchError::engine("load", format!("inserted {rows} rows of {}", a.rows).into()));
+    }
+    let w = Instant::now();
+    engine.wait_for_compaction().map_err(|e| BenchError::engine("waiting for compactions after the load", e))?;
+    let compaction_wait_secs = w.elapsed().as_secs_f64();
+    let cost = mark.cost(engine, rows, stats.bytes_written, path);
+    let index_sizes = index_sizes(engine, t)?;
+    Ok(LoadStep {
+        rows,
+        seconds,
+        rows_per_sec: rows as f64 / seconds.max(1e-9),
+        compaction_wait_secs,
+        intervals,
+        session: stats,
+        cost,
+        index_sizes,
+    })
+}
+
+/// Samples `counter` every `interval` seconds until `done()`, printing the rate to stderr and keeping it;
+/// the last, partial interval is kept too when it is at least a tenth of an interval long.
+fn monitor(
+    label: &str,
+    start: Instant,
+    interval: f64,
+    counter: &AtomicU64,
+    intervals: &mut Vec<Interval>,
+    done: &dyn Fn() -> bool,
+) {
+    let tick = Duration::from_secs_f64(interval);
+    let mut next = start + tick;
+    let mut last = (start, 0u64);
+    let mut push = |now: Instant, last: &mut (Instant, u64), print: bool| {
+        let c = counter.load(Ordering::Relaxed);
+        let secs = now.duration_since(last.0).as_secs_f64().max(1e-9);
+        let rate = (c - last.1) as f64 / secs;
+        let at = now.duration_since(start).as_secs_f64();
+        if print {
+            eprintln!("[ {at:.0}s ] {label}: {rate:.0} rows/s, {c} rows");
+        }
+        intervals.push(Interval { t: at, rows: c, rate });
+        *last = (now, c);
+    };
+    loop {
+        let now = Instant::now();
+        if done() {
+            if now.duration_since(last.0).as_secs_f64() >= interval / 10.0 {
+                push(now, &mut last, false);
+            }
+            return;
+        }
+        if now >= next {
+            push(now, &mut last, true);
+            next += tick;
+        }
+        std::thread::sleep(
+            Duration::from_millis(5).min(next.saturating_duration_since(now)).max(Duration::from_millis(1)),
+        );
+    }
+}
+
+/// The background inserter of a query step: `rate` rows/s in batches of `rate / 10` rows (at least 1, at most
+/// `--rows_per_commit`), each batch due at `start + rows_before / rate`; a late batch is sent at once, so a
+/// slow engine shows as a rate below the target rather than as bursts. (iibench sleeps once per second
+/// after `ceil(rate / rows_per_commit)` batches of `rows_per_commit` rows, which sends 1000 rows/s when asked
+/// for 100 with its default batch of 1000.)
+#[allow(clippy::too_many_arguments)]
+fn rate_inserter<E: Engine>(
+    engine: &E,
+    t: &Table,
+    a: &InsertArgs,
+    seed: u64,
+    rate: u64,
+    pad: usize,
+    next_id: &AtomicU64,
+    started: Instant,
+    start: Instant,
+    deadline: Instant,
+    stop: &AtomicBool,
+) -> TableResult<(u64, SessionStats)> {
+    let mut s = Session::new(engine, a.write_mode());
+    let mut r = IiRand::new(seed);
+    let batch = (rate / 10).clamp(1, a.rows_per_commit as u64) as usize;
+    let mut rows: Vec<Row> = vec![Vec::new(); batch];
+    let mut sent = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let due = start + Duration::from_secs_f64(sent as f64 / rate as f64);
+        if due >= deadline {
+            break;
+        }
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+        let first = next_id.fetch_add(batch as u64, Ordering::Relaxed);
+        let when = batch_time(started);
+        for (i, row) in rows.iter_mut().enumerate() {
+            r.fill_row(row, (first + i as u64) as i64, when, pad);
+        }
+        let done = s.insert_many(t, &rows)?;
+        if done != batch {
+            return Err(TableError::Invalid(format!(
+                "inserted {done} of {batch} rows from id {first}: new auto-increment ids were found as duplicates"
+            )));
+        }
+        sent += batch as u64;
+    }
+    Ok((sent, s.stats()))
+}
+
+/// Per-thread totals of a query thread.
+#[derive(Default)]
+struct QueryTotals {
+    per_index: [u64; 3],
+    rows: u64,
+    stats: SessionStats,
+}
+
+/// One query thread: covering range queries on each secondary index in turn (thread `i` starts at index
+/// `i % 3`), from a random start in the index's first column, `--rows_per_query` entries each, as iibench's
+/// `generate_market_query` (price >= p), `generate_register_query` (cashregisterid > c) and
+/// `generate_pdc_query` (price >= p) ask.
+#[allow(clippy::too_many_arguments)]
+fn query_thread<E: Engine>(
+    engine: &E,
+    t: &Table,
+    limit: usize,
+    seed: u64,
+    first: usize,
+    deadline: Instant,
+    stop: &AtomicBool,
+    counter: &AtomicU64,
+) -> TableResult<QueryTotals> {
+    let mut s = Session::new(engine, WriteMode::default());
+    let mut r = IiRand::new(seed);
+    let mut tot = QueryTotals::default();
+    let mut which = first % 3;
+    let mut lo = [Value::Int(0)];
+    while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+        lo[0] = Value::Int(match which {
+            // registersegment: cashregisterid > c is cashregisterid >= c + 1 on integers.
+            1 => r.below(data::CASHREGISTERS) + 1,
+            _ => r.query_price(),
+        });
+        let mut n = 0usize;
+        let got = s.scan_index(t, which, &lo, &mut |row| {
+            std::hint::black_box(row);
+            n += 1;
+            n < limit
+        })?;
+        tot.rows += got as u64;
+        tot.per_index[which] += 1;
+        counter.fetch_add(1, Ordering::Relaxed);
+        which = (which + 1) % 3;
+    }
+    tot.stats = s.stats();
+    Ok(tot)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn query_step<E: Engine>(
+    engine: &E,
+    t: &Table,
+    a: &InsertArgs,
+    seed: u64,
+    cfg: usize,
+    step: usize,
+    rate: u64,
+    pad: usize,
+    next_id: &AtomicU64,
+    started: Instant,
+    path: &Path,
+) -> Result<QueryStep> {
+    let stop = AtomicBool::new(false);
+    let counter = AtomicU64::new(0);
+    let mark = Mark::now(engine);
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs_f64(a.query_duration);
+    type Ins = std::thread::Result<TableResult<(u64, SessionStats)>>;
+    type Qs = Vec<std::thread::Result<TableResult<QueryTotals>>>;
+    let (ins, qs): (Ins, Qs) = std::thread::scope(|sc| {
+        let stop = &stop;
+        let ins_seed = data::thread_seed(seed, cfg, step, usize::MAX);
+        let inserter = sc.spawn(move || {
+            let r = rate_inserter(engine, t, a, ins_seed, rate, pad, next_id, started, start, deadline, stop);
+            if r.is_err() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            r
+        });
+        let handles: Vec<_> = (0..a.query_threads)
+            .map(|i| {
+                let counter = &counter;
+                let seed = data::thread_seed(seed, cfg, step, i);
+                sc.spawn(move || {
+                    let r = query_thread(engine, t, a.rows_per_query, seed, i, deadline, stop, counter);
+                    if r.is_err() {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    r
+                })
+            })
+            .collect();
+        let qs = handles.into_iter().map(|h| h.join()).collect();
+        (inserter.join(), qs)
+    });
+    let seconds = start.elapsed().as_secs_f64();
+    let name = format!("q.{rate}");
+    let (rows, ins_stats) = ins
+        .map_err(|_| BenchError::engine(name.clone(), "the inserter thread panicked".into()))?
+        .map_err(table_err(format!("{} {name} inserter", E::name())))?;
+    let mut q = QueryStep {
+        name: name.clone(),
+        target_rate: rate,
+        seconds,
+        rows_inserted: rows,
+        insert_rate: rows as f64 / seconds.max(1e-9),
+        inserter_session: ins_stats,
+        ..QueryStep::default()
+    };
+    for r in qs {
+        let t = r
+            .map_err(|_| BenchError::engine(name.clone(), "a query thread panicked".into()))?
+            .map_err(table_err(format!("{} {name} query", E::name())))?;
+        for (a, b) in q.queries_per_index.iter_mut().zip(t.per_index) {
+            *a += b;
+        }
+        q.rows_read += t.rows;
+        add_stats(&mut q.query_session, &t.stats);
+    }
+    q.queries = q.queries_per_index.iter().sum();
+    q.qps = q.queries as f64 / seconds.max(1e-9);
+    q.kept_rate = report::kept_rate(q.insert_rate, rate);
+    q.cost = mark.cost(engine, rows, ins_stats.bytes_written, path);
+    q.set_per_query();
+    q.index_sizes = index_sizes(engine, t)?;
+    Ok(q)
+}
+
+#[cfg(test)]
+mod tests;
