@@ -406,23 +406,17 @@ pub fn run_forestdb(a: &ForestdbArgs, out: &mut dyn Write) -> Result<ForestdbRep
         let _ = writeln!(out, "{}", report::variant_table(&vr));
         report.variants.push(vr);
         if let Some(p) = &a.json {
-            write_json(p, &report)?;
+            crate::report::write_json_file(p, &report)?;
         }
     }
     if let Some(p) = &a.json {
-        write_json(p, &report)?;
+        crate::report::write_json_file(p, &report)?;
     }
     if let Some(dir) = &a.plot {
         let files = report::write_plots(dir, &report)?;
         let _ = writeln!(out, "plots: {} files in {}", files.len(), dir.display());
     }
     Ok(report)
-}
-
-fn write_json(p: &Path, r: &ForestdbReport) -> Result<()> {
-    let io = |source| BenchError::Io { what: "writing JSON to", path: p.to_path_buf(), source };
-    let text = serde_json::to_string_pretty(r).map_err(|e| io(std::io::Error::other(e)))?;
-    std::fs::write(p, text).map_err(io)
 }
 
 struct RunEngine<'a> {

@@ -331,25 +331,19 @@ pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
             report.configs.push(cfg);
             cfg_idx += 1;
             if let Some(p) = &a.json {
-                write_json(p, &report)?;
+                crate::report::write_json_file(p, &report)?;
             }
         }
     }
     let _ = writeln!(out, "\n===== insert rate (rows/s), the seed's table =====\n{}", report::seed_table(&report));
     if let Some(p) = &a.json {
-        write_json(p, &report)?;
+        crate::report::write_json_file(p, &report)?;
     }
     if let Some(dir) = &a.plot {
         let files = report::write_plots(dir, &report)?;
         let _ = writeln!(out, "plots: {} files in {}", files.len(), dir.display());
     }
     Ok(report)
-}
-
-fn write_json(p: &Path, r: &InsertReport) -> Result<()> {
-    let io = |source| BenchError::Io { what: "writing JSON to", path: p.to_path_buf(), source };
-    let text = serde_json::to_string_pretty(r).map_err(|e| io(std::io::Error::other(e)))?;
-    std::fs::write(p, text).map_err(io)
 }
 
 struct RunEngine<'a> {
