@@ -17,6 +17,11 @@ use std::any::Any;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// Entries of one user key a forward step reads one by one before it seeks past the rest (RocksDB's
+/// `max_sequential_skip_in_iterations`, default 8): a key rewritten a million times in the memtable costs
+/// one seek, not a million steps, to pass.
+const MAX_SEQUENTIAL_SKIP: usize = 8;
+
 /// Where `key()`/`value()` come from.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Current {
@@ -265,13 +270,30 @@ impl DbIterator {
     /// just left).
     fn find_next_entry(&mut self, mut skipping: bool) {
         self.current = Current::None;
+        // Entries stepped over in a row without deciding a key.
+        let mut stepped = 0usize;
         while self.inner_on_entry() {
             let Some(p) = ikey::parse(self.inner.key()) else { return self.fail_bad_key() };
             if self.upper.as_deref().is_some_and(|u| p.user_key >= u) {
                 return;
             }
-            if p.seq > self.seq || (skipping && p.user_key == self.key_buf.as_slice()) {
-                self.inner.next();
+            let newer = p.seq > self.seq;
+            if newer || (skipping && p.user_key == self.key_buf.as_slice()) {
+                stepped += 1;
+                if stepped <= MAX_SEQUENTIAL_SKIP {
+                    self.inner.next();
+                    continue;
+                }
+                // A key with many versions (a counter, a collection's metadata): one seek past them
+                // instead of a step per version. Newer than the snapshot: to the key's newest visible
+                // version. Hidden by a deletion or shadowed: past the key's oldest possible version.
+                stepped = 0;
+                if newer {
+                    build_ikey(&mut self.seek_buf, p.user_key, self.seq, KIND_FOR_SEEK);
+                } else {
+                    build_ikey(&mut self.seek_buf, p.user_key, 0, ValueKind::Deletion);
+                }
+                self.inner.seek(&self.seek_buf);
                 continue;
             }
             match p.kind {

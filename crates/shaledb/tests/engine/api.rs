@@ -219,3 +219,54 @@ fn db_is_send_and_sync() {
     assert_send_sync::<Db>();
     assert_send_sync::<shaledb::Snapshot>();
 }
+
+/// A key with hundreds of versions between two others: forward iteration (which seeks past a run of
+/// versions instead of stepping over each) yields the right version, or none, at every snapshot, in the
+/// memtable and after a flush.
+#[test]
+fn forward_iteration_past_many_versions_of_one_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() }).unwrap();
+    db.put(b"a", b"a").unwrap();
+    db.put(b"z", b"z").unwrap();
+    // (snapshot, what it must see of "h")
+    let mut snaps = Vec::new();
+    let mut latest = None;
+    for i in 0..320u32 {
+        if i % 50 == 49 {
+            db.delete(b"h").unwrap();
+            latest = None;
+            snaps.push((db.snapshot(), None));
+        } else {
+            db.put(b"h", format!("v{i}").as_bytes()).unwrap();
+            latest = Some(format!("v{i}").into_bytes());
+            if i % 37 == 0 {
+                snaps.push((db.snapshot(), latest.clone()));
+            }
+        }
+    }
+    let check = |stage: &str| {
+        let mut cases: Vec<(ReadOptions, Option<Vec<u8>>)> = snaps
+            .iter()
+            .map(|(s, want)| (ReadOptions { snapshot: Some(s.clone()), ..Default::default() }, want.clone()))
+            .collect();
+        cases.push((ReadOptions::default(), latest.clone()));
+        for (ro, want) in cases {
+            let got: Vec<(Vec<u8>, Vec<u8>)> = db.range(ro.clone(), ..).map(|r| r.unwrap()).collect();
+            let mut expect = vec![(b"a".to_vec(), b"a".to_vec())];
+            if let Some(v) = &want {
+                expect.push((b"h".to_vec(), v.clone()));
+            }
+            expect.push((b"z".to_vec(), b"z".to_vec()));
+            assert_eq!(got, expect, "{stage}: snapshot {:?}", ro.snapshot.as_ref().map(|s| s.sequence()));
+            // Seeking to the key itself, and from before it.
+            let mut it = db.iter(ro);
+            it.seek(b"h");
+            let want_key: &[u8] = if want.is_some() { b"h" } else { b"z" };
+            assert_eq!(it.key(), want_key, "{stage}");
+        }
+    };
+    check("memtable");
+    db.flush().unwrap();
+    check("after a flush");
+}
