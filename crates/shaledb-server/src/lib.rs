@@ -13,6 +13,7 @@
 pub mod blocking;
 pub mod commands;
 pub mod config;
+pub mod dead;
 pub mod expire;
 pub mod gc;
 pub mod keys;

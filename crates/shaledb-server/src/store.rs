@@ -309,6 +309,7 @@ fn commit_group(store: &Store, ctx: &mut WriteCtx<'_>, group: &mut Vec<Job>) {
             }
         }
         Err(e) => {
+            ctx.forget_dead_ranges();
             store.set_read_only(e);
             for job in group.drain(..) {
                 let replies = job.cmds.iter().map(|_| store.misconf()).collect();
@@ -383,6 +384,9 @@ pub struct WriteCtx<'a> {
     /// only member records is reported by its key arguments).
     writes: u64,
     meta_writes: u64,
+    /// Where the commit thread knows collections have no live member records, learnt from its pops
+    /// (dead.rs); only the commit thread's context records any.
+    pub(crate) dead: crate::dead::DeadRanges,
 }
 
 /// Bytes counted per pending entry besides its key and value (map node, batch record header).
@@ -408,6 +412,7 @@ impl<'a> WriteCtx<'a> {
             watches: Default::default(),
             writes: 0,
             meta_writes: 0,
+            dead: Default::default(),
         }
     }
 
@@ -736,6 +741,31 @@ impl WriteCtx<'_> {
     pub fn drop_coll(&mut self, user_key: &[u8], c: &keys::Coll) {
         self.delete_key(user_key);
         self.dropped.push((self.db_index, c.version));
+        if !self.dead.is_empty() {
+            self.dead.forget_collection(self.db_index, c.version);
+        }
+    }
+
+    /// The dead ranges (dead.rs) the commit thread learnt of `c`'s records of sub-kind `sub`.
+    pub fn dead_ranges(&self, c: &keys::Coll, sub: u8) -> Option<&crate::dead::Ranges> {
+        self.dead.get((self.db_index, c.version, sub))
+    }
+
+    /// Records that no part of `c`'s records of sub-kind `sub` in `[from, to]` is live: a pop staged the
+    /// deletion of every one there. Commit thread only.
+    pub fn note_dead_zone(&mut self, c: &keys::Coll, sub: u8, from: &[u8], to: &[u8]) {
+        self.dead.note_zone((self.db_index, c.version, sub), from, to);
+    }
+
+    /// Records that no part of `c`'s records of sub-kind `sub` at or after `from` is live. Commit thread
+    /// only.
+    pub fn note_dead_tail(&mut self, c: &keys::Coll, sub: u8, from: &[u8]) {
+        self.dead.note_tail((self.db_index, c.version, sub), from);
+    }
+
+    /// Forgets every dead range (a group failed: its pops may not have happened).
+    pub fn forget_dead_ranges(&mut self) {
+        self.dead.clear();
     }
 
     /// Reads a member record of collection `c` (current database).
@@ -750,6 +780,9 @@ impl WriteCtx<'_> {
     /// Writes a member record of collection `c` (current database), refusing one the engine could not hold.
     pub fn put_member(&mut self, c: &keys::Coll, sub: u8, part: &[u8], value: &[u8]) -> Result<(), Reply> {
         check_entry_size(part.len() + 9, value.len())?;
+        if !self.dead.is_empty() {
+            self.dead.on_write((self.db_index, c.version, sub), part);
+        }
         let mut k = std::mem::take(&mut self.key_buf);
         keys::member_key_into(self.db_index, c.version, sub, part, &mut k);
         self.put_raw(&k, value);

@@ -15,18 +15,25 @@
 //! A collection of at most [`SMALL_PICK`] members, or a distinct pick of more than a third of the members,
 //! is read whole and sampled exactly uniformly (Fisher-Yates on the members read). Otherwise each pick is a
 //! random seek into the member range: a random part between the first and the last member (same common
-//! prefix, a random byte between theirs at the first difference, then random bytes), and the first member
+//! prefix, a random byte between theirs at the first difference, then random bytes between the smallest and
+//! largest byte the two hold after it), and the first member
 //! at or after it (wrapping to the first). Cost: one engine seek per pick (a block read when not cached),
 //! never a read of the whole collection. It is uniform when members are spread evenly over the byte range
 //! (e.g. ids, hashes, same-length numbers); a member after a sparse stretch of the range is likelier, as
 //! Redis's own random picks from a sparse hash table are skewed. Distinct picks retry a bounded number of
 //! times and then take members in order from a random start.
+//!
+//! SPOP picks the same way but one member at a time in the commit thread ([`pick_for_pop`]), skipping the
+//! ranges its earlier pops emptied (dead.rs): a seek picks the member after a random point, so the members
+//! after wide gaps go first and the gaps grow; without the ranges each pop would step over the tombstones
+//! of every earlier pop in its gap.
 
 use super::keys::{glob_match, Cursors};
 use super::{arg_i64, syntax_error};
+use crate::dead::Start;
 use crate::keys::Coll;
 use crate::resp::{Args, Reply};
-use crate::store::ReadCtx;
+use crate::store::{ReadCtx, WriteCtx};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use rand::Rng;
@@ -200,25 +207,44 @@ struct Seeker {
     /// The range of the byte after `common`.
     lo: u8,
     hi: u8,
+    /// The range of the bytes after that one: the smallest and largest byte the first and last members
+    /// hold there (all bytes when they hold none). Drawing them from the members' own alphabet keeps the
+    /// picks spread over the members: members of digits drawn with bytes of 0..=255 would almost always
+    /// seek past a whole run of members to the start of the next (and SPOP would pile its tombstones there).
+    alpha_lo: u8,
+    alpha_hi: u8,
 }
 
 impl Seeker {
     fn new(ctx: &ReadCtx<'_>, c: &Coll, sub: u8) -> Result<Option<Seeker>, Reply> {
         let Some(first) = ctx.members(c, sub, None, false).next().transpose()? else { return Ok(None) };
         let Some(last) = ctx.members(c, sub, None, true).next().transpose()? else { return Ok(None) };
-        let (first, last) = (first.0, last.0);
-        let n = first.iter().zip(&last).take_while(|(a, b)| a == b).count();
-        let lo = first.get(n).copied().unwrap_or(0);
-        let hi = last.get(n).copied().unwrap_or(0xff).max(lo);
-        Ok(Some(Seeker { sub, common: first[..n].to_vec(), lo, hi }))
+        Ok(Some(Seeker::from_ends(sub, &first.0, &last.0)))
     }
 
-    fn pick(&self, ctx: &ReadCtx<'_>, c: &Coll, rng: &mut impl Rng) -> Result<(Vec<u8>, Vec<u8>), Reply> {
+    /// The seeker over the members from `first` to `last`.
+    fn from_ends(sub: u8, first: &[u8], last: &[u8]) -> Seeker {
+        let n = first.iter().zip(last).take_while(|(a, b)| a == b).count();
+        let lo = first.get(n).copied().unwrap_or(0);
+        let hi = last.get(n).copied().unwrap_or(0xff).max(lo);
+        let tail = first.iter().skip(n + 1).chain(last.iter().skip(n + 1));
+        let (alpha_lo, alpha_hi) = tail.fold((0xff, 0), |(a, b), &x| (a.min(x), b.max(x)));
+        let (alpha_lo, alpha_hi) = if alpha_lo > alpha_hi { (0, 0xff) } else { (alpha_lo, alpha_hi) };
+        Seeker { sub, common: first[..n].to_vec(), lo, hi, alpha_lo, alpha_hi }
+    }
+
+    /// A random part between the first and the last member.
+    fn target(&self, rng: &mut impl Rng) -> Vec<u8> {
         let mut target = self.common.clone();
         target.push(rng.gen_range(self.lo..=self.hi));
         for _ in 0..8 {
-            target.push(rng.gen());
+            target.push(rng.gen_range(self.alpha_lo..=self.alpha_hi));
         }
+        target
+    }
+
+    fn pick(&self, ctx: &ReadCtx<'_>, c: &Coll, rng: &mut impl Rng) -> Result<(Vec<u8>, Vec<u8>), Reply> {
+        let target = self.target(rng);
         if let Some(m) = ctx.members(c, self.sub, Some(&target), false).next() {
             return m;
         }
@@ -227,6 +253,43 @@ impl Seeker {
             None => Err(Reply::err("collection changed during a random pick")),
         }
     }
+}
+
+/// SPOP's pick, in the commit thread: a random live member of `c` (sub-kind `sub`) chosen as the seeks of
+/// [`random_members`] choose (the first member at or after a random point, wrapping), skipping the ranges
+/// earlier pops emptied. Records the range this pick finds empty once its member is gone, so the caller
+/// must stage the deletion of the member returned before anything else is written. `None` when `c` has no
+/// live member.
+pub fn pick_for_pop(ctx: &mut WriteCtx<'_>, c: &Coll, sub: u8) -> Result<Option<(Vec<u8>, Vec<u8>)>, Reply> {
+    let mut rng = rand::thread_rng();
+    // What the pick learnt: the zone from the target (or from the start) up to the member, and whether it
+    // ran off the end (the tail from the target is empty).
+    let (member, zone_from, tail_from) = {
+        let view = ctx.view();
+        let dead = ctx.dead_ranges(c, sub);
+        let start_of = |t: &[u8]| dead.map_or(Start::At(t.to_vec()), |r| r.start(t));
+        let Start::At(first_from) = start_of(b"") else { return Ok(None) };
+        let Some(first) = view.members(c, sub, Some(&first_from), false).next().transpose()? else {
+            return Ok(None);
+        };
+        // The tail part itself is gone, so "parts <= tail" is "parts before the tail".
+        let last = view.members(c, sub, dead.and_then(|r| r.tail()), true).next().transpose()?;
+        let Some(last) = last else { return Ok(None) };
+        let target = Seeker::from_ends(sub, &first.0, &last.0).target(&mut rng);
+        let found = match start_of(&target) {
+            Start::At(from) => view.members(c, sub, Some(&from), false).next().transpose()?,
+            Start::End => None,
+        };
+        match found {
+            Some(m) => (m, target, None),
+            None => (first, Vec::new(), Some(target)),
+        }
+    };
+    ctx.note_dead_zone(c, sub, &zone_from, &member.0);
+    if let Some(t) = tail_from {
+        ctx.note_dead_tail(c, sub, &t);
+    }
+    Ok(Some(member))
 }
 
 /// Reads an optional count argument of HRANDFIELD/SRANDMEMBER: `(count, distinct)`, refusing a negative
@@ -302,6 +365,10 @@ mod tests {
             buckets[(i / 1000) as usize] += 1;
         }
         assert!(buckets.iter().all(|&b| b > 100), "{buckets:?}");
+        // Spread over the members, not only over the thousands: 2000 uniform picks of 5000 hit about 1650
+        // distinct members (a pick that jumps to the start of the next run of digits hits a handful).
+        let distinct: HashSet<&Vec<u8>> = picked.iter().map(|(m, _)| m).collect();
+        assert!(distinct.len() > 1200, "{} distinct members in 2000 picks", distinct.len());
         // More than a third, and more than the set: read whole.
         assert_eq!(random_members(&r, &c, SUB_MEMBER, 3000, true).unwrap().len(), 3000);
         assert_eq!(random_members(&r, &c, SUB_MEMBER, 9000, true).unwrap().len(), 5000);

@@ -225,12 +225,28 @@ fn spop(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let Some(mut c) = tri!(ctx.get_coll(key, Type::Set)) else {
         return if count.is_some() { Reply::Set(Vec::new()) } else { Reply::Nil };
     };
-    let picked: Vec<Vec<u8>> = {
-        let view = ctx.view();
-        let r = coll::random_members(&view, &c, SUB_MEMBER, count.unwrap_or(1), true);
-        tri!(r).into_iter().map(|(m, _)| m).collect()
+    let n = count.unwrap_or(1);
+    // A pop that empties the set, or a first pop of a small set (or of a third of it) reads it whole and
+    // picks exactly uniformly; otherwise one seek per member (see coll.rs), past what earlier pops emptied.
+    let whole = n >= c.size
+        || (ctx.dead_ranges(&c, SUB_MEMBER).is_none() && (c.size <= coll::SMALL_PICK || n.saturating_mul(3) > c.size));
+    let picked: Vec<Vec<u8>> = if whole {
+        let picked: Vec<Vec<u8>> = {
+            let view = ctx.view();
+            let r = coll::random_members(&view, &c, SUB_MEMBER, n, true);
+            tri!(r).into_iter().map(|(m, _)| m).collect()
+        };
+        tri!(remove_members(ctx, key, &mut c, picked.iter().map(|m| &m[..])));
+        picked
+    } else {
+        let mut picked = Vec::new();
+        for _ in 0..n {
+            let Some((m, _)) = tri!(coll::pick_for_pop(ctx, &c, SUB_MEMBER)) else { break };
+            tri!(remove_members(ctx, key, &mut c, std::iter::once(&m[..])));
+            picked.push(m);
+        }
+        picked
     };
-    tri!(remove_members(ctx, key, &mut c, picked.iter().map(|m| &m[..])));
     match count {
         None => picked.into_iter().next().map_or(Reply::Nil, |m| Reply::Bulk(Bytes::from(m))),
         Some(_) => members_reply(picked),

@@ -2,6 +2,7 @@
 //! is in docs/format/server-keys.md, "Sorted sets"): score and range parsing as Redis reads them, the score
 //! index's keys, ranks counted from the nearer end, score, rank and lex ranges as scans.
 
+use crate::dead::Start;
 use crate::keys::{self, score_to_sortable, sortable_to_score, Coll, SUB_MEMBER, SUB_SCORE};
 use crate::resp::Reply;
 use crate::store::{ReadCtx, WriteCtx};
@@ -264,6 +265,35 @@ pub(crate) fn index_bounds(ctx: &ReadCtx<'_>, c: &Coll) -> ([u8; 11], Vec<u8>) {
     let p = keys::sub_prefix(ctx.db_index, c.version, SUB_SCORE);
     let end = keys::prefix_end(&p).unwrap_or_default();
     (p, end)
+}
+
+/// The engine-key range `[lower, upper)` a pop from either end of `c`'s score index scans: the whole index,
+/// narrowed by the dead ranges the commit thread learnt from earlier pops (so it does not step over their
+/// tombstones again; see dead.rs).
+pub(crate) fn pop_range(ctx: &WriteCtx<'_>, c: &Coll) -> (Vec<u8>, Vec<u8>) {
+    let p = keys::sub_prefix(ctx.db_index, c.version, SUB_SCORE);
+    let end = keys::prefix_end(&p).unwrap_or_default();
+    let Some(r) = ctx.dead_ranges(c, SUB_SCORE) else { return (p.to_vec(), end) };
+    let mut lower = p.to_vec();
+    match r.start(b"") {
+        Start::At(from) => lower.extend_from_slice(&from),
+        Start::End => return (lower.clone(), lower),
+    }
+    let upper = match r.tail() {
+        Some(t) => [&p[..], t].concat(),
+        None => end,
+    };
+    (lower, upper)
+}
+
+/// Records what a pop of `c`'s score index learnt: every part up to `last` (the part of the last item it
+/// removed) from the low end, or (`max`) from `last` up, is gone.
+pub(crate) fn note_popped(ctx: &mut WriteCtx<'_>, c: &Coll, max: bool, last: &[u8]) {
+    if max {
+        ctx.note_dead_tail(c, SUB_SCORE, last);
+    } else {
+        ctx.note_dead_zone(c, SUB_SCORE, b"", last);
+    }
 }
 
 pub(crate) fn index_key(prefix: &[u8; 11], sortable: u64, member: &[u8]) -> Vec<u8> {

@@ -505,10 +505,10 @@ fn pop_generic(ctx: &mut WriteCtx<'_>, args: &Args, max: bool) -> Reply {
         return Reply::Array(Vec::new());
     }
     let items = {
+        let (lower, upper) = pop_range(ctx, &c);
         let v = ctx.view();
-        let (p, end) = index_bounds(&v, &c);
         let mut out = Vec::new();
-        for item in v.scan(&p, &end, max).take(n as usize) {
+        for item in v.scan(&lower, &upper, max).take(n as usize) {
             tri!(push_item(&mut out, &tri!(item).0));
         }
         out
@@ -516,6 +516,10 @@ fn pop_generic(ctx: &mut WriteCtx<'_>, args: &Args, max: bool) -> Reply {
     let mut buf = Vec::new();
     for (m, s) in &items {
         remove(ctx, &mut c, m, *s, &mut buf);
+    }
+    if !items.is_empty() {
+        // `buf` holds the last popped item's part: every part beyond it from this end is gone now.
+        note_popped(ctx, &c, max, &buf);
     }
     tri!(ctx.put_coll(&args[1], &c));
     match count {
@@ -546,10 +550,10 @@ fn bzpop_generic(ctx: &mut WriteCtx<'_>, args: &Args, max: bool) -> Reply {
     for key in &args[1..args.len() - 1] {
         let Some(mut c) = tri!(ctx.get_coll(key, Type::ZSet)) else { continue };
         let first = {
+            let (lower, upper) = pop_range(ctx, &c);
             let v = ctx.view();
-            let (p, end) = index_bounds(&v, &c);
             let mut out = Vec::new();
-            if let Some(item) = v.scan(&p, &end, max).next() {
+            if let Some(item) = v.scan(&lower, &upper, max).next() {
                 tri!(push_item(&mut out, &tri!(item).0));
             }
             out.pop()
@@ -557,6 +561,7 @@ fn bzpop_generic(ctx: &mut WriteCtx<'_>, args: &Args, max: bool) -> Reply {
         let Some((m, s)) = first else { continue };
         let mut buf = Vec::new();
         remove(ctx, &mut c, &m, s, &mut buf);
+        note_popped(ctx, &c, max, &buf);
         tri!(ctx.put_coll(key, &c));
         return Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Bulk(m.into()), double(s)]);
     }

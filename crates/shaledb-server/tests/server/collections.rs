@@ -314,6 +314,72 @@ fn set_commands() {
     }
 }
 
+/// SPOP past the small size (one seek per member, skipping what earlier pops emptied), interleaved with
+/// SADD of popped members (back inside an emptied range), SREM and MULTI, against a model: every popped
+/// member was in the set, the contents and SCARD stay exact, and popping to the end returns every
+/// remaining member once.
+#[test]
+fn spop_interleaved_with_writes_keeps_the_set_exact() {
+    use rand::{Rng, SeedableRng};
+    let (srv, _dir) = start_server();
+    let c = &mut connect(&srv);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x5e7);
+    let mut model: BTreeSet<String> = BTreeSet::new();
+    let name = |i: u32| format!("element:{i:06}");
+    let mut add = cmd(&["SADD", "big"]);
+    for i in 0..3000 {
+        add.arg(name(i));
+        model.insert(name(i));
+    }
+    let _: i64 = add.query(c).unwrap();
+    for step in 0..2500 {
+        match rng.gen_range(0..10) {
+            0..=5 => {
+                let n = rng.gen_range(1..4);
+                let got: Vec<String> = q(c, &["SPOP", "big", &n.to_string()]);
+                assert_eq!(got.len(), n.min(model.len()), "step {step}");
+                for m in got {
+                    assert!(model.remove(&m), "step {step}: popped {m}, not a member (or twice)");
+                }
+            }
+            6 | 7 => {
+                let m = name(rng.gen_range(0..3000));
+                assert_eq!(i(c, &["SADD", "big", &m]), model.insert(m) as i64, "step {step}");
+            }
+            8 => {
+                let m = name(rng.gen_range(0..3000));
+                assert_eq!(i(c, &["SREM", "big", &m]), model.remove(&m) as i64, "step {step}");
+            }
+            _ => {
+                let m = name(rng.gen_range(0..3000));
+                let (popped, added): (Vec<String>, i64) = redis::pipe()
+                    .atomic()
+                    .cmd("SPOP")
+                    .arg("big")
+                    .arg(1)
+                    .cmd("SADD")
+                    .arg("big")
+                    .arg(&m)
+                    .query(c)
+                    .unwrap();
+                for p in popped {
+                    assert!(model.remove(&p), "step {step}: popped {p}");
+                }
+                assert_eq!(added, model.insert(m) as i64, "step {step}");
+            }
+        }
+        if step % 250 == 0 {
+            assert_eq!(i(c, &["SCARD", "big"]), model.len() as i64, "step {step}");
+            assert_eq!(set_of(c, &["SMEMBERS", "big"]), model, "step {step}");
+        }
+    }
+    while let Some(m) = s(c, &["SPOP", "big"]) {
+        assert!(model.remove(&m), "popped {m}, not a member (or twice)");
+    }
+    assert!(model.is_empty(), "{} members never popped", model.len());
+    assert_eq!(i(c, &["EXISTS", "big"]), 0);
+}
+
 #[test]
 fn set_algebra_and_store_forms() {
     let (srv, _dir) = start_server();

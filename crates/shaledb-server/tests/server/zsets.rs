@@ -306,8 +306,9 @@ fn zset_resp3_replies_match_redis() {
     }
 }
 
-/// A random mix of ZADD (with flags), ZINCRBY, ZREM, ZPOPMIN/ZPOPMAX and ZREMRANGEBYSCORE on a few keys,
-/// against a model: the size counter (ZCARD) and the whole contents stay exact.
+/// A random mix of ZADD (with flags), ZINCRBY, ZREM, ZPOPMIN/ZPOPMAX (alone and in MULTI beside a ZADD past
+/// the popped end) and ZREMRANGEBYSCORE on a few keys, against a model:
+/// every pop's reply, the size counter (ZCARD) and the whole contents stay exact.
 #[test]
 fn zset_size_stays_exact_under_a_random_mix() {
     let (server, _dir) = start_server();
@@ -320,7 +321,7 @@ fn zset_size_stays_exact_under_a_random_mix() {
         let m = &mut model[k];
         let member = format!("m{}", rng.gen_range(0..40));
         let score = rng.gen_range(-20..20) as f64 / 2.0;
-        match rng.gen_range(0..6) {
+        match rng.gen_range(0..7) {
             0 => {
                 let r = c.cmd(&["ZADD", &key, &score.to_string(), &member]);
                 let added = !m.contains_key(&member);
@@ -353,15 +354,44 @@ fn zset_size_stays_exact_under_a_random_mix() {
             4 => {
                 let n = rng.gen_range(1..4);
                 let max = rng.gen_bool(0.5);
-                c.cmd(&[if max { "ZPOPMAX" } else { "ZPOPMIN" }, &key, &n.to_string()]);
+                let r = c.cmd(&[if max { "ZPOPMAX" } else { "ZPOPMIN" }, &key, &n.to_string()]).array();
+                let got: Vec<String> = r.chunks(2).map(|p| p[0].text()).collect();
                 let mut order: Vec<(f64, String)> = m.iter().map(|(k, v)| (*v, k.clone())).collect();
                 order.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
                 if max {
                     order.reverse();
                 }
-                for (_, k) in order.into_iter().take(n) {
+                let want: Vec<String> = order.into_iter().take(n).map(|(_, k)| k).collect();
+                assert_eq!(got, want, "step {step}");
+                for k in want {
                     m.remove(&k);
                 }
+            }
+            5 => {
+                // In one transaction: a pop, then a member added beyond the popped end, then a pop that
+                // must find it (the pop bounds the first pop learnt are widened by the add).
+                let max = rng.gen_bool(0.5);
+                let pop = if max { "ZPOPMAX" } else { "ZPOPMIN" };
+                let beyond = if max { 100.0 + score } else { -100.0 + score };
+                c.cmd(&["MULTI"]);
+                c.cmd(&[pop, &key]);
+                c.cmd(&["ZADD", &key, &beyond.to_string(), &member]);
+                c.cmd(&[pop, &key]);
+                let r = c.cmd(&["EXEC"]).array();
+                let mut order: Vec<(f64, String)> = m.iter().map(|(k, v)| (*v, k.clone())).collect();
+                order.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+                if max {
+                    order.reverse();
+                }
+                if let Some((_, first)) = order.first() {
+                    assert_eq!(r[0].clone().array()[0].text(), *first, "step {step}");
+                    m.remove(&first.clone());
+                }
+                let added = !m.contains_key(&member);
+                assert_eq!(r[1], Resp::Int(added as i64), "step {step}");
+                // The member just added is now the end the second pop takes; it leaves the set.
+                m.remove(&member);
+                assert_eq!(r[2].clone().array()[0].text(), member, "step {step}");
             }
             _ => {
                 let (lo, hi) = (score, score + 2.0);
