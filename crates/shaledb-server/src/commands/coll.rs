@@ -48,7 +48,9 @@ pub const SMALL_PICK: u64 = 1024;
 pub const MAX_PICK: u64 = 1 << 22;
 
 /// `(part, value)` items of a collection, in member order.
-pub type MemberList = Vec<(Vec<u8>, Vec<u8>)>;
+pub type MemberList = Vec<Member>;
+/// One member record: `(part, value)`.
+pub type Member = (Vec<u8>, Vec<u8>);
 
 fn cursors() -> &'static Mutex<Cursors> {
     static C: OnceLock<Mutex<Cursors>> = OnceLock::new();
@@ -260,7 +262,7 @@ impl Seeker {
 /// earlier pops emptied. Records the range this pick finds empty once its member is gone, so the caller
 /// must stage the deletion of the member returned before anything else is written. `None` when `c` has no
 /// live member.
-pub fn pick_for_pop(ctx: &mut WriteCtx<'_>, c: &Coll, sub: u8) -> Result<Option<(Vec<u8>, Vec<u8>)>, Reply> {
+pub fn pick_for_pop(ctx: &mut WriteCtx<'_>, c: &Coll, sub: u8) -> Result<Option<Member>, Reply> {
     let mut rng = rand::thread_rng();
     // What the pick learnt: the zone from the target (or from the start) up to the member, and whether it
     // ran off the end (the tail from the target is empty).
