@@ -131,9 +131,11 @@ fn watch_is_per_database() {
 fn expiry_after_watch_aborts_but_a_key_already_expired_at_watch_does_not() {
     let mut p = pair();
     // Alive at WATCH, expired at EXEC: a change (Redis 7.0).
-    p.a.cmd(&["SET", "k", "1", "PX", "100"]);
+    // (1 s: a loaded machine must not let the key expire before WATCH sees it.)
+    let set_at = std::time::Instant::now();
+    p.a.cmd(&["SET", "k", "1", "PX", "1000"]);
     assert_eq!(p.a.cmd(&["WATCH", "k"]), ok());
-    std::thread::sleep(Duration::from_millis(200));
+    std::thread::sleep(Duration::from_millis(1100).saturating_sub(set_at.elapsed()));
     assert_eq!(exec_get(&mut p.a, "k"), Resp::Nil);
 
     // Expired at WATCH, then deleted on access by another client: no change.
