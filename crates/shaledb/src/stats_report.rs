@@ -141,7 +141,6 @@ fn rate(bytes: u64, secs: f64) -> f64 {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn row(out: &mut String, name: &str, files: u64, busy: u64, bytes: u64, score: f64, c: &CompactionStats, w_amp: f64) {
     let rn = c.bytes_read_input_level as f64 / GB;
     let rnp1 = c.bytes_read_output_level as f64 / GB;

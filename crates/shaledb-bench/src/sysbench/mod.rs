@@ -463,7 +463,6 @@ pub fn load<E: Engine>(engine: &E, tables: &[Table], table_size: i64, seed: u64,
     Ok(total)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn run_timed<E: Engine>(
     engine: &E,
     tables: &[Table],
@@ -571,7 +570,6 @@ fn add_stats(a: &mut SessionStats, b: &SessionStats) {
     a.bytes_written += b.bytes_written;
 }
 
-#[allow(clippy::too_many_arguments)]
 fn client<E: Engine>(
     engine: &E,
     tables: &[Table],
