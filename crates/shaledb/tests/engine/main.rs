@@ -3,6 +3,7 @@
 mod api;
 mod concurrency;
 mod files;
+mod fixture;
 mod limits;
 mod linearizable;
 mod model;
