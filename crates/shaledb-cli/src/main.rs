@@ -57,7 +57,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_message(&e));
             ExitCode::from(e.downcast_ref::<shaledb_bench::BenchError>().map_or(1, exit_code))
         }
     }
@@ -68,10 +68,29 @@ fn tool_exit(r: anyhow::Result<i32>) -> ExitCode {
     match r {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_message(&e));
             ExitCode::from(1)
         }
     }
+}
+
+/// The error and its causes on one line, each cause once. ShaleDB's own error includes its cause in its message
+/// and does not return it as `source()` as well; some wrappers (the bench's, the server's) do both, and
+/// anyhow's `{e:#}` would print such a cause twice or three times. So a cause whose message the line already
+/// holds is left out.
+fn error_message(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 fn exit_code(e: &shaledb_bench::BenchError) -> u8 {

@@ -5,6 +5,7 @@
 //!
 //! Exit codes: 0 success, 1 the database does not hold what it must, 2 an error (I/O, engine).
 
+use anyhow::Context;
 use shaledb_testkit::stress::{self, StressConfig, StressError};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -77,7 +78,8 @@ impl Args {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let cfg = args.config();
     if args.destroy {
-        stress::destroy(&cfg)?;
+        stress::destroy(&cfg)
+            .with_context(|| format!("destroying {} and {}", cfg.path.display(), cfg.expected_path().display()))?;
     }
     match stress::run(&cfg) {
         Ok(s) => {
