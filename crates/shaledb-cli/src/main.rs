@@ -3,6 +3,7 @@
 
 mod bench;
 mod dump;
+mod keys;
 mod repair;
 mod stress;
 mod verify;
@@ -28,6 +29,14 @@ enum Command {
     Dump(dump::Args),
     /// Check every checksum of every live file and the MANIFEST's consistency; exit 1 on any problem.
     Verify(verify::Args),
+    /// Print the value of a key (`ldb get`); exit 1 with "NotFound" when it is absent.
+    Get(keys::GetArgs),
+    /// Set a key (`ldb put`).
+    Put(keys::PutArgs),
+    /// Delete a key (`ldb delete`).
+    Delete(keys::DeleteArgs),
+    /// Print `KEY ==> VALUE` for the keys in a range, in order or reversed (`ldb scan`).
+    Scan(keys::ScanArgs),
     /// Rebuild CURRENT of a damaged database from the newest MANIFEST that replays cleanly with all its
     /// tables present (like RocksDB's RepairDB, limited to what can be proven). Deletes nothing.
     Repair(repair::Args),
@@ -50,6 +59,10 @@ fn main() -> ExitCode {
         Command::Verify(a) => return tool_exit(verify::run(a)),
         Command::Stress(a) => return tool_exit(stress::run(a)),
         Command::Repair(a) => return tool_exit(repair::run(a)),
+        Command::Get(a) => return tool_exit(keys::get(a)),
+        Command::Put(a) => return tool_exit(keys::put(a)),
+        Command::Delete(a) => return tool_exit(keys::delete(a)),
+        Command::Scan(a) => return tool_exit(keys::scan(a)),
         Command::Server(a) => shaledb_server::Config::from_args(&a)
             .map_err(anyhow::Error::from)
             .and_then(|c| shaledb_server::run(c).map_err(anyhow::Error::from)),

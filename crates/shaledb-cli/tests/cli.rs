@@ -31,6 +31,7 @@ fn an_error_names_its_os_cause_once() {
     let runs: Vec<Vec<&str>> = vec![
         vec!["bench", &db_flag, "--benchmarks=fillseq", "--num=10", "--progress=false"],
         vec!["stress", "--destroy", "--keys", "10", "--path", p(&under)],
+        vec!["put", "--create-if-missing", p(&under), "k", "v"],
     ];
     for args in runs {
         let (code, out, err) = shaledb(&args);
@@ -39,4 +40,98 @@ fn an_error_names_its_os_cause_once() {
         assert_eq!(err.matches(&os).count(), 1, "{args:?}: {err}");
         assert!(line.contains("LOCK") || line.contains(p(&under)), "{args:?}: {line}");
     }
+}
+
+#[test]
+fn get_put_delete_scan_as_ldb() {
+    let tmp = shaledb_testkit::tempdir();
+    let db = tmp.path().join("db");
+    let (code, _, err) = shaledb(&["put", p(&db), "a", "1"]);
+    assert_eq!(code, Some(1), "put created a database without --create-if-missing");
+    assert!(err.contains("does not exist"), "{err}");
+    let (code, out, err) = shaledb(&["put", "--create-if-missing", p(&db), "a", "1"]);
+    assert_eq!((code, out.as_str()), (Some(0), "OK\n"), "{err}");
+    for (k, v) in [("b", "2"), ("c", "3"), ("d", "4"), ("e", "5")] {
+        assert_eq!(shaledb(&["put", p(&db), k, v]).0, Some(0));
+    }
+    let (code, out, _) = shaledb(&["get", p(&db), "c"]);
+    assert_eq!((code, out.as_str()), (Some(0), "3\n"));
+    assert_eq!(shaledb(&["delete", p(&db), "c"]).0, Some(0));
+    let (code, out, err) = shaledb(&["get", p(&db), "c"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(err.trim_end(), "Failed: NotFound: c");
+    assert!(out.is_empty());
+
+    let (code, out, err) = shaledb(&["scan", p(&db)]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out, "a ==> 1\nb ==> 2\nd ==> 4\ne ==> 5\n");
+    let (_, out, _) = shaledb(&["scan", p(&db), "--from", "b", "--to", "e"]);
+    assert_eq!(out, "b ==> 2\nd ==> 4\n", "--to is exclusive");
+    let (_, out, _) = shaledb(&["scan", p(&db), "--from", "b", "--to", "e", "--reverse"]);
+    assert_eq!(out, "d ==> 4\nb ==> 2\n");
+    let (_, out, _) = shaledb(&["scan", p(&db), "--reverse", "--limit", "3"]);
+    assert_eq!(out, "e ==> 5\nd ==> 4\nb ==> 2\n");
+    let (_, out, _) = shaledb(&["scan", p(&db), "--from", "bb", "--limit", "1"]);
+    assert_eq!(out, "d ==> 4\n");
+    let (_, out, _) = shaledb(&["scan", p(&db), "--limit", "0"]);
+    assert_eq!(out, "");
+}
+
+#[test]
+fn hex_keys_and_values_round_trip() {
+    let tmp = shaledb_testkit::tempdir();
+    let db = tmp.path().join("db");
+    let (code, _, err) = shaledb(&["put", "--create-if-missing", "--hex", p(&db), "0x00ff", "0x0a0D00"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(shaledb(&["put", "--hex", p(&db), "01", "41"]).0, Some(0));
+    let (code, out, _) = shaledb(&["get", "--hex", p(&db), "0x00FF"]);
+    assert_eq!((code, out.as_str()), (Some(0), "0x0A0D00\n"));
+    // Without --hex the bytes are written as they are.
+    let out = Command::new(env!("CARGO_BIN_EXE_shaledb")).args(["get", p(&db), "\u{1}"]).output().unwrap();
+    assert_eq!(out.stdout, b"A\n");
+    let (_, out, _) = shaledb(&["scan", "--hex", p(&db)]);
+    assert_eq!(out, "0x00FF ==> 0x0A0D00\n0x01 ==> 0x41\n");
+    let (_, out, _) = shaledb(&["scan", "--hex", p(&db), "--from", "0x01"]);
+    assert_eq!(out, "0x01 ==> 0x41\n");
+    let (code, _, err) = shaledb(&["get", "--hex", p(&db), "0x0"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("not hexadecimal"), "{err}");
+    let (code, _, err) = shaledb(&["get", "--hex", p(&db), "0x02"]);
+    assert_eq!((code, err.trim_end()), (Some(1), "Failed: NotFound: 0x02"));
+}
+
+/// Every file under `dir` with its contents.
+fn files(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let path = e.unwrap().path();
+            let data = std::fs::read(&path).unwrap_or_default();
+            (path, data)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn read_only_reads_a_database_open_elsewhere_and_changes_nothing() {
+    let tmp = shaledb_testkit::tempdir();
+    let path = tmp.path().join("db");
+    let db = shaledb::Db::open(&path, shaledb::Options::default()).unwrap();
+    db.put(b"k1", b"v1").unwrap();
+    db.put(b"k2", b"v2").unwrap();
+    // The writer holds the LOCK; its writes are in its WAL only.
+    let before = files(&path);
+    let (code, _, err) = shaledb(&["get", p(&path), "k1"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("LOCK") || err.contains("busy"), "{err}");
+    let (code, out, err) = shaledb(&["get", "--read-only", p(&path), "k1"]);
+    assert_eq!((code, out.as_str()), (Some(0), "v1\n"), "{err}");
+    let (code, out, err) = shaledb(&["scan", "--read-only", p(&path)]);
+    assert_eq!((code, out.as_str()), (Some(0), "k1 ==> v1\nk2 ==> v2\n"), "{err}");
+    let (code, _, err) = shaledb(&["get", "--read-only", p(&path), "k3"]);
+    assert_eq!((code, err.trim_end()), (Some(1), "Failed: NotFound: k3"));
+    assert!(files(&path) == before, "a read-only command changed the directory");
+    db.close().unwrap();
 }
