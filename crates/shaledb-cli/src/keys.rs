@@ -85,7 +85,7 @@ pub struct ScanArgs {
 }
 
 /// Decodes a key or value given on the command line.
-fn arg_bytes(s: &str, hex: bool, what: &str) -> anyhow::Result<Vec<u8>> {
+pub(crate) fn arg_bytes(s: &str, hex: bool, what: &str) -> anyhow::Result<Vec<u8>> {
     if !hex {
         return Ok(s.as_bytes().to_vec());
     }

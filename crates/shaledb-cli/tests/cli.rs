@@ -135,3 +135,32 @@ fn read_only_reads_a_database_open_elsewhere_and_changes_nothing() {
     assert!(files(&path) == before, "a read-only command changed the directory");
     db.close().unwrap();
 }
+
+#[test]
+fn dump_names_a_missing_file_and_takes_limit_range_and_properties_only() {
+    let tmp = shaledb_testkit::tempdir();
+    let missing = tmp.path().join("nonexistent");
+    let (code, out, err) = shaledb(&["dump", p(&missing)]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(err.trim_end(), format!("error: {} does not exist", missing.display()));
+
+    let path = tmp.path().join("db");
+    let db = shaledb::Db::open(&path, shaledb::Options::default()).unwrap();
+    for i in 0..100u32 {
+        db.put(format!("k{i:03}").as_bytes(), b"v").unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    let sst = std::fs::read_dir(&path)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "sst"))
+        .unwrap();
+    let (code, out, err) = shaledb(&["dump", p(&sst), "--properties-only"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("num_entries: 100") && !out.contains("=>"), "{out}");
+    let (_, out, _) = shaledb(&["dump", p(&sst), "--hex", "--from", "0x6b303130", "--to", "6B303132", "--keys-only"]);
+    assert!(out.contains("'k010' @11 PUT\n  'k011' @12 PUT\n2 entries in range"), "{out}");
+    let (_, out, err) = shaledb(&["dump", p(&sst), "--limit", "3"]);
+    assert!(out.contains("... 97 more entries (--limit 3)"), "{out}{err}");
+}
