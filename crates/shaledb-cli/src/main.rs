@@ -5,6 +5,7 @@ mod bench;
 mod dump;
 mod keys;
 mod repair;
+mod spelling;
 mod stress;
 mod verify;
 
@@ -49,9 +50,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // gflags spells long flags with one dash (`-num=5`); accept that as db_bench does.
-    let args =
-        std::env::args().enumerate().map(|(i, a)| if i == 0 { a } else { shaledb_bench::flags::normalize_arg(a) });
+    // bench keeps db_bench's spellings; the other commands' old spellings still work, with a warning.
+    let (args, warnings) = spelling::respell(std::env::args().collect());
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
     let cli = Cli::parse_from(args);
     let result = match cli.command {
         Command::Bench(cmd) => bench::run(*cmd),

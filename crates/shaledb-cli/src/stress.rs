@@ -13,8 +13,8 @@ use std::time::Duration;
 /// Arguments of `shaledb stress`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The database directory (created when missing).
-    #[arg(long)]
+    /// The database directory (created when missing). `--path DB`, the old spelling, is accepted until the
+    /// next release.
     pub path: PathBuf,
     /// The expected-state file [default: <PATH>.expected].
     #[arg(long)]
@@ -114,14 +114,14 @@ mod tests {
 
     #[test]
     fn flags_map_to_the_config() {
-        let cli = Cli::parse_from(["x", "--path", "/tmp/s", "--threads", "2", "--duration", "1.5", "--verify-only"]);
+        let cli = Cli::parse_from(["x", "/tmp/s", "--threads", "2", "--duration", "1.5", "--verify-only"]);
         let c = cli.args.config();
         assert_eq!(c.path, PathBuf::from("/tmp/s"));
         assert_eq!(c.expected_path(), PathBuf::from("/tmp/s.expected"));
         assert_eq!(c.threads, 2);
         assert_eq!(c.duration, Some(Duration::from_millis(1500)));
         assert!(c.verify_only);
-        let c = Cli::parse_from(["x", "--path", "p"]).args.config();
+        let c = Cli::parse_from(["x", "p"]).args.config();
         assert_eq!((c.duration, c.ops_per_thread), (None, 10_000));
     }
 
@@ -129,7 +129,7 @@ mod tests {
     fn run_and_verify_exit_codes() {
         let dir = std::env::temp_dir().join(format!("shaledb-cli-stress-{}", std::process::id()));
         let path = dir.join("db");
-        let base = ["x", "--path", path.to_str().unwrap_or("db"), "--keys", "200", "--threads", "2"];
+        let base = ["x", path.to_str().unwrap_or("db"), "--keys", "200", "--threads", "2"];
         let run_with = |extra: &[&str]| {
             let argv: Vec<&str> = base.iter().chain(extra).copied().collect();
             run(Cli::parse_from(argv).args).unwrap()
@@ -137,7 +137,7 @@ mod tests {
         assert_eq!(run_with(&["--ops", "200", "--destroy"]), 0);
         assert_eq!(run_with(&["--verify-only"]), 0);
         // A different key space than the expected state was written for: a verification failure.
-        let argv = ["x", "--path", path.to_str().unwrap_or("db"), "--keys", "100", "--verify-only"];
+        let argv = ["x", path.to_str().unwrap_or("db"), "--keys", "100", "--verify-only"];
         assert_eq!(run(Cli::parse_from(argv).args).unwrap(), 1);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -30,7 +30,7 @@ fn an_error_names_its_os_cause_once() {
     let db_flag = format!("--db={}", p(&under));
     let runs: Vec<Vec<&str>> = vec![
         vec!["bench", &db_flag, "--benchmarks=fillseq", "--num=10", "--progress=false"],
-        vec!["stress", "--destroy", "--keys", "10", "--path", p(&under)],
+        vec!["stress", p(&under), "--destroy", "--keys", "10"],
         vec!["put", "--create-if-missing", p(&under), "k", "v"],
     ];
     for args in runs {
@@ -163,4 +163,30 @@ fn dump_names_a_missing_file_and_takes_limit_range_and_properties_only() {
     assert!(out.contains("'k010' @11 PUT\n  'k011' @12 PUT\n2 entries in range"), "{out}");
     let (_, out, err) = shaledb(&["dump", p(&sst), "--limit", "3"]);
     assert!(out.contains("... 97 more entries (--limit 3)"), "{out}{err}");
+}
+
+#[test]
+fn old_flag_spellings_still_work_and_warn() {
+    let tmp = shaledb_testkit::tempdir();
+    let db = tmp.path().join("db");
+    let small = ["--keys", "50", "--ops", "50", "--threads", "1"];
+    let mut old = vec!["stress", "--path", p(&db), "--destroy"];
+    old.extend(small);
+    let (code, out, err) = shaledb(&old);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("stress: ok"), "{out}");
+    assert_eq!(err.matches("warning:").count(), 1, "{err}");
+    assert!(err.contains("`stress --path DB` is the old spelling"), "{err}");
+    let (code, out, err) = shaledb(&["stress", &format!("--path={}", p(&db)), "--verify_only", "--keys", "50"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(err.matches("warning:").count(), 2, "{err}");
+    assert!(err.contains("use `--verify-only`"), "{err}");
+
+    // The current spellings: no warning.
+    let (code, out, err) = shaledb(&["stress", p(&db), "--verify-only", "--keys", "50"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(!err.contains("warning:"), "{err}");
+    let (code, _, err) = shaledb(&["dump", p(&db), "--keys_only", "--limit", "1"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("warning: `--keys_only` is the old spelling") && err.contains("`--keys-only`"), "{err}");
 }
