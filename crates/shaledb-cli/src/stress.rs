@@ -3,7 +3,13 @@
 //! file, so killing the process with SIGKILL and starting it again checks the recovery; `scripts/crash-loop`
 //! does that for hours.
 //!
-//! Exit codes: 0 success, 1 the database does not hold what it must, 2 an error (I/O, engine).
+//! A directory holding a database the driver did not create (a key it never writes, or keys without an
+//! expected-state file) is refused in one line, "not a stress database", before anything is opened for
+//! writing; `--destroy` does not delete such a database either. Verification failures are printed up to
+//! `--max-problems`, then counted.
+//!
+//! Exit codes: 0 success, 1 the database does not hold what it must, 2 an error (I/O, engine, not a stress
+//! database).
 
 use anyhow::Context;
 use shaledb_testkit::stress::{self, StressConfig, StressError};
@@ -49,9 +55,12 @@ pub struct Args {
     /// Only open the database and verify it against the expected state.
     #[arg(long)]
     pub verify_only: bool,
-    /// Delete the database and its expected-state file first.
+    /// Delete the database and its expected-state file first (only a database this command created).
     #[arg(long)]
     pub destroy: bool,
+    /// Print at most this many verification failures, then their count (0: all).
+    #[arg(long, default_value_t = 20)]
+    pub max_problems: usize,
 }
 
 impl Args {
@@ -77,6 +86,10 @@ impl Args {
 /// Runs `shaledb stress`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let cfg = args.config();
+    if let Some(why) = not_a_stress_db(&cfg, !args.destroy) {
+        eprintln!("stress: {} is not a stress database: {why}", cfg.path.display());
+        return Ok(2);
+    }
     if args.destroy {
         stress::destroy(&cfg)
             .with_context(|| format!("destroying {} and {}", cfg.path.display(), cfg.expected_path().display()))?;
@@ -88,10 +101,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             Ok(0)
         }
         Err(StressError::Verify(problems)) => {
-            for p in &problems {
-                println!("stress: FAIL {p}");
-            }
-            println!("stress: verification failed: {} problems", problems.len());
+            print_problems(&problems, args.max_problems);
             Ok(1)
         }
         Err(e) => {
@@ -99,6 +109,44 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             Ok(2)
         }
     }
+}
+
+/// The first `max` problems (0: all), a count of the rest, and the total.
+fn print_problems(problems: &[String], max: usize) {
+    let shown = if max == 0 { problems.len() } else { max.min(problems.len()) };
+    for p in &problems[..shown] {
+        println!("stress: FAIL {p}");
+    }
+    if shown < problems.len() {
+        println!("stress: ... {} more problems not shown (--max-problems {max}; 0 shows all)", problems.len() - shown);
+    }
+    println!("stress: verification failed: {} problems", problems.len());
+}
+
+/// Why the directory of `cfg` holds a database this driver did not create, in one line; `None` when it holds
+/// none, or one with only the driver's keys (and, with `need_expected`, its expected-state file). The check
+/// reads through a read-only open, so it writes nothing; a database that cannot be opened that way is left to
+/// the driver's own open, which reports why.
+fn not_a_stress_db(cfg: &StressConfig, need_expected: bool) -> Option<String> {
+    if !cfg.path.join("CURRENT").exists() {
+        return None;
+    }
+    let db = shaledb::Db::open_read_only(&cfg.path, shaledb::Options::default()).ok()?;
+    let mut it = db.iter(shaledb::ReadOptions::default());
+    it.seek_to_first();
+    let mut any = false;
+    while it.valid() {
+        if stress::key_index(it.key()).is_none() {
+            let key = String::from_utf8_lossy(it.key());
+            return Some(format!("it holds the key {key:?}, which stress never writes (keys are s<number>)"));
+        }
+        any = true;
+        it.next();
+    }
+    if need_expected && any && !cfg.expected_path().exists() {
+        return Some(format!("it holds keys and there is no expected-state file {}", cfg.expected_path().display()));
+    }
+    None
 }
 
 #[cfg(test)]

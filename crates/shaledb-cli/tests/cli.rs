@@ -190,3 +190,79 @@ fn old_flag_spellings_still_work_and_warn() {
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("warning: `--keys_only` is the old spelling") && err.contains("`--keys-only`"), "{err}");
 }
+
+/// Issue 10: `stress --path` on a database it did not create printed one FAIL line per key (126,330 lines).
+#[test]
+fn stress_refuses_a_database_it_did_not_create_in_one_line() {
+    let tmp = shaledb_testkit::tempdir();
+    let path = tmp.path().join("bench-db");
+    let db = shaledb::Db::open(&path, shaledb::Options::default()).unwrap();
+    for i in 0..500u32 {
+        db.put(format!("{i:016}").as_bytes(), b"value").unwrap();
+    }
+    db.close().unwrap();
+    for extra in [&["--verify-only"][..], &[], &["--destroy"]] {
+        let mut args = vec!["stress", p(&path), "--keys", "100", "--ops", "10"];
+        args.extend(extra);
+        let (code, out, err) = shaledb(&args);
+        assert_eq!(code, Some(2), "{extra:?}: {out}{err}");
+        assert_eq!(err.lines().count(), 1, "{extra:?}: {err}");
+        assert!(err.contains("is not a stress database") && err.contains("0000000000000000"), "{err}");
+        assert!(!out.contains("FAIL"), "{out}");
+    }
+    // Nothing was destroyed or written.
+    let db = shaledb::Db::open_read_only(&path, shaledb::Options::default()).unwrap();
+    assert_eq!(db.get(b"0000000000000499").unwrap().as_deref(), Some(&b"value"[..]));
+    assert!(!tmp.path().join("bench-db.expected").exists());
+
+    // The driver's own keys without their expected-state file: refused too.
+    let sdb = tmp.path().join("stress-db");
+    assert_eq!(shaledb(&["stress", p(&sdb), "--keys", "50", "--ops", "50", "--threads", "1"]).0, Some(0));
+    std::fs::remove_file(tmp.path().join("stress-db.expected")).unwrap();
+    let (code, _, err) = shaledb(&["stress", p(&sdb), "--keys", "50", "--verify-only"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("not a stress database") && err.contains("no expected-state file"), "{err}");
+}
+
+#[test]
+fn repeated_failures_are_capped_with_a_count() {
+    let tmp = shaledb_testkit::tempdir();
+    let sdb = tmp.path().join("stress-db");
+    let (code, _, err) = shaledb(&["stress", p(&sdb), "--keys", "100", "--ops", "200", "--threads", "1"]);
+    assert_eq!(code, Some(0), "{err}");
+    // Every key changed behind the driver's back.
+    let db = shaledb::Db::open(&sdb, shaledb::Options::default()).unwrap();
+    for k in 0..100u32 {
+        db.put(format!("s{k:08}").as_bytes(), b"changed").unwrap();
+    }
+    db.close().unwrap();
+    let (code, out, _) = shaledb(&["stress", p(&sdb), "--keys", "100", "--verify-only"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(out.matches("stress: FAIL").count(), 20, "{out}");
+    assert!(out.contains("stress: ... 80 more problems not shown (--max-problems 20; 0 shows all)"), "{out}");
+    assert!(out.contains("stress: verification failed: 100 problems"), "{out}");
+    let (_, out, _) = shaledb(&["stress", p(&sdb), "--keys", "100", "--verify-only", "--max-problems", "0"]);
+    assert_eq!(out.matches("stress: FAIL").count(), 100, "{out}");
+
+    // verify: three tables gone, at most one printed.
+    let path = tmp.path().join("db");
+    let opts = shaledb::Options { disable_auto_compactions: true, ..shaledb::Options::default() };
+    let db = shaledb::Db::open(&path, opts).unwrap();
+    for round in 0..3 {
+        db.put(format!("k{round}").as_bytes(), b"v").unwrap();
+        db.flush().unwrap();
+    }
+    db.close().unwrap();
+    for e in std::fs::read_dir(&path).unwrap() {
+        let f = e.unwrap().path();
+        if f.extension().is_some_and(|x| x == "sst") {
+            std::fs::remove_file(f).unwrap();
+        }
+    }
+    let (code, out, err) = shaledb(&["verify", p(&path), "--max-problems", "1"]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert_eq!(out.matches("BAD  ").count(), 1, "{out}");
+    let problems: usize = out.split("verify: ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(problems >= 3, "{out}");
+    assert!(out.contains(&format!("...  {} more problems not shown", problems - 1)), "{out}");
+}
