@@ -9,12 +9,12 @@ mod spelling;
 mod stress;
 mod verify;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Subcommand};
 use std::process::ExitCode;
 
 /// ShaleDB command-line tool.
-#[derive(Parser, Debug)]
-#[command(name = "shaledb", version, about, propagate_version = true)]
+#[derive(clap::Parser, Debug)]
+#[command(name = "shaledb", about, propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -55,7 +55,12 @@ fn main() -> ExitCode {
     for w in &warnings {
         eprintln!("warning: {w}");
     }
-    let cli = Cli::parse_from(args);
+    let version: &'static str = Box::leak(version().into_boxed_str());
+    let matches = Cli::command().version(version).get_matches_from(args);
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     let result = match cli.command {
         Command::Bench(cmd) => bench::run(*cmd),
         Command::Dump(a) => return tool_exit(dump::run(a)),
@@ -77,6 +82,17 @@ fn main() -> ExitCode {
             ExitCode::from(e.downcast_ref::<shaledb_bench::BenchError>().map_or(1, exit_code))
         }
     }
+}
+
+/// `shaledb --version`: the release, the commit it was built from (build.rs) and the on-disk format version it
+/// writes (a database written by a newer format is refused at open).
+fn version() -> String {
+    format!(
+        "{} (commit {}, on-disk format {})",
+        env!("CARGO_PKG_VERSION"),
+        env!("SHALEDB_GIT_COMMIT"),
+        shaledb_format::FORMAT_VERSION
+    )
 }
 
 /// Exit status of the dump/verify/stress tools: their own code, or 1 with the error printed.

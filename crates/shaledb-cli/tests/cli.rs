@@ -266,3 +266,26 @@ fn repeated_failures_are_capped_with_a_count() {
     assert!(problems >= 3, "{out}");
     assert!(out.contains(&format!("...  {} more problems not shown", problems - 1)), "{out}");
 }
+
+#[test]
+fn version_names_the_release_the_commit_and_the_format() {
+    let (code, out, err) = shaledb(&["--version"]);
+    assert_eq!(code, Some(0), "{err}");
+    let commit = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or_else(|| "unknown".to_string(), |o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    assert_eq!(
+        out.trim_end(),
+        format!(
+            "shaledb {} (commit {commit}, on-disk format {})",
+            env!("CARGO_PKG_VERSION"),
+            shaledb_format::FORMAT_VERSION
+        )
+    );
+    let (_, sub, _) = shaledb(&["get", "--version"]);
+    assert_eq!(sub.trim_end(), out.trim_end().replacen("shaledb", "shaledb-get", 1));
+}
