@@ -90,7 +90,7 @@ pub(crate) fn arg_bytes(s: &str, hex: bool, what: &str) -> anyhow::Result<Vec<u8
         return Ok(s.as_bytes().to_vec());
     }
     let digits = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(s);
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         bail!("{what} {s:?} is not hexadecimal: an odd number of digits");
     }
     let digit = |c: u8| -> Option<u8> {
