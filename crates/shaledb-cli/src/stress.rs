@@ -131,7 +131,8 @@ fn not_a_stress_db(cfg: &StressConfig, need_expected: bool) -> Option<String> {
     if !cfg.path.join("CURRENT").exists() {
         return None;
     }
-    let db = shaledb::Db::open_read_only(&cfg.path, shaledb::Options::default()).ok()?;
+    // The driver's options: its merge operator, without which a key holding merges ends the scan.
+    let db = shaledb::Db::open_read_only(&cfg.path, cfg.options()).ok()?;
     let mut it = db.iter(shaledb::ReadOptions::default());
     it.seek_to_first();
     let mut any = false;

@@ -289,3 +289,23 @@ fn version_names_the_release_the_commit_and_the_format() {
     let (_, sub, _) = shaledb(&["get", "--version"]);
     assert_eq!(sub.trim_end(), out.trim_end().replacen("shaledb", "shaledb-get", 1));
 }
+
+/// The check reads with the driver's own options: its merges (stringappend) do not stop the scan early.
+#[test]
+fn stress_finds_a_foreign_key_behind_its_merges() {
+    let tmp = shaledb_testkit::tempdir();
+    let sdb = tmp.path().join("stress-db");
+    let (code, _, err) = shaledb(&["stress", p(&sdb), "--keys", "100", "--ops", "300", "--threads", "1"]);
+    assert_eq!(code, Some(0), "{err}");
+    let opts =
+        shaledb::Options { merge_operator: shaledb::merge::builtin("stringappend"), ..shaledb::Options::default() };
+    let db = shaledb::Db::open(&sdb, opts).unwrap();
+    for k in 0..100u32 {
+        db.merge(format!("s{k:08}").as_bytes(), b"x").unwrap();
+    }
+    db.put(b"zzz", b"not ours").unwrap();
+    db.close().unwrap();
+    let (code, out, err) = shaledb(&["stress", p(&sdb), "--keys", "100", "--verify-only"]);
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert!(err.contains("not a stress database") && err.contains("\"zzz\""), "{err}");
+}
