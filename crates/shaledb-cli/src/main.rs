@@ -55,6 +55,7 @@ fn main() -> ExitCode {
     for w in &warnings {
         eprintln!("warning: {w}");
     }
+    // clap keeps the version as a `&'static str`; built once per process.
     let version: &'static str = Box::leak(version().into_boxed_str());
     let matches = Cli::command().version(version).get_matches_from(args);
     let cli = match Cli::from_arg_matches(&matches) {
