@@ -49,6 +49,11 @@ impl InfoLog {
         log
     }
 
+    /// A logger that writes nothing and creates no file (a read-only open).
+    pub(crate) fn without_file(fs: Arc<dyn Fs>, dir: &Path) -> InfoLog {
+        InfoLog { fs, dir: dir.to_path_buf(), max_size: u64::MAX, keep: 0, file: Mutex::new(None) }
+    }
+
     /// Appends one line. Newlines inside `msg` become spaces so that a line is an event.
     pub(crate) fn log(&self, msg: impl fmt::Display) {
         let mut line = format!("{} {msg}", timestamp(SystemTime::now()));

@@ -156,6 +156,15 @@ pub fn key_name(k: u32) -> Vec<u8> {
     format!("s{k:08}").into_bytes()
 }
 
+/// The key number of a key the driver writes ([`key_name`]'s inverse, any width); `None` for any other key.
+pub fn key_index(key: &[u8]) -> Option<u32> {
+    let digits = key.strip_prefix(b"s")?;
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
 fn say(line: &str) {
     // The kill driver reads these lines from a pipe: each one is flushed at once.
     let mut out = std::io::stdout().lock();
@@ -173,8 +182,7 @@ fn read_state(db: &Db, keys: u32) -> Result<Values, StressError> {
     let mut seen = 0usize;
     for item in db.range(shaledb::ReadOptions::default(), ..) {
         let (k, v) = item?;
-        let idx = std::str::from_utf8(&k).ok().and_then(|s| s.strip_prefix('s')).and_then(|n| n.parse::<u32>().ok());
-        match idx.filter(|i| *i < keys) {
+        match key_index(&k).filter(|i| *i < keys) {
             Some(i) if values[i as usize].as_deref() == Some(&v[..]) => seen += 1,
             Some(i) => problems.push(format!("scan shows key {i} = {} but get says otherwise", show(&v))),
             None => problems.push(format!("scan shows a key outside the key space: {}", show(&k))),
@@ -412,6 +420,15 @@ mod tests {
             write_buffer_size: 8 << 10,
             sync_one_in: 10,
             ..StressConfig::default()
+        }
+    }
+
+    #[test]
+    fn key_index_inverts_key_name_and_refuses_other_keys() {
+        assert_eq!(key_index(&key_name(0)), Some(0));
+        assert_eq!(key_index(&key_name(123_456)), Some(123_456));
+        for other in [&b"s"[..], b"s+5", b"t00000001", b"00000001", b"s0000000x", b"s99999999999"] {
+            assert_eq!(key_index(other), None, "{other:?}");
         }
     }
 

@@ -320,6 +320,9 @@ fn check_error(st: &State) -> Result<()> {
 
 /// Switches the memtable (if it holds anything) and waits until every memtable written so far is flushed.
 pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
+    if inner.read_only {
+        return Err(super::read_only::refused("flush"));
+    }
     let target = {
         let mut wal = inner.wal.lock();
         let mut st = inner.state.lock();
@@ -346,6 +349,10 @@ pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
 
 /// Waits until nothing is flushing or compacting and no compaction is due.
 pub(crate) fn wait_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
+    if inner.read_only {
+        // No background work ever runs.
+        return Ok(());
+    }
     let mut st = inner.state.lock();
     loop {
         check_error(&st)?;
@@ -371,6 +378,9 @@ pub(crate) fn wait_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
 /// (its memtable was switched in after `flush` switched the one holding `start_seq`). Deeper levels gain no
 /// files meanwhile (automatic compactions pause while `manual > 0`), so each is done after finitely many tasks.
 pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+    if inner.read_only {
+        return Err(super::read_only::refused("compact_range"));
+    }
     let start_seq = inner.visible_seq.load(Ordering::Acquire);
     flush(inner)?;
     let mut st = inner.state.lock();
@@ -426,7 +436,7 @@ pub(crate) fn shutdown(inner: &Arc<DbInner>, flush_memtables: bool) -> Result<()
         return Ok(());
     }
     let mut first_err = None;
-    if flush_memtables {
+    if flush_memtables && !inner.read_only {
         if let Err(e) = flush(inner) {
             first_err = Some(e);
         }

@@ -7,6 +7,7 @@
 mod background;
 pub(crate) mod files;
 mod open;
+mod read_only;
 mod replay;
 mod write;
 
@@ -96,6 +97,8 @@ pub(crate) struct DbInner {
     pub(crate) info_log: crate::info_log::InfoLog,
     /// What recovery at open dropped (D10).
     pub(crate) recovery_losses: crate::lost::Losses,
+    /// Opened by [`Db::open_read_only`] (read_only.rs): every write is refused, nothing is flushed.
+    pub(crate) read_only: bool,
 }
 
 /// An open database. `Send + Sync`: share it between threads with an `Arc`.

@@ -288,6 +288,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         threads: Mutex::new(Vec::new()),
         info_log,
         recovery_losses: losses,
+        read_only: false,
         opts,
     });
     inner.info_log.log(format_args!("open: done, last sequence {max_seq}, new WAL {wal_number:06}.log"));
