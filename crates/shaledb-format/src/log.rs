@@ -983,7 +983,10 @@ mod tests {
 
     #[test]
     fn grammar_matches_docs() {
-        shaledb_testkit::grammar::assert_module_grammar_in_doc(include_str!("log.rs"), include_str!("../../../docs/format/wal.md"));
+        shaledb_testkit::grammar::assert_module_grammar_in_doc(
+            include_str!("log.rs"),
+            include_str!("../../../docs/format/wal.md"),
+        );
     }
 
     proptest! {

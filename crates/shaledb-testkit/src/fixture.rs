@@ -57,7 +57,7 @@ impl Mix {
 /// [`TAIL_OPS`] more that were only in the WAL when the writer stopped. Returns `(flushed, tail)`.
 pub fn ops() -> (Vec<Op>, Vec<Op>) {
     let mut r = Mix(SEED);
-    let mut draw = |r: &mut Mix| -> Op {
+    let draw = |r: &mut Mix| -> Op {
         let roll = r.below(100);
         if roll < 12 {
             // Counters: merges only, over a small key space.

@@ -36,7 +36,11 @@ pub fn assert_module_grammar_in_doc(rust_source: &str, markdown: &str) {
         return;
     }
     let closest = blocks.iter().max_by_key(|b| b.iter().filter(|l| code.contains(l)).count());
-    panic!("the module's grammar is not in the format page\nmodule:\n{}\npage's closest block:\n{}", code.join("\n"), closest.map(|b| b.join("\n")).unwrap_or_default());
+    panic!(
+        "the module's grammar is not in the format page\nmodule:\n{}\npage's closest block:\n{}",
+        code.join("\n"),
+        closest.map(|b| b.join("\n")).unwrap_or_default()
+    );
 }
 
 #[cfg(test)]

@@ -23,8 +23,10 @@ fn copy_of_fixture() -> tempfile::TempDir {
 #[test]
 fn the_frozen_v1_database_reads_exactly() {
     // The files are what the fixture says: tables, and a WAL holding the unflushed tail.
-    let names: Vec<String> =
-        std::fs::read_dir(fixture_dir()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> = std::fs::read_dir(fixture_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     let tables = names.iter().filter(|n| n.ends_with(".sst")).count();
     assert!(tables >= 4, "{tables} tables in {names:?}");
     let wal_bytes: u64 = names
@@ -39,9 +41,8 @@ fn the_frozen_v1_database_reads_exactly() {
     let dir = copy_of_fixture();
     let db = Db::open(dir.path(), Options { create_if_missing: false, ..fixture::options() }).unwrap();
     // Several levels hold tables (levels 0-1 store blocks uncompressed, deeper levels lz4).
-    let levels_with_files = (0..7)
-        .filter(|l| db.property(&format!("shaledb.num-files-at-level{l}")).is_some_and(|n| n != "0"))
-        .count();
+    let levels_with_files =
+        (0..7).filter(|l| db.property(&format!("shaledb.num-files-at-level{l}")).is_some_and(|n| n != "0")).count();
     assert!(levels_with_files >= 2, "tables on {levels_with_files} level(s)");
     let got: Vec<(Vec<u8>, Vec<u8>)> = db.range(ReadOptions::default(), ..).map(|r| r.unwrap()).collect();
     assert_eq!(got.len(), want.len(), "number of keys");
