@@ -109,10 +109,25 @@ enum Side {
 }
 
 /// The key/value pairs of a bounded, consistent view, in key order; also iterable from the back
-/// ([`DoubleEndedIterator`]), the two ends meeting without overlap.
+/// ([`DoubleEndedIterator`]), the two ends meeting without overlap. Returned by [`crate::Db::iter`],
+/// [`crate::Db::range`] and [`crate::Db::prefix`] (and their `_opt` forms).
 ///
 /// One cursor serves both ends: it re-seeks only when the caller alternates between them. An error is
-/// yielded once as `Some(Err(..))`, after which the range is exhausted.
+/// yielded once as `Some(Err(..))`, after which the iterator is exhausted ([`FusedIterator`]).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+/// for k in ["a", "b", "c", "d"] {
+///     db.put(k, "")?;
+/// }
+/// let mut it = db.iter();
+/// assert_eq!(it.next().transpose()?.map(|(k, _)| k), Some(b"a".to_vec()));
+/// assert_eq!(it.next_back().transpose()?.map(|(k, _)| k), Some(b"d".to_vec()));
+/// let rest: Vec<_> = it.map(|e| e.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+/// assert_eq!(rest, [b"b".to_vec(), b"c".to_vec()]);
+/// # Ok::<(), shaledb::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Iter {
     it: Cursor,
