@@ -3,7 +3,7 @@
 
 use crate::engine::{Engine, EngineBatch, EngineIter, EngineResult, EngineSample, IterOptions, LevelSample, WriteMode};
 use crate::flags::{BenchFlags, Compression};
-use shaledb::{CompressionType, Db, DbIterator, Options, ReadOptions, WriteBatch, WriteOptions};
+use shaledb::{CompressionType, Cursor, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use std::path::Path;
 
 /// A ShaleDB database driven by the benchmarks.
@@ -87,33 +87,33 @@ fn iter_read_options(base: &ReadOptions, o: &IterOptions<'_>) -> ReadOptions {
     }
 }
 
-impl EngineIter for DbIterator {
+impl EngineIter for Cursor {
     fn seek_to_first(&mut self) {
-        DbIterator::seek_to_first(self)
+        Cursor::seek_to_first(self)
     }
     fn seek_to_last(&mut self) {
-        DbIterator::seek_to_last(self)
+        Cursor::seek_to_last(self)
     }
     fn seek(&mut self, key: &[u8]) {
-        DbIterator::seek(self, key)
+        Cursor::seek(self, key)
     }
     fn valid(&self) -> bool {
-        DbIterator::valid(self)
+        Cursor::valid(self)
     }
     fn next(&mut self) {
-        DbIterator::next(self)
+        Cursor::next(self)
     }
     fn prev(&mut self) {
-        DbIterator::prev(self)
+        Cursor::prev(self)
     }
     fn key(&self) -> &[u8] {
-        DbIterator::key(self)
+        Cursor::key(self)
     }
     fn value(&self) -> &[u8] {
-        DbIterator::value(self)
+        Cursor::value(self)
     }
     fn status(&self) -> EngineResult<()> {
-        DbIterator::status(self).map_err(Into::into)
+        Cursor::status(self).map_err(Into::into)
     }
 }
 
@@ -144,7 +144,7 @@ impl EngineBatch for WriteBatch {
 }
 
 impl Engine for ShaleDb {
-    type Iter<'a> = DbIterator;
+    type Iter<'a> = Cursor;
     type Batch = WriteBatch;
     const HAS_SINGLE_DELETE: bool = false;
 
@@ -194,8 +194,8 @@ impl Engine for ShaleDb {
         self.db.get_into(&self.read, key, out).map_err(Into::into)
     }
 
-    fn iter_with(&self, o: &IterOptions<'_>) -> DbIterator {
-        self.db.iter(iter_read_options(&self.read, o))
+    fn iter_with(&self, o: &IterOptions<'_>) -> Cursor {
+        self.db.cursor_opt(&iter_read_options(&self.read, o))
     }
 
     fn new_batch(&self) -> WriteBatch {
@@ -203,7 +203,7 @@ impl Engine for ShaleDb {
     }
 
     fn write(&self, mode: WriteMode, batch: &WriteBatch) -> EngineResult<()> {
-        self.db.write(batch, &write_options(mode)).map_err(Into::into)
+        self.db.write_opt(&write_options(mode), batch).map_err(Into::into)
     }
 
     fn flush(&self) -> EngineResult<()> {

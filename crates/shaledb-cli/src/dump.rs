@@ -565,7 +565,7 @@ fn dump_manifest(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Wri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shaledb::{Db, Options, WriteBatch, WriteOptions};
+    use shaledb::{Db, Options, WriteBatch};
     use shaledb_vfs::MemFs;
 
     fn dir() -> &'static Path {
@@ -591,8 +591,8 @@ mod tests {
             db.flush().unwrap();
         }
         let mut b = WriteBatch::new();
-        b.put(b"batch-a", b"1").put(b"batch-b", &[0, 1, 2]);
-        db.write(&b, &WriteOptions::default()).unwrap();
+        b.put(b"batch-a", b"1").put(b"batch-b", [0, 1, 2]);
+        db.write(&b).unwrap();
         db.delete(b"key000").unwrap();
         db.merge(b"key001", b"more").unwrap();
         let killed = fs.deep_clone();

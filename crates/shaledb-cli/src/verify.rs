@@ -823,7 +823,7 @@ mod tests {
             let db = db.clone();
             std::thread::spawn(move || {
                 for i in 0..6000u32 {
-                    db.put(format!("key{:05}", i % 1500).as_bytes(), &[b'v'; 64]).unwrap();
+                    db.put(format!("key{:05}", i % 1500).as_bytes(), [b'v'; 64]).unwrap();
                 }
             })
         };

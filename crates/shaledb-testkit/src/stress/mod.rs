@@ -176,11 +176,11 @@ fn say(line: &str) {
 fn read_state(db: &Db, keys: u32) -> Result<Values, StressError> {
     let mut values = Vec::with_capacity(keys as usize);
     for k in 0..keys {
-        values.push(db.get(&key_name(k))?);
+        values.push(db.get(key_name(k))?);
     }
     let mut problems = Vec::new();
     let mut seen = 0usize;
-    for item in db.range(shaledb::ReadOptions::default(), ..) {
+    for item in db.iter() {
         let (k, v) = item?;
         match key_index(&k).filter(|i| *i < keys) {
             Some(i) if values[i as usize].as_deref() == Some(&v[..]) => seen += 1,
@@ -334,7 +334,7 @@ fn one_op(
     if roll < 20 {
         let k = rng.gen_range(0..keys);
         let slot = state[k as usize].lock().unwrap_or_else(PoisonError::into_inner);
-        let got = db.get(&key_name(k))?;
+        let got = db.get(key_name(k))?;
         if got != *slot {
             return Err(StressError::Verify(vec![format!(
                 "thread {tid}: get(key {k}) = {} while the expected value is {}",
@@ -371,20 +371,20 @@ fn one_op(
     journal.intent(tid, &ops)?;
     if let [op] = ops.as_slice() {
         match op {
-            Op::Put(k, v) => db.put_opt(&opts, &key_name(*k), v)?,
-            Op::Delete(k) => db.delete_opt(&opts, &key_name(*k))?,
-            Op::Merge(k, v) => db.merge_opt(&opts, &key_name(*k), v)?,
+            Op::Put(k, v) => db.put_opt(&opts, key_name(*k), v)?,
+            Op::Delete(k) => db.delete_opt(&opts, key_name(*k))?,
+            Op::Merge(k, v) => db.merge_opt(&opts, key_name(*k), v)?,
         }
     } else {
         let mut b = WriteBatch::new();
         for op in &ops {
             match op {
-                Op::Put(k, v) => b.put(&key_name(*k), v),
-                Op::Delete(k) => b.delete(&key_name(*k)),
-                Op::Merge(k, v) => b.merge(&key_name(*k), v),
+                Op::Put(k, v) => b.put(key_name(*k), v),
+                Op::Delete(k) => b.delete(key_name(*k)),
+                Op::Merge(k, v) => b.merge(key_name(*k), v),
             };
         }
-        db.write(&b, &opts)?;
+        db.write_opt(&opts, &b)?;
     }
     journal.ack(tid)?;
     for (op, slot) in ops.iter().zip(slots.iter_mut()) {

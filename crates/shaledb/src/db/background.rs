@@ -503,7 +503,7 @@ mod tests {
         // so each L0 compaction rewrites the database, far slower than the writer fills a memtable.
         const KEYS: u64 = 20_000;
         const WRITER_LIMIT: u64 = KEYS + 1_000_000;
-        let put = |db: &Db, i: u64| db.put(format!("key{:06}", i.wrapping_mul(7919) % KEYS).as_bytes(), &[b'v'; 100]);
+        let put = |db: &Db, i: u64| db.put(format!("key{:06}", i.wrapping_mul(7919) % KEYS).as_bytes(), [b'v'; 100]);
         for i in 0..KEYS {
             put(&db, i).unwrap();
         }

@@ -8,6 +8,7 @@ mod limits;
 mod linearizable;
 mod model;
 mod readahead;
+mod rust_api;
 
 use shaledb::{CompressionType, Options};
 
