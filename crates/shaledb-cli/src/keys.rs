@@ -7,7 +7,7 @@
 //! process holds open (or a read-only directory) can be read.
 
 use anyhow::{bail, Context};
-use shaledb::{Db, Options, ReadOptions};
+use shaledb::{Db, Options};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -186,7 +186,7 @@ pub fn scan(args: ScanArgs) -> anyhow::Result<i32> {
     let from = args.from.as_deref().map(|k| arg_bytes(k, hex, "--from")).transpose()?;
     let to = args.to.as_deref().map(|k| arg_bytes(k, hex, "--to")).transpose()?;
     let db = open(&args.db, args.flags.read_only)?;
-    let mut it = db.iter(ReadOptions::default());
+    let mut it = db.cursor();
     let before_to = |k: &[u8]| to.as_deref().is_none_or(|t| k < t);
     let from_on = |k: &[u8]| from.as_deref().is_none_or(|f| k >= f);
     if args.reverse {

@@ -133,7 +133,7 @@ fn not_a_stress_db(cfg: &StressConfig, need_expected: bool) -> Option<String> {
     }
     // The driver's options: its merge operator, without which a key holding merges ends the scan.
     let db = shaledb::Db::open_read_only(&cfg.path, cfg.options()).ok()?;
-    let mut it = db.iter(shaledb::ReadOptions::default());
+    let mut it = db.cursor();
     it.seek_to_first();
     let mut any = false;
     while it.valid() {

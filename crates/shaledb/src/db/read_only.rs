@@ -284,7 +284,7 @@ mod tests {
         assert_eq!(db.get(b"k0001").unwrap(), None);
         assert_eq!(db.get(b"k0200").unwrap().as_deref(), Some(&b"table 200"[..]));
         assert_eq!(db.get(b"k0349").unwrap().as_deref(), Some(&b"wal 349"[..]));
-        let mut it = db.iter(Default::default());
+        let mut it = db.cursor();
         it.seek_to_first();
         let mut n = 0;
         while it.valid() {
@@ -299,7 +299,7 @@ mod tests {
         assert_refused(db.delete(b"k0002"), "delete");
         let mut batch = WriteBatch::new();
         batch.put(b"x", b"y");
-        assert_refused(db.write(&batch, &WriteOptions::default()), "write");
+        assert_refused(db.write_opt(&WriteOptions::default(), &batch), "write");
         assert_refused(db.flush(), "flush");
         assert_refused(db.compact_range(None, None), "compact_range");
         assert_refused(db.sync_wal(), "sync_wal");

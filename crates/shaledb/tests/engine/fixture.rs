@@ -1,7 +1,7 @@
 //! The frozen fixture database (`shaledb_testkit::fixture`): files written once by format version 1, read by
 //! every later build. A change that makes this fail breaks every database written by version 1.
 
-use shaledb::{Db, Options, ReadOptions};
+use shaledb::{Db, Options};
 use shaledb_testkit::fixture;
 use std::path::{Path, PathBuf};
 
@@ -44,7 +44,7 @@ fn the_frozen_v1_database_reads_exactly() {
     let levels_with_files =
         (0..7).filter(|l| db.property(&format!("shaledb.num-files-at-level{l}")).is_some_and(|n| n != "0")).count();
     assert!(levels_with_files >= 2, "tables on {levels_with_files} level(s)");
-    let got: Vec<(Vec<u8>, Vec<u8>)> = db.range(ReadOptions::default(), ..).map(|r| r.unwrap()).collect();
+    let got: Vec<(Vec<u8>, Vec<u8>)> = db.range(..).map(|r| r.unwrap()).collect();
     assert_eq!(got.len(), want.len(), "number of keys");
     for ((gk, gv), (wk, wv)) in got.iter().zip(&want) {
         assert_eq!((gk, gv), (wk, wv), "key {}", String::from_utf8_lossy(wk));
