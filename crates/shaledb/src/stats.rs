@@ -156,6 +156,9 @@ pub(crate) struct Counters {
     pub(crate) memtable_hits: AtomicU64,
     /// Per output level.
     pub(crate) compaction: Mutex<Vec<CompactionStats>>,
+    /// The sample the previous `stats` report was made from: its `Interval` lines cover what happened since
+    /// (RocksDB keeps the same snapshot for its DB Stats).
+    pub(crate) last_report: Mutex<Option<Statistics>>,
 }
 
 impl Counters {
@@ -179,12 +182,18 @@ impl Counters {
             gets_found: AtomicU64::new(0),
             memtable_hits: AtomicU64::new(0),
             compaction: Mutex::new(vec![CompactionStats::default(); num_levels]),
+            last_report: Mutex::new(None),
         }
     }
 
     #[inline]
     pub(crate) fn add(c: &AtomicU64, n: u64) {
         c.fetch_add(n, Relaxed);
+    }
+
+    /// Keeps `now` as the sample of the latest `stats` report and returns the one before it.
+    pub(crate) fn swap_report_sample(&self, now: Statistics) -> Option<Statistics> {
+        self.last_report.lock().replace(now)
     }
 
     pub(crate) fn record_compaction(&self, output_level: usize, s: &CompactionStats) {

@@ -474,11 +474,17 @@ impl Db {
     /// `shaledb.num-immutable-mem-table`, `shaledb.block-cache-usage`, `shaledb.block-cache-capacity`,
     /// `shaledb.background-errors`, `shaledb.recovery-dropped-records`, `shaledb.recovery-dropped-bytes` (what
     /// the WAL replay of this open did not apply; see docs/durability.md D10). The `rocksdb.` prefix is accepted
-    /// too.
+    /// too. As in RocksDB, the `Interval` lines of `stats` cover the time since the previous `stats` call (since
+    /// open for the first).
     pub fn property(&self, name: &str) -> Option<String> {
         let name = name.strip_prefix("rocksdb.").or_else(|| name.strip_prefix("shaledb."))?;
         match name {
-            "stats" => Some(crate::stats_report::format_stats(&self.statistics(), None)),
+            "stats" => {
+                // The `Interval` lines cover the time since the previous `stats` report (since open for the first).
+                let now = self.statistics();
+                let prev = self.inner.counters.swap_report_sample(now.clone());
+                Some(crate::stats_report::format_stats(&now, prev.as_ref()))
+            }
             "levelstats" => Some(crate::stats_report::format_level_stats(&self.statistics())),
             "estimate-pending-compaction-bytes" => {
                 let v = self.inner.sv.load().version.clone();
