@@ -57,8 +57,11 @@ impl OpType {
 /// Throughput and latency of one tick of the time series.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct TickSummary {
-    /// Seconds since the benchmark started, at the end of the tick.
+    /// Seconds since the benchmark started, at the end of the tick (the end of the run for the last one).
     pub t: f64,
+    /// Seconds of the run the tick covers: a whole tick, less for the first and last (the run starts and ends
+    /// inside them). Throughput is `ops / secs`.
+    pub secs: f64,
     /// Operations completed in the tick.
     pub ops: u64,
     /// Median latency, microseconds.
@@ -181,6 +184,7 @@ impl Recorder {
                     k,
                     TickSummary {
                         t: (k + 1) as f64 * self.tick.as_secs_f64(),
+                        secs: self.tick.as_secs_f64(),
                         ops: agg.ops,
                         p50: p.p50,
                         p99: p.p99,
@@ -197,16 +201,37 @@ impl Recorder {
         self.lsm.lock().push(LsmPoint::from_sample(self.elapsed_secs(), s));
     }
 
-    /// The throughput/latency series, with empty ticks (nothing completed: a stall) filled in as zeroes,
-    /// up to `end` seconds.
-    pub fn ticks(&self, end_secs: f64) -> Vec<TickSummary> {
+    /// The throughput/latency series of the run `window` (its first start and last finish, as
+    /// [`Merged::window`] gives it), with empty ticks (nothing completed: a stall) filled in as zeroes. The
+    /// first and last ticks are cut to the run, so their `secs` are what they really cover: the last tick of a
+    /// run that ends 20 ms into it holds 20 ms of operations, not a whole tick's.
+    pub fn ticks(&self, window: Option<(Instant, Instant)>) -> Vec<TickSummary> {
         self.close_ticks(true);
         let closed = self.closed.lock();
         let tick = self.tick.as_secs_f64();
-        let last = ((end_secs / tick).ceil() as u64).max(closed.keys().next_back().map_or(0, |k| k + 1));
-        (0..last)
+        let (begin, end) = match window {
+            Some((b, e)) => (
+                b.saturating_duration_since(self.start).as_secs_f64(),
+                e.saturating_duration_since(self.start).as_secs_f64(),
+            ),
+            None => (0.0, closed.keys().next_back().map_or(0.0, |k| (k + 1) as f64 * tick)),
+        };
+        let first = ((begin / tick).floor() as u64).min(closed.keys().next().copied().unwrap_or(u64::MAX));
+        let last = ((end / tick).ceil() as u64).max(closed.keys().next_back().map_or(0, |k| k + 1));
+        (first..last)
             .map(|k| {
-                closed.get(&k).copied().unwrap_or(TickSummary { t: (k + 1) as f64 * tick, ..TickSummary::default() })
+                let lo = (k as f64 * tick).max(begin);
+                let hi = ((k + 1) as f64 * tick).min(end.max(begin));
+                let mut s = closed.get(&k).copied().unwrap_or_default();
+                if hi > lo {
+                    s.t = hi;
+                    s.secs = hi - lo;
+                } else {
+                    // A tick outside the measured window (a thread's clock ran past it): keep it whole.
+                    s.t = (k + 1) as f64 * tick;
+                    s.secs = tick;
+                }
+                s
             })
             .collect()
     }
@@ -373,6 +398,8 @@ pub struct Merged {
     pub message: String,
     /// Latency per kind of operation.
     pub hists: Vec<(OpType, LatencyHistogram)>,
+    /// The first thread's start and the last thread's finish.
+    pub window: Option<(Instant, Instant)>,
 }
 
 impl Merged {
@@ -389,6 +416,7 @@ impl Merged {
             updates: 0,
             message: String::new(),
             hists: Vec::new(),
+            window: None,
         };
         let mut hists: [Option<LatencyHistogram>; OP_TYPES] = Default::default();
         let (mut start, mut finish): (Option<Instant>, Option<Instant>) = (None, None);
@@ -416,6 +444,7 @@ impl Merged {
         }
         if let (Some(s), Some(f)) = (start, finish) {
             m.elapsed = f.saturating_duration_since(s).as_secs_f64();
+            m.window = Some((s, f));
         }
         m.hists = OpType::all().into_iter().zip(hists).filter_map(|(op, h)| h.map(|h| (op, h))).collect();
         m
@@ -428,5 +457,47 @@ impl Merged {
             all.merge(h);
         }
         all.percentiles()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hist() -> LatencyHistogram {
+        let mut h = LatencyHistogram::coarse();
+        h.record(1000);
+        h
+    }
+
+    /// A run that starts 20 ms into its first 100 ms tick and ends 30 ms into its last: those two ticks cover
+    /// 80 ms and 30 ms of it, and their throughput is computed over that.
+    #[test]
+    fn first_and_last_ticks_are_cut_to_the_run() {
+        let rec = Recorder::new(Duration::from_millis(100));
+        rec.submit(0, 80, hist());
+        rec.submit(1, 100, hist());
+        rec.submit(2, 30, hist());
+        let ms = |n| rec.start() + Duration::from_millis(n);
+        let t = rec.ticks(Some((ms(20), ms(230))));
+        assert_eq!(t.len(), 3);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(t[0].secs, 0.08) && close(t[0].t, 0.1), "{:?}", t[0]);
+        assert!(close(t[1].secs, 0.1) && close(t[1].t, 0.2), "{:?}", t[1]);
+        assert!(close(t[2].secs, 0.03) && close(t[2].t, 0.23), "{:?}", t[2]);
+        for s in &t {
+            assert!(close(s.ops as f64 / s.secs, 1000.0), "{s:?}");
+        }
+    }
+
+    /// A stalled tick (no operation completed) is in the series as zero operations over its whole length.
+    #[test]
+    fn empty_ticks_inside_the_run_are_zeroes() {
+        let rec = Recorder::new(Duration::from_millis(100));
+        rec.submit(0, 10, hist());
+        rec.submit(3, 10, hist());
+        let t = rec.ticks(Some((rec.start(), rec.start() + Duration::from_millis(350))));
+        assert_eq!(t.iter().map(|s| s.ops).collect::<Vec<_>>(), [10, 0, 0, 10]);
+        assert!((t[1].secs - 0.1).abs() < 1e-9 && (t[3].secs - 0.05).abs() < 1e-9, "{t:?}");
     }
 }

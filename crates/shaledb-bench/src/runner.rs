@@ -356,7 +356,7 @@ impl<'o, E: Engine> Runner<'o, E> {
         let mut result = BenchResult::from_merged(kind.name(), readers, &merged);
         result.w_amp = report::w_amp(&after);
         result.stall_micros = after.stall_micros.saturating_sub(before.stall_micros);
-        result.timeline = rec.ticks(merged.elapsed);
+        result.timeline = rec.ticks(merged.window);
         result.lsm = rec.lsm();
         result.tick_secs = rec.tick_secs();
         result.db_after = after;
