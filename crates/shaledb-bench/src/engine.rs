@@ -181,6 +181,12 @@ pub trait Engine: Send + Sync + Sized + 'static {
     /// Opens (creating if missing) the database at `path` configured from `flags`; `overrides` are the
     /// suite-specific settings applied on top.
     fn open(path: &Path, flags: &BenchFlags) -> EngineResult<Self>;
+    /// Checks the options `flags` make as [`Engine::open`] would, without touching any file, so that a
+    /// bad value fails before the run. Engines that check only at open keep this default.
+    fn check_options(flags: &BenchFlags) -> EngineResult<()> {
+        let _ = flags;
+        Ok(())
+    }
     /// Removes the database at `path`.
     fn destroy(path: &Path) -> EngineResult<()>;
     /// Closes the database, waiting for background work to stop.

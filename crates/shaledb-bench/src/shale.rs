@@ -157,6 +157,10 @@ impl Engine for ShaleDb {
         Ok(ShaleDb { db, read: read_options_from_flags(flags) })
     }
 
+    fn check_options(flags: &BenchFlags) -> EngineResult<()> {
+        options_from_flags(flags)?.validate().map_err(Into::into)
+    }
+
     fn destroy(path: &Path) -> EngineResult<()> {
         if !path.exists() {
             return Ok(());
