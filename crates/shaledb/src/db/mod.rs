@@ -539,6 +539,7 @@ impl Db {
             levels.iter().map(|l| l.compaction.bytes_read_input_level + l.compaction.bytes_read_output_level).sum();
         let comp_written: u64 = levels.iter().skip(1).map(|l| l.compaction.bytes_written).sum();
         let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let jobs = c.job_times.lock().clone();
         Statistics {
             uptime_secs: c.start.elapsed().as_secs_f64(),
             levels,
@@ -569,6 +570,9 @@ impl Db {
             memtable_hits: ld(&c.memtable_hits),
             pending_compaction_bytes: crate::picker::pending_compaction_bytes(&v, &inner.opts),
             memtable_bytes: self.memtable_bytes(),
+            compaction_times: jobs[0].clone(),
+            compaction_cpu_times: jobs[1].clone(),
+            flush_times: jobs[2].clone(),
         }
     }
 
