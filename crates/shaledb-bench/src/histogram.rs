@@ -106,6 +106,24 @@ impl LatencyHistogram {
         v as f64 / 1000.0
     }
 
+    /// The `q`-th percentile (0..=100) in the unit recorded, within the recorded minimum and maximum.
+    pub fn percentile_raw(&self, q: f64) -> u64 {
+        if self.h.is_empty() {
+            return 0;
+        }
+        self.h.value_at_quantile(q / 100.0).clamp(self.min_ns, self.max_ns.max(self.min_ns))
+    }
+
+    /// The largest value recorded, in the unit recorded (0 when empty).
+    pub fn max_raw(&self) -> u64 {
+        self.max_ns
+    }
+
+    /// The sum of the values recorded, in the unit recorded.
+    pub fn sum_raw(&self) -> u128 {
+        self.sum_ns
+    }
+
     /// The standard summary.
     pub fn percentiles(&self) -> Percentiles {
         if self.h.is_empty() {

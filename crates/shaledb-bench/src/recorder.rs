@@ -7,7 +7,7 @@
 //! changes it hands that histogram to the recorder. So the hot path takes no lock and touches no shared
 //! cache line except a batched operation counter.
 
-use crate::engine::EngineSample;
+use crate::engine::{EngineSample, HistogramLine};
 use crate::histogram::{LatencyHistogram, Percentiles};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -106,6 +106,63 @@ impl LsmPoint {
 struct TickAgg {
     ops: u64,
     hist: Option<LatencyHistogram>,
+}
+
+/// The database calls the workers make, measured one by one for `--statistics` (db_bench's histograms of the
+/// same names: RocksDB measures them inside the database, the bench here around each call).
+#[derive(Clone, Debug, Default)]
+pub struct DbCallStats {
+    /// Time of each get, nanoseconds (`rocksdb.db.get.micros`).
+    pub get: LatencyHistogram,
+    /// Time of each put, delete or merge, nanoseconds (`rocksdb.db.write.micros`).
+    pub write: LatencyHistogram,
+    /// Time of each iterator seek, nanoseconds (`rocksdb.db.seek.micros`).
+    pub seek: LatencyHistogram,
+    /// Size of the value of each get that found one, bytes (`rocksdb.bytes.per.read`).
+    pub bytes_per_read: LatencyHistogram,
+    /// Key and value bytes of each write call, bytes (`rocksdb.bytes.per.write`; RocksDB records the encoded
+    /// size of each write group).
+    pub bytes_per_write: LatencyHistogram,
+}
+
+impl DbCallStats {
+    /// Adds every sample of `o`.
+    pub fn merge(&mut self, o: &DbCallStats) {
+        self.get.merge(&o.get);
+        self.write.merge(&o.write);
+        self.seek.merge(&o.seek);
+        self.bytes_per_read.merge(&o.bytes_per_read);
+        self.bytes_per_write.merge(&o.bytes_per_write);
+    }
+
+    /// The histograms as `--statistics` lines: times in microseconds, sizes in bytes.
+    pub fn lines(&self) -> Vec<HistogramLine> {
+        let time = |name: &str, h: &LatencyHistogram| HistogramLine {
+            name: name.to_string(),
+            p50: h.percentile_us(50.0),
+            p95: h.percentile_us(95.0),
+            p99: h.percentile_us(99.0),
+            p100: h.max_raw() as f64 / 1000.0,
+            count: h.count(),
+            sum: u64::try_from(h.sum_raw() / 1000).unwrap_or(u64::MAX),
+        };
+        let size = |name: &str, h: &LatencyHistogram| HistogramLine {
+            name: name.to_string(),
+            p50: h.percentile_raw(50.0) as f64,
+            p95: h.percentile_raw(95.0) as f64,
+            p99: h.percentile_raw(99.0) as f64,
+            p100: h.max_raw() as f64,
+            count: h.count(),
+            sum: u64::try_from(h.sum_raw()).unwrap_or(u64::MAX),
+        };
+        vec![
+            time("rocksdb.db.get.micros", &self.get),
+            time("rocksdb.db.write.micros", &self.write),
+            time("rocksdb.db.seek.micros", &self.seek),
+            size("rocksdb.bytes.per.read", &self.bytes_per_read),
+            size("rocksdb.bytes.per.write", &self.bytes_per_write),
+        ]
+    }
 }
 
 /// Shared, per-benchmark collector of the time series and the live operation count.
@@ -275,6 +332,8 @@ pub struct ThreadStats<'r> {
     pub message: String,
     /// Excluded from the merged result (readwhilewriting's writer).
     pub exclude: bool,
+    /// The database calls, measured when `--statistics` asks (see [`ThreadStats::measure_calls`]).
+    pub calls: Option<Box<DbCallStats>>,
     hists: [Option<LatencyHistogram>; OP_TYPES],
     tick: u64,
     tick_ops: u64,
@@ -300,12 +359,18 @@ impl<'r> ThreadStats<'r> {
             updates: 0,
             message: String::new(),
             exclude: false,
+            calls: None,
             hists: Default::default(),
             tick: rec.tick_of(now),
             tick_ops: 0,
             tick_hist: LatencyHistogram::coarse(),
             unreported: 0,
         }
+    }
+
+    /// Times each database call of this thread from now on, for `--statistics`.
+    pub fn measure_calls(&mut self) {
+        self.calls = Some(Box::default());
     }
 
     /// Restarts the clock (after all threads are ready).
@@ -400,6 +465,9 @@ pub struct Merged {
     pub hists: Vec<(OpType, LatencyHistogram)>,
     /// The first thread's start and the last thread's finish.
     pub window: Option<(Instant, Instant)>,
+    /// The database calls of every thread (excluded ones too: they are calls the database served), when
+    /// measured.
+    pub calls: Option<DbCallStats>,
 }
 
 impl Merged {
@@ -417,7 +485,11 @@ impl Merged {
             message: String::new(),
             hists: Vec::new(),
             window: None,
+            calls: None,
         };
+        for c in threads.iter().filter_map(|t| t.calls.as_deref()) {
+            m.calls.get_or_insert_with(DbCallStats::default).merge(c);
+        }
         let mut hists: [Option<LatencyHistogram>; OP_TYPES] = Default::default();
         let (mut start, mut finish): (Option<Instant>, Option<Instant>) = (None, None);
         for t in threads.iter().filter(|t| !t.exclude) {

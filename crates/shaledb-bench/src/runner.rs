@@ -6,7 +6,7 @@ use crate::engine::{Engine, EngineSample};
 use crate::flags::BenchFlags;
 use crate::keygen::ValueData;
 use crate::random::Mt64;
-use crate::recorder::{Merged, Recorder, ThreadStats};
+use crate::recorder::{DbCallStats, Merged, Recorder, ThreadStats};
 use crate::report::{self, BenchResult};
 use crate::workloads::{Ctx, Kind, RateLimiter};
 use crate::{BenchError, Result};
@@ -116,6 +116,8 @@ pub struct Runner<'o, E: Engine> {
     results: Vec<BenchResult>,
     report_file: Option<File>,
     plot_base: usize,
+    /// The database calls measured for `--statistics` since the database was opened.
+    calls: DbCallStats,
 }
 
 impl<'o, E: Engine> Runner<'o, E> {
@@ -165,6 +167,7 @@ impl<'o, E: Engine> Runner<'o, E> {
             results: Vec::new(),
             report_file: None,
             plot_base: 0,
+            calls: DbCallStats::default(),
         })
     }
 
@@ -212,6 +215,7 @@ impl<'o, E: Engine> Runner<'o, E> {
             db.close().map_err(|e| BenchError::engine("closing the database", e))?;
         }
         E::destroy(&self.path).map_err(|e| BenchError::engine(format!("destroying {}", self.path.display()), e))?;
+        self.calls = DbCallStats::default();
         let db = E::open(&self.path, &self.flags)
             .map_err(|e| BenchError::engine(format!("opening {}", self.path.display()), e))?;
         self.db = Some(db);
@@ -270,7 +274,10 @@ impl<'o, E: Engine> Runner<'o, E> {
         }
         if self.flags.statistics {
             self.print_property("rocksdb.stats")?;
-            let _ = writeln!(self.out, "{}", report::statistics_block(&result.0.db_after));
+            if let Some(c) = &result.1.calls {
+                self.calls.merge(c);
+            }
+            let _ = writeln!(self.out, "{}", report::statistics_block(&result.0.db_after, &self.calls));
         }
         let _ = self.out.flush();
         if let Some(dir) = self.flags.plot.clone() {
@@ -368,6 +375,7 @@ impl<'o, E: Engine> Runner<'o, E> {
             readers_left: &readers_left,
         };
         let barrier = Barrier::new(n_threads);
+        let measure_calls = f.statistics;
         let finished = AtomicBool::new(false);
         let mut report_file = self.report_file.take();
         let (stats, outcome) = std::thread::scope(|s| {
@@ -381,6 +389,9 @@ impl<'o, E: Engine> Runner<'o, E> {
                     let (ctx, rec, barrier) = (&ctx, &rec, &barrier);
                     s.spawn(move || {
                         let mut ts = ThreadStats::new(rec, tid);
+                        if measure_calls {
+                            ts.measure_calls();
+                        }
                         let mut rng = Mt64::new(seed);
                         barrier.wait();
                         ts.start();

@@ -159,6 +159,64 @@ fn bench_help_speaks_of_what_is_measured_not_of_internal_reports() {
     }
 }
 
+/// `--statistics` prints db_bench's histograms (`name P50 : f P95 : f P99 : f P100 : f COUNT : n SUM : n`), each
+/// measured: after a run that gets, writes, seeks, flushes and compacts, every one has a non-zero count.
+#[test]
+fn statistics_print_db_bench_histograms_with_real_counts() {
+    let (ok, out, err) = shaledb(&[
+        "bench",
+        "-num=3000",
+        "--benchmarks=fillrandom,readrandom,seekrandom,compact",
+        "--statistics",
+        "--write_buffer_size=65536",
+        "--seed=1",
+        "--progress=false",
+    ]);
+    assert!(ok, "{err}");
+    let block = out.rsplit("STATISTICS:\n").next().unwrap();
+    let mut seen = std::collections::BTreeMap::new();
+    for line in block.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.get(1) != Some(&"P50") {
+            continue;
+        }
+        assert_eq!(f.len(), 19, "{line}");
+        for (i, label) in ["P50", "P95", "P99", "P100", "COUNT", "SUM"].iter().enumerate() {
+            assert_eq!((f[1 + 3 * i], f[2 + 3 * i]), (*label, ":"), "{line}");
+        }
+        let p: Vec<f64> = (0..4).map(|i| f[3 + 3 * i].parse().unwrap()).collect();
+        assert!(p.windows(2).all(|w| w[0] <= w[1]), "percentiles out of order: {line}");
+        let count: u64 = f[15].parse().unwrap();
+        let sum: u64 = f[18].parse().unwrap();
+        seen.insert(f[0].to_string(), (count, sum, p[3]));
+    }
+    for name in [
+        "rocksdb.db.get.micros",
+        "rocksdb.db.write.micros",
+        "rocksdb.db.seek.micros",
+        "rocksdb.bytes.per.read",
+        "rocksdb.bytes.per.write",
+        "rocksdb.compaction.times.micros",
+        "rocksdb.compaction.times.cpu_micros",
+        "rocksdb.db.flush.micros",
+    ] {
+        let (count, _, max) = seen.get(name).copied().unwrap_or_else(|| panic!("no {name} in:\n{block}"));
+        assert!(count > 0 && max > 0.0, "{name}: count {count}, max {max}");
+    }
+    assert_eq!(seen["rocksdb.db.get.micros"].0, 3000);
+    assert_eq!(seen["rocksdb.db.write.micros"].0, 3000);
+    assert_eq!(seen["rocksdb.db.seek.micros"].0, 3000);
+    // Every write is a 16-byte key and a 100-byte value.
+    assert_eq!(seen["rocksdb.bytes.per.write"], (3000, 3000 * 116, 116.0));
+    // Each found value is 100 bytes.
+    let (found, bytes, _) = seen["rocksdb.bytes.per.read"];
+    assert_eq!(bytes, found * 100);
+    // Without --statistics, none of it.
+    let (ok, out, err) = shaledb(&["bench", "-num=100", "--benchmarks=fillseq", "--progress=false"]);
+    assert!(ok, "{err}");
+    assert!(!out.contains("STATISTICS:") && !out.contains(" P50 : "), "{out}");
+}
+
 #[test]
 fn suite_names_are_checked() {
     let (ok, _, err) = shaledb(&["bench", "suite", "leveldb"]);
