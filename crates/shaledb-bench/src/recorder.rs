@@ -261,7 +261,8 @@ impl Recorder {
     /// The throughput/latency series of the run `window` (its first start and last finish, as
     /// [`Merged::window`] gives it), with empty ticks (nothing completed: a stall) filled in as zeroes. The
     /// first and last ticks are cut to the run, so their `secs` are what they really cover: the last tick of a
-    /// run that ends 20 ms into it holds 20 ms of operations, not a whole tick's.
+    /// run that ends 60 ms into it holds 60 ms of operations, not a whole tick's. A first or last piece shorter
+    /// than half a tick joins its neighbour, so that a few operations in a sliver of time make no false spike.
     pub fn ticks(&self, window: Option<(Instant, Instant)>) -> Vec<TickSummary> {
         self.close_ticks(true);
         let closed = self.closed.lock();
@@ -275,7 +276,7 @@ impl Recorder {
         };
         let first = ((begin / tick).floor() as u64).min(closed.keys().next().copied().unwrap_or(u64::MAX));
         let last = ((end / tick).ceil() as u64).max(closed.keys().next_back().map_or(0, |k| k + 1));
-        (first..last)
+        let mut out = (first..last)
             .map(|k| {
                 let lo = (k as f64 * tick).max(begin);
                 let hi = ((k + 1) as f64 * tick).min(end.max(begin));
@@ -290,7 +291,9 @@ impl Recorder {
                 }
                 s
             })
-            .collect()
+            .collect::<Vec<_>>();
+        fold_short_ends(&mut out, tick / 2.0);
+        out
     }
 
     /// The LSM series.
@@ -301,6 +304,31 @@ impl Recorder {
     /// Seconds per tick.
     pub fn tick_secs(&self) -> f64 {
         self.tick.as_secs_f64()
+    }
+}
+
+/// Joins a first or last tick covering less than `min_secs` to its neighbour: operations and seconds add up,
+/// latencies keep the worse.
+fn fold_short_ends(ticks: &mut Vec<TickSummary>, min_secs: f64) {
+    let join = |a: &TickSummary, b: &TickSummary| TickSummary {
+        t: a.t.max(b.t),
+        secs: a.secs + b.secs,
+        ops: a.ops + b.ops,
+        p50: a.p50.max(b.p50),
+        p99: a.p99.max(b.p99),
+        p999: a.p999.max(b.p999),
+        max: a.max.max(b.max),
+    };
+    if ticks.len() >= 2 && ticks.last().is_some_and(|t| t.secs < min_secs) {
+        if let (Some(last), Some(prev)) = (ticks.pop(), ticks.last_mut()) {
+            *prev = join(prev, &last);
+        }
+    }
+    if ticks.len() >= 2 && ticks.first().is_some_and(|t| t.secs < min_secs) {
+        let first = ticks.remove(0);
+        if let Some(next) = ticks.first_mut() {
+            *next = join(&first, next);
+        }
     }
 }
 
@@ -542,24 +570,48 @@ mod tests {
         h
     }
 
-    /// A run that starts 20 ms into its first 100 ms tick and ends 30 ms into its last: those two ticks cover
-    /// 80 ms and 30 ms of it, and their throughput is computed over that.
+    /// A run that starts 20 ms into its first 100 ms tick and ends 60 ms into its last: those two ticks cover
+    /// 80 ms and 60 ms of it, and their throughput is computed over that.
     #[test]
     fn first_and_last_ticks_are_cut_to_the_run() {
         let rec = Recorder::new(Duration::from_millis(100));
         rec.submit(0, 80, hist());
         rec.submit(1, 100, hist());
-        rec.submit(2, 30, hist());
+        rec.submit(2, 60, hist());
         let ms = |n| rec.start() + Duration::from_millis(n);
-        let t = rec.ticks(Some((ms(20), ms(230))));
+        let t = rec.ticks(Some((ms(20), ms(260))));
         assert_eq!(t.len(), 3);
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
         assert!(close(t[0].secs, 0.08) && close(t[0].t, 0.1), "{:?}", t[0]);
         assert!(close(t[1].secs, 0.1) && close(t[1].t, 0.2), "{:?}", t[1]);
-        assert!(close(t[2].secs, 0.03) && close(t[2].t, 0.23), "{:?}", t[2]);
+        assert!(close(t[2].secs, 0.06) && close(t[2].t, 0.26), "{:?}", t[2]);
         for s in &t {
             assert!(close(s.ops as f64 / s.secs, 1000.0), "{s:?}");
         }
+    }
+
+    /// A run that ends 2 ms into a tick with 5 operations there: alone they would read as 2500 ops/s next to
+    /// 1000; joined to the tick before they keep the rate, the total and the end time.
+    #[test]
+    fn a_sliver_of_a_last_tick_joins_the_one_before() {
+        let rec = Recorder::new(Duration::from_millis(100));
+        rec.submit(0, 100, hist());
+        rec.submit(1, 100, hist());
+        let mut slow = LatencyHistogram::coarse();
+        slow.record(9_000_000);
+        rec.submit(2, 5, slow);
+        let t = rec.ticks(Some((rec.start(), rec.start() + Duration::from_millis(202))));
+        assert_eq!(t.len(), 2, "{t:?}");
+        assert_eq!(t.iter().map(|s| s.ops).sum::<u64>(), 205);
+        assert!((t[1].secs - 0.102).abs() < 1e-9 && (t[1].t - 0.202).abs() < 1e-9, "{:?}", t[1]);
+        assert!(t[1].max >= 9000.0, "the slow operation's latency stays: {:?}", t[1]);
+        // Likewise at the start: a run starting 99 ms into its first tick.
+        let rec = Recorder::new(Duration::from_millis(100));
+        rec.submit(0, 1, hist());
+        rec.submit(1, 100, hist());
+        let t = rec.ticks(Some((rec.start() + Duration::from_millis(99), rec.start() + Duration::from_millis(200))));
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert!((t[0].secs - 0.101).abs() < 1e-9 && t[0].ops == 101, "{:?}", t[0]);
     }
 
     /// A stalled tick (no operation completed) is in the series as zero operations over its whole length.
@@ -568,8 +620,8 @@ mod tests {
         let rec = Recorder::new(Duration::from_millis(100));
         rec.submit(0, 10, hist());
         rec.submit(3, 10, hist());
-        let t = rec.ticks(Some((rec.start(), rec.start() + Duration::from_millis(350))));
+        let t = rec.ticks(Some((rec.start(), rec.start() + Duration::from_millis(380))));
         assert_eq!(t.iter().map(|s| s.ops).collect::<Vec<_>>(), [10, 0, 0, 10]);
-        assert!((t[1].secs - 0.1).abs() < 1e-9 && (t[3].secs - 0.05).abs() < 1e-9, "{t:?}");
+        assert!((t[1].secs - 0.1).abs() < 1e-9 && (t[3].secs - 0.08).abs() < 1e-9, "{t:?}");
     }
 }
