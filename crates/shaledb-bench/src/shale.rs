@@ -1,7 +1,9 @@
 //! [`Engine`] for ShaleDB: db_bench's flags mapped onto [`shaledb::Options`] (same names where RocksDB and
 //! ShaleDB share a knob), and ShaleDB's statistics mapped onto [`EngineSample`].
 
-use crate::engine::{Engine, EngineBatch, EngineIter, EngineResult, EngineSample, IterOptions, LevelSample, WriteMode};
+use crate::engine::{
+    Engine, EngineBatch, EngineIter, EngineResult, EngineSample, HistogramLine, IterOptions, LevelSample, WriteMode,
+};
 use crate::flags::{BenchFlags, Compression};
 use shaledb::{CompressionType, Cursor, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use std::path::Path;
@@ -143,6 +145,19 @@ impl EngineBatch for WriteBatch {
     }
 }
 
+/// One of the engine's job-time histograms (microseconds) as a `--statistics` line.
+fn histogram_line(name: &str, h: &shaledb::Histogram) -> HistogramLine {
+    HistogramLine {
+        name: name.to_string(),
+        p50: h.percentile(50.0),
+        p95: h.percentile(95.0),
+        p99: h.percentile(99.0),
+        p100: h.max() as f64,
+        count: h.count(),
+        sum: h.sum(),
+    }
+}
+
 impl Engine for ShaleDb {
     type Iter<'a> = Cursor;
     type Batch = WriteBatch;
@@ -155,6 +170,10 @@ impl Engine for ShaleDb {
     fn open(path: &Path, flags: &BenchFlags) -> EngineResult<Self> {
         let db = Db::open(path, options_from_flags(flags)?)?;
         Ok(ShaleDb { db, read: read_options_from_flags(flags) })
+    }
+
+    fn check_options(flags: &BenchFlags) -> EngineResult<()> {
+        options_from_flags(flags)?.validate().map_err(Into::into)
     }
 
     fn destroy(path: &Path) -> EngineResult<()> {
@@ -256,6 +275,11 @@ impl Engine for ShaleDb {
             bloom_useful: s.bloom_useful,
             gets: s.gets,
             gets_found: s.gets_found,
+            histograms: vec![
+                histogram_line("rocksdb.db.flush.micros", &s.flush_times),
+                histogram_line("rocksdb.compaction.times.micros", &s.compaction_times),
+                histogram_line("rocksdb.compaction.times.cpu_micros", &s.compaction_cpu_times),
+            ],
         }
     }
 }

@@ -23,7 +23,8 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Benchmarks with db_bench's flags and output (`shaledb bench --benchmarks=fillrandom,readrandom`),
-    /// and the seed suites (`shaledb bench suite rocksdb|merge`).
+    /// suites that compare engines (`shaledb bench suite rocksdb|merge|sysbench|insert|forestdb`) and RESP
+    /// server workloads (`shaledb bench resp`).
     Bench(Box<bench::BenchCommand>),
     /// Print the contents of an SST (properties, index, entries), a WAL (records, batches, sequence numbers)
     /// or a MANIFEST (version edits, the resulting LSM shape), like RocksDB's sst_dump and ldb.

@@ -59,7 +59,7 @@ pub use repair::{repair, RepairReport};
 pub use shaledb_format::compress::CompressionType;
 pub use shaledb_vfs::{Error, Fs, PosixFs, Result};
 pub use snapshot::Snapshot;
-pub use stats::{CompactionStats, LevelStats, Statistics};
+pub use stats::{CompactionStats, Histogram, LevelStats, Statistics};
 
 /// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]

@@ -162,6 +162,7 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) 
     inner.install_super_version(st);
     stats.bytes_written = written;
     inner.counters.record_compaction(0, &stats);
+    inner.counters.record_flush_job(&stats);
     Counters::add(&inner.counters.flush_count, 1);
     inner.info_log.log(line);
     // Old WALs: every one below the new log number.
@@ -196,6 +197,7 @@ fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, Sta
             inner.info_log.log(line);
             st.obsolete_tables.extend(all.iter().copied());
             inner.counters.record_compaction(task.output_level, &stats);
+            inner.counters.record_compaction_job(&stats);
         })
     };
     for n in &all {

@@ -751,11 +751,17 @@ impl Db {
     /// `shaledb.num-immutable-mem-table`, `shaledb.block-cache-usage`, `shaledb.block-cache-capacity`,
     /// `shaledb.background-errors`, `shaledb.recovery-dropped-records`, `shaledb.recovery-dropped-bytes` (what
     /// the WAL replay of this open did not apply; see docs/durability.md D10). The `rocksdb.` prefix is accepted
-    /// too.
+    /// too. As in RocksDB, the `Interval` lines of `stats` cover the time since the previous `stats` call (since
+    /// open for the first).
     pub fn property(&self, name: &str) -> Option<String> {
         let name = name.strip_prefix("rocksdb.").or_else(|| name.strip_prefix("shaledb."))?;
         match name {
-            "stats" => Some(crate::stats_report::format_stats(&self.statistics(), None)),
+            "stats" => {
+                // The `Interval` lines cover the time since the previous `stats` report (since open for the first).
+                let now = self.statistics();
+                let prev = self.inner.counters.swap_report_sample(now.clone());
+                Some(crate::stats_report::format_stats(&now, prev.as_ref()))
+            }
             "levelstats" => Some(crate::stats_report::format_level_stats(&self.statistics())),
             "estimate-pending-compaction-bytes" => {
                 let v = self.inner.sv.load().version.clone();
@@ -810,6 +816,7 @@ impl Db {
             levels.iter().map(|l| l.compaction.bytes_read_input_level + l.compaction.bytes_read_output_level).sum();
         let comp_written: u64 = levels.iter().skip(1).map(|l| l.compaction.bytes_written).sum();
         let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let jobs = c.job_times.lock().clone();
         Statistics {
             uptime_secs: c.start.elapsed().as_secs_f64(),
             levels,
@@ -840,6 +847,9 @@ impl Db {
             memtable_hits: ld(&c.memtable_hits),
             pending_compaction_bytes: crate::picker::pending_compaction_bytes(&v, &inner.opts),
             memtable_bytes: self.memtable_bytes(),
+            compaction_times: jobs[0].clone(),
+            compaction_cpu_times: jobs[1].clone(),
+            flush_times: jobs[2].clone(),
         }
     }
 
