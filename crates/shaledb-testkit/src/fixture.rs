@@ -134,7 +134,7 @@ fn apply(db: &Db, op: &Op) -> shaledb::Result<()> {
     match op {
         Op::Put(k, v) => db.put(k, v),
         Op::Delete(k) => db.delete(k),
-        Op::Merge(k, n) => db.merge(k, &n.to_le_bytes()),
+        Op::Merge(k, n) => db.merge(k, n.to_le_bytes()),
         Op::Flush => db.flush(),
     }
 }

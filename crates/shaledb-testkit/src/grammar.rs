@@ -32,7 +32,7 @@ pub fn assert_module_grammar_in_doc(rust_source: &str, markdown: &str) {
     let code = module_grammar(rust_source);
     assert!(!code.is_empty(), "no ```text grammar at the top of the module docs");
     let blocks = text_blocks(markdown.lines());
-    if blocks.iter().any(|b| *b == code) {
+    if blocks.contains(&code) {
         return;
     }
     let closest = blocks.iter().max_by_key(|b| b.iter().filter(|l| code.contains(l)).count());
