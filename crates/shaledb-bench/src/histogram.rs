@@ -8,7 +8,6 @@
 
 use hdrhistogram::Histogram;
 use std::fmt::Write as _;
-use std::sync::OnceLock;
 
 /// Latency distribution of one kind of operation.
 #[derive(Clone, Debug)]
@@ -160,7 +159,7 @@ impl LatencyHistogram {
         if p.count == 0 {
             return r;
         }
-        let limits = bucket_limits();
+        let limits = shaledb::stats::bucket_limits();
         let mut counts = vec![0u64; limits.len()];
         for v in self.h.iter_recorded() {
             let micros = v.value_iterated_to() / 1000;
@@ -202,37 +201,13 @@ fn unreachable_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, u64::MAX / 2, 2).unwrap_or_else(|_| std::process::abort())
 }
 
-/// RocksDB's bucket boundaries (microseconds): 1, 2, then each about 1.5x the previous, rounded down to
-/// two significant digits.
-fn bucket_limits() -> &'static [u64] {
-    static LIMITS: OnceLock<Vec<u64>> = OnceLock::new();
-    LIMITS.get_or_init(|| {
-        let mut v = vec![1u64, 2];
-        let mut val = 2.0f64;
-        loop {
-            val *= 1.5;
-            if val > u64::MAX as f64 {
-                break;
-            }
-            let mut b = val as u64;
-            let mut pow = 1u64;
-            while b / 10 > 10 {
-                b /= 10;
-                pow *= 10;
-            }
-            v.push(b * pow);
-        }
-        v
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn bucket_limits_match_rocksdb_shape() {
-        let l = bucket_limits();
+        let l = shaledb::stats::bucket_limits();
         assert_eq!(&l[..16], &[1, 2, 3, 4, 6, 10, 15, 22, 34, 51, 76, 110, 170, 250, 380, 580]);
         assert!(l.windows(2).all(|w| w[0] <= w[1]));
     }

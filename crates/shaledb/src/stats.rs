@@ -21,8 +21,9 @@ pub struct Histogram {
     buckets: Vec<u64>,
 }
 
-/// Upper bounds (inclusive) of the buckets.
-fn bucket_limits() -> &'static [u64] {
+/// Upper bounds (inclusive) of the buckets, RocksDB's: 1, 2, then each about 1.5x the previous, rounded down
+/// to two significant digits. Shared with the bench's latency histograms, which print in the same buckets.
+pub fn bucket_limits() -> &'static [u64] {
     static LIMITS: OnceLock<Vec<u64>> = OnceLock::new();
     LIMITS.get_or_init(|| {
         let mut v = vec![1u64, 2];

@@ -69,24 +69,8 @@ fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
     let mut vs = VersionSet::recover(dir, &opts)?;
     let on_disk = identity::read(fs.as_ref(), dir)?;
-    let db_id = match (vs.db_id, on_disk) {
-        (Some(m), Some(f)) if m != f => {
-            return Err(Error::corruption(
-                filenames::identity(dir),
-                0,
-                format!(
-                    "IDENTITY holds {} but MANIFEST-{:06} records {}: files of two databases are mixed",
-                    identity::to_hex(&f),
-                    vs.manifest_number(),
-                    identity::to_hex(&m)
-                ),
-            ))
-        }
-        (Some(m), _) => m,
-        (None, Some(f)) => f,
-        // A database from before identities: its tables carry none, so no table check needs one.
-        (None, None) => identity::DbId::default(),
-    };
+    // A database from before identities: its tables carry none, so no table check needs one.
+    let db_id = identity::reconcile(dir, vs.db_id, vs.manifest_number(), on_disk)?.unwrap_or_default();
     vs.db_id = Some(db_id);
     if opts.paranoid_checks {
         super::files::check_live_files(fs.as_ref(), dir, vs.current())?;
