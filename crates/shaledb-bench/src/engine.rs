@@ -37,6 +37,61 @@ pub struct LevelSample {
     pub compaction_micros: u64,
 }
 
+/// One histogram of db_bench's `--statistics` block, in RocksDB's line format
+/// (`name P50 : f P95 : f P99 : f P100 : f COUNT : n SUM : n`).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct HistogramLine {
+    /// RocksDB's name (`rocksdb.db.get.micros`).
+    pub name: String,
+    /// Median.
+    pub p50: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest value.
+    pub p100: f64,
+    /// Values recorded.
+    pub count: u64,
+    /// Their sum.
+    pub sum: u64,
+}
+
+impl HistogramLine {
+    /// The line as RocksDB's `Statistics::ToString` prints it.
+    pub fn text(&self) -> String {
+        format!(
+            "{} P50 : {:.6} P95 : {:.6} P99 : {:.6} P100 : {:.6} COUNT : {} SUM : {}",
+            self.name, self.p50, self.p95, self.p99, self.p100, self.count, self.sum
+        )
+    }
+
+    /// Reads a line in that format back; `None` for any other line.
+    pub fn parse(line: &str) -> Option<HistogramLine> {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let labels = ["P50", "P95", "P99", "P100", "COUNT", "SUM"];
+        if f.len() != 1 + 3 * labels.len() {
+            return None;
+        }
+        for (i, label) in labels.iter().enumerate() {
+            if f.get(1 + 3 * i) != Some(label) || f.get(2 + 3 * i) != Some(&":") {
+                return None;
+            }
+        }
+        let num = |i: usize| f.get(3 + 3 * i).and_then(|v| v.parse::<f64>().ok()).filter(|v| v.is_finite());
+        let int = |i: usize| f.get(3 + 3 * i).and_then(|v| v.parse::<u64>().ok());
+        Some(HistogramLine {
+            name: f.first()?.to_string(),
+            p50: num(0)?,
+            p95: num(1)?,
+            p99: num(2)?,
+            p100: num(3)?,
+            count: int(4)?,
+            sum: int(5)?,
+        })
+    }
+}
+
 /// A snapshot of an engine's counters (cumulative since open).
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct EngineSample {
@@ -80,6 +135,9 @@ pub struct EngineSample {
     pub gets: u64,
     /// Point lookups that found a value.
     pub gets_found: u64,
+    /// The histograms the engine itself measures, in RocksDB's names (ShaleDB: compaction and flush job
+    /// times).
+    pub histograms: Vec<HistogramLine>,
 }
 
 impl EngineSample {
@@ -181,6 +239,12 @@ pub trait Engine: Send + Sync + Sized + 'static {
     /// Opens (creating if missing) the database at `path` configured from `flags`; `overrides` are the
     /// suite-specific settings applied on top.
     fn open(path: &Path, flags: &BenchFlags) -> EngineResult<Self>;
+    /// Checks the options `flags` make as [`Engine::open`] would, without touching any file, so that a
+    /// bad value fails before the run. Engines that check only at open keep this default.
+    fn check_options(flags: &BenchFlags) -> EngineResult<()> {
+        let _ = flags;
+        Ok(())
+    }
     /// Removes the database at `path`.
     fn destroy(path: &Path) -> EngineResult<()>;
     /// Closes the database, waiting for background work to stop.
@@ -266,5 +330,39 @@ pub fn with_engine<V: EngineVisitor>(kind: EngineKind, v: V) -> crate::Result<V:
                   and build with `cargo build --release --features rocksdb`"
                 .into(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_lines_print_and_parse_in_rocksdb_format() {
+        let l = HistogramLine {
+            name: "rocksdb.db.get.micros".into(),
+            p50: 1.5,
+            p95: 3.25,
+            p99: 4.0,
+            p100: 9.0,
+            count: 77,
+            sum: 120,
+        };
+        let t = l.text();
+        assert_eq!(
+            t,
+            "rocksdb.db.get.micros P50 : 1.500000 P95 : 3.250000 P99 : 4.000000 P100 : 9.000000 COUNT : 77 SUM : 120"
+        );
+        assert_eq!(HistogramLine::parse(&t), Some(l));
+        for bad in [
+            "rocksdb.block.cache.hit COUNT : 3",
+            "x P50 : 1 P95 : 1 P99 : 1 P100 : 1 COUNT : 1",
+            "x P50 : a P95 : 1 P99 : 1 P100 : 1 COUNT : 1 SUM : 1",
+            "x P50 : 1 P95 : 1 P99 : 1 P100 : 1 COUNT : -1 SUM : 1",
+            "x P50 : 1 P95 : 1 P99 : 1 P100 : inf COUNT : 1 SUM : 1",
+            "",
+        ] {
+            assert_eq!(HistogramLine::parse(bad), None, "{bad}");
+        }
     }
 }

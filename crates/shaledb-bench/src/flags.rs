@@ -10,6 +10,11 @@ use std::path::PathBuf;
 /// minute on two cores with the default `--num`.
 pub const DEFAULT_BENCHMARKS: &str = "fillseq,fillrandom,overwrite,readrandom,readseq,readreverse,stats";
 
+/// Smallest `--block_size` the engine accepts.
+pub const MIN_BLOCK_SIZE: usize = 256;
+/// Largest `--block_size` the engine accepts (64 MiB).
+pub const MAX_BLOCK_SIZE: usize = 64 << 20;
+
 /// Block compression codecs `--compression_type` names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Compression {
@@ -327,8 +332,20 @@ impl BenchFlags {
         if self.value_size > 64 << 20 {
             return bad("value_size", format!("must be at most 64 MiB, got {}", self.value_size));
         }
-        if !(self.compression_ratio.is_finite() && self.compression_ratio > 0.0) {
-            return bad("compression_ratio", format!("must be a positive number, got {}", self.compression_ratio));
+        if !(self.compression_ratio.is_finite() && self.compression_ratio > 0.0 && self.compression_ratio <= 1.0) {
+            return bad(
+                "compression_ratio",
+                format!(
+                    "must be in (0, 1] (the fraction of its size a value compresses to), got {}",
+                    self.compression_ratio
+                ),
+            );
+        }
+        if !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&self.block_size) {
+            return bad(
+                "block_size",
+                format!("must be in {MIN_BLOCK_SIZE}..={MAX_BLOCK_SIZE} (64 MiB), got {}", self.block_size),
+            );
         }
         if self.compression().is_none() {
             return bad(
@@ -542,6 +559,11 @@ mod tests {
             (&["--merge_operator=max"][..], "--merge_operator"),
             (&["--readwritepercent=101"][..], "--readwritepercent"),
             (&["--compression_ratio=0"][..], "--compression_ratio"),
+            (&["--compression_ratio=1.5"][..], "--compression_ratio"),
+            (&["--compression_ratio=-0.5"][..], "--compression_ratio"),
+            (&["--block_size=0"][..], "--block_size"),
+            (&["--block_size=100"][..], "--block_size"),
+            (&["--block_size=134217728"][..], "--block_size"),
             (&["--benchmarks=fillseq,fillbogus"][..], "--benchmarks"),
             (&["--mmap_read=1"][..], "--mmap_read"),
             (&["--use_existing_db"][..], "--use_existing_db"),
@@ -549,6 +571,14 @@ mod tests {
             let e = err_text(args);
             assert!(e.contains(flag), "{args:?}: {e}");
         }
+    }
+
+    #[test]
+    fn range_ends_are_accepted() {
+        let f = parse(&["--compression_ratio=1", "--block_size=256"]).unwrap();
+        assert_eq!((f.compression_ratio, f.block_size), (1.0, 256));
+        assert_eq!(parse(&["--block_size=67108864"]).unwrap().block_size, 64 << 20);
+        assert_eq!(parse(&["--compression_ratio=0.01"]).unwrap().compression_ratio, 0.01);
     }
 
     #[test]

@@ -50,17 +50,20 @@ pub fn write_plots(dir: &Path, index: usize, r: &BenchResult) -> Result<Vec<Path
 }
 
 /// Merges runs of ticks so that at most `MAX_POINTS` remain: operations add up, latencies keep the
-/// worst of the run (so a spike never disappears).
-fn downsample(ticks: &[TickSummary], tick_secs: f64) -> Vec<(f64, f64, TickSummary)> {
+/// worst of the run (so a spike never disappears). The rate of a point is its operations over the seconds
+/// its ticks really cover, so the last, partial tick of a run is no false drop.
+fn downsample(ticks: &[TickSummary]) -> Vec<(f64, f64, TickSummary)> {
     let k = ticks.len().div_ceil(MAX_POINTS).max(1);
     ticks
         .chunks(k)
         .map(|c| {
             let ops: u64 = c.iter().map(|t| t.ops).sum();
             let t_end = c.last().map_or(0.0, |t| t.t);
-            let rate = ops as f64 / (tick_secs * c.len() as f64).max(1e-9);
+            let secs: f64 = c.iter().map(|t| t.secs).sum();
+            let rate = if secs > 0.0 { ops as f64 / secs } else { 0.0 };
             let worst = TickSummary {
                 t: t_end,
+                secs,
                 ops,
                 p50: c.iter().map(|t| t.p50).fold(0.0, f64::max),
                 p99: c.iter().map(|t| t.p99).fold(0.0, f64::max),
@@ -115,7 +118,7 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &BenchResult) -> s
     );
     let root = root.titled(&title, (FAMILY, 24)).map_err(e)?;
     let panels = root.split_evenly((3, 1));
-    let pts = downsample(&r.timeline, r.tick_secs.max(1e-3));
+    let pts = downsample(&r.timeline);
     let t_end = pts.last().map_or(0.0, |p| p.0).max(r.lsm.last().map_or(0.0, |p| p.t)).max(r.seconds).max(1e-3);
     let bands = stall_bands(&r.lsm);
 
@@ -243,6 +246,7 @@ mod tests {
         let timeline = (0..50)
             .map(|i| TickSummary {
                 t: (i + 1) as f64 * 0.1,
+                secs: 0.1,
                 ops: if (20..25).contains(&i) { 0 } else { 1000 + i },
                 p50: 2.0,
                 p99: 20.0,
@@ -309,12 +313,50 @@ mod tests {
     #[test]
     fn downsampling_keeps_totals_and_spikes() {
         let ticks: Vec<TickSummary> = (0..1300)
-            .map(|i| TickSummary { t: i as f64, ops: 10, max: if i == 777 { 1e6 } else { 5.0 }, ..Default::default() })
+            .map(|i| TickSummary {
+                t: i as f64,
+                secs: 1.0,
+                ops: 10,
+                max: if i == 777 { 1e6 } else { 5.0 },
+                ..Default::default()
+            })
             .collect();
-        let d = downsample(&ticks, 1.0);
+        let d = downsample(&ticks);
         assert!(d.len() <= MAX_POINTS);
         assert_eq!(d.iter().map(|p| p.2.ops).sum::<u64>(), 13_000);
         assert!(d.iter().any(|p| p.2.max == 1e6));
         assert!(d.iter().all(|p| (p.1 - 10.0).abs() < 1e-9));
+    }
+
+    /// A steady 1000 ops/s whose run ends 30 ms into its last 100 ms tick: the last point is 1000 ops/s too,
+    /// not the 300 a whole tick's length gave.
+    #[test]
+    fn the_last_partial_tick_is_no_false_drop() {
+        let mut ticks: Vec<TickSummary> = (0..10)
+            .map(|i| TickSummary { t: (i + 1) as f64 * 0.1, secs: 0.1, ops: 100, ..Default::default() })
+            .collect();
+        ticks.push(TickSummary { t: 1.03, secs: 0.03, ops: 30, ..Default::default() });
+        let d = downsample(&ticks);
+        assert_eq!(d.len(), 11);
+        for p in &d {
+            assert!((p.1 - 1000.0).abs() < 1e-6, "rate {} at {}", p.1, p.0);
+        }
+        // Merged into fewer points, the partial tick still counts for its own length only.
+        let many: Vec<TickSummary> = (0..1201)
+            .map(|i| {
+                let secs = if i == 1200 { 0.01 } else { 0.1 };
+                TickSummary {
+                    t: i as f64 * 0.1 + secs,
+                    secs,
+                    ops: (secs * 1000.0).round() as u64,
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let d = downsample(&many);
+        assert!(d.len() <= MAX_POINTS);
+        for p in &d {
+            assert!((p.1 - 1000.0).abs() < 1e-6, "rate {} at {}", p.1, p.0);
+        }
     }
 }

@@ -7,7 +7,7 @@
 //! changes it hands that histogram to the recorder. So the hot path takes no lock and touches no shared
 //! cache line except a batched operation counter.
 
-use crate::engine::EngineSample;
+use crate::engine::{EngineSample, HistogramLine};
 use crate::histogram::{LatencyHistogram, Percentiles};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -57,8 +57,11 @@ impl OpType {
 /// Throughput and latency of one tick of the time series.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct TickSummary {
-    /// Seconds since the benchmark started, at the end of the tick.
+    /// Seconds since the benchmark started, at the end of the tick (the end of the run for the last one).
     pub t: f64,
+    /// Seconds of the run the tick covers: a whole tick, less for the first and last (the run starts and ends
+    /// inside them). Throughput is `ops / secs`.
+    pub secs: f64,
     /// Operations completed in the tick.
     pub ops: u64,
     /// Median latency, microseconds.
@@ -103,6 +106,63 @@ impl LsmPoint {
 struct TickAgg {
     ops: u64,
     hist: Option<LatencyHistogram>,
+}
+
+/// The database calls the workers make, measured one by one for `--statistics` (db_bench's histograms of the
+/// same names: RocksDB measures them inside the database, the bench here around each call).
+#[derive(Clone, Debug, Default)]
+pub struct DbCallStats {
+    /// Time of each get, nanoseconds (`rocksdb.db.get.micros`).
+    pub get: LatencyHistogram,
+    /// Time of each put, delete or merge, nanoseconds (`rocksdb.db.write.micros`).
+    pub write: LatencyHistogram,
+    /// Time of each iterator seek, nanoseconds (`rocksdb.db.seek.micros`).
+    pub seek: LatencyHistogram,
+    /// Size of the value of each get that found one, bytes (`rocksdb.bytes.per.read`).
+    pub bytes_per_read: LatencyHistogram,
+    /// Key and value bytes of each write call, bytes (`rocksdb.bytes.per.write`; RocksDB records the encoded
+    /// size of each write group).
+    pub bytes_per_write: LatencyHistogram,
+}
+
+impl DbCallStats {
+    /// Adds every sample of `o`.
+    pub fn merge(&mut self, o: &DbCallStats) {
+        self.get.merge(&o.get);
+        self.write.merge(&o.write);
+        self.seek.merge(&o.seek);
+        self.bytes_per_read.merge(&o.bytes_per_read);
+        self.bytes_per_write.merge(&o.bytes_per_write);
+    }
+
+    /// The histograms as `--statistics` lines: times in microseconds, sizes in bytes.
+    pub fn lines(&self) -> Vec<HistogramLine> {
+        let time = |name: &str, h: &LatencyHistogram| HistogramLine {
+            name: name.to_string(),
+            p50: h.percentile_us(50.0),
+            p95: h.percentile_us(95.0),
+            p99: h.percentile_us(99.0),
+            p100: h.max_raw() as f64 / 1000.0,
+            count: h.count(),
+            sum: u64::try_from(h.sum_raw() / 1000).unwrap_or(u64::MAX),
+        };
+        let size = |name: &str, h: &LatencyHistogram| HistogramLine {
+            name: name.to_string(),
+            p50: h.percentile_raw(50.0) as f64,
+            p95: h.percentile_raw(95.0) as f64,
+            p99: h.percentile_raw(99.0) as f64,
+            p100: h.max_raw() as f64,
+            count: h.count(),
+            sum: u64::try_from(h.sum_raw()).unwrap_or(u64::MAX),
+        };
+        vec![
+            time("rocksdb.db.get.micros", &self.get),
+            time("rocksdb.db.write.micros", &self.write),
+            time("rocksdb.db.seek.micros", &self.seek),
+            size("rocksdb.bytes.per.read", &self.bytes_per_read),
+            size("rocksdb.bytes.per.write", &self.bytes_per_write),
+        ]
+    }
 }
 
 /// Shared, per-benchmark collector of the time series and the live operation count.
@@ -181,6 +241,7 @@ impl Recorder {
                     k,
                     TickSummary {
                         t: (k + 1) as f64 * self.tick.as_secs_f64(),
+                        secs: self.tick.as_secs_f64(),
                         ops: agg.ops,
                         p50: p.p50,
                         p99: p.p99,
@@ -197,18 +258,42 @@ impl Recorder {
         self.lsm.lock().push(LsmPoint::from_sample(self.elapsed_secs(), s));
     }
 
-    /// The throughput/latency series, with empty ticks (nothing completed: a stall) filled in as zeroes,
-    /// up to `end` seconds.
-    pub fn ticks(&self, end_secs: f64) -> Vec<TickSummary> {
+    /// The throughput/latency series of the run `window` (its first start and last finish, as
+    /// [`Merged::window`] gives it), with empty ticks (nothing completed: a stall) filled in as zeroes. The
+    /// first and last ticks are cut to the run, so their `secs` are what they really cover: the last tick of a
+    /// run that ends 60 ms into it holds 60 ms of operations, not a whole tick's. A first or last piece shorter
+    /// than half a tick joins its neighbour, so that a few operations in a sliver of time make no false spike.
+    pub fn ticks(&self, window: Option<(Instant, Instant)>) -> Vec<TickSummary> {
         self.close_ticks(true);
         let closed = self.closed.lock();
         let tick = self.tick.as_secs_f64();
-        let last = ((end_secs / tick).ceil() as u64).max(closed.keys().next_back().map_or(0, |k| k + 1));
-        (0..last)
+        let (begin, end) = match window {
+            Some((b, e)) => (
+                b.saturating_duration_since(self.start).as_secs_f64(),
+                e.saturating_duration_since(self.start).as_secs_f64(),
+            ),
+            None => (0.0, closed.keys().next_back().map_or(0.0, |k| (k + 1) as f64 * tick)),
+        };
+        let first = ((begin / tick).floor() as u64).min(closed.keys().next().copied().unwrap_or(u64::MAX));
+        let last = ((end / tick).ceil() as u64).max(closed.keys().next_back().map_or(0, |k| k + 1));
+        let mut out = (first..last)
             .map(|k| {
-                closed.get(&k).copied().unwrap_or(TickSummary { t: (k + 1) as f64 * tick, ..TickSummary::default() })
+                let lo = (k as f64 * tick).max(begin);
+                let hi = ((k + 1) as f64 * tick).min(end.max(begin));
+                let mut s = closed.get(&k).copied().unwrap_or_default();
+                if hi > lo {
+                    s.t = hi;
+                    s.secs = hi - lo;
+                } else {
+                    // A tick outside the measured window (a thread's clock ran past it): keep it whole.
+                    s.t = (k + 1) as f64 * tick;
+                    s.secs = tick;
+                }
+                s
             })
-            .collect()
+            .collect::<Vec<_>>();
+        fold_short_ends(&mut out, tick / 2.0);
+        out
     }
 
     /// The LSM series.
@@ -219,6 +304,31 @@ impl Recorder {
     /// Seconds per tick.
     pub fn tick_secs(&self) -> f64 {
         self.tick.as_secs_f64()
+    }
+}
+
+/// Joins a first or last tick covering less than `min_secs` to its neighbour: operations and seconds add up,
+/// latencies keep the worse.
+fn fold_short_ends(ticks: &mut Vec<TickSummary>, min_secs: f64) {
+    let join = |a: &TickSummary, b: &TickSummary| TickSummary {
+        t: a.t.max(b.t),
+        secs: a.secs + b.secs,
+        ops: a.ops + b.ops,
+        p50: a.p50.max(b.p50),
+        p99: a.p99.max(b.p99),
+        p999: a.p999.max(b.p999),
+        max: a.max.max(b.max),
+    };
+    if ticks.len() >= 2 && ticks.last().is_some_and(|t| t.secs < min_secs) {
+        if let (Some(last), Some(prev)) = (ticks.pop(), ticks.last_mut()) {
+            *prev = join(prev, &last);
+        }
+    }
+    if ticks.len() >= 2 && ticks.first().is_some_and(|t| t.secs < min_secs) {
+        let first = ticks.remove(0);
+        if let Some(next) = ticks.first_mut() {
+            *next = join(&first, next);
+        }
     }
 }
 
@@ -250,6 +360,8 @@ pub struct ThreadStats<'r> {
     pub message: String,
     /// Excluded from the merged result (readwhilewriting's writer).
     pub exclude: bool,
+    /// The database calls, measured when `--statistics` asks (see [`ThreadStats::measure_calls`]).
+    pub calls: Option<Box<DbCallStats>>,
     hists: [Option<LatencyHistogram>; OP_TYPES],
     tick: u64,
     tick_ops: u64,
@@ -275,12 +387,18 @@ impl<'r> ThreadStats<'r> {
             updates: 0,
             message: String::new(),
             exclude: false,
+            calls: None,
             hists: Default::default(),
             tick: rec.tick_of(now),
             tick_ops: 0,
             tick_hist: LatencyHistogram::coarse(),
             unreported: 0,
         }
+    }
+
+    /// Times each database call of this thread from now on, for `--statistics`.
+    pub fn measure_calls(&mut self) {
+        self.calls = Some(Box::default());
     }
 
     /// Restarts the clock (after all threads are ready).
@@ -373,6 +491,11 @@ pub struct Merged {
     pub message: String,
     /// Latency per kind of operation.
     pub hists: Vec<(OpType, LatencyHistogram)>,
+    /// The first thread's start and the last thread's finish.
+    pub window: Option<(Instant, Instant)>,
+    /// The database calls of every thread (excluded ones too: they are calls the database served), when
+    /// measured.
+    pub calls: Option<DbCallStats>,
 }
 
 impl Merged {
@@ -389,7 +512,12 @@ impl Merged {
             updates: 0,
             message: String::new(),
             hists: Vec::new(),
+            window: None,
+            calls: None,
         };
+        for c in threads.iter().filter_map(|t| t.calls.as_deref()) {
+            m.calls.get_or_insert_with(DbCallStats::default).merge(c);
+        }
         let mut hists: [Option<LatencyHistogram>; OP_TYPES] = Default::default();
         let (mut start, mut finish): (Option<Instant>, Option<Instant>) = (None, None);
         for t in threads.iter().filter(|t| !t.exclude) {
@@ -416,6 +544,7 @@ impl Merged {
         }
         if let (Some(s), Some(f)) = (start, finish) {
             m.elapsed = f.saturating_duration_since(s).as_secs_f64();
+            m.window = Some((s, f));
         }
         m.hists = OpType::all().into_iter().zip(hists).filter_map(|(op, h)| h.map(|h| (op, h))).collect();
         m
@@ -428,5 +557,71 @@ impl Merged {
             all.merge(h);
         }
         all.percentiles()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hist() -> LatencyHistogram {
+        let mut h = LatencyHistogram::coarse();
+        h.record(1000);
+        h
+    }
+
+    /// A run that starts 20 ms into its first 100 ms tick and ends 60 ms into its last: those two ticks cover
+    /// 80 ms and 60 ms of it, and their throughput is computed over that.
+    #[test]
+    fn first_and_last_ticks_are_cut_to_the_run() {
+        let rec = Recorder::new(Duration::from_millis(100));
+        rec.submit(0, 80, hist());
+        rec.submit(1, 100, hist());
+        rec.submit(2, 60, hist());
+        let ms = |n| rec.start() + Duration::from_millis(n);
+        let t = rec.ticks(Some((ms(20), ms(260))));
+        assert_eq!(t.len(), 3);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(t[0].secs, 0.08) && close(t[0].t, 0.1), "{:?}", t[0]);
+        assert!(close(t[1].secs, 0.1) && close(t[1].t, 0.2), "{:?}", t[1]);
+        assert!(close(t[2].secs, 0.06) && close(t[2].t, 0.26), "{:?}", t[2]);
+        for s in &t {
+            assert!(close(s.ops as f64 / s.secs, 1000.0), "{s:?}");
+        }
+    }
+
+    /// A run that ends 2 ms into a tick with 5 operations there: alone they would read as 2500 ops/s next to
+    /// 1000; joined to the tick before they keep the rate, the total and the end time.
+    #[test]
+    fn a_sliver_of_a_last_tick_joins_the_one_before() {
+        let rec = Recorder::new(Duration::from_millis(100));
+        rec.submit(0, 100, hist());
+        rec.submit(1, 100, hist());
+        let mut slow = LatencyHistogram::coarse();
+        slow.record(9_000_000);
+        rec.submit(2, 5, slow);
+        let t = rec.ticks(Some((rec.start(), rec.start() + Duration::from_millis(202))));
+        assert_eq!(t.len(), 2, "{t:?}");
+        assert_eq!(t.iter().map(|s| s.ops).sum::<u64>(), 205);
+        assert!((t[1].secs - 0.102).abs() < 1e-9 && (t[1].t - 0.202).abs() < 1e-9, "{:?}", t[1]);
+        assert!(t[1].max >= 9000.0, "the slow operation's latency stays: {:?}", t[1]);
+        // Likewise at the start: a run starting 99 ms into its first tick.
+        let rec = Recorder::new(Duration::from_millis(100));
+        rec.submit(0, 1, hist());
+        rec.submit(1, 100, hist());
+        let t = rec.ticks(Some((rec.start() + Duration::from_millis(99), rec.start() + Duration::from_millis(200))));
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert!((t[0].secs - 0.101).abs() < 1e-9 && t[0].ops == 101, "{:?}", t[0]);
+    }
+
+    /// A stalled tick (no operation completed) is in the series as zero operations over its whole length.
+    #[test]
+    fn empty_ticks_inside_the_run_are_zeroes() {
+        let rec = Recorder::new(Duration::from_millis(100));
+        rec.submit(0, 10, hist());
+        rec.submit(3, 10, hist());
+        let t = rec.ticks(Some((rec.start(), rec.start() + Duration::from_millis(380))));
+        assert_eq!(t.iter().map(|s| s.ops).collect::<Vec<_>>(), [10, 0, 0, 10]);
+        assert!((t[1].secs - 0.1).abs() < 1e-9 && (t[3].secs - 0.08).abs() < 1e-9, "{t:?}");
     }
 }

@@ -4,7 +4,7 @@
 use crate::engine::EngineSample;
 use crate::flags::BenchFlags;
 use crate::histogram::Percentiles;
-use crate::recorder::{LsmPoint, Merged, TickSummary};
+use crate::recorder::{DbCallStats, LsmPoint, Merged, TickSummary};
 use std::fmt::Write as _;
 
 /// Everything measured in one benchmark.
@@ -171,8 +171,11 @@ pub fn histogram_block(m: &Merged) -> String {
     s
 }
 
-/// Counters in the layout of db_bench's `STATISTICS:` block (RocksDB ticker names where one exists).
-pub fn statistics_block(s: &EngineSample) -> String {
+/// Counters and histograms in the layout of db_bench's `STATISTICS:` block (RocksDB's names): the counters
+/// (`name COUNT : n`), then the histograms (`name P50 : .. P95 : .. P99 : .. P100 : .. COUNT : n SUM : n`)
+/// the engine measures and those `calls` measured around each database call (the engine's own first where it
+/// measures one of the same name). Only what is measured is printed.
+pub fn statistics_block(s: &EngineSample, calls: &DbCallStats) -> String {
     let mut o = String::from("STATISTICS:\n");
     let rows: [(&str, u64); 16] = [
         ("rocksdb.block.cache.hit", s.block_cache_hits),
@@ -194,6 +197,15 @@ pub fn statistics_block(s: &EngineSample) -> String {
     ];
     for (k, v) in rows {
         let _ = writeln!(o, "{k} COUNT : {v}");
+    }
+    let mut lines = s.histograms.clone();
+    for l in calls.lines() {
+        if !lines.iter().any(|e| e.name == l.name) {
+            lines.push(l);
+        }
+    }
+    for l in &lines {
+        let _ = writeln!(o, "{}", l.text());
     }
     o
 }
@@ -361,6 +373,34 @@ Cumulative stall: 00:20:18.388 H:M:S, 22.9 percent
         assert_eq!(s.mb_sec, Some(8.7));
         assert_eq!(s.operations, Some(160_000));
         assert_eq!(s.found, Some((150_000, 160_000)));
+    }
+
+    #[test]
+    fn statistics_block_lists_counters_then_each_histogram_once() {
+        let engine_get = crate::engine::HistogramLine {
+            name: "rocksdb.db.get.micros".into(),
+            p50: 7.0,
+            count: 5,
+            ..Default::default()
+        };
+        let sample = EngineSample { gets: 5, histograms: vec![engine_get], ..EngineSample::default() };
+        let mut calls = DbCallStats::default();
+        calls.get.record(2_000);
+        calls.write.record(3_000);
+        calls.bytes_per_write.record(116);
+        let b = statistics_block(&sample, &calls);
+        assert!(b.starts_with("STATISTICS:\nrocksdb.block.cache.hit COUNT : 0\n"), "{b}");
+        assert!(b.contains("rocksdb.number.keys.read COUNT : 5\n"));
+        // The engine's own get histogram wins over the one measured around the calls.
+        let gets: Vec<&str> = b.lines().filter(|l| l.starts_with("rocksdb.db.get.micros ")).collect();
+        assert_eq!(
+            gets,
+            ["rocksdb.db.get.micros P50 : 7.000000 P95 : 0.000000 P99 : 0.000000 P100 : 0.000000 COUNT : 5 SUM : 0"]
+        );
+        assert!(b.contains("rocksdb.db.write.micros P50 : 3.000000 P95 : 3.000000 P99 : 3.000000 P100 : 3.000000 COUNT : 1 SUM : 3\n"), "{b}");
+        assert!(b.contains("rocksdb.bytes.per.write P50 : 116.000000 P95 : 116.000000 P99 : 116.000000 P100 : 116.000000 COUNT : 1 SUM : 116\n"), "{b}");
+        let first_histogram = b.lines().position(|l| l.contains(" P50 : ")).unwrap();
+        assert!(b.lines().skip(first_histogram).all(|l| l.contains(" P50 : ")), "counters come first:\n{b}");
     }
 
     #[test]

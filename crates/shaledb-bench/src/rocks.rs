@@ -10,7 +10,9 @@
 //! Counters come from RocksDB's statistics (tickers, always enabled here) and properties; see
 //! [`RocksDb::sample`].
 
-use crate::engine::{Engine, EngineBatch, EngineIter, EngineResult, EngineSample, IterOptions, LevelSample, WriteMode};
+use crate::engine::{
+    Engine, EngineBatch, EngineIter, EngineResult, EngineSample, HistogramLine, IterOptions, LevelSample, WriteMode,
+};
 use crate::flags::{BenchFlags, Compression};
 use rocksdb::{
     BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, DBCompressionType, DBRawIterator, Env,
@@ -585,6 +587,12 @@ impl Engine for RocksDb {
                 + tk("rocksdb.l0.hit")
                 + tk("rocksdb.l1.hit")
                 + tk("rocksdb.l2andup.hit"),
+            // RocksDB's own histograms, as its statistics print them.
+            histograms: self
+                .opts
+                .get_statistics()
+                .map(|s| s.lines().filter_map(HistogramLine::parse).collect())
+                .unwrap_or_default(),
         }
     }
 }

@@ -6,7 +6,7 @@ use crate::engine::{Engine, EngineSample};
 use crate::flags::BenchFlags;
 use crate::keygen::ValueData;
 use crate::random::Mt64;
-use crate::recorder::{Merged, Recorder, ThreadStats};
+use crate::recorder::{DbCallStats, Merged, Recorder, ThreadStats};
 use crate::report::{self, BenchResult};
 use crate::workloads::{Ctx, Kind, RateLimiter};
 use crate::{BenchError, Result};
@@ -45,6 +45,60 @@ pub fn write_json(path: &Path, engine: &str, flags: &BenchFlags, results: &[Benc
     })
 }
 
+/// Fails before any work when a file the run writes cannot be written: `--json` (written at the end),
+/// `--plot` (after each benchmark) and `--report_file` (with `--report_interval_seconds`). A missing plot
+/// directory is created, as the run would create it.
+pub fn check_outputs(flags: &BenchFlags) -> Result<()> {
+    if let Some(p) = &flags.json {
+        check_output_file("json", p)?;
+    }
+    if let Some(d) = &flags.plot {
+        check_output_dir("plot", d)?;
+    }
+    if flags.report_interval_seconds > 0 {
+        check_output_file("report_file", &flags.report_file)?;
+    }
+    Ok(())
+}
+
+/// Checks that the file `p` given by `--flag` can be written: its directory exists and takes a new file (or
+/// the file exists and opens for writing). Leaves no file behind.
+pub fn check_output_file(flag: &str, p: &Path) -> Result<()> {
+    let bad = |msg: String| BenchError::BadFlag { flag: flag.to_string(), msg };
+    if p.is_dir() {
+        return Err(bad(format!("{} is a directory", p.display())));
+    }
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        let what = if dir.exists() { "is not a directory" } else { "does not exist" };
+        return Err(bad(format!("cannot write {}: {} {what}", p.display(), dir.display())));
+    }
+    let probe = if p.exists() {
+        std::fs::OpenOptions::new().append(true).open(p).map(drop)
+    } else {
+        // A temporary file in the same directory, removed when dropped: `p` itself is not created early.
+        tempfile::Builder::new().prefix(".shaledb-bench-check-").tempfile_in(dir).map(drop)
+    };
+    probe.map_err(|e| bad(format!("cannot write {}: {e}", p.display())))
+}
+
+/// Checks that the directory `d` given by `--flag` exists (creating it) and takes new files.
+pub fn check_output_dir(flag: &str, d: &Path) -> Result<()> {
+    let bad = |msg: String| BenchError::BadFlag { flag: flag.to_string(), msg };
+    if d.exists() && !d.is_dir() {
+        return Err(bad(format!("{} is not a directory", d.display())));
+    }
+    std::fs::create_dir_all(d).map_err(|e| bad(format!("cannot create {}: {e}", d.display())))?;
+    tempfile::Builder::new()
+        .prefix(".shaledb-bench-check-")
+        .tempfile_in(d)
+        .map(drop)
+        .map_err(|e| bad(format!("cannot write in {}: {e}", d.display())))
+}
+
 fn io_err<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(std::io::Error) -> BenchError + 'p {
     move |source| BenchError::Io { what, path: path.to_path_buf(), source }
 }
@@ -62,6 +116,8 @@ pub struct Runner<'o, E: Engine> {
     results: Vec<BenchResult>,
     report_file: Option<File>,
     plot_base: usize,
+    /// The database calls measured for `--statistics` since the database was opened.
+    calls: DbCallStats,
 }
 
 impl<'o, E: Engine> Runner<'o, E> {
@@ -69,6 +125,10 @@ impl<'o, E: Engine> Runner<'o, E> {
     /// and prints the header.
     pub fn open(flags: BenchFlags, out: &'o mut dyn Write) -> Result<Runner<'o, E>> {
         flags.validate()?;
+        check_outputs(&flags)?;
+        // The engine's own checks of the options the flags make, before anything is created or removed.
+        E::check_options(&flags)
+            .map_err(|e| BenchError::Usage(format!("the flags give options {} refuses: {e}", E::name())))?;
         let (path, tmp) = match &flags.db {
             Some(p) => (p.clone(), None),
             None => {
@@ -107,6 +167,7 @@ impl<'o, E: Engine> Runner<'o, E> {
             results: Vec::new(),
             report_file: None,
             plot_base: 0,
+            calls: DbCallStats::default(),
         })
     }
 
@@ -154,6 +215,7 @@ impl<'o, E: Engine> Runner<'o, E> {
             db.close().map_err(|e| BenchError::engine("closing the database", e))?;
         }
         E::destroy(&self.path).map_err(|e| BenchError::engine(format!("destroying {}", self.path.display()), e))?;
+        self.calls = DbCallStats::default();
         let db = E::open(&self.path, &self.flags)
             .map_err(|e| BenchError::engine(format!("opening {}", self.path.display()), e))?;
         self.db = Some(db);
@@ -173,6 +235,11 @@ impl<'o, E: Engine> Runner<'o, E> {
     /// Runs one benchmark or step; returns its result when it prints a result line.
     pub fn run_one(&mut self, kind: Kind) -> Result<Option<BenchResult>> {
         let name = kind.name();
+        if kind == Kind::MergeRandom && self.flags.merge_operator.is_empty() {
+            // db_bench's message; the other benchmarks run.
+            let _ = writeln!(self.out, "{name:<12} : skipped (--merge_operator is unknown)");
+            return Ok(None);
+        }
         if kind.fresh_db() {
             if self.flags.use_existing_db {
                 let _ = writeln!(self.out, "{name:<12} : skipped (--use_existing_db is true)");
@@ -207,7 +274,10 @@ impl<'o, E: Engine> Runner<'o, E> {
         }
         if self.flags.statistics {
             self.print_property("rocksdb.stats")?;
-            let _ = writeln!(self.out, "{}", report::statistics_block(&result.0.db_after));
+            if let Some(c) = &result.1.calls {
+                self.calls.merge(c);
+            }
+            let _ = writeln!(self.out, "{}", report::statistics_block(&result.0.db_after, &self.calls));
         }
         let _ = self.out.flush();
         if let Some(dir) = self.flags.plot.clone() {
@@ -305,6 +375,7 @@ impl<'o, E: Engine> Runner<'o, E> {
             readers_left: &readers_left,
         };
         let barrier = Barrier::new(n_threads);
+        let measure_calls = f.statistics;
         let finished = AtomicBool::new(false);
         let mut report_file = self.report_file.take();
         let (stats, outcome) = std::thread::scope(|s| {
@@ -318,6 +389,9 @@ impl<'o, E: Engine> Runner<'o, E> {
                     let (ctx, rec, barrier) = (&ctx, &rec, &barrier);
                     s.spawn(move || {
                         let mut ts = ThreadStats::new(rec, tid);
+                        if measure_calls {
+                            ts.measure_calls();
+                        }
                         let mut rng = Mt64::new(seed);
                         barrier.wait();
                         ts.start();
@@ -356,7 +430,7 @@ impl<'o, E: Engine> Runner<'o, E> {
         let mut result = BenchResult::from_merged(kind.name(), readers, &merged);
         result.w_amp = report::w_amp(&after);
         result.stall_micros = after.stall_micros.saturating_sub(before.stall_micros);
-        result.timeline = rec.ticks(merged.elapsed);
+        result.timeline = rec.ticks(merged.window);
         result.lsm = rec.lsm();
         result.tick_secs = rec.tick_secs();
         result.db_after = after;

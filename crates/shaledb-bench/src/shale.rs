@@ -1,9 +1,11 @@
 //! [`Engine`] for ShaleDB: db_bench's flags mapped onto [`shaledb::Options`] (same names where RocksDB and
 //! ShaleDB share a knob), and ShaleDB's statistics mapped onto [`EngineSample`].
 
-use crate::engine::{Engine, EngineBatch, EngineIter, EngineResult, EngineSample, IterOptions, LevelSample, WriteMode};
+use crate::engine::{
+    Engine, EngineBatch, EngineIter, EngineResult, EngineSample, HistogramLine, IterOptions, LevelSample, WriteMode,
+};
 use crate::flags::{BenchFlags, Compression};
-use shaledb::{CompressionType, Db, DbIterator, Options, ReadOptions, WriteBatch, WriteOptions};
+use shaledb::{CompressionType, Cursor, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use std::path::Path;
 
 /// A ShaleDB database driven by the benchmarks.
@@ -87,33 +89,33 @@ fn iter_read_options(base: &ReadOptions, o: &IterOptions<'_>) -> ReadOptions {
     }
 }
 
-impl EngineIter for DbIterator {
+impl EngineIter for Cursor {
     fn seek_to_first(&mut self) {
-        DbIterator::seek_to_first(self)
+        Cursor::seek_to_first(self)
     }
     fn seek_to_last(&mut self) {
-        DbIterator::seek_to_last(self)
+        Cursor::seek_to_last(self)
     }
     fn seek(&mut self, key: &[u8]) {
-        DbIterator::seek(self, key)
+        Cursor::seek(self, key)
     }
     fn valid(&self) -> bool {
-        DbIterator::valid(self)
+        Cursor::valid(self)
     }
     fn next(&mut self) {
-        DbIterator::next(self)
+        Cursor::next(self)
     }
     fn prev(&mut self) {
-        DbIterator::prev(self)
+        Cursor::prev(self)
     }
     fn key(&self) -> &[u8] {
-        DbIterator::key(self)
+        Cursor::key(self)
     }
     fn value(&self) -> &[u8] {
-        DbIterator::value(self)
+        Cursor::value(self)
     }
     fn status(&self) -> EngineResult<()> {
-        DbIterator::status(self).map_err(Into::into)
+        Cursor::status(self).map_err(Into::into)
     }
 }
 
@@ -143,8 +145,21 @@ impl EngineBatch for WriteBatch {
     }
 }
 
+/// One of the engine's job-time histograms (microseconds) as a `--statistics` line.
+fn histogram_line(name: &str, h: &shaledb::Histogram) -> HistogramLine {
+    HistogramLine {
+        name: name.to_string(),
+        p50: h.percentile(50.0),
+        p95: h.percentile(95.0),
+        p99: h.percentile(99.0),
+        p100: h.max() as f64,
+        count: h.count(),
+        sum: h.sum(),
+    }
+}
+
 impl Engine for ShaleDb {
-    type Iter<'a> = DbIterator;
+    type Iter<'a> = Cursor;
     type Batch = WriteBatch;
     const HAS_SINGLE_DELETE: bool = false;
 
@@ -155,6 +170,10 @@ impl Engine for ShaleDb {
     fn open(path: &Path, flags: &BenchFlags) -> EngineResult<Self> {
         let db = Db::open(path, options_from_flags(flags)?)?;
         Ok(ShaleDb { db, read: read_options_from_flags(flags) })
+    }
+
+    fn check_options(flags: &BenchFlags) -> EngineResult<()> {
+        options_from_flags(flags)?.validate().map_err(Into::into)
     }
 
     fn destroy(path: &Path) -> EngineResult<()> {
@@ -194,8 +213,8 @@ impl Engine for ShaleDb {
         self.db.get_into(&self.read, key, out).map_err(Into::into)
     }
 
-    fn iter_with(&self, o: &IterOptions<'_>) -> DbIterator {
-        self.db.iter(iter_read_options(&self.read, o))
+    fn iter_with(&self, o: &IterOptions<'_>) -> Cursor {
+        self.db.cursor_opt(&iter_read_options(&self.read, o))
     }
 
     fn new_batch(&self) -> WriteBatch {
@@ -203,7 +222,7 @@ impl Engine for ShaleDb {
     }
 
     fn write(&self, mode: WriteMode, batch: &WriteBatch) -> EngineResult<()> {
-        self.db.write(batch, &write_options(mode)).map_err(Into::into)
+        self.db.write_opt(&write_options(mode), batch).map_err(Into::into)
     }
 
     fn flush(&self) -> EngineResult<()> {
@@ -256,6 +275,11 @@ impl Engine for ShaleDb {
             bloom_useful: s.bloom_useful,
             gets: s.gets,
             gets_found: s.gets_found,
+            histograms: vec![
+                histogram_line("rocksdb.db.flush.micros", &s.flush_times),
+                histogram_line("rocksdb.compaction.times.micros", &s.compaction_times),
+                histogram_line("rocksdb.compaction.times.cpu_micros", &s.compaction_cpu_times),
+            ],
         }
     }
 }

@@ -20,9 +20,9 @@ use std::time::Instant;
 /// Which suite.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum SuiteKind {
-    /// benchmark.sh: bulkload, overwrite, readwhilewriting, readrandom (seed 000).
+    /// RocksDB's benchmark.sh sequence: bulkload, overwrite, readwhilewriting, readrandom, and its summary table.
     Rocksdb,
-    /// updaterandom vs mergerandom with uint64add (seed 004).
+    /// Counter updates: updaterandom (read, add, write back) against mergerandom (a uint64add merge operand).
     Merge,
 }
 
@@ -330,6 +330,12 @@ fn merge_steps(a: &SuiteArgs, path: &Path) -> Vec<Step> {
 
 /// Runs suite `a.suite` against engine `E`, printing each step's db_bench output and the summary to `out`.
 pub fn run_suite<E: Engine>(a: &SuiteArgs, out: &mut dyn Write) -> Result<SuiteReport> {
+    if let Some(p) = &a.json {
+        crate::runner::check_output_file("json", p)?;
+    }
+    if let Some(d) = &a.plot {
+        crate::runner::check_output_dir("plot", d)?;
+    }
     let tmp;
     let path = match &a.db {
         Some(p) => p.clone(),

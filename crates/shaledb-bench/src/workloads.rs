@@ -236,6 +236,57 @@ fn err(what: &str, kind: Kind, e: crate::engine::EngineError) -> BenchError {
 }
 
 impl<E: Engine> Ctx<'_, E> {
+    /// A get, timed for `--statistics` when `ts` measures calls (`rocksdb.db.get.micros`, and the value's
+    /// size in `rocksdb.bytes.per.read` when found).
+    fn get(&self, ts: &mut ThreadStats<'_>, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        let Some(c) = ts.calls.as_deref_mut() else {
+            return self.db.get(key, out).map_err(|e| err("get", self.kind, e));
+        };
+        let t0 = Instant::now();
+        let r = self.db.get(key, out);
+        c.get.record(t0.elapsed().as_nanos() as u64);
+        if let Ok(true) = r {
+            c.bytes_per_read.record(out.len() as u64);
+        }
+        r.map_err(|e| err("get", self.kind, e))
+    }
+
+    /// Times one write call (`rocksdb.db.write.micros`) of `bytes` key and value bytes
+    /// (`rocksdb.bytes.per.write`) when `ts` measures calls.
+    fn timed_write(
+        &self,
+        ts: &mut ThreadStats<'_>,
+        what: &str,
+        bytes: usize,
+        call: impl FnOnce() -> crate::engine::EngineResult<()>,
+    ) -> Result<()> {
+        let r = match ts.calls.as_deref_mut() {
+            None => call(),
+            Some(c) => {
+                let t0 = Instant::now();
+                let r = call();
+                c.write.record(t0.elapsed().as_nanos() as u64);
+                if r.is_ok() {
+                    c.bytes_per_write.record(bytes as u64);
+                }
+                r
+            }
+        };
+        r.map_err(|e| err(what, self.kind, e))
+    }
+
+    fn put(&self, ts: &mut ThreadStats<'_>, key: &[u8], value: &[u8]) -> Result<()> {
+        self.timed_write(ts, "put", key.len() + value.len(), || self.db.put(self.mode, key, value))
+    }
+
+    fn delete_key(&self, ts: &mut ThreadStats<'_>, key: &[u8]) -> Result<()> {
+        self.timed_write(ts, "delete", key.len(), || self.db.delete(self.mode, key))
+    }
+
+    fn merge(&self, ts: &mut ThreadStats<'_>, key: &[u8], operand: &[u8]) -> Result<()> {
+        self.timed_write(ts, "merge", key.len() + operand.len(), || self.db.merge(self.mode, key, operand))
+    }
+
     /// Runs thread `ts.tid`'s share of the benchmark.
     pub fn run_thread(&self, ts: &mut ThreadStats<'_>, rng: &mut Mt64) -> Result<()> {
         match self.kind {
@@ -304,7 +355,7 @@ impl<E: Engine> Ctx<'_, E> {
                 l.request(n);
                 ts.reset_last_op();
             }
-            self.db.put(self.mode, &key, v).map_err(|e| err("put", self.kind, e))?;
+            self.put(ts, &key, v)?;
             ts.bytes += n;
             ts.finished_ops(1, OpType::Write);
         }
@@ -339,7 +390,7 @@ impl<E: Engine> Ctx<'_, E> {
         while !budget.done(1) {
             skip_db_choice(rng);
             make_key(rng.next_u64() % self.num, self.key_size, &mut key);
-            let found = self.db.get(&key, &mut value).map_err(|e| err("get", self.kind, e))?;
+            let found = self.get(ts, &key, &mut value)?;
             ts.reads += 1;
             if found {
                 ts.found += 1;
@@ -359,7 +410,7 @@ impl<E: Engine> Ctx<'_, E> {
             skip_db_choice(rng);
             make_key(rng.next_u64() % self.num, self.key_size, &mut key);
             let v = values.generate(self.value_size);
-            self.db.put(self.mode, &key, v).map_err(|e| err("put", self.kind, e))?;
+            self.put(ts, &key, v)?;
             let n = (key.len() + v.len()) as u64;
             ts.bytes += n;
             ts.finished_ops(1, OpType::Write);
@@ -377,7 +428,14 @@ impl<E: Engine> Ctx<'_, E> {
             make_key(rng.next_u64() % self.num, self.key_size, &mut key);
             // A new iterator per seek, as db_bench does without --use_tailing_iterator.
             let mut it = self.db.iter(None, None);
-            it.seek(&key);
+            match ts.calls.as_deref_mut() {
+                Some(c) => {
+                    let t0 = Instant::now();
+                    it.seek(&key);
+                    c.seek.record(t0.elapsed().as_nanos() as u64);
+                }
+                None => it.seek(&key),
+            }
             ts.reads += 1;
             if it.valid() && it.key() == key.as_slice() {
                 ts.found += 1;
@@ -406,7 +464,7 @@ impl<E: Engine> Ctx<'_, E> {
             skip_db_choice(rng);
             let k = if seq { i } else { rng.next_u64() % self.num };
             make_key(k, self.key_size, &mut key);
-            self.db.delete(self.mode, &key).map_err(|e| err("delete", self.kind, e))?;
+            self.delete_key(ts, &key)?;
             ts.finished_ops(1, OpType::Delete);
             i += 1;
         }
@@ -421,7 +479,7 @@ impl<E: Engine> Ctx<'_, E> {
         while !budget.done(1) {
             skip_db_choice(rng);
             make_key(rng.next_u64() % self.num, self.key_size, &mut key);
-            let found = self.db.get(&key, &mut old).map_err(|e| err("get", self.kind, e))?;
+            let found = self.get(ts, &key, &mut old)?;
             ts.reads += 1;
             if found {
                 ts.found += 1;
@@ -431,7 +489,7 @@ impl<E: Engine> Ctx<'_, E> {
                 l.request((key.len() + if found { old.len() } else { 0 }) as u64);
             }
             let v = values.generate(self.value_size);
-            self.db.put(self.mode, &key, v).map_err(|e| err("put", self.kind, e))?;
+            self.put(ts, &key, v)?;
             ts.bytes += (key.len() + v.len()) as u64;
             ts.updates += 1;
             ts.finished_ops(1, OpType::Update);
@@ -447,7 +505,7 @@ impl<E: Engine> Ctx<'_, E> {
             skip_db_choice(rng);
             make_key(rng.next_u64() % self.merge_keys, self.key_size, &mut key);
             let v = values.generate(self.value_size);
-            self.db.merge(self.mode, &key, v).map_err(|e| err("merge", self.kind, e))?;
+            self.merge(ts, &key, v)?;
             ts.bytes += (key.len() + v.len()) as u64;
             ts.updates += 1;
             ts.finished_ops(1, OpType::Merge);
@@ -469,7 +527,7 @@ impl<E: Engine> Ctx<'_, E> {
                 put_weight = 100 - get_weight;
             }
             if get_weight > 0 {
-                if self.db.get(&key, &mut value).map_err(|e| err("get", self.kind, e))? {
+                if self.get(ts, &key, &mut value)? {
                     ts.found += 1;
                 }
                 ts.reads += 1;
@@ -477,7 +535,7 @@ impl<E: Engine> Ctx<'_, E> {
                 ts.finished_ops(1, OpType::Read);
             } else if put_weight > 0 {
                 let v = values.generate(self.value_size);
-                self.db.put(self.mode, &key, v).map_err(|e| err("put", self.kind, e))?;
+                self.put(ts, &key, v)?;
                 put_weight -= 1;
                 ts.writes += 1;
                 ts.finished_ops(1, OpType::Write);
@@ -538,8 +596,9 @@ mod tests {
 
     #[test]
     fn budget_by_time_ignores_the_count() {
-        let mut b = Budget::new(1, 1);
+        // The clock starts before the budget's deadline is set, so the elapsed time cannot fall short of it.
         let start = Instant::now();
+        let mut b = Budget::new(1, 1);
         let mut n = 0u64;
         while !b.done(1) {
             n += 1;

@@ -281,6 +281,12 @@ fn sample_counts_what_happened() {
     assert!(s.block_cache_hits + s.block_cache_misses > 0);
     assert!(s.bloom_checked > 0);
     assert!(db.property("rocksdb.stats").unwrap().contains("Compaction Stats"));
+    // RocksDB's own histograms, read back from its statistics text for `--statistics`.
+    let gets = s.histograms.iter().find(|h| h.name == "rocksdb.db.get.micros").expect("rocksdb.db.get.micros");
+    assert_eq!(gets.count, 200);
+    assert!(gets.p100 >= gets.p50 && gets.sum > 0, "{gets:?}");
+    let flushes = s.histograms.iter().find(|h| h.name == "rocksdb.db.flush.micros").expect("rocksdb.db.flush.micros");
+    assert!(flushes.count >= 1, "{flushes:?}");
     // Each durability mode reaches RocksDB: no WAL bytes without the WAL, one WAL sync per synced write.
     let wal = |db: &RocksDb| (db.sample().wal_bytes, db.sample().wal_syncs);
     let (bytes, syncs) = wal(&db);
@@ -341,4 +347,10 @@ stats,levelstats,mergerandom";
     assert!(text.contains("Percentiles: P50: "), "{text}");
     assert!(text.contains("** Compaction Stats"), "{text}");
     assert!(text.contains("Level Files Size(MB)"), "{text}");
+    // `--statistics` lists RocksDB's own histograms, and the bench's for none of the same names.
+    for name in ["rocksdb.db.get.micros", "rocksdb.db.write.micros", "rocksdb.compaction.times.micros"] {
+        let block = text.rsplit("STATISTICS:\n").next().unwrap();
+        let n = block.lines().filter(|l| l.starts_with(&format!("{name} P50 : "))).count();
+        assert_eq!(n, 1, "{name} in:\n{block}");
+    }
 }

@@ -1,5 +1,5 @@
 //! `shaledb bench`: db_bench's benchmarks and flags on an embedded ShaleDB, `shaledb bench suite`, and
-//! `shaledb bench resp` (seed 001's workloads against a RESP server on this machine).
+//! `shaledb bench resp` (key-value workloads against a RESP server on this machine).
 
 use shaledb_bench::flags::BenchFlags;
 use shaledb_bench::forestdb::{run_forestdb, ForestdbArgs};
@@ -21,12 +21,13 @@ pub struct BenchCommand {
 
 #[derive(clap::Subcommand, Debug)]
 enum BenchSub {
-    /// A seed report's suite: `rocksdb` (benchmark.sh bulkload, overwrite, readwhilewriting, readrandom and
-    /// its summary table), `merge` (updaterandom vs mergerandom with uint64add), `sysbench` (seed 002's
-    /// tests on tables stored as keys), `insert` (seed 003's insert benchmark on the same tables) or `forestdb`
-    /// (seed 003's ForestDB benchmark pattern).
+    /// A suite of benchmarks with its summary table: `rocksdb` (RocksDB's benchmark.sh: bulkload, overwrite,
+    /// readwhilewriting, readrandom), `merge` (counter updates by read-modify-write against a merge
+    /// operator), `sysbench` (sysbench's OLTP tests on tables stored as keys), `insert` (the insert
+    /// benchmark, iibench, on the same tables) or `forestdb` (ForestDB's benchmark: load, overwrites, point
+    /// and range queries beside a writer).
     Suite(SuiteCommand),
-    /// Drive a RESP server on this machine (ShaleDB's or Redis) with seed 001's workloads: write-hotspot,
+    /// Drive a RESP server on this machine (ShaleDB's or Redis) with key-value workloads: write-hotspot,
     /// write-seq, write-uniform, read-random, read-range (n/a against Redis).
     Resp(shaledb_bench::resp::RespFlags),
 }
@@ -40,16 +41,19 @@ pub struct SuiteCommand {
 
 #[derive(clap::Subcommand, Debug)]
 enum SuiteWhich {
-    /// benchmark.sh: bulkload, overwrite, readwhilewriting, readrandom (seed 000).
+    /// RocksDB's benchmark.sh sequence: bulkload, overwrite, readwhilewriting, readrandom, and its summary
+    /// table.
     Rocksdb(SuiteArgs),
-    /// updaterandom vs mergerandom with uint64add (seed 004).
+    /// Counter updates: updaterandom (read, add, write back) against mergerandom (a uint64add merge
+    /// operand).
     Merge(SuiteArgs),
-    /// Seed 002's sysbench tests on tables stored as keys, engine against engine.
+    /// sysbench's OLTP tests (point, range and IN-list reads; updates, inserts, deletes) on tables stored as
+    /// keys, engine against engine.
     Sysbench(SysbenchArgs),
-    /// Seed 003's insert benchmark (iibench): a table with 3 secondary indexes loaded at concurrency x padding,
+    /// The insert benchmark (iibench): a table with 3 secondary indexes loaded at concurrency x padding,
     /// then covering range queries beside a rate-limited inserter, engine against engine.
     Insert(InsertArgs),
-    /// Seed 003's ForestDB benchmark pattern (load, ows, pqw, rqw, pq, rq, owa at 1 and N threads, the
+    /// ForestDB's benchmark pattern (load, ows, pqw, rqw, pq, rq, owa at 1 and N threads, the
     /// database size after every step), cached and IO-bound, engine against engine.
     Forestdb(ForestdbArgs),
 }

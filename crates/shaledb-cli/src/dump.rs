@@ -8,6 +8,11 @@
 //!
 //! Damage is printed where it is met (file and offset) and the dump goes on where the format allows; the
 //! exit code is 1 when anything was damaged.
+//!
+//! `--limit N` bounds every section (index entries, table entries, WAL records, MANIFEST edits, the files of
+//! each level, the directory listing), each followed by a line counting what was left out;
+//! `--properties-only` prints a table's properties (a WAL's or MANIFEST's totals) and nothing per entry;
+//! `--from`/`--to` keep the user keys in `[from, to)`.
 
 use shaledb_format::batch::BatchRep;
 use shaledb_format::block::{Block, BlockIter, KeyOrder};
@@ -33,9 +38,22 @@ pub struct Args {
     /// What the file is, when its name does not tell.
     #[arg(long, value_enum)]
     pub kind: Option<Kind>,
-    /// Print at most this many entries or records per file (0: all).
+    /// Print at most this many lines in each section: index entries, entries, records, edits, the files of each
+    /// level, the directory listing (0: all). What is left out is counted on a line of its own.
     #[arg(long, default_value_t = 0)]
     pub limit: usize,
+    /// A table's properties only (with a WAL or MANIFEST: the totals, and a MANIFEST's LSM shape).
+    #[arg(long)]
+    pub properties_only: bool,
+    /// Only user keys at or after this key (entries, index blocks, WAL updates, MANIFEST files overlapping).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Only user keys before this key (exclusive).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// `--from` and `--to` are given in hexadecimal.
+    #[arg(long)]
+    pub hex: bool,
     /// Print keys only, not values.
     #[arg(long)]
     pub keys_only: bool,
@@ -57,25 +75,66 @@ pub enum Kind {
 }
 
 /// How much to print.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct DumpOptions {
-    /// At most this many entries or records per file (0: all).
+    /// At most this many lines per section (0: all).
     pub limit: usize,
+    /// Properties or totals only.
+    pub properties_only: bool,
+    /// User keys at or after this one only.
+    pub from: Option<Vec<u8>>,
+    /// User keys before this one only.
+    pub to: Option<Vec<u8>>,
     /// Keys only.
     pub keys_only: bool,
     /// Skip the checksum checks while printing an SST (a full check still runs at the end).
     pub no_verify_checksums: bool,
 }
 
+impl DumpOptions {
+    /// The `n`-th line (from 0) of a section is printed.
+    fn shows(&self, n: usize) -> bool {
+        self.limit == 0 || n < self.limit
+    }
+
+    /// A line counting what `--limit` left out of a section of `total` lines.
+    fn more(&self, out: &mut dyn Write, indent: &str, total: usize, what: &str) -> std::io::Result<()> {
+        if self.limit != 0 && total > self.limit {
+            writeln!(out, "{indent}... {} more {what} (--limit {})", total - self.limit, self.limit)?;
+        }
+        Ok(())
+    }
+
+    /// `key` is in `[from, to)`.
+    fn in_range(&self, key: &[u8]) -> bool {
+        self.from.as_deref().is_none_or(|f| key >= f) && self.to.as_deref().is_none_or(|t| key < t)
+    }
+
+    /// The user-key range `[smallest, largest]` overlaps `[from, to)`.
+    fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
+        self.from.as_deref().is_none_or(|f| largest >= f) && self.to.as_deref().is_none_or(|t| smallest < t)
+    }
+}
+
 /// Runs `shaledb dump`; exit code 0, or 1 when damage was found.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let fs = PosixFs::new();
-    let opts =
-        DumpOptions { limit: args.limit, keys_only: args.keys_only, no_verify_checksums: args.no_verify_checksums };
+    let bound = |k: &Option<String>, flag| k.as_deref().map(|k| crate::keys::arg_bytes(k, args.hex, flag)).transpose();
+    let opts = DumpOptions {
+        limit: args.limit,
+        properties_only: args.properties_only,
+        from: bound(&args.from, "--from")?,
+        to: bound(&args.to, "--to")?,
+        keys_only: args.keys_only,
+        no_verify_checksums: args.no_verify_checksums,
+    };
+    if std::fs::symlink_metadata(&args.path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        anyhow::bail!("{} does not exist", args.path.display());
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let result = if args.path.is_dir() {
-        dump_dir(&fs, &args.path, opts, &mut out)
+        dump_dir(&fs, &args.path, &opts, &mut out)
     } else {
         let kind = match args.kind.or_else(|| kind_of(&args.path)) {
             Some(k) => k,
@@ -83,7 +142,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 anyhow::bail!("cannot tell what {} is from its name; pass --kind sst|wal|manifest", args.path.display())
             }
         };
-        dump_file(&fs, &args.path, kind, opts, &mut out)
+        dump_file(&fs, &args.path, kind, &opts, &mut out)
     }
     .and_then(|clean| Ok(out.flush().map(|()| clean)?));
     match result {
@@ -111,7 +170,13 @@ pub fn kind_of(path: &Path) -> Option<Kind> {
 }
 
 /// Dumps one file; returns false when damage was found.
-pub fn dump_file(fs: &dyn Fs, path: &Path, kind: Kind, opts: DumpOptions, out: &mut dyn Write) -> anyhow::Result<bool> {
+pub fn dump_file(
+    fs: &dyn Fs,
+    path: &Path,
+    kind: Kind,
+    opts: &DumpOptions,
+    out: &mut dyn Write,
+) -> anyhow::Result<bool> {
     match kind {
         Kind::Sst => dump_sst(fs, path, opts, out),
         Kind::Wal => dump_wal(fs, path, opts, out),
@@ -120,7 +185,7 @@ pub fn dump_file(fs: &dyn Fs, path: &Path, kind: Kind, opts: DumpOptions, out: &
 }
 
 /// Dumps CURRENT, the MANIFEST it names and the file listing of a database directory.
-pub fn dump_dir(fs: &dyn Fs, dir: &Path, opts: DumpOptions, out: &mut dyn Write) -> anyhow::Result<bool> {
+pub fn dump_dir(fs: &dyn Fs, dir: &Path, opts: &DumpOptions, out: &mut dyn Write) -> anyhow::Result<bool> {
     let current = fs.read_all(&dir.join("CURRENT"))?;
     let name = String::from_utf8_lossy(&current);
     let name = name.trim_end_matches('\n');
@@ -131,11 +196,16 @@ pub fn dump_dir(fs: &dyn Fs, dir: &Path, opts: DumpOptions, out: &mut dyn Write)
         writeln!(out, "DAMAGE CURRENT at offset 0: does not name a MANIFEST")?;
         false
     };
+    if opts.properties_only {
+        return Ok(clean);
+    }
     writeln!(out, "files:")?;
-    for n in fs.list(dir)? {
-        let size = fs.file_size(&dir.join(&n)).map_or_else(|e| e.to_string(), |s| format!("{s} bytes"));
+    let names = fs.list(dir)?;
+    for n in names.iter().take(if opts.limit == 0 { usize::MAX } else { opts.limit }) {
+        let size = fs.file_size(&dir.join(n)).map_or_else(|e| e.to_string(), |s| format!("{s} bytes"));
         writeln!(out, "  {n}  {size}")?;
     }
+    opts.more(out, "  ", names.len(), "files")?;
     Ok(clean)
 }
 
@@ -197,7 +267,7 @@ fn read_block(data: &[u8], h: BlockHandle, path: &Path, verify: bool) -> Result<
     Block::new(contents).map_err(|e| e.in_file(path, h.offset))
 }
 
-fn dump_sst(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Write) -> anyhow::Result<bool> {
+fn dump_sst(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Write) -> anyhow::Result<bool> {
     let file = fs.open(path, ReadHints { sequential: true, ..ReadHints::default() })?;
     let len = file.len();
     writeln!(out, "table {} ({len} bytes)", path.display())?;
@@ -229,6 +299,13 @@ fn dump_sst(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Write) ->
         writeln!(out, "  {name}: {value}")?;
     }
     let mut clean = true;
+    if opts.properties_only {
+        if let Err(e) = table.verify() {
+            damage(out, &e, path)?;
+            clean = false;
+        }
+        return Ok(clean);
+    }
     // The index: the footer's second handle.
     let data = fs.read_all(path)?;
     let footer_at = data.len().saturating_sub(FOOTER_LEN);
@@ -248,12 +325,27 @@ fn dump_sst(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Write) ->
             Ok(block) => {
                 let mut it = BlockIter::new(Arc::new(block), KeyOrder::Internal);
                 it.seek_to_first();
-                while it.valid() {
-                    let target = BlockHandle::decode_exact(it.value())
-                        .map_or_else(|| "malformed handle".to_string(), |h| format!("block @{} +{}", h.offset, h.size));
-                    writeln!(out, "  {} -> {target}", show_ikey(it.key()))?;
+                // A block holds the keys up to its separator: the blocks in range run from the first whose
+                // separator is at or after `from` to the first whose separator reaches `to`.
+                let (mut n, mut past_to) = (0usize, false);
+                while it.valid() && !past_to {
+                    let sep = ikey::parse(it.key()).map_or(it.key(), |p| p.user_key);
+                    if opts.from.as_deref().is_some_and(|f| sep < f) {
+                        it.next();
+                        continue;
+                    }
+                    past_to = opts.to.as_deref().is_some_and(|t| sep >= t);
+                    if opts.shows(n) {
+                        let target = BlockHandle::decode_exact(it.value()).map_or_else(
+                            || "malformed handle".to_string(),
+                            |h| format!("block @{} +{}", h.offset, h.size),
+                        );
+                        writeln!(out, "  {} -> {target}", show_ikey(it.key()))?;
+                    }
+                    n += 1;
                     it.next();
                 }
+                opts.more(out, "  ", n, "index entries")?;
                 if let Err(e) = it.status() {
                     damage(out, &e.in_file(path, offset), path)?;
                     clean = false;
@@ -263,10 +355,21 @@ fn dump_sst(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Write) ->
     }
     writeln!(out, "entries:")?;
     let mut it = table.iter(verify, false);
-    it.seek_to_first();
+    match &opts.from {
+        Some(f) => {
+            let mut target = Vec::with_capacity(f.len() + ikey::TRAILER_LEN);
+            ikey::append_internal_key(&mut target, f, ikey::MAX_SEQUENCE, ikey::KIND_FOR_SEEK);
+            it.seek(&target);
+        }
+        None => it.seek_to_first(),
+    }
     let mut n = 0usize;
     while it.valid() {
-        if opts.limit == 0 || n < opts.limit {
+        let user_key = ikey::parse(it.key()).map_or(it.key(), |p| p.user_key);
+        if opts.to.as_deref().is_some_and(|t| user_key >= t) {
+            break;
+        }
+        if opts.shows(n) {
             if opts.keys_only {
                 writeln!(out, "  {}", show_ikey(it.key()))?;
             } else {
@@ -276,6 +379,7 @@ fn dump_sst(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Write) ->
         n += 1;
         it.next();
     }
+    opts.more(out, "  ", n, "entries")?;
     if let Err(e) = it.status() {
         damage(out, &e, path)?;
         clean = false;
@@ -284,16 +388,19 @@ fn dump_sst(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Write) ->
         damage(out, &e, path)?;
         clean = false;
     }
-    writeln!(out, "{n} entries")?;
+    let in_range = if opts.from.is_some() || opts.to.is_some() { " in range" } else { "" };
+    writeln!(out, "{n} entries{in_range}")?;
     Ok(clean)
 }
 
-fn dump_wal(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Write) -> anyhow::Result<bool> {
+fn dump_wal(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Write) -> anyhow::Result<bool> {
     let data = fs.read_all(path)?;
     writeln!(out, "WAL {} ({} bytes)", path.display(), data.len())?;
     let mut reader = Reader::new(data, path.to_path_buf());
     let mut clean = true;
     let (mut records, mut updates) = (0usize, 0u64);
+    // Records printed (with `--from`/`--to`: those holding an update in range).
+    let mut shown = 0usize;
     loop {
         match reader.next() {
             LogRead::Eof => break,
@@ -311,7 +418,13 @@ fn dump_wal(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Write) ->
                     }
                     Ok(batch) => {
                         updates += u64::from(batch.count());
-                        if opts.limit == 0 || records <= opts.limit {
+                        let in_range = (opts.from.is_none() && opts.to.is_none())
+                            || batch.iter().any(|e| e.is_ok_and(|e| opts.in_range(e.key)));
+                        if !in_range || opts.properties_only {
+                            continue;
+                        }
+                        shown += 1;
+                        if opts.shows(shown - 1) {
                             writeln!(
                                 out,
                                 "record @{offset} ({size} bytes): batch seq {} count {}",
@@ -320,6 +433,9 @@ fn dump_wal(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Write) ->
                             )?;
                             for (i, e) in batch.iter().enumerate() {
                                 let Ok(e) = e else { break };
+                                if !opts.in_range(e.key) {
+                                    continue;
+                                }
                                 let seq = batch.sequence() + i as u64;
                                 match (e.kind, opts.keys_only) {
                                     (ValueKind::Deletion, _) | (_, true) => {
@@ -340,6 +456,7 @@ fn dump_wal(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Write) ->
             }
         }
     }
+    opts.more(out, "", shown, "records")?;
     writeln!(out, "{records} records, {updates} updates, intact prefix {} bytes", reader.end_of_last_record())?;
     Ok(clean)
 }
@@ -358,7 +475,7 @@ fn show_meta(f: &FileMeta) -> String {
     )
 }
 
-fn dump_manifest(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Write) -> anyhow::Result<bool> {
+fn dump_manifest(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Write) -> anyhow::Result<bool> {
     let data = fs.read_all(path)?;
     writeln!(out, "MANIFEST {} ({} bytes)", path.display(), data.len())?;
     let mut reader = Reader::new(data, path.to_path_buf());
@@ -383,7 +500,7 @@ fn dump_manifest(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Writ
                         continue;
                     }
                 };
-                let show_edit = opts.limit == 0 || n <= opts.limit;
+                let show_edit = !opts.properties_only && opts.shows(n - 1);
                 if show_edit {
                     writeln!(out, "edit {n} @{offset}:")?;
                     for (name, v) in [
@@ -412,7 +529,7 @@ fn dump_manifest(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Writ
                     }
                 }
                 for (level, meta) in &edit.new_files {
-                    if show_edit {
+                    if show_edit && opts.overlaps(meta.smallest_user_key(), meta.largest_user_key()) {
                         writeln!(out, "  add L{level} {}", show_meta(meta))?;
                     }
                     levels.entry(*level).or_default().insert(meta.number, meta.clone());
@@ -423,15 +540,24 @@ fn dump_manifest(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Writ
             }
         }
     }
+    if !opts.properties_only {
+        opts.more(out, "", n, "edits")?;
+    }
     let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
     writeln!(out, "{n} edits; log number {}, next file {}, last sequence {}", opt(log), opt(next), opt(last))?;
     writeln!(out, "LSM shape:")?;
     for (level, files) in levels.iter().filter(|(_, f)| !f.is_empty()) {
         let bytes: u64 = files.values().map(|f| f.file_size).sum();
         writeln!(out, "  L{level}: {} files, {bytes} bytes", files.len())?;
-        for f in files.values() {
+        if opts.properties_only {
+            continue;
+        }
+        let in_range: Vec<&FileMeta> =
+            files.values().filter(|f| opts.overlaps(f.smallest_user_key(), f.largest_user_key())).collect();
+        for f in in_range.iter().take(if opts.limit == 0 { usize::MAX } else { opts.limit }) {
             writeln!(out, "    {}", show_meta(f))?;
         }
+        opts.more(out, "    ", in_range.len(), "files")?;
     }
     Ok(clean)
 }
@@ -439,7 +565,7 @@ fn dump_manifest(fs: &dyn Fs, path: &Path, opts: DumpOptions, out: &mut dyn Writ
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shaledb::{Db, Options, WriteBatch, WriteOptions};
+    use shaledb::{Db, Options, WriteBatch};
     use shaledb_vfs::MemFs;
 
     fn dir() -> &'static Path {
@@ -465,8 +591,8 @@ mod tests {
             db.flush().unwrap();
         }
         let mut b = WriteBatch::new();
-        b.put(b"batch-a", b"1").put(b"batch-b", &[0, 1, 2]);
-        db.write(&b, &WriteOptions::default()).unwrap();
+        b.put(b"batch-a", b"1").put(b"batch-b", [0, 1, 2]);
+        db.write(&b).unwrap();
         db.delete(b"key000").unwrap();
         db.merge(b"key001", b"more").unwrap();
         let killed = fs.deep_clone();
@@ -481,7 +607,7 @@ mod tests {
 
     fn dump(fs: &MemFs, path: &Path, kind: Kind, opts: DumpOptions) -> (bool, String) {
         let mut out = Vec::new();
-        let clean = dump_file(fs, path, kind, opts, &mut out).unwrap();
+        let clean = dump_file(fs, path, kind, &opts, &mut out).unwrap();
         (clean, String::from_utf8(out).unwrap())
     }
 
@@ -514,6 +640,83 @@ mod tests {
         assert!(!keys.contains("'key004'"), "limit 2: {keys}");
     }
 
+    /// Issue 10: `--limit 1` printed 28,804 index lines of a 68 MB table.
+    #[test]
+    fn limit_bounds_every_section_and_counts_what_it_left_out() {
+        let fs = fixture();
+        let sst = file(&fs, ".sst");
+        let (_, all) = dump(&fs, &sst, Kind::Sst, DumpOptions::default());
+        let index_lines = all.split("index:\n").nth(1).unwrap().split("entries:").next().unwrap().lines().count();
+        assert!(index_lines >= 2, "the fixture's table needs several blocks: {all}");
+        let (clean, text) = dump(&fs, &sst, Kind::Sst, DumpOptions { limit: 1, ..DumpOptions::default() });
+        assert!(clean, "{text}");
+        let index = text.split("index:\n").nth(1).unwrap().split("entries:").next().unwrap();
+        assert_eq!(index.lines().count(), 2, "{index}");
+        assert!(index.ends_with(&format!("  ... {} more index entries (--limit 1)\n", index_lines - 1)), "{index}");
+        assert!(text.contains("  ... 29 more entries (--limit 1)\n30 entries\n"), "{text}");
+
+        let (_, wal) = dump(&fs, &file(&fs, ".log"), Kind::Wal, DumpOptions { limit: 1, ..DumpOptions::default() });
+        assert_eq!(wal.matches("record @").count(), 1, "{wal}");
+        assert!(wal.contains("... 2 more records (--limit 1)\n3 records"), "{wal}");
+
+        let m = file(&fs, "MANIFEST-");
+        let (_, text) = dump(&fs, &m, Kind::Manifest, DumpOptions { limit: 1, ..DumpOptions::default() });
+        assert_eq!(text.matches("edit ").count(), 1, "{text}");
+        assert!(text.contains(" more edits (--limit 1)"), "{text}");
+        assert!(text.contains("  L0: 2 files") && text.contains("    ... 1 more files (--limit 1)"), "{text}");
+
+        let mut out = Vec::new();
+        dump_dir(&fs, dir(), &DumpOptions { limit: 1, ..DumpOptions::default() }, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let listing = text.split("files:\n").nth(1).unwrap();
+        assert_eq!(listing.lines().count(), 2, "{listing}");
+        assert!(listing.contains(" more files (--limit 1)"), "{listing}");
+    }
+
+    #[test]
+    fn properties_only_prints_no_entry() {
+        let fs = fixture();
+        let opts = DumpOptions { properties_only: true, ..DumpOptions::default() };
+        let (clean, text) = dump(&fs, &file(&fs, ".sst"), Kind::Sst, opts.clone());
+        assert!(clean, "{text}");
+        assert!(text.contains("num_entries: 30"), "{text}");
+        assert!(!text.contains("index:") && !text.contains("\nentries:") && !text.contains("=>"), "{text}");
+        let (_, wal) = dump(&fs, &file(&fs, ".log"), Kind::Wal, opts.clone());
+        assert_eq!(wal.lines().count(), 2, "{wal}");
+        assert!(wal.contains("3 records, 4 updates"), "{wal}");
+        let (_, m) = dump(&fs, &file(&fs, "MANIFEST-"), Kind::Manifest, opts);
+        assert!(!m.contains("edit ") && !m.contains("    #"), "{m}");
+        assert!(m.contains("LSM shape:\n  L0: 2 files"), "{m}");
+    }
+
+    #[test]
+    fn a_key_range_keeps_the_entries_updates_and_files_in_it() {
+        let fs = fixture();
+        let range =
+            DumpOptions { from: Some(b"key010".to_vec()), to: Some(b"key014".to_vec()), ..DumpOptions::default() };
+        let (clean, text) = dump(&fs, &file(&fs, ".sst"), Kind::Sst, range.clone());
+        assert!(clean, "{text}");
+        let entries = text.split("entries:\n").nth(1).unwrap();
+        assert_eq!(entries, "  'key010' @6 PUT => 'v5'\n  'key012' @7 PUT => 'v6'\n2 entries in range\n", "{text}");
+        let index = text.split("index:\n").nth(1).unwrap().split("entries:").next().unwrap();
+        let (_, all) = dump(&fs, &file(&fs, ".sst"), Kind::Sst, DumpOptions::default());
+        let all_index = all.split("index:\n").nth(1).unwrap().split("entries:").next().unwrap();
+        assert!(!index.is_empty() && index.lines().count() < all_index.lines().count(), "{index}");
+
+        let wal_range = DumpOptions { from: Some(b"key".to_vec()), ..DumpOptions::default() };
+        let (_, wal) = dump(&fs, &file(&fs, ".log"), Kind::Wal, wal_range);
+        assert!(!wal.contains("batch-a") && wal.contains("DEL 'key000'"), "{wal}");
+        assert_eq!(wal.matches("record @").count(), 2, "{wal}");
+
+        let (_, m) = dump(
+            &fs,
+            &file(&fs, "MANIFEST-"),
+            Kind::Manifest,
+            DumpOptions { from: Some(b"zzz".to_vec()), ..DumpOptions::default() },
+        );
+        assert!(!m.contains("add L0") && !m.contains("    #"), "no table holds keys from zzz: {m}");
+    }
+
     #[test]
     fn wal_dump_shows_batches_with_sequences() {
         let fs = fixture();
@@ -540,7 +743,7 @@ mod tests {
     fn directory_dump_follows_current() {
         let fs = fixture();
         let mut out = Vec::new();
-        assert!(dump_dir(&fs, dir(), DumpOptions::default(), &mut out).unwrap());
+        assert!(dump_dir(&fs, dir(), &DumpOptions::default(), &mut out).unwrap());
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("CURRENT: MANIFEST-"), "{text}");
         assert!(text.contains("files:\n"), "{text}");

@@ -3,16 +3,18 @@
 
 mod bench;
 mod dump;
+mod keys;
 mod repair;
+mod spelling;
 mod stress;
 mod verify;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Subcommand};
 use std::process::ExitCode;
 
 /// ShaleDB command-line tool.
-#[derive(Parser, Debug)]
-#[command(name = "shaledb", version, about, propagate_version = true)]
+#[derive(clap::Parser, Debug)]
+#[command(name = "shaledb", about, propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -21,13 +23,22 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Benchmarks with db_bench's flags and output (`shaledb bench --benchmarks=fillrandom,readrandom`),
-    /// and the seed suites (`shaledb bench suite rocksdb|merge`).
+    /// suites that compare engines (`shaledb bench suite rocksdb|merge|sysbench|insert|forestdb`) and RESP
+    /// server workloads (`shaledb bench resp`).
     Bench(Box<bench::BenchCommand>),
     /// Print the contents of an SST (properties, index, entries), a WAL (records, batches, sequence numbers)
     /// or a MANIFEST (version edits, the resulting LSM shape), like RocksDB's sst_dump and ldb.
     Dump(dump::Args),
     /// Check every checksum of every live file and the MANIFEST's consistency; exit 1 on any problem.
     Verify(verify::Args),
+    /// Print the value of a key (`ldb get`); exit 1 with "NotFound" when it is absent.
+    Get(keys::GetArgs),
+    /// Set a key (`ldb put`).
+    Put(keys::PutArgs),
+    /// Delete a key (`ldb delete`).
+    Delete(keys::DeleteArgs),
+    /// Print `KEY ==> VALUE` for the keys in a range, in order or reversed (`ldb scan`).
+    Scan(keys::ScanArgs),
     /// Rebuild CURRENT of a damaged database from the newest MANIFEST that replays cleanly with all its
     /// tables present (like RocksDB's RepairDB, limited to what can be proven). Deletes nothing.
     Repair(repair::Args),
@@ -40,16 +51,28 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // gflags spells long flags with one dash (`-num=5`); accept that as db_bench does.
-    let args =
-        std::env::args().enumerate().map(|(i, a)| if i == 0 { a } else { shaledb_bench::flags::normalize_arg(a) });
-    let cli = Cli::parse_from(args);
+    // bench keeps db_bench's spellings; the other commands' old spellings still work, with a warning.
+    let (args, warnings) = spelling::respell(std::env::args().collect());
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    // clap keeps the version as a `&'static str`; built once per process.
+    let version: &'static str = Box::leak(version().into_boxed_str());
+    let matches = Cli::command().version(version).get_matches_from(args);
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     let result = match cli.command {
         Command::Bench(cmd) => bench::run(*cmd),
         Command::Dump(a) => return tool_exit(dump::run(a)),
         Command::Verify(a) => return tool_exit(verify::run(a)),
         Command::Stress(a) => return tool_exit(stress::run(a)),
         Command::Repair(a) => return tool_exit(repair::run(a)),
+        Command::Get(a) => return tool_exit(keys::get(a)),
+        Command::Put(a) => return tool_exit(keys::put(a)),
+        Command::Delete(a) => return tool_exit(keys::delete(a)),
+        Command::Scan(a) => return tool_exit(keys::scan(a)),
         Command::Server(a) => shaledb_server::Config::from_args(&a)
             .map_err(anyhow::Error::from)
             .and_then(|c| shaledb_server::run(c).map_err(anyhow::Error::from)),
@@ -57,10 +80,21 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_message(&e));
             ExitCode::from(e.downcast_ref::<shaledb_bench::BenchError>().map_or(1, exit_code))
         }
     }
+}
+
+/// `shaledb --version`: the release, the commit it was built from (build.rs) and the on-disk format version it
+/// writes (a database written by a newer format is refused at open).
+fn version() -> String {
+    format!(
+        "{} (commit {}, on-disk format {})",
+        env!("CARGO_PKG_VERSION"),
+        env!("SHALEDB_GIT_COMMIT"),
+        shaledb_format::FORMAT_VERSION
+    )
 }
 
 /// Exit status of the dump/verify/stress tools: their own code, or 1 with the error printed.
@@ -68,10 +102,29 @@ fn tool_exit(r: anyhow::Result<i32>) -> ExitCode {
     match r {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_message(&e));
             ExitCode::from(1)
         }
     }
+}
+
+/// The error and its causes on one line, each cause once. ShaleDB's own error includes its cause in its message
+/// and does not return it as `source()` as well; some wrappers (the bench's, the server's) do both, and
+/// anyhow's `{e:#}` would print such a cause twice or three times. So a cause whose message the line already
+/// holds is left out.
+fn error_message(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 fn exit_code(e: &shaledb_bench::BenchError) -> u8 {

@@ -3,8 +3,15 @@
 //! file, so killing the process with SIGKILL and starting it again checks the recovery; `scripts/crash-loop`
 //! does that for hours.
 //!
-//! Exit codes: 0 success, 1 the database does not hold what it must, 2 an error (I/O, engine).
+//! A directory holding a database the driver did not create (a key it never writes, or keys without an
+//! expected-state file) is refused in one line, "not a stress database", before anything is opened for
+//! writing; `--destroy` does not delete such a database either. Verification failures are printed up to
+//! `--max-problems`, then counted.
+//!
+//! Exit codes: 0 success, 1 the database does not hold what it must, 2 an error (I/O, engine, not a stress
+//! database).
 
+use anyhow::Context;
 use shaledb_testkit::stress::{self, StressConfig, StressError};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,8 +19,8 @@ use std::time::Duration;
 /// Arguments of `shaledb stress`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The database directory (created when missing).
-    #[arg(long)]
+    /// The database directory (created when missing). `--path DB`, the old spelling, is accepted until the
+    /// next release.
     pub path: PathBuf,
     /// The expected-state file [default: <PATH>.expected].
     #[arg(long)]
@@ -48,9 +55,12 @@ pub struct Args {
     /// Only open the database and verify it against the expected state.
     #[arg(long)]
     pub verify_only: bool,
-    /// Delete the database and its expected-state file first.
+    /// Delete the database and its expected-state file first (only a database this command created).
     #[arg(long)]
     pub destroy: bool,
+    /// Print at most this many verification failures, then their count (0: all).
+    #[arg(long, default_value_t = 20)]
+    pub max_problems: usize,
 }
 
 impl Args {
@@ -76,8 +86,13 @@ impl Args {
 /// Runs `shaledb stress`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let cfg = args.config();
+    if let Some(why) = not_a_stress_db(&cfg, !args.destroy) {
+        eprintln!("stress: {} is not a stress database: {why}", cfg.path.display());
+        return Ok(2);
+    }
     if args.destroy {
-        stress::destroy(&cfg)?;
+        stress::destroy(&cfg)
+            .with_context(|| format!("destroying {} and {}", cfg.path.display(), cfg.expected_path().display()))?;
     }
     match stress::run(&cfg) {
         Ok(s) => {
@@ -86,10 +101,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             Ok(0)
         }
         Err(StressError::Verify(problems)) => {
-            for p in &problems {
-                println!("stress: FAIL {p}");
-            }
-            println!("stress: verification failed: {} problems", problems.len());
+            print_problems(&problems, args.max_problems);
             Ok(1)
         }
         Err(e) => {
@@ -97,6 +109,45 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             Ok(2)
         }
     }
+}
+
+/// The first `max` problems (0: all), a count of the rest, and the total.
+fn print_problems(problems: &[String], max: usize) {
+    let shown = if max == 0 { problems.len() } else { max.min(problems.len()) };
+    for p in &problems[..shown] {
+        println!("stress: FAIL {p}");
+    }
+    if shown < problems.len() {
+        println!("stress: ... {} more problems not shown (--max-problems {max}; 0 shows all)", problems.len() - shown);
+    }
+    println!("stress: verification failed: {} problems", problems.len());
+}
+
+/// Why the directory of `cfg` holds a database this driver did not create, in one line; `None` when it holds
+/// none, or one with only the driver's keys (and, with `need_expected`, its expected-state file). The check
+/// reads through a read-only open, so it writes nothing; a database that cannot be opened that way is left to
+/// the driver's own open, which reports why.
+fn not_a_stress_db(cfg: &StressConfig, need_expected: bool) -> Option<String> {
+    if !cfg.path.join("CURRENT").exists() {
+        return None;
+    }
+    // The driver's options: its merge operator, without which a key holding merges ends the scan.
+    let db = shaledb::Db::open_read_only(&cfg.path, cfg.options()).ok()?;
+    let mut it = db.cursor();
+    it.seek_to_first();
+    let mut any = false;
+    while it.valid() {
+        if stress::key_index(it.key()).is_none() {
+            let key = String::from_utf8_lossy(it.key());
+            return Some(format!("it holds the key {key:?}, which stress never writes (keys are s<number>)"));
+        }
+        any = true;
+        it.next();
+    }
+    if need_expected && any && !cfg.expected_path().exists() {
+        return Some(format!("it holds keys and there is no expected-state file {}", cfg.expected_path().display()));
+    }
+    None
 }
 
 #[cfg(test)]
@@ -112,14 +163,14 @@ mod tests {
 
     #[test]
     fn flags_map_to_the_config() {
-        let cli = Cli::parse_from(["x", "--path", "/tmp/s", "--threads", "2", "--duration", "1.5", "--verify-only"]);
+        let cli = Cli::parse_from(["x", "/tmp/s", "--threads", "2", "--duration", "1.5", "--verify-only"]);
         let c = cli.args.config();
         assert_eq!(c.path, PathBuf::from("/tmp/s"));
         assert_eq!(c.expected_path(), PathBuf::from("/tmp/s.expected"));
         assert_eq!(c.threads, 2);
         assert_eq!(c.duration, Some(Duration::from_millis(1500)));
         assert!(c.verify_only);
-        let c = Cli::parse_from(["x", "--path", "p"]).args.config();
+        let c = Cli::parse_from(["x", "p"]).args.config();
         assert_eq!((c.duration, c.ops_per_thread), (None, 10_000));
     }
 
@@ -127,7 +178,7 @@ mod tests {
     fn run_and_verify_exit_codes() {
         let dir = std::env::temp_dir().join(format!("shaledb-cli-stress-{}", std::process::id()));
         let path = dir.join("db");
-        let base = ["x", "--path", path.to_str().unwrap_or("db"), "--keys", "200", "--threads", "2"];
+        let base = ["x", path.to_str().unwrap_or("db"), "--keys", "200", "--threads", "2"];
         let run_with = |extra: &[&str]| {
             let argv: Vec<&str> = base.iter().chain(extra).copied().collect();
             run(Cli::parse_from(argv).args).unwrap()
@@ -135,7 +186,7 @@ mod tests {
         assert_eq!(run_with(&["--ops", "200", "--destroy"]), 0);
         assert_eq!(run_with(&["--verify-only"]), 0);
         // A different key space than the expected state was written for: a verification failure.
-        let argv = ["x", "--path", path.to_str().unwrap_or("db"), "--keys", "100", "--verify-only"];
+        let argv = ["x", path.to_str().unwrap_or("db"), "--keys", "100", "--verify-only"];
         assert_eq!(run(Cli::parse_from(argv).args).unwrap(), 1);
         let _ = std::fs::remove_dir_all(&dir);
     }

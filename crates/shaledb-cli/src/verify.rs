@@ -44,6 +44,9 @@ pub struct Args {
     /// Best-effort check of a database open in another process, from a pinned copy of its MANIFEST and tables.
     #[arg(long)]
     pub live: bool,
+    /// Print at most this many problems, then their count (0: all). The exit code and the summary count all.
+    #[arg(long, default_value_t = 20)]
+    pub max_problems: usize,
 }
 
 /// Runs `shaledb verify`; the exit code is 0 when the database is sound, 1 when a problem was found, 2 when
@@ -65,8 +68,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     for n in &report.notes {
         println!("note {n}");
     }
-    for p in &report.problems {
+    let shown = if args.max_problems == 0 { report.problems.len() } else { args.max_problems };
+    for p in report.problems.iter().take(shown) {
         println!("BAD  {p}");
+    }
+    if report.problems.len() > shown {
+        println!(
+            "...  {} more problems not shown (--max-problems {}; 0 shows all)",
+            report.problems.len() - shown,
+            args.max_problems
+        );
     }
     println!(
         "verify: {} problem{} in {} ({} checks passed)",
@@ -812,7 +823,7 @@ mod tests {
             let db = db.clone();
             std::thread::spawn(move || {
                 for i in 0..6000u32 {
-                    db.put(format!("key{:05}", i % 1500).as_bytes(), &[b'v'; 64]).unwrap();
+                    db.put(format!("key{:05}", i % 1500).as_bytes(), [b'v'; 64]).unwrap();
                 }
             })
         };

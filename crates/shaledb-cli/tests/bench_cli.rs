@@ -48,6 +48,175 @@ fn bad_values_fail_naming_the_flag() {
     }
 }
 
+fn shaledb_status(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_shaledb")).args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A bad flag fails with status 2 and one line naming it, before any database is created or benchmark runs.
+fn assert_fails_before_the_run(args: &[&str], flag: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db_arg = format!("--db={}", db.display());
+    let mut all = vec!["bench", &db_arg, "-num=50", "--benchmarks=fillseq", "--progress=false", "--seed=1"];
+    all.extend_from_slice(args);
+    let (code, out, err) = shaledb_status(&all);
+    assert_eq!(code, Some(2), "{args:?}: {out}{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one line, got {err:?}");
+    assert!(err.contains(flag), "{args:?}: {err}");
+    assert!(!out.contains("fillseq      :") && !out.contains("DB path"), "{args:?} ran: {out}");
+    assert!(!db.exists(), "{args:?} created the database");
+}
+
+#[test]
+fn json_and_plot_paths_that_cannot_be_written_fail_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("afile");
+    std::fs::write(&file, b"x").unwrap();
+    let under_file = format!("--json={}", file.join("out.json").display());
+    assert_fails_before_the_run(&[&under_file], "--json");
+    let missing_dir = format!("--json={}", dir.path().join("no/such/dir/out.json").display());
+    assert_fails_before_the_run(&[&missing_dir], "--json");
+    let json_is_dir = format!("--json={}", dir.path().display());
+    assert_fails_before_the_run(&[&json_is_dir], "--json");
+    let plot_is_file = format!("--plot={}", file.display());
+    assert_fails_before_the_run(&[&plot_is_file], "--plot");
+    let plot_under_file = format!("--plot={}", file.join("plots").display());
+    assert_fails_before_the_run(&[&plot_under_file], "--plot");
+    let report = format!("--report_file={}", file.join("r.csv").display());
+    assert_fails_before_the_run(&["--report_interval_seconds=1", &report], "--report_file");
+    // The check leaves nothing behind, and good paths still work.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    let json = dir.path().join("out.json");
+    let plots = dir.path().join("plots");
+    let (ok, _, err) = shaledb(&[
+        "bench",
+        "-num=50",
+        "--benchmarks=fillseq",
+        "--progress=false",
+        &format!("--json={}", json.display()),
+        &format!("--plot={}", plots.display()),
+    ]);
+    assert!(ok, "{err}");
+    assert!(std::fs::metadata(&json).unwrap().len() > 0);
+    assert!(plots.join("01-fillseq.svg").exists());
+}
+
+#[test]
+fn bad_block_size_and_compression_ratio_are_one_line_errors_before_the_run() {
+    assert_fails_before_the_run(&["--block_size=0"], "--block_size");
+    assert_fails_before_the_run(&["--compression_ratio=1.5"], "--compression_ratio");
+    assert_fails_before_the_run(&["--compression_ratio=0"], "--compression_ratio");
+    // An option only the engine checks is refused before the run as well.
+    assert_fails_before_the_run(&["--write_buffer_size=100"], "write_buffer_size");
+}
+
+#[test]
+fn mergerandom_without_a_merge_operator_is_skipped_and_the_rest_runs() {
+    let (ok, out, err) =
+        shaledb(&["bench", "-num=200", "--benchmarks=fillseq,mergerandom,readseq", "--progress=false", "--seed=1"]);
+    assert!(ok, "{err}");
+    assert!(out.lines().any(|l| l == "mergerandom  : skipped (--merge_operator is unknown)"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("fillseq      :")), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("readseq      :")), "{out}");
+    // With an operator it runs.
+    let (ok, out, err) = shaledb(&[
+        "bench",
+        "-num=200",
+        "--benchmarks=mergerandom",
+        "--merge_operator=uint64add",
+        "--value_size=8",
+        "--progress=false",
+        "--seed=1",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.lines().any(|l| l.starts_with("mergerandom  :") && !l.contains("skipped")), "{out}");
+}
+
+#[test]
+fn bench_help_speaks_of_what_is_measured_not_of_internal_reports() {
+    for args in [
+        &["bench", "--help"][..],
+        &["bench", "suite", "--help"],
+        &["bench", "suite", "rocksdb", "--help"],
+        &["bench", "suite", "merge", "--help"],
+        &["bench", "suite", "sysbench", "--help"],
+        &["bench", "suite", "insert", "--help"],
+        &["bench", "suite", "forestdb", "--help"],
+        &["bench", "resp", "--help"],
+        &["--help"],
+    ] {
+        let (ok, out, err) = shaledb(args);
+        assert!(ok, "{args:?}: {err}");
+        let lower = out.to_lowercase();
+        for jargon in ["seed 0", "seed's", "seed report", "seed suite", "issue "] {
+            assert!(!lower.contains(jargon), "{args:?} says {jargon:?}:\n{out}");
+        }
+    }
+}
+
+/// `--statistics` prints db_bench's histograms (`name P50 : f P95 : f P99 : f P100 : f COUNT : n SUM : n`), each
+/// measured: after a run that gets, writes, seeks, flushes and compacts, every one has a non-zero count.
+#[test]
+fn statistics_print_db_bench_histograms_with_real_counts() {
+    let (ok, out, err) = shaledb(&[
+        "bench",
+        "-num=3000",
+        "--benchmarks=fillrandom,readrandom,seekrandom,compact",
+        "--statistics",
+        "--write_buffer_size=65536",
+        "--seed=1",
+        "--progress=false",
+    ]);
+    assert!(ok, "{err}");
+    let block = out.rsplit("STATISTICS:\n").next().unwrap();
+    let mut seen = std::collections::BTreeMap::new();
+    for line in block.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.get(1) != Some(&"P50") {
+            continue;
+        }
+        assert_eq!(f.len(), 19, "{line}");
+        for (i, label) in ["P50", "P95", "P99", "P100", "COUNT", "SUM"].iter().enumerate() {
+            assert_eq!((f[1 + 3 * i], f[2 + 3 * i]), (*label, ":"), "{line}");
+        }
+        let p: Vec<f64> = (0..4).map(|i| f[3 + 3 * i].parse().unwrap()).collect();
+        assert!(p.windows(2).all(|w| w[0] <= w[1]), "percentiles out of order: {line}");
+        let count: u64 = f[15].parse().unwrap();
+        let sum: u64 = f[18].parse().unwrap();
+        seen.insert(f[0].to_string(), (count, sum, p[3]));
+    }
+    for name in [
+        "rocksdb.db.get.micros",
+        "rocksdb.db.write.micros",
+        "rocksdb.db.seek.micros",
+        "rocksdb.bytes.per.read",
+        "rocksdb.bytes.per.write",
+        "rocksdb.compaction.times.micros",
+        "rocksdb.compaction.times.cpu_micros",
+        "rocksdb.db.flush.micros",
+    ] {
+        let (count, _, max) = seen.get(name).copied().unwrap_or_else(|| panic!("no {name} in:\n{block}"));
+        assert!(count > 0 && max > 0.0, "{name}: count {count}, max {max}");
+    }
+    assert_eq!(seen["rocksdb.db.get.micros"].0, 3000);
+    assert_eq!(seen["rocksdb.db.write.micros"].0, 3000);
+    assert_eq!(seen["rocksdb.db.seek.micros"].0, 3000);
+    // Every write is a 16-byte key and a 100-byte value.
+    assert_eq!(seen["rocksdb.bytes.per.write"], (3000, 3000 * 116, 116.0));
+    // Each found value is 100 bytes.
+    let (found, bytes, _) = seen["rocksdb.bytes.per.read"];
+    assert_eq!(bytes, found * 100);
+    // Without --statistics, none of it.
+    let (ok, out, err) = shaledb(&["bench", "-num=100", "--benchmarks=fillseq", "--progress=false"]);
+    assert!(ok, "{err}");
+    assert!(!out.contains("STATISTICS:") && !out.contains(" P50 : "), "{out}");
+}
+
 #[test]
 fn suite_names_are_checked() {
     let (ok, _, err) = shaledb(&["bench", "suite", "leveldb"]);

@@ -37,7 +37,7 @@ fn open_database_is_refused_naming_the_lock_and_live_checks_it() {
     let path = tmp.path().join("db");
     let db = Db::open(&path, small()).unwrap();
     for i in 0..500 {
-        db.put(format!("k{i:04}").as_bytes(), &[b'x'; 50]).unwrap();
+        db.put(format!("k{i:04}").as_bytes(), [b'x'; 50]).unwrap();
     }
     db.flush().unwrap();
     let (code, out, err) = verify(&[], &path);

@@ -369,7 +369,10 @@ mod tests {
 
     #[test]
     fn grammar_matches_docs() {
-        crate::log::assert_same_grammar(include_str!("batch.rs"), include_str!("../../../docs/format/batch.md"));
+        shaledb_testkit::grammar::assert_module_grammar_in_doc(
+            include_str!("batch.rs"),
+            include_str!("../../../docs/format/batch.md"),
+        );
     }
 
     proptest! {

@@ -455,6 +455,14 @@ mod tests {
     use super::*;
     use crate::ikey::{make_internal_key, ValueKind};
 
+    #[test]
+    fn grammar_matches_docs() {
+        shaledb_testkit::grammar::assert_module_grammar_in_doc(
+            include_str!("block.rs"),
+            include_str!("../../../docs/format/block.md"),
+        );
+    }
+
     fn build(keys: &[Vec<u8>], interval: usize) -> Arc<Block> {
         let mut b = BlockBuilder::new(interval);
         for (i, k) in keys.iter().enumerate() {

@@ -615,7 +615,10 @@ mod tests {
 
     #[test]
     fn grammar_matches_docs() {
-        crate::log::assert_same_grammar(include_str!("edit.rs"), include_str!("../../../docs/format/manifest.md"));
+        shaledb_testkit::grammar::assert_module_grammar_in_doc(
+            include_str!("edit.rs"),
+            include_str!("../../../docs/format/manifest.md"),
+        );
     }
 
     fn arb_ikey() -> impl Strategy<Value = Vec<u8>> {

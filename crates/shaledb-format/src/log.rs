@@ -538,23 +538,6 @@ impl Reader {
     }
 }
 
-/// Asserts that the first ```` ```text ```` block of a module's `//!` docs equals the first one of its
-/// `docs/format/*.md` page, so the specification and the code cannot drift apart.
-#[cfg(test)]
-pub(crate) fn assert_same_grammar(rust_source: &str, markdown: &str) {
-    fn first_text_block<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
-        lines.skip_while(|l| l.trim_end() != "```text").skip(1).take_while(|l| l.trim_end() != "```").collect()
-    }
-    let module_doc = rust_source
-        .lines()
-        .take_while(|l| l.starts_with("//!"))
-        .map(|l| l.strip_prefix("//! ").unwrap_or(l.trim_start_matches("//!")));
-    let code = first_text_block(module_doc);
-    let doc = first_text_block(markdown.lines());
-    assert!(!code.is_empty(), "no ```text grammar in the module docs");
-    assert_eq!(code, doc, "module grammar and docs/format grammar differ");
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1000,7 +983,10 @@ mod tests {
 
     #[test]
     fn grammar_matches_docs() {
-        assert_same_grammar(include_str!("log.rs"), include_str!("../../../docs/format/wal.md"));
+        shaledb_testkit::grammar::assert_module_grammar_in_doc(
+            include_str!("log.rs"),
+            include_str!("../../../docs/format/wal.md"),
+        );
     }
 
     proptest! {

@@ -108,7 +108,7 @@ impl Sweeper {
         let mut found: Vec<(u8, Bytes)> = Vec::new();
         let mut examined = 0;
         {
-            let mut it = store.db.iter(ReadOptions { fill_cache: false, ..ReadOptions::default() });
+            let mut it = store.db.cursor_opt(&ReadOptions { fill_cache: false, ..ReadOptions::default() });
             it.seek(&self.next);
             while it.valid() && examined < budget {
                 let k = it.key();
@@ -120,7 +120,7 @@ impl Sweeper {
                     // sort first in their database, so this never goes back.
                     examined += 1;
                     match k[0].checked_add(1).filter(|&d| d < DATABASES) {
-                        Some(d) if k.len() >= 2 => it.seek(&keys::meta_prefix(d)),
+                        Some(d) if k.len() >= 2 => it.seek(keys::meta_prefix(d)),
                         Some(_) => it.next(),
                         None => break,
                     }
@@ -159,7 +159,7 @@ impl Sweeper {
 mod tests {
     use super::*;
     use crate::store::Appendfsync;
-    use shaledb::{Db, Options, WriteBatch, WriteOptions};
+    use shaledb::{Db, Options, WriteBatch};
 
     fn open(dir: &std::path::Path) -> Db {
         Db::open(dir, Options { create_if_missing: true, ..Options::default() }).unwrap()
@@ -178,11 +178,11 @@ mod tests {
                 1 => Some(u64::MAX / 2),
                 _ => None,
             };
-            b.put(&keys::meta_key((i % 3) as u8, k.as_bytes()), &keys::encode_string(b"v", exp));
+            b.put(keys::meta_key((i % 3) as u8, k.as_bytes()), keys::encode_string(b"v", exp));
         }
         // A member key between databases must be skipped.
-        b.put(&[1, keys::KIND_MEMBER, b'x'], b"member");
-        db.write(&b, &WriteOptions::default()).unwrap();
+        b.put([1, keys::KIND_MEMBER, b'x'], b"member");
+        db.write(&b).unwrap();
         let counts = crate::commands::server_cmds::keyspace_scan(&db, now_ms()).unwrap();
         let total: u64 = counts.iter().map(|c| c.1).sum();
         let with: u64 = counts.iter().map(|c| c.2).sum();
@@ -198,7 +198,7 @@ mod tests {
         }
         assert!(examined >= 500, "{examined}");
         assert_eq!(s.deleted, 250);
-        let mut it = store.db.iter(ReadOptions::default());
+        let mut it = store.db.cursor();
         it.seek_to_first();
         let mut left = 0;
         while it.valid() {
@@ -209,7 +209,7 @@ mod tests {
             it.next();
         }
         assert_eq!(left, 250);
-        assert!(store.db.get(&[1, keys::KIND_MEMBER, b'x']).unwrap().is_some());
+        assert!(store.db.get([1, keys::KIND_MEMBER, b'x']).unwrap().is_some());
         store.shutdown();
     }
 
@@ -217,14 +217,14 @@ mod tests {
     fn sweep_delete_rechecks_the_expiry() {
         let dir = tempfile::tempdir().unwrap();
         let db = open(dir.path());
-        db.put(&keys::meta_key(0, b"a"), &keys::encode_string(b"v", Some(1))).unwrap();
-        db.put(&keys::meta_key(0, b"b"), &keys::encode_string(b"v", None)).unwrap();
+        db.put(keys::meta_key(0, b"a"), keys::encode_string(b"v", Some(1))).unwrap();
+        db.put(keys::meta_key(0, b"b"), keys::encode_string(b"v", None)).unwrap();
         let store = Store::start(db, Appendfsync::No);
         let args: Args = vec![Bytes::from_static(b"x"), Bytes::from_static(b"a"), Bytes::from_static(b"b")];
         let r = store.submit_and_wait(0, vec![(&SWEEP, args)]).unwrap();
         assert!(matches!(r[0], Reply::Int(1)));
-        assert!(store.db.get(&keys::meta_key(0, b"a")).unwrap().is_none());
-        assert!(store.db.get(&keys::meta_key(0, b"b")).unwrap().is_some());
+        assert!(store.db.get(keys::meta_key(0, b"a")).unwrap().is_none());
+        assert!(store.db.get(keys::meta_key(0, b"b")).unwrap().is_some());
         store.shutdown();
     }
 }

@@ -206,7 +206,7 @@ impl Pass {
         let mut dead: Vec<(u8, u64)> = Vec::new();
         let mut next = None;
         {
-            let mut it = store.db.iter(ReadOptions {
+            let mut it = store.db.cursor_opt(&ReadOptions {
                 fill_cache: false,
                 iterate_lower_bound: Some(vec![db, KIND_REGISTRY]),
                 iterate_upper_bound: Some(vec![db, KIND_REGISTRY + 1]),
@@ -223,7 +223,7 @@ impl Pass {
                 examined += 1;
                 if k.len() == 10 {
                     let version = keys::be_u64(&k[2..10]);
-                    let meta = store.db.get(&keys::meta_key(db, it.value())).ok().flatten();
+                    let meta = store.db.get(keys::meta_key(db, it.value())).ok().flatten();
                     if is_dead(version, meta.as_deref(), now) {
                         dead.push((db, version));
                     }

@@ -2,7 +2,7 @@
 //! cursors, collections and SHALEDB.RANGE; keep them in step).
 //!
 //! ```text
-//! engine key    := meta_key | member_key | registry_key | internal_key
+//! engine key    := meta_key | member_key | registry_key
 //! meta_key      := db:u8 0x00 user_key                  one per Redis key, whatever its type
 //! member_key    := db:u8 0x01 version:u64be sub:u8 member_part
 //! registry_key  := db:u8 0x02 version:u64be              -> user_key: every collection version that may
@@ -11,8 +11,8 @@
 //! head          := type:u4 (0x80 if expire_at_ms follows) (low nibble = type)
 //! type          := 0x1 string | 0x2 hash | 0x3 list | 0x4 set | 0x5 zset | 0x6 stream   (frozen)
 //! payload       := the string's bytes (type string) | coll_header (other types)
-//! coll_header   := version:u64be size:u64be extra      extra: per type (list: head:u64be tail:u64be)
-//! sub           := 0x00 member record | 0x01 zset score index | 0x02.. per type
+//! coll_header   := version:u64be size:u64be extra       extra: per type (see the type's section)
+//! sub           := 0x00 member record | 0x01 zset score index | 0x02.. per type            (frozen)
 //! ```
 //!
 //! One engine key per Redis key, holding the type and the expiry, makes `TYPE`, `EXISTS`, `TTL` and the
@@ -336,6 +336,14 @@ pub fn sortable_to_score(b: [u8; 8]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn grammar_matches_docs() {
+        shaledb_testkit::grammar::assert_module_grammar_in_doc(
+            include_str!("keys.rs"),
+            include_str!("../../../docs/format/server-keys.md"),
+        );
+    }
 
     #[test]
     fn round_trip_with_and_without_expiry() {

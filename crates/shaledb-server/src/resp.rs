@@ -574,7 +574,7 @@ pub fn fuzz_requests(data: &[u8]) {
 
 /// Parses `input` fed in pieces of `sizes` (cycled; all at once when empty): every request parsed, then the
 /// protocol error if one stopped it, and whether the input ended inside a request. Asserts the memory bounds.
-#[allow(clippy::type_complexity)]
+#[allow(clippy::type_complexity)] // A test helper's one result: (requests, error, ended inside a request).
 fn parse_in_pieces(
     limits: Limits,
     input: &[u8],

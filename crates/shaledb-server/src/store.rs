@@ -424,7 +424,7 @@ impl<'a> WriteCtx<'a> {
         for db in 0..keys::DATABASES {
             let lower = vec![db, keys::KIND_REGISTRY];
             let upper = vec![db, keys::KIND_REGISTRY + 1];
-            let mut it = self.db.iter(ReadOptions {
+            let mut it = self.db.cursor_opt(&ReadOptions {
                 iterate_lower_bound: Some(lower),
                 iterate_upper_bound: Some(upper),
                 ..ReadOptions::default()
@@ -474,7 +474,7 @@ impl<'a> WriteCtx<'a> {
                 None => self.batch.delete(k),
             };
         }
-        let r = self.db.write(&self.batch, &WriteOptions { sync, ..Default::default() });
+        let r = self.db.write_opt(&WriteOptions { sync, ..Default::default() }, &self.batch);
         self.batch.clear();
         self.pending.clear();
         self.pending_bytes = 0;
@@ -562,9 +562,9 @@ impl<'a> WriteCtx<'a> {
 
     /// An engine iterator that does NOT see this group's pending writes: for FLUSHDB's steps, which apply
     /// the pending writes between steps themselves. Everything else reads with [`WriteCtx::view`].
-    pub fn iter_applied(&mut self, opts: ReadOptions) -> shaledb::DbIterator {
+    pub fn iter_applied(&mut self, opts: ReadOptions) -> shaledb::Cursor {
         self.apply_pending();
-        self.db.iter(opts)
+        self.db.cursor_opt(&opts)
     }
 
     /// The live meta value of `user_key` in the current database: `(meta, stored)`, or `None` if missing or
@@ -895,7 +895,7 @@ impl<'a> ReadCtx<'a> {
     /// writes merged in (a pending delete hides the engine's entry). Errors end the iteration with an
     /// `Err` item.
     pub fn scan(&self, lower: &[u8], upper: &[u8], reverse: bool) -> Scan<'a> {
-        let mut it = self.db.iter(ReadOptions {
+        let mut it = self.db.cursor_opt(&ReadOptions {
             iterate_lower_bound: Some(lower.to_vec()),
             iterate_upper_bound: Some(upper.to_vec()),
             fill_cache: true,
@@ -960,7 +960,7 @@ impl ReadCtx<'_> {
         let mut lower = prefix.to_vec();
         lower.extend_from_slice(from);
         let upper = keys::prefix_end(&prefix).unwrap_or_default();
-        let mut it = self.db.iter(ReadOptions {
+        let mut it = self.db.cursor_opt(&ReadOptions {
             iterate_lower_bound: Some(lower.clone()),
             iterate_upper_bound: Some(upper),
             fill_cache: true,
@@ -979,7 +979,7 @@ impl ReadCtx<'_> {
 
 /// A merged, bounded scan: see [`ReadCtx::scan`].
 pub struct Scan<'a> {
-    it: shaledb::DbIterator,
+    it: shaledb::Cursor,
     pending: Option<std::collections::btree_map::Range<'a, Vec<u8>, Option<Vec<u8>>>>,
     reverse: bool,
     /// The next pending entry not yet merged.

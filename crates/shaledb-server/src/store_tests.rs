@@ -137,7 +137,7 @@ fn members_start_at_a_part_in_both_directions() {
     assert_eq!(ctx.finish(false), Ok(false));
     let r = ReadCtx::new(&db, 0, now_ms());
     let p = r.pinned();
-    db.put(&keys::member_key(0, c.version, keys::SUB_MEMBER, b"m0"), b"late").unwrap();
+    db.put(keys::member_key(0, c.version, keys::SUB_MEMBER, b"m0"), b"late").unwrap();
     assert_eq!(parts(p.members(&c, keys::SUB_MEMBER, None, false)), ["m1", "m2", "m3", "m4"]);
     assert_eq!(parts(r.members(&c, keys::SUB_MEMBER, None, false)), ["m0", "m1", "m2", "m3", "m4"]);
     assert_eq!(p.get_coll(b"h", Type::Hash).unwrap(), Some(c.clone()));
@@ -173,7 +173,7 @@ fn versions_are_never_reused_after_a_restart() {
     assert!(seen.iter().all(|&v| c.version > v), "{} after {seen:?}", c.version);
     // The registry records were written with the collections.
     for (db_index, v) in [0u8, 3, 15].into_iter().zip(&seen) {
-        assert_eq!(db.get(&keys::registry_key(db_index, *v)).unwrap().as_deref(), Some(&b"k"[..]));
+        assert_eq!(db.get(keys::registry_key(db_index, *v)).unwrap().as_deref(), Some(&b"k"[..]));
     }
 }
 

@@ -17,7 +17,7 @@
 //! value that was not), and the scans see keys in strict order. A hang is caught by libFuzzer's timeout and
 //! an allocation sized by a decoded length by its `-rss_limit_mb`/`-malloc_limit_mb`.
 
-use shaledb::{Db, Options, ReadOptions, WalRecoveryMode, WriteOptions};
+use shaledb::{Db, Options, WalRecoveryMode, WriteOptions};
 use shaledb_vfs::MemFs;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -158,7 +158,7 @@ fn open_and_read(base: &Base, fs: &MemFs, mode: WalRecoveryMode) {
     }
     // Scans: at most one step per key written plus one (a scan that runs on is a bug, not damage).
     let limit = KEYS + 1;
-    let mut it = db.iter(ReadOptions::default());
+    let mut it = db.cursor();
     it.seek_to_first();
     let mut last: Option<Vec<u8>> = None;
     let mut steps = 0;
@@ -240,7 +240,7 @@ mod tests {
         let base = base().expect("build");
         let (fs, mode) = mutate(base, &[0, 3 << 2, 0, 0, 0, 0]); // xor with nothing: unchanged
         let db = Db::open(DIR, options(&fs, mode)).expect("open");
-        let found = (0..KEYS).filter(|&i| db.get(&key(i)).expect("get").is_some()).count();
+        let found = (0..KEYS).filter(|&i| db.get(key(i)).expect("get").is_some()).count();
         assert!(found > KEYS / 2, "{found} keys");
         database(&[]);
     }

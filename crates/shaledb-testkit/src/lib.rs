@@ -1,7 +1,8 @@
 //! Dev-only helpers for ShaleDB's tests: temporary directories, seeded randomness that replays from an
 //! environment variable, random keys and values that collide often, a `BTreeMap` oracle ([`Model`]), the
 //! crash oracle ([`history::History`]: is a recovered state a prefix of the acknowledged writes?), random
-//! write workloads run against the engine ([`workload`]), the db_stress-like driver behind `shaledb stress`
+//! write workloads run against the engine ([`workload`]), the grammar-matches-docs check of every format
+//! ([`grammar`]), the frozen fixture database ([`fixture`]), the db_stress-like driver behind `shaledb stress`
 //! and the kill-loop test ([`stress`]), and the fuzz drivers of every decoder ([`fuzz`]).
 //!
 //! Replaying a failure: every test that draws its seed with [`seed_from_env`] prints it on stderr (shown when
@@ -11,8 +12,10 @@
 #![deny(missing_docs)]
 
 mod datagen;
+pub mod fixture;
 pub mod fuzz;
 pub mod fuzz_db;
+pub mod grammar;
 pub mod history;
 mod model;
 pub mod stress;

@@ -86,7 +86,7 @@ pub fn submit(db: &Db, w: &Write) -> shaledb::Result<()> {
                     Mutation::Merge { key, operand } => b.merge(key, operand),
                 };
             }
-            db.write(&b, &opts)
+            db.write_opt(&opts, &b)
         }
     }
 }
@@ -99,7 +99,7 @@ pub fn read_all(db: &Db) -> shaledb::Result<Model> {
 /// [`read_all`] with read options (a snapshot, checksum choices).
 pub fn read_all_with(db: &Db, opts: ReadOptions) -> shaledb::Result<Model> {
     let mut m = Model::new();
-    for item in db.range(opts, ..) {
+    for item in db.iter_opt(&opts) {
         let (k, v) = item?;
         m.put(&k, &v);
     }

@@ -1,5 +1,6 @@
 //! The one error type of ShaleDB. Every crate of the workspace returns it, the engine re-exports it.
 
+use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -8,23 +9,25 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong in ShaleDB.
 ///
-/// `Display` is for humans; match on the variants (or use the `is_*` helpers) in code.
-#[derive(Debug, Clone, thiserror::Error)]
+/// `Display` is for humans and complete: it includes the cause (the operating system's message, the failure
+/// that made the database read-only), so `{e}` alone says everything. For that reason no variant returns its
+/// cause from [`std::error::Error::source`] too: a reporter that walks the chain (anyhow's `{e:#}`) would print
+/// the cause twice (the issue-10 CLI message `...: Not a directory (os error 20): Not a directory (os error
+/// 20)`). The cause stays reachable as a field (`Error::Io { source, .. }`). Match on the variants (or use the
+/// `is_*` helpers) in code.
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Error {
     /// An operating-system I/O call failed.
-    #[error("I/O error during {op} on {}: {source}", path.display())]
     Io {
         /// What we were doing (`"open"`, `"write"`, `"fsync"`, `"rename"`, ...).
         op: &'static str,
         /// The file or directory concerned.
         path: PathBuf,
         /// The operating system's error.
-        #[source]
         source: Arc<std::io::Error>,
     },
     /// Stored data failed a checksum or format check. Never returned as a value.
-    #[error("corruption in {} at offset {offset}: {what}", file.display())]
     Corruption {
         /// The file holding the bad bytes (may be empty for in-memory data such as a write batch).
         file: PathBuf,
@@ -34,24 +37,38 @@ pub enum Error {
         what: String,
     },
     /// The caller passed something invalid (an option out of range, a malformed argument).
-    #[error("invalid argument: {0}")]
     InvalidArgument(String),
     /// A resource is held by someone else (the LOCK file of a database already open).
-    #[error("busy: {0}")]
     Busy(String),
     /// The database refuses writes: a write, fsync or background job failed earlier. Sticky until reopen.
-    #[error("database is read-only after an earlier failure: {cause}")]
     ReadOnly {
         /// The failure that made the database read-only.
         cause: Arc<Error>,
     },
     /// The request is valid but this build or configuration does not support it.
-    #[error("not supported: {0}")]
     NotSupported(String),
     /// The database was closed (or is closing) and accepts no more work.
-    #[error("database is closed")]
     Closed,
 }
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { op, path, source } => write!(f, "I/O error during {op} on {}: {source}", path.display()),
+            Error::Corruption { file, offset, what } => {
+                write!(f, "corruption in {} at offset {offset}: {what}", file.display())
+            }
+            Error::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
+            Error::Busy(m) => write!(f, "busy: {m}"),
+            Error::ReadOnly { cause } => write!(f, "database is read-only after an earlier failure: {cause}"),
+            Error::NotSupported(m) => write!(f, "not supported: {m}"),
+            Error::Closed => f.write_str("database is closed"),
+        }
+    }
+}
+
+/// `source()` is `None` for every variant: `Display` already includes the cause (see [`Error`]).
+impl std::error::Error for Error {}
 
 impl Error {
     /// Builds an [`Error::Io`].
@@ -116,5 +133,25 @@ impl Error {
             }
             other => other,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 10: `Display` holds the OS message and `source()` does not return it again, so a reporter that
+    /// prints the chain (`{e:#}`) names the cause once.
+    #[test]
+    fn display_includes_the_cause_and_the_chain_does_not_repeat_it() {
+        let os = std::io::Error::from_raw_os_error(libc::ENOTDIR);
+        let os_text = os.to_string();
+        let e = Error::io("open lock", "/a/LOCK", os);
+        let text = e.to_string();
+        assert!(text.contains(&os_text), "{text}");
+        assert!(std::error::Error::source(&e).is_none());
+        let ro = Error::ReadOnly { cause: Arc::new(e) };
+        assert_eq!(ro.to_string().matches(&os_text).count(), 1, "{ro}");
+        assert!(std::error::Error::source(&ro).is_none());
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! `cargo run --release -p shaledb --example quickstart [-- N]`
 
-use shaledb::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use shaledb::{Db, Options, WriteBatch};
 use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -20,13 +20,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for i in 0..n {
         batch.put(format!("key{i:010}").as_bytes(), format!("value-{i}").as_bytes());
         if batch.count() == 100 {
-            db.write(&batch, &WriteOptions::default())?;
+            db.write(&batch)?;
             batch.clear();
         }
     }
-    db.write(&batch, &WriteOptions::default())?;
-    db.merge(b"counter", &5u64.to_le_bytes())?;
-    db.merge(b"counter", &7u64.to_le_bytes())?;
+    db.write(&batch)?;
+    db.merge(b"counter", 5u64.to_le_bytes())?;
+    db.merge(b"counter", 7u64.to_le_bytes())?;
     println!("wrote {n} keys in {:.2?}", start.elapsed());
 
     let start = Instant::now();
@@ -41,7 +41,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let db = Db::open(dir.path(), opts)?;
     let counter = db.get(b"counter")?.map(|v| u64::from_le_bytes(v.try_into().unwrap_or([0; 8])));
-    let scanned = db.range(ReadOptions::default(), b"key0000000100".as_slice()..b"key0000000200".as_slice()).count();
+    let scanned = db.range(b"key0000000100"..b"key0000000200").count();
     println!("after reopen: counter = {counter:?}, {scanned} keys in [key0000000100, key0000000200)");
     db.compact_range(None, None)?;
     println!("{}", db.property("shaledb.stats").unwrap_or_default());

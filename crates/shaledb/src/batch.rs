@@ -2,13 +2,22 @@
 
 use shaledb_format::batch::BatchRep;
 
-/// A group of updates applied all together or not at all.
+/// A group of updates applied all together or not at all by [`crate::Db::write`]. Keys, values and operands
+/// are anything `AsRef<[u8]>`, as for [`crate::Db::put`]; the calls chain.
 ///
 /// ```
-/// let mut b = shaledb::WriteBatch::new();
-/// b.put(b"a", b"1");
-/// b.delete(b"b");
-/// assert_eq!(b.count(), 2);
+/// use shaledb::WriteBatch;
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+/// let mut batch = WriteBatch::new();
+/// batch.put(b"a", b"1").put("b", "2").delete("c");
+/// assert_eq!(batch.count(), 3);
+/// db.write(&batch)?;
+/// assert_eq!(db.get("b")?, Some(b"2".to_vec()));
+///
+/// batch.clear(); // reuse the allocation
+/// assert!(batch.is_empty());
+/// # Ok::<(), shaledb::Error>(())
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WriteBatch {
@@ -27,20 +36,33 @@ impl WriteBatch {
     }
 
     /// Sets `key` to `value`.
-    pub fn put(&mut self, key: &[u8], value: &[u8]) -> &mut Self {
-        self.rep.put(key, value);
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
+        self.rep.put(key.as_ref(), value.as_ref());
         self
     }
 
     /// Removes `key`.
-    pub fn delete(&mut self, key: &[u8]) -> &mut Self {
-        self.rep.delete(key);
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
+        self.rep.delete(key.as_ref());
         self
     }
 
-    /// Records a merge operand for `key` (needs `Options::merge_operator`).
-    pub fn merge(&mut self, key: &[u8], operand: &[u8]) -> &mut Self {
-        self.rep.merge(key, operand);
+    /// Records a merge operand for `key` (the database needs `Options::merge_operator`, or
+    /// [`crate::Db::write`] refuses the batch).
+    ///
+    /// ```
+    /// use shaledb::{merge, Db, Options, WriteBatch};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path();
+    /// let db = Db::open(path, Options { merge_operator: merge::builtin("stringappend"), ..Options::default() })?;
+    /// let mut batch = WriteBatch::new();
+    /// batch.put("log", "a").merge("log", "b");
+    /// db.write(&batch)?;
+    /// assert_eq!(db.get("log")?, Some(b"a,b".to_vec()));
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> &mut Self {
+        self.rep.merge(key.as_ref(), operand.as_ref());
         self
     }
 

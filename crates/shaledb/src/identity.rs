@@ -51,6 +51,31 @@ pub(crate) fn read(fs: &dyn Fs, dir: &Path) -> Result<Option<DbId>> {
 }
 
 /// Writes the IDENTITY file atomically (temp file `temp_number`, fsync, rename, directory fsync).
+/// The database's identity from what the MANIFEST records (`manifest`, in `MANIFEST-manifest_number`) and
+/// what IDENTITY holds (`file`): the one they agree on, the one that exists, or `None` when neither does (a
+/// database from before identities). Two different identities mean files of two databases are mixed: an
+/// error naming both.
+pub(crate) fn reconcile(
+    dir: &Path,
+    manifest: Option<DbId>,
+    manifest_number: u64,
+    file: Option<DbId>,
+) -> Result<Option<DbId>> {
+    match (manifest, file) {
+        (Some(m), Some(f)) if m != f => Err(Error::corruption(
+            filenames::identity(dir),
+            0,
+            format!(
+                "IDENTITY holds {} but MANIFEST-{:06} records {}: files of two databases are mixed",
+                to_hex(&f),
+                manifest_number,
+                to_hex(&m)
+            ),
+        )),
+        (m, f) => Ok(m.or(f)),
+    }
+}
+
 pub(crate) fn write(fs: &dyn Fs, dir: &Path, id: &DbId, temp_number: u64) -> Result<()> {
     let contents = format!("{}\n", to_hex(id));
     crate::version_set::replace_file(fs, dir, &filenames::identity(dir), contents.as_bytes(), temp_number)

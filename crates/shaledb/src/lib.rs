@@ -1,13 +1,31 @@
 //! ShaleDB: a durable, concurrent LSM-tree key-value storage engine.
 //!
-//! ```no_run
-//! use shaledb::{Db, Options};
-//! let db = Db::open("/tmp/shaledb-example", Options::default())?;
+//! ```
+//! use shaledb::{Db, Options, WriteBatch};
+//!
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let path = dir.path();
+//! let db = Db::open(path, Options::default())?;
 //! db.put(b"key", b"value")?;
 //! assert_eq!(db.get(b"key")?.as_deref(), Some(&b"value"[..]));
+//!
+//! let mut batch = WriteBatch::new(); // applied all together or not at all
+//! batch.put("user:1", "ada").put("user:2", "grace").delete("key");
+//! db.write(&batch)?;
+//!
+//! for entry in db.prefix("user:") {
+//!     let (key, value) = entry?;
+//!     println!("{} = {}", String::from_utf8_lossy(&key), String::from_utf8_lossy(&value));
+//! }
 //! db.close()?;
 //! # Ok::<(), shaledb::Error>(())
 //! ```
+//!
+//! Reads: [`Db::get`]; [`Db::iter`], [`Db::range`] and [`Db::prefix`] return a Rust [`Iterator`] of
+//! `Result<(key, value)>` (double-ended: `.rev()` walks backwards); [`Db::cursor`] returns a [`Cursor`]
+//! (RocksDB's `Iterator`: seek, next, prev) for seek-heavy work. Every method has a `_opt` form that takes
+//! its options first, as RocksDB's C++ API does: `get_opt(&ReadOptions, key)`, `range_opt(&ReadOptions,
+//! range)`, `put_opt(&WriteOptions, key, value)`, `write_opt(&WriteOptions, &batch)`.
 //!
 //! See ARCHITECTURE.md for the path of a write and of a read, the threads and the lock order, and
 //! docs/durability.md for what survives which crash.
@@ -35,10 +53,15 @@ mod version_set;
 
 pub use batch::WriteBatch;
 pub use db::{destroy, destroy_with, Db};
-pub use iter::{DbIterator, Range};
+pub use iter::{Cursor, Iter, KeyRange};
 pub use options::{Options, ReadOptions, WalRecoveryMode, WriteOptions};
 pub use repair::{repair, RepairReport};
 pub use shaledb_format::compress::CompressionType;
 pub use shaledb_vfs::{Error, Fs, PosixFs, Result};
 pub use snapshot::Snapshot;
-pub use stats::{CompactionStats, LevelStats, Statistics};
+pub use stats::{CompactionStats, Histogram, LevelStats, Statistics};
+
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+mod readme {}

@@ -9,7 +9,9 @@ use std::sync::Arc;
 /// Combines merge operands. Implementations must be deterministic and associative in the way
 /// `partial_merge` promises, because compaction may combine operands in any grouping.
 pub trait MergeOperator: Send + Sync + std::fmt::Debug {
-    /// Name recorded in the database's options; RocksDB's names for the built-ins.
+    /// The operator's name, used in error messages and `Debug` output; RocksDB's names for the built-ins. It is
+    /// not stored in the database (ShaleDB writes no OPTIONS file), so opening a database with another
+    /// operator than the one that wrote its operands is not detected.
     fn name(&self) -> &str;
 
     /// Combines `existing` (the value below the operands, if any) with `operands`, oldest first.

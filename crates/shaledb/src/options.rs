@@ -27,9 +27,11 @@ pub struct Options {
     pub create_if_missing: bool,
     /// Fail the open when a database already exists. Default: `false`.
     pub error_if_exists: bool,
-    /// Check every block read during recovery and compaction and fail on damage instead of skipping, and at
-    /// open check that every live table the MANIFEST names exists with its recorded size (refusing to open,
-    /// naming each missing, empty or resized file, rather than failing at the first read). Default: `true`.
+    /// At open, check that every live table the MANIFEST names exists with its recorded size (refusing to open,
+    /// naming each missing, empty or resized file, rather than failing at the first read); and verify the
+    /// checksum of every block compaction reads (a damaged block fails the compaction instead of being
+    /// rewritten). User reads verify checksums as `ReadOptions::verify_checksums` says, whatever this is; WAL
+    /// recovery follows `wal_recovery_mode`. Default: `true`.
     pub paranoid_checks: bool,
     /// Bytes a memtable may hold before it is switched for a new one and flushed. Default: 64 MiB.
     pub write_buffer_size: usize,
@@ -55,7 +57,9 @@ pub struct Options {
     pub target_file_size_base: u64,
     /// Growth of `target_file_size_base` per level below L1. Default: 1.
     pub target_file_size_multiplier: u64,
-    /// Background threads for flushes and compactions together (at least 2: one flush, one compaction).
+    /// Background threads for flushes and compactions together, at least 1. With 1, the one thread runs both
+    /// (a flush waits for the compaction in progress); with n >= 2, at most n - 1 compactions run at once, so
+    /// a thread is always free to flush a full memtable. Default: 2.
     /// Default: 2.
     pub max_background_jobs: usize,
     /// Write rate (bytes/s) while writes are slowed down. Default: 16 MiB/s.
@@ -85,7 +89,9 @@ pub struct Options {
     /// Cache index and filter blocks in the block cache instead of pinning them in memory for each open
     /// table. Default: `false` (pinned).
     pub cache_index_and_filter_blocks: bool,
-    /// Tables kept open at once; -1 keeps all open. Default: -1.
+    /// Files kept open at once, RocksDB's meaning: 10 of them are kept for the WAL, the MANIFEST and others,
+    /// the rest (at least 6) for tables; -1 keeps every table open (up to 1,048,576). Values 0 to 15 are
+    /// refused. Default: -1.
     pub max_open_files: i32,
     /// Read table files (SSTs) with `O_DIRECT`, bypassing the OS page cache (RocksDB `use_direct_reads`):
     /// every read is rounded out to 4 KiB into an aligned buffer. Point lookups then read one block per

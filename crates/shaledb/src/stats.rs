@@ -4,7 +4,108 @@
 
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::OnceLock;
 use std::time::Instant;
+
+/// A distribution of values in RocksDB's histogram buckets (upper bounds 1, 2, 3, 4, 6, 10, 15, 22, ...:
+/// each about 1.5x the one before, cut to two significant digits), with the exact count, sum, minimum and
+/// maximum. Percentiles interpolate within a bucket and stay within the recorded minimum and maximum, as
+/// RocksDB's `HistogramStat::Percentile` does.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Histogram {
+    count: u64,
+    sum: u64,
+    min: u64,
+    max: u64,
+    /// Values per bucket; empty until the first value.
+    buckets: Vec<u64>,
+}
+
+/// Upper bounds (inclusive) of the buckets, RocksDB's: 1, 2, then each about 1.5x the previous, rounded down
+/// to two significant digits. Shared with the bench's latency histograms, which print in the same buckets.
+pub fn bucket_limits() -> &'static [u64] {
+    static LIMITS: OnceLock<Vec<u64>> = OnceLock::new();
+    LIMITS.get_or_init(|| {
+        let mut v = vec![1u64, 2];
+        let mut val = 2.0f64;
+        loop {
+            val *= 1.5;
+            if val > u64::MAX as f64 {
+                break;
+            }
+            let mut b = val as u64;
+            let mut pow = 1u64;
+            while b / 10 > 10 {
+                b /= 10;
+                pow *= 10;
+            }
+            v.push(b * pow);
+        }
+        v.push(u64::MAX);
+        v
+    })
+}
+
+impl Histogram {
+    /// Records one value.
+    pub fn record(&mut self, v: u64) {
+        let limits = bucket_limits();
+        if self.buckets.is_empty() {
+            self.buckets = vec![0; limits.len()];
+            self.min = v;
+        }
+        let i = limits.partition_point(|&l| l < v).min(limits.len() - 1);
+        if let Some(b) = self.buckets.get_mut(i) {
+            *b += 1;
+        }
+        self.count += 1;
+        self.sum = self.sum.saturating_add(v);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+
+    /// Values recorded.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Their sum.
+    pub fn sum(&self) -> u64 {
+        self.sum
+    }
+
+    /// The smallest (0 when empty).
+    pub fn min(&self) -> u64 {
+        self.min
+    }
+
+    /// The largest (0 when empty).
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// The `p`-th percentile (0..=100): linear within its bucket, clamped to `[min, max]`; 0 when empty.
+    pub fn percentile(&self, p: f64) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let limits = bucket_limits();
+        let threshold = self.count as f64 * (p.clamp(0.0, 100.0) / 100.0);
+        let mut cumulative = 0u64;
+        for (i, &n) in self.buckets.iter().enumerate() {
+            cumulative += n;
+            if cumulative as f64 >= threshold && n > 0 {
+                let left = if i == 0 { 0 } else { limits.get(i - 1).copied().unwrap_or(0) };
+                let right = limits.get(i).copied().unwrap_or(u64::MAX);
+                let before = (cumulative - n) as f64;
+                let pos = ((threshold - before) / n as f64).clamp(0.0, 1.0);
+                let r = left as f64 + (right as f64 - left as f64) * pos;
+                return r.clamp(self.min as f64, self.max as f64);
+            }
+        }
+        self.max as f64
+    }
+}
 
 /// Compaction figures of one level (flushes count as compactions into L0), as RocksDB's Compaction Stats
 /// table shows them. Attributed to the *output* level.
@@ -132,6 +233,13 @@ pub struct Statistics {
     pub pending_compaction_bytes: u64,
     /// Bytes held by memtables.
     pub memtable_bytes: u64,
+    /// Wall time of each compaction job, microseconds (RocksDB's `rocksdb.compaction.times.micros`; trivial
+    /// moves, which rewrite nothing, are not jobs here, as in RocksDB).
+    pub compaction_times: Histogram,
+    /// CPU time of each compaction job, microseconds (`rocksdb.compaction.times.cpu_micros`).
+    pub compaction_cpu_times: Histogram,
+    /// Wall time of each memtable flush, microseconds (`rocksdb.db.flush.micros`).
+    pub flush_times: Histogram,
 }
 
 /// Hot-path counters.
@@ -156,6 +264,11 @@ pub(crate) struct Counters {
     pub(crate) memtable_hits: AtomicU64,
     /// Per output level.
     pub(crate) compaction: Mutex<Vec<CompactionStats>>,
+    /// The sample the previous `stats` report was made from: its `Interval` lines cover what happened since
+    /// (RocksDB keeps the same snapshot for its DB Stats).
+    pub(crate) last_report: Mutex<Option<Statistics>>,
+    /// Per-job times: compaction wall and CPU, flush wall.
+    pub(crate) job_times: Mutex<[Histogram; 3]>,
 }
 
 impl Counters {
@@ -179,6 +292,8 @@ impl Counters {
             gets_found: AtomicU64::new(0),
             memtable_hits: AtomicU64::new(0),
             compaction: Mutex::new(vec![CompactionStats::default(); num_levels]),
+            last_report: Mutex::new(None),
+            job_times: Mutex::new(Default::default()),
         }
     }
 
@@ -187,9 +302,56 @@ impl Counters {
         c.fetch_add(n, Relaxed);
     }
 
+    /// Keeps `now` as the sample of the latest `stats` report and returns the one before it.
+    pub(crate) fn swap_report_sample(&self, now: Statistics) -> Option<Statistics> {
+        self.last_report.lock().replace(now)
+    }
+
+    /// Records the times of one compaction job (`s` its figures).
+    pub(crate) fn record_compaction_job(&self, s: &CompactionStats) {
+        let mut t = self.job_times.lock();
+        t[0].record(s.micros);
+        t[1].record(s.cpu_micros);
+    }
+
+    /// Records the time of one flush.
+    pub(crate) fn record_flush_job(&self, s: &CompactionStats) {
+        self.job_times.lock()[2].record(s.micros);
+    }
+
     pub(crate) fn record_compaction(&self, output_level: usize, s: &CompactionStats) {
         if let Some(slot) = self.compaction.lock().get_mut(output_level) {
             slot.add(s);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_and_percentiles_follow_rocksdb() {
+        assert_eq!(&bucket_limits()[..12], &[1, 2, 3, 4, 6, 10, 15, 22, 34, 51, 76, 110]);
+        let mut h = Histogram::default();
+        assert_eq!((h.count(), h.percentile(50.0)), (0, 0.0));
+        for v in 1..=100u64 {
+            h.record(v);
+        }
+        assert_eq!((h.count(), h.sum(), h.min(), h.max()), (100, 5050, 1, 100));
+        // The 50th value is the 16th of the 17 in the (34, 51] bucket: 34 + 17 * 16/17.
+        assert!((h.percentile(50.0) - 50.0).abs() < 1e-9, "{}", h.percentile(50.0));
+        let p99 = h.percentile(99.0);
+        assert!(p99 > 76.0 && p99 <= 100.0, "{p99}");
+        // Never above the largest value, never below the smallest.
+        assert_eq!(h.percentile(100.0), 100.0);
+        let mut one = Histogram::default();
+        one.record(1_000_000);
+        for p in [0.0, 50.0, 95.0, 99.0, 100.0] {
+            assert_eq!(one.percentile(p), 1_000_000.0, "p{p}");
+        }
+        one.record(u64::MAX);
+        assert_eq!(one.max(), u64::MAX);
+        assert_eq!(one.sum(), u64::MAX);
     }
 }

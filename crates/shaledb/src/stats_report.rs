@@ -141,7 +141,6 @@ fn rate(bytes: u64, secs: f64) -> f64 {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn row(out: &mut String, name: &str, files: u64, busy: u64, bytes: u64, score: f64, c: &CompactionStats, w_amp: f64) {
     let rn = c.bytes_read_input_level as f64 / GB;
     let rnp1 = c.bytes_read_output_level as f64 / GB;
@@ -369,6 +368,35 @@ mod tests {
         assert_eq!(human_count(10_000), "10K");
         assert_eq!(human_count(12_345_678), "12M");
         assert_eq!(hms(0), "00:00:0.000");
+    }
+
+    /// The `Interval` lines of the `stats` property cover what happened since the previous call, not since open.
+    #[test]
+    fn second_stats_report_shows_only_the_interval() {
+        use crate::{Db, Options};
+        let fs = std::sync::Arc::new(shaledb_vfs::MemFs::new());
+        let db = Db::open("/db", Options { fs, ..Options::default() }).unwrap();
+        for i in 0..30u32 {
+            db.put(format!("k{i:03}").as_bytes(), b"v").unwrap();
+        }
+        let first = db.property("rocksdb.stats").unwrap();
+        // The first report's interval is the whole uptime.
+        assert_eq!(line(&first, "Cumulative writes")[2], "30");
+        assert_eq!(line(&first, "Interval writes")[2], "30");
+        for i in 0..12u32 {
+            db.put(format!("j{i:03}").as_bytes(), b"v").unwrap();
+        }
+        let second = db.property("shaledb.stats").unwrap();
+        assert_eq!(line(&second, "Cumulative writes")[2], "42");
+        assert_eq!(line(&second, "Interval writes")[2], "12", "{second}");
+        assert_eq!(line(&second, "Interval WAL")[2], "12", "{second}");
+        // `levelstats` and `statistics()` do not move the interval.
+        db.property("shaledb.levelstats").unwrap();
+        db.statistics();
+        db.put(b"last", b"v").unwrap();
+        let third = db.property("shaledb.stats").unwrap();
+        assert_eq!(line(&third, "Interval writes")[2], "1", "{third}");
+        db.close().unwrap();
     }
 
     #[test]

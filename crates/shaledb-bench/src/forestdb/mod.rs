@@ -21,14 +21,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use steps::StepSpec;
 
-/// The two shapes of the seed's runs.
+/// The two shapes of the published ForestDB benchmark runs.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Variant {
-    /// The database is smaller than the block cache (the seed's 56M-document runs with a ~100 GB cache).
+    /// The database is smaller than the block cache (as the published 56M-document runs with a ~100 GB cache).
     Cached,
     /// The database is several times larger than the block cache and table files are read with O_DIRECT
-    /// (the seed's 600M and 2B-document runs with 8 and 32 GB caches).
+    /// (as the published 600M and 2B-document runs with 8 and 32 GB caches).
     Iobound,
 }
 
@@ -82,7 +82,7 @@ pub struct ForestdbArgs {
     /// Documents loaded (keys ~32 bytes, values ~512 bytes).
     #[arg(long, default_value_t = 2_000_000)]
     pub docs: u64,
-    /// Threads of the `.n` steps (the seed's N: 10 and 20 on 24 hardware threads); default: the machine's
+    /// Threads of the `.n` steps (the published runs used 10 and 20 on 24 hardware threads); default: the machine's
     /// available parallelism, at least 2.
     #[arg(long)]
     pub threads: Option<usize>,
@@ -112,11 +112,11 @@ pub struct ForestdbArgs {
     #[arg(long, value_delimiter = ',')]
     pub cache_size: Vec<u64>,
     /// Read table files with O_DIRECT in the iobound variant (the cached variant reads through the page
-    /// cache, as the seed's runs did); an engine that cannot is an error (use --use_direct_reads=0).
+    /// cache, as the published runs did); an engine that cannot is an error (use --use_direct_reads=0).
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
           value_parser = crate::flags::parse_bool)]
     pub use_direct_reads: bool,
-    /// Steps to run (comma-separated names), always in the seed's order; default all. Steps after `load`
+    /// Steps to run (comma-separated names), always in the benchmark's order; default all. Steps after `load`
     /// need it (the database is loaded fresh per engine and variant).
     #[arg(long, value_delimiter = ',')]
     pub steps: Vec<String>,

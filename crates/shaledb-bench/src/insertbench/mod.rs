@@ -500,7 +500,6 @@ fn add_stats(a: &mut SessionStats, b: &SessionStats) {
 
 /// One load thread: takes `rows_per_commit` ids at a time from the shared auto-increment until `rows` ids are
 /// taken, inserting each batch with [`Session::insert_many`].
-#[allow(clippy::too_many_arguments)]
 fn load_thread<E: Engine>(
     engine: &E,
     t: &Table,
@@ -538,7 +537,6 @@ fn load_thread<E: Engine>(
     Ok(s.stats())
 }
 
-#[allow(clippy::too_many_arguments)]
 fn load_step<E: Engine>(
     engine: &E,
     t: &Table,
@@ -654,7 +652,6 @@ fn monitor(
 /// slow engine shows as a rate below the target rather than as bursts. (iibench sleeps once per second
 /// after `ceil(rate / rows_per_commit)` batches of `rows_per_commit` rows, which sends 1000 rows/s when asked
 /// for 100 with its default batch of 1000.)
-#[allow(clippy::too_many_arguments)]
 fn rate_inserter<E: Engine>(
     engine: &E,
     t: &Table,
@@ -713,7 +710,6 @@ struct QueryTotals {
 /// `i % 3`), from a random start in the index's first column, `--rows_per_query` entries each, as iibench's
 /// `generate_market_query` (price >= p), `generate_register_query` (cashregisterid > c) and
 /// `generate_pdc_query` (price >= p) ask.
-#[allow(clippy::too_many_arguments)]
 fn query_thread<E: Engine>(
     engine: &E,
     t: &Table,
@@ -750,7 +746,6 @@ fn query_thread<E: Engine>(
     Ok(tot)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn query_step<E: Engine>(
     engine: &E,
     t: &Table,

@@ -297,7 +297,7 @@ fn run_workload(f: &RespFlags, addr: SocketAddr, plan: Plan) -> Result<RespResul
         _ => format!("({requests} requests)"),
     };
     let mut bench = BenchResult::from_merged(workload.name(), clients, &merged);
-    bench.timeline = rec.ticks(merged.elapsed);
+    bench.timeline = rec.ticks(merged.window);
     bench.tick_secs = rec.tick_secs();
     let all = merged.hists.iter().fold(LatencyHistogram::new(), |mut a, (_, h)| {
         a.merge(h);

@@ -103,10 +103,10 @@ pub struct SysbenchArgs {
     /// advise_random_on_open=0.
     #[arg(long, default_value_t = 2 << 20)]
     pub readahead_size: usize,
-    /// Tests to run (comma-separated names), always in the seed's order; default all.
+    /// Tests to run (comma-separated names), always in sysbench's all_small.sh order; default all.
     #[arg(long, value_delimiter = ',')]
     pub tests: Vec<String>,
-    /// Values per IN-list of random-points, hot-points and update-inlist (the seed's scripts pass 100).
+    /// Values per IN-list of random-points, hot-points and update-inlist (sysbench's all_small.sh passes 100).
     #[arg(long, default_value_t = 100)]
     pub random_points: usize,
     /// Directory for the databases (one subdirectory per engine, removed after each run); default: a new
@@ -463,7 +463,6 @@ pub fn load<E: Engine>(engine: &E, tables: &[Table], table_size: i64, seed: u64,
     Ok(total)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn run_timed<E: Engine>(
     engine: &E,
     tables: &[Table],
@@ -571,7 +570,6 @@ fn add_stats(a: &mut SessionStats, b: &SessionStats) {
     a.bytes_written += b.bytes_written;
 }
 
-#[allow(clippy::too_many_arguments)]
 fn client<E: Engine>(
     engine: &E,
     tables: &[Table],

@@ -1,4 +1,24 @@
-//! Order-preserving encodings of column values (the grammar is docs/format/table.md).
+//! Order-preserving encodings of column values and the table layer's records (docs/format/table.md has the
+//! same grammar, and the reasons):
+//!
+//! ```text
+//! engine key      := pk_record_key | index_entry_key
+//! pk_record_key   := pk_id:u32be key_col{PK columns, in PK order}
+//! pk_record_value := row_field{every column not in the PK, in column order}
+//! index_entry_key := index_id:u32be key_col{index columns, in index order} key_col{PK columns, in PK order}
+//! index_entry_val := (empty)
+//!
+//! key_col         := int32_key | int64_key | uint32_key | uint64_key | char_key | varchar_key
+//! int32_key       := (value as u32 XOR 0x8000_0000):u32be            4 bytes
+//! int64_key       := (value as u64 XOR 0x8000_0000_0000_0000):u64be  8 bytes
+//! uint32_key      := value:u32be                                     4 bytes
+//! uint64_key      := value:u64be                                     8 bytes
+//! char_key        := bytes, then 0x20 up to n bytes                  CHAR(n): exactly n bytes, no terminator
+//! varchar_key     := (byte != 0x00 | 0x00 0xFF)* 0x00 0x01           VARCHAR(n): at most n bytes before escaping
+//!
+//! row_field       := int32:i32le | int64:i64le | uint32:u32le | uint64:u64le | string
+//! string          := len:varint32 byte{len}                          CHAR without its trailing spaces
+//! ```
 //!
 //! Key encodings ([`encode_key_value`]) make the bytewise (memcmp) order of encoded keys equal the order of the
 //! values, column by column, so a range of values is a range of keys:
@@ -368,6 +388,14 @@ pub fn prefix_successor(prefix: &[u8], out: &mut Vec<u8>) -> bool {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn grammar_matches_docs() {
+        shaledb_testkit::grammar::assert_module_grammar_in_doc(
+            include_str!("encoding.rs"),
+            include_str!("../../../../docs/format/table.md"),
+        );
+    }
 
     fn key(ty: ColumnType, v: &Value) -> Vec<u8> {
         let mut out = Vec::new();

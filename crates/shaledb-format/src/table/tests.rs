@@ -3,6 +3,14 @@
 
 use super::*;
 use crate::bloom::key_hash;
+
+#[test]
+fn grammar_matches_docs() {
+    shaledb_testkit::grammar::assert_module_grammar_in_doc(
+        include_str!("mod.rs"),
+        include_str!("../../../../docs/format/sst.md"),
+    );
+}
 use crate::ikey::{make_internal_key, ValueKind};
 use shaledb_vfs::{Fs, PosixFs, RandomAccessFile, ReadHints};
 use std::path::PathBuf;

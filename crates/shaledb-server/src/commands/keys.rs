@@ -605,9 +605,9 @@ fn cursors() -> &'static Mutex<Cursors> {
 }
 
 /// An iterator over the meta keys of the context's database, between two user-key bounds.
-fn meta_iter(ctx: &ReadCtx<'_>, lower: Option<&[u8]>, upper: Option<&[u8]>) -> shaledb::DbIterator {
+fn meta_iter(ctx: &ReadCtx<'_>, lower: Option<&[u8]>, upper: Option<&[u8]>) -> shaledb::Cursor {
     let db = ctx.db_index;
-    ctx.db.iter(ReadOptions {
+    ctx.db.cursor_opt(&ReadOptions {
         iterate_lower_bound: Some(lower.map_or_else(|| keys::meta_prefix(db).to_vec(), |l| keys::meta_key(db, l))),
         iterate_upper_bound: Some(upper.map_or_else(|| keys::meta_end(db).to_vec(), |u| keys::meta_key(db, u))),
         ..ReadOptions::default()
@@ -663,7 +663,7 @@ fn scan(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     };
     let upper = keys::prefix_end(&prefix).filter(|_| !prefix.is_empty());
     let mut it = meta_iter(ctx, Some(&lower), upper.as_deref());
-    it.seek(&keys::meta_key(ctx.db_index, &lower));
+    it.seek(keys::meta_key(ctx.db_index, &lower));
     let mut out = Vec::new();
     let mut examined = 0i64;
     while it.valid() && examined < count {
@@ -695,7 +695,7 @@ fn keys_cmd(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     let prefix = literal_prefix(pattern);
     let upper = keys::prefix_end(&prefix).filter(|_| !prefix.is_empty());
     let mut it = meta_iter(ctx, Some(&prefix), upper.as_deref());
-    it.seek(&keys::meta_key(ctx.db_index, &prefix));
+    it.seek(keys::meta_key(ctx.db_index, &prefix));
     let all = &pattern[..] == b"*";
     let mut out = Vec::new();
     while it.valid() {
@@ -731,7 +731,7 @@ fn randomkey(ctx: &ReadCtx<'_>, _: &Args) -> Reply {
     for _ in 0..4 {
         target.push(rand::random::<u8>());
     }
-    it.seek(&keys::meta_key(ctx.db_index, &target));
+    it.seek(keys::meta_key(ctx.db_index, &target));
     let mut wrapped = false;
     for _ in 0..4096 {
         if !it.valid() {
@@ -911,13 +911,13 @@ fn range(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
         match high {
             Bound::Max => it.seek_to_last(),
             Bound::Min => return Reply::Array(vec![]),
-            Bound::Incl(k) | Bound::Excl(k) => it.seek_for_prev(&keys::meta_key(db, k)),
+            Bound::Incl(k) | Bound::Excl(k) => it.seek_for_prev(keys::meta_key(db, k)),
         }
     } else {
         match low {
             Bound::Min => it.seek_to_first(),
             Bound::Max => return Reply::Array(vec![]),
-            Bound::Incl(k) | Bound::Excl(k) => it.seek(&keys::meta_key(db, k)),
+            Bound::Incl(k) | Bound::Excl(k) => it.seek(keys::meta_key(db, k)),
         }
     }
     let mut out = Vec::new();

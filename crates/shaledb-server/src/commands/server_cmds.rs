@@ -250,7 +250,7 @@ pub fn keyspace_scan(db: &Db, now_ms: u64) -> shaledb::Result<Vec<(u8, u64, u64)
         let lower = keys::meta_prefix(d).to_vec();
         let mut upper = lower.clone();
         upper[1] += 1;
-        let mut it = db.iter(ReadOptions {
+        let mut it = db.cursor_opt(&ReadOptions {
             iterate_lower_bound: Some(lower.clone()),
             iterate_upper_bound: Some(upper),
             fill_cache: false,

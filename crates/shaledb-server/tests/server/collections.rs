@@ -490,9 +490,9 @@ fn generic_commands_on_collections() {
     assert_eq!(s(c, &["HGET", "other", "a"]).as_deref(), Some("1"));
     // The registry names the new key.
     let db = &srv.shared().store.db;
-    let stored = db.get(&shaledb_server::keys::meta_key(0, b"other")).unwrap().unwrap();
+    let stored = db.get(shaledb_server::keys::meta_key(0, b"other")).unwrap().unwrap();
     let coll = shaledb_server::keys::Coll::decode(&stored).unwrap().unwrap();
-    assert_eq!(db.get(&shaledb_server::keys::registry_key(0, coll.version)).unwrap().as_deref(), Some(&b"other"[..]));
+    assert_eq!(db.get(shaledb_server::keys::registry_key(0, coll.version)).unwrap().as_deref(), Some(&b"other"[..]));
     // COPY: an independent copy (new version), with its TTL; REPLACE; to another database.
     q::<()>(c, &["EXPIRE", "s", "1000"]);
     assert_eq!(i(c, &["COPY", "s", "s2"]), 1);
@@ -539,22 +539,22 @@ fn generic_commands_on_collections() {
 fn version_records(srv: &shaledb_server::RunningServer, version: u64) -> usize {
     let db = &srv.shared().store.db;
     let prefix = shaledb_server::keys::version_prefix(0, version);
-    let mut it = db.iter(shaledb::ReadOptions {
+    let mut it = db.cursor_opt(&shaledb::ReadOptions {
         iterate_lower_bound: Some(prefix.to_vec()),
         iterate_upper_bound: shaledb_server::keys::prefix_end(&prefix),
         ..Default::default()
     });
-    it.seek(&prefix);
+    it.seek(prefix);
     let mut n = 0;
     while it.valid() {
         n += 1;
         it.next();
     }
-    n + db.get(&shaledb_server::keys::registry_key(0, version)).unwrap().is_some() as usize
+    n + db.get(shaledb_server::keys::registry_key(0, version)).unwrap().is_some() as usize
 }
 
 fn version_of(srv: &shaledb_server::RunningServer, key: &str) -> u64 {
-    let stored = srv.shared().store.db.get(&shaledb_server::keys::meta_key(0, key.as_bytes())).unwrap().unwrap();
+    let stored = srv.shared().store.db.get(shaledb_server::keys::meta_key(0, key.as_bytes())).unwrap().unwrap();
     shaledb_server::keys::Coll::decode(&stored).unwrap().unwrap().version
 }
 
@@ -630,8 +630,8 @@ fn collections_survive_a_restart_and_orphans_are_reclaimed() {
         h = version_of(&srv, "h");
         // What a process killed before its reclaim leaves: a registry record and members, no meta value.
         let db = &srv.shared().store.db;
-        db.put(&registry_key(0, GHOST), b"ghost").unwrap();
-        db.put(&member_key(0, GHOST, SUB_MEMBER, b"m"), b"").unwrap();
+        db.put(registry_key(0, GHOST), b"ghost").unwrap();
+        db.put(member_key(0, GHOST, SUB_MEMBER, b"m"), b"").unwrap();
         srv.shutdown().unwrap();
     }
     let (_d, srv) = crate::start_server(|c| c.dir = path.clone());

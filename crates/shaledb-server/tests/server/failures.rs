@@ -54,7 +54,7 @@ fn a_failed_fsync_is_never_acknowledged_and_the_server_turns_read_only() {
     let killed = fs.deep_clone();
     drop(store);
     let db = Db::open("/db", Options { fs: Arc::new(killed), ..Options::default() }).expect("reopen");
-    let v = db.get(&shaledb_server::keys::meta_key(0, b"a")).expect("read").expect("a survived");
+    let v = db.get(shaledb_server::keys::meta_key(0, b"a")).expect("read").expect("a survived");
     assert_eq!(&v[1..], b"1");
-    assert_eq!(db.get(&shaledb_server::keys::meta_key(0, b"d")).expect("read"), None);
+    assert_eq!(db.get(shaledb_server::keys::meta_key(0, b"d")).expect("read"), None);
 }

@@ -393,7 +393,7 @@ fn expired_keys_vanish_and_the_sweeper_removes_them() {
     let db = srv.shared().store.db.clone();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let mut it = db.iter(shaledb::ReadOptions::default());
+        let mut it = db.cursor();
         it.seek_to_first();
         let mut n = 0;
         while it.valid() {

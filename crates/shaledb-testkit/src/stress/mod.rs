@@ -156,6 +156,15 @@ pub fn key_name(k: u32) -> Vec<u8> {
     format!("s{k:08}").into_bytes()
 }
 
+/// The key number of a key the driver writes ([`key_name`]'s inverse, any width); `None` for any other key.
+pub fn key_index(key: &[u8]) -> Option<u32> {
+    let digits = key.strip_prefix(b"s")?;
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
 fn say(line: &str) {
     // The kill driver reads these lines from a pipe: each one is flushed at once.
     let mut out = std::io::stdout().lock();
@@ -167,14 +176,13 @@ fn say(line: &str) {
 fn read_state(db: &Db, keys: u32) -> Result<Values, StressError> {
     let mut values = Vec::with_capacity(keys as usize);
     for k in 0..keys {
-        values.push(db.get(&key_name(k))?);
+        values.push(db.get(key_name(k))?);
     }
     let mut problems = Vec::new();
     let mut seen = 0usize;
-    for item in db.range(shaledb::ReadOptions::default(), ..) {
+    for item in db.iter() {
         let (k, v) = item?;
-        let idx = std::str::from_utf8(&k).ok().and_then(|s| s.strip_prefix('s')).and_then(|n| n.parse::<u32>().ok());
-        match idx.filter(|i| *i < keys) {
+        match key_index(&k).filter(|i| *i < keys) {
             Some(i) if values[i as usize].as_deref() == Some(&v[..]) => seen += 1,
             Some(i) => problems.push(format!("scan shows key {i} = {} but get says otherwise", show(&v))),
             None => problems.push(format!("scan shows a key outside the key space: {}", show(&k))),
@@ -326,7 +334,7 @@ fn one_op(
     if roll < 20 {
         let k = rng.gen_range(0..keys);
         let slot = state[k as usize].lock().unwrap_or_else(PoisonError::into_inner);
-        let got = db.get(&key_name(k))?;
+        let got = db.get(key_name(k))?;
         if got != *slot {
             return Err(StressError::Verify(vec![format!(
                 "thread {tid}: get(key {k}) = {} while the expected value is {}",
@@ -363,20 +371,20 @@ fn one_op(
     journal.intent(tid, &ops)?;
     if let [op] = ops.as_slice() {
         match op {
-            Op::Put(k, v) => db.put_opt(&opts, &key_name(*k), v)?,
-            Op::Delete(k) => db.delete_opt(&opts, &key_name(*k))?,
-            Op::Merge(k, v) => db.merge_opt(&opts, &key_name(*k), v)?,
+            Op::Put(k, v) => db.put_opt(&opts, key_name(*k), v)?,
+            Op::Delete(k) => db.delete_opt(&opts, key_name(*k))?,
+            Op::Merge(k, v) => db.merge_opt(&opts, key_name(*k), v)?,
         }
     } else {
         let mut b = WriteBatch::new();
         for op in &ops {
             match op {
-                Op::Put(k, v) => b.put(&key_name(*k), v),
-                Op::Delete(k) => b.delete(&key_name(*k)),
-                Op::Merge(k, v) => b.merge(&key_name(*k), v),
+                Op::Put(k, v) => b.put(key_name(*k), v),
+                Op::Delete(k) => b.delete(key_name(*k)),
+                Op::Merge(k, v) => b.merge(key_name(*k), v),
             };
         }
-        db.write(&b, &opts)?;
+        db.write_opt(&opts, &b)?;
     }
     journal.ack(tid)?;
     for (op, slot) in ops.iter().zip(slots.iter_mut()) {
@@ -412,6 +420,15 @@ mod tests {
             write_buffer_size: 8 << 10,
             sync_one_in: 10,
             ..StressConfig::default()
+        }
+    }
+
+    #[test]
+    fn key_index_inverts_key_name_and_refuses_other_keys() {
+        assert_eq!(key_index(&key_name(0)), Some(0));
+        assert_eq!(key_index(&key_name(123_456)), Some(123_456));
+        for other in [&b"s"[..], b"s+5", b"t00000001", b"00000001", b"s0000000x", b"s99999999999"] {
+            assert_eq!(key_index(other), None, "{other:?}");
         }
     }
 

@@ -162,6 +162,7 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) 
     inner.install_super_version(st);
     stats.bytes_written = written;
     inner.counters.record_compaction(0, &stats);
+    inner.counters.record_flush_job(&stats);
     Counters::add(&inner.counters.flush_count, 1);
     inner.info_log.log(line);
     // Old WALs: every one below the new log number.
@@ -196,6 +197,7 @@ fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, Sta
             inner.info_log.log(line);
             st.obsolete_tables.extend(all.iter().copied());
             inner.counters.record_compaction(task.output_level, &stats);
+            inner.counters.record_compaction_job(&stats);
         })
     };
     for n in &all {
@@ -320,6 +322,9 @@ fn check_error(st: &State) -> Result<()> {
 
 /// Switches the memtable (if it holds anything) and waits until every memtable written so far is flushed.
 pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
+    if inner.read_only {
+        return Err(super::read_only::refused("flush"));
+    }
     let target = {
         let mut wal = inner.wal.lock();
         let mut st = inner.state.lock();
@@ -346,6 +351,10 @@ pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
 
 /// Waits until nothing is flushing or compacting and no compaction is due.
 pub(crate) fn wait_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
+    if inner.read_only {
+        // No background work ever runs.
+        return Ok(());
+    }
     let mut st = inner.state.lock();
     loop {
         check_error(&st)?;
@@ -371,6 +380,9 @@ pub(crate) fn wait_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
 /// (its memtable was switched in after `flush` switched the one holding `start_seq`). Deeper levels gain no
 /// files meanwhile (automatic compactions pause while `manual > 0`), so each is done after finitely many tasks.
 pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+    if inner.read_only {
+        return Err(super::read_only::refused("compact_range"));
+    }
     let start_seq = inner.visible_seq.load(Ordering::Acquire);
     flush(inner)?;
     let mut st = inner.state.lock();
@@ -426,7 +438,7 @@ pub(crate) fn shutdown(inner: &Arc<DbInner>, flush_memtables: bool) -> Result<()
         return Ok(());
     }
     let mut first_err = None;
-    if flush_memtables {
+    if flush_memtables && !inner.read_only {
         if let Err(e) = flush(inner) {
             first_err = Some(e);
         }
@@ -493,7 +505,7 @@ mod tests {
         // so each L0 compaction rewrites the database, far slower than the writer fills a memtable.
         const KEYS: u64 = 20_000;
         const WRITER_LIMIT: u64 = KEYS + 1_000_000;
-        let put = |db: &Db, i: u64| db.put(format!("key{:06}", i.wrapping_mul(7919) % KEYS).as_bytes(), &[b'v'; 100]);
+        let put = |db: &Db, i: u64| db.put(format!("key{:06}", i.wrapping_mul(7919) % KEYS).as_bytes(), [b'v'; 100]);
         for i in 0..KEYS {
             put(&db, i).unwrap();
         }

@@ -7,11 +7,12 @@
 mod background;
 pub(crate) mod files;
 mod open;
+mod read_only;
 mod replay;
 mod write;
 
 use crate::batch::WriteBatch;
-use crate::iter::{DbIterator, LevelIterator, MergingIterator, Range};
+use crate::iter::{Cursor, Iter, KeyRange, LevelIterator, MergingIterator};
 use crate::lookup::GetState;
 use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
@@ -96,6 +97,8 @@ pub(crate) struct DbInner {
     pub(crate) info_log: crate::info_log::InfoLog,
     /// What recovery at open dropped (D10).
     pub(crate) recovery_losses: crate::lost::Losses,
+    /// Opened by [`Db::open_read_only`] (read_only.rs): every write is refused, nothing is flushed.
+    pub(crate) read_only: bool,
 }
 
 /// An open database. `Send + Sync`: share it between threads with an `Arc`.
@@ -165,31 +168,90 @@ fn check_len(key: &[u8], value: &[u8]) -> Result<()> {
 }
 
 impl Db {
-    /// Opens (and with `create_if_missing`, creates) the database in directory `path`, replaying its WAL.
+    /// Opens (and with `create_if_missing`, the default, creates) the database in directory `path`, replaying
+    /// its WAL.
+    ///
+    /// ```
+    /// use shaledb::{Db, Options};
+    ///
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path();
+    /// let db = Db::open(path, Options::default())?;
+    /// db.put("greeting", "hello")?;
+    /// db.close()?;
+    ///
+    /// // Reopened, it holds what was written.
+    /// let db = Db::open(path, Options { create_if_missing: false, ..Options::default() })?;
+    /// assert_eq!(db.get("greeting")?.as_deref(), Some(&b"hello"[..]));
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let inner = open::open(path.as_ref(), opts)?;
         Ok(Db { inner })
     }
 
-    /// Sets `key` to `value`. `key.len() + value.len()` may be at most
+    /// Sets `key` to `value`. Keys and values are byte strings: anything that is `AsRef<[u8]>` (`&[u8]`,
+    /// `b"..."`, `Vec<u8>`, `&str`, `String`). `key.len() + value.len()` may be at most
     /// [`crate::options::limits::MAX_KEY_VALUE_BYTES`] (128 MiB - 8); more is `InvalidArgument` (as for
     /// [`Db::merge`] and each entry of [`Db::write`]).
-    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// db.put(b"k1", b"v1")?;
+    /// db.put("k2", "v2")?;
+    /// db.put(vec![0, 1], 7u64.to_le_bytes())?;
+    /// assert_eq!(db.get("k2")?, Some(b"v2".to_vec()));
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         self.put_opt(&WriteOptions::default(), key, value)
     }
 
-    /// Removes `key`.
-    pub fn delete(&self, key: &[u8]) -> Result<()> {
+    /// Removes `key` (a no-op when it is absent).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// db.put("k", "v")?;
+    /// db.delete("k")?;
+    /// assert_eq!(db.get("k")?, None);
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         self.delete_opt(&WriteOptions::default(), key)
     }
 
-    /// Records a merge operand for `key`; needs [`Options::merge_operator`].
-    pub fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+    /// Records a merge operand for `key`; needs [`Options::merge_operator`] (without one: `InvalidArgument`).
+    /// Reads combine the operands with the value below them.
+    ///
+    /// ```
+    /// use shaledb::{merge, Db, Options};
+    ///
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path();
+    /// let db = Db::open(path, Options { merge_operator: merge::builtin("uint64add"), ..Options::default() })?;
+    /// db.merge("hits", 5u64.to_le_bytes())?;
+    /// db.merge("hits", 7u64.to_le_bytes())?;
+    /// assert_eq!(db.get("hits")?, Some(12u64.to_le_bytes().to_vec()));
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
         self.merge_opt(&WriteOptions::default(), key, operand)
     }
 
     /// [`Db::put`] with write options.
-    pub fn put_opt(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+    ///
+    /// ```
+    /// use shaledb::WriteOptions;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// // Acknowledged only once the WAL is fsynced: survives power loss.
+    /// db.put_opt(&WriteOptions { sync: true, ..WriteOptions::default() }, "k", "v")?;
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn put_opt(&self, opts: &WriteOptions, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let (key, value) = (key.as_ref(), value.as_ref());
         check_len(key, value)?;
         let mut b = BatchRep::with_capacity(shaledb_format::batch::HEADER_LEN + key.len() + value.len() + 11);
         b.put(key, value);
@@ -197,7 +259,8 @@ impl Db {
     }
 
     /// [`Db::delete`] with write options.
-    pub fn delete_opt(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
+    pub fn delete_opt(&self, opts: &WriteOptions, key: impl AsRef<[u8]>) -> Result<()> {
+        let key = key.as_ref();
         check_len(key, &[])?;
         let mut b = BatchRep::with_capacity(shaledb_format::batch::HEADER_LEN + key.len() + 6);
         b.delete(key);
@@ -205,7 +268,8 @@ impl Db {
     }
 
     /// [`Db::merge`] with write options.
-    pub fn merge_opt(&self, opts: &WriteOptions, key: &[u8], operand: &[u8]) -> Result<()> {
+    pub fn merge_opt(&self, opts: &WriteOptions, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        let (key, operand) = (key.as_ref(), operand.as_ref());
         if self.inner.opts.merge_operator.is_none() {
             return Err(Error::InvalidArgument("merge needs Options::merge_operator to be set".into()));
         }
@@ -215,8 +279,35 @@ impl Db {
         write::write(&self.inner, b, opts)
     }
 
-    /// Applies every update of `batch` atomically.
-    pub fn write(&self, batch: &WriteBatch, opts: &WriteOptions) -> Result<()> {
+    /// Applies every update of `batch` atomically: after a crash, all of them or none.
+    ///
+    /// ```
+    /// use shaledb::WriteBatch;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// db.put("from", "100")?;
+    /// let mut batch = WriteBatch::new();
+    /// batch.delete("from").put("to", "100");
+    /// db.write(&batch)?;
+    /// assert_eq!((db.get("from")?, db.get("to")?), (None, Some(b"100".to_vec())));
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn write(&self, batch: &WriteBatch) -> Result<()> {
+        self.write_opt(&WriteOptions::default(), batch)
+    }
+
+    /// [`Db::write`] with write options.
+    ///
+    /// ```
+    /// use shaledb::{WriteBatch, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// let mut batch = WriteBatch::new();
+    /// batch.put("a", "1").put("b", "2");
+    /// db.write_opt(&WriteOptions { sync: true, ..WriteOptions::default() }, &batch)?;
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn write_opt(&self, opts: &WriteOptions, batch: &WriteBatch) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
@@ -233,19 +324,51 @@ impl Db {
     }
 
     /// The value of `key`, if any.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// db.put("k", "v")?;
+    /// assert_eq!(db.get("k")?, Some(b"v".to_vec()));
+    /// assert_eq!(db.get(b"absent")?, None);
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.get_opt(&ReadOptions::default(), key)
     }
 
     /// [`Db::get`] with read options (a snapshot, checksum and cache choices).
-    pub fn get_opt(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    ///
+    /// ```
+    /// use shaledb::ReadOptions;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// db.put("k", "old")?;
+    /// let before = ReadOptions { snapshot: Some(db.snapshot()), ..ReadOptions::default() };
+    /// db.put("k", "new")?;
+    /// assert_eq!(db.get_opt(&before, "k")?, Some(b"old".to_vec()));
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn get_opt(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         let mut out = Vec::new();
         Ok(self.get_into(opts, key, &mut out)?.then_some(out))
     }
 
     /// Looks `key` up and writes its value into `out` (cleared first), reusing its allocation.
     /// Returns whether the key was found.
-    pub fn get_into(&self, opts: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+    ///
+    /// ```
+    /// use shaledb::ReadOptions;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// db.put("k", "v")?;
+    /// let mut buf = Vec::new();
+    /// assert!(db.get_into(&ReadOptions::default(), "k", &mut buf)?);
+    /// assert_eq!(buf, b"v");
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn get_into(&self, opts: &ReadOptions, key: impl AsRef<[u8]>, out: &mut Vec<u8>) -> Result<bool> {
+        let key = key.as_ref();
         let inner = &self.inner;
         // The super version first, then the sequence (see `pin_view` for why this order).
         let (sv, seq) = self.pin_view(opts);
@@ -327,13 +450,160 @@ impl Db {
         Ok(())
     }
 
-    /// A cursor over a consistent view of the database (the snapshot in `opts`, or the latest state).
-    pub fn iter(&self, opts: ReadOptions) -> DbIterator {
+    /// Every key and value, in key order, from a consistent view of the latest state: a Rust
+    /// [`DoubleEndedIterator`] of `Result<(key, value)>` (`.rev()` walks from the last key). An error (I/O,
+    /// corruption) is yielded once, then the iterator ends.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// db.put("b", "2")?;
+    /// db.put("a", "1")?;
+    /// let all = db.iter().collect::<Result<Vec<_>, _>>()?;
+    /// assert_eq!(all, [(b"a".to_vec(), b"1".to_vec()), (b"b".to_vec(), b"2".to_vec())]);
+    /// let last = db.iter().next_back().transpose()?;
+    /// assert_eq!(last, Some((b"b".to_vec(), b"2".to_vec())));
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn iter(&self) -> Iter {
+        self.iter_opt(&ReadOptions::default())
+    }
+
+    /// [`Db::iter`] with read options: a snapshot, the bounds `iterate_lower_bound`/`iterate_upper_bound`,
+    /// checksum, cache and readahead choices.
+    ///
+    /// ```
+    /// use shaledb::ReadOptions;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// db.put("a", "1")?;
+    /// let snapshot = ReadOptions { snapshot: Some(db.snapshot()), ..ReadOptions::default() };
+    /// db.put("b", "2")?;
+    /// assert_eq!(db.iter_opt(&snapshot).count(), 1); // "b" came after the snapshot
+    /// assert_eq!(db.iter().count(), 2);
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn iter_opt(&self, opts: &ReadOptions) -> Iter {
+        Iter::new(self.cursor_opt(opts))
+    }
+
+    /// The entries with keys in `range`, in key order (`.rev()` for descending), from a consistent view.
+    /// `range` is any range expression over byte strings ([`KeyRange`]): `b"a"..b"z"`, `"a"..="m"`,
+    /// `key.to_vec()..`, `..end`, `(Bound::Excluded(k), Bound::Unbounded)`. An empty or inverted range yields
+    /// nothing.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// for k in ["apple", "banana", "cherry", "date"] {
+    ///     db.put(k, "")?;
+    /// }
+    /// for entry in db.range(b"b"..b"d") {
+    ///     let (key, _value) = entry?;
+    ///     println!("{}", String::from_utf8_lossy(&key)); // banana, cherry
+    /// }
+    /// let backwards: Vec<_> = db.range("banana"..="cherry").rev().collect::<Result<_, _>>()?;
+    /// assert_eq!(backwards[0].0, b"cherry");
+    /// assert_eq!(db.range(String::from("cherry")..).count(), 2);
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn range(&self, range: impl KeyRange) -> Iter {
+        self.range_opt(&ReadOptions::default(), range)
+    }
+
+    /// [`Db::range`] with read options. Bounds set in `opts` still apply: the entries are those in both `range`
+    /// and `opts`' bounds.
+    ///
+    /// ```
+    /// use shaledb::ReadOptions;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// db.put("a", "1")?;
+    /// let snapshot = ReadOptions { snapshot: Some(db.snapshot()), ..ReadOptions::default() };
+    /// db.put("b", "2")?;
+    /// assert_eq!(db.range_opt(&snapshot, "a"..="z").count(), 1);
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn range_opt(&self, opts: &ReadOptions, range: impl KeyRange) -> Iter {
+        let mut lower = opts.iterate_lower_bound.clone();
+        let mut upper = opts.iterate_upper_bound.clone();
+        crate::iter::narrow_bounds(&range, &mut lower, &mut upper);
+        Iter::new(self.cursor_with_bounds(opts, lower, upper))
+    }
+
+    /// The entries whose keys start with `prefix`, in key order (`.rev()` for descending), from a consistent
+    /// view. An empty prefix yields every entry.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// db.put("user:1", "ada")?;
+    /// db.put("user:2", "grace")?;
+    /// db.put("users", "not a user record")?;
+    /// let names = db.prefix("user:").map(|e| e.map(|(_, v)| v)).collect::<Result<Vec<_>, _>>()?;
+    /// assert_eq!(names, [b"ada".to_vec(), b"grace".to_vec()]);
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Iter {
+        self.prefix_opt(&ReadOptions::default(), prefix)
+    }
+
+    /// [`Db::prefix`] with read options (bounds set in `opts` still apply, as for [`Db::range_opt`]).
+    pub fn prefix_opt(&self, opts: &ReadOptions, prefix: impl AsRef<[u8]>) -> Iter {
+        let prefix = prefix.as_ref();
+        match crate::iter::prefix_upper_bound(prefix) {
+            Some(upper) => self.range_opt(opts, (Bound::Included(prefix), Bound::Excluded(upper.as_slice()))),
+            None => self.range_opt(opts, prefix..),
+        }
+    }
+
+    /// A [`Cursor`] (RocksDB's `Iterator`: `seek`, `seek_for_prev`, `next`, `prev` on one view) over the latest
+    /// state. Unpositioned: call a `seek*` first.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// db.put("k1", "v1")?;
+    /// db.put("k3", "v3")?;
+    /// let mut cursor = db.cursor();
+    /// cursor.seek("k2");
+    /// assert!(cursor.valid());
+    /// assert_eq!((cursor.key(), cursor.value()), (&b"k3"[..], &b"v3"[..]));
+    /// cursor.prev();
+    /// assert_eq!(cursor.key(), b"k1");
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn cursor(&self) -> Cursor {
+        self.cursor_opt(&ReadOptions::default())
+    }
+
+    /// [`Db::cursor`] with read options (a snapshot, bounds, checksum, cache and readahead choices).
+    ///
+    /// ```
+    /// use shaledb::ReadOptions;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// for k in ["a", "b", "c"] {
+    ///     db.put(k, "")?;
+    /// }
+    /// let opts = ReadOptions { iterate_upper_bound: Some(b"c".to_vec()), ..ReadOptions::default() };
+    /// let mut cursor = db.cursor_opt(&opts);
+    /// cursor.seek_to_last();
+    /// assert_eq!(cursor.key(), b"b");
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn cursor_opt(&self, opts: &ReadOptions) -> Cursor {
+        self.cursor_with_bounds(opts, opts.iterate_lower_bound.clone(), opts.iterate_upper_bound.clone())
+    }
+
+    /// A cursor reading as `opts` says within `lower` (inclusive) and `upper` (exclusive), in place of `opts`'
+    /// own bounds.
+    fn cursor_with_bounds(&self, opts: &ReadOptions, lower: Option<Vec<u8>>, upper: Option<Vec<u8>>) -> Cursor {
         let inner = &self.inner;
         // No snapshot is registered for an iterator without one: it pins its SuperVersion, whose memtables and
         // table files hold every version visible at `seq` whatever compaction writes meanwhile. That keeps
         // iterator creation free of locks.
-        let (sv, seq) = self.pin_view(&opts);
+        let (sv, seq) = self.pin_view(opts);
         let sv = arc_swap::Guard::into_inner(sv);
         let snap = opts.snapshot.clone();
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(2 + sv.imm.len() + 8);
@@ -370,38 +640,7 @@ impl Db {
             children.push(Box::new(LevelIterator::new(files.to_vec(), open)));
         }
         let merged = MergingIterator::new(children);
-        DbIterator::new(
-            Box::new(merged),
-            seq,
-            inner.opts.merge_operator.clone(),
-            opts.iterate_lower_bound,
-            opts.iterate_upper_bound,
-            Box::new((sv, snap)),
-        )
-    }
-
-    /// The entries with keys in `range`, in order (also from the back), read from a consistent view.
-    pub fn range<'k>(&self, mut opts: ReadOptions, range: impl std::ops::RangeBounds<&'k [u8]>) -> Range {
-        match range.start_bound() {
-            Bound::Included(k) => opts.iterate_lower_bound = Some(k.to_vec()),
-            Bound::Excluded(k) => {
-                // The smallest key greater than k: k followed by a zero byte.
-                let mut v = k.to_vec();
-                v.push(0);
-                opts.iterate_lower_bound = Some(v);
-            }
-            Bound::Unbounded => {}
-        }
-        match range.end_bound() {
-            Bound::Excluded(k) => opts.iterate_upper_bound = Some(k.to_vec()),
-            Bound::Included(k) => {
-                let mut v = k.to_vec();
-                v.push(0);
-                opts.iterate_upper_bound = Some(v);
-            }
-            Bound::Unbounded => {}
-        }
-        Range::new(self.iter(opts))
+        Cursor::new(Box::new(merged), seq, inner.opts.merge_operator.clone(), lower, upper, Box::new((sv, snap)))
     }
 
     /// Pins what a read searches and the sequence it reads at: the super version FIRST, then the sequence
@@ -436,7 +675,22 @@ impl Db {
         (sv, seq)
     }
 
-    /// A consistent read view, released when dropped.
+    /// A consistent read view, released when dropped: pass it in [`ReadOptions::snapshot`] to read the database
+    /// as it was when the snapshot was taken.
+    ///
+    /// ```
+    /// use shaledb::ReadOptions;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// db.put("k", "1")?;
+    /// let snap = db.snapshot();
+    /// db.put("k", "2")?;
+    /// db.delete("k")?;
+    /// let then = ReadOptions { snapshot: Some(snap), ..ReadOptions::default() };
+    /// assert_eq!(db.get_opt(&then, "k")?, Some(b"1".to_vec()));
+    /// assert_eq!(db.get("k")?, None);
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
     ///
     /// The sequence is read under the snapshot list's lock, so registration and sequence are one step. Flush
     /// and compaction fix their inputs first and read the snapshot list after (under the state lock): a job
@@ -455,11 +709,34 @@ impl Db {
     }
 
     /// Writes the memtable (and any waiting immutable ones) to L0 tables and waits for it.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// db.put("k", "v")?;
+    /// db.flush()?;
+    /// assert_eq!(db.property("shaledb.num-files-at-level0").as_deref(), Some("1"));
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
     pub fn flush(&self) -> Result<()> {
         background::flush(&self.inner)
     }
 
-    /// Compacts the key range `[begin, end]` (`None` = unbounded) down to the last level, after a flush.
+    /// Compacts the key range `[begin, end]` (both inclusive; `None` = unbounded) down to the last level,
+    /// after a flush: what RocksDB's `CompactRange` does.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// for i in 0..100u32 {
+    ///     db.put(i.to_be_bytes(), "v")?;
+    ///     db.delete(i.to_be_bytes())?;
+    /// }
+    /// db.compact_range(None, None)?; // everything: the deleted keys are gone from disk
+    /// db.compact_range(Some(b"a".as_slice()), Some(b"m".as_slice()))?; // only keys in ["a", "m"]
+    /// assert_eq!(db.iter().count(), 0);
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         background::compact_range(&self.inner, begin, end)
     }
@@ -474,11 +751,17 @@ impl Db {
     /// `shaledb.num-immutable-mem-table`, `shaledb.block-cache-usage`, `shaledb.block-cache-capacity`,
     /// `shaledb.background-errors`, `shaledb.recovery-dropped-records`, `shaledb.recovery-dropped-bytes` (what
     /// the WAL replay of this open did not apply; see docs/durability.md D10). The `rocksdb.` prefix is accepted
-    /// too.
+    /// too. As in RocksDB, the `Interval` lines of `stats` cover the time since the previous `stats` call (since
+    /// open for the first).
     pub fn property(&self, name: &str) -> Option<String> {
         let name = name.strip_prefix("rocksdb.").or_else(|| name.strip_prefix("shaledb."))?;
         match name {
-            "stats" => Some(crate::stats_report::format_stats(&self.statistics(), None)),
+            "stats" => {
+                // The `Interval` lines cover the time since the previous `stats` report (since open for the first).
+                let now = self.statistics();
+                let prev = self.inner.counters.swap_report_sample(now.clone());
+                Some(crate::stats_report::format_stats(&now, prev.as_ref()))
+            }
             "levelstats" => Some(crate::stats_report::format_level_stats(&self.statistics())),
             "estimate-pending-compaction-bytes" => {
                 let v = self.inner.sv.load().version.clone();
@@ -533,6 +816,7 @@ impl Db {
             levels.iter().map(|l| l.compaction.bytes_read_input_level + l.compaction.bytes_read_output_level).sum();
         let comp_written: u64 = levels.iter().skip(1).map(|l| l.compaction.bytes_written).sum();
         let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let jobs = c.job_times.lock().clone();
         Statistics {
             uptime_secs: c.start.elapsed().as_secs_f64(),
             levels,
@@ -563,6 +847,9 @@ impl Db {
             memtable_hits: ld(&c.memtable_hits),
             pending_compaction_bytes: crate::picker::pending_compaction_bytes(&v, &inner.opts),
             memtable_bytes: self.memtable_bytes(),
+            compaction_times: jobs[0].clone(),
+            compaction_cpu_times: jobs[1].clone(),
+            flush_times: jobs[2].clone(),
         }
     }
 
@@ -584,6 +871,18 @@ impl Db {
 
     /// Flushes every memtable, syncs, stops background work and releases the lock. Reports the first error
     /// (including a background error that made the database read-only).
+    ///
+    /// ```
+    /// use shaledb::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path();
+    /// let db = Db::open(path, Options::default())?;
+    /// db.put("k", "v")?;
+    /// db.close()?; // the lock is released: the database can be opened again at once
+    /// let db = Db::open(path, Options::default())?;
+    /// assert_eq!(db.get("k")?, Some(b"v".to_vec()));
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
     pub fn close(self) -> Result<()> {
         let r = background::shutdown(&self.inner, true);
         // Drop runs the (now idempotent) shutdown again and releases the lock.
@@ -702,7 +1001,7 @@ mod tests {
         // The iterator: the unfixed order read v2 here, older than v3, which had been acknowledged.
         db.put(b"k", b"v3").unwrap();
         write_and_flush_between_the_loads(&db, b"v4");
-        let mut it = db.iter(ReadOptions::default());
+        let mut it = db.cursor();
         it.seek(b"k");
         assert!(it.valid(), "iterator lost k: {:?}", it.status());
         assert!(it.value() == b"v3" || it.value() == b"v4", "iterator read {:?}", it.value());

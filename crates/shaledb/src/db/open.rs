@@ -107,23 +107,10 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         let mut vs = VersionSet::recover(dir, &opts)?;
         // Nothing is written or removed before the recovered state has been checked against the directory.
         let on_disk = identity::read(fs.as_ref(), dir)?;
-        let id = match (vs.db_id, on_disk) {
-            (Some(m), Some(f)) if m != f => {
-                return Err(Error::corruption(
-                    filenames::identity(dir),
-                    0,
-                    format!(
-                        "IDENTITY holds {} but MANIFEST-{:06} records {}: files of two databases are mixed",
-                        identity::to_hex(&f),
-                        vs.manifest_number(),
-                        identity::to_hex(&m)
-                    ),
-                ))
-            }
-            (Some(m), _) => m,
-            // A MANIFEST written before identities existed: adopt IDENTITY's, or draw one.
-            (None, Some(f)) => f,
-            (None, None) => identity::generate(dir)?,
+        // A MANIFEST written before identities existed: adopt IDENTITY's, or draw one.
+        let id = match identity::reconcile(dir, vs.db_id, vs.manifest_number(), on_disk)? {
+            Some(id) => id,
+            None => identity::generate(dir)?,
         };
         vs.db_id = Some(id);
         if opts.paranoid_checks {
@@ -288,6 +275,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         threads: Mutex::new(Vec::new()),
         info_log,
         recovery_losses: losses,
+        read_only: false,
         opts,
     });
     inner.info_log.log(format_args!("open: done, last sequence {max_seq}, new WAL {wal_number:06}.log"));

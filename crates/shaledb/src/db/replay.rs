@@ -61,7 +61,6 @@ struct Hit {
 
 /// Replays `wals` (numbers, oldest first) of the database in `dir` into memtables, flushing them to L0 when
 /// they fill. `max_seq`: the MANIFEST's last sequence.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn replay(
     opts: &Options,
     db_id: DbId,

@@ -45,6 +45,11 @@ impl WalState {
     pub(crate) fn new(log: log::Writer, number: u64, next_seq: u64) -> WalState {
         WalState { log: Some(log), number, next_seq, unsynced: false, scratch: BatchRep::new(), delay_until: None }
     }
+
+    /// No WAL to write: a database opened read-only.
+    pub(crate) fn without_log(number: u64, next_seq: u64) -> WalState {
+        WalState { log: None, number, next_seq, unsynced: false, scratch: BatchRep::new(), delay_until: None }
+    }
 }
 
 enum Phase {
@@ -82,6 +87,9 @@ impl Writer {
 
 /// Writes `batch` through the group-commit pipeline.
 pub(crate) fn write(inner: &Arc<DbInner>, batch: BatchRep, opts: &WriteOptions) -> Result<()> {
+    if inner.read_only {
+        return Err(super::read_only::refused("write"));
+    }
     if inner.shutting_down.load(Ordering::Acquire) {
         return Err(Error::Closed);
     }
@@ -298,6 +306,9 @@ fn append_records(
 /// fsyncs the current WAL if it holds unsynced bytes. Earlier WALs were synced when they were switched out
 /// (`switch_memtable`), so this makes every write that returned so far durable.
 pub(crate) fn sync_wal(inner: &Arc<DbInner>) -> Result<()> {
+    if inner.read_only {
+        return Err(super::read_only::refused("sync_wal"));
+    }
     let mut wal = inner.wal.lock();
     if let Some(cause) = &inner.state.lock().bg_error {
         return Err(DbInner::read_only_error(cause));

@@ -33,12 +33,35 @@ enum Current {
     Saved,
 }
 
-/// An iterator over the user keys and values of the database as of one snapshot, within optional bounds.
+/// A cursor over the user keys and values of the database as of one snapshot, within optional bounds: RocksDB's
+/// `Iterator`, for seek-heavy work (many seeks on one view, stepping both ways without copying each entry).
+/// For a plain scan, [`crate::Db::iter`], [`crate::Db::range`] and [`crate::Db::prefix`] return a Rust
+/// [`Iterator`] instead.
 ///
-/// Obtained from the database; it keeps the memtables, tables and snapshot it reads alive until dropped.
-/// Positioning calls (`seek*`, `next`, `prev`) never fail directly: after an error [`DbIterator::valid`] is
-/// false and [`DbIterator::status`] returns the error.
-pub struct DbIterator {
+/// Obtained from [`crate::Db::cursor`]; it keeps the memtables, tables and snapshot it reads alive until
+/// dropped. Positioning calls (`seek*`, `next`, `prev`) never fail directly: after an error [`Cursor::valid`]
+/// is false and [`Cursor::status`] returns the error.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+/// for k in ["a", "b", "c", "d"] {
+///     db.put(k, k.to_uppercase())?;
+/// }
+/// let mut cursor = db.cursor();
+/// cursor.seek("b"); // the first key >= "b"
+/// assert_eq!((cursor.key(), cursor.value()), (&b"b"[..], &b"B"[..]));
+/// cursor.next();
+/// assert_eq!(cursor.key(), b"c");
+/// cursor.seek_for_prev("bz"); // the last key <= "bz"
+/// assert_eq!(cursor.key(), b"b");
+/// cursor.prev();
+/// cursor.prev();
+/// assert!(!cursor.valid()); // stepped off the front
+/// cursor.status()?; // why it stopped: the end, or an error
+/// # Ok::<(), shaledb::Error>(())
+/// ```
+pub struct Cursor {
     inner: Box<dyn InternalIterator>,
     seq: u64,
     merge: Option<Arc<dyn MergeOperator>>,
@@ -61,9 +84,9 @@ pub struct DbIterator {
     _pin: Box<dyn Any + Send + Sync>,
 }
 
-impl std::fmt::Debug for DbIterator {
+impl std::fmt::Debug for Cursor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DbIterator")
+        f.debug_struct("Cursor")
             .field("seq", &self.seq)
             .field("valid", &self.valid())
             .field("forward", &self.forward)
@@ -72,7 +95,7 @@ impl std::fmt::Debug for DbIterator {
     }
 }
 
-impl DbIterator {
+impl Cursor {
     /// An unpositioned iterator over `inner` (internal entries of all sources, merged) as of `seq`.
     /// `lower` is inclusive and `upper` exclusive; `pin` is held until the iterator drops.
     pub(crate) fn new(
@@ -82,8 +105,8 @@ impl DbIterator {
         lower: Option<Vec<u8>>,
         upper: Option<Vec<u8>>,
         pin: Box<dyn Any + Send + Sync>,
-    ) -> DbIterator {
-        DbIterator {
+    ) -> Cursor {
+        Cursor {
             inner,
             // A read bound, not an entry's number: no entry is newer than MAX_SEQUENCE, so reading as of a
             // larger number is exactly reading as of MAX_SEQUENCE.
@@ -167,7 +190,8 @@ impl DbIterator {
     }
 
     /// Positions at the first key >= `user_key` (and >= the lower bound).
-    pub fn seek(&mut self, user_key: &[u8]) {
+    pub fn seek(&mut self, user_key: impl AsRef<[u8]>) {
+        let user_key = user_key.as_ref();
         self.reset();
         let target = match &self.lower {
             Some(l) if l.as_slice() > user_key => l.as_slice(),
@@ -180,7 +204,8 @@ impl DbIterator {
     }
 
     /// Positions at the last key <= `user_key` (and < the upper bound).
-    pub fn seek_for_prev(&mut self, user_key: &[u8]) {
+    pub fn seek_for_prev(&mut self, user_key: impl AsRef<[u8]>) {
+        let user_key = user_key.as_ref();
         if self.upper.as_deref().is_some_and(|u| user_key >= u) {
             self.seek_to_last();
             return;

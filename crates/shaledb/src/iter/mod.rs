@@ -1,9 +1,9 @@
 //! Iterators: the k-way merge of memtables and tables, the concatenation of one sorted level, and the
-//! user-facing [`DbIterator`] / [`Range`] that turn internal entries (versions, tombstones, merge
+//! user-facing [`Cursor`] / [`Iter`] that turn internal entries (versions, tombstones, merge
 //! operands) into the key/value view of one snapshot.
 //!
-//! Layering: sources (memtable, table, `LevelIterator`) <- `MergingIterator` <- [`DbIterator`] <- [`Range`].
-//! Everything below `DbIterator` speaks `InternalIterator` over internal keys.
+//! Layering: sources (memtable, table, `LevelIterator`) <- `MergingIterator` <- [`Cursor`] <- [`Iter`].
+//! Everything below `Cursor` speaks `InternalIterator` over internal keys.
 
 mod db_iter;
 mod level;
@@ -12,10 +12,11 @@ mod range;
 #[cfg(test)]
 pub(crate) mod vec;
 
-pub use db_iter::DbIterator;
+pub use db_iter::Cursor;
 pub(crate) use level::LevelIterator;
 pub(crate) use merging::MergingIterator;
-pub use range::Range;
+pub(crate) use range::{narrow_bounds, prefix_upper_bound};
+pub use range::{Iter, KeyRange};
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -1,7 +1,103 @@
-//! [`Range`]: a [`DbIterator`] as a double-ended Rust iterator of owned pairs.
+//! [`Iter`]: a [`Cursor`] as a double-ended Rust iterator of owned pairs, and [`KeyRange`]: the key ranges
+//! [`crate::Db::range`] accepts.
 
-use super::DbIterator;
+use super::Cursor;
 use shaledb_vfs::Result;
+use std::iter::FusedIterator;
+use std::ops::{self, Bound};
+
+/// A range of keys: what [`crate::Db::range`] takes. Implemented for every range expression whose bounds are
+/// byte strings of one type `K: AsRef<[u8]>` (`b"a"..b"z"`, `"a"..="m"`, `key..`, `..end`, `..`,
+/// `Vec<u8>`/`String`/`&[u8]` bounds) and for a pair of [`Bound`]s.
+///
+/// Why not `impl RangeBounds<K>`: for `b"a"..b"z"` the compiler cannot choose between `K = &[u8; 1]` and
+/// `K = [u8; 1]` (std implements `RangeBounds<T>` for `Range<&T>` too), so the most common form would need a
+/// type annotation. This trait names the range types themselves, so every form infers.
+///
+/// Both ends of `a..b` have one type: `b"a"..b"zz"` mixes `&[u8; 1]` and `&[u8; 2]` and does not compile;
+/// write `"a".."zz"`, or slice both ends (`&b"a"[..]..&b"zz"[..]`).
+///
+/// Sealed: implemented by ShaleDB only.
+pub trait KeyRange: sealed::Sealed {
+    /// The start and end bounds as byte strings.
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>);
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+fn as_bytes<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_ref()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_ref()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+macro_rules! key_range {
+    ($($ty:ty),*) => {$(
+        impl<K: AsRef<[u8]>> sealed::Sealed for $ty {}
+        impl<K: AsRef<[u8]>> KeyRange for $ty {
+            fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+                (as_bytes(ops::RangeBounds::start_bound(self)), as_bytes(ops::RangeBounds::end_bound(self)))
+            }
+        }
+    )*};
+}
+
+key_range!(
+    ops::Range<K>,
+    ops::RangeInclusive<K>,
+    ops::RangeFrom<K>,
+    ops::RangeTo<K>,
+    ops::RangeToInclusive<K>,
+    (Bound<K>, Bound<K>)
+);
+
+impl sealed::Sealed for ops::RangeFull {}
+impl KeyRange for ops::RangeFull {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (Bound::Unbounded, Bound::Unbounded)
+    }
+}
+
+/// The iterator bounds (inclusive lower, exclusive upper) of `range` within the bounds already set in `lower`
+/// and `upper`: the intersection of the two.
+pub(crate) fn narrow_bounds(range: &impl KeyRange, lower: &mut Option<Vec<u8>>, upper: &mut Option<Vec<u8>>) {
+    let (start, end) = range.key_bounds();
+    let start = match start {
+        Bound::Included(k) => Some(k.to_vec()),
+        // The smallest key greater than k: k followed by a zero byte.
+        Bound::Excluded(k) => Some([k, &[0]].concat()),
+        Bound::Unbounded => None,
+    };
+    let end = match end {
+        Bound::Excluded(k) => Some(k.to_vec()),
+        // The smallest key greater than k is the exclusive bound that admits k.
+        Bound::Included(k) => Some([k, &[0]].concat()),
+        Bound::Unbounded => None,
+    };
+    if let Some(s) = start {
+        if lower.as_ref().is_none_or(|l| s > *l) {
+            *lower = Some(s);
+        }
+    }
+    if let Some(e) = end {
+        if upper.as_ref().is_none_or(|u| e < *u) {
+            *upper = Some(e);
+        }
+    }
+}
+
+/// The exclusive upper bound of the keys starting with `prefix`: the prefix with its trailing 0xff bytes
+/// dropped and its last byte incremented; `None` (no bound) when the prefix is empty or all 0xff.
+pub(crate) fn prefix_upper_bound(prefix: &[u8]) -> Option<Vec<u8>> {
+    let keep = prefix.iter().rposition(|&b| b != 0xff)?;
+    let mut upper = prefix[..=keep].to_vec();
+    upper[keep] += 1;
+    Some(upper)
+}
 
 /// Which end of the range the underlying cursor last served.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -13,13 +109,28 @@ enum Side {
 }
 
 /// The key/value pairs of a bounded, consistent view, in key order; also iterable from the back
-/// ([`DoubleEndedIterator`]), the two ends meeting without overlap.
+/// ([`DoubleEndedIterator`]), the two ends meeting without overlap. Returned by [`crate::Db::iter`],
+/// [`crate::Db::range`] and [`crate::Db::prefix`] (and their `_opt` forms).
 ///
 /// One cursor serves both ends: it re-seeks only when the caller alternates between them. An error is
-/// yielded once as `Some(Err(..))`, after which the range is exhausted.
+/// yielded once as `Some(Err(..))`, after which the iterator is exhausted ([`FusedIterator`]).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+/// for k in ["a", "b", "c", "d"] {
+///     db.put(k, "")?;
+/// }
+/// let mut it = db.iter();
+/// assert_eq!(it.next().transpose()?.map(|(k, _)| k), Some(b"a".to_vec()));
+/// assert_eq!(it.next_back().transpose()?.map(|(k, _)| k), Some(b"d".to_vec()));
+/// let rest: Vec<_> = it.map(|e| e.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+/// assert_eq!(rest, [b"b".to_vec(), b"c".to_vec()]);
+/// # Ok::<(), shaledb::Error>(())
+/// ```
 #[derive(Debug)]
-pub struct Range {
-    it: DbIterator,
+pub struct Iter {
+    it: Cursor,
     side: Side,
     /// Last key yielded from the front, saved only when the cursor leaves the front (`has_front`).
     front_key: Vec<u8>,
@@ -30,10 +141,10 @@ pub struct Range {
     done: bool,
 }
 
-impl Range {
+impl Iter {
     /// The range of `it`'s view within its bounds; `it`'s position is ignored.
-    pub(crate) fn new(it: DbIterator) -> Range {
-        Range {
+    pub(crate) fn new(it: Cursor) -> Iter {
+        Iter {
             it,
             side: Side::None,
             front_key: Vec::new(),
@@ -78,7 +189,7 @@ impl Range {
     }
 }
 
-impl Iterator for Range {
+impl Iterator for Iter {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -107,7 +218,9 @@ impl Iterator for Range {
     }
 }
 
-impl DoubleEndedIterator for Range {
+impl FusedIterator for Iter {}
+
+impl DoubleEndedIterator for Iter {
     fn next_back(&mut self) -> Option<Self::Item> {
         if self.done {
             return None;

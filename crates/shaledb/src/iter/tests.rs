@@ -1,6 +1,6 @@
-//! Tests of `DbIterator` and `Range` over memtables and vector iterators, including a model-based proptest.
+//! Tests of `Cursor` and `Iter` over memtables and vector iterators, including a model-based proptest.
 
-use super::{DbIterator, MergingIterator, Range, VecIter};
+use super::{Cursor, Iter, MergingIterator, VecIter};
 use crate::memtable::MemTable;
 use crate::merge::{MergeOperator, StringAppend, UInt64Add};
 use proptest::prelude::*;
@@ -35,7 +35,7 @@ impl Setup {
         self
     }
     /// An iterator over `ops` spread across two memtables (alternating) merged together.
-    fn over(&self, ops: &[Op<'_>]) -> DbIterator {
+    fn over(&self, ops: &[Op<'_>]) -> Cursor {
         let mems = [Arc::new(MemTable::new(1)), Arc::new(MemTable::new(2))];
         for (i, &(k, seq, kind, v)) in ops.iter().enumerate() {
             mems[i % 2].add(seq, kind, k.as_bytes(), v.as_bytes());
@@ -43,8 +43,8 @@ impl Setup {
         let children: Vec<Box<dyn InternalIterator>> = mems.iter().map(|m| Box::new(m.iter()) as _).collect();
         self.over_inner(Box::new(MergingIterator::new(children)))
     }
-    fn over_inner(&self, inner: Box<dyn InternalIterator>) -> DbIterator {
-        DbIterator::new(
+    fn over_inner(&self, inner: Box<dyn InternalIterator>) -> Cursor {
+        Cursor::new(
             inner,
             self.seq,
             self.merge.clone(),
@@ -59,7 +59,7 @@ fn s(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn forward(it: &mut DbIterator) -> Vec<(String, String)> {
+fn forward(it: &mut Cursor) -> Vec<(String, String)> {
     let mut out = Vec::new();
     it.seek_to_first();
     while it.valid() {
@@ -70,7 +70,7 @@ fn forward(it: &mut DbIterator) -> Vec<(String, String)> {
     out
 }
 
-fn backward(it: &mut DbIterator) -> Vec<(String, String)> {
+fn backward(it: &mut Cursor) -> Vec<(String, String)> {
     let mut out = Vec::new();
     it.seek_to_last();
     while it.valid() {
@@ -87,7 +87,7 @@ fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 /// Both directions must agree with `want`.
-fn check(it: &mut DbIterator, want: &[(&str, &str)]) {
+fn check(it: &mut Cursor, want: &[(&str, &str)]) {
     assert_eq!(forward(it), pairs(want), "forward");
     assert_eq!(backward(it), pairs(want), "backward");
 }
@@ -152,7 +152,7 @@ fn uint64add_counters() {
     m.add(1, V, b"k", &ten);
     m.add(2, M, b"k", &one);
     m.add(3, M, b"k", &one);
-    let mut it = DbIterator::new(Box::new(m.iter()), 10, Some(Arc::new(UInt64Add)), None, None, Box::new(()));
+    let mut it = Cursor::new(Box::new(m.iter()), 10, Some(Arc::new(UInt64Add)), None, None, Box::new(()));
     it.seek(b"k");
     assert_eq!(it.value(), 12u64.to_le_bytes());
     it.seek_for_prev(b"k");
@@ -313,8 +313,8 @@ fn unparseable_internal_key_is_corruption() {
     assert_eq!(at(it.status().unwrap_err()), ("vec".into(), 1));
 }
 
-fn range_over(ops: &[Op<'_>], lower: Option<&'static str>, upper: Option<&'static str>) -> Range {
-    Range::new(Setup::at(100).bounds(lower, upper).over(ops))
+fn range_over(ops: &[Op<'_>], lower: Option<&'static str>, upper: Option<&'static str>) -> Iter {
+    Iter::new(Setup::at(100).bounds(lower, upper).over(ops))
 }
 
 fn letters() -> Vec<Op<'static>> {
@@ -323,7 +323,7 @@ fn letters() -> Vec<Op<'static>> {
 
 #[test]
 fn range_forward_backward_and_meeting_ends() {
-    let keys = |r: Range| -> Vec<String> { r.map(|x| s(&x.unwrap().0)).collect() };
+    let keys = |r: Iter| -> Vec<String> { r.map(|x| s(&x.unwrap().0)).collect() };
     assert_eq!(keys(range_over(&letters(), None, None)), ["a", "b", "c", "d", "e"]);
     assert_eq!(keys(range_over(&letters(), Some("b"), Some("e"))), ["b", "c", "d"]);
     let rev: Vec<String> = range_over(&letters(), Some("b"), None).rev().map(|x| s(&x.unwrap().0)).collect();
@@ -358,7 +358,7 @@ fn range_forward_backward_and_meeting_ends() {
 fn range_yields_an_error_once() {
     let entries: Vec<(Vec<u8>, Vec<u8>)> =
         ["a", "b", "c"].iter().map(|k| (make_internal_key(k.as_bytes(), 1, V), k.as_bytes().to_vec())).collect();
-    let mut r = Range::new(Setup::at(10).over_inner(Box::new(VecIter::failing_at(entries, 1))));
+    let mut r = Iter::new(Setup::at(10).over_inner(Box::new(VecIter::failing_at(entries, 1))));
     assert_eq!(r.next().unwrap().unwrap().0, b"a");
     assert!(r.next().unwrap().unwrap_err().is_corruption());
     assert!(r.next().is_none());
@@ -443,7 +443,7 @@ proptest! {
             mems[(i * 3) / ops.len().max(1)].add(i as u64 + 1, kind, &key_of(k), format!("v{v}").as_bytes());
         }
         let children: Vec<Box<dyn InternalIterator>> = mems.iter().map(|m| Box::new(m.iter()) as _).collect();
-        let mut it = DbIterator::new(
+        let mut it = Cursor::new(
             Box::new(MergingIterator::new(children)),
             snapshot,
             Some(Arc::new(StringAppend::default())),
@@ -475,12 +475,12 @@ proptest! {
                 Act::First => { it.seek_to_first(); pos = (!want.is_empty()).then_some(0); }
                 Act::Last => { it.seek_to_last(); pos = want.len().checked_sub(1); }
                 Act::Seek(k) => {
-                    it.seek(&key_of(*k));
+                    it.seek(key_of(*k));
                     let p = want.partition_point(|(wk, _)| wk.as_slice() < key_of(*k).as_slice());
                     pos = (p < want.len()).then_some(p);
                 }
                 Act::SeekForPrev(k) => {
-                    it.seek_for_prev(&key_of(*k));
+                    it.seek_for_prev(key_of(*k));
                     let p = want.partition_point(|(wk, _)| wk.as_slice() <= key_of(*k).as_slice());
                     pos = p.checked_sub(1);
                 }
@@ -503,8 +503,8 @@ proptest! {
             }
         }
 
-        // The same view through Range, alternating ends by the walk's actions.
-        let mut r = Range::new(DbIterator::new(
+        // The same view through Iter, alternating ends by the walk's actions.
+        let mut r = Iter::new(Cursor::new(
             Box::new(MergingIterator::new(mems.iter().map(|m| Box::new(m.iter()) as _).collect())),
             snapshot,
             Some(Arc::new(StringAppend::default())),

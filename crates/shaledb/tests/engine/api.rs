@@ -23,7 +23,7 @@ fn batch_is_atomic_and_ordered() {
     let db = Db::open(dir.path(), Options::default()).unwrap();
     let mut b = WriteBatch::new();
     b.put(b"k", b"1").put(b"k", b"2").delete(b"x").put(b"y", b"3");
-    db.write(&b, &WriteOptions { sync: true, ..WriteOptions::default() }).unwrap();
+    db.write_opt(&WriteOptions { sync: true, ..WriteOptions::default() }, &b).unwrap();
     assert_eq!(db.get(b"k").unwrap(), Some(b"2".to_vec()));
     assert_eq!(db.get(b"y").unwrap(), Some(b"3".to_vec()));
 }
@@ -70,7 +70,7 @@ fn uint64add_counters_across_flush_and_compaction() {
     let db = Db::open(dir.path(), opts.clone()).unwrap();
     for round in 0..50u64 {
         for k in 0..20u64 {
-            db.merge(format!("c{k}").as_bytes(), &(k + 1).to_le_bytes()).unwrap();
+            db.merge(format!("c{k}").as_bytes(), (k + 1).to_le_bytes()).unwrap();
         }
         if round % 10 == 9 {
             db.flush().unwrap();
@@ -110,8 +110,8 @@ fn snapshot_sees_old_values_across_flush_and_compaction() {
         let now = db.get(key.as_bytes()).unwrap();
         assert_eq!(now, (i % 2 == 0).then(|| b"new".to_vec()), "{key}");
     }
-    assert_eq!(db.range(ro, ..).count(), 500);
-    assert_eq!(db.range(ReadOptions::default(), ..).count(), 250);
+    assert_eq!(db.iter_opt(&ro).count(), 500);
+    assert_eq!(db.iter().count(), 250);
 }
 
 #[test]
@@ -129,7 +129,7 @@ fn iterator_bounds_and_both_directions() {
         iterate_upper_bound: Some(b"k200".to_vec()),
         ..ReadOptions::default()
     };
-    let mut it = db.iter(ro);
+    let mut it = db.cursor_opt(&ro);
     it.seek_to_first();
     let mut n = 0;
     while it.valid() {
@@ -146,7 +146,7 @@ fn iterator_bounds_and_both_directions() {
     assert_eq!(it.key(), b"k149");
     it.seek(b"k0");
     assert_eq!(it.key(), b"k100");
-    let back: Vec<_> = db.range(ReadOptions::default(), b"k010".as_slice()..b"k013".as_slice()).rev().collect();
+    let back: Vec<_> = db.range(b"k010"..b"k013").rev().collect();
     let keys: Vec<Vec<u8>> = back.into_iter().map(|r| r.unwrap().0).collect();
     assert_eq!(keys, vec![b"k012".to_vec(), b"k011".to_vec(), b"k010".to_vec()]);
 }
@@ -165,7 +165,7 @@ fn reopen_after_drop_without_close_recovers_wal() {
     let db = Db::open(dir.path(), tiny_options()).unwrap();
     assert_eq!(db.get(b"k01999").unwrap(), Some(b"v1999".to_vec()));
     assert_eq!(db.get(b"k00007").unwrap(), None);
-    assert_eq!(db.range(ReadOptions::default(), ..).count(), 1999);
+    assert_eq!(db.iter().count(), 1999);
 }
 
 #[test]
@@ -173,7 +173,7 @@ fn stats_property_has_rocksdb_layout() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), tiny_options()).unwrap();
     for i in 0..3000u32 {
-        db.put(format!("k{i:05}").as_bytes(), &[b'x'; 100]).unwrap();
+        db.put(format!("k{i:05}").as_bytes(), [b'x'; 100]).unwrap();
     }
     db.flush().unwrap();
     db.wait_for_compaction().unwrap();
@@ -252,7 +252,7 @@ fn forward_iteration_past_many_versions_of_one_key() {
             .collect();
         cases.push((ReadOptions::default(), latest.clone()));
         for (ro, want) in cases {
-            let got: Vec<(Vec<u8>, Vec<u8>)> = db.range(ro.clone(), ..).map(|r| r.unwrap()).collect();
+            let got: Vec<(Vec<u8>, Vec<u8>)> = db.iter_opt(&ro).map(|r| r.unwrap()).collect();
             let mut expect = vec![(b"a".to_vec(), b"a".to_vec())];
             if let Some(v) = &want {
                 expect.push((b"h".to_vec(), v.clone()));
@@ -260,7 +260,7 @@ fn forward_iteration_past_many_versions_of_one_key() {
             expect.push((b"z".to_vec(), b"z".to_vec()));
             assert_eq!(got, expect, "{stage}: snapshot {:?}", ro.snapshot.as_ref().map(|s| s.sequence()));
             // Seeking to the key itself, and from before it.
-            let mut it = db.iter(ro);
+            let mut it = db.cursor_opt(&ro);
             it.seek(b"h");
             let want_key: &[u8] = if want.is_some() { b"h" } else { b"z" };
             assert_eq!(it.key(), want_key, "{stage}");

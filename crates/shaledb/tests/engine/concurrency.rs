@@ -1,5 +1,5 @@
 use crate::tiny_options;
-use shaledb::{Db, ReadOptions, WriteOptions};
+use shaledb::{Db, WriteOptions};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -27,7 +27,7 @@ fn many_threads_write_and_read_verified() {
                     }
                     reads += 1;
                 }
-                let mut it = db.iter(ReadOptions::default());
+                let mut it = db.cursor();
                 it.seek(b"w1-");
                 let mut prev: Option<Vec<u8>> = None;
                 for _ in 0..50 {
@@ -78,5 +78,5 @@ fn many_threads_write_and_read_verified() {
     let db = Arc::try_unwrap(db).unwrap();
     db.close().unwrap();
     let db = Db::open(dir.path(), tiny_options()).unwrap();
-    assert_eq!(db.range(ReadOptions::default(), ..).count(), writers as usize * per_writer as usize);
+    assert_eq!(db.iter().count(), writers as usize * per_writer as usize);
 }

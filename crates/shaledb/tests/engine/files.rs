@@ -1,7 +1,7 @@
 //! Files that are not ours, and what open checks (docs/durability.md D9).
 
 use crate::tiny_options;
-use shaledb::{Db, Error, Options, ReadOptions};
+use shaledb::{Db, Error, Options};
 use shaledb_format::edit::{VersionEdit, BYTEWISE_COMPARATOR};
 use shaledb_vfs::{FaultError, FaultPlan, Fs, FsOp, MemFs};
 use std::collections::BTreeMap;
@@ -84,7 +84,7 @@ fn missing_current_is_refused_and_repair_brings_the_database_back() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), tiny_options()).unwrap();
     for i in 0..2000 {
-        db.put(&key(i), format!("v{i}").as_bytes()).unwrap();
+        db.put(key(i), format!("v{i}").as_bytes()).unwrap();
     }
     db.flush().unwrap();
     db.close().unwrap();
@@ -101,7 +101,7 @@ fn missing_current_is_refused_and_repair_brings_the_database_back() {
     assert_eq!(report.previous, None);
     let db = Db::open(dir.path(), tiny_options()).unwrap();
     for i in 0..2000 {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(format!("v{i}").into_bytes()), "key {i}");
+        assert_eq!(db.get(key(i)).unwrap(), Some(format!("v{i}").into_bytes()), "key {i}");
     }
     db.verify_checksums().unwrap();
 }
@@ -137,7 +137,7 @@ fn stray_u64_max_log_file_does_not_wrap_the_file_counter() {
     let opts = tiny_options;
     let db = Db::open(dir.path(), opts()).unwrap();
     for i in 0..3000 {
-        db.put(&key(i), b"first").unwrap();
+        db.put(key(i), b"first").unwrap();
     }
     db.close().unwrap();
     let stray = dir.path().join(format!("{}.log", u64::MAX));
@@ -145,14 +145,14 @@ fn stray_u64_max_log_file_does_not_wrap_the_file_counter() {
 
     let db = Db::open(dir.path(), opts()).unwrap();
     for i in 0..3000 {
-        db.put(&key(i), format!("second{i}").as_bytes()).unwrap();
+        db.put(key(i), format!("second{i}").as_bytes()).unwrap();
     }
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
     db.close().unwrap();
     let db = Db::open(dir.path(), opts()).unwrap();
     for i in 0..3000 {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(format!("second{i}").into_bytes()), "key {i}");
+        assert_eq!(db.get(key(i)).unwrap(), Some(format!("second{i}").into_bytes()), "key {i}");
     }
     db.verify_checksums().unwrap();
     drop(db);
@@ -228,7 +228,7 @@ fn swapped_table_is_corruption_not_missing_keys() {
     let e = db.get(b"b0007").unwrap_err();
     assert!(named(&e), "{e}");
     assert_eq!(db.get(b"a0007").unwrap(), Some(b"first table".to_vec()));
-    let mut it = db.iter(ReadOptions::default());
+    let mut it = db.cursor();
     it.seek_to_first();
     while it.valid() {
         it.next();
@@ -289,7 +289,7 @@ fn unknown_files_in_a_database_are_left_alone() {
     for round in 0..3 {
         let db = Db::open(dir.path(), tiny_options()).unwrap();
         for i in 0..3000 {
-            db.put(&key(i), format!("{round}-{i}").as_bytes()).unwrap();
+            db.put(key(i), format!("{round}-{i}").as_bytes()).unwrap();
         }
         db.flush().unwrap();
         db.compact_range(None, None).unwrap();
@@ -300,7 +300,7 @@ fn unknown_files_in_a_database_are_left_alone() {
         assert_eq!(after.get(name).map(Vec::as_slice), Some(data), "{name}");
     }
     let db = Db::open(dir.path(), tiny_options()).unwrap();
-    assert_eq!(db.get(&key(5)).unwrap(), Some(b"2-5".to_vec()));
+    assert_eq!(db.get(key(5)).unwrap(), Some(b"2-5".to_vec()));
     db.verify_checksums().unwrap();
 }
 
@@ -314,7 +314,7 @@ fn leftovers_of_killed_recoveries_are_removed_before_open_writes_anything() {
     let opts = || Options { fs: Arc::new(fs.clone()), ..tiny_options() };
     let db = Db::open(dir, Options { write_buffer_size: 8 << 20, ..opts() }).unwrap();
     for i in 0..2000 {
-        db.put(&key(i), b"in the WAL only").unwrap();
+        db.put(key(i), b"in the WAL only").unwrap();
     }
     drop(db); // no flush: the writes are only in the WAL
     let ssts = |fs: &MemFs| fs.file_names(dir).into_iter().filter(|n| n.ends_with(".sst")).count();
@@ -337,7 +337,7 @@ fn leftovers_of_killed_recoveries_are_removed_before_open_writes_anything() {
     assert!(!fs.file_names(dir).contains(&"000002.dbtmp".to_string()));
     let db = Db::open(dir, opts()).unwrap();
     for i in 0..2000 {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(b"in the WAL only".to_vec()), "key {i}");
+        assert_eq!(db.get(key(i)).unwrap(), Some(b"in the WAL only".to_vec()), "key {i}");
     }
     db.verify_checksums().unwrap();
 }

@@ -2,7 +2,7 @@
 //! compact and recover.
 
 use shaledb::options::limits::MAX_KEY_VALUE_BYTES;
-use shaledb::{CompressionType, Db, Options, WalRecoveryMode, WriteBatch, WriteOptions};
+use shaledb::{CompressionType, Db, Options, WalRecoveryMode, WriteBatch};
 use shaledb_testkit::MemFs;
 use std::sync::Arc;
 
@@ -32,7 +32,7 @@ fn entry_over_the_table_limit_is_refused_before_acknowledging() {
     let mut batch = WriteBatch::new();
     batch.put(b"small", b"v");
     batch.put(key, &value);
-    assert!(db.write(&batch, &WriteOptions::default()).unwrap_err().is_invalid_argument());
+    assert!(db.write(&batch).unwrap_err().is_invalid_argument());
     // Nothing of the refused batch was applied, and the database still takes writes.
     assert_eq!(db.get(b"small").unwrap(), None);
     value.pop();
@@ -58,7 +58,7 @@ fn merge_result_over_the_table_limit_stays_operands() {
     let db = Db::open("/db", options(&fs)).unwrap();
     db.put(b"a", b"before").unwrap();
     for c in [b'1', b'2', b'3'] {
-        db.merge(b"k", &vec![c; OP]).unwrap();
+        db.merge(b"k", vec![c; OP]).unwrap();
     }
     let check = |db: &Db| {
         let v = db.get(b"k").unwrap().expect("merged value");

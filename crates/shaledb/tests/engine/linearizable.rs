@@ -69,13 +69,13 @@ fn reader(db: &Db, done: &[AtomicU64; KEYS], stop: &AtomicBool, violations: &Vio
         match reads % 3 {
             0 => {
                 let floor = done[k].load(Ordering::SeqCst);
-                let got = db.get(&key(k)).unwrap();
+                let got = db.get(key(k)).unwrap();
                 check(violations, "get", k, floor, got.as_deref());
             }
             1 => {
                 let floor = done[k].load(Ordering::SeqCst);
-                let mut it = db.iter(ReadOptions::default());
-                it.seek(&key(k));
+                let mut it = db.cursor();
+                it.seek(key(k));
                 let got = (it.valid() && it.key() == key(k).as_slice()).then(|| it.value().to_vec());
                 it.status().unwrap();
                 check(violations, "iterator seek", k, floor, got.as_deref());
@@ -84,11 +84,11 @@ fn reader(db: &Db, done: &[AtomicU64; KEYS], stop: &AtomicBool, violations: &Vio
                 let floor = done[k].load(Ordering::SeqCst);
                 let snap = db.snapshot();
                 let opts = ReadOptions { snapshot: Some(snap.clone()), ..ReadOptions::default() };
-                let first = db.get_opt(&opts, &key(k)).unwrap();
+                let first = db.get_opt(&opts, key(k)).unwrap();
                 check(violations, "snapshot get", k, floor, first.as_deref());
                 // Let flushes and compactions run, then read the same snapshot again: it must not change.
                 std::thread::yield_now();
-                let again = db.get_opt(&opts, &key(k)).unwrap();
+                let again = db.get_opt(&opts, key(k)).unwrap();
                 if again != first {
                     if let Ok(mut v) = violations.lock() {
                         v.push(format!(
@@ -111,7 +111,7 @@ fn run_linearizability(run: Duration) -> (Vec<String>, u64) {
     let db = Arc::new(Db::open("/db", options(&fs)).unwrap());
     let done: Arc<[AtomicU64; KEYS]> = Arc::new(std::array::from_fn(|_| AtomicU64::new(0)));
     for k in 0..KEYS {
-        db.put(&key(k), &value(0)).unwrap();
+        db.put(key(k), value(0)).unwrap();
     }
     let stop = Arc::new(AtomicBool::new(false));
     let violations: Violations = Arc::new(Mutex::new(Vec::new()));
@@ -122,7 +122,7 @@ fn run_linearizability(run: Duration) -> (Vec<String>, u64) {
             while !stop.load(Ordering::Relaxed) {
                 n += 1;
                 for (k, d) in done.iter().enumerate() {
-                    db.put(&key(k), &value(n)).unwrap();
+                    db.put(key(k), value(n)).unwrap();
                     // Recorded only once the put returned: a read starting after this must see >= n.
                     d.store(n, Ordering::SeqCst);
                 }

@@ -3,10 +3,12 @@
 mod api;
 mod concurrency;
 mod files;
+mod fixture;
 mod limits;
 mod linearizable;
 mod model;
 mod readahead;
+mod rust_api;
 
 use shaledb::{CompressionType, Options};
 

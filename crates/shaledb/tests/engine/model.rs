@@ -38,14 +38,14 @@ fn model_merge(m: &mut Model, k: &[u8], op: &[u8]) {
 }
 
 fn check_scan(db: &Db, ro: ReadOptions, m: &Model, rng: &mut StdRng) {
-    let got: Vec<(Vec<u8>, Vec<u8>)> = db.range(ro.clone(), ..).map(|r| r.unwrap()).collect();
+    let got: Vec<(Vec<u8>, Vec<u8>)> = db.iter_opt(&ro).map(|r| r.unwrap()).collect();
     let want: Vec<(Vec<u8>, Vec<u8>)> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     assert_eq!(got.len(), want.len(), "forward scan length");
     assert!(got == want, "forward scan differs");
-    let back: Vec<(Vec<u8>, Vec<u8>)> = db.range(ro.clone(), ..).rev().map(|r| r.unwrap()).collect();
+    let back: Vec<(Vec<u8>, Vec<u8>)> = db.iter_opt(&ro).rev().map(|r| r.unwrap()).collect();
     assert!(back.iter().rev().eq(want.iter()), "backward scan differs");
     // Random seeks with a direction switch.
-    let mut it = db.iter(ro);
+    let mut it = db.cursor_opt(&ro);
     for _ in 0..10 {
         let target = key(rng);
         it.seek(&target);
@@ -102,7 +102,7 @@ fn run(seed: u64, opts: Options, steps: usize) {
                     }
                 }
                 let sync = rng.gen_ratio(1, 10);
-                db.write(&b, &WriteOptions { sync, ..WriteOptions::default() }).unwrap();
+                db.write_opt(&WriteOptions { sync, ..WriteOptions::default() }, &b).unwrap();
             }
             700..=899 => {
                 let k = key(&mut rng);

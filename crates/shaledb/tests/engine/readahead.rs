@@ -146,13 +146,13 @@ fn load(dir: &Path, seen: &Arc<Seen>) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let db = Db::open(dir, options(seen)).unwrap();
     let mut model = BTreeMap::new();
     for i in (0..N).step_by(2).chain((1..N).step_by(2)) {
-        db.put(&key(i), &value(i)).unwrap();
+        db.put(key(i), value(i)).unwrap();
         model.insert(key(i), value(i));
     }
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
     for i in (0..N).step_by(97) {
-        db.put(&key(i), b"newer").unwrap();
+        db.put(key(i), b"newer").unwrap();
         model.insert(key(i), b"newer".to_vec());
     }
     db.flush().unwrap();
@@ -161,7 +161,7 @@ fn load(dir: &Path, seen: &Arc<Seen>) -> BTreeMap<Vec<u8>, Vec<u8>> {
 }
 
 fn scan(db: &Db, ro: ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut it = db.iter(ro);
+    let mut it = db.cursor_opt(&ro);
     let mut out = Vec::new();
     it.seek_to_first();
     while it.valid() {
@@ -173,7 +173,7 @@ fn scan(db: &Db, ro: ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
 }
 
 fn scan_back(db: &Db, ro: ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut it = db.iter(ro);
+    let mut it = db.cursor_opt(&ro);
     let mut out = Vec::new();
     it.seek_to_last();
     while it.valid() {
@@ -214,7 +214,7 @@ fn scans_with_any_readahead_and_direct_reads_return_the_same_entries() {
             };
             assert!(scan(&db, bounded) == want_range, "direct={direct} readahead {size} bounded");
             for i in (0..N).step_by(1231) {
-                assert_eq!(db.get_opt(&ro(size), &key(i)).unwrap().as_ref(), model.get(&key(i)));
+                assert_eq!(db.get_opt(&ro(size), key(i)).unwrap().as_ref(), model.get(&key(i)));
             }
         }
         db.close().unwrap();
@@ -276,7 +276,7 @@ fn point_lookups_never_read_ahead() {
         seen.reset();
         // Consecutive keys: sequential blocks, which would start the automatic readahead of an iterator.
         for i in 5000..7000 {
-            assert_eq!(db.get_opt(&ro(1 << 20), &key(i)).unwrap().as_ref(), model.get(&key(i)));
+            assert_eq!(db.get_opt(&ro(1 << 20), key(i)).unwrap().as_ref(), model.get(&key(i)));
         }
         assert!(seen.reads() > 0);
         assert!(seen.largest_read() < 8192, "a get read {} bytes at once", seen.largest_read());
@@ -293,7 +293,7 @@ fn compactions_read_their_inputs_in_large_windows() {
         let o = Options { use_direct_reads: direct, compaction_readahead_size: readahead, ..options(&seen) };
         let db = Db::open(dir.path(), o).unwrap();
         for i in (0..N).step_by(89) {
-            db.put(&key(i), &value(i + 1)).unwrap();
+            db.put(key(i), value(i + 1)).unwrap();
         }
         seen.reset();
         db.compact_range(None, None).unwrap();
@@ -307,7 +307,7 @@ fn compactions_read_their_inputs_in_large_windows() {
             // Blocks one by one; the largest reads are the filter and index blocks of the tables opened.
             assert!(largest < 64 << 10, "block by block: largest read {largest}");
         }
-        let mut it = db.iter(ReadOptions::default());
+        let mut it = db.cursor();
         it.seek_to_first();
         let mut n = 0;
         while it.valid() {
@@ -331,7 +331,7 @@ fn advise_random_on_open_either_way_opens_and_reads() {
         let o = Options { advise_random_on_open: advise, use_direct_reads: direct, ..options(&seen) };
         let db = Db::open(dir.path(), o).unwrap();
         for i in (0..N).step_by(503) {
-            assert_eq!(db.get(&key(i)).unwrap().as_ref(), model.get(&key(i)));
+            assert_eq!(db.get(key(i)).unwrap().as_ref(), model.get(&key(i)));
         }
         assert!(scan(&db, ro(0)) == want);
         let opens = seen.opens.lock().clone();
@@ -350,7 +350,7 @@ fn direct_reads_on_the_in_memory_fs_change_nothing() {
     let o = || Options { fs: fs.clone(), use_direct_reads: true, write_buffer_size: 64 << 10, ..Options::default() };
     let db = Db::open(dir, o()).unwrap();
     for i in 0..3000 {
-        db.put(&key(i), &value(i)).unwrap();
+        db.put(key(i), value(i)).unwrap();
     }
     db.flush().unwrap();
     db.close().unwrap();

@@ -46,7 +46,7 @@ fn fixture(keys: usize, flushes: usize) -> (MemFs, Model) {
     let mut model = Model::new();
     for f in 0..flushes {
         for i in (f..keys).step_by(flushes) {
-            db.put(&key(i), &value(i)).unwrap();
+            db.put(key(i), value(i)).unwrap();
             model.put(&key(i), &value(i));
         }
         db.flush().unwrap();
@@ -64,13 +64,13 @@ fn reads_are_right_or_corruption(db: &Db, model: &Model, keys: usize, what: &str
         corrupt = true;
     };
     for i in 0..keys + 2 {
-        match db.get(&key(i)) {
+        match db.get(key(i)) {
             Ok(v) => assert_eq!(v.as_deref(), model.get(&key(i)), "{what}: get({i}) returned a wrong value"),
             Err(e) => check_err(e, "get"),
         }
     }
     let mut want = model.iter();
-    for item in db.range(shaledb::ReadOptions::default(), ..) {
+    for item in db.iter() {
         match item {
             Ok((k, v)) => {
                 let expect = want.next();
@@ -83,7 +83,7 @@ fn reads_are_right_or_corruption(db: &Db, model: &Model, keys: usize, what: &str
         }
     }
     let mut want = model.iter().rev();
-    for item in db.range(shaledb::ReadOptions::default(), ..).rev() {
+    for item in db.iter().rev() {
         match item {
             Ok((k, v)) => {
                 let expect = want.next();

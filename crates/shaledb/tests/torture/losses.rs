@@ -29,7 +29,7 @@ fn killed_with_one_wal() -> (MemFs, PathBuf, Vec<u8>) {
     let fs = MemFs::new();
     let db = open_on(&fs, &opts(WalRecoveryMode::PointInTime)).unwrap();
     for i in 0..KEYS {
-        db.put(&key(i), format!("value{i}").as_bytes()).unwrap();
+        db.put(key(i), format!("value{i}").as_bytes()).unwrap();
     }
     let killed = fs.deep_clone();
     drop(db);
@@ -94,10 +94,10 @@ fn bit_flip_in_the_middle_of_a_wal_is_kept_and_reported() {
     let fs = killed.deep_clone();
     fs.write_file(&wal, &flipped);
     let db = open_on(&fs, &opts(WalRecoveryMode::SkipAnyCorruptedRecords)).unwrap();
-    let present = (0..KEYS).filter(|i| db.get(&key(*i)).unwrap().is_some()).count();
+    let present = (0..KEYS).filter(|i| db.get(key(*i)).unwrap().is_some()).count();
     assert!(present >= victim && present < KEYS, "{present} keys recovered");
     for i in 0..victim {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(format!("value{i}").into_bytes()));
+        assert_eq!(db.get(key(i)).unwrap(), Some(format!("value{i}").into_bytes()));
     }
     let dropped: usize = db.property("shaledb.recovery-dropped-records").unwrap().parse().unwrap();
     assert_eq!(dropped, KEYS - present, "every record not recovered is counted");
@@ -129,8 +129,8 @@ fn torn_tail_is_recovered_counted_and_kept() {
     let cut = bounds[KEYS - 1].0 as usize + 5; // inside the last record's header
     killed.write_file(&wal, &data[..cut]);
     let db = open_on(&killed, &opts(WalRecoveryMode::PointInTime)).unwrap();
-    assert!(db.get(&key(KEYS - 2)).unwrap().is_some());
-    assert!(db.get(&key(KEYS - 1)).unwrap().is_none());
+    assert!(db.get(key(KEYS - 2)).unwrap().is_some());
+    assert!(db.get(key(KEYS - 1)).unwrap().is_none());
     assert_eq!(db.property("shaledb.recovery-dropped-records").as_deref(), Some("1"));
     assert_eq!(db.property("shaledb.recovery-dropped-bytes").as_deref(), Some("5"));
     assert_eq!(lost_files(&killed).len(), 1);
@@ -147,10 +147,10 @@ fn zero_filled_page_before_intact_records_is_a_power_loss_tail() {
     data[4096..8192].fill(0);
     killed.write_file(&wal, &data);
     let db = open_on(&killed, &opts(WalRecoveryMode::PointInTime)).unwrap();
-    assert!(db.get(&key(0)).unwrap().is_some());
-    assert!(db.get(&key(KEYS - 1)).unwrap().is_none());
+    assert!(db.get(key(0)).unwrap().is_some());
+    assert!(db.get(key(KEYS - 1)).unwrap().is_none());
     let dropped: usize = db.property("shaledb.recovery-dropped-records").unwrap().parse().unwrap();
-    let present = (0..KEYS).filter(|i| db.get(&key(*i)).unwrap().is_some()).count();
+    let present = (0..KEYS).filter(|i| db.get(key(*i)).unwrap().is_some()).count();
     // The intact records after the hole are counted; those the zeroed page destroyed cannot be (the bytes
     // property covers them).
     assert!(dropped >= after_hole && dropped <= KEYS - present, "{dropped} {after_hole} {present}");
@@ -214,13 +214,13 @@ fn log_records_opens_flushes_compactions_and_the_switch_to_read_only() {
     let o = Options { disable_auto_compactions: true, ..tiny_options(Arc::new(fs.clone())) };
     let db = open_on(&fs, &o).unwrap();
     for i in 0..200 {
-        db.put(&key(i), &[b'v'; 40]).unwrap();
+        db.put(key(i), [b'v'; 40]).unwrap();
     }
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
     fs.set_faults(FaultPlan::from_nth(FsOp::Create, 1, FaultError::Enospc).on_paths_containing(".sst"));
     for i in 0..200 {
-        if db.put(&key(i), &[b'w'; 40]).is_err() {
+        if db.put(key(i), [b'w'; 40]).is_err() {
             break;
         }
     }

@@ -73,7 +73,7 @@ fn writes_stop_at_the_last_sequence_number_instead_of_wrapping() {
     assert!(err.is_invalid_argument() && err.to_string().contains("sequence numbers exhausted"), "{err}");
     let mut b = shaledb::WriteBatch::new();
     b.put(b"p1", b"x").put(b"p2", b"y");
-    assert!(db.write(&b, &Default::default()).unwrap_err().is_invalid_argument());
+    assert!(db.write(&b).unwrap_err().is_invalid_argument());
     assert_eq!(db.get(b"last").unwrap(), Some(b"fits".to_vec()));
     assert_eq!(db.get(b"past").unwrap(), None);
     assert_eq!(db.get(b"p1").unwrap(), None);

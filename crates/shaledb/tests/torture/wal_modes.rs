@@ -7,7 +7,7 @@
 
 use crate::torn_tails::{record_bounds, wal_paths};
 use crate::{open_on, watch_background_panics};
-use shaledb::{Options, WalRecoveryMode, WriteBatch, WriteOptions};
+use shaledb::{Options, WalRecoveryMode, WriteBatch};
 use shaledb_format::batch::BatchRep;
 use shaledb_format::log::{Writer, BLOCK_SIZE};
 use shaledb_testkit::workload::tiny_options;
@@ -52,8 +52,8 @@ impl Fixture {
         let db = open_on(&fs, &opts(WalRecoveryMode::PointInTime)).unwrap();
         for i in 0..n {
             let mut b = WriteBatch::new();
-            b.put(&wkey(2 * i), &wvalue(i, value_len)).put(&wkey(2 * i + 1), &wvalue(i, value_len));
-            db.write(&b, &WriteOptions::default()).unwrap();
+            b.put(wkey(2 * i), wvalue(i, value_len)).put(wkey(2 * i + 1), wvalue(i, value_len));
+            db.write(&b).unwrap();
         }
         let fs2 = fs.deep_clone();
         drop(db);
@@ -96,7 +96,7 @@ fn outcome(fs: &MemFs, mode: WalRecoveryMode, value_len: usize) -> Outcome {
     };
     let mut records = Vec::new();
     let mut pending: Option<usize> = None;
-    for item in db.range(shaledb::ReadOptions::default(), ..) {
+    for item in db.iter() {
         let (k, v) = item.unwrap_or_else(|e| panic!("{mode:?}: scan failed: {e}"));
         let text = String::from_utf8(k).expect("fixture keys are text");
         let n: usize = text.trim_start_matches('w').parse().expect("fixture key");

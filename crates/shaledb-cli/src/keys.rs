@@ -1,0 +1,271 @@
+//! `shaledb get|put|delete|scan DB ...`: key-level tools as RocksDB's `ldb` gives them.
+//!
+//! Keys and values are taken and printed as raw bytes, or with `--hex` as hexadecimal (`0x` optional on input;
+//! printed as `0x` and upper-case digits, as ldb does). `scan` prints `KEY ==> VALUE` lines. A key `get` does
+//! not find prints `Failed: NotFound: KEY` on stderr and exits 1, as `ldb get` does. `--read-only` opens with
+//! [`shaledb::Db::open_read_only`]: nothing in the directory is created or changed, and a database another
+//! process holds open (or a read-only directory) can be read.
+
+use anyhow::{bail, Context};
+use shaledb::{Db, Options};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Arguments shared by the read commands.
+#[derive(clap::Args, Debug)]
+pub struct ReadFlags {
+    /// Keys (and values) are given and printed in hexadecimal.
+    #[arg(long)]
+    pub hex: bool,
+    /// Open without writing anything (no LOCK, no WAL, no MANIFEST): works on a database open elsewhere or in a
+    /// read-only directory; writes not yet flushed are read from its WAL.
+    #[arg(long)]
+    pub read_only: bool,
+}
+
+/// `shaledb get DB KEY`.
+#[derive(clap::Args, Debug)]
+pub struct GetArgs {
+    /// The database directory.
+    pub db: PathBuf,
+    /// The key.
+    pub key: String,
+    #[command(flatten)]
+    pub flags: ReadFlags,
+}
+
+/// `shaledb put DB KEY VALUE`.
+#[derive(clap::Args, Debug)]
+pub struct PutArgs {
+    /// The database directory.
+    pub db: PathBuf,
+    /// The key.
+    pub key: String,
+    /// The value.
+    pub value: String,
+    /// Keys and values are given in hexadecimal.
+    #[arg(long)]
+    pub hex: bool,
+    /// Create the database when it does not exist.
+    #[arg(long)]
+    pub create_if_missing: bool,
+}
+
+/// `shaledb delete DB KEY`.
+#[derive(clap::Args, Debug)]
+pub struct DeleteArgs {
+    /// The database directory.
+    pub db: PathBuf,
+    /// The key.
+    pub key: String,
+    /// The key is given in hexadecimal.
+    #[arg(long)]
+    pub hex: bool,
+}
+
+/// `shaledb scan DB`.
+#[derive(clap::Args, Debug)]
+pub struct ScanArgs {
+    /// The database directory.
+    pub db: PathBuf,
+    /// First key (inclusive).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// End key (exclusive).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Print at most this many entries.
+    #[arg(long)]
+    pub limit: Option<u64>,
+    /// From the last key down.
+    #[arg(long)]
+    pub reverse: bool,
+    #[command(flatten)]
+    pub flags: ReadFlags,
+}
+
+/// Decodes a key or value given on the command line.
+pub(crate) fn arg_bytes(s: &str, hex: bool, what: &str) -> anyhow::Result<Vec<u8>> {
+    if !hex {
+        return Ok(s.as_bytes().to_vec());
+    }
+    let digits = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(s);
+    if !digits.len().is_multiple_of(2) {
+        bail!("{what} {s:?} is not hexadecimal: an odd number of digits");
+    }
+    let digit = |c: u8| -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        }
+    };
+    digits
+        .as_bytes()
+        .chunks(2)
+        .map(|p| match (digit(p[0]), digit(p[1])) {
+            (Some(h), Some(l)) => Ok(h << 4 | l),
+            _ => bail!("{what} {s:?} is not hexadecimal (digits 0-9, a-f, with or without 0x)"),
+        })
+        .collect()
+}
+
+/// A key or value as printed: raw, or `0x` and upper-case hex digits.
+fn shown(bytes: &[u8], hex: bool) -> Vec<u8> {
+    if !hex {
+        return bytes.to_vec();
+    }
+    let mut out = Vec::with_capacity(2 + 2 * bytes.len());
+    out.extend_from_slice(b"0x");
+    for b in bytes {
+        out.extend_from_slice(format!("{b:02X}").as_bytes());
+    }
+    out
+}
+
+fn open(path: &Path, read_only: bool) -> anyhow::Result<Db> {
+    let opts = Options { create_if_missing: false, ..Options::default() };
+    let db = if read_only { Db::open_read_only(path, opts) } else { Db::open(path, opts) };
+    db.with_context(|| format!("opening {}", path.display()))
+}
+
+/// Closes a database opened for writing, reporting a failure to make the write durable.
+fn close(db: Db, path: &Path) -> anyhow::Result<()> {
+    db.close().with_context(|| format!("closing {}", path.display()))
+}
+
+/// Runs `shaledb get`.
+pub fn get(args: GetArgs) -> anyhow::Result<i32> {
+    let key = arg_bytes(&args.key, args.flags.hex, "key")?;
+    let db = open(&args.db, args.flags.read_only)?;
+    let value = db.get(&key).context("get")?;
+    let code = match value {
+        Some(v) => {
+            let mut line = shown(&v, args.flags.hex);
+            line.push(b'\n');
+            write_stdout(&line)?;
+            0
+        }
+        None => {
+            eprintln!("Failed: NotFound: {}", String::from_utf8_lossy(&shown(&key, args.flags.hex)));
+            1
+        }
+    };
+    if !args.flags.read_only {
+        close(db, &args.db)?;
+    }
+    Ok(code)
+}
+
+/// Runs `shaledb put`.
+pub fn put(args: PutArgs) -> anyhow::Result<i32> {
+    let key = arg_bytes(&args.key, args.hex, "key")?;
+    let value = arg_bytes(&args.value, args.hex, "value")?;
+    let opts = Options { create_if_missing: args.create_if_missing, ..Options::default() };
+    let db = Db::open(&args.db, opts).with_context(|| format!("opening {}", args.db.display()))?;
+    db.put(&key, &value).context("put")?;
+    close(db, &args.db)?;
+    println!("OK");
+    Ok(0)
+}
+
+/// Runs `shaledb delete`.
+pub fn delete(args: DeleteArgs) -> anyhow::Result<i32> {
+    let key = arg_bytes(&args.key, args.hex, "key")?;
+    let db = open(&args.db, false)?;
+    db.delete(&key).context("delete")?;
+    close(db, &args.db)?;
+    println!("OK");
+    Ok(0)
+}
+
+/// Runs `shaledb scan`.
+pub fn scan(args: ScanArgs) -> anyhow::Result<i32> {
+    let hex = args.flags.hex;
+    let from = args.from.as_deref().map(|k| arg_bytes(k, hex, "--from")).transpose()?;
+    let to = args.to.as_deref().map(|k| arg_bytes(k, hex, "--to")).transpose()?;
+    let db = open(&args.db, args.flags.read_only)?;
+    let mut it = db.cursor();
+    let before_to = |k: &[u8]| to.as_deref().is_none_or(|t| k < t);
+    let from_on = |k: &[u8]| from.as_deref().is_none_or(|f| k >= f);
+    if args.reverse {
+        match &to {
+            Some(t) => {
+                it.seek_for_prev(t);
+                // The end key is exclusive.
+                if it.valid() && it.key() == t.as_slice() {
+                    it.prev();
+                }
+            }
+            None => it.seek_to_last(),
+        }
+    } else {
+        match &from {
+            Some(f) => it.seek(f),
+            None => it.seek_to_first(),
+        }
+    }
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut printed = 0u64;
+    while it.valid() && args.limit.is_none_or(|l| printed < l) {
+        let k = it.key();
+        if !(before_to(k) && from_on(k)) {
+            break;
+        }
+        let mut line = shown(k, hex);
+        line.extend_from_slice(b" ==> ");
+        line.extend_from_slice(&shown(it.value(), hex));
+        line.push(b'\n');
+        if let Err(e) = out.write_all(&line) {
+            return broken_pipe_is_done(e);
+        }
+        printed += 1;
+        if args.reverse {
+            it.prev();
+        } else {
+            it.next();
+        }
+    }
+    it.status().context("scan")?;
+    if let Err(e) = out.flush() {
+        return broken_pipe_is_done(e);
+    }
+    Ok(0)
+}
+
+/// A reader that stopped reading (`scan | head`) ends the output, not the command with an error.
+fn broken_pipe_is_done(e: std::io::Error) -> anyhow::Result<i32> {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Ok(0)
+    } else {
+        Err(anyhow::Error::new(e).context("writing to stdout"))
+    }
+}
+
+fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) => broken_pipe_is_done(e).map(|_| ()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_arguments_round_trip_and_bad_ones_are_refused() {
+        assert_eq!(arg_bytes("0x00fFa1", true, "key").unwrap(), vec![0, 0xff, 0xa1]);
+        assert_eq!(arg_bytes("00ff", true, "key").unwrap(), vec![0, 0xff]);
+        assert_eq!(arg_bytes("0x", true, "key").unwrap(), Vec::<u8>::new());
+        assert_eq!(arg_bytes("0xab", false, "key").unwrap(), b"0xab".to_vec());
+        assert!(arg_bytes("0xabc", true, "key").unwrap_err().to_string().contains("odd"));
+        assert!(arg_bytes("zz", true, "key").unwrap_err().to_string().contains("not hexadecimal"));
+        assert!(arg_bytes("é1", true, "key").is_err());
+        assert_eq!(shown(&[0, 0xff, 0xa1], true), b"0x00FFA1".to_vec());
+        assert_eq!(shown(b"ab", false), b"ab".to_vec());
+    }
+}

@@ -1,0 +1,311 @@
+//! The `shaledb` tools as a user runs them: the real binary on real directories (errors, key tools, dump, flag
+//! spellings, stress, version).
+
+use std::path::Path;
+use std::process::Command;
+
+/// Runs `shaledb ARGS`: (exit code, stdout, stderr).
+fn shaledb<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_shaledb")).args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// Issue 10: `error: destroying .../afile: I/O error during open lock on .../afile/LOCK: Not a directory (os
+/// error 20): I/O error during open lock on ...: Not a directory (os error 20): Not a directory (os error 20)`.
+#[test]
+fn an_error_names_its_os_cause_once() {
+    let tmp = shaledb_testkit::tempdir();
+    let file = tmp.path().join("afile");
+    std::fs::write(&file, b"a regular file").unwrap();
+    let under = file.join("db");
+    let os = std::io::Error::from_raw_os_error(20).to_string();
+    let db_flag = format!("--db={}", p(&under));
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["bench", &db_flag, "--benchmarks=fillseq", "--num=10", "--progress=false"],
+        vec!["stress", p(&under), "--destroy", "--keys", "10"],
+        vec!["put", "--create-if-missing", p(&under), "k", "v"],
+    ];
+    for args in runs {
+        let (code, out, err) = shaledb(&args);
+        assert_ne!(code, Some(0), "{args:?} succeeded: {out}{err}");
+        let line = err.lines().find(|l| l.contains(&os)).unwrap_or_else(|| panic!("{args:?}: no OS cause: {err}"));
+        assert_eq!(err.matches(&os).count(), 1, "{args:?}: {err}");
+        assert!(line.contains("LOCK") || line.contains(p(&under)), "{args:?}: {line}");
+    }
+}
+
+#[test]
+fn get_put_delete_scan_as_ldb() {
+    let tmp = shaledb_testkit::tempdir();
+    let db = tmp.path().join("db");
+    let (code, _, err) = shaledb(&["put", p(&db), "a", "1"]);
+    assert_eq!(code, Some(1), "put created a database without --create-if-missing");
+    assert!(err.contains("does not exist"), "{err}");
+    let (code, out, err) = shaledb(&["put", "--create-if-missing", p(&db), "a", "1"]);
+    assert_eq!((code, out.as_str()), (Some(0), "OK\n"), "{err}");
+    for (k, v) in [("b", "2"), ("c", "3"), ("d", "4"), ("e", "5")] {
+        assert_eq!(shaledb(&["put", p(&db), k, v]).0, Some(0));
+    }
+    let (code, out, _) = shaledb(&["get", p(&db), "c"]);
+    assert_eq!((code, out.as_str()), (Some(0), "3\n"));
+    assert_eq!(shaledb(&["delete", p(&db), "c"]).0, Some(0));
+    let (code, out, err) = shaledb(&["get", p(&db), "c"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(err.trim_end(), "Failed: NotFound: c");
+    assert!(out.is_empty());
+
+    let (code, out, err) = shaledb(&["scan", p(&db)]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out, "a ==> 1\nb ==> 2\nd ==> 4\ne ==> 5\n");
+    let (_, out, _) = shaledb(&["scan", p(&db), "--from", "b", "--to", "e"]);
+    assert_eq!(out, "b ==> 2\nd ==> 4\n", "--to is exclusive");
+    let (_, out, _) = shaledb(&["scan", p(&db), "--from", "b", "--to", "e", "--reverse"]);
+    assert_eq!(out, "d ==> 4\nb ==> 2\n");
+    let (_, out, _) = shaledb(&["scan", p(&db), "--reverse", "--limit", "3"]);
+    assert_eq!(out, "e ==> 5\nd ==> 4\nb ==> 2\n");
+    let (_, out, _) = shaledb(&["scan", p(&db), "--from", "bb", "--limit", "1"]);
+    assert_eq!(out, "d ==> 4\n");
+    let (_, out, _) = shaledb(&["scan", p(&db), "--limit", "0"]);
+    assert_eq!(out, "");
+}
+
+#[test]
+fn hex_keys_and_values_round_trip() {
+    let tmp = shaledb_testkit::tempdir();
+    let db = tmp.path().join("db");
+    let (code, _, err) = shaledb(&["put", "--create-if-missing", "--hex", p(&db), "0x00ff", "0x0a0D00"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(shaledb(&["put", "--hex", p(&db), "01", "41"]).0, Some(0));
+    let (code, out, _) = shaledb(&["get", "--hex", p(&db), "0x00FF"]);
+    assert_eq!((code, out.as_str()), (Some(0), "0x0A0D00\n"));
+    // Without --hex the bytes are written as they are.
+    let out = Command::new(env!("CARGO_BIN_EXE_shaledb")).args(["get", p(&db), "\u{1}"]).output().unwrap();
+    assert_eq!(out.stdout, b"A\n");
+    let (_, out, _) = shaledb(&["scan", "--hex", p(&db)]);
+    assert_eq!(out, "0x00FF ==> 0x0A0D00\n0x01 ==> 0x41\n");
+    let (_, out, _) = shaledb(&["scan", "--hex", p(&db), "--from", "0x01"]);
+    assert_eq!(out, "0x01 ==> 0x41\n");
+    let (code, _, err) = shaledb(&["get", "--hex", p(&db), "0x0"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("not hexadecimal"), "{err}");
+    let (code, _, err) = shaledb(&["get", "--hex", p(&db), "0x02"]);
+    assert_eq!((code, err.trim_end()), (Some(1), "Failed: NotFound: 0x02"));
+}
+
+/// Every file under `dir` with its contents.
+fn files(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let path = e.unwrap().path();
+            let data = std::fs::read(&path).unwrap_or_default();
+            (path, data)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn read_only_reads_a_database_open_elsewhere_and_changes_nothing() {
+    let tmp = shaledb_testkit::tempdir();
+    let path = tmp.path().join("db");
+    let db = shaledb::Db::open(&path, shaledb::Options::default()).unwrap();
+    db.put(b"k1", b"v1").unwrap();
+    db.put(b"k2", b"v2").unwrap();
+    // The writer holds the LOCK; its writes are in its WAL only.
+    let before = files(&path);
+    let (code, _, err) = shaledb(&["get", p(&path), "k1"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("LOCK") || err.contains("busy"), "{err}");
+    let (code, out, err) = shaledb(&["get", "--read-only", p(&path), "k1"]);
+    assert_eq!((code, out.as_str()), (Some(0), "v1\n"), "{err}");
+    let (code, out, err) = shaledb(&["scan", "--read-only", p(&path)]);
+    assert_eq!((code, out.as_str()), (Some(0), "k1 ==> v1\nk2 ==> v2\n"), "{err}");
+    let (code, _, err) = shaledb(&["get", "--read-only", p(&path), "k3"]);
+    assert_eq!((code, err.trim_end()), (Some(1), "Failed: NotFound: k3"));
+    assert!(files(&path) == before, "a read-only command changed the directory");
+    db.close().unwrap();
+}
+
+#[test]
+fn dump_names_a_missing_file_and_takes_limit_range_and_properties_only() {
+    let tmp = shaledb_testkit::tempdir();
+    let missing = tmp.path().join("nonexistent");
+    let (code, out, err) = shaledb(&["dump", p(&missing)]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(err.trim_end(), format!("error: {} does not exist", missing.display()));
+
+    let path = tmp.path().join("db");
+    let db = shaledb::Db::open(&path, shaledb::Options::default()).unwrap();
+    for i in 0..100u32 {
+        db.put(format!("k{i:03}").as_bytes(), b"v").unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    let sst = std::fs::read_dir(&path)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "sst"))
+        .unwrap();
+    let (code, out, err) = shaledb(&["dump", p(&sst), "--properties-only"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("num_entries: 100") && !out.contains("=>"), "{out}");
+    let (_, out, _) = shaledb(&["dump", p(&sst), "--hex", "--from", "0x6b303130", "--to", "6B303132", "--keys-only"]);
+    assert!(out.contains("'k010' @11 PUT\n  'k011' @12 PUT\n2 entries in range"), "{out}");
+    let (_, out, err) = shaledb(&["dump", p(&sst), "--limit", "3"]);
+    assert!(out.contains("... 97 more entries (--limit 3)"), "{out}{err}");
+}
+
+#[test]
+fn old_flag_spellings_still_work_and_warn() {
+    let tmp = shaledb_testkit::tempdir();
+    let db = tmp.path().join("db");
+    let small = ["--keys", "50", "--ops", "50", "--threads", "1"];
+    let mut old = vec!["stress", "--path", p(&db), "--destroy"];
+    old.extend(small);
+    let (code, out, err) = shaledb(&old);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("stress: ok"), "{out}");
+    assert_eq!(err.matches("warning:").count(), 1, "{err}");
+    assert!(err.contains("`stress --path DB` is the old spelling"), "{err}");
+    let (code, out, err) = shaledb(&["stress", &format!("--path={}", p(&db)), "--verify_only", "--keys", "50"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(err.matches("warning:").count(), 2, "{err}");
+    assert!(err.contains("use `--verify-only`"), "{err}");
+
+    // The current spellings: no warning.
+    let (code, out, err) = shaledb(&["stress", p(&db), "--verify-only", "--keys", "50"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(!err.contains("warning:"), "{err}");
+    let (code, _, err) = shaledb(&["dump", p(&db), "--keys_only", "--limit", "1"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("warning: `--keys_only` is the old spelling") && err.contains("`--keys-only`"), "{err}");
+}
+
+/// Issue 10: `stress --path` on a database it did not create printed one FAIL line per key (126,330 lines).
+#[test]
+fn stress_refuses_a_database_it_did_not_create_in_one_line() {
+    let tmp = shaledb_testkit::tempdir();
+    let path = tmp.path().join("bench-db");
+    let db = shaledb::Db::open(&path, shaledb::Options::default()).unwrap();
+    for i in 0..500u32 {
+        db.put(format!("{i:016}").as_bytes(), b"value").unwrap();
+    }
+    db.close().unwrap();
+    for extra in [&["--verify-only"][..], &[], &["--destroy"]] {
+        let mut args = vec!["stress", p(&path), "--keys", "100", "--ops", "10"];
+        args.extend(extra);
+        let (code, out, err) = shaledb(&args);
+        assert_eq!(code, Some(2), "{extra:?}: {out}{err}");
+        assert_eq!(err.lines().count(), 1, "{extra:?}: {err}");
+        assert!(err.contains("is not a stress database") && err.contains("0000000000000000"), "{err}");
+        assert!(!out.contains("FAIL"), "{out}");
+    }
+    // Nothing was destroyed or written.
+    let db = shaledb::Db::open_read_only(&path, shaledb::Options::default()).unwrap();
+    assert_eq!(db.get(b"0000000000000499").unwrap().as_deref(), Some(&b"value"[..]));
+    assert!(!tmp.path().join("bench-db.expected").exists());
+
+    // The driver's own keys without their expected-state file: refused too.
+    let sdb = tmp.path().join("stress-db");
+    assert_eq!(shaledb(&["stress", p(&sdb), "--keys", "50", "--ops", "50", "--threads", "1"]).0, Some(0));
+    std::fs::remove_file(tmp.path().join("stress-db.expected")).unwrap();
+    let (code, _, err) = shaledb(&["stress", p(&sdb), "--keys", "50", "--verify-only"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("not a stress database") && err.contains("no expected-state file"), "{err}");
+}
+
+#[test]
+fn repeated_failures_are_capped_with_a_count() {
+    let tmp = shaledb_testkit::tempdir();
+    let sdb = tmp.path().join("stress-db");
+    let (code, _, err) = shaledb(&["stress", p(&sdb), "--keys", "100", "--ops", "200", "--threads", "1"]);
+    assert_eq!(code, Some(0), "{err}");
+    // Every key changed behind the driver's back.
+    let db = shaledb::Db::open(&sdb, shaledb::Options::default()).unwrap();
+    for k in 0..100u32 {
+        db.put(format!("s{k:08}").as_bytes(), b"changed").unwrap();
+    }
+    db.close().unwrap();
+    let (code, out, _) = shaledb(&["stress", p(&sdb), "--keys", "100", "--verify-only"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(out.matches("stress: FAIL").count(), 20, "{out}");
+    assert!(out.contains("stress: ... 80 more problems not shown (--max-problems 20; 0 shows all)"), "{out}");
+    assert!(out.contains("stress: verification failed: 100 problems"), "{out}");
+    let (_, out, _) = shaledb(&["stress", p(&sdb), "--keys", "100", "--verify-only", "--max-problems", "0"]);
+    assert_eq!(out.matches("stress: FAIL").count(), 100, "{out}");
+
+    // verify: three tables gone, at most one printed.
+    let path = tmp.path().join("db");
+    let opts = shaledb::Options { disable_auto_compactions: true, ..shaledb::Options::default() };
+    let db = shaledb::Db::open(&path, opts).unwrap();
+    for round in 0..3 {
+        db.put(format!("k{round}").as_bytes(), b"v").unwrap();
+        db.flush().unwrap();
+    }
+    db.close().unwrap();
+    for e in std::fs::read_dir(&path).unwrap() {
+        let f = e.unwrap().path();
+        if f.extension().is_some_and(|x| x == "sst") {
+            std::fs::remove_file(f).unwrap();
+        }
+    }
+    let (code, out, err) = shaledb(&["verify", p(&path), "--max-problems", "1"]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert_eq!(out.matches("BAD  ").count(), 1, "{out}");
+    let problems: usize = out.split("verify: ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(problems >= 3, "{out}");
+    assert!(out.contains(&format!("...  {} more problems not shown", problems - 1)), "{out}");
+}
+
+#[test]
+fn version_names_the_release_the_commit_and_the_format() {
+    let (code, out, err) = shaledb(&["--version"]);
+    assert_eq!(code, Some(0), "{err}");
+    let commit = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or_else(|| "unknown".to_string(), |o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    assert_eq!(
+        out.trim_end(),
+        format!(
+            "shaledb {} (commit {commit}, on-disk format {})",
+            env!("CARGO_PKG_VERSION"),
+            shaledb_format::FORMAT_VERSION
+        )
+    );
+    let (_, sub, _) = shaledb(&["get", "--version"]);
+    assert_eq!(sub.trim_end(), out.trim_end().replacen("shaledb", "shaledb-get", 1));
+}
+
+/// The check reads with the driver's own options: its merges (stringappend) do not stop the scan early.
+#[test]
+fn stress_finds_a_foreign_key_behind_its_merges() {
+    let tmp = shaledb_testkit::tempdir();
+    let sdb = tmp.path().join("stress-db");
+    let (code, _, err) = shaledb(&["stress", p(&sdb), "--keys", "100", "--ops", "300", "--threads", "1"]);
+    assert_eq!(code, Some(0), "{err}");
+    let opts =
+        shaledb::Options { merge_operator: shaledb::merge::builtin("stringappend"), ..shaledb::Options::default() };
+    let db = shaledb::Db::open(&sdb, opts).unwrap();
+    for k in 0..100u32 {
+        db.merge(format!("s{k:08}").as_bytes(), b"x").unwrap();
+    }
+    db.put(b"zzz", b"not ours").unwrap();
+    db.close().unwrap();
+    let (code, out, err) = shaledb(&["stress", p(&sdb), "--keys", "100", "--verify-only"]);
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert!(err.contains("not a stress database") && err.contains("\"zzz\""), "{err}");
+}
