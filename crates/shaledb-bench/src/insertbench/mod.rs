@@ -273,7 +273,7 @@ pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
         Some(p) => p.clone(),
         None => {
             tmp = tempfile::Builder::new().prefix("shaledb-insert-").tempdir_in(".").map_err(|source| {
-                BenchError::Io { what: "creating a temporary database directory in", path: ".".into(), source }
+                BenchError::Io { what: "creating a temporary database directory in", path: ".".into(), cause: source }
             })?;
             tmp.path().to_path_buf()
         }
@@ -281,7 +281,7 @@ pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
     std::fs::create_dir_all(&base).map_err(|source| BenchError::Io {
         what: "creating the database directory",
         path: base.clone(),
-        source,
+        cause: source,
     })?;
     let sample_flags = engine_flags(a, &base);
     sample_flags.validate()?;

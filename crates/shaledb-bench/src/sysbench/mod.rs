@@ -243,7 +243,7 @@ pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchRep
         Some(p) => p.clone(),
         None => {
             tmp = tempfile::Builder::new().prefix("shaledb-sysbench-").tempdir_in(".").map_err(|source| {
-                BenchError::Io { what: "creating a temporary database directory in", path: ".".into(), source }
+                BenchError::Io { what: "creating a temporary database directory in", path: ".".into(), cause: source }
             })?;
             tmp.path().to_path_buf()
         }
@@ -251,7 +251,7 @@ pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchRep
     std::fs::create_dir_all(&base).map_err(|source| BenchError::Io {
         what: "creating the database directory",
         path: base.clone(),
-        source,
+        cause: source,
     })?;
     let sample_flags = engine_flags(a, CompressionSetting::None, &base, false);
     sample_flags.validate()?;
