@@ -19,6 +19,7 @@ use shaledb_format::block::{Block, BlockIter, KeyOrder};
 use shaledb_format::coding::{get_fixed32, Decoder};
 use shaledb_format::compress::{decompress, CompressionType};
 use shaledb_format::edit::{FileMeta, VersionEdit};
+use shaledb_format::filenames;
 use shaledb_format::ikey::{self, ValueKind};
 use shaledb_format::iter::InternalIterator;
 use shaledb_format::log::{LogRead, Reader};
@@ -155,17 +156,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
 }
 
-/// The kind of a file, from its name.
+/// The kind of a file, from its name: the engine's names (`shaledb_format::filenames`), and also copies renamed
+/// by hand (any `*.sst`, `*.log` or `MANIFEST-*`).
 pub fn kind_of(path: &Path) -> Option<Kind> {
-    let name = path.file_name()?.to_str()?;
-    if name.starts_with("MANIFEST-") {
-        Some(Kind::Manifest)
-    } else if name.ends_with(".sst") {
-        Some(Kind::Sst)
-    } else if name.ends_with(".log") {
-        Some(Kind::Wal)
-    } else {
-        None
+    if path.file_name()?.to_str()?.starts_with(filenames::MANIFEST_PREFIX) {
+        return Some(Kind::Manifest);
+    }
+    match path.extension()?.to_str()? {
+        filenames::TABLE_EXT => Some(Kind::Sst),
+        filenames::WAL_EXT => Some(Kind::Wal),
+        _ => None,
     }
 }
 
@@ -186,12 +186,11 @@ pub fn dump_file(
 
 /// Dumps CURRENT, the MANIFEST it names and the file listing of a database directory.
 pub fn dump_dir(fs: &dyn Fs, dir: &Path, opts: &DumpOptions, out: &mut dyn Write) -> anyhow::Result<bool> {
-    let current = fs.read_all(&dir.join("CURRENT"))?;
+    let current = fs.read_all(&filenames::current(dir))?;
     let name = String::from_utf8_lossy(&current);
-    let name = name.trim_end_matches('\n');
-    writeln!(out, "CURRENT: {name}")?;
-    let clean = if name.starts_with("MANIFEST-") {
-        dump_manifest(fs, &dir.join(name), opts, out)?
+    writeln!(out, "CURRENT: {}", name.trim_end_matches('\n'))?;
+    let clean = if let Some(number) = filenames::manifest_in_current(&current) {
+        dump_manifest(fs, &dir.join(filenames::manifest_name(number)), opts, out)?
     } else {
         writeln!(out, "DAMAGE CURRENT at offset 0: does not name a MANIFEST")?;
         false

@@ -24,6 +24,7 @@
 
 use shaledb_format::batch::BatchRep;
 use shaledb_format::edit::{FileMeta, VersionEdit, BYTEWISE_COMPARATOR};
+use shaledb_format::filenames::{self, FileKind};
 use shaledb_format::ikey;
 use shaledb_format::iter::InternalIterator;
 use shaledb_format::log::{LogRead, Reader};
@@ -98,7 +99,7 @@ fn not_a_database(fs: &dyn Fs, dir: &Path) -> Option<String> {
         Ok(n) => n,
         Err(e) => return Some(format!("{} is not a readable directory: {e}", dir.display())),
     };
-    let ours = names.iter().any(|n| n == "CURRENT" || n.starts_with("MANIFEST-"));
+    let ours = names.iter().any(|n| matches!(filenames::parse(n), Some(FileKind::Current | FileKind::Manifest(_))));
     (!ours).then(|| format!("{} is not a ShaleDB database (it holds no CURRENT and no MANIFEST)", dir.display()))
 }
 
@@ -108,7 +109,7 @@ pub fn verify_locked(fs: &dyn Fs, dir: &Path) -> Result<Report, String> {
     if let Some(why) = not_a_database(fs, dir) {
         return Err(why);
     }
-    let lock_path = dir.join("LOCK");
+    let lock_path = filenames::lock(dir);
     let _lock = fs.lock(&lock_path).map_err(|e| match e {
         Error::Busy(_) => format!(
             "the database is open elsewhere ({} is held): close it first, or use --live for a best-effort check",
@@ -272,13 +273,13 @@ fn pin_once(fs: &dyn Fs, dir: &Path, pin: &Path, accept_torn: bool) -> Result<()
             PinError::Fatal(format!("cannot pin {what}: {e}"))
         }
     };
-    let current = std::fs::read(dir.join("CURRENT")).map_err(|e| retry("CURRENT", e))?;
-    let name = std::str::from_utf8(&current).ok().and_then(|s| s.strip_suffix('\n')).unwrap_or_default();
-    if !name.starts_with("MANIFEST-") || name.contains('/') {
+    let current = std::fs::read(filenames::current(dir)).map_err(|e| retry("CURRENT", e))?;
+    let Some(number) = filenames::manifest_in_current(&current) else {
         // Not a race: verify the copy, which reports the bad CURRENT.
-        std::fs::write(pin.join("CURRENT"), &current).map_err(|e| retry("CURRENT", e))?;
+        std::fs::write(filenames::current(pin), &current).map_err(|e| retry("CURRENT", e))?;
         return Ok(());
-    }
+    };
+    let name = &filenames::manifest_name(number);
     let manifest = std::fs::read(dir.join(name)).map_err(|e| retry(name, e))?;
     if !accept_torn {
         let mut r = Reader::new(manifest.clone(), dir.join(name));
@@ -291,13 +292,14 @@ fn pin_once(fs: &dyn Fs, dir: &Path, pin: &Path, accept_torn: bool) -> Result<()
         }
     }
     std::fs::write(pin.join(name), &manifest).map_err(|e| retry(name, e))?;
-    std::fs::write(pin.join("CURRENT"), &current).map_err(|e| retry("CURRENT", e))?;
+    std::fs::write(filenames::current(pin), &current).map_err(|e| retry("CURRENT", e))?;
     let mut scratch = Report::default();
     let Some(m) = read_manifest(fs, &pin.join(name), &mut scratch) else { return Ok(()) };
     for files in m.levels.values() {
         for meta in files.values() {
-            let table = format!("{:06}.sst", meta.number);
-            match std::fs::hard_link(dir.join(&table), pin.join(&table)) {
+            let (from, to) = (filenames::table(dir, meta.number), filenames::table(pin, meta.number));
+            let table = to.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            match std::fs::hard_link(from, &to) {
                 Ok(()) => {}
                 // Removed by a compaction after the MANIFEST was read: a newer MANIFEST no longer names it.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -310,21 +312,12 @@ fn pin_once(fs: &dyn Fs, dir: &Path, pin: &Path, accept_torn: bool) -> Result<()
     Ok(())
 }
 
-/// True for the names the engine writes in a database directory.
-fn is_ours(name: &str) -> bool {
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    matches!(name, "CURRENT" | "LOCK" | "LOG" | "IDENTITY" | "lost")
-        || name.strip_prefix("LOG.old.").is_some_and(digits)
-        || name.strip_prefix("MANIFEST-").is_some_and(digits)
-        || name.split_once('.').is_some_and(|(stem, ext)| digits(stem) && matches!(ext, "log" | "sst" | "dbtmp"))
-}
-
 /// Notes the files that are not ours; reports every file recovery kept in `lost/`.
 fn check_directory(fs: &dyn Fs, dir: &Path, report: &mut Report) {
-    for name in fs.list(dir).unwrap_or_default().into_iter().filter(|n| !is_ours(n)) {
+    for name in fs.list(dir).unwrap_or_default().into_iter().filter(|n| filenames::parse(n).is_none()) {
         report.notes.push(format!("{name}: not a ShaleDB file (left alone)"));
     }
-    let lost = dir.join("lost");
+    let lost = filenames::lost_dir(dir);
     if !fs.exists(&lost) {
         return;
     }
@@ -339,7 +332,7 @@ fn check_directory(fs: &dyn Fs, dir: &Path, report: &mut Report) {
 }
 
 fn read_current(fs: &dyn Fs, dir: &Path, report: &mut Report) -> Option<PathBuf> {
-    let current = dir.join("CURRENT");
+    let current = filenames::current(dir);
     let data = match fs.read_all(&current) {
         Ok(d) => d,
         Err(e) => {
@@ -347,10 +340,7 @@ fn read_current(fs: &dyn Fs, dir: &Path, report: &mut Report) -> Option<PathBuf>
             return None;
         }
     };
-    let name = std::str::from_utf8(&data).ok().and_then(|s| s.strip_suffix('\n')).filter(|s| {
-        s.strip_prefix("MANIFEST-").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-    });
-    match name {
+    match filenames::manifest_in_current(&data).map(filenames::manifest_name) {
         Some(name) => {
             report.checked.push(format!("CURRENT names {name}"));
             Some(dir.join(name))
@@ -463,7 +453,7 @@ fn apply_edit(m: &mut Manifest, edit: &VersionEdit, path: &Path, offset: u64, re
 }
 
 fn check_table(fs: &dyn Fs, dir: &Path, level: u32, meta: &FileMeta, last_seq: Option<u64>, report: &mut Report) {
-    let path = dir.join(format!("{:06}.sst", meta.number));
+    let path = filenames::table(dir, meta.number);
     let before = report.problems.len();
     match fs.file_size(&path) {
         Err(e) => {
@@ -531,10 +521,10 @@ fn check_wals(fs: &dyn Fs, dir: &Path, m: &Manifest, manifest: &Path, report: &m
     };
     let mut wals: Vec<u64> = names
         .iter()
-        .filter_map(|n| n.strip_suffix(".log"))
-        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-        .filter_map(|s| s.parse().ok())
-        .filter(|n| *n >= log_number)
+        .filter_map(|n| match filenames::parse(n) {
+            Some(FileKind::Wal(number)) if number >= log_number => Some(number),
+            _ => None,
+        })
         .collect();
     wals.sort_unstable();
     if log_number > 0 && !wals.contains(&log_number) {
@@ -548,7 +538,7 @@ fn check_wals(fs: &dyn Fs, dir: &Path, m: &Manifest, manifest: &Path, report: &m
     // switch and before the flush edit), so sequences are only checked to rise from one record to the next.
     let mut next_seq = 0;
     for number in wals {
-        let path = dir.join(format!("{number:06}.log"));
+        let path = filenames::wal(dir, number);
         let data = match fs.read_all(&path) {
             Ok(d) => d,
             Err(e) => {

@@ -1,7 +1,7 @@
 //! ShaleDB's on-disk formats, as codecs only: nothing here knows about the engine's `Options`, threads or
 //! versions. Each module opens with the grammar of its format (the same text as `docs/format/*.md`).
 //!
-//! Layering: `coding`/`crc` <- `log` (WAL and MANIFEST framing), `batch`, `edit` <- `block`, `bloom`,
+//! Layering: `coding`/`crc` <- `log` (WAL and MANIFEST framing), `batch`, `edit`, `filenames` <- `block`, `bloom`,
 //! `compress` <- `table` (SST builder and reader, block cache).
 
 pub mod batch;
@@ -12,6 +12,7 @@ pub mod coding;
 pub mod compress;
 pub mod crc;
 pub mod edit;
+pub mod filenames;
 pub mod ikey;
 pub mod iter;
 pub mod log;

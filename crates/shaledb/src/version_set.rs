@@ -114,15 +114,8 @@ impl VersionSet {
     pub(crate) fn recover(dir: &Path, opts: &Options) -> Result<VersionSet> {
         let current_path = filenames::current(dir);
         let current = opts.fs.read_all(&current_path)?;
-        let name = std::str::from_utf8(&current)
-            .ok()
-            .and_then(|s| s.strip_suffix('\n'))
-            .filter(|s| matches!(filenames::parse(s), Some(filenames::FileKind::Manifest(_))))
+        let manifest_number = filenames::manifest_in_current(&current)
             .ok_or_else(|| Error::corruption(&current_path, 0, "CURRENT does not name a MANIFEST"))?;
-        let manifest_number = match filenames::parse(name) {
-            Some(filenames::FileKind::Manifest(n)) => n,
-            _ => return Err(Error::corruption(&current_path, 0, "CURRENT does not name a MANIFEST")),
-        };
         VersionSet::recover_manifest(dir, opts, manifest_number)
     }
 
