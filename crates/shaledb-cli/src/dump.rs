@@ -23,10 +23,10 @@ use shaledb_format::filenames;
 use shaledb_format::ikey::{self, ValueKind};
 use shaledb_format::iter::InternalIterator;
 use shaledb_format::log::{LogRead, Reader};
+use shaledb_format::manifest::LiveFiles;
 use shaledb_format::table::{BlockHandle, Table, TableReadOptions, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use shaledb_format::{crc, Error};
 use shaledb_vfs::{Fs, PosixFs, ReadHints};
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -479,8 +479,7 @@ fn dump_manifest(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Wri
     writeln!(out, "MANIFEST {} ({} bytes)", path.display(), data.len())?;
     let mut reader = Reader::new(data, path.to_path_buf());
     let mut clean = true;
-    let mut levels: BTreeMap<u32, BTreeMap<u64, FileMeta>> = BTreeMap::new();
-    let (mut log, mut next, mut last) = (None, None, None);
+    let mut live = LiveFiles::default();
     let mut n = 0usize;
     loop {
         match reader.next() {
@@ -514,28 +513,20 @@ fn dump_manifest(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Wri
                         }
                     }
                 }
-                for (level, number) in &edit.deleted_files {
-                    if show_edit {
+                if show_edit {
+                    for (level, number) in &edit.deleted_files {
                         writeln!(out, "  delete L{level} #{number}")?;
                     }
-                    if levels.get_mut(level).and_then(|f| f.remove(number)).is_none() {
-                        writeln!(
-                            out,
-                            "DAMAGE {} at offset {offset}: deletes #{number}, which is not in L{level}",
-                            path.display()
-                        )?;
-                        clean = false;
+                    for (level, meta) in &edit.new_files {
+                        if opts.overlaps(meta.smallest_user_key(), meta.largest_user_key()) {
+                            writeln!(out, "  add L{level} {}", show_meta(meta))?;
+                        }
                     }
                 }
-                for (level, meta) in &edit.new_files {
-                    if show_edit && opts.overlaps(meta.smallest_user_key(), meta.largest_user_key()) {
-                        writeln!(out, "  add L{level} {}", show_meta(meta))?;
-                    }
-                    levels.entry(*level).or_default().insert(meta.number, meta.clone());
+                for problem in live.apply(&edit) {
+                    writeln!(out, "DAMAGE {} at offset {offset}: {problem}", path.display())?;
+                    clean = false;
                 }
-                log = edit.log_number.or(log);
-                next = edit.next_file_number.or(next);
-                last = edit.last_sequence.or(last);
             }
         }
     }
@@ -543,9 +534,15 @@ fn dump_manifest(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Wri
         opts.more(out, "", n, "edits")?;
     }
     let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
-    writeln!(out, "{n} edits; log number {}, next file {}, last sequence {}", opt(log), opt(next), opt(last))?;
+    writeln!(
+        out,
+        "{n} edits; log number {}, next file {}, last sequence {}",
+        opt(live.log_number),
+        opt(live.next_file_number),
+        opt(live.last_sequence)
+    )?;
     writeln!(out, "LSM shape:")?;
-    for (level, files) in levels.iter().filter(|(_, f)| !f.is_empty()) {
+    for (level, files) in live.levels.iter().filter(|(_, f)| !f.is_empty()) {
         let bytes: u64 = files.values().map(|f| f.file_size).sum();
         writeln!(out, "  L{level}: {} files, {bytes} bytes", files.len())?;
         if opts.properties_only {

@@ -23,14 +23,13 @@
 //! elsewhere, the view could not be pinned), with a one-line message.
 
 use shaledb_format::batch::BatchRep;
-use shaledb_format::edit::{FileMeta, VersionEdit, BYTEWISE_COMPARATOR};
+use shaledb_format::edit::{FileMeta, VersionEdit};
 use shaledb_format::filenames::{self, FileKind};
-use shaledb_format::ikey;
 use shaledb_format::iter::InternalIterator;
 use shaledb_format::log::{LogRead, Reader};
+use shaledb_format::manifest::{self, LiveFiles};
 use shaledb_format::table::{Table, TableReadOptions};
 use shaledb_vfs::{Error, Fs, PosixFs, ReadHints};
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -173,16 +172,6 @@ impl Report {
     }
 }
 
-/// The live state a MANIFEST describes.
-#[derive(Debug, Default)]
-struct Manifest {
-    levels: BTreeMap<u32, BTreeMap<u64, FileMeta>>,
-    log_number: Option<u64>,
-    next_file_number: Option<u64>,
-    last_sequence: Option<u64>,
-    edits: usize,
-}
-
 /// Checks the database in `dir` on `fs`. Never fails: what cannot be read is a problem in the report.
 pub fn verify_dir(fs: &dyn Fs, dir: &Path) -> Report {
     verify_inner(fs, dir, true)
@@ -193,10 +182,8 @@ fn verify_inner(fs: &dyn Fs, dir: &Path, live_files: bool) -> Report {
     let mut report = Report::default();
     let Some(manifest_path) = read_current(fs, dir, &mut report) else { return report };
     let Some(m) = read_manifest(fs, &manifest_path, &mut report) else { return report };
-    for (level, files) in &m.levels {
-        for meta in files.values() {
-            check_table(fs, dir, *level, meta, m.last_sequence, &mut report);
-        }
+    for (level, meta) in m.files() {
+        check_table(fs, dir, level, meta, m.last_sequence, &mut report);
     }
     if live_files {
         check_wals(fs, dir, &m, &manifest_path, &mut report);
@@ -356,7 +343,7 @@ fn read_current(fs: &dyn Fs, dir: &Path, report: &mut Report) -> Option<PathBuf>
     }
 }
 
-fn read_manifest(fs: &dyn Fs, path: &Path, report: &mut Report) -> Option<Manifest> {
+fn read_manifest(fs: &dyn Fs, path: &Path, report: &mut Report) -> Option<LiveFiles> {
     let data = match fs.read_all(path) {
         Ok(d) => d,
         Err(e) => {
@@ -365,7 +352,7 @@ fn read_manifest(fs: &dyn Fs, path: &Path, report: &mut Report) -> Option<Manife
         }
     };
     let problems_before = report.problems.len();
-    let mut m = Manifest::default();
+    let mut m = LiveFiles::default();
     let mut reader = Reader::new(data, path.to_path_buf());
     loop {
         match reader.next() {
@@ -376,7 +363,11 @@ fn read_manifest(fs: &dyn Fs, path: &Path, report: &mut Report) -> Option<Manife
             }
             LogRead::Record { offset, data } => match VersionEdit::decode(&data) {
                 Err(e) => report.error(path, &e.in_file(path, offset)),
-                Ok(edit) => apply_edit(&mut m, &edit, path, offset, report),
+                Ok(edit) => {
+                    for p in manifest::unsupported(&edit).into_iter().chain(m.apply(&edit)) {
+                        report.problem(path, Some(offset), p.to_string());
+                    }
+                }
             },
         }
     }
@@ -388,30 +379,14 @@ fn read_manifest(fs: &dyn Fs, path: &Path, report: &mut Report) -> Option<Manife
         report.problem(path, None, "lacks the log number, next file number or last sequence");
     }
     let next = m.next_file_number.unwrap_or(u64::MAX);
-    for files in m.levels.values() {
-        for f in files.values().filter(|f| f.number >= next) {
-            report.problem(
-                path,
-                None,
-                format!("file {} is numbered at or above the next file number {next}", f.number),
-            );
-        }
+    for (_, f) in m.files().filter(|(_, f)| f.number >= next) {
+        report.problem(path, None, format!("file {} is numbered at or above the next file number {next}", f.number));
     }
-    for (level, files) in m.levels.iter().filter(|(l, _)| **l > 0) {
-        let mut sorted: Vec<&FileMeta> = files.values().collect();
-        sorted.sort_by(|a, b| ikey::compare(&a.smallest, &b.smallest));
-        for w in sorted.windows(2) {
-            if w[0].largest_user_key() >= w[1].smallest_user_key() {
-                report.problem(
-                    path,
-                    None,
-                    format!("files {} and {} overlap in level {level}", w[0].number, w[1].number),
-                );
-            }
-        }
+    for (level, a, b) in m.overlaps() {
+        report.problem(path, None, format!("files {a} and {b} overlap in level {level}"));
     }
     if report.problems.len() == problems_before {
-        let live: usize = m.levels.values().map(BTreeMap::len).sum();
+        let live = m.files().count();
         report.checked.push(format!(
             "{}: {} edits, {live} live tables, log number {}, next file {}, last sequence {}",
             path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
@@ -422,34 +397,6 @@ fn read_manifest(fs: &dyn Fs, path: &Path, report: &mut Report) -> Option<Manife
         ));
     }
     Some(m)
-}
-
-fn apply_edit(m: &mut Manifest, edit: &VersionEdit, path: &Path, offset: u64, report: &mut Report) {
-    m.edits += 1;
-    if let Some(c) = &edit.comparator {
-        if c != BYTEWISE_COMPARATOR {
-            report.problem(path, Some(offset), format!("unknown comparator {c:?}"));
-        }
-    }
-    if let Some(v) = edit.format_version {
-        if v > shaledb_format::FORMAT_VERSION {
-            report.problem(path, Some(offset), format!("format version {v} is newer than this build's"));
-        }
-    }
-    for &(level, number) in &edit.deleted_files {
-        if m.levels.get_mut(&level).and_then(|files| files.remove(&number)).is_none() {
-            report.problem(path, Some(offset), format!("edit deletes file {number}, which is not in level {level}"));
-        }
-    }
-    for (level, meta) in &edit.new_files {
-        if m.levels.values().any(|files| files.contains_key(&meta.number)) {
-            report.problem(path, Some(offset), format!("edit adds file {} twice", meta.number));
-        }
-        m.levels.entry(*level).or_default().insert(meta.number, meta.clone());
-    }
-    m.log_number = edit.log_number.or(m.log_number);
-    m.next_file_number = edit.next_file_number.or(m.next_file_number);
-    m.last_sequence = edit.last_sequence.or(m.last_sequence);
 }
 
 fn check_table(fs: &dyn Fs, dir: &Path, level: u32, meta: &FileMeta, last_seq: Option<u64>, report: &mut Report) {
@@ -510,7 +457,7 @@ fn check_table(fs: &dyn Fs, dir: &Path, level: u32, meta: &FileMeta, last_seq: O
     }
 }
 
-fn check_wals(fs: &dyn Fs, dir: &Path, m: &Manifest, manifest: &Path, report: &mut Report) {
+fn check_wals(fs: &dyn Fs, dir: &Path, m: &LiveFiles, manifest: &Path, report: &mut Report) {
     let log_number = m.log_number.unwrap_or(0);
     let names = match fs.list(dir) {
         Ok(n) => n,

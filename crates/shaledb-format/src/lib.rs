@@ -16,6 +16,7 @@ pub mod filenames;
 pub mod ikey;
 pub mod iter;
 pub mod log;
+pub mod manifest;
 pub mod table;
 
 pub use shaledb_vfs::{Error, Result};
