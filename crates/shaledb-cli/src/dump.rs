@@ -15,21 +15,18 @@
 //! `--from`/`--to` keep the user keys in `[from, to)`.
 
 use shaledb_format::batch::BatchRep;
-use shaledb_format::block::{Block, BlockIter, KeyOrder};
-use shaledb_format::coding::{get_fixed32, Decoder};
-use shaledb_format::compress::{decompress, CompressionType};
+use shaledb_format::block::{BlockIter, KeyOrder};
 use shaledb_format::edit::{FileMeta, VersionEdit};
 use shaledb_format::filenames;
 use shaledb_format::ikey::{self, ValueKind};
 use shaledb_format::iter::InternalIterator;
 use shaledb_format::log::{LogRead, Reader};
 use shaledb_format::manifest::LiveFiles;
-use shaledb_format::table::{BlockHandle, Table, TableReadOptions, BLOCK_TRAILER_LEN, FOOTER_LEN};
-use shaledb_format::{crc, Error};
+use shaledb_format::table::{BlockHandle, Table, TableReadOptions};
+use shaledb_format::Error;
 use shaledb_vfs::{Fs, PosixFs, ReadHints};
 use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
 
 /// Arguments of `shaledb dump`.
 #[derive(clap::Args, Debug)]
@@ -245,27 +242,6 @@ fn damage(out: &mut dyn Write, e: &Error, path: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Reads a block by handle, checking its trailer: the same steps as the table reader, for the index.
-fn read_block(data: &[u8], h: BlockHandle, path: &Path, verify: bool) -> Result<Block, Error> {
-    let bad = |what: &str| Error::corruption(path, h.offset, what);
-    let start = usize::try_from(h.offset).map_err(|_| bad("block offset out of range"))?;
-    let size = usize::try_from(h.size).map_err(|_| bad("block size out of range"))?;
-    let end = start.checked_add(size).ok_or_else(|| bad("block size out of range"))?;
-    let stored = data.get(start..end).ok_or_else(|| bad("block runs past the end of the file"))?;
-    let trailer = data.get(end..end + BLOCK_TRAILER_LEN).ok_or_else(|| bad("block trailer runs past the end"))?;
-    let ctype = trailer[0];
-    let expected = get_fixed32(&trailer[1..]).map(crc::unmask);
-    if verify && expected != Some(crc::extend(crc::value(stored), &[ctype])) {
-        return Err(bad("block checksum mismatch"));
-    }
-    let kind = CompressionType::from_u8(ctype).ok_or_else(|| bad("unknown compression type"))?;
-    let contents = match kind {
-        CompressionType::None => stored.to_vec(),
-        other => decompress(other, stored).map_err(|e| e.in_file(path, h.offset))?,
-    };
-    Block::new(contents).map_err(|e| e.in_file(path, h.offset))
-}
-
 fn dump_sst(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Write) -> anyhow::Result<bool> {
     let file = fs.open(path, ReadHints { sequential: true, ..ReadHints::default() })?;
     let len = file.len();
@@ -305,52 +281,39 @@ fn dump_sst(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Write) -
         }
         return Ok(clean);
     }
-    // The index: the footer's second handle.
-    let data = fs.read_all(path)?;
-    let footer_at = data.len().saturating_sub(FOOTER_LEN);
-    let mut d = Decoder::new(data.get(footer_at..).unwrap_or_default());
-    let handles = (|| Some((d.varint64()?, d.varint64()?, d.varint64()?, d.varint64()?)))();
     writeln!(out, "index:")?;
-    match handles {
-        None => {
-            writeln!(out, "DAMAGE {} at offset {footer_at}: malformed footer handles", path.display())?;
+    match table.index() {
+        Err(e) => {
+            damage(out, &e, path)?;
             clean = false;
         }
-        Some((_, _, offset, size)) => match read_block(&data, BlockHandle { offset, size }, path, verify) {
-            Err(e) => {
-                damage(out, &e, path)?;
+        Ok((block, BlockHandle { offset, .. })) => {
+            let mut it = BlockIter::new(block, KeyOrder::Internal);
+            it.seek_to_first();
+            // A block holds the keys up to its separator: the blocks in range run from the first whose
+            // separator is at or after `from` to the first whose separator reaches `to`.
+            let (mut n, mut past_to) = (0usize, false);
+            while it.valid() && !past_to {
+                let sep = ikey::parse(it.key()).map_or(it.key(), |p| p.user_key);
+                if opts.from.as_deref().is_some_and(|f| sep < f) {
+                    it.next();
+                    continue;
+                }
+                past_to = opts.to.as_deref().is_some_and(|t| sep >= t);
+                if opts.shows(n) {
+                    let target = BlockHandle::decode_exact(it.value())
+                        .map_or_else(|| "malformed handle".to_string(), |h| format!("block @{} +{}", h.offset, h.size));
+                    writeln!(out, "  {} -> {target}", show_ikey(it.key()))?;
+                }
+                n += 1;
+                it.next();
+            }
+            opts.more(out, "  ", n, "index entries")?;
+            if let Err(e) = it.status() {
+                damage(out, &e.in_file(path, offset), path)?;
                 clean = false;
             }
-            Ok(block) => {
-                let mut it = BlockIter::new(Arc::new(block), KeyOrder::Internal);
-                it.seek_to_first();
-                // A block holds the keys up to its separator: the blocks in range run from the first whose
-                // separator is at or after `from` to the first whose separator reaches `to`.
-                let (mut n, mut past_to) = (0usize, false);
-                while it.valid() && !past_to {
-                    let sep = ikey::parse(it.key()).map_or(it.key(), |p| p.user_key);
-                    if opts.from.as_deref().is_some_and(|f| sep < f) {
-                        it.next();
-                        continue;
-                    }
-                    past_to = opts.to.as_deref().is_some_and(|t| sep >= t);
-                    if opts.shows(n) {
-                        let target = BlockHandle::decode_exact(it.value()).map_or_else(
-                            || "malformed handle".to_string(),
-                            |h| format!("block @{} +{}", h.offset, h.size),
-                        );
-                        writeln!(out, "  {} -> {target}", show_ikey(it.key()))?;
-                    }
-                    n += 1;
-                    it.next();
-                }
-                opts.more(out, "  ", n, "index entries")?;
-                if let Err(e) = it.status() {
-                    damage(out, &e.in_file(path, offset), path)?;
-                    clean = false;
-                }
-            }
-        },
+        }
     }
     writeln!(out, "entries:")?;
     let mut it = table.iter(verify, false);
@@ -563,6 +526,7 @@ mod tests {
     use super::*;
     use shaledb::{Db, Options, WriteBatch};
     use shaledb_vfs::MemFs;
+    use std::sync::Arc;
 
     fn dir() -> &'static Path {
         Path::new("/db")
