@@ -16,12 +16,12 @@
 
 use shaledb_format::batch::BatchRep;
 use shaledb_format::block::{BlockIter, KeyOrder};
-use shaledb_format::edit::{FileMeta, VersionEdit};
+use shaledb_format::edit::FileMeta;
 use shaledb_format::filenames;
 use shaledb_format::ikey::{self, ValueKind};
 use shaledb_format::iter::InternalIterator;
 use shaledb_format::log::{LogRead, Reader};
-use shaledb_format::manifest::LiveFiles;
+use shaledb_format::manifest::{self, EditRead, LiveFiles};
 use shaledb_format::table::{BlockHandle, Table, TableReadOptions};
 use shaledb_format::Error;
 use shaledb_vfs::{Fs, PosixFs, ReadHints};
@@ -445,22 +445,19 @@ fn dump_manifest(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Wri
     let mut live = LiveFiles::default();
     let mut n = 0usize;
     loop {
-        match reader.next() {
-            LogRead::Eof => break,
-            LogRead::Damage(d) => {
+        match manifest::next_edit(&mut reader) {
+            EditRead::Eof => break,
+            EditRead::Damage(d) => {
                 writeln!(out, "DAMAGE {}", d.to_error(path))?;
                 clean = false;
             }
-            LogRead::Record { offset, data } => {
+            EditRead::Undecodable(e) => {
                 n += 1;
-                let edit = match VersionEdit::decode(&data) {
-                    Ok(e) => e,
-                    Err(e) => {
-                        damage(out, &e.in_file(path, offset), path)?;
-                        clean = false;
-                        continue;
-                    }
-                };
+                damage(out, &e, path)?;
+                clean = false;
+            }
+            EditRead::Edit { offset, edit } => {
+                n += 1;
                 let show_edit = !opts.properties_only && opts.shows(n - 1);
                 if show_edit {
                     writeln!(out, "edit {n} @{offset}:")?;

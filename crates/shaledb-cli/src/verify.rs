@@ -23,11 +23,11 @@
 //! elsewhere, the view could not be pinned), with a one-line message.
 
 use shaledb_format::batch::BatchRep;
-use shaledb_format::edit::{FileMeta, VersionEdit};
+use shaledb_format::edit::FileMeta;
 use shaledb_format::filenames::{self, FileKind};
 use shaledb_format::iter::InternalIterator;
 use shaledb_format::log::{LogRead, Reader};
-use shaledb_format::manifest::{self, LiveFiles};
+use shaledb_format::manifest::{self, EditRead, LiveFiles};
 use shaledb_format::table::{Table, TableReadOptions};
 use shaledb_vfs::{Error, Fs, PosixFs, ReadHints};
 use std::fmt;
@@ -355,20 +355,18 @@ fn read_manifest(fs: &dyn Fs, path: &Path, report: &mut Report) -> Option<LiveFi
     let mut m = LiveFiles::default();
     let mut reader = Reader::new(data, path.to_path_buf());
     loop {
-        match reader.next() {
-            LogRead::Eof => break,
-            LogRead::Damage(d) => {
+        match manifest::next_edit(&mut reader) {
+            EditRead::Eof => break,
+            EditRead::Damage(d) => {
                 let note = if d.at_tail { " (at the tail: a torn append, or a damaged last edit)" } else { "" };
                 report.problem(path, Some(d.offset), format!("{}: {}{note}", d.kind, d.what));
             }
-            LogRead::Record { offset, data } => match VersionEdit::decode(&data) {
-                Err(e) => report.error(path, &e.in_file(path, offset)),
-                Ok(edit) => {
-                    for p in manifest::unsupported(&edit).into_iter().chain(m.apply(&edit)) {
-                        report.problem(path, Some(offset), p.to_string());
-                    }
+            EditRead::Undecodable(e) => report.error(path, &e),
+            EditRead::Edit { offset, edit } => {
+                for p in manifest::unsupported(&edit).into_iter().chain(m.apply(&edit)) {
+                    report.problem(path, Some(offset), p.to_string());
                 }
-            },
+            }
         }
     }
     if m.edits == 0 {

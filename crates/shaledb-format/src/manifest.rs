@@ -2,13 +2,45 @@
 //! counters they record.
 //!
 //! This is the one replay of a MANIFEST. The engine's recovery takes the first [`EditProblem`] of an edit as
-//! corruption and stops; `shaledb dump` and `shaledb verify` report every problem and go on. The records
-//! themselves are read with [`crate::log::Reader`] and decoded with [`VersionEdit::decode`].
+//! corruption and stops; `shaledb dump` and `shaledb verify` report every problem and go on. The edits are
+//! read with [`next_edit`]: a record of [`crate::log::Reader`], decoded with [`VersionEdit::decode`].
 
 use crate::edit::{FileMeta, VersionEdit, BYTEWISE_COMPARATOR, DB_ID_LEN};
 use crate::ikey;
+use crate::log::{Damage, LogRead, Reader};
+use crate::Error;
 use std::collections::BTreeMap;
 use std::fmt;
+
+/// What [`next_edit`] read.
+#[derive(Debug)]
+pub enum EditRead {
+    /// A version edit; `offset` is where its record starts.
+    Edit {
+        /// File offset of the edit's record.
+        offset: u64,
+        /// The decoded edit.
+        edit: VersionEdit,
+    },
+    /// An intact record that is not a version edit: the error names the MANIFEST and the record's offset.
+    Undecodable(Error),
+    /// Bytes that do not form a record. Reading may continue.
+    Damage(Damage),
+    /// The end of the MANIFEST.
+    Eof,
+}
+
+/// Reads the next record of the MANIFEST `reader` reads, and decodes it.
+pub fn next_edit(reader: &mut Reader) -> EditRead {
+    match reader.next() {
+        LogRead::Eof => EditRead::Eof,
+        LogRead::Damage(d) => EditRead::Damage(d),
+        LogRead::Record { offset, data } => match VersionEdit::decode(&data) {
+            Ok(edit) => EditRead::Edit { offset, edit },
+            Err(e) => EditRead::Undecodable(e.in_file(reader.path(), offset)),
+        },
+    }
+}
 
 /// What the edits replayed so far add up to.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -129,6 +161,30 @@ impl LiveFiles {
 mod tests {
     use super::*;
     use crate::ikey::ValueKind;
+    use std::path::Path;
+
+    #[test]
+    fn next_edit_decodes_records_and_names_the_ones_that_do_not_decode() {
+        use shaledb_vfs::{Fs, MemFs};
+        let (fs, path) = (MemFs::new(), Path::new("/MANIFEST-000001"));
+        let edit = VersionEdit { log_number: Some(4), ..VersionEdit::default() };
+        let mut w = crate::log::Writer::new(fs.create(path).unwrap());
+        let mut encoded = Vec::new();
+        edit.encode(&mut encoded);
+        w.add_record(&encoded).unwrap();
+        w.add_record(&[0xff, 0xff]).unwrap();
+        w.flush().unwrap();
+        let data = fs.read_file(path).unwrap();
+        let mut r = Reader::new(data, path.to_path_buf());
+        assert!(matches!(next_edit(&mut r), EditRead::Edit { offset: 0, edit: e } if e == edit));
+        match next_edit(&mut r) {
+            EditRead::Undecodable(Error::Corruption { file, offset, .. }) => {
+                assert_eq!((file.as_path(), offset > 0), (path, true));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(next_edit(&mut r), EditRead::Eof));
+    }
 
     fn meta(number: u64, lo: &str, hi: &str) -> FileMeta {
         let key = |k: &str| {

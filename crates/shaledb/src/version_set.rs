@@ -12,8 +12,8 @@ use crate::options::Options;
 use crate::version::Version;
 use shaledb_format::edit::{FileMeta, VersionEdit, DB_ID_LEN, MAX_FILE_NUMBER};
 use shaledb_format::ikey;
-use shaledb_format::log::{self, LogRead};
-use shaledb_format::manifest::{self, EditProblem, LiveFiles};
+use shaledb_format::log;
+use shaledb_format::manifest::{self, EditProblem, EditRead, LiveFiles};
 use shaledb_vfs::{Error, Fs, Result};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -130,18 +130,18 @@ impl VersionSet {
         let mut records = 0u64;
         let mut tail_damage = None;
         loop {
-            match reader.next() {
-                LogRead::Eof => break,
+            match manifest::next_edit(&mut reader) {
+                EditRead::Eof => break,
                 // A MANIFEST edit is synced before it takes effect, so an incomplete last record was never
                 // acted upon: ignore it. Any other damage is real corruption.
-                LogRead::Damage(d) if d.at_tail && records > 0 => {
+                EditRead::Damage(d) if d.at_tail && records > 0 => {
                     tail_damage = Some(d.to_error(&manifest_path));
                     break;
                 }
-                LogRead::Damage(d) => return Err(d.to_error(&manifest_path)),
-                LogRead::Record { offset, data } => {
+                EditRead::Damage(d) => return Err(d.to_error(&manifest_path)),
+                EditRead::Undecodable(e) => return Err(e),
+                EditRead::Edit { offset, edit } => {
                     records += 1;
-                    let edit = VersionEdit::decode(&data).map_err(|e| e.in_file(&manifest_path, offset))?;
                     // Numbers read from disk stay in range, so the arithmetic on them below cannot wrap.
                     let at = offset;
                     let p = &manifest_path;
