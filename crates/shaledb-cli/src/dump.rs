@@ -14,15 +14,15 @@
 //! `--properties-only` prints a table's properties (a WAL's or MANIFEST's totals) and nothing per entry;
 //! `--from`/`--to` keep the user keys in `[from, to)`.
 
-use shaledb_format::batch::BatchRep;
 use shaledb_format::block::{BlockIter, KeyOrder};
 use shaledb_format::edit::FileMeta;
 use shaledb_format::filenames;
 use shaledb_format::ikey::{self, ValueKind};
 use shaledb_format::iter::InternalIterator;
-use shaledb_format::log::{LogRead, Reader};
+use shaledb_format::log::Reader;
 use shaledb_format::manifest::{self, EditRead, LiveFiles};
 use shaledb_format::table::{BlockHandle, Table, TableReadOptions};
+use shaledb_format::wal::{self, BatchRead};
 use shaledb_format::Error;
 use shaledb_vfs::{Fs, PosixFs, ReadHints};
 use std::io::Write;
@@ -364,54 +364,44 @@ fn dump_wal(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Write) -
     // Records printed (with `--from`/`--to`: those holding an update in range).
     let mut shown = 0usize;
     loop {
-        match reader.next() {
-            LogRead::Eof => break,
-            LogRead::Damage(d) => {
+        match wal::next_batch(&mut reader) {
+            BatchRead::Eof => break,
+            BatchRead::Damage(d) => {
                 writeln!(out, "DAMAGE {}", d.to_error(path))?;
                 clean = false;
             }
-            LogRead::Record { offset, data } => {
+            BatchRead::Undecodable { error, .. } => {
                 records += 1;
-                let size = data.len();
-                match BatchRep::from_bytes(data) {
-                    Err(e) => {
-                        damage(out, &e.in_file(path, offset), path)?;
-                        clean = false;
-                    }
-                    Ok(batch) => {
-                        updates += u64::from(batch.count());
-                        let in_range = (opts.from.is_none() && opts.to.is_none())
-                            || batch.iter().any(|e| e.is_ok_and(|e| opts.in_range(e.key)));
-                        if !in_range || opts.properties_only {
+                damage(out, &error, path)?;
+                clean = false;
+            }
+            BatchRead::Batch { offset, size, batch } => {
+                records += 1;
+                updates += u64::from(batch.count());
+                let in_range = (opts.from.is_none() && opts.to.is_none())
+                    || batch.iter().any(|e| e.is_ok_and(|e| opts.in_range(e.key)));
+                if !in_range || opts.properties_only {
+                    continue;
+                }
+                shown += 1;
+                if opts.shows(shown - 1) {
+                    writeln!(
+                        out,
+                        "record @{offset} ({size} bytes): batch seq {} count {}",
+                        batch.sequence(),
+                        batch.count()
+                    )?;
+                    for (i, e) in batch.iter().enumerate() {
+                        let Ok(e) = e else { break };
+                        if !opts.in_range(e.key) {
                             continue;
                         }
-                        shown += 1;
-                        if opts.shows(shown - 1) {
-                            writeln!(
-                                out,
-                                "record @{offset} ({size} bytes): batch seq {} count {}",
-                                batch.sequence(),
-                                batch.count()
-                            )?;
-                            for (i, e) in batch.iter().enumerate() {
-                                let Ok(e) = e else { break };
-                                if !opts.in_range(e.key) {
-                                    continue;
-                                }
-                                let seq = batch.sequence() + i as u64;
-                                match (e.kind, opts.keys_only) {
-                                    (ValueKind::Deletion, _) | (_, true) => {
-                                        writeln!(out, "  {} {} @{seq}", kind_name(e.kind), show(e.key))?
-                                    }
-                                    _ => writeln!(
-                                        out,
-                                        "  {} {} @{seq} => {}",
-                                        kind_name(e.kind),
-                                        show(e.key),
-                                        show(e.value)
-                                    )?,
-                                }
+                        let seq = batch.sequence() + i as u64;
+                        match (e.kind, opts.keys_only) {
+                            (ValueKind::Deletion, _) | (_, true) => {
+                                writeln!(out, "  {} {} @{seq}", kind_name(e.kind), show(e.key))?
                             }
+                            _ => writeln!(out, "  {} {} @{seq} => {}", kind_name(e.kind), show(e.key), show(e.value))?,
                         }
                     }
                 }

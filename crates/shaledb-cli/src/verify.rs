@@ -22,13 +22,13 @@
 //! Exit code 0 when nothing is wrong, 1 when anything is, 2 when verify refused (not a database, open
 //! elsewhere, the view could not be pinned), with a one-line message.
 
-use shaledb_format::batch::BatchRep;
 use shaledb_format::edit::FileMeta;
 use shaledb_format::filenames::{self, FileKind};
 use shaledb_format::iter::InternalIterator;
 use shaledb_format::log::{LogRead, Reader};
 use shaledb_format::manifest::{self, EditRead, LiveFiles};
 use shaledb_format::table::{Table, TableReadOptions};
+use shaledb_format::wal::{self, BatchRead};
 use shaledb_vfs::{Error, Fs, PosixFs, ReadHints};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -495,26 +495,24 @@ fn check_wals(fs: &dyn Fs, dir: &Path, m: &LiveFiles, manifest: &Path, report: &
         let mut reader = Reader::new(data, path.clone());
         let mut records = 0u64;
         loop {
-            match reader.next() {
-                LogRead::Eof => break,
-                LogRead::Damage(d) => {
+            match wal::next_batch(&mut reader) {
+                BatchRead::Eof => break,
+                BatchRead::Damage(d) => {
                     let note = if d.at_tail { " (at the tail: PointInTime recovery drops it)" } else { "" };
                     report.problem(&path, Some(d.offset), format!("{}: {}{note}", d.kind, d.what));
                 }
-                LogRead::Record { offset, data } => match BatchRep::from_bytes(data) {
-                    Err(e) => report.error(&path, &e.in_file(&path, offset)),
-                    Ok(batch) => {
-                        records += 1;
-                        if batch.sequence() < next_seq {
-                            report.problem(
-                                &path,
-                                Some(offset),
-                                format!("batch sequence {} goes back (expected at least {next_seq})", batch.sequence()),
-                            );
-                        }
-                        next_seq = next_seq.max(batch.sequence() + u64::from(batch.count()));
+                BatchRead::Undecodable { error, .. } => report.error(&path, &error),
+                BatchRead::Batch { offset, batch, .. } => {
+                    records += 1;
+                    if batch.sequence() < next_seq {
+                        report.problem(
+                            &path,
+                            Some(offset),
+                            format!("batch sequence {} goes back (expected at least {next_seq})", batch.sequence()),
+                        );
                     }
-                },
+                    next_seq = next_seq.max(batch.sequence() + u64::from(batch.count()));
+                }
             }
         }
         if report.problems.len() == before {

@@ -2,7 +2,7 @@
 //! versions. Each module opens with the grammar of its format (the same text as `docs/format/*.md`).
 //!
 //! Layering: `coding`/`crc` <- `log` (WAL and MANIFEST framing), `batch`, `edit`, `filenames` <- `block`, `bloom`,
-//! `compress` <- `table` (SST builder and reader, block cache).
+//! `compress` <- `table` (SST builder and reader, block cache); `manifest` and `wal` read MANIFESTs and WALs.
 
 pub mod batch;
 pub mod block;
@@ -18,6 +18,7 @@ pub mod iter;
 pub mod log;
 pub mod manifest;
 pub mod table;
+pub mod wal;
 
 pub use shaledb_vfs::{Error, Result};
 

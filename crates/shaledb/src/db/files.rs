@@ -224,7 +224,8 @@ pub(crate) fn remove_obsolete(fs: &dyn Fs, dir: &Path, vs: &VersionSet, replayed
 fn holds_database(fs: &dyn Fs, dir: &Path) -> bool {
     let current = fs.read_all(&filenames::current(dir)).ok();
     let manifest = current.as_deref().and_then(filenames::manifest_in_current);
-    manifest.is_some_and(|n| fs.exists(&dir.join(filenames::manifest_name(n)))) || matches!(identity::read(fs, dir), Ok(Some(_)))
+    manifest.is_some_and(|n| fs.exists(&dir.join(filenames::manifest_name(n))))
+        || matches!(identity::read(fs, dir), Ok(Some(_)))
 }
 
 /// `destroy_with`: removes our files from a directory that holds a database or nothing; returns their names.
