@@ -360,7 +360,7 @@ pub fn run_forestdb(a: &ForestdbArgs, out: &mut dyn Write) -> Result<ForestdbRep
     };
     let _ = writeln!(
         out,
-        "ForestDB pattern suite (seed 003): {} docs ({} logical), N = {} threads, {} s warm-up + {} s per step, \
+        "ForestDB pattern suite (from the RocksDB, ForestDB and MongoDB report): {} docs ({} logical), N = {} threads, {} s warm-up + {} s per step, \
          writer {}/s ({}), range {} docs, engines {:?}, seed {seed}",
         a.docs,
         human_bytes(plan.logical_bytes),

@@ -263,7 +263,7 @@ pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchRep
     };
     let _ = writeln!(
         out,
-        "sysbench suite (seed 002): {} tables x {} rows, threads {:?}, {} s per test, compression {:?}, engines {:?}, seed {seed}",
+        "sysbench suite (the MyRocks sysbench report): {} tables x {} rows, threads {:?}, {} s per test, compression {:?}, engines {:?}, seed {seed}",
         a.tables,
         a.table_size,
         a.threads,
