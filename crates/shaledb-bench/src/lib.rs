@@ -49,24 +49,22 @@ pub enum BenchError {
         msg: String,
     },
     /// The database failed.
-    #[error("{what}: {source}")]
+    #[error("{what}: {cause}")]
     Engine {
         /// The benchmark or step and the operation.
         what: String,
-        /// The engine's error.
-        #[source]
-        source: engine::EngineError,
+        /// The engine's error (in the message, so not also a `source()`: a chain prints each cause once).
+        cause: engine::EngineError,
     },
     /// A file of the tool (report, JSON, plot) could not be written.
-    #[error("{what} {path}: {source}")]
+    #[error("{what} {path}: {cause}")]
     Io {
         /// What was being done.
         what: &'static str,
         /// The file.
         path: std::path::PathBuf,
-        /// The error.
-        #[source]
-        source: std::io::Error,
+        /// The error (in the message, not also a `source()`).
+        cause: std::io::Error,
     },
     /// Drawing a plot failed.
     #[error("plot {path}: {msg}")]
@@ -80,9 +78,30 @@ pub enum BenchError {
 
 impl BenchError {
     pub(crate) fn engine(what: impl Into<String>, source: engine::EngineError) -> BenchError {
-        BenchError::Engine { what: what.into(), source }
+        BenchError::Engine { what: what.into(), cause: source }
     }
 }
 
 /// Result of this crate's functions.
 pub type Result<T> = std::result::Result<T, BenchError>;
+
+#[cfg(test)]
+mod error_tests {
+    use super::*;
+    use std::error::Error as _;
+
+    /// Each cause is printed once by a chain printer: it is in the message or it is the `source()`, never both.
+    #[test]
+    fn errors_carry_their_cause_once() {
+        let io = BenchError::Io {
+            what: "writing JSON to",
+            path: "/x/y.json".into(),
+            cause: std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory"),
+        };
+        assert_eq!(io.to_string(), "writing JSON to /x/y.json: no such directory");
+        assert!(io.source().is_none());
+        let table = table::TableError::Engine("disk full".into());
+        assert_eq!(table.to_string(), "disk full");
+        assert!(table.source().is_none(), "transparent: the engine error's own source, which has none");
+    }
+}

@@ -312,7 +312,7 @@ fn parse_found(line: &str) -> Option<(u64, u64)> {
 
 /// Writes a suite's report as pretty-printed JSON to `p` (the suites' `--json`).
 pub fn write_json_file<T: serde::Serialize>(p: &std::path::Path, r: &T) -> crate::Result<()> {
-    let io = |source| crate::BenchError::Io { what: "writing JSON to", path: p.to_path_buf(), source };
+    let io = |source| crate::BenchError::Io { what: "writing JSON to", path: p.to_path_buf(), cause: source };
     let text = serde_json::to_string_pretty(r).map_err(|e| io(std::io::Error::other(e)))?;
     std::fs::write(p, text).map_err(io)
 }

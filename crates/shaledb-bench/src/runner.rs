@@ -36,12 +36,12 @@ pub fn write_json(path: &Path, engine: &str, flags: &BenchFlags, results: &[Benc
     let text = serde_json::to_string_pretty(&doc).map_err(|e| BenchError::Io {
         what: "writing JSON to",
         path: path.to_path_buf(),
-        source: std::io::Error::other(e),
+        cause: std::io::Error::other(e),
     })?;
     std::fs::write(path, text).map_err(|source| BenchError::Io {
         what: "writing JSON to",
         path: path.to_path_buf(),
-        source,
+        cause: source,
     })
 }
 
@@ -100,7 +100,7 @@ pub fn check_output_dir(flag: &str, d: &Path) -> Result<()> {
 }
 
 fn io_err<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(std::io::Error) -> BenchError + 'p {
-    move |source| BenchError::Io { what, path: path.to_path_buf(), source }
+    move |source| BenchError::Io { what, path: path.to_path_buf(), cause: source }
 }
 
 /// One database and the benchmarks run on it.

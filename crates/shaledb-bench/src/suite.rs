@@ -343,7 +343,7 @@ pub fn run_suite<E: Engine>(a: &SuiteArgs, out: &mut dyn Write) -> Result<SuiteR
             tmp = tempfile::Builder::new().prefix("shaledb-suite-").tempdir().map_err(|source| BenchError::Io {
                 what: "creating a temporary directory in",
                 path: std::env::temp_dir(),
-                source,
+                cause: source,
             })?;
             tmp.path().to_path_buf()
         }
@@ -404,12 +404,12 @@ pub fn run_suite<E: Engine>(a: &SuiteArgs, out: &mut dyn Write) -> Result<SuiteR
         let text = serde_json::to_string_pretty(&report).map_err(|e| BenchError::Io {
             what: "writing JSON to",
             path: p.clone(),
-            source: std::io::Error::other(e),
+            cause: std::io::Error::other(e),
         })?;
         std::fs::write(p, text).map_err(|source| BenchError::Io {
             what: "writing JSON to",
             path: p.clone(),
-            source,
+            cause: source,
         })?;
     }
     Ok(report)

@@ -191,7 +191,7 @@ fn password_is_sent_and_a_wrong_one_is_a_connect_error() {
     assert_eq!(r.results[0].bench.ops, 50);
     let bad = RespFlags { password: Some("nope".into()), ..f.clone() };
     match run_resp(&bad, &mut Vec::new()) {
-        Err(RespError::Connect { source, .. }) => assert!(source.to_string().starts_with("AUTH: "), "{source}"),
+        Err(RespError::Connect { cause, .. }) => assert!(cause.to_string().starts_with("AUTH: "), "{cause}"),
         other => panic!("{other:?}"),
     }
     let none = RespFlags { password: None, ..f };

@@ -14,21 +14,19 @@
 //! `--properties-only` prints a table's properties (a WAL's or MANIFEST's totals) and nothing per entry;
 //! `--from`/`--to` keep the user keys in `[from, to)`.
 
-use shaledb_format::batch::BatchRep;
-use shaledb_format::block::{Block, BlockIter, KeyOrder};
-use shaledb_format::coding::{get_fixed32, Decoder};
-use shaledb_format::compress::{decompress, CompressionType};
-use shaledb_format::edit::{FileMeta, VersionEdit};
+use shaledb_format::block::{BlockIter, KeyOrder};
+use shaledb_format::edit::FileMeta;
+use shaledb_format::filenames;
 use shaledb_format::ikey::{self, ValueKind};
 use shaledb_format::iter::InternalIterator;
-use shaledb_format::log::{LogRead, Reader};
-use shaledb_format::table::{BlockHandle, Table, TableReadOptions, BLOCK_TRAILER_LEN, FOOTER_LEN};
-use shaledb_format::{crc, Error};
+use shaledb_format::log::Reader;
+use shaledb_format::manifest::{self, EditRead, LiveFiles};
+use shaledb_format::table::{BlockHandle, Table, TableReadOptions};
+use shaledb_format::wal::{self, BatchRead};
+use shaledb_format::Error;
 use shaledb_vfs::{Fs, PosixFs, ReadHints};
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
 
 /// Arguments of `shaledb dump`.
 #[derive(clap::Args, Debug)]
@@ -155,17 +153,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
 }
 
-/// The kind of a file, from its name.
+/// The kind of a file, from its name: the engine's names (`shaledb_format::filenames`), and also copies renamed
+/// by hand (any `*.sst`, `*.log` or `MANIFEST-*`).
 pub fn kind_of(path: &Path) -> Option<Kind> {
-    let name = path.file_name()?.to_str()?;
-    if name.starts_with("MANIFEST-") {
-        Some(Kind::Manifest)
-    } else if name.ends_with(".sst") {
-        Some(Kind::Sst)
-    } else if name.ends_with(".log") {
-        Some(Kind::Wal)
-    } else {
-        None
+    if path.file_name()?.to_str()?.starts_with(filenames::MANIFEST_PREFIX) {
+        return Some(Kind::Manifest);
+    }
+    match path.extension()?.to_str()? {
+        filenames::TABLE_EXT => Some(Kind::Sst),
+        filenames::WAL_EXT => Some(Kind::Wal),
+        _ => None,
     }
 }
 
@@ -186,12 +183,11 @@ pub fn dump_file(
 
 /// Dumps CURRENT, the MANIFEST it names and the file listing of a database directory.
 pub fn dump_dir(fs: &dyn Fs, dir: &Path, opts: &DumpOptions, out: &mut dyn Write) -> anyhow::Result<bool> {
-    let current = fs.read_all(&dir.join("CURRENT"))?;
+    let current = fs.read_all(&filenames::current(dir))?;
     let name = String::from_utf8_lossy(&current);
-    let name = name.trim_end_matches('\n');
-    writeln!(out, "CURRENT: {name}")?;
-    let clean = if name.starts_with("MANIFEST-") {
-        dump_manifest(fs, &dir.join(name), opts, out)?
+    writeln!(out, "CURRENT: {}", name.trim_end_matches('\n'))?;
+    let clean = if let Some(number) = filenames::manifest_in_current(&current) {
+        dump_manifest(fs, &dir.join(filenames::manifest_name(number)), opts, out)?
     } else {
         writeln!(out, "DAMAGE CURRENT at offset 0: does not name a MANIFEST")?;
         false
@@ -246,27 +242,6 @@ fn damage(out: &mut dyn Write, e: &Error, path: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Reads a block by handle, checking its trailer: the same steps as the table reader, for the index.
-fn read_block(data: &[u8], h: BlockHandle, path: &Path, verify: bool) -> Result<Block, Error> {
-    let bad = |what: &str| Error::corruption(path, h.offset, what);
-    let start = usize::try_from(h.offset).map_err(|_| bad("block offset out of range"))?;
-    let size = usize::try_from(h.size).map_err(|_| bad("block size out of range"))?;
-    let end = start.checked_add(size).ok_or_else(|| bad("block size out of range"))?;
-    let stored = data.get(start..end).ok_or_else(|| bad("block runs past the end of the file"))?;
-    let trailer = data.get(end..end + BLOCK_TRAILER_LEN).ok_or_else(|| bad("block trailer runs past the end"))?;
-    let ctype = trailer[0];
-    let expected = get_fixed32(&trailer[1..]).map(crc::unmask);
-    if verify && expected != Some(crc::extend(crc::value(stored), &[ctype])) {
-        return Err(bad("block checksum mismatch"));
-    }
-    let kind = CompressionType::from_u8(ctype).ok_or_else(|| bad("unknown compression type"))?;
-    let contents = match kind {
-        CompressionType::None => stored.to_vec(),
-        other => decompress(other, stored).map_err(|e| e.in_file(path, h.offset))?,
-    };
-    Block::new(contents).map_err(|e| e.in_file(path, h.offset))
-}
-
 fn dump_sst(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Write) -> anyhow::Result<bool> {
     let file = fs.open(path, ReadHints { sequential: true, ..ReadHints::default() })?;
     let len = file.len();
@@ -306,52 +281,39 @@ fn dump_sst(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Write) -
         }
         return Ok(clean);
     }
-    // The index: the footer's second handle.
-    let data = fs.read_all(path)?;
-    let footer_at = data.len().saturating_sub(FOOTER_LEN);
-    let mut d = Decoder::new(data.get(footer_at..).unwrap_or_default());
-    let handles = (|| Some((d.varint64()?, d.varint64()?, d.varint64()?, d.varint64()?)))();
     writeln!(out, "index:")?;
-    match handles {
-        None => {
-            writeln!(out, "DAMAGE {} at offset {footer_at}: malformed footer handles", path.display())?;
+    match table.index() {
+        Err(e) => {
+            damage(out, &e, path)?;
             clean = false;
         }
-        Some((_, _, offset, size)) => match read_block(&data, BlockHandle { offset, size }, path, verify) {
-            Err(e) => {
-                damage(out, &e, path)?;
+        Ok((block, BlockHandle { offset, .. })) => {
+            let mut it = BlockIter::new(block, KeyOrder::Internal);
+            it.seek_to_first();
+            // A block holds the keys up to its separator: the blocks in range run from the first whose
+            // separator is at or after `from` to the first whose separator reaches `to`.
+            let (mut n, mut past_to) = (0usize, false);
+            while it.valid() && !past_to {
+                let sep = ikey::parse(it.key()).map_or(it.key(), |p| p.user_key);
+                if opts.from.as_deref().is_some_and(|f| sep < f) {
+                    it.next();
+                    continue;
+                }
+                past_to = opts.to.as_deref().is_some_and(|t| sep >= t);
+                if opts.shows(n) {
+                    let target = BlockHandle::decode_exact(it.value())
+                        .map_or_else(|| "malformed handle".to_string(), |h| format!("block @{} +{}", h.offset, h.size));
+                    writeln!(out, "  {} -> {target}", show_ikey(it.key()))?;
+                }
+                n += 1;
+                it.next();
+            }
+            opts.more(out, "  ", n, "index entries")?;
+            if let Err(e) = it.status() {
+                damage(out, &e.in_file(path, offset), path)?;
                 clean = false;
             }
-            Ok(block) => {
-                let mut it = BlockIter::new(Arc::new(block), KeyOrder::Internal);
-                it.seek_to_first();
-                // A block holds the keys up to its separator: the blocks in range run from the first whose
-                // separator is at or after `from` to the first whose separator reaches `to`.
-                let (mut n, mut past_to) = (0usize, false);
-                while it.valid() && !past_to {
-                    let sep = ikey::parse(it.key()).map_or(it.key(), |p| p.user_key);
-                    if opts.from.as_deref().is_some_and(|f| sep < f) {
-                        it.next();
-                        continue;
-                    }
-                    past_to = opts.to.as_deref().is_some_and(|t| sep >= t);
-                    if opts.shows(n) {
-                        let target = BlockHandle::decode_exact(it.value()).map_or_else(
-                            || "malformed handle".to_string(),
-                            |h| format!("block @{} +{}", h.offset, h.size),
-                        );
-                        writeln!(out, "  {} -> {target}", show_ikey(it.key()))?;
-                    }
-                    n += 1;
-                    it.next();
-                }
-                opts.more(out, "  ", n, "index entries")?;
-                if let Err(e) = it.status() {
-                    damage(out, &e.in_file(path, offset), path)?;
-                    clean = false;
-                }
-            }
-        },
+        }
     }
     writeln!(out, "entries:")?;
     let mut it = table.iter(verify, false);
@@ -402,54 +364,44 @@ fn dump_wal(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Write) -
     // Records printed (with `--from`/`--to`: those holding an update in range).
     let mut shown = 0usize;
     loop {
-        match reader.next() {
-            LogRead::Eof => break,
-            LogRead::Damage(d) => {
+        match wal::next_batch(&mut reader) {
+            BatchRead::Eof => break,
+            BatchRead::Damage(d) => {
                 writeln!(out, "DAMAGE {}", d.to_error(path))?;
                 clean = false;
             }
-            LogRead::Record { offset, data } => {
+            BatchRead::Undecodable { error, .. } => {
                 records += 1;
-                let size = data.len();
-                match BatchRep::from_bytes(data) {
-                    Err(e) => {
-                        damage(out, &e.in_file(path, offset), path)?;
-                        clean = false;
-                    }
-                    Ok(batch) => {
-                        updates += u64::from(batch.count());
-                        let in_range = (opts.from.is_none() && opts.to.is_none())
-                            || batch.iter().any(|e| e.is_ok_and(|e| opts.in_range(e.key)));
-                        if !in_range || opts.properties_only {
+                damage(out, &error, path)?;
+                clean = false;
+            }
+            BatchRead::Batch { offset, size, batch } => {
+                records += 1;
+                updates += u64::from(batch.count());
+                let in_range = (opts.from.is_none() && opts.to.is_none())
+                    || batch.iter().any(|e| e.is_ok_and(|e| opts.in_range(e.key)));
+                if !in_range || opts.properties_only {
+                    continue;
+                }
+                shown += 1;
+                if opts.shows(shown - 1) {
+                    writeln!(
+                        out,
+                        "record @{offset} ({size} bytes): batch seq {} count {}",
+                        batch.sequence(),
+                        batch.count()
+                    )?;
+                    for (i, e) in batch.iter().enumerate() {
+                        let Ok(e) = e else { break };
+                        if !opts.in_range(e.key) {
                             continue;
                         }
-                        shown += 1;
-                        if opts.shows(shown - 1) {
-                            writeln!(
-                                out,
-                                "record @{offset} ({size} bytes): batch seq {} count {}",
-                                batch.sequence(),
-                                batch.count()
-                            )?;
-                            for (i, e) in batch.iter().enumerate() {
-                                let Ok(e) = e else { break };
-                                if !opts.in_range(e.key) {
-                                    continue;
-                                }
-                                let seq = batch.sequence() + i as u64;
-                                match (e.kind, opts.keys_only) {
-                                    (ValueKind::Deletion, _) | (_, true) => {
-                                        writeln!(out, "  {} {} @{seq}", kind_name(e.kind), show(e.key))?
-                                    }
-                                    _ => writeln!(
-                                        out,
-                                        "  {} {} @{seq} => {}",
-                                        kind_name(e.kind),
-                                        show(e.key),
-                                        show(e.value)
-                                    )?,
-                                }
+                        let seq = batch.sequence() + i as u64;
+                        match (e.kind, opts.keys_only) {
+                            (ValueKind::Deletion, _) | (_, true) => {
+                                writeln!(out, "  {} {} @{seq}", kind_name(e.kind), show(e.key))?
                             }
+                            _ => writeln!(out, "  {} {} @{seq} => {}", kind_name(e.kind), show(e.key), show(e.value))?,
                         }
                     }
                 }
@@ -480,26 +432,22 @@ fn dump_manifest(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Wri
     writeln!(out, "MANIFEST {} ({} bytes)", path.display(), data.len())?;
     let mut reader = Reader::new(data, path.to_path_buf());
     let mut clean = true;
-    let mut levels: BTreeMap<u32, BTreeMap<u64, FileMeta>> = BTreeMap::new();
-    let (mut log, mut next, mut last) = (None, None, None);
+    let mut live = LiveFiles::default();
     let mut n = 0usize;
     loop {
-        match reader.next() {
-            LogRead::Eof => break,
-            LogRead::Damage(d) => {
+        match manifest::next_edit(&mut reader) {
+            EditRead::Eof => break,
+            EditRead::Damage(d) => {
                 writeln!(out, "DAMAGE {}", d.to_error(path))?;
                 clean = false;
             }
-            LogRead::Record { offset, data } => {
+            EditRead::Undecodable(e) => {
                 n += 1;
-                let edit = match VersionEdit::decode(&data) {
-                    Ok(e) => e,
-                    Err(e) => {
-                        damage(out, &e.in_file(path, offset), path)?;
-                        clean = false;
-                        continue;
-                    }
-                };
+                damage(out, &e, path)?;
+                clean = false;
+            }
+            EditRead::Edit { offset, edit } => {
+                n += 1;
                 let show_edit = !opts.properties_only && opts.shows(n - 1);
                 if show_edit {
                     writeln!(out, "edit {n} @{offset}:")?;
@@ -515,28 +463,20 @@ fn dump_manifest(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Wri
                         }
                     }
                 }
-                for (level, number) in &edit.deleted_files {
-                    if show_edit {
+                if show_edit {
+                    for (level, number) in &edit.deleted_files {
                         writeln!(out, "  delete L{level} #{number}")?;
                     }
-                    if levels.get_mut(level).and_then(|f| f.remove(number)).is_none() {
-                        writeln!(
-                            out,
-                            "DAMAGE {} at offset {offset}: deletes #{number}, which is not in L{level}",
-                            path.display()
-                        )?;
-                        clean = false;
+                    for (level, meta) in &edit.new_files {
+                        if opts.overlaps(meta.smallest_user_key(), meta.largest_user_key()) {
+                            writeln!(out, "  add L{level} {}", show_meta(meta))?;
+                        }
                     }
                 }
-                for (level, meta) in &edit.new_files {
-                    if show_edit && opts.overlaps(meta.smallest_user_key(), meta.largest_user_key()) {
-                        writeln!(out, "  add L{level} {}", show_meta(meta))?;
-                    }
-                    levels.entry(*level).or_default().insert(meta.number, meta.clone());
+                for problem in live.apply(&edit) {
+                    writeln!(out, "DAMAGE {} at offset {offset}: {problem}", path.display())?;
+                    clean = false;
                 }
-                log = edit.log_number.or(log);
-                next = edit.next_file_number.or(next);
-                last = edit.last_sequence.or(last);
             }
         }
     }
@@ -544,9 +484,15 @@ fn dump_manifest(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Wri
         opts.more(out, "", n, "edits")?;
     }
     let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
-    writeln!(out, "{n} edits; log number {}, next file {}, last sequence {}", opt(log), opt(next), opt(last))?;
+    writeln!(
+        out,
+        "{n} edits; log number {}, next file {}, last sequence {}",
+        opt(live.log_number),
+        opt(live.next_file_number),
+        opt(live.last_sequence)
+    )?;
     writeln!(out, "LSM shape:")?;
-    for (level, files) in levels.iter().filter(|(_, f)| !f.is_empty()) {
+    for (level, files) in live.levels.iter().filter(|(_, f)| !f.is_empty()) {
         let bytes: u64 = files.values().map(|f| f.file_size).sum();
         writeln!(out, "  L{level}: {} files, {bytes} bytes", files.len())?;
         if opts.properties_only {
@@ -567,6 +513,7 @@ mod tests {
     use super::*;
     use shaledb::{Db, Options, WriteBatch};
     use shaledb_vfs::MemFs;
+    use std::sync::Arc;
 
     fn dir() -> &'static Path {
         Path::new("/db")

@@ -6,6 +6,7 @@ mod dump;
 mod keys;
 mod repair;
 mod spelling;
+#[cfg(feature = "stress")]
 mod stress;
 mod verify;
 
@@ -47,7 +48,14 @@ enum Command {
     Server(shaledb_server::ServerArgs),
     /// db_stress-style random operations on a directory, checked against an expected-state file that
     /// survives the process (for kill -9 testing).
+    #[cfg(feature = "stress")]
     Stress(stress::Args),
+    /// db_stress-style random operations (not in this build: it was built without the `stress` feature).
+    #[cfg(not(feature = "stress"))]
+    Stress {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -67,7 +75,13 @@ fn main() -> ExitCode {
         Command::Bench(cmd) => bench::run(*cmd),
         Command::Dump(a) => return tool_exit(dump::run(a)),
         Command::Verify(a) => return tool_exit(verify::run(a)),
+        #[cfg(feature = "stress")]
         Command::Stress(a) => return tool_exit(stress::run(a)),
+        #[cfg(not(feature = "stress"))]
+        Command::Stress { .. } => {
+            eprintln!("error: this shaledb was built without the `stress` feature (rebuild with --features stress)");
+            return ExitCode::from(2);
+        }
         Command::Repair(a) => return tool_exit(repair::run(a)),
         Command::Get(a) => return tool_exit(keys::get(a)),
         Command::Put(a) => return tool_exit(keys::put(a)),

@@ -22,14 +22,14 @@
 //! Exit code 0 when nothing is wrong, 1 when anything is, 2 when verify refused (not a database, open
 //! elsewhere, the view could not be pinned), with a one-line message.
 
-use shaledb_format::batch::BatchRep;
-use shaledb_format::edit::{FileMeta, VersionEdit, BYTEWISE_COMPARATOR};
-use shaledb_format::ikey;
+use shaledb_format::edit::FileMeta;
+use shaledb_format::filenames::{self, FileKind};
 use shaledb_format::iter::InternalIterator;
 use shaledb_format::log::{LogRead, Reader};
+use shaledb_format::manifest::{self, EditRead, LiveFiles};
 use shaledb_format::table::{Table, TableReadOptions};
+use shaledb_format::wal::{self, BatchRead};
 use shaledb_vfs::{Error, Fs, PosixFs, ReadHints};
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -98,7 +98,7 @@ fn not_a_database(fs: &dyn Fs, dir: &Path) -> Option<String> {
         Ok(n) => n,
         Err(e) => return Some(format!("{} is not a readable directory: {e}", dir.display())),
     };
-    let ours = names.iter().any(|n| n == "CURRENT" || n.starts_with("MANIFEST-"));
+    let ours = names.iter().any(|n| matches!(filenames::parse(n), Some(FileKind::Current | FileKind::Manifest(_))));
     (!ours).then(|| format!("{} is not a ShaleDB database (it holds no CURRENT and no MANIFEST)", dir.display()))
 }
 
@@ -108,7 +108,7 @@ pub fn verify_locked(fs: &dyn Fs, dir: &Path) -> Result<Report, String> {
     if let Some(why) = not_a_database(fs, dir) {
         return Err(why);
     }
-    let lock_path = dir.join("LOCK");
+    let lock_path = filenames::lock(dir);
     let _lock = fs.lock(&lock_path).map_err(|e| match e {
         Error::Busy(_) => format!(
             "the database is open elsewhere ({} is held): close it first, or use --live for a best-effort check",
@@ -172,16 +172,6 @@ impl Report {
     }
 }
 
-/// The live state a MANIFEST describes.
-#[derive(Debug, Default)]
-struct Manifest {
-    levels: BTreeMap<u32, BTreeMap<u64, FileMeta>>,
-    log_number: Option<u64>,
-    next_file_number: Option<u64>,
-    last_sequence: Option<u64>,
-    edits: usize,
-}
-
 /// Checks the database in `dir` on `fs`. Never fails: what cannot be read is a problem in the report.
 pub fn verify_dir(fs: &dyn Fs, dir: &Path) -> Report {
     verify_inner(fs, dir, true)
@@ -192,10 +182,8 @@ fn verify_inner(fs: &dyn Fs, dir: &Path, live_files: bool) -> Report {
     let mut report = Report::default();
     let Some(manifest_path) = read_current(fs, dir, &mut report) else { return report };
     let Some(m) = read_manifest(fs, &manifest_path, &mut report) else { return report };
-    for (level, files) in &m.levels {
-        for meta in files.values() {
-            check_table(fs, dir, *level, meta, m.last_sequence, &mut report);
-        }
+    for (level, meta) in m.files() {
+        check_table(fs, dir, level, meta, m.last_sequence, &mut report);
     }
     if live_files {
         check_wals(fs, dir, &m, &manifest_path, &mut report);
@@ -272,13 +260,13 @@ fn pin_once(fs: &dyn Fs, dir: &Path, pin: &Path, accept_torn: bool) -> Result<()
             PinError::Fatal(format!("cannot pin {what}: {e}"))
         }
     };
-    let current = std::fs::read(dir.join("CURRENT")).map_err(|e| retry("CURRENT", e))?;
-    let name = std::str::from_utf8(&current).ok().and_then(|s| s.strip_suffix('\n')).unwrap_or_default();
-    if !name.starts_with("MANIFEST-") || name.contains('/') {
+    let current = std::fs::read(filenames::current(dir)).map_err(|e| retry("CURRENT", e))?;
+    let Some(number) = filenames::manifest_in_current(&current) else {
         // Not a race: verify the copy, which reports the bad CURRENT.
-        std::fs::write(pin.join("CURRENT"), &current).map_err(|e| retry("CURRENT", e))?;
+        std::fs::write(filenames::current(pin), &current).map_err(|e| retry("CURRENT", e))?;
         return Ok(());
-    }
+    };
+    let name = &filenames::manifest_name(number);
     let manifest = std::fs::read(dir.join(name)).map_err(|e| retry(name, e))?;
     if !accept_torn {
         let mut r = Reader::new(manifest.clone(), dir.join(name));
@@ -291,13 +279,14 @@ fn pin_once(fs: &dyn Fs, dir: &Path, pin: &Path, accept_torn: bool) -> Result<()
         }
     }
     std::fs::write(pin.join(name), &manifest).map_err(|e| retry(name, e))?;
-    std::fs::write(pin.join("CURRENT"), &current).map_err(|e| retry("CURRENT", e))?;
+    std::fs::write(filenames::current(pin), &current).map_err(|e| retry("CURRENT", e))?;
     let mut scratch = Report::default();
     let Some(m) = read_manifest(fs, &pin.join(name), &mut scratch) else { return Ok(()) };
     for files in m.levels.values() {
         for meta in files.values() {
-            let table = format!("{:06}.sst", meta.number);
-            match std::fs::hard_link(dir.join(&table), pin.join(&table)) {
+            let (from, to) = (filenames::table(dir, meta.number), filenames::table(pin, meta.number));
+            let table = to.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            match std::fs::hard_link(from, &to) {
                 Ok(()) => {}
                 // Removed by a compaction after the MANIFEST was read: a newer MANIFEST no longer names it.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -310,21 +299,12 @@ fn pin_once(fs: &dyn Fs, dir: &Path, pin: &Path, accept_torn: bool) -> Result<()
     Ok(())
 }
 
-/// True for the names the engine writes in a database directory.
-fn is_ours(name: &str) -> bool {
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    matches!(name, "CURRENT" | "LOCK" | "LOG" | "IDENTITY" | "lost")
-        || name.strip_prefix("LOG.old.").is_some_and(digits)
-        || name.strip_prefix("MANIFEST-").is_some_and(digits)
-        || name.split_once('.').is_some_and(|(stem, ext)| digits(stem) && matches!(ext, "log" | "sst" | "dbtmp"))
-}
-
 /// Notes the files that are not ours; reports every file recovery kept in `lost/`.
 fn check_directory(fs: &dyn Fs, dir: &Path, report: &mut Report) {
-    for name in fs.list(dir).unwrap_or_default().into_iter().filter(|n| !is_ours(n)) {
+    for name in fs.list(dir).unwrap_or_default().into_iter().filter(|n| filenames::parse(n).is_none()) {
         report.notes.push(format!("{name}: not a ShaleDB file (left alone)"));
     }
-    let lost = dir.join("lost");
+    let lost = filenames::lost_dir(dir);
     if !fs.exists(&lost) {
         return;
     }
@@ -339,7 +319,7 @@ fn check_directory(fs: &dyn Fs, dir: &Path, report: &mut Report) {
 }
 
 fn read_current(fs: &dyn Fs, dir: &Path, report: &mut Report) -> Option<PathBuf> {
-    let current = dir.join("CURRENT");
+    let current = filenames::current(dir);
     let data = match fs.read_all(&current) {
         Ok(d) => d,
         Err(e) => {
@@ -347,10 +327,7 @@ fn read_current(fs: &dyn Fs, dir: &Path, report: &mut Report) -> Option<PathBuf>
             return None;
         }
     };
-    let name = std::str::from_utf8(&data).ok().and_then(|s| s.strip_suffix('\n')).filter(|s| {
-        s.strip_prefix("MANIFEST-").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-    });
-    match name {
+    match filenames::manifest_in_current(&data).map(filenames::manifest_name) {
         Some(name) => {
             report.checked.push(format!("CURRENT names {name}"));
             Some(dir.join(name))
@@ -366,7 +343,7 @@ fn read_current(fs: &dyn Fs, dir: &Path, report: &mut Report) -> Option<PathBuf>
     }
 }
 
-fn read_manifest(fs: &dyn Fs, path: &Path, report: &mut Report) -> Option<Manifest> {
+fn read_manifest(fs: &dyn Fs, path: &Path, report: &mut Report) -> Option<LiveFiles> {
     let data = match fs.read_all(path) {
         Ok(d) => d,
         Err(e) => {
@@ -375,19 +352,21 @@ fn read_manifest(fs: &dyn Fs, path: &Path, report: &mut Report) -> Option<Manife
         }
     };
     let problems_before = report.problems.len();
-    let mut m = Manifest::default();
+    let mut m = LiveFiles::default();
     let mut reader = Reader::new(data, path.to_path_buf());
     loop {
-        match reader.next() {
-            LogRead::Eof => break,
-            LogRead::Damage(d) => {
+        match manifest::next_edit(&mut reader) {
+            EditRead::Eof => break,
+            EditRead::Damage(d) => {
                 let note = if d.at_tail { " (at the tail: a torn append, or a damaged last edit)" } else { "" };
                 report.problem(path, Some(d.offset), format!("{}: {}{note}", d.kind, d.what));
             }
-            LogRead::Record { offset, data } => match VersionEdit::decode(&data) {
-                Err(e) => report.error(path, &e.in_file(path, offset)),
-                Ok(edit) => apply_edit(&mut m, &edit, path, offset, report),
-            },
+            EditRead::Undecodable(e) => report.error(path, &e),
+            EditRead::Edit { offset, edit } => {
+                for p in manifest::unsupported(&edit).into_iter().chain(m.apply(&edit)) {
+                    report.problem(path, Some(offset), p.to_string());
+                }
+            }
         }
     }
     if m.edits == 0 {
@@ -398,30 +377,14 @@ fn read_manifest(fs: &dyn Fs, path: &Path, report: &mut Report) -> Option<Manife
         report.problem(path, None, "lacks the log number, next file number or last sequence");
     }
     let next = m.next_file_number.unwrap_or(u64::MAX);
-    for files in m.levels.values() {
-        for f in files.values().filter(|f| f.number >= next) {
-            report.problem(
-                path,
-                None,
-                format!("file {} is numbered at or above the next file number {next}", f.number),
-            );
-        }
+    for (_, f) in m.files().filter(|(_, f)| f.number >= next) {
+        report.problem(path, None, format!("file {} is numbered at or above the next file number {next}", f.number));
     }
-    for (level, files) in m.levels.iter().filter(|(l, _)| **l > 0) {
-        let mut sorted: Vec<&FileMeta> = files.values().collect();
-        sorted.sort_by(|a, b| ikey::compare(&a.smallest, &b.smallest));
-        for w in sorted.windows(2) {
-            if w[0].largest_user_key() >= w[1].smallest_user_key() {
-                report.problem(
-                    path,
-                    None,
-                    format!("files {} and {} overlap in level {level}", w[0].number, w[1].number),
-                );
-            }
-        }
+    for (level, a, b) in m.overlaps() {
+        report.problem(path, None, format!("files {a} and {b} overlap in level {level}"));
     }
     if report.problems.len() == problems_before {
-        let live: usize = m.levels.values().map(BTreeMap::len).sum();
+        let live = m.files().count();
         report.checked.push(format!(
             "{}: {} edits, {live} live tables, log number {}, next file {}, last sequence {}",
             path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
@@ -434,36 +397,8 @@ fn read_manifest(fs: &dyn Fs, path: &Path, report: &mut Report) -> Option<Manife
     Some(m)
 }
 
-fn apply_edit(m: &mut Manifest, edit: &VersionEdit, path: &Path, offset: u64, report: &mut Report) {
-    m.edits += 1;
-    if let Some(c) = &edit.comparator {
-        if c != BYTEWISE_COMPARATOR {
-            report.problem(path, Some(offset), format!("unknown comparator {c:?}"));
-        }
-    }
-    if let Some(v) = edit.format_version {
-        if v > shaledb_format::FORMAT_VERSION {
-            report.problem(path, Some(offset), format!("format version {v} is newer than this build's"));
-        }
-    }
-    for &(level, number) in &edit.deleted_files {
-        if m.levels.get_mut(&level).and_then(|files| files.remove(&number)).is_none() {
-            report.problem(path, Some(offset), format!("edit deletes file {number}, which is not in level {level}"));
-        }
-    }
-    for (level, meta) in &edit.new_files {
-        if m.levels.values().any(|files| files.contains_key(&meta.number)) {
-            report.problem(path, Some(offset), format!("edit adds file {} twice", meta.number));
-        }
-        m.levels.entry(*level).or_default().insert(meta.number, meta.clone());
-    }
-    m.log_number = edit.log_number.or(m.log_number);
-    m.next_file_number = edit.next_file_number.or(m.next_file_number);
-    m.last_sequence = edit.last_sequence.or(m.last_sequence);
-}
-
 fn check_table(fs: &dyn Fs, dir: &Path, level: u32, meta: &FileMeta, last_seq: Option<u64>, report: &mut Report) {
-    let path = dir.join(format!("{:06}.sst", meta.number));
+    let path = filenames::table(dir, meta.number);
     let before = report.problems.len();
     match fs.file_size(&path) {
         Err(e) => {
@@ -520,7 +455,7 @@ fn check_table(fs: &dyn Fs, dir: &Path, level: u32, meta: &FileMeta, last_seq: O
     }
 }
 
-fn check_wals(fs: &dyn Fs, dir: &Path, m: &Manifest, manifest: &Path, report: &mut Report) {
+fn check_wals(fs: &dyn Fs, dir: &Path, m: &LiveFiles, manifest: &Path, report: &mut Report) {
     let log_number = m.log_number.unwrap_or(0);
     let names = match fs.list(dir) {
         Ok(n) => n,
@@ -531,10 +466,10 @@ fn check_wals(fs: &dyn Fs, dir: &Path, m: &Manifest, manifest: &Path, report: &m
     };
     let mut wals: Vec<u64> = names
         .iter()
-        .filter_map(|n| n.strip_suffix(".log"))
-        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-        .filter_map(|s| s.parse().ok())
-        .filter(|n| *n >= log_number)
+        .filter_map(|n| match filenames::parse(n) {
+            Some(FileKind::Wal(number)) if number >= log_number => Some(number),
+            _ => None,
+        })
         .collect();
     wals.sort_unstable();
     if log_number > 0 && !wals.contains(&log_number) {
@@ -548,7 +483,7 @@ fn check_wals(fs: &dyn Fs, dir: &Path, m: &Manifest, manifest: &Path, report: &m
     // switch and before the flush edit), so sequences are only checked to rise from one record to the next.
     let mut next_seq = 0;
     for number in wals {
-        let path = dir.join(format!("{number:06}.log"));
+        let path = filenames::wal(dir, number);
         let data = match fs.read_all(&path) {
             Ok(d) => d,
             Err(e) => {
@@ -560,26 +495,24 @@ fn check_wals(fs: &dyn Fs, dir: &Path, m: &Manifest, manifest: &Path, report: &m
         let mut reader = Reader::new(data, path.clone());
         let mut records = 0u64;
         loop {
-            match reader.next() {
-                LogRead::Eof => break,
-                LogRead::Damage(d) => {
+            match wal::next_batch(&mut reader) {
+                BatchRead::Eof => break,
+                BatchRead::Damage(d) => {
                     let note = if d.at_tail { " (at the tail: PointInTime recovery drops it)" } else { "" };
                     report.problem(&path, Some(d.offset), format!("{}: {}{note}", d.kind, d.what));
                 }
-                LogRead::Record { offset, data } => match BatchRep::from_bytes(data) {
-                    Err(e) => report.error(&path, &e.in_file(&path, offset)),
-                    Ok(batch) => {
-                        records += 1;
-                        if batch.sequence() < next_seq {
-                            report.problem(
-                                &path,
-                                Some(offset),
-                                format!("batch sequence {} goes back (expected at least {next_seq})", batch.sequence()),
-                            );
-                        }
-                        next_seq = next_seq.max(batch.sequence() + u64::from(batch.count()));
+                BatchRead::Undecodable { error, .. } => report.error(&path, &error),
+                BatchRead::Batch { offset, batch, .. } => {
+                    records += 1;
+                    if batch.sequence() < next_seq {
+                        report.problem(
+                            &path,
+                            Some(offset),
+                            format!("batch sequence {} goes back (expected at least {next_seq})", batch.sequence()),
+                        );
                     }
-                },
+                    next_seq = next_seq.max(batch.sequence() + u64::from(batch.count()));
+                }
             }
         }
         if report.problems.len() == before {

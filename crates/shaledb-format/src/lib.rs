@@ -1,8 +1,8 @@
 //! ShaleDB's on-disk formats, as codecs only: nothing here knows about the engine's `Options`, threads or
 //! versions. Each module opens with the grammar of its format (the same text as `docs/format/*.md`).
 //!
-//! Layering: `coding`/`crc` <- `log` (WAL and MANIFEST framing), `batch`, `edit` <- `block`, `bloom`,
-//! `compress` <- `table` (SST builder and reader, block cache).
+//! Layering: `coding`/`crc` <- `log` (WAL and MANIFEST framing), `batch`, `edit`, `filenames` <- `block`, `bloom`,
+//! `compress` <- `table` (SST builder and reader, block cache); `manifest` and `wal` read MANIFESTs and WALs.
 
 pub mod batch;
 pub mod block;
@@ -12,10 +12,13 @@ pub mod coding;
 pub mod compress;
 pub mod crc;
 pub mod edit;
+pub mod filenames;
 pub mod ikey;
 pub mod iter;
 pub mod log;
+pub mod manifest;
 pub mod table;
+pub mod wal;
 
 pub use shaledb_vfs::{Error, Result};
 

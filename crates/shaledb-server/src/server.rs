@@ -25,10 +25,10 @@ use tokio::sync::{watch, Notify};
 pub enum ServerError {
     #[error("{0}")]
     Config(String),
-    #[error("opening the database in {dir}: {source}")]
-    Open { dir: String, source: shaledb::Error },
-    #[error("listening on {addr}: {source}")]
-    Listen { addr: String, source: std::io::Error },
+    #[error("opening the database in {dir}: {cause}")]
+    Open { dir: String, cause: shaledb::Error },
+    #[error("listening on {addr}: {cause}")]
+    Listen { addr: String, cause: std::io::Error },
     #[error("starting the runtime: {0}")]
     Runtime(std::io::Error),
     #[error("closing the database: {0}")]
@@ -337,10 +337,11 @@ async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError>
         Ok(l) => l,
         Err(source) => {
             let _ = db.close();
-            return Err(ServerError::Listen { addr, source });
+            return Err(ServerError::Listen { addr, cause: source });
         }
     };
-    let local_addr = listener.local_addr().map_err(|source| ServerError::Listen { addr: addr.clone(), source })?;
+    let local_addr =
+        listener.local_addr().map_err(|source| ServerError::Listen { addr: addr.clone(), cause: source })?;
     let store = Store::start(db, config.appendfsync);
     eprintln!(
         "# shaledb server {} on {} (dir {}, appendfsync {})",
@@ -367,7 +368,7 @@ async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError>
 /// Opens (creating if missing) the database directory; a directory holding anything else is refused.
 fn open_db(config: &Config) -> Result<Db, ServerError> {
     let dir = config.dir.clone();
-    let err = |source| ServerError::Open { dir: dir.display().to_string(), source };
+    let err = |source| ServerError::Open { dir: dir.display().to_string(), cause: source };
     Db::open(&dir, Options { create_if_missing: true, ..Options::default() }).map_err(err)
 }
 

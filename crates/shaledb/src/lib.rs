@@ -33,7 +33,7 @@
 mod batch;
 mod compaction;
 mod db;
-mod filenames;
+use shaledb_format::filenames;
 mod identity;
 mod info_log;
 pub mod iter;

@@ -12,14 +12,15 @@ use crate::options::Options;
 use crate::version::Version;
 use shaledb_format::edit::{FileMeta, VersionEdit, DB_ID_LEN, MAX_FILE_NUMBER};
 use shaledb_format::ikey;
-use shaledb_format::log::{self, LogRead};
+use shaledb_format::log;
+use shaledb_format::manifest::{self, EditProblem, EditRead, LiveFiles};
 use shaledb_vfs::{Error, Fs, Result};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Name recorded in the MANIFEST: keys are ordered bytewise (the only order ShaleDB supports).
-pub(crate) const COMPARATOR: &str = "shaledb.bytewise";
+pub(crate) const COMPARATOR: &str = shaledb_format::edit::BYTEWISE_COMPARATOR;
 
 pub(crate) struct VersionSet {
     dir: PathBuf,
@@ -114,15 +115,8 @@ impl VersionSet {
     pub(crate) fn recover(dir: &Path, opts: &Options) -> Result<VersionSet> {
         let current_path = filenames::current(dir);
         let current = opts.fs.read_all(&current_path)?;
-        let name = std::str::from_utf8(&current)
-            .ok()
-            .and_then(|s| s.strip_suffix('\n'))
-            .filter(|s| matches!(filenames::parse(s), Some(filenames::FileKind::Manifest(_))))
+        let manifest_number = filenames::manifest_in_current(&current)
             .ok_or_else(|| Error::corruption(&current_path, 0, "CURRENT does not name a MANIFEST"))?;
-        let manifest_number = match filenames::parse(name) {
-            Some(filenames::FileKind::Manifest(n)) => n,
-            _ => return Err(Error::corruption(&current_path, 0, "CURRENT does not name a MANIFEST")),
-        };
         VersionSet::recover_manifest(dir, opts, manifest_number)
     }
 
@@ -132,23 +126,22 @@ impl VersionSet {
         let manifest_path = dir.join(filenames::manifest_name(manifest_number));
         let data = fs.read_all(&manifest_path)?;
         let mut reader = log::Reader::new(data, manifest_path.clone());
-        let mut version = Version::new(opts.num_levels);
-        let (mut next_file, mut log_number, mut last_seq, mut db_id) = (None, None, None, None);
+        let mut live = LiveFiles::default();
         let mut records = 0u64;
         let mut tail_damage = None;
         loop {
-            match reader.next() {
-                LogRead::Eof => break,
+            match manifest::next_edit(&mut reader) {
+                EditRead::Eof => break,
                 // A MANIFEST edit is synced before it takes effect, so an incomplete last record was never
                 // acted upon: ignore it. Any other damage is real corruption.
-                LogRead::Damage(d) if d.at_tail && records > 0 => {
+                EditRead::Damage(d) if d.at_tail && records > 0 => {
                     tail_damage = Some(d.to_error(&manifest_path));
                     break;
                 }
-                LogRead::Damage(d) => return Err(d.to_error(&manifest_path)),
-                LogRead::Record { offset, data } => {
+                EditRead::Damage(d) => return Err(d.to_error(&manifest_path)),
+                EditRead::Undecodable(e) => return Err(e),
+                EditRead::Edit { offset, edit } => {
                     records += 1;
-                    let edit = VersionEdit::decode(&data).map_err(|e| e.in_file(&manifest_path, offset))?;
                     // Numbers read from disk stay in range, so the arithmetic on them below cannot wrap.
                     let at = offset;
                     let p = &manifest_path;
@@ -168,20 +161,14 @@ impl VersionSet {
                         check_range(p, at, "file number", f.number, MAX_FILE_NUMBER)?;
                         check_range(p, at, "largest sequence of a file", f.largest_seq, ikey::MAX_SEQUENCE)?;
                     }
-                    if let Some(c) = &edit.comparator {
-                        if c != COMPARATOR {
+                    match manifest::unsupported(&edit).into_iter().next() {
+                        Some(EditProblem::UnknownComparator(c)) => {
                             return Err(Error::InvalidArgument(format!(
                                 "database uses comparator {c:?}; ShaleDB only supports {COMPARATOR:?}"
                             )));
                         }
-                    }
-                    if let Some(v) = edit.format_version {
-                        if v > shaledb_format::FORMAT_VERSION {
-                            return Err(Error::NotSupported(format!(
-                                "database format version {v} is newer than this build's {}",
-                                shaledb_format::FORMAT_VERSION
-                            )));
-                        }
+                        Some(p) => return Err(Error::NotSupported(format!("database {p}"))),
+                        None => {}
                     }
                     for (level, _) in &edit.new_files {
                         if *level as usize >= opts.num_levels {
@@ -191,21 +178,35 @@ impl VersionSet {
                             )));
                         }
                     }
-                    version = apply(&version, &edit, &manifest_path).map_err(|e| e.in_file(&manifest_path, offset))?;
-                    next_file = edit.next_file_number.or(next_file);
-                    log_number = edit.log_number.or(log_number);
-                    last_seq = edit.last_sequence.or(last_seq);
-                    db_id = edit.db_id.or(db_id);
+                    if let Some(p) = live.apply(&edit).into_iter().next() {
+                        return Err(Error::corruption(&manifest_path, offset, p.to_string()));
+                    }
+                    if let Some((level, a, b)) = live.overlaps().into_iter().next() {
+                        return Err(Error::corruption(
+                            &manifest_path,
+                            offset,
+                            format!("files {a} and {b} overlap in level {level}"),
+                        ));
+                    }
                 }
             }
         }
-        let (Some(next_file_number), Some(log_number), Some(last_sequence)) = (next_file, log_number, last_seq) else {
+        let (Some(next_file_number), Some(log_number), Some(last_sequence)) =
+            (live.next_file_number, live.log_number, live.last_sequence)
+        else {
             return Err(Error::corruption(
                 &manifest_path,
                 0,
                 "MANIFEST lacks next file number, log number or sequence",
             ));
         };
+        // The replayed files in the engine's order (see `Version`).
+        let all = VersionEdit {
+            new_files: live.files().map(|(level, f)| (level, f.clone())).collect(),
+            ..VersionEdit::default()
+        };
+        let version = apply(&Version::new(opts.num_levels), &all, &manifest_path)?;
+        let db_id = live.db_id;
         if let Some(damage) = tail_damage {
             // A damaged last edit is ignored only if it was never acted upon: an edit is synced before its
             // effects (deleting a compaction's inputs or a flushed WAL) happen, so if the version without it

@@ -337,7 +337,7 @@ pub fn run_forestdb(a: &ForestdbArgs, out: &mut dyn Write) -> Result<ForestdbRep
         Some(p) => p.clone(),
         None => {
             tmp = tempfile::Builder::new().prefix("shaledb-forestdb-").tempdir_in(".").map_err(|source| {
-                BenchError::Io { what: "creating a temporary database directory in", path: ".".into(), source }
+                BenchError::Io { what: "creating a temporary database directory in", path: ".".into(), cause: source }
             })?;
             tmp.path().to_path_buf()
         }
@@ -345,7 +345,7 @@ pub fn run_forestdb(a: &ForestdbArgs, out: &mut dyn Write) -> Result<ForestdbRep
     std::fs::create_dir_all(&base).map_err(|source| BenchError::Io {
         what: "creating the database directory",
         path: base.clone(),
-        source,
+        cause: source,
     })?;
     let sample_flags = engine_flags(&plan, a, Variant::Cached, 1 << 20, &base);
     sample_flags.validate()?;
@@ -360,7 +360,7 @@ pub fn run_forestdb(a: &ForestdbArgs, out: &mut dyn Write) -> Result<ForestdbRep
     };
     let _ = writeln!(
         out,
-        "ForestDB pattern suite (seed 003): {} docs ({} logical), N = {} threads, {} s warm-up + {} s per step, \
+        "ForestDB pattern suite (from the RocksDB, ForestDB and MongoDB report): {} docs ({} logical), N = {} threads, {} s warm-up + {} s per step, \
          writer {}/s ({}), range {} docs, engines {:?}, seed {seed}",
         a.docs,
         human_bytes(plan.logical_bytes),

@@ -273,7 +273,7 @@ pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
         Some(p) => p.clone(),
         None => {
             tmp = tempfile::Builder::new().prefix("shaledb-insert-").tempdir_in(".").map_err(|source| {
-                BenchError::Io { what: "creating a temporary database directory in", path: ".".into(), source }
+                BenchError::Io { what: "creating a temporary database directory in", path: ".".into(), cause: source }
             })?;
             tmp.path().to_path_buf()
         }
@@ -281,7 +281,7 @@ pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
     std::fs::create_dir_all(&base).map_err(|source| BenchError::Io {
         what: "creating the database directory",
         path: base.clone(),
-        source,
+        cause: source,
     })?;
     let sample_flags = engine_flags(a, &base);
     sample_flags.validate()?;
@@ -293,7 +293,7 @@ pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
     };
     let _ = writeln!(
         out,
-        "insert benchmark suite (seed 003): {} rows per configuration, threads {:?} x pad {:?}, {} rows per \
+        "insert benchmark suite (the insert benchmark of the RocksDB, ForestDB and MongoDB report): {} rows per configuration, threads {:?} x pad {:?}, {} rows per \
          commit, engines {:?}, seed {seed}",
         a.rows,
         a.threads,
@@ -335,7 +335,7 @@ pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
             }
         }
     }
-    let _ = writeln!(out, "\n===== insert rate (rows/s), the seed's table =====\n{}", report::seed_table(&report));
+    let _ = writeln!(out, "\n===== insert rate (rows/s), the report's table =====\n{}", report::seed_table(&report));
     if let Some(p) = &a.json {
         crate::report::write_json_file(p, &report)?;
     }

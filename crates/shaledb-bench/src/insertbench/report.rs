@@ -377,7 +377,7 @@ pub fn write_plots(dir: &Path, r: &InsertReport) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|source| BenchError::Io {
         what: "creating plot directory",
         path: dir.to_path_buf(),
-        source,
+        cause: source,
     })?;
     let mut files = Vec::new();
     for (i, c) in r.configs.iter().enumerate() {

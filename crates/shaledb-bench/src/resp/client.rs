@@ -25,13 +25,13 @@ use tokio::net::TcpStream;
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The socket failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
     /// The server closed the connection.
     #[error("the server closed the connection")]
     Closed,
     /// A reply broke the protocol.
-    #[error("{0}")]
+    #[error(transparent)]
     Protocol(#[from] super::proto::ProtocolError),
     /// Connecting or authenticating did not finish in time.
     #[error("timed out after {0:?}")]

@@ -28,13 +28,12 @@ pub enum RespError {
     #[error(transparent)]
     Bench(#[from] crate::BenchError),
     /// A connection could not be set up.
-    #[error("connecting to {addr}: {source}")]
+    #[error("connecting to {addr}: {cause}")]
     Connect {
         /// The server.
         addr: SocketAddr,
-        /// Why.
-        #[source]
-        source: client::ClientError,
+        /// Why (in the message, not also a `source()`).
+        cause: client::ClientError,
     },
     /// Requests failed (error replies, broken connections); the results were printed.
     #[error("{failed} request(s) failed; first error ({workload}): {first}")]

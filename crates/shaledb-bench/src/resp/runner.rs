@@ -121,7 +121,7 @@ pub fn run_resp(flags: &RespFlags, out: &mut dyn Write) -> Result<RespRun, RespE
 }
 
 fn io_err<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(std::io::Error) -> RespError + 'p {
-    move |source| RespError::Bench(BenchError::Io { what, path: path.to_path_buf(), source })
+    move |source| RespError::Bench(BenchError::Io { what, path: path.to_path_buf(), cause: source })
 }
 
 fn header(f: &RespFlags, addr: SocketAddr) -> String {
@@ -274,7 +274,7 @@ fn run_workload(f: &RespFlags, addr: SocketAddr, plan: Plan) -> Result<RespResul
             for h in handles {
                 let _ = h.join();
             }
-            return Err(RespError::Connect { addr, source: e });
+            return Err(RespError::Connect { addr, cause: e });
         }
         *sh.t0.lock() = Some(Instant::now());
         sh.gate.open(true);

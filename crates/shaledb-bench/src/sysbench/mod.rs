@@ -243,7 +243,7 @@ pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchRep
         Some(p) => p.clone(),
         None => {
             tmp = tempfile::Builder::new().prefix("shaledb-sysbench-").tempdir_in(".").map_err(|source| {
-                BenchError::Io { what: "creating a temporary database directory in", path: ".".into(), source }
+                BenchError::Io { what: "creating a temporary database directory in", path: ".".into(), cause: source }
             })?;
             tmp.path().to_path_buf()
         }
@@ -251,7 +251,7 @@ pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchRep
     std::fs::create_dir_all(&base).map_err(|source| BenchError::Io {
         what: "creating the database directory",
         path: base.clone(),
-        source,
+        cause: source,
     })?;
     let sample_flags = engine_flags(a, CompressionSetting::None, &base, false);
     sample_flags.validate()?;
@@ -263,7 +263,7 @@ pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchRep
     };
     let _ = writeln!(
         out,
-        "sysbench suite (seed 002): {} tables x {} rows, threads {:?}, {} s per test, compression {:?}, engines {:?}, seed {seed}",
+        "sysbench suite (the MyRocks sysbench report): {} tables x {} rows, threads {:?}, {} s per test, compression {:?}, engines {:?}, seed {seed}",
         a.tables,
         a.table_size,
         a.threads,

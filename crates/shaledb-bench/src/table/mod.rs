@@ -101,7 +101,7 @@ impl TableDef {
 #[non_exhaustive]
 pub enum TableError {
     /// The engine failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Engine(#[from] EngineError),
     /// A schema, row or key does not fit the table (wrong count or type, string too long, PK changed by an
     /// update, duplicate index id).

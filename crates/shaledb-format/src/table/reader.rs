@@ -421,6 +421,13 @@ impl Table {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// The index block (one entry per data block: a separator key, then the block's encoded [`BlockHandle`]),
+    /// and where it is in the file. For tools that show a table's layout (`shaledb dump`); reads go through
+    /// [`Table::iter`].
+    pub fn index(&self) -> Result<(Arc<Block>, BlockHandle)> {
+        Ok((self.index_block()?, self.footer.index))
+    }
 }
 
 /// Iterates a table in internal key order. Holds the table alive; reuses its data block iterator's buffers.

@@ -2,6 +2,7 @@
 //! test per way an SST can be corrupt.
 
 use super::*;
+use crate::block::BlockIter;
 use crate::bloom::key_hash;
 
 #[test]
@@ -341,6 +342,37 @@ fn index_and_filter_in_cache() {
         if capacity > 1 {
             assert!(cache.hits() > 0);
         }
+    }
+}
+
+/// `Table::index` gives the index block (pinned or from the cache) and its handle: one entry per data block,
+/// each decoding to a block inside the data, the first at offset 0, the block placed after the data.
+#[test]
+fn index_lists_every_data_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sst");
+    let props = write_table(&path, small_opts(CompressionType::None, 512), &entries(600));
+    assert!(props.num_data_blocks > 2);
+    for cache_index in [false, true] {
+        let ropts = TableReadOptions {
+            cache: cache_index.then(|| Arc::new(BlockCache::new(8 << 20))),
+            cache_index_and_filter: cache_index,
+            ..Default::default()
+        };
+        let t = Table::open(open_file(&path), &ropts).unwrap();
+        let (index, handle) = t.index().unwrap();
+        assert!(handle.offset >= props.data_size, "{handle:?}");
+        let mut it = BlockIter::new(index, KeyOrder::Internal);
+        it.seek_to_first();
+        let mut handles = Vec::new();
+        while it.valid() {
+            handles.push(BlockHandle::decode_exact(it.value()).unwrap());
+            it.next();
+        }
+        it.status().unwrap();
+        assert_eq!(handles.len() as u64, props.num_data_blocks);
+        assert_eq!(handles[0].offset, 0);
+        assert!(handles.iter().all(|h| h.offset + h.size <= props.data_size), "{handles:?}");
     }
 }
 

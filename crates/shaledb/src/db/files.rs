@@ -23,7 +23,7 @@ use std::path::Path;
 pub(crate) fn list_names<S: AsRef<str>>(names: &[S]) -> String {
     let mut v: Vec<&str> = names.iter().map(|s| s.as_ref()).collect();
     // MANIFESTs first: they say the most about what the directory is.
-    v.sort_unstable_by_key(|n| (!n.starts_with("MANIFEST-"), *n));
+    v.sort_unstable_by_key(|n| (!n.starts_with(filenames::MANIFEST_PREFIX), *n));
     let shown = v.iter().take(10).copied().collect::<Vec<_>>().join(", ");
     match v.len().checked_sub(10) {
         Some(more) if more > 0 => format!("{shown} and {more} more"),
@@ -158,8 +158,9 @@ fn leftover_table_is_ours(fs: &dyn Fs, dir: &Path, number: u64, below_counter: b
 /// hex digits), possibly cut short by a crash.
 fn temp_is_ours(fs: &dyn Fs, dir: &Path, number: u64) -> bool {
     let Ok(data) = fs.read_all(&filenames::temp(dir, number)) else { return false };
-    let current_like = b"MANIFEST-".iter().zip(&data).all(|(a, b)| a == b)
-        && data.iter().skip(9).all(|&b| b.is_ascii_digit() || b == b'\n');
+    let prefix = filenames::MANIFEST_PREFIX.as_bytes();
+    let current_like = prefix.iter().zip(&data).all(|(a, b)| a == b)
+        && data.iter().skip(prefix.len()).all(|&b| b.is_ascii_digit() || b == b'\n');
     let identity_like = data.len() <= 33 && data.iter().all(|&b| matches!(b, b'0'..=b'9' | b'a'..=b'f' | b'\n'));
     current_like || identity_like
 }
@@ -222,9 +223,9 @@ pub(crate) fn remove_obsolete(fs: &dyn Fs, dir: &Path, vs: &VersionSet, replayed
 /// True when `dir` holds a ShaleDB database: CURRENT naming a MANIFEST that exists, or a valid IDENTITY.
 fn holds_database(fs: &dyn Fs, dir: &Path) -> bool {
     let current = fs.read_all(&filenames::current(dir)).ok();
-    let named = current.as_deref().and_then(|c| std::str::from_utf8(c).ok()).and_then(|s| s.strip_suffix('\n'));
-    let manifest = named.filter(|n| matches!(filenames::parse(n), Some(FileKind::Manifest(_))));
-    manifest.is_some_and(|m| fs.exists(&dir.join(m))) || matches!(identity::read(fs, dir), Ok(Some(_)))
+    let manifest = current.as_deref().and_then(filenames::manifest_in_current);
+    manifest.is_some_and(|n| fs.exists(&dir.join(filenames::manifest_name(n))))
+        || matches!(identity::read(fs, dir), Ok(Some(_)))
 }
 
 /// `destroy_with`: removes our files from a directory that holds a database or nothing; returns their names.

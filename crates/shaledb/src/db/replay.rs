@@ -23,7 +23,8 @@ use crate::stats::CompactionStats;
 use shaledb_format::batch::BatchRep;
 use shaledb_format::edit::FileMeta;
 use shaledb_format::ikey::MAX_SEQUENCE;
-use shaledb_format::log::{self, DamageKind, LogRead};
+use shaledb_format::log::{self, DamageKind};
+use shaledb_format::wal::{self, BatchRead};
 use shaledb_vfs::{Error, Result};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -89,9 +90,9 @@ pub(super) fn replay(
         let mut records = 0u64;
         let mut damaged = false;
         loop {
-            let hit = match reader.next() {
-                LogRead::Eof => break,
-                LogRead::Damage(d) => Hit {
+            let hit = match wal::next_batch(&mut reader) {
+                BatchRead::Eof => break,
+                BatchRead::Damage(d) => Hit {
                     error: d.to_error(&path),
                     offset: d.offset,
                     at_tail: d.at_tail,
@@ -100,28 +101,22 @@ pub(super) fn replay(
                     uncounted: matches!(d.kind, DamageKind::ZeroedRegion | DamageKind::Fragmentation),
                     whole_record: false,
                 },
-                LogRead::Record { offset, data } => match BatchRep::from_bytes(data) {
-                    // The record's checksum passed but its contents do not decode: corruption that no torn write
-                    // explains.
-                    Err(e) => Hit {
-                        error: e.in_file(&path, offset),
-                        offset,
-                        at_tail: false,
-                        uncounted: false,
-                        whole_record: true,
-                    },
-                    Ok(batch) => {
-                        max_seq = apply_batch(&out.mem, &batch, &path, offset, max_seq)?;
-                        records += 1;
-                        if out.mem.approximate_memory_usage() >= opts.write_buffer_size {
-                            let (files, st) = write_level0(opts, db_id, dir, &out.mem, new_number, &[], stop)?;
-                            out.stats.add(&st);
-                            out.files.extend(files);
-                            out.mem = Arc::new(MemTable::new(0));
-                        }
-                        continue;
+                // The record's checksum passed but its contents do not decode: corruption that no torn write
+                // explains.
+                BatchRead::Undecodable { offset, error } => {
+                    Hit { error, offset, at_tail: false, uncounted: false, whole_record: true }
+                }
+                BatchRead::Batch { offset, batch, .. } => {
+                    max_seq = apply_batch(&out.mem, &batch, &path, offset, max_seq)?;
+                    records += 1;
+                    if out.mem.approximate_memory_usage() >= opts.write_buffer_size {
+                        let (files, st) = write_level0(opts, db_id, dir, &out.mem, new_number, &[], stop)?;
+                        out.stats.add(&st);
+                        out.files.extend(files);
+                        out.mem = Arc::new(MemTable::new(0));
                     }
-                },
+                    continue;
+                }
             };
             damaged = true;
             let dropped_here = u64::from(!hit.uncounted);

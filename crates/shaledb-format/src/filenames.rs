@@ -17,18 +17,37 @@
 //! when needed, never a leading zero beyond the padding) and at most `MAX_FILE_NUMBER`. `7.sst`,
 //! `0000007.sst` and `18446744073709551615.log` are not ours: [`parse`] returns `None` for them, so open never
 //! replays, deletes or numbers from them.
+//!
+//! This module is the one home of these names: the engine, `shaledb dump` and `shaledb verify` all name and
+//! classify files through it.
 
 use std::path::{Path, PathBuf};
 
+/// The prefix of a MANIFEST's name (`MANIFEST-NNNNNN`).
+pub const MANIFEST_PREFIX: &str = "MANIFEST-";
+/// The extension of a write-ahead log (`NNNNNN.log`).
+pub const WAL_EXT: &str = "log";
+/// The extension of a table (`NNNNNN.sst`).
+pub const TABLE_EXT: &str = "sst";
+/// The name of the file naming the live MANIFEST.
+pub const CURRENT: &str = "CURRENT";
+
 /// What a file in the database directory is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum FileKind {
+pub enum FileKind {
+    /// `CURRENT`.
     Current,
+    /// `LOCK`.
     Lock,
+    /// `IDENTITY`.
     Identity,
+    /// `MANIFEST-NNNNNN`.
     Manifest(u64),
+    /// `NNNNNN.log`.
     Wal(u64),
+    /// `NNNNNN.sst`.
     Table(u64),
+    /// `NNNNNN.dbtmp`.
     Temp(u64),
     /// `LOG`, the info log being written.
     InfoLog,
@@ -38,31 +57,38 @@ pub(crate) enum FileKind {
     LostDir,
 }
 
-pub(crate) fn wal(dir: &Path, n: u64) -> PathBuf {
-    dir.join(format!("{n:06}.log"))
+/// `dir/NNNNNN.log`: the WAL numbered `n`.
+pub fn wal(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n:06}.{WAL_EXT}"))
 }
 
-pub(crate) fn table(dir: &Path, n: u64) -> PathBuf {
-    dir.join(format!("{n:06}.sst"))
+/// `dir/NNNNNN.sst`: the table numbered `n`.
+pub fn table(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n:06}.{TABLE_EXT}"))
 }
 
-pub(crate) fn manifest_name(n: u64) -> String {
-    format!("MANIFEST-{n:06}")
+/// `MANIFEST-NNNNNN`: the name of the MANIFEST numbered `n`.
+pub fn manifest_name(n: u64) -> String {
+    format!("{MANIFEST_PREFIX}{n:06}")
 }
 
-pub(crate) fn temp(dir: &Path, n: u64) -> PathBuf {
+/// `dir/NNNNNN.dbtmp`: the temp file numbered `n`.
+pub fn temp(dir: &Path, n: u64) -> PathBuf {
     dir.join(format!("{n:06}.dbtmp"))
 }
 
-pub(crate) fn current(dir: &Path) -> PathBuf {
-    dir.join("CURRENT")
+/// `dir/CURRENT`.
+pub fn current(dir: &Path) -> PathBuf {
+    dir.join(CURRENT)
 }
 
-pub(crate) fn lock(dir: &Path) -> PathBuf {
+/// `dir/LOCK`.
+pub fn lock(dir: &Path) -> PathBuf {
     dir.join("LOCK")
 }
 
-pub(crate) fn identity(dir: &Path) -> PathBuf {
+/// `dir/IDENTITY`.
+pub fn identity(dir: &Path) -> PathBuf {
     dir.join("IDENTITY")
 }
 
@@ -73,25 +99,28 @@ fn our_number(digits: &str) -> Option<u64> {
         return None;
     }
     let n: u64 = digits.parse().ok()?;
-    (n <= shaledb_format::edit::MAX_FILE_NUMBER && format!("{n:06}") == digits).then_some(n)
+    (n <= crate::edit::MAX_FILE_NUMBER && format!("{n:06}") == digits).then_some(n)
 }
 
-pub(crate) fn info_log(dir: &Path) -> PathBuf {
+/// `dir/LOG`.
+pub fn info_log(dir: &Path) -> PathBuf {
     dir.join("LOG")
 }
 
-pub(crate) fn old_info_log(dir: &Path, n: u64) -> PathBuf {
+/// `dir/LOG.old.N`.
+pub fn old_info_log(dir: &Path, n: u64) -> PathBuf {
     dir.join(format!("LOG.old.{n}"))
 }
 
-pub(crate) fn lost_dir(dir: &Path) -> PathBuf {
+/// `dir/lost`.
+pub fn lost_dir(dir: &Path) -> PathBuf {
     dir.join("lost")
 }
 
 /// Classifies a directory entry; `None` for files that are not ours.
-pub(crate) fn parse(name: &str) -> Option<FileKind> {
+pub fn parse(name: &str) -> Option<FileKind> {
     match name {
-        "CURRENT" => return Some(FileKind::Current),
+        CURRENT => return Some(FileKind::Current),
         "LOCK" => return Some(FileKind::Lock),
         "IDENTITY" => return Some(FileKind::Identity),
         "LOG" => return Some(FileKind::InfoLog),
@@ -104,15 +133,25 @@ pub(crate) fn parse(name: &str) -> Option<FileKind> {
             .flatten()
             .map(FileKind::OldInfoLog);
     }
-    if let Some(n) = name.strip_prefix("MANIFEST-") {
+    if let Some(n) = name.strip_prefix(MANIFEST_PREFIX) {
         return our_number(n).map(FileKind::Manifest);
     }
     let (stem, ext) = name.split_once('.')?;
     let n = our_number(stem)?;
     match ext {
-        "log" => Some(FileKind::Wal(n)),
-        "sst" => Some(FileKind::Table(n)),
+        WAL_EXT => Some(FileKind::Wal(n)),
+        TABLE_EXT => Some(FileKind::Table(n)),
         "dbtmp" => Some(FileKind::Temp(n)),
+        _ => None,
+    }
+}
+
+/// The number of the MANIFEST that CURRENT's contents name: one name of ours (`MANIFEST-NNNNNN`) and a
+/// newline, nothing else. `None` for anything else.
+pub fn manifest_in_current(contents: &[u8]) -> Option<u64> {
+    let name = std::str::from_utf8(contents).ok()?.strip_suffix('\n')?;
+    match parse(name) {
+        Some(FileKind::Manifest(n)) => Some(n),
         _ => None,
     }
 }
@@ -139,6 +178,15 @@ mod tests {
         assert_eq!(parse("lost"), Some(FileKind::LostDir));
     }
 
+    #[test]
+    fn current_names_one_manifest_and_a_newline() {
+        assert_eq!(manifest_in_current(b"MANIFEST-000012\n"), Some(12));
+        for bad in [&b"MANIFEST-000012"[..], b"MANIFEST-12\n", b"MANIFEST-000012\n\n", b"000012.log\n", b"\xff\n", b""]
+        {
+            assert_eq!(manifest_in_current(bad), None, "{bad:?}");
+        }
+    }
+
     /// Only the exact names we write are ours: no short or over-padded numbers, nothing past the format's
     /// range (a stray `18446744073709551615.log` must never reach the file counter).
     #[test]
@@ -147,7 +195,7 @@ mod tests {
         {
             assert_eq!(parse(name), None, "{name}");
         }
-        let max = shaledb_format::edit::MAX_FILE_NUMBER;
+        let max = crate::edit::MAX_FILE_NUMBER;
         assert_eq!(parse(&format!("{max}.log")), Some(FileKind::Wal(max)));
         assert_eq!(parse(&format!("{}.log", max + 1)), None);
         assert_eq!(parse("20240101.log"), Some(FileKind::Wal(20240101)));
