@@ -275,6 +275,13 @@ pub trait Engine: Send + Sync + Sized + 'static {
     fn compact_all(&self) -> EngineResult<()>;
     /// Waits until no flush or compaction is pending or running.
     fn wait_for_compaction(&self) -> EngineResult<()>;
+    /// Compacts every file of `level` (0, or 1 meaning the first non-empty level below L0) into the next
+    /// level holding data, as db_bench's `compact0`/`compact1`. Returns the number of files and the levels
+    /// (from, to), or `None` when there was nothing to compact.
+    fn compact_level(&self, level: usize) -> EngineResult<Option<(usize, usize, usize)>> {
+        let _ = level;
+        Err(format!("{} in this tool cannot compact one level (compact0/compact1)", Self::name()).into())
+    }
     /// A named text property (`rocksdb.stats` names are translated by the engine).
     fn property(&self, name: &str) -> Option<String>;
     /// Current counters.

@@ -4,7 +4,7 @@
 
 use crate::BenchError;
 use clap::Parser;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The benchmark list run when `--benchmarks` is not given: a short tour that finishes in well under a
 /// minute on two cores with the default `--num`.
@@ -214,6 +214,51 @@ pub struct BenchFlags {
     /// Read tables with O_DIRECT.
     #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub use_direct_reads: bool,
+    /// Directory of the WAL files; empty: the database directory. ShaleDB keeps its WAL in the database
+    /// directory, so a different directory is an error for it.
+    #[arg(long, default_value = "")]
+    pub wal_dir: String,
+    /// Block cache shards as a power of two; -1: the engine's own choice (db_bench's default is 6).
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub cache_numshardbits: i32,
+    /// Sync table files in the background every N bytes as flushes and compactions write them, so the
+    /// final fsync has little left to do; 0: only at the end.
+    #[arg(long, default_value_t = 0)]
+    pub bytes_per_sync: u64,
+    /// Check block checksums on reads.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub verify_checksum: bool,
+    /// Pending compaction bytes at which writes slow down; 0 disables.
+    #[arg(long, default_value_t = 64 << 30)]
+    pub soft_pending_compaction_bytes_limit: u64,
+    /// Pending compaction bytes at which writes stop; 0 disables.
+    #[arg(long, default_value_t = 128 << 30)]
+    pub hard_pending_compaction_bytes_limit: u64,
+    /// Memtable structure: skip_list, or vector (append only, sorted once when flushed: the fast way to
+    /// bulk load; reads of a vector memtable that is still being written are slow).
+    #[arg(long, default_value = "skip_list")]
+    pub memtablerep: String,
+    /// Writers of one commit group insert into the memtable in parallel; false: the group's leader inserts
+    /// every batch.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub allow_concurrent_memtable_write: bool,
+    /// 0: leveled compaction (the only style ShaleDB has yet); 1 universal and 2 FIFO are errors.
+    #[arg(long, default_value_t = 0)]
+    pub compaction_style: u32,
+    /// Threads one compaction job splits into; ShaleDB runs each job on one thread (only 1 is accepted).
+    #[arg(long, default_value_t = 1)]
+    pub subcompactions: u32,
+    /// Bytes of a compression dictionary; ShaleDB has no dictionary compression (only 0 is accepted).
+    #[arg(long, default_value_t = 0)]
+    pub compression_max_dict_bytes: u64,
+    /// Share of the block cache for index and filter blocks (with --cache_index_and_filter_blocks); ShaleDB's
+    /// cache has no priority pools (only 0 is accepted).
+    #[arg(long, default_value_t = 0.0)]
+    pub cache_high_pri_pool_ratio: f64,
+    /// Keep L0 tables' index and filter blocks pinned when --cache_index_and_filter_blocks caches the others.
+    /// Without --cache_index_and_filter_blocks every table's index and filter stay in memory anyway.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub pin_l0_filter_and_index_blocks_in_cache: bool,
     /// The engine: shaledb, or rocksdb (RocksDB linked in, in builds with the `rocksdb` feature).
     #[arg(long, value_enum, default_value_t = crate::engine::EngineKind::Shaledb)]
     pub engine: crate::engine::EngineKind,
@@ -304,6 +349,61 @@ pub fn normalize_arg(a: String) -> String {
     }
 }
 
+/// Whether `a` names the directory `b` (as given, or after resolving links when both exist).
+fn same_dir(a: &Path, b: Option<&Path>) -> bool {
+    let Some(b) = b else { return false };
+    let trim = |p: &Path| p.components().collect::<PathBuf>();
+    trim(a) == trim(b) || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+}
+
+/// The long names of every flag `BenchFlags` defines.
+pub fn known_flag_names() -> Vec<String> {
+    use clap::CommandFactory;
+    Standalone::command().get_arguments().filter_map(|a| a.get_long().map(str::to_string)).collect()
+}
+
+/// gflags' `--undefok=a,b`: flags named there that this tool does not define are dropped instead of being an
+/// error (benchmark.sh lists flags newer db_bench versions have, so one script drives several versions). A
+/// listed flag this tool does define is parsed as usual. Returns the remaining arguments and one note per
+/// dropped flag. Dropped are `--name`, `--name=value` and `-name=value`; a flag ShaleDB does not know is never
+/// given its value as a separate argument by benchmark.sh, and gflags too requires `=` for it.
+pub fn apply_undefok(args: Vec<String>) -> (Vec<String>, Vec<String>) {
+    let mut undefok: Vec<String> = Vec::new();
+    let mut rest = Vec::with_capacity(args.len());
+    let mut it = args.into_iter().peekable();
+    while let Some(a) = it.next() {
+        let norm = normalize_arg(a.clone());
+        if let Some(list) = norm.strip_prefix("--undefok=") {
+            undefok.extend(list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string));
+        } else if norm == "--undefok" {
+            if let Some(list) = it.next() {
+                undefok.extend(list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string));
+            }
+        } else {
+            rest.push(a);
+        }
+    }
+    if undefok.is_empty() {
+        return (rest, Vec::new());
+    }
+    let known = known_flag_names();
+    let mut notes = Vec::new();
+    let kept = rest
+        .into_iter()
+        .filter(|a| {
+            let norm = normalize_arg(a.clone());
+            let Some(flag) = norm.strip_prefix("--") else { return true };
+            let name = flag.split_once('=').map_or(flag, |(n, _)| n);
+            let drop = undefok.iter().any(|u| u == name) && !known.iter().any(|k| k == name);
+            if drop {
+                notes.push(format!("{a}: ignored (ShaleDB has no such flag and --undefok lists it)"));
+            }
+            !drop
+        })
+        .collect();
+    (kept, notes)
+}
+
 impl BenchFlags {
     /// Parses flags (without a program name) and validates them.
     pub fn parse_args<I, S>(args: I) -> Result<BenchFlags, BenchError>
@@ -311,7 +411,11 @@ impl BenchFlags {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        let args: Vec<String> = args.into_iter().map(|s| normalize_arg(s.into())).collect();
+        let (args, notes) = apply_undefok(args.into_iter().map(Into::into).collect());
+        for n in notes {
+            eprintln!("note: {n}");
+        }
+        let args: Vec<String> = args.into_iter().map(normalize_arg).collect();
         let s = Standalone::try_parse_from(args).map_err(|e| BenchError::Usage(e.render().to_string()))?;
         s.flags.validate()?;
         Ok(s.flags)
@@ -382,6 +486,62 @@ impl BenchFlags {
         }
         if self.mmap_read == Some(true) {
             return bad("mmap_read", "ShaleDB does not read through mmap; use --mmap_read=0".into());
+        }
+        if !matches!(self.memtablerep.as_str(), "skip_list" | "vector") {
+            return bad("memtablerep", format!("unknown memtable '{}' (skip_list, vector)", self.memtablerep));
+        }
+        match self.compaction_style {
+            0 => {}
+            1 | 2 => {
+                let style = if self.compaction_style == 1 { "universal" } else { "FIFO" };
+                return bad(
+                    "compaction_style",
+                    format!("{style} compaction ({}) is not implemented yet; only 0 (leveled)", self.compaction_style),
+                );
+            }
+            n => return bad("compaction_style", format!("unknown style {n} (0 leveled, 1 universal, 2 FIFO)")),
+        }
+        if self.subcompactions > 1 {
+            return bad(
+                "subcompactions",
+                format!("ShaleDB runs each compaction on one thread; got {}", self.subcompactions),
+            );
+        }
+        if self.compression_max_dict_bytes != 0 {
+            return bad("compression_max_dict_bytes", "ShaleDB has no dictionary compression; only 0".into());
+        }
+        if self.cache_high_pri_pool_ratio != 0.0 {
+            return bad(
+                "cache_high_pri_pool_ratio",
+                format!("ShaleDB's block cache has no priority pools; only 0, got {}", self.cache_high_pri_pool_ratio),
+            );
+        }
+        if self.pin_l0_filter_and_index_blocks_in_cache && self.cache_index_and_filter_blocks {
+            return bad(
+                "pin_l0_filter_and_index_blocks_in_cache",
+                "ShaleDB cannot pin L0's index and filter blocks while caching the others; drop one of the two flags"
+                    .into(),
+            );
+        }
+        if !(-1..=16).contains(&self.cache_numshardbits) {
+            return bad("cache_numshardbits", format!("must be in -1..=16, got {}", self.cache_numshardbits));
+        }
+        if self.hard_pending_compaction_bytes_limit != 0
+            && self.hard_pending_compaction_bytes_limit < self.soft_pending_compaction_bytes_limit
+        {
+            return bad(
+                "hard_pending_compaction_bytes_limit",
+                "must be 0 or at least --soft_pending_compaction_bytes_limit".into(),
+            );
+        }
+        if !self.wal_dir.is_empty() && !same_dir(Path::new(&self.wal_dir), self.db.as_deref()) {
+            return bad(
+                "wal_dir",
+                format!(
+                    "ShaleDB keeps the WAL in the database directory; --wal_dir must be empty or the --db directory, got {}",
+                    self.wal_dir
+                ),
+            );
         }
         if self.use_existing_db && self.db.is_none() {
             return bad("use_existing_db", "needs --db PATH (the default database is a new temporary one)".into());
@@ -598,6 +758,26 @@ mod tests {
         assert_eq!(f.background_jobs(), 21);
         assert_eq!(f.compatibility_notes().len(), 4);
         assert!(parse(&[]).unwrap().compatibility_notes().is_empty());
+    }
+
+    #[test]
+    fn undefok_drops_only_listed_flags_this_tool_does_not_define() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (kept, notes) = apply_undefok(args(&[
+            "--undefok=prepopulate_block_cache,use_blob_cache,num",
+            "--prepopulate_block_cache=1",
+            "-use_blob_cache=1",
+            "--num=7",
+            "--not_listed=1",
+        ]));
+        assert_eq!(kept, args(&["--num=7", "--not_listed=1"]));
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].contains("--prepopulate_block_cache=1"), "{notes:?}");
+        // The listed flag it defines is parsed; an unlisted unknown flag stays an error.
+        let f = parse(&["--undefok", "prepopulate_block_cache", "--prepopulate_block_cache=1", "--num=7"]).unwrap();
+        assert_eq!(f.num, 7);
+        let e = err_text(&["--undefok=x", "--prepopulate_block_cache=1"]);
+        assert!(e.contains("prepopulate_block_cache"), "{e}");
     }
 
     #[test]

@@ -129,6 +129,8 @@ pub fn result_line(
 pub fn header(f: &BenchFlags, engine: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{engine}:    version {}", env!("CARGO_PKG_VERSION"));
+    // In UTC; db_bench prints local time (the same on a machine whose zone is UTC).
+    let _ = writeln!(s, "Date:       {}", shaledb::ctime_utc(std::time::SystemTime::now()));
     let _ = writeln!(s, "Keys:       {} bytes each (+ 0 bytes user-defined timestamp)", f.key_size);
     let _ = writeln!(
         s,
@@ -153,7 +155,8 @@ pub fn header(f: &BenchFlags, engine: &str) -> String {
     let _ = writeln!(s, "Read rate: 0 ops/second");
     let _ = writeln!(s, "Compression: {}", f.compression().map_or("?", |c| c.name()));
     let _ = writeln!(s, "Compression sampling rate: 0");
-    let _ = writeln!(s, "Memtablerep: SkipListFactory");
+    let rep = if f.memtablerep == "vector" { "VectorRepFactory" } else { "SkipListFactory" };
+    let _ = writeln!(s, "Memtablerep: {rep}");
     let _ = writeln!(s, "Perf Level: 1");
     if cfg!(debug_assertions) {
         let _ = writeln!(s, "WARNING: Optimization is disabled: benchmarks unnecessarily slow");

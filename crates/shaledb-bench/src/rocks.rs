@@ -32,6 +32,7 @@ pub struct RocksDb {
     writes: [WriteOptions; 4],
     /// `--readahead_size`: iterators' readahead unless [`IterOptions::readahead_size`] sets one.
     readahead_size: usize,
+    verify_checksum: bool,
     num_levels: usize,
     opened: Instant,
 }
@@ -53,10 +54,6 @@ fn c_int(flag: &str, v: usize) -> EngineResult<i32> {
     i32::try_from(v).map_err(|_| bad(flag, format!("{v} is too large for RocksDB (at most {})", i32::MAX)))
 }
 
-/// db_bench's default for `hard_pending_compaction_bytes_limit` (RocksDB's own is 256 GiB).
-const DB_BENCH_HARD_PENDING_LIMIT: usize = 128 << 30;
-/// db_bench's default for `soft_pending_compaction_bytes_limit` (the same as RocksDB's).
-const DB_BENCH_SOFT_PENDING_LIMIT: usize = 64 << 30;
 /// db_bench's default for `table_cache_numshardbits` (RocksDB's own is 6).
 const DB_BENCH_TABLE_CACHE_SHARD_BITS: i32 = 4;
 
@@ -109,7 +106,8 @@ fn base_options(f: &BenchFlags) -> EngineResult<Options> {
 /// | `--readahead_size` | `ReadOptions::readahead_size` of iterators |
 ///
 /// Also as db_bench: `create_if_missing`, `enable_pipelined_write` = true, `table_cache_numshardbits` = 4,
-/// `soft/hard_pending_compaction_bytes_limit` = 64/128 GiB, statistics enabled (db_bench's `--statistics`).
+/// statistics enabled (db_bench's `--statistics`). `--soft/hard_pending_compaction_bytes_limit`, `--bytes_per_sync`,
+/// `--allow_concurrent_memtable_write`, `--memtablerep` (skip_list, vector), `--verify_checksum`: same names.
 pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
     if f.max_grandparent_overlap_factor.is_some() {
         return Err(bad(
@@ -216,9 +214,48 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
     // db_bench's values for options it sets from flags this tool does not have.
     o.set_enable_pipelined_write(true);
     o.set_table_cache_num_shard_bits(DB_BENCH_TABLE_CACHE_SHARD_BITS);
-    o.set_soft_pending_compaction_bytes_limit(DB_BENCH_SOFT_PENDING_LIMIT);
-    o.set_hard_pending_compaction_bytes_limit(DB_BENCH_HARD_PENDING_LIMIT);
+    o.set_soft_pending_compaction_bytes_limit(usize_flag(
+        "soft_pending_compaction_bytes_limit",
+        f.soft_pending_compaction_bytes_limit,
+    )?);
+    o.set_hard_pending_compaction_bytes_limit(usize_flag(
+        "hard_pending_compaction_bytes_limit",
+        f.hard_pending_compaction_bytes_limit,
+    )?);
+    o.set_bytes_per_sync(f.bytes_per_sync);
+    o.set_allow_concurrent_memtable_write(f.allow_concurrent_memtable_write);
+    if f.memtablerep == "vector" {
+        o.set_memtable_factory(rocksdb::MemtableFactory::Vector);
+    }
+    if f.cache_numshardbits >= 0 && f.cache_size > 0 && f.cache_numshardbits != default_cache_shard_bits(f.cache_size) {
+        // The crate builds its LRU cache with RocksDB's default shard count and has no way to pass another.
+        return Err(bad(
+            "cache_numshardbits",
+            format!(
+                "the rocksdb crate creates its block cache with RocksDB's default of {} shard bits for --cache_size={}; it cannot use {}",
+                default_cache_shard_bits(f.cache_size),
+                f.cache_size,
+                f.cache_numshardbits
+            ),
+        ));
+    }
     Ok(o)
+}
+
+/// The shard bits RocksDB gives an LRU cache of `capacity` bytes when it is not told (`num_shard_bits` -1): one
+/// shard per 512 KiB, as a power of two, at most 64 shards.
+fn default_cache_shard_bits(capacity: u64) -> i32 {
+    let mut shards = capacity / (512 << 10);
+    let mut bits = 0;
+    while shards > 1 && bits < 6 {
+        shards >>= 1;
+        bits += 1;
+    }
+    bits
+}
+
+fn usize_flag(flag: &str, v: u64) -> EngineResult<usize> {
+    usize::try_from(v).map_err(|_| bad(flag, format!("{v} is too large")))
 }
 
 /// A RocksDB iterator behind [`EngineIter`].
@@ -381,9 +418,14 @@ impl Engine for RocksDb {
         Ok(RocksDb {
             db,
             opts,
-            read: ReadOptions::default(),
+            read: {
+                let mut r = ReadOptions::default();
+                r.set_verify_checksums(flags.verify_checksum);
+                r
+            },
             writes: std::array::from_fn(|i| write_options(WriteMode { sync: i & 2 != 0, disable_wal: i & 1 != 0 })),
             readahead_size: flags.readahead_size,
+            verify_checksum: flags.verify_checksum,
             num_levels: flags.num_levels,
             opened: Instant::now(),
         })
@@ -450,6 +492,7 @@ impl Engine for RocksDb {
 
     fn iter_with(&self, o: &IterOptions<'_>) -> RocksIter<'_> {
         let mut r = ReadOptions::default();
+        r.set_verify_checksums(self.verify_checksum);
         if let Some(l) = o.lower {
             r.set_iterate_lower_bound(l);
         }

@@ -235,7 +235,7 @@ impl<'o, E: Engine> Runner<'o, E> {
     /// Runs one benchmark or step; returns its result when it prints a result line.
     pub fn run_one(&mut self, kind: Kind) -> Result<Option<BenchResult>> {
         let name = kind.name();
-        if kind == Kind::MergeRandom && self.flags.merge_operator.is_empty() {
+        if kind.needs_merge_operator() && self.flags.merge_operator.is_empty() {
             // db_bench's message; the other benchmarks run.
             let _ = writeln!(self.out, "{name:<12} : skipped (--merge_operator is unknown)");
             return Ok(None);
@@ -262,6 +262,32 @@ impl<'o, E: Engine> Runner<'o, E> {
             }
             Kind::LevelStats => {
                 self.print_property("rocksdb.levelstats")?;
+                return Ok(None);
+            }
+            Kind::Compact0 | Kind::Compact1 => {
+                let level = usize::from(kind == Kind::Compact1);
+                let done = self.db_ref()?.compact_level(level).map_err(|e| BenchError::engine(name, e))?;
+                let _ = match done {
+                    Some((files, from, to)) => {
+                        writeln!(self.out, "{name} compacted {files} files from L{from} to L{to}")
+                    }
+                    None => writeln!(self.out, "{name} found no files to compact"),
+                };
+                return Ok(None);
+            }
+            Kind::MemStats => {
+                // db_bench's `memstats`: each property as `name: value`.
+                for p in [
+                    "rocksdb.num-immutable-mem-table",
+                    "rocksdb.cur-size-active-mem-table",
+                    "rocksdb.cur-size-all-mem-tables",
+                    "rocksdb.size-all-mem-tables",
+                    "rocksdb.num-entries-active-mem-table",
+                    "rocksdb.num-entries-imm-mem-tables",
+                ] {
+                    let v = self.db_ref()?.property(p).unwrap_or_else(|| "(failed)".into());
+                    let _ = writeln!(self.out, "{p}: {v}");
+                }
                 return Ok(None);
             }
             _ => {}
@@ -307,7 +333,8 @@ impl<'o, E: Engine> Runner<'o, E> {
             Kind::FillSync => key_space * t,
             Kind::FillSeq | Kind::FillUniqueRandom | Kind::FillRandom | Kind::Overwrite => writes * t,
             Kind::ReadSeq | Kind::ReadReverse | Kind::ReadRandom | Kind::ReadMissing | Kind::SeekRandom => reads * t,
-            Kind::ReadWhileWriting => reads * t,
+            Kind::ReadWhileWriting | Kind::ReadWhileMerging => reads * t,
+            Kind::SeekRandomWhileWriting | Kind::SeekRandomWhileMerging => reads * t,
             Kind::DeleteSeq | Kind::DeleteRandom => deletes * t,
             Kind::UpdateRandom | Kind::MergeRandom | Kind::ReadRandomWriteRandom => readwrites * t,
             _ => return None,
@@ -318,9 +345,9 @@ impl<'o, E: Engine> Runner<'o, E> {
         let f = self.flags.clone();
         let (key_space, reads, writes, deletes, readwrites, merge_keys) = self.ctx_counts(kind);
         let readers = if kind == Kind::Compact { 1 } else { f.threads };
-        let n_threads = if kind == Kind::ReadWhileWriting { readers + 1 } else { readers };
+        let n_threads = if kind.has_background_writer() { readers + 1 } else { readers };
         let mode = crate::engine::WriteMode { sync: f.sync || kind == Kind::FillSync, disable_wal: f.disable_wal };
-        let limiter = (f.benchmark_write_rate_limit > 0 && kind != Kind::ReadWhileWriting)
+        let limiter = (f.benchmark_write_rate_limit > 0 && !kind.has_background_writer())
             .then(|| RateLimiter::new(f.benchmark_write_rate_limit));
         let readers_left = AtomicUsize::new(readers);
         let seeds: Vec<u64> = (0..n_threads)

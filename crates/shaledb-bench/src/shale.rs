@@ -62,6 +62,16 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
     o.max_open_files = f.open_files;
     o.use_direct_reads = f.use_direct_reads;
     o.advise_random_on_open = f.advise_random_on_open;
+    o.block_cache_shard_bits = f.cache_numshardbits;
+    o.bytes_per_sync = f.bytes_per_sync;
+    o.soft_pending_compaction_bytes_limit = f.soft_pending_compaction_bytes_limit;
+    o.hard_pending_compaction_bytes_limit = f.hard_pending_compaction_bytes_limit;
+    o.allow_concurrent_memtable_write = f.allow_concurrent_memtable_write;
+    o.memtable_rep = match f.memtablerep.as_str() {
+        "skip_list" => shaledb::MemTableRep::SkipList,
+        "vector" => shaledb::MemTableRep::Vector,
+        other => return Err(format!("unknown --memtablerep '{other}' (skip_list, vector)").into()),
+    };
     if !f.merge_operator.is_empty() {
         o.merge_operator = Some(
             shaledb::merge::builtin(&f.merge_operator)
@@ -74,7 +84,7 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
 /// The read options of every read, as db_bench sets its `read_options_`: `--readahead_size` applies to all
 /// iterators (point lookups never read ahead).
 pub fn read_options_from_flags(f: &BenchFlags) -> ReadOptions {
-    ReadOptions { readahead_size: f.readahead_size, ..ReadOptions::default() }
+    ReadOptions { readahead_size: f.readahead_size, verify_checksums: f.verify_checksum, ..ReadOptions::default() }
 }
 
 /// The read options of a cursor: `base` (from the flags) with the cursor's bounds, `fill_cache`, and its
@@ -227,6 +237,10 @@ impl Engine for ShaleDb {
 
     fn flush(&self) -> EngineResult<()> {
         self.db.flush().map_err(Into::into)
+    }
+
+    fn compact_level(&self, level: usize) -> EngineResult<Option<(usize, usize, usize)>> {
+        self.db.compact_level(level).map_err(Into::into)
     }
 
     fn compact_all(&self) -> EngineResult<()> {

@@ -32,8 +32,14 @@ pub enum Kind {
     ReadMissing,
     /// Readers plus one writer; the line reports the readers.
     ReadWhileWriting,
+    /// Readers plus one thread merging (`--merge_operator`); the line reports the readers.
+    ReadWhileMerging,
     /// Seek to random keys, then `--seek_nexts` steps.
     SeekRandom,
+    /// seekrandom's threads plus one writer; the line reports the seekers.
+    SeekRandomWhileWriting,
+    /// seekrandom's threads plus one thread merging; the line reports the seekers.
+    SeekRandomWhileMerging,
     /// Delete keys in order.
     DeleteSeq,
     /// Delete random keys.
@@ -46,6 +52,12 @@ pub enum Kind {
     ReadRandomWriteRandom,
     /// Compact the whole key range.
     Compact,
+    /// Compact every L0 file into the next level holding data.
+    Compact0,
+    /// Compact every file of the first level below L0 holding data into the next one holding data.
+    Compact1,
+    /// Print the memtables' sizes and entry counts.
+    MemStats,
     /// Flush the memtables.
     Flush,
     /// Wait for background work.
@@ -67,6 +79,9 @@ const NAMES: &[(&str, Kind)] = &[
     ("readrandom", Kind::ReadRandom),
     ("readmissing", Kind::ReadMissing),
     ("readwhilewriting", Kind::ReadWhileWriting),
+    ("readwhilemerging", Kind::ReadWhileMerging),
+    ("seekrandomwhilewriting", Kind::SeekRandomWhileWriting),
+    ("seekrandomwhilemerging", Kind::SeekRandomWhileMerging),
     ("seekrandom", Kind::SeekRandom),
     ("deleteseq", Kind::DeleteSeq),
     ("deleterandom", Kind::DeleteRandom),
@@ -74,6 +89,9 @@ const NAMES: &[(&str, Kind)] = &[
     ("mergerandom", Kind::MergeRandom),
     ("readrandomwriterandom", Kind::ReadRandomWriteRandom),
     ("compact", Kind::Compact),
+    ("compact0", Kind::Compact0),
+    ("compact1", Kind::Compact1),
+    ("memstats", Kind::MemStats),
     ("flush", Kind::Flush),
     ("waitforcompaction", Kind::WaitForCompaction),
     ("stats", Kind::Stats),
@@ -103,7 +121,32 @@ impl Kind {
 
     /// Steps without worker threads or a result line.
     pub fn is_meta(self) -> bool {
-        matches!(self, Kind::Flush | Kind::WaitForCompaction | Kind::Stats | Kind::LevelStats)
+        matches!(
+            self,
+            Kind::Flush
+                | Kind::WaitForCompaction
+                | Kind::Stats
+                | Kind::LevelStats
+                | Kind::Compact0
+                | Kind::Compact1
+                | Kind::MemStats
+        )
+    }
+
+    /// Benchmarks with one extra thread writing (or merging) in the background while the others measure.
+    pub fn has_background_writer(self) -> bool {
+        matches!(
+            self,
+            Kind::ReadWhileWriting
+                | Kind::ReadWhileMerging
+                | Kind::SeekRandomWhileWriting
+                | Kind::SeekRandomWhileMerging
+        )
+    }
+
+    /// Benchmarks that need `--merge_operator`.
+    pub fn needs_merge_operator(self) -> bool {
+        matches!(self, Kind::MergeRandom | Kind::ReadWhileMerging | Kind::SeekRandomWhileMerging)
     }
 }
 
@@ -111,7 +154,13 @@ impl Kind {
 /// totals over all threads are shown here.
 pub fn message(kind: Kind, m: &crate::recorder::Merged) -> String {
     match kind {
-        Kind::ReadRandom | Kind::ReadMissing | Kind::ReadWhileWriting | Kind::SeekRandom => {
+        Kind::ReadRandom
+        | Kind::ReadMissing
+        | Kind::ReadWhileWriting
+        | Kind::ReadWhileMerging
+        | Kind::SeekRandom
+        | Kind::SeekRandomWhileWriting
+        | Kind::SeekRandomWhileMerging => {
             format!("({} of {} found)", m.found, m.reads)
         }
         Kind::UpdateRandom => format!("( updates:{} found:{})", m.updates, m.found),
@@ -296,11 +345,19 @@ impl<E: Engine> Ctx<'_, E> {
             Kind::ReadSeq => self.scan(ts, false),
             Kind::ReadReverse => self.scan(ts, true),
             Kind::ReadRandom | Kind::ReadMissing => self.read_random(ts, rng),
-            Kind::ReadWhileWriting => {
+            Kind::ReadWhileWriting
+            | Kind::ReadWhileMerging
+            | Kind::SeekRandomWhileWriting
+            | Kind::SeekRandomWhileMerging => {
+                let merging = matches!(self.kind, Kind::ReadWhileMerging | Kind::SeekRandomWhileMerging);
                 if ts.tid == 0 {
-                    self.background_writer(ts, rng)
+                    self.background_writer(ts, rng, merging)
                 } else {
-                    let r = self.read_random(ts, rng);
+                    let r = if matches!(self.kind, Kind::ReadWhileWriting | Kind::ReadWhileMerging) {
+                        self.read_random(ts, rng)
+                    } else {
+                        self.seek_random(ts, rng)
+                    };
                     self.readers_left.fetch_sub(1, Ordering::AcqRel);
                     r
                 }
@@ -316,7 +373,13 @@ impl<E: Engine> Ctx<'_, E> {
                 ts.finished_ops(1, OpType::Others);
                 Ok(())
             }
-            Kind::Flush | Kind::WaitForCompaction | Kind::Stats | Kind::LevelStats => Ok(()),
+            Kind::Flush
+            | Kind::WaitForCompaction
+            | Kind::Stats
+            | Kind::LevelStats
+            | Kind::Compact0
+            | Kind::Compact1
+            | Kind::MemStats => Ok(()),
         }
     }
 
@@ -401,7 +464,9 @@ impl<E: Engine> Ctx<'_, E> {
         Ok(())
     }
 
-    fn background_writer(&self, ts: &mut ThreadStats<'_>, rng: &mut Mt64) -> Result<()> {
+    /// The extra thread of the `...while...` benchmarks: puts (or merges, with `merging`) random keys until the
+    /// measured threads are done.
+    fn background_writer(&self, ts: &mut ThreadStats<'_>, rng: &mut Mt64, merging: bool) -> Result<()> {
         ts.exclude = true;
         let limiter = (self.write_rate > 0).then(|| RateLimiter::new(self.write_rate));
         let mut values = self.values.generator();
@@ -410,10 +475,14 @@ impl<E: Engine> Ctx<'_, E> {
             skip_db_choice(rng);
             make_key(rng.next_u64() % self.num, self.key_size, &mut key);
             let v = values.generate(self.value_size);
-            self.put(ts, &key, v)?;
+            if merging {
+                self.merge(ts, &key, v)?;
+            } else {
+                self.put(ts, &key, v)?;
+            }
             let n = (key.len() + v.len()) as u64;
             ts.bytes += n;
-            ts.finished_ops(1, OpType::Write);
+            ts.finished_ops(1, if merging { OpType::Merge } else { OpType::Write });
             if let Some(l) = &limiter {
                 l.request(n);
             }

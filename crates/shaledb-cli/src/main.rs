@@ -2,6 +2,7 @@
 //! benchmarks and the seed suites on an embedded database.
 
 mod bench;
+mod db_bench_alias;
 mod dump;
 mod keys;
 mod repair;
@@ -46,6 +47,9 @@ enum Command {
     /// A Redis-protocol server on a database directory (redis-cli, redis-benchmark and client libraries
     /// work against it), durable by default: a write is acknowledged after its fsync (group commit).
     Server(shaledb_server::ServerArgs),
+    /// Make `DIR/db_bench` a link to this binary: run as `db_bench`, it is `shaledb bench`, so RocksDB's
+    /// tools/benchmark.sh (which runs `./db_bench`) drives ShaleDB unchanged.
+    InstallDbBench(db_bench_alias::Args),
     /// db_stress-style random operations on a directory, checked against an expected-state file that
     /// survives the process (for kill -9 testing).
     #[cfg(feature = "stress")]
@@ -59,8 +63,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Invoked as `db_bench` (a link `shaledb install-db-bench` makes), it is `shaledb bench`: RocksDB's
+    // tools/benchmark.sh runs `./db_bench` and works unchanged.
+    let args = db_bench_alias::expand(std::env::args().collect());
     // bench keeps db_bench's spellings; the other commands' old spellings still work, with a warning.
-    let (args, warnings) = spelling::respell(std::env::args().collect());
+    let (args, warnings) = spelling::respell(args);
     for w in &warnings {
         eprintln!("warning: {w}");
     }
@@ -83,6 +90,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
         Command::Repair(a) => return tool_exit(repair::run(a)),
+        Command::InstallDbBench(a) => return tool_exit(db_bench_alias::install(a)),
         Command::Get(a) => return tool_exit(keys::get(a)),
         Command::Put(a) => return tool_exit(keys::put(a)),
         Command::Delete(a) => return tool_exit(keys::delete(a)),

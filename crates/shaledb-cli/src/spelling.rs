@@ -18,10 +18,12 @@ const KEBAB_COMMANDS: &[&str] = &["dump", "verify", "repair", "stress", "get", "
 pub fn respell(args: Vec<String>) -> (Vec<String>, Vec<String>) {
     let command = args.get(1).cloned().unwrap_or_default();
     if !KEBAB_COMMANDS.contains(&command.as_str()) {
-        // gflags spells long flags with one dash (`-num=5`); accept that as db_bench does.
+        // gflags' `--undefok` (bench only), and its one-dash long flags (`-num=5`), as db_bench has them.
+        let (args, notes) =
+            if command == "bench" { shaledb_bench::flags::apply_undefok(args) } else { (args, Vec::new()) };
         let args =
             args.into_iter().enumerate().map(|(i, a)| if i == 0 { a } else { shaledb_bench::flags::normalize_arg(a) });
-        return (args.collect(), Vec::new());
+        return (args.collect(), notes);
     }
     let mut out = Vec::with_capacity(args.len());
     let mut warnings = Vec::new();

@@ -65,15 +65,30 @@ impl std::fmt::Debug for BlockCache {
 impl BlockCache {
     /// A cache holding up to `capacity` bytes of blocks (RocksDB: `block_cache` capacity). 0 caches nothing.
     pub fn new(capacity: usize) -> BlockCache {
+        BlockCache::with_shard_bits(capacity, -1)
+    }
+
+    /// As [`BlockCache::new`], split into `2^shard_bits` shards (RocksDB `cache_numshardbits`); -1 (or any
+    /// negative number) lets the cache choose from the number of CPUs. Bits above 16 count as 16. Each shard
+    /// evicts on its own, so a block larger than a shard's share of the capacity is not kept.
+    pub fn with_shard_bits(capacity: usize, shard_bits: i32) -> BlockCache {
         // The item estimate only sizes shards and ghost tracking; assume 4 KiB blocks.
         let items = (capacity / 4096).max(16);
-        BlockCache {
-            cache: Cache::with_weighter(items, capacity as u64, ByteWeighter),
-            capacity,
-            next_id: AtomicU64::new(1),
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
-        }
+        let cache = if shard_bits < 0 {
+            Cache::with_weighter(items, capacity as u64, ByteWeighter)
+        } else {
+            let options = quick_cache::OptionsBuilder::new()
+                .estimated_items_capacity(items)
+                .weight_capacity(capacity as u64)
+                .shards(1 << shard_bits.min(16))
+                .build();
+            match options {
+                Ok(o) => Cache::with_options(o, ByteWeighter, Default::default(), Default::default()),
+                // Only a missing capacity fails `build`, and both are set above; fall back to the default shards.
+                Err(_) => Cache::with_weighter(items, capacity as u64, ByteWeighter),
+            }
+        };
+        BlockCache { cache, capacity, next_id: AtomicU64::new(1), hits: AtomicU64::new(0), misses: AtomicU64::new(0) }
     }
 
     /// A fresh id for a table being opened; never returned twice by this cache.
@@ -159,6 +174,20 @@ mod tests {
         let mut b = BlockBuilder::new(16);
         b.add(b"k", &vec![7u8; value_len]);
         Arc::new(Block::new(b.finish().to_vec()).unwrap())
+    }
+
+    #[test]
+    fn shard_bits_bound_a_cache_like_the_default() {
+        for bits in [0, 1, 6] {
+            let c = BlockCache::with_shard_bits(1 << 20, bits);
+            assert_eq!(c.capacity(), 1 << 20);
+            let id = c.new_cache_id();
+            for off in 0..2000u64 {
+                c.insert(id, off, block(1024));
+            }
+            assert!(c.usage() <= 1 << 20, "bits {bits}: usage {}", c.usage());
+            assert!(c.usage() > 0);
+        }
     }
 
     #[test]

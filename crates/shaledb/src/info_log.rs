@@ -148,6 +148,24 @@ fn timestamp(t: SystemTime) -> String {
     format!("{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z", rem / 3600, rem % 3600 / 60, rem % 60, d.subsec_micros())
 }
 
+/// `t` in UTC as C's `ctime` writes it, without the newline: `Tue Nov 24 02:55:00 2026` (the `Date:` line of
+/// db_bench's header, which RocksDB's benchmark.sh reads).
+pub fn ctime_utc(t: SystemTime) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let secs = t.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, day) = civil_from_days(days);
+    format!(
+        "{} {} {day:2} {:02}:{:02}:{:02} {y}",
+        DAYS[(days % 7) as usize],
+        MONTHS[(m as usize).clamp(1, 12) - 1],
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 /// Year, month, day of the `days`-th day after 1970-01-01 (proleptic Gregorian; the era arithmetic of
 /// H. Hinnant's `civil_from_days`, written for unsigned days).
 fn civil_from_days(days: u64) -> (u64, u64, u64) {
@@ -190,6 +208,13 @@ mod tests {
         for src in [include_str!("info_log.rs"), include_str!("lost.rs")] {
             shaledb_testkit::grammar::assert_module_grammar_in_doc(src, doc);
         }
+    }
+
+    #[test]
+    fn ctime_matches_c() {
+        // date -u -d @1795488900 '+%a %b %e %H:%M:%S %Y'
+        assert_eq!(ctime_utc(UNIX_EPOCH + Duration::from_secs(1_795_488_900)), "Tue Nov 24 02:55:00 2026");
+        assert_eq!(ctime_utc(UNIX_EPOCH), "Thu Jan  1 00:00:00 1970");
     }
 
     #[test]

@@ -53,13 +53,14 @@ mod version_set;
 
 pub use batch::WriteBatch;
 pub use db::{destroy, destroy_with, Db};
+pub use info_log::ctime_utc;
 pub use iter::{Cursor, Iter, KeyRange};
-pub use options::{Options, ReadOptions, WalRecoveryMode, WriteOptions};
+pub use options::{MemTableRep, Options, ReadOptions, WalRecoveryMode, WriteOptions};
 pub use repair::{repair, RepairReport};
 pub use shaledb_format::compress::CompressionType;
 pub use shaledb_vfs::{Error, Fs, PosixFs, Result};
 pub use snapshot::Snapshot;
-pub use stats::{CompactionStats, Histogram, LevelStats, Statistics};
+pub use stats::{CompactionStats, Histogram, LevelStats, StallCounts, Statistics};
 
 /// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]

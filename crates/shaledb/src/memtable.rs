@@ -1,4 +1,5 @@
-//! The memtable: a concurrent skiplist of internal keys holding the writes of one WAL.
+//! The memtable: a concurrent skiplist of internal keys holding the writes of one WAL (or, with
+//! [`MemTableRep::Vector`], an append-only vector sorted once when the memtable is flushed).
 //!
 //! Each entry is one `Arc<[u8]>` holding `internal_key ++ value` (one allocation besides the skiplist
 //! node). The `Arc` lets iterators hold entries past the skiplist's borrow without copying values, which
@@ -7,15 +8,17 @@
 //! Entries are never removed: a memtable only grows until it is flushed and dropped whole.
 
 use crate::lookup::GetState;
+use crate::options::MemTableRep;
 use crossbeam_skiplist::map::Entry;
 use crossbeam_skiplist::SkipMap;
+use parking_lot::RwLock;
 use shaledb_format::ikey::{self, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE, TRAILER_LEN};
 use shaledb_format::iter::InternalIterator;
 use shaledb_format::Result;
 use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 /// Bytes charged per entry on top of its key and value: the `Arc` header, the skiplist node (key slot,
@@ -197,9 +200,106 @@ impl Ord for Rec {
 /// A concurrent, append-only sorted map of internal keys to values: the writes of one WAL file.
 pub(crate) struct MemTable {
     id: u64,
-    map: SkipMap<Rec, ()>,
+    rep: Rep,
     mem: AtomicUsize,
     filter: KeyFilter,
+}
+
+enum Rep {
+    Skip(Arc<SkipMap<Rec, ()>>),
+    Vector(VectorRep),
+}
+
+/// [`MemTableRep::Vector`]: entries appended under a lock in arrival order; sorted once, in place, by the
+/// first iterator after the memtable became immutable (the flush's).
+struct VectorRep {
+    state: RwLock<VecState>,
+    /// No entry will be added any more (set when the memtable is switched out).
+    immutable: AtomicBool,
+    len: AtomicUsize,
+}
+
+enum VecState {
+    Appending(Vec<Rec>),
+    Sorted(Arc<[Rec]>),
+}
+
+/// The entries of `probe`'s user key visible at its sequence, newest first, from sorted `recs`.
+fn sorted_range<'r>(recs: &'r [Rec], probe: &Probe<'_>) -> &'r [Rec] {
+    let start = recs.partition_point(|r| cmp_views(r, probe) == Ordering::Less);
+    let len = recs[start..].partition_point(|r| r.user_key() == probe.user_key);
+    &recs[start..start + len]
+}
+
+impl VectorRep {
+    fn push(&self, rec: Rec) {
+        let mut st = self.state.write();
+        match &mut *st {
+            VecState::Appending(v) => v.push(rec),
+            VecState::Sorted(sorted) => {
+                // Not reached: entries are only added before the memtable is switched out. Kept correct
+                // anyway: back to appending.
+                let mut v = sorted.to_vec();
+                v.push(rec);
+                *st = VecState::Appending(v);
+            }
+        }
+        self.len.fetch_add(1, AtomicOrdering::Relaxed);
+    }
+
+    /// Every entry in internal-key order: the vector itself, sorted in place, once the memtable is
+    /// immutable; before that a sorted copy of the entries so far (`Arc` clones, no copies of data).
+    fn sorted(&self) -> Arc<[Rec]> {
+        {
+            let st = self.state.read();
+            match &*st {
+                VecState::Sorted(s) => return s.clone(),
+                VecState::Appending(v) if !self.immutable.load(AtomicOrdering::Acquire) => {
+                    let mut copy = v.clone();
+                    drop(st);
+                    copy.sort_unstable();
+                    return copy.into();
+                }
+                VecState::Appending(_) => {}
+            }
+        }
+        let mut st = self.state.write();
+        match &mut *st {
+            VecState::Sorted(s) => s.clone(),
+            VecState::Appending(v) => {
+                let mut v = std::mem::take(v);
+                // Sequence numbers are unique per entry, so no two entries compare equal.
+                v.sort_unstable();
+                let sorted: Arc<[Rec]> = v.into();
+                *st = VecState::Sorted(sorted.clone());
+                sorted
+            }
+        }
+    }
+
+    fn get(&self, probe: &Probe<'_>, state: &mut GetState<'_>) {
+        let hits: Vec<Rec> = {
+            let st = self.state.read();
+            match &*st {
+                VecState::Sorted(s) => sorted_range(s, probe).to_vec(),
+                VecState::Appending(v) => {
+                    // Still being written: a scan for the key's entries visible at the probe's sequence.
+                    let mut hits: Vec<Rec> = v
+                        .iter()
+                        .filter(|r| r.user_key() == probe.user_key && r.trailer() <= probe.trailer)
+                        .cloned()
+                        .collect();
+                    hits.sort_unstable_by_key(|r| std::cmp::Reverse(r.trailer()));
+                    hits
+                }
+            }
+        };
+        for rec in &hits {
+            if state.feed(rec.ikey(), rec.value()) {
+                return;
+            }
+        }
+    }
 }
 
 /// A whole-key bloom filter over the memtable's user keys, so that a point lookup for a key the memtable does
@@ -255,9 +355,29 @@ impl MemTable {
         MemTable::with_capacity(id, 0)
     }
 
-    /// An empty memtable whose key filter is sized for `write_buffer_size` bytes of entries.
+    /// An empty skiplist memtable whose key filter is sized for `write_buffer_size` bytes of entries.
     pub(crate) fn with_capacity(id: u64, write_buffer_size: usize) -> MemTable {
-        MemTable { id, map: SkipMap::new(), mem: AtomicUsize::new(0), filter: KeyFilter::new(write_buffer_size / 8) }
+        MemTable::with_rep(id, write_buffer_size, MemTableRep::SkipList)
+    }
+
+    /// An empty memtable of structure `rep` whose key filter is sized for `write_buffer_size` bytes.
+    pub(crate) fn with_rep(id: u64, write_buffer_size: usize, rep: MemTableRep) -> MemTable {
+        let rep = match rep {
+            MemTableRep::SkipList => Rep::Skip(Arc::new(SkipMap::new())),
+            MemTableRep::Vector => Rep::Vector(VectorRep {
+                state: RwLock::new(VecState::Appending(Vec::new())),
+                immutable: AtomicBool::new(false),
+                len: AtomicUsize::new(0),
+            }),
+        };
+        MemTable { id, rep, mem: AtomicUsize::new(0), filter: KeyFilter::new(write_buffer_size / 8) }
+    }
+
+    /// No entry will be added any more: a vector memtable may now sort itself in place.
+    pub(crate) fn mark_immutable(&self) {
+        if let Rep::Vector(v) = &self.rep {
+            v.immutable.store(true, AtomicOrdering::Release);
+        }
     }
 
     /// False when `user_key` (whose `bloom::key_hash` is `hash`) is certainly not in the table.
@@ -285,7 +405,12 @@ impl MemTable {
         let rec = Rec::new(user_key, ikey::pack_trailer(seq, kind), value);
         let charge = rec.buf.len() + ENTRY_OVERHEAD;
         self.filter.add(shaledb_format::bloom::key_hash(user_key));
-        self.map.insert(rec, ());
+        match &self.rep {
+            Rep::Skip(map) => {
+                map.insert(rec, ());
+            }
+            Rep::Vector(v) => v.push(rec),
+        }
         self.mem.fetch_add(charge, AtomicOrdering::Relaxed);
     }
 
@@ -298,7 +423,11 @@ impl MemTable {
             trailer: ikey::pack_trailer(seq.min(MAX_SEQUENCE), KIND_FOR_SEEK),
             prefix: key_prefix(user_key),
         };
-        let Some(mut e) = self.map.lower_bound(Bound::Included(&probe as &dyn KeyView)) else {
+        let map = match &self.rep {
+            Rep::Skip(map) => map,
+            Rep::Vector(v) => return v.get(&probe, state),
+        };
+        let Some(mut e) = map.lower_bound(Bound::Included(&probe as &dyn KeyView)) else {
             return;
         };
         loop {
@@ -314,7 +443,19 @@ impl MemTable {
 
     /// An iterator over all entries in internal-key order; it keeps the memtable alive.
     pub(crate) fn iter(self: &Arc<Self>) -> MemTableIter {
-        MemTableIter { mem: Arc::clone(self), buf: Vec::new(), pos: 0, forward: true, batch: MIN_BATCH }
+        match &self.rep {
+            Rep::Skip(map) => MemTableIter::Skip(SkipIter {
+                map: Arc::clone(map),
+                buf: Vec::new(),
+                pos: 0,
+                forward: true,
+                batch: MIN_BATCH,
+            }),
+            Rep::Vector(v) => {
+                let recs = v.sorted();
+                MemTableIter::Vector(VecIter { pos: recs.len(), recs })
+            }
+        }
     }
 
     /// Bytes used by the entries, as compared with `write_buffer_size`.
@@ -324,12 +465,15 @@ impl MemTable {
 
     /// Number of entries.
     pub(crate) fn len(&self) -> usize {
-        self.map.len()
+        match &self.rep {
+            Rep::Skip(map) => map.len(),
+            Rep::Vector(v) => v.len.load(AtomicOrdering::Relaxed),
+        }
     }
 
     /// True when no entry was added.
     pub(crate) fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
     }
 }
 
@@ -338,14 +482,125 @@ impl MemTable {
 const MIN_BATCH: usize = 8;
 const MAX_BATCH: usize = 128;
 
-/// An owning iterator over a [`MemTable`].
+/// An owning iterator over a [`MemTable`] of either structure.
+pub(crate) enum MemTableIter {
+    Skip(SkipIter),
+    Vector(VecIter),
+}
+
+/// An owning iterator over a vector memtable's sorted entries (binary search to seek).
+pub(crate) struct VecIter {
+    recs: Arc<[Rec]>,
+    /// `recs.len()` when not valid.
+    pos: usize,
+}
+
+impl InternalIterator for VecIter {
+    fn valid(&self) -> bool {
+        self.pos < self.recs.len()
+    }
+    fn seek_to_first(&mut self) {
+        self.pos = 0;
+    }
+    fn seek_to_last(&mut self) {
+        self.pos = self.recs.len().checked_sub(1).unwrap_or(self.recs.len());
+    }
+    fn seek(&mut self, target: &[u8]) {
+        let probe = Probe::of(target);
+        self.pos = self.recs.partition_point(|r| cmp_views(r, &probe) == Ordering::Less);
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        let probe = Probe::of(target);
+        let after = self.recs.partition_point(|r| cmp_views(r, &probe) != Ordering::Greater);
+        self.pos = after.checked_sub(1).unwrap_or(self.recs.len());
+    }
+    fn next(&mut self) {
+        if self.pos < self.recs.len() {
+            self.pos += 1;
+        }
+    }
+    fn prev(&mut self) {
+        self.pos = if self.pos == 0 || self.pos >= self.recs.len() { self.recs.len() } else { self.pos - 1 };
+    }
+    fn key(&self) -> &[u8] {
+        self.recs.get(self.pos).map_or(&[], Rec::ikey)
+    }
+    fn value(&self) -> &[u8] {
+        self.recs.get(self.pos).map_or(&[], Rec::value)
+    }
+    fn status(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl InternalIterator for MemTableIter {
+    fn valid(&self) -> bool {
+        match self {
+            MemTableIter::Skip(i) => i.valid(),
+            MemTableIter::Vector(i) => i.valid(),
+        }
+    }
+    fn seek_to_first(&mut self) {
+        match self {
+            MemTableIter::Skip(i) => i.seek_to_first(),
+            MemTableIter::Vector(i) => i.seek_to_first(),
+        }
+    }
+    fn seek_to_last(&mut self) {
+        match self {
+            MemTableIter::Skip(i) => i.seek_to_last(),
+            MemTableIter::Vector(i) => i.seek_to_last(),
+        }
+    }
+    fn seek(&mut self, target: &[u8]) {
+        match self {
+            MemTableIter::Skip(i) => i.seek(target),
+            MemTableIter::Vector(i) => i.seek(target),
+        }
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        match self {
+            MemTableIter::Skip(i) => i.seek_for_prev(target),
+            MemTableIter::Vector(i) => i.seek_for_prev(target),
+        }
+    }
+    fn next(&mut self) {
+        match self {
+            MemTableIter::Skip(i) => i.next(),
+            MemTableIter::Vector(i) => i.next(),
+        }
+    }
+    fn prev(&mut self) {
+        match self {
+            MemTableIter::Skip(i) => i.prev(),
+            MemTableIter::Vector(i) => i.prev(),
+        }
+    }
+    fn key(&self) -> &[u8] {
+        match self {
+            MemTableIter::Skip(i) => i.key(),
+            MemTableIter::Vector(i) => i.key(),
+        }
+    }
+    fn value(&self) -> &[u8] {
+        match self {
+            MemTableIter::Skip(i) => i.value(),
+            MemTableIter::Vector(i) => i.value(),
+        }
+    }
+    fn status(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// An owning iterator over a skiplist memtable.
 ///
 /// The skiplist's cursors borrow the map, so the iterator cannot hold one; instead it holds a window of
 /// entries (`Arc` clones, no copies of data) filled by walking the skiplist, and re-seeks from the edge of
 /// the window when it runs out. Moving forward costs one search per window; moving backward one search
 /// per step, as the skiplist has no back links.
-pub(crate) struct MemTableIter {
-    mem: Arc<MemTable>,
+pub(crate) struct SkipIter {
+    map: Arc<SkipMap<Rec, ()>>,
     /// Forward: ascending entries with `buf[pos]` current. Backward: descending, `buf[pos]` current.
     buf: Vec<Rec>,
     pos: usize,
@@ -353,7 +608,7 @@ pub(crate) struct MemTableIter {
     batch: usize,
 }
 
-impl MemTableIter {
+impl SkipIter {
     fn fill_from(&mut self, first: Option<Entry<'_, Rec, ()>>, n: usize, forward: bool) {
         self.buf.clear();
         self.pos = 0;
@@ -372,13 +627,13 @@ impl MemTableIter {
     }
 
     fn fill_forward(&mut self, bound: Bound<&dyn KeyView>, n: usize) {
-        let mem = Arc::clone(&self.mem);
-        self.fill_from(mem.map.lower_bound(bound), n, true);
+        let map = Arc::clone(&self.map);
+        self.fill_from(map.lower_bound(bound), n, true);
     }
 
     fn fill_backward(&mut self, bound: Bound<&dyn KeyView>) {
-        let mem = Arc::clone(&self.mem);
-        self.fill_from(mem.map.upper_bound(bound), 1, false);
+        let map = Arc::clone(&self.map);
+        self.fill_from(map.upper_bound(bound), 1, false);
     }
 
     /// The current entry, taken out of the window so the window can be refilled around it.
@@ -391,20 +646,20 @@ impl MemTableIter {
     }
 }
 
-impl InternalIterator for MemTableIter {
+impl InternalIterator for SkipIter {
     fn valid(&self) -> bool {
         self.pos < self.buf.len()
     }
 
     fn seek_to_first(&mut self) {
         self.batch = MIN_BATCH;
-        let mem = Arc::clone(&self.mem);
-        self.fill_from(mem.map.front(), self.batch, true);
+        let map = Arc::clone(&self.map);
+        self.fill_from(map.front(), self.batch, true);
     }
 
     fn seek_to_last(&mut self) {
-        let mem = Arc::clone(&self.mem);
-        self.fill_from(mem.map.back(), 1, false);
+        let map = Arc::clone(&self.map);
+        self.fill_from(map.back(), 1, false);
     }
 
     fn seek(&mut self, target: &[u8]) {
@@ -583,6 +838,73 @@ mod tests {
         let mut st = GetState::new(b"j", 10, None);
         m.get(b"j", 10, &mut st);
         assert!(!st.is_done());
+    }
+
+    /// A vector memtable answers as a skiplist one does, both while written (scan, sorted copies) and after
+    /// it was switched out (sorted once, in place), forward, backward and by seek.
+    #[test]
+    fn vector_rep_matches_the_skiplist_before_and_after_it_is_immutable() {
+        let skip = Arc::new(MemTable::new(1));
+        let vec = Arc::new(MemTable::with_rep(1, 1 << 16, MemTableRep::Vector));
+        let mut seq = 0u64;
+        // Keys written out of order, several versions each, all kinds.
+        for round in 0..3u64 {
+            for i in [7u64, 3, 9, 1, 5, 3, 0, 8] {
+                seq += 1;
+                let kind = match (i + round) % 3 {
+                    0 => ValueKind::Value,
+                    1 => ValueKind::Deletion,
+                    _ => ValueKind::Merge,
+                };
+                let k = format!("key{i}");
+                let v = format!("v{seq}");
+                skip.add(seq, kind, k.as_bytes(), v.as_bytes());
+                vec.add(seq, kind, k.as_bytes(), v.as_bytes());
+            }
+        }
+        let check = |stage: &str| {
+            assert_eq!(vec.len(), skip.len(), "{stage}");
+            assert_eq!(collect_forward(&mut vec.iter()), collect_forward(&mut skip.iter()), "{stage}: forward");
+            let back = |m: &Arc<MemTable>| {
+                let mut it = m.iter();
+                it.seek_to_last();
+                let mut out = Vec::new();
+                while it.valid() {
+                    out.push(it.key().to_vec());
+                    it.prev();
+                }
+                out
+            };
+            assert_eq!(back(&vec), back(&skip), "{stage}: backward");
+            for i in 0..11u64 {
+                let k = format!("key{i}");
+                for at in [0, 5, 13, seq] {
+                    let target = make_internal_key(k.as_bytes(), at, ValueKind::Value);
+                    let (mut a, mut b) = (vec.iter(), skip.iter());
+                    a.seek(&target);
+                    b.seek(&target);
+                    assert_eq!((a.valid(), a.key()), (b.valid(), b.key()), "{stage}: seek {k}@{at}");
+                    a.seek_for_prev(&target);
+                    b.seek_for_prev(&target);
+                    assert_eq!((a.valid(), a.key()), (b.valid(), b.key()), "{stage}: seek_for_prev {k}@{at}");
+                    let get = |m: &MemTable| {
+                        let mut st = GetState::new(k.as_bytes(), at, None);
+                        m.get(k.as_bytes(), at, &mut st);
+                        (st.is_done(), st.finish().ok())
+                    };
+                    assert_eq!(get(&vec), get(&skip), "{stage}: get {k}@{at}");
+                }
+            }
+        };
+        check("appending");
+        vec.mark_immutable();
+        check("immutable");
+        // The first iterator sorted it in place: later ones share that vector.
+        match &vec.rep {
+            Rep::Vector(v) => assert!(matches!(&*v.state.read(), VecState::Sorted(_))),
+            Rep::Skip(_) => unreachable!("built as a vector"),
+        }
+        check("sorted");
     }
 
     #[test]

@@ -20,6 +20,18 @@ pub enum WalRecoveryMode {
     SkipAnyCorruptedRecords,
 }
 
+/// The structure of the memtable (RocksDB's `memtable_factory`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum MemTableRep {
+    /// A concurrent skiplist: inserts and reads in O(log n) at any time (default).
+    #[default]
+    SkipList,
+    /// An append-only vector, sorted once when the memtable is flushed (RocksDB's `VectorRepFactory`): the
+    /// fastest way to bulk load. A point read of a vector memtable still being written scans it, and an
+    /// iterator over it sorts a copy, so use it for loads that do not read until they are done.
+    Vector,
+}
+
 /// Database options. `Options::default()` gives RocksDB-like defaults for a server with a few GB of RAM.
 #[derive(Clone)]
 pub struct Options {
@@ -86,6 +98,9 @@ pub struct Options {
     pub bloom_bits_per_key: f64,
     /// Capacity of the block cache shared by all tables, in bytes. Default: 32 MiB.
     pub block_cache_size: usize,
+    /// Shards of the block cache, as a power of two (RocksDB `cache_numshardbits`); -1 lets the cache choose
+    /// from the number of CPUs. At most 16. Default: -1.
+    pub block_cache_shard_bits: i32,
     /// Cache index and filter blocks in the block cache instead of pinning them in memory for each open
     /// table. Default: `false` (pinned).
     pub cache_index_and_filter_blocks: bool,
@@ -116,6 +131,17 @@ pub struct Options {
     /// `BlockBasedTableOptions::max_auto_readahead_size`): 0 turns the automatic readahead off. At most
     /// 256 MiB. Default: 256 KiB.
     pub max_auto_readahead_size: usize,
+    /// While a flush or compaction writes a table, sync what it wrote every this many bytes, so dirty pages
+    /// do not pile up and the fsync that ends the table has little left to do (RocksDB `bytes_per_sync`,
+    /// which issues `sync_file_range`; ShaleDB issues `fdatasync` from the background thread). 0: only the
+    /// final fsync. Default: 0.
+    pub bytes_per_sync: u64,
+    /// The memtable's structure. Default: [`MemTableRep::SkipList`].
+    pub memtable_rep: MemTableRep,
+    /// The writers of one commit group insert their batches into the memtable in parallel (RocksDB
+    /// `allow_concurrent_memtable_write`); `false`: the group's leader inserts every batch of the group.
+    /// Default: `true`.
+    pub allow_concurrent_memtable_write: bool,
     /// Operator for `merge`. Default: none (merge fails with `InvalidArgument`).
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
     /// WAL replay behaviour on damage. Default: `PointInTime`.
@@ -145,6 +171,10 @@ impl std::fmt::Debug for Options {
             .field("use_direct_reads", &self.use_direct_reads)
             .field("advise_random_on_open", &self.advise_random_on_open)
             .field("compaction_readahead_size", &self.compaction_readahead_size)
+            .field("block_cache_shard_bits", &self.block_cache_shard_bits)
+            .field("bytes_per_sync", &self.bytes_per_sync)
+            .field("memtable_rep", &self.memtable_rep)
+            .field("allow_concurrent_memtable_write", &self.allow_concurrent_memtable_write)
             .field("merge_operator", &self.merge_operator.as_ref().map(|m| m.name().to_string()))
             .finish_non_exhaustive()
     }
@@ -180,12 +210,16 @@ impl Default for Options {
             block_restart_interval: 16,
             bloom_bits_per_key: 10.0,
             block_cache_size: 32 << 20,
+            block_cache_shard_bits: -1,
             cache_index_and_filter_blocks: false,
             max_open_files: -1,
             use_direct_reads: false,
             advise_random_on_open: true,
             compaction_readahead_size: 2 << 20,
             max_auto_readahead_size: 256 << 10,
+            bytes_per_sync: 0,
+            memtable_rep: MemTableRep::SkipList,
+            allow_concurrent_memtable_write: true,
             merge_operator: None,
             wal_recovery_mode: WalRecoveryMode::PointInTime,
             max_manifest_file_size: 64 << 20,
@@ -215,6 +249,12 @@ impl Options {
             return Err(invalid(format!(
                 "max_log_file_size must be at least 1024 (got {}) and keep_log_file_num at most 10000 (got {})",
                 self.max_log_file_size, self.keep_log_file_num
+            )));
+        }
+        if !(-1..=16).contains(&self.block_cache_shard_bits) {
+            return Err(invalid(format!(
+                "block_cache_shard_bits must be in -1..=16, got {}",
+                self.block_cache_shard_bits
             )));
         }
         if !(4096..=limits::MAX_WRITE_BUFFER_SIZE).contains(&self.write_buffer_size) {

@@ -207,6 +207,8 @@ pub struct Statistics {
     pub slowdown_count: u64,
     /// Times writers were stopped.
     pub stop_count: u64,
+    /// The slowdowns and stops by cause, as RocksDB's `Stalls(count)` line splits them.
+    pub stalls: StallCounts,
     /// Block cache hits.
     pub block_cache_hits: u64,
     /// Block cache misses.
@@ -257,6 +259,8 @@ pub(crate) struct Counters {
     pub(crate) stall_micros: AtomicU64,
     pub(crate) slowdown_count: AtomicU64,
     pub(crate) stop_count: AtomicU64,
+    /// Indexed by [`StallCause`].
+    pub(crate) stall_causes: [AtomicU64; STALL_CAUSES],
     pub(crate) bloom_checked: AtomicU64,
     pub(crate) bloom_useful: AtomicU64,
     pub(crate) gets: AtomicU64,
@@ -286,6 +290,7 @@ impl Counters {
             stall_micros: AtomicU64::new(0),
             slowdown_count: AtomicU64::new(0),
             stop_count: AtomicU64::new(0),
+            stall_causes: Default::default(),
             bloom_checked: AtomicU64::new(0),
             bloom_useful: AtomicU64::new(0),
             gets: AtomicU64::new(0),
@@ -323,6 +328,83 @@ impl Counters {
         if let Some(slot) = self.compaction.lock().get_mut(output_level) {
             slot.add(s);
         }
+    }
+}
+
+/// Why writers were slowed down or stopped (RocksDB's `Stalls(count)` causes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StallCause {
+    L0Slowdown,
+    L0SlowdownWithCompaction,
+    L0Stop,
+    L0StopWithCompaction,
+    PendingStop,
+    PendingSlowdown,
+    MemtableStop,
+    MemtableSlowdown,
+}
+
+pub(crate) const STALL_CAUSES: usize = 8;
+
+impl Counters {
+    /// Counts one slowdown or stop for `cause`, and for its `_with_compaction` twin when a compaction runs.
+    pub(crate) fn stall(&self, cause: StallCause, compaction_running: bool) {
+        Counters::add(&self.stall_causes[cause as usize], 1);
+        let twin = match cause {
+            StallCause::L0Slowdown => Some(StallCause::L0SlowdownWithCompaction),
+            StallCause::L0Stop => Some(StallCause::L0StopWithCompaction),
+            _ => None,
+        };
+        if let (Some(t), true) = (twin, compaction_running) {
+            Counters::add(&self.stall_causes[t as usize], 1);
+        }
+    }
+
+    pub(crate) fn stall_counts(&self) -> StallCounts {
+        let c = |k: StallCause| self.stall_causes[k as usize].load(std::sync::atomic::Ordering::Relaxed);
+        StallCounts {
+            level0_slowdown: c(StallCause::L0Slowdown),
+            level0_slowdown_with_compaction: c(StallCause::L0SlowdownWithCompaction),
+            level0_numfiles: c(StallCause::L0Stop),
+            level0_numfiles_with_compaction: c(StallCause::L0StopWithCompaction),
+            stop_for_pending_compaction_bytes: c(StallCause::PendingStop),
+            slowdown_for_pending_compaction_bytes: c(StallCause::PendingSlowdown),
+            memtable_compaction: c(StallCause::MemtableStop),
+            memtable_slowdown: c(StallCause::MemtableSlowdown),
+        }
+    }
+}
+
+/// Write slowdowns and stops by cause, named as in RocksDB's `Stalls(count)` line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StallCounts {
+    /// Slowdowns: L0 reached `level0_slowdown_writes_trigger` files.
+    pub level0_slowdown: u64,
+    /// Those of them while a compaction was running.
+    pub level0_slowdown_with_compaction: u64,
+    /// Stops: L0 reached `level0_stop_writes_trigger` files.
+    pub level0_numfiles: u64,
+    /// Those of them while a compaction was running.
+    pub level0_numfiles_with_compaction: u64,
+    /// Stops: pending compaction bytes reached `hard_pending_compaction_bytes_limit`.
+    pub stop_for_pending_compaction_bytes: u64,
+    /// Slowdowns: pending compaction bytes reached `soft_pending_compaction_bytes_limit`.
+    pub slowdown_for_pending_compaction_bytes: u64,
+    /// Stops: `max_write_buffer_number` memtables full, waiting for a flush.
+    pub memtable_compaction: u64,
+    /// Slowdowns: all but one of more than three allowed memtables full.
+    pub memtable_slowdown: u64,
+}
+
+impl StallCounts {
+    /// The sum benchmark.sh reports as `Nstall`: every cause, the `_with_compaction` subsets excluded.
+    pub fn total(&self) -> u64 {
+        self.level0_slowdown
+            + self.level0_numfiles
+            + self.stop_for_pending_compaction_bytes
+            + self.slowdown_for_pending_compaction_bytes
+            + self.memtable_compaction
+            + self.memtable_slowdown
     }
 }
 

@@ -46,7 +46,22 @@ pub(crate) fn format_stats(s: &Statistics, interval: Option<&Statistics>) -> Str
     let delta = diff(&cum, &before);
     compaction_line(&mut out, "Cumulative", &cum, s.uptime_secs);
     compaction_line(&mut out, "Interval", &delta, int_secs);
-    let _ = writeln!(out, "Stalls(count): {} total_slowdown, {} total_stop", s.slowdown_count, s.stop_count);
+    let k = &s.stalls;
+    let _ = writeln!(
+        out,
+        "Stalls(count): {} level0_slowdown, {} level0_slowdown_with_compaction, {} level0_numfiles, {} \
+         level0_numfiles_with_compaction, {} stop for pending_compaction_bytes, {} slowdown for \
+         pending_compaction_bytes, {} memtable_compaction, {} memtable_slowdown, interval {} total count",
+        k.level0_slowdown,
+        k.level0_slowdown_with_compaction,
+        k.level0_numfiles,
+        k.level0_numfiles_with_compaction,
+        k.stop_for_pending_compaction_bytes,
+        k.slowdown_for_pending_compaction_bytes,
+        k.memtable_compaction,
+        k.memtable_slowdown,
+        k.total().saturating_sub(prev.stalls.total()),
+    );
     let _ = writeln!(out);
     let _ = writeln!(out, "** DB Stats **");
     db_lines(&mut out, "Cumulative", s, &Statistics::default(), s.uptime_secs);

@@ -26,6 +26,9 @@ struct BlockWriter {
     file: Box<dyn WritableFile>,
     offset: u64,
     scratch: Vec<u8>,
+    /// `TableOptions::bytes_per_sync`, and the offset up to which the file was last synced.
+    bytes_per_sync: u64,
+    synced: u64,
 }
 
 impl BlockWriter {
@@ -47,6 +50,10 @@ impl BlockWriter {
         self.file.append(&trailer)?;
         let handle = BlockHandle { offset: self.offset, size: contents.len() as u64 };
         self.offset += (contents.len() + trailer.len()) as u64;
+        if self.bytes_per_sync > 0 && self.offset - self.synced >= self.bytes_per_sync {
+            self.file.sync()?;
+            self.synced = self.offset;
+        }
         Ok(handle)
     }
 }
@@ -73,6 +80,7 @@ impl TableBuilder {
     pub fn new(mut opts: TableOptions, file: Box<dyn WritableFile>) -> TableBuilder {
         opts.block_size = opts.block_size.clamp(1, MAX_BLOCK_SIZE);
         let bloom = (opts.bloom_bits_per_key > 0.0).then(|| BloomBuilder::new(opts.bloom_bits_per_key));
+        let bytes_per_sync = opts.bytes_per_sync;
         let props = TableProperties {
             compression: opts.compression,
             smallest_seq: u64::MAX,
@@ -85,7 +93,7 @@ impl TableBuilder {
             data_block: BlockBuilder::new(opts.block_restart_interval),
             index_block: BlockBuilder::new(1),
             opts,
-            w: BlockWriter { file, offset: 0, scratch: Vec::new() },
+            w: BlockWriter { file, offset: 0, scratch: Vec::new(), bytes_per_sync, synced: 0 },
             bloom,
             last_key: Vec::new(),
             pending_handle: None,

@@ -82,6 +82,9 @@ pub struct TableOptions {
     /// The file number the table is written under, written into the properties (`file_number`), so a table
     /// copied over another is recognised. Default none.
     pub file_number: Option<u64>,
+    /// Sync the file every this many bytes written (RocksDB `bytes_per_sync`); 0: only when finished.
+    /// Default 0.
+    pub bytes_per_sync: u64,
 }
 
 impl Default for TableOptions {
@@ -94,6 +97,7 @@ impl Default for TableOptions {
             bloom_bits_per_key: 10.0,
             db_id: None,
             file_number: None,
+            bytes_per_sync: 0,
         }
     }
 }

@@ -874,3 +874,60 @@ fn data_blocks_stay_within_the_block_size() {
     assert!(average >= 4096 * 85 / 100, "average block {average} bytes: blocks cut far too early");
     assert_eq!(collect_forward(&open(&path).unwrap()), data);
 }
+
+/// A file that counts its syncs and where they happened.
+struct SyncCounting {
+    path: PathBuf,
+    len: u64,
+    syncs: Arc<std::sync::Mutex<Vec<u64>>>,
+}
+
+impl shaledb_vfs::WritableFile for SyncCounting {
+    fn append(&mut self, data: &[u8]) -> shaledb_vfs::Result<()> {
+        self.len += data.len() as u64;
+        Ok(())
+    }
+    fn flush(&mut self) -> shaledb_vfs::Result<()> {
+        Ok(())
+    }
+    fn sync(&mut self) -> shaledb_vfs::Result<()> {
+        self.syncs.lock().unwrap().push(self.len);
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// `bytes_per_sync`: a sync each time that many bytes were written since the last one, and one at the end;
+/// 0: only the one at the end.
+#[test]
+fn bytes_per_sync_syncs_as_the_table_grows() {
+    let data = entries(3000);
+    for (every, expect_more_than) in [(0u64, 0usize), (4096, 3)] {
+        let syncs = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let file = SyncCounting { path: PathBuf::from("t.sst"), len: 0, syncs: syncs.clone() };
+        let opts =
+            TableOptions { bytes_per_sync: every, compression: CompressionType::None, ..TableOptions::default() };
+        let mut b = TableBuilder::new(opts, Box::new(file));
+        for (k, v) in &data {
+            b.add(k, v).unwrap();
+        }
+        let props = b.finish().unwrap();
+        let at = syncs.lock().unwrap().clone();
+        assert_eq!(at.last(), Some(&props.file_size), "the final sync covers the whole file");
+        if every == 0 {
+            assert_eq!(at.len(), 1, "{at:?}");
+        } else {
+            assert!(at.len() > expect_more_than, "{at:?}");
+            for w in at.windows(2) {
+                // Syncs come at block boundaries once `every` bytes were written since the previous one.
+                assert!(w[1] - w[0] >= every || w[1] == props.file_size, "{at:?}");
+            }
+            assert!(at[0] >= every && at[0] < every + 4096 + 1024, "{at:?}");
+        }
+    }
+}

@@ -431,6 +431,52 @@ pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Opt
     r
 }
 
+/// db_bench's `compact0`/`compact1`: compacts every file of level 0 (`level` 0) or of the first non-empty
+/// level below it (`level` 1) into the level its compactions output to. Returns the number of files that were
+/// in that level, and the levels (from, to); `None` when there was nothing to compact.
+pub(crate) fn compact_level(inner: &Arc<DbInner>, level: usize) -> Result<Option<(usize, usize, usize)>> {
+    if inner.read_only {
+        return Err(super::read_only::refused("compact_level"));
+    }
+    let mut st = inner.state.lock();
+    st.manual += 1;
+    let r = (|| {
+        while st.running_compactions > 0 {
+            check_error(&st)?;
+            inner.bg_cv.wait_for(&mut st, Duration::from_millis(50));
+        }
+        let v = st.vs.current().clone();
+        let from = if level == 0 {
+            0
+        } else {
+            match (1..v.num_levels()).find(|&l| !v.files(l).is_empty()) {
+                Some(l) => l,
+                None => return Ok(None),
+            }
+        };
+        let initial: std::collections::HashSet<u64> = v.files(from).iter().map(|f| f.number).collect();
+        let mut to = from;
+        loop {
+            check_error(&st)?;
+            let v = st.vs.current().clone();
+            if !v.files(from).iter().any(|f| initial.contains(&f.number)) {
+                break;
+            }
+            let Some(task) = picker::pick_manual(&v, &inner.opts, from, None, None, &st.busy) else { break };
+            if task.output_level == from {
+                break;
+            }
+            to = task.output_level;
+            run_compaction(inner, &mut st, task);
+            check_error(&st)?;
+        }
+        Ok((to != from).then_some((initial.len(), from, to)))
+    })();
+    st.manual -= 1;
+    inner.bg_cv.notify_all();
+    r
+}
+
 /// Stops the database: with `flush_memtables`, first flushes every memtable (close); always syncs the WAL,
 /// stops and joins the background threads. Idempotent.
 pub(crate) fn shutdown(inner: &Arc<DbInner>, flush_memtables: bool) -> Result<()> {

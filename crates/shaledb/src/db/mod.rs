@@ -741,6 +741,29 @@ impl Db {
         background::compact_range(&self.inner, begin, end)
     }
 
+    /// Compacts every file of level 0 (`level` 0), or of the first non-empty level below it (`level` 1), into
+    /// the level below, as db_bench's `compact0`/`compact1` do (LevelDB's `TEST_CompactRange` on one level).
+    /// Returns how many files the level held and the levels `(from, to)`; `None` when it held none or is the
+    /// last level. Automatic compactions pause meanwhile.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// db.put("k", "v")?;
+    /// db.flush()?;
+    /// let (files, from, to) = db.compact_level(0)?.expect("one L0 file");
+    /// assert_eq!((files, from), (1, 0));
+    /// assert!(to > 0);
+    /// assert_eq!(db.compact_level(0)?, None); // L0 is empty now
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn compact_level(&self, level: usize) -> Result<Option<(usize, usize, usize)>> {
+        if level > 1 {
+            return Err(Error::InvalidArgument(format!("compact_level takes 0 or 1, got {level}")));
+        }
+        background::compact_level(&self.inner, level)
+    }
+
     /// Waits until no flush or compaction is running or due.
     pub fn wait_for_compaction(&self) -> Result<()> {
         background::wait_for_compaction(&self.inner)
@@ -748,6 +771,8 @@ impl Db {
 
     /// A text or numeric property: `shaledb.stats`, `shaledb.levelstats`, `shaledb.num-files-at-level<N>`,
     /// `shaledb.estimate-pending-compaction-bytes`, `shaledb.cur-size-all-mem-tables`,
+    /// `shaledb.size-all-mem-tables`, `shaledb.cur-size-active-mem-table`, `shaledb.num-entries-active-mem-table`,
+    /// `shaledb.num-entries-imm-mem-tables`,
     /// `shaledb.num-immutable-mem-table`, `shaledb.block-cache-usage`, `shaledb.block-cache-capacity`,
     /// `shaledb.background-errors`, `shaledb.recovery-dropped-records`, `shaledb.recovery-dropped-bytes` (what
     /// the WAL replay of this open did not apply; see docs/durability.md D10). The `rocksdb.` prefix is accepted
@@ -768,6 +793,14 @@ impl Db {
                 Some(crate::picker::pending_compaction_bytes(&v, &self.inner.opts).to_string())
             }
             "cur-size-all-mem-tables" => Some(self.memtable_bytes().to_string()),
+            // RocksDB adds flushed memtables that iterators still hold; ShaleDB does not track those, so this
+            // is the same figure as cur-size-all-mem-tables.
+            "size-all-mem-tables" => Some(self.memtable_bytes().to_string()),
+            "cur-size-active-mem-table" => Some(self.inner.sv.load().mem.approximate_memory_usage().to_string()),
+            "num-entries-active-mem-table" => Some(self.inner.sv.load().mem.len().to_string()),
+            "num-entries-imm-mem-tables" => {
+                Some(self.inner.sv.load().imm.iter().map(|m| m.len()).sum::<usize>().to_string())
+            }
             "block-cache-usage" => Some(self.inner.block_cache.as_ref().map_or(0, |c| c.usage()).to_string()),
             "block-cache-capacity" => Some(self.inner.block_cache.as_ref().map_or(0, |c| c.capacity()).to_string()),
             "num-immutable-mem-table" => Some(self.inner.sv.load().imm.len().to_string()),
@@ -834,6 +867,7 @@ impl Db {
             stall_micros: ld(&c.stall_micros),
             slowdown_count: ld(&c.slowdown_count),
             stop_count: ld(&c.stop_count),
+            stalls: c.stall_counts(),
             block_cache_hits: inner.table_stats.block_cache_hits(),
             block_cache_misses: inner.table_stats.block_cache_misses(),
             blocks_read: inner.table_stats.blocks_read(),

@@ -35,6 +35,7 @@ pub(crate) fn table_options(o: &Options, db_id: DbId, level: usize, bottommost: 
         compression: o.compression_for_level(level, bottommost),
         compression_level: o.compression_level,
         bloom_bits_per_key: o.bloom_bits_per_key,
+        bytes_per_sync: o.bytes_per_sync,
     }
 }
 
@@ -229,7 +230,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         info_log.log(format_args!("open: removed obsolete {name}"));
     }
 
-    let block_cache = (opts.block_cache_size > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_size)));
+    let block_cache = (opts.block_cache_size > 0)
+        .then(|| Arc::new(BlockCache::with_shard_bits(opts.block_cache_size, opts.block_cache_shard_bits)));
     let table_stats = Arc::new(TableStats::default());
     let tables = Arc::new(TableCache::new(
         dir.to_path_buf(),
@@ -239,7 +241,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         table_stats.clone(),
         db_id,
     ));
-    let mem = Arc::new(MemTable::with_capacity(wal_number, opts.write_buffer_size));
+    let mem = Arc::new(MemTable::with_rep(wal_number, opts.write_buffer_size, opts.memtable_rep));
     let version = vs.current().clone();
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),

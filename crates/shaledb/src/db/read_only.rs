@@ -101,7 +101,8 @@ fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let mut losses = replayed.losses;
     losses.kept.clear();
 
-    let block_cache = (opts.block_cache_size > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_size)));
+    let block_cache = (opts.block_cache_size > 0)
+        .then(|| Arc::new(BlockCache::with_shard_bits(opts.block_cache_size, opts.block_cache_shard_bits)));
     let table_stats = Arc::new(TableStats::default());
     let tables = Arc::new(TableCache::new(
         dir.to_path_buf(),

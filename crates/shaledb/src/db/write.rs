@@ -13,7 +13,7 @@ use super::{DbInner, State};
 use crate::filenames;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
-use crate::stats::Counters;
+use crate::stats::{Counters, StallCause};
 use parking_lot::{Condvar, Mutex};
 use shaledb_format::batch::BatchRep;
 use shaledb_format::ikey::MAX_SEQUENCE;
@@ -185,11 +185,25 @@ fn lead(inner: &Arc<DbInner>, me: &Arc<Writer>) {
     match result {
         Ok((first, mem)) => {
             let count: u64 = group.iter().map(|w| w.batch.count() as u64).sum();
-            let g = Arc::new(Group { first, last: first + count - 1, remaining: AtomicUsize::new(group.len()) });
-            let mut seq = first;
-            for w in &group {
-                w.set(Phase::Insert { first_seq: seq, mem: mem.clone(), group: g.clone() });
-                seq += w.batch.count() as u64;
+            let last = first + count - 1;
+            if inner.opts.allow_concurrent_memtable_write {
+                let g = Arc::new(Group { first, last, remaining: AtomicUsize::new(group.len()) });
+                let mut seq = first;
+                for w in &group {
+                    w.set(Phase::Insert { first_seq: seq, mem: mem.clone(), group: g.clone() });
+                    seq += w.batch.count() as u64;
+                }
+            } else {
+                // The leader inserts the whole group, then publishes it; the members only wait for that.
+                let mut seq = first;
+                for w in &group {
+                    insert(&w.batch, seq, &mem);
+                    seq += w.batch.count() as u64;
+                }
+                let r = finish_insert(inner, &Group { first, last, remaining: AtomicUsize::new(1) });
+                for w in &group {
+                    w.set(Phase::Done(r.clone()));
+                }
             }
         }
         Err(e) => {
@@ -360,21 +374,33 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, bytes: usize) -> Result<A
             0
         };
         let mem_full = st.mem.approximate_memory_usage() >= o.write_buffer_size;
-        let stop = l0 >= o.level0_stop_writes_trigger
+        let memtable_stop = mem_full && st.imm.len() + 1 >= o.max_write_buffer_number;
+        let l0_stop = l0 >= o.level0_stop_writes_trigger;
+        let stop = l0_stop
             || (o.hard_pending_compaction_bytes_limit > 0 && pending >= o.hard_pending_compaction_bytes_limit)
-            || (mem_full && st.imm.len() + 1 >= o.max_write_buffer_number);
-        if stop && !o.disable_auto_compactions || (mem_full && st.imm.len() + 1 >= o.max_write_buffer_number) {
+            || memtable_stop;
+        if stop && !o.disable_auto_compactions || memtable_stop {
             if stop_started.is_none() {
                 stop_started = Some(Instant::now());
                 Counters::add(&inner.counters.stop_count, 1);
+                let cause = if memtable_stop {
+                    StallCause::MemtableStop
+                } else if l0_stop {
+                    StallCause::L0Stop
+                } else {
+                    StallCause::PendingStop
+                };
+                inner.counters.stall(cause, st.running_compactions > 0);
             }
             inner.bg_cv.notify_all();
             inner.bg_cv.wait_for(&mut st, Duration::from_millis(100));
             continue;
         }
-        let slow = l0 >= o.level0_slowdown_writes_trigger
-            || (o.soft_pending_compaction_bytes_limit > 0 && pending >= o.soft_pending_compaction_bytes_limit)
-            || (st.imm.len() + 1 >= o.max_write_buffer_number && o.max_write_buffer_number > 3);
+        let l0_slow = l0 >= o.level0_slowdown_writes_trigger;
+        let pending_slow =
+            o.soft_pending_compaction_bytes_limit > 0 && pending >= o.soft_pending_compaction_bytes_limit;
+        let slow =
+            l0_slow || pending_slow || (st.imm.len() + 1 >= o.max_write_buffer_number && o.max_write_buffer_number > 3);
         if slow && !delayed && !o.disable_auto_compactions {
             delayed = true;
             // Token bucket at `delayed_write_rate`, 1 ms granularity.
@@ -386,6 +412,14 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, bytes: usize) -> Result<A
             let wait = until.saturating_duration_since(now);
             if wait >= Duration::from_millis(1) {
                 Counters::add(&inner.counters.slowdown_count, 1);
+                let cause = if l0_slow {
+                    StallCause::L0Slowdown
+                } else if pending_slow {
+                    StallCause::PendingSlowdown
+                } else {
+                    StallCause::MemtableSlowdown
+                };
+                inner.counters.stall(cause, st.running_compactions > 0);
                 drop(st);
                 std::thread::sleep(wait);
                 Counters::add(&inner.counters.stall_micros, wait.as_micros() as u64);
@@ -434,7 +468,10 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, st: &mut Stat
     inner.fs.sync_dir(&inner.dir)?;
     wal.log = Some(log::Writer::new(file));
     wal.number = number;
-    let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::with_capacity(number, inner.opts.write_buffer_size)));
+    let fresh = MemTable::with_rep(number, inner.opts.write_buffer_size, inner.opts.memtable_rep);
+    let old = std::mem::replace(&mut st.mem, Arc::new(fresh));
+    // Every group that inserted into it has finished (above): a vector memtable may sort itself now.
+    old.mark_immutable();
     st.imm.insert(0, old);
     inner.install_super_version(st);
     inner.bg_cv.notify_all();

@@ -270,3 +270,55 @@ fn forward_iteration_past_many_versions_of_one_key() {
     db.flush().unwrap();
     check("after a flush");
 }
+
+/// db_bench's compact0/compact1 through `compact_level`: every L0 file goes to the level below, then that
+/// level's files go one further; the data is unchanged; an empty level reports `None`.
+#[test]
+fn compact_level_moves_one_level_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options { disable_auto_compactions: true, ..tiny_options() };
+    let db = Db::open(dir.path(), opts).unwrap();
+    assert_eq!(db.compact_level(0).unwrap(), None);
+    for round in 0..3u32 {
+        for i in 0..300u32 {
+            db.put(format!("k{i:05}"), format!("v{round}-{i}")).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    // Tiny memtables: several flushes per round.
+    let l0: usize = db.property("rocksdb.num-files-at-level0").unwrap().parse().unwrap();
+    assert!(l0 >= 3, "{l0}");
+    let (files, from, to) = db.compact_level(0).unwrap().expect("L0 held files");
+    assert_eq!((files, from), (l0, 0));
+    assert!(to >= 1);
+    assert_eq!(db.property("rocksdb.num-files-at-level0").unwrap(), "0");
+    assert_eq!(db.compact_level(0).unwrap(), None);
+    // tiny_options keeps the default of 7 levels.
+    if to + 1 < 7 {
+        let (_, from1, to1) = db.compact_level(1).unwrap().expect("a level below L0 holds files");
+        assert_eq!((from1, to1), (to, to + 1));
+    }
+    assert!(matches!(db.compact_level(2), Err(shaledb::Error::InvalidArgument(_))));
+    for i in 0..300u32 {
+        assert_eq!(db.get(format!("k{i:05}")).unwrap(), Some(format!("v2-{i}").into_bytes()));
+    }
+}
+
+/// The memtable properties db_bench's `memstats` prints.
+#[test]
+fn memtable_properties() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let num = |p: &str| -> u64 { db.property(p).unwrap_or_else(|| panic!("{p}")).parse().unwrap() };
+    assert_eq!(num("rocksdb.num-entries-active-mem-table"), 0);
+    for i in 0..10u32 {
+        db.put(i.to_be_bytes(), "v").unwrap();
+    }
+    assert_eq!(num("rocksdb.num-entries-active-mem-table"), 10);
+    assert_eq!(num("rocksdb.num-entries-imm-mem-tables"), 0);
+    assert_eq!(num("rocksdb.num-immutable-mem-table"), 0);
+    assert!(num("rocksdb.cur-size-active-mem-table") > 0);
+    assert_eq!(num("rocksdb.cur-size-all-mem-tables"), num("rocksdb.size-all-mem-tables"));
+    db.flush().unwrap();
+    assert_eq!(num("rocksdb.num-entries-active-mem-table"), 0);
+}

@@ -1,5 +1,5 @@
 use crate::tiny_options;
-use shaledb::{Db, WriteOptions};
+use shaledb::{Db, MemTableRep, Options, WriteOptions};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -7,8 +7,29 @@ use std::sync::Arc;
 /// carry a per-key version), then a full verification.
 #[test]
 fn many_threads_write_and_read_verified() {
+    many_threads_write_and_read(tiny_options());
+}
+
+/// The same with a vector memtable (reads scan it or sort a copy) and the leader inserting each whole group,
+/// as RocksDB's benchmark.sh loads with (`--memtablerep=vector --allow_concurrent_memtable_write=false`).
+#[test]
+fn many_threads_with_a_vector_memtable_and_leader_only_inserts() {
+    many_threads_write_and_read(Options {
+        memtable_rep: MemTableRep::Vector,
+        allow_concurrent_memtable_write: false,
+        ..tiny_options()
+    });
+}
+
+/// Leader-only inserts with the skiplist.
+#[test]
+fn many_threads_with_leader_only_inserts() {
+    many_threads_write_and_read(Options { allow_concurrent_memtable_write: false, ..tiny_options() });
+}
+
+fn many_threads_write_and_read(opts: Options) {
     let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(Db::open(dir.path(), tiny_options()).unwrap());
+    let db = Arc::new(Db::open(dir.path(), opts.clone()).unwrap());
     let writers = 4;
     let per_writer = 3000u32;
     let stop = Arc::new(AtomicBool::new(false));
@@ -77,6 +98,6 @@ fn many_threads_write_and_read_verified() {
     assert!(st.write_groups <= st.writes);
     let db = Arc::try_unwrap(db).unwrap();
     db.close().unwrap();
-    let db = Db::open(dir.path(), tiny_options()).unwrap();
+    let db = Db::open(dir.path(), opts).unwrap();
     assert_eq!(db.iter().count(), writers as usize * per_writer as usize);
 }

@@ -4,7 +4,7 @@
 use crate::tiny_options;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use shaledb::{CompressionType, Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use shaledb::{CompressionType, Db, MemTableRep, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 use std::collections::BTreeMap;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -194,4 +194,23 @@ fn model_cached_index_and_filter_small_cache() {
     let o =
         Options { cache_index_and_filter_blocks: true, block_cache_size: 4096, max_open_files: 20, ..tiny_options() };
     run(5, o, steps());
+}
+
+/// A vector memtable: reads of the active memtable scan it; iterators sort a copy; a switched-out one is
+/// sorted once, in place.
+#[test]
+fn model_vector_memtable() {
+    run(6, Options { memtable_rep: MemTableRep::Vector, ..tiny_options() }, steps());
+}
+
+/// Leader-only memtable inserts, tables synced every 1 KiB while written, a one-shard block cache.
+#[test]
+fn model_leader_inserts_bytes_per_sync_one_cache_shard() {
+    let o = Options {
+        allow_concurrent_memtable_write: false,
+        bytes_per_sync: 1024,
+        block_cache_shard_bits: 0,
+        ..tiny_options()
+    };
+    run(7, o, steps());
 }
