@@ -1,11 +1,12 @@
 //! The database: shared state, the public API, and the read path.
 //!
-//! Submodules: `open` (recovery), `write` (group commit and write stalls), `background` (flush and
-//! compaction threads). Lock order, outermost first: `write_queue` -> `wal` -> `state` -> `publish`.
+//! Submodules: `open` (recovery), `flush` (a memtable written as L0 tables), `write` (group commit and write
+//! stalls), `background` (flush and compaction threads). Lock order, outermost first: `write_queue` -> `wal` -> `state` -> `publish`.
 //! Readers take none of them: they load the published [`SuperVersion`] and the visible sequence number.
 
 mod background;
 pub(crate) mod files;
+mod flush;
 mod open;
 mod read_only;
 mod replay;

@@ -2,83 +2,28 @@
 //! our leftovers (before anything is written), WAL replay under the chosen recovery mode, orphan cleanup.
 //! Which files are ours: `files.rs` (docs/durability.md D9).
 
+use super::flush::write_level0;
 use super::write::WalState;
 use super::{DbInner, State, SuperVersion};
-use crate::compaction::{self, OutputSpec, RunContext};
 use crate::filenames::{self, FileKind};
-use crate::identity::{self, DbId};
+use crate::identity;
 use crate::info_log::InfoLog;
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::snapshot::SnapshotList;
-use crate::stats::{CompactionStats, Counters};
+use crate::stats::Counters;
 use crate::table_cache::TableCache;
 use crate::version_set::VersionSet;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 use shaledb_format::cache::BlockCache;
-use shaledb_format::edit::{FileMeta, VersionEdit};
+use shaledb_format::edit::VersionEdit;
 use shaledb_format::log;
-use shaledb_format::table::{TableOptions, TableStats};
+use shaledb_format::table::TableStats;
 use shaledb_vfs::{Error, ReadHints, Result};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
-use std::time::Instant;
-
-pub(crate) fn table_options(o: &Options, db_id: DbId, level: usize, bottommost: bool) -> TableOptions {
-    TableOptions {
-        db_id: Some(db_id),
-        file_number: None,
-        block_size: o.block_size,
-        block_restart_interval: o.block_restart_interval,
-        compression: o.compression_for_level(level, bottommost),
-        compression_level: o.compression_level,
-        bloom_bits_per_key: o.bloom_bits_per_key,
-    }
-}
-
-/// Writes the contents of `mem` as one L0 table (recovery and flush). `None` when the memtable is empty.
-pub(crate) fn write_level0(
-    opts: &Options,
-    db_id: DbId,
-    dir: &Path,
-    mem: &Arc<MemTable>,
-    new_number: &dyn Fn() -> Result<u64>,
-    snapshots: &[u64],
-    stop: &AtomicBool,
-) -> Result<(Vec<FileMeta>, CompactionStats)> {
-    if mem.is_empty() {
-        return Ok((Vec::new(), CompactionStats::default()));
-    }
-    let spec = OutputSpec {
-        table_options: table_options(opts, db_id, 0, false),
-        max_file_size: u64::MAX,
-        grandparents: Vec::new(),
-        max_grandparent_overlap: u64::MAX,
-    };
-    let new_file = || {
-        let n = new_number()?;
-        Ok((n, filenames::table(dir, n)))
-    };
-    let cx = RunContext {
-        fs: opts.fs.as_ref(),
-        new_file: &new_file,
-        snapshots,
-        merge: opts.merge_operator.as_ref(),
-        bottommost: false,
-        stop,
-    };
-    let start = Instant::now();
-    let cpu_start = shaledb_vfs::thread_cpu_micros();
-    let mut it = mem.iter();
-    let out = compaction::write_sorted_run(&mut it, &spec, &cx)?;
-    let mut stats = out.stats;
-    stats.micros = start.elapsed().as_micros() as u64;
-    stats.cpu_micros = shaledb_vfs::thread_cpu_micros().saturating_sub(cpu_start);
-    stats.count = 1;
-    Ok((out.files, stats))
-}
 
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     opts.validate()?;
