@@ -102,6 +102,77 @@ pub(crate) struct DbInner {
     pub(crate) read_only: bool,
 }
 
+/// What an open, read-write (open.rs) or read-only (read_only.rs), recovered: the parts of a [`DbInner`] that
+/// differ between the two.
+pub(super) struct Opened {
+    pub(super) vs: VersionSet,
+    /// `None` when read-only: no LOCK is taken.
+    pub(super) lock: Option<Box<dyn FileLock>>,
+    pub(super) mem: Arc<MemTable>,
+    pub(super) wal: write::WalState,
+    pub(super) visible_seq: u64,
+    pub(super) counters: Counters,
+    pub(super) info_log: crate::info_log::InfoLog,
+    pub(super) losses: crate::lost::Losses,
+    pub(super) read_only: bool,
+}
+
+impl DbInner {
+    /// The shared state of a database `open` or `open_read_only` has recovered: the block and table caches,
+    /// the first super version, no immutable memtable and no background job yet.
+    pub(super) fn assemble(dir: &Path, opts: Options, o: Opened) -> Arc<DbInner> {
+        let db_id = o.vs.db_id.unwrap_or_default();
+        let block_cache = (opts.block_cache_size > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_size)));
+        let table_stats = Arc::new(TableStats::default());
+        let tables = Arc::new(TableCache::new(
+            dir.to_path_buf(),
+            opts.fs.clone(),
+            &opts,
+            block_cache.clone(),
+            table_stats.clone(),
+            db_id,
+        ));
+        let version = o.vs.current().clone();
+        Arc::new(DbInner {
+            dir: dir.to_path_buf(),
+            db_id,
+            fs: opts.fs.clone(),
+            lock: Mutex::new(o.lock),
+            sv: ArcSwap::from_pointee(SuperVersion { mem: o.mem.clone(), imm: Vec::new(), version: version.clone() }),
+            state: Mutex::new(State {
+                vs: o.vs,
+                mem: o.mem,
+                imm: Vec::new(),
+                flushing: false,
+                running_compactions: 0,
+                busy: Default::default(),
+                bg_error: None,
+                manual: 0,
+                obsolete_tables: Vec::new(),
+                live_versions: vec![Arc::downgrade(&version)],
+                bg_threads_alive: 0,
+            }),
+            bg_cv: Condvar::new(),
+            write: Default::default(),
+            wal: Mutex::new(o.wal),
+            visible_seq: AtomicU64::new(o.visible_seq),
+            publish: Mutex::new(()),
+            publish_cv: Condvar::new(),
+            snapshots: Arc::new(SnapshotList::default()),
+            tables,
+            block_cache,
+            table_stats,
+            counters: o.counters,
+            shutting_down: AtomicBool::new(false),
+            threads: Mutex::new(Vec::new()),
+            info_log: o.info_log,
+            recovery_losses: o.losses,
+            read_only: o.read_only,
+            opts,
+        })
+    }
+}
+
 /// An open database. `Send + Sync`: share it between threads with an `Arc`.
 ///
 /// Dropping it stops background work and syncs the WAL; [`Db::close`] also flushes the memtables and reports
