@@ -1,5 +1,7 @@
 use super::*;
 use proptest::prelude::*;
+use shaledb_vfs::{Error, Result, WritableFile};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// An in-memory file whose contents stay readable through a shared handle.
