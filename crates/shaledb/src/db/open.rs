@@ -5,7 +5,7 @@
 use super::flush::write_level0;
 use super::write::WalState;
 use super::{DbInner, Opened};
-use crate::filenames::{self, FileKind};
+use crate::filenames;
 use crate::identity;
 use crate::info_log::InfoLog;
 use crate::lost::Losses;
@@ -162,7 +162,7 @@ fn open_info_log(dir: &Path, opts: &Options, leftovers: &[String]) -> InfoLog {
 /// numbers may be above the MANIFEST's counter (a WAL is created before the next edit records the counter):
 /// the counter steps over them.
 fn find_live_wals(vs: &mut VersionSet, names: &[String], info_log: &InfoLog) -> Vec<u64> {
-    let wals = live_wals(names, vs.log_number);
+    let wals = filenames::live_wals(names, vs.log_number);
     for &n in &wals {
         vs.mark_file_number_used(n);
     }
@@ -175,19 +175,6 @@ fn find_live_wals(vs: &mut VersionSet, names: &[String], info_log: &InfoLog) -> 
         vs.next_file_number,
         vs.last_sequence
     ));
-    wals
-}
-
-/// The numbers of the WALs at or above `log_number` among `names` (only names exactly ours), sorted.
-pub(super) fn live_wals(names: &[String], log_number: u64) -> Vec<u64> {
-    let mut wals: Vec<u64> = names
-        .iter()
-        .filter_map(|n| match filenames::parse(n) {
-            Some(FileKind::Wal(n)) if n >= log_number => Some(n),
-            _ => None,
-        })
-        .collect();
-    wals.sort_unstable();
     wals
 }
 

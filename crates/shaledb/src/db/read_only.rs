@@ -70,7 +70,7 @@ fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         super::files::check_live_files(fs.as_ref(), dir, vs.current())?;
     }
     let names = fs.list(dir)?;
-    let wals = super::open::live_wals(&names, vs.log_number);
+    let wals = filenames::live_wals(&names, vs.log_number);
 
     // No LOG: a logger without a file (replay reports through it).
     let info_log = InfoLog::without_file(fs.clone(), dir);
