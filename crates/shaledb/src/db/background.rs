@@ -253,7 +253,7 @@ fn execute(inner: &Arc<DbInner>, task: &CompactionTask, snapshots: &[u64]) -> Re
         table_options: inner.opts.table_options(inner.db_id, task.output_level, task.bottommost),
         max_file_size: task.max_output_file_size,
         grandparents: task.grandparents.clone(),
-        max_grandparent_overlap: task.max_output_file_size.saturating_mul(10),
+        max_grandparent_overlap: picker::max_grandparent_overlap(task.max_output_file_size),
     };
     let new_file = || {
         let n = inner.state.lock().vs.new_file_number()?;

@@ -22,6 +22,7 @@ mod score;
 
 use crate::options::Options;
 use crate::version::Version;
+pub(crate) use choose::max_grandparent_overlap;
 use choose::{build_task, clean_cut, pick_l0, pick_level, sorted_overlap_range};
 use score::{level_targets, scores_with};
 pub(crate) use score::{pending_compaction_bytes, scores};
