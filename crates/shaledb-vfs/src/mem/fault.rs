@@ -1,4 +1,4 @@
-//! Fault injection for [`MemFs`](super::MemFs): the classes of operation ([`FsOp`]), the error a fault returns
+//! Fault injection for [`MemFs`]: the classes of operation ([`FsOp`]), the error a fault returns
 //! ([`FaultError`]) and which operation fails ([`FaultPlan`]).
 
 #[cfg(doc)]
