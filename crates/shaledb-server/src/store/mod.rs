@@ -1074,5 +1074,4 @@ impl Iterator for Members<'_> {
 }
 
 #[cfg(test)]
-#[path = "store_tests.rs"]
 mod tests;
