@@ -2,7 +2,7 @@
 //! EXPIREAT, PEXPIREAT, TTL, PTTL, PERSIST, EXPIRETIME, PEXPIRETIME, SCAN, KEYS, RANDOMKEY, DBSIZE, FLUSHDB,
 //! FLUSHALL, and the ordered range read `SHALEDB.RANGE` (a ShaleDB extension; docs/format/server-keys.md).
 //!
-//! On collections (keys.rs has the layout): DEL, UNLINK and EXPIRE are one write of the meta key (the
+//! On collections (src/keys.rs has the layout): DEL, UNLINK and EXPIRE are one write of the meta key (the
 //! version's members go to the collector, gc.rs); RENAME moves the meta value and rewrites the version's
 //! registry record to the new name; MOVE and COPY copy the member records under a new version (O(members),
 //! in bounded chunks), since members are keyed by database and version.
