@@ -1,0 +1,534 @@
+//! The command generators of the differential test, one per family: each returns a random sequence of
+//! [`Op`]s (the command, the connection that sends it, how its replies are compared) over the family's small
+//! key space.
+
+use super::{op, Cmp, Op, Rng};
+
+/// (No integer near the i64 limits: INCRBYFLOAT of those is where long double and f64 differ; INCRBY with
+/// [`INTS`] covers the overflow errors.)
+const VALUES: &[&str] = &["a", "b", "c", "hello", "", "1", "2", "-3", "10", "007", "3.5", "x y", "-0", "1e2"];
+const INTS: &[&str] = &["0", "1", "-1", "2", "5", "-10", "100", "abc", "9223372036854775807", "1.5"];
+/// Exact binary fractions only (see the module comment).
+const FLOATS: &[&str] = &["0.5", "-1.25", "3", "1e3", "-0.75", "abc", "inf", "2.5e-1"];
+const STR_KEYS: &[&str] = &["s0", "s1", "s2", "s3"];
+/// INCRBYFLOAT's keys: only small numbers are stored there, so every sum is exact in f64 and in long double
+/// (elsewhere APPEND and INCRBY build numbers past 2^53, where the two differ).
+const FLOAT_KEYS: &[&str] = &["fl0", "fl1"];
+
+/// A key of another type for the WRONGTYPE paths: a string everywhere, and each family's own keys appear
+/// in the keys family.
+pub(super) const OTHER: &str = "str";
+
+fn val(r: &mut Rng) -> String {
+    r.pick(VALUES).to_string()
+}
+
+// ---- strings
+
+pub(super) fn gen_strings(r: &mut Rng) -> Vec<Op> {
+    let k = if r.chance(5) { OTHER.to_string() } else { r.pick(STR_KEYS).to_string() };
+    let k2 = r.pick(STR_KEYS);
+    let a = match r.below(27) {
+        0 | 1 => {
+            let mut a = cmd!["SET", k, val(r)];
+            if r.chance(30) {
+                a.push(r.pick(&["NX", "XX"]).into());
+            }
+            if r.chance(20) {
+                a.push("GET".into());
+            }
+            match r.below(5) {
+                0 => a.extend(cmd!["EX", r.pick(&["1000", "0", "-5", "abc"])]),
+                1 => a.extend(cmd!["PX", "1000000"]),
+                2 => a.push("KEEPTTL".into()),
+                _ => {}
+            }
+            a
+        }
+        2 | 3 => cmd!["GET", k],
+        4 => cmd!["GETSET", k, val(r)],
+        5 => cmd!["APPEND", k, val(r)],
+        6 => cmd!["STRLEN", k],
+        7 => cmd!["INCR", k],
+        8 => cmd!["DECR", k],
+        9 => cmd!["INCRBY", k, r.pick(INTS)],
+        10 => cmd!["DECRBY", k, r.pick(INTS)],
+        11 => match r.below(3) {
+            0 => cmd!["SET", r.pick(FLOAT_KEYS), r.pick(&["0", "1.5", "-2", "abc", "10"])],
+            1 => cmd!["GET", r.pick(FLOAT_KEYS)],
+            _ => cmd!["INCRBYFLOAT", r.pick(FLOAT_KEYS), r.pick(FLOATS)],
+        },
+        12 => cmd!["SETRANGE", k, r.range(-1, 12), val(r)],
+        13 => cmd!["GETRANGE", k, r.range(-6, 8), r.range(-6, 12)],
+        14 => cmd!["MSET", k, val(r), k2, val(r)],
+        15 => cmd!["MGET", k, k2, "missing"],
+        16 => cmd!["MSETNX", k, val(r), k2, val(r)],
+        17 => cmd!["SETNX", k, val(r)],
+        18 => cmd!["GETDEL", k],
+        19 => cmd!["SETEX", k, r.pick(&["1000", "0", "abc"]), val(r)],
+        20 => cmd!["PSETEX", k, "1000000", val(r)],
+        21 => match r.below(3) {
+            0 => cmd!["GETEX", k, "EX", "1000"],
+            1 => cmd!["GETEX", k, "PERSIST"],
+            _ => cmd!["GETEX", k],
+        },
+        22 => cmd!["DEL", k],
+        23 => cmd!["EXISTS", k, k2],
+        24 => cmd!["TTL", k],
+        25 => cmd!["SET", OTHER, "v"],
+        _ => cmd!["TYPE", k],
+    };
+    let cmp = if a[0] == "TTL" { Cmp::Ttl } else { Cmp::Exact };
+    vec![Op { conn: 0, args: a, cmp }]
+}
+
+// ---- keys and expiry
+
+pub(super) const ANY_KEYS: &[&str] = &["k0", "k1", "k2", "k3", "k4"];
+
+pub(super) fn gen_keys(r: &mut Rng) -> Vec<Op> {
+    let k = r.pick(ANY_KEYS);
+    let k2 = r.pick(ANY_KEYS);
+    let a = match r.below(26) {
+        // Keys of every type (left out where shaledb lacks the command).
+        0 | 1 => cmd!["SET", k, val(r)],
+        2 => cmd!["RPUSH", k, "a", "b"],
+        3 => cmd!["HSET", k, "f", val(r)],
+        4 => cmd!["SADD", k, "m1", "m2"],
+        5 => cmd!["ZADD", k, "1", "m"],
+        6 => cmd!["XADD", k, format!("{}-1", r.range(1, 50)), "f", "v"],
+        7 => cmd!["DEL", k, k2],
+        8 => cmd!["UNLINK", k],
+        9 => cmd!["EXISTS", k, k2, k],
+        10 => cmd!["TYPE", k],
+        11 => {
+            let mut a = cmd!["EXPIRE", k, r.pick(&["1000", "2000", "-1", "0", "abc", "9223372036854775807"])];
+            if r.chance(40) {
+                a.push(r.pick(&["NX", "XX", "GT", "LT", "BAD"]).into());
+            }
+            a
+        }
+        12 => cmd!["PEXPIRE", k, "1500000"],
+        13 => cmd!["EXPIREAT", k, r.pick(&["1", "4102444800"])],
+        14 => cmd!["PERSIST", k],
+        15 => cmd![r.pick(&["TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME"]), k],
+        16 => cmd!["RENAME", k, k2],
+        17 => cmd!["RENAMENX", k, k2],
+        18 => {
+            let mut a = cmd!["COPY", k, k2];
+            if r.chance(50) {
+                a.push("REPLACE".into());
+            }
+            a
+        }
+        19 => cmd!["DBSIZE"],
+        20 => cmd!["KEYS", r.pick(&["*", "k[0-2]", "k?", "nomatch*"])],
+        21 => cmd!["SCAN", "0", "MATCH", r.pick(&["*", "k[13]"]), "COUNT", r.range(1, 10)],
+        22 => cmd!["TOUCH", k, k2],
+        23 => cmd!["SCAN", "0", "TYPE", r.pick(&["string", "list", "hash", "set", "zset", "stream"])],
+        24 => cmd!["GET", k],
+        _ => cmd!["INCR", k],
+    };
+    let cmp = match a[0].as_str() {
+        "TTL" | "PTTL" | "EXPIRETIME" | "PEXPIRETIME" => Cmp::Ttl,
+        "KEYS" => Cmp::Sorted,
+        "SCAN" => Cmp::Scan { cursor_at: 1, pairs: false },
+        _ => Cmp::Exact,
+    };
+    vec![Op { conn: 0, args: a, cmp }]
+}
+
+// ---- hashes
+
+pub(super) const HASH_KEYS: &[&str] = &["h0", "h1", "h2"];
+const FIELDS: &[&str] = &["f0", "f1", "f2", "f3", "f4", "f5"];
+/// HINCRBYFLOAT's fields (small numbers only, as [`FLOAT_KEYS`]).
+const FLOAT_FIELDS: &[&str] = &["ff0", "ff1"];
+
+pub(super) fn gen_hashes(r: &mut Rng) -> Vec<Op> {
+    let k = if r.chance(4) { OTHER } else { r.pick(HASH_KEYS) };
+    let f = r.pick(FIELDS);
+    let (a, cmp) = match r.below(20) {
+        0..=2 => {
+            let mut a = cmd!["HSET", k, f, val(r)];
+            for _ in 0..r.below(3) {
+                a.extend(cmd![r.pick(FIELDS), val(r)]);
+            }
+            (a, Cmp::Exact)
+        }
+        3 => (cmd!["HSETNX", k, f, val(r)], Cmp::Exact),
+        4 => (cmd!["HGET", k, f], Cmp::Exact),
+        5 => (cmd!["HMGET", k, f, r.pick(FIELDS), "nofield"], Cmp::Exact),
+        6 => (cmd!["HMSET", k, f, val(r), r.pick(FIELDS), val(r)], Cmp::Exact),
+        7 => (cmd!["HDEL", k, f, r.pick(FIELDS)], Cmp::Exact),
+        8 => (cmd!["HGETALL", k], Cmp::SortedPairs),
+        9 => (cmd!["HKEYS", k], Cmp::Sorted),
+        10 => (cmd!["HVALS", k], Cmp::Sorted),
+        11 => (cmd!["HLEN", k], Cmp::Exact),
+        12 => (cmd!["HEXISTS", k, f], Cmp::Exact),
+        13 => (cmd!["HINCRBY", k, f, r.pick(INTS)], Cmp::Exact),
+        14 => match r.below(3) {
+            0 => (cmd!["HSET", k, r.pick(FLOAT_FIELDS), r.pick(&["0", "1.5", "-2", "abc"])], Cmp::Exact),
+            _ => (cmd!["HINCRBYFLOAT", k, r.pick(FLOAT_FIELDS), r.pick(FLOATS)], Cmp::Exact),
+        },
+        15 => (cmd!["HSTRLEN", k, f], Cmp::Exact),
+        16 => match r.below(3) {
+            0 => (cmd!["HRANDFIELD", k], Cmp::Shape),
+            1 => (cmd!["HRANDFIELD", k, r.range(-5, 8)], Cmp::Shape),
+            _ => (cmd!["HRANDFIELD", k, r.range(-5, 8), "WITHVALUES"], Cmp::Shape),
+        },
+        17 => (
+            cmd!["HSCAN", k, "0", "MATCH", r.pick(&["*", "f[0-2]"]), "COUNT", r.range(1, 5)],
+            Cmp::Scan { cursor_at: 2, pairs: true },
+        ),
+        18 => (cmd!["DEL", k], Cmp::Exact),
+        _ => (cmd!["EXPIRE", k, "1000"], Cmp::Exact),
+    };
+    vec![Op { conn: 0, args: a, cmp }]
+}
+
+// ---- lists
+
+pub(super) const LIST_KEYS: &[&str] = &["l0", "l1", "l2"];
+
+pub(super) fn gen_lists(r: &mut Rng) -> Vec<Op> {
+    let k = if r.chance(4) { OTHER } else { r.pick(LIST_KEYS) };
+    let k2 = r.pick(LIST_KEYS);
+    let lr = |r: &mut Rng| r.pick(&["LEFT", "RIGHT"]).to_string();
+    let a = match r.below(22) {
+        0..=2 => {
+            let mut a = cmd![r.pick(&["LPUSH", "RPUSH"]), k, val(r)];
+            for _ in 0..r.below(4) {
+                a.push(val(r));
+            }
+            a
+        }
+        3 => cmd![r.pick(&["LPUSHX", "RPUSHX"]), k, val(r)],
+        4 => cmd![r.pick(&["LPOP", "RPOP"]), k],
+        5 => cmd![r.pick(&["LPOP", "RPOP"]), k, r.pick(&["0", "1", "3", "100", "-1"])],
+        6 | 7 => cmd!["LRANGE", k, r.range(-8, 6), r.range(-8, 8)],
+        8 => cmd!["LLEN", k],
+        9 => cmd!["LINDEX", k, r.range(-6, 6)],
+        10 => cmd!["LSET", k, r.range(-6, 6), val(r)],
+        11 => cmd!["LINSERT", k, r.pick(&["BEFORE", "AFTER"]), val(r), val(r)],
+        12 => cmd!["LREM", k, r.range(-3, 3), val(r)],
+        13 => cmd!["LTRIM", k, r.range(-6, 4), r.range(-6, 8)],
+        14 => {
+            let mut a = cmd!["LPOS", k, val(r)];
+            match r.below(4) {
+                0 => a.extend(cmd!["RANK", r.pick(&["1", "-1", "2", "0"])]),
+                1 => a.extend(cmd!["COUNT", r.pick(&["0", "2", "-1"])]),
+                2 => a.extend(cmd!["MAXLEN", "3", "COUNT", "0"]),
+                _ => {}
+            }
+            a
+        }
+        15 => cmd!["LMOVE", k, k2, lr(r), lr(r)],
+        16 => cmd!["RPOPLPUSH", k, k2],
+        // Blocking forms rarely: on empty lists both servers wait out the 10 ms timeout.
+        17 if r.chance(15) => cmd![r.pick(&["BLPOP", "BRPOP"]), k, k2, "0.01"],
+        18 if r.chance(15) => cmd!["BLMOVE", k, k2, lr(r), lr(r), "0.01"],
+        17 | 18 => cmd!["LRANGE", k, "0", "-1"],
+        19 => cmd!["DEL", k],
+        20 => cmd!["TYPE", k],
+        _ => cmd!["EXPIRE", k, "1000"],
+    };
+    vec![op(a)]
+}
+
+// ---- sets
+
+pub(super) const SET_KEYS: &[&str] = &["set0", "set1", "set2", "set3"];
+const MEMBERS: &[&str] = &["1", "2", "3", "10", "-5", "a", "b", "c", "dd"];
+
+pub(super) fn gen_sets(r: &mut Rng) -> Vec<Op> {
+    let k = if r.chance(4) { OTHER } else { r.pick(SET_KEYS) };
+    let k2 = r.pick(SET_KEYS);
+    let k3 = r.pick(SET_KEYS);
+    let m = r.pick(MEMBERS);
+    let (a, cmp) = match r.below(22) {
+        0..=3 => {
+            let mut a = cmd!["SADD", k, m];
+            for _ in 0..r.below(4) {
+                a.push(r.pick(MEMBERS).into());
+            }
+            (a, Cmp::Exact)
+        }
+        4 => (cmd!["SREM", k, m, r.pick(MEMBERS)], Cmp::Exact),
+        5 => (cmd!["SMEMBERS", k], Cmp::Sorted),
+        6 => (cmd!["SISMEMBER", k, m], Cmp::Exact),
+        7 => (cmd!["SMISMEMBER", k, m, r.pick(MEMBERS)], Cmp::Exact),
+        8 => (cmd!["SCARD", k], Cmp::Exact),
+        9 => (cmd!["SPOP", k, "1000"], Cmp::Sorted),
+        10 => (cmd!["SRANDMEMBER", k, r.range(-5, 12)], Cmp::Shape),
+        11 => (cmd!["SRANDMEMBER", k], Cmp::Shape),
+        12 => (cmd!["SMOVE", k, k2, m], Cmp::Exact),
+        13 => (cmd![r.pick(&["SINTER", "SUNION", "SDIFF"]), k, k2, k3], Cmp::Sorted),
+        14 | 15 => (cmd![r.pick(&["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"]), k, k2, k3], Cmp::Exact),
+        16 => {
+            let mut a = cmd!["SINTERCARD", r.pick(&["2", "1", "0", "3"]), k2, k3];
+            if r.chance(50) {
+                a.extend(cmd!["LIMIT", r.pick(&["0", "1", "2", "-1"])]);
+            }
+            (a, Cmp::Exact)
+        }
+        17 => (
+            cmd!["SSCAN", k, "0", "MATCH", r.pick(&["*", "[abc]"]), "COUNT", r.range(1, 5)],
+            Cmp::Scan { cursor_at: 2, pairs: false },
+        ),
+        18 => (cmd!["DEL", k], Cmp::Exact),
+        19 => (cmd!["SPOP", k, "0"], Cmp::Exact),
+        _ => (cmd!["EXPIRE", k, "1000"], Cmp::Exact),
+    };
+    vec![Op { conn: 0, args: a, cmp }]
+}
+
+// ---- sorted sets
+
+const ZSET_KEYS: &[&str] = &["z0", "z1", "z2"];
+/// Sorted sets whose scores are all 0 (the BYLEX commands need that to be meaningful).
+const LEX_KEYS: &[&str] = &["zl0", "zl1"];
+const SCORES: &[&str] = &["0", "1", "1.5", "-2", "10", "-inf", "+inf", "3", "abc"];
+const SCORE_MIN: &[&str] = &["-inf", "0", "(1", "1.5", "-2", "(3", "abc"];
+const SCORE_MAX: &[&str] = &["+inf", "10", "(10", "1", "3", "(1.5"];
+const LEX_MIN: &[&str] = &["-", "[a", "(b", "[c", "(a", "[", "x"];
+const LEX_MAX: &[&str] = &["+", "[c", "(dd", "[b", "(a"];
+
+pub(super) fn gen_zsets(r: &mut Rng) -> Vec<Op> {
+    let k = if r.chance(4) { OTHER } else { r.pick(ZSET_KEYS) };
+    let k2 = r.pick(ZSET_KEYS);
+    let lk = r.pick(LEX_KEYS);
+    let m = r.pick(MEMBERS);
+    let ws = |r: &mut Rng, a: &mut Vec<String>| {
+        if r.chance(50) {
+            a.push("WITHSCORES".into());
+        }
+    };
+    let (a, cmp) = match r.below(32) {
+        0..=3 => {
+            let mut a = cmd!["ZADD", k];
+            for f in ["NX", "XX", "GT", "LT", "CH"] {
+                if r.chance(12) {
+                    a.push(f.into());
+                }
+            }
+            let incr = r.chance(10);
+            if incr {
+                a.push("INCR".into());
+            }
+            a.extend(cmd![r.pick(SCORES), m]);
+            if !incr {
+                for _ in 0..r.below(3) {
+                    a.extend(cmd![r.pick(SCORES), r.pick(MEMBERS)]);
+                }
+            }
+            (a, Cmp::Exact)
+        }
+        4 => (cmd!["ZADD", lk, "0", m, "0", r.pick(MEMBERS)], Cmp::Exact),
+        5 => (cmd!["ZREM", k, m, r.pick(MEMBERS)], Cmp::Exact),
+        6 => (cmd!["ZSCORE", k, m], Cmp::Exact),
+        7 => (cmd!["ZMSCORE", k, m, r.pick(MEMBERS)], Cmp::Exact),
+        8 => (cmd!["ZINCRBY", k, r.pick(&["1", "-0.5", "2.5", "inf", "abc"]), m], Cmp::Exact),
+        9 => (cmd!["ZCARD", k], Cmp::Exact),
+        10 => (cmd!["ZCOUNT", k, r.pick(SCORE_MIN), r.pick(SCORE_MAX)], Cmp::Exact),
+        11 => (cmd!["ZLEXCOUNT", lk, r.pick(LEX_MIN), r.pick(LEX_MAX)], Cmp::Exact),
+        12 => (cmd![r.pick(&["ZRANK", "ZREVRANK"]), k, m], Cmp::Exact),
+        13 | 14 => {
+            let mut a = match r.below(4) {
+                0 => cmd!["ZRANGE", k, r.range(-5, 4), r.range(-5, 6)],
+                1 => cmd!["ZRANGE", k, r.pick(SCORE_MIN), r.pick(SCORE_MAX), "BYSCORE"],
+                2 => cmd!["ZRANGE", lk, r.pick(LEX_MIN), r.pick(LEX_MAX), "BYLEX"],
+                _ => cmd!["ZRANGE", k, r.pick(SCORE_MAX), r.pick(SCORE_MIN), "BYSCORE", "REV"],
+            };
+            if a.len() == 4 && r.chance(30) {
+                a.push("REV".into());
+            }
+            if a.len() > 4 && r.chance(40) {
+                a.extend(cmd!["LIMIT", r.range(-1, 3), r.range(-1, 4)]);
+            }
+            if a[1] != lk {
+                ws(r, &mut a);
+            }
+            (a, Cmp::Exact)
+        }
+        15 => {
+            let mut a = cmd!["ZRANGEBYSCORE", k, r.pick(SCORE_MIN), r.pick(SCORE_MAX)];
+            ws(r, &mut a);
+            if r.chance(30) {
+                a.extend(cmd!["LIMIT", r.range(0, 2), r.range(-1, 3)]);
+            }
+            (a, Cmp::Exact)
+        }
+        16 => {
+            let mut a = cmd!["ZREVRANGEBYSCORE", k, r.pick(SCORE_MAX), r.pick(SCORE_MIN)];
+            ws(r, &mut a);
+            (a, Cmp::Exact)
+        }
+        17 => {
+            let mut a = cmd![r.pick(&["ZRANGEBYLEX", "ZREVRANGEBYLEX"]), lk];
+            if a[0] == "ZRANGEBYLEX" {
+                a.extend(cmd![r.pick(LEX_MIN), r.pick(LEX_MAX)]);
+            } else {
+                a.extend(cmd![r.pick(LEX_MAX), r.pick(LEX_MIN)]);
+            }
+            if r.chance(30) {
+                a.extend(cmd!["LIMIT", r.range(0, 2), r.range(-1, 3)]);
+            }
+            (a, Cmp::Exact)
+        }
+        18 => {
+            let mut a = cmd!["ZREVRANGE", k, r.range(-5, 4), r.range(-5, 6)];
+            ws(r, &mut a);
+            (a, Cmp::Exact)
+        }
+        19 => (cmd!["ZRANGESTORE", k2, k, r.range(-3, 2), r.range(-2, 5)], Cmp::Exact),
+        20 => (cmd![r.pick(&["ZPOPMIN", "ZPOPMAX"]), k], Cmp::Exact),
+        21 => (cmd![r.pick(&["ZPOPMIN", "ZPOPMAX"]), k, r.pick(&["0", "2", "100", "-1"])], Cmp::Exact),
+        22 => (cmd!["ZREMRANGEBYRANK", k, r.range(-4, 2), r.range(-3, 4)], Cmp::Exact),
+        23 => (cmd!["ZREMRANGEBYSCORE", k, r.pick(SCORE_MIN), r.pick(SCORE_MAX)], Cmp::Exact),
+        24 => (cmd!["ZREMRANGEBYLEX", lk, r.pick(LEX_MIN), r.pick(LEX_MAX)], Cmp::Exact),
+        25 | 26 => {
+            let mut a = cmd![r.pick(&["ZUNIONSTORE", "ZINTERSTORE"]), k2, "2", k, r.pick(ZSET_KEYS)];
+            if r.chance(30) {
+                a.extend(cmd!["WEIGHTS", r.pick(&["1", "2", "-1"]), r.pick(&["0.5", "3"])]);
+            }
+            if r.chance(30) {
+                a.extend(cmd!["AGGREGATE", r.pick(&["SUM", "MIN", "MAX"])]);
+            }
+            (a, Cmp::Exact)
+        }
+        27 => (
+            cmd!["ZSCAN", k, "0", "MATCH", r.pick(&["*", "[abc]"]), "COUNT", r.range(1, 5)],
+            Cmp::Scan { cursor_at: 2, pairs: true },
+        ),
+        28 => (cmd!["ZRANDMEMBER", k, r.range(-4, 6)], Cmp::Shape),
+        29 => (cmd!["DEL", k], Cmp::Exact),
+        30 => (cmd!["ZRANGE", k, "0", "-1", "WITHSCORES"], Cmp::Exact),
+        _ => (cmd!["EXPIRE", k, "1000"], Cmp::Exact),
+    };
+    vec![Op { conn: 0, args: a, cmp }]
+}
+
+// ---- streams (explicit ids only)
+
+pub(super) const STREAM_KEYS: &[&str] = &["x0", "x1"];
+
+fn stream_id(r: &mut Rng) -> String {
+    match r.below(6) {
+        0 => format!("{}", r.range(0, 60)),
+        1 => format!("{}-*", r.range(0, 60)),
+        2 => "0-0".into(),
+        _ => format!("{}-{}", r.range(0, 60), r.range(0, 3)),
+    }
+}
+
+pub(super) fn gen_streams(r: &mut Rng) -> Vec<Op> {
+    let k = if r.chance(4) { OTHER } else { r.pick(STREAM_KEYS) };
+    let range_id = |r: &mut Rng| -> String {
+        match r.below(5) {
+            0 => "-".into(),
+            1 => "+".into(),
+            2 => format!("({}", r.range(0, 60)),
+            _ => format!("{}", r.range(0, 60)),
+        }
+    };
+    let a = match r.below(14) {
+        0..=4 => {
+            let mut a = cmd!["XADD", k];
+            match r.below(6) {
+                0 => a.extend(cmd!["MAXLEN", r.pick(&["0", "2", "5", "-1"])]),
+                1 => a.extend(cmd!["MINID", format!("{}", r.range(0, 40))]),
+                2 => a.push("NOMKSTREAM".into()),
+                _ => {}
+            }
+            a.push(stream_id(r));
+            a.extend(cmd![r.pick(FIELDS), val(r)]);
+            if r.chance(30) {
+                a.extend(cmd![r.pick(FIELDS), val(r)]);
+            }
+            a
+        }
+        5 => cmd!["XLEN", k],
+        6 | 7 => {
+            let mut a = cmd!["XRANGE", k, range_id(r), range_id(r)];
+            if r.chance(40) {
+                a.extend(cmd!["COUNT", r.pick(&["0", "1", "3", "-1"])]);
+            }
+            a
+        }
+        8 => {
+            let mut a = cmd!["XREVRANGE", k, range_id(r), range_id(r)];
+            if r.chance(40) {
+                a.extend(cmd!["COUNT", r.pick(&["1", "3"])]);
+            }
+            a
+        }
+        9 => cmd!["XDEL", k, format!("{}-{}", r.range(0, 60), r.range(0, 2)), format!("{}-0", r.range(0, 60))],
+        10 => match r.below(2) {
+            0 => cmd!["XTRIM", k, "MAXLEN", r.pick(&["0", "1", "3", "-1", "abc"])],
+            _ => cmd!["XTRIM", k, "MINID", format!("{}", r.range(0, 60))],
+        },
+        11 => cmd!["XREAD", "COUNT", r.pick(&["1", "2", "10"]), "STREAMS", k, format!("{}-0", r.range(0, 60))],
+        12 => cmd!["DEL", k],
+        _ => cmd!["XRANGE", k, "-", "+"],
+    };
+    vec![op(a)]
+}
+
+// ---- MULTI / EXEC / WATCH (two connections)
+
+/// A command of the deterministic kinds (exact replies) for transaction bodies.
+fn body_command(r: &mut Rng) -> Vec<String> {
+    let k = r.pick(&["t0", "t1", "t2"]);
+    match r.below(10) {
+        0 | 1 => cmd!["SET", k, val(r)],
+        2 => cmd!["GET", k],
+        3 => cmd!["INCR", k],
+        4 => cmd!["APPEND", k, val(r)],
+        5 => cmd!["DEL", k],
+        6 => cmd!["RPUSH", k, val(r)],
+        7 => cmd!["HSET", k, "f", val(r)],
+        8 => cmd!["EXISTS", k],
+        _ => cmd!["MGET", "t0", "t1", "t2"],
+    }
+}
+
+pub(super) fn gen_multi(r: &mut Rng) -> Vec<Op> {
+    let mut ops = Vec::new();
+    let watched = r.pick(&["t0", "t1", "t2"]);
+    let watch = r.chance(60);
+    if watch {
+        ops.push(op(cmd!["WATCH", watched]));
+        match r.below(4) {
+            // Another client writes the watched key, another key, or nothing; or this client writes it.
+            0 => ops.push(Op { conn: 1, args: cmd!["SET", watched, val(r)], cmp: Cmp::Exact }),
+            1 => ops.push(Op { conn: 1, args: cmd!["SET", "other", val(r)], cmp: Cmp::Exact }),
+            2 => ops.push(op(cmd!["INCR", watched])),
+            _ => {}
+        }
+        if r.chance(20) {
+            ops.push(op(cmd!["UNWATCH"]));
+        }
+    }
+    ops.push(op(cmd!["MULTI"]));
+    for _ in 0..r.below(5) {
+        ops.push(op(body_command(r)));
+    }
+    match r.below(12) {
+        0 => ops.push(op(cmd!["NOSUCHCOMMAND", "x"])),
+        1 => ops.push(op(cmd!["GET"])),
+        2 => ops.push(op(cmd!["MULTI"])),
+        3 => ops.push(op(cmd!["WATCH", "t0"])),
+        _ => {}
+    }
+    if r.chance(10) {
+        ops.push(op(cmd!["DISCARD"]));
+        ops.push(op(cmd!["EXEC"]));
+    } else {
+        ops.push(op(cmd!["EXEC"]));
+    }
+    if r.chance(5) {
+        ops.push(op(cmd!["DISCARD"]));
+    }
+    ops
+}
