@@ -19,6 +19,7 @@
 //! pending writes), `read.rs` has [`ReadCtx`] (what a read command sees, and the merged scans).
 
 use crate::commands::Spec;
+use crate::keys;
 use crate::resp::{Args, Reply};
 use parking_lot::Mutex;
 use shaledb::Db;
@@ -343,6 +344,19 @@ fn everysec_loop(store: &Store) {
             }
             Err(e) => store.set_read_only(format!("WAL fsync failed: {e}")),
         }
+    }
+}
+
+/// The collection a live meta value holds, if it is of type `typ` (`get_coll` of [`ReadCtx`] and
+/// [`WriteCtx`]): `Err(WRONGTYPE)` for another type or a meta value that holds no collection.
+fn coll_of_type(meta: &keys::Meta, stored: &[u8], typ: keys::Type) -> Result<keys::Coll, Reply> {
+    if meta.typ != typ {
+        return Err(crate::commands::wrong_type());
+    }
+    match keys::Coll::decode(stored) {
+        Ok(Some(c)) => Ok(c),
+        Ok(None) => Err(crate::commands::wrong_type()),
+        Err(e) => Err(Reply::err(e)),
     }
 }
 

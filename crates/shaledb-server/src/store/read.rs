@@ -1,7 +1,7 @@
 //! [`ReadCtx`]: what a read command sees, and the merged scans of the engine and the commit thread's pending
 //! writes ([`Scan`], [`Members`]).
 
-use super::Overlay;
+use super::{coll_of_type, Overlay};
 use crate::keys;
 use crate::resp::Reply;
 use bytes::Bytes;
@@ -71,14 +71,7 @@ impl<'a> ReadCtx<'a> {
     /// members.
     pub fn get_coll(&self, user_key: &[u8], typ: keys::Type) -> Result<Option<keys::Coll>, Reply> {
         let Some((m, stored)) = self.get_meta(user_key)? else { return Ok(None) };
-        if m.typ != typ {
-            return Err(crate::commands::wrong_type());
-        }
-        match keys::Coll::decode(&stored) {
-            Ok(Some(c)) => Ok(Some(c)),
-            Ok(None) => Err(crate::commands::wrong_type()),
-            Err(e) => Err(Reply::err(e)),
-        }
+        coll_of_type(&m, &stored, typ).map(Some)
     }
 
     /// A member record of collection `c`.

@@ -1,7 +1,7 @@
 //! [`WriteCtx`]: what a write command sees in the commit thread, the engine through the group's pending
 //! writes ([`Overlay`]), and those writes.
 
-use super::ReadCtx;
+use super::{coll_of_type, ReadCtx};
 use crate::keys;
 use crate::resp::Reply;
 use bytes::Bytes;
@@ -361,14 +361,7 @@ impl WriteCtx<'_> {
     /// key is missing (or expired: then deleted as on access), `Err(WRONGTYPE)` when it holds another type.
     pub fn get_coll(&mut self, user_key: &[u8], typ: keys::Type) -> Result<Option<keys::Coll>, Reply> {
         let Some((m, stored)) = self.get_meta(user_key)? else { return Ok(None) };
-        if m.typ != typ {
-            return Err(crate::commands::wrong_type());
-        }
-        match keys::Coll::decode(&stored) {
-            Ok(Some(c)) => Ok(Some(c)),
-            Ok(None) => Err(crate::commands::wrong_type()),
-            Err(e) => Err(Reply::err(e)),
-        }
+        coll_of_type(&m, &stored, typ).map(Some)
     }
 
     /// A new, empty collection of `typ` for `user_key` of the current database, with a fresh version
