@@ -2,7 +2,7 @@
 
 use super::range::{items_reply, store_items};
 use crate::commands::zset_index::*;
-use crate::commands::{arg_i64, syntax_error};
+use crate::commands::{arg_i64, parse_intercard, syntax_error};
 use crate::keys::{Coll, Type, SUB_MEMBER};
 use crate::resp::{Args, Reply};
 use crate::store::{ReadCtx, WriteCtx};
@@ -215,27 +215,7 @@ pub(super) fn zdiffstore(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 }
 
 pub(super) fn zintercard(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
-    let n = tri!(arg_i64(&args[1]));
-    if n < 1 {
-        return Reply::err("numkeys should be greater than 0");
-    }
-    if n as u64 > (args.len() - 2) as u64 {
-        return Reply::err("Number of keys can't be greater than number of args");
-    }
-    let n = n as usize;
-    let mut limit = 0u64;
-    let mut j = 2 + n;
-    while j < args.len() {
-        if args[j].eq_ignore_ascii_case(b"LIMIT") && j + 1 < args.len() {
-            match crate::resp::parse_i64(&args[j + 1]) {
-                Some(l) if l >= 0 => limit = l as u64,
-                _ => return Reply::err("LIMIT can't be negative"),
-            }
-            j += 2;
-        } else {
-            return syntax_error();
-        }
-    }
+    let (n, limit) = tri!(parse_intercard(args));
     let req =
         SetOpReq { keys: args[2..2 + n].to_vec(), weights: vec![1.0; n], aggregate: Aggregate::Sum, withscores: false };
     let ctx = ctx.pinned();
