@@ -464,14 +464,7 @@ fn check_wals(fs: &dyn Fs, dir: &Path, m: &LiveFiles, manifest: &Path, report: &
             return;
         }
     };
-    let mut wals: Vec<u64> = names
-        .iter()
-        .filter_map(|n| match filenames::parse(n) {
-            Some(FileKind::Wal(number)) if number >= log_number => Some(number),
-            _ => None,
-        })
-        .collect();
-    wals.sort_unstable();
+    let wals = filenames::live_wals(&names, log_number);
     if log_number > 0 && !wals.contains(&log_number) {
         report.problem(
             manifest,

@@ -146,6 +146,20 @@ pub fn parse(name: &str) -> Option<FileKind> {
     }
 }
 
+/// The numbers of the WALs among the directory entries `names` that recovery replays, oldest first: only names
+/// exactly ours, at or above the MANIFEST's `log_number` (older ones are obsolete).
+pub fn live_wals(names: &[String], log_number: u64) -> Vec<u64> {
+    let mut wals: Vec<u64> = names
+        .iter()
+        .filter_map(|n| match parse(n) {
+            Some(FileKind::Wal(n)) if n >= log_number => Some(n),
+            _ => None,
+        })
+        .collect();
+    wals.sort_unstable();
+    wals
+}
+
 /// The number of the MANIFEST that CURRENT's contents name: one name of ours (`MANIFEST-NNNNNN`) and a
 /// newline, nothing else. `None` for anything else.
 pub fn manifest_in_current(contents: &[u8]) -> Option<u64> {
@@ -159,6 +173,18 @@ pub fn manifest_in_current(contents: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn live_wals_are_ours_at_or_above_the_log_number_oldest_first() {
+        let names: Vec<String> =
+            ["000012.log", "000009.log", "000010.log", "7.log", "000011.sst", "0000013.log", "CURRENT"]
+                .iter()
+                .map(|n| n.to_string())
+                .collect();
+        assert_eq!(live_wals(&names, 10), vec![10, 12]);
+        assert_eq!(live_wals(&names, 0), vec![9, 10, 12]);
+        assert!(live_wals(&names, 13).is_empty());
+    }
 
     #[test]
     fn names_roundtrip() {

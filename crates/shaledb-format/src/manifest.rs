@@ -9,6 +9,7 @@ use crate::edit::{FileMeta, VersionEdit, BYTEWISE_COMPARATOR, DB_ID_LEN};
 use crate::ikey;
 use crate::log::{Damage, LogRead, Reader};
 use crate::Error;
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -141,12 +142,8 @@ impl LiveFiles {
         let mut found = Vec::new();
         for (level, files) in self.levels.iter().filter(|(l, _)| **l > 0) {
             let mut sorted: Vec<&FileMeta> = files.values().collect();
-            sorted.sort_by(|a, b| ikey::compare(&a.smallest, &b.smallest));
-            for w in sorted.windows(2) {
-                if w[0].largest_user_key() >= w[1].smallest_user_key() {
-                    found.push((*level, w[0].number, w[1].number));
-                }
-            }
+            sort_by_smallest(&mut sorted);
+            found.extend(overlapping_neighbours(&sorted).map(|(a, b)| (*level, a, b)));
         }
         found
     }
@@ -155,6 +152,21 @@ impl LiveFiles {
     pub fn files(&self) -> impl Iterator<Item = (u32, &FileMeta)> {
         self.levels.iter().flat_map(|(level, files)| files.values().map(move |f| (*level, f)))
     }
+}
+
+/// Sorts the files of a sorted level (every level but 0) by their smallest key, as the engine keeps them.
+pub fn sort_by_smallest<F: Borrow<FileMeta>>(files: &mut [F]) {
+    files.sort_by(|a, b| ikey::compare(&a.borrow().smallest, &b.borrow().smallest));
+}
+
+/// The neighbours whose user-key ranges overlap in a level sorted by [`sort_by_smallest`], as `(file, file)`
+/// numbers in key order: none in a sound sorted level. The one overlap check of the engine's version edits and
+/// of [`LiveFiles::overlaps`].
+pub fn overlapping_neighbours<F: Borrow<FileMeta>>(sorted: &[F]) -> impl Iterator<Item = (u64, u64)> + '_ {
+    sorted.windows(2).filter_map(|w| {
+        let (a, b) = (w[0].borrow(), w[1].borrow());
+        (a.largest_user_key() >= b.smallest_user_key()).then_some((a.number, b.number))
+    })
 }
 
 #[cfg(test)]

@@ -393,7 +393,10 @@ async fn serve(shared: Arc<Shared>, listener: TcpListener) -> Result<(), ServerE
                 };
                 shared.stats.connections_received.fetch_add(1, Ordering::Relaxed);
                 let s = shared.clone();
-                tasks.spawn(async move { connection(s, stream, addr).await });
+                // Ids in accept order, as Redis gives them (taken in the task, two connections accepted
+                // back to back could swap theirs).
+                let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
+                tasks.spawn(async move { connection(s, stream, addr, id).await });
             }
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             _ = second.tick() => {
@@ -421,13 +424,12 @@ async fn serve(shared: Arc<Shared>, listener: TcpListener) -> Result<(), ServerE
     Ok(())
 }
 
-async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr) {
+async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr, id: u64) {
     let _ = stream.set_nodelay(true);
     let (maxclients, requirepass, limits) = {
         let c = shared.config.read();
         (c.maxclients, c.requirepass.is_some(), c.limits)
     };
-    let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
     #[cfg(unix)]
     let fd = std::os::fd::AsRawFd::as_raw_fd(&stream) as i64;
     #[cfg(not(unix))]

@@ -1,7 +1,9 @@
 //! Options. Names follow RocksDB's where RocksDB has the same knob; every field documents its default.
 
+use crate::identity::DbId;
 use crate::merge::MergeOperator;
 use shaledb_format::compress::CompressionType;
+use shaledb_format::table::TableOptions;
 use shaledb_vfs::{Error, Fs, Result};
 use std::sync::Arc;
 
@@ -402,6 +404,21 @@ impl Options {
         match self.compression_per_level.get(level).or(self.compression_per_level.last()) {
             Some(c) => *c,
             None => self.compression,
+        }
+    }
+
+    /// The table writer's options for output files of `level` (`shaledb-format` never sees `Options`; the
+    /// engine converts, as Pebble's `MakeWriterOptions`).
+    pub(crate) fn table_options(&self, db_id: DbId, level: usize, bottommost: bool) -> TableOptions {
+        TableOptions {
+            db_id: Some(db_id),
+            file_number: None,
+            block_size: self.block_size,
+            block_restart_interval: self.block_restart_interval,
+            compression: self.compression_for_level(level, bottommost),
+            compression_level: self.compression_level,
+            bloom_bits_per_key: self.bloom_bits_per_key,
+            bytes_per_sync: self.bytes_per_sync,
         }
     }
 

@@ -77,11 +77,9 @@ pub(crate) fn apply(base: &Version, edit: &VersionEdit, manifest: &Path) -> Resu
         if level == 0 {
             files.sort_by(|a, b| b.largest_seq.cmp(&a.largest_seq).then(b.number.cmp(&a.number)));
         } else {
-            files.sort_by(|a, b| ikey::compare(&a.smallest, &b.smallest));
-            for w in files.windows(2) {
-                if w[0].largest_user_key() >= w[1].smallest_user_key() {
-                    return Err(bad(format!("files {} and {} overlap in level {level}", w[0].number, w[1].number)));
-                }
+            manifest::sort_by_smallest(files);
+            if let Some((a, b)) = manifest::overlapping_neighbours(files).next() {
+                return Err(bad(format!("files {a} and {b} overlap in level {level}")));
             }
         }
     }
@@ -458,6 +456,19 @@ mod tests {
     fn new_set(fs: &MemFs) -> VersionSet {
         fs.create_dir_all(Path::new(DIR)).unwrap();
         VersionSet::create(Path::new(DIR), &options(fs), [1; DB_ID_LEN]).unwrap()
+    }
+
+    #[test]
+    fn apply_refuses_overlapping_files_in_a_sorted_level_but_not_in_level_0() {
+        let base = Version::new(7);
+        let mut e = VersionEdit::default();
+        e.new_files.extend([(0, table(5, 1..=2)), (0, table(6, 3..=4))]);
+        let v = apply(&base, &e, Path::new("/db/MANIFEST-000001")).unwrap();
+        assert_eq!(v.levels[0].iter().map(|f| f.number).collect::<Vec<_>>(), vec![6, 5]);
+        let mut e = VersionEdit::default();
+        e.new_files.extend([(1, table(6, 3..=4)), (1, table(5, 1..=2))]);
+        let err = apply(&base, &e, Path::new("/db/MANIFEST-000001")).unwrap_err();
+        assert!(err.is_corruption() && err.to_string().contains("files 6 and 5 overlap in level 1"), "{err}");
     }
 
     /// Bug D of docs/durability.md: a flush's edit was written but its sync failed, then a compaction that

@@ -3,7 +3,7 @@
 //!
 //! ## Member cursors
 //! Members are stored in byte order under their collection's version, so a scan goes on from a member,
-//! not from a hash-table slot. As SCAN does (commands/keys.rs), the cursor a client sees is an id in a
+//! not from a hash-table slot. As SCAN does (commands/keys/scan.rs), the cursor a client sees is an id in a
 //! bounded, server-wide table mapping it to the member the next call starts at; an unknown or evicted id is
 //! `ERR invalid cursor`. A cursor names a position in member order, not a version: used on a collection
 //! that was replaced meanwhile it still goes on in order. Guarantees are Redis's (a member present for the

@@ -4,7 +4,7 @@
 //! - [`Handler::Conn`]: connection and server commands (PING, AUTH, SELECT, CLIENT, CONFIG, INFO ...), on the
 //!   connection's task, with its [`Session`];
 //! - [`Handler::Read`]: reads of the keyspace, on the connection's task;
-//! - [`Handler::Write`]: anything that writes, on the commit thread (see `store.rs`), which makes them
+//! - [`Handler::Write`]: anything that writes, on the commit thread (see `store/mod.rs`), which makes them
 //!   atomic with respect to each other.
 //!
 //! One module per family adds its commands to [`TABLE`].
@@ -197,6 +197,33 @@ fn truncate(s: &str) -> String {
 /// Parses an integer argument as Redis does (no spaces, no '+', fits an i64).
 pub fn arg_i64(a: &[u8]) -> Result<i64, Reply> {
     crate::resp::parse_i64(a).ok_or_else(not_an_integer)
+}
+
+/// The arguments `numkeys key [key ...] [LIMIT limit]` of SINTERCARD and ZINTERCARD (from `args[1]`): the
+/// number of keys and the limit (0: none), or the error Redis answers.
+pub(crate) fn parse_intercard(args: &Args) -> Result<(usize, u64), Reply> {
+    let n = arg_i64(&args[1])?;
+    if n < 1 {
+        return Err(Reply::err("numkeys should be greater than 0"));
+    }
+    if n as u64 > (args.len() - 2) as u64 {
+        return Err(Reply::err("Number of keys can't be greater than number of args"));
+    }
+    let n = n as usize;
+    let mut limit = 0u64;
+    let mut j = 2 + n;
+    while j < args.len() {
+        if args[j].eq_ignore_ascii_case(b"LIMIT") && j + 1 < args.len() {
+            match crate::resp::parse_i64(&args[j + 1]) {
+                Some(l) if l >= 0 => limit = l as u64,
+                _ => return Err(Reply::err("LIMIT can't be negative")),
+            }
+            j += 2;
+        } else {
+            return Err(syntax_error());
+        }
+    }
+    Ok((n, limit))
 }
 
 #[cfg(test)]

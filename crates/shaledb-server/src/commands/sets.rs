@@ -14,7 +14,7 @@ use super::coll::{self, pick_count};
 use super::flags::*;
 use super::hashes::check_coll_key;
 use super::strings::spec;
-use super::{arg_i64, syntax_error, Handler, Spec};
+use super::{arg_i64, parse_intercard, syntax_error, Handler, Spec};
 use crate::keys::{Coll, Type, SUB_MEMBER};
 use crate::resp::{Args, Reply};
 use crate::store::{check_entry_size, ReadCtx, WriteCtx};
@@ -456,32 +456,7 @@ fn sdiff(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
 
 /// `SINTERCARD numkeys key [key ...] [LIMIT limit]`.
 fn sintercard(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
-    let n = tri!(arg_i64(&args[1]));
-    if n <= 0 {
-        return Reply::err("numkeys should be greater than 0");
-    }
-    let n = n as u64;
-    if n > (args.len() - 2) as u64 {
-        return Reply::err("Number of keys can't be greater than number of args");
-    }
-    let n = n as usize;
-    let mut limit = 0u64;
-    let mut j = 2 + n;
-    while j < args.len() {
-        if args[j].eq_ignore_ascii_case(b"LIMIT") && j + 1 < args.len() {
-            let l = match arg_i64(&args[j + 1]) {
-                Ok(l) => l,
-                Err(_) => return Reply::err("LIMIT can't be negative"),
-            };
-            if l < 0 {
-                return Reply::err("LIMIT can't be negative");
-            }
-            limit = l as u64;
-            j += 2;
-        } else {
-            return syntax_error();
-        }
-    }
+    let (n, limit) = tri!(parse_intercard(args));
     let ctx = ctx.pinned();
     match inter(&ctx, &args[2..2 + n], limit) {
         Ok(ms) => Reply::Int(ms.len() as i64),

@@ -1,4 +1,4 @@
-//! The sorted-set records and the ordered reads over them (commands/zsets.rs has the commands; the layout
+//! The sorted-set records and the ordered reads over them (commands/zsets/ has the commands; the layout
 //! is in docs/format/server-keys.md, "Sorted sets"): score and range parsing as Redis reads them, the score
 //! index's keys, ranks counted from the nearer end, score, rank and lex ranges as scans.
 

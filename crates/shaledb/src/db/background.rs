@@ -5,7 +5,7 @@
 //! result in the MANIFEST and publish a new super version. A failed job sets the background error: the
 //! database turns read-only (D6) and no further job starts.
 
-use super::open::{table_options, write_level0};
+use super::flush::write_level0;
 use super::{DbInner, State};
 use crate::compaction::{self, OutputSpec, RunContext};
 use crate::filenames;
@@ -250,10 +250,10 @@ fn execute(inner: &Arc<DbInner>, task: &CompactionTask, snapshots: &[u64]) -> Re
     let mut input = MergingIterator::new(children);
     input.seek_to_first();
     let spec = OutputSpec {
-        table_options: table_options(&inner.opts, inner.db_id, task.output_level, task.bottommost),
+        table_options: inner.opts.table_options(inner.db_id, task.output_level, task.bottommost),
         max_file_size: task.max_output_file_size,
         grandparents: task.grandparents.clone(),
-        max_grandparent_overlap: task.max_output_file_size.saturating_mul(10),
+        max_grandparent_overlap: picker::max_grandparent_overlap(task.max_output_file_size),
     };
     let new_file = || {
         let n = inner.state.lock().vs.new_file_number()?;

@@ -1,89 +1,68 @@
-//! Opening a database: directory rules and lock, MANIFEST recovery, identity and live-file checks, removal of
-//! our leftovers (before anything is written), WAL replay under the chosen recovery mode, orphan cleanup.
-//! Which files are ours: `files.rs` (docs/durability.md D9).
+//! Opening a database: [`open`] runs the recovery steps of docs/durability.md ("The steps of open"), one
+//! function each, in the order listed there. Nothing is written or removed before the recovered state has been
+//! checked against the directory. Which files are ours: `files.rs` (docs/durability.md D9).
 
+use super::flush::write_level0;
 use super::write::WalState;
-use super::{DbInner, State, SuperVersion};
-use crate::compaction::{self, OutputSpec, RunContext};
-use crate::filenames::{self, FileKind};
-use crate::identity::{self, DbId};
+use super::{DbInner, Opened};
+use crate::filenames;
+use crate::identity;
 use crate::info_log::InfoLog;
+use crate::lost::Losses;
 use crate::memtable::MemTable;
 use crate::options::Options;
-use crate::snapshot::SnapshotList;
-use crate::stats::{CompactionStats, Counters};
-use crate::table_cache::TableCache;
+use crate::stats::Counters;
 use crate::version_set::VersionSet;
-use arc_swap::ArcSwap;
-use parking_lot::{Condvar, Mutex};
-use shaledb_format::cache::BlockCache;
-use shaledb_format::edit::{FileMeta, VersionEdit};
+use parking_lot::Mutex;
+use shaledb_format::edit::VersionEdit;
 use shaledb_format::log;
-use shaledb_format::table::{TableOptions, TableStats};
-use shaledb_vfs::{Error, ReadHints, Result};
+use shaledb_vfs::{Error, FileLock, ReadHints, Result};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Instant;
-
-pub(crate) fn table_options(o: &Options, db_id: DbId, level: usize, bottommost: bool) -> TableOptions {
-    TableOptions {
-        db_id: Some(db_id),
-        file_number: None,
-        block_size: o.block_size,
-        block_restart_interval: o.block_restart_interval,
-        compression: o.compression_for_level(level, bottommost),
-        compression_level: o.compression_level,
-        bloom_bits_per_key: o.bloom_bits_per_key,
-        bytes_per_sync: o.bytes_per_sync,
-    }
-}
-
-/// Writes the contents of `mem` as one L0 table (recovery and flush). `None` when the memtable is empty.
-pub(crate) fn write_level0(
-    opts: &Options,
-    db_id: DbId,
-    dir: &Path,
-    mem: &Arc<MemTable>,
-    new_number: &dyn Fn() -> Result<u64>,
-    snapshots: &[u64],
-    stop: &AtomicBool,
-) -> Result<(Vec<FileMeta>, CompactionStats)> {
-    if mem.is_empty() {
-        return Ok((Vec::new(), CompactionStats::default()));
-    }
-    let spec = OutputSpec {
-        table_options: table_options(opts, db_id, 0, false),
-        max_file_size: u64::MAX,
-        grandparents: Vec::new(),
-        max_grandparent_overlap: u64::MAX,
-    };
-    let new_file = || {
-        let n = new_number()?;
-        Ok((n, filenames::table(dir, n)))
-    };
-    let cx = RunContext {
-        fs: opts.fs.as_ref(),
-        new_file: &new_file,
-        snapshots,
-        merge: opts.merge_operator.as_ref(),
-        bottommost: false,
-        stop,
-    };
-    let start = Instant::now();
-    let cpu_start = shaledb_vfs::thread_cpu_micros();
-    let mut it = mem.iter();
-    let out = compaction::write_sorted_run(&mut it, &spec, &cx)?;
-    let mut stats = out.stats;
-    stats.micros = start.elapsed().as_micros() as u64;
-    stats.cpu_micros = shaledb_vfs::thread_cpu_micros().saturating_sub(cpu_start);
-    stats.count = 1;
-    Ok((out.files, stats))
-}
 
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     opts.validate()?;
-    let fs = opts.fs.clone();
+    let lock = lock_directory(dir, &opts)?;
+    let exists = opts.fs.exists(&filenames::current(dir));
+    let names = opts.fs.list(dir)?;
+    let (mut vs, leftovers) =
+        if exists { recover_manifest(dir, &opts, &names)? } else { create_database(dir, &opts, &names)? };
+    probe_direct_reads(dir, &opts)?;
+    let info_log = open_info_log(dir, &opts, &leftovers);
+    let wals = find_live_wals(&mut vs, &names, &info_log);
+    let mut rec = replay_wals(dir, &opts, vs, &wals, &info_log)?;
+    let wal = start_new_wal(dir, &opts, &mut rec)?;
+    keep_unreplayed_wals(dir, &opts, &mut rec, &info_log)?;
+    write_recovered_manifest(&mut rec, wal.number)?;
+    remove_obsolete_files(dir, &opts, &rec.vs, &wals, &info_log)?;
+
+    let (wal_number, max_seq) = (wal.number, rec.max_seq);
+    let mem = Arc::new(MemTable::with_rep(wal_number, opts.write_buffer_size, opts.memtable_rep));
+    let inner = DbInner::assemble(
+        dir,
+        opts,
+        Opened {
+            vs: rec.vs,
+            lock: Some(lock),
+            mem,
+            wal,
+            visible_seq: max_seq,
+            counters: rec.counters,
+            info_log,
+            losses: rec.losses,
+            read_only: false,
+        },
+    );
+    inner.info_log.log(format_args!("open: done, last sequence {max_seq}, new WAL {wal_number:06}.log"));
+    super::background::start(&inner)?;
+    Ok(inner)
+}
+
+/// Creates a missing directory (with `create_if_missing`), refuses one that holds no database and is not ours
+/// to create one in (before even `LOCK` is created), and takes the LOCK.
+fn lock_directory(dir: &Path, opts: &Options) -> Result<Box<dyn FileLock>> {
+    let fs = opts.fs.as_ref();
     if !fs.exists(dir) {
         if !opts.create_if_missing {
             return Err(Error::InvalidArgument(format!(
@@ -95,192 +74,182 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
     if !fs.exists(&filenames::current(dir)) {
         // Checked before taking the lock too, so that not even a LOCK file is left in a directory that is not
-        // ours; checked again below under the lock.
-        super::files::check_fresh_dir(fs.as_ref(), dir, &fs.list(dir)?)?;
+        // ours; checked again by `create_database` under the lock.
+        super::files::check_fresh_dir(fs, dir, &fs.list(dir)?)?;
     }
-    let lock = fs.lock(&filenames::lock(dir))?;
-    let exists = fs.exists(&filenames::current(dir));
-    let names = fs.list(dir)?;
-    let (mut vs, leftovers) = if exists {
-        if opts.error_if_exists {
-            return Err(Error::InvalidArgument(format!("{} exists (error_if_exists is true)", dir.display())));
-        }
-        let mut vs = VersionSet::recover(dir, &opts)?;
-        // Nothing is written or removed before the recovered state has been checked against the directory.
-        let on_disk = identity::read(fs.as_ref(), dir)?;
-        // A MANIFEST written before identities existed: adopt IDENTITY's, or draw one.
-        let id = match identity::reconcile(dir, vs.db_id, vs.manifest_number(), on_disk)? {
-            Some(id) => id,
-            None => identity::generate(dir)?,
-        };
-        vs.db_id = Some(id);
-        if opts.paranoid_checks {
-            super::files::check_live_files(fs.as_ref(), dir, vs.current())?;
-        }
-        let leftovers = super::files::remove_leftovers(fs.as_ref(), dir, &mut vs, &names)?;
-        if on_disk != Some(id) {
-            let temp = vs.new_file_number()?;
-            identity::write(fs.as_ref(), dir, &id, temp)?;
-        }
-        (vs, leftovers)
-    } else {
-        if !opts.create_if_missing {
-            return Err(Error::InvalidArgument(format!(
-                "{} holds no database (create_if_missing is false)",
-                dir.display()
-            )));
-        }
-        let fresh = super::files::check_fresh_dir(fs.as_ref(), dir, &names)?;
-        for name in &fresh.creation_leftovers {
-            fs.remove(&dir.join(name))?;
-        }
-        let kept = fresh.id;
-        let id = match kept {
-            Some(id) => id,
-            None => identity::generate(dir)?,
-        };
-        let mut vs = VersionSet::create(dir, &opts, id)?;
-        if kept.is_none() {
-            let temp = vs.new_file_number()?;
-            identity::write(fs.as_ref(), dir, &id, temp)?;
-        }
-        (vs, fresh.creation_leftovers)
+    fs.lock(&filenames::lock(dir))
+}
+
+/// Open with CURRENT: recovers the MANIFEST (every number range-checked), reconciles the identity, checks the
+/// live tables (`paranoid_checks`), and only then removes our leftovers and rewrites a missing IDENTITY.
+/// Returns the version set and the names of the leftovers removed.
+fn recover_manifest(dir: &Path, opts: &Options, names: &[String]) -> Result<(VersionSet, Vec<String>)> {
+    let fs = opts.fs.as_ref();
+    if opts.error_if_exists {
+        return Err(Error::InvalidArgument(format!("{} exists (error_if_exists is true)", dir.display())));
+    }
+    let mut vs = VersionSet::recover(dir, opts)?;
+    // Nothing is written or removed before the recovered state has been checked against the directory.
+    let on_disk = identity::read(fs, dir)?;
+    // A MANIFEST written before identities existed: adopt IDENTITY's, or draw one.
+    let id = match identity::reconcile(dir, vs.db_id, vs.manifest_number(), on_disk)? {
+        Some(id) => id,
+        None => identity::generate(dir)?,
     };
+    vs.db_id = Some(id);
+    if opts.paranoid_checks {
+        super::files::check_live_files(fs, dir, vs.current())?;
+    }
+    let leftovers = super::files::remove_leftovers(fs, dir, &mut vs, names)?;
+    if on_disk != Some(id) {
+        let temp = vs.new_file_number()?;
+        identity::write(fs, dir, &id, temp)?;
+    }
+    Ok((vs, leftovers))
+}
+
+/// Open without CURRENT: creates a database (with `create_if_missing`) in a directory holding nothing or only
+/// `LOCK` and a valid `IDENTITY` (whose id is kept), finishing an interrupted creation. Returns the version
+/// set and the names of the creation's leftovers removed.
+fn create_database(dir: &Path, opts: &Options, names: &[String]) -> Result<(VersionSet, Vec<String>)> {
+    let fs = opts.fs.as_ref();
+    if !opts.create_if_missing {
+        return Err(Error::InvalidArgument(format!(
+            "{} holds no database (create_if_missing is false)",
+            dir.display()
+        )));
+    }
+    let fresh = super::files::check_fresh_dir(fs, dir, names)?;
+    for name in &fresh.creation_leftovers {
+        fs.remove(&dir.join(name))?;
+    }
+    let kept = fresh.id;
+    let id = match kept {
+        Some(id) => id,
+        None => identity::generate(dir)?,
+    };
+    let mut vs = VersionSet::create(dir, opts, id)?;
+    if kept.is_none() {
+        let temp = vs.new_file_number()?;
+        identity::write(fs, dir, &id, temp)?;
+    }
+    Ok((vs, fresh.creation_leftovers))
+}
+
+/// With `use_direct_reads`: tables are opened on first use, so find out now, not at the first read of a
+/// table, whether the file system takes O_DIRECT (NotSupported when it refuses). IDENTITY exists here.
+fn probe_direct_reads(dir: &Path, opts: &Options) -> Result<()> {
     if opts.use_direct_reads {
-        // Tables are opened on first use: find out now, not at the first read of a table, whether the file
-        // system takes O_DIRECT (NotSupported when it refuses). IDENTITY exists at this point.
-        let probe = fs.open(&filenames::identity(dir), ReadHints { direct: true, ..ReadHints::default() })?;
+        let probe = opts.fs.open(&filenames::identity(dir), ReadHints { direct: true, ..ReadHints::default() })?;
         let mut head = [0u8; 16];
         let n = usize::try_from(probe.len()).map_or(head.len(), |l| l.min(head.len()));
         probe.read_exact_at(&mut head[..n], 0)?;
     }
-    let db_id = vs.db_id.unwrap_or_default();
-    // The directory is ours from here on: the LOG may be written.
-    let info_log = InfoLog::open(fs.clone(), dir, opts.max_log_file_size, opts.keep_log_file_num);
+    Ok(())
+}
+
+/// The directory is ours from here on: the LOG may be written. Logs the open and the leftovers removed.
+fn open_info_log(dir: &Path, opts: &Options, leftovers: &[String]) -> InfoLog {
+    let info_log = InfoLog::open(opts.fs.clone(), dir, opts.max_log_file_size, opts.keep_log_file_num);
     info_log.log(format_args!("open {}: {:?}, recovery mode {:?}", dir.display(), opts, opts.wal_recovery_mode));
-    for name in &leftovers {
+    for name in leftovers {
         info_log.log(format_args!("open: removed leftover {name}"));
     }
+    info_log
+}
 
-    // WALs at or above the log number are live (their numbers may be above the MANIFEST's counter: a WAL is
-    // created before the next edit records the counter); only names exactly ours, within range, count.
-    let mut wals = Vec::new();
-    for name in &names {
-        if let Some(FileKind::Wal(n)) = filenames::parse(name) {
-            if n >= vs.log_number {
-                vs.mark_file_number_used(n);
-                wals.push(n);
-            }
-        }
+/// The WALs to replay, oldest first: names exactly ours (within range) at or above the log number. Their
+/// numbers may be above the MANIFEST's counter (a WAL is created before the next edit records the counter):
+/// the counter steps over them.
+fn find_live_wals(vs: &mut VersionSet, names: &[String], info_log: &InfoLog) -> Vec<u64> {
+    let wals = filenames::live_wals(names, vs.log_number);
+    for &n in &wals {
+        vs.mark_file_number_used(n);
     }
-    wals.sort_unstable();
-
     info_log.log(format_args!(
         "recovered MANIFEST-{:06}: database {}, log number {}, next file {}, last sequence {}; WALs to replay: \
          {wals:?}",
         vs.manifest_number(),
-        identity::to_hex(&db_id),
+        identity::to_hex(&vs.db_id.unwrap_or_default()),
         vs.log_number,
         vs.next_file_number,
         vs.last_sequence
     ));
+    wals
+}
+
+/// What WAL replay recovered, carried through the steps that make it the new durable state.
+struct Recovery {
+    vs: VersionSet,
+    /// The recovery's edit: the L0 tables replay wrote, then the new WAL's number and the last sequence.
+    edit: VersionEdit,
+    max_seq: u64,
+    losses: Losses,
+    /// WALs (by number) not replayed in full.
+    to_keep: Vec<u64>,
+    counters: Counters,
+}
+
+/// Replays `wals` under the recovery mode (replay.rs), then flushes what is left in the memtable to L0. The
+/// tables take numbers from the version set's counter (range-checked, stepping over files that are not ours).
+/// A refusal is written to the LOG.
+fn replay_wals(dir: &Path, opts: &Options, vs: VersionSet, wals: &[u64], info_log: &InfoLog) -> Result<Recovery> {
+    let db_id = vs.db_id.unwrap_or_default();
     let counters = Counters::new(opts.num_levels);
     let last_sequence = vs.last_sequence;
-    // Recovery's tables take numbers from the version set's counter (range-checked, stepping over files that
-    // are not ours).
     let vs_numbers = Mutex::new(vs);
     let new_number = || vs_numbers.lock().new_file_number();
     let stop = AtomicBool::new(false);
     let mut edit = VersionEdit::default();
-    let replayed = super::replay::replay(&opts, db_id, dir, &wals, &new_number, &stop, &info_log, last_sequence)
+    let replayed = super::replay::replay(opts, db_id, dir, wals, &new_number, &stop, info_log, last_sequence)
         .inspect_err(|e| info_log.log(format_args!("open refused: {e}")))?;
-    let max_seq = replayed.max_seq;
     let mem = replayed.mem;
     let mut flush_stats = replayed.stats;
     edit.new_files.extend(replayed.files.into_iter().map(|f| (0, f)));
-    let mut losses = replayed.losses;
     if !mem.is_empty() {
-        let (files, st) = write_level0(&opts, db_id, dir, &mem, &new_number, &[], &stop)?;
+        let (files, st) = write_level0(opts, db_id, dir, &mem, &new_number, &[], &stop)?;
         flush_stats.add(&st);
         edit.new_files.extend(files.into_iter().map(|f| (0, f)));
     }
-    let mut vs = vs_numbers.into_inner();
+    let vs = vs_numbers.into_inner();
     counters.record_compaction(0, &flush_stats);
+    Ok(Recovery { vs, edit, max_seq: replayed.max_seq, losses: replayed.losses, to_keep: replayed.to_keep, counters })
+}
 
-    // A fresh WAL; the old ones are obsolete once the edit below is durable.
-    let wal_number = vs.new_file_number()?;
-    let wal_path = filenames::wal(dir, wal_number);
-    let wal_file = fs.create(&wal_path)?;
-    edit.log_number = Some(wal_number);
-    edit.last_sequence = Some(max_seq);
-    // What recovery did not replay is kept before the MANIFEST that makes the WALs obsolete (lost.rs).
-    for &n in &replayed.to_keep {
+/// A fresh WAL; the old ones are obsolete once the recovery's edit, which names it, is durable.
+fn start_new_wal(dir: &Path, opts: &Options, rec: &mut Recovery) -> Result<WalState> {
+    let wal_number = rec.vs.new_file_number()?;
+    let wal_file = opts.fs.create(&filenames::wal(dir, wal_number))?;
+    rec.edit.log_number = Some(wal_number);
+    rec.edit.last_sequence = Some(rec.max_seq);
+    Ok(WalState::new(log::Writer::new(wal_file), wal_number, rec.max_seq + 1))
+}
+
+/// What recovery did not replay is kept in `lost/` before the MANIFEST that makes the WALs obsolete (lost.rs).
+fn keep_unreplayed_wals(dir: &Path, opts: &Options, rec: &mut Recovery, info_log: &InfoLog) -> Result<()> {
+    let fs = opts.fs.as_ref();
+    for &n in &rec.to_keep {
         let name = format!("{n:06}.log");
-        let kept = crate::lost::keep(fs.as_ref(), dir, &name, &fs.read_all(&filenames::wal(dir, n))?)?;
+        let kept = crate::lost::keep(fs, dir, &name, &fs.read_all(&filenames::wal(dir, n))?)?;
         info_log.log(format_args!("recovery: kept {name} as {}", kept.display()));
-        losses.kept.push(kept);
+        rec.losses.kept.push(kept);
     }
-    // Recovery always starts a new MANIFEST holding a snapshot that includes this edit.
-    let v = crate::version_set::apply(vs.current(), &edit, Path::new("recovery"))?;
-    vs.replace_current(Arc::new(v), wal_number, max_seq);
-    vs.write_new_manifest()?;
+    Ok(())
+}
 
-    // Orphans: files of ours the new state does not need, and only those (D7, D9).
-    for name in super::files::remove_obsolete(fs.as_ref(), dir, &vs, &wals)? {
+/// Recovery always starts a new MANIFEST holding a snapshot that includes the recovery's edit, and switches
+/// CURRENT to it.
+fn write_recovered_manifest(rec: &mut Recovery, wal_number: u64) -> Result<()> {
+    let v = crate::version_set::apply(rec.vs.current(), &rec.edit, Path::new("recovery"))?;
+    rec.vs.replace_current(Arc::new(v), wal_number, rec.max_seq);
+    rec.vs.write_new_manifest()
+}
+
+/// Orphans: files of ours the new state does not need, and only those (D7, D9): the WALs just replayed and
+/// what this open created.
+fn remove_obsolete_files(dir: &Path, opts: &Options, vs: &VersionSet, wals: &[u64], info_log: &InfoLog) -> Result<()> {
+    for name in super::files::remove_obsolete(opts.fs.as_ref(), dir, vs, wals)? {
         info_log.log(format_args!("open: removed obsolete {name}"));
     }
-
-    let block_cache = (opts.block_cache_size > 0)
-        .then(|| Arc::new(BlockCache::with_shard_bits(opts.block_cache_size, opts.block_cache_shard_bits)));
-    let table_stats = Arc::new(TableStats::default());
-    let tables = Arc::new(TableCache::new(
-        dir.to_path_buf(),
-        fs.clone(),
-        &opts,
-        block_cache.clone(),
-        table_stats.clone(),
-        db_id,
-    ));
-    let mem = Arc::new(MemTable::with_rep(wal_number, opts.write_buffer_size, opts.memtable_rep));
-    let version = vs.current().clone();
-    let inner = Arc::new(DbInner {
-        dir: dir.to_path_buf(),
-        db_id,
-        fs: fs.clone(),
-        lock: Mutex::new(Some(lock)),
-        sv: ArcSwap::from_pointee(SuperVersion { mem: mem.clone(), imm: Vec::new(), version: version.clone() }),
-        state: Mutex::new(State {
-            vs,
-            mem,
-            imm: Vec::new(),
-            flushing: false,
-            running_compactions: 0,
-            busy: Default::default(),
-            bg_error: None,
-            manual: 0,
-            obsolete_tables: Vec::new(),
-            live_versions: vec![Arc::downgrade(&version)],
-            bg_threads_alive: 0,
-        }),
-        bg_cv: Condvar::new(),
-        write: Default::default(),
-        wal: Mutex::new(WalState::new(log::Writer::new(wal_file), wal_number, max_seq + 1)),
-        visible_seq: AtomicU64::new(max_seq),
-        publish: Mutex::new(()),
-        publish_cv: Condvar::new(),
-        snapshots: Arc::new(SnapshotList::default()),
-        tables,
-        block_cache,
-        table_stats,
-        counters,
-        shutting_down: AtomicBool::new(false),
-        threads: Mutex::new(Vec::new()),
-        info_log,
-        recovery_losses: losses,
-        read_only: false,
-        opts,
-    });
-    inner.info_log.log(format_args!("open: done, last sequence {max_seq}, new WAL {wal_number:06}.log"));
-    super::background::start(&inner)?;
-    Ok(inner)
+    Ok(())
 }

@@ -9,22 +9,16 @@
 //! fail with [`Error::NotSupported`]; `wait_for_compaction` returns at once; `close` flushes nothing.
 
 use super::write::WalState;
-use super::{Db, DbInner, State, SuperVersion};
-use crate::filenames::{self, FileKind};
+use super::{Db, DbInner, Opened};
+use crate::filenames;
 use crate::identity;
 use crate::info_log::InfoLog;
 use crate::options::Options;
-use crate::snapshot::SnapshotList;
 use crate::stats::Counters;
-use crate::table_cache::TableCache;
 use crate::version_set::VersionSet;
-use arc_swap::ArcSwap;
-use parking_lot::{Condvar, Mutex};
-use shaledb_format::cache::BlockCache;
-use shaledb_format::table::TableStats;
 use shaledb_vfs::{Error, Result};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// The error of every write to a database opened with [`Db::open_read_only`].
@@ -76,14 +70,7 @@ fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         super::files::check_live_files(fs.as_ref(), dir, vs.current())?;
     }
     let names = fs.list(dir)?;
-    let mut wals: Vec<u64> = names
-        .iter()
-        .filter_map(|n| match filenames::parse(n) {
-            Some(FileKind::Wal(n)) if n >= vs.log_number => Some(n),
-            _ => None,
-        })
-        .collect();
-    wals.sort_unstable();
+    let wals = filenames::live_wals(&names, vs.log_number);
 
     // No LOG: a logger without a file (replay reports through it).
     let info_log = InfoLog::without_file(fs.clone(), dir);
@@ -101,57 +88,23 @@ fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let mut losses = replayed.losses;
     losses.kept.clear();
 
-    let block_cache = (opts.block_cache_size > 0)
-        .then(|| Arc::new(BlockCache::with_shard_bits(opts.block_cache_size, opts.block_cache_shard_bits)));
-    let table_stats = Arc::new(TableStats::default());
-    let tables = Arc::new(TableCache::new(
-        dir.to_path_buf(),
-        fs.clone(),
-        &opts,
-        block_cache.clone(),
-        table_stats.clone(),
-        db_id,
-    ));
-    let mem = replayed.mem;
-    let version = vs.current().clone();
     let last_wal = wals.last().copied().unwrap_or(vs.log_number);
-    Ok(Arc::new(DbInner {
-        dir: dir.to_path_buf(),
-        db_id,
-        fs,
-        lock: Mutex::new(None),
-        sv: ArcSwap::from_pointee(SuperVersion { mem: mem.clone(), imm: Vec::new(), version: version.clone() }),
-        state: Mutex::new(State {
-            vs,
-            mem,
-            imm: Vec::new(),
-            flushing: false,
-            running_compactions: 0,
-            busy: Default::default(),
-            bg_error: None,
-            manual: 0,
-            obsolete_tables: Vec::new(),
-            live_versions: vec![Arc::downgrade(&version)],
-            bg_threads_alive: 0,
-        }),
-        bg_cv: Condvar::new(),
-        write: Default::default(),
-        wal: Mutex::new(WalState::without_log(last_wal, max_seq.saturating_add(1))),
-        visible_seq: AtomicU64::new(max_seq),
-        publish: Mutex::new(()),
-        publish_cv: Condvar::new(),
-        snapshots: Arc::new(SnapshotList::default()),
-        tables,
-        block_cache,
-        table_stats,
-        counters: Counters::new(opts.num_levels),
-        shutting_down: AtomicBool::new(false),
-        threads: Mutex::new(Vec::new()),
-        info_log,
-        recovery_losses: losses,
-        read_only: true,
+    let counters = Counters::new(opts.num_levels);
+    Ok(DbInner::assemble(
+        dir,
         opts,
-    }))
+        Opened {
+            vs,
+            lock: None,
+            mem: replayed.mem,
+            wal: WalState::without_log(last_wal, max_seq.saturating_add(1)),
+            visible_seq: max_seq,
+            counters,
+            info_log,
+            losses,
+            read_only: true,
+        },
+    ))
 }
 
 #[cfg(test)]

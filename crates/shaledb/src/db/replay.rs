@@ -12,7 +12,7 @@
 //! accepts damage at the tail of the last WAL; AbsoluteConsistency refuses any damage; SkipAnyCorruptedRecords
 //! skips every damaged stretch. Every WAL recovery did not replay in full is kept in `lost/` (lost.rs).
 
-use super::open::write_level0;
+use super::flush::write_level0;
 use crate::filenames;
 use crate::identity::DbId;
 use crate::info_log::InfoLog;

@@ -1,166 +1,8 @@
-//! The differential test: the same seeded random sequence of commands sent to a real redis-server and to the
-//! in-process shaledb server, the replies compared one by one.
-//!
-//! - redis-server (7.0 is the reference) is started by the test on a free loopback port with
-//!   `--save "" --appendonly no` in a temporary directory; where it is not installed the test prints why
-//!   and returns (the only skip).
-//! - One family of commands at a time (strings, keys and expiry, hashes, lists, sets, sorted sets, streams
-//!   with explicit ids, MULTI/EXEC/WATCH), each over a small key space so commands collide, with a few keys
-//!   of other types for WRONGTYPE paths. Before a family runs, `COMMAND INFO` asks shaledb which of its
-//!   commands exist: a command shaledb lacks is left out (and listed), and a family whose core commands are
-//!   all missing is skipped with its reason printed, so the suite passes on a tree without a type and
-//!   exercises it once the type is there.
-//! - Budget: `SHALEDB_TORTURE_BUDGET` commands per family (default 5,000); seed: `SHALEDB_DIFF_SEED`
-//!   (default: from the clock, printed). A mismatch fails with the seed, the family, the command's index, the
-//!   command and both replies.
-//! - After each family the whole state of its keys is read from both servers and compared.
-//!
-//! What is normalized (legitimately nondeterministic or implementation-specific), and nothing else:
-//! - replies whose order Redis leaves to its hash tables (SMEMBERS, SINTER/SUNION/SDIFF, HKEYS, HVALS,
-//!   HGETALL, KEYS) are compared as sorted multisets;
-//! - SCAN, HSCAN, SSCAN, ZSCAN: the driver iterates to cursor 0 on each server and compares the sorted,
-//!   deduplicated sets of items (cursors and page sizes are the implementation's);
-//! - SRANDMEMBER, HRANDFIELD, ZRANDMEMBER (random picks) are compared by shape: same reply type and length;
-//!   SPOP is only sent with a count above any set's size (it then pops everything, deterministically);
-//!   SPOP without a count is left out because its choice changes the state;
-//! - TTL, PTTL, EXPIRETIME, PEXPIRETIME: the two servers read their clocks at different instants, so a
-//!   positive value is compared as "positive" (-1 and -2 exactly). Expiries are either far (1,000 s) or in
-//!   the past, so whether a key exists never depends on timing;
-//! - left out: OBJECT ENCODING, INFO, DEBUG, RANDOMKEY, XINFO (radix-tree statistics), XADD `*` ids (the
-//!   clock), and float increments that are not exact binary fractions (Redis computes INCRBYFLOAT and
-//!   HINCRBYFLOAT in long double: 0.1 + 0.2 prints 0.3 there and 0.30000000000000004 in f64).
+//! The command generators of the differential test, one per family: each returns a random sequence of
+//! [`Op`]s (the command, the connection that sends it, how its replies are compared) over the family's small
+//! key space.
 
-#![allow(clippy::useless_vec)] // `cmd![..]` builds the owned argument lists the driver keeps.
-
-use super::{start_server, Client, Resp};
-use std::collections::HashSet;
-use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-// ---------------------------------------------------------------------------------------------------------
-// redis-server
-
-struct RedisServer {
-    child: Child,
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().expect("local addr").port()
-}
-
-/// Starts redis-server, or says why it cannot.
-fn start_redis() -> Result<RedisServer, String> {
-    match Command::new("redis-server").arg("--version").output() {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => return Err(format!("`redis-server --version` failed: {}", String::from_utf8_lossy(&o.stderr))),
-        Err(e) => return Err(format!("redis-server is not installed ({e})")),
-    }
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    for _ in 0..5 {
-        let port = free_port();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("starting redis-server: {e}"))?;
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
-        let mut server = RedisServer { child, addr, _dir: tempfile::tempdir().map_err(|e| e.to_string())? };
-        let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(10) {
-            if let Ok(Some(_)) = server.child.try_wait() {
-                break; // the port was taken meanwhile: try another
-            }
-            if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
-                server._dir = dir;
-                return Ok(server);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        drop(server);
-    }
-    Err("redis-server did not start listening".into())
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Random generation
-
-/// splitmix64: small, seedable, the same sequence everywhere.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + self.below((hi - lo + 1) as u64) as i64
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
-
-/// How two replies are compared.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Cmp {
-    Exact,
-    /// An array compared as a sorted multiset.
-    Sorted,
-    /// A flat array of pairs compared as a sorted multiset of pairs.
-    SortedPairs,
-    /// Random picks: the same reply type and length.
-    Shape,
-    /// TTL-like: a positive integer is "positive".
-    Ttl,
-    /// A SCAN-family command iterated to the end; the cursor is the argument at this index; `pairs`: items
-    /// are field/value or member/score pairs.
-    Scan {
-        cursor_at: usize,
-        pairs: bool,
-    },
-}
-
-struct Op {
-    /// Which of the two connections sends it.
-    conn: usize,
-    args: Vec<String>,
-    cmp: Cmp,
-}
-
-fn op(args: Vec<String>) -> Op {
-    Op { conn: 0, args, cmp: Cmp::Exact }
-}
-
-macro_rules! cmd {
-    ($($a:expr),* $(,)?) => { vec![$(($a).to_string()),*] };
-}
+use super::{op, Cmp, Op, Rng};
 
 /// (No integer near the i64 limits: INCRBYFLOAT of those is where long double and f64 differ; INCRBY with
 /// [`INTS`] covers the overflow errors.)
@@ -175,7 +17,7 @@ const FLOAT_KEYS: &[&str] = &["fl0", "fl1"];
 
 /// A key of another type for the WRONGTYPE paths: a string everywhere, and each family's own keys appear
 /// in the keys family.
-const OTHER: &str = "str";
+pub(super) const OTHER: &str = "str";
 
 fn val(r: &mut Rng) -> String {
     r.pick(VALUES).to_string()
@@ -183,7 +25,7 @@ fn val(r: &mut Rng) -> String {
 
 // ---- strings
 
-fn gen_strings(r: &mut Rng) -> Vec<Op> {
+pub(super) fn gen_strings(r: &mut Rng) -> Vec<Op> {
     let k = if r.chance(5) { OTHER.to_string() } else { r.pick(STR_KEYS).to_string() };
     let k2 = r.pick(STR_KEYS);
     let a = match r.below(27) {
@@ -242,9 +84,9 @@ fn gen_strings(r: &mut Rng) -> Vec<Op> {
 
 // ---- keys and expiry
 
-const ANY_KEYS: &[&str] = &["k0", "k1", "k2", "k3", "k4"];
+pub(super) const ANY_KEYS: &[&str] = &["k0", "k1", "k2", "k3", "k4"];
 
-fn gen_keys(r: &mut Rng) -> Vec<Op> {
+pub(super) fn gen_keys(r: &mut Rng) -> Vec<Op> {
     let k = r.pick(ANY_KEYS);
     let k2 = r.pick(ANY_KEYS);
     let a = match r.below(26) {
@@ -298,12 +140,12 @@ fn gen_keys(r: &mut Rng) -> Vec<Op> {
 
 // ---- hashes
 
-const HASH_KEYS: &[&str] = &["h0", "h1", "h2"];
+pub(super) const HASH_KEYS: &[&str] = &["h0", "h1", "h2"];
 const FIELDS: &[&str] = &["f0", "f1", "f2", "f3", "f4", "f5"];
 /// HINCRBYFLOAT's fields (small numbers only, as [`FLOAT_KEYS`]).
 const FLOAT_FIELDS: &[&str] = &["ff0", "ff1"];
 
-fn gen_hashes(r: &mut Rng) -> Vec<Op> {
+pub(super) fn gen_hashes(r: &mut Rng) -> Vec<Op> {
     let k = if r.chance(4) { OTHER } else { r.pick(HASH_KEYS) };
     let f = r.pick(FIELDS);
     let (a, cmp) = match r.below(20) {
@@ -347,9 +189,9 @@ fn gen_hashes(r: &mut Rng) -> Vec<Op> {
 
 // ---- lists
 
-const LIST_KEYS: &[&str] = &["l0", "l1", "l2"];
+pub(super) const LIST_KEYS: &[&str] = &["l0", "l1", "l2"];
 
-fn gen_lists(r: &mut Rng) -> Vec<Op> {
+pub(super) fn gen_lists(r: &mut Rng) -> Vec<Op> {
     let k = if r.chance(4) { OTHER } else { r.pick(LIST_KEYS) };
     let k2 = r.pick(LIST_KEYS);
     let lr = |r: &mut Rng| r.pick(&["LEFT", "RIGHT"]).to_string();
@@ -396,10 +238,10 @@ fn gen_lists(r: &mut Rng) -> Vec<Op> {
 
 // ---- sets
 
-const SET_KEYS: &[&str] = &["set0", "set1", "set2", "set3"];
+pub(super) const SET_KEYS: &[&str] = &["set0", "set1", "set2", "set3"];
 const MEMBERS: &[&str] = &["1", "2", "3", "10", "-5", "a", "b", "c", "dd"];
 
-fn gen_sets(r: &mut Rng) -> Vec<Op> {
+pub(super) fn gen_sets(r: &mut Rng) -> Vec<Op> {
     let k = if r.chance(4) { OTHER } else { r.pick(SET_KEYS) };
     let k2 = r.pick(SET_KEYS);
     let k3 = r.pick(SET_KEYS);
@@ -452,7 +294,7 @@ const SCORE_MAX: &[&str] = &["+inf", "10", "(10", "1", "3", "(1.5"];
 const LEX_MIN: &[&str] = &["-", "[a", "(b", "[c", "(a", "[", "x"];
 const LEX_MAX: &[&str] = &["+", "[c", "(dd", "[b", "(a"];
 
-fn gen_zsets(r: &mut Rng) -> Vec<Op> {
+pub(super) fn gen_zsets(r: &mut Rng) -> Vec<Op> {
     let k = if r.chance(4) { OTHER } else { r.pick(ZSET_KEYS) };
     let k2 = r.pick(ZSET_KEYS);
     let lk = r.pick(LEX_KEYS);
@@ -569,7 +411,7 @@ fn gen_zsets(r: &mut Rng) -> Vec<Op> {
 
 // ---- streams (explicit ids only)
 
-const STREAM_KEYS: &[&str] = &["x0", "x1"];
+pub(super) const STREAM_KEYS: &[&str] = &["x0", "x1"];
 
 fn stream_id(r: &mut Rng) -> String {
     match r.below(6) {
@@ -580,7 +422,7 @@ fn stream_id(r: &mut Rng) -> String {
     }
 }
 
-fn gen_streams(r: &mut Rng) -> Vec<Op> {
+pub(super) fn gen_streams(r: &mut Rng) -> Vec<Op> {
     let k = if r.chance(4) { OTHER } else { r.pick(STREAM_KEYS) };
     let range_id = |r: &mut Rng| -> String {
         match r.below(5) {
@@ -651,7 +493,7 @@ fn body_command(r: &mut Rng) -> Vec<String> {
     }
 }
 
-fn gen_multi(r: &mut Rng) -> Vec<Op> {
+pub(super) fn gen_multi(r: &mut Rng) -> Vec<Op> {
     let mut ops = Vec::new();
     let watched = r.pick(&["t0", "t1", "t2"]);
     let watch = r.chance(60);
@@ -689,264 +531,4 @@ fn gen_multi(r: &mut Rng) -> Vec<Op> {
         ops.push(op(cmd!["DISCARD"]));
     }
     ops
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// The driver
-
-struct Family {
-    name: &'static str,
-    /// The family runs if shaledb has at least one of these.
-    core: &'static [&'static str],
-    gen: fn(&mut Rng) -> Vec<Op>,
-    /// Keys whose final state is compared.
-    keys: &'static [&'static str],
-}
-
-const FAMILIES: &[Family] = &[
-    Family { name: "strings", core: &["set", "get"], gen: gen_strings, keys: &["s0", "s1", "s2", "s3", "fl0", "fl1"] },
-    Family { name: "keys", core: &["del", "expire"], gen: gen_keys, keys: ANY_KEYS },
-    Family { name: "hashes", core: &["hset"], gen: gen_hashes, keys: HASH_KEYS },
-    Family { name: "lists", core: &["rpush", "lpush"], gen: gen_lists, keys: LIST_KEYS },
-    Family { name: "sets", core: &["sadd"], gen: gen_sets, keys: SET_KEYS },
-    Family { name: "sorted sets", core: &["zadd"], gen: gen_zsets, keys: &["z0", "z1", "z2", "zl0", "zl1"] },
-    Family { name: "streams", core: &["xadd"], gen: gen_streams, keys: STREAM_KEYS },
-    Family { name: "multi/exec/watch", core: &["multi", "watch"], gen: gen_multi, keys: &["t0", "t1", "t2"] },
-];
-
-struct Side {
-    conns: [Client; 2],
-}
-
-impl Side {
-    fn new(addr: SocketAddr) -> Side {
-        Side { conns: [Client::connect(addr), Client::connect(addr)] }
-    }
-
-    fn send(&mut self, conn: usize, args: &[String]) -> Resp {
-        let a: Vec<&str> = args.iter().map(String::as_str).collect();
-        self.conns[conn].cmd(&a)
-    }
-
-    /// A SCAN-family command iterated to cursor 0: its items, sorted and deduplicated (pairs as pairs).
-    fn scan_all(&mut self, conn: usize, args: &[String], cursor_at: usize, pairs: bool) -> Resp {
-        let mut a = args.to_vec();
-        let mut items: Vec<Vec<Resp>> = Vec::new();
-        for _ in 0..10_000 {
-            let reply = self.send(conn, &a);
-            let Resp::Array(mut parts) = reply else { return reply };
-            if parts.len() != 2 {
-                return Resp::Array(parts);
-            }
-            let page = parts.pop().expect("two parts").array();
-            let cursor = parts.pop().expect("two parts").text();
-            if pairs {
-                items.extend(page.chunks(2).map(|c| c.to_vec()));
-            } else {
-                items.extend(page.into_iter().map(|x| vec![x]));
-            }
-            if cursor == "0" {
-                let mut keyed: Vec<(String, Vec<Resp>)> = items.into_iter().map(|i| (format!("{i:?}"), i)).collect();
-                keyed.sort_by(|x, y| x.0.cmp(&y.0));
-                keyed.dedup_by(|x, y| x.0 == y.0);
-                return Resp::Array(keyed.into_iter().flat_map(|(_, i)| i).collect());
-            }
-            a[cursor_at] = cursor;
-        }
-        Resp::Error("the scan did not end within 10,000 calls".into())
-    }
-}
-
-/// A reply for humans: bulk strings as text.
-fn show(r: &Resp) -> String {
-    match r {
-        Resp::Bulk(b) => format!("{:?}", String::from_utf8_lossy(b)),
-        Resp::Array(v) | Resp::Set(v) | Resp::Push(v) => {
-            format!("[{}]", v.iter().map(show).collect::<Vec<_>>().join(", "))
-        }
-        other => format!("{other:?}"),
-    }
-}
-
-fn sort_key(r: &Resp) -> String {
-    format!("{r:?}")
-}
-
-/// The reply as compared (see the module comment).
-fn normalize(r: Resp, cmp: Cmp) -> Resp {
-    match (cmp, r) {
-        (Cmp::Sorted, Resp::Array(mut v) | Resp::Set(mut v)) => {
-            v.sort_by_key(sort_key);
-            Resp::Array(v)
-        }
-        (Cmp::SortedPairs, Resp::Array(v)) => {
-            let mut pairs: Vec<Vec<Resp>> = v.chunks(2).map(|c| c.to_vec()).collect();
-            pairs.sort_by_key(|p| format!("{p:?}"));
-            Resp::Array(pairs.into_iter().flatten().collect())
-        }
-        (Cmp::Shape, Resp::Array(v)) => Resp::Simple(format!("array of {}", v.len())),
-        (Cmp::Shape, Resp::Bulk(_)) => Resp::Simple("bulk".into()),
-        (Cmp::Ttl, Resp::Int(n)) if n > 0 => Resp::Simple("positive".into()),
-        (_, r) => r,
-    }
-}
-
-/// The commands of `names` shaledb lacks (COMMAND INFO answers nil for them).
-fn missing_on_shaledb(c: &mut Client, names: &[String]) -> HashSet<String> {
-    let mut out = HashSet::new();
-    for n in names {
-        match c.cmd(&["COMMAND", "INFO", n]) {
-            Resp::Array(v) if matches!(v.first(), Some(Resp::Array(_))) => {}
-            _ => {
-                out.insert(n.clone());
-            }
-        }
-    }
-    out
-}
-
-/// The whole state of `keys`, read the same way on both servers.
-fn dump(side: &mut Side, keys: &[&str]) -> Vec<(String, Resp)> {
-    let mut out = Vec::new();
-    for k in keys.iter().chain(std::iter::once(&OTHER)) {
-        let t = side.send(0, &cmd!["TYPE", k]);
-        let content = match t.text().as_str() {
-            "string" => side.send(0, &cmd!["GET", k]),
-            "list" => side.send(0, &cmd!["LRANGE", k, "0", "-1"]),
-            "hash" => normalize(side.send(0, &cmd!["HGETALL", k]), Cmp::SortedPairs),
-            "set" => normalize(side.send(0, &cmd!["SMEMBERS", k]), Cmp::Sorted),
-            "zset" => side.send(0, &cmd!["ZRANGE", k, "0", "-1", "WITHSCORES"]),
-            "stream" => side.send(0, &cmd!["XRANGE", k, "-", "+"]),
-            _ => Resp::Nil,
-        };
-        let ttl = normalize(side.send(0, &cmd!["TTL", k]), Cmp::Ttl);
-        out.push((format!("{k}: {}", t.text()), Resp::Array(vec![content, ttl])));
-    }
-    out
-}
-
-fn budget() -> usize {
-    std::env::var("SHALEDB_TORTURE_BUDGET").ok().and_then(|v| v.parse().ok()).unwrap_or(5_000)
-}
-
-fn seed() -> u64 {
-    std::env::var("SHALEDB_DIFF_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64)
-    })
-}
-
-/// Every command name a family can generate (for the probe).
-fn names_of(f: &Family, seed: u64) -> Vec<String> {
-    let mut r = Rng(seed);
-    let mut names: HashSet<String> = f.core.iter().map(|s| s.to_string()).collect();
-    for _ in 0..5_000 {
-        for o in (f.gen)(&mut r) {
-            if o.args[0] != "NOSUCHCOMMAND" {
-                names.insert(o.args[0].to_ascii_lowercase());
-            }
-        }
-    }
-    let mut v: Vec<String> = names.into_iter().collect();
-    v.sort();
-    v
-}
-
-#[test]
-fn replies_match_redis_server_command_by_command() {
-    let redis = match start_redis() {
-        Ok(r) => r,
-        Err(why) => {
-            println!("differential test skipped: {why}");
-            eprintln!("differential test skipped: {why}");
-            return;
-        }
-    };
-    let (_dir, shale) = start_server(|c| c.appendfsync = shaledb_server::Appendfsync::No);
-    let seed = seed();
-    let budget = budget();
-    eprintln!(
-        "differential test: seed {seed} (SHALEDB_DIFF_SEED), {budget} commands per family (SHALEDB_TORTURE_BUDGET)"
-    );
-    let mut rs = Side::new(redis.addr);
-    let mut ss = Side::new(shale.addr());
-    let mut ran = 0;
-    for (fi, fam) in FAMILIES.iter().enumerate() {
-        let names = names_of(fam, seed);
-        let missing = missing_on_shaledb(&mut ss.conns[0], &names);
-        if fam.core.iter().all(|c| missing.contains(*c)) {
-            eprintln!("  {}: SKIPPED, shaledb has none of {:?} in this tree", fam.name, fam.core);
-            continue;
-        }
-        let mut left_out: Vec<&String> = missing.iter().collect();
-        left_out.sort();
-        if !left_out.is_empty() {
-            eprintln!("  {}: commands shaledb lacks, left out: {left_out:?}", fam.name);
-        }
-        for side in [&mut rs, &mut ss] {
-            for c in 0..2 {
-                side.send(c, &cmd!["RESET"]);
-            }
-            assert_eq!(side.send(0, &cmd!["FLUSHALL"]), Resp::Simple("OK".into()));
-        }
-        let mut r = Rng(seed ^ (fi as u64 + 1).wrapping_mul(0x1234_5678_9abc_def1));
-        let mut sent = 0usize;
-        let mut index = 0usize;
-        let mut recent: std::collections::VecDeque<String> = std::collections::VecDeque::new();
-        let t = Instant::now();
-        while sent < budget {
-            for o in (fam.gen)(&mut r) {
-                index += 1;
-                // NOSUCHCOMMAND is unknown on both on purpose.
-                if o.args[0] != "NOSUCHCOMMAND" && missing.contains(&o.args[0].to_ascii_lowercase()) {
-                    continue;
-                }
-                sent += 1;
-                if recent.len() == 30 {
-                    recent.pop_front();
-                }
-                recent.push_back(format!("#{index} c{} {:?}", o.conn, o.args));
-                let (want, got) = match o.cmp {
-                    Cmp::Scan { cursor_at, pairs } => {
-                        (rs.scan_all(o.conn, &o.args, cursor_at, pairs), ss.scan_all(o.conn, &o.args, cursor_at, pairs))
-                    }
-                    cmp => (normalize(rs.send(o.conn, &o.args), cmp), normalize(ss.send(o.conn, &o.args), cmp)),
-                };
-                assert!(
-                    want == got,
-                    "MISMATCH (seed {seed}, family {}, command #{index}, connection {}): {:?}\n  redis:   {}\n  \
-                     shaledb: {}\nreproduce: SHALEDB_DIFF_SEED={seed} SHALEDB_TORTURE_BUDGET={budget}\nthe \
-                     commands before it:\n  {}",
-                    fam.name,
-                    o.conn,
-                    o.args,
-                    show(&want),
-                    show(&got),
-                    recent.iter().cloned().collect::<Vec<_>>().join("\n  ")
-                );
-            }
-        }
-        let (want, got) = (dump(&mut rs, fam.keys), dump(&mut ss, fam.keys));
-        assert_eq!(want, got, "final state differs (seed {seed}, family {})", fam.name);
-        eprintln!("  {}: {sent} commands, every reply equal ({:?})", fam.name, t.elapsed());
-        ran += 1;
-    }
-    assert!(ran >= 3, "strings, keys and multi/exec/watch always run");
-}
-
-#[test]
-fn normalization_is_only_what_the_module_says() {
-    // Sorted compares multisets, not sets: a duplicate counts.
-    let a = Resp::Array(vec![Resp::Bulk(b"b".to_vec()), Resp::Bulk(b"a".to_vec())]);
-    let b = Resp::Array(vec![Resp::Bulk(b"a".to_vec()), Resp::Bulk(b"b".to_vec())]);
-    assert_eq!(normalize(a.clone(), Cmp::Sorted), normalize(b.clone(), Cmp::Sorted));
-    assert_ne!(normalize(a.clone(), Cmp::Exact), normalize(b, Cmp::Exact));
-    let dup = Resp::Array(vec![Resp::Bulk(b"a".to_vec()), Resp::Bulk(b"a".to_vec())]);
-    assert_ne!(normalize(a, Cmp::Sorted), normalize(dup, Cmp::Sorted));
-    // TTL: only positive values lose their value.
-    assert_eq!(normalize(Resp::Int(5), Cmp::Ttl), normalize(Resp::Int(999), Cmp::Ttl));
-    assert_ne!(normalize(Resp::Int(-1), Cmp::Ttl), normalize(Resp::Int(-2), Cmp::Ttl));
-    // Pairs stay pairs.
-    let p1 = Resp::Array(["f2", "1", "f1", "2"].iter().map(|s| Resp::Bulk(s.as_bytes().to_vec())).collect());
-    let p2 = Resp::Array(["f1", "1", "f2", "2"].iter().map(|s| Resp::Bulk(s.as_bytes().to_vec())).collect());
-    assert_ne!(normalize(p1, Cmp::SortedPairs), normalize(p2, Cmp::SortedPairs));
 }

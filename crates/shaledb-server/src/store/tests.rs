@@ -1,4 +1,4 @@
-//! Unit tests of the commit thread's overlay and of the merged reads (`store.rs`).
+//! Unit tests of the commit thread's overlay and of the merged reads (`store`).
 
 use super::*;
 use crate::keys::{self, Type};

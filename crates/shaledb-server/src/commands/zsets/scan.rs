@@ -1,0 +1,168 @@
+//! ZRANDMEMBER and ZSCAN.
+
+use super::range::items_reply;
+use crate::commands::zset_index::*;
+use crate::commands::{arg_i64, syntax_error};
+use crate::keys::{Type, SUB_MEMBER};
+use crate::resp::{Args, Reply};
+use crate::store::ReadCtx;
+use bytes::Bytes;
+use parking_lot::Mutex;
+use rand::Rng;
+use std::sync::OnceLock;
+
+/// Most members one ZRANDMEMBER with a negative count returns (Redis has no bound and would build the
+/// whole reply in memory; a hostile count must not exhaust the server's).
+pub const MAX_RANDMEMBER_REPEATS: u64 = 1 << 20;
+
+pub(super) fn zrandmember(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
+    let mut withscores = false;
+    let count = match args.get(2) {
+        None => None,
+        Some(a) => {
+            let n = tri!(arg_i64(a));
+            match args.len() {
+                3 => {}
+                4 if args[3].eq_ignore_ascii_case(b"WITHSCORES") => withscores = true,
+                _ => return syntax_error(),
+            }
+            if n == i64::MIN {
+                return Reply::err(
+                    "value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+                );
+            }
+            Some(n)
+        }
+    };
+    let ctx = ctx.pinned();
+    let Some(c) = tri!(ctx.get_coll(&args[1], Type::ZSet)) else {
+        return if count.is_some() { Reply::Array(Vec::new()) } else { Reply::Nil };
+    };
+    let mut rng = rand::thread_rng();
+    let size = c.size;
+    let Some(count) = count else {
+        let r = rng.gen_range(0..size);
+        let v = tri!(range_by_rank(&ctx, &c, r, r));
+        return v.into_iter().next().map_or(Reply::Nil, |(m, _)| Reply::Bulk(m.into()));
+    };
+    if count == 0 {
+        return Reply::Array(Vec::new());
+    }
+    if count > 0 && count as u64 >= size {
+        // The whole set, highest first: the order Redis 7.0 sends it in (it walks from the tail).
+        let mut all = tri!(range_by_rank(&ctx, &c, 0, size - 1));
+        all.reverse();
+        return items_reply(all, withscores);
+    }
+    // Ranks to return: distinct (count > 0) or with repeats (count < 0), in random order.
+    let ranks: Vec<u64> = if count > 0 {
+        rand::seq::index::sample(&mut rng, size as usize, count as usize).into_iter().map(|i| i as u64).collect()
+    } else {
+        let n = count.unsigned_abs();
+        if n > MAX_RANDMEMBER_REPEATS {
+            return Reply::err(format!(
+                "ZRANDMEMBER with a negative count returns at most {MAX_RANDMEMBER_REPEATS} members"
+            ));
+        }
+        (0..n).map(|_| rng.gen_range(0..size)).collect()
+    };
+    let mut wanted: Vec<u64> = ranks.clone();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let (p, end) = index_bounds(&ctx, &c);
+    let mut found: std::collections::HashMap<u64, (Vec<u8>, f64)> = std::collections::HashMap::new();
+    let mut w = wanted.iter().peekable();
+    for (i, item) in ctx.scan(&p, &end, false).enumerate() {
+        let Some(&&next) = w.peek() else { break };
+        let (k, _) = tri!(item);
+        if i as u64 == next {
+            let (s, m) = tri!(split_index_key(&k));
+            found.insert(next, (m.to_vec(), s));
+            w.next();
+        }
+    }
+    let items: Items = ranks.iter().filter_map(|r| found.get(r).cloned()).collect();
+    items_reply(items, withscores)
+}
+
+/// ZSCAN cursors: id -> (database, the member the scan goes on at), least recently used first out.
+fn cursors() -> &'static Mutex<crate::commands::keys::Cursors> {
+    static C: OnceLock<Mutex<crate::commands::keys::Cursors>> = OnceLock::new();
+    C.get_or_init(Default::default)
+}
+
+/// A sorted set this small is answered in one ZSCAN call (cursor 0), as Redis does for its small
+/// (listpack) encoding, whatever COUNT says.
+const SCAN_ALL_AT_ONCE: u64 = 128;
+
+pub(super) fn zscan(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
+    let cursor = match std::str::from_utf8(&args[2]).ok().and_then(|s| s.parse::<u64>().ok()) {
+        Some(c) => c,
+        None => return Reply::err("invalid cursor"),
+    };
+    let mut pattern: Option<Bytes> = None;
+    let mut count: i64 = 10;
+    let mut j = 3;
+    while j < args.len() {
+        if j + 1 >= args.len() {
+            return syntax_error();
+        }
+        match &args[j].to_ascii_uppercase()[..] {
+            b"MATCH" => pattern = Some(args[j + 1].clone()),
+            b"COUNT" => {
+                count = tri!(arg_i64(&args[j + 1]));
+                if count < 1 {
+                    return syntax_error();
+                }
+            }
+            _ => return syntax_error(),
+        }
+        j += 2;
+    }
+    let ctx = ctx.pinned();
+    let empty = || Reply::Array(vec![Reply::bulk("0"), Reply::Array(Vec::new())]);
+    let Some(c) = tri!(ctx.get_coll(&args[1], Type::ZSet)) else { return empty() };
+    let keep = |m: &[u8]| pattern.as_deref().is_none_or(|p| crate::commands::keys::glob_match(p, m));
+    let mut out = Vec::new();
+    let push = |out: &mut Vec<Reply>, m: &[u8], s: f64| {
+        out.push(Reply::Bulk(Bytes::copy_from_slice(m)));
+        out.push(Reply::bulk(scan_score_text(s)));
+    };
+    if c.size <= SCAN_ALL_AT_ONCE {
+        let (p, end) = index_bounds(&ctx, &c);
+        for item in ctx.scan(&p, &end, false) {
+            let (k, _) = tri!(item);
+            let (s, m) = tri!(split_index_key(&k));
+            if keep(m) {
+                push(&mut out, m, s);
+            }
+        }
+        return Reply::Array(vec![Reply::bulk("0"), Reply::Array(out)]);
+    }
+    // Larger sets: pages in member order (stable while scores change), the cursor names the next member.
+    let from: Option<Bytes> = if cursor == 0 {
+        None
+    } else {
+        match cursors().lock().get(cursor) {
+            Some((db, m)) if db == ctx.db_index => Some(m),
+            _ => return Reply::err("invalid cursor"),
+        }
+    };
+    let mut it = ctx.members(&c, SUB_MEMBER, from.as_deref(), false);
+    let mut next = None;
+    for (examined, item) in it.by_ref().enumerate() {
+        let (m, v) = tri!(item);
+        if examined as i64 == count {
+            next = Some(m);
+            break;
+        }
+        if keep(&m) {
+            push(&mut out, &m, tri!(decode_score(&v)));
+        }
+    }
+    let id = match next {
+        Some(m) => cursors().lock().insert(ctx.db_index, Bytes::from(m)),
+        None => 0,
+    };
+    Reply::Array(vec![Reply::bulk(id.to_string()), Reply::Array(out)])
+}

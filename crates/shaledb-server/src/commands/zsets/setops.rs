@@ -1,0 +1,225 @@
+//! ZUNION, ZINTER, ZDIFF, their STORE forms, and ZINTERCARD.
+
+use super::range::{items_reply, store_items};
+use crate::commands::zset_index::*;
+use crate::commands::{arg_i64, parse_intercard, syntax_error};
+use crate::keys::{Coll, Type, SUB_MEMBER};
+use crate::resp::{Args, Reply};
+use crate::store::{ReadCtx, WriteCtx};
+use bytes::Bytes;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SetOp {
+    Union,
+    Inter,
+    Diff,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Aggregate {
+    Sum,
+    Min,
+    Max,
+}
+
+/// A parsed ZUNION/ZINTER/ZDIFF request.
+struct SetOpReq {
+    keys: Vec<Bytes>,
+    weights: Vec<f64>,
+    aggregate: Aggregate,
+    withscores: bool,
+}
+
+/// Parses `numkeys key... [WEIGHTS w...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]` from `args[at..]`.
+fn parse_setop(args: &Args, at: usize, op: SetOp, store: bool, cmd: &str) -> Result<SetOpReq, Reply> {
+    let n = arg_i64(&args[at])?;
+    if n < 1 {
+        return Err(Reply::err(format!("at least 1 input key is needed for '{cmd}' command")));
+    }
+    let first = at + 1;
+    if n as u64 > (args.len() - first) as u64 {
+        return Err(syntax_error());
+    }
+    let n = n as usize;
+    let keys: Vec<Bytes> = args[first..first + n].to_vec();
+    let mut req = SetOpReq { keys, weights: vec![1.0; n], aggregate: Aggregate::Sum, withscores: false };
+    let mut j = first + n;
+    while j < args.len() {
+        let o = args[j].to_ascii_uppercase();
+        let left = args.len() - j - 1;
+        match &o[..] {
+            b"WEIGHTS" if op != SetOp::Diff && left >= n => {
+                for (i, w) in args[j + 1..j + 1 + n].iter().enumerate() {
+                    req.weights[i] = parse_score(w).ok_or_else(|| Reply::err("weight value is not a float"))?;
+                }
+                j += n;
+            }
+            b"AGGREGATE" if op != SetOp::Diff && left >= 1 => {
+                req.aggregate = match &args[j + 1].to_ascii_uppercase()[..] {
+                    b"SUM" => Aggregate::Sum,
+                    b"MIN" => Aggregate::Min,
+                    b"MAX" => Aggregate::Max,
+                    _ => return Err(syntax_error()),
+                };
+                j += 1;
+            }
+            b"WITHSCORES" if !store => req.withscores = true,
+            _ => return Err(syntax_error()),
+        }
+        j += 1;
+    }
+    Ok(req)
+}
+
+/// One input of a set operation: a sorted set, or a set (every member with score 1, as in Redis).
+fn load_input(ctx: &ReadCtx<'_>, key: &[u8]) -> Result<Option<Items>, Reply> {
+    let Some((m, stored)) = ctx.get_meta(key)? else { return Ok(None) };
+    if m.typ != Type::ZSet && m.typ != Type::Set {
+        return Err(crate::commands::wrong_type());
+    }
+    let c = match Coll::decode(&stored) {
+        Ok(Some(c)) => c,
+        Ok(None) => return Err(crate::commands::wrong_type()),
+        Err(e) => return Err(Reply::err(e)),
+    };
+    let mut out = Vec::new();
+    for item in ctx.members(&c, SUB_MEMBER, None, false) {
+        let (member, v) = item?;
+        let score = if m.typ == Type::ZSet { decode_score(&v)? } else { 1.0 };
+        out.push((member, score));
+    }
+    Ok(Some(out))
+}
+
+fn aggregate(a: Aggregate, acc: &mut f64, v: f64) {
+    match a {
+        Aggregate::Sum => {
+            *acc += v;
+            if acc.is_nan() {
+                *acc = 0.0;
+            }
+        }
+        Aggregate::Min => *acc = acc.min(v),
+        Aggregate::Max => *acc = acc.max(v),
+    }
+}
+
+/// Runs a set operation: the result in sorted-set order.
+fn run_setop(ctx: &ReadCtx<'_>, req: &SetOpReq, op: SetOp) -> Result<Items, Reply> {
+    // Inputs are read (and type-checked) first, all of them, as Redis does.
+    let mut inputs: Vec<(Items, f64)> = Vec::with_capacity(req.keys.len());
+    for (k, w) in req.keys.iter().zip(&req.weights) {
+        inputs.push((load_input(ctx, k)?.unwrap_or_default(), *w));
+    }
+    let weighted = |s: f64, w: f64| {
+        let v = s * w;
+        if v.is_nan() {
+            0.0
+        } else {
+            v
+        }
+    };
+    let mut out: Items = match op {
+        SetOp::Union => {
+            // Smallest inputs first, as Redis orders them (this decides the order of the sums).
+            inputs.sort_by_key(|(i, _)| i.len());
+            let mut acc: std::collections::HashMap<Vec<u8>, f64> = std::collections::HashMap::new();
+            for (items, w) in inputs {
+                for (m, s) in items {
+                    let v = weighted(s, w);
+                    match acc.get_mut(&m) {
+                        Some(a) => aggregate(req.aggregate, a, v),
+                        None => {
+                            acc.insert(m, v);
+                        }
+                    }
+                }
+            }
+            acc.into_iter().collect()
+        }
+        SetOp::Inter => {
+            inputs.sort_by_key(|(i, _)| i.len());
+            let mut it = inputs.into_iter();
+            let Some((first, w0)) = it.next() else { return Ok(Vec::new()) };
+            let others: Vec<(std::collections::HashMap<Vec<u8>, f64>, f64)> =
+                it.map(|(items, w)| (items.into_iter().collect(), w)).collect();
+            let mut res = Vec::new();
+            'members: for (m, s) in first {
+                let mut acc = weighted(s, w0);
+                for (o, w) in &others {
+                    match o.get(&m) {
+                        Some(&s) => aggregate(req.aggregate, &mut acc, weighted(s, *w)),
+                        None => continue 'members,
+                    }
+                }
+                res.push((m, acc));
+            }
+            res
+        }
+        SetOp::Diff => {
+            let mut it = inputs.into_iter();
+            let Some((first, _)) = it.next() else { return Ok(Vec::new()) };
+            let others: Vec<std::collections::HashSet<Vec<u8>>> =
+                it.map(|(items, _)| items.into_iter().map(|(m, _)| m).collect()).collect();
+            first.into_iter().filter(|(m, _)| !others.iter().any(|o| o.contains(m))).collect()
+        }
+    };
+    for item in out.iter_mut() {
+        if item.1 == 0.0 {
+            item.1 = 0.0;
+        }
+    }
+    out.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+    Ok(out)
+}
+
+fn setop_read(ctx: &ReadCtx<'_>, args: &Args, op: SetOp, cmd: &str) -> Reply {
+    let req = tri!(parse_setop(args, 1, op, false, cmd));
+    let ctx = ctx.pinned();
+    let items = tri!(run_setop(&ctx, &req, op));
+    items_reply(items, req.withscores)
+}
+
+fn setop_store(ctx: &mut WriteCtx<'_>, args: &Args, op: SetOp, cmd: &str) -> Reply {
+    let req = tri!(parse_setop(args, 2, op, true, cmd));
+    // Expired inputs are deleted on access, as in Redis; then everything is read through the view.
+    for k in &req.keys {
+        tri!(ctx.get_meta(k));
+    }
+    let items = tri!(run_setop(&ctx.view(), &req, op));
+    Reply::Int(tri!(store_items(ctx, &args[1], &items)))
+}
+
+pub(super) fn zunion(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
+    setop_read(ctx, args, SetOp::Union, "zunion")
+}
+
+pub(super) fn zinter(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
+    setop_read(ctx, args, SetOp::Inter, "zinter")
+}
+
+pub(super) fn zdiff(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
+    setop_read(ctx, args, SetOp::Diff, "zdiff")
+}
+
+pub(super) fn zunionstore(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
+    setop_store(ctx, args, SetOp::Union, "zunionstore")
+}
+
+pub(super) fn zinterstore(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
+    setop_store(ctx, args, SetOp::Inter, "zinterstore")
+}
+
+pub(super) fn zdiffstore(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
+    setop_store(ctx, args, SetOp::Diff, "zdiffstore")
+}
+
+pub(super) fn zintercard(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
+    let (n, limit) = tri!(parse_intercard(args));
+    let req =
+        SetOpReq { keys: args[2..2 + n].to_vec(), weights: vec![1.0; n], aggregate: Aggregate::Sum, withscores: false };
+    let ctx = ctx.pinned();
+    let items = tri!(run_setop(&ctx, &req, SetOp::Inter));
+    let len = items.len() as u64;
+    Reply::Int(if limit > 0 { len.min(limit) } else { len } as i64)
+}

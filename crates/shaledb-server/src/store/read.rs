@@ -1,0 +1,262 @@
+//! [`ReadCtx`]: what a read command sees, and the merged scans of the engine and the commit thread's pending
+//! writes ([`Scan`], [`Members`]).
+
+use super::{coll_of_type, Overlay};
+use crate::keys;
+use crate::resp::Reply;
+use bytes::Bytes;
+use shaledb::{Db, ReadOptions};
+
+/// What a read command sees: the engine (on the connection's task), or, in the commit thread, the engine
+/// through the group's pending writes ([`WriteCtx::view`](super::WriteCtx::view)).
+pub struct ReadCtx<'a> {
+    pub db: &'a Db,
+    pub db_index: u8,
+    pub now_ms: u64,
+    /// The commit thread's pending writes (reads inside `EXEC`); `None` on connections.
+    pub(super) overlay: Option<&'a Overlay>,
+    /// Reads as of this snapshot (see [`ReadCtx::pinned`]).
+    pub(super) snapshot: Option<shaledb::Snapshot>,
+}
+
+impl<'a> ReadCtx<'a> {
+    /// A read context on a connection: the latest state of the engine at each read.
+    pub fn new(db: &'a Db, db_index: u8, now_ms: u64) -> ReadCtx<'a> {
+        ReadCtx { db, db_index, now_ms, overlay: None, snapshot: None }
+    }
+
+    /// The same context reading as of one snapshot taken now, so a command that reads a collection's meta
+    /// value and then its members (HGETALL, LRANGE, ZRANGE ...) sees one state even while the commit thread
+    /// writes. In the commit thread (a view with pending writes) nothing else writes, so no snapshot is taken.
+    pub fn pinned(&self) -> ReadCtx<'a> {
+        let snapshot = match (&self.snapshot, self.overlay) {
+            (Some(s), _) => Some(s.clone()),
+            (None, Some(_)) => None,
+            (None, None) => Some(self.db.snapshot()),
+        };
+        ReadCtx { db: self.db, db_index: self.db_index, now_ms: self.now_ms, overlay: self.overlay, snapshot }
+    }
+
+    fn read_options(&self) -> ReadOptions {
+        ReadOptions { snapshot: self.snapshot.clone(), ..ReadOptions::default() }
+    }
+
+    /// An engine key's value (pending writes first in the commit thread).
+    pub fn get_raw(&self, engine_key: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
+        if let Some(v) = self.overlay.and_then(|o| o.get(engine_key)) {
+            return Ok(v.clone());
+        }
+        let r = match &self.snapshot {
+            Some(_) => self.db.get_opt(&self.read_options(), engine_key),
+            None => self.db.get(engine_key),
+        };
+        r.map_err(|e| Reply::err(format!("read failed: {e}")))
+    }
+
+    /// The live meta value of `user_key`, or `None` if missing or expired.
+    pub fn get_meta(&self, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Reply> {
+        let k = keys::meta_key(self.db_index, user_key);
+        match self.get_raw(&k)? {
+            None => Ok(None),
+            Some(v) => match keys::decode_meta(&v) {
+                Ok(m) if m.expired(self.now_ms) => Ok(None),
+                Ok(m) => Ok(Some((m, Bytes::from(v)))),
+                Err(e) => Err(Reply::err(e)),
+            },
+        }
+    }
+
+    /// The live collection `user_key` if it is of type `typ`: `Ok(None)` when missing or expired,
+    /// `Err(WRONGTYPE)` when it holds another type. Use it on a [`ReadCtx::pinned`] context before reading
+    /// members.
+    pub fn get_coll(&self, user_key: &[u8], typ: keys::Type) -> Result<Option<keys::Coll>, Reply> {
+        let Some((m, stored)) = self.get_meta(user_key)? else { return Ok(None) };
+        coll_of_type(&m, &stored, typ).map(Some)
+    }
+
+    /// A member record of collection `c`.
+    pub fn get_member(&self, c: &keys::Coll, sub: u8, part: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
+        self.get_raw(&keys::member_key(self.db_index, c.version, sub, part))
+    }
+
+    /// The engine entries with keys in `[lower, upper)`, ascending or (`reverse`) descending, pending
+    /// writes merged in (a pending delete hides the engine's entry). Errors end the iteration with an
+    /// `Err` item.
+    pub fn scan(&self, lower: &[u8], upper: &[u8], reverse: bool) -> Scan<'a> {
+        let mut it = self.db.cursor_opt(&ReadOptions {
+            iterate_lower_bound: Some(lower.to_vec()),
+            iterate_upper_bound: Some(upper.to_vec()),
+            fill_cache: true,
+            ..self.read_options()
+        });
+        if reverse {
+            it.seek_to_last();
+        } else {
+            it.seek(lower);
+        }
+        let pending = match self.overlay {
+            Some(o) if lower < upper => {
+                Some(o.range::<[u8], _>((std::ops::Bound::Included(lower), std::ops::Bound::Excluded(upper))))
+            }
+            _ => None,
+        };
+        Scan { it, pending, reverse, peeked: None, done: false }
+    }
+
+    /// The member records of collection `c` with sub-kind `sub`, as `(part, value)` (the part is the key
+    /// after `db 0x01 version sub`), in order or (`reverse`) reversed, starting at `from` (a part; inclusive;
+    /// forward: the first part >= from; reverse: the last part <= from) when given.
+    pub fn members(&self, c: &keys::Coll, sub: u8, from: Option<&[u8]>, reverse: bool) -> Members<'a> {
+        let prefix = keys::sub_prefix(self.db_index, c.version, sub);
+        let mut lower = prefix.to_vec();
+        let mut upper = keys::prefix_end(&prefix).unwrap_or_default();
+        if let Some(f) = from {
+            if reverse {
+                // Parts <= f: the upper bound is just after f.
+                upper = prefix.to_vec();
+                upper.extend_from_slice(f);
+                upper.push(0);
+            } else {
+                lower.extend_from_slice(f);
+            }
+        }
+        Members { scan: self.scan(&lower, &upper, reverse) }
+    }
+}
+
+impl ReadCtx<'_> {
+    /// Calls `f` with the values of up to `limit` member records of `c` with sub-kind `sub`, in order from
+    /// the part `from` (inclusive), and returns how many it visited. On a connection (no pending writes) it
+    /// reads the engine's iterator directly, without copying keys: LRANGE's scan.
+    pub fn for_member_values(
+        &self,
+        c: &keys::Coll,
+        sub: u8,
+        from: &[u8],
+        limit: usize,
+        mut f: impl FnMut(&[u8]),
+    ) -> Result<usize, Reply> {
+        let mut n = 0;
+        if self.overlay.is_some() {
+            for r in self.members(c, sub, Some(from), false).take(limit) {
+                f(&r?.1);
+                n += 1;
+            }
+            return Ok(n);
+        }
+        let prefix = keys::sub_prefix(self.db_index, c.version, sub);
+        let mut lower = prefix.to_vec();
+        lower.extend_from_slice(from);
+        let upper = keys::prefix_end(&prefix).unwrap_or_default();
+        let mut it = self.db.cursor_opt(&ReadOptions {
+            iterate_lower_bound: Some(lower.clone()),
+            iterate_upper_bound: Some(upper),
+            fill_cache: true,
+            ..self.read_options()
+        });
+        it.seek(&lower);
+        while n < limit && it.valid() {
+            f(it.value());
+            n += 1;
+            it.next();
+        }
+        it.status().map_err(|e| Reply::err(format!("read failed: {e}")))?;
+        Ok(n)
+    }
+}
+
+/// A merged, bounded scan: see [`ReadCtx::scan`].
+pub struct Scan<'a> {
+    it: shaledb::Cursor,
+    pending: Option<std::collections::btree_map::Range<'a, Vec<u8>, Option<Vec<u8>>>>,
+    reverse: bool,
+    /// The next pending entry not yet merged.
+    peeked: Option<(&'a Vec<u8>, &'a Option<Vec<u8>>)>,
+    done: bool,
+}
+
+impl Scan<'_> {
+    fn peek_pending(&mut self) -> Option<(&Vec<u8>, &Option<Vec<u8>>)> {
+        if self.peeked.is_none() {
+            if let Some(p) = self.pending.as_mut() {
+                self.peeked = if self.reverse { p.next_back() } else { p.next() };
+            }
+        }
+        self.peeked
+    }
+
+    fn step_engine(&mut self) {
+        if self.reverse {
+            self.it.prev();
+        } else {
+            self.it.next();
+        }
+    }
+}
+
+impl Iterator for Scan<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>), Reply>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.done {
+                return None;
+            }
+            let engine = self.it.valid().then(|| self.it.key().to_vec());
+            if engine.is_none() {
+                if let Err(e) = self.it.status() {
+                    self.done = true;
+                    return Some(Err(Reply::err(format!("read failed: {e}"))));
+                }
+            }
+            let reverse = self.reverse;
+            let pending = self.peek_pending().map(|(k, v)| (k.clone(), v.clone()));
+            // Which comes first in the scan's direction: the engine's key or the pending one.
+            let take_pending = match (&engine, &pending) {
+                (None, None) => {
+                    self.done = true;
+                    return None;
+                }
+                (None, Some(_)) => true,
+                (Some(_), None) => false,
+                (Some(e), Some((p, _))) => {
+                    if p == e {
+                        // The pending write replaces the engine's entry.
+                        self.step_engine();
+                        true
+                    } else {
+                        (p < e) != reverse
+                    }
+                }
+            };
+            if take_pending {
+                self.peeked = None;
+                let (k, v) = pending.expect("checked above");
+                match v {
+                    Some(v) => return Some(Ok((k, v))),
+                    None => continue,
+                }
+            }
+            let k = engine.expect("checked above");
+            let v = self.it.value().to_vec();
+            self.step_engine();
+            return Some(Ok((k, v)));
+        }
+    }
+}
+
+/// Member records of one collection: see [`ReadCtx::members`]. Items are `(part, value)`.
+pub struct Members<'a> {
+    scan: Scan<'a>,
+}
+
+impl Iterator for Members<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>), Reply>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(self.scan.next()?.map(|(mut k, v)| {
+            k.drain(..11.min(k.len()));
+            (k, v)
+        }))
+    }
+}

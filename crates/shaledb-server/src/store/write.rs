@@ -1,0 +1,475 @@
+//! [`WriteCtx`]: what a write command sees in the commit thread, the engine through the group's pending
+//! writes ([`Overlay`]), and those writes.
+
+use super::{coll_of_type, ReadCtx};
+use crate::keys;
+use crate::resp::Reply;
+use bytes::Bytes;
+use shaledb::{Db, ReadOptions, WriteBatch, WriteOptions};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The commit thread's writes of the current group that are not in the engine yet: engine key -> value
+/// (`None`: deleted). Reads in the commit thread look here first, so a command (and every command of an
+/// `EXEC`) sees the writes before it without applying them: a group's writes reach the engine as one batch
+/// (one WAL record), all or nothing after a crash.
+pub type Overlay = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+
+/// What a write command sees: reads of the engine through the group's pending writes, and those writes, in
+/// the commit thread.
+pub struct WriteCtx<'a> {
+    pub db: &'a Db,
+    /// The database (`SELECT`) of the command being executed.
+    pub db_index: u8,
+    /// The group's clock: one `now` for every command of a group (expiry decisions agree inside it).
+    pub now_ms: u64,
+    /// The group's writes not yet applied.
+    pending: Overlay,
+    /// Approximate bytes of `pending` (keys, values and a per-entry overhead).
+    pending_bytes: usize,
+    /// Reused to write `pending` to the engine.
+    batch: WriteBatch,
+    /// The group already applied part of its writes (so the final step must sync even if `pending` is empty).
+    applied: bool,
+    /// The first engine error of the group: the group is not acknowledged.
+    failed: Option<String>,
+    /// The next collection version to hand out (see keys.rs); loaded by [`WriteCtx::load_versions`].
+    next_version: u64,
+    /// Collection versions removed by this group's commands, for the collector to reclaim early:
+    /// `(db, version)`.
+    pub dropped: Vec<(u8, u64)>,
+    /// Scratch for building engine keys.
+    pub key_buf: Vec<u8>,
+    /// Scratch for building values.
+    val_buf: Vec<u8>,
+    /// The wake-up registry of blocked clients (`blocking.rs`); `None` outside the commit thread.
+    pub(crate) wake: Option<Arc<crate::blocking::Registry>>,
+    /// Keys this group made poppable or readable for blocked clients: `(db, key)` (see
+    /// [`WriteCtx::signal_key`]); handed to the registry once the group is durable.
+    pub(crate) signals: Vec<(u8, Bytes)>,
+    /// The keys clients WATCH (commands/multi.rs): every write of a meta key is reported to it.
+    pub watches: crate::commands::multi::Watches,
+    /// Engine writes recorded so far, and how many of them were meta keys (for WATCH: a command that wrote
+    /// only member records is reported by its key arguments).
+    writes: u64,
+    meta_writes: u64,
+    /// Where the commit thread knows collections have no live member records, learnt from its pops
+    /// (dead.rs); only the commit thread's context records any.
+    pub(crate) dead: crate::dead::DeadRanges,
+}
+
+/// Bytes counted per pending entry besides its key and value (map node, batch record header).
+const PENDING_ENTRY_OVERHEAD: usize = 48;
+
+impl<'a> WriteCtx<'a> {
+    pub fn new(db: &'a Db) -> WriteCtx<'a> {
+        WriteCtx {
+            db,
+            db_index: 0,
+            now_ms: 0,
+            pending: Overlay::new(),
+            pending_bytes: 0,
+            batch: WriteBatch::new(),
+            applied: false,
+            failed: None,
+            next_version: 1,
+            dropped: Vec::new(),
+            key_buf: Vec::new(),
+            val_buf: Vec::new(),
+            wake: None,
+            signals: Vec::new(),
+            watches: Default::default(),
+            writes: 0,
+            meta_writes: 0,
+            dead: Default::default(),
+        }
+    }
+
+    /// Sets the next collection version above every version in the registry of every database (at start,
+    /// before the first group). A version whose registry record is gone has no member records left, so
+    /// handing it out again could not resurrect anything; starting above the largest is simply clearer.
+    pub fn load_versions(&mut self) -> shaledb::Result<()> {
+        let mut next = 1u64;
+        for db in 0..keys::DATABASES {
+            let lower = vec![db, keys::KIND_REGISTRY];
+            let upper = vec![db, keys::KIND_REGISTRY + 1];
+            let mut it = self.db.cursor_opt(&ReadOptions {
+                iterate_lower_bound: Some(lower),
+                iterate_upper_bound: Some(upper),
+                ..ReadOptions::default()
+            });
+            it.seek_to_last();
+            if it.valid() && it.key().len() == 10 {
+                next = next.max(keys::be_u64(&it.key()[2..10]).saturating_add(1));
+            }
+            it.status()?;
+        }
+        self.next_version = next;
+        Ok(())
+    }
+
+    pub(crate) fn begin(&mut self, now_ms: u64) {
+        self.now_ms = now_ms;
+        self.pending.clear();
+        self.pending_bytes = 0;
+        self.applied = false;
+        self.failed = None;
+        self.signals.clear();
+        // The collector took `dropped` after the last successful group (commit_group); a failed group's
+        // versions are left to the collector's slow pass.
+        self.dropped.clear();
+    }
+
+    /// Records that `user_key` (current database) got elements a blocked client may take (a push to a list,
+    /// XADD): once this group is durable, the commit thread serves the clients blocked on it. Free when no
+    /// client is blocked.
+    pub fn signal_key(&mut self, user_key: &[u8]) {
+        if self.wake.as_ref().is_some_and(|w| w.has_waiters()) {
+            self.signals.push((self.db_index, Bytes::copy_from_slice(user_key)));
+        }
+    }
+
+    /// Approximate bytes of the group's pending writes.
+    pub fn pending_bytes(&self) -> usize {
+        self.pending_bytes
+    }
+
+    /// Writes `pending` to the engine as one batch and clears it.
+    fn write_pending(&mut self, sync: bool) -> shaledb::Result<()> {
+        self.batch.clear();
+        for (k, v) in &self.pending {
+            match v {
+                Some(v) => self.batch.put(k, v),
+                None => self.batch.delete(k),
+            };
+        }
+        let r = self.db.write_opt(&WriteOptions { sync, ..Default::default() }, &self.batch);
+        self.batch.clear();
+        self.pending.clear();
+        self.pending_bytes = 0;
+        r
+    }
+
+    /// Applies the group's writes so far (no sync: the group's final write or sync covers it). Only ever
+    /// called between commands (the commit loop bounds a group's memory with it; FLUSHDB steps with it):
+    /// reads never need it, and calling it inside a command would split that command's writes.
+    pub fn apply_pending(&mut self) {
+        if self.pending.is_empty() || self.failed.is_some() {
+            return;
+        }
+        if let Err(e) = self.write_pending(false) {
+            self.failed = Some(format!("WAL write failed: {e}"));
+        }
+        self.applied = true;
+    }
+
+    /// Writes what is left and syncs if asked. `Ok(true)` if an fsync was issued.
+    pub(crate) fn finish(&mut self, sync: bool) -> Result<bool, String> {
+        if let Some(e) = self.failed.take() {
+            self.pending.clear();
+            self.pending_bytes = 0;
+            return Err(e);
+        }
+        let r = if !self.pending.is_empty() {
+            self.write_pending(sync).map(|()| sync)
+        } else if self.applied && sync {
+            self.db.sync_wal().map(|()| true)
+        } else {
+            Ok(false)
+        };
+        r.map_err(|e| format!("WAL write or fsync failed: {e}"))
+    }
+
+    /// True when the group failed (its commands are not acknowledged).
+    pub fn failed(&self) -> bool {
+        self.failed.is_some()
+    }
+
+    /// Reads an engine key as of everything executed before in this group.
+    pub fn get_raw(&mut self, engine_key: &[u8]) -> shaledb::Result<Option<Vec<u8>>> {
+        match self.pending.get(engine_key) {
+            Some(v) => Ok(v.clone()),
+            None => self.db.get(engine_key),
+        }
+    }
+
+    /// `(writes, meta key writes)` recorded since the start: compare before and after a command.
+    pub fn write_counts(&self) -> (u64, u64) {
+        (self.writes, self.meta_writes)
+    }
+
+    fn record(&mut self, engine_key: &[u8], value: Option<&[u8]>) {
+        self.writes += 1;
+        if engine_key.get(1) == Some(&keys::KIND_META) {
+            self.meta_writes += 1;
+            if !self.watches.is_empty() {
+                self.watches.touch(engine_key, value.is_some());
+            }
+        }
+        self.pending_bytes += engine_key.len() + value.map_or(0, <[u8]>::len) + PENDING_ENTRY_OVERHEAD;
+        match self.pending.get_mut(engine_key) {
+            Some(slot) => match (slot, value) {
+                (Some(old), Some(v)) => {
+                    old.clear();
+                    old.extend_from_slice(v);
+                }
+                (slot, v) => *slot = v.map(<[u8]>::to_vec),
+            },
+            None => {
+                self.pending.insert(engine_key.to_vec(), value.map(<[u8]>::to_vec));
+            }
+        }
+    }
+
+    pub fn put_raw(&mut self, engine_key: &[u8], value: &[u8]) {
+        self.record(engine_key, Some(value));
+    }
+
+    pub fn delete_raw(&mut self, engine_key: &[u8]) {
+        self.record(engine_key, None);
+    }
+
+    /// An engine iterator that does NOT see this group's pending writes: for FLUSHDB's steps, which apply
+    /// the pending writes between steps themselves. Everything else reads with [`WriteCtx::view`].
+    pub fn iter_applied(&mut self, opts: ReadOptions) -> shaledb::Cursor {
+        self.apply_pending();
+        self.db.cursor_opt(&opts)
+    }
+
+    /// The live meta value of `user_key` in the current database: `(meta, stored)`, or `None` if missing or
+    /// expired (an expired key is deleted as part of this group, as Redis does on access).
+    pub fn get_meta(&mut self, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Reply> {
+        self.get_meta_in(self.db_index, user_key)
+    }
+
+    /// [`WriteCtx::get_meta`] in database `db` (MOVE, COPY ... DB).
+    pub fn get_meta_in(&mut self, db: u8, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Reply> {
+        let mut k = std::mem::take(&mut self.key_buf);
+        keys::meta_key_into(db, user_key, &mut k);
+        let r = self.get_raw(&k);
+        let out = match r {
+            Ok(None) => Ok(None),
+            Ok(Some(v)) => match keys::decode_meta(&v) {
+                Ok(m) if m.expired(self.now_ms) => {
+                    if let Ok(Some(c)) = keys::Coll::decode(&v) {
+                        self.dropped.push((db, c.version));
+                    }
+                    self.delete_raw(&k);
+                    Ok(None)
+                }
+                Ok(m) => Ok(Some((m, Bytes::from(v)))),
+                Err(e) => Err(Reply::err(e)),
+            },
+            Err(e) => Err(Reply::err(format!("read failed: {e}"))),
+        };
+        self.key_buf = k;
+        out
+    }
+}
+
+impl WriteCtx<'_> {
+    /// Stores `stored` (a whole meta value: head and payload) as `user_key` of database `db`, unless the
+    /// engine could not hold it: then nothing is written and the command gets the error (the group goes on).
+    pub fn put_meta_in(&mut self, db: u8, user_key: &[u8], stored: &[u8]) -> Result<(), Reply> {
+        check_entry_size(user_key.len(), stored.len())?;
+        let mut k = std::mem::take(&mut self.key_buf);
+        keys::meta_key_into(db, user_key, &mut k);
+        self.put_raw(&k, stored);
+        self.key_buf = k;
+        Ok(())
+    }
+
+    /// Stores a string (with its expiry) as `user_key` of the current database; see [`WriteCtx::put_meta_in`].
+    pub fn put_string(&mut self, user_key: &[u8], value: &[u8], expire_at_ms: Option<u64>) -> Result<(), Reply> {
+        check_entry_size(user_key.len(), value.len() + 9)?;
+        let mut v = std::mem::take(&mut self.val_buf);
+        keys::encode_head_into(keys::Type::String, expire_at_ms, &mut v);
+        v.extend_from_slice(value);
+        let r = self.put_meta_in(self.db_index, user_key, &v);
+        if v.capacity() <= 1 << 20 {
+            self.val_buf = v;
+        }
+        r
+    }
+
+    /// Deletes `user_key` of database `db` (whatever it holds; a missing key is no error). A collection's
+    /// members become unreachable at once and are reclaimed by the collector.
+    pub fn delete_in(&mut self, db: u8, user_key: &[u8]) {
+        let mut k = std::mem::take(&mut self.key_buf);
+        keys::meta_key_into(db, user_key, &mut k);
+        self.delete_raw(&k);
+        self.key_buf = k;
+    }
+
+    /// Deletes `user_key` of the current database.
+    pub fn delete_key(&mut self, user_key: &[u8]) {
+        self.delete_in(self.db_index, user_key);
+    }
+
+    /// Deletes `user_key` of database `db` whose stored meta value is `stored` (as read just before) and,
+    /// when it is a collection, hands its version to the collector for a prompt reclaim.
+    pub fn delete_stored(&mut self, db: u8, user_key: &[u8], stored: &[u8]) {
+        if let Ok(Some(c)) = keys::Coll::decode(stored) {
+            self.dropped.push((db, c.version));
+        }
+        self.delete_in(db, user_key);
+    }
+
+    /// Deletes `user_key` of database `db` whatever it holds (expired or not; see
+    /// [`WriteCtx::delete_stored`]). Returns whether there was a meta value.
+    pub fn remove_key(&mut self, db: u8, user_key: &[u8]) -> Result<bool, Reply> {
+        let k = keys::meta_key(db, user_key);
+        match self.get_raw(&k) {
+            Ok(Some(v)) => {
+                self.delete_stored(db, user_key, &v);
+                Ok(true)
+            }
+            Ok(None) => Ok(false),
+            Err(e) => Err(Reply::err(format!("read failed: {e}"))),
+        }
+    }
+
+    /// A read view of the engine as of everything executed before in this group, pending writes included
+    /// (no snapshot is needed: only the commit thread writes). Read commands inside `EXEC` run with it.
+    pub fn view(&self) -> ReadCtx<'_> {
+        ReadCtx {
+            db: self.db,
+            db_index: self.db_index,
+            now_ms: self.now_ms,
+            overlay: Some(&self.pending),
+            snapshot: None,
+        }
+    }
+
+    /// Same as [`WriteCtx::view`] (kept for the callers that read inside `EXEC`).
+    pub fn read_ctx(&mut self) -> ReadCtx<'_> {
+        self.view()
+    }
+
+    // -----------------------------------------------------------------------------------------------------
+    // Collections (keys.rs has the layout)
+
+    /// A version never used before: for a collection being created. Write the collection with
+    /// [`WriteCtx::create_coll`], which also records the version in the registry.
+    fn new_version(&mut self) -> u64 {
+        let v = self.next_version;
+        self.next_version = v.saturating_add(1);
+        v
+    }
+
+    /// The live collection `user_key` of the current database if it is of type `typ`: `Ok(None)` when the
+    /// key is missing (or expired: then deleted as on access), `Err(WRONGTYPE)` when it holds another type.
+    pub fn get_coll(&mut self, user_key: &[u8], typ: keys::Type) -> Result<Option<keys::Coll>, Reply> {
+        let Some((m, stored)) = self.get_meta(user_key)? else { return Ok(None) };
+        coll_of_type(&m, &stored, typ).map(Some)
+    }
+
+    /// A new, empty collection of `typ` for `user_key` of the current database, with a fresh version
+    /// recorded in the registry (in this group's batch). Not stored until [`WriteCtx::put_coll`].
+    pub fn create_coll(&mut self, user_key: &[u8], typ: keys::Type) -> keys::Coll {
+        let version = self.new_version();
+        let rk = keys::registry_key(self.db_index, version);
+        self.put_raw(&rk, user_key);
+        keys::Coll::new(typ, version)
+    }
+
+    /// The collection `user_key` of type `typ`, created (see [`WriteCtx::create_coll`]) when missing;
+    /// `Err(WRONGTYPE)` when the key holds another type.
+    pub fn get_or_create_coll(&mut self, user_key: &[u8], typ: keys::Type) -> Result<keys::Coll, Reply> {
+        match self.get_coll(user_key, typ)? {
+            Some(c) => Ok(c),
+            None => Ok(self.create_coll(user_key, typ)),
+        }
+    }
+
+    /// Stores a collection's meta value as `user_key` of the current database; a collection whose size
+    /// reached 0 is deleted instead (Redis never keeps an empty collection), with [`WriteCtx::drop_coll`].
+    /// Call it once per command, after the member writes: the meta value and the members change in the same
+    /// batch, so the size is exact after a crash.
+    pub fn put_coll(&mut self, user_key: &[u8], c: &keys::Coll) -> Result<(), Reply> {
+        if c.size == 0 {
+            self.drop_coll(user_key, c);
+            return Ok(());
+        }
+        let mut v = std::mem::take(&mut self.val_buf);
+        c.encode_into(&mut v);
+        let r = self.put_meta_in(self.db_index, user_key, &v);
+        self.val_buf = v;
+        r
+    }
+
+    /// Deletes the collection `user_key` (its meta value) and hands its version to the collector, which
+    /// deletes whatever member records are left and then its registry record.
+    pub fn drop_coll(&mut self, user_key: &[u8], c: &keys::Coll) {
+        self.delete_key(user_key);
+        self.dropped.push((self.db_index, c.version));
+        if !self.dead.is_empty() {
+            self.dead.forget_collection(self.db_index, c.version);
+        }
+    }
+
+    /// The dead ranges (dead.rs) the commit thread learnt of `c`'s records of sub-kind `sub`.
+    pub fn dead_ranges(&self, c: &keys::Coll, sub: u8) -> Option<&crate::dead::Ranges> {
+        self.dead.get((self.db_index, c.version, sub))
+    }
+
+    /// Records that no part of `c`'s records of sub-kind `sub` in `[from, to]` is live: a pop staged the
+    /// deletion of every one there. Commit thread only.
+    pub fn note_dead_zone(&mut self, c: &keys::Coll, sub: u8, from: &[u8], to: &[u8]) {
+        self.dead.note_zone((self.db_index, c.version, sub), from, to);
+    }
+
+    /// Records that no part of `c`'s records of sub-kind `sub` at or after `from` is live. Commit thread
+    /// only.
+    pub fn note_dead_tail(&mut self, c: &keys::Coll, sub: u8, from: &[u8]) {
+        self.dead.note_tail((self.db_index, c.version, sub), from);
+    }
+
+    /// Forgets every dead range (a group failed: its pops may not have happened).
+    pub fn forget_dead_ranges(&mut self) {
+        self.dead.clear();
+    }
+
+    /// Reads a member record of collection `c` (current database).
+    pub fn get_member(&mut self, c: &keys::Coll, sub: u8, part: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
+        let mut k = std::mem::take(&mut self.key_buf);
+        keys::member_key_into(self.db_index, c.version, sub, part, &mut k);
+        let r = self.get_raw(&k).map_err(|e| Reply::err(format!("read failed: {e}")));
+        self.key_buf = k;
+        r
+    }
+
+    /// Writes a member record of collection `c` (current database), refusing one the engine could not hold.
+    pub fn put_member(&mut self, c: &keys::Coll, sub: u8, part: &[u8], value: &[u8]) -> Result<(), Reply> {
+        check_entry_size(part.len() + 9, value.len())?;
+        if !self.dead.is_empty() {
+            self.dead.on_write((self.db_index, c.version, sub), part);
+        }
+        let mut k = std::mem::take(&mut self.key_buf);
+        keys::member_key_into(self.db_index, c.version, sub, part, &mut k);
+        self.put_raw(&k, value);
+        self.key_buf = k;
+        Ok(())
+    }
+
+    /// Deletes a member record of collection `c` (current database).
+    pub fn delete_member(&mut self, c: &keys::Coll, sub: u8, part: &[u8]) {
+        let mut k = std::mem::take(&mut self.key_buf);
+        keys::member_key_into(self.db_index, c.version, sub, part, &mut k);
+        self.delete_raw(&k);
+        self.key_buf = k;
+    }
+}
+
+/// Refuses a user key and stored value the engine could not hold as one entry
+/// (`shaledb::options::limits::MAX_KEY_VALUE_BYTES` for the engine key plus value): the command gets a clear
+/// error and nothing else of the group is affected (the engine would refuse the whole batch).
+pub fn check_entry_size(user_key_len: usize, stored_len: usize) -> Result<(), Reply> {
+    let max = shaledb::options::limits::MAX_KEY_VALUE_BYTES;
+    if user_key_len.saturating_add(2).saturating_add(stored_len) > max {
+        return Err(Reply::err(format!(
+            "key plus value too large: ShaleDB stores at most {max} bytes of key and value per key"
+        )));
+    }
+    Ok(())
+}

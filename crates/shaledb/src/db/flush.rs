@@ -1,0 +1,57 @@
+//! The flush writer: a memtable written out as L0 tables, for the background flush (`background.rs`) and for
+//! WAL replay at open (`replay.rs`, `open.rs`).
+
+use crate::compaction::{self, OutputSpec, RunContext};
+use crate::filenames;
+use crate::identity::DbId;
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::stats::CompactionStats;
+use shaledb_format::edit::FileMeta;
+use shaledb_vfs::Result;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Writes the contents of `mem` as one L0 table (recovery and flush). `None` when the memtable is empty.
+pub(crate) fn write_level0(
+    opts: &Options,
+    db_id: DbId,
+    dir: &Path,
+    mem: &Arc<MemTable>,
+    new_number: &dyn Fn() -> Result<u64>,
+    snapshots: &[u64],
+    stop: &AtomicBool,
+) -> Result<(Vec<FileMeta>, CompactionStats)> {
+    if mem.is_empty() {
+        return Ok((Vec::new(), CompactionStats::default()));
+    }
+    let spec = OutputSpec {
+        table_options: opts.table_options(db_id, 0, false),
+        max_file_size: u64::MAX,
+        grandparents: Vec::new(),
+        max_grandparent_overlap: u64::MAX,
+    };
+    let new_file = || {
+        let n = new_number()?;
+        Ok((n, filenames::table(dir, n)))
+    };
+    let cx = RunContext {
+        fs: opts.fs.as_ref(),
+        new_file: &new_file,
+        snapshots,
+        merge: opts.merge_operator.as_ref(),
+        bottommost: false,
+        stop,
+    };
+    let start = Instant::now();
+    let cpu_start = shaledb_vfs::thread_cpu_micros();
+    let mut it = mem.iter();
+    let out = compaction::write_sorted_run(&mut it, &spec, &cx)?;
+    let mut stats = out.stats;
+    stats.micros = start.elapsed().as_micros() as u64;
+    stats.cpu_micros = shaledb_vfs::thread_cpu_micros().saturating_sub(cpu_start);
+    stats.count = 1;
+    Ok((out.files, stats))
+}
