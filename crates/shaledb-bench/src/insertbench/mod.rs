@@ -19,8 +19,9 @@ pub mod report;
 
 use crate::engine::{with_engine, Engine, EngineKind, EngineVisitor, WriteMode};
 use crate::flags::BenchFlags;
+use crate::harness::{self, human_bytes, open_engine, remove_db, table_err, SuiteDir};
 use crate::sysbench::measure;
-use crate::sysbench::report::{human_bytes, EngineDelta};
+use crate::sysbench::report::EngineDelta;
 use crate::table::{Row, Session, SessionStats, Table, TableError, TableResult, Value};
 use crate::{BenchError, Result};
 use data::IiRand;
@@ -129,18 +130,7 @@ impl InsertArgs {
         if self.engine.is_empty() {
             return bad("engine", "no engine given".into());
         }
-        for e in &self.engine {
-            if !e.available() {
-                return bad(
-                    "engine",
-                    format!(
-                        "{} is not in this build; build with `--features rocksdb` (needs librocksdb-dev, \
-                         libclang-dev)",
-                        e.flag_name()
-                    ),
-                );
-            }
-        }
+        harness::check_available(&self.engine)?;
         for (i, e) in self.engine.iter().enumerate() {
             if self.engine[..i].contains(e) {
                 return bad("engine", format!("{} listed twice", e.flag_name()));
@@ -260,30 +250,13 @@ fn option_list(f: &BenchFlags, a: &InsertArgs) -> Vec<(String, String)> {
     ]
 }
 
-fn clock_seed() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64 | 1)
-}
-
 /// Runs the suite, printing its tables to `out`.
 pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
     a.validate()?;
-    let seed = if a.seed != 0 { a.seed } else { clock_seed() };
-    let tmp;
-    let base = match &a.db {
-        Some(p) => p.clone(),
-        None => {
-            tmp = tempfile::Builder::new().prefix("shaledb-insert-").tempdir_in(".").map_err(|source| {
-                BenchError::Io { what: "creating a temporary database directory in", path: ".".into(), cause: source }
-            })?;
-            tmp.path().to_path_buf()
-        }
-    };
-    std::fs::create_dir_all(&base).map_err(|source| BenchError::Io {
-        what: "creating the database directory",
-        path: base.clone(),
-        cause: source,
-    })?;
-    let sample_flags = engine_flags(a, &base);
+    let seed = harness::resolve_seed(a.seed);
+    let dir = SuiteDir::create(a.db.as_deref(), "shaledb-insert-")?;
+    let base = dir.path();
+    let sample_flags = engine_flags(a, base);
     sample_flags.validate()?;
     let mut report = InsertReport {
         args: serde_json::to_value(a).unwrap_or(serde_json::Value::Null),
@@ -311,10 +284,7 @@ pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
         "query steps {after}: inserter at {:?} rows/s, {} query threads, {} s each, LIMIT {}",
         a.query_insert_rates, a.query_threads, a.query_duration, a.rows_per_query
     );
-    let _ = writeln!(out, "engine options (every engine):");
-    for (k, v) in &report.engine_options {
-        let _ = writeln!(out, "  {k:<40} {v}");
-    }
+    harness::print_options(out, "engine options (every engine):", &report.engine_options);
     let mut cfg_idx = 0;
     for &pad in &a.pad {
         for &threads in &a.threads {
@@ -330,19 +300,11 @@ pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
             let _ = writeln!(out, "\n{}", report::config_table(&cfg));
             report.configs.push(cfg);
             cfg_idx += 1;
-            if let Some(p) = &a.json {
-                crate::report::write_json_file(p, &report)?;
-            }
+            harness::save_json(a.json.as_deref(), &report)?;
         }
     }
     let _ = writeln!(out, "\n===== insert rate (rows/s), the report's table =====\n{}", report::seed_table(&report));
-    if let Some(p) = &a.json {
-        crate::report::write_json_file(p, &report)?;
-    }
-    if let Some(dir) = &a.plot {
-        let files = report::write_plots(dir, &report)?;
-        let _ = writeln!(out, "plots: {} files in {}", files.len(), dir.display());
-    }
+    harness::finish(out, a.json.as_deref(), a.plot.as_deref(), &report, report::write_plots)?;
     Ok(report)
 }
 
@@ -362,22 +324,6 @@ impl EngineVisitor for RunEngine<'_> {
     fn visit<E: Engine>(self) -> Result<EngineRun> {
         run_engine::<E>(self)
     }
-}
-
-fn table_err(what: impl Into<String>) -> impl FnOnce(TableError) -> BenchError {
-    let what = what.into();
-    move |e| BenchError::engine(what, Box::new(e))
-}
-
-fn open<E: Engine>(path: &Path, f: &BenchFlags) -> Result<E> {
-    E::open(path, f).map_err(|e| {
-        let hint = if f.use_direct_reads && e.to_string().contains("direct") {
-            " (this engine cannot read with O_DIRECT here: run with --use_direct_reads=0)"
-        } else {
-            ""
-        };
-        BenchError::engine(format!("opening {} at {}{hint}", E::name(), path.display()), e)
-    })
 }
 
 /// Process and engine counters at the start of a step.
@@ -401,7 +347,7 @@ impl Mark {
 
 fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
     let RunEngine { a, seed, cfg, threads, pad, queries, path, out } = v;
-    E::destroy(path).map_err(|e| BenchError::engine(format!("removing the old database at {}", path.display()), e))?;
+    remove_db::<E>(path, "removing the old database at")?;
     let flags = engine_flags(a, path);
     flags.validate()?;
     let table = Table::new(data::purchases_def(pad)).map_err(table_err("purchases_index schema"))?;
@@ -413,7 +359,7 @@ fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
         ..EngineRun::default()
     };
     let _ = writeln!(out, "--- {} ({threads} thread(s), pad {pad}) at {}", E::name(), path.display());
-    let engine: E = open(path, &flags)?;
+    let engine: E = open_engine(path, &flags)?;
     let next_id = AtomicU64::new(1);
     let started = Instant::now();
 
@@ -463,7 +409,7 @@ fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
     run.db_bytes_end = measure::du_bytes(path);
     run.rows_end = run.load.rows + run.queries.iter().map(|q| q.rows_inserted).sum::<u64>();
     let _ = writeln!(out, "database at the end: {} (du); removed", human_bytes(run.db_bytes_end));
-    E::destroy(path).map_err(|e| BenchError::engine(format!("removing the database at {}", path.display()), e))?;
+    remove_db::<E>(path, "removing the database at")?;
     Ok(run)
 }
 
@@ -487,15 +433,6 @@ fn index_sizes<E: Engine>(engine: &E, t: &Table) -> Result<Vec<IndexSize>> {
 /// Seconds-resolution time of a batch: the seed's epoch plus the seconds since the engine's first step began.
 fn batch_time(started: Instant) -> i64 {
     data::EPOCH_BASE + started.elapsed().as_secs() as i64
-}
-
-fn add_stats(a: &mut SessionStats, b: &SessionStats) {
-    a.gets += b.gets;
-    a.seeks += b.seeks;
-    a.nexts += b.nexts;
-    a.batches += b.batches;
-    a.entries += b.entries;
-    a.bytes_written += b.bytes_written;
 }
 
 /// One load thread: takes `rows_per_commit` ids at a time from the shared auto-increment until `rows` ids are
@@ -582,7 +519,7 @@ fn load_step<E: Engine>(
         let s = r
             .map_err(|_| BenchError::engine("load", "an inserter thread panicked".into()))?
             .map_err(table_err(format!("{} load", E::name())))?;
-        add_stats(&mut stats, &s);
+        stats.add(&s);
     }
     let rows = counter.load(Ordering::Relaxed);
     if rows != a.rows {
@@ -814,7 +751,7 @@ fn query_step<E: Engine>(
             *a += b;
         }
         q.rows_read += t.rows;
-        add_stats(&mut q.query_session, &t.stats);
+        q.query_session.add(&t.stats);
     }
     q.queries = q.queries_per_index.iter().sum();
     q.qps = q.queries as f64 / seconds.max(1e-9);

@@ -12,6 +12,7 @@ pub mod workload;
 
 use crate::engine::{with_engine, Engine, EngineKind, EngineVisitor, WriteMode};
 use crate::flags::BenchFlags;
+use crate::harness::{self, open_engine, remove_db, table_err, SuiteDir};
 use crate::table::{Row, Session, SessionStats, Table, TableError, TableResult, Value};
 use crate::{BenchError, Result};
 use data::{SbRand, COL_C, COL_K, COL_PAD};
@@ -136,18 +137,7 @@ impl SysbenchArgs {
         if self.engine.is_empty() {
             return bad("engine", "no engine given".into());
         }
-        for e in &self.engine {
-            if !e.available() {
-                return bad(
-                    "engine",
-                    format!(
-                        "{} is not in this build; build with `--features rocksdb` (needs librocksdb-dev, \
-                         libclang-dev)",
-                        e.flag_name()
-                    ),
-                );
-            }
-        }
+        harness::check_available(&self.engine)?;
         if !(1..=1024).contains(&self.tables) {
             return bad("tables", format!("must be in 1..=1024, got {}", self.tables));
         }
@@ -233,27 +223,10 @@ fn option_list(f: &BenchFlags) -> Vec<(String, String)> {
 /// Runs the suite, printing its tables to `out`.
 pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchReport> {
     let tests = a.validate()?;
-    let seed = if a.seed != 0 {
-        a.seed
-    } else {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64 | 1)
-    };
-    let tmp;
-    let base = match &a.db {
-        Some(p) => p.clone(),
-        None => {
-            tmp = tempfile::Builder::new().prefix("shaledb-sysbench-").tempdir_in(".").map_err(|source| {
-                BenchError::Io { what: "creating a temporary database directory in", path: ".".into(), cause: source }
-            })?;
-            tmp.path().to_path_buf()
-        }
-    };
-    std::fs::create_dir_all(&base).map_err(|source| BenchError::Io {
-        what: "creating the database directory",
-        path: base.clone(),
-        cause: source,
-    })?;
-    let sample_flags = engine_flags(a, CompressionSetting::None, &base, false);
+    let seed = harness::resolve_seed(a.seed);
+    let dir = SuiteDir::create(a.db.as_deref(), "shaledb-sysbench-")?;
+    let base = dir.path();
+    let sample_flags = engine_flags(a, CompressionSetting::None, base, false);
     sample_flags.validate()?;
     let mut report = SysbenchReport {
         args: serde_json::to_value(a).unwrap_or(serde_json::Value::Null),
@@ -271,10 +244,7 @@ pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchRep
         a.compression.iter().map(|c| c.name()).collect::<Vec<_>>(),
         a.engine.iter().map(|e| e.flag_name()).collect::<Vec<_>>(),
     );
-    let _ = writeln!(out, "engine options (every engine):");
-    for (k, v) in &report.engine_options {
-        let _ = writeln!(out, "  {k:<40} {v}");
-    }
+    harness::print_options(out, "engine options (every engine):", &report.engine_options);
     let _ = writeln!(out, "tests: {}", tests.iter().map(|t| t.name).collect::<Vec<_>>().join(", "));
     let mut cfg_idx = 0;
     for &comp in &a.compression {
@@ -293,19 +263,11 @@ pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchRep
             let _ = writeln!(out, "\n{}", report::config_table(&cfg));
             report.configs.push(cfg);
             cfg_idx += 1;
-            if let Some(p) = &a.json {
-                crate::report::write_json_file(p, &report)?;
-            }
+            harness::save_json(a.json.as_deref(), &report)?;
         }
     }
     let _ = writeln!(out, "\n===== summary =====\n{}", report::summary_table(&report));
-    if let Some(p) = &a.json {
-        crate::report::write_json_file(p, &report)?;
-    }
-    if let Some(dir) = &a.plot {
-        let files = report::write_plots(dir, &report)?;
-        let _ = writeln!(out, "plots: {} files in {}", files.len(), dir.display());
-    }
+    harness::finish(out, a.json.as_deref(), a.plot.as_deref(), &report, report::write_plots)?;
     Ok(report)
 }
 
@@ -327,25 +289,9 @@ impl EngineVisitor for RunEngine<'_> {
     }
 }
 
-fn table_err(what: impl Into<String>) -> impl FnOnce(TableError) -> BenchError {
-    let what = what.into();
-    move |e| BenchError::engine(what, Box::new(e))
-}
-
-fn open<E: Engine>(path: &Path, f: &BenchFlags) -> Result<E> {
-    E::open(path, f).map_err(|e| {
-        let hint = if f.use_direct_reads && e.to_string().contains("direct") {
-            " (this engine cannot read with O_DIRECT here: run with --use_direct_reads=0)"
-        } else {
-            ""
-        };
-        BenchError::engine(format!("opening {} at {}{hint}", E::name(), path.display()), e)
-    })
-}
-
 fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
     let RunEngine { a, tests, seed, cfg, comp, threads, path, out } = v;
-    E::destroy(path).map_err(|e| BenchError::engine(format!("removing the old database at {}", path.display()), e))?;
+    remove_db::<E>(path, "removing the old database at")?;
     let flags = engine_flags(a, comp, path, false);
     let flags_ra = engine_flags(a, comp, path, true);
     flags.validate()?;
@@ -363,7 +309,7 @@ fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
         ..EngineRun::default()
     };
     let _ = writeln!(out, "--- {} (compression {}, {threads} thread(s)) at {}", E::name(), comp.name(), path.display());
-    let mut engine: E = open(path, &flags)?;
+    let mut engine: E = open_engine(path, &flags)?;
 
     // The load.
     let (p0, e0) = (measure::sample(), engine.sample());
@@ -397,12 +343,12 @@ fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
             Kind::Scan { readahead } => {
                 if readahead {
                     engine.close().map_err(|e| BenchError::engine("closing before the readahead scan", e))?;
-                    engine = open(path, &flags_ra)?;
+                    engine = open_engine(path, &flags_ra)?;
                 }
                 let r = run_scan(&engine, &tables, spec, a, readahead);
                 if readahead {
                     engine.close().map_err(|e| BenchError::engine("closing after the readahead scan", e))?;
-                    engine = open(path, &flags)?;
+                    engine = open_engine(path, &flags)?;
                 }
                 r?
             }
@@ -428,7 +374,7 @@ fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
     engine.close().map_err(|e| BenchError::engine("closing", e))?;
     run.db_bytes_end = measure::du_bytes(path);
     let _ = writeln!(out, "database at the end: {} (du); removed", report::human_bytes(run.db_bytes_end));
-    E::destroy(path).map_err(|e| BenchError::engine(format!("removing the database at {}", path.display()), e))?;
+    remove_db::<E>(path, "removing the database at")?;
     Ok(run)
 }
 
@@ -507,7 +453,7 @@ fn run_timed<E: Engine>(
             .map_err(table_err(spec.name))?;
         r.events += c.events;
         r.statements += c.statements;
-        add_stats(&mut r.session, &c.stats);
+        r.session.add(&c.stats);
     }
     r.ops = r.statements;
     r.value = r.statements as f64 / seconds.max(1e-9);
@@ -559,15 +505,6 @@ struct ClientTotals {
     events: u64,
     statements: u64,
     stats: SessionStats,
-}
-
-fn add_stats(a: &mut SessionStats, b: &SessionStats) {
-    a.gets += b.gets;
-    a.seeks += b.seeks;
-    a.nexts += b.nexts;
-    a.batches += b.batches;
-    a.entries += b.entries;
-    a.bytes_written += b.bytes_written;
 }
 
 fn client<E: Engine>(
@@ -795,7 +732,7 @@ fn run_scan<E: Engine>(
         r.rows += n;
         r.events += 1;
         r.statements += 1;
-        add_stats(&mut r.session, &stats);
+        r.session.add(&stats);
     }
     r.ops = r.rows;
     r.value = r.rows as f64 / seconds.max(1e-9) / 1e6;

@@ -137,6 +137,18 @@ pub struct SessionStats {
     pub bytes_written: u64,
 }
 
+impl SessionStats {
+    /// Adds `other`'s counts to these (a step's threads add up).
+    pub fn add(&mut self, other: &SessionStats) {
+        self.gets += other.gets;
+        self.seeks += other.seeks;
+        self.nexts += other.nexts;
+        self.batches += other.batches;
+        self.entries += other.entries;
+        self.bytes_written += other.bytes_written;
+    }
+}
+
 /// A table: its schema and its row locks.
 pub struct Table {
     def: TableDef,
