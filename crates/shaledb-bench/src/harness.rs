@@ -1,9 +1,10 @@
 //! The skeleton the engine-comparison suites share ([`crate::forestdb`], [`crate::insertbench`],
 //! [`crate::sysbench`]): each resolves its seed and database directory with [`SuiteDir`], checks its engines
-//! with [`check_available`], prints its run header with [`print_options`], opens and removes each engine's
-//! database with [`open_engine`] and [`remove_db`], rewrites its JSON after each configuration with
-//! [`save_json`] and ends with [`finish`] (the JSON once more, then the plots). Figures are printed with
-//! [`opt`] and [`human_bytes`]; the plots' SVG/PNG pairs and bar charts are in [`crate::plot`].
+//! with [`check_available`], prints its run header with [`print_options`] and a heading per configuration
+//! with [`print_heading`], opens and removes each engine's database with [`open_engine`] and [`remove_db`],
+//! rewrites its JSON after each configuration with [`save_json`] and ends with [`finish`] (the JSON once
+//! more, then the plots). Figures are printed with [`opt`] and [`human_bytes`]; the plots' SVG/PNG pairs
+//! and bar charts are in [`crate::plot`].
 //!
 //! What differs per suite (its configurations, steps, tables and plots) stays in the suite's own module.
 
@@ -83,6 +84,11 @@ pub fn print_options(out: &mut dyn Write, heading: &str, options: &[(String, Str
     for (k, v) in options {
         let _ = writeln!(out, "  {k:<40} {v}");
     }
+}
+
+/// A section of a suite's output: a blank line, then `===== title =====`.
+pub fn print_heading(out: &mut dyn Write, title: &str) {
+    let _ = writeln!(out, "\n===== {title} =====");
 }
 
 /// Opens engine `E` at `path`; a failed O_DIRECT open says how to run without it.

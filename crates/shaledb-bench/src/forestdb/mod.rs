@@ -348,14 +348,14 @@ pub fn run_forestdb(a: &ForestdbArgs, out: &mut dyn Write) -> Result<ForestdbRep
     let _ = writeln!(out, "steps: {}", plan.steps.iter().map(|s| s.name).collect::<Vec<_>>().join(", "));
     for (vi, &(variant, cache)) in plan.variants.iter().enumerate() {
         let direct = variant == Variant::Iobound && a.use_direct_reads;
-        let _ = writeln!(
-            out,
-            "\n===== variant {} : cache {} ({:.2}x the logical size), direct reads {} =====",
+        let heading = format!(
+            "variant {} : cache {} ({:.2}x the logical size), direct reads {}",
             variant.name(),
             human_bytes(cache),
             cache as f64 / plan.logical_bytes.max(1) as f64,
             if direct { "on" } else { "off" }
         );
+        harness::print_heading(out, &heading);
         let mut vr = VariantResult {
             variant: variant.name().into(),
             cache_bytes: cache,

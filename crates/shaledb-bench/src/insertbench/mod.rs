@@ -290,7 +290,7 @@ pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
         for &threads in &a.threads {
             let queries = a.queries_after(cfg_idx);
             let mut cfg = ConfigResult { threads, pad, ..ConfigResult::default() };
-            let _ = writeln!(out, "\n===== {threads} inserter thread(s) / pad {pad} bytes =====");
+            harness::print_heading(out, &format!("{threads} inserter thread(s) / pad {pad} bytes"));
             for &kind in &a.engine {
                 let path = base.join(kind.flag_name());
                 let v = RunEngine { a, seed, cfg: cfg_idx, threads, pad, queries, path: &path, out: &mut *out };
@@ -303,7 +303,8 @@ pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
             harness::save_json(a.json.as_deref(), &report)?;
         }
     }
-    let _ = writeln!(out, "\n===== insert rate (rows/s), the report's table =====\n{}", report::seed_table(&report));
+    harness::print_heading(out, "insert rate (rows/s), the report's table");
+    let _ = writeln!(out, "{}", report::seed_table(&report));
     harness::finish(out, a.json.as_deref(), a.plot.as_deref(), &report, report::write_plots)?;
     Ok(report)
 }

@@ -250,7 +250,7 @@ pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchRep
     for &comp in &a.compression {
         for &threads in &a.threads {
             let mut cfg = ConfigResult { compression: comp.name().into(), threads, ..ConfigResult::default() };
-            let _ = writeln!(out, "\n===== compression {} / {threads} client thread(s) =====", comp.name());
+            harness::print_heading(out, &format!("compression {} / {threads} client thread(s)", comp.name()));
             for &kind in &a.engine {
                 let path = base.join(kind.flag_name());
                 let run = with_engine(
@@ -266,7 +266,8 @@ pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchRep
             harness::save_json(a.json.as_deref(), &report)?;
         }
     }
-    let _ = writeln!(out, "\n===== summary =====\n{}", report::summary_table(&report));
+    harness::print_heading(out, "summary");
+    let _ = writeln!(out, "{}", report::summary_table(&report));
     harness::finish(out, a.json.as_deref(), a.plot.as_deref(), &report, report::write_plots)?;
     Ok(report)
 }
