@@ -9,18 +9,26 @@
 //!
 //! Counters come from RocksDB's statistics (tickers, always enabled here) and properties; see
 //! [`RocksDb::sample`].
+//!
+//! This file holds the engine (database, iterator, batch); the flags' mapping onto options is in
+//! `options.rs`, the reading of RocksDB's statistics text in `stats.rs`.
 
 use crate::engine::{
     Engine, EngineBatch, EngineIter, EngineResult, EngineSample, HistogramLine, IterOptions, LevelSample, WriteMode,
 };
-use crate::flags::{BenchFlags, Compression};
+use crate::flags::BenchFlags;
 use rocksdb::{
-    BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, DBCompressionType, DBRawIterator, Env,
-    FlushOptions, Options, ReadOptions, WriteOptions, DB,
+    BottommostLevelCompaction, CompactOptions, DBRawIterator, FlushOptions, Options, ReadOptions, WriteOptions, DB,
 };
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+mod options;
+mod stats;
+
+pub use options::options_from_flags;
+pub use stats::{apportion, fill_level_work, parse_compaction_stats, parse_stall_counts, parse_tickers, CompactionRow};
 
 /// A RocksDB database driven by the benchmarks.
 pub struct RocksDb {
@@ -34,191 +42,6 @@ pub struct RocksDb {
     readahead_size: usize,
     num_levels: usize,
     opened: Instant,
-}
-
-fn codec(c: Compression) -> DBCompressionType {
-    match c {
-        Compression::None => DBCompressionType::None,
-        Compression::Snappy => DBCompressionType::Snappy,
-        Compression::Lz4 => DBCompressionType::Lz4,
-        Compression::Zstd => DBCompressionType::Zstd,
-    }
-}
-
-fn bad(flag: &str, msg: impl std::fmt::Display) -> crate::engine::EngineError {
-    format!("--{flag}: {msg}").into()
-}
-
-fn c_int(flag: &str, v: usize) -> EngineResult<i32> {
-    i32::try_from(v).map_err(|_| bad(flag, format!("{v} is too large for RocksDB (at most {})", i32::MAX)))
-}
-
-/// db_bench's default for `hard_pending_compaction_bytes_limit` (RocksDB's own is 256 GiB).
-const DB_BENCH_HARD_PENDING_LIMIT: usize = 128 << 30;
-/// db_bench's default for `soft_pending_compaction_bytes_limit` (the same as RocksDB's).
-const DB_BENCH_SOFT_PENDING_LIMIT: usize = 64 << 30;
-/// db_bench's default for `table_cache_numshardbits` (RocksDB's own is 6).
-const DB_BENCH_TABLE_CACHE_SHARD_BITS: i32 = 4;
-
-/// RocksDB's name for a merge operator `--merge_operator` names (the name db_bench's
-/// `MergeOperator::CreateFromString` gives it, recorded in the OPTIONS file).
-fn merge_operator_name(flag: &str) -> &'static str {
-    match flag {
-        "uint64add" => "UInt64AddOperator",
-        "put" | "put_v1" => "PutOperator",
-        _ => "StringAppendOperator",
-    }
-}
-
-/// Options RocksDB has but the `rocksdb` crate 0.20.1 cannot set (no setter, no C API function in 7.8):
-/// loaded from an OPTIONS file written for the purpose, the way `db_bench --options_file` loads them.
-fn base_options(f: &BenchFlags) -> EngineResult<Options> {
-    let dir = tempfile::Builder::new().prefix("shaledb-bench-rocksdb-options-").tempdir()?;
-    let text = format!(
-        "[Version]\n  rocksdb_version=7.8.3\n  options_file_version=1.1\n\n[DBOptions]\n  delayed_write_rate={}\n\n\
-         [CFOptions \"default\"]\n",
-        f.delayed_write_rate
-    );
-    std::fs::write(dir.path().join("OPTIONS-000001"), text)?;
-    let cache = Cache::new_lru_cache(0)?;
-    let (opts, _families) = Options::load_latest(dir.path(), Env::new()?, false, cache)
-        .map_err(|e| bad("delayed_write_rate", format!("RocksDB did not take {}: {e}", f.delayed_write_rate)))?;
-    Ok(opts)
-}
-
-/// The RocksDB options `flags` ask for. Every flag that [`crate::shale::options_from_flags`] maps is mapped
-/// to RocksDB's option of the same name, as db_bench does:
-///
-/// | flag | RocksDB option |
-/// |---|---|
-/// | `--write_buffer_size`, `--max_write_buffer_number` | same names |
-/// | `--level0_file_num_compaction_trigger`, `--level0_slowdown_writes_trigger`, `--level0_stop_writes_trigger` | same names |
-/// | `--num_levels`, `--max_bytes_for_level_base`, `--max_bytes_for_level_multiplier` | same names |
-/// | `--level_compaction_dynamic_level_bytes`, `--target_file_size_base` | same names |
-/// | `--max_background_jobs`, `--max_background_compactions`, `--max_background_flushes` | same names (as given, as db_bench passes them) |
-/// | `--delayed_write_rate` | `delayed_write_rate` (DBOptions, through an OPTIONS file) |
-/// | `--disable_auto_compactions` | same name |
-/// | `--compression_type`, `--min_level_to_compress` | `compression`, `compression_per_level` (db_bench's rule) |
-/// | `--compression_per_level`, `--bottommost_compression` | same names |
-/// | `--block_size`, `--cache_index_and_filter_blocks` | `BlockBasedTableOptions` of the same names |
-/// | `--bloom_bits` | `filter_policy` = full Bloom filter (`NewBloomFilterPolicy`); <0 default (none), 0 none |
-/// | `--cache_size` | `block_cache` = LRU cache of that size; 0: no block cache |
-/// | `--open_files` | `max_open_files` |
-/// | `--use_direct_reads`, `--advise_random_on_open` | same names |
-/// | `--merge_operator` | `merge_operator` (uint64add, stringappend[:sep], put as Rust closures) |
-/// | `--readahead_size` | `ReadOptions::readahead_size` of iterators |
-///
-/// Also as db_bench: `create_if_missing`, `enable_pipelined_write` = true, `table_cache_numshardbits` = 4,
-/// `soft/hard_pending_compaction_bytes_limit` = 64/128 GiB, statistics enabled (db_bench's `--statistics`).
-pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
-    if f.max_grandparent_overlap_factor.is_some() {
-        return Err(bad(
-            "max_grandparent_overlap_factor",
-            "RocksDB 7.8 has no such option (db_bench 7.8 rejects the flag too); drop it",
-        ));
-    }
-    if f.mmap_read == Some(true) {
-        return Err(bad("mmap_read", "not supported by this benchmark tool (use --mmap_read=0)"));
-    }
-    let mut o = base_options(f)?;
-    o.create_if_missing(true);
-    o.create_missing_column_families(true);
-    o.enable_statistics();
-
-    o.set_write_buffer_size(f.write_buffer_size);
-    o.set_max_write_buffer_number(c_int("max_write_buffer_number", f.max_write_buffer_number)?);
-    o.set_level_zero_file_num_compaction_trigger(c_int(
-        "level0_file_num_compaction_trigger",
-        f.level0_file_num_compaction_trigger,
-    )?);
-    o.set_level_zero_slowdown_writes_trigger(c_int(
-        "level0_slowdown_writes_trigger",
-        f.level0_slowdown_writes_trigger,
-    )?);
-    o.set_level_zero_stop_writes_trigger(c_int("level0_stop_writes_trigger", f.level0_stop_writes_trigger)?);
-    let num_levels = c_int("num_levels", f.num_levels)?;
-    o.set_num_levels(num_levels);
-    o.set_max_bytes_for_level_base(f.max_bytes_for_level_base);
-    o.set_max_bytes_for_level_multiplier(f.max_bytes_for_level_multiplier);
-    o.set_level_compaction_dynamic_level_bytes(f.level_compaction_dynamic_level_bytes);
-    o.set_target_file_size_base(f.target_file_size_base);
-    o.set_max_background_jobs(c_int("max_background_jobs", f.max_background_jobs)?);
-    // db_bench passes the legacy per-kind limits through (-1: derive them from max_background_jobs).
-    #[allow(deprecated)]
-    {
-        o.set_max_background_compactions(f.max_background_compactions.unwrap_or(-1) as i32);
-        o.set_max_background_flushes(f.max_background_flushes.unwrap_or(-1) as i32);
-    }
-    o.set_disable_auto_compactions(f.disable_auto_compactions);
-
-    let c = f.compression().ok_or_else(|| bad("compression_type", format!("unknown '{}'", f.compression_type)))?;
-    o.set_compression_type(codec(c));
-    if f.min_level_to_compress >= 0 {
-        if f.min_level_to_compress > num_levels {
-            return Err(bad(
-                "min_level_to_compress",
-                format!("{} is above --num_levels={}", f.min_level_to_compress, f.num_levels),
-            ));
-        }
-        let min = f.min_level_to_compress;
-        let levels: Vec<_> =
-            (0..num_levels).map(|l| if l < min { DBCompressionType::None } else { codec(c) }).collect();
-        o.set_compression_per_level(&levels);
-    }
-    let levels = f
-        .compression_levels()
-        .ok_or_else(|| bad("compression_per_level", format!("unknown compression in '{}'", f.compression_per_level)))?;
-    if !levels.is_empty() {
-        let list: Vec<_> = levels.into_iter().map(codec).collect();
-        o.set_compression_per_level(&list);
-    }
-    if !f.bottommost_compression.is_empty() {
-        let b = f
-            .bottommost()
-            .ok_or_else(|| bad("bottommost_compression", format!("unknown '{}'", f.bottommost_compression)))?;
-        o.set_bottommost_compression_type(codec(b));
-    }
-
-    let mut t = BlockBasedOptions::default();
-    t.set_block_size(f.block_size);
-    // db_bench: a negative --bloom_bits keeps BlockBasedTableOptions' default filter (none); 0 is none.
-    if f.bloom_bits > 0.0 {
-        t.set_bloom_filter(f.bloom_bits, false);
-    }
-    if f.cache_size > 0 {
-        let size = usize::try_from(f.cache_size).map_err(|_| bad("cache_size", "too large"))?;
-        t.set_block_cache(&Cache::new_lru_cache(size)?);
-    } else {
-        t.disable_cache();
-    }
-    t.set_cache_index_and_filter_blocks(f.cache_index_and_filter_blocks);
-    o.set_block_based_table_factory(&t);
-
-    o.set_max_open_files(f.open_files);
-    o.set_use_direct_reads(f.use_direct_reads);
-    o.set_advise_random_on_open(f.advise_random_on_open);
-
-    if !f.merge_operator.is_empty() {
-        let op = shaledb::merge::builtin(&f.merge_operator)
-            .ok_or_else(|| bad("merge_operator", format!("unknown merge operator '{}'", f.merge_operator)))?;
-        // The three built-ins are associative: combining operands without the value below them is the full
-        // merge with no existing value, so one closure serves RocksDB's full and partial merges. They are the
-        // same functions ShaleDB calls, hence the same answers.
-        o.set_merge_operator_associative(
-            merge_operator_name(&f.merge_operator),
-            move |key: &[u8], existing: Option<&[u8]>, operands: &rocksdb::MergeOperands| {
-                let list: Vec<&[u8]> = operands.iter().collect();
-                op.full_merge(key, existing, &list)
-            },
-        );
-    }
-
-    // db_bench's values for options it sets from flags this tool does not have.
-    o.set_enable_pipelined_write(true);
-    o.set_table_cache_num_shard_bits(DB_BENCH_TABLE_CACHE_SHARD_BITS);
-    o.set_soft_pending_compaction_bytes_limit(DB_BENCH_SOFT_PENDING_LIMIT);
-    o.set_hard_pending_compaction_bytes_limit(DB_BENCH_HARD_PENDING_LIMIT);
-    Ok(o)
 }
 
 /// A RocksDB iterator behind [`EngineIter`].
@@ -597,249 +420,9 @@ impl Engine for RocksDb {
     }
 }
 
-/// Reads the tickers of RocksDB's `Statistics::ToString()` (`rocksdb.block.cache.hit COUNT : 5`); histogram
-/// lines (`name P50 : ... COUNT : n SUM : s`) are skipped.
-pub fn parse_tickers(text: &str) -> HashMap<String, u64> {
-    let mut m = HashMap::new();
-    for line in text.lines() {
-        let mut it = line.split_whitespace();
-        if let (Some(name), Some("COUNT"), Some(":"), Some(v), None) =
-            (it.next(), it.next(), it.next(), it.next(), it.next())
-        {
-            if let Ok(v) = v.parse::<u64>() {
-                m.insert(name.to_string(), v);
-            }
-        }
-    }
-    m
-}
-
-/// One level's row of the Compaction Stats table.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct CompactionRow {
-    /// Level number.
-    pub level: usize,
-    /// Bytes read by compactions into the level (estimate from the text).
-    pub read_est: f64,
-    /// Bytes written into the level (estimate from the text).
-    pub write_est: f64,
-    /// `Comp(sec)`.
-    pub secs: f64,
-    /// `Comp(cnt)`.
-    pub count: u64,
-}
-
-const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
-const MIB: f64 = 1024.0 * 1024.0;
-
-/// Reads the per-level rows (`L0`, `L1`, ...) of the first `Level Files Size ...` table of `rocksdb.cfstats`.
-/// The text gives bytes in GB with one decimal; below 1 GB the rate column (MB/s with one decimal) times the
-/// seconds is the better estimate.
-pub fn parse_compaction_stats(text: &str) -> Vec<CompactionRow> {
-    let mut rows = Vec::new();
-    let mut header: Option<Vec<&str>> = None;
-    for line in text.lines() {
-        let toks: Vec<&str> = line.split_whitespace().collect();
-        if toks.first() == Some(&"Level") && toks.get(1) == Some(&"Files") {
-            if header.is_some() {
-                break;
-            }
-            header = Some(toks);
-            continue;
-        }
-        let Some(h) = &header else { continue };
-        let Some(level) = toks.first().and_then(|t| t.strip_prefix('L')).and_then(|n| n.parse::<usize>().ok()) else {
-            continue;
-        };
-        // The Size column prints as two tokens ("63.50 MB").
-        if toks.len() != h.len() + 1 {
-            continue;
-        }
-        let col = |name: &str| -> f64 {
-            h.iter()
-                .position(|c| *c == name)
-                .map(|j| if j > 2 { j + 1 } else { j })
-                .and_then(|i| toks.get(i))
-                .and_then(|v| v.parse::<f64>().ok())
-                .filter(|v| v.is_finite() && *v >= 0.0)
-                .unwrap_or(0.0)
-        };
-        let secs = col("Comp(sec)");
-        let est = |gb: f64, mbps: f64| if gb >= 1.0 { gb * GIB } else { mbps * secs * MIB };
-        rows.push(CompactionRow {
-            level,
-            read_est: est(col("Read(GB)"), col("Rd(MB/s)")),
-            write_est: est(col("Write(GB)"), col("Wr(MB/s)")),
-            secs,
-            count: col("Comp(cnt)") as u64,
-        });
-    }
-    rows
-}
-
-/// Splits `total` over the entries in proportion to `weights` (all to the first when every weight is 0);
-/// the parts add up to `total`.
-pub fn apportion(total: u64, weights: &[f64]) -> Vec<u64> {
-    let mut out = vec![0u64; weights.len()];
-    if weights.is_empty() || total == 0 {
-        return out;
-    }
-    let sum: f64 = weights.iter().filter(|w| w.is_finite() && **w > 0.0).sum();
-    if sum <= 0.0 {
-        out[0] = total;
-        return out;
-    }
-    let mut given = 0u64;
-    let mut last = 0;
-    for (i, w) in weights.iter().enumerate() {
-        if w.is_finite() && *w > 0.0 {
-            let part = ((total as f64) * (w / sum)).floor() as u64;
-            out[i] = part.min(total - given);
-            given += out[i];
-            last = i;
-        }
-    }
-    out[last] += total - given;
-    out
-}
-
-/// Fills the per-level work of `levels` from the Compaction Stats rows and the exact tickers: L0's write
-/// bytes are the flushes; compaction output is split over L1 and below (L0 when no deeper level compacted:
-/// intra-L0 compactions), compaction input over all levels, by the text's estimates.
-pub fn fill_level_work(levels: &mut [LevelSample], rows: &[CompactionRow], flush: u64, read: u64, written: u64) {
-    let n = levels.len();
-    if n == 0 {
-        return;
-    }
-    let mut wr = vec![0.0; n];
-    let mut rd = vec![0.0; n];
-    for r in rows.iter().filter(|r| r.level < n) {
-        let l = &mut levels[r.level];
-        l.compactions = r.count;
-        l.compaction_micros = (r.secs * 1e6) as u64;
-        rd[r.level] = r.read_est;
-        if r.level > 0 {
-            wr[r.level] = r.write_est;
-        }
-    }
-    // With no estimate anywhere (sub-second, sub-GB work), compaction counts are the weights.
-    if wr.iter().all(|w| *w <= 0.0) {
-        for r in rows.iter().filter(|r| r.level > 0 && r.level < n) {
-            wr[r.level] = r.count as f64;
-        }
-    }
-    if rd.iter().all(|w| *w <= 0.0) {
-        rd.clone_from(&wr);
-    }
-    let wparts = if wr.iter().any(|w| *w > 0.0) {
-        apportion(written, &wr)
-    } else {
-        // Nothing compacted into L1 or below: the output stayed in L0.
-        let mut v = vec![0; n];
-        v[0] = written;
-        v
-    };
-    let rparts = apportion(read, &rd);
-    for (i, l) in levels.iter_mut().enumerate() {
-        l.write_bytes = wparts[i] + if i == 0 { flush } else { 0 };
-        l.read_bytes = rparts[i];
-    }
-}
-
-/// Reads the `Stalls(count): 0 level0_slowdown, 0 level0_numfiles, ...` line of `rocksdb.cfstats` into
-/// cause -> count.
-pub fn parse_stall_counts(text: &str) -> HashMap<String, u64> {
-    let mut m = HashMap::new();
-    if let Some(line) = text.lines().find_map(|l| l.trim_start().strip_prefix("Stalls(count):")) {
-        for part in line.split(',') {
-            let part = part.trim();
-            if let Some((n, name)) = part.split_once(' ') {
-                if let Ok(v) = n.parse::<u64>() {
-                    m.insert(name.trim().to_string(), v);
-                }
-            }
-        }
-    }
-    m
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tickers_parse_and_histograms_are_skipped() {
-        let text = "rocksdb.block.cache.miss COUNT : 12\nrocksdb.block.cache.hit COUNT : 3456\n\
-                    rocksdb.db.get.micros P50 : 1.5 P95 : 3.0 P99 : 4.0 P100 : 9.0 COUNT : 77 SUM : 120\n\
-                    rocksdb.bloom.filter.useful COUNT : 0\nnot a line\n";
-        let m = parse_tickers(text);
-        assert_eq!(m.get("rocksdb.block.cache.hit"), Some(&3456));
-        assert_eq!(m.get("rocksdb.block.cache.miss"), Some(&12));
-        assert_eq!(m.get("rocksdb.bloom.filter.useful"), Some(&0));
-        assert_eq!(m.get("rocksdb.db.get.micros"), None);
-        assert_eq!(m.len(), 3);
-    }
-
-    const CFSTATS: &str = "\n** Compaction Stats [default] **\n\
-Level    Files   Size     Score Read(GB)  Rn(GB) Rnp1(GB) Write(GB) Wnew(GB) Moved(GB) W-Amp Rd(MB/s) Wr(MB/s) Comp(sec) CompMergeCPU(sec) Comp(cnt) Avg(sec) KeyIn KeyDrop Rblob(GB) Wblob(GB)\n\
-----------------------------------------------------------------------------------------------------------------------------------------------------------------------------\n\
-  L0      2/0   12.61 MB   0.5      0.0     0.0      0.0       0.1      0.1       0.0   1.0      0.0     90.5      1.30              1.10        11    0.118       0      0       0.0       0.0\n\
-  L1      4/0   55.02 MB   0.2      0.2     0.1      0.1       0.2      0.1       0.0   1.4     80.0     70.0      2.50              2.30         3    0.833    2000K   100K       0.0       0.0\n\
-  L2     10/0    1.20 GB   0.1      1.5     0.5      1.0       1.4      0.4       0.0   2.8     60.0     56.0     25.00             24.00         9    2.778    9000K   10K       0.0       0.0\n\
- Sum     16/0    1.27 GB   0.0      1.7     0.6      1.1       1.7      0.6       0.0   1.9     58.0     58.0     28.80             27.40        23    1.252    11M   110K       0.0       0.0\n\
- Int      0/0    0.00 KB   0.0      0.0     0.0      0.0       0.0      0.0       0.0   0.0      0.0      0.0      0.00              0.00         0    0.000       0      0       0.0       0.0\n\
-\n** Compaction Stats [default] **\n\
-Priority    Files   Size     Score Read(GB)  Rn(GB) Rnp1(GB) Write(GB) Wnew(GB) Moved(GB) W-Amp Rd(MB/s) Wr(MB/s) Comp(sec) CompMergeCPU(sec) Comp(cnt) Avg(sec) KeyIn KeyDrop Rblob(GB) Wblob(GB)\n\
- Low      0/0    0.00 KB   0.0      1.7     0.6      1.1       1.6      0.5       0.0   0.0     60.0     57.0     27.50             26.30        12    2.292    11M   110K       0.0       0.0\n\
-Stalls(count): 3 level0_slowdown, 1 level0_slowdown_with_compaction, 2 level0_numfiles, 0 level0_numfiles_with_compaction, 0 stop for pending_compaction_bytes, 4 slowdown for pending_compaction_bytes, 0 memtable_compaction, 5 memtable_slowdown, interval 0 total count\n";
-
-    #[test]
-    fn compaction_stats_rows() {
-        let rows = parse_compaction_stats(CFSTATS);
-        assert_eq!(rows.len(), 3);
-        assert_eq!(rows[0].level, 0);
-        assert_eq!(rows[0].count, 11);
-        assert!((rows[0].secs - 1.30).abs() < 1e-9);
-        // Below 1 GB: MB/s x seconds.
-        assert!((rows[1].write_est - 70.0 * 2.5 * MIB).abs() < 1.0);
-        assert!((rows[1].read_est - 80.0 * 2.5 * MIB).abs() < 1.0);
-        // From 1 GB: the GB column.
-        assert!((rows[2].write_est - 1.4 * GIB).abs() < 1.0);
-        assert_eq!(rows[2].count, 9);
-    }
-
-    #[test]
-    fn level_work_adds_up_to_the_tickers() {
-        let rows = parse_compaction_stats(CFSTATS);
-        let mut levels = vec![LevelSample::default(); 7];
-        fill_level_work(&mut levels, &rows, 1000, 5000, 7001);
-        assert_eq!(levels[0].write_bytes, 1000);
-        assert_eq!(levels.iter().map(|l| l.write_bytes).sum::<u64>(), 8001);
-        assert_eq!(levels.iter().map(|l| l.read_bytes).sum::<u64>(), 5000);
-        assert!(levels[2].write_bytes > levels[1].write_bytes);
-        assert_eq!(levels[1].compactions, 3);
-        assert_eq!(levels[2].compaction_micros, 25_000_000);
-        // No compaction text at all: the output stays in L0, nothing is lost.
-        let mut levels = vec![LevelSample::default(); 3];
-        fill_level_work(&mut levels, &[], 10, 0, 5);
-        assert_eq!(levels[0].write_bytes, 15);
-    }
-
-    #[test]
-    fn apportion_is_exact() {
-        assert_eq!(apportion(10, &[1.0, 1.0, 1.0]).iter().sum::<u64>(), 10);
-        assert_eq!(apportion(10, &[0.0, 0.0]), vec![10, 0]);
-        assert_eq!(apportion(0, &[1.0]), vec![0]);
-        assert_eq!(apportion(100, &[0.0, 3.0, 1.0]), vec![0, 75, 25]);
-    }
-
-    #[test]
-    fn stall_counts() {
-        let m = parse_stall_counts(CFSTATS);
-        assert_eq!(m.get("level0_slowdown"), Some(&3));
-        assert_eq!(m.get("slowdown for pending_compaction_bytes"), Some(&4));
-        assert_eq!(m.get("memtable_slowdown"), Some(&5));
-    }
 
     #[test]
     fn batch_layout() {
@@ -856,16 +439,5 @@ Stalls(count): 3 level0_slowdown, 1 level0_slowdown_with_compaction, 2 level0_nu
         // 300 as varint32: 0xac 0x02.
         assert_eq!(&b.data()[12..18], &[TYPE_MERGE, 1, b'm', 0xac, 0x02, 7]);
         assert_eq!(b.data().len(), 12 + 5 + 300);
-    }
-
-    #[test]
-    fn bad_flags_are_errors_naming_them() {
-        let err = |f: BenchFlags| options_from_flags(&f).err().map(|e| e.to_string()).unwrap_or_default();
-        let d = BenchFlags::default;
-        assert!(err(BenchFlags { max_grandparent_overlap_factor: Some(10), ..d() })
-            .contains("--max_grandparent_overlap_factor"));
-        assert!(err(BenchFlags { min_level_to_compress: 9, ..d() }).contains("--min_level_to_compress"));
-        assert!(err(BenchFlags { max_write_buffer_number: usize::MAX, ..d() }).contains("--max_write_buffer_number"));
-        assert!(options_from_flags(&BenchFlags::default()).is_ok());
     }
 }
