@@ -9,6 +9,7 @@
 pub mod engine;
 pub mod flags;
 pub mod forestdb;
+pub mod harness;
 pub mod histogram;
 pub mod insertbench;
 pub mod keygen;

@@ -29,24 +29,7 @@ pub(crate) fn ensure_font() -> std::result::Result<(), String> {
 /// Writes `NN-name.svg` and `NN-name.png` for `r` into `dir`; returns their paths.
 pub fn write_plots(dir: &Path, index: usize, r: &BenchResult) -> Result<Vec<PathBuf>> {
     let stem = format!("{index:02}-{}", r.name);
-    let svg = dir.join(format!("{stem}.svg"));
-    let png = dir.join(format!("{stem}.png"));
-    let plot_err = |path: &Path| {
-        let path = path.to_path_buf();
-        move |msg: String| BenchError::Plot { path, msg }
-    };
-    ensure_font().map_err(plot_err(&svg))?;
-    {
-        let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
-        draw(&root, r).map_err(plot_err(&svg))?;
-        root.present().map_err(|e| e.to_string()).map_err(plot_err(&svg))?;
-    }
-    {
-        let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
-        draw(&root, r).map_err(plot_err(&png))?;
-        root.present().map_err(|e| e.to_string()).map_err(plot_err(&png))?;
-    }
-    Ok(vec![svg, png])
+    write_pair(dir, &stem, SIZE, &|a| draw(a, r), &|a| draw(a, r))
 }
 
 /// Merges runs of ticks so that at most `MAX_POINTS` remain: operations add up, latencies keep the
@@ -234,6 +217,149 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &BenchResult) -> s
         .label_font((FAMILY, 14))
         .draw()
         .map_err(e)?;
+    Ok(())
+}
+
+/// Draws one plot on an SVG drawing area.
+pub(crate) type SvgDrawer<'a> = &'a dyn for<'b> Fn(&DrawingArea<SVGBackend<'b>, Shift>) -> PlotResult;
+/// Draws one plot on a bitmap drawing area.
+pub(crate) type PngDrawer<'a> = &'a dyn for<'b> Fn(&DrawingArea<BitMapBackend<'b>, Shift>) -> PlotResult;
+/// A plot's outcome: the backend's message on failure.
+pub(crate) type PlotResult = std::result::Result<(), String>;
+
+fn plot_err(path: &Path) -> impl Fn(String) -> BenchError + '_ {
+    move |msg| BenchError::Plot { path: path.to_path_buf(), msg }
+}
+
+/// Draws `draw_svg`/`draw_png` (the same drawing, once per backend) into `stem.svg` and `stem.png` of `size`
+/// pixels under `dir`; returns the two paths.
+pub(crate) fn write_pair(
+    dir: &Path,
+    stem: &str,
+    size: (u32, u32),
+    draw_svg: SvgDrawer<'_>,
+    draw_png: PngDrawer<'_>,
+) -> Result<Vec<PathBuf>> {
+    let svg = dir.join(format!("{stem}.svg"));
+    let png = dir.join(format!("{stem}.png"));
+    ensure_font().map_err(plot_err(&svg))?;
+    {
+        let root = SVGBackend::new(&svg, size).into_drawing_area();
+        draw_svg(&root).map_err(plot_err(&svg))?;
+        root.present().map_err(|e| e.to_string()).map_err(plot_err(&svg))?;
+    }
+    {
+        let root = BitMapBackend::new(&png, size).into_drawing_area();
+        draw_png(&root).map_err(plot_err(&png))?;
+        root.present().map_err(|e| e.to_string()).map_err(plot_err(&png))?;
+    }
+    Ok(vec![svg, png])
+}
+
+/// Creates the directory of a suite's plots.
+pub(crate) fn create_plot_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|source| BenchError::Io {
+        what: "creating plot directory",
+        path: dir.to_path_buf(),
+        cause: source,
+    })
+}
+
+/// What a suite's bar chart shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BarScale {
+    /// Ratios around 1.0 (a line marks 1.0; bars below it are red).
+    Ratio,
+    /// Positive figures on a log axis (bars of 0 are left out).
+    Log,
+}
+
+/// Sizes of a bar chart's text: the caption's font size and the width of the label area left of the bars.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BarStyle {
+    /// Caption font size.
+    pub caption: u32,
+    /// Label area width of a [`BarScale::Ratio`] chart.
+    pub ratio_labels: u32,
+    /// Label area width of a [`BarScale::Log`] chart.
+    pub log_labels: u32,
+}
+
+/// Horizontal bars, one per `(label, value)`, the first on top, white-outlined so neighbours stay apart.
+pub(crate) fn draw_bar_chart<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    bars: &[(String, f64)],
+    scale: BarScale,
+    style: BarStyle,
+) -> PlotResult {
+    let family = FAMILY;
+    root.fill(&WHITE).map_err(e)?;
+    // The first bar on top.
+    let bars: Vec<(String, f64)> = bars.iter().rev().cloned().collect();
+    let n = bars.len().max(1);
+    let labels: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
+    let label_of = move |v: &SegmentValue<usize>| match v {
+        SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
+        _ => String::new(),
+    };
+    // A white outline over each bar keeps neighbouring bars apart.
+    let gap = |from: f64, i: usize, to: f64| {
+        Rectangle::new([(from, SegmentValue::Exact(i)), (to, SegmentValue::Exact(i + 1))], WHITE.stroke_width(6))
+    };
+    match scale {
+        BarScale::Ratio => {
+            let hi = bars.iter().map(|b| b.1).fold(1.0, f64::max) * 1.15;
+            let mut ch = ChartBuilder::on(root)
+                .caption(title, (family, style.caption))
+                .margin(15)
+                .x_label_area_size(40)
+                .y_label_area_size(style.ratio_labels)
+                .build_cartesian_2d(0.0..hi, (0..n).into_segmented())
+                .map_err(e)?;
+            ch.configure_mesh()
+                .y_labels(n)
+                .y_label_formatter(&label_of)
+                .x_desc("ratio")
+                .label_style((family, 14))
+                .draw()
+                .map_err(e)?;
+            ch.draw_series(bars.iter().enumerate().map(|(i, b)| {
+                let color = if b.1 >= 1.0 { RGBColor(40, 120, 200) } else { RGBColor(220, 90, 60) };
+                Rectangle::new([(0.0, SegmentValue::Exact(i)), (b.1, SegmentValue::Exact(i + 1))], color.filled())
+            }))
+            .map_err(e)?;
+            ch.draw_series(bars.iter().enumerate().map(|(i, b)| gap(0.0, i, b.1))).map_err(e)?;
+            ch.draw_series(LineSeries::new(
+                [(1.0, SegmentValue::Exact(0)), (1.0, SegmentValue::Exact(n))],
+                BLACK.stroke_width(2),
+            ))
+            .map_err(e)?;
+        }
+        BarScale::Log => {
+            let positive: Vec<f64> = bars.iter().map(|b| b.1).filter(|v| *v > 0.0).collect();
+            let lo = positive.iter().copied().fold(f64::INFINITY, f64::min);
+            let lo = if lo.is_finite() { lo / 2.0 } else { 0.1 };
+            let hi = positive.iter().copied().fold(lo * 10.0, f64::max) * 2.0;
+            let mut ch = ChartBuilder::on(root)
+                .caption(title, (family, style.caption))
+                .margin(15)
+                .x_label_area_size(40)
+                .y_label_area_size(style.log_labels)
+                .build_cartesian_2d((lo..hi).log_scale(), (0..n).into_segmented())
+                .map_err(e)?;
+            ch.configure_mesh().y_labels(n).y_label_formatter(&label_of).label_style((family, 14)).draw().map_err(e)?;
+            ch.draw_series(bars.iter().enumerate().filter(|(_, b)| b.1 > 0.0).map(|(i, b)| {
+                Rectangle::new(
+                    [(lo, SegmentValue::Exact(i)), (b.1, SegmentValue::Exact(i + 1))],
+                    RGBColor(40, 120, 200).filled(),
+                )
+            }))
+            .map_err(e)?;
+            ch.draw_series(bars.iter().enumerate().filter(|(_, b)| b.1 > 0.0).map(|(i, b)| gap(lo, i, b.1)))
+                .map_err(e)?;
+        }
+    }
     Ok(())
 }
 

@@ -356,7 +356,7 @@ pub fn run_suite<E: Engine>(a: &SuiteArgs, out: &mut dyn Write) -> Result<SuiteR
     let mut results = Vec::new();
     let mut bulk_started = None;
     for step in steps {
-        let _ = writeln!(out, "\n===== {} ({}) =====", step.test, step.flags.benchmarks);
+        crate::harness::print_heading(out, &format!("{} ({})", step.test, step.flags.benchmarks));
         let started = Instant::now();
         if step.test == "bulkload" {
             bulk_started = Some(started);
@@ -400,18 +400,7 @@ pub fn run_suite<E: Engine>(a: &SuiteArgs, out: &mut dyn Write) -> Result<SuiteR
         let _ = writeln!(out, "merge operator speed-up (mergerandom / updaterandom ops/sec): {x:.2}x");
     }
     let report = SuiteReport { suite: a.suite, rows, results, speedup };
-    if let Some(p) = &a.json {
-        let text = serde_json::to_string_pretty(&report).map_err(|e| BenchError::Io {
-            what: "writing JSON to",
-            path: p.clone(),
-            cause: std::io::Error::other(e),
-        })?;
-        std::fs::write(p, text).map_err(|source| BenchError::Io {
-            what: "writing JSON to",
-            path: p.clone(),
-            cause: source,
-        })?;
-    }
+    crate::harness::save_json(a.json.as_deref(), &report)?;
     Ok(report)
 }
 

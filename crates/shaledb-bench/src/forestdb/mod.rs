@@ -13,8 +13,8 @@ pub mod steps;
 
 use crate::engine::{with_engine, Engine, EngineKind, EngineVisitor};
 use crate::flags::BenchFlags;
+use crate::harness::{self, human_bytes, open_engine, remove_db, SuiteDir};
 use crate::sysbench::measure;
-use crate::sysbench::report::human_bytes;
 use crate::{BenchError, Result};
 use report::{EngineRun, ForestdbReport, VariantResult};
 use std::io::Write;
@@ -166,18 +166,7 @@ impl ForestdbArgs {
         } else {
             self.engine.clone()
         };
-        for e in &engines {
-            if !e.available() {
-                return bad(
-                    "engine",
-                    format!(
-                        "{} is not in this build; build with `--features rocksdb` (needs librocksdb-dev, \
-                         libclang-dev)",
-                        e.flag_name()
-                    ),
-                );
-            }
-        }
+        harness::check_available(&engines)?;
         for (i, e) in engines.iter().enumerate() {
             if engines[..i].contains(e) {
                 return bad("engine", format!("{} is listed twice", e.flag_name()));
@@ -327,27 +316,10 @@ fn option_list(f: &BenchFlags) -> Vec<(String, String)> {
 /// Runs the suite, printing its tables to `out`.
 pub fn run_forestdb(a: &ForestdbArgs, out: &mut dyn Write) -> Result<ForestdbReport> {
     let plan = a.plan()?;
-    let seed = if a.seed != 0 {
-        a.seed
-    } else {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64 | 1)
-    };
-    let tmp;
-    let base = match &a.db {
-        Some(p) => p.clone(),
-        None => {
-            tmp = tempfile::Builder::new().prefix("shaledb-forestdb-").tempdir_in(".").map_err(|source| {
-                BenchError::Io { what: "creating a temporary database directory in", path: ".".into(), cause: source }
-            })?;
-            tmp.path().to_path_buf()
-        }
-    };
-    std::fs::create_dir_all(&base).map_err(|source| BenchError::Io {
-        what: "creating the database directory",
-        path: base.clone(),
-        cause: source,
-    })?;
-    let sample_flags = engine_flags(&plan, a, Variant::Cached, 1 << 20, &base);
+    let seed = harness::resolve_seed(a.seed);
+    let dir = SuiteDir::create(a.db.as_deref(), "shaledb-forestdb-")?;
+    let base = dir.path();
+    let sample_flags = engine_flags(&plan, a, Variant::Cached, 1 << 20, base);
     sample_flags.validate()?;
     let mut report = ForestdbReport {
         args: serde_json::to_value(a).unwrap_or(serde_json::Value::Null),
@@ -372,21 +344,18 @@ pub fn run_forestdb(a: &ForestdbArgs, out: &mut dyn Write) -> Result<ForestdbRep
         a.range_len,
         plan.engines.iter().map(|e| e.flag_name()).collect::<Vec<_>>(),
     );
-    let _ = writeln!(out, "engine options (every engine, every variant):");
-    for (k, v) in &report.engine_options {
-        let _ = writeln!(out, "  {k:<40} {v}");
-    }
+    harness::print_options(out, "engine options (every engine, every variant):", &report.engine_options);
     let _ = writeln!(out, "steps: {}", plan.steps.iter().map(|s| s.name).collect::<Vec<_>>().join(", "));
     for (vi, &(variant, cache)) in plan.variants.iter().enumerate() {
         let direct = variant == Variant::Iobound && a.use_direct_reads;
-        let _ = writeln!(
-            out,
-            "\n===== variant {} : cache {} ({:.2}x the logical size), direct reads {} =====",
+        let heading = format!(
+            "variant {} : cache {} ({:.2}x the logical size), direct reads {}",
             variant.name(),
             human_bytes(cache),
             cache as f64 / plan.logical_bytes.max(1) as f64,
             if direct { "on" } else { "off" }
         );
+        harness::print_heading(out, &heading);
         let mut vr = VariantResult {
             variant: variant.name().into(),
             cache_bytes: cache,
@@ -405,17 +374,9 @@ pub fn run_forestdb(a: &ForestdbArgs, out: &mut dyn Write) -> Result<ForestdbRep
         let _ = writeln!(out, "\noperations/second and size after each step ({}):", variant.name());
         let _ = writeln!(out, "{}", report::variant_table(&vr));
         report.variants.push(vr);
-        if let Some(p) = &a.json {
-            crate::report::write_json_file(p, &report)?;
-        }
+        harness::save_json(a.json.as_deref(), &report)?;
     }
-    if let Some(p) = &a.json {
-        crate::report::write_json_file(p, &report)?;
-    }
-    if let Some(dir) = &a.plot {
-        let files = report::write_plots(dir, &report)?;
-        let _ = writeln!(out, "plots: {} files in {}", files.len(), dir.display());
-    }
+    harness::finish(out, a.json.as_deref(), a.plot.as_deref(), &report, report::write_plots)?;
     Ok(report)
 }
 
@@ -436,23 +397,12 @@ impl EngineVisitor for RunEngine<'_> {
     }
 }
 
-fn open<E: Engine>(path: &Path, f: &BenchFlags) -> Result<E> {
-    E::open(path, f).map_err(|e| {
-        let hint = if f.use_direct_reads && e.to_string().contains("direct") {
-            " (this engine cannot read with O_DIRECT here: run with --use_direct_reads=0)"
-        } else {
-            ""
-        };
-        BenchError::engine(format!("opening {} at {}{hint}", E::name(), path.display()), e)
-    })
-}
-
 fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
     let RunEngine { a, plan, flags, seed, variant, path, out } = v;
-    E::destroy(path).map_err(|e| BenchError::engine(format!("removing the old database at {}", path.display()), e))?;
+    remove_db::<E>(path, "removing the old database at")?;
     flags.validate()?;
     let _ = writeln!(out, "--- {} at {}", E::name(), path.display());
-    let engine: E = open(path, flags)?;
+    let engine: E = open_engine(path, flags)?;
     let mut run = EngineRun {
         engine: E::name().to_lowercase(),
         name: E::name().into(),
@@ -485,7 +435,7 @@ fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
     engine.close().map_err(|e| BenchError::engine("closing", e))?;
     let end = measure::du_bytes(path);
     let _ = writeln!(out, "{}: database at the end {} (du); removed", E::name(), human_bytes(end));
-    E::destroy(path).map_err(|e| BenchError::engine(format!("removing the database at {}", path.display()), e))?;
+    remove_db::<E>(path, "removing the database at")?;
     Ok(run)
 }
 

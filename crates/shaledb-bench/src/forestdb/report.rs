@@ -1,10 +1,11 @@
 //! The suite's figures (JSON), its tables (the seed's "operations/second for each step" and "Size in GB after
 //! each step" side by side, per variant) and its plots (per variant: throughput ratio and size per step).
 
+use crate::harness::{human_bytes, opt};
+use crate::plot::{create_plot_dir, draw_bar_chart, write_pair, BarScale, BarStyle};
 use crate::sysbench::measure::ProcDelta;
-use crate::sysbench::report::{human_bytes, EngineDelta};
-use crate::{BenchError, Result};
-use plotters::prelude::*;
+use crate::sysbench::report::EngineDelta;
+use crate::Result;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -161,13 +162,6 @@ pub struct ForestdbReport {
     pub variants: Vec<VariantResult>,
 }
 
-fn opt(v: Option<f64>, prec: usize) -> String {
-    match v {
-        Some(x) => format!("{x:.prec$}"),
-        None => "-".into(),
-    }
-}
-
 fn writer_cell(s: Option<&StepResult>) -> String {
     match s.and_then(|s| s.writer.as_ref()) {
         Some(w) => format!("{} {:.0}/s", if w.kept { "yes" } else { "NO" }, w.rate),
@@ -264,18 +258,8 @@ pub fn variant_table(v: &VariantResult) -> String {
     s
 }
 
-fn plot_err(path: &Path) -> impl Fn(String) -> BenchError + '_ {
-    move |msg| BenchError::Plot { path: path.to_path_buf(), msg }
-}
-
-/// What a chart shows.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Scale {
-    /// Ratios around 1.0 (a line marks 1.0).
-    Ratio,
-    /// Positive figures on a log axis.
-    Log,
-}
+/// The charts' caption and label sizes.
+const BAR_STYLE: BarStyle = BarStyle { caption: 20, ratio_labels: 90, log_labels: 90 };
 
 /// A chart: file suffix, title, (label, value) bars.
 type Chart = (&'static str, String, Vec<(String, f64)>);
@@ -284,11 +268,7 @@ type Chart = (&'static str, String, Vec<(String, f64)>);
 /// step, as ShaleDB/RocksDB ratios when both engines ran (a line at 1.0), otherwise the one engine's figures
 /// on a log scale.
 pub fn write_plots(dir: &Path, r: &ForestdbReport) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).map_err(|source| BenchError::Io {
-        what: "creating plot directory",
-        path: dir.to_path_buf(),
-        cause: source,
-    })?;
+    create_plot_dir(dir)?;
     let mut files = Vec::new();
     for (i, v) in r.variants.iter().enumerate() {
         let two = v.run("shaledb").is_some() && v.run("rocksdb").is_some();
@@ -327,107 +307,17 @@ pub fn write_plots(dir: &Path, r: &ForestdbReport) -> Result<Vec<PathBuf>> {
         };
         for (what, title, bars) in charts {
             let stem = format!("forestdb-{:02}-{}-{what}", i + 1, v.variant);
-            let scale = if two { Scale::Ratio } else { Scale::Log };
-            let svg = dir.join(format!("{stem}.svg"));
-            let png = dir.join(format!("{stem}.png"));
-            crate::plot::ensure_font().map_err(plot_err(&svg))?;
-            {
-                let root = SVGBackend::new(&svg, (1000, 700)).into_drawing_area();
-                draw_bars(&root, &title, &bars, scale).map_err(plot_err(&svg))?;
-                root.present().map_err(|e| e.to_string()).map_err(plot_err(&svg))?;
-            }
-            {
-                let root = BitMapBackend::new(&png, (1000, 700)).into_drawing_area();
-                draw_bars(&root, &title, &bars, scale).map_err(plot_err(&png))?;
-                root.present().map_err(|e| e.to_string()).map_err(plot_err(&png))?;
-            }
-            files.push(svg);
-            files.push(png);
+            let scale = if two { BarScale::Ratio } else { BarScale::Log };
+            files.extend(write_pair(
+                dir,
+                &stem,
+                (1000, 700),
+                &|a| draw_bar_chart(a, &title, &bars, scale, BAR_STYLE),
+                &|a| draw_bar_chart(a, &title, &bars, scale, BAR_STYLE),
+            )?);
         }
     }
     Ok(files)
-}
-
-fn draw_bars<DB: DrawingBackend>(
-    root: &DrawingArea<DB, plotters::coord::Shift>,
-    title: &str,
-    bars: &[(String, f64)],
-    scale: Scale,
-) -> std::result::Result<(), String> {
-    let e = |x: &dyn std::fmt::Display| x.to_string();
-    let family = crate::plot::FAMILY;
-    root.fill(&WHITE).map_err(|x| e(&x))?;
-    // The first step on top.
-    let bars: Vec<(String, f64)> = bars.iter().rev().cloned().collect();
-    let n = bars.len().max(1);
-    let labels: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
-    let label_of = move |v: &SegmentValue<usize>| match v {
-        SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
-        _ => String::new(),
-    };
-    // A white outline over each bar keeps neighbouring bars apart.
-    let gap = |from: f64, i: usize, to: f64| {
-        Rectangle::new([(from, SegmentValue::Exact(i)), (to, SegmentValue::Exact(i + 1))], WHITE.stroke_width(6))
-    };
-    match scale {
-        Scale::Ratio => {
-            let hi = bars.iter().map(|b| b.1).fold(1.0, f64::max) * 1.15;
-            let mut ch = ChartBuilder::on(root)
-                .caption(title, (family, 20))
-                .margin(15)
-                .x_label_area_size(40)
-                .y_label_area_size(90)
-                .build_cartesian_2d(0.0..hi, (0..n).into_segmented())
-                .map_err(|x| e(&x))?;
-            ch.configure_mesh()
-                .y_labels(n)
-                .y_label_formatter(&label_of)
-                .x_desc("ratio")
-                .label_style((family, 14))
-                .draw()
-                .map_err(|x| e(&x))?;
-            ch.draw_series(bars.iter().enumerate().map(|(i, b)| {
-                let color = if b.1 >= 1.0 { RGBColor(40, 120, 200) } else { RGBColor(220, 90, 60) };
-                Rectangle::new([(0.0, SegmentValue::Exact(i)), (b.1, SegmentValue::Exact(i + 1))], color.filled())
-            }))
-            .map_err(|x| e(&x))?;
-            ch.draw_series(bars.iter().enumerate().map(|(i, b)| gap(0.0, i, b.1))).map_err(|x| e(&x))?;
-            ch.draw_series(LineSeries::new(
-                [(1.0, SegmentValue::Exact(0)), (1.0, SegmentValue::Exact(n))],
-                BLACK.stroke_width(2),
-            ))
-            .map_err(|x| e(&x))?;
-        }
-        Scale::Log => {
-            let positive: Vec<f64> = bars.iter().map(|b| b.1).filter(|v| *v > 0.0).collect();
-            let lo = positive.iter().copied().fold(f64::INFINITY, f64::min);
-            let lo = if lo.is_finite() { lo / 2.0 } else { 0.1 };
-            let hi = positive.iter().copied().fold(lo * 10.0, f64::max) * 2.0;
-            let mut ch = ChartBuilder::on(root)
-                .caption(title, (family, 20))
-                .margin(15)
-                .x_label_area_size(40)
-                .y_label_area_size(90)
-                .build_cartesian_2d((lo..hi).log_scale(), (0..n).into_segmented())
-                .map_err(|x| e(&x))?;
-            ch.configure_mesh()
-                .y_labels(n)
-                .y_label_formatter(&label_of)
-                .label_style((family, 14))
-                .draw()
-                .map_err(|x| e(&x))?;
-            ch.draw_series(bars.iter().enumerate().filter(|(_, b)| b.1 > 0.0).map(|(i, b)| {
-                Rectangle::new(
-                    [(lo, SegmentValue::Exact(i)), (b.1, SegmentValue::Exact(i + 1))],
-                    RGBColor(40, 120, 200).filled(),
-                )
-            }))
-            .map_err(|x| e(&x))?;
-            ch.draw_series(bars.iter().enumerate().filter(|(_, b)| b.1 > 0.0).map(|(i, b)| gap(lo, i, b.1)))
-                .map_err(|x| e(&x))?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -3,32 +3,34 @@
 //! steps where a rate-limited inserter runs beside covering range queries on the secondary indexes; swept
 //! over concurrency x padding, every engine on a fresh database per configuration, through [`with_engine`].
 //!
-//! Values are in [`data`], figures, tables and plots in [`report`]; process counters come from
-//! [`crate::sysbench::measure`]. What each step runs and how each figure is computed: BENCHMARKS.md,
-//! "insert benchmark suite".
+//! Values are in [`data`], the load and query steps in `steps.rs`, figures, tables and plots in [`report`];
+//! process counters come from [`crate::sysbench::measure`]. What each step runs and how each figure is
+//! computed: BENCHMARKS.md, "insert benchmark suite".
 //!
 //! Secondary-index maintenance is blind: the table layer puts each index entry without reading the index
 //! (the seed's point: RocksDB "doesn't read index pages during non-unique secondary index maintenance"). The
-//! one read per inserted row is the primary key's uniqueness check ([`Session::insert_many`]), a point read
-//! of a new key that is absent by construction (auto-increment). It is kept, as MyRocks and MongoRocks keep
-//! it: with bloom filters it is answered without reading a data block, and what it costs is part of what the
-//! suite measures (the bytes read per insert show it).
+//! one read per inserted row is the primary key's uniqueness check
+//! ([`Session::insert_many`](crate::table::Session::insert_many)), a point read of a new key that is absent
+//! by construction (auto-increment). It is kept, as MyRocks and MongoRocks keep it: with bloom filters it is
+//! answered without reading a data block, and what it costs is part of what the suite measures (the bytes
+//! read per insert show it).
 
 pub mod data;
 pub mod report;
+mod steps;
 
 use crate::engine::{with_engine, Engine, EngineKind, EngineVisitor, WriteMode};
 use crate::flags::BenchFlags;
+use crate::harness::{self, human_bytes, open_engine, remove_db, table_err, SuiteDir};
 use crate::sysbench::measure;
-use crate::sysbench::report::{human_bytes, EngineDelta};
-use crate::table::{Row, Session, SessionStats, Table, TableError, TableResult, Value};
+use crate::table::Table;
 use crate::{BenchError, Result};
-use data::IiRand;
-use report::{ConfigResult, EngineRun, IndexSize, InsertReport, Interval, LoadStep, QueryStep, StepCost};
+use report::{ConfigResult, EngineRun, InsertReport};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicU64;
+use std::time::Instant;
+use steps::{load_step, query_step};
 
 /// An inserter keeps its rate when it achieves at least this fraction of it (within 5%).
 pub const KEPT_RATE_FRACTION: f64 = 0.95;
@@ -129,18 +131,7 @@ impl InsertArgs {
         if self.engine.is_empty() {
             return bad("engine", "no engine given".into());
         }
-        for e in &self.engine {
-            if !e.available() {
-                return bad(
-                    "engine",
-                    format!(
-                        "{} is not in this build; build with `--features rocksdb` (needs librocksdb-dev, \
-                         libclang-dev)",
-                        e.flag_name()
-                    ),
-                );
-            }
-        }
+        harness::check_available(&self.engine)?;
         for (i, e) in self.engine.iter().enumerate() {
             if self.engine[..i].contains(e) {
                 return bad("engine", format!("{} listed twice", e.flag_name()));
@@ -260,30 +251,13 @@ fn option_list(f: &BenchFlags, a: &InsertArgs) -> Vec<(String, String)> {
     ]
 }
 
-fn clock_seed() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64 | 1)
-}
-
 /// Runs the suite, printing its tables to `out`.
 pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
     a.validate()?;
-    let seed = if a.seed != 0 { a.seed } else { clock_seed() };
-    let tmp;
-    let base = match &a.db {
-        Some(p) => p.clone(),
-        None => {
-            tmp = tempfile::Builder::new().prefix("shaledb-insert-").tempdir_in(".").map_err(|source| {
-                BenchError::Io { what: "creating a temporary database directory in", path: ".".into(), cause: source }
-            })?;
-            tmp.path().to_path_buf()
-        }
-    };
-    std::fs::create_dir_all(&base).map_err(|source| BenchError::Io {
-        what: "creating the database directory",
-        path: base.clone(),
-        cause: source,
-    })?;
-    let sample_flags = engine_flags(a, &base);
+    let seed = harness::resolve_seed(a.seed);
+    let dir = SuiteDir::create(a.db.as_deref(), "shaledb-insert-")?;
+    let base = dir.path();
+    let sample_flags = engine_flags(a, base);
     sample_flags.validate()?;
     let mut report = InsertReport {
         args: serde_json::to_value(a).unwrap_or(serde_json::Value::Null),
@@ -311,16 +285,13 @@ pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
         "query steps {after}: inserter at {:?} rows/s, {} query threads, {} s each, LIMIT {}",
         a.query_insert_rates, a.query_threads, a.query_duration, a.rows_per_query
     );
-    let _ = writeln!(out, "engine options (every engine):");
-    for (k, v) in &report.engine_options {
-        let _ = writeln!(out, "  {k:<40} {v}");
-    }
+    harness::print_options(out, "engine options (every engine):", &report.engine_options);
     let mut cfg_idx = 0;
     for &pad in &a.pad {
         for &threads in &a.threads {
             let queries = a.queries_after(cfg_idx);
             let mut cfg = ConfigResult { threads, pad, ..ConfigResult::default() };
-            let _ = writeln!(out, "\n===== {threads} inserter thread(s) / pad {pad} bytes =====");
+            harness::print_heading(out, &format!("{threads} inserter thread(s) / pad {pad} bytes"));
             for &kind in &a.engine {
                 let path = base.join(kind.flag_name());
                 let v = RunEngine { a, seed, cfg: cfg_idx, threads, pad, queries, path: &path, out: &mut *out };
@@ -330,19 +301,12 @@ pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
             let _ = writeln!(out, "\n{}", report::config_table(&cfg));
             report.configs.push(cfg);
             cfg_idx += 1;
-            if let Some(p) = &a.json {
-                crate::report::write_json_file(p, &report)?;
-            }
+            harness::save_json(a.json.as_deref(), &report)?;
         }
     }
-    let _ = writeln!(out, "\n===== insert rate (rows/s), the report's table =====\n{}", report::seed_table(&report));
-    if let Some(p) = &a.json {
-        crate::report::write_json_file(p, &report)?;
-    }
-    if let Some(dir) = &a.plot {
-        let files = report::write_plots(dir, &report)?;
-        let _ = writeln!(out, "plots: {} files in {}", files.len(), dir.display());
-    }
+    harness::print_heading(out, "insert rate (rows/s), the report's table");
+    let _ = writeln!(out, "{}", report::seed_table(&report));
+    harness::finish(out, a.json.as_deref(), a.plot.as_deref(), &report, report::write_plots)?;
     Ok(report)
 }
 
@@ -364,44 +328,9 @@ impl EngineVisitor for RunEngine<'_> {
     }
 }
 
-fn table_err(what: impl Into<String>) -> impl FnOnce(TableError) -> BenchError {
-    let what = what.into();
-    move |e| BenchError::engine(what, Box::new(e))
-}
-
-fn open<E: Engine>(path: &Path, f: &BenchFlags) -> Result<E> {
-    E::open(path, f).map_err(|e| {
-        let hint = if f.use_direct_reads && e.to_string().contains("direct") {
-            " (this engine cannot read with O_DIRECT here: run with --use_direct_reads=0)"
-        } else {
-            ""
-        };
-        BenchError::engine(format!("opening {} at {}{hint}", E::name(), path.display()), e)
-    })
-}
-
-/// Process and engine counters at the start of a step.
-struct Mark {
-    proc: measure::ProcSample,
-    engine: crate::engine::EngineSample,
-}
-
-impl Mark {
-    fn now<E: Engine>(engine: &E) -> Mark {
-        Mark { proc: measure::sample(), engine: engine.sample() }
-    }
-
-    /// The step's cost: `rows` inserted with `logical_bytes` of keys and values, the database at `path`.
-    fn cost<E: Engine>(&self, engine: &E, rows: u64, logical_bytes: u64, path: &Path) -> StepCost {
-        let process = measure::ProcDelta::between(&self.proc, &measure::sample());
-        let engine = EngineDelta::between(&self.engine, &engine.sample());
-        StepCost::new(rows, logical_bytes, process, engine, measure::du_bytes(path))
-    }
-}
-
 fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
     let RunEngine { a, seed, cfg, threads, pad, queries, path, out } = v;
-    E::destroy(path).map_err(|e| BenchError::engine(format!("removing the old database at {}", path.display()), e))?;
+    remove_db::<E>(path, "removing the old database at")?;
     let flags = engine_flags(a, path);
     flags.validate()?;
     let table = Table::new(data::purchases_def(pad)).map_err(table_err("purchases_index schema"))?;
@@ -413,7 +342,7 @@ fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
         ..EngineRun::default()
     };
     let _ = writeln!(out, "--- {} ({threads} thread(s), pad {pad}) at {}", E::name(), path.display());
-    let engine: E = open(path, &flags)?;
+    let engine: E = open_engine(path, &flags)?;
     let next_id = AtomicU64::new(1);
     let started = Instant::now();
 
@@ -463,366 +392,8 @@ fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
     run.db_bytes_end = measure::du_bytes(path);
     run.rows_end = run.load.rows + run.queries.iter().map(|q| q.rows_inserted).sum::<u64>();
     let _ = writeln!(out, "database at the end: {} (du); removed", human_bytes(run.db_bytes_end));
-    E::destroy(path).map_err(|e| BenchError::engine(format!("removing the database at {}", path.display()), e))?;
+    remove_db::<E>(path, "removing the database at")?;
     Ok(run)
-}
-
-/// Sizes of the three secondary indexes and the primary key, by [`Session::index_extent`] (the Engine trait
-/// has no approximate size of a key range, so the entries are counted by a scan that bypasses the cache).
-fn index_sizes<E: Engine>(engine: &E, t: &Table) -> Result<Vec<IndexSize>> {
-    let mut s = Session::new(engine, WriteMode::default());
-    let mut v = Vec::new();
-    let which = std::iter::once(None).chain((0..t.def().secondary.len()).map(Some));
-    for i in which {
-        let name = match i {
-            None => t.def().primary.name.clone(),
-            Some(i) => t.def().secondary[i].name.clone(),
-        };
-        let (entries, bytes) = s.index_extent(t, i).map_err(table_err(format!("sizing index {name}")))?;
-        v.push(IndexSize { name, entries, bytes });
-    }
-    Ok(v)
-}
-
-/// Seconds-resolution time of a batch: the seed's epoch plus the seconds since the engine's first step began.
-fn batch_time(started: Instant) -> i64 {
-    data::EPOCH_BASE + started.elapsed().as_secs() as i64
-}
-
-fn add_stats(a: &mut SessionStats, b: &SessionStats) {
-    a.gets += b.gets;
-    a.seeks += b.seeks;
-    a.nexts += b.nexts;
-    a.batches += b.batches;
-    a.entries += b.entries;
-    a.bytes_written += b.bytes_written;
-}
-
-/// One load thread: takes `rows_per_commit` ids at a time from the shared auto-increment until `rows` ids are
-/// taken, inserting each batch with [`Session::insert_many`].
-fn load_thread<E: Engine>(
-    engine: &E,
-    t: &Table,
-    a: &InsertArgs,
-    seed: u64,
-    pad: usize,
-    next_id: &AtomicU64,
-    counter: &AtomicU64,
-    stop: &AtomicBool,
-    started: Instant,
-) -> TableResult<SessionStats> {
-    let mut s = Session::new(engine, a.write_mode());
-    let mut r = IiRand::new(seed);
-    let mut rows: Vec<Row> = Vec::with_capacity(a.rows_per_commit);
-    let batch = a.rows_per_commit as u64;
-    while !stop.load(Ordering::Relaxed) {
-        let first = next_id.fetch_add(batch, Ordering::Relaxed);
-        if first > a.rows {
-            break;
-        }
-        let n = batch.min(a.rows - first + 1) as usize;
-        let when = batch_time(started);
-        rows.resize_with(n, Vec::new);
-        for (i, row) in rows.iter_mut().enumerate() {
-            r.fill_row(row, (first + i as u64) as i64, when, pad);
-        }
-        let done = s.insert_many(t, &rows[..n])?;
-        if done != n {
-            return Err(TableError::Invalid(format!(
-                "inserted {done} of {n} rows from id {first}: new auto-increment ids were found as duplicates"
-            )));
-        }
-        counter.fetch_add(n as u64, Ordering::Relaxed);
-    }
-    Ok(s.stats())
-}
-
-fn load_step<E: Engine>(
-    engine: &E,
-    t: &Table,
-    a: &InsertArgs,
-    seed: u64,
-    cfg: usize,
-    threads: usize,
-    pad: usize,
-    next_id: &AtomicU64,
-    started: Instant,
-    path: &Path,
-) -> Result<LoadStep> {
-    let counter = AtomicU64::new(0);
-    let stop = AtomicBool::new(false);
-    let finished = AtomicU64::new(0);
-    let mark = Mark::now(engine);
-    let start = Instant::now();
-    let label = format!("{} load t{threads} pad{pad}", E::name());
-    let mut intervals = Vec::new();
-    let results: Vec<std::thread::Result<TableResult<SessionStats>>> = std::thread::scope(|sc| {
-        let handles: Vec<_> = (0..threads)
-            .map(|i| {
-                let (counter, stop, finished) = (&counter, &stop, &finished);
-                let seed = data::thread_seed(seed, cfg, 0, i);
-                sc.spawn(move || {
-                    let r = load_thread(engine, t, a, seed, pad, next_id, counter, stop, started);
-                    if r.is_err() {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                    finished.fetch_add(1, Ordering::Relaxed);
-                    r
-                })
-            })
-            .collect();
-        monitor(&label, start, a.report_interval, &counter, &mut intervals, &|| {
-            finished.load(Ordering::Relaxed) == threads as u64
-        });
-        handles.into_iter().map(|h| h.join()).collect()
-    });
-    let seconds = start.elapsed().as_secs_f64();
-    let mut stats = SessionStats::default();
-    for r in results {
-        let s = r
-            .map_err(|_| BenchError::engine("load", "an inserter thread panicked".into()))?
-            .map_err(table_err(format!("{} load", E::name())))?;
-        add_stats(&mut stats, &s);
-    }
-    let rows = counter.load(Ordering::Relaxed);
-    if rows != a.rows {
-        return Err(BenchError::engine("load", format!("inserted {rows} rows of {}", a.rows).into()));
-    }
-    let w = Instant::now();
-    engine.wait_for_compaction().map_err(|e| BenchError::engine("waiting for compactions after the load", e))?;
-    let compaction_wait_secs = w.elapsed().as_secs_f64();
-    let cost = mark.cost(engine, rows, stats.bytes_written, path);
-    let index_sizes = index_sizes(engine, t)?;
-    Ok(LoadStep {
-        rows,
-        seconds,
-        rows_per_sec: rows as f64 / seconds.max(1e-9),
-        compaction_wait_secs,
-        intervals,
-        session: stats,
-        cost,
-        index_sizes,
-    })
-}
-
-/// Samples `counter` every `interval` seconds until `done()`, printing the rate to stderr and keeping it;
-/// the last, partial interval is kept too when it is at least a tenth of an interval long.
-fn monitor(
-    label: &str,
-    start: Instant,
-    interval: f64,
-    counter: &AtomicU64,
-    intervals: &mut Vec<Interval>,
-    done: &dyn Fn() -> bool,
-) {
-    let tick = Duration::from_secs_f64(interval);
-    let mut next = start + tick;
-    let mut last = (start, 0u64);
-    let mut push = |now: Instant, last: &mut (Instant, u64), print: bool| {
-        let c = counter.load(Ordering::Relaxed);
-        let secs = now.duration_since(last.0).as_secs_f64().max(1e-9);
-        let rate = (c - last.1) as f64 / secs;
-        let at = now.duration_since(start).as_secs_f64();
-        if print {
-            eprintln!("[ {at:.0}s ] {label}: {rate:.0} rows/s, {c} rows");
-        }
-        intervals.push(Interval { t: at, rows: c, rate });
-        *last = (now, c);
-    };
-    loop {
-        let now = Instant::now();
-        if done() {
-            if now.duration_since(last.0).as_secs_f64() >= interval / 10.0 {
-                push(now, &mut last, false);
-            }
-            return;
-        }
-        if now >= next {
-            push(now, &mut last, true);
-            next += tick;
-        }
-        std::thread::sleep(
-            Duration::from_millis(5).min(next.saturating_duration_since(now)).max(Duration::from_millis(1)),
-        );
-    }
-}
-
-/// The background inserter of a query step: `rate` rows/s in batches of `rate / 10` rows (at least 1, at most
-/// `--rows_per_commit`), each batch due at `start + rows_before / rate`; a late batch is sent at once, so a
-/// slow engine shows as a rate below the target rather than as bursts. (iibench sleeps once per second
-/// after `ceil(rate / rows_per_commit)` batches of `rows_per_commit` rows, which sends 1000 rows/s when asked
-/// for 100 with its default batch of 1000.)
-fn rate_inserter<E: Engine>(
-    engine: &E,
-    t: &Table,
-    a: &InsertArgs,
-    seed: u64,
-    rate: u64,
-    pad: usize,
-    next_id: &AtomicU64,
-    started: Instant,
-    start: Instant,
-    deadline: Instant,
-    stop: &AtomicBool,
-) -> TableResult<(u64, SessionStats)> {
-    let mut s = Session::new(engine, a.write_mode());
-    let mut r = IiRand::new(seed);
-    let batch = (rate / 10).clamp(1, a.rows_per_commit as u64) as usize;
-    let mut rows: Vec<Row> = vec![Vec::new(); batch];
-    let mut sent = 0u64;
-    while !stop.load(Ordering::Relaxed) {
-        let due = start + Duration::from_secs_f64(sent as f64 / rate as f64);
-        if due >= deadline {
-            break;
-        }
-        let now = Instant::now();
-        if due > now {
-            std::thread::sleep(due - now);
-        }
-        if Instant::now() >= deadline {
-            break;
-        }
-        let first = next_id.fetch_add(batch as u64, Ordering::Relaxed);
-        let when = batch_time(started);
-        for (i, row) in rows.iter_mut().enumerate() {
-            r.fill_row(row, (first + i as u64) as i64, when, pad);
-        }
-        let done = s.insert_many(t, &rows)?;
-        if done != batch {
-            return Err(TableError::Invalid(format!(
-                "inserted {done} of {batch} rows from id {first}: new auto-increment ids were found as duplicates"
-            )));
-        }
-        sent += batch as u64;
-    }
-    Ok((sent, s.stats()))
-}
-
-/// Per-thread totals of a query thread.
-#[derive(Default)]
-struct QueryTotals {
-    per_index: [u64; 3],
-    rows: u64,
-    stats: SessionStats,
-}
-
-/// One query thread: covering range queries on each secondary index in turn (thread `i` starts at index
-/// `i % 3`), from a random start in the index's first column, `--rows_per_query` entries each, as iibench's
-/// `generate_market_query` (price >= p), `generate_register_query` (cashregisterid > c) and
-/// `generate_pdc_query` (price >= p) ask.
-fn query_thread<E: Engine>(
-    engine: &E,
-    t: &Table,
-    limit: usize,
-    seed: u64,
-    first: usize,
-    deadline: Instant,
-    stop: &AtomicBool,
-    counter: &AtomicU64,
-) -> TableResult<QueryTotals> {
-    let mut s = Session::new(engine, WriteMode::default());
-    let mut r = IiRand::new(seed);
-    let mut tot = QueryTotals::default();
-    let mut which = first % 3;
-    let mut lo = [Value::Int(0)];
-    while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
-        lo[0] = Value::Int(match which {
-            // registersegment: cashregisterid > c is cashregisterid >= c + 1 on integers.
-            1 => r.below(data::CASHREGISTERS) + 1,
-            _ => r.query_price(),
-        });
-        let mut n = 0usize;
-        let got = s.scan_index(t, which, &lo, &mut |row| {
-            std::hint::black_box(row);
-            n += 1;
-            n < limit
-        })?;
-        tot.rows += got as u64;
-        tot.per_index[which] += 1;
-        counter.fetch_add(1, Ordering::Relaxed);
-        which = (which + 1) % 3;
-    }
-    tot.stats = s.stats();
-    Ok(tot)
-}
-
-fn query_step<E: Engine>(
-    engine: &E,
-    t: &Table,
-    a: &InsertArgs,
-    seed: u64,
-    cfg: usize,
-    step: usize,
-    rate: u64,
-    pad: usize,
-    next_id: &AtomicU64,
-    started: Instant,
-    path: &Path,
-) -> Result<QueryStep> {
-    let stop = AtomicBool::new(false);
-    let counter = AtomicU64::new(0);
-    let mark = Mark::now(engine);
-    let start = Instant::now();
-    let deadline = start + Duration::from_secs_f64(a.query_duration);
-    type Ins = std::thread::Result<TableResult<(u64, SessionStats)>>;
-    type Qs = Vec<std::thread::Result<TableResult<QueryTotals>>>;
-    let (ins, qs): (Ins, Qs) = std::thread::scope(|sc| {
-        let stop = &stop;
-        let ins_seed = data::thread_seed(seed, cfg, step, usize::MAX);
-        let inserter = sc.spawn(move || {
-            let r = rate_inserter(engine, t, a, ins_seed, rate, pad, next_id, started, start, deadline, stop);
-            if r.is_err() {
-                stop.store(true, Ordering::Relaxed);
-            }
-            r
-        });
-        let handles: Vec<_> = (0..a.query_threads)
-            .map(|i| {
-                let counter = &counter;
-                let seed = data::thread_seed(seed, cfg, step, i);
-                sc.spawn(move || {
-                    let r = query_thread(engine, t, a.rows_per_query, seed, i, deadline, stop, counter);
-                    if r.is_err() {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                    r
-                })
-            })
-            .collect();
-        let qs = handles.into_iter().map(|h| h.join()).collect();
-        (inserter.join(), qs)
-    });
-    let seconds = start.elapsed().as_secs_f64();
-    let name = format!("q.{rate}");
-    let (rows, ins_stats) = ins
-        .map_err(|_| BenchError::engine(name.clone(), "the inserter thread panicked".into()))?
-        .map_err(table_err(format!("{} {name} inserter", E::name())))?;
-    let mut q = QueryStep {
-        name: name.clone(),
-        target_rate: rate,
-        seconds,
-        rows_inserted: rows,
-        insert_rate: rows as f64 / seconds.max(1e-9),
-        inserter_session: ins_stats,
-        ..QueryStep::default()
-    };
-    for r in qs {
-        let t = r
-            .map_err(|_| BenchError::engine(name.clone(), "a query thread panicked".into()))?
-            .map_err(table_err(format!("{} {name} query", E::name())))?;
-        for (a, b) in q.queries_per_index.iter_mut().zip(t.per_index) {
-            *a += b;
-        }
-        q.rows_read += t.rows;
-        add_stats(&mut q.query_session, &t.stats);
-    }
-    q.queries = q.queries_per_index.iter().sum();
-    q.qps = q.queries as f64 / seconds.max(1e-9);
-    q.kept_rate = report::kept_rate(q.insert_rate, rate);
-    q.cost = mark.cost(engine, rows, ins_stats.bytes_written, path);
-    q.set_per_query();
-    q.index_sizes = index_sizes(engine, t)?;
-    Ok(q)
 }
 
 #[cfg(test)]

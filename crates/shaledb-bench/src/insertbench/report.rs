@@ -3,10 +3,12 @@
 //! (insert rate over time during each load, rows/s per configuration).
 
 use super::KEPT_RATE_FRACTION;
+use crate::harness::human_bytes;
+use crate::plot::{create_plot_dir, write_pair};
 use crate::sysbench::measure::ProcDelta;
-use crate::sysbench::report::{human_bytes, EngineDelta};
+use crate::sysbench::report::EngineDelta;
 use crate::table::SessionStats;
-use crate::{BenchError, Result};
+use crate::Result;
 use plotters::prelude::*;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -214,13 +216,8 @@ pub struct InsertReport {
     pub configs: Vec<ConfigResult>,
 }
 
-/// `x` with `prec` decimals, `-` for none.
-pub fn opt(v: Option<f64>, prec: usize) -> String {
-    match v {
-        Some(x) => format!("{x:.prec$}"),
-        None => "-".into(),
-    }
-}
+/// `x` with `prec` decimals, `-` for none (kept here, where the suites first found it).
+pub use crate::harness::opt;
 
 /// `indexes: PRIMARY 1000 entries 60 KiB, ...`.
 pub fn index_line(v: &[IndexSize]) -> String {
@@ -336,49 +333,10 @@ pub fn seed_table(r: &InsertReport) -> String {
     s
 }
 
-fn plot_err(path: &Path) -> impl Fn(String) -> BenchError + '_ {
-    move |msg| BenchError::Plot { path: path.to_path_buf(), msg }
-}
-
-/// Draws one plot on an SVG drawing area.
-type SvgDrawer<'a> = &'a dyn for<'b> Fn(&DrawingArea<SVGBackend<'b>, plotters::coord::Shift>) -> PlotResult;
-/// Draws one plot on a bitmap drawing area.
-type PngDrawer<'a> = &'a dyn for<'b> Fn(&DrawingArea<BitMapBackend<'b>, plotters::coord::Shift>) -> PlotResult;
-/// A plot's outcome: the backend's message on failure.
-type PlotResult = std::result::Result<(), String>;
-
-/// Draws `draw_svg`/`draw_png` into `stem.svg` and `stem.png` under `dir`.
-fn write_pair(
-    dir: &Path,
-    stem: &str,
-    size: (u32, u32),
-    draw_svg: SvgDrawer<'_>,
-    draw_png: PngDrawer<'_>,
-) -> Result<Vec<PathBuf>> {
-    let svg = dir.join(format!("{stem}.svg"));
-    let png = dir.join(format!("{stem}.png"));
-    crate::plot::ensure_font().map_err(plot_err(&svg))?;
-    {
-        let root = SVGBackend::new(&svg, size).into_drawing_area();
-        draw_svg(&root).map_err(plot_err(&svg))?;
-        root.present().map_err(|e| e.to_string()).map_err(plot_err(&svg))?;
-    }
-    {
-        let root = BitMapBackend::new(&png, size).into_drawing_area();
-        draw_png(&root).map_err(plot_err(&png))?;
-        root.present().map_err(|e| e.to_string()).map_err(plot_err(&png))?;
-    }
-    Ok(vec![svg, png])
-}
-
 /// Writes the plots into `dir`: per configuration `insert-rate-NN-tT-padP` (rows/s over the load, one line
 /// per engine), and `insert-rows-per-sec` (the load's rows/s per configuration and engine).
 pub fn write_plots(dir: &Path, r: &InsertReport) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).map_err(|source| BenchError::Io {
-        what: "creating plot directory",
-        path: dir.to_path_buf(),
-        cause: source,
-    })?;
+    create_plot_dir(dir)?;
     let mut files = Vec::new();
     for (i, c) in r.configs.iter().enumerate() {
         let stem = format!("insert-rate-{:02}-t{}-pad{}", i + 1, c.threads, c.pad);

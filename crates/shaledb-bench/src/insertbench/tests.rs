@@ -3,7 +3,9 @@
 //! covering index scan the queries use returns index entries in order.
 
 use super::*;
+use crate::table::{Row, Session, Value};
 use clap::Parser;
+use data::IiRand;
 
 #[derive(Parser)]
 struct Cli {

@@ -2,9 +2,12 @@
 //! seed's tests in its order, each engine on a fresh database per configuration (compression setting x client
 //! threads), the same generic code for every engine through [`with_engine`].
 //!
-//! Statement shapes are in [`workload`], values in [`data`], process counters in [`measure`], tables, JSON and
-//! plots in [`report`]. What each test runs and how each figure is computed: BENCHMARKS.md, "sysbench suite".
+//! Statement shapes are in [`workload`], values in [`data`], a client thread and how it runs each statement in
+//! `client.rs`, process counters in [`measure`], tables, JSON and plots in [`report`]. This file holds the
+//! arguments, the engine options and the run: configurations, the load, the timed tests and the scans. What
+//! each test runs and how each figure is computed: BENCHMARKS.md, "sysbench suite".
 
+mod client;
 pub mod data;
 pub mod measure;
 pub mod report;
@@ -12,15 +15,17 @@ pub mod workload;
 
 use crate::engine::{with_engine, Engine, EngineKind, EngineVisitor, WriteMode};
 use crate::flags::BenchFlags;
-use crate::table::{Row, Session, SessionStats, Table, TableError, TableResult, Value};
+use crate::harness::{self, open_engine, remove_db, table_err, SuiteDir};
+use crate::table::{Row, Session, SessionStats, Table, TableResult};
 use crate::{BenchError, Result};
-use data::{SbRand, COL_C, COL_K, COL_PAD};
+use client::{client, str_len, ClientTotals};
+use data::{SbRand, COL_PAD};
 use report::{ConfigResult, EngineDelta, EngineRun, Interval, LoadResult, SysbenchReport, TestResult, Unit};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use workload::{Kind, RangeKind, Shape, Stmt, TestSpec};
+use workload::{Kind, Shape, TestSpec};
 
 /// Rows per multi-row INSERT of the load (sysbench's prepare sends multi-row INSERTs of about this many
 /// sbtest rows per statement).
@@ -136,18 +141,7 @@ impl SysbenchArgs {
         if self.engine.is_empty() {
             return bad("engine", "no engine given".into());
         }
-        for e in &self.engine {
-            if !e.available() {
-                return bad(
-                    "engine",
-                    format!(
-                        "{} is not in this build; build with `--features rocksdb` (needs librocksdb-dev, \
-                         libclang-dev)",
-                        e.flag_name()
-                    ),
-                );
-            }
-        }
+        harness::check_available(&self.engine)?;
         if !(1..=1024).contains(&self.tables) {
             return bad("tables", format!("must be in 1..=1024, got {}", self.tables));
         }
@@ -233,27 +227,10 @@ fn option_list(f: &BenchFlags) -> Vec<(String, String)> {
 /// Runs the suite, printing its tables to `out`.
 pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchReport> {
     let tests = a.validate()?;
-    let seed = if a.seed != 0 {
-        a.seed
-    } else {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64 | 1)
-    };
-    let tmp;
-    let base = match &a.db {
-        Some(p) => p.clone(),
-        None => {
-            tmp = tempfile::Builder::new().prefix("shaledb-sysbench-").tempdir_in(".").map_err(|source| {
-                BenchError::Io { what: "creating a temporary database directory in", path: ".".into(), cause: source }
-            })?;
-            tmp.path().to_path_buf()
-        }
-    };
-    std::fs::create_dir_all(&base).map_err(|source| BenchError::Io {
-        what: "creating the database directory",
-        path: base.clone(),
-        cause: source,
-    })?;
-    let sample_flags = engine_flags(a, CompressionSetting::None, &base, false);
+    let seed = harness::resolve_seed(a.seed);
+    let dir = SuiteDir::create(a.db.as_deref(), "shaledb-sysbench-")?;
+    let base = dir.path();
+    let sample_flags = engine_flags(a, CompressionSetting::None, base, false);
     sample_flags.validate()?;
     let mut report = SysbenchReport {
         args: serde_json::to_value(a).unwrap_or(serde_json::Value::Null),
@@ -271,16 +248,13 @@ pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchRep
         a.compression.iter().map(|c| c.name()).collect::<Vec<_>>(),
         a.engine.iter().map(|e| e.flag_name()).collect::<Vec<_>>(),
     );
-    let _ = writeln!(out, "engine options (every engine):");
-    for (k, v) in &report.engine_options {
-        let _ = writeln!(out, "  {k:<40} {v}");
-    }
+    harness::print_options(out, "engine options (every engine):", &report.engine_options);
     let _ = writeln!(out, "tests: {}", tests.iter().map(|t| t.name).collect::<Vec<_>>().join(", "));
     let mut cfg_idx = 0;
     for &comp in &a.compression {
         for &threads in &a.threads {
             let mut cfg = ConfigResult { compression: comp.name().into(), threads, ..ConfigResult::default() };
-            let _ = writeln!(out, "\n===== compression {} / {threads} client thread(s) =====", comp.name());
+            harness::print_heading(out, &format!("compression {} / {threads} client thread(s)", comp.name()));
             for &kind in &a.engine {
                 let path = base.join(kind.flag_name());
                 let run = with_engine(
@@ -293,19 +267,12 @@ pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchRep
             let _ = writeln!(out, "\n{}", report::config_table(&cfg));
             report.configs.push(cfg);
             cfg_idx += 1;
-            if let Some(p) = &a.json {
-                crate::report::write_json_file(p, &report)?;
-            }
+            harness::save_json(a.json.as_deref(), &report)?;
         }
     }
-    let _ = writeln!(out, "\n===== summary =====\n{}", report::summary_table(&report));
-    if let Some(p) = &a.json {
-        crate::report::write_json_file(p, &report)?;
-    }
-    if let Some(dir) = &a.plot {
-        let files = report::write_plots(dir, &report)?;
-        let _ = writeln!(out, "plots: {} files in {}", files.len(), dir.display());
-    }
+    harness::print_heading(out, "summary");
+    let _ = writeln!(out, "{}", report::summary_table(&report));
+    harness::finish(out, a.json.as_deref(), a.plot.as_deref(), &report, report::write_plots)?;
     Ok(report)
 }
 
@@ -327,25 +294,9 @@ impl EngineVisitor for RunEngine<'_> {
     }
 }
 
-fn table_err(what: impl Into<String>) -> impl FnOnce(TableError) -> BenchError {
-    let what = what.into();
-    move |e| BenchError::engine(what, Box::new(e))
-}
-
-fn open<E: Engine>(path: &Path, f: &BenchFlags) -> Result<E> {
-    E::open(path, f).map_err(|e| {
-        let hint = if f.use_direct_reads && e.to_string().contains("direct") {
-            " (this engine cannot read with O_DIRECT here: run with --use_direct_reads=0)"
-        } else {
-            ""
-        };
-        BenchError::engine(format!("opening {} at {}{hint}", E::name(), path.display()), e)
-    })
-}
-
 fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
     let RunEngine { a, tests, seed, cfg, comp, threads, path, out } = v;
-    E::destroy(path).map_err(|e| BenchError::engine(format!("removing the old database at {}", path.display()), e))?;
+    remove_db::<E>(path, "removing the old database at")?;
     let flags = engine_flags(a, comp, path, false);
     let flags_ra = engine_flags(a, comp, path, true);
     flags.validate()?;
@@ -363,7 +314,7 @@ fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
         ..EngineRun::default()
     };
     let _ = writeln!(out, "--- {} (compression {}, {threads} thread(s)) at {}", E::name(), comp.name(), path.display());
-    let mut engine: E = open(path, &flags)?;
+    let mut engine: E = open_engine(path, &flags)?;
 
     // The load.
     let (p0, e0) = (measure::sample(), engine.sample());
@@ -397,12 +348,12 @@ fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
             Kind::Scan { readahead } => {
                 if readahead {
                     engine.close().map_err(|e| BenchError::engine("closing before the readahead scan", e))?;
-                    engine = open(path, &flags_ra)?;
+                    engine = open_engine(path, &flags_ra)?;
                 }
                 let r = run_scan(&engine, &tables, spec, a, readahead);
                 if readahead {
                     engine.close().map_err(|e| BenchError::engine("closing after the readahead scan", e))?;
-                    engine = open(path, &flags)?;
+                    engine = open_engine(path, &flags)?;
                 }
                 r?
             }
@@ -428,7 +379,7 @@ fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
     engine.close().map_err(|e| BenchError::engine("closing", e))?;
     run.db_bytes_end = measure::du_bytes(path);
     let _ = writeln!(out, "database at the end: {} (du); removed", report::human_bytes(run.db_bytes_end));
-    E::destroy(path).map_err(|e| BenchError::engine(format!("removing the database at {}", path.display()), e))?;
+    remove_db::<E>(path, "removing the database at")?;
     Ok(run)
 }
 
@@ -507,7 +458,7 @@ fn run_timed<E: Engine>(
             .map_err(table_err(spec.name))?;
         r.events += c.events;
         r.statements += c.statements;
-        add_stats(&mut r.session, &c.stats);
+        r.session.add(&c.stats);
     }
     r.ops = r.statements;
     r.value = r.statements as f64 / seconds.max(1e-9);
@@ -553,184 +504,6 @@ fn monitor(
         }
         std::thread::sleep(step.min(deadline.saturating_duration_since(now)));
     }
-}
-
-struct ClientTotals {
-    events: u64,
-    statements: u64,
-    stats: SessionStats,
-}
-
-fn add_stats(a: &mut SessionStats, b: &SessionStats) {
-    a.gets += b.gets;
-    a.seeks += b.seeks;
-    a.nexts += b.nexts;
-    a.batches += b.batches;
-    a.entries += b.entries;
-    a.bytes_written += b.bytes_written;
-}
-
-fn client<E: Engine>(
-    engine: &E,
-    tables: &[Table],
-    next_ids: &[AtomicI64],
-    shape: Shape,
-    kind: Kind,
-    seed: u64,
-    deadline: Instant,
-    stop: &AtomicBool,
-    counter: &AtomicU64,
-) -> TableResult<ClientTotals> {
-    let mut s = Session::new(engine, WriteMode::default());
-    let mut r = SbRand::new(seed);
-    let mut stmts = Vec::new();
-    let mut scratch = Scratch::default();
-    let mut totals = ClientTotals { events: 0, statements: 0, stats: SessionStats::default() };
-    while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
-        stmts.clear();
-        shape.event(kind, &mut r, &mut stmts);
-        for st in &stmts {
-            exec(&mut s, tables, next_ids, st, &mut scratch)?;
-        }
-        totals.events += 1;
-        totals.statements += stmts.len() as u64;
-        counter.fetch_add(stmts.len() as u64, Ordering::Relaxed);
-    }
-    totals.stats = s.stats();
-    Ok(totals)
-}
-
-/// Reusable buffers of one client.
-#[derive(Default)]
-struct Scratch {
-    row: Row,
-    strings: Vec<Vec<u8>>,
-    ids: Vec<i64>,
-}
-
-fn int(v: &Value) -> i64 {
-    match v {
-        Value::Int(i) => *i,
-        Value::UInt(u) => i64::try_from(*u).unwrap_or(i64::MAX),
-        Value::Str(_) => 0,
-    }
-}
-
-fn str_len(v: &Value) -> usize {
-    match v {
-        Value::Str(s) => s.len(),
-        _ => 0,
-    }
-}
-
-/// Runs one statement as MySQL would on MyRocks: point reads and PK ranges on the PK index, updates that read
-/// the row and write the changed row and index entries, IN-lists as one read (or one write batch) per
-/// distinct listed id in id order.
-fn exec<E: Engine>(
-    s: &mut Session<'_, E>,
-    tables: &[Table],
-    next_ids: &[AtomicI64],
-    st: &Stmt,
-    x: &mut Scratch,
-) -> TableResult<()> {
-    let table = |t: usize| {
-        tables.get(t).ok_or_else(|| TableError::Invalid(format!("statement on table {} of {}", t + 1, tables.len())))
-    };
-    match st {
-        Stmt::Begin | Stmt::Commit => {}
-        Stmt::PointSelect { t, id } => {
-            if s.get(table(*t)?, &[Value::Int(*id)], &mut x.row)? {
-                std::hint::black_box(x.row.get(COL_C));
-            }
-        }
-        Stmt::Range { t, lo, hi, what } => {
-            let tb = table(*t)?;
-            let (lo, hi) = ([Value::Int(*lo)], [Value::Int(*hi)]);
-            match what {
-                RangeKind::Simple => {
-                    s.range_pk(tb, &lo, &hi, &mut |r| {
-                        std::hint::black_box(r.get(COL_C));
-                        true
-                    })?;
-                }
-                RangeKind::Sum => {
-                    let mut sum = 0i64;
-                    s.range_pk(tb, &lo, &hi, &mut |r| {
-                        sum = sum.wrapping_add(r.get(COL_K).map_or(0, int));
-                        true
-                    })?;
-                    std::hint::black_box(sum);
-                }
-                RangeKind::Order | RangeKind::Distinct => {
-                    x.strings.clear();
-                    let strings = &mut x.strings;
-                    s.range_pk(tb, &lo, &hi, &mut |r| {
-                        if let Some(Value::Str(c)) = r.get(COL_C) {
-                            strings.push(c.clone());
-                        }
-                        true
-                    })?;
-                    x.strings.sort_unstable();
-                    if *what == RangeKind::Distinct {
-                        x.strings.dedup();
-                    }
-                    std::hint::black_box(x.strings.len());
-                }
-            }
-        }
-        Stmt::IndexUpdate { t, id } => {
-            s.update(table(*t)?, &[Value::Int(*id)], &mut |r| {
-                if let Some(Value::Int(k)) = r.get_mut(COL_K) {
-                    *k += 1;
-                }
-            })?;
-        }
-        Stmt::NonIndexUpdate { t, id, c } => {
-            s.update(table(*t)?, &[Value::Int(*id)], &mut |r| {
-                if let Some(v) = r.get_mut(COL_C) {
-                    *v = Value::Str(c.clone());
-                }
-            })?;
-        }
-        Stmt::Delete { t, id } => {
-            s.delete(table(*t)?, &[Value::Int(*id)])?;
-        }
-        Stmt::Insert { t, id, k, c, pad } => {
-            let tb = table(*t)?;
-            let id = match id {
-                Some(id) => *id,
-                None => next_ids.get(*t).map_or(0, |n| n.fetch_add(1, Ordering::Relaxed)),
-            };
-            let row = [Value::Int(id), Value::Int(*k), Value::Str(c.clone()), Value::Str(pad.clone())];
-            s.insert(tb, &row)?;
-        }
-        Stmt::InlistSelect { t, ids } => {
-            let tb = table(*t)?;
-            x.ids.clear();
-            x.ids.extend_from_slice(ids);
-            x.ids.sort_unstable();
-            x.ids.dedup();
-            for &id in &x.ids {
-                if s.get(tb, &[Value::Int(id)], &mut x.row)? {
-                    std::hint::black_box(x.row.get(COL_C));
-                }
-            }
-        }
-        Stmt::InlistUpdate { t, ids, c } => {
-            let tb = table(*t)?;
-            x.ids.clear();
-            x.ids.extend_from_slice(ids);
-            x.ids.sort_unstable();
-            x.ids.dedup();
-            let pks: Vec<Vec<Value>> = x.ids.iter().map(|id| vec![Value::Int(*id)]).collect();
-            s.update_many(tb, &pks, &mut |r| {
-                if let Some(v) = r.get_mut(COL_C) {
-                    *v = Value::Str(c.clone());
-                }
-            })?;
-        }
-    }
-    Ok(())
 }
 
 /// A full scan of every table's PK index, one client per table at once (the seed ran one
@@ -795,7 +568,7 @@ fn run_scan<E: Engine>(
         r.rows += n;
         r.events += 1;
         r.statements += 1;
-        add_stats(&mut r.session, &stats);
+        r.session.add(&stats);
     }
     r.ops = r.rows;
     r.value = r.rows as f64 / seconds.max(1e-9) / 1e6;
@@ -806,93 +579,4 @@ fn run_scan<E: Engine>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        a: SysbenchArgs,
-    }
-
-    fn parse(args: &[&str]) -> std::result::Result<SysbenchArgs, String> {
-        let cli =
-            Cli::try_parse_from(std::iter::once("sysbench").chain(args.iter().copied())).map_err(|e| e.to_string())?;
-        cli.a.validate().map_err(|e| e.to_string())?;
-        Ok(cli.a)
-    }
-
-    #[test]
-    fn defaults() {
-        let a = parse(&[]).unwrap();
-        assert_eq!(a.engine, [EngineKind::Shaledb]);
-        assert_eq!((a.tables, a.table_size), (2, 10_000_000));
-        assert_eq!(a.threads, [1, 2]);
-        assert_eq!(a.duration, 60.0);
-        assert_eq!(a.compression, [CompressionSetting::None, CompressionSetting::Lz4Zstd]);
-        assert_eq!(a.cache_size, 512 << 20);
-        assert!(a.use_direct_reads);
-        assert_eq!(a.readahead_size, 2 << 20);
-        assert_eq!(a.random_points, 100);
-        assert!(a.cache_index_and_filter_blocks);
-        assert_eq!(a.validate().unwrap().len(), workload::SEED_ORDER.len());
-    }
-
-    #[test]
-    fn lists_and_bad_values() {
-        let a = parse(&[
-            "--threads",
-            "1,2,4",
-            "--compression",
-            "lz4-zstd",
-            "--use_direct_reads=0",
-            "--tests",
-            "insert,scan",
-        ])
-        .unwrap();
-        assert_eq!(a.threads, [1, 2, 4]);
-        assert_eq!(a.compression, [CompressionSetting::Lz4Zstd]);
-        assert!(!a.use_direct_reads);
-        for (args, flag) in [
-            (&["--threads", "0"][..], "threads"),
-            (&["--duration", "0"][..], "duration"),
-            (&["--duration", "nan"][..], "duration"),
-            (&["--table_size", "0"][..], "table_size"),
-            (&["--tables", "0"][..], "tables"),
-            (&["--tests", "scan,bogus"][..], "bogus"),
-            (&["--compression", "snappy"][..], "compression"),
-            (&["--random_points", "0"][..], "random_points"),
-            (&["--cache_size", "0"][..], "cache_size"),
-        ] {
-            let e = parse(args).unwrap_err();
-            assert!(e.contains(flag), "{args:?}: {e}");
-        }
-        #[cfg(not(feature = "rocksdb"))]
-        {
-            let e = parse(&["--engine", "shaledb,rocksdb"]).unwrap_err();
-            assert!(e.contains("rocksdb") && e.contains("features"), "{e}");
-        }
-    }
-
-    #[test]
-    fn engine_options_follow_the_settings() {
-        let a = parse(&["--cache_size", "1000000", "--readahead_size", "65536"]).unwrap();
-        let p = Path::new("/x");
-        let f = engine_flags(&a, CompressionSetting::None, p, false);
-        f.validate().unwrap();
-        assert_eq!((f.block_size, f.bloom_bits, f.cache_size), (16384, 10.0, 1_000_000));
-        assert_eq!(f.write_buffer_size, 64 << 20);
-        assert!(f.level_compaction_dynamic_level_bytes && f.use_direct_reads && f.advise_random_on_open);
-        assert_eq!((f.compression_per_level.as_str(), f.bottommost_compression.as_str()), ("", ""));
-        assert_eq!(f.compression_type, "none");
-        assert_eq!(f.readahead_size, 0);
-        let z = engine_flags(&a, CompressionSetting::Lz4Zstd, p, true);
-        z.validate().unwrap();
-        assert_eq!(z.compression_per_level, "none:none:lz4:lz4:lz4:lz4:lz4");
-        assert_eq!(z.bottommost_compression, "zstd");
-        assert!(!z.advise_random_on_open);
-        assert_eq!(z.readahead_size, 65536);
-        assert_eq!(z.compression_levels().unwrap().len(), z.num_levels);
-    }
-}
+mod tests;

@@ -3,8 +3,10 @@
 
 use super::measure::ProcDelta;
 use crate::engine::EngineSample;
+use crate::harness::opt;
+use crate::plot::{create_plot_dir, draw_bar_chart, write_pair, BarScale, BarStyle};
 use crate::table::SessionStats;
-use crate::{BenchError, Result};
+use crate::Result;
 use plotters::prelude::*;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -237,24 +239,8 @@ pub struct SysbenchReport {
     pub configs: Vec<ConfigResult>,
 }
 
-fn opt(v: Option<f64>, prec: usize) -> String {
-    match v {
-        Some(x) => format!("{x:.prec$}"),
-        None => "-".into(),
-    }
-}
-
-/// Human-readable bytes: 1.5 GiB, 512 MiB.
-pub fn human_bytes(b: u64) -> String {
-    let b = b as f64;
-    if b >= (1u64 << 30) as f64 {
-        format!("{:.2} GiB", b / (1u64 << 30) as f64)
-    } else if b >= (1u64 << 20) as f64 {
-        format!("{:.1} MiB", b / (1u64 << 20) as f64)
-    } else {
-        format!("{:.0} KiB", b / 1024.0)
-    }
-}
+/// Human-readable bytes (kept here, where the suites first found it).
+pub use crate::harness::human_bytes;
 
 /// The seed's table for one configuration: per test its unit, each engine's figure and the ratio; then per
 /// test and engine the storage bytes read and written and the CPU per statement (per row for scans).
@@ -350,36 +336,17 @@ pub fn summary_table(r: &SysbenchReport) -> String {
     s
 }
 
-fn plot_err(path: &Path) -> impl Fn(String) -> BenchError + '_ {
-    move |msg| BenchError::Plot { path: path.to_path_buf(), msg }
-}
+/// The chart's caption and label sizes.
+const BAR_STYLE: BarStyle = BarStyle { caption: 22, ratio_labels: 200, log_labels: 240 };
 
 /// Writes one bar chart per configuration into `dir` (SVG and PNG): with two engines the ratio of the first
 /// over the second per test, with a line at 1.0; with one engine its figure per test on a log scale.
 pub fn write_plots(dir: &Path, r: &SysbenchReport) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).map_err(|source| BenchError::Io {
-        what: "creating plot directory",
-        path: dir.to_path_buf(),
-        cause: source,
-    })?;
+    create_plot_dir(dir)?;
     let mut files = Vec::new();
     for (i, c) in r.configs.iter().enumerate() {
         let stem = format!("sysbench-{:02}-{}-t{}", i + 1, c.compression, c.threads);
-        let svg = dir.join(format!("{stem}.svg"));
-        let png = dir.join(format!("{stem}.png"));
-        crate::plot::ensure_font().map_err(plot_err(&svg))?;
-        {
-            let root = SVGBackend::new(&svg, (1000, 800)).into_drawing_area();
-            draw_config(&root, c).map_err(plot_err(&svg))?;
-            root.present().map_err(|e| e.to_string()).map_err(plot_err(&svg))?;
-        }
-        {
-            let root = BitMapBackend::new(&png, (1000, 800)).into_drawing_area();
-            draw_config(&root, c).map_err(plot_err(&png))?;
-            root.present().map_err(|e| e.to_string()).map_err(plot_err(&png))?;
-        }
-        files.push(svg);
-        files.push(png);
+        files.extend(write_pair(dir, &stem, (1000, 800), &|a| draw_config(a, c), &|a| draw_config(a, c))?);
     }
     Ok(files)
 }
@@ -388,91 +355,22 @@ fn draw_config<DB: DrawingBackend>(
     root: &DrawingArea<DB, plotters::coord::Shift>,
     c: &ConfigResult,
 ) -> std::result::Result<(), String> {
-    let e = |x: &dyn std::fmt::Display| x.to_string();
-    let family = crate::plot::FAMILY;
-    root.fill(&WHITE).map_err(|x| e(&x))?;
     let two = c.runs.len() >= 2;
     let bars: Vec<(String, f64)> = if two {
         c.ratios.iter().map(|r| (r.test.clone(), r.ratio.unwrap_or(0.0))).collect()
     } else {
-        let Some(run) = c.runs.first() else { return Ok(()) };
+        let Some(run) = c.runs.first() else { return root.fill(&WHITE).map_err(|x| x.to_string()) };
         std::iter::once(("load (rows/s)".to_string(), run.load.rows_per_sec))
             .chain(run.tests.iter().map(|t| (format!("{} ({})", t.name, t.unit.label()), t.value)))
             .collect()
-    };
-    // The first bar on top.
-    let bars: Vec<(String, f64)> = bars.into_iter().rev().collect();
-    let n = bars.len().max(1);
-    // A white outline over each bar keeps neighbouring bars apart.
-    let gap = |from: f64, i: usize, to: f64| {
-        Rectangle::new([(from, SegmentValue::Exact(i)), (to, SegmentValue::Exact(i + 1))], WHITE.stroke_width(6))
     };
     let title = if two {
         format!("sysbench {}: {} / {} per test", c.label(), c.runs[0].name, c.runs[1].name)
     } else {
         format!("sysbench {}: {} per test (log scale)", c.label(), c.runs.first().map_or("", |r| r.name.as_str()))
     };
-    let labels: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
-    let label_of = move |v: &SegmentValue<usize>| match v {
-        SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
-        _ => String::new(),
-    };
-    if two {
-        let hi = bars.iter().map(|b| b.1).fold(1.0, f64::max) * 1.15;
-        let mut ch = ChartBuilder::on(root)
-            .caption(title, (family, 22))
-            .margin(15)
-            .x_label_area_size(40)
-            .y_label_area_size(200)
-            .build_cartesian_2d(0.0..hi, (0..n).into_segmented())
-            .map_err(|x| e(&x))?;
-        ch.configure_mesh()
-            .y_labels(n)
-            .y_label_formatter(&label_of)
-            .x_desc("ratio")
-            .label_style((family, 14))
-            .draw()
-            .map_err(|x| e(&x))?;
-        ch.draw_series(bars.iter().enumerate().map(|(i, b)| {
-            let color = if b.1 >= 1.0 { RGBColor(40, 120, 200) } else { RGBColor(220, 90, 60) };
-            Rectangle::new([(0.0, SegmentValue::Exact(i)), (b.1, SegmentValue::Exact(i + 1))], color.filled())
-        }))
-        .map_err(|x| e(&x))?;
-        ch.draw_series(bars.iter().enumerate().map(|(i, b)| gap(0.0, i, b.1))).map_err(|x| e(&x))?;
-        ch.draw_series(LineSeries::new(
-            [(1.0, SegmentValue::Exact(0)), (1.0, SegmentValue::Exact(n))],
-            BLACK.stroke_width(2),
-        ))
-        .map_err(|x| e(&x))?;
-    } else {
-        let positive: Vec<f64> = bars.iter().map(|b| b.1).filter(|v| *v > 0.0).collect();
-        let lo = positive.iter().copied().fold(f64::INFINITY, f64::min);
-        let lo = if lo.is_finite() { lo / 2.0 } else { 0.1 };
-        let hi = positive.iter().copied().fold(lo * 10.0, f64::max) * 2.0;
-        let mut ch = ChartBuilder::on(root)
-            .caption(title, (family, 22))
-            .margin(15)
-            .x_label_area_size(40)
-            .y_label_area_size(240)
-            .build_cartesian_2d((lo..hi).log_scale(), (0..n).into_segmented())
-            .map_err(|x| e(&x))?;
-        ch.configure_mesh()
-            .y_labels(n)
-            .y_label_formatter(&label_of)
-            .label_style((family, 14))
-            .draw()
-            .map_err(|x| e(&x))?;
-        ch.draw_series(bars.iter().enumerate().filter(|(_, b)| b.1 > 0.0).map(|(i, b)| {
-            Rectangle::new(
-                [(lo, SegmentValue::Exact(i)), (b.1, SegmentValue::Exact(i + 1))],
-                RGBColor(40, 120, 200).filled(),
-            )
-        }))
-        .map_err(|x| e(&x))?;
-        ch.draw_series(bars.iter().enumerate().filter(|(_, b)| b.1 > 0.0).map(|(i, b)| gap(lo, i, b.1)))
-            .map_err(|x| e(&x))?;
-    }
-    Ok(())
+    let scale = if two { BarScale::Ratio } else { BarScale::Log };
+    draw_bar_chart(root, &title, &bars, scale, BAR_STYLE)
 }
 
 #[cfg(test)]
@@ -545,12 +443,5 @@ mod tests {
             assert!(svg.contains("<svg") && svg.contains("point-query.pre"), "{engines}");
             assert!(std::fs::metadata(&files[1]).unwrap().len() > 5_000);
         }
-    }
-
-    #[test]
-    fn human_bytes_units() {
-        assert_eq!(human_bytes(512 << 20), "512.0 MiB");
-        assert_eq!(human_bytes(3 << 30), "3.00 GiB");
-        assert_eq!(human_bytes(2048), "2 KiB");
     }
 }

@@ -1,0 +1,450 @@
+//! [`Engine`] for RocksDB (cargo feature `rocksdb`): the `rocksdb` crate 0.20.1 linked to the system's
+//! librocksdb (Debian's 7.8.3, the library of the installed `db_bench`).
+//!
+//! The flags map onto RocksDB's options of the same names, set as db_bench 7.8's
+//! `InitializeOptionsFromFlags`/`InitializeOptionsGeneral` set them, so that `shaledb bench --engine rocksdb`
+//! runs the database `db_bench` would run with the same flags. Options db_bench sets from flags this tool
+//! does not have are set to db_bench's defaults where those differ from RocksDB's (see [`options_from_flags`]).
+//! A flag RocksDB cannot honour is an error naming it.
+//!
+//! Counters come from RocksDB's statistics (tickers, always enabled here) and properties; see
+//! [`RocksDb::sample`].
+//!
+//! This file holds the engine (database, iterator, batch); the flags' mapping onto options is in
+//! `options.rs`, the reading of RocksDB's statistics text in `stats.rs`.
+
+use crate::engine::{
+    Engine, EngineBatch, EngineIter, EngineResult, EngineSample, HistogramLine, IterOptions, LevelSample, WriteMode,
+};
+use crate::flags::BenchFlags;
+use rocksdb::{
+    BottommostLevelCompaction, CompactOptions, DBRawIterator, FlushOptions, Options, ReadOptions, WriteOptions, DB,
+};
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+mod options;
+mod stats;
+
+pub use options::options_from_flags;
+pub use stats::{apportion, fill_level_work, parse_compaction_stats, parse_stall_counts, parse_tickers, CompactionRow};
+
+/// A RocksDB database driven by the benchmarks.
+pub struct RocksDb {
+    db: DB,
+    /// Kept for its statistics object (`Options::get_statistics`).
+    opts: Options,
+    read: ReadOptions,
+    /// The four durability modes, built once (creating a `WriteOptions` allocates through the C API).
+    writes: [WriteOptions; 4],
+    /// `--readahead_size`: iterators' readahead unless [`IterOptions::readahead_size`] sets one.
+    readahead_size: usize,
+    verify_checksum: bool,
+    num_levels: usize,
+    opened: Instant,
+}
+
+/// A RocksDB iterator behind [`EngineIter`].
+pub struct RocksIter<'a> {
+    it: DBRawIterator<'a>,
+}
+
+impl EngineIter for RocksIter<'_> {
+    fn seek_to_first(&mut self) {
+        self.it.seek_to_first()
+    }
+    fn seek_to_last(&mut self) {
+        self.it.seek_to_last()
+    }
+    fn seek(&mut self, key: &[u8]) {
+        self.it.seek(key)
+    }
+    fn valid(&self) -> bool {
+        self.it.valid()
+    }
+    fn next(&mut self) {
+        self.it.next()
+    }
+    fn prev(&mut self) {
+        self.it.prev()
+    }
+    fn key(&self) -> &[u8] {
+        self.it.key().unwrap_or_default()
+    }
+    fn value(&self) -> &[u8] {
+        self.it.value().unwrap_or_default()
+    }
+    fn status(&self) -> EngineResult<()> {
+        self.it.status().map_err(Into::into)
+    }
+}
+
+/// RocksDB's `WriteBatch` in its serialized form, built here because the `rocksdb` crate 0.20.1 has no
+/// `single_delete` on its batch; [`Engine::write`] hands the bytes to `WriteBatch::from_data`.
+///
+/// Layout (RocksDB's `write_batch.cc`): an 8-byte sequence number and a 4-byte count, both little-endian,
+/// then one record per entry: a type byte and varint32-length-prefixed key (and value).
+#[derive(Clone, Debug)]
+pub struct RocksBatch {
+    rep: Vec<u8>,
+    count: u32,
+}
+
+const BATCH_HEADER: usize = 12;
+const TYPE_DELETION: u8 = 0x0;
+const TYPE_VALUE: u8 = 0x1;
+const TYPE_MERGE: u8 = 0x2;
+const TYPE_SINGLE_DELETION: u8 = 0x7;
+
+impl Default for RocksBatch {
+    fn default() -> Self {
+        RocksBatch { rep: vec![0; BATCH_HEADER], count: 0 }
+    }
+}
+
+impl RocksBatch {
+    fn put_slice(&mut self, s: &[u8]) {
+        let mut n = s.len() as u32;
+        while n >= 0x80 {
+            self.rep.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        self.rep.push(n as u8);
+        self.rep.extend_from_slice(s);
+    }
+
+    fn record(&mut self, tag: u8, key: &[u8], value: Option<&[u8]>) {
+        self.rep.push(tag);
+        self.put_slice(key);
+        if let Some(v) = value {
+            self.put_slice(v);
+        }
+        self.count += 1;
+        self.rep[8..12].copy_from_slice(&self.count.to_le_bytes());
+    }
+
+    /// The serialized batch.
+    pub fn data(&self) -> &[u8] {
+        &self.rep
+    }
+}
+
+impl EngineBatch for RocksBatch {
+    fn put(&mut self, key: &[u8], value: &[u8]) {
+        self.record(TYPE_VALUE, key, Some(value));
+    }
+    fn delete(&mut self, key: &[u8]) {
+        self.record(TYPE_DELETION, key, None);
+    }
+    fn single_delete(&mut self, key: &[u8]) {
+        self.record(TYPE_SINGLE_DELETION, key, None);
+    }
+    fn merge(&mut self, key: &[u8], operand: &[u8]) {
+        self.record(TYPE_MERGE, key, Some(operand));
+    }
+    fn len(&self) -> usize {
+        self.count as usize
+    }
+    fn clear(&mut self) {
+        self.rep.truncate(BATCH_HEADER);
+        self.rep.fill(0);
+        self.count = 0;
+    }
+}
+
+/// Index in [`RocksDb::writes`]: sync is bit 1, disable_wal bit 0.
+fn mode_index(m: WriteMode) -> usize {
+    usize::from(m.sync) * 2 + usize::from(m.disable_wal)
+}
+
+fn write_options(m: WriteMode) -> WriteOptions {
+    let mut w = WriteOptions::default();
+    w.set_sync(m.sync);
+    w.disable_wal(m.disable_wal);
+    w
+}
+
+/// Names of the entries of `dir`, sorted.
+fn entries(dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<_, _>>()?;
+    v.sort_unstable();
+    Ok(v)
+}
+
+impl RocksDb {
+    /// An integer property (`rocksdb.num-running-compactions`, ...).
+    pub fn int_property(&self, name: &str) -> EngineResult<u64> {
+        self.db.property_int_value(name)?.ok_or_else(|| format!("RocksDB has no integer property {name}").into())
+    }
+
+    /// The statistics tickers by name (`rocksdb.block.cache.hit` -> count).
+    pub fn tickers(&self) -> HashMap<String, u64> {
+        self.opts.get_statistics().map(|s| parse_tickers(&s)).unwrap_or_default()
+    }
+
+    fn background_errors(&self) -> u64 {
+        self.int_property("rocksdb.background-errors").unwrap_or(0)
+    }
+}
+
+impl Engine for RocksDb {
+    type Iter<'a> = RocksIter<'a>;
+    type Batch = RocksBatch;
+    const HAS_SINGLE_DELETE: bool = true;
+
+    fn name() -> &'static str {
+        "RocksDB"
+    }
+
+    fn open(path: &Path, flags: &BenchFlags) -> EngineResult<Self> {
+        let opts = options_from_flags(flags)?;
+        let db = DB::open(&opts, path)?;
+        Ok(RocksDb {
+            db,
+            opts,
+            read: {
+                let mut r = ReadOptions::default();
+                r.set_verify_checksums(flags.verify_checksum);
+                r
+            },
+            writes: std::array::from_fn(|i| write_options(WriteMode { sync: i & 2 != 0, disable_wal: i & 1 != 0 })),
+            readahead_size: flags.readahead_size,
+            verify_checksum: flags.verify_checksum,
+            num_levels: flags.num_levels,
+            opened: Instant::now(),
+        })
+    }
+
+    fn destroy(path: &Path) -> EngineResult<()> {
+        if !path.exists() {
+            return Ok(());
+        }
+        let names = entries(path)?;
+        let empty = names.iter().all(|n| n == "LOCK");
+        if !empty && !names.iter().any(|n| n == "CURRENT" || n == "IDENTITY") {
+            return Err(format!(
+                "{} does not hold a RocksDB database (no CURRENT, no IDENTITY) and is not empty: {}. Refusing to \
+                 destroy it; nothing was removed",
+                path.display(),
+                names.join(", ")
+            )
+            .into());
+        }
+        DB::destroy(&Options::default(), path)?;
+        let left = if path.exists() { entries(path)? } else { Vec::new() };
+        let removed: Vec<&String> = names.iter().filter(|n| !left.contains(n)).collect();
+        if !removed.is_empty() && !empty {
+            eprintln!(
+                "bench: removed the old database in {} ({} files: {})",
+                path.display(),
+                removed.len(),
+                removed.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            );
+        }
+        Ok(())
+    }
+
+    fn close(self) -> EngineResult<()> {
+        // As db_bench at exit: the DB's destructor waits for running background jobs; nothing is flushed
+        // (RocksDB flushes at close only what the WAL does not hold, as in db_bench).
+        drop(self.db);
+        Ok(())
+    }
+
+    fn put(&self, mode: WriteMode, key: &[u8], value: &[u8]) -> EngineResult<()> {
+        self.db.put_opt(key, value, &self.writes[mode_index(mode)]).map_err(Into::into)
+    }
+
+    fn delete(&self, mode: WriteMode, key: &[u8]) -> EngineResult<()> {
+        self.db.delete_opt(key, &self.writes[mode_index(mode)]).map_err(Into::into)
+    }
+
+    fn merge(&self, mode: WriteMode, key: &[u8], operand: &[u8]) -> EngineResult<()> {
+        self.db.merge_opt(key, operand, &self.writes[mode_index(mode)]).map_err(Into::into)
+    }
+
+    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> EngineResult<bool> {
+        match self.db.get_pinned_opt(key, &self.read)? {
+            Some(v) => {
+                out.clear();
+                out.extend_from_slice(&v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn iter_with(&self, o: &IterOptions<'_>) -> RocksIter<'_> {
+        let mut r = ReadOptions::default();
+        r.set_verify_checksums(self.verify_checksum);
+        if let Some(l) = o.lower {
+            r.set_iterate_lower_bound(l);
+        }
+        if let Some(u) = o.upper {
+            r.set_iterate_upper_bound(u);
+        }
+        let readahead = if o.readahead_size > 0 { o.readahead_size } else { self.readahead_size };
+        if readahead > 0 {
+            r.set_readahead_size(readahead);
+        }
+        r.fill_cache(o.fill_cache);
+        RocksIter { it: self.db.raw_iterator_opt(r) }
+    }
+
+    fn new_batch(&self) -> RocksBatch {
+        RocksBatch::default()
+    }
+
+    fn write(&self, mode: WriteMode, batch: &RocksBatch) -> EngineResult<()> {
+        let b = rocksdb::WriteBatch::from_data(batch.data());
+        self.db.write_opt(b, &self.writes[mode_index(mode)]).map_err(Into::into)
+    }
+
+    fn flush(&self) -> EngineResult<()> {
+        let mut f = FlushOptions::default();
+        f.set_wait(true);
+        self.db.flush_opt(&f).map_err(Into::into)
+    }
+
+    fn compact_all(&self) -> EngineResult<()> {
+        // db_bench's `compact`: CompactRange over everything with the bottommost level forced (optimized).
+        let before = self.background_errors();
+        let mut c = CompactOptions::default();
+        c.set_bottommost_level_compaction(BottommostLevelCompaction::ForceOptimized);
+        self.db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &c);
+        // The crate's compact_range returns no status: a failed compaction shows as a background error.
+        let after = self.background_errors();
+        if after > before {
+            return Err(
+                format!("compact_range failed: {} new background errors (see the LOG file)", after - before).into()
+            );
+        }
+        Ok(())
+    }
+
+    fn wait_for_compaction(&self) -> EngineResult<()> {
+        // db_bench's properties, polled until all are 0 twice in a row (a job that finishes may schedule the
+        // next one just after).
+        const KEYS: [&str; 4] = [
+            "rocksdb.mem-table-flush-pending",
+            "rocksdb.num-running-flushes",
+            "rocksdb.compaction-pending",
+            "rocksdb.num-running-compactions",
+        ];
+        let mut idle = 0;
+        while idle < 2 {
+            let mut busy = false;
+            for k in KEYS {
+                if self.int_property(k)? > 0 {
+                    busy = true;
+                    break;
+                }
+            }
+            idle = if busy { 0 } else { idle + 1 };
+            std::thread::sleep(Duration::from_millis(if busy { 50 } else { 20 }));
+        }
+        match self.background_errors() {
+            0 => Ok(()),
+            n => Err(format!("RocksDB reports {n} background errors (see the LOG file)").into()),
+        }
+    }
+
+    fn property(&self, name: &str) -> Option<String> {
+        self.db.property_value(name).ok().flatten()
+    }
+
+    /// Tickers for the totals; live files for the per-level shape; the `rocksdb.cfstats` Compaction Stats
+    /// table for the per-level work, whose text gives bytes in GB with one decimal (or MB/s times seconds):
+    /// the per-level bytes are those estimates scaled so that they add up to the exact tickers.
+    fn sample(&self) -> EngineSample {
+        let t = self.tickers();
+        let tk = |name: &str| t.get(name).copied().unwrap_or(0);
+        let mut levels = vec![LevelSample::default(); self.num_levels.max(1)];
+        if let Ok(files) = self.db.live_files() {
+            for f in files {
+                let l = usize::try_from(f.level).unwrap_or(0);
+                if l >= levels.len() {
+                    levels.resize(l + 1, LevelSample::default());
+                }
+                levels[l].files += 1;
+                levels[l].bytes += f.size as u64;
+            }
+        }
+        // The non-periodic dump: reading it does not move the interval (`Int`) snapshot of `rocksdb.stats`.
+        let cfstats = self.property("rocksdb.cfstats-no-file-histogram").unwrap_or_default();
+        let rows = parse_compaction_stats(&cfstats);
+        let flush_bytes = tk("rocksdb.flush.write.bytes");
+        let compaction_read = tk("rocksdb.compact.read.bytes");
+        let compaction_written = tk("rocksdb.compact.write.bytes");
+        fill_level_work(&mut levels, &rows, flush_bytes, compaction_read, compaction_written);
+        let stalls = parse_stall_counts(&cfstats);
+        let count = |names: &[&str]| names.iter().map(|n| stalls.get(*n).copied().unwrap_or(0)).sum::<u64>();
+        EngineSample {
+            uptime_secs: self.opened.elapsed().as_secs_f64(),
+            levels,
+            user_bytes_written: tk("rocksdb.bytes.written"),
+            keys_written: tk("rocksdb.number.keys.written"),
+            flush_bytes,
+            compaction_bytes_read: compaction_read,
+            compaction_bytes_written: compaction_written,
+            wal_bytes: tk("rocksdb.wal.bytes"),
+            wal_syncs: tk("rocksdb.wal.synced"),
+            stall_micros: tk("rocksdb.stall.micros"),
+            slowdowns: count(&[
+                "level0_slowdown",
+                "level0_slowdown_with_compaction",
+                "slowdown for pending_compaction_bytes",
+                "memtable_slowdown",
+            ]),
+            stops: count(&[
+                "level0_numfiles",
+                "level0_numfiles_with_compaction",
+                "stop for pending_compaction_bytes",
+                "memtable_compaction",
+            ]),
+            pending_compaction_bytes: self.int_property("rocksdb.estimate-pending-compaction-bytes").unwrap_or(0),
+            memtable_bytes: self.int_property("rocksdb.cur-size-all-mem-tables").unwrap_or(0),
+            block_cache_hits: tk("rocksdb.block.cache.hit"),
+            block_cache_misses: tk("rocksdb.block.cache.miss"),
+            bloom_checked: tk("rocksdb.bloom.filter.useful") + tk("rocksdb.bloom.filter.full.positive"),
+            bloom_useful: tk("rocksdb.bloom.filter.useful"),
+            gets: tk("rocksdb.number.keys.read"),
+            // Found in a memtable (a tombstone there counts too: RocksDB's MEMTABLE_HIT) or in a table file.
+            gets_found: tk("rocksdb.memtable.hit")
+                + tk("rocksdb.l0.hit")
+                + tk("rocksdb.l1.hit")
+                + tk("rocksdb.l2andup.hit"),
+            // RocksDB's own histograms, as its statistics print them.
+            histograms: self
+                .opts
+                .get_statistics()
+                .map(|s| s.lines().filter_map(HistogramLine::parse).collect())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_layout() {
+        let mut b = RocksBatch::default();
+        b.put(b"k", b"v");
+        b.single_delete(b"k");
+        assert_eq!(b.len(), 2);
+        assert_eq!(&b.data()[8..12], &2u32.to_le_bytes());
+        assert_eq!(&b.data()[12..], &[TYPE_VALUE, 1, b'k', 1, b'v', TYPE_SINGLE_DELETION, 1, b'k']);
+        let long = vec![7u8; 300];
+        b.clear();
+        assert!(b.is_empty());
+        b.merge(b"m", &long);
+        // 300 as varint32: 0xac 0x02.
+        assert_eq!(&b.data()[12..18], &[TYPE_MERGE, 1, b'm', 0xac, 0x02, 7]);
+        assert_eq!(b.data().len(), 12 + 5 + 300);
+    }
+}

@@ -1,0 +1,243 @@
+//! The RocksDB options a set of db_bench flags asks for ([`options_from_flags`]), set as db_bench 7.8 sets
+//! them; a flag RocksDB cannot honour is an error naming it.
+
+use crate::engine::EngineResult;
+use crate::flags::{BenchFlags, Compression};
+use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Env, Options};
+
+fn codec(c: Compression) -> DBCompressionType {
+    match c {
+        Compression::None => DBCompressionType::None,
+        Compression::Snappy => DBCompressionType::Snappy,
+        Compression::Lz4 => DBCompressionType::Lz4,
+        Compression::Zstd => DBCompressionType::Zstd,
+    }
+}
+
+fn bad(flag: &str, msg: impl std::fmt::Display) -> crate::engine::EngineError {
+    format!("--{flag}: {msg}").into()
+}
+
+fn c_int(flag: &str, v: usize) -> EngineResult<i32> {
+    i32::try_from(v).map_err(|_| bad(flag, format!("{v} is too large for RocksDB (at most {})", i32::MAX)))
+}
+
+/// db_bench's default for `table_cache_numshardbits` (RocksDB's own is 6).
+const DB_BENCH_TABLE_CACHE_SHARD_BITS: i32 = 4;
+
+/// RocksDB's name for a merge operator `--merge_operator` names (the name db_bench's
+/// `MergeOperator::CreateFromString` gives it, recorded in the OPTIONS file).
+fn merge_operator_name(flag: &str) -> &'static str {
+    match flag {
+        "uint64add" => "UInt64AddOperator",
+        "put" | "put_v1" => "PutOperator",
+        _ => "StringAppendOperator",
+    }
+}
+
+/// Options RocksDB has but the `rocksdb` crate 0.20.1 cannot set (no setter, no C API function in 7.8):
+/// loaded from an OPTIONS file written for the purpose, the way `db_bench --options_file` loads them.
+fn base_options(f: &BenchFlags) -> EngineResult<Options> {
+    let dir = tempfile::Builder::new().prefix("shaledb-bench-rocksdb-options-").tempdir()?;
+    let text = format!(
+        "[Version]\n  rocksdb_version=7.8.3\n  options_file_version=1.1\n\n[DBOptions]\n  delayed_write_rate={}\n\n\
+         [CFOptions \"default\"]\n",
+        f.delayed_write_rate
+    );
+    std::fs::write(dir.path().join("OPTIONS-000001"), text)?;
+    let cache = Cache::new_lru_cache(0)?;
+    let (opts, _families) = Options::load_latest(dir.path(), Env::new()?, false, cache)
+        .map_err(|e| bad("delayed_write_rate", format!("RocksDB did not take {}: {e}", f.delayed_write_rate)))?;
+    Ok(opts)
+}
+
+/// The RocksDB options `flags` ask for. Every flag that [`crate::shale::options_from_flags`] maps is mapped
+/// to RocksDB's option of the same name, as db_bench does:
+///
+/// | flag | RocksDB option |
+/// |---|---|
+/// | `--write_buffer_size`, `--max_write_buffer_number` | same names |
+/// | `--level0_file_num_compaction_trigger`, `--level0_slowdown_writes_trigger`, `--level0_stop_writes_trigger` | same names |
+/// | `--num_levels`, `--max_bytes_for_level_base`, `--max_bytes_for_level_multiplier` | same names |
+/// | `--level_compaction_dynamic_level_bytes`, `--target_file_size_base` | same names |
+/// | `--max_background_jobs`, `--max_background_compactions`, `--max_background_flushes` | same names (as given, as db_bench passes them) |
+/// | `--delayed_write_rate` | `delayed_write_rate` (DBOptions, through an OPTIONS file) |
+/// | `--disable_auto_compactions` | same name |
+/// | `--compression_type`, `--min_level_to_compress` | `compression`, `compression_per_level` (db_bench's rule) |
+/// | `--compression_per_level`, `--bottommost_compression` | same names |
+/// | `--block_size`, `--cache_index_and_filter_blocks` | `BlockBasedTableOptions` of the same names |
+/// | `--bloom_bits` | `filter_policy` = full Bloom filter (`NewBloomFilterPolicy`); <0 default (none), 0 none |
+/// | `--cache_size` | `block_cache` = LRU cache of that size; 0: no block cache |
+/// | `--open_files` | `max_open_files` |
+/// | `--use_direct_reads`, `--advise_random_on_open` | same names |
+/// | `--merge_operator` | `merge_operator` (uint64add, stringappend[:sep], put as Rust closures) |
+/// | `--readahead_size` | `ReadOptions::readahead_size` of iterators |
+///
+/// Also as db_bench: `create_if_missing`, `enable_pipelined_write` = true, `table_cache_numshardbits` = 4,
+/// statistics enabled (db_bench's `--statistics`). `--soft/hard_pending_compaction_bytes_limit`, `--bytes_per_sync`,
+/// `--allow_concurrent_memtable_write`, `--memtablerep` (skip_list, vector), `--verify_checksum`: same names.
+pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
+    if f.max_grandparent_overlap_factor.is_some() {
+        return Err(bad(
+            "max_grandparent_overlap_factor",
+            "RocksDB 7.8 has no such option (db_bench 7.8 rejects the flag too); drop it",
+        ));
+    }
+    if f.mmap_read == Some(true) {
+        return Err(bad("mmap_read", "not supported by this benchmark tool (use --mmap_read=0)"));
+    }
+    let mut o = base_options(f)?;
+    o.create_if_missing(true);
+    o.create_missing_column_families(true);
+    o.enable_statistics();
+
+    o.set_write_buffer_size(f.write_buffer_size);
+    o.set_max_write_buffer_number(c_int("max_write_buffer_number", f.max_write_buffer_number)?);
+    o.set_level_zero_file_num_compaction_trigger(c_int(
+        "level0_file_num_compaction_trigger",
+        f.level0_file_num_compaction_trigger,
+    )?);
+    o.set_level_zero_slowdown_writes_trigger(c_int(
+        "level0_slowdown_writes_trigger",
+        f.level0_slowdown_writes_trigger,
+    )?);
+    o.set_level_zero_stop_writes_trigger(c_int("level0_stop_writes_trigger", f.level0_stop_writes_trigger)?);
+    let num_levels = c_int("num_levels", f.num_levels)?;
+    o.set_num_levels(num_levels);
+    o.set_max_bytes_for_level_base(f.max_bytes_for_level_base);
+    o.set_max_bytes_for_level_multiplier(f.max_bytes_for_level_multiplier);
+    o.set_level_compaction_dynamic_level_bytes(f.level_compaction_dynamic_level_bytes);
+    o.set_target_file_size_base(f.target_file_size_base);
+    o.set_max_background_jobs(c_int("max_background_jobs", f.max_background_jobs)?);
+    // db_bench passes the legacy per-kind limits through (-1: derive them from max_background_jobs).
+    #[allow(deprecated)]
+    {
+        o.set_max_background_compactions(f.max_background_compactions.unwrap_or(-1) as i32);
+        o.set_max_background_flushes(f.max_background_flushes.unwrap_or(-1) as i32);
+    }
+    o.set_disable_auto_compactions(f.disable_auto_compactions);
+
+    let c = f.compression().ok_or_else(|| bad("compression_type", format!("unknown '{}'", f.compression_type)))?;
+    o.set_compression_type(codec(c));
+    if f.min_level_to_compress >= 0 {
+        if f.min_level_to_compress > num_levels {
+            return Err(bad(
+                "min_level_to_compress",
+                format!("{} is above --num_levels={}", f.min_level_to_compress, f.num_levels),
+            ));
+        }
+        let min = f.min_level_to_compress;
+        let levels: Vec<_> =
+            (0..num_levels).map(|l| if l < min { DBCompressionType::None } else { codec(c) }).collect();
+        o.set_compression_per_level(&levels);
+    }
+    let levels = f
+        .compression_levels()
+        .ok_or_else(|| bad("compression_per_level", format!("unknown compression in '{}'", f.compression_per_level)))?;
+    if !levels.is_empty() {
+        let list: Vec<_> = levels.into_iter().map(codec).collect();
+        o.set_compression_per_level(&list);
+    }
+    if !f.bottommost_compression.is_empty() {
+        let b = f
+            .bottommost()
+            .ok_or_else(|| bad("bottommost_compression", format!("unknown '{}'", f.bottommost_compression)))?;
+        o.set_bottommost_compression_type(codec(b));
+    }
+
+    let mut t = BlockBasedOptions::default();
+    t.set_block_size(f.block_size);
+    // db_bench: a negative --bloom_bits keeps BlockBasedTableOptions' default filter (none); 0 is none.
+    if f.bloom_bits > 0.0 {
+        t.set_bloom_filter(f.bloom_bits, false);
+    }
+    if f.cache_size > 0 {
+        let size = usize::try_from(f.cache_size).map_err(|_| bad("cache_size", "too large"))?;
+        t.set_block_cache(&Cache::new_lru_cache(size)?);
+    } else {
+        t.disable_cache();
+    }
+    t.set_cache_index_and_filter_blocks(f.cache_index_and_filter_blocks);
+    o.set_block_based_table_factory(&t);
+
+    o.set_max_open_files(f.open_files);
+    o.set_use_direct_reads(f.use_direct_reads);
+    o.set_advise_random_on_open(f.advise_random_on_open);
+
+    if !f.merge_operator.is_empty() {
+        let op = shaledb::merge::builtin(&f.merge_operator)
+            .ok_or_else(|| bad("merge_operator", format!("unknown merge operator '{}'", f.merge_operator)))?;
+        // The three built-ins are associative: combining operands without the value below them is the full
+        // merge with no existing value, so one closure serves RocksDB's full and partial merges. They are the
+        // same functions ShaleDB calls, hence the same answers.
+        o.set_merge_operator_associative(
+            merge_operator_name(&f.merge_operator),
+            move |key: &[u8], existing: Option<&[u8]>, operands: &rocksdb::MergeOperands| {
+                let list: Vec<&[u8]> = operands.iter().collect();
+                op.full_merge(key, existing, &list)
+            },
+        );
+    }
+
+    // db_bench's values for options it sets from flags this tool does not have.
+    o.set_enable_pipelined_write(true);
+    o.set_table_cache_num_shard_bits(DB_BENCH_TABLE_CACHE_SHARD_BITS);
+    o.set_soft_pending_compaction_bytes_limit(usize_flag(
+        "soft_pending_compaction_bytes_limit",
+        f.soft_pending_compaction_bytes_limit,
+    )?);
+    o.set_hard_pending_compaction_bytes_limit(usize_flag(
+        "hard_pending_compaction_bytes_limit",
+        f.hard_pending_compaction_bytes_limit,
+    )?);
+    o.set_bytes_per_sync(f.bytes_per_sync);
+    o.set_allow_concurrent_memtable_write(f.allow_concurrent_memtable_write);
+    if f.memtablerep == "vector" {
+        o.set_memtable_factory(rocksdb::MemtableFactory::Vector);
+    }
+    if f.cache_numshardbits >= 0 && f.cache_size > 0 && f.cache_numshardbits != default_cache_shard_bits(f.cache_size) {
+        // The crate builds its LRU cache with RocksDB's default shard count and has no way to pass another.
+        return Err(bad(
+            "cache_numshardbits",
+            format!(
+                "the rocksdb crate creates its block cache with RocksDB's default of {} shard bits for --cache_size={}; it cannot use {}",
+                default_cache_shard_bits(f.cache_size),
+                f.cache_size,
+                f.cache_numshardbits
+            ),
+        ));
+    }
+    Ok(o)
+}
+
+/// The shard bits RocksDB gives an LRU cache of `capacity` bytes when it is not told (`num_shard_bits` -1): one
+/// shard per 512 KiB, as a power of two, at most 64 shards.
+fn default_cache_shard_bits(capacity: u64) -> i32 {
+    let mut shards = capacity / (512 << 10);
+    let mut bits = 0;
+    while shards > 1 && bits < 6 {
+        shards >>= 1;
+        bits += 1;
+    }
+    bits
+}
+
+fn usize_flag(flag: &str, v: u64) -> EngineResult<usize> {
+    usize::try_from(v).map_err(|_| bad(flag, format!("{v} is too large")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_flags_are_errors_naming_them() {
+        let err = |f: BenchFlags| options_from_flags(&f).err().map(|e| e.to_string()).unwrap_or_default();
+        let d = BenchFlags::default;
+        assert!(err(BenchFlags { max_grandparent_overlap_factor: Some(10), ..d() })
+            .contains("--max_grandparent_overlap_factor"));
+        assert!(err(BenchFlags { min_level_to_compress: 9, ..d() }).contains("--min_level_to_compress"));
+        assert!(err(BenchFlags { max_write_buffer_number: usize::MAX, ..d() }).contains("--max_write_buffer_number"));
+        assert!(options_from_flags(&BenchFlags::default()).is_ok());
+    }
+}
