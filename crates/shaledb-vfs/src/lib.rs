@@ -89,10 +89,29 @@ pub struct ReadHints {
     pub advise_random: bool,
 }
 
+/// How a file is to be created for writing. The default asks for nothing: buffered writes through the page
+/// cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteHints {
+    /// Bypass the OS page cache (`O_DIRECT`), for files written once front to back (tables written by flush
+    /// and compaction). [`PosixFs`] opens the file with `O_DIRECT`, gathers appends in an aligned buffer and
+    /// writes it in large aligned writes; a partial last block is written padded with zeros and the file is
+    /// truncated to the bytes appended before [`WritableFile::sync`]'s `fdatasync` (and on drop), so readers
+    /// see exactly what was appended. A file system that refuses `O_DIRECT` (`EINVAL`) fails the create with
+    /// [`Error::NotSupported`]. The in-memory [`MemFs`] has no page cache: there the hint changes nothing.
+    pub direct: bool,
+}
+
 /// The file system the engine runs on.
 pub trait Fs: Send + Sync + std::fmt::Debug {
     /// Creates (or truncates) `path` for writing.
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Creates (or truncates) `path` for writing as `hints` ask. Default: [`Fs::create`] (for file systems
+    /// without a page cache, where the hints change nothing).
+    fn create_with(&self, path: &Path, hints: WriteHints) -> Result<Box<dyn WritableFile>> {
+        let _ = hints;
+        self.create(path)
+    }
     /// Opens an existing file for positional reads.
     fn open(&self, path: &Path, hints: ReadHints) -> Result<Arc<dyn RandomAccessFile>>;
     /// Reads a whole file into memory.

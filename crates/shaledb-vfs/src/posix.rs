@@ -1,7 +1,9 @@
 //! The POSIX file system: `std::fs` with positional I/O, user-space write buffering and fcntl-free locking
 //! through `File::try_lock`.
 
-use crate::{AlignedBuf, Error, FileLock, Fs, RandomAccessFile, ReadHints, Result, WritableFile, DIRECT_IO_ALIGN};
+use crate::{
+    AlignedBuf, Error, FileLock, Fs, RandomAccessFile, ReadHints, Result, WritableFile, WriteHints, DIRECT_IO_ALIGN,
+};
 use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -66,6 +68,110 @@ impl WritableFile for PosixWritable {
 
     fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// A file written with `O_DIRECT` ([`WriteHints::direct`]): appends gather in an aligned buffer of
+/// [`DIRECT_WRITE_BUFFER`] bytes, written whole at aligned offsets. The buffer holds the file's bytes from
+/// `written` (a multiple of [`DIRECT_IO_ALIGN`]) on; a flush writes it rounded up to the alignment with zero
+/// padding and keeps the partial last block in the buffer, to be written again (completed) by the next
+/// write. While padding is on disk the file is longer than `len`: `sync` (and drop) truncate it first.
+struct PosixDirectWritable {
+    file: File,
+    path: PathBuf,
+    /// Aligned storage; `mem.prepare(DIRECT_WRITE_BUFFER, 0, 0)` gives its bytes (never reallocates once
+    /// grown to that size, so the contents persist between calls).
+    mem: AlignedBuf,
+    /// Bytes of the buffer holding appended data.
+    buffered: usize,
+    /// File offset of the buffer's first byte; always aligned.
+    written: u64,
+    /// Bytes appended so far.
+    len: u64,
+    /// The file on disk is longer than `len` (a padded block was written and not yet truncated).
+    padded: bool,
+}
+
+/// Size of the aligned buffer of a direct writer, and so of its writes (RocksDB writes 1 MiB at a time for
+/// flush and compaction with direct I/O).
+const DIRECT_WRITE_BUFFER: usize = 1 << 20;
+
+impl PosixDirectWritable {
+    fn storage(&mut self) -> &mut [u8] {
+        self.mem.prepare(DIRECT_WRITE_BUFFER, 0, 0)
+    }
+
+    /// Writes the buffer up to `end` (a multiple of the alignment, at most the buffer size) at `written`.
+    fn write_out(&mut self, end: usize) -> Result<()> {
+        let at = self.written;
+        let (file, path) = (&self.file, &self.path);
+        let data = &self.mem.prepare(DIRECT_WRITE_BUFFER, 0, 0)[..end];
+        file.write_all_at(data, at).map_err(|e| Error::io("direct write", path, e))
+    }
+}
+
+impl WritableFile for PosixDirectWritable {
+    fn append(&mut self, mut data: &[u8]) -> Result<()> {
+        while !data.is_empty() {
+            let at = self.buffered;
+            let n = data.len().min(DIRECT_WRITE_BUFFER - at);
+            self.storage()[at..at + n].copy_from_slice(&data[..n]);
+            self.buffered += n;
+            self.len += n as u64;
+            data = &data[n..];
+            if self.buffered == DIRECT_WRITE_BUFFER {
+                self.write_out(DIRECT_WRITE_BUFFER)?;
+                self.written += DIRECT_WRITE_BUFFER as u64;
+                self.buffered = 0;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.buffered == 0 {
+            return Ok(());
+        }
+        let whole = self.buffered - self.buffered % DIRECT_IO_ALIGN;
+        let end = self.buffered.next_multiple_of(DIRECT_IO_ALIGN);
+        let buffered = self.buffered;
+        self.storage()[buffered..end].fill(0);
+        self.write_out(end)?;
+        if end > buffered {
+            self.padded = true;
+        }
+        // The whole blocks are done; the partial last one moves to the front, to be completed and written
+        // again at its (aligned) offset.
+        self.storage().copy_within(whole..buffered, 0);
+        self.written += whole as u64;
+        self.buffered -= whole;
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.flush()?;
+        if self.padded {
+            self.file.set_len(self.len).map_err(|e| Error::io("ftruncate", &self.path, e))?;
+            self.padded = false;
+        }
+        self.file.sync_data().map_err(|e| Error::io("fdatasync", &self.path, e))
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for PosixDirectWritable {
+    fn drop(&mut self) {
+        // Best effort, as closing is: a file dropped after a flush without a sync loses its padding.
+        if self.padded {
+            let _ = self.file.set_len(self.len);
+        }
     }
 }
 
@@ -185,6 +291,21 @@ fn open_direct(path: &Path) -> Result<File> {
     })
 }
 
+/// Creates `path` for writing with `O_DIRECT`; a file system that refuses it is [`Error::NotSupported`].
+fn create_direct(path: &Path) -> Result<File> {
+    OpenOptions::new().write(true).create(true).truncate(true).custom_flags(libc::O_DIRECT).open(path).map_err(|e| {
+        if e.raw_os_error() == Some(libc::EINVAL) {
+            Error::NotSupported(format!(
+                "direct writes: the file system of {} refuses O_DIRECT ({e}); open with \
+                 use_direct_io_for_flush_and_compaction = false",
+                path.display()
+            ))
+        } else {
+            Error::io("create (O_DIRECT)", path, e)
+        }
+    })
+}
+
 /// Paths locked by this process: `flock` locks are per open file description, so two opens in one process
 /// would both succeed without this set.
 fn locked_paths() -> &'static Mutex<HashSet<PathBuf>> {
@@ -215,6 +336,22 @@ impl Fs for PosixFs {
             .open(path)
             .map_err(|e| Error::io("create", path, e))?;
         Ok(Box::new(PosixWritable { file, path: path.to_path_buf(), buf: Vec::with_capacity(64 << 10), len: 0 }))
+    }
+
+    fn create_with(&self, path: &Path, hints: WriteHints) -> Result<Box<dyn WritableFile>> {
+        if !hints.direct {
+            return self.create(path);
+        }
+        let file = create_direct(path)?;
+        Ok(Box::new(PosixDirectWritable {
+            file,
+            path: path.to_path_buf(),
+            mem: AlignedBuf::new(),
+            buffered: 0,
+            written: 0,
+            len: 0,
+            padded: false,
+        }))
     }
 
     fn open(&self, path: &Path, hints: ReadHints) -> Result<Arc<dyn RandomAccessFile>> {
@@ -373,6 +510,77 @@ mod tests {
         assert!(e.is_io() && e.to_string().contains("direct read"), "{e}");
         assert!(r.read_into(20_000, 1, &mut own).is_err());
         assert!(r.read_into(u64::MAX - 1, 4, &mut own).is_err());
+    }
+
+    /// Creates `name` in `dir` with direct writes, or `None` (printing why) where the file system refuses.
+    fn create_direct_or_skip(fs: &PosixFs, p: &Path) -> Option<Box<dyn WritableFile>> {
+        match fs.create_with(p, WriteHints { direct: true }) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                assert!(e.to_string().contains("refuses O_DIRECT"), "{e}");
+                eprintln!("skipped: {e}");
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn direct_writes_leave_exactly_the_appended_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFs::new();
+        let data: Vec<u8> = (0..3_500_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        // Appends of every size class: tiny, unaligned, exactly the buffer, larger than the buffer.
+        let sizes = [1usize, 4095, 4096, 17, DIRECT_WRITE_BUFFER, 100_000, DIRECT_WRITE_BUFFER + 5, 3];
+        for (case, flush_every) in [(0, 0usize), (1, 1), (2, 3)] {
+            let p = dir.path().join(format!("t{case}"));
+            let Some(mut w) = create_direct_or_skip(&fs, &p) else { return };
+            let mut at = 0;
+            for (i, n) in sizes.iter().cycle().enumerate() {
+                if at == data.len() {
+                    break;
+                }
+                let n = (*n).min(data.len() - at);
+                w.append(&data[at..at + n]).unwrap();
+                at += n;
+                assert_eq!(w.len(), at as u64);
+                if flush_every > 0 && i % flush_every == 0 {
+                    // A flush hands every byte to the OS: a reader sees them (the padded tail beyond is zeros).
+                    w.flush().unwrap();
+                    let on_disk = std::fs::read(&p).unwrap();
+                    assert!(on_disk.len() >= at && on_disk.len() % DIRECT_IO_ALIGN == 0);
+                    assert_eq!(&on_disk[..at], &data[..at]);
+                    assert!(on_disk[at..].iter().all(|&b| b == 0));
+                }
+                if case == 2 && i == 5 {
+                    // A sync in the middle truncates the padding; later appends continue the file.
+                    w.sync().unwrap();
+                    assert_eq!(std::fs::read(&p).unwrap(), &data[..at]);
+                }
+            }
+            w.sync().unwrap();
+            assert_eq!(fs.file_size(&p).unwrap(), data.len() as u64);
+            drop(w);
+            assert!(std::fs::read(&p).unwrap() == data, "case {case}: the file differs from the appended bytes");
+        }
+    }
+
+    #[test]
+    fn direct_writer_dropped_after_flush_is_truncated_to_its_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFs::new();
+        let p = dir.path().join("f");
+        let Some(mut w) = create_direct_or_skip(&fs, &p) else { return };
+        w.append(b"hello direct").unwrap();
+        w.flush().unwrap();
+        assert_eq!(fs.file_size(&p).unwrap(), DIRECT_IO_ALIGN as u64, "padded on disk until closed");
+        drop(w);
+        assert_eq!(std::fs::read(&p).unwrap(), b"hello direct");
+        // An empty direct file stays empty.
+        let q = dir.path().join("g");
+        let mut w = create_direct_or_skip(&fs, &q).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        assert_eq!(fs.file_size(&q).unwrap(), 0);
     }
 
     #[test]
