@@ -31,7 +31,7 @@ use shaledb_format::edit::FileMeta;
 use shaledb_format::ikey::{self, ValueKind};
 use shaledb_format::iter::InternalIterator;
 use shaledb_format::table::{TableBuilder, TableOptions};
-use shaledb_vfs::{Error, Fs, Result};
+use shaledb_vfs::{Error, Fs, Result, WriteHints};
 use std::cmp::Ordering;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
@@ -54,6 +54,8 @@ pub(crate) struct OutputSpec {
 pub(crate) struct RunContext<'a> {
     /// Where output files are created.
     pub fs: &'a dyn Fs,
+    /// How output files are created (`direct`: `use_direct_io_for_flush_and_compaction`).
+    pub write_hints: WriteHints,
     /// Allocates a file number and its path.
     pub new_file: &'a dyn Fn() -> Result<(u64, PathBuf)>,
     /// Live snapshot sequence numbers, ascending.
@@ -364,7 +366,7 @@ impl<'a> Writer<'a> {
     fn open(&mut self) -> Result<()> {
         let (number, path) = (self.cx.new_file)()?;
         self.created.push(path.clone());
-        let file = self.cx.fs.create(&path)?;
+        let file = self.cx.fs.create_with(&path, self.cx.write_hints)?;
         let mut table_options = self.spec.table_options.clone();
         // The table's own number goes into its properties, so a copy over another table is recognised.
         table_options.file_number = Some(number);

@@ -23,6 +23,8 @@ pub(crate) struct TableCache {
     read_opts: TableReadOptions,
     /// How tables are opened: `direct` and `advise_random` from the options.
     hints: ReadHints,
+    /// Compaction inputs are read with `O_DIRECT` (`use_direct_io_for_flush_and_compaction`).
+    direct_compaction_reads: bool,
     db_id: DbId,
 }
 
@@ -96,6 +98,7 @@ impl TableCache {
                 verify_checksums: true,
             },
             hints,
+            direct_compaction_reads: opts.use_direct_io_for_flush_and_compaction,
             db_id,
         }
     }
@@ -115,13 +118,19 @@ impl TableCache {
         Ok(t)
     }
 
-    /// Opens `meta` outside the cache, for a one-pass sequential read (compaction input, verify).
-    pub(crate) fn open_uncached(&self, meta: &FileMeta) -> Result<Arc<Table>> {
-        if let Some(t) = self.tables.get(&meta.number) {
-            return Ok(t);
+    /// Opens `meta` outside the cache, for a one-pass sequential read (`for_compaction`: a compaction's
+    /// input; else verify). The cache's table is reused when it reads as this pass should: a compaction
+    /// input with `use_direct_io_for_flush_and_compaction` is opened anew with `O_DIRECT` unless the cache's
+    /// handles are direct already (`use_direct_reads`), as RocksDB opens compaction inputs.
+    pub(crate) fn open_uncached(&self, meta: &FileMeta, for_compaction: bool) -> Result<Arc<Table>> {
+        let direct = self.hints.direct || (for_compaction && self.direct_compaction_reads);
+        if direct == self.hints.direct {
+            if let Some(t) = self.tables.get(&meta.number) {
+                return Ok(t);
+            }
         }
         let path = filenames::table(&self.dir, meta.number);
-        let file = self.fs.open(&path, ReadHints { sequential: true, advise_random: false, ..self.hints })?;
+        let file = self.fs.open(&path, ReadHints { direct, sequential: true, advise_random: false })?;
         let t = Table::open(file, &self.read_opts)?;
         check_identity(&t, meta, &self.db_id, &path)?;
         Ok(t)

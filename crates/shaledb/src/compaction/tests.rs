@@ -2,7 +2,7 @@ use super::*;
 use crate::merge::{StringAppend, UInt64Add};
 use shaledb_format::ikey::make_internal_key;
 use shaledb_format::table::{Table, TableReadOptions};
-use shaledb_vfs::{PosixFs, ReadHints};
+use shaledb_vfs::{PosixFs, ReadHints, WriteHints};
 use std::cell::Cell;
 use std::path::Path;
 use ValueKind::{Deletion as D, Merge as M, Value as V};
@@ -191,11 +191,18 @@ struct Env {
     fs: PosixFs,
     next: Cell<u64>,
     stop: AtomicBool,
+    write_hints: WriteHints,
 }
 
 impl Env {
     fn new() -> Env {
-        Env { dir: tempfile::tempdir().unwrap(), fs: PosixFs::new(), next: Cell::new(10), stop: AtomicBool::new(false) }
+        Env {
+            dir: tempfile::tempdir().unwrap(),
+            fs: PosixFs::new(),
+            next: Cell::new(10),
+            stop: AtomicBool::new(false),
+            write_hints: WriteHints::default(),
+        }
     }
 
     fn run(&self, it: &mut VecIter, s: &OutputSpec, snaps: &[u64], bottom: bool) -> Result<RunOutput> {
@@ -207,6 +214,7 @@ impl Env {
         let merge: Arc<dyn MergeOperator> = Arc::new(StringAppend::new(b","));
         let cx = RunContext {
             fs: &self.fs,
+            write_hints: self.write_hints,
             new_file: &new_file,
             snapshots: snaps,
             merge: Some(&merge),
@@ -280,6 +288,49 @@ fn run_writes_survivors_and_fills_meta() {
             ("d".into(), 9, D, "".into()),
         ]
     );
+}
+
+/// `use_direct_io_for_flush_and_compaction`: the outputs written with O_DIRECT (several, each ending in a
+/// partial block) are byte for byte the buffered run's.
+#[test]
+fn run_with_direct_writes_makes_the_same_tables() {
+    let input: Vec<_> =
+        (0..20_000u32).map(|i| e(&format!("key{i:08}"), 1 + u64::from(i), V, &"v".repeat(90))).collect();
+    let mut outs = Vec::new();
+    for direct in [false, true] {
+        let mut env = Env::new();
+        env.write_hints = WriteHints { direct };
+        let s = OutputSpec {
+            table_options: TableOptions {
+                block_size: 4096,
+                compression: shaledb_format::compress::CompressionType::None,
+                ..TableOptions::default()
+            },
+            ..spec(700_000)
+        };
+        let out = match env.run(&mut VecIter::new(input.clone()), &s, &[], true) {
+            Ok(out) => out,
+            Err(e) if direct && e.to_string().contains("refuses O_DIRECT") => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        assert!(out.files.len() >= 2, "{} files", out.files.len());
+        let bytes: Vec<Vec<u8>> = out
+            .files
+            .iter()
+            .map(|f| {
+                let b = std::fs::read(env.dir.path().join(format!("{:06}.sst", f.number))).unwrap();
+                assert_eq!(b.len() as u64, f.file_size);
+                b
+            })
+            .collect();
+        assert!(bytes.iter().any(|b| b.len() % 4096 != 0), "some output ends in a partial block");
+        assert!(!read_table(&env.fs, &env.dir.path().join(format!("{:06}.sst", out.files[0].number))).is_empty());
+        outs.push(bytes);
+    }
+    assert!(outs[0] == outs[1], "direct and buffered outputs differ");
 }
 
 #[test]

@@ -15,6 +15,7 @@ use crate::stats::{CompactionStats, Counters};
 use shaledb_format::edit::VersionEdit;
 use shaledb_format::iter::InternalIterator;
 use shaledb_format::table::{Readahead, TableIterOptions};
+use shaledb_vfs::WriteHints;
 use shaledb_vfs::{Error, Result};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -244,7 +245,7 @@ fn execute(inner: &Arc<DbInner>, task: &CompactionTask, snapshots: &[u64]) -> Re
         },
     };
     for f in task.inputs.iter().chain(&task.output_inputs) {
-        let t = inner.tables.open_uncached(f)?;
+        let t = inner.tables.open_uncached(f, true)?;
         children.push(Box::new(t.iter_with(&input_opts)));
     }
     let mut input = MergingIterator::new(children);
@@ -261,6 +262,7 @@ fn execute(inner: &Arc<DbInner>, task: &CompactionTask, snapshots: &[u64]) -> Re
     };
     let cx = RunContext {
         fs: inner.fs.as_ref(),
+        write_hints: WriteHints { direct: inner.opts.use_direct_io_for_flush_and_compaction },
         new_file: &new_file,
         snapshots,
         merge: inner.opts.merge_operator.as_ref(),

@@ -9,6 +9,7 @@ use crate::options::Options;
 use crate::stats::CompactionStats;
 use shaledb_format::edit::FileMeta;
 use shaledb_vfs::Result;
+use shaledb_vfs::WriteHints;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -39,6 +40,7 @@ pub(crate) fn write_level0(
     };
     let cx = RunContext {
         fs: opts.fs.as_ref(),
+        write_hints: WriteHints { direct: opts.use_direct_io_for_flush_and_compaction },
         new_file: &new_file,
         snapshots,
         merge: opts.merge_operator.as_ref(),

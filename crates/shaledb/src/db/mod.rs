@@ -594,7 +594,7 @@ impl Db {
     pub fn verify_checksums(&self) -> Result<()> {
         let v = self.inner.sv.load().version.clone();
         for f in v.levels.iter().flatten() {
-            self.inner.tables.open_uncached(f)?.verify()?;
+            self.inner.tables.open_uncached(f, false)?.verify()?;
         }
         Ok(())
     }

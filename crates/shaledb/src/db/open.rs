@@ -28,7 +28,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let names = opts.fs.list(dir)?;
     let (mut vs, leftovers) =
         if exists { recover_manifest(dir, &opts, &names)? } else { create_database(dir, &opts, &names)? };
-    probe_direct_reads(dir, &opts)?;
+    probe_direct_io(dir, &opts)?;
     let info_log = open_info_log(dir, &opts, &leftovers);
     let wals = find_live_wals(&mut vs, &names, &info_log);
     let mut rec = replay_wals(dir, &opts, vs, &wals, &info_log)?;
@@ -136,9 +136,24 @@ fn create_database(dir: &Path, opts: &Options, names: &[String]) -> Result<(Vers
     Ok((vs, fresh.creation_leftovers))
 }
 
-/// With `use_direct_reads`: tables are opened on first use, so find out now, not at the first read of a
-/// table, whether the file system takes O_DIRECT (NotSupported when it refuses). IDENTITY exists here.
-fn probe_direct_reads(dir: &Path, opts: &Options) -> Result<()> {
+/// With `use_direct_reads` or `use_direct_io_for_flush_and_compaction`: tables are opened on first use and
+/// written by the first flush, so find out now, not there, whether the file system takes O_DIRECT
+/// (NotSupported naming the option when it refuses). IDENTITY exists here.
+fn probe_direct_io(dir: &Path, opts: &Options) -> Result<()> {
+    if opts.use_direct_io_for_flush_and_compaction {
+        // The same check as for reads: O_DIRECT is refused per file system, at open, for reads and writes.
+        let probe = opts.fs.open(&filenames::identity(dir), ReadHints { direct: true, ..ReadHints::default() });
+        if let Err(e) = probe {
+            return Err(match e {
+                Error::NotSupported(_) => Error::NotSupported(format!(
+                    "use_direct_io_for_flush_and_compaction: the file system of {} refuses O_DIRECT; open with \
+                     use_direct_io_for_flush_and_compaction = false",
+                    dir.display()
+                )),
+                e => e,
+            });
+        }
+    }
     if opts.use_direct_reads {
         let probe = opts.fs.open(&filenames::identity(dir), ReadHints { direct: true, ..ReadHints::default() })?;
         let mut head = [0u8; 16];

@@ -64,7 +64,10 @@ fn check_scan(db: &Db, ro: ReadOptions, m: &Model, rng: &mut StdRng) {
 }
 
 fn run(seed: u64, opts: Options, steps: usize) {
-    let dir = tempfile::tempdir().unwrap();
+    run_in(tempfile::tempdir().unwrap(), seed, opts, steps);
+}
+
+fn run_in(dir: tempfile::TempDir, seed: u64, opts: Options, steps: usize) {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut db = Db::open(dir.path(), opts.clone()).unwrap();
     let mut m = Model::new();
@@ -213,4 +216,14 @@ fn model_leader_inserts_bytes_per_sync_one_cache_shard() {
         ..tiny_options()
     };
     run(7, o, steps());
+}
+
+/// Tables of flushes and compactions written with O_DIRECT, compaction inputs read with it, on a real
+/// directory under target/ (where /tmp may be a tmpfs); then with direct reads as well.
+#[test]
+fn model_direct_io_for_flush_and_compaction() {
+    let o = Options { use_direct_io_for_flush_and_compaction: true, ..tiny_options() };
+    run_in(tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(), 8, o.clone(), steps());
+    let o = Options { use_direct_reads: true, compaction_readahead_size: 0, ..o };
+    run_in(tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(), 9, o, steps());
 }

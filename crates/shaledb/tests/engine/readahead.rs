@@ -1,11 +1,15 @@
 //! Table reads: direct reads (`use_direct_reads`), iterator readahead (`ReadOptions::readahead_size` and the
-//! automatic readahead), compaction readahead, and `advise_random_on_open`, observed through a counting `Fs`.
+//! automatic readahead), compaction readahead, `advise_random_on_open`, and the direct writes and compaction
+//! reads of `use_direct_io_for_flush_and_compaction`, observed through a counting `Fs`.
 
 use parking_lot::Mutex;
 use shaledb::{CompressionType, Db, Options, ReadOptions};
-use shaledb_vfs::{AlignedBuf, FileLock, Fs, PosixFs, RandomAccessFile, ReadHints, Result, WritableFile};
+use shaledb_vfs::{
+    AlignedBuf, Error, FileLock, Fs, PosixFs, RandomAccessFile, ReadHints, Result, WritableFile, WriteHints,
+};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -15,6 +19,10 @@ struct Seen {
     reads: AtomicU64,
     largest_read: AtomicU64,
     opens: Mutex<Vec<ReadHints>>,
+    /// How table files were created.
+    creates: Mutex<Vec<WriteHints>>,
+    /// Refuse O_DIRECT as tmpfs before Linux 6.6 does (`NotSupported` at open and create).
+    refuse_direct: AtomicBool,
 }
 
 impl Seen {
@@ -22,6 +30,7 @@ impl Seen {
         self.reads.store(0, Relaxed);
         self.largest_read.store(0, Relaxed);
         self.opens.lock().clear();
+        self.creates.lock().clear();
     }
     fn reads(&self) -> u64 {
         self.reads.load(Relaxed)
@@ -77,9 +86,21 @@ impl RandomAccessFile for CountingFile {
 
 impl Fs for CountingFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.inner.create(path)
+        self.create_with(path, WriteHints::default())
+    }
+    fn create_with(&self, path: &Path, hints: WriteHints) -> Result<Box<dyn WritableFile>> {
+        if hints.direct && self.seen.refuse_direct.load(Relaxed) {
+            return Err(Error::NotSupported(format!("{} refuses O_DIRECT", path.display())));
+        }
+        if path.extension().is_some_and(|e| e == "sst") {
+            self.seen.creates.lock().push(hints);
+        }
+        self.inner.create_with(path, hints)
     }
     fn open(&self, path: &Path, hints: ReadHints) -> Result<Arc<dyn RandomAccessFile>> {
+        if hints.direct && self.seen.refuse_direct.load(Relaxed) {
+            return Err(Error::NotSupported(format!("{} refuses O_DIRECT", path.display())));
+        }
         let is_table = path.extension().is_some_and(|e| e == "sst");
         if is_table {
             self.seen.opens.lock().push(hints);
@@ -353,6 +374,123 @@ fn direct_reads_on_the_in_memory_fs_change_nothing() {
         db.put(key(i), value(i)).unwrap();
     }
     db.flush().unwrap();
+    db.close().unwrap();
+    let db = Db::open(dir, o()).unwrap();
+    let got = scan(&db, ro(64 << 10));
+    assert_eq!(got.len(), 3000);
+    assert!(got.iter().enumerate().all(|(i, (k, v))| *k == key(i) && *v == value(i)));
+    db.close().unwrap();
+}
+
+/// `use_direct_io_for_flush_and_compaction`: every table a flush or a compaction writes is created direct,
+/// compaction inputs are opened direct (and read in `compaction_readahead_size` windows) while the tables
+/// opened for reads stay buffered; the contents are the model's, before and after a reopen without the
+/// option.
+#[test]
+fn direct_io_for_flush_and_compaction_writes_and_compacts_direct() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let seen = Arc::new(Seen::default());
+    let o = || Options { use_direct_io_for_flush_and_compaction: true, ..options(&seen) };
+    let db = Db::open(dir.path(), o()).unwrap();
+    let mut model = BTreeMap::new();
+    for i in (0..N).step_by(2).chain((1..N).step_by(2)) {
+        db.put(key(i), value(i)).unwrap();
+        model.insert(key(i), value(i));
+    }
+    db.flush().unwrap();
+    // Reads through the table cache: buffered.
+    for i in (0..N).step_by(101) {
+        assert_eq!(db.get(key(i)).unwrap().as_ref(), model.get(&key(i)));
+    }
+    let creates = seen.creates.lock().clone();
+    assert!(!creates.is_empty() && creates.iter().all(|h| h.direct), "{creates:?}");
+    assert!(seen.opens.lock().iter().any(|h| !h.direct), "tables opened for reads stay buffered");
+    seen.reset();
+    db.compact_range(None, None).unwrap();
+    let (opens, creates) = (seen.opens.lock().clone(), seen.creates.lock().clone());
+    assert!(!opens.is_empty() && opens.iter().all(|h| h.direct && h.sequential), "{opens:?}");
+    assert!(!creates.is_empty() && creates.iter().all(|h| h.direct), "{creates:?}");
+    assert!(seen.largest_read() > 1 << 20, "compaction inputs read in readahead windows: {}", seen.largest_read());
+    assert!(scan(&db, ro(0)) == model.clone().into_iter().collect::<Vec<_>>());
+    db.close().unwrap();
+    // The tables are ordinary tables: a buffered open reads them, verify passes.
+    let db = Db::open(dir.path(), options(&seen)).unwrap();
+    db.verify_checksums().unwrap();
+    assert!(scan(&db, ro(0)) == model.into_iter().collect::<Vec<_>>());
+    db.close().unwrap();
+}
+
+/// A file system that refuses O_DIRECT fails `Db::open` with `NotSupported` naming the option, before any
+/// table is written (never a silent fallback to buffered writes).
+#[test]
+fn direct_io_for_flush_and_compaction_refused_is_not_supported_naming_the_option() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let seen = Arc::new(Seen::default());
+    seen.refuse_direct.store(true, Relaxed);
+    let o = Options { use_direct_io_for_flush_and_compaction: true, ..options(&seen) };
+    let e = Db::open(dir.path(), o).err().expect("the open must fail");
+    assert!(matches!(e, Error::NotSupported(_)), "{e}");
+    assert!(e.to_string().contains("use_direct_io_for_flush_and_compaction"), "{e}");
+    assert!(seen.creates.lock().is_empty());
+    // Without the option the same file system works.
+    let db = Db::open(dir.path(), options(&seen)).unwrap();
+    db.put(b"k", b"v").unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+}
+
+/// On tmpfs (`/dev/shm`): before Linux 6.6 it refuses O_DIRECT and the open fails naming the option; a
+/// newer kernel's tmpfs takes O_DIRECT, and the database then works with the option.
+#[test]
+fn direct_io_for_flush_and_compaction_on_tmpfs() {
+    let shm = Path::new("/dev/shm");
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let is_tmpfs = mounts.lines().any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.get(1) == Some(&"/dev/shm") && f.get(2) == Some(&"tmpfs")
+    });
+    if !is_tmpfs {
+        eprintln!("skipped: /dev/shm is not a tmpfs here");
+        return;
+    }
+    let dir = tempfile::tempdir_in(shm).unwrap();
+    let o = Options { use_direct_io_for_flush_and_compaction: true, write_buffer_size: 64 << 10, ..Options::default() };
+    match Db::open(dir.path(), o) {
+        Err(e) => {
+            assert!(matches!(e, Error::NotSupported(_)), "{e}");
+            assert!(e.to_string().contains("use_direct_io_for_flush_and_compaction"), "{e}");
+        }
+        Ok(db) => {
+            eprintln!("this kernel's tmpfs takes O_DIRECT: checked that the database works there");
+            for i in 0..3000 {
+                db.put(key(i), value(i)).unwrap();
+            }
+            db.flush().unwrap();
+            db.compact_range(None, None).unwrap();
+            for i in (0..3000).step_by(7) {
+                assert_eq!(db.get(key(i)).unwrap(), Some(value(i)));
+            }
+            db.close().unwrap();
+        }
+    }
+}
+
+#[test]
+fn direct_io_for_flush_and_compaction_on_the_in_memory_fs_changes_nothing() {
+    let fs = Arc::new(shaledb_vfs::MemFs::new());
+    let dir = Path::new("/db");
+    let o = || Options {
+        fs: fs.clone(),
+        use_direct_io_for_flush_and_compaction: true,
+        write_buffer_size: 64 << 10,
+        ..Options::default()
+    };
+    let db = Db::open(dir, o()).unwrap();
+    for i in 0..3000 {
+        db.put(key(i), value(i)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
     db.close().unwrap();
     let db = Db::open(dir, o()).unwrap();
     let got = scan(&db, ro(64 << 10));
