@@ -58,6 +58,10 @@ pub struct Args {
     /// Delete the database and its expected-state file first (only a database this command created).
     #[arg(long)]
     pub destroy: bool,
+    /// Write the tables of flushes and compactions with O_DIRECT, and read compaction inputs with it (the
+    /// engine's `use_direct_io_for_flush_and_compaction`); a file system that refuses O_DIRECT is an error.
+    #[arg(long)]
+    pub direct_io_for_flush_and_compaction: bool,
     /// Print at most this many verification failures, then their count (0: all).
     #[arg(long, default_value_t = 20)]
     pub max_problems: usize,
@@ -79,6 +83,7 @@ impl Args {
             write_buffer_size: self.write_buffer_size,
             reopens: self.reopen,
             verify_only: self.verify_only,
+            direct_io_for_flush_and_compaction: self.direct_io_for_flush_and_compaction,
         }
     }
 }

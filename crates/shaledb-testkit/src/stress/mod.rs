@@ -47,6 +47,8 @@ pub struct StressConfig {
     pub reopens: u32,
     /// Only open and verify; write nothing (the expected-state file is left as it is).
     pub verify_only: bool,
+    /// Write flush and compaction tables with O_DIRECT (`Options::use_direct_io_for_flush_and_compaction`).
+    pub direct_io_for_flush_and_compaction: bool,
 }
 
 impl Default for StressConfig {
@@ -64,6 +66,7 @@ impl Default for StressConfig {
             write_buffer_size: 64 << 10,
             reopens: 0,
             verify_only: false,
+            direct_io_for_flush_and_compaction: false,
         }
     }
 }
@@ -91,6 +94,7 @@ impl StressConfig {
             compression: CompressionType::Lz4,
             merge_operator: shaledb::merge::builtin("stringappend"),
             wal_recovery_mode: WalRecoveryMode::PointInTime,
+            use_direct_io_for_flush_and_compaction: self.direct_io_for_flush_and_compaction,
             ..Options::default()
         }
     }

@@ -19,9 +19,12 @@ use std::time::{Duration, Instant};
 
 const CHILD_VAR: &str = "SHALEDB_STRESS_CHILD";
 const SEED_VAR: &str = "SHALEDB_STRESS_CHILD_SEED";
+/// Set (to 1) for children writing tables with O_DIRECT.
+const DIRECT_VAR: &str = "SHALEDB_STRESS_CHILD_DIRECT";
 
-fn config(path: &Path, seed: u64) -> StressConfig {
+fn config(path: &Path, seed: u64, direct: bool) -> StressConfig {
     StressConfig {
+        direct_io_for_flush_and_compaction: direct,
         path: path.to_path_buf(),
         threads: 4,
         keys: 2000,
@@ -41,7 +44,8 @@ fn config(path: &Path, seed: u64) -> StressConfig {
 fn stress_child() {
     let Ok(dir) = std::env::var(CHILD_VAR) else { return };
     let seed = std::env::var(SEED_VAR).ok().and_then(|s| s.parse().ok()).unwrap_or(1);
-    if let Err(e) = stress::run(&config(Path::new(&dir), seed)) {
+    let direct = std::env::var(DIRECT_VAR).is_ok_and(|v| v == "1");
+    if let Err(e) = stress::run(&config(Path::new(&dir), seed, direct)) {
         panic!("stress child failed: {e}");
     }
 }
@@ -53,11 +57,12 @@ struct Child {
     status: Option<std::process::ExitStatus>,
 }
 
-fn run_child(dir: &Path, seed: u64, run_for: Duration) -> Child {
+fn run_child(dir: &Path, seed: u64, direct: bool, run_for: Duration) -> Child {
     let exe = std::env::current_exe().expect("the test binary's path");
     let mut child = Command::new(exe)
         .args(["--exact", "crash_kill::stress_child", "--nocapture", "--test-threads=1"])
         .env(CHILD_VAR, dir)
+        .env(DIRECT_VAR, if direct { "1" } else { "0" })
         .env(SEED_VAR, seed.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -116,17 +121,35 @@ fn kill_loop_keeps_every_acknowledged_write() {
     if std::env::var(CHILD_VAR).is_ok() {
         return;
     }
+    kill_loop(
+        shaledb_testkit::tempdir(),
+        budget_from_env("SHALEDB_CRASH_CYCLES", 20),
+        seed_from_env(0xC4A5_0001),
+        false,
+    );
+}
+
+/// The same with `use_direct_io_for_flush_and_compaction`, on a directory under target/ (where /tmp may be
+/// a tmpfs): a kill while a table is written direct (padded, not yet truncated) leaves an unnamed file the
+/// next open removes; the tables the MANIFEST names were synced at their real length first.
+#[test]
+fn kill_loop_with_direct_io_for_flush_and_compaction() {
+    if std::env::var(CHILD_VAR).is_ok() {
+        return;
+    }
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary directory under target/");
+    kill_loop(tmp, budget_from_env("SHALEDB_CRASH_CYCLES", 20).div_ceil(2), seed_from_env(0xC4A5_0D10), true);
+}
+
+fn kill_loop(tmp: tempfile::TempDir, cycles: u64, seed: u64, direct: bool) {
     crate::watch_background_panics();
-    let cycles = budget_from_env("SHALEDB_CRASH_CYCLES", 20);
-    let seed = seed_from_env(0xC4A5_0001);
     let mut r = rng(seed);
-    let tmp = shaledb_testkit::tempdir();
     let dir: PathBuf = tmp.path().join("db");
     let mut recoveries = Vec::new();
     let mut in_flight = 0usize;
     for cycle in 0..cycles {
         let run_for = Duration::from_millis(r.gen_range(20..300));
-        let child = run_child(&dir, seed.wrapping_add(cycle), run_for);
+        let child = run_child(&dir, seed.wrapping_add(cycle), direct, run_for);
         let out = child.lines.join("\n");
         assert!(child.killed, "cycle {cycle}: the child ended by itself ({:?}):\n{out}", child.status);
         assert!(
@@ -147,13 +170,13 @@ fn kill_loop_keeps_every_acknowledged_write() {
             .sum::<usize>();
     }
     // The state the last kill left must verify too.
-    let last = stress::run(&StressConfig { verify_only: true, ..config(&dir, seed) });
+    let last = stress::run(&StressConfig { verify_only: true, ..config(&dir, seed, direct) });
     if let Err(e) = last {
         panic!("after the last kill: {e}");
     }
     recoveries.sort_by(f64::total_cmp);
     eprintln!(
-        "kill loop: {cycles} kills, recovery (open) p50 {:.1} ms p99 {:.1} ms max {:.1} ms, {in_flight} in-flight \
+        "kill loop (direct flush and compaction: {direct}): {cycles} kills, recovery (open) p50 {:.1} ms p99 {:.1} ms max {:.1} ms, {in_flight} in-flight \
          writes resolved",
         percentile(&recoveries, 0.5),
         percentile(&recoveries, 0.99),
