@@ -214,6 +214,9 @@ pub struct BenchFlags {
     /// Read tables with O_DIRECT.
     #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub use_direct_reads: bool,
+    /// Write the tables of flushes and compactions with O_DIRECT, and read compaction inputs with it.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub use_direct_io_for_flush_and_compaction: bool,
     /// Directory of the WAL files; empty: the database directory. ShaleDB keeps its WAL in the database
     /// directory, so a different directory is an error for it.
     #[arg(long, default_value = "")]

@@ -94,10 +94,18 @@ pub fn print_heading(out: &mut dyn Write, title: &str) {
 /// Opens engine `E` at `path`; a failed O_DIRECT open says how to run without it.
 pub fn open_engine<E: Engine>(path: &Path, f: &BenchFlags) -> Result<E> {
     E::open(path, f).map_err(|e| {
-        let hint = if f.use_direct_reads && e.to_string().contains("direct") {
-            " (this engine cannot read with O_DIRECT here: run with --use_direct_reads=0)"
-        } else {
-            ""
+        let direct = e.to_string().contains("direct") || e.to_string().contains("O_DIRECT");
+        let hint = match (f.use_direct_reads, f.use_direct_io_for_flush_and_compaction) {
+            (true, false) if direct => " (this engine cannot read with O_DIRECT here: run with --use_direct_reads=0)",
+            (false, true) if direct => {
+                " (this engine cannot write tables with O_DIRECT here: run with \
+                 --use_direct_io_for_flush_and_compaction=0)"
+            }
+            (true, true) if direct => {
+                " (this engine cannot use O_DIRECT here: run with --use_direct_reads=0 \
+                 --use_direct_io_for_flush_and_compaction=0)"
+            }
+            _ => "",
         };
         BenchError::engine(format!("opening {} at {}{hint}", E::name(), path.display()), e)
     })

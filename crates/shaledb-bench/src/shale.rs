@@ -61,6 +61,7 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
     o.cache_index_and_filter_blocks = f.cache_index_and_filter_blocks;
     o.max_open_files = f.open_files;
     o.use_direct_reads = f.use_direct_reads;
+    o.use_direct_io_for_flush_and_compaction = f.use_direct_io_for_flush_and_compaction;
     o.advise_random_on_open = f.advise_random_on_open;
     o.block_cache_shard_bits = f.cache_numshardbits;
     o.bytes_per_sync = f.bytes_per_sync;
@@ -310,7 +311,11 @@ mod tests {
     fn read_flags_map_to_the_engine_options() {
         let f = flags(&["--use_direct_reads=1", "--advise_random_on_open=0", "--readahead_size=2097152"]);
         let o = options_from_flags(&f).unwrap();
-        assert!(o.use_direct_reads && !o.advise_random_on_open);
+        assert!(o.use_direct_reads && !o.advise_random_on_open && !o.use_direct_io_for_flush_and_compaction);
+        let o = options_from_flags(&flags(&["--use_direct_io_for_flush_and_compaction"])).unwrap();
+        assert!(o.use_direct_io_for_flush_and_compaction && !o.use_direct_reads);
+        let o = options_from_flags(&flags(&["--use_direct_io_for_flush_and_compaction=0"])).unwrap();
+        assert!(!o.use_direct_io_for_flush_and_compaction);
         let base = read_options_from_flags(&f);
         assert_eq!(base.readahead_size, 2 << 20);
         // A cursor's own readahead_size wins; 0 keeps the flag's.
@@ -327,7 +332,10 @@ mod tests {
         assert!(ro.fill_cache);
 
         let d = options_from_flags(&flags(&[])).unwrap();
-        assert!(!d.use_direct_reads && d.advise_random_on_open, "db_bench's defaults");
+        assert!(
+            !d.use_direct_reads && !d.use_direct_io_for_flush_and_compaction && d.advise_random_on_open,
+            "db_bench's defaults"
+        );
         assert_eq!(read_options_from_flags(&flags(&[])).readahead_size, 0);
     }
 

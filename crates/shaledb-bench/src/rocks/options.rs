@@ -69,7 +69,7 @@ fn base_options(f: &BenchFlags) -> EngineResult<Options> {
 /// | `--bloom_bits` | `filter_policy` = full Bloom filter (`NewBloomFilterPolicy`); <0 default (none), 0 none |
 /// | `--cache_size` | `block_cache` = LRU cache of that size; 0: no block cache |
 /// | `--open_files` | `max_open_files` |
-/// | `--use_direct_reads`, `--advise_random_on_open` | same names |
+/// | `--use_direct_reads`, `--use_direct_io_for_flush_and_compaction`, `--advise_random_on_open` | same names |
 /// | `--merge_operator` | `merge_operator` (uint64add, stringappend[:sep], put as Rust closures) |
 /// | `--readahead_size` | `ReadOptions::readahead_size` of iterators |
 ///
@@ -162,6 +162,7 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
 
     o.set_max_open_files(f.open_files);
     o.set_use_direct_reads(f.use_direct_reads);
+    o.set_use_direct_io_for_flush_and_compaction(f.use_direct_io_for_flush_and_compaction);
     o.set_advise_random_on_open(f.advise_random_on_open);
 
     if !f.merge_operator.is_empty() {
