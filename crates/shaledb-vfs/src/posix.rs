@@ -547,7 +547,7 @@ mod tests {
                     // A flush hands every byte to the OS: a reader sees them (the padded tail beyond is zeros).
                     w.flush().unwrap();
                     let on_disk = std::fs::read(&p).unwrap();
-                    assert!(on_disk.len() >= at && on_disk.len() % DIRECT_IO_ALIGN == 0);
+                    assert!(on_disk.len() >= at && on_disk.len().is_multiple_of(DIRECT_IO_ALIGN));
                     assert_eq!(&on_disk[..at], &data[..at]);
                     assert!(on_disk[at..].iter().all(|&b| b == 0));
                 }

@@ -428,7 +428,7 @@ fn direct_io_for_flush_and_compaction_refused_is_not_supported_naming_the_option
     let seen = Arc::new(Seen::default());
     seen.refuse_direct.store(true, Relaxed);
     let o = Options { use_direct_io_for_flush_and_compaction: true, ..options(&seen) };
-    let e = Db::open(dir.path(), o).err().expect("the open must fail");
+    let Err(e) = Db::open(dir.path(), o) else { panic!("the open must fail") };
     assert!(matches!(e, Error::NotSupported(_)), "{e}");
     assert!(e.to_string().contains("use_direct_io_for_flush_and_compaction"), "{e}");
     assert!(seen.creates.lock().is_empty());
