@@ -364,22 +364,33 @@ fn advise_random_on_open_either_way_opens_and_reads() {
     }
 }
 
+/// `use_direct_reads` and `use_direct_io_for_flush_and_compaction`, alone and together, on the in-memory
+/// `Fs` (no page cache): accepted, and nothing changes.
 #[test]
-fn direct_reads_on_the_in_memory_fs_change_nothing() {
-    let fs = Arc::new(shaledb_vfs::MemFs::new());
-    let dir = Path::new("/db");
-    let o = || Options { fs: fs.clone(), use_direct_reads: true, write_buffer_size: 64 << 10, ..Options::default() };
-    let db = Db::open(dir, o()).unwrap();
-    for i in 0..3000 {
-        db.put(key(i), value(i)).unwrap();
+fn direct_io_on_the_in_memory_fs_changes_nothing() {
+    for (reads, flush_and_compaction) in [(true, false), (false, true), (true, true)] {
+        let fs = Arc::new(shaledb_vfs::MemFs::new());
+        let dir = Path::new("/db");
+        let o = || Options {
+            fs: fs.clone(),
+            use_direct_reads: reads,
+            use_direct_io_for_flush_and_compaction: flush_and_compaction,
+            write_buffer_size: 64 << 10,
+            ..Options::default()
+        };
+        let db = Db::open(dir, o()).unwrap();
+        for i in 0..3000 {
+            db.put(key(i), value(i)).unwrap();
+        }
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        db.close().unwrap();
+        let db = Db::open(dir, o()).unwrap();
+        let got = scan(&db, ro(64 << 10));
+        assert_eq!(got.len(), 3000);
+        assert!(got.iter().enumerate().all(|(i, (k, v))| *k == key(i) && *v == value(i)));
+        db.close().unwrap();
     }
-    db.flush().unwrap();
-    db.close().unwrap();
-    let db = Db::open(dir, o()).unwrap();
-    let got = scan(&db, ro(64 << 10));
-    assert_eq!(got.len(), 3000);
-    assert!(got.iter().enumerate().all(|(i, (k, v))| *k == key(i) && *v == value(i)));
-    db.close().unwrap();
 }
 
 /// `use_direct_io_for_flush_and_compaction`: every table a flush or a compaction writes is created direct,
@@ -473,28 +484,4 @@ fn direct_io_for_flush_and_compaction_on_tmpfs() {
             db.close().unwrap();
         }
     }
-}
-
-#[test]
-fn direct_io_for_flush_and_compaction_on_the_in_memory_fs_changes_nothing() {
-    let fs = Arc::new(shaledb_vfs::MemFs::new());
-    let dir = Path::new("/db");
-    let o = || Options {
-        fs: fs.clone(),
-        use_direct_io_for_flush_and_compaction: true,
-        write_buffer_size: 64 << 10,
-        ..Options::default()
-    };
-    let db = Db::open(dir, o()).unwrap();
-    for i in 0..3000 {
-        db.put(key(i), value(i)).unwrap();
-    }
-    db.flush().unwrap();
-    db.compact_range(None, None).unwrap();
-    db.close().unwrap();
-    let db = Db::open(dir, o()).unwrap();
-    let got = scan(&db, ro(64 << 10));
-    assert_eq!(got.len(), 3000);
-    assert!(got.iter().enumerate().all(|(i, (k, v))| *k == key(i) && *v == value(i)));
-    db.close().unwrap();
 }
