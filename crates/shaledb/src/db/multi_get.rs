@@ -100,8 +100,11 @@ impl Db {
         keys: impl IntoIterator<Item = K>,
     ) -> Vec<Result<Option<Vec<u8>>>> {
         let keys: Vec<K> = keys.into_iter().collect();
-        if keys.is_empty() {
-            return Vec::new();
+        match keys.as_slice() {
+            [] => return Vec::new(),
+            // Nothing to sort, share or overlap: `get` is the same lookup without the batch's bookkeeping.
+            [key] => return vec![self.get_opt(opts, key)],
+            _ => {}
         }
         let inner = &self.inner;
         let (sv, seq) = self.pin_view(opts);
