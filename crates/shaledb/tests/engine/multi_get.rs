@@ -14,6 +14,13 @@ fn some(v: &str) -> Option<Vec<u8>> {
     Some(v.as_bytes().to_vec())
 }
 
+/// A new database with [`tiny_options`] in a directory removed when the first value is dropped.
+fn open_tiny() -> (tempfile::TempDir, Db) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), tiny_options()).unwrap();
+    (dir, db)
+}
+
 /// A database whose keys `key0000..key{n}` sit in tables spread over several levels (no memtable entries).
 fn spread_over_levels(opts: Options, n: usize) -> (tempfile::TempDir, Db) {
     let dir = tempfile::tempdir().unwrap();
@@ -32,8 +39,7 @@ fn spread_over_levels(opts: Options, n: usize) -> (tempfile::TempDir, Db) {
 
 #[test]
 fn multi_get_results_follow_input_order_with_duplicates_and_absent_keys() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), tiny_options()).unwrap();
+    let (_dir, db) = open_tiny();
     db.put("b", "2").unwrap();
     db.put("a", "1").unwrap();
     db.flush().unwrap();
@@ -45,8 +51,7 @@ fn multi_get_results_follow_input_order_with_duplicates_and_absent_keys() {
 
 #[test]
 fn multi_get_of_an_empty_batch_is_empty() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), tiny_options()).unwrap();
+    let (_dir, db) = open_tiny();
     assert!(db.multi_get(Vec::<Vec<u8>>::new()).is_empty());
     db.close().unwrap();
 }
@@ -80,8 +85,7 @@ fn multi_get_agrees_with_get_across_memtable_l0_and_deeper_levels() {
 
 #[test]
 fn multi_get_reads_at_a_snapshot() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), tiny_options()).unwrap();
+    let (_dir, db) = open_tiny();
     db.put("k1", "old1").unwrap();
     db.put("k2", "old2").unwrap();
     db.flush().unwrap();
@@ -97,8 +101,7 @@ fn multi_get_reads_at_a_snapshot() {
 
 #[test]
 fn multi_get_combines_merge_operands_from_every_level() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), tiny_options()).unwrap();
+    let (_dir, db) = open_tiny();
     db.put("m", "base").unwrap();
     db.merge("only-ops", "x").unwrap();
     db.flush().unwrap();
@@ -165,8 +168,7 @@ fn multi_get_sees_one_consistent_view_under_concurrent_writes_and_flushes() {
 /// block must still be read, as `get` reads them.
 #[test]
 fn multi_get_follows_a_key_whose_versions_span_blocks() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), tiny_options()).unwrap();
+    let (_dir, db) = open_tiny();
     db.put("a", "first").unwrap();
     let mut snaps = Vec::new();
     for i in 0..60 {
