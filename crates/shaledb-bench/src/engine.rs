@@ -258,6 +258,9 @@ pub trait Engine: Send + Sync + Sized + 'static {
     fn merge(&self, mode: WriteMode, key: &[u8], operand: &[u8]) -> EngineResult<()>;
     /// Reads `key` into `out`; `false` when absent.
     fn get(&self, key: &[u8], out: &mut Vec<u8>) -> EngineResult<bool>;
+    /// Reads `keys` in one call (RocksDB's `MultiGet`): `values` becomes one entry per key, in order, `None` for
+    /// an absent key. An error for any key fails the call (db_bench aborts on one).
+    fn multi_get(&self, keys: &[Vec<u8>], values: &mut Vec<Option<Vec<u8>>>) -> EngineResult<()>;
     /// A cursor bounded by `[lower, upper)` where given.
     fn iter(&self, lower: Option<&[u8]>, upper: Option<&[u8]>) -> Self::Iter<'_> {
         self.iter_with(&IterOptions::bounded(lower, upper))

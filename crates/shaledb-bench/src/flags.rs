@@ -202,6 +202,17 @@ pub struct BenchFlags {
     /// Next() calls after each Seek() in seekrandom.
     #[arg(long, default_value_t = 0)]
     pub seek_nexts: usize,
+    /// Keys per MultiGet call in multireadrandom (db_bench's default: 1; RocksDB's benchmark.sh passes 10).
+    #[arg(long, default_value_t = 1)]
+    pub batch_size: i64,
+    /// multireadrandom: keys of a batch `multiread_stride` apart from a random first key, instead of all random.
+    #[arg(long, default_value_t = 0)]
+    pub multiread_stride: i64,
+    /// multireadrandom with RocksDB's batched MultiGet API (`--engine rocksdb`: `batched_multi_get_cf`; without
+    /// it, `multi_get`). ShaleDB has one MultiGet, batched by design (sorted, coalesced, parallel reads): both
+    /// values run it.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub multiread_batched: bool,
     /// Prev() instead of Next() in seekrandom.
     #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub reverse_iterator: bool,
@@ -481,6 +492,12 @@ impl BenchFlags {
         if self.readwritepercent > 100 {
             return bad("readwritepercent", format!("must be in 0..=100, got {}", self.readwritepercent));
         }
+        if !(1..=1 << 20).contains(&self.batch_size) {
+            return bad("batch_size", format!("must be in 1..=1048576, got {}", self.batch_size));
+        }
+        if self.multiread_stride < 0 {
+            return bad("multiread_stride", format!("must be at least 0, got {}", self.multiread_stride));
+        }
         if !self.merge_operator.is_empty() && !merge_operator_known(&self.merge_operator) {
             return bad(
                 "merge_operator",
@@ -730,10 +747,21 @@ mod tests {
             (&["--benchmarks=fillseq,fillbogus"][..], "--benchmarks"),
             (&["--mmap_read=1"][..], "--mmap_read"),
             (&["--use_existing_db"][..], "--use_existing_db"),
+            (&["--batch_size=0"][..], "--batch_size"),
+            (&["--batch_size=-3"][..], "--batch_size"),
+            (&["--multiread_stride=-1"][..], "--multiread_stride"),
         ] {
             let e = err_text(args);
             assert!(e.contains(flag), "{args:?}: {e}");
         }
+    }
+
+    #[test]
+    fn multiread_flags_default_as_db_bench() {
+        let f = parse(&[]).unwrap();
+        assert_eq!((f.batch_size, f.multiread_stride, f.multiread_batched), (1, 0, false));
+        let f = parse(&["--batch_size=32", "--multiread_stride=4", "--multiread_batched"]).unwrap();
+        assert_eq!((f.batch_size, f.multiread_stride, f.multiread_batched), (32, 4, true));
     }
 
     #[test]

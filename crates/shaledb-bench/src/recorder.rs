@@ -118,6 +118,8 @@ pub struct DbCallStats {
     pub write: LatencyHistogram,
     /// Time of each iterator seek, nanoseconds (`rocksdb.db.seek.micros`).
     pub seek: LatencyHistogram,
+    /// Time of each MultiGet call, nanoseconds (`rocksdb.db.multiget.micros`).
+    pub multiget: LatencyHistogram,
     /// Size of the value of each get that found one, bytes (`rocksdb.bytes.per.read`).
     pub bytes_per_read: LatencyHistogram,
     /// Key and value bytes of each write call, bytes (`rocksdb.bytes.per.write`; RocksDB records the encoded
@@ -131,6 +133,7 @@ impl DbCallStats {
         self.get.merge(&o.get);
         self.write.merge(&o.write);
         self.seek.merge(&o.seek);
+        self.multiget.merge(&o.multiget);
         self.bytes_per_read.merge(&o.bytes_per_read);
         self.bytes_per_write.merge(&o.bytes_per_write);
     }
@@ -159,6 +162,7 @@ impl DbCallStats {
             time("rocksdb.db.get.micros", &self.get),
             time("rocksdb.db.write.micros", &self.write),
             time("rocksdb.db.seek.micros", &self.seek),
+            time("rocksdb.db.multiget.micros", &self.multiget),
             size("rocksdb.bytes.per.read", &self.bytes_per_read),
             size("rocksdb.bytes.per.write", &self.bytes_per_write),
         ]

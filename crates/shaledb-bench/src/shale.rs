@@ -224,6 +224,14 @@ impl Engine for ShaleDb {
         self.db.get_into(&self.read, key, out).map_err(Into::into)
     }
 
+    fn multi_get(&self, keys: &[Vec<u8>], values: &mut Vec<Option<Vec<u8>>>) -> EngineResult<()> {
+        values.clear();
+        for r in self.db.multi_get_opt(&self.read, keys) {
+            values.push(r?);
+        }
+        Ok(())
+    }
+
     fn iter_with(&self, o: &IterOptions<'_>) -> Cursor {
         self.db.cursor_opt(&iter_read_options(&self.read, o))
     }

@@ -30,6 +30,8 @@ pub enum Kind {
     ReadRandom,
     /// Read random absent keys.
     ReadMissing,
+    /// Read random existing keys `--batch_size` at a time with MultiGet.
+    MultiReadRandom,
     /// Readers plus one writer; the line reports the readers.
     ReadWhileWriting,
     /// Readers plus one thread merging (`--merge_operator`); the line reports the readers.
@@ -78,6 +80,7 @@ const NAMES: &[(&str, Kind)] = &[
     ("readreverse", Kind::ReadReverse),
     ("readrandom", Kind::ReadRandom),
     ("readmissing", Kind::ReadMissing),
+    ("multireadrandom", Kind::MultiReadRandom),
     ("readwhilewriting", Kind::ReadWhileWriting),
     ("readwhilemerging", Kind::ReadWhileMerging),
     ("seekrandomwhilewriting", Kind::SeekRandomWhileWriting),
@@ -156,6 +159,7 @@ pub fn message(kind: Kind, m: &crate::recorder::Merged) -> String {
     match kind {
         Kind::ReadRandom
         | Kind::ReadMissing
+        | Kind::MultiReadRandom
         | Kind::ReadWhileWriting
         | Kind::ReadWhileMerging
         | Kind::SeekRandom
@@ -264,6 +268,10 @@ pub struct Ctx<'a, E: Engine> {
     pub mode: WriteMode,
     /// `--seek_nexts`.
     pub seek_nexts: usize,
+    /// `--batch_size`: keys per MultiGet in multireadrandom.
+    pub batch_size: u64,
+    /// `--multiread_stride`.
+    pub multiread_stride: u64,
     /// `--reverse_iterator`.
     pub reverse: bool,
     /// `--readwritepercent`.
@@ -345,6 +353,7 @@ impl<E: Engine> Ctx<'_, E> {
             Kind::ReadSeq => self.scan(ts, false),
             Kind::ReadReverse => self.scan(ts, true),
             Kind::ReadRandom | Kind::ReadMissing => self.read_random(ts, rng),
+            Kind::MultiReadRandom => self.multi_read_random(ts, rng),
             Kind::ReadWhileWriting
             | Kind::ReadWhileMerging
             | Kind::SeekRandomWhileWriting
@@ -460,6 +469,53 @@ impl<E: Engine> Ctx<'_, E> {
                 ts.bytes += (key.len() + value.len()) as u64;
             }
             ts.finished_ops(1, OpType::Read);
+        }
+        Ok(())
+    }
+
+    /// db_bench's MultiReadRandom: batches of `--batch_size` random keys (or, with `--multiread_stride`, keys
+    /// that far apart from a random first one), each read with one MultiGet and counted as that many reads.
+    fn multi_read_random(&self, ts: &mut ThreadStats<'_>, rng: &mut Mt64) -> Result<()> {
+        let n = self.batch_size.max(1);
+        let mut budget = Budget::new(self.duration, self.reads);
+        let mut keys: Vec<Vec<u8>> = (0..n).map(|_| Vec::with_capacity(self.key_size)).collect();
+        let mut values: Vec<Option<Vec<u8>>> = Vec::with_capacity(n as usize);
+        while !budget.done(n) {
+            skip_db_choice(rng);
+            if self.multiread_stride > 0 {
+                let stride = self.multiread_stride;
+                let mut k = rng.next_u64() % self.num;
+                let span = (n - 1).saturating_mul(stride);
+                if k.saturating_add(span) >= self.num {
+                    k = self.num.saturating_sub(n.saturating_mul(stride));
+                }
+                for key in &mut keys {
+                    make_key(k, self.key_size, key);
+                    k = k.saturating_add(stride);
+                }
+            } else {
+                for key in &mut keys {
+                    make_key(rng.next_u64() % self.num, self.key_size, key);
+                }
+            }
+            let r = match ts.calls.as_deref_mut() {
+                None => self.db.multi_get(&keys, &mut values),
+                Some(c) => {
+                    let t0 = Instant::now();
+                    let r = self.db.multi_get(&keys, &mut values);
+                    c.multiget.record(t0.elapsed().as_nanos() as u64);
+                    r
+                }
+            };
+            r.map_err(|e| err("multi_get", self.kind, e))?;
+            ts.reads += n;
+            for (k, v) in keys.iter().zip(&values) {
+                if let Some(v) = v {
+                    ts.found += 1;
+                    ts.bytes += (k.len() + v.len()) as u64;
+                }
+            }
+            ts.finished_ops(n, OpType::Read);
         }
         Ok(())
     }

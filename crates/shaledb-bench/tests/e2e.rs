@@ -26,7 +26,7 @@ fn run(args: &[&str]) -> String {
 
 #[test]
 fn every_benchmark_runs_and_its_line_scrapes_back() {
-    let all = "fillseq,readrandom,readmissing,readseq,readreverse,seekrandom,fillrandom,overwrite,readwhilewriting,\
+    let all = "fillseq,readrandom,multireadrandom,readmissing,readseq,readreverse,seekrandom,fillrandom,overwrite,readwhilewriting,\
 deleteseq,deleterandom,updaterandom,readrandomwriterandom,filluniquerandom,fillsync,compact,flush,waitforcompaction,\
 stats,levelstats,mergerandom";
     let text = run(&[
@@ -34,6 +34,7 @@ stats,levelstats,mergerandom";
         "--num=2000",
         "--threads=2",
         "--seek_nexts=3",
+        "--batch_size=8",
         "--histogram",
         "--merge_operator=put",
     ]);
@@ -55,11 +56,38 @@ stats,levelstats,mergerandom";
     // fillseq wrote every key, so every random read finds one; a missing key is never found.
     assert_eq!(scrape(&text, "readrandom").found, Some((4000, 4000)));
     assert_eq!(scrape(&text, "readmissing").found, Some((0, 4000)));
+    assert_eq!(scrape(&text, "multireadrandom").found, Some((4000, 4000)));
     assert_eq!(scrape(&text, "seekrandom").found, Some((4000, 4000)));
     assert!(text.contains("Percentiles: P50: "));
     assert!(text.contains("** Compaction Stats"), "{text}");
     assert!(text.contains("( updates:4000 found:"));
     assert!(text.contains("fillsync     : ") && text.contains("(2 ops)"));
+}
+
+/// db_bench's multireadrandom: batches of `--batch_size` keys, each counted as a read; with
+/// `--multiread_stride` the batch's keys are that far apart and a batch that would run past the key space is
+/// moved back into it, so after fillseq every key is found.
+#[test]
+fn multireadrandom_reads_whole_batches_with_or_without_a_stride() {
+    for (batch, stride) in [(1, 0), (10, 0), (10, 3), (7, 250)] {
+        let text = run(&[
+            "--benchmarks=fillseq,multireadrandom",
+            "--num=2000",
+            "--reads=700",
+            &format!("--batch_size={batch}"),
+            &format!("--multiread_stride={stride}"),
+            "--statistics",
+        ]);
+        let s = scrape(&text, "multireadrandom");
+        assert_eq!(s.operations, Some(700), "batch {batch} stride {stride}");
+        assert_eq!(s.found, Some((700, 700)), "batch {batch} stride {stride}");
+        let calls = text
+            .lines()
+            .rfind(|l| l.starts_with("rocksdb.db.multiget.micros "))
+            .and_then(shaledb_bench::engine::HistogramLine::parse)
+            .unwrap_or_else(|| panic!("no multiget histogram:\n{text}"));
+        assert_eq!(calls.count, 700 / batch, "one MultiGet per batch");
+    }
 }
 
 #[test]

@@ -196,6 +196,51 @@ fn benchmark_sh_steps_run_through_the_db_bench_link() {
     }
 }
 
+/// benchmark.sh's `multireadrandom` job (`--batch_size=10`, `--multiread_batched` in later versions of the
+/// script), read back as `summarize_result` reads it: the V2 layout (`$8 == "seconds"`, so `$11` is MB/s)
+/// with its `(found of read)` message, every read counted once, in whole batches.
+#[test]
+fn benchmark_sh_multireadrandom_step_is_scrapable() {
+    let bin = tempfile::tempdir().unwrap();
+    let exe = install(bin.path());
+    let db = tempfile::tempdir().unwrap();
+    let fill = ["--benchmarks=fillrandom", "--use_existing_db=0", "--sync=0", "--threads=1"];
+    let (code, _, err) = run(&exe, &script_flags(db.path(), &fill));
+    assert_eq!(code, Some(0), "{err}");
+    for batched in ["--multiread_batched=false", "--multiread_batched"] {
+        let report = format!("--report_file={}", db.path().join("report.csv").display());
+        let own = [
+            &report,
+            "--benchmarks=multireadrandom,stats",
+            "--use_existing_db=1",
+            "--threads=2",
+            "--batch_size=10",
+            batched,
+            "--reads=3000",
+        ];
+        let (code, out, err) = run(&exe, &script_flags(db.path(), &own));
+        assert_eq!(code, Some(0), "{err}");
+        assert_scrapable(&out, "multireadrandom");
+        let line = out.lines().rfind(|l| l.starts_with("multireadrandom ")).unwrap();
+        let f: Vec<&str> = line.split_whitespace().collect();
+        assert!(f.len() >= 10 && f[7] == "seconds", "not benchmark.sh's V2 layout: {line}");
+        assert_eq!(f[9], "operations;", "{line}");
+        // 3000 reads per thread, in batches of 10: 6000 operations, and the message counts them all.
+        assert_eq!(f[8], "6000", "{line}");
+        let msg = &line[line.find('(').expect("a (found of read) message")..];
+        let nums: Vec<u64> = msg
+            .trim_matches(|c| c == '(' || c == ')')
+            .split(" of ")
+            .map(|n| n.trim_end_matches(" found").parse().unwrap())
+            .collect();
+        assert_eq!(nums[1], 6000, "{line}");
+        assert!(nums[0] > 0 && nums[0] <= 6000, "{line}");
+    }
+    let (code, _, err) = run(&exe, &script_flags(db.path(), &["--benchmarks=multireadrandom", "--batch_size=0"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--batch_size") && err.contains("got 0"), "{err}");
+}
+
 #[test]
 fn flags_shaledb_cannot_honour_are_errors_naming_them() {
     let bin = tempfile::tempdir().unwrap();

@@ -121,7 +121,9 @@ impl<'a> GetState<'a> {
         self.outcome != Outcome::Pending
     }
 
-    fn fail(&mut self, e: Error) {
+    /// Decides the lookup by an error met outside [`GetState::feed`] (a table that cannot be opened or read in
+    /// a batch lookup, which goes on with its other keys).
+    pub(crate) fn fail(&mut self, e: Error) {
         self.error = Some(e);
         self.outcome = Outcome::Failed;
     }

@@ -502,8 +502,9 @@ fn successor(last: &[u8], out: &mut Vec<u8>) {
 }
 
 /// Re-targets a block-relative corruption at the block at `offset` of `path`, keeping the in-block position
-/// in the message (it is meaningless as a file offset when the block was compressed).
-fn in_block(e: Error, path: &Path, offset: u64) -> Error {
+/// in the message (it is meaningless as a file offset when the block was compressed). For readers that iterate
+/// a block themselves (a batch lookup).
+pub fn in_block(e: Error, path: &Path, offset: u64) -> Error {
     match e {
         Error::Corruption { offset: rel, what, .. } => {
             Error::corruption(path, offset, format!("{what} (byte {rel} of the block)"))

@@ -417,6 +417,56 @@ impl Table {
         Ok(())
     }
 
+    /// For a batch of point lookups: the data block where a seek for each of `targets` (internal lookup keys,
+    /// sorted in internal key order) starts, the first whose index separator is at or after the target, or
+    /// `None` when the target sorts after every separator. (A target between a block's last key and its
+    /// separator names that block, which then holds nothing at or after it: the seek would go on to the
+    /// next.) The index is loaded once and walked forward once: a target at or below the separator of the
+    /// block its predecessor landed in shares that block without another search.
+    pub fn locate_blocks(&self, targets: &[&[u8]]) -> Result<Vec<Option<BlockHandle>>> {
+        let index_at = self.footer.index.offset;
+        let mut it = BlockIter::new(self.index_block()?, KeyOrder::Internal);
+        let mut out = Vec::with_capacity(targets.len());
+        let mut current: Option<BlockHandle> = None;
+        for (i, target) in targets.iter().enumerate() {
+            let same_block = i > 0
+                && it.valid()
+                && ikey::compare(targets[i - 1], target) != Ordering::Greater
+                && ikey::compare(target, it.key()) != Ordering::Greater;
+            if !same_block {
+                it.seek(target);
+                current = if it.valid() {
+                    let h = BlockHandle::decode_exact(it.value())
+                        .ok_or_else(|| Error::corruption(&self.path, index_at, "malformed block handle in index"))?;
+                    Some(h)
+                } else {
+                    it.status().map_err(|e| in_block(e, &self.path, index_at))?;
+                    None
+                };
+            }
+            out.push(current);
+        }
+        Ok(out)
+    }
+
+    /// Data block `h` if the block cache holds it (counted as a cache hit or miss), without reading the file.
+    pub fn cached_data_block(&self, h: BlockHandle) -> Option<Arc<Block>> {
+        let c = self.cache.as_ref()?;
+        let hit = c.get(self.cache_id, h.offset);
+        self.count_lookup(hit.is_some());
+        hit
+    }
+
+    /// Reads data block `h` from the file (checked as [`Table::iter`] checks it) and, with `fill_cache`, puts it
+    /// in the block cache. The read of a batch lookup's cache miss, which the caller may run on any thread.
+    pub fn read_data_block(&self, h: BlockHandle, verify_checksum: bool, fill_cache: bool) -> Result<Arc<Block>> {
+        let b = Arc::new(self.read_block(h, verify_checksum)?);
+        if let (Some(c), true) = (&self.cache, fill_cache) {
+            c.insert(self.cache_id, h.offset, Arc::clone(&b));
+        }
+        Ok(b)
+    }
+
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path

@@ -931,3 +931,74 @@ fn bytes_per_sync_syncs_as_the_table_grows() {
         }
     }
 }
+
+// ---- batch lookups: locate_blocks, cached_data_block, read_data_block ----
+
+#[test]
+fn locate_blocks_agrees_with_seek_for_sorted_targets() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("000007.sst");
+    let data = entries(900);
+    write_table(&path, small_opts(CompressionType::None, 256), &data);
+    let t = open(&path).unwrap();
+    assert!(t.properties().num_data_blocks > 20);
+    // Present keys, absent keys between them, keys before the first and after the last, and repeats.
+    let mut targets: Vec<Vec<u8>> = Vec::new();
+    for i in (0..320).step_by(3) {
+        let seq = if i % 2 == 0 { crate::ikey::MAX_SEQUENCE } else { 1_000_000 - 3 * i as u64 };
+        targets.push(make_internal_key(format!("user{i:06}").as_bytes(), seq, ValueKind::Value));
+        targets.push(make_internal_key(format!("user{i:06}a").as_bytes(), crate::ikey::MAX_SEQUENCE, ValueKind::Value));
+    }
+    targets.push(make_internal_key(b"a", crate::ikey::MAX_SEQUENCE, ValueKind::Value));
+    targets.push(make_internal_key(b"zzz", crate::ikey::MAX_SEQUENCE, ValueKind::Value));
+    targets.push(targets[5].clone());
+    targets.sort_by(|a, b| crate::ikey::compare(a, b));
+    let refs: Vec<&[u8]> = targets.iter().map(|t| t.as_slice()).collect();
+    let got = t.locate_blocks(&refs).unwrap();
+    assert_eq!(got.len(), targets.len());
+    let mut shared = 0;
+    for (i, (target, h)) in targets.iter().zip(&got).enumerate() {
+        let mut it = t.iter(true, false);
+        it.seek(target);
+        it.status().unwrap();
+        match (it.valid().then(|| it.location().unwrap().1), h) {
+            (Some(want), _) => assert_eq!(h.map(|h| h.offset), Some(want), "target {i}"),
+            // Past the last key: no block, or the last one, which then holds nothing at or after the target
+            // (its index separator may sort after its last key).
+            (None, None) => {}
+            (None, Some(h)) => {
+                let mut b = BlockIter::new(t.read_data_block(*h, true, false).unwrap(), KeyOrder::Internal);
+                b.seek(target);
+                assert!(!b.valid(), "target {i}: the block has an entry a seek did not find");
+            }
+        }
+        if i > 0 && got[i - 1] == *h {
+            shared += 1;
+        }
+    }
+    assert!(shared > 0, "no two targets shared a block");
+    let first = make_internal_key(b"a", crate::ikey::MAX_SEQUENCE, ValueKind::Value);
+    assert_eq!(t.locate_blocks(&[&first]).unwrap()[0].map(|h| h.offset), Some(0), "before every key: block 0");
+}
+
+#[test]
+fn read_data_block_fills_the_cache_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("000008.sst");
+    write_table(&path, small_opts(CompressionType::Lz4, 256), &entries(300));
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let ropts = TableReadOptions { cache: Some(cache), ..TableReadOptions::default() };
+    let t = Table::open(open_file(&path), &ropts).unwrap();
+    let target = make_internal_key(b"user000050", crate::ikey::MAX_SEQUENCE, ValueKind::Value);
+    let h = t.locate_blocks(&[&target]).unwrap()[0].unwrap();
+    assert!(t.cached_data_block(h).is_none());
+    let b = t.read_data_block(h, true, false).unwrap();
+    assert!(t.cached_data_block(h).is_none(), "fill_cache = false kept the block out");
+    let again = t.read_data_block(h, true, true).unwrap();
+    assert_eq!(b.size(), again.size());
+    let cached = t.cached_data_block(h).expect("fill_cache = true cached the block");
+    assert!(Arc::ptr_eq(&cached, &again));
+    let mut it = BlockIter::new(cached, KeyOrder::Internal);
+    it.seek(&target);
+    assert!(it.valid() && crate::ikey::user_key(it.key()) == b"user000050");
+}

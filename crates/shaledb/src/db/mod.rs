@@ -7,6 +7,7 @@
 mod background;
 pub(crate) mod files;
 mod flush;
+mod multi_get;
 mod open;
 mod read;
 mod read_only;

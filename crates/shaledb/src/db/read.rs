@@ -385,7 +385,7 @@ impl Db {
     ///   view is still a prefix of the sequence: the pinned memtables hold every write before the switch.
     ///
     /// With a snapshot the sequence is the snapshot's; its registration made compaction keep what it sees.
-    fn pin_view(&self, opts: &ReadOptions) -> (arc_swap::Guard<Arc<SuperVersion>>, u64) {
+    pub(super) fn pin_view(&self, opts: &ReadOptions) -> (arc_swap::Guard<Arc<SuperVersion>>, u64) {
         let sv = self.inner.sv.load();
         read_hook::between_loads();
         let seq = match &opts.snapshot {

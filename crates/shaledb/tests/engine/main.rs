@@ -7,6 +7,7 @@ mod fixture;
 mod limits;
 mod linearizable;
 mod model;
+mod multi_get;
 mod readahead;
 mod rust_api;
 

@@ -63,6 +63,24 @@ fn check_scan(db: &Db, ro: ReadOptions, m: &Model, rng: &mut StdRng) {
     it.status().unwrap();
 }
 
+/// A random batch (absent keys and duplicates included) read with `multi_get_opt`: each result equals the
+/// model's value and `get_opt`'s answer for the same key.
+fn check_multi_get(db: &Db, ro: &ReadOptions, m: &Model, rng: &mut StdRng, at: &str) {
+    let n = rng.gen_range(1..40);
+    let mut keys: Vec<Vec<u8>> = (0..n).map(|_| key(rng)).collect();
+    if rng.gen_ratio(1, 3) {
+        let dup = keys[rng.gen_range(0..keys.len())].clone();
+        keys.insert(rng.gen_range(0..=keys.len()), dup);
+    }
+    let got = db.multi_get_opt(ro, &keys);
+    assert_eq!(got.len(), keys.len(), "{at}: multi_get result count");
+    for (k, r) in keys.iter().zip(got) {
+        let r = r.unwrap_or_else(|e| panic!("{at}: multi_get {k:?}: {e}"));
+        assert_eq!(r, m.get(k).cloned(), "{at}: multi_get {k:?}");
+        assert_eq!(r, db.get_opt(ro, k).unwrap(), "{at}: multi_get {k:?} differs from get");
+    }
+}
+
 fn run(seed: u64, opts: Options, steps: usize) {
     run_in(tempfile::tempdir().unwrap(), seed, opts, steps);
 }
@@ -107,9 +125,12 @@ fn run_in(dir: tempfile::TempDir, seed: u64, opts: Options, steps: usize) {
                 let sync = rng.gen_ratio(1, 10);
                 db.write_opt(&WriteOptions { sync, ..WriteOptions::default() }, &b).unwrap();
             }
-            700..=899 => {
+            700..=879 => {
                 let k = key(&mut rng);
                 assert_eq!(db.get(&k).unwrap(), m.get(&k).cloned(), "seed {seed} step {step} get {k:?}");
+            }
+            880..=899 => {
+                check_multi_get(&db, &ReadOptions::default(), &m, &mut rng, &format!("seed {seed} step {step}"))
             }
             900..=929 => {
                 if snaps.len() < 3 {
@@ -129,6 +150,7 @@ fn run_in(dir: tempfile::TempDir, seed: u64, opts: Options, steps: usize) {
                             "seed {seed} step {step} snapshot get"
                         );
                     }
+                    check_multi_get(&db, &ro, sm, &mut rng, &format!("seed {seed} step {step} snapshot"));
                     check_scan(&db, ro, sm, &mut rng);
                 }
             }
