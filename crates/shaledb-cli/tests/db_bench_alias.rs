@@ -21,9 +21,13 @@ fn install(dir: &Path) -> std::path::PathBuf {
 
 /// The flags benchmark.sh's `const_params_base` and `level_const_params` give every step (at a size for a
 /// test), plus the step's own.
-fn script_flags(db: &Path, own: &[&str]) -> Vec<String> {
-    let db = db.display().to_string();
+/// `root` is a scratch directory: the database goes in `root/db`, the `--report_file` (benchmark.sh passes one per
+/// step) beside it.
+fn script_flags(root: &Path, own: &[&str]) -> Vec<String> {
+    let db = root.join("db").display().to_string();
+    let report = root.join("report.r.csv").display().to_string();
     let mut v: Vec<String> = [
+        format!("--report_file={report}"),
         "--undefok=use_blob_cache,use_shared_block_and_blob_cache,blob_cache_size,blob_cache_numshardbits,prepopulate_blob_cache,multiread_batched,cache_low_pri_pool_ratio,prepopulate_block_cache".to_string(),
         format!("--db={db}"),
         format!("--wal_dir={db}"),
