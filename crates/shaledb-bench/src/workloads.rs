@@ -382,13 +382,8 @@ impl<E: Engine> Ctx<'_, E> {
                 ts.finished_ops(1, OpType::Others);
                 Ok(())
             }
-            Kind::Flush
-            | Kind::WaitForCompaction
-            | Kind::Stats
-            | Kind::LevelStats
-            | Kind::Compact0
-            | Kind::Compact1
-            | Kind::MemStats => Ok(()),
+            // The runner does these itself; they have no worker threads.
+            k if k.is_meta() => Ok(()),
         }
     }
 

@@ -387,14 +387,7 @@ pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Opt
     }
     let start_seq = inner.visible_seq.load(Ordering::Acquire);
     flush(inner)?;
-    let mut st = inner.state.lock();
-    st.manual += 1;
-    let r = (|| {
-        // Automatic compactions pause; wait for the running ones.
-        while st.running_compactions > 0 {
-            check_error(&st)?;
-            inner.bg_cv.wait_for(&mut st, Duration::from_millis(50));
-        }
+    manual_compaction(inner, |st| {
         let num_levels = st.vs.num_levels();
         let mut level = 0;
         while level + 1 < num_levels {
@@ -412,7 +405,7 @@ pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Opt
             match picker::pick_manual(&v, &inner.opts, level, begin, end, &st.busy) {
                 Some(task) => {
                     let out_level = task.output_level;
-                    run_compaction(inner, &mut st, task);
+                    run_compaction(inner, st, task);
                     check_error(&st)?;
                     // Large ranges are compacted in several tasks; stay on this level until it is done.
                     let v2 = st.vs.current().clone();
@@ -427,6 +420,23 @@ pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Opt
             }
         }
         Ok(())
+    })
+}
+
+/// Runs `work` as a manual compaction: automatic picking pauses (`manual`), the running compactions finish
+/// first, and the background threads are woken when it is done, whatever its result.
+fn manual_compaction<T>(
+    inner: &Arc<DbInner>,
+    work: impl FnOnce(&mut parking_lot::MutexGuard<'_, State>) -> Result<T>,
+) -> Result<T> {
+    let mut st = inner.state.lock();
+    st.manual += 1;
+    let r = (|| {
+        while st.running_compactions > 0 {
+            check_error(&st)?;
+            inner.bg_cv.wait_for(&mut st, Duration::from_millis(50));
+        }
+        work(&mut st)
     })();
     st.manual -= 1;
     inner.bg_cv.notify_all();
@@ -440,13 +450,7 @@ pub(crate) fn compact_level(inner: &Arc<DbInner>, level: usize) -> Result<Option
     if inner.read_only {
         return Err(super::read_only::refused("compact_level"));
     }
-    let mut st = inner.state.lock();
-    st.manual += 1;
-    let r = (|| {
-        while st.running_compactions > 0 {
-            check_error(&st)?;
-            inner.bg_cv.wait_for(&mut st, Duration::from_millis(50));
-        }
+    manual_compaction(inner, |st| {
         let v = st.vs.current().clone();
         let from = if level == 0 {
             0
@@ -469,14 +473,11 @@ pub(crate) fn compact_level(inner: &Arc<DbInner>, level: usize) -> Result<Option
                 break;
             }
             to = task.output_level;
-            run_compaction(inner, &mut st, task);
+            run_compaction(inner, st, task);
             check_error(&st)?;
         }
         Ok((to != from).then_some((initial.len(), from, to)))
-    })();
-    st.manual -= 1;
-    inner.bg_cv.notify_all();
-    r
+    })
 }
 
 /// Stops the database: with `flush_memtables`, first flushes every memtable (close); always syncs the WAL,
