@@ -391,7 +391,7 @@ pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Opt
         let num_levels = st.vs.num_levels();
         let mut level = 0;
         while level + 1 < num_levels {
-            check_error(&st)?;
+            check_error(st)?;
             let v = st.vs.current().clone();
             let last = v.last_nonempty_level().unwrap_or(0);
             if level >= last && (level > 0 || v.files(0).is_empty()) {
@@ -406,7 +406,7 @@ pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Opt
                 Some(task) => {
                     let out_level = task.output_level;
                     run_compaction(inner, st, task);
-                    check_error(&st)?;
+                    check_error(st)?;
                     // Large ranges are compacted in several tasks; stay on this level until it is done.
                     let v2 = st.vs.current().clone();
                     let left = v2.overlapping_files(level, begin, end);
@@ -463,7 +463,7 @@ pub(crate) fn compact_level(inner: &Arc<DbInner>, level: usize) -> Result<Option
         let initial: std::collections::HashSet<u64> = v.files(from).iter().map(|f| f.number).collect();
         let mut to = from;
         loop {
-            check_error(&st)?;
+            check_error(st)?;
             let v = st.vs.current().clone();
             if !v.files(from).iter().any(|f| initial.contains(&f.number)) {
                 break;
@@ -474,7 +474,7 @@ pub(crate) fn compact_level(inner: &Arc<DbInner>, level: usize) -> Result<Option
             }
             to = task.output_level;
             run_compaction(inner, st, task);
-            check_error(&st)?;
+            check_error(st)?;
         }
         Ok((to != from).then_some((initial.len(), from, to)))
     })
