@@ -382,8 +382,11 @@ impl<E: Engine> Ctx<'_, E> {
                 ts.finished_ops(1, OpType::Others);
                 Ok(())
             }
-            // The runner does these itself; they have no worker threads.
-            k if k.is_meta() => Ok(()),
+            // The meta steps (`Kind::is_meta`): the runner does them itself, with no worker threads.
+            k => {
+                debug_assert!(k.is_meta(), "{k:?} has no worker code");
+                Ok(())
+            }
         }
     }
 
