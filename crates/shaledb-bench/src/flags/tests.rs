@@ -1,0 +1,175 @@
+use super::*;
+
+fn parse(args: &[&str]) -> Result<BenchFlags, BenchError> {
+    BenchFlags::parse_args(args.iter().copied())
+}
+
+fn err_text(args: &[&str]) -> String {
+    parse(args).unwrap_err().to_string()
+}
+
+#[test]
+fn defaults_parse() {
+    let f = BenchFlags::default();
+    assert_eq!(f.num, 1_000_000);
+    assert_eq!(f.key_size, 16);
+    assert_eq!(f.value_size, 100);
+    assert_eq!(f.compression_type, "snappy");
+    assert_eq!(f.benchmarks, DEFAULT_BENCHMARKS);
+    assert!(f.progress && !f.histogram && !f.use_existing_db);
+    assert_eq!(f.reads, -1);
+    assert_eq!(f.readwritepercent, 90);
+}
+
+#[test]
+fn db_bench_spellings_of_booleans() {
+    for (arg, want) in [
+        ("--histogram", true),
+        ("--histogram=1", true),
+        ("--histogram=true", true),
+        ("--histogram=0", false),
+        ("--histogram=false", false),
+    ] {
+        assert_eq!(parse(&[arg]).unwrap().histogram, want, "{arg}");
+    }
+    let f = parse(&["--sync", "--disable_wal=1", "--num", "5"]).unwrap();
+    assert!(f.sync && f.disable_wal);
+    assert_eq!(f.num, 5);
+}
+
+#[test]
+fn values_and_single_dash_long_flags() {
+    let f = parse(&[
+        "-num=5000000",
+        "--key_size=20",
+        "--value_size=400",
+        "--compression_type=lz4",
+        "--compression_ratio=0.5",
+        "--block_size=8192",
+        "--bloom_bits=10",
+        "--cache_size=1073741824",
+        "--write_buffer_size=67108864",
+        "--max_write_buffer_number=4",
+        "--target_file_size_base=67108864",
+        "--max_bytes_for_level_base=268435456",
+        "--level_compaction_dynamic_level_bytes=true",
+        "--max_background_jobs=2",
+        "--benchmarks=fillrandom,readrandom",
+        "--seed=-5",
+    ])
+    .unwrap();
+    assert_eq!(f.num, 5_000_000);
+    assert_eq!(f.compression(), Some(Compression::Lz4));
+    assert_eq!(f.bloom_bits, 10.0);
+    assert_eq!(f.cache_size, 1 << 30);
+    assert_eq!(f.benchmark_list(), ["fillrandom", "readrandom"]);
+    assert_eq!(f.seed, -5);
+}
+
+#[test]
+fn unknown_flag_is_an_error_naming_it() {
+    let e = err_text(&["--numm=5"]);
+    assert!(e.contains("--numm"), "{e}");
+    let e = err_text(&["--bogus_flag"]);
+    assert!(e.contains("--bogus_flag"), "{e}");
+}
+
+#[test]
+fn bad_value_is_an_error_naming_the_flag() {
+    for (args, flag) in [
+        (&["--num=abc"][..], "--num"),
+        (&["--threads=-1"][..], "--threads"),
+        (&["--histogram=maybe"][..], "--histogram"),
+        (&["--compression_ratio=x"][..], "--compression_ratio"),
+        (&["--num=0"][..], "--num"),
+        (&["--threads=0"][..], "--threads"),
+        (&["--compression_type=brotli"][..], "--compression_type"),
+        (&["--merge_operator=max"][..], "--merge_operator"),
+        (&["--readwritepercent=101"][..], "--readwritepercent"),
+        (&["--compression_ratio=0"][..], "--compression_ratio"),
+        (&["--compression_ratio=1.5"][..], "--compression_ratio"),
+        (&["--compression_ratio=-0.5"][..], "--compression_ratio"),
+        (&["--block_size=0"][..], "--block_size"),
+        (&["--block_size=100"][..], "--block_size"),
+        (&["--block_size=134217728"][..], "--block_size"),
+        (&["--benchmarks=fillseq,fillbogus"][..], "--benchmarks"),
+        (&["--mmap_read=1"][..], "--mmap_read"),
+        (&["--use_existing_db"][..], "--use_existing_db"),
+        (&["--batch_size=0"][..], "--batch_size"),
+        (&["--batch_size=-3"][..], "--batch_size"),
+        (&["--multiread_stride=-1"][..], "--multiread_stride"),
+    ] {
+        let e = err_text(args);
+        assert!(e.contains(flag), "{args:?}: {e}");
+    }
+}
+
+#[test]
+fn multiread_flags_default_as_db_bench() {
+    let f = parse(&[]).unwrap();
+    assert_eq!((f.batch_size, f.multiread_stride, f.multiread_batched), (1, 0, false));
+    let f = parse(&["--batch_size=32", "--multiread_stride=4", "--multiread_batched"]).unwrap();
+    assert_eq!((f.batch_size, f.multiread_stride, f.multiread_batched), (32, 4, true));
+}
+
+#[test]
+fn range_ends_are_accepted() {
+    let f = parse(&["--compression_ratio=1", "--block_size=256"]).unwrap();
+    assert_eq!((f.compression_ratio, f.block_size), (1.0, 256));
+    assert_eq!(parse(&["--block_size=67108864"]).unwrap().block_size, 64 << 20);
+    assert_eq!(parse(&["--compression_ratio=0.01"]).unwrap().compression_ratio, 0.01);
+}
+
+#[test]
+fn legacy_flags_are_accepted_with_notes() {
+    let f = parse(&[
+        "--disable_seek_compaction=1",
+        "--mmap_read=0",
+        "--max_background_compactions=20",
+        "--delete_obsolete_files_period_micros=300000000",
+        "--max_grandparent_overlap_factor=10",
+        "--stats_interval=1000000",
+        "--stats_per_interval=1",
+        "--num_levels=6",
+        "--min_level_to_compress=2",
+    ])
+    .unwrap();
+    assert_eq!(f.background_jobs(), 21);
+    assert_eq!(f.compatibility_notes().len(), 4);
+    assert!(parse(&[]).unwrap().compatibility_notes().is_empty());
+}
+
+#[test]
+fn undefok_drops_only_listed_flags_this_tool_does_not_define() {
+    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let (kept, notes) = apply_undefok(args(&[
+        "--undefok=prepopulate_block_cache,use_blob_cache,num",
+        "--prepopulate_block_cache=1",
+        "-use_blob_cache=1",
+        "--num=7",
+        "--not_listed=1",
+    ]));
+    assert_eq!(kept, args(&["--num=7", "--not_listed=1"]));
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(notes[0].contains("--prepopulate_block_cache=1"), "{notes:?}");
+    // The listed flag it defines is parsed; an unlisted unknown flag stays an error.
+    let f = parse(&["--undefok", "prepopulate_block_cache", "--prepopulate_block_cache=1", "--num=7"]).unwrap();
+    assert_eq!(f.num, 7);
+    let e = err_text(&["--undefok=x", "--prepopulate_block_cache=1"]);
+    assert!(e.contains("prepopulate_block_cache"), "{e}");
+}
+
+#[test]
+fn repeated_flag_takes_the_last_value() {
+    let f = parse(&["--num=5", "--threads=2", "--num=7"]).unwrap();
+    assert_eq!((f.num, f.threads), (7, 2));
+}
+
+#[test]
+fn normalize_leaves_short_and_double_dash_flags() {
+    assert_eq!(normalize_arg("-num=5".into()), "--num=5");
+    assert_eq!(normalize_arg("--num=5".into()), "--num=5");
+    assert_eq!(normalize_arg("-h".into()), "-h");
+    assert_eq!(normalize_arg("-5".into()), "-5");
+    assert_eq!(normalize_arg("fillseq".into()), "fillseq");
+}

@@ -1,0 +1,243 @@
+use super::*;
+use shaledb_format::ikey::make_internal_key;
+
+fn collect_forward(it: &mut MemTableIter) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    it.seek_to_first();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    out
+}
+
+#[test]
+fn ordered_by_user_key_then_newest_first() {
+    let m = Arc::new(MemTable::new(7));
+    assert!(m.is_empty());
+    m.add(1, ValueKind::Value, b"b", b"b1");
+    m.add(3, ValueKind::Value, b"a", b"a3");
+    m.add(2, ValueKind::Deletion, b"a", b"");
+    m.add(4, ValueKind::Merge, b"b", b"m4");
+    assert_eq!(m.id(), 7);
+    assert_eq!(m.len(), 4);
+    assert!(m.approximate_memory_usage() >= 4 * ENTRY_OVERHEAD);
+    let got = collect_forward(&mut m.iter());
+    let want = vec![
+        (make_internal_key(b"a", 3, ValueKind::Value), b"a3".to_vec()),
+        (make_internal_key(b"a", 2, ValueKind::Deletion), b"".to_vec()),
+        (make_internal_key(b"b", 4, ValueKind::Merge), b"m4".to_vec()),
+        (make_internal_key(b"b", 1, ValueKind::Value), b"b1".to_vec()),
+    ];
+    assert_eq!(got, want);
+}
+
+/// Keys around the 8- and 16-byte prefix boundaries (shorter keys, shared prefixes, 0x00 and 0xff
+/// bytes) iterate in bytewise order, then newest first.
+#[test]
+fn prefix_comparison_agrees_with_bytewise_order() {
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    for len in [0usize, 1, 7, 8, 9, 15, 16, 17, 24] {
+        for fill in [0x00u8, 0x01, 0x7f, 0xff] {
+            let mut k = b"key:00000000000000000000".to_vec();
+            k.truncate(len);
+            keys.push(k.clone());
+            if len > 0 {
+                k[len - 1] = fill;
+                keys.push(k.clone());
+                k.push(fill);
+                keys.push(k);
+            }
+        }
+    }
+    let m = Arc::new(MemTable::new(1));
+    for (i, k) in keys.iter().enumerate() {
+        m.add(i as u64 + 1, ValueKind::Value, k, b"");
+    }
+    let got: Vec<(Vec<u8>, u64)> = collect_forward(&mut m.iter())
+        .into_iter()
+        .map(|(ik, _)| (ikey::user_key(&ik).to_vec(), ikey::trailer(&ik) >> 8))
+        .collect();
+    let mut want: Vec<(Vec<u8>, u64)> = keys.iter().enumerate().map(|(i, k)| (k.clone(), i as u64 + 1)).collect();
+    want.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    assert_eq!(got, want);
+}
+
+#[test]
+fn iterator_windows_cover_large_tables_both_ways() {
+    let m = Arc::new(MemTable::new(1));
+    for i in 0..1000u32 {
+        m.add(u64::from(i) + 1, ValueKind::Value, format!("k{i:05}").as_bytes(), &i.to_le_bytes());
+    }
+    let mut it = m.iter();
+    let fwd = collect_forward(&mut it);
+    assert_eq!(fwd.len(), 1000);
+    assert!(fwd.windows(2).all(|w| ikey::compare(&w[0].0, &w[1].0) == Ordering::Less));
+    let mut back = Vec::new();
+    it.seek_to_last();
+    while it.valid() {
+        back.push((it.key().to_vec(), it.value().to_vec()));
+        it.prev();
+    }
+    back.reverse();
+    assert_eq!(fwd, back);
+
+    // Direction switches in the middle of a window.
+    it.seek(&make_internal_key(b"k00500", MAX_SEQUENCE, KIND_FOR_SEEK));
+    for _ in 0..20 {
+        it.next();
+    }
+    assert_eq!(ikey::user_key(it.key()), b"k00520");
+    it.prev();
+    assert_eq!(ikey::user_key(it.key()), b"k00519");
+    it.prev();
+    it.next();
+    assert_eq!(ikey::user_key(it.key()), b"k00519");
+    it.seek_for_prev(&make_internal_key(b"k00700x", 0, ValueKind::Deletion));
+    assert_eq!(ikey::user_key(it.key()), b"k00700");
+    it.next();
+    assert_eq!(ikey::user_key(it.key()), b"k00701");
+    it.seek(&make_internal_key(b"z", MAX_SEQUENCE, KIND_FOR_SEEK));
+    assert!(!it.valid());
+    it.seek_for_prev(&make_internal_key(b"a", 0, ValueKind::Deletion));
+    assert!(!it.valid());
+}
+
+#[test]
+fn get_respects_snapshot_and_stops_when_decided() {
+    let m = MemTable::new(1);
+    m.add(1, ValueKind::Value, b"k", b"v1");
+    m.add(2, ValueKind::Deletion, b"k", b"");
+    m.add(3, ValueKind::Value, b"k", b"v3");
+    m.add(4, ValueKind::Value, b"k2", b"other");
+    let get = |seq| {
+        let mut st = GetState::new(b"k", seq, None);
+        m.get(b"k", seq, &mut st);
+        (st.is_done(), st.finish().unwrap())
+    };
+    assert_eq!(get(0), (false, None));
+    assert_eq!(get(1), (true, Some(b"v1".to_vec())));
+    assert_eq!(get(2), (true, None));
+    assert_eq!(get(10), (true, Some(b"v3".to_vec())));
+    let mut st = GetState::new(b"j", 10, None);
+    m.get(b"j", 10, &mut st);
+    assert!(!st.is_done());
+}
+
+/// A vector memtable answers as a skiplist one does, both while written (scan, sorted copies) and after
+/// it was switched out (sorted once, in place), forward, backward and by seek.
+#[test]
+fn vector_rep_matches_the_skiplist_before_and_after_it_is_immutable() {
+    let skip = Arc::new(MemTable::new(1));
+    let vec = Arc::new(MemTable::with_rep(1, 1 << 16, MemTableRep::Vector));
+    let mut seq = 0u64;
+    // Keys written out of order, several versions each, all kinds.
+    for round in 0..3u64 {
+        for i in [7u64, 3, 9, 1, 5, 3, 0, 8] {
+            seq += 1;
+            let kind = match (i + round) % 3 {
+                0 => ValueKind::Value,
+                1 => ValueKind::Deletion,
+                _ => ValueKind::Merge,
+            };
+            let k = format!("key{i}");
+            let v = format!("v{seq}");
+            skip.add(seq, kind, k.as_bytes(), v.as_bytes());
+            vec.add(seq, kind, k.as_bytes(), v.as_bytes());
+        }
+    }
+    let check = |stage: &str| {
+        assert_eq!(vec.len(), skip.len(), "{stage}");
+        assert_eq!(collect_forward(&mut vec.iter()), collect_forward(&mut skip.iter()), "{stage}: forward");
+        let back = |m: &Arc<MemTable>| {
+            let mut it = m.iter();
+            it.seek_to_last();
+            let mut out = Vec::new();
+            while it.valid() {
+                out.push(it.key().to_vec());
+                it.prev();
+            }
+            out
+        };
+        assert_eq!(back(&vec), back(&skip), "{stage}: backward");
+        for i in 0..11u64 {
+            let k = format!("key{i}");
+            for at in [0, 5, 13, seq] {
+                let target = make_internal_key(k.as_bytes(), at, ValueKind::Value);
+                let (mut a, mut b) = (vec.iter(), skip.iter());
+                a.seek(&target);
+                b.seek(&target);
+                assert_eq!((a.valid(), a.key()), (b.valid(), b.key()), "{stage}: seek {k}@{at}");
+                a.seek_for_prev(&target);
+                b.seek_for_prev(&target);
+                assert_eq!((a.valid(), a.key()), (b.valid(), b.key()), "{stage}: seek_for_prev {k}@{at}");
+                let get = |m: &MemTable| {
+                    let mut st = GetState::new(k.as_bytes(), at, None);
+                    m.get(k.as_bytes(), at, &mut st);
+                    (st.is_done(), st.finish().ok())
+                };
+                assert_eq!(get(&vec), get(&skip), "{stage}: get {k}@{at}");
+            }
+        }
+    };
+    check("appending");
+    vec.mark_immutable();
+    check("immutable");
+    // The first iterator sorted it in place: later ones share that vector.
+    match &vec.rep {
+        Rep::Vector(v) => assert!(matches!(&*v.state.read(), VecState::Sorted(_))),
+        Rep::Skip(_) => unreachable!("built as a vector"),
+    }
+    check("sorted");
+}
+
+#[test]
+fn concurrent_adds_from_four_threads() {
+    let m = Arc::new(MemTable::new(1));
+    let threads: Vec<_> = (0..4u64)
+        .map(|t| {
+            let m = Arc::clone(&m);
+            std::thread::spawn(move || {
+                for i in 0..2000u64 {
+                    let seq = i * 4 + t + 1;
+                    let key = format!("key{:04}", i % 500);
+                    m.add(seq, ValueKind::Value, key.as_bytes(), &seq.to_le_bytes());
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(m.len(), 8000);
+    let all = collect_forward(&mut m.iter());
+    assert_eq!(all.len(), 8000);
+    assert!(all.windows(2).all(|w| ikey::compare(&w[0].0, &w[1].0) == Ordering::Less));
+    for (k, v) in &all {
+        let p = ikey::parse(k).unwrap();
+        assert_eq!(v.as_slice(), &p.seq.to_le_bytes());
+    }
+    // Each key's newest write is the one with the largest sequence number.
+    for i in 0..500u64 {
+        let key = format!("key{i:04}");
+        let mut st = GetState::new(key.as_bytes(), MAX_SEQUENCE, None);
+        m.get(key.as_bytes(), MAX_SEQUENCE, &mut st);
+        let newest = (0..8000u64).filter(|s| (s / 4) % 500 == i).max().unwrap() + 1;
+        assert_eq!(st.finish().unwrap(), Some(newest.to_le_bytes().to_vec()));
+    }
+}
+
+#[test]
+fn key_filter_has_no_false_negatives_and_rejects_most_absent_keys() {
+    let m = MemTable::with_capacity(1, 1 << 20);
+    for i in 0..20_000u32 {
+        m.add(u64::from(i) + 1, ValueKind::Value, format!("key{i}").as_bytes(), b"v");
+    }
+    for i in 0..20_000u32 {
+        assert!(m.may_contain(shaledb_format::bloom::key_hash(format!("key{i}").as_bytes())), "key{i}");
+    }
+    let false_pos = (0..20_000u32)
+        .filter(|i| m.may_contain(shaledb_format::bloom::key_hash(format!("absent{i}").as_bytes())))
+        .count();
+    assert!(false_pos < 2_000, "{false_pos} false positives of 20000");
+}
