@@ -22,7 +22,7 @@ pub struct Args {
     /// The database directory (created when missing). `--path DB`, the old spelling, is accepted until the
     /// next release.
     pub path: PathBuf,
-    /// The expected-state file [default: <PATH>.expected].
+    /// The expected-state file [default: PATH.expected].
     #[arg(long)]
     pub expected: Option<PathBuf>,
     /// Writer threads.

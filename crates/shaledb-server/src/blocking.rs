@@ -4,20 +4,20 @@
 //! as in Redis). Outside MULTI the connection runs it once; when it finds nothing (a nil reply), the client
 //! is parked here:
 //!
-//! 1. [`Registry::register`] appends a [`Waiter`] (the command, its database, a reply channel) to the FIFO
+//! 1. `Registry::register` appends a [`Waiter`] (the command, its database, a reply channel) to the FIFO
 //!    queue of every key it waits on, and marks those keys *ready*; the connection then sends an empty job
 //!    to the commit thread, so that a push that came between the first try and the registration is not
 //!    missed.
 //! 2. Every write that makes a key poppable (a push, LMOVE's destination, XADD) calls
 //!    [`WriteCtx::signal_key`]; when the group is durable (after its fsync under `appendfsync always`),
-//!    the commit thread marks those keys ready ([`Registry::mark_ready`]).
-//! 3. After each group the commit thread runs [`serve`]: for every ready key, it re-executes the commands of
+//!    the commit thread marks those keys ready (`Registry::mark_ready`).
+//! 3. After each group the commit thread runs `serve`: for every ready key, it re-executes the commands of
 //!    the key's waiters in FIFO order (Redis's order: the client blocked first is served first) as one new
 //!    group, removing each served waiter from every queue; when a list command finds the key empty again the
 //!    key's remaining waiters stay. The replies are sent only once that group is durable: a popped element is
 //!    never acknowledged before its removal is on disk, and never lost.
 //! 4. The connection waits for its reply, its timeout, its socket closing, CLIENT KILL or shutdown. Unless
-//!    the reply came, it removes its waiter ([`Registry::cancel`]); if the commit thread had already taken the
+//!    the reply came, it removes its waiter (`Registry::cancel`); if the commit thread had already taken the
 //!    waiter, the reply is on its way and the connection waits for it instead, so an element is delivered
 //!    exactly once. A client that disconnects while blocked leaves no waiter behind.
 //!

@@ -4,7 +4,7 @@
 //! Its contents are a pure function of this module: [`ops`] draws the same operations on every machine and
 //! every version of every dependency (its generator is a SplitMix64 written here, not a library's RNG, whose
 //! algorithm may change between releases), and [`expected`] folds them into the contents a correct reader
-//! returns. [`write`] made the committed files (`cargo run -p shaledb --example write_fixture -- DIR`); the
+//! returns. [`write()`] made the committed files (`cargo run -p shaledb --example write_fixture -- DIR`); the
 //! test `fixture::the_frozen_v1_database_reads_exactly` opens a copy and compares.
 //!
 //! What the files hold, so a reader of every part of the format is exercised: puts, deletes and `uint64add`
@@ -53,8 +53,8 @@ impl Mix {
     }
 }
 
-/// The fixture's history, in order: [`FLUSHED_OPS`] operations with a flush every 2,000 and at the end, then
-/// [`TAIL_OPS`] more that were only in the WAL when the writer stopped. Returns `(flushed, tail)`.
+/// The fixture's history, in order: `FLUSHED_OPS` operations with a flush every 2,000 and at the end, then
+/// `TAIL_OPS` more that were only in the WAL when the writer stopped. Returns `(flushed, tail)`.
 pub fn ops() -> (Vec<Op>, Vec<Op>) {
     let mut r = Mix(SEED);
     let draw = |r: &mut Mix| -> Op {

@@ -31,7 +31,7 @@ pub fn sample() -> ProcSample {
     }
 }
 
-/// A `name: value` line of /proc/<pid>/io.
+/// A `name: value` line of `/proc/<pid>/io`.
 pub fn io_field(text: &str, name: &str) -> Option<u64> {
     text.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
@@ -43,7 +43,7 @@ pub fn io_field(text: &str, name: &str) -> Option<u64> {
     })
 }
 
-/// utime + stime (fields 14 and 15) of a /proc/<pid>/stat line, in ticks. The command name (field 2) may
+/// utime + stime (fields 14 and 15) of a `/proc/<pid>/stat` line, in ticks. The command name (field 2) may
 /// hold spaces and parentheses, so fields are counted after its last `)`.
 pub fn cpu_ticks(stat: &str) -> Option<u64> {
     let rest = &stat[stat.rfind(')')? + 1..];

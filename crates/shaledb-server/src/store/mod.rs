@@ -217,7 +217,7 @@ impl Store {
     }
 
     /// Stops the commit and everysec threads after every job already submitted was answered, then syncs
-    /// the WAL. The engine itself is closed by [`Store::close`].
+    /// the WAL. The engine itself closes when the last reference to `db` is dropped.
     pub fn shutdown(&self) {
         self.tx.lock().take();
         self.stop.store(true, Ordering::Release);

@@ -10,7 +10,7 @@
 //! score index   := db 0x01 version 0x01 sortable_score:8 member -> (empty)
 //! ```
 //!
-//! `sortable_score` is [`keys::score_to_sortable`]: byte order is numeric order, -inf to +inf, with -0 stored
+//! `sortable_score` is [`crate::keys::score_to_sortable`]: byte order is numeric order, -inf to +inf, with -0 stored
 //! as +0. Both records of a member are written by the same command (the same batch), so the score index is
 //! the sorted set in Redis order (score, then member bytes) and every range is an ordered scan.
 //!
