@@ -17,6 +17,7 @@ pub mod ikey;
 pub mod iter;
 pub mod log;
 pub mod manifest;
+pub mod prefix;
 pub mod table;
 pub mod wal;
 

@@ -3,6 +3,7 @@
 use crate::identity::DbId;
 use crate::merge::MergeOperator;
 use shaledb_format::compress::CompressionType;
+use shaledb_format::prefix::PrefixExtractor;
 use shaledb_format::table::TableOptions;
 use shaledb_vfs::{Error, Fs, Result};
 use std::sync::Arc;
@@ -156,6 +157,23 @@ pub struct Options {
     /// `allow_concurrent_memtable_write`); `false`: the group's leader inserts every batch of the group.
     /// Default: `true`.
     pub allow_concurrent_memtable_write: bool,
+    /// Maps keys to the prefixes that prefix filters and prefix seeks work on (RocksDB `prefix_extractor`):
+    /// tables then also hold every key's prefix in their bloom filter, and a cursor read with
+    /// [`ReadOptions::prefix_same_as_start`] skips the tables (and, with
+    /// [`memtable_prefix_bloom_size_ratio`](Self::memtable_prefix_bloom_size_ratio), the memtables) whose
+    /// filter excludes the sought prefix. It may be changed between opens: a table records the extractor it
+    /// was built with and is only skipped by prefix when that is the extractor in use. Default: none.
+    pub prefix_extractor: Option<PrefixExtractor>,
+    /// Put whole keys in the tables' bloom filters (RocksDB `BlockBasedTableOptions::whole_key_filtering`).
+    /// `false` with a prefix extractor keeps only prefixes there: smaller filters, and point lookups are
+    /// filtered by prefix instead. Ignored without a prefix extractor (the filter then holds whole keys).
+    /// Default: `true`.
+    pub whole_key_filtering: bool,
+    /// Size of a prefix bloom filter in each memtable, as a fraction of `write_buffer_size` (RocksDB
+    /// `memtable_prefix_bloom_size_ratio`), used by prefix seeks to skip memtables without the prefix; 0:
+    /// none. Needs a prefix extractor. In 0..=0.25. (Point lookups always use the memtable's whole-key
+    /// filter, RocksDB's `memtable_whole_key_filtering`, which ShaleDB keeps on.) Default: 0.
+    pub memtable_prefix_bloom_size_ratio: f64,
     /// Operator for `merge`. Default: none (merge fails with `InvalidArgument`).
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
     /// WAL replay behaviour on damage. Default: `PointInTime`.
@@ -190,6 +208,9 @@ impl std::fmt::Debug for Options {
             .field("bytes_per_sync", &self.bytes_per_sync)
             .field("memtable_rep", &self.memtable_rep)
             .field("allow_concurrent_memtable_write", &self.allow_concurrent_memtable_write)
+            .field("prefix_extractor", &self.prefix_extractor.map(|p| p.name()))
+            .field("whole_key_filtering", &self.whole_key_filtering)
+            .field("memtable_prefix_bloom_size_ratio", &self.memtable_prefix_bloom_size_ratio)
             .field("merge_operator", &self.merge_operator.as_ref().map(|m| m.name().to_string()))
             .finish_non_exhaustive()
     }
@@ -236,6 +257,9 @@ impl Default for Options {
             bytes_per_sync: 0,
             memtable_rep: MemTableRep::SkipList,
             allow_concurrent_memtable_write: true,
+            prefix_extractor: None,
+            whole_key_filtering: true,
+            memtable_prefix_bloom_size_ratio: 0.0,
             merge_operator: None,
             wal_recovery_mode: WalRecoveryMode::PointInTime,
             max_manifest_file_size: 64 << 20,
@@ -261,6 +285,21 @@ impl Options {
     /// `block_restart_interval` <= 1024, `bloom_bits_per_key` <= 64, `compression_level` in -131072..=22
     /// (zstd's range), `num_levels` <= 32, `compaction_readahead_size` and `max_auto_readahead_size` <= 256 MiB.
     pub fn validate(&self) -> Result<()> {
+        if let Some(ex) = &self.prefix_extractor {
+            if !(1..=limits::MAX_KEY_VALUE_BYTES).contains(&ex.len()) {
+                return Err(invalid(format!(
+                    "prefix_extractor length must be in 1..={}, got {}",
+                    limits::MAX_KEY_VALUE_BYTES,
+                    ex.len()
+                )));
+            }
+        }
+        if !(0.0..=0.25).contains(&self.memtable_prefix_bloom_size_ratio) {
+            return Err(invalid(format!(
+                "memtable_prefix_bloom_size_ratio must be in 0..=0.25, got {}",
+                self.memtable_prefix_bloom_size_ratio
+            )));
+        }
         if self.max_log_file_size < 1024 || self.keep_log_file_num > 10_000 {
             return Err(invalid(format!(
                 "max_log_file_size must be at least 1024 (got {}) and keep_log_file_num at most 10000 (got {})",
@@ -432,6 +471,8 @@ impl Options {
             compression: self.compression_for_level(level, bottommost),
             compression_level: self.compression_level,
             bloom_bits_per_key: self.bloom_bits_per_key,
+            prefix_extractor: self.prefix_extractor,
+            whole_key_filtering: self.whole_key_filtering,
             // Direct writes leave no dirty pages behind to sync early.
             bytes_per_sync: if self.use_direct_io_for_flush_and_compaction { 0 } else { self.bytes_per_sync },
         }
@@ -509,6 +550,18 @@ pub struct ReadOptions {
     /// `use_direct_reads`. Point lookups never read ahead. A window never extends past the table's data
     /// blocks, which bounds its buffer. Default: 0.
     pub readahead_size: usize,
+    /// Cursors: after a `seek` or `seek_for_prev`, yield only keys with the target's prefix, by the
+    /// database's [`Options::prefix_extractor`] (RocksDB `prefix_same_as_start`): the cursor becomes invalid
+    /// at the prefix's end, in both directions, and skips every table and memtable whose prefix filter
+    /// excludes the prefix. A target outside the extractor's domain (a `Fixed(n)` extractor and a target
+    /// shorter than `n`) seeks in total order. `seek_to_first`/`seek_to_last` are never confined. No effect
+    /// without an extractor or with [`total_order_seek`](Self::total_order_seek). Unlike RocksDB's plain
+    /// prefix mode, ShaleDB never confines or filters a cursor without this option, so results never depend
+    /// on the extractor. Default: `false`.
+    pub prefix_same_as_start: bool,
+    /// Cursors: ignore the prefix extractor (RocksDB `total_order_seek`): no prefix confinement or
+    /// filtering. Default: `false`.
+    pub total_order_seek: bool,
 }
 
 impl Default for ReadOptions {
@@ -520,6 +573,8 @@ impl Default for ReadOptions {
             iterate_lower_bound: None,
             iterate_upper_bound: None,
             readahead_size: 0,
+            prefix_same_as_start: false,
+            total_order_seek: false,
         }
     }
 }

@@ -71,6 +71,8 @@ pub struct TableBuilder {
     handle_buf: Vec<u8>,
     sep_buf: Vec<u8>,
     props: TableProperties,
+    /// Hash of the last prefix put in the bloom filter: keys of one prefix are adjacent, so it is added once.
+    last_prefix_hash: Option<u64>,
     /// First write error; every later call returns it (the file is unusable).
     err: Option<Error>,
 }
@@ -87,6 +89,9 @@ impl TableBuilder {
             format_version: crate::FORMAT_VERSION,
             db_id: opts.db_id,
             file_number: opts.file_number,
+            // Without a filter there is nothing to say about its contents.
+            prefix_extractor: opts.prefix_extractor.filter(|_| opts.bloom_bits_per_key > 0.0),
+            whole_key_filtering: opts.whole_key_filtering || opts.prefix_extractor.is_none(),
             ..TableProperties::default()
         };
         TableBuilder {
@@ -100,6 +105,7 @@ impl TableBuilder {
             handle_buf: Vec::new(),
             sep_buf: Vec::new(),
             props,
+            last_prefix_hash: None,
             err: None,
         }
     }
@@ -138,7 +144,26 @@ impl TableBuilder {
             self.add_index_entry(handle);
         }
         if let Some(b) = &mut self.bloom {
-            b.add_hash(key_hash(parsed.user_key));
+            match self.props.prefix_extractor {
+                // Versions of one user key are adjacent: the builder stores their hash once.
+                None => b.add_hash(key_hash(parsed.user_key)),
+                Some(ex) => {
+                    // Whole keys and prefixes interleave, so each kind keeps its own last hash.
+                    let new_key = self.props.num_entries == 0 || ikey::user_key(&self.last_key) != parsed.user_key;
+                    if new_key {
+                        if self.props.whole_key_filtering {
+                            b.add_hash(key_hash(parsed.user_key));
+                        }
+                        if let Some(prefix) = ex.prefix(parsed.user_key) {
+                            let h = key_hash(prefix);
+                            if self.last_prefix_hash != Some(h) {
+                                b.add_hash(h);
+                                self.last_prefix_hash = Some(h);
+                            }
+                        }
+                    }
+                }
+            }
         }
         let p = &mut self.props;
         p.num_entries += 1;

@@ -3,7 +3,7 @@
 //! ```text
 //! sst              := data_block* filter_block? properties_block metaindex_block index_block footer
 //! data_block       := block trailer             ; block.md: internal key -> value, ikey::compare order
-//! filter_block     := filter trailer            ; bloom.rs: over the user keys of every entry
+//! filter_block     := filter trailer            ; bloom.rs: user keys and/or their prefixes (see properties)
 //! properties_block := block trailer             ; property name -> value, bytewise order
 //! metaindex_block  := block trailer             ; meta block name -> block_handle, bytewise order
 //! index_block      := block trailer             ; separator internal key -> block_handle of a data block
@@ -29,6 +29,10 @@
 //!   Unknown names are ignored; a missing one is corruption. Two optional identity properties (absent in tables
 //!   written before they existed): `db_id` (the 16 bytes of the database's identity, as in the MANIFEST) and
 //!   `file_number` (varint64: the number the table was written under, `<number:06>.sst`). FROZEN.
+//! - Two optional filter properties, written together when the filter also holds prefixes:
+//!   `prefix_extractor` (the extractor's RocksDB name, prefix.rs, e.g. `rocksdb.FixedPrefix.8`) and
+//!   `whole_key_filtering` (one byte, 0 or 1: whether the filter also holds whole user keys). Absent: the
+//!   filter holds whole user keys only. An extractor name this build does not know reads as absent.
 //! - `format_version` is `crate::FORMAT_VERSION` (1).
 
 mod builder;
@@ -46,6 +50,7 @@ use crate::compress::CompressionType;
 use crate::edit::DB_ID_LEN;
 use crate::ikey::{self, KIND_FOR_SEEK, MAX_SEQUENCE};
 use crate::iter::InternalIterator;
+use crate::prefix::PrefixExtractor;
 use crate::{crc, Error, Result};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -85,6 +90,13 @@ pub struct TableOptions {
     /// Sync the file every this many bytes written (RocksDB `bytes_per_sync`); 0: only when finished.
     /// Default 0.
     pub bytes_per_sync: u64,
+    /// Also put the prefix of every key in the bloom filter (RocksDB `prefix_extractor` with a full
+    /// filter), so prefix seeks skip tables without the prefix. Default none.
+    pub prefix_extractor: Option<PrefixExtractor>,
+    /// Put whole user keys in the bloom filter (RocksDB `whole_key_filtering`). With a prefix extractor and
+    /// `false`, the filter holds only prefixes: smaller, and point lookups check the prefix instead. Default
+    /// true.
+    pub whole_key_filtering: bool,
 }
 
 impl Default for TableOptions {
@@ -98,12 +110,14 @@ impl Default for TableOptions {
             db_id: None,
             file_number: None,
             bytes_per_sync: 0,
+            prefix_extractor: None,
+            whole_key_filtering: true,
         }
     }
 }
 
 /// What a finished table holds, recorded in its properties block.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TableProperties {
     /// Size of the whole file (not stored: known from the file).
     pub file_size: u64,
@@ -137,11 +151,44 @@ pub struct TableProperties {
     pub db_id: Option<[u8; DB_ID_LEN]>,
     /// The number the table was written under (`None` in tables written before identities existed).
     pub file_number: Option<u64>,
+    /// The extractor whose prefixes the bloom filter also holds (`None`: no prefixes; tables written
+    /// before prefix filters existed have none). A name ShaleDB does not know reads as `None`.
+    pub prefix_extractor: Option<PrefixExtractor>,
+    /// Whether the bloom filter holds whole user keys. True in tables written before prefix filters
+    /// existed.
+    pub whole_key_filtering: bool,
+}
+
+impl Default for TableProperties {
+    fn default() -> Self {
+        TableProperties {
+            file_size: 0,
+            num_entries: 0,
+            num_deletions: 0,
+            num_merges: 0,
+            raw_key_size: 0,
+            raw_value_size: 0,
+            data_size: 0,
+            index_size: 0,
+            filter_size: 0,
+            num_data_blocks: 0,
+            compression: CompressionType::default(),
+            smallest_seq: 0,
+            largest_seq: 0,
+            format_version: 0,
+            db_id: None,
+            file_number: None,
+            prefix_extractor: None,
+            whole_key_filtering: true,
+        }
+    }
 }
 
 /// Optional properties: written only when set, `None` when absent.
 const DB_ID_PROP: &[u8] = b"db_id";
 const FILE_NUMBER_PROP: &[u8] = b"file_number";
+const PREFIX_EXTRACTOR_PROP: &[u8] = b"prefix_extractor";
+const WHOLE_KEY_FILTERING_PROP: &[u8] = b"whole_key_filtering";
 
 const PROP_NAMES: [&[u8]; 13] = [
     b"compression",
@@ -178,6 +225,10 @@ impl TableProperties {
             let mut v = Vec::new();
             put_varint64(&mut v, n);
             entries.push((FILE_NUMBER_PROP, v));
+        }
+        if let Some(ex) = &self.prefix_extractor {
+            entries.push((PREFIX_EXTRACTOR_PROP, ex.name().into_bytes()));
+            entries.push((WHOLE_KEY_FILTERING_PROP, vec![self.whole_key_filtering as u8]));
         }
         // The block needs its keys in bytewise order; the optional names fall between the fixed ones.
         entries.sort_by(|a, b| a.0.cmp(b.0));
@@ -223,6 +274,15 @@ impl TableProperties {
                 p.file_number = match get_varint64(value) {
                     Some((v, n)) if n == value.len() => Some(v),
                     _ => return Err(bad("bad value of property file_number".into())),
+                };
+            } else if name == PREFIX_EXTRACTOR_PROP {
+                // An extractor this build does not know: its prefixes are of no use, never an error.
+                p.prefix_extractor = std::str::from_utf8(value).ok().and_then(PrefixExtractor::parse);
+            } else if name == WHOLE_KEY_FILTERING_PROP {
+                p.whole_key_filtering = match value {
+                    [0] => false,
+                    [1] => true,
+                    _ => return Err(bad("bad value of property whole_key_filtering".into())),
                 };
             } else if let Some(i) = PROP_NAMES.iter().position(|n| *n == name) {
                 seen |= 1 << i;

@@ -12,6 +12,7 @@ use crate::coding::get_fixed32;
 use crate::compress::{decompress, CompressionType};
 use crate::ikey;
 use crate::iter::InternalIterator;
+use crate::prefix::PrefixExtractor;
 use crate::{crc, Error, Result};
 use shaledb_vfs::{AlignedBuf, RandomAccessFile};
 use std::cmp::Ordering;
@@ -298,10 +299,27 @@ impl Table {
     }
 
     /// False only when no entry of the user key hashed to `key_hash` ([`crate::bloom::key_hash`]) is in the
-    /// table. True without a filter, and when a cached filter cannot be read back (a lookup then finds out).
+    /// table. True without a filter, when the filter holds only prefixes (`whole_key_filtering` off: see
+    /// [`Table::may_contain_prefix`]), and when a cached filter cannot be read back (a lookup then finds out).
     pub fn may_contain(&self, key_hash: u64) -> bool {
+        if !self.props.whole_key_filtering {
+            return true;
+        }
         match self.filter() {
             Some(Ok(f)) => f.may_contain(key_hash),
+            Some(Err(_)) | None => true,
+        }
+    }
+
+    /// False only when no user key whose prefix by `extractor` hashes to `prefix_hash` is in the table. True
+    /// unless the table's filter was built with prefixes of that same extractor (RocksDB's rule: a table
+    /// written with another extractor, or none, is never skipped by prefix).
+    pub fn may_contain_prefix(&self, extractor: &PrefixExtractor, prefix_hash: u64) -> bool {
+        if self.props.prefix_extractor.as_ref() != Some(extractor) {
+            return true;
+        }
+        match self.filter() {
+            Some(Ok(f)) => f.may_contain(prefix_hash),
             Some(Err(_)) | None => true,
         }
     }
@@ -390,8 +408,13 @@ impl Table {
                     return Err(bad("key beyond its index separator"));
                 }
                 if let Some((at, f)) = &filter {
-                    if !f.may_contain(key_hash(ikey::user_key(k))) {
+                    let user_key = ikey::user_key(k);
+                    if props.whole_key_filtering && !f.may_contain(key_hash(user_key)) {
                         return Err(Error::corruption(&self.path, *at, "bloom filter lacks a key of the table"));
+                    }
+                    let prefix = props.prefix_extractor.and_then(|ex| ex.prefix(user_key));
+                    if prefix.is_some_and(|p| !f.may_contain(key_hash(p))) {
+                        return Err(Error::corruption(&self.path, *at, "bloom filter lacks a prefix of the table"));
                     }
                 }
                 prev_key.clear();

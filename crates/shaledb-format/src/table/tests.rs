@@ -767,3 +767,47 @@ fn read_data_block_fills_the_cache_when_asked() {
 }
 
 mod corruption;
+
+/// A table built with a prefix extractor: its filter answers for prefixes, its properties name the extractor,
+/// and a reader with another extractor (or none) never skips it.
+#[test]
+fn prefix_filter_answers_for_prefixes_and_only_for_its_extractor() {
+    use crate::prefix::PrefixExtractor::{Capped, Fixed};
+    let dir = tempfile::tempdir().unwrap();
+    // 50 prefixes "p000".."p049" (even numbers only), 20 keys each.
+    let mut es: Entries = Vec::new();
+    for p in (0..100).step_by(2) {
+        for k in 0..20 {
+            es.push((make_internal_key(format!("p{p:03}-{k:04}").as_bytes(), 7, ValueKind::Value), b"v".to_vec()));
+        }
+    }
+    for whole in [true, false] {
+        let path = dir.path().join(format!("{whole}.sst"));
+        let opts =
+            TableOptions { prefix_extractor: Some(Fixed(4)), whole_key_filtering: whole, ..TableOptions::default() };
+        let props = write_table(&path, opts, &es);
+        assert_eq!((props.prefix_extractor, props.whole_key_filtering), (Some(Fixed(4)), whole));
+        let t = open(&path).unwrap();
+        assert_eq!((t.properties().prefix_extractor, t.properties().whole_key_filtering), (Some(Fixed(4)), whole));
+        t.verify().unwrap();
+        let present = |p: u32| t.may_contain_prefix(&Fixed(4), key_hash(format!("p{p:03}").as_bytes()));
+        assert!((0..100).step_by(2).all(present), "a present prefix is never excluded");
+        let false_positives = (1..100).step_by(2).filter(|&p| present(p)).count();
+        assert!(false_positives <= 5, "{false_positives} of 50 absent prefixes matched");
+        // Another extractor, or a filter without whole keys asked for a whole key: never excluded.
+        assert!((1..100).step_by(2).all(|p| t.may_contain_prefix(&Capped(4), key_hash(format!("p{p:03}").as_bytes()))));
+        let absent_key = key_hash(b"p001-0000");
+        let present_key = key_hash(b"p000-0003");
+        assert!(t.may_contain(present_key));
+        if !whole {
+            assert!(t.may_contain(absent_key), "a prefix-only filter cannot exclude a whole key");
+        }
+    }
+    // Without an extractor the properties say nothing about prefixes and every prefix probe passes.
+    let path = dir.path().join("plain.sst");
+    let props = write_table(&path, TableOptions::default(), &es);
+    assert_eq!((props.prefix_extractor, props.whole_key_filtering), (None, true));
+    let t = open(&path).unwrap();
+    assert!(t.may_contain_prefix(&Fixed(4), key_hash(b"p001")));
+    assert!(t.may_contain(key_hash(b"p000-0000")));
+}

@@ -21,6 +21,7 @@
 use super::Db;
 use crate::lookup::GetState;
 use crate::options::ReadOptions;
+use crate::prefix::table_may_contain;
 use crate::stats::Counters;
 use crossbeam_channel::{Receiver, Sender};
 use shaledb_format::block::{Block, BlockIter, KeyOrder};
@@ -224,7 +225,7 @@ impl Db {
             let mut wanted: Vec<usize> = Vec::with_capacity(tp.probes.len());
             for &i in &tp.probes {
                 Counters::add(&inner.counters.bloom_checked, 1);
-                if table.may_contain(probes[i].hash) {
+                if table_may_contain(&inner.opts, &table, probes[i].key, probes[i].hash) {
                     wanted.push(i);
                 } else {
                     Counters::add(&inner.counters.bloom_useful, 1);

@@ -38,7 +38,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     remove_obsolete_files(dir, &opts, &rec.vs, &wals, &info_log)?;
 
     let (wal_number, max_seq) = (wal.number, rec.max_seq);
-    let mem = Arc::new(MemTable::with_rep(wal_number, opts.write_buffer_size, opts.memtable_rep));
+    let mem = Arc::new(MemTable::for_options(wal_number, &opts));
     let inner = DbInner::assemble(
         dir,
         opts,

@@ -5,6 +5,7 @@ use super::{Db, SuperVersion};
 use crate::iter::{Cursor, Iter, KeyRange, LevelIterator, MergingIterator};
 use crate::lookup::GetState;
 use crate::options::ReadOptions;
+use crate::prefix::{table_may_contain, PrefixFiltered, PrefixScope, PrefixSource};
 use crate::snapshot::Snapshot;
 use crate::stats::Counters;
 use crate::version::Version;
@@ -12,7 +13,7 @@ use shaledb_format::bloom;
 use shaledb_format::edit::FileMeta;
 use shaledb_format::ikey::{self, KIND_FOR_SEEK};
 use shaledb_format::iter::InternalIterator;
-use shaledb_format::table::{Readahead, TableIterOptions};
+use shaledb_format::table::{Readahead, Table, TableIterOptions};
 use shaledb_vfs::{Error, Result};
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
@@ -136,7 +137,7 @@ impl Db {
         let mut search = |f: &FileMeta| -> Result<bool> {
             let table = inner.tables.get(f)?;
             Counters::add(&inner.counters.bloom_checked, 1);
-            if !table.may_contain(hash) {
+            if !table_may_contain(&inner.opts, &table, key, hash) {
                 Counters::add(&inner.counters.bloom_useful, 1);
                 return Ok(false);
             }
@@ -327,9 +328,20 @@ impl Db {
         let sv = arc_swap::Guard::into_inner(sv);
         let snap = opts.snapshot.clone();
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(2 + sv.imm.len() + 8);
-        children.push(Box::new(sv.mem.iter()));
-        for m in &sv.imm {
-            children.push(Box::new(m.iter()));
+        // ReadOptions::prefix_same_as_start: sources whose prefix filter excludes a sought prefix are skipped.
+        let scope = match inner.opts.prefix_extractor {
+            Some(ex) if opts.prefix_same_as_start && !opts.total_order_seek => Some(PrefixScope::new(ex)),
+            _ => None,
+        };
+        for m in std::iter::once(&sv.mem).chain(&sv.imm) {
+            match &scope {
+                Some(scope) => children.push(Box::new(PrefixFiltered::new(
+                    m.iter(),
+                    PrefixSource::Mem(Arc::clone(m)),
+                    Arc::clone(scope),
+                ))),
+                None => children.push(Box::new(m.iter())),
+            }
         }
         let readahead = if opts.readahead_size > 0 {
             Readahead::Fixed(opts.readahead_size)
@@ -342,9 +354,20 @@ impl Db {
         };
         let topts =
             TableIterOptions { verify_checksums: opts.verify_checksums, fill_cache: opts.fill_cache, readahead };
+        let table_iter =
+            move |t: Arc<Table>, f: &FileMeta, scope: &Option<Arc<PrefixScope>>| -> Box<dyn InternalIterator> {
+                let it = t.iter_with(&topts);
+                match scope {
+                    Some(scope) => Box::new(
+                        PrefixFiltered::new(it, PrefixSource::Table(t), Arc::clone(scope))
+                            .with_range(f.smallest_user_key(), f.largest_user_key()),
+                    ),
+                    None => Box::new(it),
+                }
+            };
         for f in sv.version.files(0) {
             match inner.tables.get(f) {
-                Ok(t) => children.push(Box::new(t.iter_with(&topts))),
+                Ok(t) => children.push(table_iter(t, f, &scope)),
                 Err(e) => children.push(Box::new(ErrorIter(e))),
             }
         }
@@ -354,13 +377,19 @@ impl Db {
                 continue;
             }
             let tables = inner.tables.clone();
+            let scope = scope.clone();
             let open = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
-                Ok(Box::new(tables.get(f)?.iter_with(&topts)))
+                Ok(table_iter(tables.get(f)?, f, &scope))
             });
             children.push(Box::new(LevelIterator::new(files.to_vec(), open)));
         }
         let merged = MergingIterator::new(children);
-        Cursor::new(Box::new(merged), seq, inner.opts.merge_operator.clone(), lower, upper, Box::new((sv, snap)))
+        let mut cursor =
+            Cursor::new(Box::new(merged), seq, inner.opts.merge_operator.clone(), lower, upper, Box::new((sv, snap)));
+        if let Some(scope) = scope {
+            cursor.confine_to_prefix(scope);
+        }
+        cursor
     }
 
     /// Pins what a read searches and the sequence it reads at: the super version FIRST, then the sequence

@@ -468,7 +468,7 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, st: &mut Stat
     inner.fs.sync_dir(&inner.dir)?;
     wal.log = Some(log::Writer::new(file));
     wal.number = number;
-    let fresh = MemTable::with_rep(number, inner.opts.write_buffer_size, inner.opts.memtable_rep);
+    let fresh = MemTable::for_options(number, &inner.opts);
     let old = std::mem::replace(&mut st.mem, Arc::new(fresh));
     // Every group that inserted into it has finished (above): a vector memtable may sort itself now.
     old.mark_immutable();

@@ -10,6 +10,7 @@
 
 use crate::lookup::{no_merge_operator, MEMTABLE};
 use crate::merge::MergeOperator;
+use crate::prefix::PrefixScope;
 use shaledb_format::ikey::{self, ParsedKey, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
 use shaledb_format::iter::InternalIterator;
 use shaledb_vfs::{Error, Result};
@@ -80,6 +81,9 @@ pub struct Cursor {
     merge_at: Option<(PathBuf, u64)>,
     /// Scratch internal key for seeks.
     seek_buf: Vec<u8>,
+    /// [`crate::ReadOptions::prefix_same_as_start`]: the scope shared with the sources, and the bounds the
+    /// caller gave (`lower`/`upper` narrow to the prefix's range while a seek is confined to it).
+    prefix: Option<(Arc<PrefixScope>, Option<Vec<u8>>, Option<Vec<u8>>)>,
     /// Declared last so the iterators above drop before what they read from.
     _pin: Box<dyn Any + Send + Sync>,
 }
@@ -123,7 +127,40 @@ impl Cursor {
             op_ends: Vec::new(),
             merge_at: None,
             seek_buf: Vec::new(),
+            prefix: None,
             _pin: pin,
+        }
+    }
+
+    /// Confines every `seek`/`seek_for_prev` to the target's prefix by `scope`'s extractor (see
+    /// [`crate::ReadOptions::prefix_same_as_start`]); `scope` is shared with the sources wrapped in
+    /// `PrefixFiltered`.
+    pub(crate) fn confine_to_prefix(&mut self, scope: Arc<PrefixScope>) {
+        self.prefix = Some((scope, self.lower.clone(), self.upper.clone()));
+    }
+
+    /// Before a positioning call: with prefix confinement, narrows the bounds to the prefix of `target`
+    /// (`None`: a `seek_to_first`/`seek_to_last`, never confined) or restores the caller's.
+    fn scope_bounds(&mut self, target: Option<&[u8]>) {
+        let Some((scope, lower, upper)) = &self.prefix else { return };
+        let ex = scope.extractor;
+        match target.and_then(|t| ex.prefix(t)) {
+            Some(p) => {
+                scope.confine(p);
+                self.lower = Some(match lower {
+                    Some(l) if l.as_slice() > p => l.clone(),
+                    _ => p.to_vec(),
+                });
+                self.upper = match (upper, ex.range_end(p)) {
+                    (Some(u), Some(e)) => Some(if *u < e { u.clone() } else { e }),
+                    (u, e) => u.clone().or(e),
+                };
+            }
+            None => {
+                scope.release();
+                self.lower = lower.clone();
+                self.upper = upper.clone();
+            }
         }
     }
 
@@ -162,6 +199,7 @@ impl Cursor {
 
     /// Positions at the first key (>= the lower bound).
     pub fn seek_to_first(&mut self) {
+        self.scope_bounds(None);
         self.reset();
         match &self.lower {
             Some(lower) => {
@@ -176,6 +214,12 @@ impl Cursor {
 
     /// Positions at the last key (< the upper bound).
     pub fn seek_to_last(&mut self) {
+        self.scope_bounds(None);
+        self.position_last();
+    }
+
+    /// Positions at the last key within the current bounds.
+    fn position_last(&mut self) {
         self.reset();
         match &self.upper {
             Some(upper) => {
@@ -192,6 +236,7 @@ impl Cursor {
     /// Positions at the first key >= `user_key` (and >= the lower bound).
     pub fn seek(&mut self, user_key: impl AsRef<[u8]>) {
         let user_key = user_key.as_ref();
+        self.scope_bounds(Some(user_key));
         self.reset();
         let target = match &self.lower {
             Some(l) if l.as_slice() > user_key => l.as_slice(),
@@ -206,8 +251,9 @@ impl Cursor {
     /// Positions at the last key <= `user_key` (and < the upper bound).
     pub fn seek_for_prev(&mut self, user_key: impl AsRef<[u8]>) {
         let user_key = user_key.as_ref();
+        self.scope_bounds(Some(user_key));
         if self.upper.as_deref().is_some_and(|u| user_key >= u) {
-            self.seek_to_last();
+            self.position_last();
             return;
         }
         self.reset();

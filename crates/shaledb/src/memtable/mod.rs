@@ -14,6 +14,7 @@ use crossbeam_skiplist::SkipMap;
 use parking_lot::RwLock;
 use shaledb_format::ikey::{self, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE, TRAILER_LEN};
 use shaledb_format::iter::InternalIterator;
+use shaledb_format::prefix::PrefixExtractor;
 use shaledb_format::Result;
 use std::borrow::Borrow;
 use std::cmp::Ordering;
@@ -203,6 +204,8 @@ pub(crate) struct MemTable {
     rep: Rep,
     mem: AtomicUsize,
     filter: KeyFilter,
+    /// [`crate::Options::memtable_prefix_bloom_size_ratio`]: the prefixes of the keys, by this extractor.
+    prefix_filter: Option<(PrefixExtractor, KeyFilter)>,
 }
 
 enum Rep {
@@ -370,7 +373,36 @@ impl MemTable {
                 len: AtomicUsize::new(0),
             }),
         };
-        MemTable { id, rep, mem: AtomicUsize::new(0), filter: KeyFilter::new(write_buffer_size / 8) }
+        MemTable {
+            id,
+            rep,
+            mem: AtomicUsize::new(0),
+            filter: KeyFilter::new(write_buffer_size / 8),
+            prefix_filter: None,
+        }
+    }
+
+    /// An empty memtable as `opts` ask: its structure, its filters' sizes, and a prefix filter when the
+    /// options have a prefix extractor and `memtable_prefix_bloom_size_ratio > 0`.
+    pub(crate) fn for_options(id: u64, opts: &crate::Options) -> MemTable {
+        let mut m = MemTable::with_rep(id, opts.write_buffer_size, opts.memtable_rep);
+        if let Some(ex) = opts.prefix_extractor {
+            if opts.memtable_prefix_bloom_size_ratio > 0.0 {
+                let bits = (opts.write_buffer_size as f64 * opts.memtable_prefix_bloom_size_ratio * 8.0) as usize;
+                m.prefix_filter = Some((ex, KeyFilter::new(bits)));
+            }
+        }
+        m
+    }
+
+    /// False when no key whose prefix by `extractor` hashes to `prefix_hash` is in the memtable. True
+    /// without a prefix filter, or with one of another extractor.
+    #[inline]
+    pub(crate) fn may_contain_prefix(&self, extractor: &PrefixExtractor, prefix_hash: u64) -> bool {
+        match &self.prefix_filter {
+            Some((ex, f)) if ex == extractor => f.may_contain(prefix_hash),
+            _ => true,
+        }
     }
 
     /// No entry will be added any more: a vector memtable may now sort itself in place.
@@ -405,6 +437,11 @@ impl MemTable {
         let rec = Rec::new(user_key, ikey::pack_trailer(seq, kind), value);
         let charge = rec.buf.len() + ENTRY_OVERHEAD;
         self.filter.add(shaledb_format::bloom::key_hash(user_key));
+        if let Some((ex, f)) = &self.prefix_filter {
+            if let Some(prefix) = ex.prefix(user_key) {
+                f.add(shaledb_format::bloom::key_hash(prefix));
+            }
+        }
         match &self.rep {
             Rep::Skip(map) => {
                 map.insert(rec, ());

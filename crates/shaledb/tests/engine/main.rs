@@ -8,6 +8,7 @@ mod limits;
 mod linearizable;
 mod model;
 mod multi_get;
+mod prefix;
 mod readahead;
 mod rust_api;
 
