@@ -24,6 +24,47 @@ pub fn make_key(v: u64, key_size: usize, out: &mut Vec<u8>) {
     out.resize(key_size, b'0');
 }
 
+/// How keys are shaped: db_bench's `GenerateKeyFromInt` with and without `--keys_per_prefix`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyShape {
+    /// `--key_size`.
+    pub key_size: usize,
+    /// `--prefix_size` (used only with `keys_per_prefix > 0`).
+    pub prefix_size: usize,
+    /// `--keys_per_prefix`; 0: plain keys ([`make_key`]).
+    pub keys_per_prefix: u64,
+}
+
+impl KeyShape {
+    /// Plain keys of `key_size` bytes.
+    pub fn plain(key_size: usize) -> KeyShape {
+        KeyShape { key_size, prefix_size: 0, keys_per_prefix: 0 }
+    }
+
+    /// Writes the key for key number `v` of a key space of `num_keys` into `out` (cleared first). With
+    /// prefixes: the first `min(prefix_size, 8)` bytes are `v % (num_keys / keys_per_prefix)` big-endian
+    /// (at least one prefix), padded with `'0'` to `prefix_size`; then `v` big-endian in up to 8 bytes,
+    /// padded with `'0'` to `key_size`. REQUIRES: `prefix_size <= key_size` (the flags check it).
+    pub fn make(&self, v: u64, num_keys: u64, out: &mut Vec<u8>) {
+        if self.keys_per_prefix == 0 || self.prefix_size == 0 {
+            return make_key(v, self.key_size, out);
+        }
+        out.clear();
+        let num_prefix = (num_keys / self.keys_per_prefix).max(1);
+        let prefix = v % num_prefix;
+        let n = self.prefix_size.min(8);
+        for i in 0..n {
+            out.push((prefix >> ((n - i - 1) * 8)) as u8);
+        }
+        out.resize(self.prefix_size, b'0');
+        let n = (self.key_size - self.prefix_size.min(self.key_size)).min(8);
+        for i in 0..n {
+            out.push((v >> ((n - i - 1) * 8)) as u8);
+        }
+        out.resize(self.key_size, b'0');
+    }
+}
+
 /// db_bench's value buffer: shared by every thread, read with a per-thread cursor ([`ValueGen`]).
 #[derive(Clone, Debug)]
 pub struct ValueData {
@@ -79,6 +120,28 @@ impl ValueGen {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn prefixed_keys_follow_db_bench_layout() {
+        let shape = super::KeyShape { key_size: 16, prefix_size: 4, keys_per_prefix: 10 };
+        let mut k = Vec::new();
+        // 100 keys, 10 per prefix: 10 prefixes, key 23 has prefix 3.
+        shape.make(23, 100, &mut k);
+        assert_eq!(k, b"\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00\x17\x30\x30\x30\x30".to_vec());
+        // A prefix longer than 8 bytes is padded with '0'.
+        let long = super::KeyShape { key_size: 16, prefix_size: 10, keys_per_prefix: 10 };
+        long.make(23, 100, &mut k);
+        assert_eq!(&k[..10], b"\x00\x00\x00\x00\x00\x00\x00\x0300");
+        assert_eq!(&k[10..], b"\x00\x00\x00\x00\x00\x17");
+        // More keys per prefix than keys: one prefix (db_bench would divide by zero).
+        shape.make(5, 3, &mut k);
+        assert_eq!(&k[..4], b"\x00\x00\x00\x00");
+        // No keys_per_prefix: plain keys.
+        let mut plain = Vec::new();
+        super::make_key(23, 16, &mut plain);
+        super::KeyShape::plain(16).make(23, 100, &mut k);
+        assert_eq!(k, plain);
+    }
+
     use super::*;
 
     #[test]

@@ -139,8 +139,8 @@ pub fn header(f: &BenchFlags, engine: &str) -> String {
         (f.value_size as f64 * f.compression_ratio + 0.5) as i64
     );
     let _ = writeln!(s, "Entries:    {}", f.num);
-    let _ = writeln!(s, "Prefix:    0 bytes");
-    let _ = writeln!(s, "Keys per prefix:    0");
+    let _ = writeln!(s, "Prefix:    {} bytes", f.prefix_size);
+    let _ = writeln!(s, "Keys per prefix:    {}", f.keys_per_prefix);
     let _ = writeln!(
         s,
         "RawSize:    {:.1} MB (estimated)",

@@ -391,6 +391,8 @@ impl<'o, E: Engine> Runner<'o, E> {
             merge_keys,
             duration: f.duration,
             key_size: if kind == Kind::ReadMissing { f.key_size + 1 } else { f.key_size },
+            prefix_size: f.prefix_size,
+            keys_per_prefix: f.keys_per_prefix,
             value_size: f.value_size,
             mode,
             seek_nexts: f.seek_nexts,

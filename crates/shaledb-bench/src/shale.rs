@@ -68,6 +68,9 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
     o.soft_pending_compaction_bytes_limit = f.soft_pending_compaction_bytes_limit;
     o.hard_pending_compaction_bytes_limit = f.hard_pending_compaction_bytes_limit;
     o.allow_concurrent_memtable_write = f.allow_concurrent_memtable_write;
+    o.prefix_extractor = (f.prefix_size > 0).then_some(shaledb::PrefixExtractor::Fixed(f.prefix_size));
+    o.whole_key_filtering = f.whole_key_filtering;
+    o.memtable_prefix_bloom_size_ratio = f.memtable_bloom_size_ratio;
     o.memtable_rep = match f.memtablerep.as_str() {
         "skip_list" => shaledb::MemTableRep::SkipList,
         "vector" => shaledb::MemTableRep::Vector,
@@ -82,10 +85,16 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
     Ok(o)
 }
 
-/// The read options of every read, as db_bench sets its `read_options_`: `--readahead_size` applies to all
-/// iterators (point lookups never read ahead).
+/// The read options of every read, as db_bench sets its `read_options_`: `--readahead_size`,
+/// `--prefix_same_as_start` and `--total_order_seek` apply to all iterators (point lookups never read ahead).
 pub fn read_options_from_flags(f: &BenchFlags) -> ReadOptions {
-    ReadOptions { readahead_size: f.readahead_size, verify_checksums: f.verify_checksum, ..ReadOptions::default() }
+    ReadOptions {
+        readahead_size: f.readahead_size,
+        verify_checksums: f.verify_checksum,
+        prefix_same_as_start: f.prefix_same_as_start,
+        total_order_seek: f.total_order_seek,
+        ..ReadOptions::default()
+    }
 }
 
 /// The read options of a cursor: `base` (from the flags) with the cursor's bounds, `fill_cache`, and its

@@ -1,7 +1,7 @@
 //! The benchmarks: what each thread does, with db_bench's counts, key choice and messages.
 
 use crate::engine::{Engine, EngineIter, WriteMode};
-use crate::keygen::{make_key, ValueData};
+use crate::keygen::{KeyShape, ValueData};
 use crate::random::Mt64;
 use crate::recorder::{OpType, ThreadStats};
 use crate::{BenchError, Result};
@@ -262,6 +262,10 @@ pub struct Ctx<'a, E: Engine> {
     pub duration: u64,
     /// Key size (readmissing's is one longer, so no key exists).
     pub key_size: usize,
+    /// `--prefix_size` and `--keys_per_prefix`: how keys are shaped ([`KeyShape`]).
+    pub prefix_size: usize,
+    /// `--keys_per_prefix`.
+    pub keys_per_prefix: u64,
     /// `--value_size`.
     pub value_size: usize,
     /// Durability of writes.
@@ -293,6 +297,13 @@ fn err(what: &str, kind: Kind, e: crate::engine::EngineError) -> BenchError {
 }
 
 impl<E: Engine> Ctx<'_, E> {
+    /// The key for key number `v` of a key space of `num_keys` keys, as db_bench's `GenerateKeyFromInt`.
+    #[inline]
+    fn key(&self, v: u64, num_keys: u64, out: &mut Vec<u8>) {
+        KeyShape { key_size: self.key_size, prefix_size: self.prefix_size, keys_per_prefix: self.keys_per_prefix }
+            .make(v, num_keys, out)
+    }
+
     /// A get, timed for `--statistics` when `ts` measures calls (`rocksdb.db.get.micros`, and the value's
     /// size in `rocksdb.bytes.per.read` when found).
     fn get(&self, ts: &mut ThreadStats<'_>, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
@@ -418,7 +429,7 @@ impl<E: Engine> Ctx<'_, E> {
                     rng.next_u64() % self.key_space
                 }
             };
-            make_key(k, self.key_size, &mut key);
+            self.key(k, self.num, &mut key);
             let v = values.generate(self.value_size);
             let n = (v.len() + key.len()) as u64;
             if let Some(l) = self.write_limiter {
@@ -459,7 +470,7 @@ impl<E: Engine> Ctx<'_, E> {
         let mut value = Vec::new();
         while !budget.done(1) {
             skip_db_choice(rng);
-            make_key(rng.next_u64() % self.num, self.key_size, &mut key);
+            self.key(rng.next_u64() % self.num, self.num, &mut key);
             let found = self.get(ts, &key, &mut value)?;
             ts.reads += 1;
             if found {
@@ -488,12 +499,12 @@ impl<E: Engine> Ctx<'_, E> {
                     k = self.num.saturating_sub(n.saturating_mul(stride));
                 }
                 for key in &mut keys {
-                    make_key(k, self.key_size, key);
+                    self.key(k, self.num, key);
                     k = k.saturating_add(stride);
                 }
             } else {
                 for key in &mut keys {
-                    make_key(rng.next_u64() % self.num, self.key_size, key);
+                    self.key(rng.next_u64() % self.num, self.num, key);
                 }
             }
             let r = match ts.calls.as_deref_mut() {
@@ -527,7 +538,7 @@ impl<E: Engine> Ctx<'_, E> {
         let mut key = Vec::with_capacity(self.key_size);
         while self.readers_left.load(Ordering::Acquire) > 0 {
             skip_db_choice(rng);
-            make_key(rng.next_u64() % self.num, self.key_size, &mut key);
+            self.key(rng.next_u64() % self.num, self.num, &mut key);
             let v = values.generate(self.value_size);
             if merging {
                 self.merge(ts, &key, v)?;
@@ -548,7 +559,7 @@ impl<E: Engine> Ctx<'_, E> {
         let mut budget = Budget::new(self.duration, self.reads);
         let mut key = Vec::with_capacity(self.key_size);
         while !budget.done(1) {
-            make_key(rng.next_u64() % self.num, self.key_size, &mut key);
+            self.key(rng.next_u64() % self.num, self.num, &mut key);
             // A new iterator per seek, as db_bench does without --use_tailing_iterator.
             let mut it = self.db.iter(None, None);
             match ts.calls.as_deref_mut() {
@@ -586,7 +597,7 @@ impl<E: Engine> Ctx<'_, E> {
         while !budget.done(1) {
             skip_db_choice(rng);
             let k = if seq { i } else { rng.next_u64() % self.num };
-            make_key(k, self.key_size, &mut key);
+            self.key(k, self.num, &mut key);
             self.delete_key(ts, &key)?;
             ts.finished_ops(1, OpType::Delete);
             i += 1;
@@ -601,7 +612,7 @@ impl<E: Engine> Ctx<'_, E> {
         let mut old = Vec::new();
         while !budget.done(1) {
             skip_db_choice(rng);
-            make_key(rng.next_u64() % self.num, self.key_size, &mut key);
+            self.key(rng.next_u64() % self.num, self.num, &mut key);
             let found = self.get(ts, &key, &mut old)?;
             ts.reads += 1;
             if found {
@@ -626,7 +637,7 @@ impl<E: Engine> Ctx<'_, E> {
         let mut key = Vec::with_capacity(self.key_size);
         while !budget.done(1) {
             skip_db_choice(rng);
-            make_key(rng.next_u64() % self.merge_keys, self.key_size, &mut key);
+            self.key(rng.next_u64() % self.merge_keys, self.merge_keys, &mut key);
             let v = values.generate(self.value_size);
             self.merge(ts, &key, v)?;
             ts.bytes += (key.len() + v.len()) as u64;
@@ -644,7 +655,7 @@ impl<E: Engine> Ctx<'_, E> {
         let (mut get_weight, mut put_weight) = (0u32, 0u32);
         while !budget.done(1) {
             skip_db_choice(rng);
-            make_key(rng.next_u64() % self.num, self.key_size, &mut key);
+            self.key(rng.next_u64() % self.num, self.num, &mut key);
             if get_weight == 0 && put_weight == 0 {
                 get_weight = self.read_percent;
                 put_weight = 100 - get_weight;

@@ -275,3 +275,51 @@ fn repair_subcommand_rebuilds_a_missing_current() {
     let (ok, out, _) = shaledb(&["verify", path.to_str().unwrap()]);
     assert!(ok, "{out}");
 }
+
+/// `--prefix_size` with `--keys_per_prefix` shapes keys as db_bench does, and `seekrandom` with
+/// `--prefix_same_as_start` finds exactly the keys a total-order seek finds (the prefix filters only skip
+/// tables that hold none of the prefix); every seek's `--seek_nexts` stay within the prefix.
+#[test]
+fn prefix_seeks_find_what_total_order_seeks_find() {
+    let dir = tempfile::tempdir().unwrap();
+    let found = |extra: &[&str]| -> String {
+        let db = dir.path().join("db");
+        let db_flag = format!("--db={}", db.display());
+        let mut args = vec![
+            "bench",
+            "--benchmarks=fillrandom,flush,seekrandom",
+            "--num=3000",
+            "--seed=5",
+            "--prefix_size=8",
+            "--keys_per_prefix=10",
+            "--bloom_bits=10",
+            "--memtable_bloom_size_ratio=0.1",
+            "--write_buffer_size=65536",
+            "--seek_nexts=3",
+            "--progress=false",
+            db_flag.as_str(),
+        ];
+        args.extend_from_slice(extra);
+        let (ok, out, err) = shaledb(&args);
+        assert!(ok, "{err}");
+        assert!(out.contains("Prefix:    8 bytes") && out.contains("Keys per prefix:    10"), "{out}");
+        let line = out.lines().find(|l| l.starts_with("seekrandom   :")).unwrap().to_string();
+        line[line.rfind('(').unwrap()..].to_string()
+    };
+    let total = found(&["--total_order_seek=true"]);
+    assert_eq!(found(&["--prefix_same_as_start=true"]), total);
+    assert_eq!(found(&["--prefix_same_as_start=true", "--whole_key_filtering=false"]), total);
+    assert!(!total.starts_with("(0 of"), "{total}");
+}
+
+#[test]
+fn prefix_flags_out_of_range_fail_naming_the_flag() {
+    for (args, flag) in [
+        (&["--prefix_size=17"][..], "prefix_size"),
+        (&["--keys_per_prefix=4"][..], "keys_per_prefix"),
+        (&["--prefix_size=4", "--memtable_bloom_size_ratio=0.5"][..], "memtable_bloom_size_ratio"),
+        (&["--memtable_bloom_size_ratio=0.1"][..], "memtable_bloom_size_ratio"),
+    ] {
+        assert_fails_before_the_run(args, flag);
+    }
+}

@@ -318,6 +318,32 @@ pub struct BenchFlags {
     /// Progress bar on stderr (only when stderr is a terminal and a benchmark runs longer than ~2 s).
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub progress: bool,
+    /// Prefix extractor of the database: the first N bytes of each key (RocksDB's
+    /// `NewFixedPrefixTransform(N)`), whose prefixes the tables' bloom filters also hold; 0: none.
+    #[arg(long, default_value_t = 0)]
+    pub prefix_size: usize,
+    /// Average keys per prefix: keys are generated as db_bench's `GenerateKeyFromInt` does with
+    /// prefixes (the first --prefix_size bytes are `key_number % (num / keys_per_prefix)`, big-endian); 0:
+    /// plain keys.
+    #[arg(long, default_value_t = 0)]
+    pub keys_per_prefix: u64,
+    /// Size of each memtable's prefix bloom filter as a fraction of --write_buffer_size (RocksDB's
+    /// `memtable_prefix_bloom_size_ratio`); needs --prefix_size. In 0..=0.25.
+    #[arg(long, default_value_t = 0.0)]
+    pub memtable_bloom_size_ratio: f64,
+    /// RocksDB: a whole-key filter in each memtable. ShaleDB's memtables always have one, so for it the
+    /// flag changes nothing either way.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub memtable_whole_key_filtering: bool,
+    /// Put whole keys in the tables' bloom filters; false with --prefix_size keeps only prefixes there.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub whole_key_filtering: bool,
+    /// Iterators ignore the prefix extractor (RocksDB's `ReadOptions::total_order_seek`).
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub total_order_seek: bool,
+    /// Iterators yield only keys with the seek key's prefix (RocksDB's `ReadOptions::prefix_same_as_start`).
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub prefix_same_as_start: bool,
     /// Accepted for db_bench compatibility: ShaleDB never compacts because of seeks.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub disable_seek_compaction: Option<bool>,
@@ -446,6 +472,27 @@ impl BenchFlags {
         }
         if self.key_size < 1 || self.key_size > 4096 {
             return bad("key_size", format!("must be in 1..=4096, got {}", self.key_size));
+        }
+        if self.prefix_size > self.key_size {
+            return bad(
+                "prefix_size",
+                format!("must be at most --key_size ({}), got {}", self.key_size, self.prefix_size),
+            );
+        }
+        if self.keys_per_prefix > 0 && self.prefix_size == 0 {
+            return bad("keys_per_prefix", "needs --prefix_size".to_string());
+        }
+        if !(0.0..=0.25).contains(&self.memtable_bloom_size_ratio) {
+            return bad(
+                "memtable_bloom_size_ratio",
+                format!("must be in 0..=0.25, got {}", self.memtable_bloom_size_ratio),
+            );
+        }
+        if self.memtable_bloom_size_ratio > 0.0 && self.prefix_size == 0 {
+            return bad(
+                "memtable_bloom_size_ratio",
+                "needs --prefix_size (the memtable filter holds prefixes)".to_string(),
+            );
         }
         if self.value_size > 64 << 20 {
             return bad("value_size", format!("must be at most 64 MiB, got {}", self.value_size));

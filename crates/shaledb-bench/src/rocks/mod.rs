@@ -44,6 +44,9 @@ pub struct RocksDb {
     /// `--multiread_batched`: MultiGet through `batched_multi_get_cf` rather than `multi_get`.
     multiread_batched: bool,
     verify_checksum: bool,
+    /// `--prefix_same_as_start`, `--total_order_seek`: every iterator's.
+    prefix_same_as_start: bool,
+    total_order_seek: bool,
     num_levels: usize,
     opened: Instant,
 }
@@ -224,6 +227,8 @@ impl Engine for RocksDb {
             readahead_size: flags.readahead_size,
             multiread_batched: flags.multiread_batched,
             verify_checksum: flags.verify_checksum,
+            prefix_same_as_start: flags.prefix_same_as_start,
+            total_order_seek: flags.total_order_seek,
             num_levels: flags.num_levels,
             opened: Instant::now(),
         })
@@ -320,6 +325,8 @@ impl Engine for RocksDb {
             r.set_readahead_size(readahead);
         }
         r.fill_cache(o.fill_cache);
+        r.set_prefix_same_as_start(self.prefix_same_as_start);
+        r.set_total_order_seek(self.total_order_seek);
         RocksIter { it: self.db.raw_iterator_opt(r) }
     }
 

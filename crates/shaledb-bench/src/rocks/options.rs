@@ -72,6 +72,10 @@ fn base_options(f: &BenchFlags) -> EngineResult<Options> {
 /// | `--use_direct_reads`, `--use_direct_io_for_flush_and_compaction`, `--advise_random_on_open` | same names |
 /// | `--merge_operator` | `merge_operator` (uint64add, stringappend[:sep], put as Rust closures) |
 /// | `--readahead_size` | `ReadOptions::readahead_size` of iterators |
+/// | `--prefix_size` | `prefix_extractor` = `NewFixedPrefixTransform(N)` (none for 0) |
+/// | `--whole_key_filtering` | `BlockBasedTableOptions::whole_key_filtering` |
+/// | `--memtable_bloom_size_ratio`, `--memtable_whole_key_filtering` | `memtable_prefix_bloom_size_ratio`, `memtable_whole_key_filtering` |
+/// | `--prefix_same_as_start`, `--total_order_seek` | the `ReadOptions` of the same names, on every iterator |
 ///
 /// Also as db_bench: `create_if_missing`, `enable_pipelined_write` = true, `table_cache_numshardbits` = 4,
 /// statistics enabled (db_bench's `--statistics`). `--soft/hard_pending_compaction_bytes_limit`, `--bytes_per_sync`,
@@ -158,7 +162,13 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
         t.disable_cache();
     }
     t.set_cache_index_and_filter_blocks(f.cache_index_and_filter_blocks);
+    t.set_whole_key_filtering(f.whole_key_filtering);
     o.set_block_based_table_factory(&t);
+    if f.prefix_size > 0 {
+        o.set_prefix_extractor(rocksdb::SliceTransform::create_fixed_prefix(f.prefix_size));
+    }
+    o.set_memtable_prefix_bloom_ratio(f.memtable_bloom_size_ratio);
+    o.set_memtable_whole_key_filtering(f.memtable_whole_key_filtering);
 
     o.set_max_open_files(f.open_files);
     o.set_use_direct_reads(f.use_direct_reads);
