@@ -89,9 +89,12 @@ impl TableBuilder {
             format_version: crate::FORMAT_VERSION,
             db_id: opts.db_id,
             file_number: opts.file_number,
-            // Without a filter there is nothing to say about its contents.
+            // Without a filter there is nothing to say about its contents; without prefixes in it, it holds
+            // whole keys.
             prefix_extractor: opts.prefix_extractor.filter(|_| opts.bloom_bits_per_key > 0.0),
-            whole_key_filtering: opts.whole_key_filtering || opts.prefix_extractor.is_none(),
+            whole_key_filtering: opts.whole_key_filtering
+                || opts.prefix_extractor.is_none()
+                || opts.bloom_bits_per_key <= 0.0,
             ..TableProperties::default()
         };
         TableBuilder {

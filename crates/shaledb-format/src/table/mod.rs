@@ -648,12 +648,48 @@ mod unit_tests {
             format_version: 1,
             db_id: None,
             file_number: None,
+            prefix_extractor: None,
+            whole_key_filtering: true,
         };
         let block = Block::new(p.encode()).unwrap();
         assert_eq!(TableProperties::decode(block).unwrap(), p);
-        let with_identity = TableProperties { db_id: Some([0xab; DB_ID_LEN]), file_number: Some(12), ..p };
+        let with_identity = TableProperties { db_id: Some([0xab; DB_ID_LEN]), file_number: Some(12), ..p.clone() };
         let block = Block::new(with_identity.encode()).unwrap();
         assert_eq!(TableProperties::decode(block).unwrap(), with_identity);
+        for (ex, whole) in [(PrefixExtractor::Fixed(8), false), (PrefixExtractor::Capped(3), true)] {
+            let with_prefix = TableProperties { prefix_extractor: Some(ex), whole_key_filtering: whole, ..p.clone() };
+            let block = Block::new(with_prefix.encode()).unwrap();
+            assert_eq!(TableProperties::decode(block).unwrap(), with_prefix);
+        }
+    }
+
+    #[test]
+    fn properties_with_an_unknown_extractor_read_as_none_and_a_bad_flag_is_corruption() {
+        let encode = |pairs: &[(&[u8], &[u8])]| {
+            let base = TableProperties { format_version: 1, ..TableProperties::default() };
+            let mut entries: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            let mut it = Arc::new(Block::new(base.encode()).unwrap()).iter(KeyOrder::Bytewise);
+            it.seek_to_first();
+            while it.valid() {
+                entries.push((it.key().to_vec(), it.value().to_vec()));
+                it.next();
+            }
+            entries.extend(pairs.iter().map(|(k, v)| (k.to_vec(), v.to_vec())));
+            entries.sort();
+            let mut b = BlockBuilder::new(1);
+            for (k, v) in &entries {
+                b.add(k, v);
+            }
+            Block::new(b.finish().to_vec()).unwrap()
+        };
+        let p = TableProperties::decode(encode(&[
+            (PREFIX_EXTRACTOR_PROP, b"com.example.MyPrefix"),
+            (WHOLE_KEY_FILTERING_PROP, &[1]),
+        ]))
+        .unwrap();
+        assert_eq!((p.prefix_extractor, p.whole_key_filtering), (None, true));
+        let e = TableProperties::decode(encode(&[(WHOLE_KEY_FILTERING_PROP, &[7])])).unwrap_err();
+        assert!(e.to_string().contains("whole_key_filtering"), "{e}");
     }
 
     #[test]

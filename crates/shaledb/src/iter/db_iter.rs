@@ -83,9 +83,16 @@ pub struct Cursor {
     seek_buf: Vec<u8>,
     /// [`crate::ReadOptions::prefix_same_as_start`]: the scope shared with the sources, and the bounds the
     /// caller gave (`lower`/`upper` narrow to the prefix's range while a seek is confined to it).
-    prefix: Option<(Arc<PrefixScope>, Option<Vec<u8>>, Option<Vec<u8>>)>,
+    prefix: Option<Confinement>,
     /// Declared last so the iterators above drop before what they read from.
     _pin: Box<dyn Any + Send + Sync>,
+}
+
+/// A cursor's prefix confinement: the scope it shares with its sources and the caller's own bounds.
+struct Confinement {
+    scope: Arc<PrefixScope>,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for Cursor {
@@ -136,13 +143,13 @@ impl Cursor {
     /// [`crate::ReadOptions::prefix_same_as_start`]); `scope` is shared with the sources wrapped in
     /// `PrefixFiltered`.
     pub(crate) fn confine_to_prefix(&mut self, scope: Arc<PrefixScope>) {
-        self.prefix = Some((scope, self.lower.clone(), self.upper.clone()));
+        self.prefix = Some(Confinement { scope, lower: self.lower.clone(), upper: self.upper.clone() });
     }
 
     /// Before a positioning call: with prefix confinement, narrows the bounds to the prefix of `target`
     /// (`None`: a `seek_to_first`/`seek_to_last`, never confined) or restores the caller's.
     fn scope_bounds(&mut self, target: Option<&[u8]>) {
-        let Some((scope, lower, upper)) = &self.prefix else { return };
+        let Some(Confinement { scope, lower, upper }) = &self.prefix else { return };
         let ex = scope.extractor;
         match target.and_then(|t| ex.prefix(t)) {
             Some(p) => {
