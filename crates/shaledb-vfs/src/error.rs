@@ -49,6 +49,8 @@ pub enum Error {
     NotSupported(String),
     /// The database was closed (or is closing) and accepts no more work.
     Closed,
+    /// A wait passed its limit (a transaction's lock wait: RocksDB's `Status::TimedOut`).
+    TimedOut(String),
 }
 
 impl fmt::Display for Error {
@@ -63,6 +65,7 @@ impl fmt::Display for Error {
             Error::ReadOnly { cause } => write!(f, "database is read-only after an earlier failure: {cause}"),
             Error::NotSupported(m) => write!(f, "not supported: {m}"),
             Error::Closed => f.write_str("database is closed"),
+            Error::TimedOut(m) => write!(f, "timed out: {m}"),
         }
     }
 }

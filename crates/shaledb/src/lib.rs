@@ -49,6 +49,7 @@ mod snapshot;
 pub mod stats;
 mod stats_report;
 mod table_cache;
+mod txn;
 pub mod version;
 mod version_set;
 
@@ -62,6 +63,7 @@ pub use shaledb_format::compress::CompressionType;
 pub use shaledb_format::prefix::PrefixExtractor;
 pub use shaledb_vfs::{Error, Fs, PosixFs, Result};
 pub use snapshot::Snapshot;
+pub use txn::{OptimisticTransactionDb, Transaction, TransactionDb, TransactionDbOptions, TransactionOptions};
 pub use stats::{CompactionStats, Histogram, LevelStats, StallCounts, Statistics};
 
 /// The README's example, compiled and run as a doctest.

@@ -8,6 +8,7 @@ mod background;
 pub(crate) mod files;
 mod flush;
 mod multi_get;
+mod newest;
 mod open;
 mod read;
 mod read_only;
