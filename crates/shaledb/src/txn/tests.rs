@@ -304,3 +304,34 @@ fn concurrent_transfers_keep_the_total_under_both_disciplines() {
         assert_eq!(total, ACCOUNTS * START, "optimistic={optimistic_mode}");
     }
 }
+
+/// D12: a committed transaction survives a power loss whole when its write options sync, and a transaction
+/// that did not commit leaves nothing behind; after recovery no lock or snapshot of the old process remains.
+#[test]
+fn committed_transactions_survive_power_loss_whole_and_uncommitted_ones_leave_nothing() {
+    use shaledb_vfs::{MemFs, PowerLoss};
+    let fs = Arc::new(MemFs::new());
+    let open = |fs: &Arc<MemFs>| Options { fs: fs.clone(), ..opts() };
+    let path = std::path::Path::new("/db");
+    let sync = WriteOptions { sync: true, ..WriteOptions::default() };
+    for seed in 0..4u64 {
+        {
+            let tdb = TransactionDb::open(path, open(&fs), TransactionDbOptions::default()).unwrap();
+            let mut t = tdb.begin(&sync, &no());
+            for i in 0..50 {
+                t.put(format!("s{seed}-{i:02}"), format!("v{i}")).unwrap();
+            }
+            t.commit().unwrap();
+            let mut pending = tdb.begin(&sync, &no());
+            pending.put(format!("s{seed}-pending"), "x").unwrap();
+            fs.power_loss(PowerLoss::DropUnsynced, seed);
+            std::mem::forget(pending); // the process died holding it
+        }
+        let tdb = TransactionDb::open(path, open(&fs), TransactionDbOptions::default()).unwrap();
+        for i in 0..50 {
+            assert_eq!(tdb.db().get(format!("s{seed}-{i:02}")).unwrap(), Some(format!("v{i}").into_bytes()));
+        }
+        assert_eq!(tdb.db().get(format!("s{seed}-pending")).unwrap(), None);
+        tdb.put(format!("s{seed}-pending"), "free").unwrap();
+    }
+}
