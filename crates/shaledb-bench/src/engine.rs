@@ -261,6 +261,15 @@ pub trait Engine: Send + Sync + Sized + 'static {
     /// Reads `keys` in one call (RocksDB's `MultiGet`): `values` becomes one entry per key, in order, `None` for
     /// an absent key. An error for any key fails the call (db_bench aborts on one).
     fn multi_get(&self, keys: &[Vec<u8>], values: &mut Vec<Option<Vec<u8>>>) -> EngineResult<()>;
+    /// Runs one `randomtransaction` transaction, in the transaction mode the flags opened the database with
+    /// (`--transaction_db` or `--optimistic_transaction_db`). Engines without transactions return an error.
+    fn random_transaction(&self, _mode: WriteMode, _step: &TxnStep<'_>) -> EngineResult<TxnOutcome> {
+        Err(format!(
+            "{}: randomtransaction with --transaction_db or --optimistic_transaction_db is not available",
+            Self::name()
+        )
+        .into())
+    }
     /// A cursor bounded by `[lower, upper)` where given.
     fn iter(&self, lower: Option<&[u8]>, upper: Option<&[u8]>) -> Self::Iter<'_> {
         self.iter_with(&IterOptions::bounded(lower, upper))
@@ -317,6 +326,32 @@ impl EngineKind {
             EngineKind::Rocksdb => cfg!(feature = "rocksdb"),
         }
     }
+}
+
+/// One transaction of db_bench's `randomtransaction` (its `RandomTransactionInserter`): for each key in
+/// order, read it (with `get_for_update` where asked), then delete it and put its decimal value plus `incr`
+/// (absent: 0); then commit, or roll back when `rollback`.
+#[derive(Debug)]
+pub struct TxnStep<'a> {
+    /// One key per set, in the order to visit them.
+    pub keys: &'a [Vec<u8>],
+    /// Per key: read it with `get_for_update`.
+    pub get_for_update: &'a [bool],
+    /// Added to every key's value.
+    pub incr: u64,
+    /// Roll back instead of committing.
+    pub rollback: bool,
+}
+
+/// How a [`TxnStep`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxnOutcome {
+    /// Committed.
+    Committed,
+    /// Rolled back as asked.
+    RolledBack,
+    /// Gave up on a conflict (`Busy`), a lock timeout or a deadlock: rolled back, nothing written.
+    Aborted,
 }
 
 /// Code generic over the engine, run by [`with_engine`] for an engine chosen at run time.

@@ -305,6 +305,19 @@ impl<'o, E: Engine> Runner<'o, E> {
             }
             let _ = writeln!(self.out, "{}", report::statistics_block(&result.0.db_after, &self.calls));
         }
+        if kind == Kind::RandomTransaction && (self.flags.transaction_db || self.flags.optimistic_transaction_db) {
+            // db_bench's RandomTransactionVerify, run after the benchmark.
+            let sums = crate::workloads::random_transaction_sums(self.db_ref()?, self.flags.transaction_sets)?;
+            if sums.windows(2).all(|w| w[0] == w[1]) {
+                let _ = writeln!(self.out, "RandomTransactionVerify Success.");
+            } else {
+                let _ = writeln!(self.out, "RandomTransactionVerify FAILED!!");
+                return Err(BenchError::engine(
+                    "randomtransaction",
+                    format!("the sets' sums differ: {sums:?} (a transaction was applied in part)").into(),
+                ));
+            }
+        }
         let _ = self.out.flush();
         if let Some(dir) = self.flags.plot.clone() {
             std::fs::create_dir_all(&dir).map_err(io_err("creating", &dir))?;
@@ -338,6 +351,7 @@ impl<'o, E: Engine> Runner<'o, E> {
             Kind::SeekRandomWhileWriting | Kind::SeekRandomWhileMerging => reads * t,
             Kind::DeleteSeq | Kind::DeleteRandom => deletes * t,
             Kind::UpdateRandom | Kind::MergeRandom | Kind::ReadRandomWriteRandom => readwrites * t,
+            Kind::RandomTransaction => readwrites * t,
             _ => return None,
         })
     }
@@ -393,6 +407,8 @@ impl<'o, E: Engine> Runner<'o, E> {
             key_size: if kind == Kind::ReadMissing { f.key_size + 1 } else { f.key_size },
             prefix_size: f.prefix_size,
             keys_per_prefix: f.keys_per_prefix,
+            transaction_sets: f.transaction_sets,
+            transactions: f.transaction_db || f.optimistic_transaction_db,
             value_size: f.value_size,
             mode,
             seek_nexts: f.seek_nexts,

@@ -2,16 +2,77 @@
 //! ShaleDB share a knob), and ShaleDB's statistics mapped onto [`EngineSample`].
 
 use crate::engine::{
-    Engine, EngineBatch, EngineIter, EngineResult, EngineSample, HistogramLine, IterOptions, LevelSample, WriteMode,
+    Engine, EngineBatch, EngineIter, EngineResult, EngineSample, HistogramLine, IterOptions, LevelSample, TxnOutcome,
+    TxnStep, WriteMode,
 };
 use crate::flags::{BenchFlags, Compression};
-use shaledb::{CompressionType, Cursor, Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use shaledb::{
+    CompressionType, Cursor, Db, OptimisticTransactionDb, Options, ReadOptions, Transaction, TransactionDb,
+    TransactionDbOptions, TransactionOptions, WriteBatch, WriteOptions,
+};
 use std::path::Path;
+use std::time::Duration;
 
 /// A ShaleDB database driven by the benchmarks.
 pub struct ShaleDb {
-    db: Db,
+    store: Store,
     read: ReadOptions,
+    /// `--transaction_set_snapshot` and `--transaction_lock_timeout`.
+    txn_options: TransactionOptions,
+}
+
+/// The database, with the transaction layer `--transaction_db` / `--optimistic_transaction_db` ask for.
+enum Store {
+    Plain(Db),
+    Pessimistic(TransactionDb),
+    Optimistic(OptimisticTransactionDb),
+}
+
+impl ShaleDb {
+    fn db(&self) -> &Db {
+        match &self.store {
+            Store::Plain(db) => db,
+            Store::Pessimistic(t) => t.db(),
+            Store::Optimistic(t) => t.db(),
+        }
+    }
+}
+
+/// Whether a transaction error is one `randomtransaction` expects under contention (the transaction is
+/// counted as aborted, as db_bench counts it as a failure, not an error).
+fn expected_conflict(e: &shaledb::Error) -> bool {
+    matches!(e, shaledb::Error::Busy(_) | shaledb::Error::TimedOut(_))
+}
+
+/// The body of one `randomtransaction` transaction; `Ok(false)` when it met an expected conflict.
+fn run_step(t: &mut Transaction<'_>, step: &TxnStep<'_>) -> shaledb::Result<bool> {
+    for (key, &gfu) in step.keys.iter().zip(step.get_for_update) {
+        let read = if gfu { t.get_for_update(key) } else { t.get(key) };
+        let value = match read {
+            Ok(v) => v,
+            Err(e) if expected_conflict(&e) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let n = match value {
+            None => 0,
+            Some(v) => std::str::from_utf8(&v).ok().and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| {
+                shaledb::Error::InvalidArgument(format!(
+                    "randomtransaction: key {} holds {:?}, not a decimal number",
+                    String::from_utf8_lossy(key),
+                    String::from_utf8_lossy(&v)
+                ))
+            })?,
+        };
+        // db_bench deletes (or single-deletes) the key before the put, in the same transaction.
+        for r in [t.delete(key), t.put(key, n.wrapping_add(step.incr).to_string())] {
+            match r {
+                Ok(()) => {}
+                Err(e) if expected_conflict(&e) => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(true)
 }
 
 fn codec(c: Compression) -> CompressionType {
@@ -189,7 +250,47 @@ impl Engine for ShaleDb {
 
     fn open(path: &Path, flags: &BenchFlags) -> EngineResult<Self> {
         let db = Db::open(path, options_from_flags(flags)?)?;
-        Ok(ShaleDb { db, read: read_options_from_flags(flags) })
+        let timeout = Some(Duration::from_millis(flags.transaction_lock_timeout));
+        let store = if flags.transaction_db {
+            let opts = TransactionDbOptions { transaction_lock_timeout: timeout, default_lock_timeout: timeout };
+            Store::Pessimistic(TransactionDb::from_db(db, opts))
+        } else if flags.optimistic_transaction_db {
+            Store::Optimistic(OptimisticTransactionDb::from_db(db))
+        } else {
+            Store::Plain(db)
+        };
+        // Every randomtransaction transaction reads at a snapshot, as db_bench's inserter makes its
+        // pessimistic ones do (it calls SetSnapshot on each): a key changed after the snapshot then cannot be
+        // written (pessimistic) or committed (optimistic), so no increment is lost between a plain read and
+        // the write. (db_bench's optimistic inserter takes none, and can lose such an update.)
+        let txn_options = TransactionOptions { set_snapshot: true, lock_timeout: timeout, ..TransactionOptions::default() };
+        Ok(ShaleDb { store, read: read_options_from_flags(flags), txn_options })
+    }
+
+    fn random_transaction(&self, mode: WriteMode, step: &TxnStep<'_>) -> EngineResult<TxnOutcome> {
+        let wo = write_options(mode);
+        let mut t = match &self.store {
+            Store::Pessimistic(tdb) => tdb.begin(&wo, &self.txn_options),
+            Store::Optimistic(odb) => odb.begin(&wo, &self.txn_options),
+            Store::Plain(_) => {
+                return Err(
+                    "randomtransaction's transactions need --transaction_db or --optimistic_transaction_db".into()
+                )
+            }
+        };
+        if !run_step(&mut t, step)? {
+            t.rollback()?;
+            return Ok(TxnOutcome::Aborted);
+        }
+        if step.rollback {
+            t.rollback()?;
+            return Ok(TxnOutcome::RolledBack);
+        }
+        match t.commit() {
+            Ok(()) => Ok(TxnOutcome::Committed),
+            Err(e) if expected_conflict(&e) => Ok(TxnOutcome::Aborted),
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn check_options(flags: &BenchFlags) -> EngineResult<()> {
@@ -214,35 +315,40 @@ impl Engine for ShaleDb {
     }
 
     fn close(self) -> EngineResult<()> {
-        self.db.close().map_err(Into::into)
+        let db = match self.store {
+            Store::Plain(db) => db,
+            Store::Pessimistic(t) => t.into_db(),
+            Store::Optimistic(t) => t.into_db(),
+        };
+        db.close().map_err(Into::into)
     }
 
     fn put(&self, mode: WriteMode, key: &[u8], value: &[u8]) -> EngineResult<()> {
-        self.db.put_opt(&write_options(mode), key, value).map_err(Into::into)
+        self.db().put_opt(&write_options(mode), key, value).map_err(Into::into)
     }
 
     fn delete(&self, mode: WriteMode, key: &[u8]) -> EngineResult<()> {
-        self.db.delete_opt(&write_options(mode), key).map_err(Into::into)
+        self.db().delete_opt(&write_options(mode), key).map_err(Into::into)
     }
 
     fn merge(&self, mode: WriteMode, key: &[u8], operand: &[u8]) -> EngineResult<()> {
-        self.db.merge_opt(&write_options(mode), key, operand).map_err(Into::into)
+        self.db().merge_opt(&write_options(mode), key, operand).map_err(Into::into)
     }
 
     fn get(&self, key: &[u8], out: &mut Vec<u8>) -> EngineResult<bool> {
-        self.db.get_into(&self.read, key, out).map_err(Into::into)
+        self.db().get_into(&self.read, key, out).map_err(Into::into)
     }
 
     fn multi_get(&self, keys: &[Vec<u8>], values: &mut Vec<Option<Vec<u8>>>) -> EngineResult<()> {
         values.clear();
-        for r in self.db.multi_get_opt(&self.read, keys) {
+        for r in self.db().multi_get_opt(&self.read, keys) {
             values.push(r?);
         }
         Ok(())
     }
 
     fn iter_with(&self, o: &IterOptions<'_>) -> Cursor {
-        self.db.cursor_opt(&iter_read_options(&self.read, o))
+        self.db().cursor_opt(&iter_read_options(&self.read, o))
     }
 
     fn new_batch(&self) -> WriteBatch {
@@ -250,31 +356,31 @@ impl Engine for ShaleDb {
     }
 
     fn write(&self, mode: WriteMode, batch: &WriteBatch) -> EngineResult<()> {
-        self.db.write_opt(&write_options(mode), batch).map_err(Into::into)
+        self.db().write_opt(&write_options(mode), batch).map_err(Into::into)
     }
 
     fn flush(&self) -> EngineResult<()> {
-        self.db.flush().map_err(Into::into)
+        self.db().flush().map_err(Into::into)
     }
 
     fn compact_level(&self, level: usize) -> EngineResult<Option<(usize, usize, usize)>> {
-        self.db.compact_level(level).map_err(Into::into)
+        self.db().compact_level(level).map_err(Into::into)
     }
 
     fn compact_all(&self) -> EngineResult<()> {
-        self.db.compact_range(None, None).map_err(Into::into)
+        self.db().compact_range(None, None).map_err(Into::into)
     }
 
     fn wait_for_compaction(&self) -> EngineResult<()> {
-        self.db.wait_for_compaction().map_err(Into::into)
+        self.db().wait_for_compaction().map_err(Into::into)
     }
 
     fn property(&self, name: &str) -> Option<String> {
-        self.db.property(name)
+        self.db().property(name)
     }
 
     fn sample(&self) -> EngineSample {
-        let s = self.db.statistics();
+        let s = self.db().statistics();
         EngineSample {
             uptime_secs: s.uptime_secs,
             levels: s

@@ -323,3 +323,43 @@ fn prefix_flags_out_of_range_fail_naming_the_flag() {
         assert_fails_before_the_run(args, flag);
     }
 }
+
+/// `randomtransaction` as db_bench runs it: pessimistic and optimistic transactions from several threads,
+/// then RandomTransactionVerify (every set sums to the same total), and plain batches without either flag.
+#[test]
+fn randomtransaction_commits_whole_transactions_and_verifies() {
+    for (flag, message) in [
+        ("--transaction_db=true", "( transactions:"),
+        ("--optimistic_transaction_db=true", "( transactions:"),
+        ("--transaction_db=false", "( batches:"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let db_flag = format!("--db={}", dir.path().join("db").display());
+        let (ok, out, err) = shaledb(&[
+            "bench",
+            "--benchmarks=randomtransaction",
+            "--num=500",
+            "--reads=300",
+            "--threads=3",
+            "--transaction_sets=4",
+            "--seed=3",
+            "--progress=false",
+            flag,
+            &db_flag,
+        ]);
+        assert!(ok, "{flag}: {err}");
+        let line = out.lines().find(|l| l.starts_with("randomtransaction :")).unwrap();
+        assert!(line.contains(message), "{flag}: {line}");
+        assert!(line.contains("900 operations"), "{flag}: {line}");
+        if message.contains("transactions") {
+            assert!(out.contains("RandomTransactionVerify Success."), "{flag}: {out}");
+        }
+    }
+}
+
+#[test]
+fn transaction_flags_out_of_range_fail_naming_the_flag() {
+    assert_fails_before_the_run(&["--transaction_sets=0"], "transaction_sets");
+    assert_fails_before_the_run(&["--transaction_sets=10000"], "transaction_sets");
+    assert_fails_before_the_run(&["--transaction_db", "--optimistic_transaction_db"], "optimistic_transaction_db");
+}

@@ -63,8 +63,8 @@ pub use shaledb_format::compress::CompressionType;
 pub use shaledb_format::prefix::PrefixExtractor;
 pub use shaledb_vfs::{Error, Fs, PosixFs, Result};
 pub use snapshot::Snapshot;
-pub use txn::{OptimisticTransactionDb, Transaction, TransactionDb, TransactionDbOptions, TransactionOptions};
 pub use stats::{CompactionStats, Histogram, LevelStats, StallCounts, Statistics};
+pub use txn::{OptimisticTransactionDb, Transaction, TransactionDb, TransactionDbOptions, TransactionOptions};
 
 /// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]

@@ -344,6 +344,27 @@ pub struct BenchFlags {
     /// Iterators yield only keys with the seek key's prefix (RocksDB's `ReadOptions::prefix_same_as_start`).
     #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub prefix_same_as_start: bool,
+    /// Open the database for pessimistic transactions (RocksDB's `TransactionDB`): `randomtransaction` runs
+    /// them. Other benchmarks write to the database directly.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub transaction_db: bool,
+    /// Open the database for optimistic transactions (RocksDB's `OptimisticTransactionDB`).
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub optimistic_transaction_db: bool,
+    /// Keys each `randomtransaction` transaction reads and writes, one per set (1..=9999).
+    #[arg(long, default_value_t = 2)]
+    pub transaction_sets: u64,
+    /// Each transaction takes a snapshot when it starts (`TransactionOptions::set_snapshot`). Accepted as
+    /// db_bench defines it: its `randomtransaction` takes one in every transaction regardless, and so does
+    /// ShaleDB's.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub transaction_set_snapshot: bool,
+    /// Milliseconds a pessimistic transaction waits for a key's lock before giving up.
+    #[arg(long, default_value_t = 100)]
+    pub transaction_lock_timeout: u64,
+    /// Accepted as db_bench defines it; db_bench's own `randomtransaction` never reads it either.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub transaction_sleep: i32,
     /// Accepted for db_bench compatibility: ShaleDB never compacts because of seeks.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub disable_seek_compaction: Option<bool>,
@@ -472,6 +493,12 @@ impl BenchFlags {
         }
         if self.key_size < 1 || self.key_size > 4096 {
             return bad("key_size", format!("must be in 1..=4096, got {}", self.key_size));
+        }
+        if self.transaction_db && self.optimistic_transaction_db {
+            return bad("optimistic_transaction_db", "cannot be used with --transaction_db".to_string());
+        }
+        if !(1..=9999).contains(&self.transaction_sets) {
+            return bad("transaction_sets", format!("must be in 1..=9999, got {}", self.transaction_sets));
         }
         if self.prefix_size > self.key_size {
             return bad(

@@ -101,17 +101,17 @@ impl TransactionDb {
     /// Wraps an open database. Every write must go through the returned value from then on, or the locks
     /// protect nothing.
     pub fn from_db(db: Db, opts: TransactionDbOptions) -> TransactionDb {
-        TransactionDb {
-            db,
-            opts,
-            locks: LockManager::new(),
-            next_id: AtomicU64::new(1),
-        }
+        TransactionDb { db, opts, locks: LockManager::new(), next_id: AtomicU64::new(1) }
     }
 
     /// The database, for reads (`get`, iterators, snapshots, properties).
     pub fn db(&self) -> &Db {
         &self.db
+    }
+
+    /// The database without the transaction layer (to close it, or to go on without transactions).
+    pub fn into_db(self) -> Db {
+        self.db
     }
 
     /// Starts a pessimistic transaction whose commit writes with `write_opts`.
@@ -195,6 +195,11 @@ impl OptimisticTransactionDb {
     /// The database, for reads.
     pub fn db(&self) -> &Db {
         &self.db
+    }
+
+    /// The database without the transaction layer.
+    pub fn into_db(self) -> Db {
+        self.db
     }
 
     /// Starts an optimistic transaction whose commit writes with `write_opts`.
