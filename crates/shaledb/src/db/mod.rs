@@ -5,9 +5,9 @@
 //! (flush and compaction threads). Lock order, outermost first: `write_queue` -> `wal` -> `state` -> `publish`.
 //! Readers take none of them: they load the published [`SuperVersion`] and the visible sequence number.
 mod background;
+mod estimate;
 pub(crate) mod files;
 mod flush;
-mod estimate;
 mod multi_get;
 mod open;
 mod properties;

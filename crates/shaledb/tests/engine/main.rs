@@ -1,13 +1,16 @@
 //! Engine behaviour tests (issue: the shaledb engine). One test binary; modules by theme.
 
 mod api;
+mod bounds;
 mod concurrency;
+mod estimates;
 mod files;
 mod fixture;
 mod limits;
 mod linearizable;
 mod model;
 mod multi_get;
+mod properties;
 mod readahead;
 mod rust_api;
 
