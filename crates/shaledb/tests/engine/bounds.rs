@@ -116,7 +116,10 @@ fn check_bounds(db: &Db, model: &Model, lower: Option<&[u8]>, upper: Option<&[u8
     assert_eq!(narrowed, want_narrowed, "{ctx}: range_opt");
 }
 
-fn bound_sets() -> Vec<(Option<Vec<u8>>, Option<Vec<u8>>)> {
+/// A lower (inclusive) and an upper (exclusive) iterator bound.
+type Bounds = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+fn bound_sets() -> Vec<Bounds> {
     vec![
         (None, None),
         (Some(key(100)), None),
