@@ -263,7 +263,8 @@ impl Engine for ShaleDb {
         // pessimistic ones do (it calls SetSnapshot on each): a key changed after the snapshot then cannot be
         // written (pessimistic) or committed (optimistic), so no increment is lost between a plain read and
         // the write. (db_bench's optimistic inserter takes none, and can lose such an update.)
-        let txn_options = TransactionOptions { set_snapshot: true, lock_timeout: timeout, ..TransactionOptions::default() };
+        let txn_options =
+            TransactionOptions { set_snapshot: true, lock_timeout: timeout, ..TransactionOptions::default() };
         Ok(ShaleDb { store, read: read_options_from_flags(flags), txn_options })
     }
 

@@ -54,7 +54,7 @@ pub mod version;
 mod version_set;
 
 pub use batch::WriteBatch;
-pub use db::{destroy, destroy_with, Db};
+pub use db::{destroy, destroy_with, Db, SizeApproximationOptions};
 pub use info_log::ctime_utc;
 pub use iter::{Cursor, Iter, KeyRange};
 pub use options::{MemTableRep, Options, ReadOptions, WalRecoveryMode, WriteOptions};

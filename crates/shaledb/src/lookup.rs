@@ -128,6 +128,12 @@ impl<'a> GetState<'a> {
         self.outcome = Outcome::Failed;
     }
 
+    /// True when merge operands of the key were fed: the key exists whatever older sources hold (the operands
+    /// alone merge into a value).
+    pub(crate) fn has_operands(&self) -> bool {
+        !self.op_ends.is_empty()
+    }
+
     /// True once the answer is decided and older sources need not be read.
     pub(crate) fn is_done(&self) -> bool {
         self.outcome != Outcome::Pending

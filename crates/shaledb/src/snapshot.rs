@@ -2,12 +2,17 @@
 
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The live snapshots of one database: sequence number -> how many handles pin it.
+/// The live snapshots of one database: `(sequence number, handle id)` -> the Unix time (seconds) the snapshot
+/// was taken. The id orders snapshots taken at one sequence by creation, so the first entry is the oldest
+/// snapshot (RocksDB's `snapshots_.oldest()`).
 #[derive(Debug, Default)]
 pub(crate) struct SnapshotList {
-    live: Mutex<BTreeMap<u64, usize>>,
+    live: Mutex<BTreeMap<(u64, u64), u64>>,
+    next_id: AtomicU64,
 }
 
 impl SnapshotList {
@@ -22,39 +27,49 @@ impl SnapshotList {
     /// taken earlier and registered later (the race of issue 9, where a compaction in that gap dropped the
     /// versions the snapshot reads).
     pub(crate) fn acquire_with(self: &Arc<Self>, current: impl FnOnce() -> u64) -> Snapshot {
+        let unix_time = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut live = self.live.lock();
         let seq = current();
-        *live.entry(seq).or_insert(0) += 1;
+        live.insert((seq, id), unix_time);
         drop(live);
-        Snapshot { inner: Arc::new(SnapshotInner { seq, list: Arc::downgrade(self) }) }
+        Snapshot { inner: Arc::new(SnapshotInner { seq, id, unix_time, list: Arc::downgrade(self) }) }
     }
 
-    /// The pinned sequence numbers, ascending.
+    /// The pinned sequence numbers, ascending, each once.
     pub(crate) fn sequences(&self) -> Vec<u64> {
-        self.live.lock().keys().copied().collect()
+        let mut seqs: Vec<u64> = self.live.lock().keys().map(|(seq, _)| *seq).collect();
+        seqs.dedup();
+        seqs
     }
 
-    fn release(&self, seq: u64) {
-        let mut live = self.live.lock();
-        if let Some(n) = live.get_mut(&seq) {
-            *n -= 1;
-            if *n == 0 {
-                live.remove(&seq);
-            }
-        }
+    /// How many snapshots are live (`rocksdb.num-snapshots`).
+    pub(crate) fn len(&self) -> usize {
+        self.live.lock().len()
+    }
+
+    /// The Unix time of the oldest live snapshot, 0 without one (`rocksdb.oldest-snapshot-time`).
+    pub(crate) fn oldest_time(&self) -> u64 {
+        self.live.lock().values().next().copied().unwrap_or(0)
+    }
+
+    fn release(&self, seq: u64, id: u64) {
+        self.live.lock().remove(&(seq, id));
     }
 }
 
 #[derive(Debug)]
 struct SnapshotInner {
     seq: u64,
+    id: u64,
+    unix_time: u64,
     list: Weak<SnapshotList>,
 }
 
 impl Drop for SnapshotInner {
     fn drop(&mut self) {
         if let Some(list) = self.list.upgrade() {
-            list.release(self.seq);
+            list.release(self.seq, self.id);
         }
     }
 }
@@ -73,6 +88,11 @@ impl Snapshot {
     pub fn sequence(&self) -> u64 {
         self.inner.seq
     }
+
+    /// When the snapshot was taken, in seconds since the Unix epoch (RocksDB's `Snapshot::GetUnixTime`).
+    pub fn unix_time(&self) -> u64 {
+        self.inner.unix_time
+    }
 }
 
 #[cfg(test)]
@@ -85,12 +105,19 @@ mod tests {
         let a = list.acquire(5);
         let b = a.clone();
         let c = list.acquire(3);
+        let d = list.acquire(3);
         assert_eq!(list.sequences(), vec![3, 5]);
+        assert_eq!(list.len(), 3);
+        assert_eq!(list.oldest_time(), c.unix_time());
+        assert!(c.unix_time() > 0);
+        drop(d);
         drop(a);
         assert_eq!(list.sequences(), vec![3, 5]);
         drop(b);
         assert_eq!(list.sequences(), vec![3]);
+        assert_eq!(list.len(), 1);
         drop(c);
         assert!(list.sequences().is_empty());
+        assert_eq!((list.len(), list.oldest_time()), (0, 0));
     }
 }

@@ -266,6 +266,8 @@ pub(crate) struct Counters {
     pub(crate) gets: AtomicU64,
     pub(crate) gets_found: AtomicU64,
     pub(crate) memtable_hits: AtomicU64,
+    /// Background errors recorded (`rocksdb.background-errors`), the first and every later one.
+    pub(crate) bg_errors: AtomicU64,
     /// Per output level.
     pub(crate) compaction: Mutex<Vec<CompactionStats>>,
     /// The sample the previous `stats` report was made from: its `Interval` lines cover what happened since
@@ -296,6 +298,7 @@ impl Counters {
             gets: AtomicU64::new(0),
             gets_found: AtomicU64::new(0),
             memtable_hits: AtomicU64::new(0),
+            bg_errors: AtomicU64::new(0),
             compaction: Mutex::new(vec![CompactionStats::default(); num_levels]),
             last_report: Mutex::new(None),
             job_times: Mutex::new(Default::default()),

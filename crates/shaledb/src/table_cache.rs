@@ -103,6 +103,11 @@ impl TableCache {
         }
     }
 
+    /// Bytes the open tables hold outside the block cache (their pinned index and filter blocks).
+    pub(crate) fn readers_memory(&self) -> u64 {
+        self.tables.iter().map(|(_, t)| t.pinned_memory() as u64).sum()
+    }
+
     /// The open table for `meta`, opening it on first use.
     pub(crate) fn get(&self, meta: &FileMeta) -> Result<Arc<Table>> {
         if let Some(t) = self.tables.get(&meta.number) {

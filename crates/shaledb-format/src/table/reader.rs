@@ -293,6 +293,12 @@ impl Table {
         }))
     }
 
+    /// Bytes of the index and filter blocks this table holds itself (those not in the block cache): what
+    /// RocksDB's `rocksdb.estimate-table-readers-mem` adds up.
+    pub fn pinned_memory(&self) -> usize {
+        self.pinned_index.as_ref().map_or(0, |b| b.size()) + self.pinned_filter.as_ref().map_or(0, |f| f.size())
+    }
+
     /// The table's properties.
     pub fn properties(&self) -> &TableProperties {
         &self.props

@@ -5,15 +5,19 @@
 //! (flush and compaction threads). Lock order, outermost first: `write_queue` -> `wal` -> `state` -> `publish`.
 //! Readers take none of them: they load the published [`SuperVersion`] and the visible sequence number.
 mod background;
+mod estimate;
 pub(crate) mod files;
 mod flush;
 mod multi_get;
 mod newest;
 mod open;
+mod properties;
 mod read;
 mod read_only;
 mod replay;
 mod write;
+
+pub use estimate::SizeApproximationOptions;
 
 use crate::batch::WriteBatch;
 use crate::memtable::MemTable;
@@ -437,63 +441,6 @@ impl Db {
         background::wait_for_compaction(&self.inner)
     }
 
-    /// A text or numeric property: `shaledb.stats`, `shaledb.levelstats`, `shaledb.num-files-at-level<N>`,
-    /// `shaledb.estimate-pending-compaction-bytes`, `shaledb.cur-size-all-mem-tables`,
-    /// `shaledb.size-all-mem-tables`, `shaledb.cur-size-active-mem-table`, `shaledb.num-entries-active-mem-table`,
-    /// `shaledb.num-entries-imm-mem-tables`,
-    /// `shaledb.num-immutable-mem-table`, `shaledb.block-cache-usage`, `shaledb.block-cache-capacity`,
-    /// `shaledb.background-errors`, `shaledb.recovery-dropped-records`, `shaledb.recovery-dropped-bytes` (what
-    /// the WAL replay of this open did not apply; see docs/durability.md D10). The `rocksdb.` prefix is accepted
-    /// too. As in RocksDB, the `Interval` lines of `stats` cover the time since the previous `stats` call (since
-    /// open for the first).
-    pub fn property(&self, name: &str) -> Option<String> {
-        let name = name.strip_prefix("rocksdb.").or_else(|| name.strip_prefix("shaledb."))?;
-        match name {
-            "stats" => {
-                // The `Interval` lines cover the time since the previous `stats` report (since open for the first).
-                let now = self.statistics();
-                let prev = self.inner.counters.swap_report_sample(now.clone());
-                Some(crate::stats_report::format_stats(&now, prev.as_ref()))
-            }
-            "levelstats" => Some(crate::stats_report::format_level_stats(&self.statistics())),
-            "estimate-pending-compaction-bytes" => {
-                let v = self.inner.sv.load().version.clone();
-                Some(crate::picker::pending_compaction_bytes(&v, &self.inner.opts).to_string())
-            }
-            "cur-size-all-mem-tables" => Some(self.memtable_bytes().to_string()),
-            // RocksDB adds flushed memtables that iterators still hold; ShaleDB does not track those, so this
-            // is the same figure as cur-size-all-mem-tables.
-            "size-all-mem-tables" => Some(self.memtable_bytes().to_string()),
-            "cur-size-active-mem-table" => Some(self.inner.sv.load().mem.approximate_memory_usage().to_string()),
-            "num-entries-active-mem-table" => Some(self.inner.sv.load().mem.len().to_string()),
-            "num-entries-imm-mem-tables" => {
-                Some(self.inner.sv.load().imm.iter().map(|m| m.len()).sum::<usize>().to_string())
-            }
-            "block-cache-usage" => Some(self.inner.block_cache.as_ref().map_or(0, |c| c.usage()).to_string()),
-            "block-cache-capacity" => Some(self.inner.block_cache.as_ref().map_or(0, |c| c.capacity()).to_string()),
-            "num-immutable-mem-table" => Some(self.inner.sv.load().imm.len().to_string()),
-            "recovery-dropped-records" => Some(self.inner.recovery_losses.records.to_string()),
-            "recovery-dropped-bytes" => Some(self.inner.recovery_losses.bytes.to_string()),
-            "background-errors" => {
-                Some(self.inner.state.lock().bg_error.as_ref().map_or(String::new(), |e| e.to_string()))
-            }
-            _ => {
-                let level: usize = name.strip_prefix("num-files-at-level")?.parse().ok()?;
-                let sv = self.inner.sv.load();
-                (level < sv.version.num_levels()).then(|| sv.version.files(level).len().to_string())
-            }
-        }
-    }
-
-    fn memtable_bytes(&self) -> u64 {
-        let sv = self.inner.sv.load();
-        let mut n = sv.mem.approximate_memory_usage() as u64;
-        for m in &sv.imm {
-            n += m.approximate_memory_usage() as u64;
-        }
-        n
-    }
-
     /// A snapshot of the statistics.
     pub fn statistics(&self) -> Statistics {
         let inner = &self.inner;
@@ -620,6 +567,7 @@ impl DbInner {
 
     /// Records a background failure: the database turns read-only (D6).
     pub(crate) fn set_bg_error(&self, st: &mut State, e: &Error) -> Arc<Error> {
+        Counters::add(&self.counters.bg_errors, 1);
         let cause = match &st.bg_error {
             Some(c) => {
                 self.info_log.log(format_args!("background error (already read-only): {e}"));

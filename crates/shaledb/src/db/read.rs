@@ -1,8 +1,8 @@
 //! The read path: `get`, iterators and cursors over a pinned view, snapshots. A read takes no lock: it loads
 //! the published [`SuperVersion`] and the visible sequence number (see `pin_view` for their order).
 
-use super::{Db, SuperVersion};
-use crate::iter::{Cursor, Iter, KeyRange, LevelIterator, MergingIterator};
+use super::{Db, DbInner, SuperVersion};
+use crate::iter::{Cursor, Iter, KeyRange, LevelIterator, MergingIterator, RefreshFn};
 use crate::lookup::GetState;
 use crate::options::ReadOptions;
 use crate::prefix::{table_may_contain, PrefixFiltered, PrefixScope, PrefixSource};
@@ -15,6 +15,7 @@ use shaledb_format::ikey::{self, KIND_FOR_SEEK};
 use shaledb_format::iter::InternalIterator;
 use shaledb_format::table::{Readahead, Table, TableIterOptions};
 use shaledb_vfs::{Error, Result};
+use std::any::Any;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -318,74 +319,25 @@ impl Db {
     }
 
     /// A cursor reading as `opts` says within `lower` (inclusive) and `upper` (exclusive), in place of `opts`'
-    /// own bounds.
+    /// own bounds. Without a snapshot, on a read-write database, it can be refreshed ([`Cursor::refresh`]).
     fn cursor_with_bounds(&self, opts: &ReadOptions, lower: Option<Vec<u8>>, upper: Option<Vec<u8>>) -> Cursor {
         let inner = &self.inner;
-        // No snapshot is registered for an iterator without one: it pins its SuperVersion, whose memtables and
-        // table files hold every version visible at `seq` whatever compaction writes meanwhile. That keeps
-        // iterator creation free of locks.
-        let (sv, seq) = self.pin_view(opts);
-        let sv = arc_swap::Guard::into_inner(sv);
-        let snap = opts.snapshot.clone();
-        let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(2 + sv.imm.len() + 8);
         // ReadOptions::prefix_same_as_start: sources whose prefix filter excludes a sought prefix are skipped.
         let scope = match inner.opts.prefix_extractor {
             Some(ex) if opts.prefix_same_as_start && !opts.total_order_seek => Some(PrefixScope::new(ex)),
             _ => None,
         };
-        for m in std::iter::once(&sv.mem).chain(&sv.imm) {
-            match &scope {
-                Some(scope) => children.push(Box::new(PrefixFiltered::new(
-                    m.iter(),
-                    PrefixSource::Mem(Arc::clone(m)),
-                    Arc::clone(scope),
-                ))),
-                None => children.push(Box::new(m.iter())),
-            }
-        }
-        let readahead = if opts.readahead_size > 0 {
-            Readahead::Fixed(opts.readahead_size)
-        } else if inner.opts.max_auto_readahead_size > 0 {
-            // RocksDB's initial_auto_readahead_size: 8 KiB.
-            let max = inner.opts.max_auto_readahead_size;
-            Readahead::Auto { initial: (8 << 10).min(max), max }
-        } else {
-            Readahead::Off
-        };
-        let topts =
-            TableIterOptions { verify_checksums: opts.verify_checksums, fill_cache: opts.fill_cache, readahead };
-        let table_iter =
-            move |t: Arc<Table>, f: &FileMeta, scope: &Option<Arc<PrefixScope>>| -> Box<dyn InternalIterator> {
-                let it = t.iter_with(&topts);
-                match scope {
-                    Some(scope) => Box::new(
-                        PrefixFiltered::new(it, PrefixSource::Table(t), Arc::clone(scope))
-                            .with_range(f.smallest_user_key(), f.largest_user_key()),
-                    ),
-                    None => Box::new(it),
-                }
-            };
-        for f in sv.version.files(0) {
-            match inner.tables.get(f) {
-                Ok(t) => children.push(table_iter(t, f, &scope)),
-                Err(e) => children.push(Box::new(ErrorIter(e))),
-            }
-        }
-        for level in 1..sv.version.num_levels() {
-            let files = sv.version.files(level);
-            if files.is_empty() {
-                continue;
-            }
-            let tables = inner.tables.clone();
-            let scope = scope.clone();
-            let open = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
-                Ok(table_iter(tables.get(f)?, f, &scope))
-            });
-            children.push(Box::new(LevelIterator::new(files.to_vec(), open)));
-        }
-        let merged = MergingIterator::new(children);
+        let (it, seq, pin) = internal_view(inner, opts, lower.as_deref(), upper.as_deref(), &scope);
+        let refresh: Option<RefreshFn> = (opts.snapshot.is_none() && !inner.read_only).then(|| {
+            let weak = Arc::downgrade(inner);
+            let (opts, lower, upper, scope) = (opts.clone(), lower.clone(), upper.clone(), scope.clone());
+            Box::new(move || {
+                let inner = weak.upgrade().ok_or(Error::Closed)?;
+                Ok(internal_view(&inner, &opts, lower.as_deref(), upper.as_deref(), &scope))
+            }) as RefreshFn
+        });
         let mut cursor =
-            Cursor::new(Box::new(merged), seq, inner.opts.merge_operator.clone(), lower, upper, Box::new((sv, snap)));
+            Cursor::new(it, seq, inner.opts.merge_operator.clone(), lower, upper, pin).with_refresh(refresh);
         if let Some(scope) = scope {
             cursor.confine_to_prefix(scope);
         }
@@ -415,13 +367,7 @@ impl Db {
     ///
     /// With a snapshot the sequence is the snapshot's; its registration made compaction keep what it sees.
     pub(super) fn pin_view(&self, opts: &ReadOptions) -> (arc_swap::Guard<Arc<SuperVersion>>, u64) {
-        let sv = self.inner.sv.load();
-        read_hook::between_loads();
-        let seq = match &opts.snapshot {
-            Some(s) => s.sequence(),
-            None => self.inner.visible_seq.load(Ordering::SeqCst),
-        };
-        (sv, seq)
+        pin_view(&self.inner, opts)
     }
 
     /// A consistent read view, released when dropped: pass it in [`ReadOptions::snapshot`] to read the database
@@ -449,6 +395,96 @@ impl Db {
         let visible = &self.inner.visible_seq;
         self.inner.snapshots.acquire_with(|| visible.load(Ordering::SeqCst))
     }
+}
+
+/// [`Db::pin_view`] on the shared state (a refreshed cursor holds only that).
+fn pin_view(inner: &DbInner, opts: &ReadOptions) -> (arc_swap::Guard<Arc<SuperVersion>>, u64) {
+    let sv = inner.sv.load();
+    read_hook::between_loads();
+    let seq = match &opts.snapshot {
+        Some(s) => s.sequence(),
+        None => inner.visible_seq.load(Ordering::SeqCst),
+    };
+    (sv, seq)
+}
+
+/// The merged internal iterator of a cursor, its sequence and what it pins: the memtables, the L0 tables and
+/// one level iterator per deeper level of a freshly pinned view. Tables wholly outside `[lower, upper)` are
+/// left out (the cursor would skip every key they hold), so they are neither opened nor read; a level
+/// iterator then never steps into a file past the bounds (RocksDB's `LevelIterator` checks the next file's
+/// smallest key against `iterate_upper_bound` likewise). With a prefix `scope` (a cursor confined to a
+/// prefix), each memtable and table is wrapped in [`PrefixFiltered`], sharing the cursor's scope.
+fn internal_view(
+    inner: &DbInner,
+    opts: &ReadOptions,
+    lower: Option<&[u8]>,
+    upper: Option<&[u8]>,
+    scope: &Option<Arc<PrefixScope>>,
+) -> (Box<dyn InternalIterator>, u64, Box<dyn Any + Send + Sync>) {
+    // No snapshot is registered for an iterator without one: it pins its SuperVersion, whose memtables and
+    // table files hold every version visible at `seq` whatever compaction writes meanwhile. That keeps
+    // iterator creation free of locks.
+    let (sv, seq) = pin_view(inner, opts);
+    let sv = arc_swap::Guard::into_inner(sv);
+    let snap = opts.snapshot.clone();
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(2 + sv.imm.len() + 8);
+    for m in std::iter::once(&sv.mem).chain(&sv.imm) {
+        match scope {
+            Some(scope) => children.push(Box::new(PrefixFiltered::new(
+                m.iter(),
+                PrefixSource::Mem(Arc::clone(m)),
+                Arc::clone(scope),
+            ))),
+            None => children.push(Box::new(m.iter())),
+        }
+    }
+    let readahead = if opts.readahead_size > 0 {
+        Readahead::Fixed(opts.readahead_size)
+    } else if inner.opts.max_auto_readahead_size > 0 {
+        // RocksDB's initial_auto_readahead_size: 8 KiB.
+        let max = inner.opts.max_auto_readahead_size;
+        Readahead::Auto { initial: (8 << 10).min(max), max }
+    } else {
+        Readahead::Off
+    };
+    let topts = TableIterOptions { verify_checksums: opts.verify_checksums, fill_cache: opts.fill_cache, readahead };
+    let table_iter =
+        move |t: Arc<Table>, f: &FileMeta, scope: &Option<Arc<PrefixScope>>| -> Box<dyn InternalIterator> {
+            let it = t.iter_with(&topts);
+            match scope {
+                Some(scope) => Box::new(
+                    PrefixFiltered::new(it, PrefixSource::Table(t), Arc::clone(scope))
+                        .with_range(f.smallest_user_key(), f.largest_user_key()),
+                ),
+                None => Box::new(it),
+            }
+        };
+    let in_bounds = |f: &&Arc<FileMeta>| file_in_bounds(f, lower, upper);
+    for f in sv.version.files(0).iter().filter(in_bounds) {
+        match inner.tables.get(f) {
+            Ok(t) => children.push(table_iter(t, f, scope)),
+            Err(e) => children.push(Box::new(ErrorIter(e))),
+        }
+    }
+    for level in 1..sv.version.num_levels() {
+        // Sorted and disjoint: the files within the bounds are one run.
+        let files: Vec<Arc<FileMeta>> = sv.version.files(level).iter().filter(in_bounds).cloned().collect();
+        if files.is_empty() {
+            continue;
+        }
+        let tables = inner.tables.clone();
+        let scope = scope.clone();
+        let open = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
+            Ok(table_iter(tables.get(f)?, f, &scope))
+        });
+        children.push(Box::new(LevelIterator::new(files, open)));
+    }
+    (Box::new(MergingIterator::new(children)), seq, Box::new((sv, snap)))
+}
+
+/// False when every key of `f` is outside `[lower, upper)`.
+pub(crate) fn file_in_bounds(f: &FileMeta, lower: Option<&[u8]>, upper: Option<&[u8]>) -> bool {
+    !(lower.is_some_and(|l| f.largest_user_key() < l) || upper.is_some_and(|u| f.smallest_user_key() >= u))
 }
 
 /// A test seam: a unit test runs a closure of its own thread between the two loads of `pin_view`, where a

@@ -23,6 +23,11 @@ use std::sync::Arc;
 /// one seek, not a million steps, to pass.
 const MAX_SEQUENTIAL_SKIP: usize = 8;
 
+/// Rebuilds a cursor's view at the latest sequence and current version: its internal iterator, sequence and
+/// pin (see [`Cursor::refresh`]).
+pub(crate) type RefreshFn =
+    Box<dyn Fn() -> Result<(Box<dyn InternalIterator>, u64, Box<dyn Any + Send + Sync>)> + Send + Sync>;
+
 /// Where `key()`/`value()` come from.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Current {
@@ -84,6 +89,8 @@ pub struct Cursor {
     /// [`crate::ReadOptions::prefix_same_as_start`]: the scope shared with the sources, and the bounds the
     /// caller gave (`lower`/`upper` narrow to the prefix's range while a seek is confined to it).
     prefix: Option<Confinement>,
+    /// `None` when the cursor cannot be refreshed (it reads a snapshot, or a read-only database).
+    refresh: Option<RefreshFn>,
     /// Declared last so the iterators above drop before what they read from.
     _pin: Box<dyn Any + Send + Sync>,
 }
@@ -135,6 +142,7 @@ impl Cursor {
             merge_at: None,
             seek_buf: Vec::new(),
             prefix: None,
+            refresh: None,
             _pin: pin,
         }
     }
@@ -169,6 +177,52 @@ impl Cursor {
                 self.upper = upper.clone();
             }
         }
+    }
+
+    /// Lets [`Cursor::refresh`] rebuild the view with `f`.
+    pub(crate) fn with_refresh(mut self, f: Option<RefreshFn>) -> Cursor {
+        self.refresh = f;
+        self
+    }
+
+    /// Re-pins the cursor to the latest state: the newest sequence number and the current memtables and
+    /// tables, keeping its read options and bounds (RocksDB's `Iterator::Refresh`). The old view is released.
+    /// The position is lost: the cursor is unpositioned afterwards, as a new one; call a `seek*`.
+    ///
+    /// As in RocksDB 7.8, a cursor created with an explicit [`crate::ReadOptions::snapshot`] cannot be
+    /// refreshed (a snapshot fixes what it reads) and neither can one of a database opened with
+    /// [`crate::Db::open_read_only`] (its view is fixed at open): both return [`Error::NotSupported`] and keep
+    /// their position. After the database was closed it returns [`Error::Closed`]. On error the cursor keeps
+    /// its old view.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// db.put("a", "1")?;
+    /// let mut cursor = db.cursor();
+    /// db.put("b", "2")?; // not seen: the cursor reads the state it was created on
+    /// cursor.seek_to_first();
+    /// cursor.next();
+    /// assert!(!cursor.valid());
+    /// cursor.refresh()?;
+    /// cursor.seek("b");
+    /// assert_eq!(cursor.value(), b"2");
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn refresh(&mut self) -> Result<()> {
+        let Some(f) = &self.refresh else {
+            return Err(Error::NotSupported(
+                "refresh: the cursor reads an explicit snapshot or a read-only database, whose view is fixed".into(),
+            ));
+        };
+        let (inner, seq, pin) = f()?;
+        // The new iterator first, so the old one drops before the view it reads from.
+        self.inner = inner;
+        self._pin = pin;
+        self.seq = seq.min(MAX_SEQUENCE);
+        self.reset();
+        self.forward = true;
+        Ok(())
     }
 
     /// True when positioned on a key (and no error occurred).

@@ -13,6 +13,7 @@ mod range;
 pub(crate) mod vec;
 
 pub use db_iter::Cursor;
+pub(crate) use db_iter::RefreshFn;
 pub(crate) use level::LevelIterator;
 pub(crate) use merging::MergingIterator;
 pub(crate) use range::{narrow_bounds, prefix_upper_bound};

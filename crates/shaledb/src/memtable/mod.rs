@@ -203,6 +203,8 @@ pub(crate) struct MemTable {
     id: u64,
     rep: Rep,
     mem: AtomicUsize,
+    /// Deletion entries added (RocksDB's `num_deletes`, for `rocksdb.estimate-num-keys`).
+    deletions: AtomicUsize,
     filter: KeyFilter,
     /// [`crate::Options::memtable_prefix_bloom_size_ratio`]: the prefixes of the keys, by this extractor.
     prefix_filter: Option<(PrefixExtractor, KeyFilter)>,
@@ -377,6 +379,7 @@ impl MemTable {
             id,
             rep,
             mem: AtomicUsize::new(0),
+            deletions: AtomicUsize::new(0),
             filter: KeyFilter::new(write_buffer_size / 8),
             prefix_filter: None,
         }
@@ -449,6 +452,9 @@ impl MemTable {
             Rep::Vector(v) => v.push(rec),
         }
         self.mem.fetch_add(charge, AtomicOrdering::Relaxed);
+        if kind == ValueKind::Deletion {
+            self.deletions.fetch_add(1, AtomicOrdering::Relaxed);
+        }
     }
 
     /// Feeds `state` the entries of `user_key` visible at `seq`, newest first, until it is done.
@@ -506,6 +512,11 @@ impl MemTable {
             Rep::Skip(map) => map.len(),
             Rep::Vector(v) => v.len.load(AtomicOrdering::Relaxed),
         }
+    }
+
+    /// Number of deletion entries.
+    pub(crate) fn num_deletions(&self) -> usize {
+        self.deletions.load(AtomicOrdering::Relaxed)
     }
 
     /// True when no entry was added.

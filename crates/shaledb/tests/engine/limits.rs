@@ -78,7 +78,8 @@ fn merge_result_over_the_table_limit_stays_operands() {
     db.compact_range(None, None).unwrap();
     check(&db);
     db.put(b"b", b"still writable").unwrap();
-    assert_eq!(db.property("shaledb.background-errors").as_deref(), Some(""));
+    assert_eq!(db.property("shaledb.background-errors").as_deref(), Some("0"));
+    assert_eq!(db.property("shaledb.background-error").as_deref(), Some(""));
     db.close().unwrap();
     let db = Db::open("/db", options(&fs)).unwrap();
     check(&db);

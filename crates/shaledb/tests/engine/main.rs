@@ -1,7 +1,9 @@
 //! Engine behaviour tests (issue: the shaledb engine). One test binary; modules by theme.
 
 mod api;
+mod bounds;
 mod concurrency;
+mod estimates;
 mod files;
 mod fixture;
 mod limits;
@@ -9,6 +11,7 @@ mod linearizable;
 mod model;
 mod multi_get;
 mod prefix;
+mod properties;
 mod readahead;
 mod rust_api;
 
