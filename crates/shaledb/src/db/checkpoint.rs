@@ -95,10 +95,16 @@ pub(crate) fn write_file(fs: &dyn Fs, path: &Path, contents: &[u8]) -> Result<()
     f.sync()
 }
 
-/// Copies the first `len` bytes of `from` (all of it when `None`) to a new file `to`, fsynced, and returns
-/// the bytes copied and their crc32c. A source shorter than `len` is an error naming it.
-pub(crate) fn copy_file(fs: &dyn Fs, from: &Path, to: &Path, len: Option<u64>) -> Result<(u64, u32)> {
-    let src = fs.open(from, ReadHints { sequential: true, ..ReadHints::default() })?;
+/// Copies the first `len` bytes of `from` (all of it when `None`) on `src_fs` to a new file `to` on `fs`,
+/// fsynced, and returns the bytes copied and their crc32c. A source shorter than `len` is an error naming it.
+pub(crate) fn copy_between(
+    src_fs: &dyn Fs,
+    from: &Path,
+    fs: &dyn Fs,
+    to: &Path,
+    len: Option<u64>,
+) -> Result<(u64, u32)> {
+    let src = src_fs.open(from, ReadHints { sequential: true, ..ReadHints::default() })?;
     let len = len.unwrap_or(src.len());
     if src.len() < len {
         return Err(Error::corruption(from, src.len(), format!("file is {} bytes, expected {len}", src.len())));
@@ -116,6 +122,11 @@ pub(crate) fn copy_file(fs: &dyn Fs, from: &Path, to: &Path, len: Option<u64>) -
     }
     dst.sync()?;
     Ok((len, crc))
+}
+
+/// [`copy_between`] on one file system.
+pub(crate) fn copy_file(fs: &dyn Fs, from: &Path, to: &Path, len: Option<u64>) -> Result<(u64, u32)> {
+    copy_between(fs, from, fs, to, len)
 }
 
 /// The crc32c and size of the whole file at `path`.
