@@ -323,10 +323,8 @@ impl State {
         }
         self.dirs.remove(dst);
         self.dirs = self.dirs.iter().map(|d| rebase(d, src, dst).unwrap_or_else(|| d.clone())).collect();
-        self.live = std::mem::take(&mut self.live)
-            .into_iter()
-            .map(|(p, i)| (rebase(&p, src, dst).unwrap_or(p), i))
-            .collect();
+        self.live =
+            std::mem::take(&mut self.live).into_iter().map(|(p, i)| (rebase(&p, src, dst).unwrap_or(p), i)).collect();
         self.dir_renames.push((src.to_path_buf(), dst.to_path_buf()));
         Ok(())
     }
