@@ -1,6 +1,7 @@
 //! Engine behaviour tests (issue: the shaledb engine). One test binary; modules by theme.
 
 mod api;
+mod checkpoint_backup;
 mod concurrency;
 mod files;
 mod fixture;
