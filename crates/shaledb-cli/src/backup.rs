@@ -103,7 +103,9 @@ pub fn run(cmd: BackupCommand) -> anyhow::Result<i32> {
             d.close()?;
             let info = e.list().into_iter().find(|b| b.id == id);
             match info {
-                Some(b) => println!("backup {id} created: {} files, {} bytes, sequence {}", b.file_count, b.size, b.sequence),
+                Some(b) => {
+                    println!("backup {id} created: {} files, {} bytes, sequence {}", b.file_count, b.size, b.sequence)
+                }
                 None => println!("backup {id} created"),
             }
             Ok(0)

@@ -3,6 +3,7 @@
 //! (`SHALEDB_TORTURE_BUDGET` multiplies the work of the sweeps; `SHALEDB_CRASH_CYCLES` sets the kill cycles).
 
 mod bit_flips;
+mod checkpoint_crash;
 mod crash_kill;
 mod fuzz_corpora;
 mod io_errors;
