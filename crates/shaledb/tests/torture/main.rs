@@ -4,6 +4,7 @@
 
 mod bit_flips;
 mod checkpoint_crash;
+mod checkpoint_kill;
 mod crash_kill;
 mod fuzz_corpora;
 mod io_errors;
