@@ -14,7 +14,8 @@
 //! A backup is made from the same consistent file set as a checkpoint (`db/checkpoint.rs`: flush, then the
 //! pinned current version and a snapshot MANIFEST), so restoring it gives every write acknowledged before
 //! [`BackupEngine::create_backup`]. Tables are shared by name, size and crc32c (RocksDB's
-//! `share_files_with_checksum` naming): a later backup copies only tables no earlier backup holds. A copied
+//! `share_files_with_checksum` naming): a later backup copies only tables no earlier backup holds (it still
+//! reads each table once to compute its checksum, as RocksDB does for files without a stored one). A copied
 //! file gets its final name only once it is whole and fsynced (copied under a `.tmp` name, then renamed).
 //!
 //! Crash safety: the metadata file is written as `meta/<id>.tmp`, fsynced and renamed to `meta/<id>` last, so
@@ -354,7 +355,10 @@ impl BackupEngine {
                     fs.remove(&sub.join(f))?;
                 }
             }
-            fs.remove_dir(&sub)?;
+            // A directory still holding files that are not ours stays, with them.
+            if fs.list(&sub)?.is_empty() {
+                fs.remove_dir(&sub)?;
+            }
         }
         fs.sync_dir(&private)?;
         let shared = self.dir.join("shared");

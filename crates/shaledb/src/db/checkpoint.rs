@@ -47,13 +47,15 @@ pub(crate) struct LiveFileSet {
     pub(crate) edit: VersionEdit,
     /// The number the copy's MANIFEST takes: the live one's, never a table's.
     pub(crate) manifest_number: u64,
+    /// The sequence number of the newest write the set holds: the tables' (the snapshot edit's), or for a
+    /// read-only database the newest its WALs replayed.
+    pub(crate) last_sequence: u64,
 }
 
 impl LiveFileSet {
-    /// The sequence number of the newest write the set holds (from its tables; a read-only database's WALs
-    /// may hold newer ones).
+    /// The sequence number of the newest write the set holds.
     pub(crate) fn last_sequence(&self) -> u64 {
-        self.edit.last_sequence.unwrap_or(0)
+        self.last_sequence
     }
 }
 
@@ -74,8 +76,13 @@ pub(crate) fn live_file_set(inner: &Arc<DbInner>) -> Result<LiveFileSet> {
     let log_number = st.vs.log_number;
     drop(st);
     let tables = version.levels.iter().flatten().map(|f| (f.number, f.file_size)).collect();
-    let wals = if inner.read_only { filenames::live_wals(&inner.fs.list(&inner.dir)?, log_number) } else { Vec::new() };
-    Ok(LiveFileSet { _pin: version, tables, wals, edit, manifest_number })
+    let (wals, last_sequence) = if inner.read_only {
+        let wals = filenames::live_wals(&inner.fs.list(&inner.dir)?, log_number);
+        (wals, inner.visible_seq.load(std::sync::atomic::Ordering::Acquire))
+    } else {
+        (Vec::new(), edit.last_sequence.unwrap_or(0))
+    };
+    Ok(LiveFileSet { _pin: version, tables, wals, edit, manifest_number, last_sequence })
 }
 
 /// Writes a MANIFEST holding `edit` at `path`, fsynced.
