@@ -369,6 +369,8 @@ fn failed_namespace_ops_change_nothing() {
     assert!(fs.remove(&p("/db/a")).is_err());
     fs.set_faults(FaultPlan::from_nth(FsOp::Create, 1, FaultError::Enospc));
     assert!(fs.create(&p("/db/c")).err().unwrap().is_no_space());
+    // A hard link is a create.
+    assert!(fs.hard_link(&p("/db/a"), &p("/db/d")).err().unwrap().is_no_space());
     fs.set_faults(FaultPlan::from_nth(FsOp::Open, 1, FaultError::Eio));
     assert!(fs.open(&p("/db/a"), ReadHints::default()).is_err());
     assert!(fs.read_all(&p("/db/a")).is_err());
@@ -554,10 +556,7 @@ fn fault_restricted_to_a_path_counts_only_matching_ops() {
 #[test]
 fn hard_link_shares_contents_and_needs_a_directory_sync_to_be_durable() {
     let fs = fs_with_db();
-    let mut f = fs.create(&p("/db/000005.sst")).unwrap();
-    f.append(b"table").unwrap();
-    f.sync().unwrap();
-    drop(f);
+    write_synced(&fs, &p("/db/000005.sst"), b"table");
     fs.sync_dir(&p("/db")).unwrap();
     fs.create_dir_all(&p("/ckpt")).unwrap();
     fs.hard_link(&p("/db/000005.sst"), &p("/ckpt/000005.sst")).unwrap();
@@ -576,24 +575,10 @@ fn hard_link_shares_contents_and_needs_a_directory_sync_to_be_durable() {
 }
 
 #[test]
-fn hard_link_failures_are_injected_as_creates() {
-    let fs = fs_with_db();
-    fs.write_file(&p("/db/a"), b"1");
-    fs.set_faults(FaultPlan::once(FsOp::Create, 1, FaultError::Eio));
-    assert!(fs.hard_link(&p("/db/a"), &p("/db/b")).is_err());
-    assert!(!fs.exists(&p("/db/b")));
-    fs.hard_link(&p("/db/a"), &p("/db/b")).unwrap();
-    assert_eq!(fs.read_file(&p("/db/b")).unwrap(), b"1");
-}
-
-#[test]
 fn directory_rename_moves_its_files_and_is_durable_only_after_the_parent_is_synced() {
     let fs = MemFs::new();
     fs.create_dir_all(&p("/top/stage")).unwrap();
-    let mut f = fs.create(&p("/top/stage/CURRENT")).unwrap();
-    f.append(b"x").unwrap();
-    f.sync().unwrap();
-    drop(f);
+    write_synced(&fs, &p("/top/stage/CURRENT"), b"x");
     fs.sync_dir(&p("/top/stage")).unwrap();
     fs.rename(&p("/top/stage"), &p("/top/final")).unwrap();
     assert_eq!(fs.list(&p("/top")).unwrap(), vec!["final".to_string()]);

@@ -26,15 +26,27 @@ fn assert_range(db: &Db, range: std::ops::Range<usize>, tag: &str) {
     }
 }
 
+/// A database on a new file system holding `range` written with tag "a".
+fn db_with(range: std::ops::Range<usize>) -> (MemFs, Db) {
+    let fs = MemFs::new();
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    put_range(&db, range, "a");
+    (fs, db)
+}
+
+/// Restores backup `id` into `target` and checks that it holds `range` written with tag "a".
+fn assert_restores(e: &BackupEngine, fs: &MemFs, id: u64, target: &str, range: std::ops::Range<usize>) {
+    e.restore(id, target).unwrap();
+    assert_range(&Db::open(target, opts(fs)).unwrap(), range, "a");
+}
+
 fn shared(fs: &MemFs) -> Vec<String> {
     fs.list(&p("/bk/shared")).unwrap()
 }
 
 #[test]
 fn backup_create_list_verify_restore_roundtrip() {
-    let fs = MemFs::new();
-    let db = Db::open("/db", opts(&fs)).unwrap();
-    put_range(&db, 0..300, "a");
+    let (fs, db) = db_with(0..300);
     let mut e = engine(&fs);
     assert!(e.list().is_empty());
     let id = e.create_backup(&db).unwrap();
@@ -71,9 +83,7 @@ fn count_creates(fs: &MemFs, prefix: &'static str) -> Arc<std::sync::atomic::Ato
 
 #[test]
 fn second_backup_copies_only_new_tables() {
-    let fs = MemFs::new();
-    let db = Db::open("/db", opts(&fs)).unwrap();
-    put_range(&db, 0..300, "a");
+    let (fs, db) = db_with(0..300);
     let mut e = engine(&fs);
     let created = count_creates(&fs, "/bk/shared");
     e.create_backup(&db).unwrap();
@@ -91,15 +101,12 @@ fn second_backup_copies_only_new_tables() {
     let shared_in = |id: u64| e.backups[&id].files.iter().filter(|f| f.stored.starts_with("shared/")).count();
     assert!(shared_in(2) > new.len(), "the second backup shares no table with the first");
     e.verify(2).unwrap();
-    e.restore(2, "/r2").unwrap();
-    assert_range(&Db::open("/r2", opts(&fs)).unwrap(), 0..320, "a");
+    assert_restores(&e, &fs, 2, "/r2", 0..320);
 }
 
 #[test]
 fn verify_reports_a_changed_size_or_checksum_naming_the_file() {
-    let fs = MemFs::new();
-    let db = Db::open("/db", opts(&fs)).unwrap();
-    put_range(&db, 0..100, "a");
+    let (fs, db) = db_with(0..100);
     let mut e = engine(&fs);
     e.create_backup(&db).unwrap();
     let table = format!("/bk/shared/{}", shared(&fs)[0]);
@@ -123,9 +130,7 @@ fn verify_reports_a_changed_size_or_checksum_naming_the_file() {
 
 #[test]
 fn restore_refuses_a_non_empty_target_and_an_unknown_id() {
-    let fs = MemFs::new();
-    let db = Db::open("/db", opts(&fs)).unwrap();
-    put_range(&db, 0..10, "a");
+    let (fs, db) = db_with(0..10);
     let mut e = engine(&fs);
     e.create_backup(&db).unwrap();
     fs.write_file(&p("/full/x"), b"1");
@@ -136,8 +141,7 @@ fn restore_refuses_a_non_empty_target_and_an_unknown_id() {
     assert!(e.verify(9).is_err() && e.delete(9).is_err());
     // An existing empty directory is fine.
     fs.create_dir_all(&p("/empty")).unwrap();
-    e.restore(1, "/empty").unwrap();
-    assert_range(&Db::open("/empty", opts(&fs)).unwrap(), 0..10, "a");
+    assert_restores(&e, &fs, 1, "/empty", 0..10);
 }
 
 #[test]
@@ -164,8 +168,7 @@ fn delete_and_purge_remove_only_files_no_backup_uses() {
     for id in [3, 4] {
         e.verify(id).unwrap();
     }
-    e.restore(3, "/r3").unwrap();
-    assert_range(&Db::open("/r3", opts(&fs)).unwrap(), 0..300, "a");
+    assert_restores(&e, &fs, 3, "/r3", 0..300);
     assert_eq!(e.purge_old(5).unwrap(), Vec::<u64>::new());
     assert_eq!(e.purge_old(0).unwrap(), vec![3, 4]);
     assert!(shared(&fs).is_empty() && fs.list(&p("/bk/private")).unwrap().is_empty());
@@ -173,9 +176,7 @@ fn delete_and_purge_remove_only_files_no_backup_uses() {
 
 #[test]
 fn corrupt_metadata_is_reported_never_listed_and_keeps_shared_files() {
-    let fs = MemFs::new();
-    let db = Db::open("/db", opts(&fs)).unwrap();
-    put_range(&db, 0..100, "a");
+    let (fs, db) = db_with(0..100);
     let mut e = engine(&fs);
     e.create_backup(&db).unwrap();
     put_range(&db, 100..200, "a");
@@ -220,9 +221,7 @@ fn garbage_empty_or_truncated_metadata_is_an_error_not_a_panic() {
 
 #[test]
 fn interrupted_backup_is_invisible_and_cleaned_at_the_next_open() {
-    let fs = MemFs::new();
-    let db = Db::open("/db", opts(&fs)).unwrap();
-    put_range(&db, 0..100, "a");
+    let (fs, db) = db_with(0..100);
     let mut e = engine(&fs);
     e.create_backup(&db).unwrap();
     let kept = shared(&fs);
@@ -257,18 +256,12 @@ fn a_second_engine_on_one_directory_is_busy() {
 
 #[test]
 fn backup_of_a_read_only_database_holds_its_wals() {
-    let fs = MemFs::new();
-    let db = Db::open("/db", opts(&fs)).unwrap();
-    for i in 0..10 {
-        db.put(format!("k{i:04}"), format!("a{i}")).unwrap();
-    }
-    drop(db);
-    let ro = Db::open_read_only("/db", opts(&fs)).unwrap();
+    let (fs, ro) = crate::db::checkpoint::tests::read_only_db();
     let mut e = engine(&fs);
     e.create_backup(&ro).unwrap();
     assert!(e.backups[&1].files.iter().any(|f| f.name.ends_with(".log")));
     // The newest write is in the WAL, not in a table: the backup still reports it.
     assert_eq!(e.list()[0].sequence, 10);
     e.restore(1, "/r").unwrap();
-    assert_range(&Db::open("/r", opts(&fs)).unwrap(), 0..10, "a");
+    assert_range(&Db::open("/r", opts(&fs)).unwrap(), 0..10, "v");
 }

@@ -290,4 +290,4 @@ impl Db {
 
 #[cfg(test)]
 #[path = "checkpoint_tests.rs"]
-mod tests;
+pub(crate) mod tests;

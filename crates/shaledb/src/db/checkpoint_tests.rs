@@ -18,6 +18,27 @@ fn fill(db: &Db, n: usize) {
     db.put_opt(&WriteOptions { disable_wal: true, ..WriteOptions::default() }, "nowal", "x").unwrap();
 }
 
+/// A database on a new file system holding `k0000..k0009` = `v0..v9` in its WAL only, opened read-only.
+pub(crate) fn read_only_db() -> (MemFs, Db) {
+    let fs = MemFs::new();
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    for i in 0..10 {
+        db.put(format!("k{i:04}"), format!("v{i}")).unwrap();
+    }
+    drop(db);
+    let ro = Db::open_read_only("/db", opts(&fs)).unwrap();
+    (fs, ro)
+}
+
+/// A database on a new file system holding [`fill`]'s `n` keys, all flushed.
+fn flushed_db(n: usize) -> (MemFs, Db) {
+    let fs = MemFs::new();
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    fill(&db, n);
+    db.flush().unwrap();
+    (fs, db)
+}
+
 fn assert_holds(db: &Db, n: usize) {
     for i in 0..n {
         assert_eq!(db.get(format!("k{i:04}")).unwrap(), Some(format!("v{i}").into_bytes()), "k{i:04}");
@@ -80,10 +101,7 @@ fn checkpoint_tables_are_hard_links_on_a_posix_file_system() {
 
 #[test]
 fn checkpoint_copies_a_table_when_linking_fails() {
-    let fs = MemFs::new();
-    let db = Db::open("/db", opts(&fs)).unwrap();
-    fill(&db, 100);
-    db.flush().unwrap();
+    let (fs, db) = flushed_db(100);
     // The first table create after this is the link (the flush has nothing to write): it fails, the copy
     // (a create in the staging directory) works.
     fs.set_faults(FaultPlan::once(FsOp::Create, 1, FaultError::Eio).on_paths_containing(".sst"));
@@ -97,10 +115,7 @@ fn checkpoint_copies_a_table_when_linking_fails() {
 
 #[test]
 fn checkpoint_failure_leaves_no_target_and_no_staging_directory() {
-    let fs = MemFs::new();
-    let db = Db::open("/db", opts(&fs)).unwrap();
-    fill(&db, 100);
-    db.flush().unwrap();
+    let (fs, db) = flushed_db(100);
     fs.set_faults(FaultPlan::once(FsOp::Rename, 1, FaultError::Eio).on_paths_containing("ckpt"));
     let e = db.create_checkpoint("/ckpt").unwrap_err();
     assert!(e.to_string().contains("ckpt"), "{e}");
@@ -146,13 +161,7 @@ fn pinned_file_set_keeps_its_tables_through_compaction() {
 
 #[test]
 fn checkpoint_of_a_read_only_database_copies_its_wals() {
-    let fs = MemFs::new();
-    let db = Db::open("/db", opts(&fs)).unwrap();
-    for i in 0..10 {
-        db.put(format!("k{i:04}"), format!("v{i}")).unwrap();
-    }
-    drop(db);
-    let ro = Db::open_read_only("/db", opts(&fs)).unwrap();
+    let (fs, ro) = read_only_db();
     ro.create_checkpoint("/ckpt").unwrap();
     assert!(fs.list(&p("/ckpt")).unwrap().iter().any(|n| n.ends_with(".log")));
     let copy = Db::open("/ckpt", opts(&fs)).unwrap();

@@ -11,9 +11,7 @@ use shaledb::{Db, Options};
 use shaledb_testkit::workload::tiny_options;
 use shaledb_testkit::{budget_from_env, rng, seed_from_env};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -84,24 +82,8 @@ fn checkpoint_kill_child() {
 
 /// Runs one child until it is killed `run_for` after it starts writing; returns its lines.
 fn run_child(dir: &Path, cycle: u64, run_for: Duration) -> Vec<String> {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let mut child = Command::new(exe)
-        .args(["--exact", "checkpoint_kill::checkpoint_kill_child", "--nocapture", "--test-threads=1"])
-        .env(CHILD_VAR, dir)
-        .env(CYCLE_VAR, cycle.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn the child");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let envs = [(CHILD_VAR, dir.display().to_string()), (CYCLE_VAR, cycle.to_string())];
+    let (mut child, rx, reader) = crate::spawn_self("checkpoint_kill::checkpoint_kill_child", &envs);
     let mut lines = Vec::new();
     let started = Instant::now();
     let mut kill_at = None;
