@@ -180,9 +180,24 @@ impl BackupEngine {
     }
 
     /// Backs up the database `db` (every write acknowledged before the call) and returns the new backup's id.
-    /// Tables an earlier backup holds (same number, size and crc32c) are not copied again.
+    /// Tables an earlier backup holds (same number, size and crc32c) are not copied again. On an error no
+    /// backup is added and what was copied is removed (or, if that fails too, at the next open).
     pub fn create_backup(&mut self, db: &Db) -> Result<u64> {
         let id = self.backups.keys().chain(self.corrupt.keys()).max().map_or(1, |m| m + 1);
+        match self.write_backup(db, id) {
+            Ok(m) => {
+                self.backups.insert(id, m);
+                Ok(id)
+            }
+            Err(e) => {
+                let _ = self.collect_garbage();
+                Err(e)
+            }
+        }
+    }
+
+    /// Copies the files of backup `id` and commits its metadata; returns the metadata.
+    fn write_backup(&self, db: &Db, id: u64) -> Result<Meta> {
         let set = db.live_file_set()?;
         let (src_fs, src) = (db.fs().as_ref(), db.path());
         let fs = self.fs.as_ref();
@@ -240,10 +255,14 @@ impl BackupEngine {
         let path = meta::meta_path(&self.dir, id);
         let tmp = path.with_file_name(format!("{id}.tmp"));
         write_file(fs, &tmp, &m.encode())?;
-        fs.rename(&tmp, &path)?;
-        fs.sync_dir(&self.dir.join("meta"))?;
-        self.backups.insert(id, m);
-        Ok(id)
+        let committed = fs.rename(&tmp, &path).and_then(|()| fs.sync_dir(&self.dir.join("meta")));
+        if let Err(e) = committed {
+            // Not known to be durable: withdrawn, so that garbage collection may remove its files.
+            let _ = fs.remove(&path);
+            let _ = fs.remove(&tmp);
+            return Err(e);
+        }
+        Ok(m)
     }
 
     /// Checks that every file of backup `id` exists with the size and crc32c its metadata records. The error

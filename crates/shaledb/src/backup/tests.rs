@@ -230,8 +230,16 @@ fn interrupted_backup_is_invisible_and_cleaned_at_the_next_open() {
     fs.set_faults(FaultPlan::once(FsOp::Rename, 1, FaultError::Eio).on_paths_containing("/bk/meta/"));
     assert!(e.create_backup(&db).is_err());
     fs.clear_faults();
+    // The failed backup's files are gone at once.
+    assert_eq!(e.list().len(), 1);
+    assert!(!fs.exists(&p("/bk/meta/2.tmp")) && !fs.exists(&p("/bk/private/2")));
+    assert_eq!(shared(&fs), kept);
+    // A crash leaves them for the next open (here, as a kill in the middle of the backup would).
+    fs.write_file(&p("/bk/meta/2.tmp"), b"shaledb-backup 1\n");
+    fs.write_file(&p("/bk/private/2/CURRENT"), b"MANIFEST-000001\n");
+    fs.write_file(&p("/bk/shared/000099_00000000_0.sst"), b"");
+    fs.write_file(&p("/bk/shared/000098_00000000_5.sst.tmp"), b"part");
     drop(e);
-    assert!(fs.exists(&p("/bk/meta/2.tmp")) && fs.exists(&p("/bk/private/2")));
     let mut e = engine(&fs);
     assert_eq!(e.list().len(), 1);
     assert!(!fs.exists(&p("/bk/meta/2.tmp")) && !fs.exists(&p("/bk/private/2")));
