@@ -15,7 +15,13 @@
 //!    writes (memtables are flushed oldest first), so the copy is a consistent state of the database.
 //!
 //! A database opened with [`Db::open_read_only`] cannot flush: its set holds its WALs instead (every WAL at
-//! or above the log number, copied whole; nothing in this process writes them).
+//! or above the log number, copied whole; nothing in this process writes them). Its files are pinned only
+//! against this process: another process writing the database may delete a table meanwhile, and the copy then
+//! fails with an I/O error naming it (try again).
+//!
+//! The copy holds the files a database needs to open: tables, the MANIFEST, CURRENT, IDENTITY (and a
+//! read-only source's WALs). ShaleDB writes no OPTIONS file; `LOG`, `LOCK` and `lost/` are not copied (the
+//! copy starts its own LOG; `lost/` holds nothing the database reads).
 //!
 //! A checkpoint is written into `<target>.tmp` next to the target: tables hard linked
 //! ([`shaledb_vfs::Fs::hard_link`]; copied when linking fails, e.g. across file systems), the MANIFEST,
@@ -255,7 +261,8 @@ impl Db {
     /// does with its default `log_size_for_flush = 0`), then tables are hard linked (copied when linking
     /// fails, e.g. `EXDEV`) and the MANIFEST, CURRENT and IDENTITY written. It is staged in `<dir>.tmp` and
     /// renamed into place, so a crash never leaves a partial copy under `dir`. The copy has this database's
-    /// identity. Open it with [`Db::open`] like any database.
+    /// identity. Open it with [`Db::open`] like any database. A database opened with [`Db::open_read_only`]
+    /// is not flushed: its WALs are copied whole instead.
     ///
     /// Errors: `InvalidArgument` when `dir` exists (or `<dir>.tmp` holds files that are not ours); the flush's
     /// error (e.g. `ReadOnly` after a background error); I/O errors naming the file.
