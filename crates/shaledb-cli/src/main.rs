@@ -1,6 +1,7 @@
 //! `shaledb`: the command-line tool. One module per subcommand; `bench` runs db_bench-compatible
 //! benchmarks and the seed suites on an embedded database.
 
+mod backup;
 mod bench;
 mod db_bench_alias;
 mod dump;
@@ -44,6 +45,13 @@ enum Command {
     /// Rebuild CURRENT of a damaged database from the newest MANIFEST that replays cleanly with all its
     /// tables present (like RocksDB's RepairDB, limited to what can be proven). Deletes nothing.
     Repair(repair::Args),
+    /// Write a consistent, openable copy of the database DB into the new directory DIR (tables hard linked),
+    /// while it may be written (RocksDB's Checkpoint).
+    Checkpoint(backup::CheckpointArgs),
+    /// Incremental backups: `backup create DB BACKUP_DIR`, `list BACKUP_DIR`, `verify BACKUP_DIR [ID]`,
+    /// `restore BACKUP_DIR ID TARGET`, `purge BACKUP_DIR --keep N`, `delete BACKUP_DIR ID`.
+    #[command(subcommand)]
+    Backup(backup::BackupCommand),
     /// A Redis-protocol server on a database directory (redis-cli, redis-benchmark and client libraries
     /// work against it), durable by default: a write is acknowledged after its fsync (group commit).
     Server(shaledb_server::ServerArgs),
@@ -90,6 +98,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
         Command::Repair(a) => return tool_exit(repair::run(a)),
+        Command::Checkpoint(a) => return tool_exit(backup::checkpoint(a)),
+        Command::Backup(c) => return tool_exit(backup::run(c)),
         Command::InstallDbBench(a) => return tool_exit(db_bench_alias::install(a)),
         Command::Get(a) => return tool_exit(keys::get(a)),
         Command::Put(a) => return tool_exit(keys::put(a)),

@@ -309,3 +309,59 @@ fn stress_finds_a_foreign_key_behind_its_merges() {
     assert_eq!(code, Some(2), "{out}{err}");
     assert!(err.contains("not a stress database") && err.contains("\"zzz\""), "{err}");
 }
+
+#[test]
+fn checkpoint_and_backup_commands() {
+    let tmp = shaledb_testkit::tempdir();
+    let (db, ckpt, bk) = (tmp.path().join("db"), tmp.path().join("ckpt"), tmp.path().join("bk"));
+    let ok = |args: &[&str]| {
+        let (code, out, err) = shaledb(args);
+        assert_eq!(code, Some(0), "{args:?}: {out}{err}");
+        out
+    };
+    ok(&["put", "--create-if-missing", p(&db), "a", "1"]);
+    ok(&["checkpoint", p(&db), p(&ckpt)]);
+    assert_eq!(ok(&["get", p(&ckpt), "a"]), "1\n");
+    // An existing target: exit 1, named.
+    let (code, _, err) = shaledb(&["checkpoint", p(&db), p(&ckpt)]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("already exists") && err.contains(p(&ckpt)), "{err}");
+    assert!(ok(&["backup", "create", p(&db), p(&bk)]).starts_with("backup 1 created"));
+    ok(&["put", p(&db), "b", "2"]);
+    assert!(ok(&["backup", "create", p(&db), p(&bk)]).starts_with("backup 2 created"));
+    let list = ok(&["backup", "list", p(&bk)]);
+    assert_eq!(list.lines().count(), 3, "{list}");
+    assert!(list.lines().nth(2).unwrap().trim_start().starts_with("2 "), "{list}");
+    let verify = ok(&["backup", "verify", p(&bk)]);
+    assert!(verify.contains("backup 1: OK") && verify.contains("backup 2: OK"), "{verify}");
+    let restored = tmp.path().join("restored");
+    ok(&["backup", "restore", p(&bk), "1", p(&restored)]);
+    assert_eq!(ok(&["get", p(&restored), "a"]), "1\n");
+    assert_eq!(shaledb(&["get", p(&restored), "b"]).0, Some(1), "backup 1 predates b");
+    // Restore refuses a non-empty target.
+    let (code, _, err) = shaledb(&["backup", "restore", p(&bk), "2", p(&restored)]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("not empty"), "{err}");
+    assert!(ok(&["backup", "purge", p(&bk), "--keep", "1"]).contains("deleted 1 backups: 1"));
+    let (code, _, err) = shaledb(&["backup", "verify", p(&bk), "1"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("no backup 1"), "{err}");
+    // A damaged table: verify exits 1 naming it.
+    let shared = bk.join("shared");
+    let table = std::fs::read_dir(&shared).unwrap().flatten().next().unwrap().path();
+    let mut data = std::fs::read(&table).unwrap();
+    data[0] ^= 0xff;
+    std::fs::write(&table, &data).unwrap();
+    let (code, _, err) = shaledb(&["backup", "verify", p(&bk), "2"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains(table.file_name().unwrap().to_str().unwrap()), "{err}");
+    // A corrupt metadata file: list names it and exits 1.
+    std::fs::write(bk.join("meta").join("2"), b"garbage\n").unwrap();
+    let (code, _, err) = shaledb(&["backup", "list", p(&bk)]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("meta/2"), "{err}");
+    // Usage errors exit 2.
+    assert_eq!(shaledb(&["backup", "purge", p(&bk)]).0, Some(2));
+    ok(&["backup", "delete", p(&bk), "2"]);
+    assert_eq!(ok(&["backup", "list", p(&bk)]).lines().count(), 1);
+}

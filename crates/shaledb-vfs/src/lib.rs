@@ -121,8 +121,21 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
         f.read_exact_at(&mut buf, 0)?;
         Ok(buf)
     }
-    /// Atomically renames `from` to `to`, replacing `to`.
+    /// Atomically renames `from` to `to`, replacing `to`. `from` may also be a directory (`to` must then not
+    /// exist): checkpoints are written into a staging directory renamed into place at the end.
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Makes `to` a second name of the file `from` (`link(2)`), durable once [`Fs::sync_dir`] runs on `to`'s
+    /// parent. Fails when `to` exists, and across file systems (`EXDEV`); callers that only need the
+    /// contents (checkpoints) then copy. Default: [`Error::NotSupported`], for file systems without links.
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        let _ = to;
+        Err(Error::NotSupported(format!("hard links on this file system (linking {})", from.display())))
+    }
+    /// Removes the empty directory `dir`; a directory that still holds entries is an error (`ENOTEMPTY`).
+    /// Default: [`Error::NotSupported`].
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        Err(Error::NotSupported(format!("removing directories on this file system ({})", dir.display())))
+    }
     /// Removes a file.
     fn remove(&self, path: &Path) -> Result<()>;
     /// Names (not paths) of the entries of directory `dir`.

@@ -17,6 +17,11 @@
 //! large appends early, which only ever leaves *more* data after a kill); a file truncated by re-`create` and
 //! not synced since comes back from a power loss with its last synced contents, whatever was written after.
 //!
+//! Links and directories: [`Fs::hard_link`] adds a second live name of the same inode (durable after a
+//! `sync_dir` of its parent, counted and failed as an [`FsOp::Create`]). A directory rename moves everything
+//! below it in the live namespace at once, and in the durable one when the new name's parent is synced; a
+//! power loss before that moves it back. [`Fs::remove_dir`] (an [`FsOp::Remove`]) removes an empty directory.
+//!
 //! Faults: [`MemFs::set_faults`] makes the n-th operation of one class ([`FsOp`]) fail with `EIO` or
 //! `ENOSPC`, once or from then on. A failed operation changes nothing (a failed flush appends nothing and keeps
 //! the writer's buffer, as the POSIX writer does).
@@ -25,9 +30,11 @@
 //! so one run of a workload yields every crash point of interest, including those inside background jobs.
 
 mod fault;
+mod handles;
 
 use fault::ActiveFault;
 pub use fault::{FaultError, FaultPlan, FsOp};
+use handles::{MemLock, MemRandom, MemWritable};
 
 use crate::{Error, FileLock, Fs, RandomAccessFile, ReadHints, Result, WritableFile};
 use parking_lot::Mutex;
@@ -176,6 +183,9 @@ struct State {
     /// Operations failed by fault plans so far.
     faults_fired: u64,
     recorder: Option<Recorder>,
+    /// Directory renames `(from, to)` not yet made durable by a [`Fs::sync_dir`] on `to`'s parent: a power
+    /// loss moves the directory back.
+    dir_renames: Vec<(PathBuf, PathBuf)>,
 }
 
 fn os_err(code: i32) -> std::io::Error {
@@ -189,6 +199,12 @@ fn norm(path: &Path) -> PathBuf {
 
 fn parent_of(path: &Path) -> &Path {
     path.parent().unwrap_or(Path::new(""))
+}
+
+/// `path` moved from under `from` to under `to`; `None` when it is not `from` or below it.
+fn rebase(path: &Path, from: &Path, to: &Path) -> Option<PathBuf> {
+    let rest = path.strip_prefix(from).ok()?;
+    Some(if rest.as_os_str().is_empty() { to.to_path_buf() } else { to.join(rest) })
 }
 
 impl State {
@@ -207,6 +223,7 @@ impl State {
             faults_fired: 0,
             tag: self.tag,
             recorder: None,
+            dir_renames: self.dir_renames.clone(),
         };
         st.end_process();
         st.gc();
@@ -288,6 +305,32 @@ impl State {
         }
     }
 
+    /// Renames directory `src` (with everything below it) to `dst`, which must not exist or be an empty
+    /// directory. The live namespace changes at once; the durable one when `dst`'s parent is synced.
+    fn rename_dir(&mut self, from: &Path, src: &Path, dst: &Path) -> Result<()> {
+        if src == dst {
+            return Ok(());
+        }
+        if dst.starts_with(src) {
+            return Err(Error::io("rename", from, os_err(libc::EINVAL)));
+        }
+        if self.live.contains_key(dst) {
+            return Err(Error::io("rename", from, os_err(libc::ENOTDIR)));
+        }
+        if self.dirs.contains(dst) && self.live.keys().chain(self.dirs.iter()).any(|p| parent_of(p) == dst) {
+            return Err(Error::io("rename", from, os_err(libc::ENOTEMPTY)));
+        }
+        if dst.parent().is_none() || !self.dir_exists(parent_of(dst)) {
+            return Err(Error::io("rename", from, os_err(libc::ENOENT)));
+        }
+        self.dirs.remove(dst);
+        self.dirs = self.dirs.iter().map(|d| rebase(d, src, dst).unwrap_or_else(|| d.clone())).collect();
+        self.live =
+            std::mem::take(&mut self.live).into_iter().map(|(p, i)| (rebase(&p, src, dst).unwrap_or(p), i)).collect();
+        self.dir_renames.push((src.to_path_buf(), dst.to_path_buf()));
+        Ok(())
+    }
+
     fn flush_buffer(&mut self, ino: u64, path: &Path, buf: &mut Vec<u8>) -> Result<()> {
         if buf.is_empty() {
             return Ok(());
@@ -356,6 +399,11 @@ impl MemFs {
         }
         st.inodes = survivors;
         st.live = st.durable.clone();
+        // Directory renames never made durable are undone (the entries under them already are: they stayed
+        // under the old name in the durable namespace).
+        for (from, to) in std::mem::take(&mut st.dir_renames).into_iter().rev() {
+            st.dirs = st.dirs.iter().map(|d| rebase(d, &to, &from).unwrap_or_else(|| d.clone())).collect();
+        }
     }
 
     /// Installs a fault plan, replacing any earlier one; its count starts now.
@@ -464,119 +512,6 @@ impl MemFs {
     }
 }
 
-struct MemWritable {
-    state: Arc<Mutex<State>>,
-    ino: u64,
-    epoch: u64,
-    path: PathBuf,
-    buf: Vec<u8>,
-    len: u64,
-}
-
-impl WritableFile for MemWritable {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.state.lock().check_alive(self.epoch, "write", &self.path)?;
-        self.buf.extend_from_slice(data);
-        self.len += data.len() as u64;
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        let mut st = self.state.lock();
-        st.check_alive(self.epoch, "write", &self.path)?;
-        st.flush_buffer(self.ino, &self.path, &mut self.buf)
-    }
-
-    fn sync(&mut self) -> Result<()> {
-        let mut st = self.state.lock();
-        st.check_alive(self.epoch, "fdatasync", &self.path)?;
-        st.flush_buffer(self.ino, &self.path, &mut self.buf)?;
-        st.begin(FsOp::Sync, "fdatasync", &self.path)?;
-        let inode =
-            st.inodes.get_mut(&self.ino).ok_or_else(|| Error::io("fdatasync", &self.path, os_err(libc::EBADF)))?;
-        inode.synced_len = inode.data.len();
-        inode.durable_override = None;
-        Ok(())
-    }
-
-    fn len(&self) -> u64 {
-        self.len
-    }
-
-    fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for MemWritable {
-    fn drop(&mut self) {
-        // Like the POSIX writer, dropping does not flush: unflushed appends are lost.
-        self.state.lock().release_handle(self.epoch, self.ino);
-    }
-}
-
-struct MemRandom {
-    state: Arc<Mutex<State>>,
-    ino: u64,
-    epoch: u64,
-    path: PathBuf,
-    len: u64,
-}
-
-impl RandomAccessFile for MemRandom {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        let mut st = self.state.lock();
-        st.check_alive(self.epoch, "read", &self.path)?;
-        st.begin(FsOp::Read, "read", &self.path)?;
-        let data = st.inodes.get(&self.ino).map(|i| i.data.as_slice()).unwrap_or_default();
-        let src = usize::try_from(offset)
-            .ok()
-            .and_then(|start| Some(start..start.checked_add(buf.len())?))
-            .and_then(|range| data.get(range))
-            .ok_or_else(|| {
-                Error::io(
-                    "read",
-                    &self.path,
-                    std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "failed to fill whole buffer"),
-                )
-            })?;
-        buf.copy_from_slice(src);
-        Ok(())
-    }
-
-    fn len(&self) -> u64 {
-        self.len
-    }
-
-    fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for MemRandom {
-    fn drop(&mut self) {
-        self.state.lock().release_handle(self.epoch, self.ino);
-    }
-}
-
-struct MemLock {
-    state: Arc<Mutex<State>>,
-    key: PathBuf,
-    epoch: u64,
-}
-
-impl FileLock for MemLock {}
-
-impl Drop for MemLock {
-    fn drop(&mut self) {
-        let mut st = self.state.lock();
-        // A lock from before a crash must not release the one the reopened database took since.
-        if st.epoch == self.epoch {
-            st.locks.remove(&self.key);
-        }
-    }
-}
-
 impl Fs for MemFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         let key = norm(path);
@@ -627,6 +562,9 @@ impl Fs for MemFs {
         let (src, dst) = (norm(from), norm(to));
         let mut st = self.state.lock();
         st.begin(FsOp::Rename, "rename", from)?;
+        if st.dirs.contains(&src) {
+            return st.rename_dir(from, &src, &dst);
+        }
         let Some(ino) = st.live.get(&src).copied() else {
             return Err(Error::io("rename", from, os_err(libc::ENOENT)));
         };
@@ -642,6 +580,40 @@ impl Fs for MemFs {
         st.live.remove(&src);
         st.live.insert(dst, ino);
         st.gc();
+        Ok(())
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        let (src, dst) = (norm(from), norm(to));
+        let mut st = self.state.lock();
+        // A link creates a directory entry: counted and failed as a create.
+        st.begin(FsOp::Create, "link", from)?;
+        let Some(ino) = st.live.get(&src).copied() else {
+            let code = if st.dirs.contains(&src) { libc::EPERM } else { libc::ENOENT };
+            return Err(Error::io("link", from, os_err(code)));
+        };
+        if st.live.contains_key(&dst) || st.dirs.contains(&dst) || dst.parent().is_none() {
+            return Err(Error::io("link", to, os_err(libc::EEXIST)));
+        }
+        if !st.dir_exists(parent_of(&dst)) {
+            return Err(Error::io("link", to, os_err(libc::ENOENT)));
+        }
+        st.live.insert(dst, ino);
+        Ok(())
+    }
+
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        let key = norm(dir);
+        let mut st = self.state.lock();
+        st.begin(FsOp::Remove, "rmdir", dir)?;
+        if !st.dirs.contains(&key) {
+            let code = if st.live.contains_key(&key) { libc::ENOTDIR } else { libc::ENOENT };
+            return Err(Error::io("rmdir", dir, os_err(code)));
+        }
+        if st.live.keys().chain(st.dirs.iter()).any(|p| parent_of(p) == key) {
+            return Err(Error::io("rmdir", dir, os_err(libc::ENOTEMPTY)));
+        }
+        st.dirs.remove(&key);
         Ok(())
     }
 
@@ -692,6 +664,16 @@ impl Fs for MemFs {
         st.begin(FsOp::SyncDir, "fsync dir", dir)?;
         if !st.dir_exists(&key) {
             return Err(Error::io("open dir", dir, os_err(libc::ENOENT)));
+        }
+        // Directory renames into `dir` become durable: the durable entries below them move along.
+        let (done, pending): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut st.dir_renames).into_iter().partition(|(_, to)| parent_of(to) == key);
+        st.dir_renames = pending;
+        for (from, to) in done {
+            let moved: Vec<(PathBuf, u64)> =
+                st.durable.iter().filter_map(|(p, i)| rebase(p, &from, &to).map(|np| (np, *i))).collect();
+            st.durable.retain(|p, _| rebase(p, &from, &to).is_none());
+            st.durable.extend(moved);
         }
         st.durable.retain(|p, _| parent_of(p) != key);
         let entries: Vec<(PathBuf, u64)> =

@@ -377,6 +377,14 @@ impl Fs for PosixFs {
         std::fs::remove_file(path).map_err(|e| Error::io("remove", path, e))
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        std::fs::hard_link(from, to).map_err(|e| Error::io("link", from, e))
+    }
+
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        std::fs::remove_dir(dir).map_err(|e| Error::io("rmdir", dir, e))
+    }
+
     fn list(&self, dir: &Path) -> Result<Vec<String>> {
         let mut out = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(|e| Error::io("readdir", dir, e))? {

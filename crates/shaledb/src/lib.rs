@@ -30,6 +30,7 @@
 //! See ARCHITECTURE.md for the path of a write and of a read, the threads and the lock order, and
 //! docs/durability.md for what survives which crash.
 
+pub mod backup;
 mod batch;
 mod compaction;
 mod db;

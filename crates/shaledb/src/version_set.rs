@@ -276,7 +276,7 @@ impl VersionSet {
         }
     }
 
-    fn snapshot_edit(&self) -> VersionEdit {
+    pub(crate) fn snapshot_edit(&self) -> VersionEdit {
         let mut e = VersionEdit {
             comparator: Some(COMPARATOR.to_string()),
             format_version: Some(shaledb_format::FORMAT_VERSION),

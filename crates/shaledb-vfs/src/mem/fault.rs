@@ -16,11 +16,11 @@ pub enum FsOp {
     Write,
     /// [`WritableFile::sync`] (the `fdatasync(2)` part).
     Sync,
-    /// [`Fs::create`].
+    /// [`Fs::create`], and [`Fs::hard_link`] (a new directory entry).
     Create,
     /// [`Fs::rename`].
     Rename,
-    /// [`Fs::remove`].
+    /// [`Fs::remove`] and [`Fs::remove_dir`].
     Remove,
     /// [`Fs::sync_dir`].
     SyncDir,

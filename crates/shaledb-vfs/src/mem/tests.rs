@@ -369,6 +369,8 @@ fn failed_namespace_ops_change_nothing() {
     assert!(fs.remove(&p("/db/a")).is_err());
     fs.set_faults(FaultPlan::from_nth(FsOp::Create, 1, FaultError::Enospc));
     assert!(fs.create(&p("/db/c")).err().unwrap().is_no_space());
+    // A hard link is a create.
+    assert!(fs.hard_link(&p("/db/a"), &p("/db/d")).err().unwrap().is_no_space());
     fs.set_faults(FaultPlan::from_nth(FsOp::Open, 1, FaultError::Eio));
     assert!(fs.open(&p("/db/a"), ReadHints::default()).is_err());
     assert!(fs.read_all(&p("/db/a")).is_err());
@@ -549,4 +551,62 @@ fn fault_restricted_to_a_path_counts_only_matching_ops() {
     assert!(err.to_string().contains("MANIFEST-000002"), "{err}");
     manifest.sync().unwrap();
     assert_eq!(fs.faults_fired(), 1);
+}
+
+#[test]
+fn hard_link_shares_contents_and_needs_a_directory_sync_to_be_durable() {
+    let fs = fs_with_db();
+    write_synced(&fs, &p("/db/000005.sst"), b"table");
+    fs.sync_dir(&p("/db")).unwrap();
+    fs.create_dir_all(&p("/ckpt")).unwrap();
+    fs.hard_link(&p("/db/000005.sst"), &p("/ckpt/000005.sst")).unwrap();
+    assert_eq!(fs.read_file(&p("/ckpt/000005.sst")).unwrap(), b"table");
+    // Removing the first name leaves the second readable.
+    fs.remove(&p("/db/000005.sst")).unwrap();
+    assert_eq!(fs.read_file(&p("/ckpt/000005.sst")).unwrap(), b"table");
+    // An existing target or a missing source is an error naming the path.
+    fs.write_file(&p("/ckpt/x"), b"1");
+    let e = fs.hard_link(&p("/ckpt/x"), &p("/ckpt/000005.sst")).unwrap_err();
+    assert!(e.to_string().contains("000005.sst"), "{e}");
+    assert!(fs.hard_link(&p("/db/missing"), &p("/ckpt/y")).is_err());
+    // Not synced: a power loss drops the link.
+    fs.power_loss(PowerLoss::DropUnsynced, 1);
+    assert!(fs.read_file(&p("/ckpt/000005.sst")).is_none());
+}
+
+#[test]
+fn directory_rename_moves_its_files_and_is_durable_only_after_the_parent_is_synced() {
+    let fs = MemFs::new();
+    fs.create_dir_all(&p("/top/stage")).unwrap();
+    write_synced(&fs, &p("/top/stage/CURRENT"), b"x");
+    fs.sync_dir(&p("/top/stage")).unwrap();
+    fs.rename(&p("/top/stage"), &p("/top/final")).unwrap();
+    assert_eq!(fs.list(&p("/top")).unwrap(), vec!["final".to_string()]);
+    assert_eq!(fs.read_file(&p("/top/final/CURRENT")).unwrap(), b"x");
+    assert!(!fs.exists(&p("/top/stage/CURRENT")));
+    // Power loss before the parent is synced: the rename is undone.
+    let lost = fs.deep_clone();
+    lost.power_loss(PowerLoss::DropUnsynced, 1);
+    assert_eq!(lost.list(&p("/top")).unwrap(), vec!["stage".to_string()]);
+    assert_eq!(lost.read_file(&p("/top/stage/CURRENT")).unwrap(), b"x");
+    // After the sync it survives.
+    fs.sync_dir(&p("/top")).unwrap();
+    fs.power_loss(PowerLoss::DropUnsynced, 1);
+    assert_eq!(fs.list(&p("/top")).unwrap(), vec!["final".to_string()]);
+    assert_eq!(fs.read_file(&p("/top/final/CURRENT")).unwrap(), b"x");
+}
+
+#[test]
+fn directory_rename_refuses_a_non_empty_target_and_remove_dir_a_non_empty_directory() {
+    let fs = MemFs::new();
+    fs.write_file(&p("/a/f"), b"1");
+    fs.write_file(&p("/b/g"), b"2");
+    let e = fs.rename(&p("/a"), &p("/b")).unwrap_err();
+    assert!(e.to_string().contains("/a"), "{e}");
+    assert!(fs.rename(&p("/a"), &p("/a/inner")).is_err());
+    assert!(fs.remove_dir(&p("/a")).is_err());
+    fs.remove(&p("/a/f")).unwrap();
+    fs.remove_dir(&p("/a")).unwrap();
+    assert!(!fs.exists(&p("/a")));
+    assert!(fs.remove_dir(&p("/a")).is_err());
 }

@@ -5,6 +5,7 @@
 //! (flush and compaction threads). Lock order, outermost first: `write_queue` -> `wal` -> `state` -> `publish`.
 //! Readers take none of them: they load the published [`SuperVersion`] and the visible sequence number.
 mod background;
+pub(crate) mod checkpoint;
 mod estimate;
 pub(crate) mod files;
 mod flush;

@@ -305,7 +305,7 @@ fn concurrent_transfers_keep_the_total_under_both_disciplines() {
     }
 }
 
-/// D12: a committed transaction survives a power loss whole when its write options sync, and a transaction
+/// D13: a committed transaction survives a power loss whole when its write options sync, and a transaction
 /// that did not commit leaves nothing behind; after recovery no lock or snapshot of the old process remains.
 #[test]
 fn committed_transactions_survive_power_loss_whole_and_uncommitted_ones_leave_nothing() {

@@ -2,6 +2,7 @@
 
 mod api;
 mod bounds;
+mod checkpoint_backup;
 mod concurrency;
 mod estimates;
 mod files;

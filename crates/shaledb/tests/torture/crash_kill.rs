@@ -11,9 +11,7 @@
 use rand::Rng;
 use shaledb_testkit::stress::{self, StressConfig};
 use shaledb_testkit::{budget_from_env, rng, seed_from_env};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -58,25 +56,12 @@ struct Child {
 }
 
 fn run_child(dir: &Path, seed: u64, direct: bool, run_for: Duration) -> Child {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let mut child = Command::new(exe)
-        .args(["--exact", "crash_kill::stress_child", "--nocapture", "--test-threads=1"])
-        .env(CHILD_VAR, dir)
-        .env(DIRECT_VAR, if direct { "1" } else { "0" })
-        .env(SEED_VAR, seed.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn the stress child");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let (tx, rx) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let envs = [
+        (CHILD_VAR, dir.display().to_string()),
+        (DIRECT_VAR, if direct { "1" } else { "0" }.to_string()),
+        (SEED_VAR, seed.to_string()),
+    ];
+    let (mut child, rx, reader) = crate::spawn_self("crash_kill::stress_child", &envs);
     let mut lines = Vec::new();
     let mut kill_at: Option<Instant> = None;
     let mut killed = false;

@@ -3,6 +3,8 @@
 //! (`SHALEDB_TORTURE_BUDGET` multiplies the work of the sweeps; `SHALEDB_CRASH_CYCLES` sets the kill cycles).
 
 mod bit_flips;
+mod checkpoint_crash;
+mod checkpoint_kill;
 mod crash_kill;
 mod fuzz_corpora;
 mod io_errors;
@@ -36,6 +38,33 @@ pub fn mem_options(fs: &MemFs) -> Options {
 /// Opens the database at [`DB`] on `fs` with `opts` (whose `fs` is replaced by `fs`).
 pub fn open_on(fs: &MemFs, opts: &Options) -> shaledb::Result<Db> {
     Db::open(DB, Options { fs: Arc::new(fs.clone()), ..opts.clone() })
+}
+
+/// Re-executes this test binary to run only the test `test` (a child side, which acts on the `envs` it is
+/// given), its stdout read line by line into the returned channel by the returned thread.
+pub fn spawn_self(
+    test: &str,
+    envs: &[(&str, String)],
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>, std::thread::JoinHandle<()>) {
+    use std::io::BufRead;
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut child = std::process::Command::new(exe)
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("spawn the child");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx, reader)
 }
 
 /// Multiplier of the default work of each sweep: `SHALEDB_TORTURE_BUDGET` (default 1).
