@@ -202,6 +202,7 @@ pub fn batch(data: &[u8]) {
             shaledb_format::ikey::ValueKind::Value => rebuilt.put(e.key, e.value),
             shaledb_format::ikey::ValueKind::Deletion => rebuilt.delete(e.key),
             shaledb_format::ikey::ValueKind::Merge => rebuilt.merge(e.key, e.value),
+            shaledb_format::ikey::ValueKind::SingleDeletion => rebuilt.single_delete(e.key),
         }
     }
     let again: Vec<_> = rebuilt.iter().collect::<Result<Vec<_>, _>>().unwrap_or_default();

@@ -21,6 +21,9 @@
 //!   unmerged (as RocksDB does when a full merge fails), and reads combine them, so the database never turns
 //!   read-only over a result it could not store (issue 9: three 50 MiB `stringappend` merges did).
 //! - In bottommost output, tombstones that end a key's history are dropped: nothing older exists to hide.
+//! - A key with a single deletion ([`crate::Db::single_delete`]) follows RocksDB's rules for them
+//!   ([`single_delete`]): a single deletion and the put it meets in the same stripe are both dropped, at any
+//!   level; violations of the contract are counted (`CompactionStats::single_delete_mismatches`).
 //!
 //! Outputs are cut only between user keys, so one key's versions never straddle two files (reads and the
 //! picker's clean cuts rely on it).
@@ -100,9 +103,12 @@ pub(crate) fn resolve_versions(
     // The common case, one version that is not an operand: nothing to decide, nothing to copy.
     if let [only] = versions.as_slice() {
         if only.kind != ValueKind::Merge {
-            let drop = bottommost && only.kind == ValueKind::Deletion;
+            let drop = bottommost && only.kind.is_deletion();
             return if drop { Vec::new() } else { versions };
         }
+    }
+    if versions.iter().any(|v| v.kind == ValueKind::SingleDeletion) {
+        return single_delete::resolve(user_key, &versions, snapshots, merge, bottommost);
     }
     let stripe = |seq: u64| snapshots.partition_point(|&s| s < seq);
     let mut out = Vec::with_capacity(1);
@@ -116,7 +122,7 @@ pub(crate) fn resolve_versions(
     }
     if bottommost {
         // A tombstone with nothing older left behind it hides nothing; so may the one above it then.
-        while out.last().is_some_and(|v| v.kind == ValueKind::Deletion) {
+        while out.last().is_some_and(|v| v.kind.is_deletion()) {
             out.pop();
         }
     }
@@ -272,6 +278,9 @@ fn run(input: &mut dyn InternalIterator, w: &mut Writer) -> Result<()> {
 fn emit_key(w: &mut Writer, user_key: &[u8], versions: &[KeyVersion], merge: Option<&dyn MergeOperator>) -> Result<()> {
     let n_in = versions.len() as u64;
     w.stats.records_in += n_in;
+    if n_in > 1 && versions.iter().any(|v| v.kind == ValueKind::SingleDeletion) {
+        w.stats.single_delete_mismatches += single_delete::count_mismatches(versions);
+    }
     // Fast path: a single value, or a single tombstone above the bottommost level, is always kept as is.
     if let [only] = versions {
         if only.kind == ValueKind::Value || (only.kind == ValueKind::Deletion && !w.cx.bottommost) {
@@ -407,5 +416,8 @@ impl<'a> Writer<'a> {
     }
 }
 
+mod single_delete;
+#[cfg(test)]
+mod single_delete_tests;
 #[cfg(test)]
 mod tests;

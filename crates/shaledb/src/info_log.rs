@@ -121,9 +121,20 @@ pub(crate) fn flush_line(mem_id: u64, edit: &VersionEdit, stats: &CompactionStat
 pub(crate) fn compaction_line(task: &CompactionTask, edit: &VersionEdit, stats: &CompactionStats) -> String {
     let numbers = |files: &[Arc<FileMeta>]| files.iter().map(|f| f.number).collect::<Vec<u64>>();
     let outputs: Vec<u64> = edit.new_files.iter().map(|(_, f)| f.number).collect();
+    let mut extra = String::new();
+    if stats.records_filtered > 0 {
+        extra.push_str(&format!(", {} removed or changed by the compaction filter", stats.records_filtered));
+    }
+    if stats.single_delete_mismatches > 0 {
+        extra.push_str(&format!(
+            "; WARNING: {} violations of the single_delete contract (a single deletion next to another one, a \
+             deletion or a merge, or two puts of a single-deleted key): results for those keys are undefined",
+            stats.single_delete_mismatches
+        ));
+    }
     format!(
         "compaction{}: L{} {:?} + L{} {:?} -> L{} {outputs:?}; read {} bytes, wrote {} bytes, moved {} bytes, {} \
-         entries in, {} dropped, {} us",
+         entries in, {} dropped, {} us{extra}",
         if task.trivial_move { " (trivial move)" } else { "" },
         task.level,
         numbers(&task.inputs),

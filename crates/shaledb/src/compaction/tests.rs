@@ -7,17 +7,18 @@ use std::cell::Cell;
 use std::path::Path;
 use ValueKind::{Deletion as D, Merge as M, Value as V};
 
-fn ver(seq: u64, kind: ValueKind, value: &str) -> KeyVersion {
+pub(super) fn ver(seq: u64, kind: ValueKind, value: &str) -> KeyVersion {
     KeyVersion { seq, kind, value: value.as_bytes().to_vec() }
 }
 
-fn show(vs: &[KeyVersion]) -> String {
+pub(super) fn show(vs: &[KeyVersion]) -> String {
     vs.iter()
         .map(|v| {
             let k = match v.kind {
                 V => "V",
                 D => "D",
                 M => "M",
+                ValueKind::SingleDeletion => "SD",
             };
             format!("{k}{}={}", v.seq, String::from_utf8_lossy(&v.value))
         })
@@ -25,7 +26,7 @@ fn show(vs: &[KeyVersion]) -> String {
         .join(" ")
 }
 
-fn resolve(vs: Vec<KeyVersion>, snaps: &[u64], merge: Option<&dyn MergeOperator>, bottom: bool) -> String {
+pub(super) fn resolve(vs: Vec<KeyVersion>, snaps: &[u64], merge: Option<&dyn MergeOperator>, bottom: bool) -> String {
     show(&resolve_versions(b"k", vs, snaps, merge, bottom))
 }
 

@@ -326,7 +326,7 @@ impl Cursor {
                     self.current = Current::Inner;
                     return;
                 }
-                ValueKind::Deletion => {
+                ValueKind::Deletion | ValueKind::SingleDeletion => {
                     self.key_buf.clear();
                     self.key_buf.extend_from_slice(p.user_key);
                     skipping = true;
@@ -369,7 +369,7 @@ impl Cursor {
                     base = true;
                     break;
                 }
-                ValueKind::Deletion => break,
+                ValueKind::Deletion | ValueKind::SingleDeletion => break,
             }
         }
         if self.error.is_some() {
@@ -462,7 +462,7 @@ impl Cursor {
                         self.ops.clear();
                         self.op_ends.clear();
                     }
-                    ValueKind::Deletion => {
+                    ValueKind::Deletion | ValueKind::SingleDeletion => {
                         base = false;
                         self.ops.clear();
                         self.op_ends.clear();
@@ -490,7 +490,7 @@ impl Cursor {
                 self.apply_merge(base, false);
                 self.current == Current::Saved
             }
-            Some(ValueKind::Deletion) | None => false,
+            Some(ValueKind::Deletion | ValueKind::SingleDeletion) | None => false,
         }
     }
 }
