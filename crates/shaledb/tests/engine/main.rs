@@ -10,6 +10,7 @@ mod model;
 mod multi_get;
 mod readahead;
 mod rust_api;
+mod single_delete;
 
 use shaledb::{CompressionType, Options};
 
