@@ -25,9 +25,14 @@
 //!   ([`single_delete`]): a single deletion and the put it meets in the same stripe are both dropped, at any
 //!   level; violations of the contract are counted (`CompactionStats::single_delete_mismatches`).
 //!
+//! Before that, a compaction (never a flush) runs the compaction filter ([`crate::compaction_filter`], and TTL
+//! mode's expiry, [`crate::ttl`]) on each key's newest version when it is a value newer than every snapshot; a
+//! removed value becomes a deletion, which the rules above then treat like any other.
+//!
 //! Outputs are cut only between user keys, so one key's versions never straddle two files (reads and the
 //! picker's clean cuts rely on it).
 
+use crate::compaction_filter::{Decision, JobFilter};
 use crate::merge::MergeOperator;
 use crate::stats::CompactionStats;
 use shaledb_format::edit::FileMeta;
@@ -69,6 +74,8 @@ pub(crate) struct RunContext<'a> {
     pub bottommost: bool,
     /// Set when the database shuts down: the run stops, removes its outputs and returns `Error::Closed`.
     pub stop: &'a AtomicBool,
+    /// The compaction filter (user's and/or TTL mode's) of a compaction; `None` for flushes.
+    pub filter: Option<&'a JobFilter>,
 }
 
 /// What a run produced.
@@ -242,7 +249,7 @@ fn run(input: &mut dyn InternalIterator, w: &mut Writer) -> Result<()> {
             if w.cx.stop.load(AtomicOrdering::Acquire) {
                 return Err(Error::Closed);
             }
-            emit_key(w, &user_key, &versions[..n], merge)?;
+            emit_key(w, &user_key, &mut versions[..n], merge)?;
             n = 0;
         }
         if n == 0 {
@@ -266,7 +273,7 @@ fn run(input: &mut dyn InternalIterator, w: &mut Writer) -> Result<()> {
     }
     input.status()?;
     if n > 0 {
-        emit_key(w, &user_key, &versions[..n], merge)?;
+        emit_key(w, &user_key, &mut versions[..n], merge)?;
     }
     if w.cx.stop.load(AtomicOrdering::Acquire) {
         return Err(Error::Closed);
@@ -274,10 +281,47 @@ fn run(input: &mut dyn InternalIterator, w: &mut Writer) -> Result<()> {
     w.finish_current()
 }
 
+/// Runs the compaction filter on the newest version of a key when it is a value no snapshot can see (see
+/// `crate::compaction_filter`): a removal turns it into a deletion, a change replaces its value.
+fn apply_filter(w: &mut Writer, user_key: &[u8], versions: &mut [KeyVersion]) -> Result<()> {
+    let (Some(f), Some(first)) = (w.cx.filter, versions.first_mut()) else { return Ok(()) };
+    if first.kind != ValueKind::Value || w.cx.snapshots.last().is_some_and(|&s| first.seq <= s) {
+        return Ok(());
+    }
+    match f.decide(user_key, &first.value)? {
+        Decision::Keep => return Ok(()),
+        Decision::Remove => {
+            first.kind = ValueKind::Deletion;
+            first.value.clear();
+        }
+        Decision::ChangeValue(v) => {
+            if !fits_in_table(user_key, &v) {
+                return Err(Error::InvalidArgument(format!(
+                    "compaction filter changed the value of a {}-byte key to {} bytes, past the {}-byte limit of \
+                     one entry",
+                    user_key.len(),
+                    v.len(),
+                    crate::options::limits::MAX_KEY_VALUE_BYTES
+                )));
+            }
+            first.value = v;
+        }
+    }
+    w.stats.records_filtered += 1;
+    Ok(())
+}
+
 /// Resolves the versions of one user key and writes what survives.
-fn emit_key(w: &mut Writer, user_key: &[u8], versions: &[KeyVersion], merge: Option<&dyn MergeOperator>) -> Result<()> {
+fn emit_key(
+    w: &mut Writer,
+    user_key: &[u8],
+    versions: &mut [KeyVersion],
+    merge: Option<&dyn MergeOperator>,
+) -> Result<()> {
     let n_in = versions.len() as u64;
     w.stats.records_in += n_in;
+    apply_filter(w, user_key, versions)?;
+    let versions: &[KeyVersion] = versions;
     if n_in > 1 && versions.iter().any(|v| v.kind == ValueKind::SingleDeletion) {
         w.stats.single_delete_mismatches += single_delete::count_mismatches(versions);
     }
@@ -419,5 +463,7 @@ impl<'a> Writer<'a> {
 mod single_delete;
 #[cfg(test)]
 mod single_delete_tests;
+#[cfg(test)]
+mod filter_tests;
 #[cfg(test)]
 mod tests;

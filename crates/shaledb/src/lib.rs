@@ -32,6 +32,7 @@
 
 mod batch;
 mod compaction;
+pub mod compaction_filter;
 mod db;
 use shaledb_format::filenames;
 mod identity;
@@ -48,10 +49,12 @@ mod snapshot;
 pub mod stats;
 mod stats_report;
 mod table_cache;
+pub mod ttl;
 pub mod version;
 mod version_set;
 
 pub use batch::WriteBatch;
+pub use compaction_filter::{CompactionFilter, Decision, FilterContext};
 pub use db::{destroy, destroy_with, Db};
 pub use info_log::ctime_utc;
 pub use iter::{Cursor, Iter, KeyRange};
@@ -61,6 +64,7 @@ pub use shaledb_format::compress::CompressionType;
 pub use shaledb_vfs::{Error, Fs, PosixFs, Result};
 pub use snapshot::Snapshot;
 pub use stats::{CompactionStats, Histogram, LevelStats, StallCounts, Statistics};
+pub use ttl::{Clock, SystemClock, Ttl};
 
 /// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]

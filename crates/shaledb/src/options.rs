@@ -158,6 +158,12 @@ pub struct Options {
     pub allow_concurrent_memtable_write: bool,
     /// Operator for `merge`. Default: none (merge fails with `InvalidArgument`).
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// A callback that keeps, removes or changes values during compactions (RocksDB `compaction_filter`);
+    /// see [`crate::compaction_filter`]. Default: none.
+    pub compaction_filter: Option<Arc<dyn crate::compaction_filter::CompactionFilter>>,
+    /// TTL mode (RocksDB `DBWithTTL`): values carry their write time, expire after `ttl.seconds`; see
+    /// [`crate::ttl`]. Must be the same at every open of a database. Not with a `merge_operator`. Default: none.
+    pub ttl: Option<crate::ttl::Ttl>,
     /// WAL replay behaviour on damage. Default: `PointInTime`.
     pub wal_recovery_mode: WalRecoveryMode,
     /// Size at which the MANIFEST is rewritten from a snapshot of the current version. Default: 64 MiB.
@@ -191,6 +197,8 @@ impl std::fmt::Debug for Options {
             .field("memtable_rep", &self.memtable_rep)
             .field("allow_concurrent_memtable_write", &self.allow_concurrent_memtable_write)
             .field("merge_operator", &self.merge_operator.as_ref().map(|m| m.name().to_string()))
+            .field("compaction_filter", &self.compaction_filter.as_ref().map(|m| m.name().to_string()))
+            .field("ttl", &self.ttl)
             .finish_non_exhaustive()
     }
 }
@@ -237,6 +245,8 @@ impl Default for Options {
             memtable_rep: MemTableRep::SkipList,
             allow_concurrent_memtable_write: true,
             merge_operator: None,
+            compaction_filter: None,
+            ttl: None,
             wal_recovery_mode: WalRecoveryMode::PointInTime,
             max_manifest_file_size: 64 << 20,
             max_log_file_size: 4 << 20,
@@ -261,6 +271,9 @@ impl Options {
     /// `block_restart_interval` <= 1024, `bloom_bits_per_key` <= 64, `compression_level` in -131072..=22
     /// (zstd's range), `num_levels` <= 32, `compaction_readahead_size` and `max_auto_readahead_size` <= 256 MiB.
     pub fn validate(&self) -> Result<()> {
+        if self.ttl.is_some() && self.merge_operator.is_some() {
+            return Err(invalid("ttl (TTL mode) cannot be combined with a merge_operator".into()));
+        }
         if self.max_log_file_size < 1024 || self.keep_log_file_num > 10_000 {
             return Err(invalid(format!(
                 "max_log_file_size must be at least 1024 (got {}) and keep_log_file_num at most 10000 (got {})",
@@ -509,6 +522,10 @@ pub struct ReadOptions {
     /// `use_direct_reads`. Point lookups never read ahead. A window never extends past the table's data
     /// blocks, which bounds its buffer. Default: 0.
     pub readahead_size: usize,
+    /// TTL mode ([`Options::ttl`]): treat values older than the TTL as absent, in `get`, `multi_get` and
+    /// iterators. `false` returns them until a compaction removes them, as RocksDB's `DBWithTTL` does. No
+    /// effect outside TTL mode. Default: `false`.
+    pub hide_expired: bool,
 }
 
 impl Default for ReadOptions {
@@ -520,6 +537,7 @@ impl Default for ReadOptions {
             iterate_lower_bound: None,
             iterate_upper_bound: None,
             readahead_size: 0,
+            hide_expired: false,
         }
     }
 }

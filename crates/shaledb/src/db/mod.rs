@@ -200,7 +200,7 @@ pub fn destroy_with(dir: &Path, fs: &dyn Fs) -> Result<Vec<String>> {
 /// The size limit of one entry ([`crate::options::limits::MAX_KEY_VALUE_BYTES`]): what a table can store.
 /// Checked before a write is queued, so an entry the engine acknowledged can always be flushed (issue 9: a
 /// 130 MiB put was acknowledged, then every flush failed and the database could not be opened).
-fn check_len(key: &[u8], value: &[u8]) -> Result<()> {
+pub(crate) fn check_len(key: &[u8], value: &[u8]) -> Result<()> {
     let max = crate::options::limits::MAX_KEY_VALUE_BYTES;
     if key.len().saturating_add(value.len()) > max {
         return Err(Error::InvalidArgument(format!(

@@ -115,10 +115,25 @@ impl Db {
             self.get_from_tables(&sv.version, opts, key, hash, seq, &mut state)?;
         }
         let found = state.finish_into(out)?;
+        let found = self.ttl_read(opts, key, found, out)?;
         if found {
             Counters::add(&inner.counters.gets_found, 1);
         }
         Ok(found)
+    }
+
+    /// TTL mode: turns a point lookup's result (`found`, the stored value in `out`) into what the user sees.
+    pub(crate) fn ttl_read(
+        &self,
+        opts: &crate::ReadOptions,
+        key: &[u8],
+        found: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
+        match &self.inner.opts.ttl {
+            Some(ttl) if found => crate::ttl::strip(ttl, opts.hide_expired, ttl.now(), key, out),
+            _ => Ok(found),
+        }
     }
 
     fn get_from_tables(
@@ -360,7 +375,12 @@ impl Db {
             children.push(Box::new(LevelIterator::new(files.to_vec(), open)));
         }
         let merged = MergingIterator::new(children);
-        Cursor::new(Box::new(merged), seq, inner.opts.merge_operator.clone(), lower, upper, Box::new((sv, snap)))
+        let cursor =
+            Cursor::new(Box::new(merged), seq, inner.opts.merge_operator.clone(), lower, upper, Box::new((sv, snap)));
+        match &inner.opts.ttl {
+            Some(ttl) => cursor.with_ttl(ttl.clone(), opts.hide_expired),
+            None => cursor,
+        }
     }
 
     /// Pins what a read searches and the sequence it reads at: the super version FIRST, then the sequence
