@@ -14,7 +14,11 @@
 //!   they are either hidden by the newest one and dropped, or kept for a snapshot.
 //!
 //! Flushes do not call the filter (RocksDB's default, `FilterTableFileCreation(kFlush)` false): a value is
-//! filtered the first time a compaction rewrites it.
+//! filtered the first time a compaction rewrites it. A manual compaction ([`crate::Db::compact_range`]) with a
+//! filter (or TTL mode) never moves a file down without rewriting it, as in RocksDB, so every value it passes
+//! over is filtered. Unlike RocksDB's default (`BottommostLevelCompaction::kIfHaveCompactionFilter`),
+//! `compact_range` does not yet rewrite files that are already in the last non-empty level on their own: those
+//! values are filtered when a later compaction rewrites them (one whose inputs overlap them).
 //!
 //! **Decisions.** [`Decision::Keep`] writes the version unchanged. [`Decision::ChangeValue`] writes the new
 //! value under the same sequence number. [`Decision::Remove`] turns the version into a deletion, as RocksDB

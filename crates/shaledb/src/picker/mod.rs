@@ -125,6 +125,11 @@ pub(crate) fn pick_manual(
     if task.trivial_move && task.bottommost && task.inputs.iter().any(|f| f.num_deletions > 0) {
         task.trivial_move = false;
     }
+    // Nor is a manual compaction with a compaction filter (or TTL mode's) a move: it is called to run the
+    // filter (RocksDB's `Compaction::IsTrivialMove` makes the same exception).
+    if o.compaction_filter.is_some() || o.ttl.is_some() {
+        task.trivial_move = false;
+    }
     Some(task)
 }
 

@@ -1,6 +1,7 @@
 //! Engine behaviour tests (issue: the shaledb engine). One test binary; modules by theme.
 
 mod api;
+mod compaction_filter;
 mod concurrency;
 mod files;
 mod fixture;
@@ -11,6 +12,7 @@ mod multi_get;
 mod readahead;
 mod rust_api;
 mod single_delete;
+mod ttl;
 
 use shaledb::{CompressionType, Options};
 
