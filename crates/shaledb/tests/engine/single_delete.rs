@@ -249,3 +249,61 @@ fn single_delete_contract_violations_are_counted() {
     let log = std::fs::read_to_string(dir.path().join("LOG")).unwrap_or_default();
     assert!(log.contains("violations of the single_delete contract"), "LOG does not mention them");
 }
+
+/// The model oracle over a seeded workload of single puts, deletes, merges and batches mixed with single
+/// deletions that keep their contract (`SingleDeleteMix`), through automatic flushes and compactions, manual
+/// compactions, snapshots and a reopen: every read agrees with the model, and no compaction meets a violation.
+#[test]
+fn single_delete_workload_matches_the_model() {
+    use shaledb_testkit::history::string_append;
+    use shaledb_testkit::workload::{read_all, read_all_with, submit, SingleDeleteMix, WorkloadConfig};
+    use shaledb_testkit::{rng, History};
+    let dir = tempfile::tempdir().unwrap();
+    let opts = || Options { write_buffer_size: 8 << 10, ..tiny_options() };
+    let cfg = WorkloadConfig { keys: 80, single_delete_one_in: 2, max_value: 60, ..WorkloadConfig::default() };
+    let mut r = rng(0x5D);
+    let mut mix = SingleDeleteMix::new();
+    let mut history = History::new(string_append());
+    let mut db = Db::open(dir.path(), opts()).unwrap();
+    let mut snapshots = Vec::new();
+    let mut total_mismatches = 0;
+    for i in 0..3000usize {
+        let w = mix.write(&mut r, &cfg);
+        submit(&db, &w).unwrap();
+        history.push(w);
+        if i % 250 == 0 {
+            snapshots.push((db.snapshot(), history.len()));
+        }
+        if i % 700 == 699 {
+            db.compact_range(None, None).unwrap();
+        }
+        if i % 400 == 399 {
+            // Release the oldest snapshot after checking it: compactions may now drop what it held.
+            if let Some((snap, at)) = (!snapshots.is_empty()).then(|| snapshots.remove(0)) {
+                let seen = read_all_with(&db, ReadOptions { snapshot: Some(snap), ..ReadOptions::default() });
+                assert_eq!(seen.unwrap(), history.model_after(at), "snapshot after {at} writes, at write {i}");
+            }
+        }
+        if i == 1500 {
+            total_mismatches += mismatches(&db);
+            snapshots.clear();
+            drop(db); // a crash-like reopen: the WAL tail is replayed
+            db = Db::open(dir.path(), opts()).unwrap();
+            assert_eq!(read_all(&db).unwrap(), history.model_after(history.len()), "after reopen");
+        }
+    }
+    db.wait_for_compaction().unwrap();
+    let want = history.model_after(history.len());
+    assert_eq!(read_all(&db).unwrap(), want);
+    for (k, v) in want.iter() {
+        assert_eq!(db.get(k).unwrap().as_deref(), Some(v));
+    }
+    for (snap, at) in snapshots.drain(..) {
+        let seen = read_all_with(&db, ReadOptions { snapshot: Some(snap), ..ReadOptions::default() }).unwrap();
+        assert_eq!(seen, history.model_after(at), "snapshot after {at} writes");
+    }
+    db.compact_range(None, None).unwrap();
+    assert_eq!(read_all(&db).unwrap(), want, "after a full compaction");
+    total_mismatches += mismatches(&db);
+    assert_eq!(total_mismatches, 0, "the workload keeps the contract: no compaction may see a violation");
+}
