@@ -359,10 +359,10 @@ mod tests {
         let mut data = sample().data().to_vec();
         let second = HEADER_LEN + 1 + 3 + 3; // kind, lp "k1", lp "v1"
         assert_eq!(data[second], ValueKind::Deletion as u8);
-        data[second] = 7;
+        data[second] = 5; // unassigned (7 is the single deletion)
         let (off, what) = corruption_offset(BatchRep::from_bytes(data));
         assert_eq!(off, second as u64);
-        assert!(what.contains("kind 7"), "{what}");
+        assert!(what.contains("kind 5"), "{what}");
     }
 
     #[test]
