@@ -304,7 +304,10 @@ mod tests {
         let back = BatchRep::from_bytes(data.clone()).unwrap();
         assert_eq!(
             entries(&back),
-            vec![(ValueKind::SingleDeletion, b"gone".to_vec(), vec![]), (ValueKind::Value, b"k".to_vec(), b"v".to_vec())]
+            vec![
+                (ValueKind::SingleDeletion, b"gone".to_vec(), vec![]),
+                (ValueKind::Value, b"k".to_vec(), b"v".to_vec())
+            ]
         );
         for unassigned in [3u8, 4, 5, 6, 8, 0xff] {
             let mut bad = data.clone();

@@ -460,10 +460,10 @@ impl<'a> Writer<'a> {
     }
 }
 
+#[cfg(test)]
+mod filter_tests;
 mod single_delete;
 #[cfg(test)]
 mod single_delete_tests;
-#[cfg(test)]
-mod filter_tests;
 #[cfg(test)]
 mod tests;

@@ -43,14 +43,8 @@ fn entries_of(env: &Env, out: &RunOutput) -> Vec<(String, u64, ValueKind, String
 
 #[test]
 fn filter_remove_becomes_a_deletion_above_the_bottom_and_nothing_at_it() {
-    let input = || {
-        VecIter::new(vec![
-            e("chg", 7, V, "abc"),
-            e("keep", 6, V, "k"),
-            e("rm", 9, V, "new"),
-            e("rm", 3, V, "old"),
-        ])
-    };
+    let input =
+        || VecIter::new(vec![e("chg", 7, V, "abc"), e("keep", 6, V, "k"), e("rm", 9, V, "new"), e("rm", 3, V, "old")]);
     let rec = Arc::new(Recorder::default());
     let mut env = Env::new();
     env.filter = Some(job(rec.clone(), false));

@@ -30,11 +30,13 @@ use shaledb_format::ikey::ValueKind;
 pub(crate) fn count_mismatches(versions: &[KeyVersion]) -> u64 {
     versions
         .windows(2)
-        .filter(|w| match (w[0].kind, w[1].kind) {
-            (ValueKind::SingleDeletion, ValueKind::SingleDeletion | ValueKind::Deletion | ValueKind::Merge) => true,
-            (ValueKind::Deletion | ValueKind::Merge, ValueKind::SingleDeletion) => true,
-            (ValueKind::Value, ValueKind::Value) => true,
-            _ => false,
+        .filter(|w| {
+            matches!(
+                (w[0].kind, w[1].kind),
+                (ValueKind::SingleDeletion, ValueKind::SingleDeletion | ValueKind::Deletion | ValueKind::Merge)
+                    | (ValueKind::Deletion | ValueKind::Merge, ValueKind::SingleDeletion)
+                    | (ValueKind::Value, ValueKind::Value)
+            )
         })
         .count() as u64
 }

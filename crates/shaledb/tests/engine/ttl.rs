@@ -44,7 +44,10 @@ fn ttl_values_read_back_without_their_timestamp() {
         let got: Vec<_> = db.multi_get(["a", "b", "zz"]).into_iter().map(|r| r.unwrap()).collect();
         assert_eq!(got, vec![Some(b"333".to_vec()), Some(b"22".to_vec()), None]);
         let all: Vec<_> = db.iter().map(|r| r.unwrap()).collect();
-        assert_eq!(all, vec![(b"a".to_vec(), b"333".to_vec()), (b"b".to_vec(), b"22".to_vec()), (b"c".to_vec(), vec![])]);
+        assert_eq!(
+            all,
+            vec![(b"a".to_vec(), b"333".to_vec()), (b"b".to_vec(), b"22".to_vec()), (b"c".to_vec(), vec![])]
+        );
         let back: Vec<_> = db.iter().rev().map(|r| r.unwrap().1).collect();
         assert_eq!(back, vec![vec![], b"22".to_vec(), b"333".to_vec()]);
         db.flush().unwrap();
@@ -67,7 +70,7 @@ fn ttl_expired_values_are_dropped_at_compaction() {
     db.put("young", "y").unwrap();
     db.flush().unwrap();
     clock.0.store(5_015, Ordering::SeqCst); // old: 5000 + 10 < 5015, expired; young: 5008 + 10 >= 5015
-    // RocksDB's default: returned until a compaction removes it.
+                                            // RocksDB's default: returned until a compaction removes it.
     assert_eq!(db.get("old").unwrap(), Some(b"o".to_vec()));
     db.compact_range(None, None).unwrap();
     assert_eq!(db.get("old").unwrap(), None);
