@@ -7,7 +7,7 @@ use crate::ttl::{Clock, Ttl};
 use parking_lot::Mutex;
 use ValueKind::{Deletion as D, Value as V};
 
-/// Removes `rm*`, upper-cases `chg*`, keeps the rest; records the keys it was asked about.
+/// Removes `rm*`, upper-cases `chg*`, panics on `boom`, keeps the rest; records the keys it was asked about.
 #[derive(Default)]
 struct Recorder {
     seen: Mutex<Vec<String>>,
@@ -19,6 +19,9 @@ impl CompactionFilter for Recorder {
     }
     fn filter(&self, _cx: &FilterContext, key: &[u8], value: &[u8]) -> Decision {
         self.seen.lock().push(String::from_utf8_lossy(key).into_owned());
+        if key == b"boom" {
+            panic!("boom");
+        }
         if key.starts_with(b"rm") {
             Decision::Remove
         } else if key.starts_with(b"chg") {
@@ -83,21 +86,11 @@ fn filter_never_sees_versions_a_snapshot_can_read() {
     assert_eq!(*rec.seen.lock(), vec!["rm"]);
 }
 
-struct Panics;
-impl CompactionFilter for Panics {
-    fn name(&self) -> &str {
-        "panics"
-    }
-    fn filter(&self, _cx: &FilterContext, _key: &[u8], _value: &[u8]) -> Decision {
-        panic!("boom")
-    }
-}
-
 #[test]
 fn filter_panic_fails_the_run_and_leaves_no_file() {
     let mut env = Env::new();
-    env.filter = Some(job(Arc::new(Panics), false));
-    let mut it = VecIter::new(vec![e("a", 1, V, "x")]);
+    env.filter = Some(job(Arc::new(Recorder::default()), false));
+    let mut it = VecIter::new(vec![e("a", 1, V, "x"), e("boom", 1, V, "x")]);
     let err = env.run(&mut it, &spec(1 << 20), &[], false).unwrap_err();
     assert!(matches!(&err, Error::InvalidArgument(m) if m.contains("panicked") && m.contains("boom")), "{err}");
     assert_eq!(env.files_on_disk(), 0);

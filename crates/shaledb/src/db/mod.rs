@@ -294,11 +294,9 @@ impl Db {
 
     /// [`Db::single_delete`] with write options.
     pub fn single_delete_opt(&self, opts: &WriteOptions, key: impl AsRef<[u8]>) -> Result<()> {
-        let key = key.as_ref();
-        check_len(key, &[])?;
-        let mut b = BatchRep::with_capacity(shaledb_format::batch::HEADER_LEN + key.len() + 6);
-        b.single_delete(key);
-        write::write(&self.inner, b, opts)
+        let mut batch = WriteBatch::new();
+        batch.single_delete(key);
+        self.write_opt(opts, &batch)
     }
 
     /// Records a merge operand for `key`; needs [`Options::merge_operator`] (without one: `InvalidArgument`).

@@ -5,7 +5,8 @@ use crate::tiny_options;
 use shaledb::{CompactionFilter, Db, Decision, FilterContext, Options, ReadOptions};
 use std::sync::{Arc, Mutex};
 
-/// Removes `rm*`, upper-cases `chg*`, keeps the rest; records each call's key and context.
+/// Removes keys starting with `r`, wraps the values of keys starting with `c` in `<>`, keeps the rest; records
+/// each call's key and context.
 #[derive(Default)]
 struct Recorder {
     calls: Mutex<Vec<(Vec<u8>, FilterContext)>>,
@@ -17,12 +18,10 @@ impl CompactionFilter for Recorder {
     }
     fn filter(&self, cx: &FilterContext, key: &[u8], value: &[u8]) -> Decision {
         self.calls.lock().unwrap().push((key.to_vec(), *cx));
-        if key.starts_with(b"rm") {
-            Decision::Remove
-        } else if key.starts_with(b"chg") {
-            Decision::ChangeValue(value.to_ascii_uppercase())
-        } else {
-            Decision::Keep
+        match key.first() {
+            Some(b'r') => Decision::Remove,
+            Some(b'c') => Decision::ChangeValue([&b"<"[..], value, b">"].concat()),
+            _ => Decision::Keep,
         }
     }
 }
@@ -50,7 +49,7 @@ fn compaction_filter_keep_remove_change() {
     assert!(rec.calls.lock().unwrap().is_empty());
     assert_eq!(db.get("rm1").unwrap(), Some(b"gone".to_vec()));
     db.compact_range(None, None).unwrap();
-    assert_eq!(db.get("chg1").unwrap(), Some(b"ABC".to_vec()));
+    assert_eq!(db.get("chg1").unwrap(), Some(b"<abc>".to_vec()));
     assert_eq!(db.get("keep").unwrap(), Some(b"k".to_vec()));
     assert_eq!(db.get("rm1").unwrap(), None);
     let keys: Vec<Vec<u8>> = db.iter().map(|r| r.unwrap().0).collect();

@@ -8,6 +8,13 @@ fn quiet() -> Options {
     Options { disable_auto_compactions: true, ..tiny_options() }
 }
 
+/// A new database in a temporary directory (kept alive by the first element).
+fn fresh() -> (tempfile::TempDir, Db) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), quiet()).unwrap();
+    (dir, db)
+}
+
 fn scan(db: &Db, opts: &ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
     db.iter_opt(opts).collect::<shaledb::Result<Vec<_>>>().expect("scan")
 }
@@ -68,8 +75,7 @@ fn entries(db: &Db) -> u64 {
 
 #[test]
 fn single_delete_put_then_get() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), quiet()).unwrap();
+    let (_dir, db) = fresh();
     db.put("k", "v").unwrap();
     db.put("other", "o").unwrap();
     db.single_delete("k").unwrap();
@@ -85,8 +91,7 @@ fn single_delete_put_then_get() {
 
 #[test]
 fn single_delete_in_a_batch_with_its_put() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), quiet()).unwrap();
+    let (_dir, db) = fresh();
     let mut b = WriteBatch::new();
     b.put("a", "1").single_delete("a").put("b", "2");
     assert_eq!(b.count(), 3);
@@ -97,8 +102,7 @@ fn single_delete_in_a_batch_with_its_put() {
 
 #[test]
 fn single_delete_across_flush_and_compaction_drops_both_entries() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), quiet()).unwrap();
+    let (_dir, db) = fresh();
     for i in 0..50 {
         db.put(format!("k{i:03}"), format!("v{i}")).unwrap();
     }
@@ -125,8 +129,7 @@ fn single_delete_across_flush_and_compaction_drops_both_entries() {
 
 #[test]
 fn single_delete_with_a_snapshot_between_keeps_the_old_value_visible() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), quiet()).unwrap();
+    let (_dir, db) = fresh();
     db.put("k", "v1").unwrap();
     let snap = db.snapshot();
     db.single_delete("k").unwrap();
@@ -155,8 +158,7 @@ fn single_delete_with_a_snapshot_between_keeps_the_old_value_visible() {
 
 #[test]
 fn single_delete_then_put_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), quiet()).unwrap();
+    let (_dir, db) = fresh();
     for round in 0..6 {
         db.put("k", format!("v{round}")).unwrap();
         if round % 2 == 0 {
@@ -180,8 +182,7 @@ fn single_delete_then_put_again() {
 
 #[test]
 fn single_delete_hides_keys_from_iterators_both_ways() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), quiet()).unwrap();
+    let (_dir, db) = fresh();
     for k in ["a", "b", "c", "d"] {
         db.put(k, k).unwrap();
     }
