@@ -16,9 +16,9 @@
 //! Flushes do not call the filter (RocksDB's default, `FilterTableFileCreation(kFlush)` false): a value is
 //! filtered the first time a compaction rewrites it. A manual compaction ([`crate::Db::compact_range`]) with a
 //! filter (or TTL mode) never moves a file down without rewriting it, as in RocksDB, so every value it passes
-//! over is filtered. Unlike RocksDB's default (`BottommostLevelCompaction::kIfHaveCompactionFilter`),
-//! `compact_range` does not yet rewrite files that are already in the last non-empty level on their own: those
-//! values are filtered when a later compaction rewrites them (one whose inputs overlap them).
+//! over is filtered; and it starts by rewriting the files of the last non-empty level in its range in place,
+//! so values already at the bottom are filtered too (RocksDB's default for `CompactRange` with a filter,
+//! `BottommostLevelCompaction::kIfHaveCompactionFilter`). Automatic compactions filter what they rewrite.
 //!
 //! **Decisions.** [`Decision::Keep`] writes the version unchanged. [`Decision::ChangeValue`] writes the new
 //! value under the same sequence number. [`Decision::Remove`] turns the version into a deletion, as RocksDB

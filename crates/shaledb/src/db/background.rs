@@ -413,6 +413,17 @@ pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Opt
     let start_seq = inner.visible_seq.load(Ordering::Acquire);
     flush(inner)?;
     manual_compaction(inner, |st| {
+        // With a compaction filter (or TTL mode) the last level is rewritten too, so the filter sees every
+        // value in the range (RocksDB's default `kIfHaveCompactionFilter`). First, so that what the levels
+        // above bring down is not filtered twice in one call (as RocksDB's `kForceOptimized` skips the files
+        // the call itself wrote).
+        if inner.opts.compaction_filter.is_some() || inner.opts.ttl.is_some() {
+            let v = st.vs.current().clone();
+            if let Some(task) = picker::pick_bottom_rewrite(&v, &inner.opts, begin, end, &st.busy) {
+                run_compaction(inner, st, task);
+                check_error(st)?;
+            }
+        }
         let num_levels = st.vs.num_levels();
         let mut level = 0;
         while level + 1 < num_levels {
