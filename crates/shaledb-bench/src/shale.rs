@@ -212,8 +212,7 @@ impl EngineBatch for WriteBatch {
         WriteBatch::delete(self, key);
     }
     fn single_delete(&mut self, key: &[u8]) {
-        // ShaleDB has no SingleDelete yet (issue 16): a delete is always correct, only slower to compact away.
-        WriteBatch::delete(self, key);
+        WriteBatch::single_delete(self, key);
     }
     fn merge(&mut self, key: &[u8], operand: &[u8]) {
         WriteBatch::merge(self, key, operand);
@@ -242,7 +241,7 @@ fn histogram_line(name: &str, h: &shaledb::Histogram) -> HistogramLine {
 impl Engine for ShaleDb {
     type Iter<'a> = Cursor;
     type Batch = WriteBatch;
-    const HAS_SINGLE_DELETE: bool = false;
+    const HAS_SINGLE_DELETE: bool = true;
 
     fn name() -> &'static str {
         "ShaleDB"

@@ -10,6 +10,9 @@ use shaledb_bench::table::{Row, Session, Table, Value};
 use shaledb_bench::WriteMode;
 use std::path::Path;
 
+// The table layer removes secondary index entries with ShaleDB's own SingleDelete (issue 16), as on RocksDB.
+const _: () = assert!(<ShaleDb as Engine>::HAS_SINGLE_DELETE);
+
 fn args(dir: &Path, engines: Vec<EngineKind>) -> SysbenchArgs {
     SysbenchArgs {
         engine: engines,

@@ -229,6 +229,7 @@ fn kind_name(kind: ValueKind) -> &'static str {
         ValueKind::Deletion => "DEL",
         ValueKind::Value => "PUT",
         ValueKind::Merge => "MERGE",
+        ValueKind::SingleDeletion => "SINGLEDEL",
     }
 }
 
@@ -398,7 +399,7 @@ fn dump_wal(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Write) -
                         }
                         let seq = batch.sequence() + i as u64;
                         match (e.kind, opts.keys_only) {
-                            (ValueKind::Deletion, _) | (_, true) => {
+                            (ValueKind::Deletion | ValueKind::SingleDeletion, _) | (_, true) => {
                                 writeln!(out, "  {} {} @{seq}", kind_name(e.kind), show(e.key))?
                             }
                             _ => writeln!(out, "  {} {} @{seq} => {}", kind_name(e.kind), show(e.key), show(e.value))?,

@@ -166,6 +166,33 @@ fn dump_names_a_missing_file_and_takes_limit_range_and_properties_only() {
 }
 
 #[test]
+fn dump_shows_single_deletions_in_tables_and_wals() {
+    let tmp = shaledb_testkit::tempdir();
+    let path = tmp.path().join("db");
+    let opts = shaledb::Options { disable_auto_compactions: true, ..shaledb::Options::default() };
+    let db = shaledb::Db::open(&path, opts).unwrap();
+    db.single_delete("gone").unwrap();
+    db.flush().unwrap();
+    db.single_delete("walonly").unwrap();
+    drop(db);
+    let file = |ext: &str| {
+        std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == ext))
+    };
+    let (code, out, err) = shaledb(&["dump", p(&file("sst").unwrap())]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("'gone' @1 SINGLEDEL"), "{out}");
+    let wal = std::fs::read_dir(&path)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .max()
+        .unwrap();
+    let (code, out, err) = shaledb(&["dump", p(&wal)]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("SINGLEDEL 'walonly' @2"), "{out}");
+}
+
+#[test]
 fn old_flag_spellings_still_work_and_warn() {
     let tmp = shaledb_testkit::tempdir();
     let db = tmp.path().join("db");

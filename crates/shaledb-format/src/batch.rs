@@ -2,8 +2,9 @@
 //!
 //! ```text
 //! batch    := sequence:fixed64 count:fixed32 record*  ; count = number of records
-//! record   := kind:u8 key:lp_slice [value:lp_slice]   ; value present unless kind is deletion
-//! kind     := 0x00 deletion | 0x01 value | 0x02 merge  ; FROZEN: the ikey.rs ValueKind values
+//! record   := kind:u8 key:lp_slice [value:lp_slice]   ; value present for value and merge only
+//! kind     := 0x00 deletion | 0x01 value | 0x02 merge | 0x07 single_deletion
+//!                                                     ; FROZEN: the ikey.rs ValueKind values
 //! ```
 //!
 //! `sequence` is the sequence number of the first record; record `i` takes `sequence + i`, and the last one,
@@ -62,6 +63,11 @@ impl BatchRep {
     /// Adds a deletion. REQUIRES: key shorter than 4 GiB.
     pub fn delete(&mut self, key: &[u8]) {
         self.push(ValueKind::Deletion, key, None);
+    }
+
+    /// Adds a single deletion (see `Db::single_delete` for the contract). REQUIRES: key shorter than 4 GiB.
+    pub fn single_delete(&mut self, key: &[u8]) {
+        self.push(ValueKind::SingleDeletion, key, None);
     }
 
     /// Adds a merge operand. REQUIRES: key and value shorter than 4 GiB.
@@ -223,7 +229,7 @@ impl<'a> Iterator for BatchIter<'a> {
             return self.fail(at, format!("truncated key in write batch record #{}", self.seen));
         };
         let value = match kind {
-            ValueKind::Deletion => &[][..],
+            ValueKind::Deletion | ValueKind::SingleDeletion => &[][..],
             ValueKind::Value | ValueKind::Merge => match self.dec.lp_slice() {
                 Some(v) => v,
                 None => return self.fail(at, format!("truncated value in write batch record #{}", self.seen)),
@@ -288,6 +294,31 @@ mod tests {
     }
 
     #[test]
+    fn single_deletion_roundtrips_without_a_value_and_unassigned_kinds_are_corrupt() {
+        let mut b = BatchRep::new();
+        b.single_delete(b"gone");
+        b.put(b"k", b"v");
+        b.set_sequence(7);
+        let data = b.data().to_vec();
+        assert_eq!(data[HEADER_LEN], 0x07);
+        let back = BatchRep::from_bytes(data.clone()).unwrap();
+        assert_eq!(
+            entries(&back),
+            vec![
+                (ValueKind::SingleDeletion, b"gone".to_vec(), vec![]),
+                (ValueKind::Value, b"k".to_vec(), b"v".to_vec())
+            ]
+        );
+        for unassigned in [3u8, 4, 5, 6, 8, 0xff] {
+            let mut bad = data.clone();
+            bad[HEADER_LEN] = unassigned;
+            let (off, what) = corruption_offset(BatchRep::from_bytes(bad));
+            assert_eq!(off, HEADER_LEN as u64);
+            assert!(what.contains("unknown record kind"), "{what}");
+        }
+    }
+
+    #[test]
     fn append() {
         let mut a = sample();
         let mut other = BatchRep::with_capacity(64);
@@ -331,10 +362,10 @@ mod tests {
         let mut data = sample().data().to_vec();
         let second = HEADER_LEN + 1 + 3 + 3; // kind, lp "k1", lp "v1"
         assert_eq!(data[second], ValueKind::Deletion as u8);
-        data[second] = 7;
+        data[second] = 5; // unassigned (7 is the single deletion)
         let (off, what) = corruption_offset(BatchRep::from_bytes(data));
         assert_eq!(off, second as u64);
-        assert!(what.contains("kind 7"), "{what}");
+        assert!(what.contains("kind 5"), "{what}");
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! ```text
 //! internal_key := user_key trailer
 //! trailer      := fixed64_le( sequence << 8 | kind )      ; sequence < 2^56
-//! kind         := 0x00 deletion | 0x01 value | 0x02 merge  ; FROZEN: on-disk values, never renumber
+//! kind         := 0x00 deletion | 0x01 value | 0x02 merge | 0x07 single_deletion
+//!                                                          ; FROZEN: on-disk values, never renumber
 //! ```
 //!
 //! Order: user keys ascending (bytewise), then trailer descending, so that for one user key the newest entry
@@ -31,10 +32,14 @@ pub enum ValueKind {
     Value = 1,
     /// A merge operand.
     Merge = 2,
+    /// A single-deletion tombstone (`Db::single_delete`): deletes the one put it meets, and compaction drops
+    /// both when they meet. The value 7 is RocksDB's `kTypeSingleDeletion`; 3..=6 stay unassigned. Tables and
+    /// WALs written before this kind existed never contain it, so they still decode.
+    SingleDeletion = 7,
 }
 
 /// The kind with the highest tag: seeking with it finds every entry of the sequence number.
-pub const KIND_FOR_SEEK: ValueKind = ValueKind::Merge;
+pub const KIND_FOR_SEEK: ValueKind = ValueKind::SingleDeletion;
 
 impl ValueKind {
     /// Decodes a kind byte.
@@ -43,8 +48,15 @@ impl ValueKind {
             0 => Some(ValueKind::Deletion),
             1 => Some(ValueKind::Value),
             2 => Some(ValueKind::Merge),
+            7 => Some(ValueKind::SingleDeletion),
             _ => None,
         }
+    }
+
+    /// True for the tombstones: a deletion or a single deletion.
+    #[inline]
+    pub fn is_deletion(self) -> bool {
+        matches!(self, ValueKind::Deletion | ValueKind::SingleDeletion)
     }
 }
 
@@ -137,6 +149,22 @@ mod tests {
     }
 
     #[test]
+    fn seek_kind_finds_every_kind_of_a_sequence() {
+        let seek = make_internal_key(b"a", 5, KIND_FOR_SEEK);
+        for b in 0..=u8::MAX {
+            if let Some(kind) = ValueKind::from_u8(b) {
+                assert_eq!(kind as u8, b);
+                let k = make_internal_key(b"a", 5, kind);
+                assert_ne!(compare(&seek, &k), Ordering::Greater, "{kind:?} sorts before the seek key");
+            }
+        }
+        let sd = make_internal_key(b"a", 5, ValueKind::SingleDeletion);
+        assert_eq!(parse(&sd).map(|p| p.kind), Some(ValueKind::SingleDeletion));
+        assert!(ValueKind::SingleDeletion.is_deletion() && ValueKind::Deletion.is_deletion());
+        assert!(!ValueKind::Value.is_deletion() && !ValueKind::Merge.is_deletion());
+    }
+
+    #[test]
     fn parse_roundtrip_and_rejects() {
         let k = make_internal_key(b"key", 12345, ValueKind::Merge);
         let p = parse(&k).unwrap();
@@ -144,7 +172,7 @@ mod tests {
         assert!(parse(b"short").is_none());
         let mut bad = k.clone();
         let n = bad.len();
-        bad[n - 8] = 7;
+        bad[n - 8] = 3;
         assert!(parse(&bad).is_none());
     }
 }

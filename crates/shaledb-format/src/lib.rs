@@ -24,5 +24,10 @@ pub mod wal;
 pub use shaledb_vfs::{Error, Result};
 
 /// Version of the on-disk format family (WAL, MANIFEST, SST footer). Bumped on any change to any of them.
-/// Written into every SST footer and into the first MANIFEST edit.
-pub const FORMAT_VERSION: u32 = 1;
+/// Written into every SST footer and into the first MANIFEST edit. Readers accept every version up to theirs.
+///
+/// - 1: the first format.
+/// - 2: internal keys and write-batch records may hold the kind `0x07` single deletion (`Db::single_delete`),
+///   and index separators carry it as `KIND_FOR_SEEK`. Version-1 files never do, so they open unchanged; a
+///   version-1 reader refuses version-2 files cleanly instead of misreading them.
+pub const FORMAT_VERSION: u32 = 2;

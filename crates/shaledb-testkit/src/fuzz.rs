@@ -202,6 +202,7 @@ pub fn batch(data: &[u8]) {
             shaledb_format::ikey::ValueKind::Value => rebuilt.put(e.key, e.value),
             shaledb_format::ikey::ValueKind::Deletion => rebuilt.delete(e.key),
             shaledb_format::ikey::ValueKind::Merge => rebuilt.merge(e.key, e.value),
+            shaledb_format::ikey::ValueKind::SingleDeletion => rebuilt.single_delete(e.key),
         }
     }
     let again: Vec<_> = rebuilt.iter().collect::<Result<Vec<_>, _>>().unwrap_or_default();
@@ -253,14 +254,15 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         }
     }
     let mut batches = Vec::new();
-    for n in 0..4u64 {
+    for n in 0..5u64 {
         let mut b = BatchRep::new();
         b.set_sequence(1 + 10 * n);
         for i in 0..=n {
-            match i % 3 {
+            match i % 4 {
                 0 => b.put(format!("k{i}").as_bytes(), &vec![b'v'; (i * 50) as usize]),
                 1 => b.delete(format!("k{i}").as_bytes()),
-                _ => b.merge(format!("k{i}").as_bytes(), b"op"),
+                2 => b.merge(format!("k{i}").as_bytes(), b"op"),
+                _ => b.single_delete(format!("k{i}").as_bytes()),
             }
         }
         out.push(("batch", b.data().to_vec()));

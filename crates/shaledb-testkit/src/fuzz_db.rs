@@ -27,6 +27,9 @@ use std::sync::{Arc, OnceLock};
 const DIR: &str = "/db";
 /// Keys written: `key000` to `key039`.
 const KEYS: usize = 40;
+/// Keys written with single deletions, put and single-deleted in alternate rounds (their contract kept):
+/// `sdk00` to `sdk07`.
+const SD_KEYS: usize = 8;
 /// At most this many payload bytes are used.
 const MAX_PAYLOAD: usize = 4096;
 
@@ -54,8 +57,13 @@ fn key(i: usize) -> Vec<u8> {
     format!("key{i:03}").into_bytes()
 }
 
-/// Builds the database: three rounds of puts and deletes, each flushed (three tables, a MANIFEST edit
-/// each), then a fourth round synced to the WAL only, and the image taken as a process kill leaves it.
+fn sd_key(i: usize) -> Vec<u8> {
+    format!("sdk{i:02}").into_bytes()
+}
+
+/// Builds the database: three rounds of puts, deletes and single deletes, each flushed (three tables, a
+/// MANIFEST edit each), then a fourth round synced to the WAL only, and the image taken as a process kill
+/// leaves it.
 fn build() -> Option<Base> {
     let fs = MemFs::new();
     let db = Db::open(DIR, options(&fs, WalRecoveryMode::PointInTime)).ok()?;
@@ -70,6 +78,17 @@ fn build() -> Option<Base> {
                 let v = format!("{}-round{round}-{}", String::from_utf8_lossy(&k), "x".repeat(i % 9)).into_bytes();
                 db.put_opt(&sync, &k, &v).ok()?;
                 written.entry(k).or_default().insert(v);
+            }
+        }
+        for i in 0..SD_KEYS {
+            // Key i is put in rounds where (i + round) is even and single-deleted in the next: once per cycle.
+            let k = sd_key(i);
+            if (i + round) % 2 == 0 {
+                let v = format!("sd-{i}-round{round}").into_bytes();
+                db.put_opt(&sync, &k, &v).ok()?;
+                written.entry(k).or_default().insert(v);
+            } else if round > 0 {
+                db.single_delete_opt(&sync, &k).ok()?;
             }
         }
         if round < 3 {
@@ -150,14 +169,13 @@ pub fn database(data: &[u8]) {
 /// Opens the database on `fs` and checks every read against what `base` wrote (see the module docs).
 fn open_and_read(base: &Base, fs: &MemFs, mode: WalRecoveryMode) {
     let Ok(db) = Db::open(DIR, options(fs, mode)) else { return };
-    for i in 0..KEYS {
-        let k = key(i);
+    for k in (0..KEYS).map(key).chain((0..SD_KEYS).map(sd_key)) {
         if let Ok(Some(v)) = db.get(&k) {
             check_written(base, &k, &v, "get");
         }
     }
     // Scans: at most one step per key written plus one (a scan that runs on is a bug, not damage).
-    let limit = KEYS + 1;
+    let limit = KEYS + SD_KEYS + 1;
     let mut it = db.cursor();
     it.seek_to_first();
     let mut last: Option<Vec<u8>> = None;
@@ -242,6 +260,12 @@ mod tests {
         let db = Db::open(DIR, options(&fs, mode)).expect("open");
         let found = (0..KEYS).filter(|&i| db.get(key(i)).expect("get").is_some()).count();
         assert!(found > KEYS / 2, "{found} keys");
+        // After the last round (3, in the WAL only), single-delete key i is present exactly when it was put
+        // in that round, when i + 3 is even.
+        for i in 0..SD_KEYS {
+            let got = db.get(sd_key(i)).expect("get");
+            assert_eq!(got.is_some(), (i + 3) % 2 == 0, "sdk{i:02}: {got:?}");
+        }
         database(&[]);
     }
 

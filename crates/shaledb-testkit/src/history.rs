@@ -21,6 +21,12 @@ pub enum Mutation {
         /// The key.
         key: Vec<u8>,
     },
+    /// Removes a key with a single deletion (`Db::single_delete`). Generators keep its contract: the key was
+    /// put exactly once since its last single deletion, and is never deleted or merged otherwise.
+    SingleDelete {
+        /// The key.
+        key: Vec<u8>,
+    },
     /// Records a merge operand.
     Merge {
         /// The key.
@@ -34,7 +40,10 @@ impl Mutation {
     /// The key the update touches.
     pub fn key(&self) -> &[u8] {
         match self {
-            Mutation::Put { key, .. } | Mutation::Delete { key } | Mutation::Merge { key, .. } => key,
+            Mutation::Put { key, .. }
+            | Mutation::Delete { key }
+            | Mutation::SingleDelete { key }
+            | Mutation::Merge { key, .. } => key,
         }
     }
 }
@@ -75,6 +84,9 @@ pub fn apply(model: &mut Model, write: &Write, merge: &MergeFn) {
             }
             Mutation::Delete { key } => {
                 model.delete(key);
+            }
+            Mutation::SingleDelete { key } => {
+                model.single_delete(key);
             }
             Mutation::Merge { key, operand } => {
                 model.merge(key, operand, |old, op| merge(key, old, op));

@@ -38,6 +38,13 @@ impl Model {
         self.map.remove(key)
     }
 
+    /// Removes `key` with a single deletion: for reads the same as [`Model::delete`] (the engine's contract,
+    /// one put since the last single deletion, is the generator's to keep; see
+    /// `workload::SingleDeleteMix`). Returns the previous value.
+    pub fn single_delete(&mut self, key: &[u8]) -> Option<Vec<u8>> {
+        self.map.remove(key)
+    }
+
     /// Removes every key in `[start, end)`; returns how many there were. Nothing happens when `start >= end`.
     pub fn delete_range(&mut self, start: &[u8], end: &[u8]) -> usize {
         let doomed: Vec<Vec<u8>> =

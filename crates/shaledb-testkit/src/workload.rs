@@ -24,6 +24,9 @@ pub struct WorkloadConfig {
     pub delete_one_in: u32,
     /// One update in this many is a merge (stringappend operands of 1 to 4 bytes).
     pub merge_one_in: u32,
+    /// For [`SingleDeleteMix`]: one update in this many goes to its own keys (`sd00042`), put and
+    /// single-deleted in turn; 0: none. [`random_write`] ignores it (it keeps no state).
+    pub single_delete_one_in: u32,
 }
 
 impl Default for WorkloadConfig {
@@ -36,6 +39,7 @@ impl Default for WorkloadConfig {
             max_batch: 6,
             delete_one_in: 6,
             merge_one_in: 6,
+            single_delete_one_in: 0,
         }
     }
 }
@@ -69,6 +73,50 @@ pub fn random_write<R: Rng + ?Sized>(rng: &mut R, cfg: &WorkloadConfig) -> Write
     Write { mutations: (0..n).map(|_| random_mutation(rng, cfg)).collect(), sync: one_in(rng, cfg.sync_one_in), batch }
 }
 
+/// A stateful workload mixing [`random_write`]'s updates with single deletions that keep their contract: one
+/// update in `single_delete_one_in` goes to keys of their own (`sd00042`, never deleted or merged otherwise),
+/// which are put when absent and single-deleted when present, so each is put exactly once between its single
+/// deletions, batches included. The state follows the generated order, which is the order writes are
+/// submitted and acknowledged in (one writer).
+#[derive(Clone, Debug, Default)]
+pub struct SingleDeleteMix {
+    present: std::collections::BTreeSet<u32>,
+}
+
+impl SingleDeleteMix {
+    /// No single-delete key present.
+    pub fn new() -> SingleDeleteMix {
+        SingleDeleteMix::default()
+    }
+
+    /// The name of single-delete key `i`.
+    pub fn key(i: u32) -> Vec<u8> {
+        format!("sd{i:05}").into_bytes()
+    }
+
+    /// The next write (see the type's documentation).
+    pub fn write<R: Rng + ?Sized>(&mut self, rng: &mut R, cfg: &WorkloadConfig) -> Write {
+        let batch = one_in(rng, cfg.batch_one_in);
+        let n = if batch { rng.gen_range(2..=cfg.max_batch.max(2)) } else { 1 };
+        let mutations = (0..n)
+            .map(|_| {
+                if !one_in(rng, cfg.single_delete_one_in) {
+                    return random_mutation(rng, cfg);
+                }
+                let i = rng.gen_range(0..cfg.keys.max(1));
+                let key = SingleDeleteMix::key(i);
+                if self.present.remove(&i) {
+                    Mutation::SingleDelete { key }
+                } else {
+                    self.present.insert(i);
+                    Mutation::Put { key, value: crate::random_value(rng, cfg.max_value) }
+                }
+            })
+            .collect();
+        Write { mutations, sync: one_in(rng, cfg.sync_one_in), batch }
+    }
+}
+
 /// Sends `w` to the database the way a user would: `put_opt`/`delete_opt`/`merge_opt` for a single update,
 /// [`Db::write`] for a batch.
 pub fn submit(db: &Db, w: &Write) -> shaledb::Result<()> {
@@ -76,6 +124,7 @@ pub fn submit(db: &Db, w: &Write) -> shaledb::Result<()> {
     match (w.batch, w.mutations.as_slice()) {
         (false, [Mutation::Put { key, value }]) => db.put_opt(&opts, key, value),
         (false, [Mutation::Delete { key }]) => db.delete_opt(&opts, key),
+        (false, [Mutation::SingleDelete { key }]) => db.single_delete_opt(&opts, key),
         (false, [Mutation::Merge { key, operand }]) => db.merge_opt(&opts, key, operand),
         (_, mutations) => {
             let mut b = WriteBatch::new();
@@ -83,6 +132,7 @@ pub fn submit(db: &Db, w: &Write) -> shaledb::Result<()> {
                 match m {
                     Mutation::Put { key, value } => b.put(key, value),
                     Mutation::Delete { key } => b.delete(key),
+                    Mutation::SingleDelete { key } => b.single_delete(key),
                     Mutation::Merge { key, operand } => b.merge(key, operand),
                 };
             }
@@ -162,6 +212,38 @@ mod tests {
         assert!(ms().any(|m| matches!(m, Mutation::Delete { .. })));
         assert!(ms().any(|m| matches!(m, Mutation::Merge { .. })));
         assert!(ms().all(|m| m.key().starts_with(b"key") && m.key().len() == 8));
+    }
+
+    #[test]
+    fn single_delete_mix_keeps_the_contract_and_matches_random_write_when_off() {
+        let cfg = WorkloadConfig { single_delete_one_in: 2, keys: 20, ..WorkloadConfig::default() };
+        let mut r = rng(12);
+        let mut mix = SingleDeleteMix::new();
+        let mut present = std::collections::BTreeSet::new();
+        let (mut puts, mut sds) = (0, 0);
+        for _ in 0..2000 {
+            for m in mix.write(&mut r, &cfg).mutations {
+                match m {
+                    Mutation::Put { key, .. } if key.starts_with(b"sd") => {
+                        assert!(present.insert(key), "a second put before a single deletion");
+                        puts += 1;
+                    }
+                    Mutation::SingleDelete { key } => {
+                        assert!(present.remove(&key), "a single deletion of a key not put");
+                        sds += 1;
+                    }
+                    m => assert!(m.key().starts_with(b"key"), "{m:?}"),
+                }
+            }
+        }
+        assert!(puts > 100 && sds > 100, "{puts} puts, {sds} single deletions");
+        // Off, it draws exactly what random_write draws: existing seeded tests keep their workloads.
+        let off = WorkloadConfig::default();
+        let (mut a, mut b) = (rng(13), rng(13));
+        let mut mix = SingleDeleteMix::new();
+        for _ in 0..300 {
+            assert_eq!(mix.write(&mut a, &off), random_write(&mut b, &off));
+        }
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The public write batch: several puts, deletes and merges applied atomically by [`crate::Db::write`].
+//! The public write batch: several puts, deletes, single deletes and merges applied atomically by [`crate::Db::write`].
 
 use shaledb_format::batch::BatchRep;
 
@@ -44,6 +44,13 @@ impl WriteBatch {
     /// Removes `key`.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
         self.rep.delete(key.as_ref());
+        self
+    }
+
+    /// Removes `key` with a single deletion: see [`crate::Db::single_delete`] for the contract (the key was put
+    /// at most once since its last single deletion, and never merged or deleted with [`WriteBatch::delete`]).
+    pub fn single_delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
+        self.rep.single_delete(key.as_ref());
         self
     }
 

@@ -21,10 +21,18 @@
 //!   unmerged (as RocksDB does when a full merge fails), and reads combine them, so the database never turns
 //!   read-only over a result it could not store (issue 9: three 50 MiB `stringappend` merges did).
 //! - In bottommost output, tombstones that end a key's history are dropped: nothing older exists to hide.
+//! - A key with a single deletion ([`crate::Db::single_delete`]) follows RocksDB's rules for them
+//!   ([`single_delete`]): a single deletion and the put it meets in the same stripe are both dropped, at any
+//!   level; violations of the contract are counted (`CompactionStats::single_delete_mismatches`).
+//!
+//! Before that, a compaction (never a flush) runs the compaction filter ([`crate::compaction_filter`], and TTL
+//! mode's expiry, [`crate::ttl`]) on each key's newest version when it is a value newer than every snapshot; a
+//! removed value becomes a deletion, which the rules above then treat like any other.
 //!
 //! Outputs are cut only between user keys, so one key's versions never straddle two files (reads and the
 //! picker's clean cuts rely on it).
 
+use crate::compaction_filter::{Decision, JobFilter};
 use crate::merge::MergeOperator;
 use crate::stats::CompactionStats;
 use shaledb_format::edit::FileMeta;
@@ -66,6 +74,8 @@ pub(crate) struct RunContext<'a> {
     pub bottommost: bool,
     /// Set when the database shuts down: the run stops, removes its outputs and returns `Error::Closed`.
     pub stop: &'a AtomicBool,
+    /// The compaction filter (user's and/or TTL mode's) of a compaction; `None` for flushes.
+    pub filter: Option<&'a JobFilter>,
 }
 
 /// What a run produced.
@@ -100,9 +110,12 @@ pub(crate) fn resolve_versions(
     // The common case, one version that is not an operand: nothing to decide, nothing to copy.
     if let [only] = versions.as_slice() {
         if only.kind != ValueKind::Merge {
-            let drop = bottommost && only.kind == ValueKind::Deletion;
+            let drop = bottommost && only.kind.is_deletion();
             return if drop { Vec::new() } else { versions };
         }
+    }
+    if versions.iter().any(|v| v.kind == ValueKind::SingleDeletion) {
+        return single_delete::resolve(user_key, &versions, snapshots, merge, bottommost);
     }
     let stripe = |seq: u64| snapshots.partition_point(|&s| s < seq);
     let mut out = Vec::with_capacity(1);
@@ -116,7 +129,7 @@ pub(crate) fn resolve_versions(
     }
     if bottommost {
         // A tombstone with nothing older left behind it hides nothing; so may the one above it then.
-        while out.last().is_some_and(|v| v.kind == ValueKind::Deletion) {
+        while out.last().is_some_and(|v| v.kind.is_deletion()) {
             out.pop();
         }
     }
@@ -236,7 +249,7 @@ fn run(input: &mut dyn InternalIterator, w: &mut Writer) -> Result<()> {
             if w.cx.stop.load(AtomicOrdering::Acquire) {
                 return Err(Error::Closed);
             }
-            emit_key(w, &user_key, &versions[..n], merge)?;
+            emit_key(w, &user_key, &mut versions[..n], merge)?;
             n = 0;
         }
         if n == 0 {
@@ -260,7 +273,7 @@ fn run(input: &mut dyn InternalIterator, w: &mut Writer) -> Result<()> {
     }
     input.status()?;
     if n > 0 {
-        emit_key(w, &user_key, &versions[..n], merge)?;
+        emit_key(w, &user_key, &mut versions[..n], merge)?;
     }
     if w.cx.stop.load(AtomicOrdering::Acquire) {
         return Err(Error::Closed);
@@ -268,10 +281,50 @@ fn run(input: &mut dyn InternalIterator, w: &mut Writer) -> Result<()> {
     w.finish_current()
 }
 
+/// Runs the compaction filter on the newest version of a key when it is a value no snapshot can see (see
+/// `crate::compaction_filter`): a removal turns it into a deletion, a change replaces its value.
+fn apply_filter(w: &mut Writer, user_key: &[u8], versions: &mut [KeyVersion]) -> Result<()> {
+    let (Some(f), Some(first)) = (w.cx.filter, versions.first_mut()) else { return Ok(()) };
+    if first.kind != ValueKind::Value || w.cx.snapshots.last().is_some_and(|&s| first.seq <= s) {
+        return Ok(());
+    }
+    match f.decide(user_key, &first.value)? {
+        Decision::Keep => return Ok(()),
+        Decision::Remove => {
+            first.kind = ValueKind::Deletion;
+            first.value.clear();
+        }
+        Decision::ChangeValue(v) => {
+            if !fits_in_table(user_key, &v) {
+                return Err(Error::InvalidArgument(format!(
+                    "compaction filter changed the value of a {}-byte key to {} bytes, past the {}-byte limit of \
+                     one entry",
+                    user_key.len(),
+                    v.len(),
+                    crate::options::limits::MAX_KEY_VALUE_BYTES
+                )));
+            }
+            first.value = v;
+        }
+    }
+    w.stats.records_filtered += 1;
+    Ok(())
+}
+
 /// Resolves the versions of one user key and writes what survives.
-fn emit_key(w: &mut Writer, user_key: &[u8], versions: &[KeyVersion], merge: Option<&dyn MergeOperator>) -> Result<()> {
+fn emit_key(
+    w: &mut Writer,
+    user_key: &[u8],
+    versions: &mut [KeyVersion],
+    merge: Option<&dyn MergeOperator>,
+) -> Result<()> {
     let n_in = versions.len() as u64;
     w.stats.records_in += n_in;
+    apply_filter(w, user_key, versions)?;
+    let versions: &[KeyVersion] = versions;
+    if n_in > 1 && versions.iter().any(|v| v.kind == ValueKind::SingleDeletion) {
+        w.stats.single_delete_mismatches += single_delete::count_mismatches(versions);
+    }
     // Fast path: a single value, or a single tombstone above the bottommost level, is always kept as is.
     if let [only] = versions {
         if only.kind == ValueKind::Value || (only.kind == ValueKind::Deletion && !w.cx.bottommost) {
@@ -407,5 +460,10 @@ impl<'a> Writer<'a> {
     }
 }
 
+#[cfg(test)]
+mod filter_tests;
+mod single_delete;
+#[cfg(test)]
+mod single_delete_tests;
 #[cfg(test)]
 mod tests;

@@ -114,16 +114,34 @@ impl fmt::Debug for InfoLog {
 pub(crate) fn flush_line(mem_id: u64, edit: &VersionEdit, stats: &CompactionStats) -> String {
     let outputs: Vec<u64> = edit.new_files.iter().map(|(_, f)| f.number).collect();
     let bytes: u64 = edit.new_files.iter().map(|(_, f)| f.file_size).sum();
-    format!("flush: memtable of WAL {mem_id:06} -> L0 tables {outputs:?}, {bytes} bytes, {} us", stats.micros)
+    let extra = job_notes(stats);
+    format!("flush: memtable of WAL {mem_id:06} -> L0 tables {outputs:?}, {bytes} bytes, {} us{extra}", stats.micros)
+}
+
+/// What a flush or compaction line adds when the job filtered entries or met single-deletion violations.
+fn job_notes(stats: &CompactionStats) -> String {
+    let mut extra = String::new();
+    if stats.records_filtered > 0 {
+        extra.push_str(&format!(", {} removed or changed by the compaction filter", stats.records_filtered));
+    }
+    if stats.single_delete_mismatches > 0 {
+        extra.push_str(&format!(
+            "; WARNING: {} violations of the single_delete contract (a single deletion next to another one, a \
+             deletion or a merge, or two puts of a single-deleted key): results for those keys are undefined",
+            stats.single_delete_mismatches
+        ));
+    }
+    extra
 }
 
 /// The LOG line of a finished compaction (or trivial move) described by `task` and its `edit`.
 pub(crate) fn compaction_line(task: &CompactionTask, edit: &VersionEdit, stats: &CompactionStats) -> String {
     let numbers = |files: &[Arc<FileMeta>]| files.iter().map(|f| f.number).collect::<Vec<u64>>();
     let outputs: Vec<u64> = edit.new_files.iter().map(|(_, f)| f.number).collect();
+    let extra = job_notes(stats);
     format!(
         "compaction{}: L{} {:?} + L{} {:?} -> L{} {outputs:?}; read {} bytes, wrote {} bytes, moved {} bytes, {} \
-         entries in, {} dropped, {} us",
+         entries in, {} dropped, {} us{extra}",
         if task.trivial_move { " (trivial move)" } else { "" },
         task.level,
         numbers(&task.inputs),

@@ -33,6 +33,7 @@
 pub mod backup;
 mod batch;
 mod compaction;
+pub mod compaction_filter;
 mod db;
 use shaledb_format::filenames;
 mod identity;
@@ -50,11 +51,13 @@ mod snapshot;
 pub mod stats;
 mod stats_report;
 mod table_cache;
+pub mod ttl;
 mod txn;
 pub mod version;
 mod version_set;
 
 pub use batch::WriteBatch;
+pub use compaction_filter::{CompactionFilter, Decision, FilterContext};
 pub use db::{destroy, destroy_with, Db, SizeApproximationOptions};
 pub use info_log::ctime_utc;
 pub use iter::{Cursor, Iter, KeyRange};
@@ -65,6 +68,7 @@ pub use shaledb_format::prefix::PrefixExtractor;
 pub use shaledb_vfs::{Error, Fs, PosixFs, Result};
 pub use snapshot::Snapshot;
 pub use stats::{CompactionStats, Histogram, LevelStats, StallCounts, Statistics};
+pub use ttl::{Clock, SystemClock, Ttl};
 pub use txn::{OptimisticTransactionDb, Transaction, TransactionDb, TransactionDbOptions, TransactionOptions};
 
 /// The README's example, compiled and run as a doctest.

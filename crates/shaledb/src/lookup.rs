@@ -105,7 +105,7 @@ impl<'a> GetState<'a> {
                 self.value.extend_from_slice(value);
                 self.outcome = Outcome::Value;
             }
-            ValueKind::Deletion => self.outcome = Outcome::Deleted,
+            ValueKind::Deletion | ValueKind::SingleDeletion => self.outcome = Outcome::Deleted,
             ValueKind::Merge => {
                 if self.merge.is_none() {
                     self.fail(no_merge_operator());

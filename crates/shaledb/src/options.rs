@@ -176,6 +176,12 @@ pub struct Options {
     pub memtable_prefix_bloom_size_ratio: f64,
     /// Operator for `merge`. Default: none (merge fails with `InvalidArgument`).
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// A callback that keeps, removes or changes values during compactions (RocksDB `compaction_filter`);
+    /// see [`crate::compaction_filter`]. Default: none.
+    pub compaction_filter: Option<Arc<dyn crate::compaction_filter::CompactionFilter>>,
+    /// TTL mode (RocksDB `DBWithTTL`): values carry their write time, expire after `ttl.seconds`; see
+    /// [`crate::ttl`]. Must be the same at every open of a database. Not with a `merge_operator`. Default: none.
+    pub ttl: Option<crate::ttl::Ttl>,
     /// WAL replay behaviour on damage. Default: `PointInTime`.
     pub wal_recovery_mode: WalRecoveryMode,
     /// Size at which the MANIFEST is rewritten from a snapshot of the current version. Default: 64 MiB.
@@ -212,6 +218,8 @@ impl std::fmt::Debug for Options {
             .field("whole_key_filtering", &self.whole_key_filtering)
             .field("memtable_prefix_bloom_size_ratio", &self.memtable_prefix_bloom_size_ratio)
             .field("merge_operator", &self.merge_operator.as_ref().map(|m| m.name().to_string()))
+            .field("compaction_filter", &self.compaction_filter.as_ref().map(|m| m.name().to_string()))
+            .field("ttl", &self.ttl)
             .finish_non_exhaustive()
     }
 }
@@ -261,6 +269,8 @@ impl Default for Options {
             whole_key_filtering: true,
             memtable_prefix_bloom_size_ratio: 0.0,
             merge_operator: None,
+            compaction_filter: None,
+            ttl: None,
             wal_recovery_mode: WalRecoveryMode::PointInTime,
             max_manifest_file_size: 64 << 20,
             max_log_file_size: 4 << 20,
@@ -299,6 +309,9 @@ impl Options {
                 "memtable_prefix_bloom_size_ratio must be in 0..=0.25, got {}",
                 self.memtable_prefix_bloom_size_ratio
             )));
+        }
+        if self.ttl.is_some() && self.merge_operator.is_some() {
+            return Err(invalid("ttl (TTL mode) cannot be combined with a merge_operator".into()));
         }
         if self.max_log_file_size < 1024 || self.keep_log_file_num > 10_000 {
             return Err(invalid(format!(
@@ -562,6 +575,10 @@ pub struct ReadOptions {
     /// Cursors: ignore the prefix extractor (RocksDB `total_order_seek`): no prefix confinement or
     /// filtering. Default: `false`.
     pub total_order_seek: bool,
+    /// TTL mode ([`Options::ttl`]): treat values older than the TTL as absent, in `get`, `multi_get` and
+    /// iterators. `false` returns them until a compaction removes them, as RocksDB's `DBWithTTL` does. No
+    /// effect outside TTL mode. Default: `false`.
+    pub hide_expired: bool,
 }
 
 impl Default for ReadOptions {
@@ -575,6 +592,7 @@ impl Default for ReadOptions {
             readahead_size: 0,
             prefix_same_as_start: false,
             total_order_seek: false,
+            hide_expired: false,
         }
     }
 }

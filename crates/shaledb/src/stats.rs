@@ -135,6 +135,12 @@ pub struct CompactionStats {
     pub records_dropped: u64,
     /// Number of jobs (`Comp(cnt)`).
     pub count: u64,
+    /// Violations of the [`crate::Db::single_delete`] contract met (RocksDB's `num_single_del_mismatch`): a
+    /// single deletion next to another one, a deletion or a merge operand of the same key, or two puts of a key
+    /// that has a single deletion in the same job. The results are undefined; each job logs how many it met.
+    pub single_delete_mismatches: u64,
+    /// Entries a [`crate::CompactionFilter`] (or TTL expiry) removed or changed.
+    pub records_filtered: u64,
 }
 
 impl CompactionStats {
@@ -152,6 +158,8 @@ impl CompactionStats {
         self.records_in += o.records_in;
         self.records_dropped += o.records_dropped;
         self.count += o.count;
+        self.single_delete_mismatches += o.single_delete_mismatches;
+        self.records_filtered += o.records_filtered;
     }
 }
 

@@ -121,6 +121,8 @@ fn diff(a: &CompactionStats, b: &CompactionStats) -> CompactionStats {
         records_in: a.records_in.saturating_sub(b.records_in),
         records_dropped: a.records_dropped.saturating_sub(b.records_dropped),
         count: a.count.saturating_sub(b.count),
+        single_delete_mismatches: a.single_delete_mismatches.saturating_sub(b.single_delete_mismatches),
+        records_filtered: a.records_filtered.saturating_sub(b.records_filtered),
     }
 }
 

@@ -171,7 +171,7 @@ impl TableBuilder {
         let p = &mut self.props;
         p.num_entries += 1;
         match parsed.kind {
-            ValueKind::Deletion => p.num_deletions += 1,
+            ValueKind::Deletion | ValueKind::SingleDeletion => p.num_deletions += 1,
             ValueKind::Merge => p.num_merges += 1,
             ValueKind::Value => {}
         }

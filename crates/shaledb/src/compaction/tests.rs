@@ -7,17 +7,18 @@ use std::cell::Cell;
 use std::path::Path;
 use ValueKind::{Deletion as D, Merge as M, Value as V};
 
-fn ver(seq: u64, kind: ValueKind, value: &str) -> KeyVersion {
+pub(super) fn ver(seq: u64, kind: ValueKind, value: &str) -> KeyVersion {
     KeyVersion { seq, kind, value: value.as_bytes().to_vec() }
 }
 
-fn show(vs: &[KeyVersion]) -> String {
+pub(super) fn show(vs: &[KeyVersion]) -> String {
     vs.iter()
         .map(|v| {
             let k = match v.kind {
                 V => "V",
                 D => "D",
                 M => "M",
+                ValueKind::SingleDeletion => "SD",
             };
             format!("{k}{}={}", v.seq, String::from_utf8_lossy(&v.value))
         })
@@ -25,7 +26,7 @@ fn show(vs: &[KeyVersion]) -> String {
         .join(" ")
 }
 
-fn resolve(vs: Vec<KeyVersion>, snaps: &[u64], merge: Option<&dyn MergeOperator>, bottom: bool) -> String {
+pub(super) fn resolve(vs: Vec<KeyVersion>, snaps: &[u64], merge: Option<&dyn MergeOperator>, bottom: bool) -> String {
     show(&resolve_versions(b"k", vs, snaps, merge, bottom))
 }
 
@@ -121,14 +122,14 @@ fn operands_kept_without_partial_merge_or_operator() {
 
 // ---- write_sorted_run over real tables ----
 
-struct VecIter {
+pub(super) struct VecIter {
     entries: Vec<(Vec<u8>, Vec<u8>)>,
     pos: usize,
     fail_at: Option<usize>,
 }
 
 impl VecIter {
-    fn new(mut entries: Vec<(Vec<u8>, Vec<u8>)>) -> VecIter {
+    pub(super) fn new(mut entries: Vec<(Vec<u8>, Vec<u8>)>) -> VecIter {
         entries.sort_by(|a, b| ikey::compare(&a.0, &b.0));
         VecIter { entries, pos: 0, fail_at: None }
     }
@@ -173,11 +174,11 @@ impl InternalIterator for VecIter {
     }
 }
 
-fn e(key: &str, seq: u64, kind: ValueKind, value: &str) -> (Vec<u8>, Vec<u8>) {
+pub(super) fn e(key: &str, seq: u64, kind: ValueKind, value: &str) -> (Vec<u8>, Vec<u8>) {
     (make_internal_key(key.as_bytes(), seq, kind), value.as_bytes().to_vec())
 }
 
-fn spec(max_file_size: u64) -> OutputSpec {
+pub(super) fn spec(max_file_size: u64) -> OutputSpec {
     OutputSpec {
         table_options: TableOptions::default(),
         max_file_size,
@@ -186,26 +187,28 @@ fn spec(max_file_size: u64) -> OutputSpec {
     }
 }
 
-struct Env {
+pub(super) struct Env {
     dir: tempfile::TempDir,
     fs: PosixFs,
     next: Cell<u64>,
     stop: AtomicBool,
     write_hints: WriteHints,
+    pub(super) filter: Option<crate::compaction_filter::JobFilter>,
 }
 
 impl Env {
-    fn new() -> Env {
+    pub(super) fn new() -> Env {
         Env {
             dir: tempfile::tempdir().unwrap(),
             fs: PosixFs::new(),
             next: Cell::new(10),
             stop: AtomicBool::new(false),
             write_hints: WriteHints::default(),
+            filter: None,
         }
     }
 
-    fn run(&self, it: &mut VecIter, s: &OutputSpec, snaps: &[u64], bottom: bool) -> Result<RunOutput> {
+    pub(super) fn run(&self, it: &mut VecIter, s: &OutputSpec, snaps: &[u64], bottom: bool) -> Result<RunOutput> {
         let new_file = || {
             let n = self.next.get();
             self.next.set(n + 1);
@@ -220,15 +223,16 @@ impl Env {
             merge: Some(&merge),
             bottommost: bottom,
             stop: &self.stop,
+            filter: self.filter.as_ref(),
         };
         write_sorted_run(it, s, &cx)
     }
 
-    fn files_on_disk(&self) -> usize {
+    pub(super) fn files_on_disk(&self) -> usize {
         std::fs::read_dir(self.dir.path()).unwrap().count()
     }
 
-    fn read(&self, number: u64) -> Vec<(String, u64, ValueKind, String)> {
+    pub(super) fn read(&self, number: u64) -> Vec<(String, u64, ValueKind, String)> {
         let path = self.dir.path().join(format!("{number:06}.sst"));
         read_table(&self.fs, &path)
     }

@@ -8,9 +8,10 @@
 use super::flush::write_level0;
 use super::{DbInner, State};
 use crate::compaction::{self, OutputSpec, RunContext};
+use crate::compaction_filter::{FilterContext, JobFilter};
 use crate::filenames;
 use crate::iter::MergingIterator;
-use crate::picker::{self, CompactionTask};
+use crate::picker::{self, CompactionReason, CompactionTask};
 use crate::stats::{CompactionStats, Counters};
 use shaledb_format::edit::VersionEdit;
 use shaledb_format::iter::InternalIterator;
@@ -188,7 +189,8 @@ fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, Sta
         trivial_move(inner, st, &task)
     } else {
         let snapshots = inner.snapshots.sequences();
-        let out = parking_lot::MutexGuard::unlocked(st, || execute(inner, &task, &snapshots));
+        let full = is_full_compaction(st.vs.current(), &task);
+        let out = parking_lot::MutexGuard::unlocked(st, || execute(inner, &task, &snapshots, full));
         // On a failed MANIFEST write the outputs stay (see flush_one).
         out.and_then(|(edit, stats)| {
             let line = crate::info_log::compaction_line(&task, &edit, &stats);
@@ -230,8 +232,20 @@ fn trivial_move(inner: &DbInner, st: &mut State, task: &CompactionTask) -> Resul
     Ok(())
 }
 
-/// The I/O of a compaction: merge the inputs, write the outputs. No lock held.
-fn execute(inner: &Arc<DbInner>, task: &CompactionTask, snapshots: &[u64]) -> Result<(VersionEdit, CompactionStats)> {
+/// True when `task` reads every table file of `v` (RocksDB's `is_full_compaction` for the filter context).
+fn is_full_compaction(v: &crate::version::Version, task: &CompactionTask) -> bool {
+    let total: usize = (0..v.num_levels()).map(|l| v.files(l).len()).sum();
+    task.inputs.len() + task.output_inputs.len() == total
+}
+
+/// The I/O of a compaction: merge the inputs, write the outputs. No lock held. `full`: the task reads every
+/// table file (for the compaction filter's context).
+fn execute(
+    inner: &Arc<DbInner>,
+    task: &CompactionTask,
+    snapshots: &[u64],
+    full: bool,
+) -> Result<(VersionEdit, CompactionStats)> {
     let start = Instant::now();
     let cpu_start = shaledb_vfs::thread_cpu_micros();
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
@@ -260,6 +274,16 @@ fn execute(inner: &Arc<DbInner>, task: &CompactionTask, snapshots: &[u64]) -> Re
         let n = inner.state.lock().vs.new_file_number()?;
         Ok((n, filenames::table(&inner.dir, n)))
     };
+    let filter = JobFilter::for_job(
+        &inner.opts,
+        FilterContext {
+            level: task.level,
+            output_level: task.output_level,
+            is_full_compaction: full,
+            is_manual_compaction: task.reason == CompactionReason::ManualCompaction,
+            bottommost: task.bottommost,
+        },
+    );
     let cx = RunContext {
         fs: inner.fs.as_ref(),
         write_hints: WriteHints { direct: inner.opts.use_direct_io_for_flush_and_compaction },
@@ -268,6 +292,7 @@ fn execute(inner: &Arc<DbInner>, task: &CompactionTask, snapshots: &[u64]) -> Re
         merge: inner.opts.merge_operator.as_ref(),
         bottommost: task.bottommost,
         stop: &inner.shutting_down,
+        filter: filter.as_ref(),
     };
     let out = compaction::write_sorted_run(&mut input, &spec, &cx)?;
     let mut stats = out.stats;
@@ -388,6 +413,17 @@ pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Opt
     let start_seq = inner.visible_seq.load(Ordering::Acquire);
     flush(inner)?;
     manual_compaction(inner, |st| {
+        // With a compaction filter (or TTL mode) the last level is rewritten too, so the filter sees every
+        // value in the range (RocksDB's default `kIfHaveCompactionFilter`). First, so that what the levels
+        // above bring down is not filtered twice in one call (as RocksDB's `kForceOptimized` skips the files
+        // the call itself wrote).
+        if inner.opts.compaction_filter.is_some() || inner.opts.ttl.is_some() {
+            let v = st.vs.current().clone();
+            if let Some(task) = picker::pick_bottom_rewrite(&v, &inner.opts, begin, end, &st.busy) {
+                run_compaction(inner, st, task);
+                check_error(st)?;
+            }
+        }
         let num_levels = st.vs.num_levels();
         let mut level = 0;
         while level + 1 < num_levels {

@@ -46,6 +46,8 @@ pub(crate) fn write_level0(
         merge: opts.merge_operator.as_ref(),
         bottommost: false,
         stop,
+        // Flushes never filter (RocksDB's default): a value is filtered when a compaction first rewrites it.
+        filter: None,
     };
     let start = Instant::now();
     let cpu_start = shaledb_vfs::thread_cpu_micros();

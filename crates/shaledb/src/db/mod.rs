@@ -206,7 +206,7 @@ pub fn destroy_with(dir: &Path, fs: &dyn Fs) -> Result<Vec<String>> {
 /// The size limit of one entry ([`crate::options::limits::MAX_KEY_VALUE_BYTES`]): what a table can store.
 /// Checked before a write is queued, so an entry the engine acknowledged can always be flushed (issue 9: a
 /// 130 MiB put was acknowledged, then every flush failed and the database could not be opened).
-fn check_len(key: &[u8], value: &[u8]) -> Result<()> {
+pub(crate) fn check_len(key: &[u8], value: &[u8]) -> Result<()> {
     let max = crate::options::limits::MAX_KEY_VALUE_BYTES;
     if key.len().saturating_add(value.len()) > max {
         return Err(Error::InvalidArgument(format!(
@@ -271,6 +271,38 @@ impl Db {
     /// ```
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         self.delete_opt(&WriteOptions::default(), key)
+    }
+
+    /// Removes `key` with a *single deletion*, RocksDB's `SingleDelete`: a tombstone that compaction drops
+    /// together with the one put it meets, instead of carrying it down to the bottom level. Reads treat it
+    /// exactly like [`Db::delete`].
+    ///
+    /// **Contract** (RocksDB's): since the key's previous single deletion (or ever), it was put **at most
+    /// once**, and it is never mixed with [`Db::delete`] or [`Db::merge`]. Anything else is *undefined*: after
+    /// a compaction an older put may reappear, or a value vanish. ShaleDB does not check the contract on the
+    /// write path (that would cost a read per write); compactions count every violation they meet in
+    /// [`crate::stats::CompactionStats::single_delete_mismatches`] and log a line for it (in every build, not
+    /// only debug ones: the check is a comparison of adjacent kinds).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// db.put("k", "v")?;
+    /// db.single_delete("k")?;
+    /// assert_eq!(db.get("k")?, None);
+    /// db.put("k", "again")?; // allowed: one put since the last single deletion
+    /// assert_eq!(db.get("k")?, Some(b"again".to_vec()));
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn single_delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.single_delete_opt(&WriteOptions::default(), key)
+    }
+
+    /// [`Db::single_delete`] with write options.
+    pub fn single_delete_opt(&self, opts: &WriteOptions, key: impl AsRef<[u8]>) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.single_delete(key);
+        self.write_opt(opts, &batch)
     }
 
     /// Records a merge operand for `key`; needs [`Options::merge_operator`] (without one: `InvalidArgument`).

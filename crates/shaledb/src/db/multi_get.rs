@@ -183,7 +183,12 @@ impl Db {
         let mut results: Vec<Option<Result<Option<Vec<u8>>>>> = Vec::with_capacity(probes.len());
         for p in probes {
             let mut out = Vec::new();
-            let r = p.state.finish_into(&mut out).map(|found| found.then_some(out));
+            let key = p.key;
+            let r = p
+                .state
+                .finish_into(&mut out)
+                .and_then(|found| self.ttl_read(opts, key, found, &mut out))
+                .map(|found| found.then_some(out));
             if let Ok(Some(_)) = r {
                 Counters::add(&inner.counters.gets_found, 1);
             }

@@ -117,10 +117,25 @@ impl Db {
             self.get_from_tables(&sv.version, opts, key, hash, seq, &mut state)?;
         }
         let found = state.finish_into(out)?;
+        let found = self.ttl_read(opts, key, found, out)?;
         if found {
             Counters::add(&inner.counters.gets_found, 1);
         }
         Ok(found)
+    }
+
+    /// TTL mode: turns a point lookup's result (`found`, the stored value in `out`) into what the user sees.
+    pub(crate) fn ttl_read(
+        &self,
+        opts: &crate::ReadOptions,
+        key: &[u8],
+        found: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
+        match &self.inner.opts.ttl {
+            Some(ttl) if found => crate::ttl::strip(ttl, opts.hide_expired, ttl.now(), key, out),
+            _ => Ok(found),
+        }
     }
 
     fn get_from_tables(
@@ -341,7 +356,10 @@ impl Db {
         if let Some(scope) = scope {
             cursor.confine_to_prefix(scope);
         }
-        cursor
+        match &inner.opts.ttl {
+            Some(ttl) => cursor.with_ttl(ttl.clone(), opts.hide_expired),
+            None => cursor,
+        }
     }
 
     /// Pins what a read searches and the sequence it reads at: the super version FIRST, then the sequence

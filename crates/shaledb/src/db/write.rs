@@ -93,6 +93,11 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: BatchRep, opts: &WriteOptions) 
     if inner.shutting_down.load(Ordering::Acquire) {
         return Err(Error::Closed);
     }
+    // TTL mode: every value carries its write time (crate::ttl).
+    let batch = match &inner.opts.ttl {
+        Some(ttl) => crate::ttl::stamp(&batch, ttl.now())?,
+        None => batch,
+    };
     let w = Arc::new(Writer {
         batch,
         sync: opts.sync,

@@ -11,6 +11,7 @@
 use crate::lookup::{no_merge_operator, MEMTABLE};
 use crate::merge::MergeOperator;
 use crate::prefix::PrefixScope;
+use crate::ttl::{self, Ttl};
 use shaledb_format::ikey::{self, ParsedKey, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
 use shaledb_format::iter::InternalIterator;
 use shaledb_vfs::{Error, Result};
@@ -91,6 +92,8 @@ pub struct Cursor {
     prefix: Option<Confinement>,
     /// `None` when the cursor cannot be refreshed (it reads a snapshot, or a read-only database).
     refresh: Option<RefreshFn>,
+    /// TTL mode (`crate::ttl`): values lose their timestamp; expired ones are skipped when asked.
+    ttl: Option<TtlView>,
     /// Declared last so the iterators above drop before what they read from.
     _pin: Box<dyn Any + Send + Sync>,
 }
@@ -143,6 +146,7 @@ impl Cursor {
             seek_buf: Vec::new(),
             prefix: None,
             refresh: None,
+            ttl: None,
             _pin: pin,
         }
     }
@@ -175,6 +179,37 @@ impl Cursor {
                 scope.release();
                 self.lower = lower.clone();
                 self.upper = upper.clone();
+            }
+        }
+    }
+
+    /// Reads in TTL mode: values without their timestamp, expired ones skipped when `hide_expired`. The
+    /// expiry time is fixed when the cursor is made, so one scan sees one consistent cut.
+    pub(crate) fn with_ttl(mut self, ttl: Ttl, hide_expired: bool) -> Cursor {
+        let now = ttl.now();
+        self.ttl = Some(TtlView { ttl, hide_expired, now });
+        self
+    }
+
+    /// TTL mode: after a move, fails on a value too short for its timestamp and steps over expired values
+    /// when they are hidden (`forward`: the direction of the move).
+    fn settle_ttl(&mut self, forward: bool) {
+        let Some(t) = &self.ttl else { return };
+        let (hide, now) = (t.hide_expired, t.now);
+        while self.valid() {
+            let raw = self.raw_value();
+            let Some((_, ts)) = ttl::split(raw) else {
+                self.error = Some(ttl::too_short(self.key(), raw.len()));
+                return;
+            };
+            let expired = self.ttl.as_ref().is_some_and(|t| hide && t.ttl.expired(ts, now));
+            if !expired {
+                return;
+            }
+            if forward {
+                self.step_next();
+            } else {
+                self.step_prev();
             }
         }
     }
@@ -220,6 +255,10 @@ impl Cursor {
         self.inner = inner;
         self._pin = pin;
         self.seq = seq.min(MAX_SEQUENCE);
+        // TTL mode: the refreshed view expires values as of now.
+        if let Some(t) = &mut self.ttl {
+            t.now = t.ttl.now();
+        }
         self.reset();
         self.forward = true;
         Ok(())
@@ -242,6 +281,15 @@ impl Cursor {
 
     /// The current value; empty when not [`valid`](Self::valid).
     pub fn value(&self) -> &[u8] {
+        let raw = self.raw_value();
+        match &self.ttl {
+            Some(_) => ttl::split(raw).map_or(&[][..], |(len, _)| &raw[..len]),
+            None => raw,
+        }
+    }
+
+    /// The current stored value (with its timestamp in TTL mode).
+    fn raw_value(&self) -> &[u8] {
         match self.current {
             _ if self.error.is_some() => &[],
             Current::Inner => self.inner.value(),
@@ -271,6 +319,7 @@ impl Cursor {
         }
         self.forward = true;
         self.find_next_entry(false);
+        self.settle_ttl(true);
     }
 
     /// Positions at the last key (< the upper bound).
@@ -292,6 +341,7 @@ impl Cursor {
         }
         self.forward = false;
         self.find_prev_entry();
+        self.settle_ttl(false);
     }
 
     /// Positions at the first key >= `user_key` (and >= the lower bound).
@@ -307,6 +357,7 @@ impl Cursor {
         self.inner.seek(&self.seek_buf);
         self.forward = true;
         self.find_next_entry(false);
+        self.settle_ttl(true);
     }
 
     /// Positions at the last key <= `user_key` (and < the upper bound).
@@ -323,10 +374,22 @@ impl Cursor {
         self.inner.seek_for_prev(&self.seek_buf);
         self.forward = false;
         self.find_prev_entry();
+        self.settle_ttl(false);
     }
 
     /// Moves to the next key. No effect unless [`valid`](Self::valid).
     pub fn next(&mut self) {
+        self.step_next();
+        self.settle_ttl(true);
+    }
+
+    /// Moves to the previous key. No effect unless [`valid`](Self::valid).
+    pub fn prev(&mut self) {
+        self.step_prev();
+        self.settle_ttl(false);
+    }
+
+    fn step_next(&mut self) {
         if !self.valid() {
             return;
         }
@@ -346,8 +409,7 @@ impl Cursor {
         self.find_next_entry(true);
     }
 
-    /// Moves to the previous key. No effect unless [`valid`](Self::valid).
-    pub fn prev(&mut self) {
+    fn step_prev(&mut self) {
         if !self.valid() {
             return;
         }
@@ -433,7 +495,7 @@ impl Cursor {
                     self.current = Current::Inner;
                     return;
                 }
-                ValueKind::Deletion => {
+                ValueKind::Deletion | ValueKind::SingleDeletion => {
                     self.key_buf.clear();
                     self.key_buf.extend_from_slice(p.user_key);
                     skipping = true;
@@ -476,7 +538,7 @@ impl Cursor {
                     base = true;
                     break;
                 }
-                ValueKind::Deletion => break,
+                ValueKind::Deletion | ValueKind::SingleDeletion => break,
             }
         }
         if self.error.is_some() {
@@ -569,7 +631,7 @@ impl Cursor {
                         self.ops.clear();
                         self.op_ends.clear();
                     }
-                    ValueKind::Deletion => {
+                    ValueKind::Deletion | ValueKind::SingleDeletion => {
                         base = false;
                         self.ops.clear();
                         self.op_ends.clear();
@@ -597,9 +659,16 @@ impl Cursor {
                 self.apply_merge(base, false);
                 self.current == Current::Saved
             }
-            Some(ValueKind::Deletion) | None => false,
+            Some(ValueKind::Deletion | ValueKind::SingleDeletion) | None => false,
         }
     }
+}
+
+/// A cursor's TTL-mode settings.
+struct TtlView {
+    ttl: Ttl,
+    hide_expired: bool,
+    now: u32,
 }
 
 fn build_ikey(buf: &mut Vec<u8>, user_key: &[u8], seq: u64, kind: ValueKind) {

@@ -148,6 +148,32 @@ pub(super) fn build_task(
     })
 }
 
+/// A task rewriting `inputs` (files of `level`) into `level` itself: no output-level inputs, never a move.
+pub(super) fn rewrite_task(
+    v: &Version,
+    o: &Options,
+    level: usize,
+    inputs: Vec<Arc<FileMeta>>,
+    reason: CompactionReason,
+) -> Option<CompactionTask> {
+    let t = level_targets(v, o);
+    let max_output_file_size = output_file_size(o, level, t.base_level);
+    let (lo, hi) = user_range(&inputs)?;
+    let grandparents = if level + 1 < v.num_levels() { level_overlaps(v, level + 1, &lo, &hi) } else { Vec::new() };
+    Some(CompactionTask {
+        level,
+        output_level: level,
+        inputs,
+        output_inputs: Vec::new(),
+        grandparents,
+        trivial_move: false,
+        bottommost: v.is_bottommost_for(level, &lo, &hi),
+        score: 0.0,
+        reason,
+        max_output_file_size,
+    })
+}
+
 pub(super) fn pick_l0(v: &Version, o: &Options, busy: &HashSet<u64>, t: &LevelTargets) -> Option<CompactionTask> {
     let l0 = v.files(0);
     // One L0 compaction at a time: see the module documentation.

@@ -23,7 +23,7 @@ mod score;
 use crate::options::Options;
 use crate::version::Version;
 pub(crate) use choose::max_grandparent_overlap;
-use choose::{build_task, clean_cut, pick_l0, pick_level, sorted_overlap_range};
+use choose::{build_task, clean_cut, pick_l0, pick_level, rewrite_task, sorted_overlap_range};
 use score::scores_with;
 pub(crate) use score::{level_targets, pending_compaction_bytes, scores};
 use shaledb_format::edit::FileMeta;
@@ -125,7 +125,34 @@ pub(crate) fn pick_manual(
     if task.trivial_move && task.bottommost && task.inputs.iter().any(|f| f.num_deletions > 0) {
         task.trivial_move = false;
     }
+    // Nor is a manual compaction with a compaction filter (or TTL mode's) a move: it is called to run the
+    // filter (RocksDB's `Compaction::IsTrivialMove` makes the same exception).
+    if o.compaction_filter.is_some() || o.ttl.is_some() {
+        task.trivial_move = false;
+    }
     Some(task)
+}
+
+/// The files of the last non-empty level (below L0) overlapping `[begin, end]`, rewritten in place: what
+/// `compact_range` runs first when a compaction filter or TTL mode is set, so that values already at the bottom
+/// are filtered too (RocksDB's default `BottommostLevelCompaction::kIfHaveCompactionFilter`). `None` when the
+/// database is empty or all in L0, nothing overlaps, or a file is busy.
+pub(crate) fn pick_bottom_rewrite(
+    v: &Version,
+    o: &Options,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+    busy: &HashSet<u64>,
+) -> Option<CompactionTask> {
+    let level = v.last_nonempty_level().filter(|&l| l > 0)?;
+    let files = v.files(level);
+    let (i, j) = sorted_overlap_range(files, begin, end);
+    let (i, j) = clean_cut(files, i, j);
+    let inputs = files.get(i..j).map(<[_]>::to_vec).unwrap_or_default();
+    if inputs.is_empty() || inputs.iter().any(|f| busy.contains(&f.number)) {
+        return None;
+    }
+    rewrite_task(v, o, level, inputs, CompactionReason::ManualCompaction)
 }
 
 #[cfg(test)]
@@ -475,6 +502,25 @@ mod tests {
         assert_eq!(render(pick_manual(&v, &o, 3, None, None, &b).as_ref()), "none");
         assert_eq!(render(pick_manual(&v, &o, 1, Some(b"m"), Some(b"n"), &b).as_ref()), "none");
         assert_eq!(render(pick_manual(&v, &o, 1, None, None, &busy(&[6])).as_ref()), "none");
+    }
+
+    #[test]
+    fn bottom_rewrite_takes_the_last_level_in_place_with_clean_cuts() {
+        let o = opts();
+        let v = parse(4, "L0: a-b@1; L2: a-c c-d e-f");
+        let b = HashSet::new();
+        assert_eq!(render(pick_bottom_rewrite(&v, &o, None, None, &b).as_ref()), "L2->L2 in[#2 #3 #4] out[] bottom");
+        // "c" straddles two files: both go.
+        assert_eq!(
+            render(pick_bottom_rewrite(&v, &o, Some(b"b"), Some(b"b"), &b).as_ref()),
+            "L2->L2 in[#2 #3] out[] bottom"
+        );
+        assert_eq!(render(pick_bottom_rewrite(&v, &o, Some(b"x"), None, &b).as_ref()), "none");
+        assert_eq!(render(pick_bottom_rewrite(&v, &o, None, None, &busy(&[3])).as_ref()), "none");
+        // Everything in L0: nothing to rewrite in place.
+        assert_eq!(render(pick_bottom_rewrite(&parse(4, "L0: a-b"), &o, None, None, &b).as_ref()), "none");
+        // A task is never a move, whatever the options.
+        assert!(pick_bottom_rewrite(&v, &o, None, None, &b).is_some_and(|t| !t.trivial_move));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 mod api;
 mod bounds;
 mod checkpoint_backup;
+mod compaction_filter;
 mod concurrency;
 mod estimates;
 mod files;
@@ -15,6 +16,8 @@ mod prefix;
 mod properties;
 mod readahead;
 mod rust_api;
+mod single_delete;
+mod ttl;
 
 use shaledb::{CompressionType, Options};
 
