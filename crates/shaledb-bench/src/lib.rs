@@ -15,6 +15,7 @@ pub mod insertbench;
 pub mod keygen;
 pub mod plot;
 pub mod random;
+mod randomtxn;
 pub mod recorder;
 pub mod report;
 pub mod resp;

@@ -307,7 +307,7 @@ impl<'o, E: Engine> Runner<'o, E> {
         }
         if kind == Kind::RandomTransaction && (self.flags.transaction_db || self.flags.optimistic_transaction_db) {
             // db_bench's RandomTransactionVerify, run after the benchmark.
-            let sums = crate::workloads::random_transaction_sums(self.db_ref()?, self.flags.transaction_sets)?;
+            let sums = crate::randomtxn::random_transaction_sums(self.db_ref()?, self.flags.transaction_sets)?;
             if sums.windows(2).all(|w| w[0] == w[1]) {
                 let _ = writeln!(self.out, "RandomTransactionVerify Success.");
             } else {

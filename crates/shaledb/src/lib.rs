@@ -52,7 +52,7 @@ pub mod stats;
 mod stats_report;
 mod table_cache;
 pub mod ttl;
-mod txn;
+pub mod txn;
 pub mod version;
 mod version_set;
 

@@ -262,7 +262,7 @@ enum State {
     RolledBack,
 }
 
-/// One transaction; see the [module documentation](self). Dropping it without `commit` rolls it back.
+/// One transaction; see the [module documentation](crate::txn). Dropping it without `commit` rolls it back.
 pub struct Transaction<'a> {
     db: &'a Db,
     id: u64,
@@ -301,7 +301,7 @@ impl<'a> Transaction<'a> {
             db,
             id,
             mode,
-            write_opts: write_opts.clone(),
+            write_opts: *write_opts,
             snapshot: opts.set_snapshot.then(|| guard.clone()),
             _guard: guard,
             ops: Vec::new(),
