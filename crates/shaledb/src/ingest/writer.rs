@@ -165,3 +165,102 @@ fn show(key: &[u8]) -> String {
         key.iter().map(|b| format!("{b:02x}")).collect::<String>()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shaledb_format::iter::InternalIterator;
+    use shaledb_format::table::{Table, TableReadOptions};
+    use shaledb_vfs::ReadHints;
+
+    fn writer(dir: &Path) -> (SstFileWriter, PathBuf) {
+        let path = dir.join("x.sst");
+        let mut w = SstFileWriter::create(&Options::default());
+        w.open(&path).unwrap();
+        (w, path)
+    }
+
+    #[test]
+    fn keys_out_of_order_or_repeated_are_refused_and_leave_the_writer_usable() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, _) = writer(dir.path());
+        w.put("b", "1").unwrap();
+        for bad in ["a", "b"] {
+            let e = w.put(bad, "x").unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+            assert!(e.to_string().contains("strictly increasing"), "{e}");
+        }
+        assert!(matches!(w.delete("a"), Err(Error::InvalidArgument(_))));
+        w.put("c", "3").unwrap();
+        let info = w.finish().unwrap();
+        assert_eq!((info.smallest_key, info.largest_key, info.num_entries), (b"b".to_vec(), b"c".to_vec(), 2));
+    }
+
+    #[test]
+    fn finish_without_entries_or_without_a_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, _) = writer(dir.path());
+        assert!(matches!(w.finish(), Err(Error::InvalidArgument(m)) if m.contains("without entries")));
+        assert!(matches!(w.finish(), Err(Error::InvalidArgument(m)) if m.contains("no file open")));
+        assert!(matches!(w.put("k", "v"), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn a_finished_file_reads_back_as_a_table_with_every_entry_at_sequence_zero() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, path) = writer(dir.path());
+        w.put("a", "1").unwrap();
+        w.delete("b").unwrap();
+        w.merge("c", "+").unwrap();
+        for i in 0..500u32 {
+            w.put(format!("d{i:05}"), vec![b'v'; 100]).unwrap();
+        }
+        let info = w.finish().unwrap();
+        assert_eq!(info.path, path);
+        assert_eq!(info.num_entries, 503);
+        assert_eq!(info.file_size, std::fs::metadata(&path).unwrap().len());
+        assert_eq!((&info.smallest_key[..], &info.largest_key[..]), (&b"a"[..], &b"d00499"[..]));
+        let fs = shaledb_vfs::default_fs();
+        let t = Table::open(fs.open(&path, ReadHints::default()).unwrap(), &TableReadOptions::default()).unwrap();
+        t.verify().unwrap();
+        let p = t.properties();
+        assert_eq!((p.num_entries, p.num_deletions, p.num_merges), (503, 1, 1));
+        assert_eq!((p.smallest_seq, p.largest_seq, p.db_id, p.file_number), (0, 0, None, None));
+        let mut it = t.iter(true, false);
+        it.seek_to_first();
+        let mut got = Vec::new();
+        while it.valid() {
+            let k = ikey::parse(it.key()).unwrap();
+            got.push((k.user_key.to_vec(), k.seq, k.kind, it.value().to_vec()));
+            it.next();
+        }
+        it.status().unwrap();
+        assert_eq!(got.len(), 503);
+        assert_eq!(got[0], (b"a".to_vec(), 0, ValueKind::Value, b"1".to_vec()));
+        assert_eq!(got[1], (b"b".to_vec(), 0, ValueKind::Deletion, Vec::new()));
+        assert_eq!(got[2], (b"c".to_vec(), 0, ValueKind::Merge, b"+".to_vec()));
+        assert!(got[3..].iter().all(|(k, s, kind, v)| k.starts_with(b"d") && *s == 0 && *kind == ValueKind::Value && v.len() == 100));
+    }
+
+    #[test]
+    fn the_bottommost_compression_and_the_prefix_extractor_of_the_options_are_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options {
+            compression: crate::CompressionType::None,
+            bottommost_compression: Some(crate::CompressionType::Zstd),
+            prefix_extractor: Some(crate::PrefixExtractor::Fixed(2)),
+            ..Options::default()
+        };
+        let path = dir.path().join("y.sst");
+        let mut w = SstFileWriter::create(&opts);
+        w.open(&path).unwrap();
+        for i in 0..100u32 {
+            w.put(format!("k{i:04}"), "v".repeat(200)).unwrap();
+        }
+        w.finish().unwrap();
+        let fs = shaledb_vfs::default_fs();
+        let t = Table::open(fs.open(&path, ReadHints::default()).unwrap(), &TableReadOptions::default()).unwrap();
+        assert_eq!(t.properties().compression, crate::CompressionType::Zstd);
+        assert_eq!(t.properties().prefix_extractor, Some(crate::PrefixExtractor::Fixed(2)));
+    }
+}
