@@ -68,7 +68,8 @@ pub fn sst(cmd: SstCommand) -> anyhow::Result<i32> {
         let (k, v) = (&line[..tab], &line[tab + 1..]);
         let (key, value) = if hex {
             let text = |b: &[u8], what: &str| {
-                let s = std::str::from_utf8(b).with_context(|| format!("{}:{n}: {what} is not hexadecimal", input.display()))?;
+                let s = std::str::from_utf8(b)
+                    .with_context(|| format!("{}:{n}: {what} is not hexadecimal", input.display()))?;
                 arg_bytes(s, true, what).with_context(|| format!("{}:{n}", input.display()))
             };
             (text(k, "key")?, text(v, "value")?)

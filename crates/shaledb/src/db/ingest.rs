@@ -102,7 +102,8 @@ fn ingest(inner: &Arc<DbInner>, paths: &[PathBuf], o: &IngestExternalFileOptions
     if paths.is_empty() {
         return Err(Error::InvalidArgument("ingest_external_file: the list of files is empty".into()));
     }
-    let mut files = paths.iter().map(|p| inspect(inner, p, o.verify_checksums_before_ingest)).collect::<Result<Vec<_>>>()?;
+    let mut files =
+        paths.iter().map(|p| inspect(inner, p, o.verify_checksums_before_ingest)).collect::<Result<Vec<_>>>()?;
     files.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
     for pair in files.windows(2) {
         if pair[0].largest_user_key() >= pair[1].smallest_user_key() {
@@ -225,7 +226,12 @@ fn reserve_numbers(inner: &DbInner, files: &mut [External]) -> Result<()> {
 }
 
 /// Step 2b: each file copied (or linked) to its number, fsynced.
-fn copy_in(inner: &DbInner, files: &mut [External], o: &IngestExternalFileOptions, created: &mut Vec<u64>) -> Result<()> {
+fn copy_in(
+    inner: &DbInner,
+    files: &mut [External],
+    o: &IngestExternalFileOptions,
+    created: &mut Vec<u64>,
+) -> Result<()> {
     let fs = inner.fs.as_ref();
     for f in files.iter_mut() {
         let dst = filenames::table(&inner.dir, f.number);
@@ -441,7 +447,10 @@ fn flush_memtables(
 /// Step 5: the copy of `f` rewritten as table `number` with every entry at `seq`; fsynced.
 fn rewrite(inner: &DbInner, f: &External, number: u64, level: usize, seq: u64) -> Result<FileMeta> {
     let src = filenames::table(&inner.dir, f.number);
-    let t = Table::open(inner.fs.open(&src, ReadHints { sequential: true, ..ReadHints::default() })?, &TableReadOptions::default())?;
+    let t = Table::open(
+        inner.fs.open(&src, ReadHints { sequential: true, ..ReadHints::default() })?,
+        &TableReadOptions::default(),
+    )?;
     let mut topts = inner.opts.table_options(inner.db_id, level, level + 1 == inner.opts.num_levels);
     topts.file_number = Some(number);
     let dst = filenames::table(&inner.dir, number);

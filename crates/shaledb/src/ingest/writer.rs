@@ -239,7 +239,9 @@ mod tests {
         assert_eq!(got[0], (b"a".to_vec(), 0, ValueKind::Value, b"1".to_vec()));
         assert_eq!(got[1], (b"b".to_vec(), 0, ValueKind::Deletion, Vec::new()));
         assert_eq!(got[2], (b"c".to_vec(), 0, ValueKind::Merge, b"+".to_vec()));
-        assert!(got[3..].iter().all(|(k, s, kind, v)| k.starts_with(b"d") && *s == 0 && *kind == ValueKind::Value && v.len() == 100));
+        assert!(got[3..]
+            .iter()
+            .all(|(k, s, kind, v)| k.starts_with(b"d") && *s == 0 && *kind == ValueKind::Value && v.len() == 100));
     }
 
     #[test]

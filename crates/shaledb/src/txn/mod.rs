@@ -301,7 +301,7 @@ impl<'a> Transaction<'a> {
             db,
             id,
             mode,
-            write_opts: write_opts.clone(),
+            write_opts: *write_opts,
             snapshot: opts.set_snapshot.then(|| guard.clone()),
             _guard: guard,
             ops: Vec::new(),

@@ -78,10 +78,11 @@ fn a_file_goes_above_the_first_level_it_overlaps_and_then_shadows_it() {
     let l0 = sst(tmp.path(), "l0.sst", &[("l", Some("1")), ("n", None)]);
     ingest(&db, &[&l0]).unwrap();
     assert_eq!(level_of_files(&db), [2, 0, 0, 0, 0, 1, 2]);
-    let expected: Model = [("b", "old"), ("c", "new"), ("d", "new"), ("f", "old"), ("l", "1"), ("m", "mem"), ("x", "1"), ("y", "2")]
-        .iter()
-        .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
-        .collect();
+    let expected: Model =
+        [("b", "old"), ("c", "new"), ("d", "new"), ("f", "old"), ("l", "1"), ("m", "mem"), ("x", "1"), ("y", "2")]
+            .iter()
+            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+            .collect();
     assert_eq!(all(&db), expected);
     // A compaction keeps the newest versions.
     db.compact_range(None, None).unwrap();
@@ -121,16 +122,24 @@ fn overlapping_files_empty_lists_and_global_numbers_when_not_allowed_are_refused
     let e = ingest(&db, &[&a, &b]).unwrap_err();
     assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("overlap")), "{e}");
     let none: [&Path; 0] = [];
-    assert!(matches!(db.ingest_external_file(&none, &IngestExternalFileOptions::default()), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        db.ingest_external_file(&none, &IngestExternalFileOptions::default()),
+        Err(Error::InvalidArgument(_))
+    ));
     db.put("c", "x").unwrap();
     db.flush().unwrap();
     let no_seq = IngestExternalFileOptions { allow_global_seqno: false, ..IngestExternalFileOptions::default() };
     let e = db.ingest_external_file(&[&a], &no_seq).unwrap_err();
     assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("allow_global_seqno")), "{e}");
     assert_eq!(all(&db).len(), 1);
-    assert_eq!(std::fs::read_dir(tmp.path().join("db")).unwrap().filter(|e| {
-        e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".sst")
-    }).count(), 1, "no copy left behind");
+    assert_eq!(
+        std::fs::read_dir(tmp.path().join("db"))
+            .unwrap()
+            .filter(|e| { e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".sst") })
+            .count(),
+        1,
+        "no copy left behind"
+    );
 }
 
 #[test]
@@ -144,19 +153,26 @@ fn a_corrupt_or_foreign_file_is_refused_and_nothing_changes() {
     let mut bytes = std::fs::read(&f).unwrap();
     bytes[100] ^= 0x40; // inside the first data block
     std::fs::write(&f, &bytes).unwrap();
-    let verify = IngestExternalFileOptions { verify_checksums_before_ingest: true, ..IngestExternalFileOptions::default() };
+    let verify =
+        IngestExternalFileOptions { verify_checksums_before_ingest: true, ..IngestExternalFileOptions::default() };
     let e = db.ingest_external_file(&[&f], &verify).unwrap_err();
     assert!(e.is_corruption(), "{e}");
     let junk = tmp.path().join("junk.sst");
     std::fs::write(&junk, b"not a table at all, not even close to one ........................").unwrap();
     assert!(ingest(&db, &[&junk]).is_err());
-    let names: Vec<String> =
-        std::fs::read_dir(tmp.path().join("db")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> = std::fs::read_dir(tmp.path().join("db"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     assert!(!names.iter().any(|n| n.ends_with(".sst")), "{names:?}");
     assert_eq!(all(&db), Model::from([(b"keep".to_vec(), b"1".to_vec())]));
     // A table written by a database (sequence numbers above 0) is not an external file.
     db.flush().unwrap();
-    let own = std::fs::read_dir(tmp.path().join("db")).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "sst")).unwrap();
+    let own = std::fs::read_dir(tmp.path().join("db"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .unwrap();
     let copy = tmp.path().join("own.sst");
     std::fs::copy(&own, &copy).unwrap();
     let e = ingest(&db, &[&copy]).unwrap_err();
@@ -271,7 +287,10 @@ fn random_writes_and_ingestions_agree_with_a_model_and_survive_reopen() {
     for (k, v) in model.iter().take(50) {
         assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
     }
-    assert_eq!(db.iter().rev().map(|e| e.unwrap()).collect::<Vec<_>>(), model.clone().into_iter().rev().collect::<Vec<_>>());
+    assert_eq!(
+        db.iter().rev().map(|e| e.unwrap()).collect::<Vec<_>>(),
+        model.clone().into_iter().rev().collect::<Vec<_>>()
+    );
     db.close().unwrap();
     let db = Db::open(&path, options).unwrap();
     assert_eq!(all(&db), model);
