@@ -14,6 +14,13 @@ fn shaledb<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (Option<i32>, String, Strin
     )
 }
 
+/// Runs `shaledb ARGS`, which must exit 0; its stdout.
+fn ok(args: &[&str]) -> String {
+    let (code, out, err) = shaledb(args);
+    assert_eq!(code, Some(0), "{args:?}: {out}{err}");
+    out
+}
+
 fn p(path: &Path) -> &str {
     path.to_str().unwrap()
 }
@@ -341,11 +348,6 @@ fn stress_finds_a_foreign_key_behind_its_merges() {
 fn checkpoint_and_backup_commands() {
     let tmp = shaledb_testkit::tempdir();
     let (db, ckpt, bk) = (tmp.path().join("db"), tmp.path().join("ckpt"), tmp.path().join("bk"));
-    let ok = |args: &[&str]| {
-        let (code, out, err) = shaledb(args);
-        assert_eq!(code, Some(0), "{args:?}: {out}{err}");
-        out
-    };
     ok(&["put", "--create-if-missing", p(&db), "a", "1"]);
     ok(&["checkpoint", p(&db), p(&ckpt)]);
     assert_eq!(ok(&["get", p(&ckpt), "a"]), "1\n");
@@ -397,11 +399,6 @@ fn checkpoint_and_backup_commands() {
 fn sst_write_and_ingest_commands() {
     let tmp = shaledb_testkit::tempdir();
     let (db, input, sst) = (tmp.path().join("db"), tmp.path().join("in.txt"), tmp.path().join("x.sst"));
-    let ok = |args: &[&str]| {
-        let (code, out, err) = shaledb(args);
-        assert_eq!(code, Some(0), "{args:?}: {out}{err}");
-        out
-    };
     std::fs::write(&input, "a\t1\nb\t2\nc\t\n").unwrap();
     let out = ok(&["sst", "write", p(&sst), p(&input)]);
     assert!(out.contains("3 entries"), "{out}");
