@@ -43,6 +43,7 @@ use shaledb_format::ikey::{self, MAX_SEQUENCE};
 use shaledb_format::iter::InternalIterator;
 use shaledb_format::table::{Table, TableBuilder, TableReadOptions};
 use shaledb_vfs::{Error, ReadHints, Result};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -277,34 +278,29 @@ fn level_overlaps(v: &Version, level: usize, lo: &[u8], hi: &[u8]) -> bool {
     v.files(level).iter().any(|f| f.smallest_user_key() <= hi && f.largest_user_key() >= lo)
 }
 
-/// Step 4: the level of a file with range `[lo, hi]` (module docs).
-fn pick_level(st: &State, lo: &[u8], hi: &[u8]) -> usize {
-    let v = st.vs.current();
+/// Step 4: the level of a file with range `[lo, hi]` in `v`, where `busy` holds the input files of the
+/// running compactions (module docs).
+fn pick_level(v: &Version, busy: &HashSet<u64>, lo: &[u8], hi: &[u8]) -> usize {
     if level_overlaps(v, 0, lo, hi) {
         return 0;
     }
     // The span of the busy files at levels 0..=L, grown with L.
     let mut span: Option<(Vec<u8>, Vec<u8>)> = None;
-    let widen = |level: usize, span: &mut Option<(Vec<u8>, Vec<u8>)>| {
-        for f in v.files(level).iter().filter(|f| st.busy.contains(&f.number)) {
+    let mut target = 0;
+    for level in 0..v.num_levels() {
+        for f in v.files(level).iter().filter(|f| busy.contains(&f.number)) {
             let (s, l) = (f.smallest_user_key(), f.largest_user_key());
-            match span {
-                None => *span = Some((s.to_vec(), l.to_vec())),
-                Some((a, b)) => {
-                    if s < &a[..] {
-                        *a = s.to_vec();
-                    }
-                    if l > &b[..] {
-                        *b = l.to_vec();
-                    }
-                }
+            let (a, b) = span.get_or_insert_with(|| (s.to_vec(), l.to_vec()));
+            if s < &a[..] {
+                *a = s.to_vec();
+            }
+            if l > &b[..] {
+                *b = l.to_vec();
             }
         }
-    };
-    widen(0, &mut span);
-    let mut target = 0;
-    for level in 1..v.num_levels() {
-        widen(level, &mut span);
+        if level == 0 {
+            continue;
+        }
         let compacting = span.as_ref().is_some_and(|(a, b)| &a[..] <= hi && &b[..] >= lo);
         if compacting || level_overlaps(v, level, lo, hi) {
             break;
@@ -347,7 +343,7 @@ fn install(
     for f in files {
         let (lo, hi) = (f.smallest_user_key(), f.largest_user_key());
         let overlaps_db = (0..v.num_levels()).any(|l| level_overlaps(&v, l, lo, hi));
-        plan.push((pick_level(&st, lo, hi), force || overlaps_db));
+        plan.push((pick_level(&v, &st.busy, lo, hi), force || overlaps_db));
     }
     let global = plan.iter().any(|&(_, g)| g);
     if global && !o.allow_global_seqno {
@@ -485,4 +481,55 @@ fn rewrite(inner: &DbInner, f: &External, number: u64, level: usize, seq: u64) -
         num_entries: p.num_entries,
         num_deletions: p.num_deletions,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(number: u64, lo: &str, hi: &str) -> Arc<FileMeta> {
+        let key = |k: &str| {
+            let mut b = Vec::new();
+            ikey::append_internal_key(&mut b, k.as_bytes(), 5, ikey::ValueKind::Value);
+            b
+        };
+        Arc::new(FileMeta { number, smallest: key(lo), largest: key(hi), ..FileMeta::default() })
+    }
+
+    fn version(files: &[(usize, Arc<FileMeta>)]) -> Version {
+        let mut v = Version::new(7);
+        for (level, f) in files {
+            v.levels[*level].push(f.clone());
+        }
+        v
+    }
+
+    #[test]
+    fn a_file_goes_to_the_deepest_level_above_the_first_overlap() {
+        let v = version(&[(0, file(1, "x", "z")), (3, file(2, "c", "f")), (6, file(3, "a", "m"))]);
+        let none = HashSet::new();
+        assert_eq!(pick_level(&v, &none, b"d", b"e"), 2);
+        assert_eq!(pick_level(&v, &none, b"g", b"h"), 5);
+        assert_eq!(pick_level(&v, &none, b"n", b"p"), 6);
+        assert_eq!(pick_level(&v, &none, b"y", b"y"), 0);
+        assert_eq!(pick_level(&Version::new(7), &none, b"a", b"z"), 6);
+    }
+
+    #[test]
+    fn a_running_compaction_keeps_files_out_of_the_span_of_its_inputs() {
+        // A compaction of the level-1 files [a, b] and [y, z] writes into level 2 over [a, z]: a file in the
+        // gap between its inputs must stay above level 2, though no table overlaps it.
+        let v = version(&[(1, file(1, "a", "b")), (1, file(2, "y", "z"))]);
+        let busy: HashSet<u64> = [1, 2].into();
+        assert_eq!(pick_level(&v, &busy, b"m", b"n"), 0);
+        assert_eq!(pick_level(&v, &HashSet::new(), b"m", b"n"), 6);
+        // A level-0 compaction's span blocks every level below.
+        let v = version(&[(0, file(3, "a", "c")), (0, file(4, "x", "z"))]);
+        let busy: HashSet<u64> = [3, 4].into();
+        assert_eq!(pick_level(&v, &busy, b"m", b"n"), 0);
+        // A compaction deeper down leaves the levels above it free.
+        let v = version(&[(4, file(5, "a", "c")), (4, file(6, "x", "z"))]);
+        let busy: HashSet<u64> = [5, 6].into();
+        assert_eq!(pick_level(&v, &busy, b"m", b"n"), 3);
+    }
 }
