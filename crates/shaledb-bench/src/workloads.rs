@@ -662,10 +662,10 @@ impl<E: Engine> Ctx<'_, E> {
             }
             for (slot, &set) in order.iter().enumerate() {
                 keys[slot] = format!("{:04}{}", set + 1, rng.next_u64() % self.num).into_bytes();
-                gfu[slot] = self.transactions && rng.next_u64().is_multiple_of(2);
+                gfu[slot] = self.transactions && rng.next_u64() % 2 == 0;
             }
             if self.transactions {
-                let rollback = rng.next_u64().is_multiple_of(20);
+                let rollback = rng.next_u64() % 20 == 0;
                 let step = TxnStep { keys: &keys, get_for_update: &gfu, incr, rollback };
                 match self.db.random_transaction(self.mode, &step).map_err(|e| err("transaction", self.kind, e))? {
                     TxnOutcome::Committed | TxnOutcome::RolledBack => done += 1,

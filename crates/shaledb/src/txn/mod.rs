@@ -262,7 +262,7 @@ enum State {
     RolledBack,
 }
 
-/// One transaction; see [`TransactionDb`] and [`OptimisticTransactionDb`]. Dropping it without `commit` rolls it back.
+/// One transaction; see the [module documentation](self). Dropping it without `commit` rolls it back.
 pub struct Transaction<'a> {
     db: &'a Db,
     id: u64,
