@@ -5,6 +5,7 @@ mod backup;
 mod bench;
 mod db_bench_alias;
 mod dump;
+mod ingest;
 mod keys;
 mod repair;
 mod spelling;
@@ -52,6 +53,11 @@ enum Command {
     /// `restore BACKUP_DIR ID TARGET`, `purge BACKUP_DIR --keep N`, `delete BACKUP_DIR ID`.
     #[command(subcommand)]
     Backup(backup::BackupCommand),
+    /// `sst write OUTPUT INPUT`: write the sorted `KEY<TAB>VALUE` lines of INPUT as an SST for `ingest`.
+    #[command(subcommand)]
+    Sst(ingest::SstCommand),
+    /// Add SSTs written by `sst write` to the database DB atomically (RocksDB's IngestExternalFile).
+    Ingest(ingest::IngestArgs),
     /// A Redis-protocol server on a database directory (redis-cli, redis-benchmark and client libraries
     /// work against it), durable by default: a write is acknowledged after its fsync (group commit).
     Server(shaledb_server::ServerArgs),
@@ -100,6 +106,8 @@ fn main() -> ExitCode {
         Command::Repair(a) => return tool_exit(repair::run(a)),
         Command::Checkpoint(a) => return tool_exit(backup::checkpoint(a)),
         Command::Backup(c) => return tool_exit(backup::run(c)),
+        Command::Sst(c) => return tool_exit(ingest::sst(c)),
+        Command::Ingest(a) => return tool_exit(ingest::ingest(a)),
         Command::InstallDbBench(a) => return tool_exit(db_bench_alias::install(a)),
         Command::Get(a) => return tool_exit(keys::get(a)),
         Command::Put(a) => return tool_exit(keys::put(a)),

@@ -14,6 +14,13 @@ fn shaledb<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (Option<i32>, String, Strin
     )
 }
 
+/// Runs `shaledb ARGS`, which must exit 0; its stdout.
+fn ok(args: &[&str]) -> String {
+    let (code, out, err) = shaledb(args);
+    assert_eq!(code, Some(0), "{args:?}: {out}{err}");
+    out
+}
+
 fn p(path: &Path) -> &str {
     path.to_str().unwrap()
 }
@@ -341,11 +348,6 @@ fn stress_finds_a_foreign_key_behind_its_merges() {
 fn checkpoint_and_backup_commands() {
     let tmp = shaledb_testkit::tempdir();
     let (db, ckpt, bk) = (tmp.path().join("db"), tmp.path().join("ckpt"), tmp.path().join("bk"));
-    let ok = |args: &[&str]| {
-        let (code, out, err) = shaledb(args);
-        assert_eq!(code, Some(0), "{args:?}: {out}{err}");
-        out
-    };
     ok(&["put", "--create-if-missing", p(&db), "a", "1"]);
     ok(&["checkpoint", p(&db), p(&ckpt)]);
     assert_eq!(ok(&["get", p(&ckpt), "a"]), "1\n");
@@ -391,4 +393,36 @@ fn checkpoint_and_backup_commands() {
     assert_eq!(shaledb(&["backup", "purge", p(&bk)]).0, Some(2));
     ok(&["backup", "delete", p(&bk), "2"]);
     assert_eq!(ok(&["backup", "list", p(&bk)]).lines().count(), 1);
+}
+
+#[test]
+fn sst_write_and_ingest_commands() {
+    let tmp = shaledb_testkit::tempdir();
+    let (db, input, sst) = (tmp.path().join("db"), tmp.path().join("in.txt"), tmp.path().join("x.sst"));
+    std::fs::write(&input, "a\t1\nb\t2\nc\t\n").unwrap();
+    let out = ok(&["sst", "write", p(&sst), p(&input)]);
+    assert!(out.contains("3 entries"), "{out}");
+    ok(&["put", "--create-if-missing", p(&db), "z", "old"]);
+    ok(&["ingest", p(&db), p(&sst)]);
+    assert_eq!(ok(&["get", p(&db), "b"]), "2\n");
+    assert_eq!(ok(&["get", p(&db), "c"]), "\n");
+    // Hex input.
+    let (hin, hsst) = (tmp.path().join("h.txt"), tmp.path().join("h.sst"));
+    std::fs::write(&hin, "0x7a\t0x6e6577\n").unwrap();
+    ok(&["sst", "write", "--hex", p(&hsst), p(&hin)]);
+    ok(&["ingest", p(&db), p(&hsst)]);
+    assert_eq!(ok(&["get", p(&db), "z"]), "new\n");
+    // Unsorted input: exit 1, the line named.
+    std::fs::write(&input, "a\t1\nc\t3\nb\t2\n").unwrap();
+    let (code, _, err) = shaledb(&["sst", "write", p(&sst), p(&input)]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("in.txt:3") && err.contains("sorted"), "{err}");
+    std::fs::write(&input, "a 1\n").unwrap();
+    let (code, _, err) = shaledb(&["sst", "write", p(&sst), p(&input)]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("in.txt:1") && err.contains("no tab"), "{err}");
+    std::fs::write(&input, "").unwrap();
+    let (code, _, err) = shaledb(&["sst", "write", p(&sst), p(&input)]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("no entries"), "{err}");
 }

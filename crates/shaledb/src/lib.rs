@@ -38,6 +38,7 @@ mod db;
 use shaledb_format::filenames;
 mod identity;
 mod info_log;
+pub mod ingest;
 pub mod iter;
 mod lookup;
 mod lost;

@@ -9,6 +9,7 @@ pub(crate) mod checkpoint;
 mod estimate;
 pub(crate) mod files;
 mod flush;
+mod ingest;
 mod multi_get;
 mod newest;
 mod open;

@@ -8,6 +8,7 @@ mod concurrency;
 mod estimates;
 mod files;
 mod fixture;
+mod ingest;
 mod limits;
 mod linearizable;
 mod model;

@@ -7,6 +7,7 @@ mod checkpoint_crash;
 mod checkpoint_kill;
 mod crash_kill;
 mod fuzz_corpora;
+mod ingest_crash;
 mod io_errors;
 mod losses;
 mod numbers;
