@@ -12,6 +12,7 @@ mod limits;
 mod linearizable;
 mod model;
 mod multi_get;
+mod options_file;
 mod prefix;
 mod properties;
 mod readahead;

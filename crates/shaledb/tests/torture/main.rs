@@ -10,6 +10,7 @@ mod fuzz_corpora;
 mod io_errors;
 mod losses;
 mod numbers;
+mod options_crash;
 mod power_loss;
 mod torn_tails;
 mod wal_full_disk;
