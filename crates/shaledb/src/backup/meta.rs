@@ -183,9 +183,7 @@ fn parse_file(line: &str, id: u64) -> std::result::Result<BackupFile, String> {
         Some(FileKind::Table(n)) => shared_path(n, crc, size),
         Some(
             FileKind::Wal(_) | FileKind::Manifest(_) | FileKind::Options(_) | FileKind::Current | FileKind::Identity,
-        ) => {
-            private_path(id, name)
-        }
+        ) => private_path(id, name),
         _ => return Err(format!("{name:?} is not a database file a backup holds")),
     };
     if stored != expected {

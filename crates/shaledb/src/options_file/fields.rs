@@ -80,11 +80,9 @@ fn compression_name(c: CompressionType) -> &'static str {
 }
 
 fn compression(v: &str) -> Result<CompressionType, String> {
-    COMPRESSIONS
-        .iter()
-        .find(|(_, n)| *n == v)
-        .map(|(t, _)| *t)
-        .ok_or_else(|| format!("{v:?} is not a compression ShaleDB has (kNoCompression, kSnappyCompression, kLZ4Compression, kZSTD)"))
+    COMPRESSIONS.iter().find(|(_, n)| *n == v).map(|(t, _)| *t).ok_or_else(|| {
+        format!("{v:?} is not a compression ShaleDB has (kNoCompression, kSnappyCompression, kLZ4Compression, kZSTD)")
+    })
 }
 
 const RECOVERY_MODES: [(WalRecoveryMode, &str); 4] = [
@@ -100,7 +98,10 @@ fn struct_value<'a, const N: usize>(v: &'a str, keys: [&str; N]) -> Result<[&'a 
     let mut out: [Option<&str>; N] = [None; N];
     for part in inner.split(';').map(str::trim).filter(|p| !p.is_empty()) {
         let (k, val) = part.split_once('=').ok_or_else(|| format!("{part:?} is not key=value"))?;
-        let i = keys.iter().position(|&key| key == k.trim()).ok_or_else(|| format!("unknown key {:?} in {v:?}", k.trim()))?;
+        let i = keys
+            .iter()
+            .position(|&key| key == k.trim())
+            .ok_or_else(|| format!("unknown key {:?} in {v:?}", k.trim()))?;
         if out[i].replace(val.trim()).is_some() {
             return Err(format!("key {:?} twice in {v:?}", k.trim()));
         }
@@ -318,7 +319,9 @@ pub(super) const FIELDS: &[Field] = &[
             l.options.prefix_extractor = match v {
                 NULLPTR => None,
                 _ => Some(PrefixExtractor::parse(v).ok_or_else(|| {
-                    format!("{v:?} is not a prefix extractor ShaleDB has (rocksdb.FixedPrefix.N, rocksdb.CappedPrefix.N)")
+                    format!(
+                        "{v:?} is not a prefix extractor ShaleDB has (rocksdb.FixedPrefix.N, rocksdb.CappedPrefix.N)"
+                    )
                 })?),
             };
             Ok(())

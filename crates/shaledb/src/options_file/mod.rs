@@ -24,9 +24,9 @@
 //! newest [`KEEP_OPTIONS_FILES`] are kept, the older removed.
 
 mod fields;
-mod text;
 #[cfg(test)]
 mod tests;
+mod text;
 
 use crate::filenames::{self, FileKind};
 use crate::options::Options;
@@ -174,11 +174,12 @@ pub(crate) fn write(fs: &dyn Fs, dir: &Path, vs: &mut VersionSet, opts: &Options
 /// A different prefix extractor is not refused: each table records the extractor it was built with and is
 /// only filtered by prefix under that same extractor (`crate::prefix`), so reads are right under any.
 ///
-/// A database with no OPTIONS file (written before ShaleDB wrote them) opens without checks. A newest file
+/// `Db::open_read_only` does not check (another process may be replacing the file meanwhile). A database with no OPTIONS file (written before ShaleDB wrote them) opens without checks. A newest file
 /// that cannot be read fails the open with its error under `paranoid_checks`; without, the checks are
 /// skipped and the returned note says why (for the LOG).
 pub(crate) fn check_recorded(dir: &Path, opts: &Options, names: &[String]) -> Result<Option<String>> {
-    let Some(n) = newest(names) else { return Ok(None) };
+    // With `error_if_exists` the open is refused anyway, for that reason.
+    let Some(n) = newest(names).filter(|_| !opts.error_if_exists) else { return Ok(None) };
     let path = dir.join(filenames::options_name(n));
     let recorded = match read(opts.fs.as_ref(), &path) {
         Ok(r) => r,

@@ -159,20 +159,40 @@ fn damaged_files_are_errors_naming_file_and_line() {
     // A number of the right type but out of the option's range is checked as `Options::validate` checks it.
     assert_bad(&good.replace("block_size=4096", "block_size=1"), bs, "block_size must be");
     let mult = line_of(&good, "max_bytes_for_level_multiplier=");
-    assert_bad(&good.replace("max_bytes_for_level_multiplier=10", "max_bytes_for_level_multiplier=inf"), mult, "finite");
+    assert_bad(
+        &good.replace("max_bytes_for_level_multiplier=10", "max_bytes_for_level_multiplier=inf"),
+        mult,
+        "finite",
+    );
     let wbs = line_of(&good, "write_buffer_size=");
     let dup = good.replace("  write_buffer_size=", "  write_buffer_size=4096\n  write_buffer_size=");
     assert_bad(&dup, wbs + 1, "twice");
     assert_bad(&good.replace("[DBOptions]", "[DBOptionz]"), line_of(&good, "[DBOptions]"), "unknown section");
-    assert_bad(&good.replace("  paranoid_checks=", "  no_such_option=1\n  paranoid_checks="), line_of(&good, "paranoid_checks"), "unknown option");
+    assert_bad(
+        &good.replace("  paranoid_checks=", "  no_such_option=1\n  paranoid_checks="),
+        line_of(&good, "paranoid_checks"),
+        "unknown option",
+    );
     let v = line_of(&good, "options_file_version");
     let e = parse_text(&good.replace("options_file_version=1.0", "options_file_version=2.0")).unwrap_err();
     assert!(matches!(e, Error::NotSupported(_)), "{e}");
     assert!(e.to_string().contains(&format!("/db/OPTIONS-000007: line {v}:")), "{e}");
     assert_bad(&good.replace("options_file_version=1.0", "options_file_version=one"), v, "MAJOR.MINOR");
-    assert_bad(&good.replace("compression=kLZ4Compression", "compression=kZlibCompression"), line_of(&good, "  compression="), "not a compression");
-    assert_bad(&good.replace("filter_policy=bloomfilter:10:false", "filter_policy=bloomfilter:10:true"), line_of(&good, "filter_policy"), "block-based");
-    assert_bad(&good.replace("  block_cache={capacity=", "  block_cache={num_shard_bits=1;capacity="), line_of(&good, "block_cache="), "twice");
+    assert_bad(
+        &good.replace("compression=kLZ4Compression", "compression=kZlibCompression"),
+        line_of(&good, "  compression="),
+        "not a compression",
+    );
+    assert_bad(
+        &good.replace("filter_policy=bloomfilter:10:false", "filter_policy=bloomfilter:10:true"),
+        line_of(&good, "filter_policy"),
+        "block-based",
+    );
+    assert_bad(
+        &good.replace("  block_cache={capacity=", "  block_cache={num_shard_bits=1;capacity="),
+        line_of(&good, "block_cache="),
+        "twice",
+    );
     assert_bad("garbage\n", 1, "neither");
     assert_bad("", 1, "no [Version]");
     assert_bad("# c\n[CFOptions \"default\"]\n  write_buffer_size=4096\n", 2, "not [Version]");

@@ -73,7 +73,11 @@ pub(super) fn parse(data: &[u8], path: &Path) -> Result<LoadedOptions> {
     let mut it = sections.into_iter();
     let version = it.next().ok_or_else(|| bad(1, 0, "no [Version] section: not an OPTIONS file".into()))?;
     if version.title != VERSION {
-        return Err(bad(version.line, version.offset, format!("the first section is [{}], not [Version]", version.title)));
+        return Err(bad(
+            version.line,
+            version.offset,
+            format!("the first section is [{}], not [Version]", version.title),
+        ));
     }
     let minor = check_version(&version, path, &bad)?;
     let mut loaded = LoadedOptions {
@@ -87,7 +91,11 @@ pub(super) fn parse(data: &[u8], path: &Path) -> Result<LoadedOptions> {
     let (mut last_line, mut last_offset) = (version.line, version.offset);
     for (section, title) in TITLES {
         let Some(s) = it.next() else {
-            return Err(bad(last_line, last_offset, format!("the file ends before the [{title}] section (truncated?)")));
+            return Err(bad(
+                last_line,
+                last_offset,
+                format!("the file ends before the [{title}] section (truncated?)"),
+            ));
         };
         if s.title != title {
             return Err(bad(s.line, s.offset, format!("expected section [{title}], found [{}]", s.title)));
@@ -108,7 +116,8 @@ pub(super) fn parse(data: &[u8], path: &Path) -> Result<LoadedOptions> {
                 lines.insert(field, (line.number, line.offset));
             }
         }
-        if minor >= FORMAT_MINOR {
+        // Not an older minor version: every option must be there.
+        if minor.checked_sub(FORMAT_MINOR).is_some() {
             if let Some(f) = FIELDS.iter().enumerate().find(|(i, f)| f.section == section && !seen[*i]).map(|x| x.1) {
                 return Err(bad(
                     s.line,
@@ -132,11 +141,7 @@ pub(super) fn parse(data: &[u8], path: &Path) -> Result<LoadedOptions> {
 }
 
 /// Checks `[Version]`; returns the file's minor version.
-fn check_version(
-    version: &SectionText<'_>,
-    path: &Path,
-    bad: &dyn Fn(usize, u64, String) -> Error,
-) -> Result<u32> {
+fn check_version(version: &SectionText<'_>, path: &Path, bad: &dyn Fn(usize, u64, String) -> Error) -> Result<u32> {
     let (mut file_version, mut shaledb_version) = (None, false);
     for (name, value, line) in &version.options {
         match *name {
@@ -170,10 +175,7 @@ fn check_version(
 
 /// Splits the file into its sections, checking the syntax of every line, that no section appears twice and
 /// no option twice in one section.
-fn split_sections<'a>(
-    data: &'a [u8],
-    bad: &dyn Fn(usize, u64, String) -> Error,
-) -> Result<Vec<SectionText<'a>>> {
+fn split_sections<'a>(data: &'a [u8], bad: &dyn Fn(usize, u64, String) -> Error) -> Result<Vec<SectionText<'a>>> {
     let mut sections: Vec<SectionText<'a>> = Vec::new();
     let mut offset = 0u64;
     let mut rest = data;

@@ -59,10 +59,14 @@ fn every_open_writes_an_options_file_and_the_newest_two_are_kept() {
     let before = options_files(&fs, "/db");
     drop(Db::open_read_only("/db", opts(&fs)).unwrap());
     assert_eq!(options_files(&fs, "/db"), before);
+    // OPTIONS files are ours: destroy removes them with the rest.
+    let removed = shaledb::destroy_with(Path::new("/db"), &fs).unwrap();
+    assert!(before.iter().all(|n| removed.contains(n)), "{removed:?}");
+    assert!(options_files(&fs, "/db").is_empty());
 }
 
 fn assert_refused(r: shaledb::Result<Db>, needles: &[&str]) {
-    let e = r.err().expect("the open must be refused");
+    let Err(e) = r else { panic!("the open must be refused") };
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     for n in needles {
         assert!(e.to_string().contains(n), "want {n:?} in: {e}");
@@ -104,7 +108,10 @@ fn switching_ttl_mode_is_refused_but_its_length_and_the_prefix_extractor_may_cha
 
     let fs = MemFs::new();
     drop(Db::open("/db", Options { merge_operator: None, ..opts(&fs) }).unwrap());
-    assert_refused(Db::open("/db", Options { ttl: Some(Ttl::new(5)), merge_operator: None, ..opts(&fs) }), &["TTL mode off"]);
+    assert_refused(
+        Db::open("/db", Options { ttl: Some(Ttl::new(5)), merge_operator: None, ..opts(&fs) }),
+        &["TTL mode off"],
+    );
 
     // Prefix extractors may change between opens (tables record theirs).
     let fs = MemFs::new();
@@ -123,7 +130,7 @@ fn a_damaged_newest_options_file_fails_open_under_paranoid_checks_only() {
     let path = Path::new("/db").join(&newest);
     let text = String::from_utf8(fs.read_file(&path).unwrap()).unwrap();
     fs.write_file(&path, text.replace("num_levels=7", "num_levels=seven").as_bytes());
-    let e = Db::open("/db", opts(&fs)).err().expect("refused");
+    let Err(e) = Db::open("/db", opts(&fs)) else { panic!("a damaged OPTIONS file must refuse the open") };
     assert!(e.is_corruption(), "{e}");
     assert!(e.to_string().contains(&newest) && e.to_string().contains("line "), "{e}");
     let e = Options::load_latest_with(Path::new("/db"), Arc::new(fs.clone())).unwrap_err();
