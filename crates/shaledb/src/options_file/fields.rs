@@ -161,45 +161,16 @@ fn read_name(v: &str) -> Result<Option<String>, String> {
     }
 }
 
-macro_rules! num {
-    ($section:ident, $name:literal, $f:ident) => {
+/// A field read by `parse` (`int`, `boolean`, `float`) and written with `to_string`.
+macro_rules! plain {
+    ($section:ident, $name:literal, $f:ident, $parse:ident) => {
         Field {
             section: Section::$section,
             name: $name,
             fields: &[stringify!($f)],
             get: |o| o.$f.to_string(),
             set: |l, v| {
-                l.options.$f = int(v)?;
-                Ok(())
-            },
-        }
-    };
-}
-
-macro_rules! flag {
-    ($section:ident, $name:literal, $f:ident) => {
-        Field {
-            section: Section::$section,
-            name: $name,
-            fields: &[stringify!($f)],
-            get: |o| o.$f.to_string(),
-            set: |l, v| {
-                l.options.$f = boolean(v)?;
-                Ok(())
-            },
-        }
-    };
-}
-
-macro_rules! real {
-    ($section:ident, $name:literal, $f:ident) => {
-        Field {
-            section: Section::$section,
-            name: $name,
-            fields: &[stringify!($f)],
-            get: |o| o.$f.to_string(),
-            set: |l, v| {
-                l.options.$f = float(v)?;
+                l.options.$f = $parse(v)?;
                 Ok(())
             },
         }
@@ -208,16 +179,16 @@ macro_rules! real {
 
 /// Every persisted option, in the order written.
 pub(super) const FIELDS: &[Field] = &[
-    flag!(Db, "paranoid_checks", paranoid_checks),
-    num!(Db, "max_background_jobs", max_background_jobs),
-    num!(Db, "delayed_write_rate", delayed_write_rate),
-    num!(Db, "max_open_files", max_open_files),
-    flag!(Db, "use_direct_reads", use_direct_reads),
-    flag!(Db, "use_direct_io_for_flush_and_compaction", use_direct_io_for_flush_and_compaction),
-    flag!(Db, "advise_random_on_open", advise_random_on_open),
-    num!(Db, "compaction_readahead_size", compaction_readahead_size),
-    num!(Db, "bytes_per_sync", bytes_per_sync),
-    flag!(Db, "allow_concurrent_memtable_write", allow_concurrent_memtable_write),
+    plain!(Db, "paranoid_checks", paranoid_checks, boolean),
+    plain!(Db, "max_background_jobs", max_background_jobs, int),
+    plain!(Db, "delayed_write_rate", delayed_write_rate, int),
+    plain!(Db, "max_open_files", max_open_files, int),
+    plain!(Db, "use_direct_reads", use_direct_reads, boolean),
+    plain!(Db, "use_direct_io_for_flush_and_compaction", use_direct_io_for_flush_and_compaction, boolean),
+    plain!(Db, "advise_random_on_open", advise_random_on_open, boolean),
+    plain!(Db, "compaction_readahead_size", compaction_readahead_size, int),
+    plain!(Db, "bytes_per_sync", bytes_per_sync, int),
+    plain!(Db, "allow_concurrent_memtable_write", allow_concurrent_memtable_write, boolean),
     Field {
         section: Section::Db,
         name: "wal_recovery_mode",
@@ -232,23 +203,23 @@ pub(super) const FIELDS: &[Field] = &[
             Ok(())
         },
     },
-    num!(Db, "max_manifest_file_size", max_manifest_file_size),
-    num!(Db, "max_log_file_size", max_log_file_size),
-    num!(Db, "keep_log_file_num", keep_log_file_num),
-    num!(Cf, "write_buffer_size", write_buffer_size),
-    num!(Cf, "max_write_buffer_number", max_write_buffer_number),
-    num!(Cf, "level0_file_num_compaction_trigger", level0_file_num_compaction_trigger),
-    num!(Cf, "level0_slowdown_writes_trigger", level0_slowdown_writes_trigger),
-    num!(Cf, "level0_stop_writes_trigger", level0_stop_writes_trigger),
-    num!(Cf, "num_levels", num_levels),
-    num!(Cf, "max_bytes_for_level_base", max_bytes_for_level_base),
-    real!(Cf, "max_bytes_for_level_multiplier", max_bytes_for_level_multiplier),
-    flag!(Cf, "level_compaction_dynamic_level_bytes", level_compaction_dynamic_level_bytes),
-    num!(Cf, "target_file_size_base", target_file_size_base),
-    num!(Cf, "target_file_size_multiplier", target_file_size_multiplier),
-    num!(Cf, "soft_pending_compaction_bytes_limit", soft_pending_compaction_bytes_limit),
-    num!(Cf, "hard_pending_compaction_bytes_limit", hard_pending_compaction_bytes_limit),
-    flag!(Cf, "disable_auto_compactions", disable_auto_compactions),
+    plain!(Db, "max_manifest_file_size", max_manifest_file_size, int),
+    plain!(Db, "max_log_file_size", max_log_file_size, int),
+    plain!(Db, "keep_log_file_num", keep_log_file_num, int),
+    plain!(Cf, "write_buffer_size", write_buffer_size, int),
+    plain!(Cf, "max_write_buffer_number", max_write_buffer_number, int),
+    plain!(Cf, "level0_file_num_compaction_trigger", level0_file_num_compaction_trigger, int),
+    plain!(Cf, "level0_slowdown_writes_trigger", level0_slowdown_writes_trigger, int),
+    plain!(Cf, "level0_stop_writes_trigger", level0_stop_writes_trigger, int),
+    plain!(Cf, "num_levels", num_levels, int),
+    plain!(Cf, "max_bytes_for_level_base", max_bytes_for_level_base, int),
+    plain!(Cf, "max_bytes_for_level_multiplier", max_bytes_for_level_multiplier, float),
+    plain!(Cf, "level_compaction_dynamic_level_bytes", level_compaction_dynamic_level_bytes, boolean),
+    plain!(Cf, "target_file_size_base", target_file_size_base, int),
+    plain!(Cf, "target_file_size_multiplier", target_file_size_multiplier, int),
+    plain!(Cf, "soft_pending_compaction_bytes_limit", soft_pending_compaction_bytes_limit, int),
+    plain!(Cf, "hard_pending_compaction_bytes_limit", hard_pending_compaction_bytes_limit, int),
+    plain!(Cf, "disable_auto_compactions", disable_auto_compactions, boolean),
     Field {
         section: Section::Cf,
         name: "compression",
@@ -309,7 +280,7 @@ pub(super) const FIELDS: &[Field] = &[
             Ok(())
         },
     },
-    real!(Cf, "memtable_prefix_bloom_size_ratio", memtable_prefix_bloom_size_ratio),
+    plain!(Cf, "memtable_prefix_bloom_size_ratio", memtable_prefix_bloom_size_ratio, float),
     Field {
         section: Section::Cf,
         name: "prefix_extractor",
@@ -361,8 +332,8 @@ pub(super) const FIELDS: &[Field] = &[
             Ok(())
         },
     },
-    num!(Table, "block_size", block_size),
-    num!(Table, "block_restart_interval", block_restart_interval),
+    plain!(Table, "block_size", block_size, int),
+    plain!(Table, "block_restart_interval", block_restart_interval, int),
     Field {
         section: Section::Table,
         name: "filter_policy",
@@ -389,7 +360,7 @@ pub(super) const FIELDS: &[Field] = &[
             Ok(())
         },
     },
-    flag!(Table, "whole_key_filtering", whole_key_filtering),
+    plain!(Table, "whole_key_filtering", whole_key_filtering, boolean),
     Field {
         section: Section::Table,
         name: "block_cache",
@@ -402,6 +373,6 @@ pub(super) const FIELDS: &[Field] = &[
             Ok(())
         },
     },
-    flag!(Table, "cache_index_and_filter_blocks", cache_index_and_filter_blocks),
-    num!(Table, "max_auto_readahead_size", max_auto_readahead_size),
+    plain!(Table, "cache_index_and_filter_blocks", cache_index_and_filter_blocks, boolean),
+    plain!(Table, "max_auto_readahead_size", max_auto_readahead_size, int),
 ];

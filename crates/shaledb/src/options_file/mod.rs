@@ -107,15 +107,22 @@ impl Options {
     }
 }
 
-/// The number of the newest OPTIONS file among the directory entries `names`.
-pub(crate) fn newest(names: &[String]) -> Option<u64> {
-    names
+/// The numbers of the OPTIONS files among the directory entries `names`, newest first.
+fn numbers(names: &[String]) -> Vec<u64> {
+    let mut v: Vec<u64> = names
         .iter()
         .filter_map(|n| match filenames::parse(n) {
             Some(FileKind::Options(n)) => Some(n),
             _ => None,
         })
-        .max()
+        .collect();
+    v.sort_unstable_by(|a, b| b.cmp(a));
+    v
+}
+
+/// The number of the newest OPTIONS file among the directory entries `names`.
+pub(crate) fn newest(names: &[String]) -> Option<u64> {
+    numbers(names).first().copied()
 }
 
 /// Reads and parses the OPTIONS file at `path`.
@@ -144,15 +151,7 @@ pub(crate) fn write(fs: &dyn Fs, dir: &Path, vs: &mut VersionSet, opts: &Options
     let temp = vs.new_file_number()?;
     let name = filenames::options_name(number);
     crate::version_set::replace_file(fs, dir, &dir.join(&name), render(opts).as_bytes(), temp)?;
-    let mut numbers: Vec<u64> = fs
-        .list(dir)?
-        .iter()
-        .filter_map(|n| match filenames::parse(n) {
-            Some(FileKind::Options(n)) => Some(n),
-            _ => None,
-        })
-        .collect();
-    numbers.sort_unstable_by(|a, b| b.cmp(a));
+    let numbers = numbers(&fs.list(dir)?);
     let mut removed = Vec::new();
     for &old in numbers.iter().skip(KEEP_OPTIONS_FILES) {
         let old_name = filenames::options_name(old);
