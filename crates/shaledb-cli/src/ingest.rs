@@ -100,7 +100,8 @@ pub fn sst(cmd: SstCommand) -> anyhow::Result<i32> {
 
 /// `shaledb ingest`.
 pub fn ingest(a: IngestArgs) -> anyhow::Result<i32> {
-    let db = Db::open(&a.db, Options { create_if_missing: false, ..Options::default() })
+    // The options its OPTIONS file records, so a database with a built-in merge operator or TTL mode opens.
+    let db = Db::open(&a.db, Options { create_if_missing: false, ..crate::keys::recorded_options(&a.db)? })
         .with_context(|| format!("cannot open {}", a.db.display()))?;
     let opts = IngestExternalFileOptions {
         move_files: a.move_files,

@@ -124,8 +124,23 @@ fn shown(bytes: &[u8], hex: bool) -> Vec<u8> {
     out
 }
 
+/// The options the CLI opens the database at `path` with: those its newest OPTIONS file records (as RocksDB's
+/// `ldb --try_load_options`), so that its merge operator (a built-in one) and TTL mode match what open checks;
+/// the defaults when it has none (a new database, or one written before OPTIONS files). A database recorded
+/// with a user-defined merge operator is then refused by open, naming it.
+pub(crate) fn recorded_options(path: &Path) -> anyhow::Result<Options> {
+    let has_options = std::fs::read_dir(path)
+        .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("OPTIONS-")))
+        .unwrap_or(false);
+    if !has_options {
+        return Ok(Options::default());
+    }
+    let loaded = Options::load_latest(path).with_context(|| format!("reading the options of {}", path.display()))?;
+    Ok(loaded.options)
+}
+
 fn open(path: &Path, read_only: bool) -> anyhow::Result<Db> {
-    let opts = Options { create_if_missing: false, ..Options::default() };
+    let opts = Options { create_if_missing: false, ..recorded_options(path)? };
     let db = if read_only { Db::open_read_only(path, opts) } else { Db::open(path, opts) };
     db.with_context(|| format!("opening {}", path.display()))
 }
@@ -162,7 +177,7 @@ pub fn get(args: GetArgs) -> anyhow::Result<i32> {
 pub fn put(args: PutArgs) -> anyhow::Result<i32> {
     let key = arg_bytes(&args.key, args.hex, "key")?;
     let value = arg_bytes(&args.value, args.hex, "value")?;
-    let opts = Options { create_if_missing: args.create_if_missing, ..Options::default() };
+    let opts = Options { create_if_missing: args.create_if_missing, ..recorded_options(&args.db)? };
     let db = Db::open(&args.db, opts).with_context(|| format!("opening {}", args.db.display()))?;
     db.put(&key, &value).context("put")?;
     close(db, &args.db)?;

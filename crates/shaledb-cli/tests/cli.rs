@@ -264,8 +264,9 @@ fn repeated_failures_are_capped_with_a_count() {
     let sdb = tmp.path().join("stress-db");
     let (code, _, err) = shaledb(&["stress", p(&sdb), "--keys", "100", "--ops", "200", "--threads", "1"]);
     assert_eq!(code, Some(0), "{err}");
-    // Every key changed behind the driver's back.
-    let db = shaledb::Db::open(&sdb, shaledb::Options::default()).unwrap();
+    // Every key changed behind the driver's back, with the options the stress database records (its merge
+    // operator: open refuses another).
+    let db = shaledb::Db::open(&sdb, shaledb::Options::load_latest(&sdb).unwrap().options).unwrap();
     for k in 0..100u32 {
         db.put(format!("s{k:08}").as_bytes(), b"changed").unwrap();
     }
@@ -425,4 +426,27 @@ fn sst_write_and_ingest_commands() {
     let (code, _, err) = shaledb(&["sst", "write", p(&sst), p(&input)]);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("no entries"), "{err}");
+}
+
+/// OPTIONS files: the key tools and `checkpoint` open a database with the options its newest OPTIONS file
+/// records, so a database written with a built-in merge operator is read by them (open refuses another
+/// operator, and the defaults have none), and the checkpoint carries the OPTIONS file.
+#[test]
+fn key_tools_open_with_the_recorded_options() {
+    let tmp = shaledb_testkit::tempdir();
+    let db_path = tmp.path().join("db");
+    let opts = shaledb::Options { merge_operator: shaledb::merge::builtin("stringappend"), ..Default::default() };
+    let db = shaledb::Db::open(&db_path, opts).unwrap();
+    db.merge("k", "a").unwrap();
+    db.merge("k", "b").unwrap();
+    db.close().unwrap();
+    let (code, out, err) = shaledb(&["get", p(&db_path), "k"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.trim_end(), "a,b");
+    let ck = tmp.path().join("ck");
+    let (code, _, err) = shaledb(&["checkpoint", p(&db_path), p(&ck)]);
+    assert_eq!(code, Some(0), "{err}");
+    let names: Vec<String> =
+        std::fs::read_dir(&ck).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(names.iter().any(|n| n.starts_with("OPTIONS-")), "{names:?}");
 }

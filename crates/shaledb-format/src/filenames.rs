@@ -6,7 +6,8 @@
 //! MANIFEST-NNNNNN    log of version edits
 //! NNNNNN.log         write-ahead log (one per memtable)
 //! NNNNNN.sst         table
-//! NNNNNN.dbtmp       temporary file (CURRENT or IDENTITY being replaced); deleted at open
+//! NNNNNN.dbtmp       temporary file (CURRENT, IDENTITY or an OPTIONS file being written); deleted at open
+//! OPTIONS-NNNNNN     the options of an open (docs/format/options.md); the newest two are kept
 //! IDENTITY           the database's identity: 32 lowercase hex digits and "\n"
 //! LOG                human-readable event log (info_log.rs); LOG.old.N its rotated predecessors
 //! lost/              files recovery dropped data from, kept for the operator (lost.rs); never deleted by us
@@ -29,6 +30,8 @@ pub const MANIFEST_PREFIX: &str = "MANIFEST-";
 pub const WAL_EXT: &str = "log";
 /// The extension of a table (`NNNNNN.sst`).
 pub const TABLE_EXT: &str = "sst";
+/// The prefix of an options file's name (`OPTIONS-NNNNNN`).
+pub const OPTIONS_PREFIX: &str = "OPTIONS-";
 /// The name of the file naming the live MANIFEST.
 pub const CURRENT: &str = "CURRENT";
 
@@ -49,6 +52,8 @@ pub enum FileKind {
     Table(u64),
     /// `NNNNNN.dbtmp`.
     Temp(u64),
+    /// `OPTIONS-NNNNNN`.
+    Options(u64),
     /// `LOG`, the info log being written.
     InfoLog,
     /// `LOG.old.N`, a rotated info log.
@@ -70,6 +75,11 @@ pub fn table(dir: &Path, n: u64) -> PathBuf {
 /// `MANIFEST-NNNNNN`: the name of the MANIFEST numbered `n`.
 pub fn manifest_name(n: u64) -> String {
     format!("{MANIFEST_PREFIX}{n:06}")
+}
+
+/// `OPTIONS-NNNNNN`: the name of the options file numbered `n`.
+pub fn options_name(n: u64) -> String {
+    format!("{OPTIONS_PREFIX}{n:06}")
 }
 
 /// `dir/NNNNNN.dbtmp`: the temp file numbered `n`.
@@ -136,6 +146,9 @@ pub fn parse(name: &str) -> Option<FileKind> {
     if let Some(n) = name.strip_prefix(MANIFEST_PREFIX) {
         return our_number(n).map(FileKind::Manifest);
     }
+    if let Some(n) = name.strip_prefix(OPTIONS_PREFIX) {
+        return our_number(n).map(FileKind::Options);
+    }
     let (stem, ext) = name.split_once('.')?;
     let n = our_number(stem)?;
     match ext {
@@ -196,6 +209,9 @@ mod tests {
         assert_eq!(parse("000001.dbtmp"), Some(FileKind::Temp(1)));
         assert_eq!(parse("foo.sst"), None);
         assert_eq!(parse("MANIFEST-x"), None);
+        assert_eq!(parse(&options_name(5)), Some(FileKind::Options(5)));
+        assert_eq!(parse("OPTIONS-5"), None);
+        assert_eq!(parse("OPTIONS-000005.dbtmp"), None);
         assert_eq!(parse("IDENTITY"), Some(FileKind::Identity));
         assert_eq!(parse("LOG"), Some(FileKind::InfoLog));
         assert_eq!(parse("LOG.old.12"), Some(FileKind::OldInfoLog(12)));

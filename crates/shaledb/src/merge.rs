@@ -9,9 +9,9 @@ use std::sync::Arc;
 /// Combines merge operands. Implementations must be deterministic and associative in the way
 /// `partial_merge` promises, because compaction may combine operands in any grouping.
 pub trait MergeOperator: Send + Sync + std::fmt::Debug {
-    /// The operator's name, used in error messages and `Debug` output; RocksDB's names for the built-ins. It is
-    /// not stored in the database (ShaleDB writes no OPTIONS file), so opening a database with another
-    /// operator than the one that wrote its operands is not detected.
+    /// The operator's name, used in error messages and `Debug` output; RocksDB's names for the built-ins. Each
+    /// open records it in the database's OPTIONS file, and a later open with an operator of another name (or
+    /// none) is refused (`Options::load_latest`, docs/format/options.md). Give each operator its own name.
     fn name(&self) -> &str;
 
     /// Combines `existing` (the value below the operands, if any) with `operands`, oldest first.

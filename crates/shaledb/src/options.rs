@@ -36,6 +36,10 @@ pub enum MemTableRep {
 }
 
 /// Database options. `Options::default()` gives RocksDB-like defaults for a server with a few GB of RAM.
+///
+/// Every read-write open records them in an OPTIONS file in the database directory, and
+/// [`Options::load_latest`] reads the newest back (docs/format/options.md lists what is persisted and what is
+/// not, with the reason).
 #[derive(Clone)]
 pub struct Options {
     /// Create the database when the directory holds none. Default: `true`.
@@ -174,13 +178,16 @@ pub struct Options {
     /// none. Needs a prefix extractor. In 0..=0.25. (Point lookups always use the memtable's whole-key
     /// filter, RocksDB's `memtable_whole_key_filtering`, which ShaleDB keeps on.) Default: 0.
     pub memtable_prefix_bloom_size_ratio: f64,
-    /// Operator for `merge`. Default: none (merge fails with `InvalidArgument`).
+    /// Operator for `merge`. The OPTIONS file records its name; an open with an operator of another name (or
+    /// none) than the recorded one is refused. Default: none (merge fails with `InvalidArgument`).
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
     /// A callback that keeps, removes or changes values during compactions (RocksDB `compaction_filter`);
     /// see [`crate::compaction_filter`]. Default: none.
     pub compaction_filter: Option<Arc<dyn crate::compaction_filter::CompactionFilter>>,
     /// TTL mode (RocksDB `DBWithTTL`): values carry their write time, expire after `ttl.seconds`; see
-    /// [`crate::ttl`]. Must be the same at every open of a database. Not with a `merge_operator`. Default: none.
+    /// [`crate::ttl`]. On or off, it must be the same at every open of a database: the OPTIONS file records it
+    /// and an open that switches it is refused (the TTL's length may change). Not with a `merge_operator`.
+    /// Default: none.
     pub ttl: Option<crate::ttl::Ttl>,
     /// WAL replay behaviour on damage. Default: `PointInTime`.
     pub wal_recovery_mode: WalRecoveryMode,

@@ -8,7 +8,8 @@
 //! sequence  := "sequence " u64 "\n"                 newest write the backup holds
 //! count     := "files " u64 "\n"                    at most MAX_FILES
 //! file      := "file " name " " stored " " u64 " " crc "\n"
-//! name      := a database file name of ours: NNNNNN.sst | NNNNNN.log | MANIFEST-NNNNNN | CURRENT | IDENTITY
+//! name      := a database file name of ours: NNNNNN.sst | NNNNNN.log | MANIFEST-NNNNNN | OPTIONS-NNNNNN
+//!            | CURRENT | IDENTITY
 //! stored    := "shared/" NNNNNN "_" crc "_" u64 ".sst"   (tables: number, crc32c, size of the file)
 //!            | "private/" id "/" name                   (every other file)
 //! crc       := 8 lowercase hex digits                   crc32c of the whole file (unmasked)
@@ -180,9 +181,9 @@ fn parse_file(line: &str, id: u64) -> std::result::Result<BackupFile, String> {
     let crc = parse_crc(crc).ok_or("crc is not 8 lowercase hex digits")?;
     let expected = match filenames::parse(name) {
         Some(FileKind::Table(n)) => shared_path(n, crc, size),
-        Some(FileKind::Wal(_) | FileKind::Manifest(_) | FileKind::Current | FileKind::Identity) => {
-            private_path(id, name)
-        }
+        Some(
+            FileKind::Wal(_) | FileKind::Manifest(_) | FileKind::Options(_) | FileKind::Current | FileKind::Identity,
+        ) => private_path(id, name),
         _ => return Err(format!("{name:?} is not a database file a backup holds")),
     };
     if stored != expected {

@@ -8,7 +8,8 @@
 //! meta/<id>.tmp                   a backup's metadata being written
 //! shared/NNNNNN_<crc>_<size>.sst  a table, shared by every backup holding it
 //! shared/*.tmp                    a table being copied
-//! private/<id>/                   the backup's MANIFEST, CURRENT, IDENTITY (and WALs of a read-only source)
+//! private/<id>/                   the backup's MANIFEST, CURRENT, IDENTITY, newest OPTIONS file (and WALs of a
+//!                                 read-only source)
 //! ```
 //!
 //! A backup is made from the same consistent file set as a checkpoint (`db/checkpoint.rs`: flush, then the
@@ -246,6 +247,10 @@ impl BackupEngine {
             private_file("IDENTITY".into(), &|to| {
                 copy_between(src_fs, &filenames::identity(src), fs, to, None).map(|_| ())
             })?;
+        }
+        if let Some(n) = set.options_file {
+            let name = filenames::options_name(n);
+            private_file(name.clone(), &|to| copy_between(src_fs, &src.join(&name), fs, to, None).map(|_| ()))?;
         }
         let current = format!("{}\n", filenames::manifest_name(set.manifest_number));
         private_file(filenames::CURRENT.into(), &|to| write_file(fs, to, current.as_bytes()))?;

@@ -20,8 +20,9 @@
 //! fails with an I/O error naming it (try again).
 //!
 //! The copy holds the files a database needs to open: tables, the MANIFEST, CURRENT, IDENTITY (and a
-//! read-only source's WALs). ShaleDB writes no OPTIONS file; `LOG`, `LOCK` and `lost/` are not copied (the
-//! copy starts its own LOG; `lost/` holds nothing the database reads).
+//! read-only source's WALs), and the newest OPTIONS file (as RocksDB's checkpoints do), so that
+//! [`crate::Options::load_latest`] and open's option checks work on the copy as on the source. `LOG`, `LOCK`
+//! and `lost/` are not copied (the copy starts its own LOG; `lost/` holds nothing the database reads).
 //!
 //! A checkpoint is written into `<target>.tmp` next to the target: tables hard linked
 //! ([`shaledb_vfs::Fs::hard_link`]; copied when linking fails, e.g. across file systems), the MANIFEST,
@@ -56,6 +57,8 @@ pub(crate) struct LiveFileSet {
     /// The sequence number of the newest write the set holds: the tables' (the snapshot edit's), or for a
     /// read-only database the newest its WALs replayed.
     pub(crate) last_sequence: u64,
+    /// The number of the newest OPTIONS file, copied whole (none in a database written before OPTIONS files).
+    pub(crate) options_file: Option<u64>,
 }
 
 impl LiveFileSet {
@@ -82,13 +85,17 @@ pub(crate) fn live_file_set(inner: &Arc<DbInner>) -> Result<LiveFileSet> {
     let log_number = st.vs.log_number;
     drop(st);
     let tables = version.levels.iter().flatten().map(|f| (f.number, f.file_size)).collect();
+    let names = inner.fs.list(&inner.dir)?;
+    // Written by open only, so stable while this database is open (a read-only source's writer may rotate it:
+    // the copy then fails naming the file; try again).
+    let options_file = crate::options_file::newest(&names);
     let (wals, last_sequence) = if inner.read_only {
-        let wals = filenames::live_wals(&inner.fs.list(&inner.dir)?, log_number);
+        let wals = filenames::live_wals(&names, log_number);
         (wals, inner.visible_seq.load(std::sync::atomic::Ordering::Acquire))
     } else {
         (Vec::new(), edit.last_sequence.unwrap_or(0))
     };
-    Ok(LiveFileSet { _pin: version, tables, wals, edit, manifest_number, last_sequence })
+    Ok(LiveFileSet { _pin: version, tables, wals, edit, manifest_number, last_sequence, options_file })
 }
 
 /// Writes a MANIFEST holding `edit` at `path`, fsynced.
@@ -212,6 +219,10 @@ fn write_checkpoint(fs: &dyn Fs, src: &Path, set: &LiveFileSet, out: &Path) -> R
     if fs.exists(&identity) {
         copy_file(fs, &identity, &filenames::identity(out), None)?;
     }
+    if let Some(n) = set.options_file {
+        let name = filenames::options_name(n);
+        copy_file(fs, &src.join(&name), &out.join(&name), None)?;
+    }
     let current = format!("{}\n", filenames::manifest_name(set.manifest_number));
     write_file(fs, &filenames::current(out), current.as_bytes())?;
     fs.sync_dir(out)
@@ -259,7 +270,7 @@ impl Db {
     ///
     /// The copy holds every write acknowledged before the call: the memtables are flushed first (as RocksDB
     /// does with its default `log_size_for_flush = 0`), then tables are hard linked (copied when linking
-    /// fails, e.g. `EXDEV`) and the MANIFEST, CURRENT and IDENTITY written. It is staged in `<dir>.tmp` and
+    /// fails, e.g. `EXDEV`) and the MANIFEST, CURRENT, IDENTITY and newest OPTIONS file written. It is staged in `<dir>.tmp` and
     /// renamed into place, so a crash never leaves a partial copy under `dir`. The copy has this database's
     /// identity. Open it with [`Db::open`] like any database. A database opened with [`Db::open_read_only`]
     /// is not flushed: its WALs are copied whole instead.

@@ -78,7 +78,8 @@ pub(crate) fn check_fresh_dir(fs: &dyn Fs, dir: &Path, names: &[String]) -> Resu
                 fresh.creation_leftovers.push(name.clone())
             }
             Some(FileKind::Temp(n)) if temp_is_ours(fs, dir, n) => fresh.creation_leftovers.push(name.clone()),
-            Some(FileKind::Manifest(_) | FileKind::Table(_)) => ours.push(name.as_str()),
+            // An OPTIONS file is written only once CURRENT exists: without CURRENT, a damaged database.
+            Some(FileKind::Manifest(_) | FileKind::Table(_) | FileKind::Options(_)) => ours.push(name.as_str()),
             _ => other.push(name.as_str()),
         }
     }
@@ -154,15 +155,17 @@ fn leftover_table_is_ours(fs: &dyn Fs, dir: &Path, number: u64, below_counter: b
     own || legacy
 }
 
-/// Whether a temp file is one of ours: what we write into one (a CURRENT line naming a MANIFEST, or IDENTITY's
-/// hex digits), possibly cut short by a crash.
+/// Whether a temp file is one of ours: what we write into one (a CURRENT line naming a MANIFEST, IDENTITY's
+/// hex digits, or an OPTIONS file, which starts with its header line), possibly cut short by a crash.
 fn temp_is_ours(fs: &dyn Fs, dir: &Path, number: u64) -> bool {
     let Ok(data) = fs.read_all(&filenames::temp(dir, number)) else { return false };
     let prefix = filenames::MANIFEST_PREFIX.as_bytes();
     let current_like = prefix.iter().zip(&data).all(|(a, b)| a == b)
         && data.iter().skip(prefix.len()).all(|&b| b.is_ascii_digit() || b == b'\n');
     let identity_like = data.len() <= 33 && data.iter().all(|&b| matches!(b, b'0'..=b'9' | b'a'..=b'f' | b'\n'));
-    current_like || identity_like
+    let header = crate::options_file::HEADER.as_bytes();
+    let options_like = data.starts_with(header) || header.starts_with(&data);
+    current_like || identity_like || options_like
 }
 
 /// Removes, at the start of open and before anything is written, the files of ours that the recovered state
@@ -187,8 +190,11 @@ pub(crate) fn remove_leftovers(fs: &dyn Fs, dir: &Path, vs: &mut VersionSet, nam
             removed.push(name.clone());
             continue;
         }
-        // Kept and not live: its number is never handed out, whatever it is.
-        if let Some(FileKind::Table(n) | FileKind::Manifest(n) | FileKind::Temp(n)) = filenames::parse(name) {
+        // Kept and not live: its number is never handed out, whatever it is. (An OPTIONS file's number may be
+        // above the MANIFEST's counter: it is taken after the open's MANIFEST is written.)
+        if let Some(FileKind::Table(n) | FileKind::Manifest(n) | FileKind::Temp(n) | FileKind::Options(n)) =
+            filenames::parse(name)
+        {
             if !live.contains(&n) && n != vs.manifest_number() {
                 vs.foreign_numbers.insert(n);
             }

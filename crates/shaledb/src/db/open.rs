@@ -26,6 +26,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let lock = lock_directory(dir, &opts)?;
     let exists = opts.fs.exists(&filenames::current(dir));
     let names = opts.fs.list(dir)?;
+    let options_note = if exists { check_recorded_options(dir, &opts, &names)? } else { None };
     let (mut vs, leftovers) =
         if exists { recover_manifest(dir, &opts, &names)? } else { create_database(dir, &opts, &names)? };
     probe_direct_io(dir, &opts)?;
@@ -36,6 +37,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     keep_unreplayed_wals(dir, &opts, &mut rec, &info_log)?;
     write_recovered_manifest(&mut rec, wal.number)?;
     remove_obsolete_files(dir, &opts, &rec.vs, &wals, &info_log)?;
+    write_options_file(dir, &opts, &mut rec.vs, &info_log, options_note)?;
 
     let (wal_number, max_seq) = (wal.number, rec.max_seq);
     let mem = Arc::new(MemTable::for_options(wal_number, &opts));
@@ -78,6 +80,13 @@ fn lock_directory(dir: &Path, opts: &Options) -> Result<Box<dyn FileLock>> {
         super::files::check_fresh_dir(fs, dir, &fs.list(dir)?)?;
     }
     fs.lock(&filenames::lock(dir))
+}
+
+/// Open with CURRENT, before anything is written: refuses options that cannot read the data, by the newest
+/// OPTIONS file (a different merge operator, TTL mode switched; options_file.rs). Returns a note for the LOG
+/// when the checks were skipped.
+fn check_recorded_options(dir: &Path, opts: &Options, names: &[String]) -> Result<Option<String>> {
+    crate::options_file::check_recorded(dir, opts, names)
 }
 
 /// Open with CURRENT: recovers the MANIFEST (every number range-checked), reconciles the identity, checks the
@@ -266,5 +275,22 @@ fn remove_obsolete_files(dir: &Path, opts: &Options, vs: &VersionSet, wals: &[u6
     for name in super::files::remove_obsolete(opts.fs.as_ref(), dir, vs, wals)? {
         info_log.log(format_args!("open: removed obsolete {name}"));
     }
+    Ok(())
+}
+
+/// The options of this open as a new `OPTIONS-NNNNNN` (temp file, fsync, rename, directory fsync), the older
+/// ones beyond the newest two removed (options_file.rs, D14).
+fn write_options_file(
+    dir: &Path,
+    opts: &Options,
+    vs: &mut VersionSet,
+    info_log: &InfoLog,
+    note: Option<String>,
+) -> Result<()> {
+    if let Some(note) = note {
+        info_log.log(format_args!("open: {note}"));
+    }
+    let (name, removed) = crate::options_file::write(opts.fs.as_ref(), dir, vs, opts)?;
+    info_log.log(format_args!("open: wrote {name}; removed {removed:?}"));
     Ok(())
 }

@@ -35,6 +35,8 @@ fn the_frozen_v1_database_reads_exactly() {
         .map(|n| std::fs::metadata(fixture_dir().join(n)).unwrap().len())
         .sum();
     assert!(wal_bytes > 0, "no unflushed WAL tail in {names:?}");
+    // Written before OPTIONS files existed: it opens without the options checks, and then has one.
+    assert!(!names.iter().any(|n| n.starts_with("OPTIONS-")), "{names:?}");
 
     let (flushed, tail) = fixture::ops();
     let want = fixture::expected(flushed.iter().chain(&tail));
@@ -55,4 +57,7 @@ fn the_frozen_v1_database_reads_exactly() {
     }
     db.verify_checksums().unwrap();
     db.close().unwrap();
+    let loaded = Options::load_latest(dir.path()).unwrap();
+    assert_eq!(loaded.options.write_buffer_size, fixture::options().write_buffer_size);
+    assert_eq!(loaded.merge_operator_name, fixture::options().merge_operator.map(|m| m.name().to_string()));
 }

@@ -13,6 +13,7 @@ mod limits;
 mod linearizable;
 mod model;
 mod multi_get;
+mod options_file;
 mod prefix;
 mod properties;
 mod readahead;
@@ -21,6 +22,17 @@ mod single_delete;
 mod ttl;
 
 use shaledb::{CompressionType, Options};
+
+/// Removes the OPTIONS files of the database in `dir`: it is then like one written before OPTIONS files
+/// existed, which opens without the options checks.
+pub fn remove_options_files(dir: &std::path::Path) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        if e.file_name().to_string_lossy().starts_with("OPTIONS-") {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+}
 
 /// Options with tiny memtables and files so that flushes, compactions and multi-level reads all happen on
 /// small data.

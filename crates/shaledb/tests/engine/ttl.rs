@@ -52,9 +52,13 @@ fn ttl_values_read_back_without_their_timestamp() {
         assert_eq!(back, vec![vec![], b"22".to_vec(), b"333".to_vec()]);
         db.flush().unwrap();
     }
-    // Stored with the 4-byte timestamp: a plain open sees it (the mode is not recorded on disk).
+    // Stored with the 4-byte timestamp. The OPTIONS file records TTL mode and a plain open is refused; without
+    // one (a database written before OPTIONS files), a plain open sees the timestamp.
     drop(db);
-    let plain = Db::open(dir.path(), Options { merge_operator: None, ..tiny_options() }).unwrap();
+    let plain = || Db::open(dir.path(), Options { merge_operator: None, ..tiny_options() });
+    assert!(plain().unwrap_err().to_string().contains("TTL mode"));
+    crate::remove_options_files(dir.path());
+    let plain = plain().unwrap();
     let mut want = b"333".to_vec();
     want.extend_from_slice(&1_000_000u32.to_le_bytes());
     assert_eq!(plain.get("a").unwrap(), Some(want));

@@ -11,6 +11,7 @@ mod ingest_crash;
 mod io_errors;
 mod losses;
 mod numbers;
+mod options_crash;
 mod power_loss;
 mod torn_tails;
 mod wal_full_disk;

@@ -1,0 +1,212 @@
+//! OPTIONS files (docs/format/options.md): every read-write [`crate::Db::open`] writes the options it opened
+//! with as `OPTIONS-NNNNNN`, and [`Options::load_latest`] reads the newest back (RocksDB's `LoadLatestOptions`).
+//!
+//! ```text
+//! file     := line* ; every line ends with "\n"
+//! line     := ws* ( comment | section | option )? ws* comment?
+//! comment  := "#" any*                      ; a "#" not escaped by "\" starts a comment
+//! section  := "[" title "]"
+//! title    := "Version" | "DBOptions" | "CFOptions \"default\"" | "TableOptions/BlockBasedTable \"default\""
+//! option   := name ws* "=" ws* value        ; name := [A-Za-z0-9_]+, at most once per section
+//! ```
+//!
+//! The four sections appear once each, in that order. `[Version]` holds `shaledb_version` (informational) and
+//! `options_file_version=MAJOR.MINOR`: a major other than [`FORMAT_MAJOR`] is refused (`NotSupported`); a file
+//! of the same major and a newer minor may hold options this version does not know (they are ignored), an
+//! older minor may lack options added since (they take their defaults). A file of this very version must hold
+//! every option and nothing else, so a file cut at a line boundary is an error too. The option names, their
+//! sections and the values are listed in [`fields`]: RocksDB's names where ShaleDB has the option.
+//!
+//! Writing (D14): the file is written under a temp name (`NNNNNN.dbtmp`), fsynced, renamed to
+//! `OPTIONS-NNNNNN` and the directory fsynced, so a crash leaves the old file or the new one, never half of
+//! one. Both numbers come from the version set's counter; the options file's number may be above the
+//! counter the MANIFEST records, so open steps the counter over existing OPTIONS files (`files.rs`). The
+//! newest [`KEEP_OPTIONS_FILES`] are kept, the older removed.
+
+mod fields;
+#[cfg(test)]
+mod tests;
+mod text;
+
+use crate::filenames::{self, FileKind};
+use crate::options::Options;
+use crate::version_set::VersionSet;
+use shaledb_vfs::{Error, Fs, Result};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The first line of every OPTIONS file (also how an interrupted write's temp file is recognised as ours).
+pub(crate) const HEADER: &str = "# ShaleDB options file";
+/// The major format version this ShaleDB writes and reads.
+pub(crate) const FORMAT_MAJOR: u32 = 1;
+/// The minor format version this ShaleDB writes.
+pub(crate) const FORMAT_MINOR: u32 = 0;
+/// OPTIONS files kept in a database directory (RocksDB keeps 2): the newest, and the one before it.
+pub(crate) const KEEP_OPTIONS_FILES: usize = 2;
+/// Largest OPTIONS file read (checked against the file size before it is read).
+pub(crate) const MAX_OPTIONS_FILE_BYTES: u64 = 1 << 20;
+
+/// What [`Options::load_latest`] read from a database's newest OPTIONS file.
+///
+/// A merge operator or compaction filter is recorded by its name only. `options.merge_operator` is rebuilt
+/// when the name is one of [`crate::merge::builtin`]'s (`uint64add`, `stringappend` with its default
+/// delimiter, `put`); a user-defined operator, and every compaction filter, cannot be rebuilt from a name:
+/// `options` then leaves it `None`, and the caller sets it again (the names below say what the database was
+/// opened with). Open refuses to run with a merge operator whose name differs from the recorded one.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LoadedOptions {
+    /// The options read back. Not persisted, and so at their defaults: `create_if_missing`,
+    /// `error_if_exists`; `fs` is the file system the file was read from; a TTL's clock is the system clock.
+    pub options: Options,
+    /// The name of the merge operator the database was opened with, if any (whether or not `options` holds
+    /// a rebuilt one).
+    pub merge_operator_name: Option<String>,
+    /// The name of the compaction filter the database was opened with, if any (never rebuilt).
+    pub compaction_filter_name: Option<String>,
+    /// The file read.
+    pub path: PathBuf,
+}
+
+impl Options {
+    /// Reads the newest OPTIONS file of the database in `dir` on the operating system's file system
+    /// (RocksDB's `LoadLatestOptions`); see [`LoadedOptions`] for what is and is not rebuilt.
+    ///
+    /// Errors: `InvalidArgument` when `dir` holds no OPTIONS file (a database written before
+    /// ShaleDB wrote them); `Corruption` naming the file and line for a damaged file, a bad number or an
+    /// option value out of range; `NotSupported` naming the file and line for an unknown format version.
+    ///
+    /// ```
+    /// use shaledb::{Db, Options};
+    /// # let tmp = tempfile::tempdir().unwrap();
+    /// # let path = tmp.path().join("db");
+    /// let opts = Options { write_buffer_size: 8 << 20, ..Options::default() };
+    /// drop(Db::open(&path, opts)?);
+    /// let loaded = Options::load_latest(&path)?;
+    /// assert_eq!(loaded.options.write_buffer_size, 8 << 20);
+    /// let db = Db::open(&path, loaded.options)?;
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn load_latest(dir: impl AsRef<Path>) -> Result<LoadedOptions> {
+        Options::load_latest_with(dir.as_ref(), shaledb_vfs::default_fs())
+    }
+
+    /// [`Options::load_latest`] on the file system `fs`, which the returned options also use.
+    pub fn load_latest_with(dir: &Path, fs: Arc<dyn Fs>) -> Result<LoadedOptions> {
+        let names = fs.list(dir)?;
+        let Some(n) = newest(&names) else {
+            return Err(Error::InvalidArgument(format!(
+                "{} holds no OPTIONS file (a database written before ShaleDB wrote them, or not a database)",
+                dir.display()
+            )));
+        };
+        let path = dir.join(filenames::options_name(n));
+        let mut loaded = read(fs.as_ref(), &path)?;
+        loaded.options.fs = fs;
+        Ok(loaded)
+    }
+}
+
+/// The numbers of the OPTIONS files among the directory entries `names`, newest first.
+fn numbers(names: &[String]) -> Vec<u64> {
+    let mut v: Vec<u64> = names
+        .iter()
+        .filter_map(|n| match filenames::parse(n) {
+            Some(FileKind::Options(n)) => Some(n),
+            _ => None,
+        })
+        .collect();
+    v.sort_unstable_by(|a, b| b.cmp(a));
+    v
+}
+
+/// The number of the newest OPTIONS file among the directory entries `names`.
+pub(crate) fn newest(names: &[String]) -> Option<u64> {
+    numbers(names).first().copied()
+}
+
+/// Reads and parses the OPTIONS file at `path`.
+pub(crate) fn read(fs: &dyn Fs, path: &Path) -> Result<LoadedOptions> {
+    let size = fs.file_size(path)?;
+    if size > MAX_OPTIONS_FILE_BYTES {
+        return Err(Error::corruption(
+            path,
+            0,
+            format!("OPTIONS file is {size} bytes, more than the {MAX_OPTIONS_FILE_BYTES} an OPTIONS file may be"),
+        ));
+    }
+    text::parse(&fs.read_all(path)?, path)
+}
+
+/// The text of the OPTIONS file for `opts`.
+pub(crate) fn render(opts: &Options) -> String {
+    text::render(opts)
+}
+
+/// Step `write_options_file` of open: writes `opts` as a new OPTIONS file (temp file, fsync, rename, directory
+/// fsync) and removes the OPTIONS files older than the newest [`KEEP_OPTIONS_FILES`]. Returns the name written
+/// and the names removed.
+pub(crate) fn write(fs: &dyn Fs, dir: &Path, vs: &mut VersionSet, opts: &Options) -> Result<(String, Vec<String>)> {
+    let number = vs.new_file_number()?;
+    let temp = vs.new_file_number()?;
+    let name = filenames::options_name(number);
+    crate::version_set::replace_file(fs, dir, &dir.join(&name), render(opts).as_bytes(), temp)?;
+    let numbers = numbers(&fs.list(dir)?);
+    let mut removed = Vec::new();
+    for &old in numbers.iter().skip(KEEP_OPTIONS_FILES) {
+        let old_name = filenames::options_name(old);
+        fs.remove(&dir.join(&old_name))?;
+        removed.push(old_name);
+    }
+    Ok((name, removed))
+}
+
+/// Step `check_recorded_options` of open, before anything is written: the options that cannot read the data
+/// the database holds are refused with `InvalidArgument` naming both sides and the file.
+///
+/// - A merge operator other than the recorded one (or none, when one is recorded): merge operands written by
+///   one operator are read by the other. Adding a merge operator to a database recorded without one is fine.
+/// - TTL mode on where the file records it off, or off where it records it on: TTL-mode values carry a
+///   timestamp suffix (`crate::ttl`) that the other mode would return as data or cut from plain values. The
+///   TTL's length may change.
+///
+/// A different prefix extractor is not refused: each table records the extractor it was built with and is
+/// only filtered by prefix under that same extractor (`crate::prefix`), so reads are right under any.
+///
+/// `Db::open_read_only` does not check (another process may be replacing the file meanwhile). A database with no OPTIONS file (written before ShaleDB wrote them) opens without checks. A newest file
+/// that cannot be read fails the open with its error under `paranoid_checks`; without, the checks are
+/// skipped and the returned note says why (for the LOG).
+pub(crate) fn check_recorded(dir: &Path, opts: &Options, names: &[String]) -> Result<Option<String>> {
+    // With `error_if_exists` the open is refused anyway, for that reason.
+    let Some(n) = newest(names).filter(|_| !opts.error_if_exists) else { return Ok(None) };
+    let path = dir.join(filenames::options_name(n));
+    let recorded = match read(opts.fs.as_ref(), &path) {
+        Ok(r) => r,
+        Err(e) if !opts.paranoid_checks => {
+            return Ok(Some(format!("options checks skipped (paranoid_checks is false): {e}")));
+        }
+        Err(e) => return Err(e),
+    };
+    let ours = opts.merge_operator.as_ref().map(|m| m.name().to_string());
+    if let Some(theirs) = &recorded.merge_operator_name {
+        if ours.as_deref() != Some(theirs.as_str()) {
+            return Err(Error::InvalidArgument(format!(
+                "{} records merge_operator {theirs:?}, but the database is opened with {}: merge operands \
+                 written by one operator cannot be read by another; open with the recorded operator",
+                path.display(),
+                ours.map_or("none".to_string(), |o| format!("{o:?}"))
+            )));
+        }
+    }
+    let mode = |on: bool| if on { "on" } else { "off" };
+    if recorded.options.ttl.is_some() != opts.ttl.is_some() {
+        return Err(Error::InvalidArgument(format!(
+            "{} records TTL mode {}, but the database is opened with TTL mode {}: TTL-mode values carry a \
+             timestamp the other mode cannot read; open with the recorded mode",
+            path.display(),
+            mode(recorded.options.ttl.is_some()),
+            mode(opts.ttl.is_some())
+        )));
+    }
+    Ok(None)
+}

@@ -1,0 +1,240 @@
+use super::fields::FIELDS;
+use super::*;
+use crate::compaction_filter::{CompactionFilter, Decision, FilterContext};
+use crate::merge::MergeOperator;
+use crate::options::{MemTableRep, WalRecoveryMode};
+use shaledb_format::compress::CompressionType;
+use shaledb_format::prefix::PrefixExtractor;
+
+#[derive(Debug)]
+struct Concat;
+impl MergeOperator for Concat {
+    fn name(&self) -> &str {
+        "my#concat:op\\v2\n"
+    }
+    fn full_merge(&self, _key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
+        let mut v = existing.unwrap_or_default().to_vec();
+        operands.iter().for_each(|o| v.extend_from_slice(o));
+        Some(v)
+    }
+}
+
+#[derive(Debug)]
+struct KeepAll;
+impl CompactionFilter for KeepAll {
+    fn name(&self) -> &str {
+        "keep-all"
+    }
+    fn filter(&self, _cx: &FilterContext, _key: &[u8], _value: &[u8]) -> Decision {
+        Decision::Keep
+    }
+}
+
+/// Every persisted option away from its default; `ttl` or a merge operator (they exclude each other).
+fn non_default(with_ttl: bool) -> Options {
+    Options {
+        paranoid_checks: false,
+        max_background_jobs: 5,
+        delayed_write_rate: 1234567,
+        max_open_files: 500,
+        use_direct_reads: true,
+        use_direct_io_for_flush_and_compaction: true,
+        advise_random_on_open: false,
+        compaction_readahead_size: 4 << 20,
+        bytes_per_sync: 1 << 20,
+        allow_concurrent_memtable_write: false,
+        wal_recovery_mode: WalRecoveryMode::AbsoluteConsistency,
+        max_manifest_file_size: 1 << 30,
+        max_log_file_size: 8 << 20,
+        keep_log_file_num: 3,
+        write_buffer_size: 8 << 20,
+        max_write_buffer_number: 6,
+        level0_file_num_compaction_trigger: 3,
+        level0_slowdown_writes_trigger: 17,
+        level0_stop_writes_trigger: 41,
+        num_levels: 5,
+        max_bytes_for_level_base: 100 << 20,
+        max_bytes_for_level_multiplier: 8.5,
+        level_compaction_dynamic_level_bytes: false,
+        target_file_size_base: 32 << 20,
+        target_file_size_multiplier: 2,
+        soft_pending_compaction_bytes_limit: 1 << 30,
+        hard_pending_compaction_bytes_limit: 2 << 30,
+        disable_auto_compactions: true,
+        compression: CompressionType::Zstd,
+        compression_per_level: vec![CompressionType::None, CompressionType::Snappy, CompressionType::Lz4],
+        bottommost_compression: Some(CompressionType::Zstd),
+        compression_level: -5,
+        memtable_rep: MemTableRep::Vector,
+        memtable_prefix_bloom_size_ratio: 0.125,
+        prefix_extractor: Some(PrefixExtractor::Capped(3)),
+        merge_operator: if with_ttl { None } else { Some(Arc::new(Concat)) },
+        compaction_filter: Some(Arc::new(KeepAll)),
+        ttl: with_ttl.then(|| crate::ttl::Ttl::new(3600)),
+        block_size: 16 << 10,
+        block_restart_interval: 8,
+        bloom_bits_per_key: 9.5,
+        whole_key_filtering: false,
+        block_cache_size: 64 << 20,
+        block_cache_shard_bits: 4,
+        cache_index_and_filter_blocks: true,
+        max_auto_readahead_size: 64 << 10,
+        ..Options::default()
+    }
+}
+
+fn parse_text(text: &str) -> Result<LoadedOptions> {
+    text::parse(text.as_bytes(), Path::new("/db/OPTIONS-000007"))
+}
+
+#[test]
+fn every_persisted_option_round_trips() {
+    let default = Options::default();
+    let (a, b) = (non_default(false), non_default(true));
+    // Every field of the table is tested away from its default by one of the two.
+    for f in FIELDS {
+        let d = (f.get)(&default);
+        assert!((f.get)(&a) != d || (f.get)(&b) != d, "{} is tested only at its default", f.name);
+    }
+    for opts in [a, b] {
+        let text = render(&opts);
+        let loaded = parse_text(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        for f in FIELDS.iter().filter(|f| !matches!(f.name, "merge_operator" | "compaction_filter")) {
+            assert_eq!((f.get)(&loaded.options), (f.get)(&opts), "{}", f.name);
+        }
+        let o = &loaded.options;
+        assert_eq!((o.max_bytes_for_level_multiplier, o.bloom_bits_per_key), (8.5, 9.5));
+        assert_eq!(o.compression_per_level, opts.compression_per_level);
+        assert_eq!(o.prefix_extractor, Some(PrefixExtractor::Capped(3)));
+        assert_eq!(o.ttl.as_ref().map(|t| t.seconds), opts.ttl.as_ref().map(|t| t.seconds));
+        assert_eq!((o.wal_recovery_mode, o.memtable_rep), (WalRecoveryMode::AbsoluteConsistency, MemTableRep::Vector));
+        // A compaction filter is never rebuilt; its name is returned.
+        assert!(o.compaction_filter.is_none());
+        assert_eq!(loaded.compaction_filter_name.as_deref(), Some("keep-all"));
+        // Not persisted: they keep their defaults.
+        assert!(o.create_if_missing && !o.error_if_exists);
+    }
+    // A user-defined merge operator: its (escaped) name comes back, the operator does not.
+    let loaded = parse_text(&render(&non_default(false))).unwrap();
+    assert_eq!(loaded.merge_operator_name.as_deref(), Some("my#concat:op\\v2\n"));
+    assert!(loaded.options.merge_operator.is_none());
+}
+
+#[test]
+fn builtin_merge_operators_and_defaults_are_rebuilt() {
+    let loaded = parse_text(&render(&Options::default())).unwrap();
+    assert!(loaded.merge_operator_name.is_none() && loaded.compaction_filter_name.is_none());
+    assert_eq!(render(&loaded.options), render(&Options::default()));
+    for name in ["uint64add", "stringappend", "put"] {
+        let opts = Options { merge_operator: crate::merge::builtin(name), ..Options::default() };
+        let loaded = parse_text(&render(&opts)).unwrap();
+        assert_eq!(loaded.merge_operator_name.as_deref(), Some(name));
+        assert_eq!(loaded.options.merge_operator.as_ref().map(|m| m.name().to_string()).as_deref(), Some(name));
+    }
+    // Bloom filters off are `nullptr`.
+    let loaded = parse_text(&render(&Options { bloom_bits_per_key: 0.0, ..Options::default() })).unwrap();
+    assert_eq!(loaded.options.bloom_bits_per_key, 0.0);
+}
+
+/// The error for `text` is a Corruption (or NotSupported) naming the file and `line`.
+fn assert_bad(text: &str, line: usize, needle: &str) {
+    let e = parse_text(text).expect_err(needle);
+    let msg = e.to_string();
+    assert!(msg.contains("/db/OPTIONS-000007"), "{msg}");
+    assert!(msg.contains(&format!("line {line}:")), "want line {line}: {msg}");
+    assert!(msg.contains(needle), "want {needle:?}: {msg}");
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).unwrap() + 1
+}
+
+#[test]
+fn damaged_files_are_errors_naming_file_and_line() {
+    let good = render(&Options::default());
+    let bs = line_of(&good, "block_size=");
+    assert_bad(&good.replace("block_size=4096", "block_size=4x96"), bs, "not a decimal integer");
+    assert_bad(&good.replace("block_size=4096", "block_size=+4096"), bs, "not a decimal integer");
+    assert_bad(&good.replace("block_size=4096", "block_size=99999999999999999999"), bs, "out of range");
+    // A number of the right type but out of the option's range is checked as `Options::validate` checks it.
+    assert_bad(&good.replace("block_size=4096", "block_size=1"), bs, "block_size must be");
+    let mult = line_of(&good, "max_bytes_for_level_multiplier=");
+    assert_bad(
+        &good.replace("max_bytes_for_level_multiplier=10", "max_bytes_for_level_multiplier=inf"),
+        mult,
+        "finite",
+    );
+    let wbs = line_of(&good, "write_buffer_size=");
+    let dup = good.replace("  write_buffer_size=", "  write_buffer_size=4096\n  write_buffer_size=");
+    assert_bad(&dup, wbs + 1, "twice");
+    assert_bad(&good.replace("[DBOptions]", "[DBOptionz]"), line_of(&good, "[DBOptions]"), "unknown section");
+    assert_bad(
+        &good.replace("  paranoid_checks=", "  no_such_option=1\n  paranoid_checks="),
+        line_of(&good, "paranoid_checks"),
+        "unknown option",
+    );
+    let v = line_of(&good, "options_file_version");
+    let e = parse_text(&good.replace("options_file_version=1.0", "options_file_version=2.0")).unwrap_err();
+    assert!(matches!(e, Error::NotSupported(_)), "{e}");
+    assert!(e.to_string().contains(&format!("/db/OPTIONS-000007: line {v}:")), "{e}");
+    assert_bad(&good.replace("options_file_version=1.0", "options_file_version=one"), v, "MAJOR.MINOR");
+    assert_bad(
+        &good.replace("compression=kLZ4Compression", "compression=kZlibCompression"),
+        line_of(&good, "  compression="),
+        "not a compression",
+    );
+    assert_bad(
+        &good.replace("filter_policy=bloomfilter:10:false", "filter_policy=bloomfilter:10:true"),
+        line_of(&good, "filter_policy"),
+        "block-based",
+    );
+    assert_bad(
+        &good.replace("  block_cache={capacity=", "  block_cache={num_shard_bits=1;capacity="),
+        line_of(&good, "block_cache="),
+        "twice",
+    );
+    assert_bad("garbage\n", 1, "neither");
+    assert_bad("", 1, "no [Version]");
+    assert_bad("# c\n[CFOptions \"default\"]\n  write_buffer_size=4096\n", 2, "not [Version]");
+    // Not UTF-8.
+    let mut bytes = good.clone().into_bytes();
+    let at = good.find("block_size").unwrap();
+    bytes[at] = 0xff;
+    let e = text::parse(&bytes, Path::new("/db/OPTIONS-000007")).unwrap_err();
+    assert!(e.to_string().contains(&format!("line {bs}: not UTF-8")), "{e}");
+}
+
+/// Cut at every byte, the file is an error naming a line, never a panic and never a silent success.
+#[test]
+fn truncated_files_are_errors_never_a_partial_load() {
+    let good = render(&non_default(false));
+    for cut in 0..good.len() {
+        let e = parse_text(&good[..cut]).expect_err(&format!("cut at {cut}"));
+        assert!(e.to_string().contains("/db/OPTIONS-000007") && e.to_string().contains("line "), "cut {cut}: {e}");
+    }
+    parse_text(&good).unwrap();
+}
+
+#[test]
+fn newer_minor_versions_may_add_options_and_older_ones_lack_them() {
+    let good = render(&Options::default());
+    let newer = good
+        .replace("options_file_version=1.0", "options_file_version=1.7")
+        .replace("  paranoid_checks=", "  some_future_option=42\n  paranoid_checks=");
+    parse_text(&newer).unwrap();
+    // Comments, blank lines and spacing are free; a missing option is an error at this version.
+    let spaced = good.replace("  write_buffer_size=67108864", "write_buffer_size = 67108864   # 64 MiB");
+    assert_eq!(parse_text(&spaced).unwrap().options.write_buffer_size, 64 << 20);
+    let lacking = good.replace("  write_buffer_size=67108864\n", "");
+    assert_bad(&lacking, line_of(&good, "[CFOptions"), "lacks option write_buffer_size");
+}
+
+#[test]
+fn escaping_is_rocksdbs() {
+    use super::fields::{escape, unescape};
+    for s in ["plain", "a#b", "x:y", "back\\slash", "new\nline\r", ""] {
+        assert_eq!(unescape(&escape(s)).unwrap(), s);
+    }
+    assert_eq!(escape("a#b:c"), "a\\#b\\:c");
+    assert!(unescape("bad\\").is_err());
+}

@@ -1,0 +1,172 @@
+//! OPTIONS files (docs/durability.md D14): every read-write open writes one, the newest two are kept,
+//! `Options::load_latest` reads the newest back, open refuses options that cannot read the data, and
+//! checkpoints and backups carry the newest.
+
+use shaledb::backup::BackupEngine;
+use shaledb::{Db, Error, Options, PrefixExtractor, Ttl};
+use shaledb_testkit::MemFs;
+use std::path::Path;
+use std::sync::Arc;
+
+fn opts(fs: &MemFs) -> Options {
+    Options { fs: Arc::new(fs.clone()), ..crate::tiny_options() }
+}
+
+fn options_files(fs: &MemFs, dir: &str) -> Vec<String> {
+    let mut v: Vec<String> = fs.file_names(Path::new(dir)).into_iter().filter(|n| n.starts_with("OPTIONS-")).collect();
+    v.sort();
+    v
+}
+
+fn load(fs: &MemFs, dir: &str) -> shaledb::LoadedOptions {
+    Options::load_latest_with(Path::new(dir), Arc::new(fs.clone())).unwrap()
+}
+
+#[test]
+fn every_open_writes_an_options_file_and_the_newest_two_are_kept() {
+    let fs = MemFs::new();
+    let mut seen = Vec::new();
+    for (i, wbs) in [16usize << 10, 32 << 10, 48 << 10, 64 << 10].into_iter().enumerate() {
+        let db = Db::open("/db", Options { write_buffer_size: wbs, ..opts(&fs) }).unwrap();
+        db.put(format!("k{i}"), "v").unwrap();
+        db.flush().unwrap();
+        let files = options_files(&fs, "/db");
+        assert_eq!(files.len(), (i + 1).min(2), "{files:?}");
+        let newest = files.last().unwrap().clone();
+        assert!(!seen.contains(&newest), "{newest} written twice");
+        seen.push(newest.clone());
+        let loaded = load(&fs, "/db");
+        assert_eq!(loaded.options.write_buffer_size, wbs);
+        assert_eq!(loaded.path, Path::new("/db").join(&newest));
+        assert_eq!(loaded.merge_operator_name.as_deref(), Some("stringappend"));
+        assert!(loaded.options.merge_operator.is_some(), "a built-in operator is rebuilt");
+        // No table ever takes an OPTIONS file's number.
+        let number = |n: &str| n.trim_start_matches("OPTIONS-").to_string();
+        for name in fs.file_names(Path::new("/db")) {
+            if let Some(stem) = name.strip_suffix(".sst").or(name.strip_suffix(".log")) {
+                assert!(!seen.iter().any(|o| number(o) == stem), "{name} shares a number with {seen:?}");
+            }
+        }
+        drop(db);
+    }
+    assert_eq!(options_files(&fs, "/db"), seen[2..].to_vec(), "the newest two, the older removed");
+    // The loaded options open the database.
+    let loaded = load(&fs, "/db");
+    let db = Db::open("/db", loaded.options).unwrap();
+    assert_eq!(db.get("k3").unwrap().as_deref(), Some(&b"v"[..]));
+    drop(db);
+    // A read-only open writes nothing.
+    let before = options_files(&fs, "/db");
+    drop(Db::open_read_only("/db", opts(&fs)).unwrap());
+    assert_eq!(options_files(&fs, "/db"), before);
+    // OPTIONS files are ours: destroy removes them with the rest.
+    let removed = shaledb::destroy_with(Path::new("/db"), &fs).unwrap();
+    assert!(before.iter().all(|n| removed.contains(n)), "{removed:?}");
+    assert!(options_files(&fs, "/db").is_empty());
+}
+
+fn assert_refused(r: shaledb::Result<Db>, needles: &[&str]) {
+    let Err(e) = r else { panic!("the open must be refused") };
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    for n in needles {
+        assert!(e.to_string().contains(n), "want {n:?} in: {e}");
+    }
+}
+
+#[test]
+fn a_different_merge_operator_is_refused_naming_both() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    db.merge("k", "a").unwrap();
+    drop(db);
+    let with = |name: Option<&str>| Options { merge_operator: name.and_then(shaledb::merge::builtin), ..opts(&fs) };
+    assert_refused(Db::open("/db", with(Some("uint64add"))), &["\"stringappend\"", "\"uint64add\"", "OPTIONS-"]);
+    assert_refused(Db::open("/db", with(None)), &["\"stringappend\"", "none"]);
+    // Nothing was written by the refused opens: the recorded operator is still the first one.
+    assert_eq!(load(&fs, "/db").merge_operator_name.as_deref(), Some("stringappend"));
+    let db = Db::open("/db", with(Some("stringappend"))).unwrap();
+    assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"a"[..]));
+    drop(db);
+
+    // A database recorded without an operator may gain one; then it is recorded.
+    let fs = MemFs::new();
+    drop(Db::open("/db", Options { merge_operator: None, ..opts(&fs) }).unwrap());
+    drop(Db::open("/db", Options { merge_operator: shaledb::merge::builtin("put"), ..opts(&fs) }).unwrap());
+    assert_eq!(load(&fs, "/db").merge_operator_name.as_deref(), Some("put"));
+}
+
+#[test]
+fn switching_ttl_mode_is_refused_but_its_length_and_the_prefix_extractor_may_change() {
+    let fs = MemFs::new();
+    let ttl = |s| Options { ttl: Some(Ttl::new(s)), merge_operator: None, ..opts(&fs) };
+    let db = Db::open("/db", ttl(60)).unwrap();
+    db.put("k", "v").unwrap();
+    drop(db);
+    assert_refused(Db::open("/db", Options { merge_operator: None, ..opts(&fs) }), &["TTL mode on", "TTL mode off"]);
+    drop(Db::open("/db", ttl(3600)).unwrap());
+    assert_eq!(load(&fs, "/db").options.ttl.map(|t| t.seconds), Some(3600));
+
+    let fs = MemFs::new();
+    drop(Db::open("/db", Options { merge_operator: None, ..opts(&fs) }).unwrap());
+    assert_refused(
+        Db::open("/db", Options { ttl: Some(Ttl::new(5)), merge_operator: None, ..opts(&fs) }),
+        &["TTL mode off"],
+    );
+
+    // Prefix extractors may change between opens (tables record theirs).
+    let fs = MemFs::new();
+    let prefix = |p| Options { prefix_extractor: p, ..opts(&fs) };
+    drop(Db::open("/db", prefix(Some(PrefixExtractor::Fixed(2)))).unwrap());
+    drop(Db::open("/db", prefix(Some(PrefixExtractor::Capped(4)))).unwrap());
+    drop(Db::open("/db", prefix(None)).unwrap());
+    assert_eq!(load(&fs, "/db").options.prefix_extractor, None);
+}
+
+#[test]
+fn a_damaged_newest_options_file_fails_open_under_paranoid_checks_only() {
+    let fs = MemFs::new();
+    drop(Db::open("/db", opts(&fs)).unwrap());
+    let newest = options_files(&fs, "/db").pop().unwrap();
+    let path = Path::new("/db").join(&newest);
+    let text = String::from_utf8(fs.read_file(&path).unwrap()).unwrap();
+    fs.write_file(&path, text.replace("num_levels=7", "num_levels=seven").as_bytes());
+    let Err(e) = Db::open("/db", opts(&fs)) else { panic!("a damaged OPTIONS file must refuse the open") };
+    assert!(e.is_corruption(), "{e}");
+    assert!(e.to_string().contains(&newest) && e.to_string().contains("line "), "{e}");
+    let e = Options::load_latest_with(Path::new("/db"), Arc::new(fs.clone())).unwrap_err();
+    assert!(e.to_string().contains("num_levels"), "{e}");
+    // Without paranoid checks the open goes on and writes a good file.
+    drop(Db::open("/db", Options { paranoid_checks: false, ..opts(&fs) }).unwrap());
+    assert!(!load(&fs, "/db").options.paranoid_checks);
+    drop(Db::open("/db", opts(&fs)).unwrap());
+}
+
+#[test]
+fn checkpoints_and_backups_carry_the_newest_options_file() {
+    let fs = MemFs::new();
+    let o = Options { write_buffer_size: 40 << 10, ..opts(&fs) };
+    drop(Db::open("/db", o.clone()).unwrap());
+    let db = Db::open("/db", o.clone()).unwrap();
+    db.put("k", "v").unwrap();
+    let newest = options_files(&fs, "/db").pop().unwrap();
+    let source = fs.read_file(&Path::new("/db").join(&newest)).unwrap();
+
+    db.create_checkpoint("/ckpt").unwrap();
+    assert_eq!(options_files(&fs, "/ckpt"), vec![newest.clone()], "only the newest is copied");
+    assert_eq!(fs.read_file(&Path::new("/ckpt").join(&newest)).unwrap(), source);
+    assert_eq!(load(&fs, "/ckpt").options.write_buffer_size, 40 << 10);
+
+    let mut engine = BackupEngine::open_with(Path::new("/bk"), Arc::new(fs.clone())).unwrap();
+    let id = engine.create_backup(&db).unwrap();
+    engine.verify(id).unwrap();
+    engine.restore(id, "/restored").unwrap();
+    assert_eq!(options_files(&fs, "/restored"), vec![newest.clone()]);
+    assert_eq!(fs.read_file(&Path::new("/restored").join(&newest)).unwrap(), source);
+    drop(db);
+    for dir in ["/ckpt", "/restored"] {
+        let copy = Db::open(dir, load(&fs, dir).options).unwrap();
+        assert_eq!(copy.get("k").unwrap().as_deref(), Some(&b"v"[..]), "{dir}");
+    }
+    // A copy keeps refusing what the source refuses.
+    assert_refused(Db::open("/ckpt", Options { merge_operator: None, ..opts(&fs) }), &["stringappend"]);
+}
