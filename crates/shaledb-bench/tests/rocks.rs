@@ -337,12 +337,13 @@ fn every_benchmark_runs_on_rocksdb() {
     // The order of the ShaleDB end-to-end test: reads run on a full database.
     let all = "fillseq,readrandom,multireadrandom,readmissing,readseq,readreverse,seekrandom,fillrandom,overwrite,readwhilewriting,\
 deleteseq,deleterandom,updaterandom,readrandomwriterandom,filluniquerandom,fillsync,compact,flush,waitforcompaction,\
-stats,levelstats,mergerandom,memstats,readwhilemerging,seekrandomwhilewriting,seekrandomwhilemerging";
+stats,levelstats,mergerandom,memstats,readwhilemerging,seekrandomwhilewriting,seekrandomwhilemerging,randomtransaction";
     let mut listed: Vec<&str> = all.split(',').collect();
     listed.sort_unstable();
     let known = Kind::known();
     // compact0/compact1 need one level compacted alone, which the RocksDB engine here refuses with an error
-    // (`Engine::compact_level`).
+    // (`Engine::compact_level`). randomtransaction runs here as db_bench runs it without a transaction flag:
+    // plain batches (the RocksDB engine has no transactions; `random_transaction_needs_shaledb_for_transactions`).
     let mut every: Vec<&str> = known.split(", ").filter(|k| !["compact0", "compact1"].contains(k)).collect();
     every.sort_unstable();
     assert_eq!(listed, every, "a benchmark kind is missing from this test");
@@ -388,4 +389,14 @@ stats,levelstats,mergerandom,memstats,readwhilemerging,seekrandomwhilewriting,se
         let n = block.lines().filter(|l| l.starts_with(&format!("{name} P50 : "))).count();
         assert_eq!(n, 1, "{name} in:\n{block}");
     }
+}
+
+/// randomtransaction with `--transaction_db` needs an engine with transactions: the RocksDB engine here says so
+/// (RocksDB's own db_bench runs it against RocksDB).
+#[test]
+fn random_transaction_needs_shaledb_for_transactions() {
+    let mut out = Vec::new();
+    let f = flags(&["--benchmarks=randomtransaction", "--num=100", "--transaction_db"]);
+    let e = run_bench::<RocksDb>(&f, &mut out).unwrap_err().to_string();
+    assert!(e.contains("randomtransaction") && e.contains("not available"), "{e}");
 }
