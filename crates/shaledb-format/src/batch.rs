@@ -2,9 +2,10 @@
 //!
 //! ```text
 //! batch    := sequence:fixed64 count:fixed32 record*  ; count = number of records
-//! record   := kind:u8 key:lp_slice [value:lp_slice]   ; value present for value and merge only
+//! record   := kind:u8 key:lp_slice [value:lp_slice]   ; value present for value, merge, range_deletion
 //! kind     := 0x00 deletion | 0x01 value | 0x02 merge | 0x07 single_deletion
-//!                                                     ; FROZEN: the ikey.rs ValueKind values
+//!           | 0x0f range_deletion                     ; FROZEN: the ikey.rs ValueKind values
+//!                                                     ; range_deletion: key = begin, value = end, [begin, end)
 //! ```
 //!
 //! `sequence` is the sequence number of the first record; record `i` takes `sequence + i`, and the last one,
@@ -38,7 +39,7 @@ pub struct BatchEntry<'a> {
     pub kind: ValueKind,
     /// The user key.
     pub key: &'a [u8],
-    /// The value or merge operand; empty for a deletion.
+    /// The value or merge operand; empty for a deletion; the exclusive end for a range deletion.
     pub value: &'a [u8],
 }
 
@@ -68,6 +69,12 @@ impl BatchRep {
     /// Adds a single deletion (see `Db::single_delete` for the contract). REQUIRES: key shorter than 4 GiB.
     pub fn single_delete(&mut self, key: &[u8]) {
         self.push(ValueKind::SingleDeletion, key, None);
+    }
+
+    /// Adds a range deletion of `[begin, end)`. REQUIRES: both shorter than 4 GiB. An empty or inverted range
+    /// is stored as given (the engine refuses an inverted one beforehand; an empty one deletes nothing).
+    pub fn delete_range(&mut self, begin: &[u8], end: &[u8]) {
+        self.push(ValueKind::RangeDeletion, begin, Some(end));
     }
 
     /// Adds a merge operand. REQUIRES: key and value shorter than 4 GiB.
@@ -222,7 +229,7 @@ impl<'a> Iterator for BatchIter<'a> {
             return self.fail(at, format!("write batch holds more than the {} records its header counts", self.count));
         }
         let Some(kind_byte) = self.dec.u8() else { return self.fail(at, "truncated record".into()) };
-        let Some(kind) = ValueKind::from_u8(kind_byte) else {
+        let Some(kind) = ValueKind::from_record_u8(kind_byte) else {
             return self.fail(at, format!("unknown record kind {kind_byte} in write batch"));
         };
         let Some(key) = self.dec.lp_slice() else {
@@ -230,7 +237,7 @@ impl<'a> Iterator for BatchIter<'a> {
         };
         let value = match kind {
             ValueKind::Deletion | ValueKind::SingleDeletion => &[][..],
-            ValueKind::Value | ValueKind::Merge => match self.dec.lp_slice() {
+            ValueKind::Value | ValueKind::Merge | ValueKind::RangeDeletion => match self.dec.lp_slice() {
                 Some(v) => v,
                 None => return self.fail(at, format!("truncated value in write batch record #{}", self.seen)),
             },
@@ -309,13 +316,40 @@ mod tests {
                 (ValueKind::Value, b"k".to_vec(), b"v".to_vec())
             ]
         );
-        for unassigned in [3u8, 4, 5, 6, 8, 0xff] {
+        for unassigned in [3u8, 4, 5, 6, 8, 0x0e, 0x10, 0xff] {
             let mut bad = data.clone();
             bad[HEADER_LEN] = unassigned;
             let (off, what) = corruption_offset(BatchRep::from_bytes(bad));
             assert_eq!(off, HEADER_LEN as u64);
             assert!(what.contains("unknown record kind"), "{what}");
         }
+    }
+
+    #[test]
+    fn range_deletion_roundtrips_with_its_end_as_the_value() {
+        let mut b = BatchRep::new();
+        b.delete_range(b"b", b"d");
+        b.put(b"c", b"v");
+        b.delete_range(b"", b"");
+        b.set_sequence(9);
+        let data = b.data().to_vec();
+        assert_eq!(data[HEADER_LEN], 0x0f);
+        let back = BatchRep::from_bytes(data.clone()).unwrap();
+        assert_eq!(
+            entries(&back),
+            vec![
+                (ValueKind::RangeDeletion, b"b".to_vec(), b"d".to_vec()),
+                (ValueKind::Value, b"c".to_vec(), b"v".to_vec()),
+                (ValueKind::RangeDeletion, vec![], vec![]),
+            ]
+        );
+        // The end is required: a record cut after the begin key is truncated, at the record's first byte.
+        let cut = HEADER_LEN + 1 + 2;
+        let mut short = data[..cut].to_vec();
+        short[8] = 1;
+        let (off, what) = corruption_offset(BatchRep::from_bytes(short));
+        assert_eq!(off, HEADER_LEN as u64);
+        assert!(what.contains("truncated value"), "{what}");
     }
 
     #[test]

@@ -5,7 +5,12 @@
 //! trailer      := fixed64_le( sequence << 8 | kind )      ; sequence < 2^56
 //! kind         := 0x00 deletion | 0x01 value | 0x02 merge | 0x07 single_deletion
 //!                                                          ; FROZEN: on-disk values, never renumber
+//! range_kind   := 0x0f range_deletion                      ; FROZEN; never in a point key (see below)
 //! ```
+//!
+//! `0x0f` (RocksDB's `kTypeRangeDeletion`) marks a range tombstone. It appears in write batches and in a table's
+//! range-deletion block, never among point keys: [`parse`] rejects it, so a range tombstone found where point
+//! entries live is corruption.
 //!
 //! Order: user keys ascending (bytewise), then trailer descending, so that for one user key the newest entry
 //! comes first. A lookup for `(key, snapshot)` seeks to `key ++ trailer(snapshot, KIND_FOR_SEEK)` and lands on the
@@ -36,6 +41,10 @@ pub enum ValueKind {
     /// both when they meet. The value 7 is RocksDB's `kTypeSingleDeletion`; 3..=6 stay unassigned. Tables and
     /// WALs written before this kind existed never contain it, so they still decode.
     SingleDeletion = 7,
+    /// A range tombstone `[key, value)` (`Db::delete_range`). Only in write batches and range-deletion blocks,
+    /// never a point key: [`ValueKind::from_u8`] (point keys) rejects it, [`ValueKind::from_record_u8`] takes it.
+    /// The value 15 is RocksDB's `kTypeRangeDeletion`; added by format version 3.
+    RangeDeletion = 0x0f,
 }
 
 /// The kind with the highest tag: seeking with it finds every entry of the sequence number.
@@ -50,6 +59,14 @@ impl ValueKind {
             2 => Some(ValueKind::Merge),
             7 => Some(ValueKind::SingleDeletion),
             _ => None,
+        }
+    }
+
+    /// Decodes the kind byte of a write-batch record: a point kind or [`ValueKind::RangeDeletion`].
+    pub fn from_record_u8(b: u8) -> Option<ValueKind> {
+        match b {
+            0x0f => Some(ValueKind::RangeDeletion),
+            b => ValueKind::from_u8(b),
         }
     }
 
@@ -174,5 +191,11 @@ mod tests {
         let n = bad.len();
         bad[n - 8] = 3;
         assert!(parse(&bad).is_none());
+        // A range tombstone's kind is never a point key's.
+        bad[n - 8] = ValueKind::RangeDeletion as u8;
+        assert!(parse(&bad).is_none());
+        assert_eq!(ValueKind::from_record_u8(0x0f), Some(ValueKind::RangeDeletion));
+        assert_eq!(ValueKind::from_record_u8(1), Some(ValueKind::Value));
+        assert_eq!(ValueKind::from_record_u8(3), None);
     }
 }

@@ -30,4 +30,7 @@ pub use shaledb_vfs::{Error, Result};
 /// - 2: internal keys and write-batch records may hold the kind `0x07` single deletion (`Db::single_delete`),
 ///   and index separators carry it as `KIND_FOR_SEEK`. Version-1 files never do, so they open unchanged; a
 ///   version-1 reader refuses version-2 files cleanly instead of misreading them.
-pub const FORMAT_VERSION: u32 = 2;
+/// - 3: write-batch records may hold the kind `0x0f` range deletion (`Db::delete_range`); tables will carry range
+///   tombstones in a `shaledb.range_del` meta block (docs/format/sst.md). Version-2 files hold neither, so they
+///   open unchanged.
+pub const FORMAT_VERSION: u32 = 3;
