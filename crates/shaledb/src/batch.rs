@@ -1,4 +1,4 @@
-//! The public write batch: several puts, deletes, single deletes and merges applied atomically by [`crate::Db::write`].
+//! The public write batch: several puts, deletes, single deletes, range deletions and merges applied atomically by [`crate::Db::write`].
 
 use shaledb_format::batch::BatchRep;
 
@@ -51,6 +51,13 @@ impl WriteBatch {
     /// at most once since its last single deletion, and never merged or deleted with [`WriteBatch::delete`]).
     pub fn single_delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
         self.rep.single_delete(key.as_ref());
+        self
+    }
+
+    /// Deletes every key in `[begin, end)`: see [`crate::Db::delete_range`]. An inverted range (`begin > end`)
+    /// makes [`crate::Db::write`] refuse the batch.
+    pub fn delete_range(&mut self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> &mut Self {
+        self.rep.delete_range(begin.as_ref(), end.as_ref());
         self
     }
 

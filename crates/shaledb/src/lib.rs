@@ -48,6 +48,7 @@ pub mod options;
 mod options_file;
 mod picker;
 mod prefix;
+mod range_del;
 mod repair;
 mod snapshot;
 pub mod stats;

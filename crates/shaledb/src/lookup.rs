@@ -36,6 +36,8 @@ pub(crate) struct GetState<'a> {
     /// rejects the operands.
     merge_at: Option<(PathBuf, u64)>,
     error: Option<Error>,
+    /// The newest range tombstone covering the key visible at `seq` (0: none): entries below it are deleted.
+    cover: u64,
 }
 
 /// The file named by a `Corruption` found in an entry that came from a memtable (no file holds it yet).
@@ -75,7 +77,14 @@ impl<'a> GetState<'a> {
             op_ends: Vec::new(),
             merge_at: None,
             error: None,
+            cover: 0,
         }
+    }
+
+    /// Declares that a range tombstone at `cover` (visible at the lookup's sequence) covers the key: every
+    /// entry older than it reads as a deletion. Sources may pass it before or while feeding; the largest wins.
+    pub(crate) fn cover_with(&mut self, cover: u64) {
+        self.cover = self.cover.max(cover);
     }
 
     /// Feeds one entry. Sources pass the entries of this user key newest first; entries of other user keys
@@ -99,6 +108,11 @@ impl<'a> GetState<'a> {
         if p.user_key != self.user_key || p.seq > self.seq {
             return false;
         }
+        if p.seq < self.cover {
+            // Deleted by a range tombstone newer than the entry: as a point deletion here.
+            self.outcome = Outcome::Deleted;
+            return true;
+        }
         match p.kind {
             ValueKind::Value => {
                 self.value.clear();
@@ -106,6 +120,11 @@ impl<'a> GetState<'a> {
                 self.outcome = Outcome::Value;
             }
             ValueKind::Deletion | ValueKind::SingleDeletion => self.outcome = Outcome::Deleted,
+            ValueKind::RangeDeletion => {
+                // `ikey::parse` never yields it; a point key carrying it would be corrupt.
+                self.fail(corruption_at(location, "range tombstone kind in a point entry".into()));
+                return true;
+            }
             ValueKind::Merge => {
                 if self.merge.is_none() {
                     self.fail(no_merge_operator());

@@ -138,6 +138,8 @@ pub(crate) fn stamp(batch: &BatchRep, now: u32) -> Result<BatchRep> {
             }
             ValueKind::Deletion => out.delete(e.key),
             ValueKind::SingleDeletion => out.single_delete(e.key),
+            // A range tombstone has no value to stamp.
+            ValueKind::RangeDeletion => out.delete_range(e.key, e.value),
             ValueKind::Merge => {
                 return Err(Error::InvalidArgument("merge is not supported in TTL mode".into()));
             }

@@ -19,6 +19,7 @@ pub(super) fn show(vs: &[KeyVersion]) -> String {
                 D => "D",
                 M => "M",
                 ValueKind::SingleDeletion => "SD",
+                ValueKind::RangeDeletion => "RD",
             };
             format!("{k}{}={}", v.seq, String::from_utf8_lossy(&v.value))
         })

@@ -103,6 +103,7 @@ impl Db {
         let key = key.as_ref();
         let (sv, seq) = self.pin_view(opts);
         let mut state = GetState::with_buffer(key, seq, self.inner.opts.merge_operator.as_ref(), Vec::new());
+        state.cover_with(super::read::mem_range_cover(&sv, key, seq));
         let hash = bloom::key_hash(key);
         for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
             if state.is_done() {

@@ -28,6 +28,13 @@ pub(crate) fn write_level0(
     if mem.is_empty() {
         return Ok((Vec::new(), CompactionStats::default()));
     }
+    if mem.num_range_deletions() > 0 {
+        // First layer of DeleteRange: tables do not carry range tombstones yet, and writing the points without
+        // them would bring deleted keys back. Refuse rather than lose the deletion (DELETERANGE-STATUS.md).
+        return Err(shaledb_vfs::Error::NotSupported(
+            "flush: the memtable holds range tombstones (delete_range), which tables cannot store yet".into(),
+        ));
+    }
     let spec = OutputSpec {
         table_options: opts.table_options(db_id, 0, false),
         max_file_size: u64::MAX,

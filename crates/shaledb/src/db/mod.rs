@@ -306,6 +306,36 @@ impl Db {
         self.write_opt(opts, &batch)
     }
 
+    /// Deletes every key in `[begin, end)` (RocksDB's `DeleteRange`) with one range tombstone: a write of
+    /// constant size whatever the number of keys, read back by `get`, `multi_get` and iterators (both ways),
+    /// and by snapshots as of their sequence (a snapshot taken before still sees the keys). Keys written after
+    /// it are live again. `begin > end` is `InvalidArgument`; `begin == end` deletes nothing.
+    ///
+    /// NB (first layer, DeleteRange branch): range tombstones live in memtables only; a flush of a memtable
+    /// holding one fails with `NotSupported` until tables carry them (DELETERANGE-STATUS.md).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// for k in ["a", "b", "c", "d"] {
+    ///     db.put(k, "v")?;
+    /// }
+    /// db.delete_range("b", "d")?;
+    /// let keys: Vec<_> = db.iter().map(|e| e.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+    /// assert_eq!(keys, [b"a".to_vec(), b"d".to_vec()]);
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn delete_range(&self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_range_opt(&WriteOptions::default(), begin, end)
+    }
+
+    /// [`Db::delete_range`] with write options.
+    pub fn delete_range_opt(&self, opts: &WriteOptions, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete_range(begin, end);
+        self.write_opt(opts, &batch)
+    }
+
     /// Records a merge operand for `key`; needs [`Options::merge_operator`] (without one: `InvalidArgument`).
     /// Reads combine the operands with the value below them.
     ///
@@ -403,6 +433,9 @@ impl Db {
         for e in batch.rep.iter() {
             let e = e?;
             check_len(e.key, e.value)?;
+            if e.kind == ikey::ValueKind::RangeDeletion && e.key > e.value {
+                return Err(Error::InvalidArgument("delete_range: the end key comes before the begin key".into()));
+            }
         }
         write::write(&self.inner, batch.rep.clone(), opts)
     }

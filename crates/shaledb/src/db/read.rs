@@ -2,7 +2,8 @@
 //! the published [`SuperVersion`] and the visible sequence number (see `pin_view` for their order).
 
 use super::{Db, DbInner, SuperVersion};
-use crate::iter::{Cursor, Iter, KeyRange, LevelIterator, MergingIterator, RefreshFn};
+use crate::iter::{Cursor, Iter, KeyRange, LevelIterator, MergingIterator, RangeDelFilter, RefreshFn};
+use crate::range_del::RangeDelView;
 use crate::lookup::GetState;
 use crate::options::ReadOptions;
 use crate::prefix::{table_may_contain, PrefixFiltered, PrefixScope, PrefixSource};
@@ -97,6 +98,8 @@ impl Db {
         Counters::add(&inner.counters.gets, 1);
         let mut state = GetState::with_buffer(key, seq, inner.opts.merge_operator.as_ref(), std::mem::take(out));
         let hash = bloom::key_hash(key);
+        // Range tombstones first: the newest one covering the key deletes every older entry, wherever it is.
+        state.cover_with(mem_range_cover(&sv, key, seq));
         if sv.mem.may_contain(hash) {
             sv.mem.get(key, seq, &mut state);
         }
@@ -446,6 +449,12 @@ fn internal_view(
     let sv = arc_swap::Guard::into_inner(sv);
     let snap = opts.snapshot.clone();
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(2 + sv.imm.len() + 8);
+    let mut range_dels = RangeDelView::default();
+    for m in std::iter::once(&sv.mem).chain(&sv.imm) {
+        if let Some(f) = m.range_tombstones() {
+            range_dels.add(f);
+        }
+    }
     for m in std::iter::once(&sv.mem).chain(&sv.imm) {
         match scope {
             Some(scope) => children.push(Box::new(PrefixFiltered::new(
@@ -497,7 +506,23 @@ fn internal_view(
         });
         children.push(Box::new(LevelIterator::new(files, open)));
     }
-    (Box::new(MergingIterator::new(children)), seq, Box::new((sv, snap)))
+    let merged = MergingIterator::new(children);
+    let it: Box<dyn InternalIterator> = if range_dels.is_empty() {
+        Box::new(merged)
+    } else {
+        Box::new(RangeDelFilter::new(merged, range_dels, seq))
+    };
+    (it, seq, Box::new((sv, snap)))
+}
+
+/// The sequence of the newest range tombstone of `sv`'s memtables covering `key` visible at `seq` (0: none).
+pub(crate) fn mem_range_cover(sv: &SuperVersion, key: &[u8], seq: u64) -> u64 {
+    std::iter::once(&sv.mem)
+        .chain(&sv.imm)
+        .filter_map(|m| m.range_tombstones())
+        .map(|f| f.covering_seq(key, seq))
+        .max()
+        .unwrap_or(0)
 }
 
 /// False when every key of `f` is outside `[lower, upper)`.

@@ -501,6 +501,8 @@ impl Cursor {
                     skipping = true;
                     self.inner.next();
                 }
+                // `ikey::parse` never yields it for a point entry.
+                ValueKind::RangeDeletion => return self.fail_bad_key(),
                 ValueKind::Merge => {
                     self.key_buf.clear();
                     self.key_buf.extend_from_slice(p.user_key);
@@ -539,6 +541,7 @@ impl Cursor {
                     break;
                 }
                 ValueKind::Deletion | ValueKind::SingleDeletion => break,
+                ValueKind::RangeDeletion => return self.fail_bad_key(),
             }
         }
         if self.error.is_some() {
@@ -642,6 +645,10 @@ impl Cursor {
                         // Backward, the last operand met is the newest.
                         self.merge_at = self.inner.location().map(|(f, o)| (f.to_path_buf(), o));
                     }
+                    ValueKind::RangeDeletion => {
+                        self.fail_bad_key();
+                        return false;
+                    }
                 }
                 last = Some(kind);
             }
@@ -659,7 +666,7 @@ impl Cursor {
                 self.apply_merge(base, false);
                 self.current == Current::Saved
             }
-            Some(ValueKind::Deletion | ValueKind::SingleDeletion) | None => false,
+            Some(ValueKind::Deletion | ValueKind::SingleDeletion | ValueKind::RangeDeletion) | None => false,
         }
     }
 }

@@ -9,6 +9,7 @@ mod db_iter;
 mod level;
 mod merging;
 mod range;
+mod range_del;
 #[cfg(test)]
 pub(crate) mod vec;
 
@@ -17,6 +18,7 @@ pub(crate) use db_iter::RefreshFn;
 pub(crate) use level::LevelIterator;
 pub(crate) use merging::MergingIterator;
 pub(crate) use range::{narrow_bounds, prefix_upper_bound};
+pub(crate) use range_del::RangeDelFilter;
 pub use range::{Iter, KeyRange};
 #[cfg(test)]
 mod tests;

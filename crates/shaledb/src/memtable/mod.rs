@@ -208,6 +208,8 @@ pub(crate) struct MemTable {
     filter: KeyFilter,
     /// [`crate::Options::memtable_prefix_bloom_size_ratio`]: the prefixes of the keys, by this extractor.
     prefix_filter: Option<(PrefixExtractor, KeyFilter)>,
+    /// Range tombstones, apart from the point entries (never in `rep`).
+    range_dels: crate::range_del::MemRangeDels,
 }
 
 enum Rep {
@@ -382,6 +384,7 @@ impl MemTable {
             deletions: AtomicUsize::new(0),
             filter: KeyFilter::new(write_buffer_size / 8),
             prefix_filter: None,
+            range_dels: Default::default(),
         }
     }
 
@@ -437,6 +440,13 @@ impl MemTable {
     /// data, so this stops instead of clamping.
     pub(crate) fn add(&self, seq: u64, kind: ValueKind, user_key: &[u8], value: &[u8]) {
         assert!(seq <= MAX_SEQUENCE, "memtable entry at sequence {seq} past {MAX_SEQUENCE}");
+        if kind == ValueKind::RangeDeletion {
+            // `[user_key, value)`: kept apart and fragmented on read (`range_del`).
+            self.range_dels.add(user_key, value, seq);
+            let charge = user_key.len() + value.len() + ENTRY_OVERHEAD;
+            self.mem.fetch_add(charge, AtomicOrdering::Relaxed);
+            return;
+        }
         let rec = Rec::new(user_key, ikey::pack_trailer(seq, kind), value);
         let charge = rec.buf.len() + ENTRY_OVERHEAD;
         self.filter.add(shaledb_format::bloom::key_hash(user_key));
@@ -519,9 +529,19 @@ impl MemTable {
         self.deletions.load(AtomicOrdering::Relaxed)
     }
 
-    /// True when no entry was added.
+    /// True when no entry and no range tombstone was added.
     pub(crate) fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len() == 0 && self.range_dels.len() == 0
+    }
+
+    /// The range tombstones, fragmented; `None` when the memtable holds none.
+    pub(crate) fn range_tombstones(&self) -> Option<Arc<crate::range_del::Fragments>> {
+        self.range_dels.fragments()
+    }
+
+    /// Number of range tombstones added.
+    pub(crate) fn num_range_deletions(&self) -> usize {
+        self.range_dels.len()
     }
 }
 

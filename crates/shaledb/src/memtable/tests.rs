@@ -241,3 +241,26 @@ fn key_filter_has_no_false_negatives_and_rejects_most_absent_keys() {
         .count();
     assert!(false_pos < 2_000, "{false_pos} false positives of 20000");
 }
+
+#[test]
+fn range_tombstones_are_kept_apart_from_the_point_entries() {
+    let m = Arc::new(MemTable::new(1));
+    assert!(m.range_tombstones().is_none());
+    m.add(1, ValueKind::RangeDeletion, b"b", b"d");
+    assert!(!m.is_empty(), "a memtable holding only a range tombstone has something to flush");
+    assert_eq!((m.len(), m.num_range_deletions()), (0, 1));
+    let mut it = m.iter();
+    it.seek_to_first();
+    assert!(!it.valid(), "no point entry");
+    m.add(2, ValueKind::Value, b"c", b"v");
+    m.add(3, ValueKind::RangeDeletion, b"a", b"c");
+    let f = m.range_tombstones().unwrap();
+    assert_eq!(f.covering_seq(b"c", 10), 1);
+    assert_eq!(f.covering_seq(b"b", 10), 3);
+    assert_eq!(f.covering_seq(b"b", 2), 1);
+    assert_eq!(f.covering_seq(b"d", 10), 0);
+    // The point lookup itself does not apply them: the read path does (`GetState::cover_with`).
+    let mut st = GetState::new(b"c", 10, None);
+    m.get(b"c", 10, &mut st);
+    assert_eq!(st.finish().unwrap(), Some(b"v".to_vec()));
+}
