@@ -5,6 +5,7 @@ mod bounds;
 mod checkpoint_backup;
 mod compaction_filter;
 mod concurrency;
+mod delete_range;
 mod estimates;
 mod files;
 mod fixture;

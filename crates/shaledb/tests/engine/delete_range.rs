@@ -1,0 +1,316 @@
+//! `Db::delete_range`: RocksDB's DeleteRange semantics case by case (half-open ranges, sequence order within a
+//! batch, snapshots, merges, both iteration directions, multi_get, WAL replay), a model-oracle run and a
+//! power-loss sweep.
+//!
+//! First layer: range tombstones live in memtables only, so these tests keep everything in the memtable
+//! (a large `write_buffer_size`); a flush of a memtable holding one is refused (`flush_is_refused_...`).
+
+use shaledb::{Db, Error, Options, ReadOptions, WriteBatch, WriteOptions};
+use shaledb_testkit::rand::{rngs::StdRng, Rng};
+use shaledb_testkit::{rng, MemFs, Model, PowerLoss};
+use std::sync::Arc;
+
+fn memtable_only() -> Options {
+    Options {
+        write_buffer_size: 64 << 20,
+        disable_auto_compactions: true,
+        merge_operator: shaledb::merge::builtin("stringappend"),
+        ..Options::default()
+    }
+}
+
+fn fresh() -> (tempfile::TempDir, Db) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), memtable_only()).unwrap();
+    (dir, db)
+}
+
+fn keys(db: &Db, opts: &ReadOptions) -> Vec<Vec<u8>> {
+    db.iter_opt(opts).map(|e| e.map(|(k, _)| k)).collect::<shaledb::Result<_>>().expect("scan")
+}
+
+fn keys_back(db: &Db, opts: &ReadOptions) -> Vec<Vec<u8>> {
+    let mut c = db.cursor_opt(opts);
+    c.seek_to_last();
+    let mut out = Vec::new();
+    while c.valid() {
+        out.push(c.key().to_vec());
+        c.prev();
+    }
+    c.status().expect("backward scan");
+    out
+}
+
+fn v(s: &str) -> Vec<u8> {
+    s.as_bytes().to_vec()
+}
+
+fn put_all(db: &Db, ks: &[&str]) {
+    for k in ks {
+        db.put(k, format!("v-{k}")).unwrap();
+    }
+}
+
+#[test]
+fn range_is_half_open_in_get_multi_get_and_both_directions() {
+    let (_d, db) = fresh();
+    put_all(&db, &["a", "b", "b0", "c", "d", "e"]);
+    db.delete_range("b", "d").unwrap();
+    assert_eq!(db.get("a").unwrap(), Some(v("v-a")));
+    assert_eq!(db.get("b").unwrap(), None, "begin is inclusive");
+    assert_eq!(db.get("b0").unwrap(), None);
+    assert_eq!(db.get("c").unwrap(), None);
+    assert_eq!(db.get("d").unwrap(), Some(v("v-d")), "end is exclusive");
+    let got: Vec<Option<Vec<u8>>> = db.multi_get(["a", "b", "c", "d", "zz"]).into_iter().map(|r| r.unwrap()).collect();
+    assert_eq!(got, vec![Some(v("v-a")), None, None, Some(v("v-d")), None]);
+    let want = vec![v("a"), v("d"), v("e")];
+    assert_eq!(keys(&db, &ReadOptions::default()), want);
+    let mut back = want.clone();
+    back.reverse();
+    assert_eq!(keys_back(&db, &ReadOptions::default()), back);
+    let mut c = db.cursor();
+    c.seek("b");
+    assert_eq!(c.key(), b"d");
+    c.seek_for_prev("c");
+    assert_eq!(c.key(), b"a");
+    c.next();
+    assert_eq!(c.key(), b"d");
+    c.prev();
+    assert_eq!(c.key(), b"a");
+}
+
+#[test]
+fn writes_after_the_tombstone_are_live_and_batch_order_decides() {
+    let (_d, db) = fresh();
+    put_all(&db, &["k1", "k2", "k3"]);
+    db.delete_range("k", "l").unwrap();
+    db.put("k2", "new").unwrap();
+    assert_eq!(keys(&db, &ReadOptions::default()), vec![v("k2")]);
+    assert_eq!(db.get("k2").unwrap(), Some(v("new")));
+
+    // Within one batch each record takes the next sequence number: a put before the range deletion is
+    // deleted by it, one after survives (RocksDB's batch semantics).
+    let mut b = WriteBatch::new();
+    b.put("x1", "1").delete_range("x", "y").put("x2", "2");
+    db.write(&b).unwrap();
+    assert_eq!(db.get("x1").unwrap(), None);
+    assert_eq!(db.get("x2").unwrap(), Some(v("2")));
+}
+
+#[test]
+fn snapshots_see_keys_as_of_their_sequence() {
+    let (_d, db) = fresh();
+    put_all(&db, &["a", "b", "c"]);
+    let before = ReadOptions { snapshot: Some(db.snapshot()), ..ReadOptions::default() };
+    db.delete_range("a", "c").unwrap();
+    let after = ReadOptions { snapshot: Some(db.snapshot()), ..ReadOptions::default() };
+    db.put("a", "again").unwrap();
+    assert_eq!(db.get_opt(&before, "a").unwrap(), Some(v("v-a")));
+    assert_eq!(db.get_opt(&before, "b").unwrap(), Some(v("v-b")));
+    assert_eq!(keys(&db, &before), vec![v("a"), v("b"), v("c")]);
+    assert_eq!(keys_back(&db, &before), vec![v("c"), v("b"), v("a")]);
+    assert_eq!(db.get_opt(&after, "a").unwrap(), None);
+    assert_eq!(keys(&db, &after), vec![v("c")]);
+    assert_eq!(keys_back(&db, &after), vec![v("c")]);
+    assert_eq!(keys(&db, &ReadOptions::default()), vec![v("a"), v("c")]);
+    assert_eq!(db.get("a").unwrap(), Some(v("again")));
+}
+
+#[test]
+fn merge_operands_stop_at_the_tombstone() {
+    let (_d, db) = fresh();
+    db.put("m", "base").unwrap();
+    db.merge("m", "old").unwrap();
+    db.delete_range("m", "n").unwrap();
+    db.merge("m", "new").unwrap();
+    // Operands above the tombstone merge onto nothing, as above a point deletion.
+    assert_eq!(db.get("m").unwrap(), Some(v("new")));
+    assert_eq!(db.iter().collect::<shaledb::Result<Vec<_>>>().unwrap(), vec![(v("m"), v("new"))]);
+    assert_eq!(keys_back(&db, &ReadOptions::default()), vec![v("m")]);
+    let mut c = db.cursor();
+    c.seek_to_last();
+    assert_eq!(c.value(), b"new");
+}
+
+#[test]
+fn overlapping_tombstones_and_empty_or_inverted_ranges() {
+    let (_d, db) = fresh();
+    put_all(&db, &["a", "b", "c", "d", "e", "f"]);
+    db.delete_range("b", "d").unwrap();
+    db.delete_range("c", "f").unwrap();
+    db.delete_range("a", "a").unwrap(); // empty: deletes nothing
+    assert_eq!(keys(&db, &ReadOptions::default()), vec![v("a"), v("f")]);
+    let err = db.delete_range("z", "y").unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
+    let mut b = WriteBatch::new();
+    b.put("g", "1").delete_range("q", "p");
+    assert!(matches!(db.write(&b), Err(Error::InvalidArgument(_))));
+    assert_eq!(db.get("g").unwrap(), None, "a refused batch writes nothing");
+    // The whole key space, from the empty key.
+    db.delete_range("", "\u{7f}").unwrap();
+    assert!(keys(&db, &ReadOptions::default()).is_empty());
+}
+
+/// WAL replay rebuilds the tombstones: checked through a read-only open, which replays without flushing. A
+/// read-write open has to flush what it replayed, which this layer refuses; the refusal changes nothing on disk.
+#[test]
+fn tombstones_survive_a_reopen_by_wal_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), memtable_only()).unwrap();
+        put_all(&db, &["a", "b", "c"]);
+        db.delete_range_opt(&WriteOptions { sync: true, ..WriteOptions::default() }, "b", "c").unwrap();
+        db.put("b2", "after").unwrap();
+        // `close` flushes, which this layer refuses with a range tombstone in the memtable: it reports that and
+        // leaves the WAL as it is.
+        let err = db.close().unwrap_err();
+        assert!(err.to_string().contains("range tombstones"), "{err}");
+    }
+    let check = || {
+        let db = Db::open_read_only(dir.path(), memtable_only()).unwrap();
+        assert_eq!(db.get("b").unwrap(), None);
+        assert_eq!(keys(&db, &ReadOptions::default()), vec![v("a"), v("b2"), v("c")]);
+        assert_eq!(keys_back(&db, &ReadOptions::default()), vec![v("c"), v("b2"), v("a")]);
+    };
+    check();
+    let err = Db::open(dir.path(), memtable_only()).unwrap_err();
+    assert!(err.to_string().contains("range tombstones"), "{err}");
+    check();
+}
+
+#[test]
+fn flush_is_refused_while_tables_cannot_hold_range_tombstones() {
+    let (_d, db) = fresh();
+    put_all(&db, &["a", "b"]);
+    db.flush().unwrap(); // no tombstone yet: fine
+    db.delete_range("a", "b").unwrap();
+    let err = db.flush().unwrap_err();
+    assert!(err.to_string().contains("range tombstones"), "{err}");
+    // Nothing was lost: the deletion still reads, over the flushed table too.
+    assert_eq!(db.get("a").unwrap(), None);
+    assert_eq!(db.get("b").unwrap(), Some(v("v-b")));
+    assert_eq!(keys(&db, &ReadOptions::default()), vec![v("b")]);
+}
+
+/// The model oracle: random puts, deletes and range deletions against a `BTreeMap`, with
+/// gets, multi_gets, scans both ways and snapshot reads checked as it goes, and WAL replays along the way.
+#[test]
+fn random_ops_match_the_model() {
+    for seed in 0..4u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), memtable_only()).unwrap();
+        let mut model = Model::new();
+        let mut r = rng(seed);
+        let key = |r: &mut StdRng| format!("k{:02}", r.gen_range(0..40));
+        let mut snaps: Vec<(ReadOptions, Model)> = Vec::new();
+        for i in 0..600 {
+            match r.gen_range(0..10) {
+                0..=4 => {
+                    let (k, val) = (key(&mut r), format!("v{i}"));
+                    db.put(&k, &val).unwrap();
+                    model.put(k.as_bytes(), val.as_bytes());
+                }
+                5 => {
+                    let k = key(&mut r);
+                    db.delete(&k).unwrap();
+                    model.delete(k.as_bytes());
+                }
+                6 => {
+                    let (mut a, mut b) = (key(&mut r), key(&mut r));
+                    if a > b {
+                        std::mem::swap(&mut a, &mut b);
+                    }
+                    db.delete_range(&a, &b).unwrap();
+                    model.delete_range(a.as_bytes(), b.as_bytes());
+                }
+                7 => {
+                    snaps.push((ReadOptions { snapshot: Some(db.snapshot()), ..ReadOptions::default() }, model.snapshot()));
+                    if snaps.len() > 4 {
+                        snaps.remove(0);
+                    }
+                }
+                8 if i % 100 == 0 => {
+                    // WAL replay (a read-only open replays without flushing) rebuilds the same state.
+                    let ro = Db::open_read_only(dir.path(), memtable_only()).unwrap();
+                    check(&ro, &ReadOptions::default(), &model, seed, i);
+                }
+                _ => {
+                    let k = key(&mut r);
+                    assert_eq!(db.get(&k).unwrap().as_deref(), model.get(k.as_bytes()), "seed {seed} op {i} get {k}");
+                }
+            }
+            if i % 50 == 49 {
+                check(&db, &ReadOptions::default(), &model, seed, i);
+                for (opts, m) in &snaps {
+                    check(&db, opts, m, seed, i);
+                }
+            }
+        }
+        check(&db, &ReadOptions::default(), &model, seed, 600);
+    }
+}
+
+fn check(db: &Db, opts: &ReadOptions, model: &Model, seed: u64, i: usize) {
+    let want: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+    let got = db.iter_opt(opts).collect::<shaledb::Result<Vec<_>>>().unwrap();
+    assert_eq!(got, want, "seed {seed} op {i}: forward scan");
+    let mut back: Vec<Vec<u8>> = want.iter().map(|(k, _)| k.clone()).collect();
+    back.reverse();
+    assert_eq!(keys_back(db, opts), back, "seed {seed} op {i}: backward scan");
+    let probe: Vec<String> = (0..40).map(|n| format!("k{n:02}")).collect();
+    let got = db.multi_get_opt(opts, &probe);
+    for (k, g) in probe.iter().zip(got) {
+        assert_eq!(g.unwrap().as_deref(), model.get(k.as_bytes()), "seed {seed} op {i}: multi_get {k}");
+    }
+}
+
+/// Power loss after each write of a workload mixing puts and range deletions, some synced: the reopened
+/// database holds the state after a prefix of the acknowledged writes that includes every synced one.
+#[test]
+fn power_loss_sweep_with_range_deletions() {
+    const DB: &str = "/db";
+    let fs = MemFs::new();
+    let opts = Options { fs: Arc::new(fs.clone()), ..memtable_only() };
+    let db = Db::open(DB, opts.clone()).unwrap();
+    fs.record_before(|op, _, _| op.is_mutation());
+    let mut r = rng(7);
+    // states[n]: the model after n acknowledged writes; synced[n]: whether write n (from 1) was synced.
+    let mut states = vec![Model::new()];
+    let mut synced = vec![false];
+    for i in 0..120 {
+        let mut m = states.last().unwrap().clone();
+        let sync = r.gen_ratio(1, 6);
+        let wo = WriteOptions { sync, ..WriteOptions::default() };
+        let k = format!("k{:02}", r.gen_range(0..30));
+        if r.gen_ratio(1, 4) {
+            let end = format!("k{:02}", r.gen_range(0..30));
+            let (a, b) = if k <= end { (k, end) } else { (end, k) };
+            db.delete_range_opt(&wo, &a, &b).unwrap();
+            m.delete_range(a.as_bytes(), b.as_bytes());
+        } else {
+            db.put_opt(&wo, &k, format!("v{i}")).unwrap();
+            m.put(k.as_bytes(), format!("v{i}").as_bytes());
+        }
+        states.push(m);
+        synced.push(sync);
+        fs.set_tag(i + 1);
+    }
+    let recorded = fs.stop_recording();
+    drop(db);
+    assert!(recorded.len() > 20, "too few copies: {}", recorded.len());
+    for (n, rec) in recorded.iter().enumerate() {
+        let copy = rec.fs.deep_clone();
+        copy.power_loss(PowerLoss::DropUnsynced, n as u64);
+        let acked = rec.tag as usize;
+        let last_synced = (0..=acked).rev().find(|&j| synced[j]).unwrap_or(0);
+        // Read-only: replays without flushing, which this layer cannot do with range tombstones.
+        let db = Db::open_read_only(DB, Options { fs: Arc::new(copy), ..memtable_only() })
+            .unwrap_or_else(|e| panic!("copy {n} (after {acked} writes): open failed: {e}"));
+        let got = db.iter().collect::<shaledb::Result<Vec<_>>>().unwrap();
+        let matching = (last_synced..=acked).find(|&j| {
+            let want: Vec<(Vec<u8>, Vec<u8>)> = states[j].iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+            want == got
+        });
+        assert!(matching.is_some(), "copy {n}: state after {acked} acknowledged writes is no prefix from {last_synced}");
+    }
+}
