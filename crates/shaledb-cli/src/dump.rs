@@ -230,6 +230,8 @@ fn kind_name(kind: ValueKind) -> &'static str {
         ValueKind::Value => "PUT",
         ValueKind::Merge => "MERGE",
         ValueKind::SingleDeletion => "SINGLEDEL",
+        // A batch record `[key, value)`: the value shown is the range's exclusive end.
+        ValueKind::RangeDeletion => "RANGEDEL",
     }
 }
 

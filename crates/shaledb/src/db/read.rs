@@ -3,10 +3,10 @@
 
 use super::{Db, DbInner, SuperVersion};
 use crate::iter::{Cursor, Iter, KeyRange, LevelIterator, MergingIterator, RangeDelFilter, RefreshFn};
-use crate::range_del::RangeDelView;
 use crate::lookup::GetState;
 use crate::options::ReadOptions;
 use crate::prefix::{table_may_contain, PrefixFiltered, PrefixScope, PrefixSource};
+use crate::range_del::RangeDelView;
 use crate::snapshot::Snapshot;
 use crate::stats::Counters;
 use crate::version::Version;
@@ -507,11 +507,8 @@ fn internal_view(
         children.push(Box::new(LevelIterator::new(files, open)));
     }
     let merged = MergingIterator::new(children);
-    let it: Box<dyn InternalIterator> = if range_dels.is_empty() {
-        Box::new(merged)
-    } else {
-        Box::new(RangeDelFilter::new(merged, range_dels, seq))
-    };
+    let it: Box<dyn InternalIterator> =
+        if range_dels.is_empty() { Box::new(merged) } else { Box::new(RangeDelFilter::new(merged, range_dels, seq)) };
     (it, seq, Box::new((sv, snap)))
 }
 

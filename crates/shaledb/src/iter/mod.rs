@@ -18,8 +18,8 @@ pub(crate) use db_iter::RefreshFn;
 pub(crate) use level::LevelIterator;
 pub(crate) use merging::MergingIterator;
 pub(crate) use range::{narrow_bounds, prefix_upper_bound};
-pub(crate) use range_del::RangeDelFilter;
 pub use range::{Iter, KeyRange};
+pub(crate) use range_del::RangeDelFilter;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

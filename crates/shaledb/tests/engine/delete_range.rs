@@ -224,7 +224,10 @@ fn random_ops_match_the_model() {
                     model.delete_range(a.as_bytes(), b.as_bytes());
                 }
                 7 => {
-                    snaps.push((ReadOptions { snapshot: Some(db.snapshot()), ..ReadOptions::default() }, model.snapshot()));
+                    snaps.push((
+                        ReadOptions { snapshot: Some(db.snapshot()), ..ReadOptions::default() },
+                        model.snapshot(),
+                    ));
                     if snaps.len() > 4 {
                         snaps.remove(0);
                     }
@@ -311,6 +314,9 @@ fn power_loss_sweep_with_range_deletions() {
             let want: Vec<(Vec<u8>, Vec<u8>)> = states[j].iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
             want == got
         });
-        assert!(matching.is_some(), "copy {n}: state after {acked} acknowledged writes is no prefix from {last_synced}");
+        assert!(
+            matching.is_some(),
+            "copy {n}: state after {acked} acknowledged writes is no prefix from {last_synced}"
+        );
     }
 }
