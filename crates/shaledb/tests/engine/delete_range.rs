@@ -320,3 +320,37 @@ fn power_loss_sweep_with_range_deletions() {
         );
     }
 }
+
+#[test]
+fn bounded_and_prefix_scans_skip_covered_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = shaledb::PrefixExtractor::Fixed(2);
+    let opts = Options { prefix_extractor: Some(ex), memtable_prefix_bloom_size_ratio: 0.1, ..memtable_only() };
+    let db = Db::open(dir.path(), opts).unwrap();
+    put_all(&db, &["aa1", "aa2", "aa3", "ab1", "ab2", "ac1"]);
+    db.delete_range("aa2", "ab2").unwrap();
+    let range: Vec<Vec<u8>> = db.range(&b"aa"[..]..&b"ac"[..]).map(|e| e.unwrap().0).collect();
+    assert_eq!(range, vec![v("aa1"), v("ab2")]);
+    let mut rev: Vec<Vec<u8>> = db.range(&b"aa2"[..]..&b"ac"[..]).rev().map(|e| e.unwrap().0).collect();
+    rev.reverse();
+    assert_eq!(rev, vec![v("ab2")]);
+    let prefix: Vec<Vec<u8>> = db.prefix("ab").map(|e| e.unwrap().0).collect();
+    assert_eq!(prefix, vec![v("ab2")]);
+    let mut c = db.cursor_opt(&ReadOptions { prefix_same_as_start: true, ..ReadOptions::default() });
+    c.seek("aa2");
+    assert!(!c.valid(), "aa2 and aa3 are deleted, and the cursor stays in the prefix aa");
+    c.status().unwrap();
+    c.seek("ab");
+    assert_eq!(c.key(), b"ab2");
+}
+
+#[test]
+fn ttl_mode_passes_range_deletions_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open_with_ttl(dir.path(), Options { merge_operator: None, ..memtable_only() }, 3600).unwrap();
+    put_all(&db, &["a", "b", "c"]);
+    db.delete_range("a", "c").unwrap();
+    assert_eq!(db.get("a").unwrap(), None);
+    assert_eq!(db.get("c").unwrap(), Some(v("v-c")));
+    assert_eq!(keys(&db, &ReadOptions::default()), vec![v("c")]);
+}
