@@ -71,6 +71,8 @@ pub struct TableBuilder {
     handle_buf: Vec<u8>,
     sep_buf: Vec<u8>,
     props: TableProperties,
+    /// Range tombstones, written in their own block at `finish` (`range_del.rs`).
+    range_dels: Vec<super::range_del::StoredRangeTombstone>,
     /// Hash of the last prefix put in the bloom filter: keys of one prefix are adjacent, so it is added once.
     last_prefix_hash: Option<u64>,
     /// First write error; every later call returns it (the file is unusable).
@@ -108,8 +110,22 @@ impl TableBuilder {
             handle_buf: Vec::new(),
             sep_buf: Vec::new(),
             props,
+            range_dels: Vec::new(),
             last_prefix_hash: None,
             err: None,
+        }
+    }
+
+    /// Adds a range tombstone `[begin, end)` at `seq`, in any order relative to the point entries; they go into
+    /// the range-deletion block at [`TableBuilder::finish`]. An empty range (`begin >= end`) is left out.
+    /// REQUIRES: `seq <= MAX_SEQUENCE`. NB: the caller widens the file's key range by the tombstones.
+    pub fn add_range_tombstone(&mut self, begin: &[u8], end: &[u8], seq: u64) {
+        if begin < end {
+            self.range_dels.push(super::range_del::StoredRangeTombstone {
+                begin: begin.to_vec(),
+                end: end.to_vec(),
+                seq,
+            });
         }
     }
 
@@ -254,6 +270,14 @@ impl TableBuilder {
         h.clear();
         props_handle.encode_to(&mut h);
         meta.add(PROPERTIES_BLOCK_NAME, &h);
+        // Metaindex names are in bytewise order: "shaledb.properties" < "shaledb.range_del".
+        if !self.range_dels.is_empty() {
+            let block = super::range_del::encode(&self.range_dels);
+            let handle = self.w.write_block(&block, CompressionType::None, 0)?;
+            h.clear();
+            handle.encode_to(&mut h);
+            meta.add(super::range_del::RANGE_DEL_BLOCK_NAME, &h);
+        }
         let metaindex = self.w.write_block(meta.finish(), CompressionType::None, 0)?;
         let index = self.w.write_block(self.index_block.finish(), CompressionType::None, 0)?;
         let footer = Footer { metaindex, index, format_version: crate::FORMAT_VERSION }.encode();

@@ -1,10 +1,11 @@
 //! SST files: sorted internal keys in blocks, an index over the blocks, a bloom filter over user keys.
 //!
 //! ```text
-//! sst              := data_block* filter_block? properties_block metaindex_block index_block footer
+//! sst              := data_block* filter_block? properties_block range_del_block? metaindex_block index_block footer
 //! data_block       := block trailer             ; block.md: internal key -> value, ikey::compare order
 //! filter_block     := filter trailer            ; bloom.rs: user keys and/or their prefixes (see properties)
 //! properties_block := block trailer             ; property name -> value, bytewise order
+//! range_del_block  := block trailer             ; range tombstones (table/range_del.rs), format version 3
 //! metaindex_block  := block trailer             ; meta block name -> block_handle, bytewise order
 //! index_block      := block trailer             ; separator internal key -> block_handle of a data block
 //! trailer          := compression_type:u8 masked_crc32c:fixed32   ; crc32c over stored block ++ compression_type
@@ -22,7 +23,8 @@
 //!   separator shortens the user key (a byte past the common prefix is bumped) and then carries the largest
 //!   trailer, `(MAX_SEQUENCE, KIND_FOR_SEEK)`, so it sorts before every real entry of that user key. The index
 //!   block uses restart interval 1.
-//! - Metaindex names: `shaledb.filter.bloom` (optional), `shaledb.properties` (required). FROZEN.
+//! - Metaindex names: `shaledb.filter.bloom` (optional), `shaledb.properties` (required), `shaledb.range_del`
+//!   (optional, version 3). FROZEN.
 //! - Properties, each a varint64 except `compression`, which holds the codec's name (`none`, `snappy`, `lz4`,
 //!   `zstd`): `compression data_size filter_size format_version index_size largest_seq num_data_blocks
 //!   num_deletions num_entries num_merges raw_key_size raw_value_size smallest_seq`. Sizes include trailers.

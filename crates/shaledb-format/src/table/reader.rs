@@ -31,6 +31,8 @@ pub struct Table {
     data_end: u64,
     footer: Footer,
     filter_handle: Option<BlockHandle>,
+    /// The range-deletion block (`range_del.rs`), when the table has one.
+    range_del_handle: Option<BlockHandle>,
     /// The index block, unless it lives in the block cache.
     pub(super) pinned_index: Option<Arc<Block>>,
     /// The filter, unless there is none or it lives in the block cache.
@@ -68,12 +70,14 @@ impl Table {
             data_end,
             footer,
             filter_handle: None,
+            range_del_handle: None,
             pinned_index: None,
             pinned_filter: None,
             verify_meta: opts.verify_checksums,
         };
 
-        let (props_handle, filter_handle) = t.read_metaindex()?;
+        let (props_handle, filter_handle, range_del_handle) = t.read_metaindex()?;
+        t.range_del_handle = range_del_handle;
         let props_block = t.read_block(props_handle, t.verify_meta)?;
         t.props = TableProperties::decode(props_block).map_err(|e| in_block(e, &t.path, props_handle.offset))?;
         t.props.file_size = len;
@@ -99,16 +103,25 @@ impl Table {
         Ok(Arc::new(t))
     }
 
-    /// The metaindex: `(properties handle, filter handle)`.
-    fn read_metaindex(&self) -> Result<(BlockHandle, Option<BlockHandle>)> {
+    /// The range tombstones of the table's range-deletion block, read from the file (empty without one).
+    pub fn range_tombstones(&self) -> Result<Vec<super::range_del::StoredRangeTombstone>> {
+        match self.range_del_handle {
+            Some(h) => super::range_del::decode(self.read_raw(h, self.verify_meta)?, &self.path, h.offset),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The metaindex: `(properties handle, filter handle, range-deletion handle)`.
+    fn read_metaindex(&self) -> Result<(BlockHandle, Option<BlockHandle>, Option<BlockHandle>)> {
         let at = self.footer.metaindex.offset;
         let mut it = Arc::new(self.read_block(self.footer.metaindex, self.verify_meta)?).iter(KeyOrder::Bytewise);
-        let (mut props, mut filter) = (None, None);
+        let (mut props, mut filter, mut range_del) = (None, None, None);
         it.seek_to_first();
         while it.valid() {
             let slot = match it.key() {
                 FILTER_BLOCK_NAME => &mut filter,
                 PROPERTIES_BLOCK_NAME => &mut props,
+                super::range_del::RANGE_DEL_BLOCK_NAME => &mut range_del,
                 _ => {
                     it.next();
                     continue;
@@ -122,7 +135,7 @@ impl Table {
         }
         it.status().map_err(|e| in_block(e, &self.path, at))?;
         let props = props.ok_or_else(|| Error::corruption(&self.path, at, "metaindex lacks the properties block"))?;
-        Ok((props, filter))
+        Ok((props, filter, range_del))
     }
 
     /// Length of block `h` as stored, trailer included, checked to end before the footer.
@@ -376,7 +389,8 @@ impl Table {
         if Footer::decode(&buf, &self.path, self.data_end)? != self.footer {
             return Err(Error::corruption(&self.path, self.data_end, "footer changed since open"));
         }
-        let (props_handle, filter_handle) = self.read_metaindex()?;
+        let (props_handle, filter_handle, _) = self.read_metaindex()?;
+        self.range_tombstones()?;
         let props = TableProperties::decode(self.read_block(props_handle, true)?)
             .map_err(|e| in_block(e, &self.path, props_handle.offset))?;
         let index_at = self.footer.index.offset;
