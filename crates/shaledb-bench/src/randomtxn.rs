@@ -62,16 +62,13 @@ impl<E: Engine> Ctx<'_, E> {
 
 /// A randomtransaction counter: a decimal number.
 pub(crate) fn parse_counter(key: &[u8], value: &[u8]) -> Result<u64> {
+    decode_counter(key, value).map_err(|msg| BenchError::engine("randomtransaction", msg.into()))
+}
+
+/// A counter's value, or why the value is not one (naming the key), for callers with their own error type.
+pub(crate) fn decode_counter(key: &[u8], value: &[u8]) -> std::result::Result<u64, String> {
     std::str::from_utf8(value).ok().and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| {
-        BenchError::engine(
-            "randomtransaction",
-            format!(
-                "key {} holds {:?}, not a decimal number",
-                String::from_utf8_lossy(key),
-                String::from_utf8_lossy(value)
-            )
-            .into(),
-        )
+        format!("key {} holds {:?}, not a decimal number", String::from_utf8_lossy(key), String::from_utf8_lossy(value))
     })
 }
 

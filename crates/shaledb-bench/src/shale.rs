@@ -55,13 +55,8 @@ fn run_step(t: &mut Transaction<'_>, step: &TxnStep<'_>) -> shaledb::Result<bool
         };
         let n = match value {
             None => 0,
-            Some(v) => std::str::from_utf8(&v).ok().and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| {
-                shaledb::Error::InvalidArgument(format!(
-                    "randomtransaction: key {} holds {:?}, not a decimal number",
-                    String::from_utf8_lossy(key),
-                    String::from_utf8_lossy(&v)
-                ))
-            })?,
+            Some(v) => crate::randomtxn::decode_counter(key, &v)
+                .map_err(|msg| shaledb::Error::InvalidArgument(format!("randomtransaction: {msg}")))?,
         };
         // db_bench deletes (or single-deletes) the key before the put, in the same transaction.
         for r in [t.delete(key), t.put(key, n.wrapping_add(step.incr).to_string())] {
