@@ -10,7 +10,8 @@
 //!               | [tag 4]  next_file_number:varint64
 //!               | [tag 5]  last_sequence:varint64
 //!               | [tag 6]  deleted_file
-//!               | [tag 7]  new_file
+//!               | [tag 7]  new_file                  ; a file without range tombstones
+//!               | [tag 8]  new_file num_range_deletions:varint64   ; a file with some (> 0); format version 3
 //!               | [tag 0x2001] db_id:lp_slice        ; the database's identity: exactly 16 bytes
 //!               | [tag with bit 0x2000 set, unknown] opaque:lp_slice   ; safe to ignore: skipped
 //! deleted_file := level:varint32 number:varint64
@@ -19,8 +20,8 @@
 //!                 smallest_seq:varint64 largest_seq:varint64 num_entries:varint64 num_deletions:varint64
 //! ```
 //!
-//! Tags are FROZEN; tag 0 is reserved. Tags 1 to 5 and 0x2001 appear at most once per edit, tags 6 and 7 any number of
-//! times; `level < 64`. An unknown tag without the safe-to-ignore bit is corruption: the edit was written by a
+//! Tags are FROZEN; tag 0 is reserved. Tags 1 to 5 and 0x2001 appear at most once per edit, tags 6, 7 and 8 any
+//! number of times; `level < 64`. An unknown tag without the safe-to-ignore bit is corruption: the edit was written by a
 //! newer version whose meaning this one cannot honour. A later version adds an optional field by giving it a tag
 //! with the bit set and an `lp_slice` body, which older versions skip.
 
@@ -48,6 +49,9 @@ pub struct FileMeta {
     pub num_entries: u64,
     /// Deletion entries in the file.
     pub num_deletions: u64,
+    /// Range tombstones in the file's range-deletion block (format version 3). A file holding any is recorded
+    /// with tag 8, so a build that predates range deletions refuses the MANIFEST rather than read past them.
+    pub num_range_deletions: u64,
 }
 
 impl FileMeta {
@@ -77,6 +81,9 @@ pub mod tag {
     pub const DELETED_FILE: u32 = 6;
     /// A file added to a level.
     pub const NEW_FILE: u32 = 7;
+    /// A file added to a level that holds range tombstones: `new_file` followed by their count (format
+    /// version 3). Not safe to ignore: a reader that skipped it would bring deleted keys back.
+    pub const NEW_FILE_WITH_RANGE_DELS: u32 = 8;
     /// Set in the tag of an optional field (body: an `lp_slice`) that a reader not knowing it may skip.
     pub const SAFE_TO_IGNORE: u32 = 0x2000;
     /// The database's identity (16 bytes). Optional and safe to ignore: MANIFESTs written before it existed
@@ -248,7 +255,8 @@ impl VersionEdit {
             put_varint64(out, number);
         }
         for (level, f) in &self.new_files {
-            put_varint32(out, tag::NEW_FILE);
+            let with_range_dels = f.num_range_deletions > 0;
+            put_varint32(out, if with_range_dels { tag::NEW_FILE_WITH_RANGE_DELS } else { tag::NEW_FILE });
             put_varint32(out, *level);
             put_varint64(out, f.number);
             put_varint64(out, f.file_size);
@@ -256,6 +264,9 @@ impl VersionEdit {
             put_lp_slice(out, &f.largest);
             for v in [f.smallest_seq, f.largest_seq, f.num_entries, f.num_deletions] {
                 put_varint64(out, v);
+            }
+            if with_range_dels {
+                put_varint64(out, f.num_range_deletions);
             }
         }
     }
@@ -302,7 +313,7 @@ impl VersionEdit {
                     check_file(level, number, None).map_err(|w| bad(format!("version edit: deleted file: {w}")))?;
                     e.deleted_files.push((level, number));
                 }
-                tag::NEW_FILE => {
+                tag::NEW_FILE | tag::NEW_FILE_WITH_RANGE_DELS => {
                     let f = (|| {
                         let level = d.varint32()?;
                         let meta = FileMeta {
@@ -314,6 +325,7 @@ impl VersionEdit {
                             largest_seq: d.varint64()?,
                             num_entries: d.varint64()?,
                             num_deletions: d.varint64()?,
+                            num_range_deletions: if t == tag::NEW_FILE_WITH_RANGE_DELS { d.varint64()? } else { 0 },
                         };
                         Some((level, meta))
                     })();
@@ -358,6 +370,24 @@ mod tests {
             largest_seq: 7,
             num_entries: 10,
             num_deletions: 1,
+            num_range_deletions: 0,
+        }
+    }
+
+    #[test]
+    fn files_with_range_tombstones_use_their_own_record() {
+        let plain = meta(5, b"a", b"m");
+        let with = FileMeta { num_range_deletions: 3, ..meta(6, b"n", b"z") };
+        for (f, tag_expected) in [(plain, tag::NEW_FILE), (with, tag::NEW_FILE_WITH_RANGE_DELS)] {
+            let e = VersionEdit { new_files: vec![(1, f.clone())], ..VersionEdit::default() };
+            let mut buf = Vec::new();
+            e.encode(&mut buf);
+            assert_eq!(buf[0] as u32, tag_expected, "file {}", f.number);
+            assert_eq!(VersionEdit::decode(&buf).unwrap(), e);
+            // A truncated count is corruption, never a zero.
+            if tag_expected == tag::NEW_FILE_WITH_RANGE_DELS {
+                assert!(VersionEdit::decode(&buf[..buf.len() - 1]).is_err());
+            }
         }
     }
 
@@ -567,8 +597,8 @@ mod tests {
     fn unknown_tag_not_safe_to_ignore() {
         let mut data = enc(&snapshot());
         let at = data.len() as u64;
-        data.extend(field(8, &[1, 0]));
-        expect_corruption(&data, at, "unknown tag 8");
+        data.extend(field(9, &[1, 0]));
+        expect_corruption(&data, at, "unknown tag 9");
         expect_corruption(&field(0, &[]), 0, "unknown tag 0");
     }
 
@@ -639,6 +669,8 @@ mod tests {
                 largest_seq: s1.max(s2),
                 num_entries: n[0].max(n[1]),
                 num_deletions: n[0].min(n[1]),
+                // Both file records (tags 7 and 8) in the round trips.
+                num_range_deletions: n[0] % 3,
             }
         })
     }

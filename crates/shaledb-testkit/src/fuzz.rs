@@ -279,6 +279,8 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         largest_seq: number + 1,
         num_entries: 10,
         num_deletions: 1,
+        // Odd numbers hold range tombstones: the seeds cover both file records (tags 7 and 8).
+        num_range_deletions: (number % 2) * 2,
     };
     let mut first = VersionEdit {
         comparator: Some(shaledb_format::edit::BYTEWISE_COMPARATOR.into()),

@@ -443,6 +443,7 @@ mod tests {
             largest_seq: *seqs.end(),
             num_entries: 2,
             num_deletions: 0,
+            num_range_deletions: 0,
         }
     }
 

@@ -165,6 +165,11 @@ fn inspect(inner: &DbInner, path: &Path, verify: bool) -> Result<External> {
     if p.num_entries == 0 {
         return Err(bad("the table holds no entries".into()));
     }
+    // SstFileWriter writes no range tombstones; a table holding some came from elsewhere, and placing them at
+    // a global sequence number is not supported (RocksDB's ingestion of range deletions has its own rules).
+    if !t.range_tombstones()?.is_empty() {
+        return Err(bad("the table holds range tombstones, which ingestion does not support".into()));
+    }
     if p.smallest_seq != 0 || p.largest_seq != 0 {
         return Err(bad(format!(
             "entries have sequence numbers {}..={}; an external file's are all 0 (write it with SstFileWriter)",
@@ -378,6 +383,8 @@ fn install(
                 largest_seq: 0,
                 num_entries: f.num_entries,
                 num_deletions: f.num_deletions,
+                // `inspect` refuses external files with range tombstones.
+                num_range_deletions: 0,
             }
         };
         edit.new_files.push((level as u32, meta));
@@ -480,6 +487,7 @@ fn rewrite(inner: &DbInner, f: &External, number: u64, level: usize, seq: u64) -
         largest_seq: seq,
         num_entries: p.num_entries,
         num_deletions: p.num_deletions,
+        num_range_deletions: 0,
     })
 }
 

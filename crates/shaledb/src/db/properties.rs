@@ -284,6 +284,7 @@ mod tests {
             largest_seq: 1,
             num_entries: 1,
             num_deletions: 0,
+            num_range_deletions: 0,
         })
     }
 

@@ -225,6 +225,7 @@ mod tests {
                     largest_seq: 1,
                     num_entries: keys.len() as u64,
                     num_deletions: 0,
+                    num_range_deletions: 0,
                 })
             })
             .collect();

@@ -216,6 +216,7 @@ pub(crate) mod fixture {
                     largest_seq: seq,
                     num_entries: 1,
                     num_deletions: 0,
+                    num_range_deletions: 0,
                 }));
             }
         }
