@@ -29,12 +29,17 @@
 //! mode's expiry, [`crate::ttl`]) on each key's newest version when it is a value newer than every snapshot; a
 //! removed value becomes a deletion, which the rules above then treat like any other.
 //!
+//! Range tombstones (`Db::delete_range`) of the inputs drop the points they cover in their snapshot stripe and
+//! are written into the outputs' range-deletion blocks, split at the cuts ([`range_del`]).
+//!
 //! Outputs are cut only between user keys, so one key's versions never straddle two files (reads and the
 //! picker's clean cuts rely on it).
 
 use crate::compaction_filter::{Decision, JobFilter};
 use crate::merge::MergeOperator;
+use crate::range_del::{Fragment, Fragments};
 use crate::stats::CompactionStats;
+use range_del::RunRangeDels;
 use shaledb_format::edit::FileMeta;
 use shaledb_format::ikey::{self, ValueKind};
 use shaledb_format::iter::InternalIterator;
@@ -76,6 +81,9 @@ pub(crate) struct RunContext<'a> {
     pub stop: &'a AtomicBool,
     /// The compaction filter (user's and/or TTL mode's) of a compaction; `None` for flushes.
     pub filter: Option<&'a JobFilter>,
+    /// The range tombstones of every input, fragmented together (`None`: the inputs hold none). They drop
+    /// the points they cover and go into the outputs ([`range_del`]).
+    pub range_dels: Option<Arc<Fragments>>,
 }
 
 /// What a run produced.
@@ -210,6 +218,11 @@ pub(crate) fn write_sorted_run(
     cx: &RunContext,
 ) -> Result<RunOutput> {
     let mut w = Writer::new(out, cx);
+    w.range_dels = cx
+        .range_dels
+        .as_ref()
+        .filter(|f| !f.is_empty())
+        .map(|f| RunRangeDels::new(Arc::clone(f), cx.snapshots, cx.bottommost));
     match run(input, &mut w) {
         Ok(()) => Ok(RunOutput { files: w.done, stats: w.stats }),
         Err(e) => {
@@ -278,7 +291,11 @@ fn run(input: &mut dyn InternalIterator, w: &mut Writer) -> Result<()> {
     if w.cx.stop.load(AtomicOrdering::Acquire) {
         return Err(Error::Closed);
     }
-    w.finish_current()
+    // Tombstones with no point left to carry them (a memtable of only deletions) still make a file.
+    if w.current.is_none() && w.range_dels.as_ref().is_some_and(|r| !r.is_empty()) {
+        w.open()?;
+    }
+    w.finish_current(true)
 }
 
 /// Runs the compaction filter on the newest version of a key when it is a value no snapshot can see (see
@@ -320,6 +337,15 @@ fn emit_key(
 ) -> Result<()> {
     let n_in = versions.len() as u64;
     w.stats.records_in += n_in;
+    let versions = match &w.range_dels {
+        Some(rd) => {
+            let kept = drop_covered(rd, user_key, versions);
+            w.stats.records_dropped += n_in - kept as u64;
+            &mut versions[..kept]
+        }
+        None => versions,
+    };
+    let n_in = versions.len() as u64;
     apply_filter(w, user_key, versions)?;
     let versions: &[KeyVersion] = versions;
     if n_in > 1 && versions.iter().any(|v| v.kind == ValueKind::SingleDeletion) {
@@ -334,6 +360,19 @@ fn emit_key(
     let keep = resolve_versions(user_key, versions.to_vec(), w.cx.snapshots, merge, w.cx.bottommost);
     w.stats.records_dropped += n_in - keep.len() as u64;
     w.add_key(user_key, &keep)
+}
+
+/// Moves the versions of `user_key` that a range tombstone of the run drops behind the others, keeping the
+/// order of the rest; returns how many are kept.
+fn drop_covered(rd: &RunRangeDels, user_key: &[u8], versions: &mut [KeyVersion]) -> usize {
+    let mut kept = 0;
+    for i in 0..versions.len() {
+        if !rd.drops(user_key, versions[i].seq) {
+            versions.swap(kept, i);
+            kept += 1;
+        }
+    }
+    kept
 }
 
 /// An output file being written.
@@ -354,6 +393,8 @@ struct Writer<'a> {
     gp_overlap: u64,
     gp_seen_key: bool,
     key_buf: Vec<u8>,
+    /// The run's range tombstones, handed to outputs as they are finished.
+    range_dels: Option<RunRangeDels>,
 }
 
 impl<'a> Writer<'a> {
@@ -369,6 +410,7 @@ impl<'a> Writer<'a> {
             gp_overlap: 0,
             gp_seen_key: false,
             key_buf: Vec::new(),
+            range_dels: None,
         }
     }
 
@@ -395,7 +437,7 @@ impl<'a> Writer<'a> {
         }
         let size_cut = self.current.as_ref().is_some_and(|o| o.builder.file_size() >= self.spec.max_file_size);
         if self.current.is_some() && (gp_cut || size_cut) {
-            self.finish_current()?;
+            self.finish_current(false)?;
         }
         if self.current.is_none() {
             self.open()?;
@@ -428,17 +470,39 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
-    fn finish_current(&mut self) -> Result<()> {
-        let Some(o) = self.current.take() else { return Ok(()) };
+    /// Finishes the open output; `last`: the run's last one, which takes every tombstone left.
+    fn finish_current(&mut self, last: bool) -> Result<()> {
+        let Some(mut o) = self.current.take() else { return Ok(()) };
+        let frags: Vec<Fragment> = match self.range_dels.as_mut() {
+            Some(rd) if last => rd.take_rest(),
+            Some(rd) => rd.take_through(ikey::user_key(&o.meta.largest)),
+            None => Vec::new(),
+        };
+        let mut num_range_deletions = 0u64;
+        let mut tomb_seqs: Option<(u64, u64)> = None;
+        for f in &frags {
+            for &seq in &f.seqs {
+                o.builder.add_range_tombstone(&f.start, &f.end, seq);
+                num_range_deletions += 1;
+                tomb_seqs = Some(tomb_seqs.map_or((seq, seq), |(lo, hi)| (lo.min(seq), hi.max(seq))));
+            }
+        }
+        range_del::widen_bounds(&mut o.meta.smallest, &mut o.meta.largest, &frags);
         let props = o.builder.finish()?;
+        let (mut smallest_seq, mut largest_seq) = (props.smallest_seq, props.largest_seq);
+        if let Some((lo, hi)) = tomb_seqs {
+            (smallest_seq, largest_seq) =
+                if props.num_entries == 0 { (lo, hi) } else { (smallest_seq.min(lo), largest_seq.max(hi)) };
+        }
         // The gap between two outputs resets the grandparent budget.
         self.gp_overlap = 0;
         let meta = FileMeta {
             file_size: props.file_size,
-            smallest_seq: props.smallest_seq,
-            largest_seq: props.largest_seq,
+            smallest_seq,
+            largest_seq,
             num_entries: props.num_entries,
             num_deletions: props.num_deletions,
+            num_range_deletions,
             ..o.meta
         };
         self.stats.bytes_written += meta.file_size;
@@ -462,6 +526,7 @@ impl<'a> Writer<'a> {
 
 #[cfg(test)]
 mod filter_tests;
+pub(crate) mod range_del;
 mod single_delete;
 #[cfg(test)]
 mod single_delete_tests;

@@ -140,6 +140,11 @@ impl<'a> GetState<'a> {
         self.outcome != Outcome::Pending
     }
 
+    /// The sequence number the lookup reads at.
+    pub(crate) fn seq(&self) -> u64 {
+        self.seq
+    }
+
     /// Decides the lookup by an error met outside [`GetState::feed`] (a table that cannot be opened or read in
     /// a batch lookup, which goes on with its other keys).
     pub(crate) fn fail(&mut self, e: Error) {

@@ -81,6 +81,28 @@ impl Fragments {
         Fragments { frags }
     }
 
+    /// Fragments the tombstones stored in a table's range-deletion block.
+    pub(crate) fn from_stored(stored: &[shaledb_format::table::range_del::StoredRangeTombstone]) -> Fragments {
+        let ts: Vec<RangeTombstone> =
+            stored.iter().map(|t| RangeTombstone { begin: t.begin.clone(), end: t.end.clone(), seq: t.seq }).collect();
+        Fragments::new(&ts)
+    }
+
+    /// Fragments the tombstones of several sources together (a compaction's inputs).
+    pub(crate) fn merged<'a>(sources: impl IntoIterator<Item = &'a Fragments>) -> Fragments {
+        let ts: Vec<RangeTombstone> = sources
+            .into_iter()
+            .flat_map(|f| &f.frags)
+            .flat_map(|f| f.seqs.iter().map(|&seq| RangeTombstone { begin: f.start.clone(), end: f.end.clone(), seq }))
+            .collect();
+        Fragments::new(&ts)
+    }
+
+    /// The fragments, in key order.
+    pub(crate) fn fragments(&self) -> &[Fragment] {
+        &self.frags
+    }
+
     /// True when no key is covered.
     pub(crate) fn is_empty(&self) -> bool {
         self.frags.is_empty()

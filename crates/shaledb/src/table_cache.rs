@@ -7,6 +7,7 @@
 
 use crate::filenames;
 use crate::identity::{self, DbId};
+use crate::range_del::Fragments;
 use crate::Options;
 use shaledb_format::cache::BlockCache;
 use shaledb_format::edit::FileMeta;
@@ -20,6 +21,8 @@ pub(crate) struct TableCache {
     dir: PathBuf,
     fs: Arc<dyn Fs>,
     tables: quick_cache::sync::Cache<u64, Arc<Table>>,
+    /// The fragmented range tombstones of open tables that hold any (`FileMeta::num_range_deletions`).
+    range_dels: quick_cache::sync::Cache<u64, Arc<Fragments>>,
     read_opts: TableReadOptions,
     /// How tables are opened: `direct` and `advise_random` from the options.
     hints: ReadHints,
@@ -51,20 +54,37 @@ pub(crate) fn check_identity(t: &Arc<Table>, meta: &FileMeta, db_id: &DbId, path
     if p.file_size != meta.file_size {
         return bad(format!("{} bytes, the MANIFEST records {}", p.file_size, meta.file_size));
     }
-    if p.num_entries != meta.num_entries || p.smallest_seq != meta.smallest_seq || p.largest_seq != meta.largest_seq {
-        return bad(format!(
-            "{} entries with sequences {}..={}, the MANIFEST records {} with {}..={}",
-            p.num_entries, p.smallest_seq, p.largest_seq, meta.num_entries, meta.smallest_seq, meta.largest_seq
-        ));
-    }
     let mut it = t.iter(true, false);
     it.seek_to_first();
-    let first = it.valid().then(|| it.key().to_vec());
+    let mut first = if it.valid() { it.key().to_vec() } else { Vec::new() };
     it.status()?;
     it.seek_to_last();
-    let last = it.valid().then(|| it.key().to_vec());
+    let mut last = if it.valid() { it.key().to_vec() } else { Vec::new() };
     it.status()?;
-    if first.as_deref() != Some(&meta.smallest[..]) || last.as_deref() != Some(&meta.largest[..]) {
+    // The sequence range and key range cover the range tombstones too (`compaction::range_del`).
+    let mut seqs = (p.num_entries > 0).then_some((p.smallest_seq, p.largest_seq));
+    if meta.num_range_deletions > 0 || t.has_range_tombstones() {
+        let stored = t.range_tombstones()?;
+        if stored.len() as u64 != meta.num_range_deletions {
+            return bad(format!(
+                "{} range tombstones, the MANIFEST records {}",
+                stored.len(),
+                meta.num_range_deletions
+            ));
+        }
+        for s in &stored {
+            seqs = Some(seqs.map_or((s.seq, s.seq), |(lo, hi)| (lo.min(s.seq), hi.max(s.seq))));
+        }
+        crate::compaction::range_del::widen_bounds(&mut first, &mut last, Fragments::from_stored(&stored).fragments());
+    }
+    let (smallest_seq, largest_seq) = seqs.unwrap_or((p.smallest_seq, p.largest_seq));
+    if p.num_entries != meta.num_entries || smallest_seq != meta.smallest_seq || largest_seq != meta.largest_seq {
+        return bad(format!(
+            "{} entries with sequences {}..={}, the MANIFEST records {} with {}..={}",
+            p.num_entries, smallest_seq, largest_seq, meta.num_entries, meta.smallest_seq, meta.largest_seq
+        ));
+    }
+    if first != meta.smallest || last != meta.largest {
         return bad("its smallest or largest key differs from the MANIFEST's".into());
     }
     Ok(())
@@ -91,6 +111,7 @@ impl TableCache {
             dir,
             fs,
             tables: quick_cache::sync::Cache::new(cap),
+            range_dels: quick_cache::sync::Cache::new(cap),
             read_opts: TableReadOptions {
                 cache: block_cache,
                 cache_index_and_filter,
@@ -141,8 +162,25 @@ impl TableCache {
         Ok(t)
     }
 
+    /// The fragmented range tombstones of the table `meta` describes (`None` when it holds none), read from
+    /// the file once and kept while the table is open.
+    pub(crate) fn range_dels(&self, meta: &FileMeta) -> Result<Option<Arc<Fragments>>> {
+        if meta.num_range_deletions == 0 {
+            return Ok(None);
+        }
+        if let Some(f) = self.range_dels.get(&meta.number) {
+            return Ok(Some(f));
+        }
+        let f = self.range_dels.get_or_insert_with(&meta.number, || {
+            let t = self.get(meta)?;
+            Ok::<_, Error>(Arc::new(Fragments::from_stored(&t.range_tombstones()?)))
+        })?;
+        Ok(Some(f))
+    }
+
     /// Forgets a deleted table.
     pub(crate) fn evict(&self, number: u64) {
         self.tables.remove(&number);
+        self.range_dels.remove(&number);
     }
 }

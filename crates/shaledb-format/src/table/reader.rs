@@ -103,6 +103,11 @@ impl Table {
         Ok(Arc::new(t))
     }
 
+    /// True when the table has a range-deletion block.
+    pub fn has_range_tombstones(&self) -> bool {
+        self.range_del_handle.is_some()
+    }
+
     /// The range tombstones of the table's range-deletion block, read from the file (empty without one).
     pub fn range_tombstones(&self) -> Result<Vec<super::range_del::StoredRangeTombstone>> {
         match self.range_del_handle {

@@ -195,6 +195,7 @@ pub(super) struct Env {
     stop: AtomicBool,
     write_hints: WriteHints,
     pub(super) filter: Option<crate::compaction_filter::JobFilter>,
+    pub(super) range_dels: Option<Arc<crate::range_del::Fragments>>,
 }
 
 impl Env {
@@ -206,6 +207,7 @@ impl Env {
             stop: AtomicBool::new(false),
             write_hints: WriteHints::default(),
             filter: None,
+            range_dels: None,
         }
     }
 
@@ -225,6 +227,7 @@ impl Env {
             bottommost: bottom,
             stop: &self.stop,
             filter: self.filter.as_ref(),
+            range_dels: self.range_dels.clone(),
         };
         write_sorted_run(it, s, &cx)
     }

@@ -258,10 +258,15 @@ fn execute(
             n => Readahead::Fixed(n),
         },
     };
+    let mut tombstones: Vec<crate::range_del::Fragments> = Vec::new();
     for f in task.inputs.iter().chain(&task.output_inputs) {
         let t = inner.tables.open_uncached(f, true)?;
+        if f.num_range_deletions > 0 {
+            tombstones.push(crate::range_del::Fragments::from_stored(&t.range_tombstones()?));
+        }
         children.push(Box::new(t.iter_with(&input_opts)));
     }
+    let range_dels = (!tombstones.is_empty()).then(|| Arc::new(crate::range_del::Fragments::merged(tombstones.iter())));
     let mut input = MergingIterator::new(children);
     input.seek_to_first();
     let spec = OutputSpec {
@@ -293,6 +298,7 @@ fn execute(
         bottommost: task.bottommost,
         stop: &inner.shutting_down,
         filter: filter.as_ref(),
+        range_dels,
     };
     let out = compaction::write_sorted_run(&mut input, &spec, &cx)?;
     let mut stats = out.stats;

@@ -28,13 +28,6 @@ pub(crate) fn write_level0(
     if mem.is_empty() {
         return Ok((Vec::new(), CompactionStats::default()));
     }
-    if mem.num_range_deletions() > 0 {
-        // First layer of DeleteRange: tables do not carry range tombstones yet, and writing the points without
-        // them would bring deleted keys back. Refuse rather than lose the deletion (DELETERANGE-STATUS.md).
-        return Err(shaledb_vfs::Error::NotSupported(
-            "flush: the memtable holds range tombstones (delete_range), which tables cannot store yet".into(),
-        ));
-    }
     let spec = OutputSpec {
         table_options: opts.table_options(db_id, 0, false),
         max_file_size: u64::MAX,
@@ -55,6 +48,8 @@ pub(crate) fn write_level0(
         stop,
         // Flushes never filter (RocksDB's default): a value is filtered when a compaction first rewrites it.
         filter: None,
+        // The memtable's range tombstones go into the L0 table, and drop the points they cover there.
+        range_dels: mem.range_tombstones(),
     };
     let start = Instant::now();
     let cpu_start = shaledb_vfs::thread_cpu_micros();

@@ -269,8 +269,14 @@ fn check_error(st: &State) -> Result<()> {
     }
 }
 
-/// Whether a memtable holds a key in `[lo, hi]`.
+/// Whether a memtable holds a key, or a range tombstone over a key, in `[lo, hi]` (a file placed below a
+/// memtable's tombstone would be hidden by it: it is flushed first, so the tombstone's table is overlapped).
 fn memtable_overlaps(mem: &Arc<crate::memtable::MemTable>, lo: &[u8], hi: &[u8]) -> bool {
+    if let Some(rd) = mem.range_tombstones() {
+        if rd.fragments().iter().any(|f| f.start.as_slice() <= hi && lo < f.end.as_slice()) {
+            return true;
+        }
+    }
     let mut it = mem.iter();
     let mut target = Vec::with_capacity(lo.len() + 8);
     ikey::append_internal_key(&mut target, lo, MAX_SEQUENCE, ikey::KIND_FOR_SEEK);

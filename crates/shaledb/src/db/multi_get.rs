@@ -219,6 +219,22 @@ impl Db {
         // (probe, table, slot): what to feed once the blocks are in.
         let mut work: Vec<(usize, Arc<Table>, usize)> = Vec::new();
         for tp in round {
+            // The file's range tombstones first: they apply to its own older entries and to every file below.
+            match inner.tables.range_dels(tp.meta) {
+                Ok(Some(rd)) => {
+                    for &i in &tp.probes {
+                        let cover = rd.covering_seq(probes[i].key, probes[i].state.seq());
+                        probes[i].state.cover_with(cover);
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    for &i in &tp.probes {
+                        probes[i].state.fail(e.clone());
+                    }
+                    continue;
+                }
+            }
             let table = match inner.tables.get(tp.meta) {
                 Ok(t) => t,
                 Err(e) => {

@@ -39,10 +39,15 @@ impl Db {
             it.status().map(|()| None)
         };
         let hash = bloom::key_hash(key);
+        // A range tombstone over the key is a change to it too (`delete_range` after a transaction read the
+        // key conflicts). Sources are visited newest first, so a tombstone met below the first point found is
+        // older than it; `cover` holds the newest met so far.
+        let mut cover = super::read::mem_range_cover(&sv, key, MAX_SEQUENCE);
+        let newest = |point: u64, cover: u64| Some(point.max(cover));
         for m in std::iter::once(&sv.mem).chain(&sv.imm) {
             if m.may_contain(hash) {
                 if let Some(seq) = first_of_key(&mut m.iter())? {
-                    return Ok(Some(seq));
+                    return Ok(newest(seq, cover));
                 }
             }
         }
@@ -52,6 +57,9 @@ impl Db {
                 if key < f.smallest_user_key() || key > f.largest_user_key() {
                     continue;
                 }
+                if let Some(rd) = inner.tables.range_dels(f)? {
+                    cover = cover.max(rd.covering_seq(key, MAX_SEQUENCE));
+                }
                 let table = inner.tables.get(f)?;
                 Counters::add(&inner.counters.bloom_checked, 1);
                 if !table_may_contain(&inner.opts, &table, key, hash) {
@@ -59,11 +67,11 @@ impl Db {
                     continue;
                 }
                 if let Some(seq) = first_of_key(&mut table.iter(true, true))? {
-                    return Ok(Some(seq));
+                    return Ok(newest(seq, cover));
                 }
             }
         }
-        Ok(None)
+        Ok((cover > 0).then_some(cover))
     }
 }
 

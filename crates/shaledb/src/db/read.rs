@@ -154,6 +154,11 @@ impl Db {
         let mut lookup = Vec::with_capacity(key.len() + ikey::TRAILER_LEN);
         ikey::append_internal_key(&mut lookup, key, seq, KIND_FOR_SEEK);
         let mut search = |f: &FileMeta| -> Result<bool> {
+            // The file's range tombstones apply to its own older entries and to everything below it, whatever
+            // its filter says about the key.
+            if let Some(rd) = inner.tables.range_dels(f)? {
+                state.cover_with(rd.covering_seq(key, seq));
+            }
             let table = inner.tables.get(f)?;
             Counters::add(&inner.counters.bloom_checked, 1);
             if !table_may_contain(&inner.opts, &table, key, hash) {
@@ -487,6 +492,14 @@ fn internal_view(
             }
         };
     let in_bounds = |f: &&Arc<FileMeta>| file_in_bounds(f, lower, upper);
+    // The range tombstones of every table in the view (only files that hold some are opened for them).
+    for f in (0..sv.version.num_levels()).flat_map(|l| sv.version.files(l)).filter(in_bounds) {
+        match inner.tables.range_dels(f) {
+            Ok(Some(rd)) => range_dels.add(rd),
+            Ok(None) => {}
+            Err(e) => children.push(Box::new(ErrorIter(e))),
+        }
+    }
     for f in sv.version.files(0).iter().filter(in_bounds) {
         match inner.tables.get(f) {
             Ok(t) => children.push(table_iter(t, f, scope)),

@@ -540,6 +540,7 @@ impl MemTable {
     }
 
     /// Number of range tombstones added.
+    #[cfg(test)]
     pub(crate) fn num_range_deletions(&self) -> usize {
         self.range_dels.len()
     }

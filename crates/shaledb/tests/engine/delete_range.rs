@@ -2,8 +2,8 @@
 //! batch, snapshots, merges, both iteration directions, multi_get, WAL replay), a model-oracle run and a
 //! power-loss sweep.
 //!
-//! First layer: range tombstones live in memtables only, so these tests keep everything in the memtable
-//! (a large `write_buffer_size`); a flush of a memtable holding one is refused (`flush_is_refused_...`).
+//! Tombstones in memtables (a large `write_buffer_size`), flushed into tables, and carried through
+//! compactions (`churning` options: tiny memtables and levels).
 
 use shaledb::{Db, Error, Options, ReadOptions, WriteBatch, WriteOptions};
 use shaledb_testkit::rand::{rngs::StdRng, Rng};
@@ -151,105 +151,206 @@ fn overlapping_tombstones_and_empty_or_inverted_ranges() {
     assert!(keys(&db, &ReadOptions::default()).is_empty());
 }
 
-/// WAL replay rebuilds the tombstones: checked through a read-only open, which replays without flushing. A
-/// read-write open has to flush what it replayed, which this layer refuses; the refusal changes nothing on disk.
+/// WAL replay rebuilds the tombstones (a read-only open replays without flushing), and a read-write open
+/// flushes them into a table that keeps hiding the keys.
 #[test]
-fn tombstones_survive_a_reopen_by_wal_replay() {
+fn tombstones_survive_a_reopen_by_wal_replay_and_by_flush() {
     let dir = tempfile::tempdir().unwrap();
     {
         let db = Db::open(dir.path(), memtable_only()).unwrap();
         put_all(&db, &["a", "b", "c"]);
         db.delete_range_opt(&WriteOptions { sync: true, ..WriteOptions::default() }, "b", "c").unwrap();
         db.put("b2", "after").unwrap();
-        // `close` flushes, which this layer refuses with a range tombstone in the memtable: it reports that and
-        // leaves the WAL as it is.
-        let err = db.close().unwrap_err();
-        assert!(err.to_string().contains("range tombstones"), "{err}");
+        // Dropped without `close`: the WAL is all there is.
     }
-    let check = || {
-        let db = Db::open_read_only(dir.path(), memtable_only()).unwrap();
+    let check = |db: &Db| {
         assert_eq!(db.get("b").unwrap(), None);
-        assert_eq!(keys(&db, &ReadOptions::default()), vec![v("a"), v("b2"), v("c")]);
-        assert_eq!(keys_back(&db, &ReadOptions::default()), vec![v("c"), v("b2"), v("a")]);
+        assert_eq!(keys(db, &ReadOptions::default()), vec![v("a"), v("b2"), v("c")]);
+        assert_eq!(keys_back(db, &ReadOptions::default()), vec![v("c"), v("b2"), v("a")]);
     };
-    check();
-    let err = Db::open(dir.path(), memtable_only()).unwrap_err();
-    assert!(err.to_string().contains("range tombstones"), "{err}");
-    check();
+    check(&Db::open_read_only(dir.path(), memtable_only()).unwrap());
+    let db = Db::open(dir.path(), memtable_only()).unwrap();
+    check(&db);
+    db.close().unwrap();
+    check(&Db::open(dir.path(), memtable_only()).unwrap());
 }
 
+/// A flushed tombstone hides the keys of tables below it, in every read path; keys written after it live.
 #[test]
-fn flush_is_refused_while_tables_cannot_hold_range_tombstones() {
+fn flushed_tombstones_hide_keys_of_older_tables() {
     let (_d, db) = fresh();
-    put_all(&db, &["a", "b"]);
-    db.flush().unwrap(); // no tombstone yet: fine
-    db.delete_range("a", "b").unwrap();
-    let err = db.flush().unwrap_err();
-    assert!(err.to_string().contains("range tombstones"), "{err}");
-    // Nothing was lost: the deletion still reads, over the flushed table too.
-    assert_eq!(db.get("a").unwrap(), None);
-    assert_eq!(db.get("b").unwrap(), Some(v("v-b")));
-    assert_eq!(keys(&db, &ReadOptions::default()), vec![v("b")]);
+    put_all(&db, &["a", "b", "c", "d", "e"]);
+    db.flush().unwrap();
+    let before = db.snapshot();
+    db.delete_range("b", "d").unwrap();
+    db.put("c", "new").unwrap();
+    db.flush().unwrap();
+    assert_eq!(db.property("rocksdb.num-files-at-level0").as_deref(), Some("2"));
+    assert_eq!(db.get("b").unwrap(), None);
+    assert_eq!(db.get("c").unwrap(), Some(v("new")));
+    assert_eq!(keys(&db, &ReadOptions::default()), vec![v("a"), v("c"), v("d"), v("e")]);
+    assert_eq!(keys_back(&db, &ReadOptions::default()), vec![v("e"), v("d"), v("c"), v("a")]);
+    let got: Vec<_> = db.multi_get(["a", "b", "c", "d"]).into_iter().map(|r| r.unwrap()).collect();
+    assert_eq!(got, vec![Some(v("v-a")), None, Some(v("new")), Some(v("v-d"))]);
+    // The snapshot taken before the deletion still sees every key, through the tables.
+    let old = ReadOptions { snapshot: Some(before), ..ReadOptions::default() };
+    assert_eq!(keys(&db, &old), vec![v("a"), v("b"), v("c"), v("d"), v("e")]);
+    assert_eq!(db.get_opt(&old, "b").unwrap(), Some(v("v-b")));
 }
 
-/// The model oracle: random puts, deletes and range deletions against a `BTreeMap`, with
-/// gets, multi_gets, scans both ways and snapshot reads checked as it goes, and WAL replays along the way.
+/// A memtable holding nothing but a tombstone makes a table of its own, whose key range is the tombstone's.
+#[test]
+fn a_memtable_of_only_a_tombstone_makes_a_table() {
+    let (_d, db) = fresh();
+    put_all(&db, &["k1", "k2", "k3"]);
+    db.flush().unwrap();
+    db.delete_range("k1", "k3").unwrap();
+    db.flush().unwrap();
+    assert_eq!(db.property("rocksdb.num-files-at-level0").as_deref(), Some("2"));
+    assert_eq!(keys(&db, &ReadOptions::default()), vec![v("k3")]);
+    assert_eq!(db.get("k2").unwrap(), None);
+}
+
+/// Compaction drops the keys a tombstone covers and, at the bottom with no snapshot, the tombstone too; with a
+/// snapshot older than the tombstone both stay, and the snapshot still reads the keys.
+#[test]
+fn compaction_drops_covered_keys_and_bottom_tombstones_unless_a_snapshot_needs_them() {
+    let (_d, db) = fresh();
+    for i in 0..200 {
+        db.put(format!("k{i:03}"), "x".repeat(100)).unwrap();
+    }
+    db.flush().unwrap();
+    let snap = db.snapshot();
+    db.delete_range("k050", "k150").unwrap();
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let old = ReadOptions { snapshot: Some(snap.clone()), ..ReadOptions::default() };
+    assert_eq!(keys(&db, &old).len(), 200, "the snapshot still sees the deleted keys");
+    assert_eq!(keys(&db, &ReadOptions::default()).len(), 100);
+    assert_eq!(db.property_int("rocksdb.estimate-num-keys"), Some(200), "the snapshot keeps the covered keys");
+    drop(old);
+    drop(snap);
+    // Rewrite the bottom file (a manual compaction leaves a lone bottom file alone, as RocksDB's default
+    // `bottommost_level_compaction` does): an L0 file spanning its range pulls it in.
+    db.put("k000", "x".repeat(100)).unwrap();
+    db.put("k199", "x".repeat(100)).unwrap();
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    assert_eq!(keys(&db, &ReadOptions::default()).len(), 100);
+    assert_eq!(db.get("k100").unwrap(), None);
+    assert_eq!(db.get("k150").unwrap(), Some("x".repeat(100).into_bytes()));
+    assert_eq!(db.property_int("rocksdb.estimate-num-keys"), Some(100), "covered keys are gone");
+    // The tombstone went too: a key written at the bottom under its old range is not hidden by anything.
+    db.put("k100", "back").unwrap();
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.get("k100").unwrap(), Some(v("back")));
+}
+
+/// Options that flush and compact often, so tombstones travel through tables of several levels.
+fn churning() -> Options {
+    Options {
+        write_buffer_size: 4 << 10,
+        target_file_size_base: 2 << 10,
+        max_bytes_for_level_base: 8 << 10,
+        level0_file_num_compaction_trigger: 2,
+        merge_operator: shaledb::merge::builtin("stringappend"),
+        ..Options::default()
+    }
+}
+
+/// The model oracle: random puts, merges, deletes and range deletions against a `BTreeMap`, with gets,
+/// multi_gets, scans both ways and snapshot reads checked as it goes, and reopens along the way (read-only:
+/// WAL replay; read-write: replay and flush). Run memtable-only and with frequent flushes and compactions
+/// (range tombstones in tables of several levels, split between output files, dropped at the bottom).
 #[test]
 fn random_ops_match_the_model() {
-    for seed in 0..4u64 {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(dir.path(), memtable_only()).unwrap();
-        let mut model = Model::new();
-        let mut r = rng(seed);
-        let key = |r: &mut StdRng| format!("k{:02}", r.gen_range(0..40));
-        let mut snaps: Vec<(ReadOptions, Model)> = Vec::new();
-        for i in 0..600 {
-            match r.gen_range(0..10) {
-                0..=4 => {
-                    let (k, val) = (key(&mut r), format!("v{i}"));
-                    db.put(&k, &val).unwrap();
-                    model.put(k.as_bytes(), val.as_bytes());
+    for (name, opts) in [("memtable", memtable_only()), ("churning", churning())] {
+        for seed in 0..4u64 {
+            random_ops(name, &opts, seed);
+        }
+    }
+}
+
+/// Keys of the model runs: `k00` to `k79`.
+const KEYS: usize = 80;
+
+fn random_ops(name: &str, opts: &Options, seed: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut db = Db::open(dir.path(), opts.clone()).unwrap();
+    let mut model = Model::new();
+    let mut r = rng(seed);
+    let key = |r: &mut StdRng| format!("k{:02}", r.gen_range(0..KEYS));
+    let mut snaps: Vec<(ReadOptions, Model)> = Vec::new();
+    // Values up to 300 bytes: with `churning`, several levels of several files each.
+    let val = |i: usize| format!("v{i}-{}", "p".repeat(i % 301));
+    for i in 0..600 {
+        match r.gen_range(0..12) {
+            0..=4 => {
+                let k = key(&mut r);
+                db.put(&k, val(i)).unwrap();
+                model.put(k.as_bytes(), val(i).as_bytes());
+            }
+            5 => {
+                let k = key(&mut r);
+                db.delete(&k).unwrap();
+                model.delete(k.as_bytes());
+            }
+            6 | 7 => {
+                let (mut a, mut b) = (key(&mut r), key(&mut r));
+                if a > b {
+                    std::mem::swap(&mut a, &mut b);
                 }
-                5 => {
-                    let k = key(&mut r);
-                    db.delete(&k).unwrap();
-                    model.delete(k.as_bytes());
-                }
-                6 => {
-                    let (mut a, mut b) = (key(&mut r), key(&mut r));
-                    if a > b {
-                        std::mem::swap(&mut a, &mut b);
-                    }
-                    db.delete_range(&a, &b).unwrap();
-                    model.delete_range(a.as_bytes(), b.as_bytes());
-                }
-                7 => {
-                    snaps.push((
-                        ReadOptions { snapshot: Some(db.snapshot()), ..ReadOptions::default() },
-                        model.snapshot(),
-                    ));
-                    if snaps.len() > 4 {
-                        snaps.remove(0);
-                    }
-                }
-                8 if i % 100 == 0 => {
-                    // WAL replay (a read-only open replays without flushing) rebuilds the same state.
-                    let ro = Db::open_read_only(dir.path(), memtable_only()).unwrap();
-                    check(&ro, &ReadOptions::default(), &model, seed, i);
-                }
-                _ => {
-                    let k = key(&mut r);
-                    assert_eq!(db.get(&k).unwrap().as_deref(), model.get(k.as_bytes()), "seed {seed} op {i} get {k}");
+                db.delete_range(&a, &b).unwrap();
+                model.delete_range(a.as_bytes(), b.as_bytes());
+            }
+            8 => {
+                let k = key(&mut r);
+                db.merge(&k, format!("m{i}")).unwrap();
+                model.merge(k.as_bytes(), format!("m{i}").as_bytes(), |old, op| {
+                    Some(match old {
+                        Some(o) => [o, b",", op].concat(),
+                        None => op.to_vec(),
+                    })
+                });
+            }
+            9 => {
+                snaps.push((ReadOptions { snapshot: Some(db.snapshot()), ..ReadOptions::default() }, model.snapshot()));
+                if snaps.len() > 4 {
+                    snaps.remove(0);
                 }
             }
-            if i % 50 == 49 {
+            10 if i % 100 == 0 => {
+                let ro = Db::open_read_only(dir.path(), opts.clone()).unwrap();
+                check(&ro, &ReadOptions::default(), &model, seed, i);
+            }
+            10 if i % 150 == 1 => {
+                snaps.clear();
+                drop(db);
+                db = Db::open(dir.path(), opts.clone()).unwrap();
                 check(&db, &ReadOptions::default(), &model, seed, i);
-                for (opts, m) in &snaps {
-                    check(&db, opts, m, seed, i);
-                }
+            }
+            10 if i % 7 == 0 => db.compact_range(None, None).unwrap(),
+            _ => {
+                let k = key(&mut r);
+                assert_eq!(
+                    db.get(&k).unwrap().as_deref(),
+                    model.get(k.as_bytes()),
+                    "{name} seed {seed} op {i} get {k}"
+                );
             }
         }
-        check(&db, &ReadOptions::default(), &model, seed, 600);
+        if i % 50 == 49 {
+            check(&db, &ReadOptions::default(), &model, seed, i);
+            for (opts, m) in &snaps {
+                check(&db, opts, m, seed, i);
+            }
+        }
+    }
+    db.wait_for_compaction().unwrap();
+    check(&db, &ReadOptions::default(), &model, seed, 600);
+    for (opts, m) in &snaps {
+        check(&db, opts, m, seed, 600);
     }
 }
 
@@ -260,7 +361,7 @@ fn check(db: &Db, opts: &ReadOptions, model: &Model, seed: u64, i: usize) {
     let mut back: Vec<Vec<u8>> = want.iter().map(|(k, _)| k.clone()).collect();
     back.reverse();
     assert_eq!(keys_back(db, opts), back, "seed {seed} op {i}: backward scan");
-    let probe: Vec<String> = (0..40).map(|n| format!("k{n:02}")).collect();
+    let probe: Vec<String> = (0..KEYS).map(|n| format!("k{n:02}")).collect();
     let got = db.multi_get_opt(opts, &probe);
     for (k, g) in probe.iter().zip(got) {
         assert_eq!(g.unwrap().as_deref(), model.get(k.as_bytes()), "seed {seed} op {i}: multi_get {k}");
@@ -273,7 +374,8 @@ fn check(db: &Db, opts: &ReadOptions, model: &Model, seed: u64, i: usize) {
 fn power_loss_sweep_with_range_deletions() {
     const DB: &str = "/db";
     let fs = MemFs::new();
-    let opts = Options { fs: Arc::new(fs.clone()), ..memtable_only() };
+    // Tiny memtables: flushes and compactions (and their MANIFEST edits) happen during the sweep too.
+    let opts = Options { fs: Arc::new(fs.clone()), ..churning() };
     let db = Db::open(DB, opts.clone()).unwrap();
     fs.record_before(|op, _, _| op.is_mutation());
     let mut r = rng(7);
@@ -306,8 +408,7 @@ fn power_loss_sweep_with_range_deletions() {
         copy.power_loss(PowerLoss::DropUnsynced, n as u64);
         let acked = rec.tag as usize;
         let last_synced = (0..=acked).rev().find(|&j| synced[j]).unwrap_or(0);
-        // Read-only: replays without flushing, which this layer cannot do with range tombstones.
-        let db = Db::open_read_only(DB, Options { fs: Arc::new(copy), ..memtable_only() })
+        let db = Db::open(DB, Options { fs: Arc::new(copy), ..churning() })
             .unwrap_or_else(|e| panic!("copy {n} (after {acked} writes): open failed: {e}"));
         let got = db.iter().collect::<shaledb::Result<Vec<_>>>().unwrap();
         let matching = (last_synced..=acked).find(|&j| {
