@@ -61,7 +61,7 @@ fn sd_key(i: usize) -> Vec<u8> {
     format!("sdk{i:02}").into_bytes()
 }
 
-/// Builds the database: three rounds of puts, deletes and single deletes, each flushed (three tables, a
+/// Builds the database: three rounds of puts, deletes, single deletes and a range deletion, each flushed (three tables, a
 /// MANIFEST edit each), then a fourth round synced to the WAL only, and the image taken as a process kill
 /// leaves it.
 fn build() -> Option<Base> {
@@ -91,6 +91,9 @@ fn build() -> Option<Base> {
                 db.single_delete_opt(&sync, &k).ok()?;
             }
         }
+        // A range deletion per round: tables with range-deletion blocks, MANIFEST records with tag 8, and one
+        // in the WAL for the fuzzer to damage.
+        db.delete_range_opt(&sync, key(round * 9 + 2), key(round * 9 + 5)).ok()?;
         if round < 3 {
             db.flush().ok()?;
         }

@@ -27,6 +27,13 @@ pub enum Mutation {
         /// The key.
         key: Vec<u8>,
     },
+    /// Removes every key in `[begin, end)` (`Db::delete_range`).
+    DeleteRange {
+        /// First key removed.
+        begin: Vec<u8>,
+        /// First key after the range (exclusive).
+        end: Vec<u8>,
+    },
     /// Records a merge operand.
     Merge {
         /// The key.
@@ -37,13 +44,32 @@ pub enum Mutation {
 }
 
 impl Mutation {
-    /// The key the update touches.
+    /// The key the update touches (a range deletion's first key).
     pub fn key(&self) -> &[u8] {
         match self {
             Mutation::Put { key, .. }
             | Mutation::Delete { key }
             | Mutation::SingleDelete { key }
             | Mutation::Merge { key, .. } => key,
+            Mutation::DeleteRange { begin, .. } => begin,
+        }
+    }
+
+    /// The keys of `a` or `b` whose value the update may change: its key, or every key either holds in a range
+    /// deletion's range.
+    fn touched(&self, a: &Model, b: &Model) -> Vec<Vec<u8>> {
+        use std::ops::Bound::{Excluded, Included};
+        match self {
+            Mutation::DeleteRange { begin, end } if begin < end => {
+                let range = |m: &Model| -> Vec<Vec<u8>> {
+                    m.range(Included(begin.as_slice()), Excluded(end.as_slice())).map(|(k, _)| k.to_vec()).collect()
+                };
+                let mut ks = range(a);
+                ks.extend(range(b));
+                ks
+            }
+            Mutation::DeleteRange { .. } => Vec::new(),
+            m => vec![m.key().to_vec()],
         }
     }
 }
@@ -90,6 +116,9 @@ pub fn apply(model: &mut Model, write: &Write, merge: &MergeFn) {
             }
             Mutation::Merge { key, operand } => {
                 model.merge(key, operand, |old, op| merge(key, old, op));
+            }
+            Mutation::DeleteRange { begin, end } => {
+                model.delete_range(begin, end);
             }
         }
     }
@@ -205,13 +234,13 @@ impl History {
         for k in lo..=hi {
             if k > lo {
                 let w = &self.writes[k - 1];
+                let touched: Vec<Vec<u8>> = w.mutations.iter().flat_map(|m| m.touched(&state, observed)).collect();
                 apply(&mut state, w, &self.merge);
-                for m in &w.mutations {
-                    let key = m.key();
+                for key in &touched {
                     if state.get(key) == observed.get(key) {
                         diff.remove(key);
                     } else {
-                        diff.insert(key.to_vec());
+                        diff.insert(key.clone());
                     }
                 }
             }

@@ -27,6 +27,9 @@ pub struct WorkloadConfig {
     /// For [`SingleDeleteMix`]: one update in this many goes to its own keys (`sd00042`), put and
     /// single-deleted in turn; 0: none. [`random_write`] ignores it (it keeps no state).
     pub single_delete_one_in: u32,
+    /// One update in this many is a range deletion of 1 to 8 keys (`[key(i), key(i + w))`; 0 = never). Its
+    /// range holds only `key…` names, so it never touches [`SingleDeleteMix`]'s keys and their contract.
+    pub delete_range_one_in: u32,
 }
 
 impl Default for WorkloadConfig {
@@ -40,6 +43,7 @@ impl Default for WorkloadConfig {
             delete_one_in: 6,
             merge_one_in: 6,
             single_delete_one_in: 0,
+            delete_range_one_in: 30,
         }
     }
 }
@@ -55,8 +59,11 @@ fn one_in<R: Rng + ?Sized>(rng: &mut R, n: u32) -> bool {
 
 /// A random update.
 pub fn random_mutation<R: Rng + ?Sized>(rng: &mut R, cfg: &WorkloadConfig) -> Mutation {
-    let key = key(rng.gen_range(0..cfg.keys.max(1)));
-    if one_in(rng, cfg.delete_one_in) {
+    let i = rng.gen_range(0..cfg.keys.max(1));
+    let key = key(i);
+    if one_in(rng, cfg.delete_range_one_in) {
+        Mutation::DeleteRange { begin: key, end: self::key(i + rng.gen_range(1..=8)) }
+    } else if one_in(rng, cfg.delete_one_in) {
         Mutation::Delete { key }
     } else if one_in(rng, cfg.merge_one_in) {
         let len = rng.gen_range(1..=4);
@@ -126,6 +133,7 @@ pub fn submit(db: &Db, w: &Write) -> shaledb::Result<()> {
         (false, [Mutation::Delete { key }]) => db.delete_opt(&opts, key),
         (false, [Mutation::SingleDelete { key }]) => db.single_delete_opt(&opts, key),
         (false, [Mutation::Merge { key, operand }]) => db.merge_opt(&opts, key, operand),
+        (false, [Mutation::DeleteRange { begin, end }]) => db.delete_range_opt(&opts, begin, end),
         (_, mutations) => {
             let mut b = WriteBatch::new();
             for m in mutations {
@@ -134,6 +142,7 @@ pub fn submit(db: &Db, w: &Write) -> shaledb::Result<()> {
                     Mutation::Delete { key } => b.delete(key),
                     Mutation::SingleDelete { key } => b.single_delete(key),
                     Mutation::Merge { key, operand } => b.merge(key, operand),
+                    Mutation::DeleteRange { begin, end } => b.delete_range(begin, end),
                 };
             }
             db.write_opt(&opts, &b)
