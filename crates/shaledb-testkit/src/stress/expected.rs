@@ -8,6 +8,7 @@
 //! journal  := "I " <tid> " " <op> (";" <op>)* "\n"        ; intent: written before the write is sent
 //!           | "A " <tid> "\n"                            ; acknowledgement: written after it returned
 //! op       := "P" <key> ":" <hex> | "D" <key> | "M" <key> ":" <hex>   ; put, delete, merge (stringappend)
+//!           | "R" <key> "-" <key>                       ; range deletion of keys [first, second)
 //! ```
 //!
 //! Each line is one `write(2)` on a file opened for appending, so it reaches the page cache (and survives a
@@ -32,13 +33,31 @@ pub enum Op {
     Delete(u32),
     /// Appends `,operand` (or sets it when absent): the `stringappend` merge operator.
     Merge(u32, Vec<u8>),
+    /// Removes every key in `[first, second)` with one range deletion (`Db::delete_range`).
+    DeleteRange(u32, u32),
 }
 
 impl Op {
-    /// The key index.
+    /// The key index (a range deletion's first key).
     pub fn key(&self) -> u32 {
         match self {
-            Op::Put(k, _) | Op::Delete(k) | Op::Merge(k, _) => *k,
+            Op::Put(k, _) | Op::Delete(k) | Op::Merge(k, _) | Op::DeleteRange(k, _) => *k,
+        }
+    }
+
+    /// The key indexes the update touches.
+    pub fn keys(&self) -> std::ops::Range<u32> {
+        match self {
+            Op::DeleteRange(b, e) => *b..(*e).max(*b),
+            op => op.key()..op.key() + 1,
+        }
+    }
+
+    /// True when every key the update touches is below `keys`.
+    fn in_range(&self, keys: u32) -> bool {
+        match self {
+            Op::DeleteRange(b, e) => b <= e && *e <= keys,
+            op => op.key() < keys,
         }
     }
 
@@ -46,7 +65,7 @@ impl Op {
     pub fn apply(&self, old: Option<&[u8]>) -> Option<Vec<u8>> {
         match self {
             Op::Put(_, v) => Some(v.clone()),
-            Op::Delete(_) => None,
+            Op::Delete(_) | Op::DeleteRange(..) => None,
             Op::Merge(_, operand) => {
                 let mut v = old.map(<[u8]>::to_vec).unwrap_or_default();
                 if old.is_some() {
@@ -69,6 +88,9 @@ impl Op {
             Op::Merge(k, v) => {
                 let _ = write!(out, "M{k}:{}", hex(v));
             }
+            Op::DeleteRange(b, e) => {
+                let _ = write!(out, "R{b}-{e}");
+            }
         }
     }
 
@@ -76,6 +98,10 @@ impl Op {
         let (tag, rest) = s.split_at_checked(1)?;
         match tag {
             "D" => Some(Op::Delete(rest.parse().ok()?)),
+            "R" => {
+                let (b, e) = rest.split_once('-')?;
+                Some(Op::DeleteRange(b.parse().ok()?, e.parse().ok()?))
+            }
             "P" | "M" => {
                 let (k, v) = rest.split_once(':')?;
                 let (k, v) = (k.parse().ok()?, unhex(v)?);
@@ -153,7 +179,7 @@ impl Expected {
                     let (tid, ops) = rest.split_once(' ').ok_or_else(|| bad(n, "malformed intent"))?;
                     let tid: u32 = tid.parse().map_err(|_| bad(n, "bad thread id"))?;
                     let ops: Option<Vec<Op>> = ops.split(';').map(Op::decode).collect();
-                    let ops = ops.filter(|o| o.iter().all(|op| op.key() < keys)).ok_or_else(|| bad(n, "bad op"))?;
+                    let ops = ops.filter(|o| o.iter().all(|op| op.in_range(keys))).ok_or_else(|| bad(n, "bad op"))?;
                     if pending.insert(tid, ops).is_some() {
                         return Err(bad(n, "a second intent of a thread before the acknowledgement of its first"));
                     }
@@ -173,8 +199,10 @@ impl Expected {
     /// Applies an acknowledged write.
     pub fn apply(&mut self, ops: &[Op]) {
         for op in ops {
-            if let Some(slot) = self.acked.get_mut(op.key() as usize) {
-                *slot = op.apply(slot.as_deref());
+            for k in op.keys() {
+                if let Some(slot) = self.acked.get_mut(k as usize) {
+                    *slot = op.apply(slot.as_deref());
+                }
             }
         }
     }
@@ -189,8 +217,11 @@ impl Expected {
         for ops in &self.in_flight {
             let mut m: BTreeMap<u32, Option<Vec<u8>>> = BTreeMap::new();
             for op in ops {
-                let old = m.get(&op.key()).cloned().unwrap_or_else(|| self.acked[op.key() as usize].clone());
-                m.insert(op.key(), op.apply(old.as_deref()));
+                for k in op.keys() {
+                    let Some(acked) = self.acked.get(k as usize) else { continue };
+                    let old = m.get(&k).cloned().unwrap_or_else(|| acked.clone());
+                    m.insert(k, op.apply(old.as_deref()));
+                }
             }
             after.push(m);
         }
@@ -320,6 +351,25 @@ mod tests {
         let lost = e.check(&[None, a("b"), None]);
         assert!(lost.iter().any(|p| p.starts_with("key 0:")), "{lost:?}");
         assert!(!e.check(&[a("a"), a("b"), a("?")]).is_empty(), "an unexpected key");
+    }
+
+    #[test]
+    fn range_deletions_journal_and_check_every_key_of_their_range() {
+        let dir = crate::tempdir();
+        let path = dir.path().join("r.expected");
+        let a = |v: &str| Some(v.as_bytes().to_vec());
+        let j = Expected::start(&path, &[a("0"), a("1"), a("2"), a("3")]).unwrap();
+        j.intent(0, &[Op::DeleteRange(1, 3)]).unwrap();
+        j.ack(0).unwrap();
+        j.intent(1, &[Op::DeleteRange(0, 4)]).unwrap();
+        let e = Expected::load(&path).unwrap().unwrap();
+        assert_eq!(e.acked, vec![a("0"), None, None, a("3")]);
+        assert_eq!(e.in_flight, vec![vec![Op::DeleteRange(0, 4)]]);
+        assert!(e.check(&[a("0"), None, None, a("3")]).is_empty(), "the in-flight one absent");
+        assert!(e.check(&[None, None, None, None]).is_empty(), "the in-flight one whole");
+        assert!(!e.check(&[None, None, None, a("3")]).is_empty(), "the in-flight one in part");
+        std::fs::write(&path, "shaledb-stress-expected v1 keys=4\nI 0 R2-5\n").unwrap();
+        assert!(Expected::load(&path).is_err(), "a range past the key space");
     }
 
     #[test]

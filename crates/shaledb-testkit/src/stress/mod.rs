@@ -348,6 +348,9 @@ fn one_op(
         }
         return Ok(());
     }
+    if roll < 23 {
+        return delete_range(cfg, db, journal, state, tid, rng);
+    }
     let n = if roll < 30 { rng.gen_range(2..=4) } else { 1 };
     let mut ks: Vec<u32> = (0..n).map(|_| rng.gen_range(0..keys)).collect();
     ks.sort_unstable();
@@ -378,6 +381,7 @@ fn one_op(
             Op::Put(k, v) => db.put_opt(&opts, key_name(*k), v)?,
             Op::Delete(k) => db.delete_opt(&opts, key_name(*k))?,
             Op::Merge(k, v) => db.merge_opt(&opts, key_name(*k), v)?,
+            Op::DeleteRange(b, e) => db.delete_range_opt(&opts, key_name(*b), key_name(*e))?,
         }
     } else {
         let mut b = WriteBatch::new();
@@ -386,6 +390,7 @@ fn one_op(
                 Op::Put(k, v) => b.put(key_name(*k), v),
                 Op::Delete(k) => b.delete(key_name(*k)),
                 Op::Merge(k, v) => b.merge(key_name(*k), v),
+                Op::DeleteRange(lo, hi) => b.delete_range(key_name(*lo), key_name(*hi)),
             };
         }
         db.write_opt(&opts, &b)?;
@@ -393,6 +398,31 @@ fn one_op(
     journal.ack(tid)?;
     for (op, slot) in ops.iter().zip(slots.iter_mut()) {
         **slot = op.apply(slot.as_deref());
+    }
+    Ok(())
+}
+
+/// One range deletion of 1 to 16 consecutive keys, holding the locks of all of them (ascending) from its
+/// intent to its acknowledgement, like any other write.
+fn delete_range(
+    cfg: &StressConfig,
+    db: &Db,
+    journal: &Journal,
+    state: &[Mutex<Option<Vec<u8>>>],
+    tid: u32,
+    rng: &mut StdRng,
+) -> Result<(), StressError> {
+    let keys = cfg.keys.max(1);
+    let b = rng.gen_range(0..keys);
+    let e = (b + rng.gen_range(1..=16)).min(keys);
+    let mut slots: Vec<_> = (b..e).map(|k| state[k as usize].lock().unwrap_or_else(PoisonError::into_inner)).collect();
+    let op = Op::DeleteRange(b, e);
+    let sync = cfg.sync_one_in > 0 && rng.gen_ratio(1, cfg.sync_one_in);
+    journal.intent(tid, std::slice::from_ref(&op))?;
+    db.delete_range_opt(&WriteOptions { sync, ..WriteOptions::default() }, key_name(b), key_name(e))?;
+    journal.ack(tid)?;
+    for slot in slots.iter_mut() {
+        **slot = None;
     }
     Ok(())
 }
