@@ -256,6 +256,8 @@ pub trait Engine: Send + Sync + Sized + 'static {
     fn delete(&self, mode: WriteMode, key: &[u8]) -> EngineResult<()>;
     /// Records a merge operand.
     fn merge(&self, mode: WriteMode, key: &[u8], operand: &[u8]) -> EngineResult<()>;
+    /// Deletes every key in `[begin, end)` with one range tombstone (RocksDB's `DeleteRange`).
+    fn delete_range(&self, mode: WriteMode, begin: &[u8], end: &[u8]) -> EngineResult<()>;
     /// Reads `key` into `out`; `false` when absent.
     fn get(&self, key: &[u8], out: &mut Vec<u8>) -> EngineResult<bool>;
     /// Reads `keys` in one call (RocksDB's `MultiGet`): `values` becomes one entry per key, in order, `None` for

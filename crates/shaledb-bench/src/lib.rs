@@ -16,6 +16,7 @@ pub mod keygen;
 pub mod plot;
 pub mod random;
 mod randomtxn;
+pub mod range_dels;
 pub mod recorder;
 pub mod report;
 pub mod resp;

@@ -362,6 +362,8 @@ pub struct ThreadStats<'r> {
     pub updates: u64,
     /// A fixed message (fillsync's `(N ops)`).
     pub message: String,
+    /// Range deletions made while writing (`crate::range_dels`); the runner prints them per thread.
+    pub range_deletions: u64,
     /// Excluded from the merged result (readwhilewriting's writer).
     pub exclude: bool,
     /// The database calls, measured when `--statistics` asks (see [`ThreadStats::measure_calls`]).
@@ -390,6 +392,7 @@ impl<'r> ThreadStats<'r> {
             writes: 0,
             updates: 0,
             message: String::new(),
+            range_deletions: 0,
             exclude: false,
             calls: None,
             hists: Default::default(),

@@ -419,6 +419,7 @@ impl<'o, E: Engine> Runner<'o, E> {
             values: &self.values,
             write_limiter: limiter.as_ref(),
             write_rate: f.benchmark_write_rate_limit,
+            range_dels: crate::range_dels::RangeDelPlan::from_flags(&f),
             seed_base: self.seed_base,
             readers_left: &readers_left,
         };
@@ -470,6 +471,10 @@ impl<'o, E: Engine> Runner<'o, E> {
         });
         self.report_file = report_file;
         outcome?;
+        // db_bench prints this line at the end of each writing thread.
+        for ts in stats.iter().filter(|t| t.range_deletions > 0) {
+            println!("Number of range deletions: {}", ts.range_deletions);
+        }
         let mut merged = Merged::from_threads(&stats);
         merged.message = crate::workloads::message(kind, &merged);
         drop(stats);

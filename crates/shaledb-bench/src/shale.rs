@@ -330,6 +330,10 @@ impl Engine for ShaleDb {
         self.db().merge_opt(&write_options(mode), key, operand).map_err(Into::into)
     }
 
+    fn delete_range(&self, mode: WriteMode, begin: &[u8], end: &[u8]) -> EngineResult<()> {
+        self.db().delete_range_opt(&write_options(mode), begin, end).map_err(Into::into)
+    }
+
     fn get(&self, key: &[u8], out: &mut Vec<u8>) -> EngineResult<bool> {
         self.db().get_into(&self.read, key, out).map_err(Into::into)
     }

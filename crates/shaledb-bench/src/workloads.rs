@@ -293,6 +293,8 @@ pub struct Ctx<'a, E: Engine> {
     pub values: &'a ValueData,
     /// Shared writer limit for the fill benchmarks.
     pub write_limiter: Option<&'a RateLimiter>,
+    /// Range deletions while writing (`crate::range_dels`).
+    pub range_dels: Option<crate::range_dels::RangeDelPlan>,
     /// `--benchmark_write_rate_limit` (readwhilewriting's writer has its own limiter).
     pub write_rate: u64,
     /// Seed base, for filluniquerandom's shuffle.
@@ -422,23 +424,26 @@ impl<E: Engine> Ctx<'_, E> {
         let mut values = self.values.generator();
         let mut key = Vec::with_capacity(self.key_size);
         let mut next_seq = 0u64;
+        let mut written = 0u64;
+        let mut range_deletions = 0u64;
+        let mut next_key = |rng: &mut Mt64| match (&shuffled, order) {
+            (Some(keys), _) => {
+                skip_db_choice(rng);
+                let k = keys.get(next_seq as usize).copied().unwrap_or(next_seq);
+                next_seq += 1;
+                k
+            }
+            (None, FillOrder::Seq) => {
+                next_seq += 1;
+                next_seq - 1
+            }
+            (None, _) => {
+                skip_db_choice(rng);
+                rng.next_u64() % self.key_space
+            }
+        };
         while !budget.done(1) {
-            let k = match (&shuffled, order) {
-                (Some(keys), _) => {
-                    skip_db_choice(rng);
-                    let k = keys.get(next_seq as usize).copied().unwrap_or(next_seq);
-                    next_seq += 1;
-                    k
-                }
-                (None, FillOrder::Seq) => {
-                    next_seq += 1;
-                    next_seq - 1
-                }
-                (None, _) => {
-                    skip_db_choice(rng);
-                    rng.next_u64() % self.key_space
-                }
-            };
+            let k = next_key(rng);
             self.key(k, self.num, &mut key);
             let v = values.generate(self.value_size);
             let n = (v.len() + key.len()) as u64;
@@ -449,8 +454,32 @@ impl<E: Engine> Ctx<'_, E> {
             self.put(ts, &key, v)?;
             ts.bytes += n;
             ts.finished_ops(1, OpType::Write);
+            written += 1;
+            if self.range_dels.is_some_and(|p| p.due(written)) {
+                // db_bench takes the range's first key from the thread's key generator, as a write would.
+                let begin = next_key(rng);
+                self.delete_range(&mut key, begin)?;
+                range_deletions += 1;
+            }
         }
+        ts.range_deletions = range_deletions;
         Ok(())
+    }
+
+    /// One range deletion of `--range_tombstone_width` keys from key number `begin` (`crate::range_dels`).
+    fn delete_range(&self, key: &mut Vec<u8>, begin: u64) -> Result<()> {
+        let Some(p) = self.range_dels else { return Ok(()) };
+        if p.expand {
+            for off in 0..p.width {
+                self.key(begin.saturating_add(off), self.num, key);
+                self.db.delete(self.mode, key).map_err(|e| err("delete", self.kind, e))?;
+            }
+            return Ok(());
+        }
+        let mut end = Vec::with_capacity(self.key_size);
+        self.key(begin, self.num, key);
+        self.key(begin.saturating_add(p.width), self.num, &mut end);
+        self.db.delete_range(self.mode, key, &end).map_err(|e| err("delete_range", self.kind, e))
     }
 
     fn scan(&self, ts: &mut ThreadStats<'_>, reverse: bool) -> Result<()> {
@@ -546,6 +575,7 @@ impl<E: Engine> Ctx<'_, E> {
         let limiter = (self.write_rate > 0).then(|| RateLimiter::new(self.write_rate));
         let mut values = self.values.generator();
         let mut key = Vec::with_capacity(self.key_size);
+        let (mut written, mut range_deletions) = (0u64, 0u64);
         while self.readers_left.load(Ordering::Acquire) > 0 {
             skip_db_choice(rng);
             self.key(rng.next_u64() % self.num, self.num, &mut key);
@@ -561,7 +591,15 @@ impl<E: Engine> Ctx<'_, E> {
             if let Some(l) = &limiter {
                 l.request(n);
             }
+            written += 1;
+            if self.range_dels.is_some_and(|p| p.due(written)) {
+                let begin = rng.next_u64() % self.num;
+                self.delete_range(&mut key, begin)?;
+                range_deletions += 1;
+                ts.finished_ops(1, OpType::Write);
+            }
         }
+        ts.range_deletions = range_deletions;
         Ok(())
     }
 

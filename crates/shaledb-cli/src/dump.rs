@@ -349,6 +349,20 @@ fn dump_sst(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Write) -
         damage(out, &e, path)?;
         clean = false;
     }
+    if table.has_range_tombstones() {
+        writeln!(out, "range tombstones:")?;
+        match table.range_tombstones() {
+            Ok(ts) => {
+                for t in &ts {
+                    writeln!(out, "  [{} .. {}) @ {}", show(&t.begin), show(&t.end), t.seq)?;
+                }
+            }
+            Err(e) => {
+                damage(out, &e, path)?;
+                clean = false;
+            }
+        }
+    }
     if let Err(e) = table.verify() {
         damage(out, &e, path)?;
         clean = false;
@@ -418,7 +432,7 @@ fn dump_wal(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Write) -
 
 fn show_meta(f: &FileMeta) -> String {
     format!(
-        "#{} {} bytes [{} .. {}] seq {}..{} entries {} deletions {}",
+        "#{} {} bytes [{} .. {}] seq {}..{} entries {} deletions {}{}",
         f.number,
         f.file_size,
         show_ikey(&f.smallest),
@@ -426,7 +440,8 @@ fn show_meta(f: &FileMeta) -> String {
         f.smallest_seq,
         f.largest_seq,
         f.num_entries,
-        f.num_deletions
+        f.num_deletions,
+        if f.num_range_deletions > 0 { format!(" range deletions {}", f.num_range_deletions) } else { String::new() }
     )
 }
 

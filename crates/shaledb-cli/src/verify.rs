@@ -24,7 +24,6 @@
 
 use shaledb_format::edit::FileMeta;
 use shaledb_format::filenames::{self, FileKind};
-use shaledb_format::iter::InternalIterator;
 use shaledb_format::log::{LogRead, Reader};
 use shaledb_format::manifest::{self, EditRead, LiveFiles};
 use shaledb_format::table::{Table, TableReadOptions};
@@ -436,16 +435,24 @@ fn check_table(fs: &dyn Fs, dir: &Path, level: u32, meta: &FileMeta, last_seq: O
     if last_seq.is_some_and(|s| props.largest_seq > s) {
         report.problem(&path, None, format!("holds sequence {} beyond the last sequence", props.largest_seq));
     }
-    let mut it = table.iter(true, false);
-    it.seek_to_first();
-    let first = it.valid().then(|| it.key().to_vec());
-    it.seek_to_last();
-    let last = it.valid().then(|| it.key().to_vec());
-    if let Err(e) = it.status() {
-        report.error(&path, &e);
-    }
-    if first.as_deref() != Some(&meta.smallest[..]) || last.as_deref() != Some(&meta.largest[..]) {
-        report.problem(&path, None, "its first or last key differs from the range the MANIFEST records");
+    // The recorded range covers the table's range tombstones too (docs/format/manifest.md).
+    match table.recorded_range() {
+        Err(e) => report.error(&path, &e),
+        Ok(r) => {
+            if r.smallest != meta.smallest || r.largest != meta.largest {
+                report.problem(&path, None, "its first or last key differs from the range the MANIFEST records");
+            }
+            if r.num_range_deletions != meta.num_range_deletions {
+                report.problem(
+                    &path,
+                    None,
+                    format!(
+                        "{} range tombstones, the MANIFEST records {}",
+                        r.num_range_deletions, meta.num_range_deletions
+                    ),
+                );
+            }
+        }
     }
     if report.problems.len() == before {
         report.checked.push(format!(

@@ -30,6 +30,29 @@ fn tiny_run_prints_db_bench_lines() {
     assert!(out.contains("Microseconds per read:"));
 }
 
+/// db_bench's range deletions during a fill: fillrandom deletes 50 keys after every 100th write (up to 10
+/// times), so a scan finds fewer keys than without; expanded into point deletions, the same keys go.
+#[test]
+fn range_deletions_during_writes_delete_keys_as_db_bench_does() {
+    let scanned = |extra: &[&str]| -> u64 {
+        let mut args = vec!["bench", "-num=3000", "--benchmarks=fillrandom,readseq", "--seed=1", "--progress=false"];
+        args.extend_from_slice(extra);
+        let (ok, out, err) = shaledb(&args);
+        assert!(ok, "{err}");
+        let deleting = extra.iter().any(|a| a.starts_with("--writes_per_range_tombstone"));
+        assert_eq!(out.contains("Number of range deletions: 10"), deleting, "{out}");
+        let line = out.lines().find(|l| l.starts_with("readseq      :")).unwrap();
+        let ops = line.split(" operations;").next().unwrap().rsplit(' ').next().unwrap();
+        ops.parse().unwrap()
+    };
+    let plain = scanned(&[]);
+    let flags = ["--writes_per_range_tombstone=100", "--max_num_range_tombstones=10", "--range_tombstone_width=50"];
+    let ranged = scanned(&flags);
+    let expanded = scanned(&[flags[0], flags[1], flags[2], "--expand_range_tombstones"]);
+    assert!(ranged < plain, "{ranged} keys with range deletions, {plain} without");
+    assert_eq!(ranged, expanded, "point deletions of the same keys leave the same keys");
+}
+
 #[test]
 fn unknown_flag_fails_naming_it() {
     let (ok, _, err) = shaledb(&["bench", "--no_such_flag=1"]);

@@ -52,3 +52,40 @@ fn open_database_is_refused_naming_the_lock_and_live_checks_it() {
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("note README.txt"), "{out}");
 }
+
+/// Tables holding range tombstones (their recorded range covers the tombstones) verify clean, and `dump` lists
+/// the tombstones of a table and the count the MANIFEST records.
+#[test]
+fn range_tombstones_verify_clean_and_dump_lists_them() {
+    let tmp = shaledb_testkit::tempdir();
+    let path = tmp.path().join("db");
+    let db = Db::open(&path, small()).unwrap();
+    for i in 0..300 {
+        db.put(format!("k{i:04}").as_bytes(), [b'x'; 50]).unwrap();
+    }
+    db.delete_range("k0100", "k0200").unwrap();
+    // A tombstone past every point key: the table's recorded range reaches beyond its last entry.
+    db.delete_range("k0290", "z").unwrap();
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    db.delete_range("k0010", "k0020").unwrap();
+    db.flush().unwrap();
+    drop(db);
+    let (code, out, err) = verify(&[], &path);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("verify: 0 problems"), "{out}");
+    let tables: Vec<_> = std::fs::read_dir(&path)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .collect();
+    let dumps: Vec<String> = tables
+        .iter()
+        .map(|t| {
+            let out = Command::new(env!("CARGO_BIN_EXE_shaledb")).arg("dump").arg(t).output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        })
+        .collect();
+    assert!(dumps.iter().any(|d| d.contains("range tombstones:") && d.contains("['k0010' .. 'k0020')")), "{dumps:?}");
+}

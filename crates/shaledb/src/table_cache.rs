@@ -11,7 +11,6 @@ use crate::range_del::Fragments;
 use crate::Options;
 use shaledb_format::cache::BlockCache;
 use shaledb_format::edit::FileMeta;
-use shaledb_format::iter::InternalIterator;
 use shaledb_format::table::{Table, TableReadOptions, TableStats};
 use shaledb_vfs::{Error, Fs, ReadHints, Result};
 use std::path::{Path, PathBuf};
@@ -54,37 +53,21 @@ pub(crate) fn check_identity(t: &Arc<Table>, meta: &FileMeta, db_id: &DbId, path
     if p.file_size != meta.file_size {
         return bad(format!("{} bytes, the MANIFEST records {}", p.file_size, meta.file_size));
     }
-    let mut it = t.iter(true, false);
-    it.seek_to_first();
-    let mut first = if it.valid() { it.key().to_vec() } else { Vec::new() };
-    it.status()?;
-    it.seek_to_last();
-    let mut last = if it.valid() { it.key().to_vec() } else { Vec::new() };
-    it.status()?;
-    // The sequence range and key range cover the range tombstones too (`compaction::range_del`).
-    let mut seqs = (p.num_entries > 0).then_some((p.smallest_seq, p.largest_seq));
-    if meta.num_range_deletions > 0 || t.has_range_tombstones() {
-        let stored = t.range_tombstones()?;
-        if stored.len() as u64 != meta.num_range_deletions {
-            return bad(format!(
-                "{} range tombstones, the MANIFEST records {}",
-                stored.len(),
-                meta.num_range_deletions
-            ));
-        }
-        for s in &stored {
-            seqs = Some(seqs.map_or((s.seq, s.seq), |(lo, hi)| (lo.min(s.seq), hi.max(s.seq))));
-        }
-        crate::compaction::range_del::widen_bounds(&mut first, &mut last, Fragments::from_stored(&stored).fragments());
-    }
-    let (smallest_seq, largest_seq) = seqs.unwrap_or((p.smallest_seq, p.largest_seq));
-    if p.num_entries != meta.num_entries || smallest_seq != meta.smallest_seq || largest_seq != meta.largest_seq {
+    // The key range and sequence range cover the range tombstones too (docs/format/manifest.md).
+    let r = t.recorded_range()?;
+    if r.num_range_deletions != meta.num_range_deletions {
         return bad(format!(
-            "{} entries with sequences {}..={}, the MANIFEST records {} with {}..={}",
-            p.num_entries, smallest_seq, largest_seq, meta.num_entries, meta.smallest_seq, meta.largest_seq
+            "{} range tombstones, the MANIFEST records {}",
+            r.num_range_deletions, meta.num_range_deletions
         ));
     }
-    if first != meta.smallest || last != meta.largest {
+    if p.num_entries != meta.num_entries || r.smallest_seq != meta.smallest_seq || r.largest_seq != meta.largest_seq {
+        return bad(format!(
+            "{} entries with sequences {}..={}, the MANIFEST records {} with {}..={}",
+            p.num_entries, r.smallest_seq, r.largest_seq, meta.num_entries, meta.smallest_seq, meta.largest_seq
+        ));
+    }
+    if r.smallest != meta.smallest || r.largest != meta.largest {
         return bad("its smallest or largest key differs from the MANIFEST's".into());
     }
     Ok(())

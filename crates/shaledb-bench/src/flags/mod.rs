@@ -202,6 +202,21 @@ pub struct BenchFlags {
     /// Next() calls after each Seek() in seekrandom.
     #[arg(long, default_value_t = 0)]
     pub seek_nexts: usize,
+    /// Writes of a thread before it starts deleting ranges (`crate::range_dels`).
+    #[arg(long, default_value_t = 0)]
+    pub writes_before_delete_range: u64,
+    /// Writes between two range deletions of a thread; 0: none (`crate::range_dels`).
+    #[arg(long, default_value_t = 0)]
+    pub writes_per_range_tombstone: u64,
+    /// Keys each range deletion removes.
+    #[arg(long, default_value_t = 100)]
+    pub range_tombstone_width: u64,
+    /// Range deletions per thread at most.
+    #[arg(long, default_value_t = 0)]
+    pub max_num_range_tombstones: u64,
+    /// Delete each range with one point deletion per key instead of a range tombstone.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub expand_range_tombstones: bool,
     /// Keys per MultiGet call in multireadrandom (db_bench's default: 1; RocksDB's benchmark.sh passes 10).
     #[arg(long, default_value_t = 1)]
     pub batch_size: i64,
@@ -565,6 +580,9 @@ impl BenchFlags {
         }
         if self.readwritepercent > 100 {
             return bad("readwritepercent", format!("must be in 0..=100, got {}", self.readwritepercent));
+        }
+        if self.writes_per_range_tombstone > 0 && !(1..=1 << 30).contains(&self.range_tombstone_width) {
+            return bad("range_tombstone_width", format!("must be in 1..=2^30, got {}", self.range_tombstone_width));
         }
         if !(1..=1 << 20).contains(&self.batch_size) {
             return bad("batch_size", format!("must be in 1..=1048576, got {}", self.batch_size));

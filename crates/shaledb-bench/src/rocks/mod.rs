@@ -282,6 +282,12 @@ impl Engine for RocksDb {
         self.db.merge_opt(key, operand, &self.writes[mode_index(mode)]).map_err(Into::into)
     }
 
+    fn delete_range(&self, mode: WriteMode, begin: &[u8], end: &[u8]) -> EngineResult<()> {
+        let mut b = rocksdb::WriteBatch::default();
+        b.delete_range(begin, end);
+        self.db.write_opt(b, &self.writes[mode_index(mode)]).map_err(Into::into)
+    }
+
     fn get(&self, key: &[u8], out: &mut Vec<u8>) -> EngineResult<bool> {
         match self.db.get_pinned_opt(key, &self.read)? {
             Some(v) => {

@@ -45,7 +45,7 @@ mod reader;
 mod tests;
 
 pub use builder::{TableBuilder, MAX_ENTRY_LEN};
-pub use reader::{Table, TableIter};
+pub use reader::{RecordedRange, Table, TableIter};
 
 use crate::block::{Block, BlockBuilder, KeyOrder};
 use crate::cache::BlockCache;

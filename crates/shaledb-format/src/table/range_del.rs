@@ -1,5 +1,6 @@
 //! The range-deletion meta block of a table (DeleteRange): written by `TableBuilder::add_range_tombstone`,
-//! read by `Table::range_tombstones`; the engine does not use it yet (DELETERANGE-STATUS.md).
+//! read by `Table::range_tombstones`; and the rule by which a file's recorded key range covers its tombstones
+//! ([`widen_bounds`], docs/format/manifest.md).
 //!
 //! ```text
 //! range_del_block := block trailer        ; restart interval 1, entries in ikey::compare order
@@ -47,6 +48,30 @@ pub fn encode(tombstones: &[StoredRangeTombstone]) -> Vec<u8> {
         b.add(k, end);
     }
     b.finish().to_vec()
+}
+
+/// The inclusive upper bound of the keys below the exclusive `end`: `k` for `end = k ++ 0x00` (exact: `k ++
+/// 0x00` is `k`'s successor), else `end` itself (one key wider than needed).
+pub fn inclusive_upper(end: &[u8]) -> &[u8] {
+    match end.split_last() {
+        Some((0, k)) => k,
+        _ => end,
+    }
+}
+
+/// Widens a file's internal-key bounds (`smallest`, `largest`; empty = unset) to cover tombstones spanning
+/// `[start, end)`: the smallest becomes at most `(start, MAX_SEQUENCE, KIND_FOR_SEEK)`, which sorts before every
+/// entry of `start`, and the largest at least `(inclusive_upper(end), 0, Deletion)`, which sorts after every
+/// entry of its key.
+pub fn widen_bounds(smallest: &mut Vec<u8>, largest: &mut Vec<u8>, start: &[u8], end: &[u8]) {
+    let lo = ikey::make_internal_key(start, MAX_SEQUENCE, ikey::KIND_FOR_SEEK);
+    let hi = ikey::make_internal_key(inclusive_upper(end), 0, ValueKind::Deletion);
+    if smallest.is_empty() || ikey::compare(&lo, smallest) == Ordering::Less {
+        *smallest = lo;
+    }
+    if largest.is_empty() || ikey::compare(&hi, largest) == Ordering::Greater {
+        *largest = hi;
+    }
 }
 
 /// Decodes the contents of a range-deletion block; errors are corruption at `offset` (the block's) in `file`.

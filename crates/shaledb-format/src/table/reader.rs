@@ -103,6 +103,28 @@ impl Table {
         Ok(Arc::new(t))
     }
 
+    /// What the MANIFEST records of this table: its smallest and largest keys and its sequence range, covering
+    /// its points and its range tombstones ([`super::range_del::widen_bounds`]), and the tombstones' count.
+    /// Empty keys when the table holds neither.
+    pub fn recorded_range(self: &Arc<Self>) -> Result<RecordedRange> {
+        let p = &self.props;
+        let mut it = self.iter(true, false);
+        it.seek_to_first();
+        let mut smallest = if it.valid() { it.key().to_vec() } else { Vec::new() };
+        it.status()?;
+        it.seek_to_last();
+        let mut largest = if it.valid() { it.key().to_vec() } else { Vec::new() };
+        it.status()?;
+        let mut seqs = (p.num_entries > 0).then_some((p.smallest_seq, p.largest_seq));
+        let tombstones = self.range_tombstones()?;
+        for t in &tombstones {
+            seqs = Some(seqs.map_or((t.seq, t.seq), |(lo, hi)| (lo.min(t.seq), hi.max(t.seq))));
+            super::range_del::widen_bounds(&mut smallest, &mut largest, &t.begin, &t.end);
+        }
+        let (smallest_seq, largest_seq) = seqs.unwrap_or((p.smallest_seq, p.largest_seq));
+        Ok(RecordedRange { smallest, largest, smallest_seq, largest_seq, num_range_deletions: tombstones.len() as u64 })
+    }
+
     /// True when the table has a range-deletion block.
     pub fn has_range_tombstones(&self) -> bool {
         self.range_del_handle.is_some()
@@ -800,4 +822,19 @@ impl InternalIterator for TableIter {
             None => Ok(()),
         }
     }
+}
+
+/// A table's key range and sequence range as the MANIFEST records them ([`Table::recorded_range`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedRange {
+    /// Smallest internal key (empty: the table holds nothing).
+    pub smallest: Vec<u8>,
+    /// Largest internal key.
+    pub largest: Vec<u8>,
+    /// Smallest sequence number, tombstones included.
+    pub smallest_seq: u64,
+    /// Largest sequence number, tombstones included.
+    pub largest_seq: u64,
+    /// Range tombstones in the range-deletion block.
+    pub num_range_deletions: u64,
 }

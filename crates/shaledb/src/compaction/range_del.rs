@@ -15,7 +15,7 @@
 //!   key range and two files of a level never overlap ([`RunRangeDels::take_through`]).
 //!
 //! File bounds: a file's smallest key covers its first tombstone's start and its largest key the last
-//! tombstone's end. An end is exclusive and bounds are inclusive user keys: [`inclusive_upper`] turns `k ++
+//! tombstone's end. An end is exclusive and bounds are inclusive user keys: `inclusive_upper` turns `k ++
 //! 0x00` (the successor of `k`, which every split produces) back into `k` exactly, and leaves any other end as
 //! is, one key wider than needed. A wider bound costs at most a file probed for a key it does not hold, and
 //! never breaks the level's order: the next file of the level starts past it (the picker treats bounds
@@ -23,6 +23,7 @@
 //! input).
 
 use crate::range_del::{Fragment, Fragments};
+#[cfg(test)]
 use shaledb_format::ikey::{self, ValueKind};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -102,28 +103,11 @@ impl RunRangeDels {
     }
 }
 
-/// The inclusive upper bound of the keys below the exclusive `end`: `k` for `end = k ++ 0x00` (exact), else
-/// `end` itself (one key wider than needed; see the module documentation).
-pub(crate) fn inclusive_upper(end: &[u8]) -> &[u8] {
-    match end.split_last() {
-        Some((0, k)) => k,
-        _ => end,
-    }
-}
-
-/// Widens a file's internal-key bounds (`smallest`, `largest`; empty = unset) to cover `frags`: the smallest
-/// becomes at most `(start, MAX_SEQUENCE)` of the first fragment, which sorts before every entry of that key,
-/// and the largest at least `(inclusive_upper(end), 0)` of the last, which sorts after every entry of its key.
+/// Widens a file's internal-key bounds (`smallest`, `largest`; empty = unset) to cover `frags` (in key order),
+/// by the format's rule ([`shaledb_format::table::range_del::widen_bounds`]).
 pub(crate) fn widen_bounds(smallest: &mut Vec<u8>, largest: &mut Vec<u8>, frags: &[Fragment]) {
     let (Some(first), Some(last)) = (frags.first(), frags.last()) else { return };
-    let lo = ikey::make_internal_key(&first.start, ikey::MAX_SEQUENCE, ikey::KIND_FOR_SEEK);
-    let hi = ikey::make_internal_key(inclusive_upper(&last.end), 0, ValueKind::Deletion);
-    if smallest.is_empty() || ikey::compare(&lo, smallest).is_lt() {
-        *smallest = lo;
-    }
-    if largest.is_empty() || ikey::compare(&hi, largest).is_gt() {
-        *largest = hi;
-    }
+    shaledb_format::table::range_del::widen_bounds(smallest, largest, &first.start, &last.end);
 }
 
 #[cfg(test)]
@@ -198,6 +182,7 @@ mod tests {
         widen_bounds(&mut lo, &mut hi, &frags);
         assert_eq!((ikey::user_key(&lo), ikey::user_key(&hi)), (&b"a"[..], &b"z"[..]));
         // An end not produced by a split is kept as an inclusive bound (one key wider).
+        use shaledb_format::table::range_del::inclusive_upper;
         assert_eq!(inclusive_upper(b"m"), b"m");
         assert_eq!(inclusive_upper(b""), b"");
     }
