@@ -22,6 +22,11 @@
 //! Every transaction holds a snapshot (an internal one when `set_snapshot` is off) from its start to its end:
 //! compaction then keeps the sequence numbers of entries written after it, which validation compares against.
 //!
+//! Range deletions: neither transaction database offers `delete_range` (RocksDB refuses it on both with
+//! `NotSupported`: a range cannot be locked key by key). A `Db::delete_range` through [`TransactionDb::db`] takes
+//! no lock, so it is safe only while no transaction touches the range; an optimistic transaction that read a key
+//! the range deletes fails its commit with `Busy`, since validation counts a covering tombstone as a change.
+//!
 //! Not offered (yet): iterators over a transaction's view (use `get`), shared (read) locks, two-phase commit
 //! (`Prepare`), and transactions across column families (ShaleDB has one).
 

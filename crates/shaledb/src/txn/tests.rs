@@ -202,6 +202,25 @@ fn optimistic_conflicts_are_found_in_tables_too() {
     assert!(matches!(t.commit().unwrap_err(), Error::Busy(_)));
 }
 
+/// A range deletion over a key a transaction read for update is a change to it: the commit fails, whether
+/// the tombstone is still in the memtable or flushed into a table.
+#[test]
+fn optimistic_commit_fails_when_a_range_deletion_covered_a_read_key() {
+    for flush in [false, true] {
+        let (_d, odb) = optimistic();
+        odb.put("k", "0").unwrap();
+        let mut t = odb.begin(&w(), &TransactionOptions { set_snapshot: true, ..no() });
+        assert_eq!(t.get_for_update("k").unwrap(), Some(b"0".to_vec()));
+        t.put("derived", "x").unwrap();
+        odb.db().delete_range("a", "z").unwrap();
+        if flush {
+            odb.db().flush().unwrap();
+        }
+        assert!(matches!(t.commit().unwrap_err(), Error::Busy(_)), "flush={flush}");
+        assert_eq!(odb.db().get("derived").unwrap(), None);
+    }
+}
+
 #[test]
 fn savepoints_undo_later_writes_and_release_later_locks() {
     let (_d, tdb) = pessimistic();
