@@ -318,3 +318,22 @@ fn universal_write_stalls_count_sorted_runs() {
     assert!(stalls.level0_slowdown > 0, "{stalls:?}");
     db.close().unwrap();
 }
+
+#[test]
+fn fifo_ingestion_goes_to_level_0() {
+    use shaledb::ingest::{IngestExternalFileOptions, SstFileWriter};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(TestClock(AtomicU64::new(1)));
+    let o = fifo_options(1 << 30, 0, clock);
+    let path = dir.path().join("ext.sst");
+    let mut w = SstFileWriter::create(&o);
+    w.open(&path).unwrap();
+    w.put(b"ext", b"1").unwrap();
+    w.finish().unwrap();
+    let db = Db::open(dir.path().join("db"), o).unwrap();
+    db.ingest_external_file(&[&path], &IngestExternalFileOptions::default()).unwrap();
+    // Leveled compaction would put it in the bottom level of an empty database.
+    assert_eq!(shape(&db), "L0:1");
+    assert_eq!(db.get(b"ext").unwrap(), Some(b"1".to_vec()));
+    db.close().unwrap();
+}
