@@ -163,7 +163,12 @@ pub struct CompactionOptionsFifo {
 
 impl Default for CompactionOptionsFifo {
     fn default() -> Self {
-        CompactionOptionsFifo { max_table_files_size: 1 << 30, allow_compaction: false, ttl: 0, clock: Arc::new(SystemClock) }
+        CompactionOptionsFifo {
+            max_table_files_size: 1 << 30,
+            allow_compaction: false,
+            ttl: 0,
+            clock: Arc::new(SystemClock),
+        }
     }
 }
 
@@ -186,7 +191,10 @@ pub(crate) fn validate(
 ) -> Result<()> {
     let invalid = |m: String| Err(Error::InvalidArgument(m));
     if u.min_merge_width < 2 {
-        return invalid(format!("compaction_options_universal.min_merge_width must be at least 2, got {}", u.min_merge_width));
+        return invalid(format!(
+            "compaction_options_universal.min_merge_width must be at least 2, got {}",
+            u.min_merge_width
+        ));
     }
     if u.max_merge_width < u.min_merge_width {
         return invalid(format!(

@@ -620,7 +620,10 @@ impl BenchFlags {
                 )
             }
             2 if self.fifo_compaction_ttl > 0 && self.open_files != -1 => {
-                return bad("fifo_compaction_ttl", format!("needs --open_files=-1 (both engines), got {}", self.open_files))
+                return bad(
+                    "fifo_compaction_ttl",
+                    format!("needs --open_files=-1 (both engines), got {}", self.open_files),
+                )
             }
             2 => {}
             n => return bad("compaction_style", format!("unknown style {n} (0 leveled, 1 universal, 2 FIFO)")),

@@ -211,7 +211,12 @@ fn compaction_style_flags_map_to_both_engines_options() {
 fn compaction_style_flags_shaledb_refuses_name_the_flag() {
     let e = err_text(&["--compaction_style=2"]);
     assert!(e.contains("fifo_compaction_max_table_files_size_mb"), "{e}");
-    let e = err_text(&["--compaction_style=2", "--fifo_compaction_max_table_files_size_mb=1", "--fifo_compaction_ttl=9", "--open_files=100"]);
+    let e = err_text(&[
+        "--compaction_style=2",
+        "--fifo_compaction_max_table_files_size_mb=1",
+        "--fifo_compaction_ttl=9",
+        "--open_files=100",
+    ]);
     assert!(e.contains("fifo_compaction_ttl") && e.contains("open_files"), "{e}");
     assert!(err_text(&["--compaction_style=3"]).contains("compaction_style"));
     parse(&["--compaction_style=2", "--fifo_compaction_max_table_files_size_mb=1", "--fifo_compaction_ttl=9"]).unwrap();

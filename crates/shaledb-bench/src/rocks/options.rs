@@ -91,10 +91,7 @@ fn set_compaction_style(f: &BenchFlags, o: &mut Options) -> EngineResult<()> {
 /// `SetOptions` pairs applied right after open: all three are mutable column family options in RocksDB.
 pub(super) fn mutable_compaction_options(f: &BenchFlags) -> Vec<(&'static str, String)> {
     vec![
-        (
-            "compaction_options_universal",
-            format!("{{allow_trivial_move={}}}", f.universal_allow_trivial_move),
-        ),
+        ("compaction_options_universal", format!("{{allow_trivial_move={}}}", f.universal_allow_trivial_move)),
         (
             "compaction_options_fifo",
             format!(
@@ -336,7 +333,9 @@ mod tests {
             ..d()
         });
         assert!(text.contains("compaction_style=kCompactionStyleUniversal"), "{text}");
-        for want in ["size_ratio=5", "max_size_amplification_percent=150", "allow_trivial_move=true", "min_merge_width=2"] {
+        for want in
+            ["size_ratio=5", "max_size_amplification_percent=150", "allow_trivial_move=true", "min_merge_width=2"]
+        {
             assert!(text.contains(want), "{want}: {text}");
         }
         let text = written(BenchFlags {

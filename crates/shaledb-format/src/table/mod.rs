@@ -676,8 +676,12 @@ mod unit_tests {
         };
         let block = Block::new(p.encode()).unwrap();
         assert_eq!(TableProperties::decode(block).unwrap(), p);
-        let with_identity =
-            TableProperties { db_id: Some([0xab; DB_ID_LEN]), file_number: Some(12), creation_time: Some(1 << 40), ..p.clone() };
+        let with_identity = TableProperties {
+            db_id: Some([0xab; DB_ID_LEN]),
+            file_number: Some(12),
+            creation_time: Some(1 << 40),
+            ..p.clone()
+        };
         let block = Block::new(with_identity.encode()).unwrap();
         assert_eq!(TableProperties::decode(block).unwrap(), with_identity);
         for (ex, whole) in [(PrefixExtractor::Fixed(8), false), (PrefixExtractor::Capped(3), true)] {

@@ -119,10 +119,23 @@ fn background_loop(inner: &Arc<DbInner>, flush_thread: bool) {
                 }
             }
         }
-        inner.bg_cv.wait(&mut st);
+        match fifo_ttl_recheck(inner) {
+            Some(period) => {
+                inner.bg_cv.wait_for(&mut st, period);
+            }
+            None => inner.bg_cv.wait(&mut st),
+        }
     }
     st.bg_threads_alive -= 1;
     inner.bg_cv.notify_all();
+}
+
+/// FIFO's TTL makes files due with time alone, with no write to wake a thread: an idle thread then looks again
+/// every `ttl` seconds, at most every 60 s (so a file goes at most a minute late) and at least every second.
+fn fifo_ttl_recheck(inner: &DbInner) -> Option<Duration> {
+    let fifo = &inner.opts.compaction_options_fifo;
+    let on = inner.opts.compaction_style == crate::compaction_style::CompactionStyle::Fifo && fifo.ttl > 0;
+    on.then(|| Duration::from_secs(fifo.ttl.clamp(1, 60)))
 }
 
 /// The next automatic compaction under the database's style. FIFO's TTL reads each table's creation time from

@@ -252,12 +252,20 @@ pub(super) const FIELDS: &[Field] = &[
         set: |l, v| {
             let [trivial, stop, min_w, amp, max_w, ratio] = struct_value(
                 v,
-                ["allow_trivial_move", "stop_style", "min_merge_width", "max_size_amplification_percent", "max_merge_width", "size_ratio"],
+                [
+                    "allow_trivial_move",
+                    "stop_style",
+                    "min_merge_width",
+                    "max_size_amplification_percent",
+                    "max_merge_width",
+                    "size_ratio",
+                ],
             )?;
             l.options.compaction_options_universal = CompactionOptionsUniversal {
                 allow_trivial_move: boolean(trivial)?,
-                stop_style: CompactionStopStyle::from_rocksdb_name(stop)
-                    .ok_or_else(|| format!("{stop:?} is not kCompactionStopStyleSimilarSize or kCompactionStopStyleTotalSize"))?,
+                stop_style: CompactionStopStyle::from_rocksdb_name(stop).ok_or_else(|| {
+                    format!("{stop:?} is not kCompactionStopStyleSimilarSize or kCompactionStopStyleTotalSize")
+                })?,
                 min_merge_width: int(min_w)?,
                 max_size_amplification_percent: int(amp)?,
                 max_merge_width: int(max_w)?,
@@ -273,7 +281,10 @@ pub(super) const FIELDS: &[Field] = &[
         fields: &["compaction_options_fifo"],
         get: |o| {
             let f = &o.compaction_options_fifo;
-            format!("{{allow_compaction={};max_table_files_size={};ttl={}}}", f.allow_compaction, f.max_table_files_size, f.ttl)
+            format!(
+                "{{allow_compaction={};max_table_files_size={};ttl={}}}",
+                f.allow_compaction, f.max_table_files_size, f.ttl
+            )
         },
         set: |l, v| {
             let [allow, max, ttl] = struct_value(v, ["allow_compaction", "max_table_files_size", "ttl"])?;

@@ -1,7 +1,9 @@
 use super::fields::FIELDS;
 use super::*;
 use crate::compaction_filter::{CompactionFilter, Decision, FilterContext};
-use crate::compaction_style::{CompactionOptionsFifo, CompactionOptionsUniversal, CompactionStopStyle, CompactionStyle};
+use crate::compaction_style::{
+    CompactionOptionsFifo, CompactionOptionsUniversal, CompactionStopStyle, CompactionStyle,
+};
 use crate::merge::MergeOperator;
 use crate::options::{MemTableRep, WalRecoveryMode};
 use shaledb_format::compress::CompressionType;

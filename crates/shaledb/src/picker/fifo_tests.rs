@@ -86,14 +86,7 @@ fn ttl_gives_way_to_the_size_rule_when_not_enough() {
 fn levels_below_l0_are_dropped_first_smallest_keys_first() {
     // A database switched to FIFO from leveled compaction: L6 goes first, from its smallest keys.
     let o = opts(2000 * K, false, 0);
-    golden(
-        &o,
-        "L6: a-c:1000K d-f:1000K; L0: a-z@5:1000K",
-        &[],
-        0,
-        &[],
-        "L6->L6 in[#1] out[] drop (FifoMaxSize)",
-    );
+    golden(&o, "L6: a-c:1000K d-f:1000K; L0: a-z@5:1000K", &[], 0, &[], "L6->L6 in[#1] out[] drop (FifoMaxSize)");
     golden(&o, "L6: a-c:1000K d-f:500K; L0: a-z@5:500K", &[], 0, &[], "none");
 }
 

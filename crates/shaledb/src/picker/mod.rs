@@ -135,6 +135,15 @@ pub(crate) fn pick_manual_style(
     }
 }
 
+/// RocksDB's `compaction-pending` property: a level scores >= 1 (leveled), or the style's picker has a task
+/// (universal; FIFO by its size and intra-L0 rules, without reading creation times).
+pub(crate) fn compaction_pending(v: &Version, o: &Options, busy: &HashSet<u64>) -> bool {
+    match o.compaction_style {
+        CompactionStyle::Level => scores(v, o, busy).iter().any(|(_, s)| *s >= 1.0),
+        CompactionStyle::Universal | CompactionStyle::Fifo => pick_auto(v, o, busy, &|_| None).is_some(),
+    }
+}
+
 /// The file count the level-0 write stalls compare with `level0_slowdown_writes_trigger` and
 /// `level0_stop_writes_trigger`, RocksDB's `l0_delay_trigger_count`: L0 files, plus under universal compaction
 /// each non-empty level below (all sorted runs). `None` under FIFO, where RocksDB turns the two triggers off:

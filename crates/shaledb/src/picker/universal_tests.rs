@@ -49,12 +49,27 @@ fn nothing_below_the_trigger() {
 fn size_amplification_merges_everything_into_the_last_level() {
     let o = opts(Default::default());
     // 4M of newer runs over a 1M oldest run: 400% > 200%.
-    golden(&o, "L6: a-z@1; L0: a-z@2 a-z@3 a-z@4 a-z@5", &[], "L0->L6 in[#5 #4 #3 #2] out[#1] bottom (UniversalSizeAmplification)");
+    golden(
+        &o,
+        "L6: a-z@1; L0: a-z@2 a-z@3 a-z@4 a-z@5",
+        &[],
+        "L0->L6 in[#5 #4 #3 #2] out[#1] bottom (UniversalSizeAmplification)",
+    );
     // Under the limit (4M over 3M = 133%), size ratio merges them all anyway (3M <= 1.01 x 4M).
-    golden(&o, "L6: a-z@1:3M; L0: a-z@2 a-z@3 a-z@4 a-z@5", &[], "L0->L6 in[#5 #4 #3 #2] out[#1] bottom (UniversalSizeRatio)");
+    golden(
+        &o,
+        "L6: a-z@1:3M; L0: a-z@2 a-z@3 a-z@4 a-z@5",
+        &[],
+        "L0->L6 in[#5 #4 #3 #2] out[#1] bottom (UniversalSizeRatio)",
+    );
     // A busy run between the first idle one and the oldest blocks the rule.
     let o = opts(CompactionOptionsUniversal { max_size_amplification_percent: 50, ..Default::default() });
-    golden(&o, "L6: a-z@1:100M; L0: a-z@2 a-z@3 a-z@4 a-z@5 a-z@6", &[3], "L0->L0 in[#6 #5 #4] out[] (UniversalSizeRatio)");
+    golden(
+        &o,
+        "L6: a-z@1:100M; L0: a-z@2 a-z@3 a-z@4 a-z@5 a-z@6",
+        &[3],
+        "L0->L0 in[#6 #5 #4] out[] (UniversalSizeRatio)",
+    );
 }
 
 #[test]
@@ -132,15 +147,30 @@ fn run_count_ignores_size_ratio() {
 fn busy_runs_are_skipped_and_never_crossed() {
     let o = opts(Default::default());
     // The newest run is busy (a running L0 -> L0 merge): the rest merge from the next idle run.
-    golden(&o, "L6: a-z@1:100M; L0: a-z@2 a-z@3 a-z@4 a-z@5 a-z@6", &[6], "L0->L5 in[#5 #4 #3 #2] out[] (UniversalSizeRatio)");
+    golden(
+        &o,
+        "L6: a-z@1:100M; L0: a-z@2 a-z@3 a-z@4 a-z@5 a-z@6",
+        &[6],
+        "L0->L5 in[#5 #4 #3 #2] out[] (UniversalSizeRatio)",
+    );
     // A busy run in the middle ends the candidate before it.
-    golden(&o, "L6: a-z@1:100M; L0: a-z@2 a-z@3 a-z@4 a-z@5 a-z@6", &[4], "L0->L0 in[#6 #5] out[] (UniversalSizeRatio)");
+    golden(
+        &o,
+        "L6: a-z@1:100M; L0: a-z@2 a-z@3 a-z@4 a-z@5 a-z@6",
+        &[4],
+        "L0->L0 in[#6 #5] out[] (UniversalSizeRatio)",
+    );
 }
 
 #[test]
 fn trivial_move_when_nothing_overlaps() {
     let o = opts(CompactionOptionsUniversal { allow_trivial_move: true, ..Default::default() });
-    golden(&o, "L0: a-b@4 c-d@3 e-f@2 g-h@1", &[], "L0->L6 in[#1 #2 #3 #4] out[] move bottom (UniversalSizeAmplification)");
+    golden(
+        &o,
+        "L0: a-b@4 c-d@3 e-f@2 g-h@1",
+        &[],
+        "L0->L6 in[#1 #2 #3 #4] out[] move bottom (UniversalSizeAmplification)",
+    );
     golden(&o, "L0: a-b@4 c-d@3 e-f@2 b-h@1", &[], "L0->L6 in[#1 #2 #3 #4] out[] bottom (UniversalSizeAmplification)");
 }
 

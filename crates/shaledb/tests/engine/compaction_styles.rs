@@ -337,3 +337,23 @@ fn fifo_ingestion_goes_to_level_0() {
     assert_eq!(db.get(b"ext").unwrap(), Some(b"1".to_vec()));
     db.close().unwrap();
 }
+
+#[test]
+fn fifo_ttl_drops_files_with_no_write_to_wake_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(TestClock(AtomicU64::new(1_000)));
+    // A TTL of 1 s: an idle background thread looks again every second.
+    let db = Db::open(dir.path(), fifo_options(1 << 30, 1, clock.clone())).unwrap();
+    let mut model = BTreeMap::new();
+    flush_round(&db, &mut model, 0, 50);
+    assert_eq!(shape(&db), "L0:1");
+    clock.0.store(1_010, Ordering::SeqCst);
+    // No call into the database until the file is gone (bounded wait; it takes about a second).
+    let start = std::time::Instant::now();
+    while db.property("rocksdb.num-files-at-level0").as_deref() != Some("0") {
+        assert!(start.elapsed() < std::time::Duration::from_secs(30), "the expired file was never dropped");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(db.get(b"r000k00000").unwrap(), None);
+    db.close().unwrap();
+}
