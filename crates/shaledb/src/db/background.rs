@@ -143,7 +143,7 @@ fn fifo_ttl_recheck(inner: &DbInner) -> Option<Duration> {
 /// under the state lock; a table that cannot be read counts as of unknown age.
 fn pick_auto(inner: &DbInner, v: &crate::version::Version, busy: &HashSet<u64>) -> Option<CompactionTask> {
     let created = |f: &shaledb_format::edit::FileMeta| inner.tables.get(f).ok()?.properties().creation_time;
-    picker::pick_auto(v, &inner.opts, busy, &created)
+    picker::pick_auto(v, &inner.opts, busy, &created, false)
 }
 
 /// Flushes the oldest immutable memtable. REQUIRES: `st` locked, `!st.flushing`, `!st.imm.is_empty()`.
@@ -462,7 +462,7 @@ pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Opt
         return manual_compaction(inner, |st| {
             let v = st.vs.current().clone();
             let created = |f: &shaledb_format::edit::FileMeta| inner.tables.get(f).ok()?.properties().creation_time;
-            if let Some(task) = picker::pick_manual_style(&v, &inner.opts, &st.busy, &created) {
+            if let Some(task) = picker::pick_auto(&v, &inner.opts, &st.busy, &created, true) {
                 run_compaction(inner, st, task);
             }
             check_error(st)

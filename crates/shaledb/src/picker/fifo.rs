@@ -22,19 +22,20 @@ use shaledb_format::edit::FileMeta;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-/// The next FIFO compaction (see the module documentation); `now` in seconds since the UNIX epoch.
-pub(super) fn pick(
-    v: &Version,
-    o: &Options,
-    busy: &HashSet<u64>,
-    created: CreationTime<'_>,
-    now: u64,
-) -> Option<CompactionTask> {
+/// What FIFO's TTL rule needs: each table's creation time and the current time, in seconds since the UNIX
+/// epoch.
+pub(super) struct Ages<'a> {
+    pub(super) created: CreationTime<'a>,
+    pub(super) now: u64,
+}
+
+/// The next FIFO compaction (see the module documentation).
+pub(super) fn pick(v: &Version, o: &Options, busy: &HashSet<u64>, ages: Ages<'_>) -> Option<CompactionTask> {
     if v.levels.iter().flatten().any(|f| busy.contains(&f.number)) {
         return None;
     }
     if o.compaction_options_fifo.ttl > 0 {
-        if let Some(t) = pick_ttl(v, o, created, now) {
+        if let Some(t) = pick_ttl(v, o, ages.created, ages.now) {
             return Some(t);
         }
     }

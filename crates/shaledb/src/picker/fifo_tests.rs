@@ -28,7 +28,7 @@ fn golden(o: &Options, shape: &str, times: &[(u64, u64)], now: u64, busy: &[u64]
     let times: HashMap<u64, u64> = times.iter().copied().collect();
     let created = |f: &FileMeta| times.get(&f.number).copied();
     let busy: HashSet<u64> = busy.iter().copied().collect();
-    assert_eq!(render_all(pick(&v, o, &busy, &created, now).as_ref()), want, "shape: {shape}");
+    assert_eq!(render_all(pick(&v, o, &busy, Ages { created: &created, now }).as_ref()), want, "shape: {shape}");
 }
 
 #[test]
@@ -110,7 +110,7 @@ fn intra_l0_compaction_merges_small_files_when_allowed() {
         &[],
         "L0->L0 in[#9 #8 #7 #6] out[] (FifoReduceNumFiles)",
     );
-    let t = pick(&parse(7, shape), &o, &HashSet::new(), &|_| None, 0).unwrap();
+    let t = pick(&parse(7, shape), &o, &HashSet::new(), Ages { created: &|_| None, now: 0 }).unwrap();
     assert_eq!(t.max_output_file_size, u64::MAX, "one output file: an L0 file is one run");
 }
 

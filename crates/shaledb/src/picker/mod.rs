@@ -102,37 +102,31 @@ impl CompactionTask {
 /// read it from the table cache; tests pass fixtures.
 pub(crate) type CreationTime<'a> = &'a dyn Fn(&FileMeta) -> Option<u64>;
 
-/// The next automatic compaction under `o.compaction_style`; `created` gives FIFO's TTL rule each table's
+/// The next compaction under `o.compaction_style`: automatic, or for `compact_range` (`manual`; leveled
+/// compaction has its own, level by level, and gets `None`): universal then merges every file into the last
+/// level, FIFO runs its automatic pick once, as RocksDB does. `created` gives FIFO's TTL rule each table's
 /// creation time (see [`CreationTime`]).
 pub(crate) fn pick_auto(
     v: &Version,
     o: &Options,
     busy: &HashSet<u64>,
     created: CreationTime<'_>,
+    manual: bool,
 ) -> Option<CompactionTask> {
-    match o.compaction_style {
-        CompactionStyle::Level => pick(v, o, busy),
-        CompactionStyle::Universal => universal::pick(v, o, busy),
-        CompactionStyle::Fifo => fifo::pick(v, o, busy, created, o.compaction_options_fifo.clock.now_secs()),
-    }
-}
-
-/// `compact_range` under universal or FIFO compaction (leveled compaction has its own, level by level):
-/// universal merges every file into the last level, FIFO runs its automatic pick once, as RocksDB does.
-pub(crate) fn pick_manual_style(
-    v: &Version,
-    o: &Options,
-    busy: &HashSet<u64>,
-    created: CreationTime<'_>,
-) -> Option<CompactionTask> {
-    match o.compaction_style {
-        CompactionStyle::Level => None,
-        CompactionStyle::Universal => universal::pick_manual(v, o, busy),
-        CompactionStyle::Fifo => pick_auto(v, o, busy, created).map(|mut t| {
+    let now = || o.compaction_options_fifo.clock.now_secs();
+    let task = match (o.compaction_style, manual) {
+        (CompactionStyle::Level, false) => pick(v, o, busy),
+        (CompactionStyle::Level, true) => None,
+        (CompactionStyle::Universal, false) => universal::pick(v, o, busy),
+        (CompactionStyle::Universal, true) => universal::pick_manual(v, o, busy),
+        (CompactionStyle::Fifo, _) => fifo::pick(v, o, busy, fifo::Ages { created, now: now() }),
+    };
+    task.map(|mut t| {
+        if manual {
             t.reason = CompactionReason::ManualCompaction;
-            t
-        }),
-    }
+        }
+        t
+    })
 }
 
 /// RocksDB's `compaction-pending` property: a level scores >= 1 (leveled), or the style's picker has a task
@@ -140,7 +134,7 @@ pub(crate) fn pick_manual_style(
 pub(crate) fn compaction_pending(v: &Version, o: &Options, busy: &HashSet<u64>) -> bool {
     match o.compaction_style {
         CompactionStyle::Level => scores(v, o, busy).iter().any(|(_, s)| *s >= 1.0),
-        CompactionStyle::Universal | CompactionStyle::Fifo => pick_auto(v, o, busy, &|_| None).is_some(),
+        CompactionStyle::Universal | CompactionStyle::Fifo => pick_auto(v, o, busy, &|_| None, false).is_some(),
     }
 }
 

@@ -145,6 +145,12 @@ fn fifo_options(max: u64, ttl: u64, clock: Arc<TestClock>) -> Options {
     }
 }
 
+/// A FIFO database in `dir` with a test clock starting at `start`.
+fn open_fifo(dir: &Path, max: u64, ttl: u64, start: u64) -> (Db, Arc<TestClock>) {
+    let clock = Arc::new(TestClock(AtomicU64::new(start)));
+    (Db::open(dir, fifo_options(max, ttl, clock.clone())).unwrap(), clock)
+}
+
 fn table_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
         .unwrap()
@@ -184,8 +190,7 @@ fn fifo_drops_the_oldest_files_by_size() {
 #[test]
 fn fifo_drops_files_older_than_the_ttl() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(TestClock(AtomicU64::new(10_000)));
-    let db = Db::open(dir.path(), fifo_options(1 << 30, 100, clock.clone())).unwrap();
+    let (db, clock) = open_fifo(dir.path(), 1 << 30, 100, 10_000);
     let mut model = BTreeMap::new();
     flush_round(&db, &mut model, 0, 100); // created at 10,000
     clock.0.store(10_050, Ordering::SeqCst);
@@ -193,22 +198,22 @@ fn fifo_drops_files_older_than_the_ttl() {
     clock.0.store(10_090, Ordering::SeqCst);
     flush_round(&db, &mut model, 2, 100);
     assert_eq!(shape(&db), "L0:3", "nothing is older than 100 s yet");
+    // At `now`, the files of rounds before `first_kept` have expired.
+    let expire = |db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, now: u64, files: &str, first_kept: &[u8]| {
+        clock.0.store(now, Ordering::SeqCst);
+        db.wait_for_compaction().unwrap();
+        assert_eq!(shape(db), files, "at {now}");
+        model.retain(|k, _| k.as_slice() >= first_kept);
+        check_reads(db, model, &format!("at {now}"));
+    };
     // At 10,120 the first file is 120 s old.
-    clock.0.store(10_120, Ordering::SeqCst);
-    db.wait_for_compaction().unwrap();
-    assert_eq!(shape(&db), "L0:2");
+    expire(&db, &mut model, 10_120, "L0:2", b"r001");
     assert_eq!(db.get(b"r000k00000").unwrap(), None);
-    model.retain(|k, _| k.as_slice() >= b"r001".as_slice());
-    check_reads(&db, &model, "after the first expiry");
-    // Reopened, the creation times come back from the tables.
+    // Reopened, the creation times come back from the tables: at 10,170 the second file (10,050) is 120 s
+    // old, the third (10,090) 80 s.
     db.close().unwrap();
     let db = Db::open(dir.path(), fifo_options(1 << 30, 100, clock.clone())).unwrap();
-    // At 10,170 the second file (10,050) is 120 s old, the third (10,090) 80 s.
-    clock.0.store(10_170, Ordering::SeqCst);
-    db.wait_for_compaction().unwrap();
-    assert_eq!(shape(&db), "L0:1");
-    model.retain(|k, _| k.as_slice() >= b"r002".as_slice());
-    check_reads(&db, &model, "after the second expiry");
+    expire(&db, &mut model, 10_170, "L0:1", b"r002");
     db.close().unwrap();
 }
 
@@ -341,11 +346,9 @@ fn fifo_ingestion_goes_to_level_0() {
 #[test]
 fn fifo_ttl_drops_files_with_no_write_to_wake_the_database() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(TestClock(AtomicU64::new(1_000)));
     // A TTL of 1 s: an idle background thread looks again every second.
-    let db = Db::open(dir.path(), fifo_options(1 << 30, 1, clock.clone())).unwrap();
-    let mut model = BTreeMap::new();
-    flush_round(&db, &mut model, 0, 50);
+    let (db, clock) = open_fifo(dir.path(), 1 << 30, 1, 1_000);
+    flush_round(&db, &mut BTreeMap::new(), 0, 50);
     assert_eq!(shape(&db), "L0:1");
     clock.0.store(1_010, Ordering::SeqCst);
     // No call into the database until the file is gone (bounded wait; it takes about a second).
