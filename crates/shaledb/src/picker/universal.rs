@@ -173,7 +173,8 @@ fn build(
     }
     let all: Vec<&Arc<FileMeta>> =
         inputs.iter().chain(more_inputs.iter().map(|(_, f)| f)).chain(output_inputs.iter()).collect();
-    let trivial_move = o.compaction_options_universal.allow_trivial_move && !any_overlap(&all);
+    // Into L0 a move would leave every file where it is (and be picked again): those merge instead.
+    let trivial_move = o.compaction_options_universal.allow_trivial_move && output_level > 0 && !any_overlap(&all);
     Some(CompactionTask {
         level,
         output_level,

@@ -172,6 +172,13 @@ fn trivial_move_when_nothing_overlaps() {
         "L0->L6 in[#1 #2 #3 #4] out[] move bottom (UniversalSizeAmplification)",
     );
     golden(&o, "L0: a-b@4 c-d@3 e-f@2 b-h@1", &[], "L0->L6 in[#1 #2 #3 #4] out[] bottom (UniversalSizeAmplification)");
+    // Written to L0 (above an older L0 run), disjoint files are merged: a move would change nothing.
+    golden(
+        &o,
+        "L6: a-z@1:100M; L0: a-z@2:50M a-b@3 c-d@4 e-f@5 g-h@6",
+        &[],
+        "L0->L0 in[#6 #5 #4 #3] out[] (UniversalSizeRatio)",
+    );
 }
 
 #[test]
