@@ -273,7 +273,7 @@ fn trivial_move(inner: &DbInner, st: &mut State, task: &CompactionTask) -> Resul
 /// True when `task` reads every table file of `v` (RocksDB's `is_full_compaction` for the filter context).
 fn is_full_compaction(v: &crate::version::Version, task: &CompactionTask) -> bool {
     let total: usize = (0..v.num_levels()).map(|l| v.files(l).len()).sum();
-    task.inputs.len() + task.output_inputs.len() == total
+    task.all_inputs().len() == total
 }
 
 /// The I/O of a compaction: merge the inputs, write the outputs. No lock held. `full`: the task reads every

@@ -360,3 +360,39 @@ fn fifo_ttl_drops_files_with_no_write_to_wake_the_database() {
     assert_eq!(db.get(b"r000k00000").unwrap(), None);
     db.close().unwrap();
 }
+
+/// Records the context of every filtered key's job.
+struct Contexts(std::sync::Mutex<Vec<shaledb::FilterContext>>);
+
+impl shaledb::CompactionFilter for Contexts {
+    fn name(&self) -> &str {
+        "contexts"
+    }
+    fn filter(&self, cx: &shaledb::FilterContext, _key: &[u8], _value: &[u8]) -> shaledb::Decision {
+        self.0.lock().unwrap().push(cx.clone());
+        shaledb::Decision::Keep
+    }
+}
+
+#[test]
+fn universal_full_compaction_over_several_levels_tells_the_filter() {
+    let dir = tempfile::tempdir().unwrap();
+    let filter = Arc::new(Contexts(std::sync::Mutex::new(Vec::new())));
+    let o = Options { compaction_filter: Some(filter.clone()), ..style_options(CompactionStyle::Universal) };
+    let db = Db::open(dir.path(), o).unwrap();
+    let mut model = BTreeMap::new();
+    // 8 flushes: runs in L0, L5 and L6 (see the golden shapes above).
+    for round in 0..8 {
+        flush_round(&db, &mut model, round, 100);
+    }
+    assert_eq!(shape(&db), "L0:1 L5:1 L6:1");
+    filter.0.lock().unwrap().clear();
+    db.compact_range(None, None).unwrap();
+    assert_eq!(shape(&db), "L6:1");
+    let seen = filter.0.lock().unwrap().clone();
+    assert!(!seen.is_empty());
+    assert!(seen.iter().all(|cx| cx.is_full_compaction && cx.is_manual_compaction && cx.bottommost), "{seen:?}");
+    assert!(seen.iter().all(|cx| (cx.level, cx.output_level) == (0, 6)), "{seen:?}");
+    check_reads(&db, &model, "after the full compaction");
+    db.close().unwrap();
+}
