@@ -369,7 +369,7 @@ impl shaledb::CompactionFilter for Contexts {
         "contexts"
     }
     fn filter(&self, cx: &shaledb::FilterContext, _key: &[u8], _value: &[u8]) -> shaledb::Decision {
-        self.0.lock().unwrap().push(cx.clone());
+        self.0.lock().unwrap().push(*cx);
         shaledb::Decision::Keep
     }
 }
