@@ -113,7 +113,7 @@ fn background_loop(inner: &Arc<DbInner>, flush_thread: bool) {
                 && (!flush_thread || inner.opts.max_background_jobs == 1 || st.imm.is_empty());
             if may_compact {
                 let v = st.vs.current().clone();
-                if let Some(task) = pick_auto(inner, &v, &st.busy) {
+                if let Some(task) = pick_auto(inner, &v, &st.busy, false) {
                     run_compaction(inner, &mut st, task);
                     continue;
                 }
@@ -138,12 +138,18 @@ fn fifo_ttl_recheck(inner: &DbInner) -> Option<Duration> {
     on.then(|| Duration::from_secs(fifo.ttl.clamp(1, 60)))
 }
 
-/// The next automatic compaction under the database's style. FIFO's TTL reads each table's creation time from
-/// the table cache: every table stays open there (FIFO's TTL requires `max_open_files = -1`), so no I/O runs
-/// under the state lock; a table that cannot be read counts as of unknown age.
-fn pick_auto(inner: &DbInner, v: &crate::version::Version, busy: &HashSet<u64>) -> Option<CompactionTask> {
+/// The next compaction under the database's style (`manual`: for `compact_range`, see `picker::pick_auto`).
+/// FIFO's TTL reads each table's creation time from the table cache: every table stays open there (FIFO's TTL
+/// requires `max_open_files = -1`), so no I/O runs under the state lock; a table that cannot be read counts as
+/// of unknown age.
+fn pick_auto(
+    inner: &DbInner,
+    v: &crate::version::Version,
+    busy: &HashSet<u64>,
+    manual: bool,
+) -> Option<CompactionTask> {
     let created = |f: &shaledb_format::edit::FileMeta| inner.tables.get(f).ok()?.properties().creation_time;
-    picker::pick_auto(v, &inner.opts, busy, &created, false)
+    picker::pick_auto(v, &inner.opts, busy, &created, manual)
 }
 
 /// Flushes the oldest immutable memtable. REQUIRES: `st` locked, `!st.flushing`, `!st.imm.is_empty()`.
@@ -431,7 +437,7 @@ pub(crate) fn wait_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
     loop {
         check_error(&st)?;
         let v = st.vs.current().clone();
-        let due = !inner.opts.disable_auto_compactions && pick_auto(inner, &v, &st.busy).is_some();
+        let due = !inner.opts.disable_auto_compactions && pick_auto(inner, &v, &st.busy, false).is_some();
         if st.imm.is_empty() && !st.flushing && st.running_compactions == 0 && !due {
             return Ok(());
         }
@@ -461,8 +467,7 @@ pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Opt
         // Universal: everything into the last level; FIFO: its automatic pick, once (RocksDB's CompactRange).
         return manual_compaction(inner, |st| {
             let v = st.vs.current().clone();
-            let created = |f: &shaledb_format::edit::FileMeta| inner.tables.get(f).ok()?.properties().creation_time;
-            if let Some(task) = picker::pick_auto(&v, &inner.opts, &st.busy, &created, true) {
+            if let Some(task) = pick_auto(inner, &v, &st.busy, true) {
                 run_compaction(inner, st, task);
             }
             check_error(st)
