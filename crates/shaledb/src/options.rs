@@ -56,11 +56,14 @@ pub struct Options {
     pub write_buffer_size: usize,
     /// Memtables (active + immutable) allowed at once; writes stall when all are full. Default: 2.
     pub max_write_buffer_number: usize,
-    /// L0 file count that triggers an L0 compaction. Default: 4.
+    /// L0 file count that triggers an L0 compaction (universal: sorted runs that trigger a merge; FIFO with
+    /// `allow_compaction`: the fewest L0 files merged). Default: 4.
     pub level0_file_num_compaction_trigger: usize,
-    /// L0 file count at which writes are slowed to `delayed_write_rate`. Default: 20.
+    /// L0 file count at which writes are slowed to `delayed_write_rate` (universal: sorted runs; not used under
+    /// FIFO, as in RocksDB). Default: 20.
     pub level0_slowdown_writes_trigger: usize,
-    /// L0 file count at which writes stop until compaction catches up. Default: 36.
+    /// L0 file count at which writes stop until compaction catches up (universal: sorted runs; not used under
+    /// FIFO, as in RocksDB). Default: 36.
     pub level0_stop_writes_trigger: usize,
     /// Number of levels, L0 included. Default: 7.
     pub num_levels: usize,
