@@ -431,6 +431,9 @@ impl Db {
     /// Compacts the key range `[begin, end]` (both inclusive; `None` = unbounded) down to the last level,
     /// after a flush: what RocksDB's `CompactRange` does.
     ///
+    /// Under universal compaction every file is merged into the last level, whatever the range; under FIFO
+    /// compaction FIFO's own pick runs once (its size, TTL and intra-L0 rules), as RocksDB does for both.
+    ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
