@@ -110,6 +110,7 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
         o.compression_per_level = levels.into_iter().map(codec).collect();
     }
     o.bottommost_compression = f.bottommost().map(codec);
+    compaction_style(f, &mut o)?;
     o.block_size = f.block_size;
     // db_bench: a negative --bloom_bits keeps the table default, which has no filter; 0 means none.
     o.bloom_bits_per_key = if f.bloom_bits > 0.0 { f.bloom_bits } else { 0.0 };
@@ -419,6 +420,32 @@ impl Engine for ShaleDb {
             ],
         }
     }
+}
+
+/// `--compaction_style` and the `--universal_*` / `--fifo_compaction_*` flags, as db_bench sets them (a 0 for a
+/// universal option keeps RocksDB's default).
+fn compaction_style(f: &BenchFlags, o: &mut Options) -> EngineResult<()> {
+    o.compaction_style = shaledb::CompactionStyle::from_number(u64::from(f.compaction_style))
+        .ok_or_else(|| format!("unknown --compaction_style {}", f.compaction_style))?;
+    let u = &mut o.compaction_options_universal;
+    for (flag, slot) in [
+        (f.universal_size_ratio, &mut u.size_ratio),
+        (f.universal_min_merge_width, &mut u.min_merge_width),
+        (f.universal_max_merge_width, &mut u.max_merge_width),
+        (f.universal_max_size_amplification_percent, &mut u.max_size_amplification_percent),
+    ] {
+        if flag != 0 {
+            *slot = flag;
+        }
+    }
+    u.allow_trivial_move = f.universal_allow_trivial_move;
+    let fifo = &mut o.compaction_options_fifo;
+    if f.fifo_compaction_max_table_files_size_mb > 0 {
+        fifo.max_table_files_size = f.fifo_compaction_max_table_files_size_mb.saturating_mul(1 << 20);
+    }
+    fifo.allow_compaction = f.fifo_compaction_allow_compaction;
+    fifo.ttl = f.fifo_compaction_ttl;
+    Ok(())
 }
 
 #[cfg(test)]

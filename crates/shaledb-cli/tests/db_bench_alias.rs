@@ -254,7 +254,8 @@ fn flags_shaledb_cannot_honour_are_errors_naming_them() {
     let wal = format!("--wal_dir={}", elsewhere.path().display());
     for (flag, arg) in [
         ("wal_dir", wal.as_str()),
-        ("compaction_style", "--compaction_style=1"),
+        ("fifo_compaction_max_table_files_size_mb", "--compaction_style=2"),
+        ("compaction_style", "--compaction_style=3"),
         ("memtablerep", "--memtablerep=hash_linkedlist"),
         ("subcompactions", "--subcompactions=4"),
         ("compression_max_dict_bytes", "--compression_max_dict_bytes=16384"),

@@ -138,11 +138,21 @@ fn job_notes(stats: &CompactionStats) -> String {
 pub(crate) fn compaction_line(task: &CompactionTask, edit: &VersionEdit, stats: &CompactionStats) -> String {
     let numbers = |files: &[Arc<FileMeta>]| files.iter().map(|f| f.number).collect::<Vec<u64>>();
     let outputs: Vec<u64> = edit.new_files.iter().map(|(_, f)| f.number).collect();
-    let extra = job_notes(stats);
+    let mut extra = job_notes(stats);
+    if !task.more_inputs.is_empty() {
+        let more: Vec<String> = task.more_inputs.iter().map(|(l, f)| format!("L{l} #{}", f.number)).collect();
+        extra.push_str(&format!("; also read {}", more.join(", ")));
+    }
     format!(
         "compaction{}: L{} {:?} + L{} {:?} -> L{} {outputs:?}; read {} bytes, wrote {} bytes, moved {} bytes, {} \
          entries in, {} dropped, {} us{extra}",
-        if task.trivial_move { " (trivial move)" } else { "" },
+        if task.drop_only {
+            " (deletion)"
+        } else if task.trivial_move {
+            " (trivial move)"
+        } else {
+            ""
+        },
         task.level,
         numbers(&task.inputs),
         task.output_level,

@@ -34,6 +34,7 @@ pub mod backup;
 mod batch;
 mod compaction;
 pub mod compaction_filter;
+pub mod compaction_style;
 mod db;
 use shaledb_format::filenames;
 mod identity;
@@ -61,6 +62,7 @@ mod version_set;
 
 pub use batch::WriteBatch;
 pub use compaction_filter::{CompactionFilter, Decision, FilterContext};
+pub use compaction_style::{CompactionOptionsFifo, CompactionOptionsUniversal, CompactionStopStyle, CompactionStyle};
 pub use db::{destroy, destroy_with, Db, SizeApproximationOptions};
 pub use info_log::ctime_utc;
 pub use iter::{Cursor, Iter, KeyRange};

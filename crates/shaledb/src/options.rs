@@ -56,11 +56,14 @@ pub struct Options {
     pub write_buffer_size: usize,
     /// Memtables (active + immutable) allowed at once; writes stall when all are full. Default: 2.
     pub max_write_buffer_number: usize,
-    /// L0 file count that triggers an L0 compaction. Default: 4.
+    /// L0 file count that triggers an L0 compaction (universal: sorted runs that trigger a merge; FIFO with
+    /// `allow_compaction`: the fewest L0 files merged). Default: 4.
     pub level0_file_num_compaction_trigger: usize,
-    /// L0 file count at which writes are slowed to `delayed_write_rate`. Default: 20.
+    /// L0 file count at which writes are slowed to `delayed_write_rate` (universal: sorted runs; not used under
+    /// FIFO, as in RocksDB). Default: 20.
     pub level0_slowdown_writes_trigger: usize,
-    /// L0 file count at which writes stop until compaction catches up. Default: 36.
+    /// L0 file count at which writes stop until compaction catches up (universal: sorted runs; not used under
+    /// FIFO, as in RocksDB). Default: 36.
     pub level0_stop_writes_trigger: usize,
     /// Number of levels, L0 included. Default: 7.
     pub num_levels: usize,
@@ -89,6 +92,16 @@ pub struct Options {
     pub hard_pending_compaction_bytes_limit: u64,
     /// Do not schedule compactions automatically (manual `compact_range` still works). Default: `false`.
     pub disable_auto_compactions: bool,
+    /// How the database compacts: leveled, universal or FIFO (RocksDB `compaction_style`); one style per
+    /// database (column families do not exist yet). See [`crate::compaction_style`], which also says what
+    /// switching style on an existing database does. Default: `Level`.
+    pub compaction_style: crate::compaction_style::CompactionStyle,
+    /// Universal compaction's options (RocksDB `compaction_options_universal`); used under
+    /// `CompactionStyle::Universal`. Default: RocksDB's defaults.
+    pub compaction_options_universal: crate::compaction_style::CompactionOptionsUniversal,
+    /// FIFO compaction's options (RocksDB `compaction_options_fifo`); used under `CompactionStyle::Fifo`.
+    /// Default: RocksDB's defaults (1 GiB, no intra-L0 compaction, no TTL).
+    pub compaction_options_fifo: crate::compaction_style::CompactionOptionsFifo,
     /// Compression for every level without an entry in `compression_per_level`. Default: LZ4.
     pub compression: CompressionType,
     /// Per-level compression, index = level; levels past the end use the last entry. Default: empty.
@@ -227,6 +240,9 @@ impl std::fmt::Debug for Options {
             .field("merge_operator", &self.merge_operator.as_ref().map(|m| m.name().to_string()))
             .field("compaction_filter", &self.compaction_filter.as_ref().map(|m| m.name().to_string()))
             .field("ttl", &self.ttl)
+            .field("compaction_style", &self.compaction_style)
+            .field("compaction_options_universal", &self.compaction_options_universal)
+            .field("compaction_options_fifo", &self.compaction_options_fifo)
             .finish_non_exhaustive()
     }
 }
@@ -253,6 +269,9 @@ impl Default for Options {
             soft_pending_compaction_bytes_limit: 64 << 30,
             hard_pending_compaction_bytes_limit: 256 << 30,
             disable_auto_compactions: false,
+            compaction_style: crate::compaction_style::CompactionStyle::Level,
+            compaction_options_universal: Default::default(),
+            compaction_options_fifo: Default::default(),
             compression: CompressionType::Lz4,
             compression_per_level: Vec::new(),
             bottommost_compression: None,
@@ -317,6 +336,12 @@ impl Options {
                 self.memtable_prefix_bloom_size_ratio
             )));
         }
+        crate::compaction_style::validate(
+            &self.compaction_options_universal,
+            &self.compaction_options_fifo,
+            self.compaction_style,
+            self.max_open_files,
+        )?;
         if self.ttl.is_some() && self.merge_operator.is_some() {
             return Err(invalid("ttl (TTL mode) cannot be combined with a merge_operator".into()));
         }
@@ -495,6 +520,9 @@ impl Options {
             whole_key_filtering: self.whole_key_filtering,
             // Direct writes leave no dirty pages behind to sync early.
             bytes_per_sync: if self.use_direct_io_for_flush_and_compaction { 0 } else { self.bytes_per_sync },
+            // FIFO's TTL needs each table's age; a compaction replaces it with its inputs' oldest.
+            creation_time: (self.compaction_style == crate::compaction_style::CompactionStyle::Fifo)
+                .then(|| self.compaction_options_fifo.clock.now_secs()),
         }
     }
 

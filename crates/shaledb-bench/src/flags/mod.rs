@@ -271,9 +271,34 @@ pub struct BenchFlags {
     /// every batch.
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub allow_concurrent_memtable_write: bool,
-    /// 0: leveled compaction (the only style ShaleDB has yet); 1 universal and 2 FIFO are errors.
+    /// 0: leveled compaction, 1: universal, 2: FIFO (RocksDB's numbers).
     #[arg(long, default_value_t = 0)]
     pub compaction_style: u32,
+    /// Universal: percentage flexibility when comparing run sizes; 0 keeps the default (1).
+    #[arg(long, default_value_t = 0)]
+    pub universal_size_ratio: u32,
+    /// Universal: fewest runs in a size-ratio merge; 0 keeps the default (2).
+    #[arg(long, default_value_t = 0)]
+    pub universal_min_merge_width: u32,
+    /// Universal: most runs in one merge; 0 keeps the default (unlimited).
+    #[arg(long, default_value_t = 0)]
+    pub universal_max_merge_width: u32,
+    /// Universal: size amplification (%) that triggers a full merge; 0 keeps the default (200).
+    #[arg(long, default_value_t = 0)]
+    pub universal_max_size_amplification_percent: u32,
+    /// Universal: move non-overlapping files instead of rewriting them.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub universal_allow_trivial_move: bool,
+    /// FIFO: total table size (MiB) past which the oldest tables are deleted. Required with
+    /// --compaction_style=2 (db_bench's default, 0, would delete every table).
+    #[arg(long, default_value_t = 0)]
+    pub fifo_compaction_max_table_files_size_mb: u64,
+    /// FIFO: merge small L0 files (intra-L0 compaction).
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub fifo_compaction_allow_compaction: bool,
+    /// FIFO: delete tables older than this many seconds; 0 off. Needs --open_files=-1.
+    #[arg(long, default_value_t = 0)]
+    pub fifo_compaction_ttl: u64,
     /// Threads one compaction job splits into; ShaleDB runs each job on one thread (only 1 is accepted).
     #[arg(long, default_value_t = 1)]
     pub subcompactions: u32,
@@ -603,14 +628,22 @@ impl BenchFlags {
             return bad("memtablerep", format!("unknown memtable '{}' (skip_list, vector)", self.memtablerep));
         }
         match self.compaction_style {
-            0 => {}
-            1 | 2 => {
-                let style = if self.compaction_style == 1 { "universal" } else { "FIFO" };
+            0 | 1 => {}
+            2 if self.fifo_compaction_max_table_files_size_mb == 0 => {
                 return bad(
-                    "compaction_style",
-                    format!("{style} compaction ({}) is not implemented yet; only 0 (leveled)", self.compaction_style),
-                );
+                    "fifo_compaction_max_table_files_size_mb",
+                    "FIFO compaction (--compaction_style=2) needs a size limit; 0 (db_bench's default) would delete \
+                     every table"
+                        .into(),
+                )
             }
+            2 if self.fifo_compaction_ttl > 0 && self.open_files != -1 => {
+                return bad(
+                    "fifo_compaction_ttl",
+                    format!("needs --open_files=-1 (both engines), got {}", self.open_files),
+                )
+            }
+            2 => {}
             n => return bad("compaction_style", format!("unknown style {n} (0 leveled, 1 universal, 2 FIFO)")),
         }
         if self.subcompactions > 1 {

@@ -175,3 +175,44 @@ fn normalize_leaves_short_and_double_dash_flags() {
     assert_eq!(normalize_arg("-5".into()), "-5");
     assert_eq!(normalize_arg("fillseq".into()), "fillseq");
 }
+
+#[test]
+fn compaction_style_flags_map_to_both_engines_options() {
+    let shale = |args: &str| crate::shale::options_from_flags(&parse(&args.split(' ').collect::<Vec<_>>()).unwrap());
+    let o = shale(
+        "--compaction_style=1 --universal_size_ratio=5 --universal_min_merge_width=3 --universal_max_merge_width=8 \
+         --universal_max_size_amplification_percent=150 --universal_allow_trivial_move=1",
+    )
+    .unwrap();
+    assert_eq!(o.compaction_style, shaledb::CompactionStyle::Universal);
+    let u = &o.compaction_options_universal;
+    assert_eq!((u.size_ratio, u.min_merge_width, u.max_merge_width, u.max_size_amplification_percent), (5, 3, 8, 150));
+    assert!(u.allow_trivial_move);
+    // 0 keeps RocksDB's defaults, as db_bench does.
+    let o = shale("--compaction_style=1").unwrap();
+    assert_eq!(o.compaction_options_universal, shaledb::CompactionOptionsUniversal::default());
+    let o = shale(
+        "--compaction_style=2 --fifo_compaction_max_table_files_size_mb=64 --fifo_compaction_allow_compaction=0 \
+         --fifo_compaction_ttl=3600",
+    )
+    .unwrap();
+    assert_eq!(o.compaction_style, shaledb::CompactionStyle::Fifo);
+    let fifo = &o.compaction_options_fifo;
+    assert_eq!((fifo.max_table_files_size, fifo.allow_compaction, fifo.ttl), (64 << 20, false, 3600));
+    o.validate().unwrap();
+}
+
+#[test]
+fn compaction_style_flags_shaledb_refuses_name_the_flag() {
+    let e = err_text(&["--compaction_style=2"]);
+    assert!(e.contains("fifo_compaction_max_table_files_size_mb"), "{e}");
+    let e = err_text(&[
+        "--compaction_style=2",
+        "--fifo_compaction_max_table_files_size_mb=1",
+        "--fifo_compaction_ttl=9",
+        "--open_files=100",
+    ]);
+    assert!(e.contains("fifo_compaction_ttl") && e.contains("open_files"), "{e}");
+    assert!(err_text(&["--compaction_style=3"]).contains("compaction_style"));
+    parse(&["--compaction_style=2", "--fifo_compaction_max_table_files_size_mb=1", "--fifo_compaction_ttl=9"]).unwrap();
+}

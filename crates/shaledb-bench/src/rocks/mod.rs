@@ -215,6 +215,8 @@ impl Engine for RocksDb {
         } else {
             DB::open(&opts, path)?
         };
+        let pairs = options::mutable_compaction_options(flags);
+        db.set_options(&pairs.iter().map(|(k, v)| (*k, v.as_str())).collect::<Vec<_>>())?;
         Ok(RocksDb {
             db,
             opts,

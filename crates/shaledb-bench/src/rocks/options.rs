@@ -3,7 +3,10 @@
 
 use crate::engine::EngineResult;
 use crate::flags::{BenchFlags, Compression};
-use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Env, Options};
+use rocksdb::{
+    BlockBasedOptions, Cache, DBCompactionStyle, DBCompressionType, Env, FifoCompactOptions, Options,
+    UniversalCompactOptions,
+};
 
 fn codec(c: Compression) -> DBCompressionType {
     match c {
@@ -51,6 +54,56 @@ fn base_options(f: &BenchFlags) -> EngineResult<Options> {
     Ok(opts)
 }
 
+/// `--compaction_style` and the `--universal_*` / `--fifo_compaction_*` flags, set as db_bench 7.8 sets them: a
+/// universal option only when its flag is not 0. The `rocksdb` crate has setters for the style, the universal
+/// sizes and FIFO's size; the rest is in [`mutable_compaction_options`].
+fn set_compaction_style(f: &BenchFlags, o: &mut Options) -> EngineResult<()> {
+    o.set_compaction_style(match f.compaction_style {
+        0 => DBCompactionStyle::Level,
+        1 => DBCompactionStyle::Universal,
+        2 => DBCompactionStyle::Fifo,
+        n => return Err(bad("compaction_style", format!("unknown style {n}"))),
+    });
+    let mut u = UniversalCompactOptions::default();
+    let c = |flag: &str, v: u32| i32::try_from(v).map_err(|_| bad(flag, format!("{v} is too large for RocksDB")));
+    if f.universal_size_ratio != 0 {
+        u.set_size_ratio(c("universal_size_ratio", f.universal_size_ratio)?);
+    }
+    if f.universal_min_merge_width != 0 {
+        u.set_min_merge_width(c("universal_min_merge_width", f.universal_min_merge_width)?);
+    }
+    if f.universal_max_merge_width != 0 {
+        u.set_max_merge_width(c("universal_max_merge_width", f.universal_max_merge_width)?);
+    }
+    if f.universal_max_size_amplification_percent != 0 {
+        let v = c("universal_max_size_amplification_percent", f.universal_max_size_amplification_percent)?;
+        u.set_max_size_amplification_percent(v);
+    }
+    o.set_universal_compaction_options(&u);
+    let mut fifo = FifoCompactOptions::default();
+    fifo.set_max_table_files_size(f.fifo_compaction_max_table_files_size_mb.saturating_mul(1 << 20));
+    o.set_fifo_compaction_options(&fifo);
+    Ok(())
+}
+
+/// The compaction options the `rocksdb` crate has no setter for (`allow_trivial_move`, FIFO's
+/// `allow_compaction`, `ttl`, which db_bench sets from `--fifo_compaction_ttl` whatever the style), as
+/// `SetOptions` pairs applied right after open: all three are mutable column family options in RocksDB.
+pub(super) fn mutable_compaction_options(f: &BenchFlags) -> Vec<(&'static str, String)> {
+    vec![
+        ("compaction_options_universal", format!("{{allow_trivial_move={}}}", f.universal_allow_trivial_move)),
+        (
+            "compaction_options_fifo",
+            format!(
+                "{{allow_compaction={};max_table_files_size={}}}",
+                f.fifo_compaction_allow_compaction,
+                f.fifo_compaction_max_table_files_size_mb.saturating_mul(1 << 20)
+            ),
+        ),
+        ("ttl", f.fifo_compaction_ttl.to_string()),
+    ]
+}
+
 /// The RocksDB options `flags` ask for. Every flag that [`crate::shale::options_from_flags`] maps is mapped
 /// to RocksDB's option of the same name, as db_bench does:
 ///
@@ -63,6 +116,7 @@ fn base_options(f: &BenchFlags) -> EngineResult<Options> {
 /// | `--max_background_jobs`, `--max_background_compactions`, `--max_background_flushes` | same names (as given, as db_bench passes them) |
 /// | `--delayed_write_rate` | `delayed_write_rate` (DBOptions, through an OPTIONS file) |
 /// | `--disable_auto_compactions` | same name |
+/// | `--compaction_style`, `--universal_*`, `--fifo_compaction_*` | `compaction_style`, `compaction_options_universal`, `compaction_options_fifo`, `ttl` (setters, and `SetOptions` right after open for what has none) |
 /// | `--compression_type`, `--min_level_to_compress` | `compression`, `compression_per_level` (db_bench's rule) |
 /// | `--compression_per_level`, `--bottommost_compression` | same names |
 /// | `--block_size`, `--cache_index_and_filter_blocks` | `BlockBasedTableOptions` of the same names |
@@ -120,6 +174,7 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
         o.set_max_background_flushes(f.max_background_flushes.unwrap_or(-1) as i32);
     }
     o.set_disable_auto_compactions(f.disable_auto_compactions);
+    set_compaction_style(f, &mut o)?;
 
     let c = f.compression().ok_or_else(|| bad("compression_type", format!("unknown '{}'", f.compression_type)))?;
     o.set_compression_type(codec(c));
@@ -250,5 +305,49 @@ mod tests {
         assert!(err(BenchFlags { min_level_to_compress: 9, ..d() }).contains("--min_level_to_compress"));
         assert!(err(BenchFlags { max_write_buffer_number: usize::MAX, ..d() }).contains("--max_write_buffer_number"));
         assert!(options_from_flags(&BenchFlags::default()).is_ok());
+    }
+
+    /// The compaction style flags reach RocksDB: the OPTIONS file of a database opened with them says so.
+    #[test]
+    fn compaction_style_flags_reach_rocksdb() {
+        let d = BenchFlags::default;
+        let written = |f: BenchFlags| {
+            let dir = tempfile::tempdir().unwrap();
+            let db = rocksdb::DB::open(&options_from_flags(&f).unwrap(), dir.path()).unwrap();
+            let pairs = mutable_compaction_options(&f);
+            db.set_options(&pairs.iter().map(|(k, v)| (*k, v.as_str())).collect::<Vec<_>>()).unwrap();
+            drop(db);
+            let name = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+                .filter(|n| n.starts_with("OPTIONS-"))
+                .max()
+                .unwrap();
+            std::fs::read_to_string(dir.path().join(name)).unwrap()
+        };
+        let text = written(BenchFlags {
+            compaction_style: 1,
+            universal_size_ratio: 5,
+            universal_max_size_amplification_percent: 150,
+            universal_allow_trivial_move: true,
+            ..d()
+        });
+        assert!(text.contains("compaction_style=kCompactionStyleUniversal"), "{text}");
+        for want in
+            ["size_ratio=5", "max_size_amplification_percent=150", "allow_trivial_move=true", "min_merge_width=2"]
+        {
+            assert!(text.contains(want), "{want}: {text}");
+        }
+        let text = written(BenchFlags {
+            compaction_style: 2,
+            fifo_compaction_max_table_files_size_mb: 64,
+            fifo_compaction_allow_compaction: false,
+            fifo_compaction_ttl: 3600,
+            ..d()
+        });
+        assert!(text.contains("compaction_style=kCompactionStyleFIFO"), "{text}");
+        for want in ["max_table_files_size=67108864", "allow_compaction=false", "ttl=3600"] {
+            assert!(text.contains(want), "{want}: {text}");
+        }
     }
 }

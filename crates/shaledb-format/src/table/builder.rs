@@ -91,6 +91,7 @@ impl TableBuilder {
             format_version: crate::FORMAT_VERSION,
             db_id: opts.db_id,
             file_number: opts.file_number,
+            creation_time: opts.creation_time,
             // Without a filter there is nothing to say about its contents; without prefixes in it, it holds
             // whole keys.
             prefix_extractor: opts.prefix_extractor.filter(|_| opts.bloom_bits_per_key > 0.0),

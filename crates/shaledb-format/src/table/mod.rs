@@ -35,6 +35,8 @@
 //!   `prefix_extractor` (the extractor's RocksDB name, prefix.rs, e.g. `rocksdb.FixedPrefix.8`) and
 //!   `whole_key_filtering` (one byte, 0 or 1: whether the filter also holds whole user keys). Absent: the
 //!   filter holds whole user keys only. An extractor name this build does not know reads as absent.
+//! - One optional time property: `creation_time` (varint64, seconds since the UNIX epoch when the table's data
+//!   was first written; written by FIFO compaction for its TTL, absent otherwise). FROZEN.
 //! - `format_version` is `crate::FORMAT_VERSION` (3; readers accept 1 to 3: version 2 added the single-deletion
 //!   kind, version 3 the range-deletion record kind, docs/format/sst.md).
 
@@ -101,6 +103,9 @@ pub struct TableOptions {
     /// `false`, the filter holds only prefixes: smaller, and point lookups check the prefix instead. Default
     /// true.
     pub whole_key_filtering: bool,
+    /// When the table's data was first written, in seconds since the UNIX epoch, written into the
+    /// properties (`creation_time`): FIFO compaction's TTL reads it. Default none.
+    pub creation_time: Option<u64>,
 }
 
 impl Default for TableOptions {
@@ -116,6 +121,7 @@ impl Default for TableOptions {
             bytes_per_sync: 0,
             prefix_extractor: None,
             whole_key_filtering: true,
+            creation_time: None,
         }
     }
 }
@@ -161,6 +167,9 @@ pub struct TableProperties {
     /// Whether the bloom filter holds whole user keys. True in tables written before prefix filters
     /// existed.
     pub whole_key_filtering: bool,
+    /// Seconds since the UNIX epoch when the table's data was first written (`None` in tables written
+    /// without one: before the property existed, or under a compaction style other than FIFO).
+    pub creation_time: Option<u64>,
 }
 
 impl Default for TableProperties {
@@ -184,6 +193,7 @@ impl Default for TableProperties {
             file_number: None,
             prefix_extractor: None,
             whole_key_filtering: true,
+            creation_time: None,
         }
     }
 }
@@ -193,6 +203,7 @@ const DB_ID_PROP: &[u8] = b"db_id";
 const FILE_NUMBER_PROP: &[u8] = b"file_number";
 const PREFIX_EXTRACTOR_PROP: &[u8] = b"prefix_extractor";
 const WHOLE_KEY_FILTERING_PROP: &[u8] = b"whole_key_filtering";
+const CREATION_TIME_PROP: &[u8] = b"creation_time";
 
 const PROP_NAMES: [&[u8]; 13] = [
     b"compression",
@@ -229,6 +240,11 @@ impl TableProperties {
             let mut v = Vec::new();
             put_varint64(&mut v, n);
             entries.push((FILE_NUMBER_PROP, v));
+        }
+        if let Some(t) = self.creation_time {
+            let mut v = Vec::new();
+            put_varint64(&mut v, t);
+            entries.push((CREATION_TIME_PROP, v));
         }
         if let Some(ex) = &self.prefix_extractor {
             entries.push((PREFIX_EXTRACTOR_PROP, ex.name().into_bytes()));
@@ -278,6 +294,11 @@ impl TableProperties {
                 p.file_number = match get_varint64(value) {
                     Some((v, n)) if n == value.len() => Some(v),
                     _ => return Err(bad("bad value of property file_number".into())),
+                };
+            } else if name == CREATION_TIME_PROP {
+                p.creation_time = match get_varint64(value) {
+                    Some((v, n)) if n == value.len() => Some(v),
+                    _ => return Err(bad("bad value of property creation_time".into())),
                 };
             } else if name == PREFIX_EXTRACTOR_PROP {
                 // An extractor this build does not know: its prefixes are of no use, never an error.
@@ -654,10 +675,16 @@ mod unit_tests {
             file_number: None,
             prefix_extractor: None,
             whole_key_filtering: true,
+            creation_time: None,
         };
         let block = Block::new(p.encode()).unwrap();
         assert_eq!(TableProperties::decode(block).unwrap(), p);
-        let with_identity = TableProperties { db_id: Some([0xab; DB_ID_LEN]), file_number: Some(12), ..p.clone() };
+        let with_identity = TableProperties {
+            db_id: Some([0xab; DB_ID_LEN]),
+            file_number: Some(12),
+            creation_time: Some(1 << 40),
+            ..p.clone()
+        };
         let block = Block::new(with_identity.encode()).unwrap();
         assert_eq!(TableProperties::decode(block).unwrap(), with_identity);
         for (ex, whole) in [(PrefixExtractor::Fixed(8), false), (PrefixExtractor::Capped(3), true)] {

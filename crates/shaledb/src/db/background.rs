@@ -113,16 +113,43 @@ fn background_loop(inner: &Arc<DbInner>, flush_thread: bool) {
                 && (!flush_thread || inner.opts.max_background_jobs == 1 || st.imm.is_empty());
             if may_compact {
                 let v = st.vs.current().clone();
-                if let Some(task) = picker::pick(&v, &inner.opts, &st.busy) {
+                if let Some(task) = pick_auto(inner, &v, &st.busy, false) {
                     run_compaction(inner, &mut st, task);
                     continue;
                 }
             }
         }
-        inner.bg_cv.wait(&mut st);
+        match fifo_ttl_recheck(inner) {
+            Some(period) => {
+                inner.bg_cv.wait_for(&mut st, period);
+            }
+            None => inner.bg_cv.wait(&mut st),
+        }
     }
     st.bg_threads_alive -= 1;
     inner.bg_cv.notify_all();
+}
+
+/// FIFO's TTL makes files due with time alone, with no write to wake a thread: an idle thread then looks again
+/// every `ttl` seconds, at most every 60 s (so a file goes at most a minute late) and at least every second.
+fn fifo_ttl_recheck(inner: &DbInner) -> Option<Duration> {
+    let fifo = &inner.opts.compaction_options_fifo;
+    let on = inner.opts.compaction_style == crate::compaction_style::CompactionStyle::Fifo && fifo.ttl > 0;
+    on.then(|| Duration::from_secs(fifo.ttl.clamp(1, 60)))
+}
+
+/// The next compaction under the database's style (`manual`: for `compact_range`, see `picker::pick_auto`).
+/// FIFO's TTL reads each table's creation time from the table cache: every table stays open there (FIFO's TTL
+/// requires `max_open_files = -1`), so no I/O runs under the state lock; a table that cannot be read counts as
+/// of unknown age.
+fn pick_auto(
+    inner: &DbInner,
+    v: &crate::version::Version,
+    busy: &HashSet<u64>,
+    manual: bool,
+) -> Option<CompactionTask> {
+    let created = |f: &shaledb_format::edit::FileMeta| inner.tables.get(f).ok()?.properties().creation_time;
+    picker::pick_auto(v, &inner.opts, busy, &created, manual)
 }
 
 /// Flushes the oldest immutable memtable. REQUIRES: `st` locked, `!st.flushing`, `!st.imm.is_empty()`.
@@ -182,10 +209,12 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) 
 
 /// Runs one compaction task. REQUIRES: `st` locked; the task's files are not busy.
 fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, task: CompactionTask) {
-    let all: Vec<u64> = task.inputs.iter().chain(&task.output_inputs).map(|f| f.number).collect();
+    let all: Vec<u64> = task.all_inputs().iter().map(|(_, f)| f.number).collect();
     st.busy.extend(all.iter().copied());
     st.running_compactions += 1;
-    let result = if task.trivial_move {
+    let result = if task.drop_only {
+        drop_files(inner, st, &task)
+    } else if task.trivial_move {
         trivial_move(inner, st, &task)
     } else {
         let snapshots = inner.snapshots.sequences();
@@ -217,11 +246,26 @@ fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, Sta
     inner.bg_cv.notify_all();
 }
 
+/// FIFO's size and TTL rules: the inputs leave the version; nothing is written.
+fn drop_files(inner: &DbInner, st: &mut State, task: &CompactionTask) -> Result<()> {
+    let mut edit = VersionEdit::default();
+    for (level, f) in task.all_inputs() {
+        edit.deleted_files.push((level as u32, f.number));
+    }
+    let stats = CompactionStats { count: 1, ..CompactionStats::default() };
+    let line = crate::info_log::compaction_line(task, &edit, &stats);
+    st.vs.log_and_apply(edit)?;
+    inner.info_log.log(line);
+    st.obsolete_tables.extend(task.all_inputs().iter().map(|(_, f)| f.number));
+    Ok(())
+}
+
 fn trivial_move(inner: &DbInner, st: &mut State, task: &CompactionTask) -> Result<()> {
     let mut edit = VersionEdit::default();
     let mut stats = CompactionStats { count: 1, ..CompactionStats::default() };
-    for f in &task.inputs {
-        edit.deleted_files.push((task.level as u32, f.number));
+    // Files already in the output level (universal compaction's) stay where they are.
+    for (level, f) in task.all_inputs().into_iter().filter(|(l, _)| *l != task.output_level) {
+        edit.deleted_files.push((level as u32, f.number));
         edit.new_files.push((task.output_level as u32, (**f).clone()));
         stats.bytes_moved += f.file_size;
     }
@@ -235,7 +279,7 @@ fn trivial_move(inner: &DbInner, st: &mut State, task: &CompactionTask) -> Resul
 /// True when `task` reads every table file of `v` (RocksDB's `is_full_compaction` for the filter context).
 fn is_full_compaction(v: &crate::version::Version, task: &CompactionTask) -> bool {
     let total: usize = (0..v.num_levels()).map(|l| v.files(l).len()).sum();
-    task.inputs.len() + task.output_inputs.len() == total
+    task.all_inputs().len() == total
 }
 
 /// The I/O of a compaction: merge the inputs, write the outputs. No lock held. `full`: the task reads every
@@ -258,19 +302,28 @@ fn execute(
             n => Readahead::Fixed(n),
         },
     };
+    // Under FIFO the outputs carry their oldest input's creation time (RocksDB's oldest ancestor time).
+    let mut oldest_input: Option<u64> = None;
     let mut tombstones: Vec<crate::range_del::Fragments> = Vec::new();
-    for f in task.inputs.iter().chain(&task.output_inputs) {
+    for (_, f) in task.all_inputs() {
         let t = inner.tables.open_uncached(f, true)?;
         if f.num_range_deletions > 0 {
             tombstones.push(crate::range_del::Fragments::from_stored(&t.range_tombstones()?));
+        }
+        if let Some(c) = t.properties().creation_time {
+            oldest_input = Some(oldest_input.map_or(c, |o| o.min(c)));
         }
         children.push(Box::new(t.iter_with(&input_opts)));
     }
     let range_dels = (!tombstones.is_empty()).then(|| Arc::new(crate::range_del::Fragments::merged(tombstones.iter())));
     let mut input = MergingIterator::new(children);
     input.seek_to_first();
+    let mut table_options = inner.opts.table_options(inner.db_id, task.output_level, task.bottommost);
+    if table_options.creation_time.is_some() && oldest_input.is_some() {
+        table_options.creation_time = oldest_input;
+    }
     let spec = OutputSpec {
-        table_options: inner.opts.table_options(inner.db_id, task.output_level, task.bottommost),
+        table_options,
         max_file_size: task.max_output_file_size,
         grandparents: task.grandparents.clone(),
         max_grandparent_overlap: picker::max_grandparent_overlap(task.max_output_file_size),
@@ -305,16 +358,14 @@ fn execute(
     stats.micros = start.elapsed().as_micros() as u64;
     stats.cpu_micros = shaledb_vfs::thread_cpu_micros().saturating_sub(cpu_start);
     stats.count = 1;
-    stats.bytes_read_input_level = task.inputs.iter().map(|f| f.file_size).sum();
+    let input_level = task.inputs.iter().chain(task.more_inputs.iter().map(|(_, f)| f));
+    stats.bytes_read_input_level = input_level.clone().map(|f| f.file_size).sum();
     stats.bytes_read_output_level = task.output_inputs.iter().map(|f| f.file_size).sum();
-    stats.files_in_input_level = task.inputs.len() as u64;
+    stats.files_in_input_level = input_level.count() as u64;
     stats.files_in_output_level = task.output_inputs.len() as u64;
     let mut edit = VersionEdit::default();
-    for f in &task.inputs {
-        edit.deleted_files.push((task.level as u32, f.number));
-    }
-    for f in &task.output_inputs {
-        edit.deleted_files.push((task.output_level as u32, f.number));
+    for (level, f) in task.all_inputs() {
+        edit.deleted_files.push((level as u32, f.number));
     }
     edit.new_files.extend(out.files.into_iter().map(|f| (task.output_level as u32, f)));
     Ok((edit, stats))
@@ -392,7 +443,7 @@ pub(crate) fn wait_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
     loop {
         check_error(&st)?;
         let v = st.vs.current().clone();
-        let due = !inner.opts.disable_auto_compactions && picker::pick(&v, &inner.opts, &st.busy).is_some();
+        let due = !inner.opts.disable_auto_compactions && pick_auto(inner, &v, &st.busy, false).is_some();
         if st.imm.is_empty() && !st.flushing && st.running_compactions == 0 && !due {
             return Ok(());
         }
@@ -418,6 +469,16 @@ pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Opt
     }
     let start_seq = inner.visible_seq.load(Ordering::Acquire);
     flush(inner)?;
+    if inner.opts.compaction_style != crate::compaction_style::CompactionStyle::Level {
+        // Universal: everything into the last level; FIFO: its automatic pick, once (RocksDB's CompactRange).
+        return manual_compaction(inner, |st| {
+            let v = st.vs.current().clone();
+            if let Some(task) = pick_auto(inner, &v, &st.busy, true) {
+                run_compaction(inner, st, task);
+            }
+            check_error(st)
+        });
+    }
     manual_compaction(inner, |st| {
         // With a compaction filter (or TTL mode) the last level is rewritten too, so the filter sees every
         // value in the range (RocksDB's default `kIfHaveCompactionFilter`). First, so that what the levels

@@ -354,7 +354,10 @@ fn install(
     for f in files {
         let (lo, hi) = (f.smallest_user_key(), f.largest_user_key());
         let overlaps_db = (0..v.num_levels()).any(|l| level_overlaps(&v, l, lo, hi));
-        plan.push((pick_level(&v, &st.busy, lo, hi), force || overlaps_db));
+        // FIFO keeps everything in L0 (RocksDB's FIFO has one level); a deeper file would be dropped first.
+        let fifo = inner.opts.compaction_style == crate::compaction_style::CompactionStyle::Fifo;
+        let level = if fifo { 0 } else { pick_level(&v, &st.busy, lo, hi) };
+        plan.push((level, force || overlaps_db));
     }
     let global = plan.iter().any(|&(_, g)| g);
     if global && !o.allow_global_seqno {

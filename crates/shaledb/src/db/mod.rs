@@ -311,8 +311,9 @@ impl Db {
     /// and by snapshots as of their sequence (a snapshot taken before still sees the keys). Keys written after
     /// it are live again. `begin > end` is `InvalidArgument`; `begin == end` deletes nothing.
     ///
-    /// NB (first layer, DeleteRange branch): range tombstones live in memtables only; a flush of a memtable
-    /// holding one fails with `NotSupported` until tables carry them (DELETERANGE-STATUS.md).
+    /// Flush writes the tombstones into the table's range-deletion block, and compaction drops the keys they
+    /// cover (and, at the bottom level with no older snapshot, the tombstones themselves). A scan steps over
+    /// covered keys until a compaction drops them; a point read costs the same whatever the number deleted.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -463,6 +464,9 @@ impl Db {
 
     /// Compacts the key range `[begin, end]` (both inclusive; `None` = unbounded) down to the last level,
     /// after a flush: what RocksDB's `CompactRange` does.
+    ///
+    /// Under universal compaction every file is merged into the last level, whatever the range; under FIFO
+    /// compaction FIFO's own pick runs once (its size, TTL and intra-L0 rules), as RocksDB does for both.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();

@@ -186,8 +186,7 @@ impl Db {
             "base-level" => n(crate::picker::level_targets(v, &inner.opts).base_level),
             "compaction-pending" => {
                 let busy = inner.state.lock().busy.clone();
-                let scores = crate::picker::scores(v, &inner.opts, &busy);
-                Some(u64::from(scores.iter().any(|(_, s)| *s >= 1.0)))
+                Some(u64::from(crate::picker::compaction_pending(v, &inner.opts, &busy)))
             }
             "estimate-pending-compaction-bytes" => Some(crate::picker::pending_compaction_bytes(v, &inner.opts)),
             "num-running-compactions" => n(inner.state.lock().running_compactions),

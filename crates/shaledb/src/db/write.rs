@@ -372,7 +372,8 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, bytes: usize) -> Result<A
             break Err(Error::Closed);
         }
         let v = st.vs.current().clone();
-        let l0 = v.files(0).len();
+        // L0 files (sorted runs under universal compaction; no L0 stalls under FIFO, as in RocksDB).
+        let l0 = crate::picker::l0_delay_trigger_count(&v, o);
         let pending = if o.soft_pending_compaction_bytes_limit > 0 || o.hard_pending_compaction_bytes_limit > 0 {
             crate::picker::pending_compaction_bytes(&v, o)
         } else {
@@ -380,7 +381,7 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, bytes: usize) -> Result<A
         };
         let mem_full = st.mem.approximate_memory_usage() >= o.write_buffer_size;
         let memtable_stop = mem_full && st.imm.len() + 1 >= o.max_write_buffer_number;
-        let l0_stop = l0 >= o.level0_stop_writes_trigger;
+        let l0_stop = l0.is_some_and(|n| n >= o.level0_stop_writes_trigger);
         let stop = l0_stop
             || (o.hard_pending_compaction_bytes_limit > 0 && pending >= o.hard_pending_compaction_bytes_limit)
             || memtable_stop;
@@ -401,7 +402,7 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, bytes: usize) -> Result<A
             inner.bg_cv.wait_for(&mut st, Duration::from_millis(100));
             continue;
         }
-        let l0_slow = l0 >= o.level0_slowdown_writes_trigger;
+        let l0_slow = l0.is_some_and(|n| n >= o.level0_slowdown_writes_trigger);
         let pending_slow =
             o.soft_pending_compaction_bytes_limit > 0 && pending >= o.soft_pending_compaction_bytes_limit;
         let slow =

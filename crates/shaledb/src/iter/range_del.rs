@@ -7,8 +7,9 @@
 //! covered value hides the key, covered merge operands stop at it as at a deletion. Entries newer than the
 //! read's sequence pass unchanged (the cursor ignores them anyway).
 //!
-//! NB: the cursor still steps over each covered entry; skipping a covered stretch in one seek per source
-//! (Pebble's and RocksDB's range-deletion-aware merging iterator) is the next step, see DELETERANGE-STATUS.md.
+//! NB: the cursor still steps over each covered entry until a compaction drops it (RocksDB 7.8's `DBIter` checks
+//! each key against its range-deletion aggregator the same way). Skipping a covered stretch in one seek per
+//! source, as Pebble's and newer RocksDB's range-deletion-aware merging iterators do, is not built.
 
 use crate::range_del::RangeDelView;
 use shaledb_format::ikey::{self, ValueKind};

@@ -4,10 +4,11 @@
 //!
 //! Not persisted: `create_if_missing` and `error_if_exists` (they say how one call to open treats the
 //! directory, not what the database is: loaded options with `error_if_exists` could never reopen it), `fs`
-//! (a runtime object), a TTL's `clock` (a runtime object; the system clock is used), and the merge operator
+//! (a runtime object), a TTL's and FIFO's `clock` (runtime objects; the system clock is used), and the merge operator
 //! and compaction filter themselves (code: recorded by name only, see `LoadedOptions`).
 
 use super::LoadedOptions;
+use crate::compaction_style::{CompactionOptionsUniversal, CompactionStopStyle, CompactionStyle};
 use crate::options::{MemTableRep, Options, WalRecoveryMode};
 use shaledb_format::compress::CompressionType;
 use shaledb_format::prefix::PrefixExtractor;
@@ -220,6 +221,80 @@ pub(super) const FIELDS: &[Field] = &[
     plain!(Cf, "soft_pending_compaction_bytes_limit", soft_pending_compaction_bytes_limit, int),
     plain!(Cf, "hard_pending_compaction_bytes_limit", hard_pending_compaction_bytes_limit, int),
     plain!(Cf, "disable_auto_compactions", disable_auto_compactions, boolean),
+    Field {
+        section: Section::Cf,
+        name: "compaction_style",
+        fields: &["compaction_style"],
+        get: |o| o.compaction_style.rocksdb_name().to_string(),
+        set: |l, v| {
+            l.options.compaction_style = CompactionStyle::from_rocksdb_name(v).ok_or_else(|| {
+                format!("{v:?} is not a compaction style ShaleDB has (kCompactionStyleLevel, kCompactionStyleUniversal, kCompactionStyleFIFO)")
+            })?;
+            Ok(())
+        },
+    },
+    Field {
+        section: Section::Cf,
+        name: "compaction_options_universal",
+        fields: &["compaction_options_universal"],
+        get: |o| {
+            let u = &o.compaction_options_universal;
+            format!(
+                "{{allow_trivial_move={};stop_style={};min_merge_width={};max_size_amplification_percent={};max_merge_width={};size_ratio={}}}",
+                u.allow_trivial_move,
+                u.stop_style.rocksdb_name(),
+                u.min_merge_width,
+                u.max_size_amplification_percent,
+                u.max_merge_width,
+                u.size_ratio
+            )
+        },
+        set: |l, v| {
+            let [trivial, stop, min_w, amp, max_w, ratio] = struct_value(
+                v,
+                [
+                    "allow_trivial_move",
+                    "stop_style",
+                    "min_merge_width",
+                    "max_size_amplification_percent",
+                    "max_merge_width",
+                    "size_ratio",
+                ],
+            )?;
+            l.options.compaction_options_universal = CompactionOptionsUniversal {
+                allow_trivial_move: boolean(trivial)?,
+                stop_style: CompactionStopStyle::from_rocksdb_name(stop).ok_or_else(|| {
+                    format!("{stop:?} is not kCompactionStopStyleSimilarSize or kCompactionStopStyleTotalSize")
+                })?,
+                min_merge_width: int(min_w)?,
+                max_size_amplification_percent: int(amp)?,
+                max_merge_width: int(max_w)?,
+                size_ratio: int(ratio)?,
+            };
+            Ok(())
+        },
+    },
+    // `ttl` is FIFO's TTL (see `CompactionOptionsFifo::ttl`); its clock is a runtime object, not persisted.
+    Field {
+        section: Section::Cf,
+        name: "compaction_options_fifo",
+        fields: &["compaction_options_fifo"],
+        get: |o| {
+            let f = &o.compaction_options_fifo;
+            format!(
+                "{{allow_compaction={};max_table_files_size={};ttl={}}}",
+                f.allow_compaction, f.max_table_files_size, f.ttl
+            )
+        },
+        set: |l, v| {
+            let [allow, max, ttl] = struct_value(v, ["allow_compaction", "max_table_files_size", "ttl"])?;
+            let f = &mut l.options.compaction_options_fifo;
+            f.allow_compaction = boolean(allow)?;
+            f.max_table_files_size = int(max)?;
+            f.ttl = int(ttl)?;
+            Ok(())
+        },
+    },
     Field {
         section: Section::Cf,
         name: "compression",

@@ -40,7 +40,9 @@ pub(crate) const HEADER: &str = "# ShaleDB options file";
 /// The major format version this ShaleDB writes and reads.
 pub(crate) const FORMAT_MAJOR: u32 = 1;
 /// The minor format version this ShaleDB writes.
-pub(crate) const FORMAT_MINOR: u32 = 0;
+/// 1: `compaction_style`, `compaction_options_universal`, `compaction_options_fifo` (a 1.0 file lacks them:
+/// they load at their defaults).
+pub(crate) const FORMAT_MINOR: u32 = 1;
 /// OPTIONS files kept in a database directory (RocksDB keeps 2): the newest, and the one before it.
 pub(crate) const KEEP_OPTIONS_FILES: usize = 2;
 /// Largest OPTIONS file read (checked against the file size before it is read).

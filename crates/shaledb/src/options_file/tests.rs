@@ -1,6 +1,9 @@
 use super::fields::FIELDS;
 use super::*;
 use crate::compaction_filter::{CompactionFilter, Decision, FilterContext};
+use crate::compaction_style::{
+    CompactionOptionsFifo, CompactionOptionsUniversal, CompactionStopStyle, CompactionStyle,
+};
 use crate::merge::MergeOperator;
 use crate::options::{MemTableRep, WalRecoveryMode};
 use shaledb_format::compress::CompressionType;
@@ -79,6 +82,21 @@ fn non_default(with_ttl: bool) -> Options {
         block_cache_shard_bits: 4,
         cache_index_and_filter_blocks: true,
         max_auto_readahead_size: 64 << 10,
+        compaction_style: if with_ttl { CompactionStyle::Fifo } else { CompactionStyle::Universal },
+        compaction_options_universal: CompactionOptionsUniversal {
+            size_ratio: 7,
+            min_merge_width: 3,
+            max_merge_width: 9,
+            max_size_amplification_percent: 150,
+            stop_style: CompactionStopStyle::SimilarSize,
+            allow_trivial_move: true,
+        },
+        compaction_options_fifo: CompactionOptionsFifo {
+            max_table_files_size: 5 << 30,
+            allow_compaction: true,
+            ttl: if with_ttl { 0 } else { 86_400 },
+            ..Default::default()
+        },
         ..Options::default()
     }
 }
@@ -174,10 +192,10 @@ fn damaged_files_are_errors_naming_file_and_line() {
         "unknown option",
     );
     let v = line_of(&good, "options_file_version");
-    let e = parse_text(&good.replace("options_file_version=1.0", "options_file_version=2.0")).unwrap_err();
+    let e = parse_text(&good.replace("options_file_version=1.1", "options_file_version=2.0")).unwrap_err();
     assert!(matches!(e, Error::NotSupported(_)), "{e}");
     assert!(e.to_string().contains(&format!("/db/OPTIONS-000007: line {v}:")), "{e}");
-    assert_bad(&good.replace("options_file_version=1.0", "options_file_version=one"), v, "MAJOR.MINOR");
+    assert_bad(&good.replace("options_file_version=1.1", "options_file_version=one"), v, "MAJOR.MINOR");
     assert_bad(
         &good.replace("compression=kLZ4Compression", "compression=kZlibCompression"),
         line_of(&good, "  compression="),
@@ -219,7 +237,7 @@ fn truncated_files_are_errors_never_a_partial_load() {
 fn newer_minor_versions_may_add_options_and_older_ones_lack_them() {
     let good = render(&Options::default());
     let newer = good
-        .replace("options_file_version=1.0", "options_file_version=1.7")
+        .replace("options_file_version=1.1", "options_file_version=1.7")
         .replace("  paranoid_checks=", "  some_future_option=42\n  paranoid_checks=");
     parse_text(&newer).unwrap();
     // Comments, blank lines and spacing are free; a missing option is an error at this version.
@@ -227,6 +245,18 @@ fn newer_minor_versions_may_add_options_and_older_ones_lack_them() {
     assert_eq!(parse_text(&spaced).unwrap().options.write_buffer_size, 64 << 20);
     let lacking = good.replace("  write_buffer_size=67108864\n", "");
     assert_bad(&lacking, line_of(&good, "[CFOptions"), "lacks option write_buffer_size");
+    // A 1.0 file (before the compaction styles) lacks their three options: they load at their defaults.
+    let mut old = render(&non_default(false)).replace("options_file_version=1.1", "options_file_version=1.0");
+    for name in ["compaction_style", "compaction_options_universal", "compaction_options_fifo"] {
+        let start = old.find(&format!("  {name}=")).unwrap();
+        let end = start + old[start..].find('\n').unwrap() + 1;
+        old.replace_range(start..end, "");
+    }
+    let o = parse_text(&old).unwrap().options;
+    assert_eq!(o.compaction_style, CompactionStyle::Level);
+    assert_eq!(o.compaction_options_universal, CompactionOptionsUniversal::default());
+    assert_eq!(o.compaction_options_fifo.max_table_files_size, 1 << 30);
+    assert_eq!(o.write_buffer_size, 8 << 20);
 }
 
 #[test]

@@ -145,6 +145,8 @@ pub(super) fn build_task(
         score: 0.0,
         reason,
         max_output_file_size,
+        more_inputs: Vec::new(),
+        drop_only: false,
     })
 }
 
@@ -171,6 +173,8 @@ pub(super) fn rewrite_task(
         score: 0.0,
         reason,
         max_output_file_size,
+        more_inputs: Vec::new(),
+        drop_only: false,
     })
 }
 

@@ -18,14 +18,17 @@
 //!   tasks that [`pick`] returns while others run are disjoint from them.
 
 mod choose;
+mod fifo;
 mod score;
+mod universal;
 
+use crate::compaction_style::CompactionStyle;
 use crate::options::Options;
 use crate::version::Version;
 pub(crate) use choose::max_grandparent_overlap;
 use choose::{build_task, clean_cut, pick_l0, pick_level, rewrite_task, sorted_overlap_range};
 use score::scores_with;
-pub(crate) use score::{level_targets, pending_compaction_bytes, scores};
+pub(crate) use score::{level_targets, scores};
 use shaledb_format::edit::FileMeta;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -39,6 +42,18 @@ pub(crate) enum CompactionReason {
     LevelMaxLevelSize,
     /// `compact_range`.
     ManualCompaction,
+    /// Universal: the runs above the oldest exceed `max_size_amplification_percent` of it.
+    UniversalSizeAmplification,
+    /// Universal: runs of similar size (`size_ratio`).
+    UniversalSizeRatio,
+    /// Universal: more sorted runs than `level0_file_num_compaction_trigger`.
+    UniversalSortedRunNum,
+    /// FIFO: the tables exceed `max_table_files_size`.
+    FifoMaxSize,
+    /// FIFO: the oldest tables are older than `ttl`.
+    FifoTtl,
+    /// FIFO with `allow_compaction`: small L0 files merged.
+    FifoReduceNumFiles,
 }
 
 /// One compaction to run: `inputs` (from `level`) and `output_inputs` (from `output_level`) are merged and
@@ -66,6 +81,82 @@ pub(crate) struct CompactionTask {
     pub reason: CompactionReason,
     /// Size at which output files are cut.
     pub max_output_file_size: u64,
+    /// Universal compaction's inputs from levels other than `level` and `output_level` (the sorted runs in
+    /// between), with their level; empty for leveled compaction.
+    pub more_inputs: Vec<(usize, Arc<FileMeta>)>,
+    /// Delete the inputs and write nothing (FIFO's size and TTL rules).
+    pub drop_only: bool,
+}
+
+impl CompactionTask {
+    /// Every input file with its level: `inputs`, `more_inputs`, then `output_inputs`.
+    pub(crate) fn all_inputs(&self) -> Vec<(usize, &Arc<FileMeta>)> {
+        let mut all: Vec<(usize, &Arc<FileMeta>)> = self.inputs.iter().map(|f| (self.level, f)).collect();
+        all.extend(self.more_inputs.iter().map(|(l, f)| (*l, f)));
+        all.extend(self.output_inputs.iter().map(|f| (self.output_level, f)));
+        all
+    }
+}
+
+/// Reads a table's `creation_time` property for FIFO's TTL rule (`None`: unknown). The background threads
+/// read it from the table cache; tests pass fixtures.
+pub(crate) type CreationTime<'a> = &'a dyn Fn(&FileMeta) -> Option<u64>;
+
+/// The next compaction under `o.compaction_style`: automatic, or for `compact_range` (`manual`; leveled
+/// compaction has its own, level by level, and gets `None`): universal then merges every file into the last
+/// level, FIFO runs its automatic pick once, as RocksDB does. `created` gives FIFO's TTL rule each table's
+/// creation time (see [`CreationTime`]).
+pub(crate) fn pick_auto(
+    v: &Version,
+    o: &Options,
+    busy: &HashSet<u64>,
+    created: CreationTime<'_>,
+    manual: bool,
+) -> Option<CompactionTask> {
+    let now = || o.compaction_options_fifo.clock.now_secs();
+    let task = match (o.compaction_style, manual) {
+        (CompactionStyle::Level, false) => pick(v, o, busy),
+        (CompactionStyle::Level, true) => None,
+        (CompactionStyle::Universal, false) => universal::pick(v, o, busy),
+        (CompactionStyle::Universal, true) => universal::pick_manual(v, o, busy),
+        (CompactionStyle::Fifo, _) => fifo::pick(v, o, busy, fifo::Ages { created, now: now() }),
+    };
+    task.map(|mut t| {
+        if manual {
+            t.reason = CompactionReason::ManualCompaction;
+        }
+        t
+    })
+}
+
+/// RocksDB's `compaction-pending` property: a level scores >= 1 (leveled), or the style's picker has a task
+/// (universal; FIFO by its size and intra-L0 rules, without reading creation times).
+pub(crate) fn compaction_pending(v: &Version, o: &Options, busy: &HashSet<u64>) -> bool {
+    match o.compaction_style {
+        CompactionStyle::Level => scores(v, o, busy).iter().any(|(_, s)| *s >= 1.0),
+        CompactionStyle::Universal | CompactionStyle::Fifo => pick_auto(v, o, busy, &|_| None, false).is_some(),
+    }
+}
+
+/// The file count the level-0 write stalls compare with `level0_slowdown_writes_trigger` and
+/// `level0_stop_writes_trigger`, RocksDB's `l0_delay_trigger_count`: L0 files, plus under universal compaction
+/// each non-empty level below (all sorted runs). `None` under FIFO, where RocksDB turns the two triggers off:
+/// FIFO deletes files only by size and age, so a stop on the file count could never be lifted.
+pub(crate) fn l0_delay_trigger_count(v: &Version, o: &Options) -> Option<usize> {
+    match o.compaction_style {
+        CompactionStyle::Level => Some(v.files(0).len()),
+        CompactionStyle::Universal => Some(universal::sorted_run_count(v)),
+        CompactionStyle::Fifo => None,
+    }
+}
+
+/// RocksDB's estimate of the pending compaction bytes (only leveled compaction has one; 0 otherwise, as in
+/// RocksDB's `EstimateCompactionBytesNeeded`).
+pub(crate) fn pending_compaction_bytes(v: &Version, o: &Options) -> u64 {
+    match o.compaction_style {
+        CompactionStyle::Level => score::pending_compaction_bytes(v, o),
+        CompactionStyle::Universal | CompactionStyle::Fifo => 0,
+    }
 }
 
 /// The next automatic compaction, if any level scores >= 1 and a task avoiding `busy` files exists.

@@ -4,6 +4,7 @@ mod api;
 mod bounds;
 mod checkpoint_backup;
 mod compaction_filter;
+mod compaction_styles;
 mod concurrency;
 mod delete_range;
 mod estimates;

@@ -4,7 +4,10 @@
 use crate::tiny_options;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use shaledb::{CompressionType, Db, MemTableRep, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use shaledb::{
+    CompactionOptionsFifo, CompactionOptionsUniversal, CompactionStopStyle, CompactionStyle, CompressionType, Db,
+    MemTableRep, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions,
+};
 use std::collections::BTreeMap;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -248,4 +251,39 @@ fn model_direct_io_for_flush_and_compaction() {
     run_in(tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(), 8, o.clone(), steps());
     let o = Options { use_direct_reads: true, compaction_readahead_size: 0, ..o };
     run_in(tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(), 9, o, steps());
+}
+
+#[test]
+fn model_universal_compaction() {
+    let o = Options { compaction_style: CompactionStyle::Universal, ..tiny_options() };
+    run(21, o, steps());
+}
+
+#[test]
+fn model_universal_trivial_move_similar_size_parallel_jobs() {
+    let u = CompactionOptionsUniversal {
+        allow_trivial_move: true,
+        stop_style: CompactionStopStyle::SimilarSize,
+        size_ratio: 20,
+        max_merge_width: 3,
+        max_size_amplification_percent: 50,
+        ..Default::default()
+    };
+    let o = Options {
+        compaction_style: CompactionStyle::Universal,
+        compaction_options_universal: u,
+        max_background_jobs: 4,
+        num_levels: 4,
+        ..tiny_options()
+    };
+    run(22, o, steps());
+}
+
+#[test]
+fn model_fifo_compaction_within_its_limit() {
+    // FIFO deletes data by design: under a limit the run never reaches (and no TTL), the model holds, and
+    // allow_compaction's intra-L0 merges (with snapshots and merge operands) run.
+    let fifo = CompactionOptionsFifo { max_table_files_size: 1 << 30, allow_compaction: true, ..Default::default() };
+    let o = Options { compaction_style: CompactionStyle::Fifo, compaction_options_fifo: fifo, ..tiny_options() };
+    run(23, o, steps());
 }

@@ -161,6 +161,20 @@ fn power_loss_sweep_large_values_fragmented_wal_records() {
     sweep("large-values/zstd", opts, cfg, 150, 300);
 }
 
+/// D-univ-1: universal compaction's tasks (several levels in, written just above the next older run, trivial
+/// moves) keep D3 and D7 at every crash point: a power loss never loses an acknowledged synced write nor
+/// resurrects an old value.
+#[test]
+fn power_loss_sweep_universal_compaction() {
+    let u = shaledb::CompactionOptionsUniversal { allow_trivial_move: true, ..Default::default() };
+    let opts = Options {
+        compaction_style: shaledb::CompactionStyle::Universal,
+        compaction_options_universal: u,
+        ..mem_default()
+    };
+    sweep("universal/lz4", opts, WorkloadConfig::default(), 400, 300);
+}
+
 /// D3 with single deletions (issue 16): a kill or power loss before or after a flush or compaction never
 /// resurrects a single-deleted value nor loses one acknowledged, whichever of a put and its single deletion
 /// reached a table first.
