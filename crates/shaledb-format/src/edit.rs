@@ -11,7 +11,7 @@
 //!               | [tag 5]  last_sequence:varint64
 //!               | [tag 6]  deleted_file
 //!               | [tag 7]  new_file                  ; a file without range tombstones
-//!               | [tag 8]  new_file num_range_deletions:varint64   ; a file with some (> 0); format version 3
+//!               | [tag 10] new_file num_range_deletions:varint64   ; a file with some (> 0); format version 3
 //!               | [tag 0x2001] db_id:lp_slice        ; the database's identity: exactly 16 bytes
 //!               | [tag with bit 0x2000 set, unknown] opaque:lp_slice   ; safe to ignore: skipped
 //! deleted_file := level:varint32 number:varint64
@@ -20,7 +20,7 @@
 //!                 smallest_seq:varint64 largest_seq:varint64 num_entries:varint64 num_deletions:varint64
 //! ```
 //!
-//! Tags are FROZEN; tag 0 is reserved. Tags 1 to 5 and 0x2001 appear at most once per edit, tags 6, 7 and 8 any
+//! Tags are FROZEN; tag 0 is reserved. Tags 1 to 5 and 0x2001 appear at most once per edit, tags 6, 7 and 10 any
 //! number of times; `level < 64`. An unknown tag without the safe-to-ignore bit is corruption: the edit was written by a
 //! newer version whose meaning this one cannot honour. A later version adds an optional field by giving it a tag
 //! with the bit set and an `lp_slice` body, which older versions skip.
@@ -50,7 +50,7 @@ pub struct FileMeta {
     /// Deletion entries in the file.
     pub num_deletions: u64,
     /// Range tombstones in the file's range-deletion block (format version 3). A file holding any is recorded
-    /// with tag 8, so a build that predates range deletions refuses the MANIFEST rather than read past them.
+    /// with tag 10, so a build that predates range deletions refuses the MANIFEST rather than read past them.
     pub num_range_deletions: u64,
 }
 
@@ -83,7 +83,7 @@ pub mod tag {
     pub const NEW_FILE: u32 = 7;
     /// A file added to a level that holds range tombstones: `new_file` followed by their count (format
     /// version 3). Not safe to ignore: a reader that skipped it would bring deleted keys back.
-    pub const NEW_FILE_WITH_RANGE_DELS: u32 = 8;
+    pub const NEW_FILE_WITH_RANGE_DELS: u32 = 10;
     /// Set in the tag of an optional field (body: an `lp_slice`) that a reader not knowing it may skip.
     pub const SAFE_TO_IGNORE: u32 = 0x2000;
     /// The database's identity (16 bytes). Optional and safe to ignore: MANIFESTs written before it existed
@@ -597,8 +597,8 @@ mod tests {
     fn unknown_tag_not_safe_to_ignore() {
         let mut data = enc(&snapshot());
         let at = data.len() as u64;
-        data.extend(field(9, &[1, 0]));
-        expect_corruption(&data, at, "unknown tag 9");
+        data.extend(field(11, &[1, 0]));
+        expect_corruption(&data, at, "unknown tag 11");
         expect_corruption(&field(0, &[]), 0, "unknown tag 0");
     }
 

@@ -91,7 +91,7 @@ fn build() -> Option<Base> {
                 db.single_delete_opt(&sync, &k).ok()?;
             }
         }
-        // A range deletion per round: tables with range-deletion blocks, MANIFEST records with tag 8, and one
+        // A range deletion per round: tables with range-deletion blocks, MANIFEST records with tag 10, and one
         // in the WAL for the fuzzer to damage.
         db.delete_range_opt(&sync, key(round * 9 + 2), key(round * 9 + 5)).ok()?;
         if round < 3 {

@@ -60,11 +60,12 @@ pub fn inclusive_upper(end: &[u8]) -> &[u8] {
 }
 
 /// Widens a file's internal-key bounds (`smallest`, `largest`; empty = unset) to cover tombstones spanning
-/// `[start, end)`: the smallest becomes at most `(start, MAX_SEQUENCE, KIND_FOR_SEEK)`, which sorts before every
-/// entry of `start`, and the largest at least `(inclusive_upper(end), 0, Deletion)`, which sorts after every
-/// entry of its key.
+/// `[start, end)`: the smallest becomes at most `(start, MAX_SEQUENCE, Deletion)`, which sorts before every
+/// entry of `start` (no entry has sequence `MAX_SEQUENCE`), and the largest at least `(inclusive_upper(end), 0,
+/// Deletion)`, which sorts after every entry of its key. FROZEN: the MANIFEST records these keys and every open
+/// recomputes them to check a table's identity.
 pub fn widen_bounds(smallest: &mut Vec<u8>, largest: &mut Vec<u8>, start: &[u8], end: &[u8]) {
-    let lo = ikey::make_internal_key(start, MAX_SEQUENCE, ikey::KIND_FOR_SEEK);
+    let lo = ikey::make_internal_key(start, MAX_SEQUENCE, ValueKind::Deletion);
     let hi = ikey::make_internal_key(inclusive_upper(end), 0, ValueKind::Deletion);
     if smallest.is_empty() || ikey::compare(&lo, smallest) == Ordering::Less {
         *smallest = lo;

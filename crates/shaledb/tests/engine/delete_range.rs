@@ -261,11 +261,13 @@ fn churning() -> Options {
 
 /// The model oracle: random puts, merges, deletes and range deletions against a `BTreeMap`, with gets,
 /// multi_gets, scans both ways and snapshot reads checked as it goes, and reopens along the way (read-only:
-/// WAL replay; read-write: replay and flush). Run memtable-only and with frequent flushes and compactions
-/// (range tombstones in tables of several levels, split between output files, dropped at the bottom).
+/// WAL replay; read-write: replay and flush). Run memtable-only and with frequent flushes and compactions,
+/// leveled and universal (range tombstones in tables of several levels and sorted runs, split between output
+/// files, dropped at the bottom).
 #[test]
 fn random_ops_match_the_model() {
-    for (name, opts) in [("memtable", memtable_only()), ("churning", churning())] {
+    let universal = Options { compaction_style: shaledb::CompactionStyle::Universal, ..churning() };
+    for (name, opts) in [("memtable", memtable_only()), ("churning", churning()), ("universal", universal)] {
         for seed in 0..4u64 {
             random_ops(name, &opts, seed);
         }
