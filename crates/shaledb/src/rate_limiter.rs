@@ -137,7 +137,7 @@ impl Bucket {
         self.rng ^= self.rng << 13;
         self.rng ^= self.rng >> 7;
         self.rng ^= self.rng << 17;
-        self.rng % self.fairness == 0
+        self.rng.is_multiple_of(self.fairness)
     }
 
     /// Asks for `bytes` (at most [`Bucket::burst`]): `None` when taken at once, else the ticket to poll.

@@ -109,10 +109,8 @@ fn flush_events_carry_the_memtable_and_the_table_written() {
     assert_eq!((file.smallest_seqno, file.largest_seqno), (2, 101));
     assert_eq!(done.bytes_written, file.file_size);
     assert!(fs.read_file(&file.path).is_some_and(|d| d.len() as u64 == file.file_size), "{file:?}");
-    assert_eq!(
-        db.property("rocksdb.sstables").unwrap().contains(&format!(" {}:{}[", file.file_number, file.file_size)),
-        true
-    );
+    let sstables = db.property("rocksdb.sstables").unwrap();
+    assert!(sstables.contains(&format!(" {}:{}[", file.file_number, file.file_size)), "{sstables}");
     assert_eq!((created.job_id, created.reason, &created.file), (1, TableFileCreationReason::Flush, file));
 }
 
