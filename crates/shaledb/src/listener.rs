@@ -31,7 +31,9 @@
 //! into the database (`get`, `property`, even `put`) without deadlocking. It does hold up the job it reports
 //! on (and, while it runs, that background thread does nothing else), so it should be quick, as RocksDB asks.
 //! A callback must not wait for background work ([`crate::Db::flush`], `compact_range`,
-//! `wait_for_compaction`): the thread that would do that work may be the one running the callback.
+//! `wait_for_compaction`), nor write while writes are stopped: the thread that would do that work may be the
+//! one running the callback. A callback that panics is caught (the process's panic hook reports it) and the job
+//! goes on.
 //!
 //! **When.** `on_flush_begin`/`on_compaction_begin` run before the job writes anything; `on_table_file_created`
 //! for each output and then `on_flush_completed`/`on_compaction_completed` after its result is recorded in
@@ -39,7 +41,8 @@
 //! `on_compaction_completed` with its error, as RocksDB reports its status; a failed flush is reported through
 //! `on_background_error`. Stall changes, deletions of table files and background errors are noticed under the
 //! state lock, queued, and delivered in order by the next background thread that runs: shortly after, on
-//! another thread than the one that caused them (a writer for a WAL error).
+//! another thread than the one that caused them (a writer for a WAL error). The flushes of WAL replay inside
+//! `Db::open` are not reported (they finish before `open` returns), nor is anything of a read-only instance.
 
 use shaledb_vfs::Error;
 use std::collections::VecDeque;
@@ -277,10 +280,11 @@ impl Listeners {
         self.job_ids.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// Calls `f` on every listener. REQUIRES: no database lock held.
+    /// Calls `f` on every listener. A panic in a callback is caught (the panic hook has reported it), so it
+    /// never ends a background thread. REQUIRES: no database lock held.
     pub(crate) fn each(&self, f: impl Fn(&dyn EventListener)) {
         for l in &self.list {
-            f(l.as_ref());
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(l.as_ref())));
         }
     }
 

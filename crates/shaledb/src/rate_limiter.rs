@@ -13,6 +13,10 @@
 //! compactions at [`IoPriority::Low`], so a flush, which frees a memtable writers may be waiting for, is not
 //! starved behind compaction. Foreground writes (the WAL) are never charged.
 //!
+//! A job waits for the limiter holding no lock of the database. Close stops a flush or compaction between two
+//! user keys, so with a limiter it waits for the writes in progress to be granted: a data block, or the index
+//! and filter blocks that end a table, at the current rate.
+//!
 //! **Auto-tuning** (`auto_tuned`), RocksDB's: the rate starts at half the limit and, every 100 refill periods,
 //! is recomputed from how often a request had to wait for a refill (a *drain*) in the periods since: no drain
 //! at all sets it to the floor (limit / 20); under 50% of periods drained lowers it by 5%; over 90% raises it
