@@ -122,6 +122,18 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
     o.advise_random_on_open = f.advise_random_on_open;
     o.block_cache_shard_bits = f.cache_numshardbits;
     o.bytes_per_sync = f.bytes_per_sync;
+    o.wal_bytes_per_sync = f.wal_bytes_per_sync;
+    o.stats_dump_period_sec = u32::try_from(f.stats_dump_period_sec)
+        .map_err(|_| format!("--stats_dump_period_sec={} is too large", f.stats_dump_period_sec))?;
+    if f.rate_limiter_bytes_per_sec > 0 {
+        // db_bench's fairness: 10.
+        o.rate_limiter = Some(shaledb::RateLimiter::new(
+            f.rate_limiter_bytes_per_sec,
+            f.rate_limiter_refill_period_us,
+            10,
+            f.rate_limiter_auto_tuned,
+        )?);
+    }
     o.soft_pending_compaction_bytes_limit = f.soft_pending_compaction_bytes_limit;
     o.hard_pending_compaction_bytes_limit = f.hard_pending_compaction_bytes_limit;
     o.allow_concurrent_memtable_write = f.allow_concurrent_memtable_write;
@@ -486,6 +498,23 @@ mod tests {
             "db_bench's defaults"
         );
         assert_eq!(read_options_from_flags(&flags(&[])).readahead_size, 0);
+    }
+
+    #[test]
+    fn operations_flags_map_to_the_engine_options() {
+        let f = flags(&[
+            "--rate_limiter_bytes_per_sec=1048576",
+            "--rate_limiter_refill_period_us=50000",
+            "--rate_limiter_auto_tuned",
+            "--wal_bytes_per_sync=65536",
+            "--stats_dump_period_sec=30",
+        ]);
+        let o = options_from_flags(&f).unwrap();
+        assert_eq!(o.rate_limiter.as_ref().map(|l| l.params()), Some((1 << 20, 50_000, 10, true)));
+        assert_eq!((o.wal_bytes_per_sync, o.stats_dump_period_sec), (65536, 30));
+        let d = options_from_flags(&flags(&[])).unwrap();
+        assert!(d.rate_limiter.is_none());
+        assert_eq!((d.wal_bytes_per_sync, d.stats_dump_period_sec), (0, 600));
     }
 
     /// Writes `n` keys through the engine and flushes them into tables.

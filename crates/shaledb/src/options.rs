@@ -168,6 +168,26 @@ pub struct Options {
     /// which issues `sync_file_range`; ShaleDB issues `fdatasync` from the background thread). 0: only the
     /// final fsync. No effect with `use_direct_io_for_flush_and_compaction`. Default: 0.
     pub bytes_per_sync: u64,
+    /// Sync the WAL every this many bytes written to it (RocksDB `wal_bytes_per_sync`), so the kernel never
+    /// holds much dirty WAL at once; 0: the WAL is synced only when a write asks for it (and at memtable
+    /// switches and close). As `bytes_per_sync` does for tables, ShaleDB issues `fdatasync` where RocksDB issues
+    /// the asynchronous `sync_file_range`: the group-commit leader that passes the mark waits for it, and every
+    /// write before it becomes durable then (a stronger effect than RocksDB's, at the cost of that wait; choose
+    /// a mark of a few MiB). Default: 0.
+    pub wal_bytes_per_sync: u64,
+    /// Limits the bytes flushes and compactions write per second (RocksDB `rate_limiter`): see
+    /// [`crate::RateLimiter`]. Flushes are charged at high priority, compactions at low; the WAL is never
+    /// charged. One limiter may be shared by several databases. Default: none.
+    pub rate_limiter: Option<Arc<crate::RateLimiter>>,
+    /// Every this many seconds a background thread writes the database statistics (the text of
+    /// `property("rocksdb.stats")`) into the `LOG` file (RocksDB `stats_dump_period_sec`); 0: never. The
+    /// dump takes the interval sample, as RocksDB's does: the next `stats` property's `Interval` lines start
+    /// from it. Read-only opens write no `LOG` and dump nothing. Default: 600.
+    pub stats_dump_period_sec: u32,
+    /// Callbacks told of flushes, compactions, table files, write-stall changes and background errors (RocksDB
+    /// `listeners`): see [`crate::listener::EventListener`], which says on which thread and under which locks
+    /// (none of the database's) they run. Not recorded in the OPTIONS file (code, like `fs`). Default: none.
+    pub listeners: Vec<Arc<dyn crate::listener::EventListener>>,
     /// The memtable's structure. Default: [`MemTableRep::SkipList`].
     pub memtable_rep: MemTableRep,
     /// The writers of one commit group insert their batches into the memtable in parallel (RocksDB
@@ -232,6 +252,10 @@ impl std::fmt::Debug for Options {
             .field("compaction_readahead_size", &self.compaction_readahead_size)
             .field("block_cache_shard_bits", &self.block_cache_shard_bits)
             .field("bytes_per_sync", &self.bytes_per_sync)
+            .field("wal_bytes_per_sync", &self.wal_bytes_per_sync)
+            .field("rate_limiter", &self.rate_limiter)
+            .field("stats_dump_period_sec", &self.stats_dump_period_sec)
+            .field("listeners", &self.listeners.len())
             .field("memtable_rep", &self.memtable_rep)
             .field("allow_concurrent_memtable_write", &self.allow_concurrent_memtable_write)
             .field("prefix_extractor", &self.prefix_extractor.map(|p| p.name()))
@@ -289,6 +313,10 @@ impl Default for Options {
             compaction_readahead_size: 2 << 20,
             max_auto_readahead_size: 256 << 10,
             bytes_per_sync: 0,
+            wal_bytes_per_sync: 0,
+            rate_limiter: None,
+            stats_dump_period_sec: 600,
+            listeners: Vec::new(),
             memtable_rep: MemTableRep::SkipList,
             allow_concurrent_memtable_write: true,
             prefix_extractor: None,

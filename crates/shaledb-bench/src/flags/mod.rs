@@ -254,6 +254,22 @@ pub struct BenchFlags {
     /// final fsync has little left to do; 0: only at the end.
     #[arg(long, default_value_t = 0)]
     pub bytes_per_sync: u64,
+    /// Sync the WAL every N bytes written to it; 0: only when a write asks for it.
+    #[arg(long, default_value_t = 0)]
+    pub wal_bytes_per_sync: u64,
+    /// Limit flush and compaction writes to N bytes per second (a rate limiter with fairness 10, as
+    /// db_bench creates it); 0: no limit.
+    #[arg(long, default_value_t = 0)]
+    pub rate_limiter_bytes_per_sec: u64,
+    /// The rate limiter's refill period in microseconds.
+    #[arg(long, default_value_t = 100_000)]
+    pub rate_limiter_refill_period_us: u64,
+    /// Let the rate limiter tune its rate between 1/20 of --rate_limiter_bytes_per_sec and all of it.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub rate_limiter_auto_tuned: bool,
+    /// Write the database's stats into its LOG file every N seconds; 0: never.
+    #[arg(long, default_value_t = 600)]
+    pub stats_dump_period_sec: u64,
     /// Check block checksums on reads.
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub verify_checksum: bool,
@@ -645,6 +661,27 @@ impl BenchFlags {
             }
             2 => {}
             n => return bad("compaction_style", format!("unknown style {n} (0 leveled, 1 universal, 2 FIFO)")),
+        }
+        if self.rate_limiter_bytes_per_sec > 0 && !(1..=10_000_000).contains(&self.rate_limiter_refill_period_us) {
+            return bad(
+                "rate_limiter_refill_period_us",
+                format!("must be in 1..=10000000, got {}", self.rate_limiter_refill_period_us),
+            );
+        }
+        if self.rate_limiter_auto_tuned && self.rate_limiter_bytes_per_sec == 0 {
+            return bad(
+                "rate_limiter_auto_tuned",
+                "needs --rate_limiter_bytes_per_sec (the limit to tune under)".into(),
+            );
+        }
+        if self.rate_limiter_bytes_per_sec > i64::MAX as u64 {
+            return bad(
+                "rate_limiter_bytes_per_sec",
+                format!("at most {}, got {}", i64::MAX, self.rate_limiter_bytes_per_sec),
+            );
+        }
+        if u32::try_from(self.stats_dump_period_sec).is_err() {
+            return bad("stats_dump_period_sec", format!("at most {}, got {}", u32::MAX, self.stats_dump_period_sec));
         }
         if self.subcompactions > 1 {
             return bad(

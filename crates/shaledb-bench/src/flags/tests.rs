@@ -19,6 +19,10 @@ fn defaults_parse() {
     assert!(f.progress && !f.histogram && !f.use_existing_db);
     assert_eq!(f.reads, -1);
     assert_eq!(f.readwritepercent, 90);
+    // db_bench's defaults for the operations flags: no limiter, no WAL range sync, a dump every 600 s.
+    assert_eq!((f.rate_limiter_bytes_per_sec, f.rate_limiter_refill_period_us), (0, 100_000));
+    assert!(!f.rate_limiter_auto_tuned);
+    assert_eq!((f.wal_bytes_per_sync, f.stats_dump_period_sec), (0, 600));
 }
 
 #[test]
@@ -100,6 +104,13 @@ fn bad_value_is_an_error_naming_the_flag() {
         (&["--multiread_stride=-1"][..], "--multiread_stride"),
         (&["--writes_per_range_tombstone=10", "--range_tombstone_width=0"][..], "--range_tombstone_width"),
         (&["--writes_per_range_tombstone=-1"][..], "--writes_per_range_tombstone"),
+        (
+            &["--rate_limiter_bytes_per_sec=1000", "--rate_limiter_refill_period_us=0"][..],
+            "--rate_limiter_refill_period_us",
+        ),
+        (&["--rate_limiter_auto_tuned"][..], "--rate_limiter_auto_tuned"),
+        (&["--rate_limiter_bytes_per_sec=9223372036854775808"][..], "--rate_limiter_bytes_per_sec"),
+        (&["--stats_dump_period_sec=4294967296"][..], "--stats_dump_period_sec"),
     ] {
         let e = err_text(args);
         assert!(e.contains(flag), "{args:?}: {e}");

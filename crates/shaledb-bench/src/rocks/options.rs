@@ -133,7 +133,10 @@ pub(super) fn mutable_compaction_options(f: &BenchFlags) -> Vec<(&'static str, S
 ///
 /// Also as db_bench: `create_if_missing`, `enable_pipelined_write` = true, `table_cache_numshardbits` = 4,
 /// statistics enabled (db_bench's `--statistics`). `--soft/hard_pending_compaction_bytes_limit`, `--bytes_per_sync`,
-/// `--allow_concurrent_memtable_write`, `--memtablerep` (skip_list, vector), `--verify_checksum`: same names.
+/// `--allow_concurrent_memtable_write`, `--memtablerep` (skip_list, vector), `--verify_checksum`,
+/// `--wal_bytes_per_sync`, `--stats_dump_period_sec`: same names. `--rate_limiter_bytes_per_sec` and
+/// `--rate_limiter_refill_period_us`: `rate_limiter` = `NewGenericRateLimiter(rate, period, 10)` as db_bench
+/// creates it; `--rate_limiter_auto_tuned` is an error (the crate cannot create one).
 pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
     if f.max_grandparent_overlap_factor.is_some() {
         return Err(bad(
@@ -257,6 +260,26 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
         f.hard_pending_compaction_bytes_limit,
     )?);
     o.set_bytes_per_sync(f.bytes_per_sync);
+    o.set_wal_bytes_per_sync(f.wal_bytes_per_sync);
+    o.set_stats_dump_period_sec(
+        u32::try_from(f.stats_dump_period_sec)
+            .map_err(|_| bad("stats_dump_period_sec", format!("{} is too large", f.stats_dump_period_sec)))?,
+    );
+    if f.rate_limiter_bytes_per_sec > 0 {
+        if f.rate_limiter_auto_tuned {
+            // The crate's only constructor is `rocksdb_ratelimiter_create`, which has no auto-tuned form in 7.8.
+            return Err(bad(
+                "rate_limiter_auto_tuned",
+                "the rocksdb crate (0.20.1, C API of 7.8) cannot create an auto-tuned rate limiter",
+            ));
+        }
+        let rate = i64::try_from(f.rate_limiter_bytes_per_sec)
+            .map_err(|_| bad("rate_limiter_bytes_per_sec", "too large for RocksDB"))?;
+        let period = i64::try_from(f.rate_limiter_refill_period_us)
+            .map_err(|_| bad("rate_limiter_refill_period_us", "too large for RocksDB"))?;
+        // db_bench's fairness: 10.
+        o.set_ratelimiter(rate, period, 10);
+    }
     o.set_allow_concurrent_memtable_write(f.allow_concurrent_memtable_write);
     if f.memtablerep == "vector" {
         o.set_memtable_factory(rocksdb::MemtableFactory::Vector);
@@ -305,6 +328,12 @@ mod tests {
         assert!(err(BenchFlags { min_level_to_compress: 9, ..d() }).contains("--min_level_to_compress"));
         assert!(err(BenchFlags { max_write_buffer_number: usize::MAX, ..d() }).contains("--max_write_buffer_number"));
         assert!(options_from_flags(&BenchFlags::default()).is_ok());
+        let limited = BenchFlags { rate_limiter_bytes_per_sec: 1 << 20, ..d() };
+        assert!(options_from_flags(&limited).is_ok());
+        let tuned = BenchFlags { rate_limiter_auto_tuned: true, ..limited };
+        assert!(err(tuned).contains("--rate_limiter_auto_tuned"));
+        let synced = BenchFlags { wal_bytes_per_sync: 1 << 20, stats_dump_period_sec: 5, ..d() };
+        assert!(options_from_flags(&synced).is_ok());
     }
 
     /// The compaction style flags reach RocksDB: the OPTIONS file of a database opened with them says so.

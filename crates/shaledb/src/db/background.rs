@@ -5,13 +5,16 @@
 //! result in the MANIFEST and publish a new super version. A failed job sets the background error: the
 //! database turns read-only (D6) and no further job starts.
 
+use super::events;
 use super::flush::write_level0;
 use super::{DbInner, State};
 use crate::compaction::{self, OutputSpec, RunContext};
 use crate::compaction_filter::{FilterContext, JobFilter};
 use crate::filenames;
 use crate::iter::MergingIterator;
+use crate::listener::{Deferred, TableFileDeletionInfo};
 use crate::picker::{self, CompactionReason, CompactionTask};
+use crate::rate_limiter::IoPriority;
 use crate::stats::{CompactionStats, Counters};
 use shaledb_format::edit::VersionEdit;
 use shaledb_format::iter::InternalIterator;
@@ -45,6 +48,12 @@ pub(crate) fn start(inner: &Arc<DbInner>) -> Result<()> {
                     failure = Some(Error::io("spawn background thread", &inner.dir, e));
                     break;
                 }
+            }
+        }
+        if failure.is_none() {
+            match super::stats_dump::spawn(inner) {
+                Ok(h) => threads.extend(h),
+                Err(e) => failure = Some(Error::io("spawn stats dump thread", &inner.dir, e)),
             }
         }
     }
@@ -98,6 +107,9 @@ fn background_loop(inner: &Arc<DbInner>, flush_thread: bool) {
     let mut st = inner.state.lock();
     loop {
         delete_obsolete_files(inner, &mut st);
+        if inner.listeners.has_pending() {
+            parking_lot::MutexGuard::unlocked(&mut st, || inner.listeners.deliver());
+        }
         // At shutdown no new job starts; a running one notices the flag and aborts.
         if inner.shutting_down.load(Ordering::Acquire) {
             break;
@@ -157,7 +169,12 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) 
     let Some(mem) = st.imm.last().cloned() else { return };
     st.flushing = true;
     let snapshots = inner.snapshots.sequences();
+    let job = inner.listeners.any().then(|| events::flush_info(inner, st, &mem));
     let result = parking_lot::MutexGuard::unlocked(st, || {
+        if let Some(info) = &job {
+            inner.listeners.deliver();
+            inner.listeners.each(|l| l.on_flush_begin(info));
+        }
         let new_number = || inner.state.lock().vs.new_file_number();
         write_level0(&inner.opts, inner.db_id, &inner.dir, &mem, &new_number, &snapshots, &inner.shutting_down)
     });
@@ -167,7 +184,7 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) 
         // Aborted by shutdown: the memtable is still in the WAL; nothing failed.
         Err(Error::Closed) if inner.shutting_down.load(Ordering::Acquire) => return,
         Err(e) => {
-            inner.set_bg_error(st, &e);
+            inner.set_bg_error(st, &e, crate::listener::BackgroundErrorReason::Flush);
             return;
         }
     };
@@ -181,10 +198,11 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) 
     let written: u64 = files.iter().map(|f| f.file_size).sum();
     edit.new_files.extend(files.into_iter().map(|f| (0, f)));
     let line = crate::info_log::flush_line(mem.id(), &edit, &stats);
+    let outputs = events::outputs(inner, job.is_some(), &edit);
     if let Err(e) = st.vs.log_and_apply(edit) {
         // The outputs stay: the edit naming them may be in the MANIFEST even though its sync failed. If it is
         // not, they are orphans removed at the next open.
-        inner.set_bg_error(st, &e);
+        inner.set_bg_error(st, &e, crate::listener::BackgroundErrorReason::Flush);
         return;
     }
     st.imm.pop();
@@ -204,6 +222,12 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) 
             }
         }
     }
+    if let Some(mut info) = job {
+        info.output_files = outputs;
+        info.bytes_written = written;
+        info.duration = Duration::from_micros(stats.micros);
+        parking_lot::MutexGuard::unlocked(st, || events::flush_completed(inner, &info));
+    }
     inner.bg_cv.notify_all();
 }
 
@@ -212,10 +236,18 @@ fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, Sta
     let all: Vec<u64> = task.all_inputs().iter().map(|(_, f)| f.number).collect();
     st.busy.extend(all.iter().copied());
     st.running_compactions += 1;
+    let job = inner.listeners.any().then(|| events::compaction_info(inner, &task));
+    if let Some(info) = &job {
+        // The task's files are busy: nobody else picks them meanwhile.
+        parking_lot::MutexGuard::unlocked(st, || {
+            inner.listeners.deliver();
+            inner.listeners.each(|l| l.on_compaction_begin(info));
+        });
+    }
     let result = if task.drop_only {
-        drop_files(inner, st, &task)
+        drop_files(inner, st, &task).map(|stats| (stats, Vec::new()))
     } else if task.trivial_move {
-        trivial_move(inner, st, &task)
+        trivial_move(inner, st, &task).map(|stats| (stats, Vec::new()))
     } else {
         let snapshots = inner.snapshots.sequences();
         let full = is_full_compaction(st.vs.current(), &task);
@@ -223,31 +255,45 @@ fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, Sta
         // On a failed MANIFEST write the outputs stay (see flush_one).
         out.and_then(|(edit, stats)| {
             let line = crate::info_log::compaction_line(&task, &edit, &stats);
-            st.vs.log_and_apply(edit).map(|_| (stats, line))
+            let outputs = events::outputs(inner, job.is_some(), &edit);
+            st.vs.log_and_apply(edit).map(|_| (stats, line, outputs))
         })
-        .map(|(stats, line)| {
+        .map(|(stats, line, outputs)| {
             inner.info_log.log(line);
             st.obsolete_tables.extend(all.iter().copied());
             inner.counters.record_compaction(task.output_level, &stats);
             inner.counters.record_compaction_job(&stats);
+            (stats, outputs)
         })
     };
     for n in &all {
         st.busy.remove(n);
     }
     st.running_compactions -= 1;
-    match result {
-        Ok(()) => inner.install_super_version(st),
-        Err(e) if inner.shutting_down.load(Ordering::Acquire) && matches!(e, Error::Closed) => {}
-        Err(e) => {
-            inner.set_bg_error(st, &e);
+    let error = match &result {
+        Ok(_) => {
+            inner.install_super_version(st);
+            None
         }
+        Err(e) if inner.shutting_down.load(Ordering::Acquire) && matches!(e, Error::Closed) => Some(e.clone()),
+        Err(e) => {
+            inner.set_bg_error(st, e, crate::listener::BackgroundErrorReason::Compaction);
+            Some(e.clone())
+        }
+    };
+    if let Some(mut info) = job {
+        if let Ok((stats, outputs)) = result {
+            info.stats = stats;
+            info.output_files = outputs;
+        }
+        info.error = error;
+        parking_lot::MutexGuard::unlocked(st, || events::compaction_completed(inner, &info));
     }
     inner.bg_cv.notify_all();
 }
 
 /// FIFO's size and TTL rules: the inputs leave the version; nothing is written.
-fn drop_files(inner: &DbInner, st: &mut State, task: &CompactionTask) -> Result<()> {
+fn drop_files(inner: &DbInner, st: &mut State, task: &CompactionTask) -> Result<CompactionStats> {
     let mut edit = VersionEdit::default();
     for (level, f) in task.all_inputs() {
         edit.deleted_files.push((level as u32, f.number));
@@ -257,10 +303,10 @@ fn drop_files(inner: &DbInner, st: &mut State, task: &CompactionTask) -> Result<
     st.vs.log_and_apply(edit)?;
     inner.info_log.log(line);
     st.obsolete_tables.extend(task.all_inputs().iter().map(|(_, f)| f.number));
-    Ok(())
+    Ok(stats)
 }
 
-fn trivial_move(inner: &DbInner, st: &mut State, task: &CompactionTask) -> Result<()> {
+fn trivial_move(inner: &DbInner, st: &mut State, task: &CompactionTask) -> Result<CompactionStats> {
     let mut edit = VersionEdit::default();
     let mut stats = CompactionStats { count: 1, ..CompactionStats::default() };
     // Files already in the output level (universal compaction's) stay where they are.
@@ -273,7 +319,7 @@ fn trivial_move(inner: &DbInner, st: &mut State, task: &CompactionTask) -> Resul
     st.vs.log_and_apply(edit)?;
     inner.info_log.log(line);
     inner.counters.record_compaction(task.output_level, &stats);
-    Ok(())
+    Ok(stats)
 }
 
 /// True when `task` reads every table file of `v` (RocksDB's `is_full_compaction` for the filter context).
@@ -342,18 +388,21 @@ fn execute(
             bottommost: task.bottommost,
         },
     );
-    let cx = RunContext {
-        fs: inner.fs.as_ref(),
-        write_hints: WriteHints { direct: inner.opts.use_direct_io_for_flush_and_compaction },
-        new_file: &new_file,
-        snapshots,
-        merge: inner.opts.merge_operator.as_ref(),
-        bottommost: task.bottommost,
-        stop: &inner.shutting_down,
-        filter: filter.as_ref(),
-        range_dels,
-    };
-    let out = compaction::write_sorted_run(&mut input, &spec, &cx)?;
+    let limiter = inner.opts.rate_limiter.as_ref();
+    let out = crate::rate_limiter::with_limited_fs(inner.fs.as_ref(), limiter, IoPriority::Low, |fs| {
+        let cx = RunContext {
+            fs,
+            write_hints: WriteHints { direct: inner.opts.use_direct_io_for_flush_and_compaction },
+            new_file: &new_file,
+            snapshots,
+            merge: inner.opts.merge_operator.as_ref(),
+            bottommost: task.bottommost,
+            stop: &inner.shutting_down,
+            filter: filter.as_ref(),
+            range_dels,
+        };
+        compaction::write_sorted_run(&mut input, &spec, &cx)
+    })?;
     let mut stats = out.stats;
     stats.micros = start.elapsed().as_micros() as u64;
     stats.cpu_micros = shaledb_vfs::thread_cpu_micros().saturating_sub(cpu_start);
@@ -391,7 +440,10 @@ fn delete_obsolete_files(inner: &DbInner, st: &mut State) {
         } else {
             inner.tables.evict(n);
             // A leftover is removed as an orphan at the next open.
-            let _ = inner.fs.remove(&filenames::table(&inner.dir, n));
+            let path = filenames::table(&inner.dir, n);
+            let r = inner.fs.remove(&path);
+            let info = TableFileDeletionInfo { file_number: n, path, error: r.err() };
+            inner.listeners.defer(Deferred::Deleted(info));
         }
     }
     st.obsolete_tables = keep;
@@ -415,7 +467,7 @@ pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
         check_error(&st)?;
         if !st.mem.is_empty() {
             super::write::switch_memtable(inner, &mut wal, &mut st).inspect_err(|e| {
-                inner.set_bg_error(&mut st, e);
+                inner.set_bg_error(&mut st, e, crate::listener::BackgroundErrorReason::MemTable);
             })?;
         }
         st.imm.first().map(|m| m.id())

@@ -6,6 +6,7 @@ use crate::filenames;
 use crate::identity::DbId;
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::rate_limiter::IoPriority;
 use crate::stats::CompactionStats;
 use shaledb_format::edit::FileMeta;
 use shaledb_vfs::Result;
@@ -38,23 +39,27 @@ pub(crate) fn write_level0(
         let n = new_number()?;
         Ok((n, filenames::table(dir, n)))
     };
-    let cx = RunContext {
-        fs: opts.fs.as_ref(),
-        write_hints: WriteHints { direct: opts.use_direct_io_for_flush_and_compaction },
-        new_file: &new_file,
-        snapshots,
-        merge: opts.merge_operator.as_ref(),
-        bottommost: false,
-        stop,
-        // Flushes never filter (RocksDB's default): a value is filtered when a compaction first rewrites it.
-        filter: None,
-        // The memtable's range tombstones go into the L0 table, and drop the points they cover there.
-        range_dels: mem.range_tombstones(),
-    };
     let start = Instant::now();
     let cpu_start = shaledb_vfs::thread_cpu_micros();
-    let mut it = mem.iter();
-    let out = compaction::write_sorted_run(&mut it, &spec, &cx)?;
+    // Flushes (also those of WAL replay at open) are charged to the rate limiter at high priority.
+    let limiter = opts.rate_limiter.as_ref();
+    let out = crate::rate_limiter::with_limited_fs(opts.fs.as_ref(), limiter, IoPriority::High, |fs| {
+        let cx = RunContext {
+            fs,
+            write_hints: WriteHints { direct: opts.use_direct_io_for_flush_and_compaction },
+            new_file: &new_file,
+            snapshots,
+            merge: opts.merge_operator.as_ref(),
+            bottommost: false,
+            stop,
+            // Flushes never filter (RocksDB's default): a value is filtered when a compaction first rewrites it.
+            filter: None,
+            // The memtable's range tombstones go into the L0 table, and drop the points they cover there.
+            range_dels: mem.range_tombstones(),
+        };
+        let mut it = mem.iter();
+        compaction::write_sorted_run(&mut it, &spec, &cx)
+    })?;
     let mut stats = out.stats;
     stats.micros = start.elapsed().as_micros() as u64;
     stats.cpu_micros = shaledb_vfs::thread_cpu_micros().saturating_sub(cpu_start);

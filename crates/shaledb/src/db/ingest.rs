@@ -225,7 +225,7 @@ fn reserve_numbers(inner: &DbInner, files: &mut [External]) -> Result<()> {
         f.number = st.vs.new_file_number()?;
     }
     if let Err(e) = st.vs.log_and_apply(VersionEdit::default()) {
-        inner.set_bg_error(&mut st, &e);
+        inner.set_bg_error(&mut st, &e, crate::listener::BackgroundErrorReason::ManifestWrite);
         return Err(e);
     }
     Ok(())
@@ -408,7 +408,7 @@ fn install(
         edit.new_files.iter().map(|(l, m)| format!("{:06}.sst@L{l}", m.number)).collect::<Vec<_>>().join(", ")
     );
     if let Err(e) = st.vs.log_and_apply(edit) {
-        inner.set_bg_error(&mut st, &e);
+        inner.set_bg_error(&mut st, &e, crate::listener::BackgroundErrorReason::ManifestWrite);
         return Err(Failure::Recorded(e));
     }
     if global {
@@ -441,7 +441,7 @@ fn flush_memtables(
 ) -> Result<()> {
     if !st.mem.is_empty() {
         write::switch_memtable(inner, wal, st).inspect_err(|e| {
-            inner.set_bg_error(st, e);
+            inner.set_bg_error(st, e, crate::listener::BackgroundErrorReason::MemTable);
         })?;
     }
     let Some(target) = st.imm.first().map(|m| m.id()) else { return Ok(()) };

@@ -7,6 +7,7 @@
 mod background;
 pub(crate) mod checkpoint;
 mod estimate;
+mod events;
 pub(crate) mod files;
 mod flush;
 mod ingest;
@@ -17,6 +18,8 @@ mod properties;
 mod read;
 mod read_only;
 mod replay;
+mod stall;
+mod stats_dump;
 mod write;
 
 pub use estimate::SizeApproximationOptions;
@@ -70,6 +73,8 @@ pub(crate) struct State {
     pub(crate) live_versions: Vec<Weak<Version>>,
     /// Background threads still running.
     pub(crate) bg_threads_alive: usize,
+    /// The write-stall condition last told to the listeners (stall.rs).
+    pub(crate) stall: crate::listener::WriteStallCondition,
 }
 
 pub(crate) struct DbInner {
@@ -103,6 +108,8 @@ pub(crate) struct DbInner {
     pub(crate) recovery_losses: crate::lost::Losses,
     /// Opened by [`Db::open_read_only`] (read_only.rs): every write is refused, nothing is flushed.
     pub(crate) read_only: bool,
+    /// `Options::listeners`, and the events waiting for them (listener.rs).
+    pub(crate) listeners: crate::listener::Listeners,
 }
 
 /// What an open, read-write (open.rs) or read-only (read_only.rs), recovered: the parts of a [`DbInner`] that
@@ -155,6 +162,7 @@ impl DbInner {
                 obsolete_tables: Vec::new(),
                 live_versions: vec![Arc::downgrade(&version)],
                 bg_threads_alive: 0,
+                stall: Default::default(),
             }),
             bg_cv: Condvar::new(),
             write: Default::default(),
@@ -172,6 +180,7 @@ impl DbInner {
             info_log: o.info_log,
             recovery_losses: o.losses,
             read_only: o.read_only,
+            listeners: crate::listener::Listeners::new(opts.listeners.clone()),
             opts,
         })
     }
@@ -514,7 +523,14 @@ impl Db {
 
     /// A snapshot of the statistics.
     pub fn statistics(&self) -> Statistics {
-        let inner = &self.inner;
+        self.inner.statistics()
+    }
+}
+
+impl DbInner {
+    /// [`Db::statistics`] (also for the stats dump, which has no `Db`).
+    pub(crate) fn statistics(&self) -> Statistics {
+        let inner = self;
         let c = &inner.counters;
         let v = inner.sv.load().version.clone();
         let busy = inner.state.lock().busy.clone();
@@ -566,13 +582,18 @@ impl Db {
             gets_found: ld(&c.gets_found),
             memtable_hits: ld(&c.memtable_hits),
             pending_compaction_bytes: crate::picker::pending_compaction_bytes(&v, &inner.opts),
-            memtable_bytes: self.memtable_bytes(),
+            memtable_bytes: {
+                let sv = inner.sv.load();
+                sv.imm.iter().chain(std::iter::once(&sv.mem)).map(|m| m.approximate_memory_usage() as u64).sum()
+            },
             compaction_times: jobs[0].clone(),
             compaction_cpu_times: jobs[1].clone(),
             flush_times: jobs[2].clone(),
         }
     }
+}
 
+impl Db {
     /// The database's identity: 32 lowercase hex digits, drawn at random when it was created and kept in the
     /// MANIFEST, the IDENTITY file and every table.
     pub fn identity(&self) -> String {
@@ -634,10 +655,16 @@ impl DbInner {
         st.live_versions.retain(|w| w.strong_count() > 0);
         st.live_versions.push(Arc::downgrade(&version));
         self.sv.store(Arc::new(SuperVersion { mem: st.mem.clone(), imm: st.imm.clone(), version }));
+        stall::note(self, st, None);
     }
 
-    /// Records a background failure: the database turns read-only (D6).
-    pub(crate) fn set_bg_error(&self, st: &mut State, e: &Error) -> Arc<Error> {
+    /// Records a background failure: the database turns read-only (D6); the listeners are told of the first.
+    pub(crate) fn set_bg_error(
+        &self,
+        st: &mut State,
+        e: &Error,
+        reason: crate::listener::BackgroundErrorReason,
+    ) -> Arc<Error> {
         Counters::add(&self.counters.bg_errors, 1);
         let cause = match &st.bg_error {
             Some(c) => {
@@ -651,6 +678,7 @@ impl DbInner {
                 });
                 st.bg_error = Some(c.clone());
                 self.info_log.log(format_args!("background error, database now read-only: {c}"));
+                self.listeners.defer(crate::listener::Deferred::BackgroundError(reason, Error::clone(&c)));
                 c
             }
         };

@@ -61,9 +61,7 @@ impl Db {
         }
         match name {
             "stats" | "cfstats" | "dbstats" => {
-                let now = self.statistics();
-                let prev = self.inner.counters.swap_report_sample(now.clone());
-                let text = crate::stats_report::format_stats(&now, prev.as_ref());
+                let text = stats_text(&self.inner);
                 // `format_stats` writes the family's figures, then the DB's from this header on.
                 let at = text.find("** DB Stats **").unwrap_or(text.len());
                 Some(match name {
@@ -114,7 +112,10 @@ impl Db {
     /// Block cache: `block-cache-capacity`, `block-cache-usage` (0 without a block cache).
     ///
     /// ShaleDB's own: `shaledb.recovery-dropped-records`, `shaledb.recovery-dropped-bytes` (what the WAL replay
-    /// of this open did not apply; see docs/durability.md D10).
+    /// of this open did not apply; see docs/durability.md D10). With [`crate::Options::rate_limiter`] (`None`
+    /// without one): `shaledb.rate-limiter-total-bytes` (bytes the limiter granted, to every database sharing
+    /// it), `shaledb.rate-limiter-flush-bytes` and `shaledb.rate-limiter-compaction-bytes` (the same at high
+    /// and low priority), `shaledb.rate-limiter-bytes-per-sec` (its current rate, which auto-tuning moves).
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -203,6 +204,14 @@ impl Db {
             "block-cache-usage" => n(inner.block_cache.as_ref().map_or(0, |c| c.usage())),
             "recovery-dropped-records" => Some(inner.recovery_losses.records),
             "recovery-dropped-bytes" => Some(inner.recovery_losses.bytes),
+            "rate-limiter-total-bytes" => inner.opts.rate_limiter.as_ref().map(|l| l.total_bytes_through(None)),
+            "rate-limiter-flush-bytes" => {
+                inner.opts.rate_limiter.as_ref().map(|l| l.total_bytes_through(Some(crate::IoPriority::High)))
+            }
+            "rate-limiter-compaction-bytes" => {
+                inner.opts.rate_limiter.as_ref().map(|l| l.total_bytes_through(Some(crate::IoPriority::Low)))
+            }
+            "rate-limiter-bytes-per-sec" => inner.opts.rate_limiter.as_ref().map(|l| l.bytes_per_second()),
             _ => None,
         }
     }
@@ -216,6 +225,13 @@ impl Db {
         }
         n
     }
+}
+
+/// The `stats` text; takes the interval sample (the next call's `Interval` lines start here).
+pub(crate) fn stats_text(inner: &super::DbInner) -> String {
+    let now = inner.statistics();
+    let prev = inner.counters.swap_report_sample(now.clone());
+    crate::stats_report::format_stats(&now, prev.as_ref())
 }
 
 /// `name` without its `rocksdb.` or `shaledb.` prefix; `None` without either.

@@ -13,7 +13,7 @@ use super::{DbInner, State};
 use crate::filenames;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
-use crate::stats::{Counters, StallCause};
+use crate::stats::Counters;
 use parking_lot::{Condvar, Mutex};
 use shaledb_format::batch::BatchRep;
 use shaledb_format::ikey::MAX_SEQUENCE;
@@ -35,6 +35,8 @@ pub(crate) struct WalState {
     pub(crate) next_seq: u64,
     /// The WAL holds appended bytes not yet fsynced.
     pub(crate) unsynced: bool,
+    /// The WAL's length at its last sync by `wal_bytes_per_sync` (0 for a new WAL).
+    synced_len: u64,
     /// Scratch buffer for a multi-writer group's WAL record.
     scratch: BatchRep,
     /// Token bucket for delayed writes: no write may start before this instant.
@@ -43,12 +45,29 @@ pub(crate) struct WalState {
 
 impl WalState {
     pub(crate) fn new(log: log::Writer, number: u64, next_seq: u64) -> WalState {
-        WalState { log: Some(log), number, next_seq, unsynced: false, scratch: BatchRep::new(), delay_until: None }
+        let synced_len = log.len();
+        WalState {
+            log: Some(log),
+            number,
+            next_seq,
+            unsynced: false,
+            synced_len,
+            scratch: BatchRep::new(),
+            delay_until: None,
+        }
     }
 
     /// No WAL to write: a database opened read-only.
     pub(crate) fn without_log(number: u64, next_seq: u64) -> WalState {
-        WalState { log: None, number, next_seq, unsynced: false, scratch: BatchRep::new(), delay_until: None }
+        WalState {
+            log: None,
+            number,
+            next_seq,
+            unsynced: false,
+            synced_len: 0,
+            scratch: BatchRep::new(),
+            delay_until: None,
+        }
     }
 }
 
@@ -259,7 +278,8 @@ fn commit_group(inner: &Arc<DbInner>, group: &[Arc<Writer>]) -> Result<(u64, Arc
 /// Appends the WAL-enabled members of `group` (sequence numbers from `first`) to the WAL.
 fn append_group(inner: &Arc<DbInner>, wal: &mut WalState, group: &[Arc<Writer>], first: u64) -> Result<()> {
     let need_sync = group.iter().any(|w| w.sync);
-    let WalState { log, scratch, unsynced, .. } = wal;
+    let WalState { log, scratch, unsynced, synced_len, .. } = wal;
+    let sync = WalSync { need_sync, unsynced, synced_len };
     let Some(log) = log.as_mut() else { return Err(Error::Closed) };
     // Only WAL-enabled members go to the WAL; the record holds their batches concatenated, each entry
     // keeping its own sequence number (consecutive within a member; members with disabled WAL leave gaps
@@ -269,7 +289,7 @@ fn append_group(inner: &Arc<DbInner>, wal: &mut WalState, group: &[Arc<Writer>],
         scratch.clear();
         scratch.append(&group[0].batch);
         scratch.set_sequence(first);
-        append_records(inner, log, std::slice::from_ref(scratch), need_sync, unsynced)?;
+        append_records(inner, log, std::slice::from_ref(scratch), sync)?;
     } else {
         // Contiguous sequence runs become one batch each; a gap (a disable_wal member in between)
         // starts a new WAL record so that every record's entries have consecutive sequence numbers.
@@ -290,18 +310,22 @@ fn append_group(inner: &Arc<DbInner>, wal: &mut WalState, group: &[Arc<Writer>],
             }
             seq += w.batch.count() as u64;
         }
-        append_records(inner, log, &records, need_sync, unsynced)?;
+        append_records(inner, log, &records, sync)?;
     }
     Ok(())
 }
 
-fn append_records(
-    inner: &Arc<DbInner>,
-    log: &mut log::Writer,
-    records: &[BatchRep],
+/// What a group's append must do about syncing, and the WAL state it updates.
+struct WalSync<'a> {
+    /// A member asked for `sync`.
     need_sync: bool,
-    unsynced: &mut bool,
-) -> Result<()> {
+    unsynced: &'a mut bool,
+    synced_len: &'a mut u64,
+}
+
+fn append_records(inner: &Arc<DbInner>, log: &mut log::Writer, records: &[BatchRep], sync: WalSync<'_>) -> Result<()> {
+    let WalSync { need_sync, unsynced, synced_len } = sync;
+    let per_sync = inner.opts.wal_bytes_per_sync;
     let c = &inner.counters;
     let r = (|| {
         for b in records {
@@ -310,10 +334,13 @@ fn append_records(
         }
         Counters::add(&c.wal_writes, 1);
         log.flush()?;
-        if need_sync {
+        // `wal_bytes_per_sync`: a sync each time that many bytes were appended since the last one.
+        let due = per_sync > 0 && log.len().saturating_sub(*synced_len) >= per_sync;
+        if need_sync || due {
             log.sync()?;
             Counters::add(&c.wal_syncs, 1);
             *unsynced = false;
+            *synced_len = log.len();
         } else {
             *unsynced = true;
         }
@@ -353,7 +380,7 @@ pub(crate) fn sync_wal(inner: &Arc<DbInner>) -> Result<()> {
 /// A WAL failure: the database turns read-only; the writer gets the original error.
 fn fail(inner: &DbInner, e: Error) -> Error {
     let mut st = inner.state.lock();
-    inner.set_bg_error(&mut st, &e);
+    inner.set_bg_error(&mut st, &e, crate::listener::BackgroundErrorReason::WriteCallback);
     e
 }
 
@@ -371,43 +398,19 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, bytes: usize) -> Result<A
         if inner.shutting_down.load(Ordering::Acquire) {
             break Err(Error::Closed);
         }
-        let v = st.vs.current().clone();
-        // L0 files (sorted runs under universal compaction; no L0 stalls under FIFO, as in RocksDB).
-        let l0 = crate::picker::l0_delay_trigger_count(&v, o);
-        let pending = if o.soft_pending_compaction_bytes_limit > 0 || o.hard_pending_compaction_bytes_limit > 0 {
-            crate::picker::pending_compaction_bytes(&v, o)
-        } else {
-            0
-        };
-        let mem_full = st.mem.approximate_memory_usage() >= o.write_buffer_size;
-        let memtable_stop = mem_full && st.imm.len() + 1 >= o.max_write_buffer_number;
-        let l0_stop = l0.is_some_and(|n| n >= o.level0_stop_writes_trigger);
-        let stop = l0_stop
-            || (o.hard_pending_compaction_bytes_limit > 0 && pending >= o.hard_pending_compaction_bytes_limit)
-            || memtable_stop;
-        if stop && !o.disable_auto_compactions || memtable_stop {
+        let a = super::stall::assess(&st, o);
+        super::stall::note(inner, &mut st, Some(&a));
+        if let Some(cause) = a.stop {
             if stop_started.is_none() {
                 stop_started = Some(Instant::now());
                 Counters::add(&inner.counters.stop_count, 1);
-                let cause = if memtable_stop {
-                    StallCause::MemtableStop
-                } else if l0_stop {
-                    StallCause::L0Stop
-                } else {
-                    StallCause::PendingStop
-                };
                 inner.counters.stall(cause, st.running_compactions > 0);
             }
             inner.bg_cv.notify_all();
             inner.bg_cv.wait_for(&mut st, Duration::from_millis(100));
             continue;
         }
-        let l0_slow = l0.is_some_and(|n| n >= o.level0_slowdown_writes_trigger);
-        let pending_slow =
-            o.soft_pending_compaction_bytes_limit > 0 && pending >= o.soft_pending_compaction_bytes_limit;
-        let slow =
-            l0_slow || pending_slow || (st.imm.len() + 1 >= o.max_write_buffer_number && o.max_write_buffer_number > 3);
-        if slow && !delayed && !o.disable_auto_compactions {
+        if let Some(cause) = a.slow.filter(|_| !delayed) {
             delayed = true;
             // Token bucket at `delayed_write_rate`, 1 ms granularity.
             let now = Instant::now();
@@ -418,13 +421,6 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, bytes: usize) -> Result<A
             let wait = until.saturating_duration_since(now);
             if wait >= Duration::from_millis(1) {
                 Counters::add(&inner.counters.slowdown_count, 1);
-                let cause = if l0_slow {
-                    StallCause::L0Slowdown
-                } else if pending_slow {
-                    StallCause::PendingSlowdown
-                } else {
-                    StallCause::MemtableSlowdown
-                };
                 inner.counters.stall(cause, st.running_compactions > 0);
                 drop(st);
                 std::thread::sleep(wait);
@@ -433,10 +429,10 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, bytes: usize) -> Result<A
             }
             continue;
         }
-        if mem_full {
+        if a.mem_full {
             if let Err(e) = switch_memtable(inner, wal, &mut st) {
                 let e2 = e.clone();
-                inner.set_bg_error(&mut st, &e);
+                inner.set_bg_error(&mut st, &e, crate::listener::BackgroundErrorReason::MemTable);
                 break Err(e2);
             }
             continue;
@@ -473,6 +469,7 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, st: &mut Stat
     let file = inner.fs.create(&path)?;
     inner.fs.sync_dir(&inner.dir)?;
     wal.log = Some(log::Writer::new(file));
+    wal.synced_len = 0;
     wal.number = number;
     let fresh = MemTable::for_options(number, &inner.opts);
     let old = std::mem::replace(&mut st.mem, Arc::new(fresh));

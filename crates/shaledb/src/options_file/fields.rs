@@ -4,7 +4,7 @@
 //!
 //! Not persisted: `create_if_missing` and `error_if_exists` (they say how one call to open treats the
 //! directory, not what the database is: loaded options with `error_if_exists` could never reopen it), `fs`
-//! (a runtime object), a TTL's and FIFO's `clock` (runtime objects; the system clock is used), and the merge operator
+//! (a runtime object), `listeners` (code), a TTL's and FIFO's `clock` (runtime objects; the system clock is used), and the merge operator
 //! and compaction filter themselves (code: recorded by name only, see `LoadedOptions`).
 
 use super::LoadedOptions;
@@ -189,6 +189,33 @@ pub(super) const FIELDS: &[Field] = &[
     plain!(Db, "advise_random_on_open", advise_random_on_open, boolean),
     plain!(Db, "compaction_readahead_size", compaction_readahead_size, int),
     plain!(Db, "bytes_per_sync", bytes_per_sync, int),
+    plain!(Db, "wal_bytes_per_sync", wal_bytes_per_sync, int),
+    plain!(Db, "stats_dump_period_sec", stats_dump_period_sec, int),
+    // RocksDB does not write its rate limiter into the OPTIONS file; ShaleDB records the parameters, and
+    // loading builds a new limiter with them (one not shared with any other database).
+    Field {
+        section: Section::Db,
+        name: "rate_limiter",
+        fields: &["rate_limiter"],
+        get: |o| match &o.rate_limiter {
+            None => NULLPTR.to_string(),
+            Some(l) => {
+                let (rate, period, fairness, auto) = l.params();
+                format!("{{rate_bytes_per_sec={rate};refill_period_us={period};fairness={fairness};auto_tuned={auto}}}")
+            }
+        },
+        set: |l, v| {
+            l.options.rate_limiter = if v == NULLPTR {
+                None
+            } else {
+                let [rate, period, fairness, auto] =
+                    struct_value(v, ["rate_bytes_per_sec", "refill_period_us", "fairness", "auto_tuned"])?;
+                let limiter = crate::RateLimiter::new(int(rate)?, int(period)?, int(fairness)?, boolean(auto)?);
+                Some(limiter.map_err(|e| e.to_string())?)
+            };
+            Ok(())
+        },
+    },
     plain!(Db, "allow_concurrent_memtable_write", allow_concurrent_memtable_write, boolean),
     Field {
         section: Section::Db,

@@ -45,6 +45,9 @@ fn non_default(with_ttl: bool) -> Options {
         advise_random_on_open: false,
         compaction_readahead_size: 4 << 20,
         bytes_per_sync: 1 << 20,
+        wal_bytes_per_sync: 2 << 20,
+        stats_dump_period_sec: 30,
+        rate_limiter: Some(crate::RateLimiter::new(8 << 20, 50_000, 7, true).unwrap()),
         allow_concurrent_memtable_write: false,
         wal_recovery_mode: WalRecoveryMode::AbsoluteConsistency,
         max_manifest_file_size: 1 << 30,
@@ -129,6 +132,8 @@ fn every_persisted_option_round_trips() {
         // A compaction filter is never rebuilt; its name is returned.
         assert!(o.compaction_filter.is_none());
         assert_eq!(loaded.compaction_filter_name.as_deref(), Some("keep-all"));
+        // The rate limiter comes back as a new one with the same parameters.
+        assert_eq!(o.rate_limiter.as_ref().map(|l| l.params()), Some((8 << 20, 50_000, 7, true)));
         // Not persisted: they keep their defaults.
         assert!(o.create_if_missing && !o.error_if_exists);
     }
@@ -181,6 +186,24 @@ fn damaged_files_are_errors_naming_file_and_line() {
         &good.replace("max_bytes_for_level_multiplier=10", "max_bytes_for_level_multiplier=inf"),
         mult,
         "finite",
+    );
+    let rl = line_of(&good, "rate_limiter=");
+    let limiter = |v: &str| good.replace("rate_limiter=nullptr", &format!("rate_limiter={v}"));
+    assert_bad(
+        &limiter("{rate_bytes_per_sec=0;refill_period_us=100000;fairness=10;auto_tuned=false}"),
+        rl,
+        "rate_bytes_per_sec must be positive",
+    );
+    assert_bad(
+        &limiter("{rate_bytes_per_sec=1;refill_period_us=100000;fairness=101;auto_tuned=false}"),
+        rl,
+        "fairness in 1..=100",
+    );
+    assert_bad(&limiter("{rate_bytes_per_sec=1;refill_period_us=100000;fairness=10}"), rl, "lacks auto_tuned");
+    assert_bad(
+        &limiter("{rate_bytes_per_sec=1;refill_period_us=1;fairness=10;auto_tuned=maybe}"),
+        rl,
+        "not true or false",
     );
     let wbs = line_of(&good, "write_buffer_size=");
     let dup = good.replace("  write_buffer_size=", "  write_buffer_size=4096\n  write_buffer_size=");

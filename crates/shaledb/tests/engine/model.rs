@@ -243,6 +243,31 @@ fn model_leader_inserts_bytes_per_sync_one_cache_shard() {
     run(7, o, steps());
 }
 
+/// The operations features on: flushes and compactions through a rate limiter (a small burst, so tables are
+/// charged in many requests), the WAL synced every 4 KiB, a listener on every event, a stats dump every second.
+#[test]
+fn model_rate_limiter_wal_bytes_per_sync_listener_stats_dump() {
+    struct Count(std::sync::atomic::AtomicU64);
+    impl shaledb::listener::EventListener for Count {
+        fn on_flush_completed(&self, _: &shaledb::listener::FlushJobInfo) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    let limiter = shaledb::RateLimiter::new(64 << 20, 1_000, 10, true).unwrap();
+    let count = std::sync::Arc::new(Count(Default::default()));
+    let o = Options {
+        rate_limiter: Some(limiter.clone()),
+        wal_bytes_per_sync: 4096,
+        listeners: vec![count.clone()],
+        stats_dump_period_sec: 1,
+        ..tiny_options()
+    };
+    run(10, o, steps());
+    assert!(limiter.total_bytes_through(Some(shaledb::IoPriority::High)) > 0);
+    assert!(limiter.total_bytes_through(Some(shaledb::IoPriority::Low)) > 0);
+    assert!(count.0.load(std::sync::atomic::Ordering::Relaxed) > 0);
+}
+
 /// Tables of flushes and compactions written with O_DIRECT, compaction inputs read with it, on a real
 /// directory under target/ (where /tmp may be a tmpfs); then with direct reads as well.
 #[test]

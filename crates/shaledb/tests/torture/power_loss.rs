@@ -161,7 +161,7 @@ fn power_loss_sweep_large_values_fragmented_wal_records() {
     sweep("large-values/zstd", opts, cfg, 150, 300);
 }
 
-/// D-univ-1: universal compaction's tasks (several levels in, written just above the next older run, trivial
+/// D17: universal compaction's tasks (several levels in, written just above the next older run, trivial
 /// moves) keep D3 and D7 at every crash point: a power loss never loses an acknowledged synced write nor
 /// resurrects an old value.
 #[test]
