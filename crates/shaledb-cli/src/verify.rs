@@ -33,6 +33,8 @@ use shaledb_vfs::{Error, Fs, PosixFs, ReadHints};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+mod blob;
+
 /// Arguments of `shaledb verify`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -184,6 +186,9 @@ fn verify_inner(fs: &dyn Fs, dir: &Path, live_files: bool) -> Report {
     let Some(m) = read_manifest(fs, &manifest_path, &mut report) else { return report };
     for (level, meta) in m.files() {
         check_table(fs, dir, level, meta, m.last_sequence, &mut report);
+    }
+    for b in m.blob_files.values() {
+        blob::check_blob_file(fs, dir, b, &mut report);
     }
     if live_files {
         check_wals(fs, dir, &m, &manifest_path, &mut report);

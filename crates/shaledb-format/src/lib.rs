@@ -5,6 +5,7 @@
 //! `compress` <- `table` (SST builder and reader, block cache); `manifest` and `wal` read MANIFESTs and WALs.
 
 pub mod batch;
+pub mod blob;
 pub mod block;
 pub mod bloom;
 pub mod cache;
@@ -30,4 +31,8 @@ pub use shaledb_vfs::{Error, Result};
 /// - 2: internal keys and write-batch records may hold the kind `0x07` single deletion (`Db::single_delete`),
 ///   and index separators carry it as `KIND_FOR_SEEK`. Version-1 files never do, so they open unchanged; a
 ///   version-1 reader refuses version-2 files cleanly instead of misreading them.
-pub const FORMAT_VERSION: u32 = 2;
+/// - 3: reserved for range deletions (write-batch kind `0x0f`, DeleteRange).
+/// - 4: blob files (`NNNNNN.blob`, docs/format/blob.md): tables may hold the kind `0x11` blob index (and index
+///   separators carry it as `KIND_FOR_SEEK`); MANIFEST edits may hold blob file additions and garbage (tags 8
+///   and 9). Older files never do, so they open unchanged.
+pub const FORMAT_VERSION: u32 = 4;

@@ -203,6 +203,7 @@ pub fn batch(data: &[u8]) {
             shaledb_format::ikey::ValueKind::Deletion => rebuilt.delete(e.key),
             shaledb_format::ikey::ValueKind::Merge => rebuilt.merge(e.key, e.value),
             shaledb_format::ikey::ValueKind::SingleDeletion => rebuilt.single_delete(e.key),
+            shaledb_format::ikey::ValueKind::BlobIndex => panic!("a write batch decoded a blob reference"),
         }
     }
     let again: Vec<_> = rebuilt.iter().collect::<Result<Vec<_>, _>>().unwrap_or_default();

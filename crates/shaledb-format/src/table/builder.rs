@@ -173,7 +173,7 @@ impl TableBuilder {
         match parsed.kind {
             ValueKind::Deletion | ValueKind::SingleDeletion => p.num_deletions += 1,
             ValueKind::Merge => p.num_merges += 1,
-            ValueKind::Value => {}
+            ValueKind::Value | ValueKind::BlobIndex => {}
         }
         p.raw_key_size += ikey.len() as u64;
         p.raw_value_size += value.len() as u64;

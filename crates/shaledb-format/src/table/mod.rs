@@ -33,7 +33,7 @@
 //!   `prefix_extractor` (the extractor's RocksDB name, prefix.rs, e.g. `rocksdb.FixedPrefix.8`) and
 //!   `whole_key_filtering` (one byte, 0 or 1: whether the filter also holds whole user keys). Absent: the
 //!   filter holds whole user keys only. An extractor name this build does not know reads as absent.
-//! - `format_version` is `crate::FORMAT_VERSION` (2; readers accept 1 and 2: version 2 added the single-deletion
+//! - `format_version` is `crate::FORMAT_VERSION` (4; readers accept 1 to 4: version 4 added blob indexes, version 2 the single-deletion
 //!   kind, docs/format/sst.md).
 
 mod builder;

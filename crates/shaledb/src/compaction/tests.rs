@@ -19,6 +19,7 @@ pub(super) fn show(vs: &[KeyVersion]) -> String {
                 D => "D",
                 M => "M",
                 ValueKind::SingleDeletion => "SD",
+                ValueKind::BlobIndex => "B",
             };
             format!("{k}{}={}", v.seq, String::from_utf8_lossy(&v.value))
         })
@@ -224,6 +225,7 @@ impl Env {
             bottommost: bottom,
             stop: &self.stop,
             filter: self.filter.as_ref(),
+            blob: None,
         };
         write_sorted_run(it, s, &cx)
     }

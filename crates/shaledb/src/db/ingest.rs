@@ -183,6 +183,9 @@ fn inspect(inner: &DbInner, path: &Path, verify: bool) -> Result<External> {
             if k.seq != 0 {
                 return Err(bad(format!("an entry has sequence number {}", k.seq)));
             }
+            if k.kind == ikey::ValueKind::BlobIndex {
+                return Err(bad("an entry is a blob reference (kind 0x11); external files hold values only".into()));
+            }
             if prev.as_deref().is_some_and(|p| p >= k.user_key) {
                 return Err(bad("user keys are not strictly increasing".into()));
             }
@@ -456,6 +459,12 @@ fn rewrite(inner: &DbInner, f: &External, number: u64, level: usize, seq: u64) -
     let (mut smallest, mut largest, mut key) = (None, Vec::new(), Vec::new());
     while it.valid() {
         let k = ikey::parse(it.key()).ok_or_else(|| Error::corruption(&src, 0, "malformed internal key"))?;
+        if k.kind == ikey::ValueKind::BlobIndex {
+            return Err(Error::InvalidArgument(format!(
+                "ingest_external_file: {}: an entry is a blob reference (kind 0x11); external files hold values only",
+                f.src.display()
+            )));
+        }
         key.clear();
         ikey::append_internal_key(&mut key, k.user_key, seq, k.kind);
         b.add(&key, it.value())?;

@@ -127,7 +127,7 @@ impl Db {
             if probes.last().is_none_or(|p| p.key != key) {
                 let mut lookup = Vec::with_capacity(key.len() + ikey::TRAILER_LEN);
                 ikey::append_internal_key(&mut lookup, key, seq, KIND_FOR_SEEK);
-                let state = GetState::with_buffer(key, seq, merge, Vec::new());
+                let state = GetState::with_buffer(key, seq, merge, Vec::new()).with_blobs(&inner.blobs);
                 probes.push(Probe { key, hash: bloom::key_hash(key), lookup, state });
             }
             probe_of[i] = probes.len() - 1;

@@ -95,7 +95,8 @@ impl Db {
         // The super version first, then the sequence (see `pin_view` for why this order).
         let (sv, seq) = self.pin_view(opts);
         Counters::add(&inner.counters.gets, 1);
-        let mut state = GetState::with_buffer(key, seq, inner.opts.merge_operator.as_ref(), std::mem::take(out));
+        let mut state = GetState::with_buffer(key, seq, inner.opts.merge_operator.as_ref(), std::mem::take(out))
+            .with_blobs(&inner.blobs);
         let hash = bloom::key_hash(key);
         if sv.mem.may_contain(hash) {
             sv.mem.get(key, seq, &mut state);
@@ -352,7 +353,9 @@ impl Db {
             }) as RefreshFn
         });
         let mut cursor =
-            Cursor::new(it, seq, inner.opts.merge_operator.clone(), lower, upper, pin).with_refresh(refresh);
+            Cursor::new(it, seq, inner.opts.merge_operator.clone(), lower, upper, pin)
+                .with_refresh(refresh)
+                .with_blobs(inner.blobs.clone());
         if let Some(scope) = scope {
             cursor.confine_to_prefix(scope);
         }
