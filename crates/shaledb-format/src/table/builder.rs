@@ -173,7 +173,12 @@ impl TableBuilder {
         match parsed.kind {
             ValueKind::Deletion | ValueKind::SingleDeletion => p.num_deletions += 1,
             ValueKind::Merge => p.num_merges += 1,
-            ValueKind::Value | ValueKind::BlobIndex => {}
+            ValueKind::Value => {}
+            ValueKind::BlobIndex => {
+                if let Some(b) = crate::blob::BlobIndex::decode(value) {
+                    p.oldest_blob_file = Some(p.oldest_blob_file.map_or(b.file_number, |o| o.min(b.file_number)));
+                }
+            }
         }
         p.raw_key_size += ikey.len() as u64;
         p.raw_value_size += value.len() as u64;

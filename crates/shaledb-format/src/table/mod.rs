@@ -28,7 +28,9 @@
 //!   num_deletions num_entries num_merges raw_key_size raw_value_size smallest_seq`. Sizes include trailers.
 //!   Unknown names are ignored; a missing one is corruption. Two optional identity properties (absent in tables
 //!   written before they existed): `db_id` (the 16 bytes of the database's identity, as in the MANIFEST) and
-//!   `file_number` (varint64: the number the table was written under, `<number:06>.sst`). FROZEN.
+//!   `file_number` (varint64: the number the table was written under, `<number:06>.sst`). FROZEN. Optional
+//!   since format 4: `oldest_blob_file` (varint64: the smallest blob file number the table's blob references
+//!   name; absent when it holds none).
 //! - Two optional filter properties, written together when the filter also holds prefixes:
 //!   `prefix_extractor` (the extractor's RocksDB name, prefix.rs, e.g. `rocksdb.FixedPrefix.8`) and
 //!   `whole_key_filtering` (one byte, 0 or 1: whether the filter also holds whole user keys). Absent: the
@@ -158,6 +160,9 @@ pub struct TableProperties {
     /// Whether the bloom filter holds whole user keys. True in tables written before prefix filters
     /// existed.
     pub whole_key_filtering: bool,
+    /// The smallest blob file number any blob reference of the table names (RocksDB's
+    /// `oldest_blob_file_number`); `None` when the table holds no blob reference.
+    pub oldest_blob_file: Option<u64>,
 }
 
 impl Default for TableProperties {
@@ -181,6 +186,7 @@ impl Default for TableProperties {
             file_number: None,
             prefix_extractor: None,
             whole_key_filtering: true,
+            oldest_blob_file: None,
         }
     }
 }
@@ -190,6 +196,7 @@ const DB_ID_PROP: &[u8] = b"db_id";
 const FILE_NUMBER_PROP: &[u8] = b"file_number";
 const PREFIX_EXTRACTOR_PROP: &[u8] = b"prefix_extractor";
 const WHOLE_KEY_FILTERING_PROP: &[u8] = b"whole_key_filtering";
+const OLDEST_BLOB_FILE_PROP: &[u8] = b"oldest_blob_file";
 
 const PROP_NAMES: [&[u8]; 13] = [
     b"compression",
@@ -226,6 +233,11 @@ impl TableProperties {
             let mut v = Vec::new();
             put_varint64(&mut v, n);
             entries.push((FILE_NUMBER_PROP, v));
+        }
+        if let Some(n) = self.oldest_blob_file {
+            let mut v = Vec::new();
+            put_varint64(&mut v, n);
+            entries.push((OLDEST_BLOB_FILE_PROP, v));
         }
         if let Some(ex) = &self.prefix_extractor {
             entries.push((PREFIX_EXTRACTOR_PROP, ex.name().into_bytes()));
@@ -275,6 +287,11 @@ impl TableProperties {
                 p.file_number = match get_varint64(value) {
                     Some((v, n)) if n == value.len() => Some(v),
                     _ => return Err(bad("bad value of property file_number".into())),
+                };
+            } else if name == OLDEST_BLOB_FILE_PROP {
+                p.oldest_blob_file = match get_varint64(value) {
+                    Some((v, n)) if n == value.len() => Some(v),
+                    _ => return Err(bad("bad value of property oldest_blob_file".into())),
                 };
             } else if name == PREFIX_EXTRACTOR_PROP {
                 // An extractor this build does not know: its prefixes are of no use, never an error.
@@ -651,10 +668,16 @@ mod unit_tests {
             file_number: None,
             prefix_extractor: None,
             whole_key_filtering: true,
+            oldest_blob_file: None,
         };
         let block = Block::new(p.encode()).unwrap();
         assert_eq!(TableProperties::decode(block).unwrap(), p);
-        let with_identity = TableProperties { db_id: Some([0xab; DB_ID_LEN]), file_number: Some(12), ..p.clone() };
+        let with_identity = TableProperties {
+            db_id: Some([0xab; DB_ID_LEN]),
+            file_number: Some(12),
+            oldest_blob_file: Some(7),
+            ..p.clone()
+        };
         let block = Block::new(with_identity.encode()).unwrap();
         assert_eq!(TableProperties::decode(block).unwrap(), with_identity);
         for (ex, whole) in [(PrefixExtractor::Fixed(8), false), (PrefixExtractor::Capped(3), true)] {

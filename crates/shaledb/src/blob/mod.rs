@@ -16,11 +16,13 @@
 //!   iterator or checkpoint holds still lists it, as tables are.
 //! - **Garbage collection.** With `enable_blob_garbage_collection`, a compaction rewrites the values it meets in
 //!   the oldest `blob_garbage_collection_age_cutoff` fraction of the blob files into new ones (so the old files
-//!   turn into garbage), and `blob_garbage_collection_force_threshold` makes the picker compact the tables
-//!   referencing the oldest blob file once its garbage ratio passes the threshold (`picker`).
+//!   turn into garbage), and `blob_garbage_collection_force_threshold` compacts the tables referencing the
+//!   oldest blob file once its garbage ratio reaches the threshold (`gc.rs`).
 
+mod gc;
 mod sink;
 
+pub(crate) use gc::pick_forced;
 pub(crate) use sink::{BlobConfig, BlobOutput, BlobSink, Emit};
 
 use crate::identity::DbId;
@@ -171,6 +173,17 @@ pub(crate) fn verify_files(files: &BlobFiles, v: &crate::version::Version) -> Re
         }
     }
     Ok(())
+}
+
+/// The blob integer properties of [`crate::Db::property_int`] (RocksDB's names without `rocksdb.`).
+pub(crate) fn int_property(v: &crate::version::Version, name: &str) -> Option<u64> {
+    let files = v.blob_files.values();
+    match name {
+        "num-blob-files" => Some(v.blob_files.len() as u64),
+        "live-blob-file-size" => Some(files.map(|m| m.addition.file_size).sum()),
+        "live-blob-file-garbage-size" => Some(files.map(|m| m.garbage_bytes).sum()),
+        _ => None,
+    }
 }
 
 /// Decodes a blob index stored at `location` (`None`: not from a table, which never happens for a valid one).

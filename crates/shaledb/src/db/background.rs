@@ -117,6 +117,10 @@ fn background_loop(inner: &Arc<DbInner>, flush_thread: bool) {
                     run_compaction(inner, &mut st, task);
                     continue;
                 }
+                if let Some(task) = crate::blob::pick_forced(inner, &v, &st.busy) {
+                    run_compaction(inner, &mut st, task);
+                    continue;
+                }
             }
         }
         inner.bg_cv.wait(&mut st);

@@ -332,6 +332,23 @@ pub(super) const FIELDS: &[Field] = &[
             Ok(())
         },
     },
+    // Blob files (RocksDB's CF options of the same names).
+    plain!(Cf, "enable_blob_files", enable_blob_files, boolean),
+    plain!(Cf, "min_blob_size", min_blob_size, int),
+    plain!(Cf, "blob_file_size", blob_file_size, int),
+    Field {
+        section: Section::Cf,
+        name: "blob_compression_type",
+        fields: &["blob_compression_type"],
+        get: |o| compression_name(o.blob_compression_type).to_string(),
+        set: |l, v| {
+            l.options.blob_compression_type = compression(v)?;
+            Ok(())
+        },
+    },
+    plain!(Cf, "enable_blob_garbage_collection", enable_blob_garbage_collection, boolean),
+    plain!(Cf, "blob_garbage_collection_age_cutoff", blob_garbage_collection_age_cutoff, float),
+    plain!(Cf, "blob_garbage_collection_force_threshold", blob_garbage_collection_force_threshold, float),
     plain!(Table, "block_size", block_size, int),
     plain!(Table, "block_restart_interval", block_restart_interval, int),
     Field {

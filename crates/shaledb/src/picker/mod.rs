@@ -39,6 +39,8 @@ pub(crate) enum CompactionReason {
     LevelMaxLevelSize,
     /// `compact_range`.
     ManualCompaction,
+    /// Forced blob garbage collection (`blob_garbage_collection_force_threshold`, `blob/gc.rs`).
+    ForcedBlobGc,
 }
 
 /// One compaction to run: `inputs` (from `level`) and `output_inputs` (from `output_level`) are merged and

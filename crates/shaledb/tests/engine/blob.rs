@@ -228,3 +228,54 @@ fn blob_options_out_of_range_are_invalid_arguments() {
         assert!(e.is_invalid_argument() && e.to_string().contains("blob"), "{e}");
     }
 }
+
+#[test]
+fn forced_garbage_collection_compacts_the_tables_of_the_oldest_blob_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let quiet = Options {
+        level0_file_num_compaction_trigger: 100,
+        level0_slowdown_writes_trigger: 200,
+        level0_stop_writes_trigger: 300,
+        write_buffer_size: 1 << 20,
+        ..blob_options()
+    };
+    let db = Db::open(dir.path(), Options { disable_auto_compactions: true, ..quiet.clone() }).unwrap();
+    for (prefix, range) in [("k", 0..20), ("m", 0..20), ("k", 0..10)] {
+        for i in range {
+            db.put(format!("{prefix}{i:03}"), big(i, prefix)).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let files = blob_files(dir.path());
+    assert_eq!(files.len(), 3);
+    // Merging the two tables of `k` leaves half of the oldest blob file garbage; without collection nothing is
+    // relocated, so the file stays.
+    db.compact_range(Some(b"k"), Some(b"l")).unwrap();
+    assert_eq!(db.property_int("rocksdb.num-blob-files"), Some(3));
+    let garbage = db.property_int("rocksdb.live-blob-file-garbage-size").unwrap();
+    assert_eq!(garbage, 10 * (12 + 4 + 160));
+    db.close().unwrap();
+    // The oldest of three files is within the age cutoff (0.5 -> one file) and half garbage (>= 0.3): the
+    // background compacts the table referencing it, relocating its live half.
+    let opts = Options {
+        enable_blob_garbage_collection: true,
+        blob_garbage_collection_age_cutoff: 0.5,
+        blob_garbage_collection_force_threshold: 0.3,
+        ..quiet
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while files[0].exists() {
+        assert!(std::time::Instant::now() < deadline, "the oldest blob file was never collected");
+        db.put("wake", "up").unwrap();
+        db.flush().unwrap();
+        db.wait_for_compaction().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for i in 0..20 {
+        assert_eq!(db.get(format!("k{i:03}")).unwrap(), Some(big(i, "k")));
+        assert_eq!(db.get(format!("m{i:03}")).unwrap(), Some(big(i, "m")));
+    }
+    assert!(files[1].exists(), "the younger files are not collected");
+    db.verify_checksums().unwrap();
+}
