@@ -121,6 +121,15 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
     o.advise_random_on_open = f.advise_random_on_open;
     o.block_cache_shard_bits = f.cache_numshardbits;
     o.bytes_per_sync = f.bytes_per_sync;
+    o.enable_blob_files = f.enable_blob_files;
+    o.min_blob_size = f.min_blob_size;
+    o.blob_file_size = f.blob_file_size;
+    let blob_codec = Compression::parse(&f.blob_compression_type)
+        .ok_or_else(|| format!("unknown --blob_compression_type '{}'", f.blob_compression_type))?;
+    o.blob_compression_type = codec(blob_codec);
+    o.enable_blob_garbage_collection = f.enable_blob_garbage_collection;
+    o.blob_garbage_collection_age_cutoff = f.blob_garbage_collection_age_cutoff;
+    o.blob_garbage_collection_force_threshold = f.blob_garbage_collection_force_threshold;
     o.soft_pending_compaction_bytes_limit = f.soft_pending_compaction_bytes_limit;
     o.hard_pending_compaction_bytes_limit = f.hard_pending_compaction_bytes_limit;
     o.allow_concurrent_memtable_write = f.allow_concurrent_memtable_write;
