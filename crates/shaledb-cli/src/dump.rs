@@ -490,7 +490,11 @@ fn dump_manifest(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Wri
                         writeln!(out, "  add blob #{n} {f} bytes, {c} records of {r} bytes")?;
                     }
                     for g in &edit.blob_garbage {
-                        writeln!(out, "  garbage blob #{} {} records of {} bytes", g.number, g.record_count, g.record_bytes)?;
+                        writeln!(
+                            out,
+                            "  garbage blob #{} {} records of {} bytes",
+                            g.number, g.record_count, g.record_bytes
+                        )?;
                     }
                 }
                 for problem in live.apply(&edit) {
@@ -514,7 +518,11 @@ fn dump_manifest(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Wri
     writeln!(out, "LSM shape:")?;
     for m in live.blob_files.values() {
         let (n, size, c) = (m.addition.number, m.addition.file_size, m.addition.record_count);
-        writeln!(out, "  blob #{n}: {size} bytes, {c} records, {} garbage ({} bytes)", m.garbage_count, m.garbage_bytes)?;
+        writeln!(
+            out,
+            "  blob #{n}: {size} bytes, {c} records, {} garbage ({} bytes)",
+            m.garbage_count, m.garbage_bytes
+        )?;
     }
     for (level, files) in live.levels.iter().filter(|(_, f)| !f.is_empty()) {
         let bytes: u64 = files.values().map(|f| f.file_size).sum();

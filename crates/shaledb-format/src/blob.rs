@@ -244,8 +244,12 @@ impl BlobFileWriter {
         self.buf.extend_from_slice(key);
         self.buf.extend_from_slice(stored);
         self.file.append(&self.buf)?;
-        let index =
-            BlobIndex { file_number: self.number, offset: self.offset, size: stored.len() as u64, compression: self.compression };
+        let index = BlobIndex {
+            file_number: self.number,
+            offset: self.offset,
+            size: stored.len() as u64,
+            compression: self.compression,
+        };
         self.offset += self.buf.len() as u64;
         self.summary.record_count += 1;
         self.summary.record_bytes += self.buf.len() as u64;
@@ -409,7 +413,9 @@ impl BlobFileReader {
         if coding::get_fixed64(f) != Some(FOOTER_MAGIC) {
             return Err(bad("blob file footer has a bad magic"));
         }
-        if coding::get_fixed64(&f[8..]) != Some(summary.record_count) || coding::get_fixed64(&f[16..]) != Some(value_bytes) {
+        if coding::get_fixed64(&f[8..]) != Some(summary.record_count)
+            || coding::get_fixed64(&f[16..]) != Some(value_bytes)
+        {
             return Err(bad("blob file footer counts differ from its records"));
         }
         Ok(summary)

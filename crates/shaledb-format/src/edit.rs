@@ -397,11 +397,13 @@ impl VersionEdit {
                     e.blob_files.push(BlobFileAddition { number, record_count, record_bytes, file_size });
                 }
                 tag::BLOB_FILE_GARBAGE => {
-                    let (Some(number), Some(record_count), Some(record_bytes)) = (d.varint64(), d.varint64(), d.varint64())
+                    let (Some(number), Some(record_count), Some(record_bytes)) =
+                        (d.varint64(), d.varint64(), d.varint64())
                     else {
                         return Err(truncated("blob file garbage"));
                     };
-                    check_blob(number, record_count, record_bytes, None).map_err(|w| bad(format!("version edit: {w}")))?;
+                    check_blob(number, record_count, record_bytes, None)
+                        .map_err(|w| bad(format!("version edit: {w}")))?;
                     e.blob_garbage.push(BlobFileGarbage { number, record_count, record_bytes });
                 }
                 tag::DB_ID => {

@@ -224,8 +224,7 @@ impl VersionSet {
                 .flatten()
                 .find(|f| !fs.exists(&filenames::table(dir, f.number)))
                 .map(|f| f.number);
-            let missing_blob =
-                version.blob_files.keys().find(|&&n| !fs.exists(&filenames::blob(dir, n))).copied();
+            let missing_blob = version.blob_files.keys().find(|&&n| !fs.exists(&filenames::blob(dir, n))).copied();
             let missing_table = missing_table.or(missing_blob);
             let missing_wal = Some(log_number).filter(|&n| n != 0 && !fs.exists(&filenames::wal(dir, n)));
             if missing_table.is_some() || missing_wal.is_some() {

@@ -226,12 +226,7 @@ impl BackupEngine {
                 fs.rename(&tmp, &to)?;
             }
             let name = from.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            files.push(BackupFile {
-                name,
-                stored,
-                size,
-                crc,
-            });
+            files.push(BackupFile { name, stored, size, crc });
         }
         fs.sync_dir(&self.dir.join("shared"))?;
         let mut private_file = |name: String, write: &dyn Fn(&Path) -> Result<()>| -> Result<()> {

@@ -69,7 +69,13 @@ impl BlobFiles {
 
     /// Reads the value the blob index `raw` (a table entry's value, stored at `location`) names for `key` into
     /// `out`. An index that does not decode is `Corruption` at `location`; a bad record, at the blob file.
-    pub(crate) fn resolve(&self, key: &[u8], raw: &[u8], location: Option<(&Path, u64)>, out: &mut Vec<u8>) -> Result<()> {
+    pub(crate) fn resolve(
+        &self,
+        key: &[u8],
+        raw: &[u8],
+        location: Option<(&Path, u64)>,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
         let index = decode_index(raw, location)?;
         self.reader(index.file_number)?.read(key, &index, out)
     }

@@ -352,10 +352,9 @@ impl Db {
                 Ok(internal_view(&inner, &opts, lower.as_deref(), upper.as_deref(), &scope))
             }) as RefreshFn
         });
-        let mut cursor =
-            Cursor::new(it, seq, inner.opts.merge_operator.clone(), lower, upper, pin)
-                .with_refresh(refresh)
-                .with_blobs(inner.blobs.clone());
+        let mut cursor = Cursor::new(it, seq, inner.opts.merge_operator.clone(), lower, upper, pin)
+            .with_refresh(refresh)
+            .with_blobs(inner.blobs.clone());
         if let Some(scope) = scope {
             cursor.confine_to_prefix(scope);
         }

@@ -707,7 +707,8 @@ impl Cursor {
         if self.error.is_some() {
             return false;
         }
-        if base && self.blob_pending && last.is_some_and(|k| k != ValueKind::Deletion && k != ValueKind::SingleDeletion) {
+        if base && self.blob_pending && last.is_some_and(|k| k != ValueKind::Deletion && k != ValueKind::SingleDeletion)
+        {
             let raw = std::mem::take(&mut self.value_buf);
             if !self.resolve_blob(&raw) {
                 return false;

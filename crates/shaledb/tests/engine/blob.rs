@@ -279,3 +279,29 @@ fn forced_garbage_collection_compacts_the_tables_of_the_oldest_blob_file() {
     assert!(files[1].exists(), "the younger files are not collected");
     db.verify_checksums().unwrap();
 }
+
+#[test]
+fn a_leftover_blob_file_of_ours_is_removed_at_open_and_a_foreign_one_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), blob_options()).unwrap();
+    db.put("a", big(0, "v")).unwrap();
+    db.flush().unwrap();
+    drop(db);
+    let live = blob_files(dir.path()).remove(0);
+    // A copy of a blob file of ours under a number no MANIFEST names: what a compaction that crashed before
+    // its edit leaves behind. And a file of the same name form holding something else.
+    let ours = dir.path().join("000777.blob");
+    let foreign = dir.path().join("000778.blob");
+    std::fs::copy(&live, &ours).unwrap();
+    let other: &[u8] = b"not a blob file of this database, longer than a header and its footer too";
+    std::fs::write(&foreign, other).unwrap();
+    let db = Db::open(dir.path(), blob_options()).unwrap();
+    assert!(!ours.exists(), "our leftover is removed");
+    assert!(foreign.exists(), "a file that is not provably ours stays");
+    assert!(live.exists());
+    assert_eq!(db.get("a").unwrap(), Some(big(0, "v")));
+    db.put("b", big(1, "v")).unwrap();
+    db.flush().unwrap();
+    drop(db);
+    assert_eq!(std::fs::read(&foreign).unwrap(), other, "left untouched by open, flush and close");
+}
