@@ -197,7 +197,7 @@ pub struct Options {
     pub max_log_file_size: u64,
     /// Rotated `LOG.old.N` files kept (the oldest are removed). Default: 10. At most 10000.
     pub keep_log_file_num: usize,
-    /// Key-value separation (RocksDB's integrated BlobDB, [`crate::blob`]): flush and compaction write put
+    /// Key-value separation (RocksDB's integrated BlobDB, docs/format/blob.md): flush and compaction write put
     /// values of at least `min_blob_size` bytes into blob files (`NNNNNN.blob`) and keep only a reference in
     /// the table. May be switched at any open: existing references stay readable either way. Default: false.
     pub enable_blob_files: bool,

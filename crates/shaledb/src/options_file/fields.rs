@@ -162,6 +162,22 @@ fn read_name(v: &str) -> Result<Option<String>, String> {
 }
 
 /// A field read by `parse` (`int`, `boolean`, `float`) and written with `to_string`.
+/// A field holding one compression type, written with RocksDB's names.
+macro_rules! codec {
+    ($section:ident, $name:literal, $f:ident) => {
+        Field {
+            section: Section::$section,
+            name: $name,
+            fields: &[stringify!($f)],
+            get: |o| compression_name(o.$f).to_string(),
+            set: |l, v| {
+                l.options.$f = compression(v)?;
+                Ok(())
+            },
+        }
+    };
+}
+
 macro_rules! plain {
     ($section:ident, $name:literal, $f:ident, $parse:ident) => {
         Field {
@@ -220,16 +236,7 @@ pub(super) const FIELDS: &[Field] = &[
     plain!(Cf, "soft_pending_compaction_bytes_limit", soft_pending_compaction_bytes_limit, int),
     plain!(Cf, "hard_pending_compaction_bytes_limit", hard_pending_compaction_bytes_limit, int),
     plain!(Cf, "disable_auto_compactions", disable_auto_compactions, boolean),
-    Field {
-        section: Section::Cf,
-        name: "compression",
-        fields: &["compression"],
-        get: |o| compression_name(o.compression).to_string(),
-        set: |l, v| {
-            l.options.compression = compression(v)?;
-            Ok(())
-        },
-    },
+    codec!(Cf, "compression", compression),
     Field {
         section: Section::Cf,
         name: "compression_per_level",
@@ -336,16 +343,7 @@ pub(super) const FIELDS: &[Field] = &[
     plain!(Cf, "enable_blob_files", enable_blob_files, boolean),
     plain!(Cf, "min_blob_size", min_blob_size, int),
     plain!(Cf, "blob_file_size", blob_file_size, int),
-    Field {
-        section: Section::Cf,
-        name: "blob_compression_type",
-        fields: &["blob_compression_type"],
-        get: |o| compression_name(o.blob_compression_type).to_string(),
-        set: |l, v| {
-            l.options.blob_compression_type = compression(v)?;
-            Ok(())
-        },
-    },
+    codec!(Cf, "blob_compression_type", blob_compression_type),
     plain!(Cf, "enable_blob_garbage_collection", enable_blob_garbage_collection, boolean),
     plain!(Cf, "blob_garbage_collection_age_cutoff", blob_garbage_collection_age_cutoff, float),
     plain!(Cf, "blob_garbage_collection_force_threshold", blob_garbage_collection_force_threshold, float),

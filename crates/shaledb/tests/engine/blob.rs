@@ -23,6 +23,29 @@ fn big(i: usize, tag: &str) -> Vec<u8> {
     format!("{tag}-{i:05}-").repeat(20).into_bytes()
 }
 
+/// A closed database holding key `a` with a value in its one blob file.
+fn closed_with_one_blob_file() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), blob_options()).unwrap();
+    db.put("a", big(0, "v")).unwrap();
+    db.flush().unwrap();
+    dir
+}
+
+/// Puts `<prefix><i:03>` -> `big(i, tag)` for each `i` of `range`.
+fn fill(db: &Db, prefix: &str, range: std::ops::Range<usize>, tag: &str) {
+    for i in range {
+        db.put(format!("{prefix}{i:03}"), big(i, tag)).unwrap();
+    }
+}
+
+/// Checks that every key `fill` wrote reads back.
+fn check(db: &Db, prefix: &str, range: std::ops::Range<usize>, tag: &str) {
+    for i in range {
+        assert_eq!(db.get(format!("{prefix}{i:03}")).unwrap(), Some(big(i, tag)), "{prefix}{i:03}");
+    }
+}
+
 #[test]
 fn large_values_go_to_blob_files_and_read_back_everywhere() {
     let dir = tempfile::tempdir().unwrap();
@@ -97,11 +120,7 @@ fn merges_and_snapshots_read_over_blob_values() {
 
 #[test]
 fn a_corrupt_blob_record_is_corruption_naming_the_blob_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), blob_options()).unwrap();
-    db.put("a", big(0, "v")).unwrap();
-    db.flush().unwrap();
-    drop(db);
+    let dir = closed_with_one_blob_file();
     let file = blob_files(dir.path()).remove(0);
     let mut data = std::fs::read(&file).unwrap();
     // Header 30 bytes, record header 12, key 1: flip a byte in the value.
@@ -118,11 +137,7 @@ fn a_corrupt_blob_record_is_corruption_naming_the_blob_file() {
 
 #[test]
 fn a_missing_blob_file_refuses_open_with_paranoid_checks() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), blob_options()).unwrap();
-    db.put("a", big(0, "v")).unwrap();
-    db.flush().unwrap();
-    drop(db);
+    let dir = closed_with_one_blob_file();
     std::fs::remove_file(blob_files(dir.path()).remove(0)).unwrap();
     let e = Db::open(dir.path(), blob_options()).unwrap_err();
     assert!(e.is_corruption() && e.to_string().contains(".blob missing"), "{e}");
@@ -132,15 +147,11 @@ fn a_missing_blob_file_refuses_open_with_paranoid_checks() {
 fn overwritten_blob_files_are_deleted_once_no_reader_needs_them() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options { disable_auto_compactions: true, ..blob_options() }).unwrap();
-    for i in 0..30 {
-        db.put(format!("k{i:03}"), big(i, "first")).unwrap();
-    }
+    fill(&db, "k", 0..30, "first");
     db.flush().unwrap();
     let first = blob_files(dir.path());
     assert_eq!(first.len(), 1);
-    for i in 0..30 {
-        db.put(format!("k{i:03}"), big(i, "second")).unwrap();
-    }
+    fill(&db, "k", 0..30, "second");
     db.flush().unwrap();
     let mut cursor = db.cursor();
     let snap = db.snapshot();
@@ -168,17 +179,12 @@ fn overwritten_blob_files_are_deleted_once_no_reader_needs_them() {
 #[test]
 fn garbage_collection_relocates_old_blob_values_and_deletes_their_files() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options {
-        disable_auto_compactions: true,
-        enable_blob_garbage_collection: true,
-        blob_garbage_collection_age_cutoff: 1.0,
-        ..blob_options()
-    };
+    let mut opts = blob_options();
+    (opts.enable_blob_garbage_collection, opts.blob_garbage_collection_age_cutoff) = (true, 1.0);
+    opts.disable_auto_compactions = true;
     let db = Db::open(dir.path(), opts).unwrap();
     for round in 0..3 {
-        for i in (round * 20)..(round * 20 + 20) {
-            db.put(format!("k{i:03}"), big(i, "v")).unwrap();
-        }
+        fill(&db, "k", (round * 20)..(round * 20 + 20), "v");
         db.flush().unwrap();
     }
     let before = blob_files(dir.path());
@@ -191,9 +197,7 @@ fn garbage_collection_relocates_old_blob_values_and_deletes_their_files() {
     let after = blob_files(dir.path());
     assert!(before.iter().all(|f| !after.contains(f)), "every old file relocated and deleted: {after:?}");
     assert!(!after.is_empty());
-    for i in 0..60 {
-        assert_eq!(db.get(format!("k{i:03}")).unwrap(), Some(big(i, "v")));
-    }
+    check(&db, "k", 0..60, "v");
     db.verify_checksums().unwrap();
 }
 
@@ -201,17 +205,13 @@ fn garbage_collection_relocates_old_blob_values_and_deletes_their_files() {
 fn a_checkpoint_holds_the_blob_files_and_opens() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), blob_options()).unwrap();
-    for i in 0..20 {
-        db.put(format!("k{i:03}"), big(i, "v")).unwrap();
-    }
+    fill(&db, "k", 0..20, "v");
     let target = dir.path().join("cp");
     db.create_checkpoint(&target).unwrap();
     assert_eq!(blob_files(&target).len(), 1);
     drop(db);
     let copy = Db::open(&target, blob_options()).unwrap();
-    for i in 0..20 {
-        assert_eq!(copy.get(format!("k{i:03}")).unwrap(), Some(big(i, "v")));
-    }
+    check(&copy, "k", 0..20, "v");
     copy.verify_checksums().unwrap();
 }
 
@@ -241,9 +241,7 @@ fn forced_garbage_collection_compacts_the_tables_of_the_oldest_blob_file() {
     };
     let db = Db::open(dir.path(), Options { disable_auto_compactions: true, ..quiet.clone() }).unwrap();
     for (prefix, range) in [("k", 0..20), ("m", 0..20), ("k", 0..10)] {
-        for i in range {
-            db.put(format!("{prefix}{i:03}"), big(i, prefix)).unwrap();
-        }
+        fill(&db, prefix, range, prefix);
         db.flush().unwrap();
     }
     let files = blob_files(dir.path());
@@ -272,21 +270,15 @@ fn forced_garbage_collection_compacts_the_tables_of_the_oldest_blob_file() {
         db.wait_for_compaction().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    for i in 0..20 {
-        assert_eq!(db.get(format!("k{i:03}")).unwrap(), Some(big(i, "k")));
-        assert_eq!(db.get(format!("m{i:03}")).unwrap(), Some(big(i, "m")));
-    }
+    check(&db, "k", 0..20, "k");
+    check(&db, "m", 0..20, "m");
     assert!(files[1].exists(), "the younger files are not collected");
     db.verify_checksums().unwrap();
 }
 
 #[test]
 fn a_leftover_blob_file_of_ours_is_removed_at_open_and_a_foreign_one_kept() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), blob_options()).unwrap();
-    db.put("a", big(0, "v")).unwrap();
-    db.flush().unwrap();
-    drop(db);
+    let dir = closed_with_one_blob_file();
     let live = blob_files(dir.path()).remove(0);
     // A copy of a blob file of ours under a number no MANIFEST names: what a compaction that crashed before
     // its edit leaves behind. And a file of the same name form holding something else.
