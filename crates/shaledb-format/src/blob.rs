@@ -374,48 +374,50 @@ impl BlobFileReader {
         Ok(())
     }
 
-    /// Reads the whole file: every record's checksum and the footer's counts. Returns the summary, or
-    /// `Corruption` naming the file and the offset of the first bad record.
+    /// Reads the whole file, one record at a time: every record's checksum and the footer's counts. Returns
+    /// the summary, or `Corruption` naming the file and the offset of the first bad record.
     pub fn verify(&self) -> Result<BlobFileSummary> {
         let path = self.file.path();
-        let mut data = vec![0u8; self.size as usize];
-        self.file.read_exact_at(&mut data, 0)?;
-        let body_end = data.len() - FOOTER_LEN;
+        let body_end = self.size - FOOTER_LEN as u64;
         let mut summary = BlobFileSummary { file_size: self.size, ..BlobFileSummary::default() };
         let mut value_bytes = 0u64;
-        let mut at = HEADER_LEN;
+        let mut at = HEADER_LEN as u64;
+        let mut rec = Vec::new();
         while at < body_end {
-            let bad = |what: &str| Error::corruption(path, at as u64, what.to_string());
-            let rest = &data[at..body_end];
-            let (Some(k), Some(v)) = (coding::get_fixed32(rest), coding::get_fixed32(rest.get(4..).unwrap_or(&[])))
-            else {
+            let bad = |what: &str| Error::corruption(path, at, what.to_string());
+            if body_end - at < RECORD_HEADER_LEN as u64 {
                 return Err(bad("truncated blob record header"));
-            };
+            }
+            let mut h = [0u8; RECORD_HEADER_LEN];
+            self.file.read_exact_at(&mut h, at)?;
+            let (k, v) = (coding::get_fixed32(&h).unwrap_or(0), coding::get_fixed32(&h[4..]).unwrap_or(0));
             let len = RECORD_HEADER_LEN as u64 + k as u64 + v as u64;
-            if len > rest.len() as u64 {
+            if len > body_end - at {
                 return Err(bad("blob record runs past the footer"));
             }
-            let rec = &rest[..len as usize];
-            let c = crc::extend(crc::value(&rec[..8]), &rec[RECORD_HEADER_LEN..]);
-            if coding::get_fixed32(&rec[8..]) != Some(crc::mask(c)) {
+            // Bounded by the file's size, checked just above.
+            rec.resize((len as usize) - RECORD_HEADER_LEN, 0);
+            self.file.read_exact_at(&mut rec, at + RECORD_HEADER_LEN as u64)?;
+            let c = crc::extend(crc::value(&h[..8]), &rec);
+            if coding::get_fixed32(&h[8..]) != Some(crc::mask(c)) {
                 return Err(bad("blob record checksum mismatch"));
             }
             summary.record_count += 1;
             summary.record_bytes += len;
             value_bytes += v as u64;
-            at += len as usize;
+            at += len;
         }
-        let f = &data[body_end..];
-        let bad = |what: &str| Error::corruption(path, body_end as u64, what.to_string());
+        let mut f = [0u8; FOOTER_LEN];
+        self.file.read_exact_at(&mut f, body_end)?;
+        let bad = |what: &str| Error::corruption(path, body_end, what.to_string());
         if coding::get_fixed32(&f[24..]) != Some(crc::mask(crc::value(&f[..24]))) {
             return Err(bad("blob file footer checksum mismatch"));
         }
-        if coding::get_fixed64(f) != Some(FOOTER_MAGIC) {
+        if coding::get_fixed64(&f) != Some(FOOTER_MAGIC) {
             return Err(bad("blob file footer has a bad magic"));
         }
-        if coding::get_fixed64(&f[8..]) != Some(summary.record_count)
-            || coding::get_fixed64(&f[16..]) != Some(value_bytes)
-        {
+        let counts = (coding::get_fixed64(&f[8..]), coding::get_fixed64(&f[16..]));
+        if counts != (Some(summary.record_count), Some(value_bytes)) {
             return Err(bad("blob file footer counts differ from its records"));
         }
         Ok(summary)
