@@ -216,6 +216,30 @@ fn a_checkpoint_holds_the_blob_files_and_opens() {
 }
 
 #[test]
+fn a_backup_holds_the_blob_files_shares_them_and_restores() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path().join("db"), blob_options()).unwrap();
+    fill(&db, "k", 0..20, "v");
+    let mut engine = shaledb::backup::BackupEngine::open(dir.path().join("backups")).unwrap();
+    let first = engine.create_backup(&db).unwrap();
+    fill(&db, "m", 0..20, "v");
+    let second = engine.create_backup(&db).unwrap();
+    drop(db);
+    let shared: Vec<String> = std::fs::read_dir(dir.path().join("backups/shared"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".blob"))
+        .collect();
+    assert_eq!(shared.len(), 2, "each blob file stored once, shared by both backups: {shared:?}");
+    engine.verify(first).unwrap();
+    engine.restore(second, dir.path().join("restored")).unwrap();
+    let db = Db::open(dir.path().join("restored"), blob_options()).unwrap();
+    check(&db, "k", 0..20, "v");
+    check(&db, "m", 0..20, "v");
+    db.verify_checksums().unwrap();
+}
+
+#[test]
 fn blob_options_out_of_range_are_invalid_arguments() {
     let dir = tempfile::tempdir().unwrap();
     for bad in [
