@@ -130,6 +130,7 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
     o.enable_blob_garbage_collection = f.enable_blob_garbage_collection;
     o.blob_garbage_collection_age_cutoff = f.blob_garbage_collection_age_cutoff;
     o.blob_garbage_collection_force_threshold = f.blob_garbage_collection_force_threshold;
+    o.blob_compaction_readahead_size = f.blob_compaction_readahead_size;
     o.soft_pending_compaction_bytes_limit = f.soft_pending_compaction_bytes_limit;
     o.hard_pending_compaction_bytes_limit = f.hard_pending_compaction_bytes_limit;
     o.allow_concurrent_memtable_write = f.allow_concurrent_memtable_write;

@@ -283,6 +283,16 @@ impl BlobFileWriter {
     }
 }
 
+/// A read-ahead buffer over one blob file ([`BlobFileReader::read_ahead`]).
+#[derive(Debug, Default)]
+pub struct ReadWindow {
+    /// The file the buffer holds bytes of (`None`: empty).
+    number: Option<u64>,
+    /// File offset of `data[0]`.
+    start: u64,
+    data: Vec<u8>,
+}
+
 /// Reads records of one blob file (shared by readers: every read is a positioned read).
 pub struct BlobFileReader {
     file: Arc<dyn RandomAccessFile>,
@@ -336,6 +346,41 @@ impl BlobFileReader {
     /// Reads the value `index` points to for `key` into `out` (replaced), checking the record's length,
     /// checksum and key: every mismatch is `Corruption` naming this file and the record's offset.
     pub fn read(&self, key: &[u8], index: &BlobIndex, out: &mut Vec<u8>) -> Result<()> {
+        let len = self.check_index(key, index)?;
+        let mut rec = vec![0u8; len as usize];
+        self.file.read_exact_at(&mut rec, index.offset)?;
+        self.decode_record(key, index, &rec, out)
+    }
+
+    /// [`BlobFileReader::read`] through `window`, a read-ahead buffer of this file: a record outside it is
+    /// read with the `readahead` bytes that follow (RocksDB's `blob_compaction_readahead_size`), so records
+    /// read in file order (a compaction's garbage collection) cost one read per window, not one each.
+    pub fn read_ahead(
+        &self,
+        key: &[u8],
+        index: &BlobIndex,
+        out: &mut Vec<u8>,
+        window: &mut ReadWindow,
+        readahead: u64,
+    ) -> Result<()> {
+        let len = self.check_index(key, index)?;
+        let inside = index.offset >= window.start
+            && index.offset + len <= window.start + window.data.len() as u64
+            && window.number == Some(self.number);
+        if !inside {
+            // Within the records (checked by `check_index`), never past them.
+            let body_end = self.size - FOOTER_LEN as u64;
+            let want = len.max(readahead).min(body_end - index.offset);
+            window.data.resize(want as usize, 0);
+            self.file.read_exact_at(&mut window.data, index.offset)?;
+            (window.start, window.number) = (index.offset, Some(self.number));
+        }
+        let at = (index.offset - window.start) as usize;
+        self.decode_record(key, index, &window.data[at..at + len as usize], out)
+    }
+
+    /// Checks that `index` can name a record of this file for a key of `key.len()` bytes; the record's length.
+    fn check_index(&self, key: &[u8], index: &BlobIndex) -> Result<u64> {
         let bad = |what: String| Error::corruption(self.file.path(), index.offset, what);
         if index.file_number != self.number {
             return Err(bad(format!("blob index names file {}, read from {}", index.file_number, self.number)));
@@ -348,9 +393,13 @@ impl BlobFileReader {
         if index.compression != self.compression {
             return Err(bad("blob index compression differs from its file's".into()));
         }
-        let mut rec = vec![0u8; len as usize];
-        self.file.read_exact_at(&mut rec, index.offset)?;
-        let (key_len, value_len) = (coding::get_fixed32(&rec), coding::get_fixed32(&rec[4..]));
+        Ok(len)
+    }
+
+    /// Checks the record `rec` (read for `index`) and decodes its value into `out`.
+    fn decode_record(&self, key: &[u8], index: &BlobIndex, rec: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        let bad = |what: String| Error::corruption(self.file.path(), index.offset, what);
+        let (key_len, value_len) = (coding::get_fixed32(rec), coding::get_fixed32(&rec[4..]));
         if key_len != Some(key.len() as u32) || value_len.map(u64::from) != Some(index.size) {
             return Err(bad("blob record lengths differ from its index".into()));
         }

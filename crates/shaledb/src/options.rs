@@ -216,6 +216,10 @@ pub struct Options {
     /// least this, the tables referencing it are compacted. Default: 1.0 (only a file all garbage, which is
     /// already gone: in effect off). In 0..=1.
     pub blob_garbage_collection_force_threshold: f64,
+    /// Compactions read the blob values they relocate or merge through windows of this many bytes per blob
+    /// file (the references of a compaction come in key order, so mostly in file order). Default: 0 (one read
+    /// per value, as RocksDB). At most 1 GiB.
+    pub blob_compaction_readahead_size: u64,
     /// The file system. Default: the operating system's.
     pub fs: Arc<dyn Fs>,
 }
@@ -253,6 +257,7 @@ impl std::fmt::Debug for Options {
             .field("enable_blob_garbage_collection", &self.enable_blob_garbage_collection)
             .field("blob_garbage_collection_age_cutoff", &self.blob_garbage_collection_age_cutoff)
             .field("blob_garbage_collection_force_threshold", &self.blob_garbage_collection_force_threshold)
+            .field("blob_compaction_readahead_size", &self.blob_compaction_readahead_size)
             .finish_non_exhaustive()
     }
 }
@@ -315,6 +320,7 @@ impl Default for Options {
             enable_blob_garbage_collection: false,
             blob_garbage_collection_age_cutoff: 0.25,
             blob_garbage_collection_force_threshold: 1.0,
+            blob_compaction_readahead_size: 0,
             fs: shaledb_vfs::default_fs(),
         }
     }

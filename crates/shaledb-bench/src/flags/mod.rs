@@ -261,6 +261,9 @@ pub struct BenchFlags {
     /// Garbage ratio of the oldest blob file at which its tables are compacted (0..=1; 1: never).
     #[arg(long, default_value_t = 1.0)]
     pub blob_garbage_collection_force_threshold: f64,
+    /// Read-ahead of the blob values a compaction reads (garbage collection); 0: none.
+    #[arg(long, default_value_t = 0)]
+    pub blob_compaction_readahead_size: u64,
     /// Check block checksums on reads.
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub verify_checksum: bool,

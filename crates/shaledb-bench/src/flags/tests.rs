@@ -188,6 +188,7 @@ fn blob_flags_default_as_db_bench_and_reach_the_engine_options() {
         "--enable_blob_garbage_collection=true",
         "--blob_garbage_collection_age_cutoff=0.5",
         "--blob_garbage_collection_force_threshold=0.8",
+        "--blob_compaction_readahead_size=2097152",
     ])
     .unwrap();
     let o = crate::shale::options_from_flags(&f).unwrap();
@@ -195,6 +196,7 @@ fn blob_flags_default_as_db_bench_and_reach_the_engine_options() {
     assert_eq!((o.min_blob_size, o.blob_file_size), (4096, 1 << 20));
     assert_eq!(o.blob_compression_type, shaledb::CompressionType::Zstd);
     assert_eq!((o.blob_garbage_collection_age_cutoff, o.blob_garbage_collection_force_threshold), (0.5, 0.8));
+    assert_eq!(o.blob_compaction_readahead_size, 2 << 20);
     for (args, flag) in [
         (&["--blob_compression_type=brotli"][..], "--blob_compression_type"),
         (&["--blob_garbage_collection_age_cutoff=1.5"][..], "--blob_garbage_collection_age_cutoff"),

@@ -211,6 +211,7 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
     o.set_enable_blob_gc(f.enable_blob_garbage_collection);
     o.set_blob_gc_age_cutoff(f.blob_garbage_collection_age_cutoff);
     o.set_blob_gc_force_threshold(f.blob_garbage_collection_force_threshold);
+    o.set_blob_compaction_readahead_size(f.blob_compaction_readahead_size);
     o.set_allow_concurrent_memtable_write(f.allow_concurrent_memtable_write);
     if f.memtablerep == "vector" {
         o.set_memtable_factory(rocksdb::MemtableFactory::Vector);

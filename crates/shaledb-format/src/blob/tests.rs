@@ -108,3 +108,23 @@ fn undecodable_indexes_are_none() {
     *enc.last_mut().unwrap() = 99;
     assert_eq!(BlobIndex::decode(&enc), None, "unknown compression");
 }
+
+#[test]
+fn read_ahead_windows_read_what_read_reads() {
+    let fs = MemFs::new();
+    let recs: Vec<(String, Vec<u8>)> = (0..20).map(|i| (format!("key{i:02}"), vec![i as u8; 10 + 7 * i])).collect();
+    let refs: Vec<(&str, Vec<u8>)> = recs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let (idx, _) = write(&fs, CompressionType::None, &refs);
+    let r = open(&fs).unwrap();
+    for readahead in [0, 1, 64, 500, 1 << 20] {
+        let mut window = ReadWindow::default();
+        let mut out = Vec::new();
+        // In file order, then backwards: windows are refilled as needed.
+        for i in (0..recs.len()).chain((0..recs.len()).rev()) {
+            r.read_ahead(recs[i].0.as_bytes(), &idx[i], &mut out, &mut window, readahead).unwrap();
+            assert_eq!(out, recs[i].1, "record {i}, readahead {readahead}");
+        }
+        let wrong = BlobIndex { size: idx[3].size + 1, ..idx[3] };
+        assert!(r.read_ahead(b"key03", &wrong, &mut out, &mut window, readahead).unwrap_err().is_corruption());
+    }
+}

@@ -27,7 +27,7 @@ pub(crate) use sink::{BlobConfig, BlobOutput, BlobSink, Emit};
 
 use crate::identity::DbId;
 use parking_lot::Mutex;
-use shaledb_format::blob::{BlobFileReader, BlobIndex};
+use shaledb_format::blob::{BlobFileReader, BlobIndex, ReadWindow};
 use shaledb_format::filenames;
 use shaledb_vfs::{Error, Fs, ReadHints, Result};
 use std::collections::HashMap;
@@ -80,6 +80,25 @@ impl BlobFiles {
         self.reader(index.file_number)?.read(key, &index, out)
     }
 
+    /// [`BlobFiles::resolve`] for a compaction: with `readahead > 0`, through a read-ahead window per blob
+    /// file (`blob_compaction_readahead_size`), for references met in key order, so largely in file order.
+    pub(crate) fn resolve_ahead(
+        &self,
+        key: &[u8],
+        raw: &[u8],
+        out: &mut Vec<u8>,
+        windows: &mut HashMap<u64, ReadWindow>,
+        readahead: u64,
+    ) -> Result<()> {
+        let index = decode_index(raw, None)?;
+        let reader = self.reader(index.file_number)?;
+        if readahead == 0 {
+            return reader.read(key, &index, out);
+        }
+        let window = windows.entry(index.file_number).or_default();
+        reader.read_ahead(key, &index, out, window, readahead)
+    }
+
     /// Forgets the reader of a deleted file.
     pub(crate) fn evict(&self, number: u64) {
         self.readers.lock().remove(&number);
@@ -89,6 +108,12 @@ impl BlobFiles {
 /// Checks the blob options (called by [`crate::Options::validate`]).
 pub(crate) fn validate_options(o: &crate::Options) -> Result<()> {
     let bad = |m: String| Err(Error::InvalidArgument(m));
+    if o.blob_compaction_readahead_size > 1 << 30 {
+        return bad(format!(
+            "blob_compaction_readahead_size must be at most 2^30, got {}",
+            o.blob_compaction_readahead_size
+        ));
+    }
     if !(1024..=1 << 40).contains(&o.blob_file_size) {
         return bad(format!("blob_file_size must be in 1024..=2^40, got {}", o.blob_file_size));
     }
@@ -117,6 +142,7 @@ pub(crate) fn config<'a>(opts: &crate::Options, files: &'a BlobFiles, dir: &'a P
         blob_file_size: opts.blob_file_size,
         compression: opts.blob_compression_type,
         gc_below,
+        readahead: opts.blob_compaction_readahead_size,
     }
 }
 

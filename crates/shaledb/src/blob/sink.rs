@@ -3,12 +3,12 @@
 
 use super::{decode_index, BlobFiles};
 use crate::identity::DbId;
-use shaledb_format::blob::BlobFileWriter;
+use shaledb_format::blob::{BlobFileWriter, ReadWindow};
 use shaledb_format::compress::CompressionType;
 use shaledb_format::edit::{BlobFileAddition, BlobFileGarbage};
 use shaledb_format::filenames;
 use shaledb_vfs::{Fs, Result, WriteHints};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// How a run treats values and blob references (from [`crate::Options`] and the version the run starts from).
@@ -29,6 +29,8 @@ pub(crate) struct BlobConfig<'a> {
     pub compression: CompressionType,
     /// Garbage collection: references into blob files numbered below this are relocated (0: none).
     pub gc_below: u64,
+    /// `blob_compaction_readahead_size`: blob values the run reads are read through windows this large.
+    pub readahead: u64,
 }
 
 /// What a run did to blob files: the files it wrote and the garbage it left in older ones.
@@ -66,6 +68,8 @@ pub(crate) struct BlobSink<'a> {
     refs_out: BTreeMap<u64, (u64, u64)>,
     index_buf: Vec<u8>,
     value_buf: Vec<u8>,
+    /// Read-ahead windows per blob file read (with `readahead`).
+    windows: HashMap<u64, ReadWindow>,
 }
 
 impl<'a> BlobSink<'a> {
@@ -80,6 +84,7 @@ impl<'a> BlobSink<'a> {
             refs_out: BTreeMap::new(),
             index_buf: Vec::new(),
             value_buf: Vec::new(),
+            windows: HashMap::new(),
         }
     }
 
@@ -93,8 +98,8 @@ impl<'a> BlobSink<'a> {
     }
 
     /// Reads the value a blob reference names (for a merge over it or the compaction filter).
-    pub(crate) fn resolve(&self, key: &[u8], raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        self.cfg.files.resolve(key, raw, None, out)
+    pub(crate) fn resolve(&mut self, key: &[u8], raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        self.cfg.files.resolve_ahead(key, raw, out, &mut self.windows, self.cfg.readahead)
     }
 
     /// Decides how a surviving version is written: a large value goes to a blob file, a reference into a
@@ -115,7 +120,7 @@ impl<'a> BlobSink<'a> {
                 return Ok(Emit::Keep);
             }
             let mut v = std::mem::take(&mut self.value_buf);
-            self.cfg.files.resolve(key, value, None, &mut v)?;
+            self.resolve(key, value, &mut v)?;
             self.out.relocated += 1;
             if !self.wants(&v) {
                 self.value_buf = v;

@@ -347,6 +347,7 @@ pub(super) const FIELDS: &[Field] = &[
     plain!(Cf, "enable_blob_garbage_collection", enable_blob_garbage_collection, boolean),
     plain!(Cf, "blob_garbage_collection_age_cutoff", blob_garbage_collection_age_cutoff, float),
     plain!(Cf, "blob_garbage_collection_force_threshold", blob_garbage_collection_force_threshold, float),
+    plain!(Cf, "blob_compaction_readahead_size", blob_compaction_readahead_size, int),
     plain!(Table, "block_size", block_size, int),
     plain!(Table, "block_restart_interval", block_restart_interval, int),
     Field {

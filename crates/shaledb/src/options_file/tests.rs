@@ -78,6 +78,7 @@ fn non_default(with_ttl: bool) -> Options {
         enable_blob_garbage_collection: true,
         blob_garbage_collection_age_cutoff: 0.5,
         blob_garbage_collection_force_threshold: 0.75,
+        blob_compaction_readahead_size: 2 << 20,
         block_size: 16 << 10,
         block_restart_interval: 8,
         bloom_bits_per_key: 9.5,

@@ -247,6 +247,7 @@ fn blob_options_out_of_range_are_invalid_arguments() {
         Options { blob_garbage_collection_force_threshold: -0.1, ..blob_options() },
         Options { blob_file_size: 10, ..blob_options() },
         Options { min_blob_size: u64::MAX, ..blob_options() },
+        Options { blob_compaction_readahead_size: 2 << 30, ..blob_options() },
     ] {
         let e = Db::open(dir.path(), bad).unwrap_err();
         assert!(e.is_invalid_argument() && e.to_string().contains("blob"), "{e}");

@@ -273,6 +273,7 @@ fn model_blob_garbage_collection() {
         enable_blob_garbage_collection: true,
         blob_garbage_collection_age_cutoff: 0.5,
         blob_garbage_collection_force_threshold: 0.25,
+        blob_compaction_readahead_size: 512,
         ..tiny_options()
     };
     run(22, o, steps());
