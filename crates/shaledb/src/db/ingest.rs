@@ -165,6 +165,9 @@ fn inspect(inner: &DbInner, path: &Path, verify: bool) -> Result<External> {
     if p.num_entries == 0 {
         return Err(bad("the table holds no entries".into()));
     }
+    if p.oldest_blob_file.is_some() {
+        return Err(bad("the table holds blob references (kind 0x11); external files hold values only".into()));
+    }
     if p.smallest_seq != 0 || p.largest_seq != 0 {
         return Err(bad(format!(
             "entries have sequence numbers {}..={}; an external file's are all 0 (write it with SstFileWriter)",

@@ -322,3 +322,23 @@ fn a_leftover_blob_file_of_ours_is_removed_at_open_and_a_foreign_one_kept() {
     drop(db);
     assert_eq!(std::fs::read(&foreign).unwrap(), other, "left untouched by open, flush and close");
 }
+
+#[test]
+fn an_external_file_holding_blob_references_is_refused() {
+    use shaledb_format::blob::BlobIndex;
+    use shaledb_format::ikey::{make_internal_key, ValueKind};
+    use shaledb_vfs::Fs;
+    let dir = tempfile::tempdir().unwrap();
+    let sst = dir.path().join("external.sst");
+    let file = shaledb_vfs::PosixFs::new().create(&sst).unwrap();
+    let mut b = shaledb_format::table::TableBuilder::new(shaledb_format::table::TableOptions::default(), file);
+    let mut index = Vec::new();
+    let compression = shaledb_format::compress::CompressionType::None;
+    BlobIndex { file_number: 5, offset: 30, size: 10, compression }.encode(&mut index);
+    b.add(&make_internal_key(b"k", 0, ValueKind::BlobIndex), &index).unwrap();
+    b.finish().unwrap();
+    let db = Db::open(dir.path().join("db"), blob_options()).unwrap();
+    let e = db.ingest_external_file(&[&sst], &shaledb::ingest::IngestExternalFileOptions::default()).unwrap_err();
+    assert!(e.is_invalid_argument() && e.to_string().contains("blob references"), "{e}");
+    assert_eq!(db.get("k").unwrap(), None);
+}
