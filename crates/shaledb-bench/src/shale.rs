@@ -134,6 +134,16 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
             f.rate_limiter_auto_tuned,
         )?);
     }
+    o.enable_blob_files = f.enable_blob_files;
+    o.min_blob_size = f.min_blob_size;
+    o.blob_file_size = f.blob_file_size;
+    let blob_codec = Compression::parse(&f.blob_compression_type)
+        .ok_or_else(|| format!("unknown --blob_compression_type '{}'", f.blob_compression_type))?;
+    o.blob_compression_type = codec(blob_codec);
+    o.enable_blob_garbage_collection = f.enable_blob_garbage_collection;
+    o.blob_garbage_collection_age_cutoff = f.blob_garbage_collection_age_cutoff;
+    o.blob_garbage_collection_force_threshold = f.blob_garbage_collection_force_threshold;
+    o.blob_compaction_readahead_size = f.blob_compaction_readahead_size;
     o.soft_pending_compaction_bytes_limit = f.soft_pending_compaction_bytes_limit;
     o.hard_pending_compaction_bytes_limit = f.hard_pending_compaction_bytes_limit;
     o.allow_concurrent_memtable_write = f.allow_concurrent_memtable_write;

@@ -232,7 +232,19 @@ fn kind_name(kind: ValueKind) -> &'static str {
         ValueKind::SingleDeletion => "SINGLEDEL",
         // A batch record `[key, value)`: the value shown is the range's exclusive end.
         ValueKind::RangeDeletion => "RANGEDEL",
+        ValueKind::BlobIndex => "BLOB",
     }
+}
+
+/// A table entry's value; a blob reference (kind `0x11`) shown decoded (docs/format/blob.md).
+fn show_value(ikey_bytes: &[u8], value: &[u8]) -> String {
+    if ikey::parse(ikey_bytes).is_some_and(|p| p.kind == ValueKind::BlobIndex) {
+        return match shaledb_format::blob::BlobIndex::decode(value) {
+            Some(b) => format!("blob #{} offset {} size {} {}", b.file_number, b.offset, b.size, b.compression),
+            None => format!("{} (undecodable blob reference)", show(value)),
+        };
+    }
+    show(value)
 }
 
 fn damage(out: &mut dyn Write, e: &Error, path: &Path) -> std::io::Result<()> {
@@ -338,7 +350,7 @@ fn dump_sst(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Write) -
             if opts.keys_only {
                 writeln!(out, "  {}", show_ikey(it.key()))?;
             } else {
-                writeln!(out, "  {} => {}", show_ikey(it.key()), show(it.value()))?;
+                writeln!(out, "  {} => {}", show_ikey(it.key()), show_value(it.key(), it.value()))?;
             }
         }
         n += 1;
@@ -490,6 +502,17 @@ fn dump_manifest(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Wri
                             writeln!(out, "  add L{level} {}", show_meta(meta))?;
                         }
                     }
+                    for b in &edit.blob_files {
+                        let (n, c, r, f) = (b.number, b.record_count, b.record_bytes, b.file_size);
+                        writeln!(out, "  add blob #{n} {f} bytes, {c} records of {r} bytes")?;
+                    }
+                    for g in &edit.blob_garbage {
+                        writeln!(
+                            out,
+                            "  garbage blob #{} {} records of {} bytes",
+                            g.number, g.record_count, g.record_bytes
+                        )?;
+                    }
                 }
                 for problem in live.apply(&edit) {
                     writeln!(out, "DAMAGE {} at offset {offset}: {problem}", path.display())?;
@@ -510,6 +533,14 @@ fn dump_manifest(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Wri
         opt(live.last_sequence)
     )?;
     writeln!(out, "LSM shape:")?;
+    for m in live.blob_files.values() {
+        let (n, size, c) = (m.addition.number, m.addition.file_size, m.addition.record_count);
+        writeln!(
+            out,
+            "  blob #{n}: {size} bytes, {c} records, {} garbage ({} bytes)",
+            m.garbage_count, m.garbage_bytes
+        )?;
+    }
     for (level, files) in live.levels.iter().filter(|(_, f)| !f.is_empty()) {
         let bytes: u64 = files.values().map(|f| f.file_size).sum();
         writeln!(out, "  L{level}: {} files, {bytes} bytes", files.len())?;

@@ -32,6 +32,8 @@ use shaledb_vfs::{Error, Fs, PosixFs, ReadHints};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+mod blob;
+
 /// Arguments of `shaledb verify`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -184,6 +186,9 @@ fn verify_inner(fs: &dyn Fs, dir: &Path, live_files: bool) -> Report {
     for (level, meta) in m.files() {
         check_table(fs, dir, level, meta, m.last_sequence, &mut report);
     }
+    for b in m.blob_files.values() {
+        blob::check_blob_file(fs, dir, b, &mut report);
+    }
     if live_files {
         check_wals(fs, dir, &m, &manifest_path, &mut report);
         check_directory(fs, dir, &mut report);
@@ -249,7 +254,7 @@ pub fn verify_live(dir: &Path) -> Result<Report, String> {
     Ok(report)
 }
 
-/// Copies CURRENT's MANIFEST into `pin` and hard-links the tables it names. `accept_torn`: keep a MANIFEST
+/// Copies CURRENT's MANIFEST into `pin` and hard-links the tables and blob files it names. `accept_torn`: keep a MANIFEST
 /// whose last record is incomplete (else retry: it is probably being appended).
 fn pin_once(fs: &dyn Fs, dir: &Path, pin: &Path, accept_torn: bool) -> Result<(), PinError> {
     let retry = |what: &str, e: std::io::Error| {
@@ -281,18 +286,18 @@ fn pin_once(fs: &dyn Fs, dir: &Path, pin: &Path, accept_torn: bool) -> Result<()
     std::fs::write(filenames::current(pin), &current).map_err(|e| retry("CURRENT", e))?;
     let mut scratch = Report::default();
     let Some(m) = read_manifest(fs, &pin.join(name), &mut scratch) else { return Ok(()) };
-    for files in m.levels.values() {
-        for meta in files.values() {
-            let (from, to) = (filenames::table(dir, meta.number), filenames::table(pin, meta.number));
-            let table = to.file_name().unwrap_or_default().to_string_lossy().into_owned();
-            match std::fs::hard_link(from, &to) {
-                Ok(()) => {}
-                // Removed by a compaction after the MANIFEST was read: a newer MANIFEST no longer names it.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return Err(PinError::Retry(format!("{table} vanished")));
-                }
-                Err(e) => return Err(PinError::Fatal(format!("cannot hard-link {table} into {}: {e}", pin.display()))),
+    let tables = m.levels.values().flat_map(|files| files.values().map(|meta| (meta.number, false)));
+    for (number, blob) in tables.chain(m.blob_files.keys().map(|&n| (n, true))) {
+        let name = |d: &Path| if blob { filenames::blob(d, number) } else { filenames::table(d, number) };
+        let (from, to) = (name(dir), name(pin));
+        let table = to.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        match std::fs::hard_link(from, &to) {
+            Ok(()) => {}
+            // Removed by a compaction after the MANIFEST was read: a newer MANIFEST no longer names it.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(PinError::Retry(format!("{table} vanished")));
             }
+            Err(e) => return Err(PinError::Fatal(format!("cannot hard-link {table} into {}: {e}", pin.display()))),
         }
     }
     Ok(())

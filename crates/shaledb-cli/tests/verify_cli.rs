@@ -89,3 +89,44 @@ fn range_tombstones_verify_clean_and_dump_lists_them() {
         .collect();
     assert!(dumps.iter().any(|d| d.contains("range tombstones:") && d.contains("['k0010' .. 'k0020')")), "{dumps:?}");
 }
+
+/// Blob files: `verify` reads them (also `--live`, which pins them with the tables), names a damaged one, and
+/// `dump` shows a table's blob references and the MANIFEST's blob files.
+#[test]
+fn verify_and_dump_read_blob_files() {
+    let tmp = shaledb_testkit::tempdir();
+    let path = tmp.path().join("db");
+    let opts = Options { enable_blob_files: true, min_blob_size: 32, ..small() };
+    let db = Db::open(&path, opts).unwrap();
+    for i in 0..200 {
+        db.put(format!("k{i:04}").as_bytes(), [b'v'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    let (code, out, err) = verify(&["--live"], &path);
+    assert_eq!(code, Some(0), "{out}{err}");
+    drop(db);
+    let (code, out, err) = verify(&[], &path);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let with_ext = |ext: &str| -> Vec<std::path::PathBuf> {
+        let mut v: Vec<_> = std::fs::read_dir(&path)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == ext))
+            .collect();
+        v.sort();
+        v
+    };
+    let sst = with_ext("sst").pop().unwrap();
+    let dump = Command::new(env!("CARGO_BIN_EXE_shaledb")).arg("dump").arg(&sst).output().unwrap();
+    let dump = String::from_utf8_lossy(&dump.stdout);
+    assert!(dump.contains(" BLOB => blob #"), "{dump}");
+    let blob = with_ext("blob").pop().unwrap();
+    let mut data = std::fs::read(&blob).unwrap();
+    let mid = data.len() / 2;
+    data[mid] ^= 1;
+    std::fs::write(&blob, &data).unwrap();
+    let (code, out, err) = verify(&[], &path);
+    assert_eq!(code, Some(1), "{out}{err}");
+    let name = blob.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(out.contains(&name) || err.contains(&name), "{out}{err}");
+}

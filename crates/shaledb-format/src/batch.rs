@@ -229,7 +229,7 @@ impl<'a> Iterator for BatchIter<'a> {
             return self.fail(at, format!("write batch holds more than the {} records its header counts", self.count));
         }
         let Some(kind_byte) = self.dec.u8() else { return self.fail(at, "truncated record".into()) };
-        let Some(kind) = ValueKind::from_record_u8(kind_byte) else {
+        let Some(kind) = ValueKind::from_record_u8(kind_byte).filter(|k| *k != ValueKind::BlobIndex) else {
             return self.fail(at, format!("unknown record kind {kind_byte} in write batch"));
         };
         let Some(key) = self.dec.lp_slice() else {
@@ -237,10 +237,12 @@ impl<'a> Iterator for BatchIter<'a> {
         };
         let value = match kind {
             ValueKind::Deletion | ValueKind::SingleDeletion => &[][..],
-            ValueKind::Value | ValueKind::Merge | ValueKind::RangeDeletion => match self.dec.lp_slice() {
-                Some(v) => v,
-                None => return self.fail(at, format!("truncated value in write batch record #{}", self.seen)),
-            },
+            ValueKind::Value | ValueKind::Merge | ValueKind::RangeDeletion | ValueKind::BlobIndex => {
+                match self.dec.lp_slice() {
+                    Some(v) => v,
+                    None => return self.fail(at, format!("truncated value in write batch record #{}", self.seen)),
+                }
+            }
         };
         self.seen += 1;
         Some(Ok(BatchEntry { kind, key, value }))

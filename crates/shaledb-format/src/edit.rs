@@ -11,6 +11,8 @@
 //!               | [tag 5]  last_sequence:varint64
 //!               | [tag 6]  deleted_file
 //!               | [tag 7]  new_file                  ; a file without range tombstones
+//!               | [tag 8]  blob_file_addition        ; format 4
+//!               | [tag 9]  blob_file_garbage         ; format 4
 //!               | [tag 10] new_file num_range_deletions:varint64   ; a file with some (> 0); format version 3
 //!               | [tag 0x2001] db_id:lp_slice        ; the database's identity: exactly 16 bytes
 //!               | [tag with bit 0x2000 set, unknown] opaque:lp_slice   ; safe to ignore: skipped
@@ -18,10 +20,12 @@
 //! new_file     := level:varint32 number:varint64 file_size:varint64
 //!                 smallest:lp_slice largest:lp_slice  ; internal keys, smallest <= largest
 //!                 smallest_seq:varint64 largest_seq:varint64 num_entries:varint64 num_deletions:varint64
+//! blob_file_addition := number:varint64 record_count:varint64 record_bytes:varint64 file_size:varint64
+//! blob_file_garbage  := number:varint64 record_count:varint64 record_bytes:varint64  ; added to the file's garbage
 //! ```
 //!
-//! Tags are FROZEN; tag 0 is reserved. Tags 1 to 5 and 0x2001 appear at most once per edit, tags 6, 7 and 10 any
-//! number of times; `level < 64`. An unknown tag without the safe-to-ignore bit is corruption: the edit was written by a
+//! Tags are FROZEN; tag 0 is reserved. Tags 1 to 5 and 0x2001 appear at most once per edit, tags 6 to 10 any number of
+//! times; a blob file's garbage never exceeds its records (`record_count`/`record_bytes` of its addition); `level < 64`. An unknown tag without the safe-to-ignore bit is corruption: the edit was written by a
 //! newer version whose meaning this one cannot honour. A later version adds an optional field by giving it a tag
 //! with the bit set and an `lp_slice` body, which older versions skip.
 
@@ -81,6 +85,10 @@ pub mod tag {
     pub const DELETED_FILE: u32 = 6;
     /// A file added to a level.
     pub const NEW_FILE: u32 = 7;
+    /// A blob file joined the database (format 4).
+    pub const BLOB_FILE_ADDITION: u32 = 8;
+    /// Records of a blob file that no table references any more (format 4).
+    pub const BLOB_FILE_GARBAGE: u32 = 9;
     /// A file added to a level that holds range tombstones: `new_file` followed by their count (format
     /// version 3). Not safe to ignore: a reader that skipped it would bring deleted keys back.
     pub const NEW_FILE_WITH_RANGE_DELS: u32 = 10;
@@ -126,6 +134,44 @@ pub struct VersionEdit {
     /// The database's random identity, recorded in the first edit of every MANIFEST (absent in MANIFESTs
     /// written before identities existed).
     pub db_id: Option<[u8; DB_ID_LEN]>,
+    /// Blob files added (format 4).
+    pub blob_files: Vec<BlobFileAddition>,
+    /// Garbage found in blob files (format 4), added to what earlier edits recorded.
+    pub blob_garbage: Vec<BlobFileGarbage>,
+}
+
+/// A blob file as the MANIFEST records its addition: what it holds, for garbage accounting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct BlobFileAddition {
+    /// File number: the file lives at `<number:06>.blob`.
+    pub number: u64,
+    /// Records in the file.
+    pub record_count: u64,
+    /// Bytes of its records (headers, keys and values).
+    pub record_bytes: u64,
+    /// Size of the file.
+    pub file_size: u64,
+}
+
+/// Records of a blob file that became garbage (no table references them any more).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct BlobFileGarbage {
+    /// The blob file's number.
+    pub number: u64,
+    /// Records that became garbage.
+    pub record_count: u64,
+    /// Their bytes (as counted in [`BlobFileAddition::record_bytes`]).
+    pub record_bytes: u64,
+}
+
+fn check_blob(number: u64, count: u64, bytes: u64, size: Option<u64>) -> std::result::Result<(), String> {
+    if number > MAX_FILE_NUMBER {
+        return Err(format!("blob file number {number} is past the largest the format allows ({MAX_FILE_NUMBER})"));
+    }
+    if bytes > MAX_FILE_SIZE || size.is_some_and(|s| s > MAX_FILE_SIZE || bytes > s) || count > bytes {
+        return Err(format!("blob file {number}: {count} records of {bytes} bytes in a file of {size:?} bytes"));
+    }
+    Ok(())
 }
 
 /// Largest file size a MANIFEST may record (256 TiB, inclusive): far above any table, and small enough that
@@ -221,6 +267,12 @@ impl VersionEdit {
                 check_counter(t, v).map_err(invalid)?;
             }
         }
+        for b in &self.blob_files {
+            check_blob(b.number, b.record_count, b.record_bytes, Some(b.file_size)).map_err(invalid)?;
+        }
+        for g in &self.blob_garbage {
+            check_blob(g.number, g.record_count, g.record_bytes, None).map_err(invalid)?;
+        }
         Ok(())
     }
 
@@ -267,6 +319,18 @@ impl VersionEdit {
             }
             if with_range_dels {
                 put_varint64(out, f.num_range_deletions);
+            }
+        }
+        for b in &self.blob_files {
+            put_varint32(out, tag::BLOB_FILE_ADDITION);
+            for v in [b.number, b.record_count, b.record_bytes, b.file_size] {
+                put_varint64(out, v);
+            }
+        }
+        for g in &self.blob_garbage {
+            put_varint32(out, tag::BLOB_FILE_GARBAGE);
+            for v in [g.number, g.record_count, g.record_bytes] {
+                put_varint64(out, v);
             }
         }
     }
@@ -333,6 +397,26 @@ impl VersionEdit {
                     check_file(level, meta.number, Some(&meta))
                         .map_err(|w| bad(format!("version edit: new file: {w}")))?;
                     e.new_files.push((level, meta));
+                }
+                tag::BLOB_FILE_ADDITION => {
+                    let (Some(number), Some(record_count), Some(record_bytes), Some(file_size)) =
+                        (d.varint64(), d.varint64(), d.varint64(), d.varint64())
+                    else {
+                        return Err(truncated("blob file addition"));
+                    };
+                    check_blob(number, record_count, record_bytes, Some(file_size))
+                        .map_err(|w| bad(format!("version edit: {w}")))?;
+                    e.blob_files.push(BlobFileAddition { number, record_count, record_bytes, file_size });
+                }
+                tag::BLOB_FILE_GARBAGE => {
+                    let (Some(number), Some(record_count), Some(record_bytes)) =
+                        (d.varint64(), d.varint64(), d.varint64())
+                    else {
+                        return Err(truncated("blob file garbage"));
+                    };
+                    check_blob(number, record_count, record_bytes, None)
+                        .map_err(|w| bad(format!("version edit: {w}")))?;
+                    e.blob_garbage.push(BlobFileGarbage { number, record_count, record_bytes });
                 }
                 tag::DB_ID => {
                     let raw = d.lp_slice().ok_or_else(|| truncated("database id"))?;
@@ -404,6 +488,8 @@ mod tests {
         e.delete_file(1, 9);
         e.add_file(0, meta(20, b"a", b"m"));
         e.add_file(63, meta(21, b"k", b"k"));
+        e.blob_files.push(BlobFileAddition { number: 22, record_count: 3, record_bytes: 900, file_size: 958 });
+        e.blob_garbage.push(BlobFileGarbage { number: 22, record_count: 1, record_bytes: 300 });
         e
     }
 
@@ -688,7 +774,21 @@ mod tests {
             deleted_files in prop::collection::vec((0..MAX_LEVELS, 0..=MAX_FILE_NUMBER), 0..5),
             new_files in prop::collection::vec((0..MAX_LEVELS, arb_meta()), 0..5),
             db_id in prop::option::of(any::<[u8; DB_ID_LEN]>()),
+            blobs in prop::collection::vec((0..=MAX_FILE_NUMBER, 0..1000u64, 0..100u64), 0..4),
         ) {
+            let blob_files = blobs
+                .iter()
+                .map(|&(number, c, extra)| BlobFileAddition {
+                    number,
+                    record_count: c,
+                    record_bytes: c * 12 + extra,
+                    file_size: c * 12 + extra + 58,
+                })
+                .collect();
+            let blob_garbage = blobs
+                .iter()
+                .map(|&(number, c, extra)| BlobFileGarbage { number, record_count: c / 2, record_bytes: c * 6 + extra / 2 })
+                .collect();
             let e = VersionEdit {
                 comparator,
                 format_version,
@@ -698,6 +798,8 @@ mod tests {
                 deleted_files,
                 new_files,
                 db_id,
+                blob_files,
+                blob_garbage,
             };
             prop_assert_eq!(VersionEdit::decode(&enc(&e)).unwrap(), e);
         }

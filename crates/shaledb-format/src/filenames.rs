@@ -30,6 +30,8 @@ pub const MANIFEST_PREFIX: &str = "MANIFEST-";
 pub const WAL_EXT: &str = "log";
 /// The extension of a table (`NNNNNN.sst`).
 pub const TABLE_EXT: &str = "sst";
+/// Extension of blob files.
+pub const BLOB_EXT: &str = "blob";
 /// The prefix of an options file's name (`OPTIONS-NNNNNN`).
 pub const OPTIONS_PREFIX: &str = "OPTIONS-";
 /// The name of the file naming the live MANIFEST.
@@ -50,6 +52,8 @@ pub enum FileKind {
     Wal(u64),
     /// `NNNNNN.sst`.
     Table(u64),
+    /// `NNNNNN.blob`, a blob file.
+    Blob(u64),
     /// `NNNNNN.dbtmp`.
     Temp(u64),
     /// `OPTIONS-NNNNNN`.
@@ -70,6 +74,11 @@ pub fn wal(dir: &Path, n: u64) -> PathBuf {
 /// `dir/NNNNNN.sst`: the table numbered `n`.
 pub fn table(dir: &Path, n: u64) -> PathBuf {
     dir.join(format!("{n:06}.{TABLE_EXT}"))
+}
+
+/// `dir/NNNNNN.blob`: the blob file numbered `n` (docs/format/blob.md).
+pub fn blob(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n:06}.{BLOB_EXT}"))
 }
 
 /// `MANIFEST-NNNNNN`: the name of the MANIFEST numbered `n`.
@@ -154,6 +163,7 @@ pub fn parse(name: &str) -> Option<FileKind> {
     match ext {
         WAL_EXT => Some(FileKind::Wal(n)),
         TABLE_EXT => Some(FileKind::Table(n)),
+        BLOB_EXT => Some(FileKind::Blob(n)),
         "dbtmp" => Some(FileKind::Temp(n)),
         _ => None,
     }

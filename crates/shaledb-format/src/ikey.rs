@@ -4,6 +4,7 @@
 //! internal_key := user_key trailer
 //! trailer      := fixed64_le( sequence << 8 | kind )      ; sequence < 2^56
 //! kind         := 0x00 deletion | 0x01 value | 0x02 merge | 0x07 single_deletion
+//!               | 0x11 blob_index                          ; tables only (format 4): value is a blob::BlobIndex
 //!                                                          ; FROZEN: on-disk values, never renumber
 //! range_kind   := 0x0f range_deletion                      ; FROZEN; never in a point key (see below)
 //! ```
@@ -45,10 +46,16 @@ pub enum ValueKind {
     /// never a point key: [`ValueKind::from_u8`] (point keys) rejects it, [`ValueKind::from_record_u8`] takes it.
     /// The value 15 is RocksDB's `kTypeRangeDeletion`; added by format version 3.
     RangeDeletion = 0x0f,
+    /// A value kept in a blob file (key-value separation): the entry's value is an encoded
+    /// [`crate::blob::BlobIndex`]. Written only into tables by flush and compaction (never into a WAL or a
+    /// write batch, which refuse it). The value 0x11 is RocksDB's `kTypeBlobIndex`. Format version 4.
+    BlobIndex = 0x11,
 }
 
-/// The kind with the highest tag: seeking with it finds every entry of the sequence number.
-pub const KIND_FOR_SEEK: ValueKind = ValueKind::SingleDeletion;
+/// The kind with the highest tag: seeking with it finds every entry of the sequence number. Since format 4
+/// it is the blob index; tables written before carry `0x07` in their index separators, which a seek with
+/// `0x11` at the same user key and sequence sorts before, so those separators still route seeks correctly.
+pub const KIND_FOR_SEEK: ValueKind = ValueKind::BlobIndex;
 
 impl ValueKind {
     /// Decodes a kind byte.
@@ -58,6 +65,7 @@ impl ValueKind {
             1 => Some(ValueKind::Value),
             2 => Some(ValueKind::Merge),
             7 => Some(ValueKind::SingleDeletion),
+            0x11 => Some(ValueKind::BlobIndex),
             _ => None,
         }
     }
@@ -74,6 +82,12 @@ impl ValueKind {
     #[inline]
     pub fn is_deletion(self) -> bool {
         matches!(self, ValueKind::Deletion | ValueKind::SingleDeletion)
+    }
+
+    /// True for the kinds that hold a whole value: a value, or a blob index naming one.
+    #[inline]
+    pub fn is_value(self) -> bool {
+        matches!(self, ValueKind::Value | ValueKind::BlobIndex)
     }
 }
 

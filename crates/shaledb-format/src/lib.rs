@@ -5,6 +5,7 @@
 //! `compress` <- `table` (SST builder and reader, block cache); `manifest` and `wal` read MANIFESTs and WALs.
 
 pub mod batch;
+pub mod blob;
 pub mod block;
 pub mod bloom;
 pub mod cache;
@@ -30,7 +31,10 @@ pub use shaledb_vfs::{Error, Result};
 /// - 2: internal keys and write-batch records may hold the kind `0x07` single deletion (`Db::single_delete`),
 ///   and index separators carry it as `KIND_FOR_SEEK`. Version-1 files never do, so they open unchanged; a
 ///   version-1 reader refuses version-2 files cleanly instead of misreading them.
-/// - 3: write-batch records may hold the kind `0x0f` range deletion (`Db::delete_range`); tables will carry range
-///   tombstones in a `shaledb.range_del` meta block (docs/format/sst.md). Version-2 files hold neither, so they
-///   open unchanged.
-pub const FORMAT_VERSION: u32 = 3;
+/// - 3: write-batch records may hold the kind `0x0f` range deletion (`Db::delete_range`); tables carry range
+///   tombstones in a `shaledb.range_del` meta block (docs/format/sst.md), MANIFEST files with tombstones tag 10.
+///   Version-2 files hold neither, so they open unchanged.
+/// - 4: blob files (`NNNNNN.blob`, docs/format/blob.md): tables may hold the kind `0x11` blob index (and index
+///   separators carry it as `KIND_FOR_SEEK`); MANIFEST edits may hold blob file additions and garbage (tags 8
+///   and 9). Older files never do, so they open unchanged.
+pub const FORMAT_VERSION: u32 = 4;

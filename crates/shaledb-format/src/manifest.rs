@@ -56,6 +56,8 @@ pub struct LiveFiles {
     pub last_sequence: Option<u64>,
     /// The last database identity an edit recorded.
     pub db_id: Option<[u8; DB_ID_LEN]>,
+    /// The live blob files, by number (files all garbage left).
+    pub blob_files: BTreeMap<u64, crate::blob::BlobFileMeta>,
     /// How many edits were applied.
     pub edits: usize,
 }
@@ -75,6 +77,8 @@ pub enum EditProblem {
         /// The file's number.
         number: u64,
     },
+    /// The edit's blob additions or garbage do not fit (the reason).
+    Blob(String),
     /// The edit names a key order other than ShaleDB's.
     UnknownComparator(String),
     /// The edit records a format version newer than this build's.
@@ -88,6 +92,7 @@ impl fmt::Display for EditProblem {
                 write!(f, "edit deletes file {number}, which is not in level {level}")
             }
             EditProblem::AddsTwice { number } => write!(f, "edit adds file {number} twice"),
+            EditProblem::Blob(what) => f.write_str(what),
             EditProblem::UnknownComparator(c) => {
                 write!(f, "unknown comparator {c:?} (ShaleDB only supports {BYTEWISE_COMPARATOR:?})")
             }
@@ -129,6 +134,8 @@ impl LiveFiles {
             }
             self.levels.entry(*level).or_default().insert(meta.number, meta.clone());
         }
+        let blob = crate::blob::apply_edit(&mut self.blob_files, &edit.blob_files, &edit.blob_garbage);
+        problems.extend(blob.into_iter().map(EditProblem::Blob));
         self.log_number = edit.log_number.or(self.log_number);
         self.next_file_number = edit.next_file_number.or(self.next_file_number);
         self.last_sequence = edit.last_sequence.or(self.last_sequence);

@@ -23,8 +23,9 @@ pub type Driver = fn(&[u8]);
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// The targets, by the name of their fuzz target and corpus directory.
-pub const TARGETS: [(&str, Driver); 6] = [
+pub const TARGETS: [(&str, Driver); 7] = [
     ("block", block),
+    ("blob", blob),
     ("table", table),
     ("wal", wal),
     ("manifest", manifest),
@@ -140,6 +141,38 @@ fn unverified_table(fs: &MemFs, path: &Path, data: &[u8]) {
     let _ = t.approximate_offset_of(data);
 }
 
+/// Blob file reader (docs/format/blob.md): [`BlobFileReader::open`] on the bytes as a file, `verify`, and reads
+/// of the record every verified file starts with and of blob references decoded from the bytes themselves.
+pub fn blob(data: &[u8]) {
+    use shaledb_format::blob::{BlobFileReader, BlobIndex, HEADER_LEN, RECORD_HEADER_LEN};
+    let _ = BlobIndex::decode(data);
+    let fs = MemFs::new();
+    let path = PathBuf::from("/fuzz/000001.blob");
+    fs.write_file(&path, data);
+    let Ok(file) = fs.open(&path, ReadHints::default()) else { return };
+    let Ok(r) = BlobFileReader::open(file, 1, None) else { return };
+    let mut out = Vec::new();
+    if let Ok(summary) = r.verify() {
+        assert!(summary.record_bytes <= data.len() as u64, "records larger than the file");
+        let head = data.get(HEADER_LEN..HEADER_LEN + RECORD_HEADER_LEN).filter(|_| summary.record_count > 0);
+        if let Some(h) = head {
+            let key_len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
+            let size = u64::from(u32::from_le_bytes([h[4], h[5], h[6], h[7]]));
+            let key = &data[HEADER_LEN + RECORD_HEADER_LEN..HEADER_LEN + RECORD_HEADER_LEN + key_len];
+            let compression = shaledb_format::compress::CompressionType::from_u8(data[9]);
+            if let Some(compression) = compression {
+                let index = BlobIndex { file_number: 1, offset: HEADER_LEN as u64, size, compression };
+                let _ = r.read(key, &index, &mut out);
+            }
+        }
+    }
+    for chunk in data.chunks(11).take(16) {
+        if let Some(index) = BlobIndex::decode(chunk) {
+            let _ = r.read(&chunk[..chunk.len() / 2], &index, &mut out);
+        }
+    }
+}
+
 /// WAL reader: [`Reader`] to the end, each record decoded as a write batch, as recovery does.
 pub fn wal(data: &[u8]) {
     read_log(data, batch);
@@ -204,6 +237,7 @@ pub fn batch(data: &[u8]) {
             shaledb_format::ikey::ValueKind::Merge => rebuilt.merge(e.key, e.value),
             shaledb_format::ikey::ValueKind::SingleDeletion => rebuilt.single_delete(e.key),
             shaledb_format::ikey::ValueKind::RangeDeletion => rebuilt.delete_range(e.key, e.value),
+            shaledb_format::ikey::ValueKind::BlobIndex => panic!("a write batch decoded a blob reference"),
         }
     }
     let again: Vec<_> = rebuilt.iter().collect::<Result<Vec<_>, _>>().unwrap_or_default();
@@ -326,6 +360,20 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         }
     }
     out.extend(crate::fuzz_db::seeds().into_iter().map(|s| ("db", s)));
+    for compression in [CompressionType::None, CompressionType::Lz4] {
+        let (fs, path) = (MemFs::new(), PathBuf::from("/seed/000001.blob"));
+        let _ = fs.create_dir_all(Path::new("/seed"));
+        let Ok(file) = fs.create(&path) else { continue };
+        let Ok(mut w) = shaledb_format::blob::BlobFileWriter::new(file, 1, compression, &[7; 16]) else { continue };
+        for (k, v) in ikeys.iter().take(8) {
+            let _ = w.add(shaledb_format::ikey::user_key(k), &v.repeat(4));
+        }
+        if w.finish().is_ok() {
+            if let Some(data) = fs.read_file(&path) {
+                out.push(("blob", data));
+            }
+        }
+    }
     out
 }
 

@@ -31,10 +31,15 @@
 //!
 //! Range tombstones (`Db::delete_range`) of the inputs drop the points they cover in their snapshot stripe and
 //! are written into the outputs' range-deletion blocks, split at the cuts ([`range_del`]).
+//! Blob files ([`crate::blob`]): a blob reference (kind `0x11`) is a value to these rules. It is resolved to
+//! its value first when the key holds merge operands (they fold over the value) or when the compaction filter
+//! is to see it; the [`BlobSink`] then decides per surviving version whether a value goes to a blob file, a
+//! reference is relocated (garbage collection) or kept, and counts the references the run drops as garbage.
 //!
 //! Outputs are cut only between user keys, so one key's versions never straddle two files (reads and the
 //! picker's clean cuts rely on it).
 
+use crate::blob::{BlobConfig, BlobOutput, BlobSink, Emit};
 use crate::compaction_filter::{Decision, JobFilter};
 use crate::merge::MergeOperator;
 use crate::range_del::{Fragment, Fragments};
@@ -84,6 +89,9 @@ pub(crate) struct RunContext<'a> {
     /// The range tombstones of every input, fragmented together (`None`: the inputs hold none). They drop
     /// the points they cover and go into the outputs ([`range_del`]).
     pub range_dels: Option<Arc<Fragments>>,
+    /// Blob files: where large values go and how blob references are treated. `None` only in tests that
+    /// never meet a blob reference (a run meeting one without it fails).
+    pub blob: Option<&'a BlobConfig<'a>>,
 }
 
 /// What a run produced.
@@ -93,6 +101,8 @@ pub(crate) struct RunOutput {
     pub files: Vec<FileMeta>,
     /// `bytes_written`, `records_in`, `records_dropped` and `files_out`; the caller fills the rest.
     pub stats: CompactionStats,
+    /// The blob files written and the garbage left in older ones.
+    pub blob: BlobOutput,
 }
 
 /// One version of a user key.
@@ -223,8 +233,16 @@ pub(crate) fn write_sorted_run(
         .as_ref()
         .filter(|f| !f.is_empty())
         .map(|f| RunRangeDels::new(Arc::clone(f), cx.snapshots, cx.bottommost));
-    match run(input, &mut w) {
-        Ok(()) => Ok(RunOutput { files: w.done, stats: w.stats }),
+    let result = run(input, &mut w).and_then(|()| match w.blob.as_mut() {
+        Some(sink) => sink.finish(),
+        None => Ok(BlobOutput::default()),
+    });
+    match result {
+        Ok(blob) => {
+            let mut stats = w.stats;
+            stats.bytes_written += blob.bytes_written;
+            Ok(RunOutput { files: w.done, stats, blob })
+        }
         Err(e) => {
             w.discard();
             Err(e)
@@ -270,6 +288,9 @@ fn run(input: &mut dyn InternalIterator, w: &mut Writer) -> Result<()> {
             user_key.extend_from_slice(p.user_key);
         }
         let value = input.value();
+        if p.kind == ValueKind::BlobIndex && shaledb_format::blob::BlobIndex::decode(value).is_none() {
+            return Err(input_corruption(input, format!("undecodable blob index of {} bytes", value.len())));
+        }
         match versions.get_mut(n) {
             Some(slot) => {
                 slot.seq = p.seq;
@@ -328,6 +349,30 @@ fn apply_filter(w: &mut Writer, user_key: &[u8], versions: &mut [KeyVersion]) ->
     Ok(())
 }
 
+/// Counts the key's blob references as the run's input, and resolves to values the ones that must be read:
+/// all of them under merge operands, the newest when the compaction filter is to see it.
+fn prepare_blobs(w: &mut Writer, user_key: &[u8], versions: &mut [KeyVersion]) -> Result<()> {
+    let Some(sink) = w.blob.as_mut() else {
+        return Err(Error::InvalidArgument("a blob reference met by a run without blob settings".into()));
+    };
+    let has_merge = versions.iter().any(|v| v.kind == ValueKind::Merge);
+    let newest_filtered =
+        w.cx.filter.is_some() && versions.first().is_some_and(|f| w.cx.snapshots.last().is_none_or(|&s| f.seq > s));
+    let mut buf = Vec::new();
+    for (i, v) in versions.iter_mut().enumerate() {
+        if v.kind != ValueKind::BlobIndex {
+            continue;
+        }
+        sink.note_input(user_key, &v.value)?;
+        if has_merge || (i == 0 && newest_filtered) {
+            sink.resolve(user_key, &v.value, &mut buf)?;
+            std::mem::swap(&mut v.value, &mut buf);
+            v.kind = ValueKind::Value;
+        }
+    }
+    Ok(())
+}
+
 /// Resolves the versions of one user key and writes what survives.
 fn emit_key(
     w: &mut Writer,
@@ -337,6 +382,10 @@ fn emit_key(
 ) -> Result<()> {
     let n_in = versions.len() as u64;
     w.stats.records_in += n_in;
+    if versions.iter().any(|v| v.kind == ValueKind::BlobIndex) {
+        // Every input reference is noted (garbage accounting) before range tombstones drop any.
+        prepare_blobs(w, user_key, versions)?;
+    }
     let versions = match &w.range_dels {
         Some(rd) => {
             let kept = drop_covered(rd, user_key, versions);
@@ -353,7 +402,7 @@ fn emit_key(
     }
     // Fast path: a single value, or a single tombstone above the bottommost level, is always kept as is.
     if let [only] = versions {
-        if only.kind == ValueKind::Value || (only.kind == ValueKind::Deletion && !w.cx.bottommost) {
+        if only.kind.is_value() || (only.kind == ValueKind::Deletion && !w.cx.bottommost) {
             return w.add_key(user_key, versions);
         }
     }
@@ -389,6 +438,8 @@ struct Writer<'a> {
     /// Every path created, finished or not: removed on failure.
     created: Vec<PathBuf>,
     stats: CompactionStats,
+    /// The run's blob side (`None` without [`RunContext::blob`]).
+    blob: Option<BlobSink<'a>>,
     gp_index: usize,
     gp_overlap: u64,
     gp_seen_key: bool,
@@ -406,6 +457,7 @@ impl<'a> Writer<'a> {
             done: Vec::new(),
             created: Vec::new(),
             stats: CompactionStats::default(),
+            blob: cx.blob.map(|cfg| BlobSink::new(cfg, cx.fs)),
             gp_index: 0,
             gp_overlap: 0,
             gp_seen_key: false,
@@ -444,16 +496,26 @@ impl<'a> Writer<'a> {
         }
         let Some(o) = self.current.as_mut() else { return Ok(()) };
         for v in versions {
+            let (kind, value) = match self.blob.as_mut().filter(|_| v.kind.is_value()) {
+                Some(sink) => match sink.emit(user_key, v.kind == ValueKind::BlobIndex, &v.value, self.cx.new_file)? {
+                    Emit::Keep => (v.kind, &v.value[..]),
+                    Emit::Index(i) => (ValueKind::BlobIndex, i),
+                    Emit::Inline(b) => (ValueKind::Value, b),
+                },
+                None => (v.kind, &v.value[..]),
+            };
             self.key_buf.clear();
-            ikey::append_internal_key(&mut self.key_buf, user_key, v.seq, v.kind);
-            o.builder.add(&self.key_buf, &v.value)?;
+            ikey::append_internal_key(&mut self.key_buf, user_key, v.seq, kind);
+            o.builder.add(&self.key_buf, value)?;
             if o.meta.smallest.is_empty() {
                 o.meta.smallest = self.key_buf.clone();
             }
         }
         if let Some(last) = versions.last() {
+            // The kind of the last entry written, which `self.key_buf` still holds.
             o.meta.largest.clear();
-            ikey::append_internal_key(&mut o.meta.largest, user_key, last.seq, last.kind);
+            o.meta.largest.extend_from_slice(&self.key_buf);
+            debug_assert_eq!(ikey::parse(&o.meta.largest).map(|p| p.seq), Some(last.seq));
         }
         Ok(())
     }
@@ -519,6 +581,9 @@ impl<'a> Writer<'a> {
         }
         for path in self.created.drain(..) {
             let _ = self.cx.fs.remove(&path);
+        }
+        if let Some(sink) = self.blob.as_mut() {
+            sink.discard();
         }
         self.done.clear();
     }

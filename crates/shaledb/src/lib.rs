@@ -32,6 +32,7 @@
 
 pub mod backup;
 mod batch;
+mod blob;
 mod compaction;
 pub mod compaction_filter;
 pub mod compaction_style;

@@ -38,6 +38,10 @@ pub(crate) struct GetState<'a> {
     error: Option<Error>,
     /// The newest range tombstone covering the key visible at `seq` (0: none): entries below it are deleted.
     cover: u64,
+    /// `value` holds a blob index (kind `0x11`), stored at `blob_at`, to resolve through `blobs`.
+    blob: bool,
+    blob_at: Option<(PathBuf, u64)>,
+    blobs: Option<&'a crate::blob::BlobFiles>,
 }
 
 /// The file named by a `Corruption` found in an entry that came from a memtable (no file holds it yet).
@@ -78,7 +82,16 @@ impl<'a> GetState<'a> {
             merge_at: None,
             error: None,
             cover: 0,
+            blob: false,
+            blob_at: None,
+            blobs: None,
         }
+    }
+
+    /// Resolves a blob index found by the lookup through `blobs` (without, a blob index is an error).
+    pub(crate) fn with_blobs(mut self, blobs: &'a crate::blob::BlobFiles) -> GetState<'a> {
+        self.blobs = Some(blobs);
+        self
     }
 
     /// Declares that a range tombstone at `cover` (visible at the lookup's sequence) covers the key: every
@@ -114,10 +127,14 @@ impl<'a> GetState<'a> {
             return true;
         }
         match p.kind {
-            ValueKind::Value => {
+            ValueKind::Value | ValueKind::BlobIndex => {
                 self.value.clear();
                 self.value.extend_from_slice(value);
                 self.outcome = Outcome::Value;
+                if p.kind == ValueKind::BlobIndex {
+                    self.blob = true;
+                    self.blob_at = location.map(|(f, o)| (f.to_path_buf(), o));
+                }
             }
             ValueKind::Deletion | ValueKind::SingleDeletion => self.outcome = Outcome::Deleted,
             ValueKind::RangeDeletion => {
@@ -176,6 +193,14 @@ impl<'a> GetState<'a> {
         out.clear();
         if let Some(e) = self.error.take() {
             return Err(e);
+        }
+        if self.blob {
+            let Some(blobs) = self.blobs else {
+                return Err(Error::InvalidArgument("a blob reference met by a read without blob files".into()));
+            };
+            let at = self.blob_at.as_ref().map(|(f, o)| (f.as_path(), *o));
+            let raw = std::mem::take(&mut self.value);
+            blobs.resolve(self.user_key, &raw, at, &mut self.value)?;
         }
         if self.op_ends.is_empty() {
             // Hand the buffer back either way so a caller reusing it keeps its capacity.

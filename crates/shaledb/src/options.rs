@@ -230,6 +230,29 @@ pub struct Options {
     pub max_log_file_size: u64,
     /// Rotated `LOG.old.N` files kept (the oldest are removed). Default: 10. At most 10000.
     pub keep_log_file_num: usize,
+    /// Key-value separation (RocksDB's integrated BlobDB, docs/format/blob.md): flush and compaction write put
+    /// values of at least `min_blob_size` bytes into blob files (`NNNNNN.blob`) and keep only a reference in
+    /// the table. May be switched at any open: existing references stay readable either way. Default: false.
+    pub enable_blob_files: bool,
+    /// The smallest value that goes to a blob file. Default: 0 (every put value).
+    pub min_blob_size: u64,
+    /// A blob file is closed once it reaches this size. Default: 256 MiB. In 1 KiB..=1 TiB.
+    pub blob_file_size: u64,
+    /// How blob values are compressed. Default: none (RocksDB's default).
+    pub blob_compression_type: CompressionType,
+    /// Compactions relocate the values they meet in the oldest blob files into new ones. Default: false.
+    pub enable_blob_garbage_collection: bool,
+    /// The oldest fraction of the blob files (by count, oldest by file number) garbage collection relocates
+    /// from. Default: 0.25. In 0..=1.
+    pub blob_garbage_collection_age_cutoff: f64,
+    /// With garbage collection: when the garbage ratio of the oldest blob file (within the age cutoff) is at
+    /// least this, the tables referencing it are compacted. Default: 1.0 (only a file all garbage, which is
+    /// already gone: in effect off). In 0..=1.
+    pub blob_garbage_collection_force_threshold: f64,
+    /// Compactions read the blob values they relocate or merge through windows of this many bytes per blob
+    /// file (the references of a compaction come in key order, so mostly in file order). Default: 0 (one read
+    /// per value, as RocksDB). At most 1 GiB.
+    pub blob_compaction_readahead_size: u64,
     /// The file system. Default: the operating system's.
     pub fs: Arc<dyn Fs>,
 }
@@ -267,6 +290,14 @@ impl std::fmt::Debug for Options {
             .field("compaction_style", &self.compaction_style)
             .field("compaction_options_universal", &self.compaction_options_universal)
             .field("compaction_options_fifo", &self.compaction_options_fifo)
+            .field("enable_blob_files", &self.enable_blob_files)
+            .field("min_blob_size", &self.min_blob_size)
+            .field("blob_file_size", &self.blob_file_size)
+            .field("blob_compression_type", &self.blob_compression_type)
+            .field("enable_blob_garbage_collection", &self.enable_blob_garbage_collection)
+            .field("blob_garbage_collection_age_cutoff", &self.blob_garbage_collection_age_cutoff)
+            .field("blob_garbage_collection_force_threshold", &self.blob_garbage_collection_force_threshold)
+            .field("blob_compaction_readahead_size", &self.blob_compaction_readahead_size)
             .finish_non_exhaustive()
     }
 }
@@ -329,6 +360,14 @@ impl Default for Options {
             max_manifest_file_size: 64 << 20,
             max_log_file_size: 4 << 20,
             keep_log_file_num: 10,
+            enable_blob_files: false,
+            min_blob_size: 0,
+            blob_file_size: 256 << 20,
+            blob_compression_type: CompressionType::None,
+            enable_blob_garbage_collection: false,
+            blob_garbage_collection_age_cutoff: 0.25,
+            blob_garbage_collection_force_threshold: 1.0,
+            blob_compaction_readahead_size: 0,
             fs: shaledb_vfs::default_fs(),
         }
     }
@@ -349,6 +388,7 @@ impl Options {
     /// `block_restart_interval` <= 1024, `bloom_bits_per_key` <= 64, `compression_level` in -131072..=22
     /// (zstd's range), `num_levels` <= 32, `compaction_readahead_size` and `max_auto_readahead_size` <= 256 MiB.
     pub fn validate(&self) -> Result<()> {
+        crate::blob::validate_options(self)?;
         if let Some(ex) = &self.prefix_extractor {
             if !(1..=limits::MAX_KEY_VALUE_BYTES).contains(&ex.len()) {
                 return Err(invalid(format!(

@@ -143,6 +143,10 @@ pub(crate) fn stamp(batch: &BatchRep, now: u32) -> Result<BatchRep> {
             ValueKind::Merge => {
                 return Err(Error::InvalidArgument("merge is not supported in TTL mode".into()));
             }
+            // The batch decoder refuses the kind; a batch can never carry one.
+            ValueKind::BlobIndex => {
+                return Err(Error::InvalidArgument("a write batch cannot hold a blob reference".into()));
+            }
         }
     }
     Ok(out)

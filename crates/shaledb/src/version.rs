@@ -4,7 +4,9 @@
 //! descending), and its files may overlap. Every other level is ordered by smallest key, and its files'
 //! user-key ranges are disjoint.
 
+use shaledb_format::blob::BlobFileMeta;
 use shaledb_format::edit::FileMeta;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The live files of the database at one point in time. Shared by readers through an `Arc`.
@@ -12,12 +14,14 @@ use std::sync::Arc;
 pub struct Version {
     /// Files per level; see the module's invariant.
     pub levels: Vec<Vec<Arc<FileMeta>>>,
+    /// The live blob files by number, with their garbage (files whose records are all garbage are gone).
+    pub blob_files: BTreeMap<u64, BlobFileMeta>,
 }
 
 impl Version {
     /// An empty version with `num_levels` levels.
     pub fn new(num_levels: usize) -> Version {
-        Version { levels: vec![Vec::new(); num_levels] }
+        Version { levels: vec![Vec::new(); num_levels], blob_files: BTreeMap::new() }
     }
 
     /// Number of levels (L0 included).

@@ -10,7 +10,7 @@
 use crate::filenames;
 use crate::options::Options;
 use crate::version::Version;
-use shaledb_format::edit::{FileMeta, VersionEdit, DB_ID_LEN, MAX_FILE_NUMBER};
+use shaledb_format::edit::{BlobFileGarbage, FileMeta, VersionEdit, DB_ID_LEN, MAX_FILE_NUMBER};
 use shaledb_format::ikey;
 use shaledb_format::log;
 use shaledb_format::manifest::{self, EditProblem, EditRead, LiveFiles};
@@ -46,6 +46,9 @@ pub(crate) struct VersionSet {
     /// Numbers of files found at open that look like ours but cannot be proven ours (at or above the counter,
     /// no identity): the counter steps over them so that no file of ours ever takes their name.
     pub(crate) foreign_numbers: BTreeSet<u64>,
+    /// Blob files that left the current version (all their records garbage), to delete once no live version
+    /// lists them (`background::delete_obsolete_files`).
+    pub(crate) obsolete_blobs: Vec<u64>,
 }
 
 /// Checks that a number read from MANIFEST-`path` at record `offset` is within the format's range.
@@ -73,6 +76,10 @@ pub(crate) fn apply(base: &Version, edit: &VersionEdit, manifest: &Path) -> Resu
         let files = levels.get_mut(*level as usize).ok_or_else(|| bad(format!("new file in level {level}")))?;
         files.push(Arc::new(meta.clone()));
     }
+    let mut blob_files = base.blob_files.clone();
+    if let Some(p) = shaledb_format::blob::apply_edit(&mut blob_files, &edit.blob_files, &edit.blob_garbage).pop() {
+        return Err(bad(p));
+    }
     for (level, files) in levels.iter_mut().enumerate() {
         if level == 0 {
             files.sort_by(|a, b| b.largest_seq.cmp(&a.largest_seq).then(b.number.cmp(&a.number)));
@@ -83,7 +90,7 @@ pub(crate) fn apply(base: &Version, edit: &VersionEdit, manifest: &Path) -> Resu
             }
         }
     }
-    Ok(Version { levels })
+    Ok(Version { levels, blob_files })
 }
 
 impl VersionSet {
@@ -103,6 +110,7 @@ impl VersionSet {
             failed: None,
             db_id: Some(db_id),
             foreign_numbers: BTreeSet::new(),
+            obsolete_blobs: Vec::new(),
         };
         vs.write_new_manifest()?;
         Ok(vs)
@@ -203,7 +211,8 @@ impl VersionSet {
             new_files: live.files().map(|(level, f)| (level, f.clone())).collect(),
             ..VersionEdit::default()
         };
-        let version = apply(&Version::new(opts.num_levels), &all, &manifest_path)?;
+        let mut version = apply(&Version::new(opts.num_levels), &all, &manifest_path)?;
+        version.blob_files = live.blob_files.clone();
         let db_id = live.db_id;
         if let Some(damage) = tail_damage {
             // A damaged last edit is ignored only if it was never acted upon: an edit is synced before its
@@ -215,12 +224,15 @@ impl VersionSet {
                 .flatten()
                 .find(|f| !fs.exists(&filenames::table(dir, f.number)))
                 .map(|f| f.number);
+            let missing_blob = version.blob_files.keys().find(|&&n| !fs.exists(&filenames::blob(dir, n))).copied();
+            let missing_table = missing_table.or(missing_blob);
             let missing_wal = Some(log_number).filter(|&n| n != 0 && !fs.exists(&filenames::wal(dir, n)));
             if missing_table.is_some() || missing_wal.is_some() {
                 return Err(damage);
             }
         }
-        let max_file = version.levels.iter().flatten().map(|f| f.number).max().unwrap_or(0);
+        let max_blob = version.blob_files.keys().next_back().copied().unwrap_or(0);
+        let max_file = version.levels.iter().flatten().map(|f| f.number).max().unwrap_or(0).max(max_blob);
         // A table never holds a sequence number above the last one recorded with it; the maximum guards
         // against a MANIFEST from a build that could append a stale edit after a failed sync.
         let max_seq = version.levels.iter().flatten().map(|f| f.largest_seq).max().unwrap_or(0);
@@ -238,6 +250,7 @@ impl VersionSet {
             failed: None,
             db_id,
             foreign_numbers: BTreeSet::new(),
+            obsolete_blobs: Vec::new(),
         })
     }
 
@@ -289,6 +302,13 @@ impl VersionSet {
         for (level, files) in self.current.levels.iter().enumerate() {
             for f in files {
                 e.new_files.push((level as u32, FileMeta::clone(f)));
+            }
+        }
+        for m in self.current.blob_files.values() {
+            e.blob_files.push(m.addition);
+            if m.garbage_count > 0 {
+                let (record_count, record_bytes) = (m.garbage_count, m.garbage_bytes);
+                e.blob_garbage.push(BlobFileGarbage { number: m.addition.number, record_count, record_bytes });
             }
         }
         e
@@ -350,8 +370,8 @@ impl VersionSet {
         edit.last_sequence = Some(last_seq);
         let manifest_path = self.dir.join(filenames::manifest_name(self.manifest_number));
         let next = apply(&self.current, &edit, &manifest_path)?;
-        if !edit.new_files.is_empty() {
-            // The new tables' directory entries must be durable before the MANIFEST names them (D7).
+        if !edit.new_files.is_empty() || !edit.blob_files.is_empty() {
+            // The new tables' (and blob files') directory entries must be durable before the MANIFEST names them (D7).
             self.fs.sync_dir(&self.dir)?;
         }
         let too_big = self.manifest.as_ref().is_none_or(|m| m.len() >= self.max_manifest_size);
@@ -369,6 +389,7 @@ impl VersionSet {
                 self.failed = Some(e.clone());
                 return Err(e);
             }
+            self.note_dropped_blobs(&prev);
             return Ok(self.current.clone());
         }
         // Never append what the decoder would refuse (the MANIFEST could not be replayed); nothing is written.
@@ -380,10 +401,17 @@ impl VersionSet {
             self.failed = Some(e.clone());
             return Err(e);
         }
-        self.current = Arc::new(next);
+        let prev = std::mem::replace(&mut self.current, Arc::new(next));
         self.log_number = edit.log_number.unwrap_or(self.log_number);
         self.last_sequence = last_seq;
+        self.note_dropped_blobs(&prev);
         Ok(self.current.clone())
+    }
+
+    /// Queues for deletion the blob files of `prev` that the current version no longer lists.
+    fn note_dropped_blobs(&mut self, prev: &Version) {
+        let gone = prev.blob_files.keys().filter(|n| !self.current.blob_files.contains_key(n));
+        self.obsolete_blobs.extend(gone);
     }
 
     /// Replaces the current version during recovery, before the new MANIFEST is written.

@@ -270,6 +270,31 @@ pub struct BenchFlags {
     /// Write the database's stats into its LOG file every N seconds; 0: never.
     #[arg(long, default_value_t = 600)]
     pub stats_dump_period_sec: u64,
+    /// Key-value separation: flushes and compactions write values of at least --min_blob_size bytes into
+    /// blob files (RocksDB's integrated BlobDB; benchmark.sh's COMPACTION_STYLE=blob).
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub enable_blob_files: bool,
+    /// The smallest value written to a blob file.
+    #[arg(long, default_value_t = 0)]
+    pub min_blob_size: u64,
+    /// Size at which a blob file is closed.
+    #[arg(long, default_value_t = 256 << 20)]
+    pub blob_file_size: u64,
+    /// Compression of blob values: none, snappy, lz4 or zstd.
+    #[arg(long, default_value = "none")]
+    pub blob_compression_type: String,
+    /// Compactions relocate the values of the oldest blob files into new ones.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub enable_blob_garbage_collection: bool,
+    /// The oldest fraction of the blob files garbage collection relocates from (0..=1).
+    #[arg(long, default_value_t = 0.25)]
+    pub blob_garbage_collection_age_cutoff: f64,
+    /// Garbage ratio of the oldest blob file at which its tables are compacted (0..=1; 1: never).
+    #[arg(long, default_value_t = 1.0)]
+    pub blob_garbage_collection_force_threshold: f64,
+    /// Read-ahead of the blob values a compaction reads (garbage collection); 0: none.
+    #[arg(long, default_value_t = 0)]
+    pub blob_compaction_readahead_size: u64,
     /// Check block checksums on reads.
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub verify_checksum: bool,
@@ -600,6 +625,20 @@ impl BenchFlags {
                 "compression_type",
                 format!("unknown compression '{}' (none, snappy, lz4, zstd)", self.compression_type),
             );
+        }
+        if Compression::parse(&self.blob_compression_type).is_none() {
+            return bad(
+                "blob_compression_type",
+                format!("unknown compression '{}' (none, snappy, lz4, zstd)", self.blob_compression_type),
+            );
+        }
+        for (name, v) in [
+            ("blob_garbage_collection_age_cutoff", self.blob_garbage_collection_age_cutoff),
+            ("blob_garbage_collection_force_threshold", self.blob_garbage_collection_force_threshold),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return bad(name, format!("must be in 0..=1, got {v}"));
+            }
         }
         if !self.compression_per_level.is_empty() && self.compression_levels().is_none() {
             return bad(

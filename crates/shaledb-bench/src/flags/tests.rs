@@ -227,3 +227,36 @@ fn compaction_style_flags_shaledb_refuses_name_the_flag() {
     assert!(err_text(&["--compaction_style=3"]).contains("compaction_style"));
     parse(&["--compaction_style=2", "--fifo_compaction_max_table_files_size_mb=1", "--fifo_compaction_ttl=9"]).unwrap();
 }
+
+#[test]
+fn blob_flags_default_as_db_bench_and_reach_the_engine_options() {
+    let f = parse(&[]).unwrap();
+    assert!(!f.enable_blob_files && !f.enable_blob_garbage_collection);
+    assert_eq!((f.min_blob_size, f.blob_file_size, f.blob_compression_type.as_str()), (0, 256 << 20, "none"));
+    assert_eq!((f.blob_garbage_collection_age_cutoff, f.blob_garbage_collection_force_threshold), (0.25, 1.0));
+    let f = parse(&[
+        "--enable_blob_files=1",
+        "--min_blob_size=4096",
+        "--blob_file_size=1048576",
+        "--blob_compression_type=zstd",
+        "--enable_blob_garbage_collection=true",
+        "--blob_garbage_collection_age_cutoff=0.5",
+        "--blob_garbage_collection_force_threshold=0.8",
+        "--blob_compaction_readahead_size=2097152",
+    ])
+    .unwrap();
+    let o = crate::shale::options_from_flags(&f).unwrap();
+    assert!(o.enable_blob_files && o.enable_blob_garbage_collection);
+    assert_eq!((o.min_blob_size, o.blob_file_size), (4096, 1 << 20));
+    assert_eq!(o.blob_compression_type, shaledb::CompressionType::Zstd);
+    assert_eq!((o.blob_garbage_collection_age_cutoff, o.blob_garbage_collection_force_threshold), (0.5, 0.8));
+    assert_eq!(o.blob_compaction_readahead_size, 2 << 20);
+    for (args, flag) in [
+        (&["--blob_compression_type=brotli"][..], "--blob_compression_type"),
+        (&["--blob_garbage_collection_age_cutoff=1.5"][..], "--blob_garbage_collection_age_cutoff"),
+        (&["--blob_garbage_collection_force_threshold=-1"][..], "--blob_garbage_collection_force_threshold"),
+    ] {
+        let e = err_text(args);
+        assert!(e.contains(flag), "{args:?}: {e}");
+    }
+}

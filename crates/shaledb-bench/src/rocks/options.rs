@@ -280,6 +280,16 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
         // db_bench's fairness: 10.
         o.set_ratelimiter(rate, period, 10);
     }
+    o.set_enable_blob_files(f.enable_blob_files);
+    o.set_min_blob_size(f.min_blob_size);
+    o.set_blob_file_size(f.blob_file_size);
+    let blob_codec = Compression::parse(&f.blob_compression_type)
+        .ok_or_else(|| bad("blob_compression_type", format!("unknown compression '{}'", f.blob_compression_type)))?;
+    o.set_blob_compression_type(codec(blob_codec));
+    o.set_enable_blob_gc(f.enable_blob_garbage_collection);
+    o.set_blob_gc_age_cutoff(f.blob_garbage_collection_age_cutoff);
+    o.set_blob_gc_force_threshold(f.blob_garbage_collection_force_threshold);
+    o.set_blob_compaction_readahead_size(f.blob_compaction_readahead_size);
     o.set_allow_concurrent_memtable_write(f.allow_concurrent_memtable_write);
     if f.memtablerep == "vector" {
         o.set_memtable_factory(rocksdb::MemtableFactory::Vector);

@@ -192,6 +192,11 @@ impl TableBuilder {
             ValueKind::Merge => p.num_merges += 1,
             // `parse` never yields a range tombstone's kind for a point key.
             ValueKind::Value | ValueKind::RangeDeletion => {}
+            ValueKind::BlobIndex => {
+                if let Some(b) = crate::blob::BlobIndex::decode(value) {
+                    p.oldest_blob_file = Some(p.oldest_blob_file.map_or(b.file_number, |o| o.min(b.file_number)));
+                }
+            }
         }
         p.raw_key_size += ikey.len() as u64;
         p.raw_value_size += value.len() as u64;

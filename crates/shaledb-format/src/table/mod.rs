@@ -30,15 +30,17 @@
 //!   num_deletions num_entries num_merges raw_key_size raw_value_size smallest_seq`. Sizes include trailers.
 //!   Unknown names are ignored; a missing one is corruption. Two optional identity properties (absent in tables
 //!   written before they existed): `db_id` (the 16 bytes of the database's identity, as in the MANIFEST) and
-//!   `file_number` (varint64: the number the table was written under, `<number:06>.sst`). FROZEN.
+//!   `file_number` (varint64: the number the table was written under, `<number:06>.sst`). FROZEN. Optional
+//!   since format 4: `oldest_blob_file` (varint64: the smallest blob file number the table's blob references
+//!   name; absent when it holds none).
 //! - Two optional filter properties, written together when the filter also holds prefixes:
 //!   `prefix_extractor` (the extractor's RocksDB name, prefix.rs, e.g. `rocksdb.FixedPrefix.8`) and
 //!   `whole_key_filtering` (one byte, 0 or 1: whether the filter also holds whole user keys). Absent: the
 //!   filter holds whole user keys only. An extractor name this build does not know reads as absent.
 //! - One optional time property: `creation_time` (varint64, seconds since the UNIX epoch when the table's data
 //!   was first written; written by FIFO compaction for its TTL, absent otherwise). FROZEN.
-//! - `format_version` is `crate::FORMAT_VERSION` (3; readers accept 1 to 3: version 2 added the single-deletion
-//!   kind, version 3 the range-deletion record kind, docs/format/sst.md).
+//! - `format_version` is `crate::FORMAT_VERSION` (4; readers accept 1 to 4: version 2 added the single-deletion
+//!   kind, version 3 range deletions, version 4 blob indexes, docs/format/sst.md).
 
 mod builder;
 pub mod range_del;
@@ -170,6 +172,9 @@ pub struct TableProperties {
     /// Seconds since the UNIX epoch when the table's data was first written (`None` in tables written
     /// without one: before the property existed, or under a compaction style other than FIFO).
     pub creation_time: Option<u64>,
+    /// The smallest blob file number any blob reference of the table names (RocksDB's
+    /// `oldest_blob_file_number`); `None` when the table holds no blob reference.
+    pub oldest_blob_file: Option<u64>,
 }
 
 impl Default for TableProperties {
@@ -194,6 +199,7 @@ impl Default for TableProperties {
             prefix_extractor: None,
             whole_key_filtering: true,
             creation_time: None,
+            oldest_blob_file: None,
         }
     }
 }
@@ -204,6 +210,7 @@ const FILE_NUMBER_PROP: &[u8] = b"file_number";
 const PREFIX_EXTRACTOR_PROP: &[u8] = b"prefix_extractor";
 const WHOLE_KEY_FILTERING_PROP: &[u8] = b"whole_key_filtering";
 const CREATION_TIME_PROP: &[u8] = b"creation_time";
+const OLDEST_BLOB_FILE_PROP: &[u8] = b"oldest_blob_file";
 
 const PROP_NAMES: [&[u8]; 13] = [
     b"compression",
@@ -245,6 +252,11 @@ impl TableProperties {
             let mut v = Vec::new();
             put_varint64(&mut v, t);
             entries.push((CREATION_TIME_PROP, v));
+        }
+        if let Some(n) = self.oldest_blob_file {
+            let mut v = Vec::new();
+            put_varint64(&mut v, n);
+            entries.push((OLDEST_BLOB_FILE_PROP, v));
         }
         if let Some(ex) = &self.prefix_extractor {
             entries.push((PREFIX_EXTRACTOR_PROP, ex.name().into_bytes()));
@@ -299,6 +311,11 @@ impl TableProperties {
                 p.creation_time = match get_varint64(value) {
                     Some((v, n)) if n == value.len() => Some(v),
                     _ => return Err(bad("bad value of property creation_time".into())),
+                };
+            } else if name == OLDEST_BLOB_FILE_PROP {
+                p.oldest_blob_file = match get_varint64(value) {
+                    Some((v, n)) if n == value.len() => Some(v),
+                    _ => return Err(bad("bad value of property oldest_blob_file".into())),
                 };
             } else if name == PREFIX_EXTRACTOR_PROP {
                 // An extractor this build does not know: its prefixes are of no use, never an error.
@@ -676,6 +693,7 @@ mod unit_tests {
             prefix_extractor: None,
             whole_key_filtering: true,
             creation_time: None,
+            oldest_blob_file: None,
         };
         let block = Block::new(p.encode()).unwrap();
         assert_eq!(TableProperties::decode(block).unwrap(), p);
@@ -683,6 +701,7 @@ mod unit_tests {
             db_id: Some([0xab; DB_ID_LEN]),
             file_number: Some(12),
             creation_time: Some(1 << 40),
+            oldest_blob_file: Some(7),
             ..p.clone()
         };
         let block = Block::new(with_identity.encode()).unwrap();

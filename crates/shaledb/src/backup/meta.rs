@@ -8,9 +8,10 @@
 //! sequence  := "sequence " u64 "\n"                 newest write the backup holds
 //! count     := "files " u64 "\n"                    at most MAX_FILES
 //! file      := "file " name " " stored " " u64 " " crc "\n"
-//! name      := a database file name of ours: NNNNNN.sst | NNNNNN.log | MANIFEST-NNNNNN | OPTIONS-NNNNNN
-//!            | CURRENT | IDENTITY
+//! name      := a database file name of ours: NNNNNN.sst | NNNNNN.blob | NNNNNN.log | MANIFEST-NNNNNN
+//!            | OPTIONS-NNNNNN | CURRENT | IDENTITY
 //! stored    := "shared/" NNNNNN "_" crc "_" u64 ".sst"   (tables: number, crc32c, size of the file)
+//!            | "shared/" NNNNNN "_" crc "_" u64 ".blob"  (blob files, the same way)
 //!            | "private/" id "/" name                   (every other file)
 //! crc       := 8 lowercase hex digits                   crc32c of the whole file (unmasked)
 //! checksum  := "checksum " crc "\n"                     crc32c of every byte before this line
@@ -55,6 +56,11 @@ pub(crate) struct Meta {
 /// `shared/NNNNNN_crc_size.sst`: where a table is stored, shared by every backup holding the same table.
 pub(crate) fn shared_path(number: u64, crc: u32, size: u64) -> String {
     format!("shared/{number:06}_{crc:08x}_{size}.sst")
+}
+
+/// `shared/NNNNNN_crc_size.blob`: where a blob file is stored, shared as tables are.
+pub(crate) fn shared_blob_path(number: u64, crc: u32, size: u64) -> String {
+    format!("shared/{number:06}_{crc:08x}_{size}.blob")
 }
 
 /// `private/<id>/<name>`: where a backup's other files are stored.
@@ -181,6 +187,7 @@ fn parse_file(line: &str, id: u64) -> std::result::Result<BackupFile, String> {
     let crc = parse_crc(crc).ok_or("crc is not 8 lowercase hex digits")?;
     let expected = match filenames::parse(name) {
         Some(FileKind::Table(n)) => shared_path(n, crc, size),
+        Some(FileKind::Blob(n)) => shared_blob_path(n, crc, size),
         Some(
             FileKind::Wal(_) | FileKind::Manifest(_) | FileKind::Options(_) | FileKind::Current | FileKind::Identity,
         ) => private_path(id, name),

@@ -7,6 +7,7 @@
 //! meta/<id>                       one committed backup (format: docs/format/backup.md)
 //! meta/<id>.tmp                   a backup's metadata being written
 //! shared/NNNNNN_<crc>_<size>.sst  a table, shared by every backup holding it
+//! shared/NNNNNN_<crc>_<size>.blob a blob file, shared the same way
 //! shared/*.tmp                    a table being copied
 //! private/<id>/                   the backup's MANIFEST, CURRENT, IDENTITY, newest OPTIONS file (and WALs of a
 //!                                 read-only source)
@@ -205,13 +206,15 @@ impl BackupEngine {
         let private = self.dir.join("private").join(id.to_string());
         fs.create_dir_all(&private)?;
         let mut files = Vec::new();
-        for &(number, size) in &set.tables {
-            let from = filenames::table(src, number);
+        let tables = set.tables.iter().map(|&(n, size)| (n, size, false));
+        for (number, size, blob) in tables.chain(set.blobs.iter().map(|&(n, size)| (n, size, true))) {
+            let from = if blob { filenames::blob(src, number) } else { filenames::table(src, number) };
             let (len, crc) = file_checksum(src_fs, &from)?;
             if len != size {
-                return Err(Error::corruption(&from, 0, format!("table is {len} bytes, the MANIFEST records {size}")));
+                return Err(Error::corruption(&from, 0, format!("file is {len} bytes, the MANIFEST records {size}")));
             }
-            let stored = meta::shared_path(number, crc, size);
+            let stored =
+                if blob { meta::shared_blob_path(number, crc, size) } else { meta::shared_path(number, crc, size) };
             let to = self.dir.join(&stored);
             if !(fs.exists(&to) && fs.file_size(&to)? == size) {
                 let tmp = self.dir.join(format!("{stored}.tmp"));
@@ -222,12 +225,8 @@ impl BackupEngine {
                 }
                 fs.rename(&tmp, &to)?;
             }
-            files.push(BackupFile {
-                name: filenames::table(Path::new(""), number).display().to_string(),
-                stored,
-                size,
-                crc,
-            });
+            let name = from.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            files.push(BackupFile { name, stored, size, crc });
         }
         fs.sync_dir(&self.dir.join("shared"))?;
         let mut private_file = |name: String, write: &dyn Fn(&Path) -> Result<()>| -> Result<()> {
@@ -390,7 +389,7 @@ impl BackupEngine {
             self.backups.values().flat_map(|m| m.files.iter().map(|f| f.stored.as_str())).collect();
         for name in fs.list(&shared)? {
             let stored = format!("shared/{name}");
-            let ours = name.ends_with(".sst") || name.ends_with(".sst.tmp");
+            let ours = [".sst", ".sst.tmp", ".blob", ".blob.tmp"].iter().any(|ext| name.ends_with(ext));
             let unused = name.ends_with(".tmp") || (self.corrupt.is_empty() && !used.contains(stored.as_str()));
             if ours && unused {
                 fs.remove(&shared.join(&name))?;

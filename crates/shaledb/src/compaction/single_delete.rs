@@ -31,12 +31,13 @@ pub(crate) fn count_mismatches(versions: &[KeyVersion]) -> u64 {
     versions
         .windows(2)
         .filter(|w| {
-            matches!(
-                (w[0].kind, w[1].kind),
-                (ValueKind::SingleDeletion, ValueKind::SingleDeletion | ValueKind::Deletion | ValueKind::Merge)
-                    | (ValueKind::Deletion | ValueKind::Merge, ValueKind::SingleDeletion)
-                    | (ValueKind::Value, ValueKind::Value)
-            )
+            // A blob reference is a put here (a value kept in a blob file).
+            (w[0].kind.is_value() && w[1].kind.is_value())
+                || matches!(
+                    (w[0].kind, w[1].kind),
+                    (ValueKind::SingleDeletion, ValueKind::SingleDeletion | ValueKind::Deletion | ValueKind::Merge)
+                        | (ValueKind::Deletion | ValueKind::Merge, ValueKind::SingleDeletion)
+                )
         })
         .count() as u64
 }

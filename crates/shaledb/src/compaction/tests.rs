@@ -20,6 +20,7 @@ pub(super) fn show(vs: &[KeyVersion]) -> String {
                 M => "M",
                 ValueKind::SingleDeletion => "SD",
                 ValueKind::RangeDeletion => "RD",
+                ValueKind::BlobIndex => "B",
             };
             format!("{k}{}={}", v.seq, String::from_utf8_lossy(&v.value))
         })
@@ -228,6 +229,7 @@ impl Env {
             stop: &self.stop,
             filter: self.filter.as_ref(),
             range_dels: self.range_dels.clone(),
+            blob: None,
         };
         write_sorted_run(it, s, &cx)
     }

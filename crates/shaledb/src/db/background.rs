@@ -129,6 +129,10 @@ fn background_loop(inner: &Arc<DbInner>, flush_thread: bool) {
                     run_compaction(inner, &mut st, task);
                     continue;
                 }
+                if let Some(task) = crate::blob::pick_forced(inner, &v, &st.busy) {
+                    run_compaction(inner, &mut st, task);
+                    continue;
+                }
             }
         }
         match fifo_ttl_recheck(inner) {
@@ -176,10 +180,11 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) 
             inner.listeners.each(|l| l.on_flush_begin(info));
         }
         let new_number = || inner.state.lock().vs.new_file_number();
-        write_level0(&inner.opts, inner.db_id, &inner.dir, &mem, &new_number, &snapshots, &inner.shutting_down)
+        let (opts, stop) = (&inner.opts, &inner.shutting_down);
+        write_level0(opts, inner.db_id, &inner.dir, &mem, &new_number, &snapshots, stop, &inner.blobs)
     });
     st.flushing = false;
-    let (files, mut stats) = match result {
+    let (files, mut stats, blob) = match result {
         Ok(r) => r,
         // Aborted by shutdown: the memtable is still in the WAL; nothing failed.
         Err(Error::Closed) if inner.shutting_down.load(Ordering::Acquire) => return,
@@ -195,8 +200,9 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) 
         last_sequence: Some(inner.visible_seq.load(Ordering::Acquire)),
         ..VersionEdit::default()
     };
-    let written: u64 = files.iter().map(|f| f.file_size).sum();
+    let written: u64 = files.iter().map(|f| f.file_size).sum::<u64>() + blob.bytes_written;
     edit.new_files.extend(files.into_iter().map(|f| (0, f)));
+    edit.blob_files.extend(blob.additions);
     let line = crate::info_log::flush_line(mem.id(), &edit, &stats);
     let outputs = events::outputs(inner, job.is_some(), &edit);
     if let Err(e) = st.vs.log_and_apply(edit) {
@@ -388,6 +394,9 @@ fn execute(
             bottommost: task.bottommost,
         },
     );
+    // Garbage collection relocates from the oldest blob files of the current version.
+    let gc_below = crate::blob::gc_cutoff(&inner.opts, &inner.sv.load().version);
+    let blob = crate::blob::config(&inner.opts, &inner.blobs, &inner.dir, gc_below);
     let limiter = inner.opts.rate_limiter.as_ref();
     let out = crate::rate_limiter::with_limited_fs(inner.fs.as_ref(), limiter, IoPriority::Low, |fs| {
         let cx = RunContext {
@@ -400,6 +409,7 @@ fn execute(
             stop: &inner.shutting_down,
             filter: filter.as_ref(),
             range_dels,
+            blob: Some(&blob),
         };
         compaction::write_sorted_run(&mut input, &spec, &cx)
     })?;
@@ -417,11 +427,14 @@ fn execute(
         edit.deleted_files.push((level as u32, f.number));
     }
     edit.new_files.extend(out.files.into_iter().map(|f| (task.output_level as u32, f)));
+    edit.blob_files.extend(out.blob.additions);
+    edit.blob_garbage.extend(out.blob.garbage);
     Ok((edit, stats))
 }
 
-/// Deletes obsolete tables that no live version references any more. REQUIRES: `st` locked.
-fn delete_obsolete_files(inner: &DbInner, st: &mut State) {
+/// Deletes obsolete tables and blob files that no live version references any more. REQUIRES: `st` locked.
+pub(crate) fn delete_obsolete_files(inner: &DbInner, st: &mut State) {
+    crate::blob::delete_obsolete(inner, st);
     if st.obsolete_tables.is_empty() {
         return;
     }

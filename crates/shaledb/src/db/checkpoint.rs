@@ -19,7 +19,7 @@
 //! against this process: another process writing the database may delete a table meanwhile, and the copy then
 //! fails with an I/O error naming it (try again).
 //!
-//! The copy holds the files a database needs to open: tables, the MANIFEST, CURRENT, IDENTITY (and a
+//! The copy holds the files a database needs to open: tables, blob files, the MANIFEST, CURRENT, IDENTITY (and a
 //! read-only source's WALs), and the newest OPTIONS file (as RocksDB's checkpoints do), so that
 //! [`crate::Options::load_latest`] and open's option checks work on the copy as on the source. `LOG`, `LOCK`
 //! and `lost/` are not copied (the copy starts its own LOG; `lost/` holds nothing the database reads).
@@ -48,6 +48,8 @@ pub(crate) struct LiveFileSet {
     _pin: Arc<Version>,
     /// `(number, size)` of each table.
     pub(crate) tables: Vec<(u64, u64)>,
+    /// `(number, size)` of each live blob file.
+    pub(crate) blobs: Vec<(u64, u64)>,
     /// WALs to copy whole (read-only databases only).
     pub(crate) wals: Vec<u64>,
     /// The snapshot edit the copy's MANIFEST holds.
@@ -85,6 +87,7 @@ pub(crate) fn live_file_set(inner: &Arc<DbInner>) -> Result<LiveFileSet> {
     let log_number = st.vs.log_number;
     drop(st);
     let tables = version.levels.iter().flatten().map(|f| (f.number, f.file_size)).collect();
+    let blobs = version.blob_files.values().map(|b| (b.addition.number, b.addition.file_size)).collect();
     let names = inner.fs.list(&inner.dir)?;
     // Written by open only, so stable while this database is open (a read-only source's writer may rotate it:
     // the copy then fails naming the file; try again).
@@ -95,7 +98,7 @@ pub(crate) fn live_file_set(inner: &Arc<DbInner>) -> Result<LiveFileSet> {
     } else {
         (Vec::new(), edit.last_sequence.unwrap_or(0))
     };
-    Ok(LiveFileSet { _pin: version, tables, wals, edit, manifest_number, last_sequence, options_file })
+    Ok(LiveFileSet { _pin: version, tables, blobs, wals, edit, manifest_number, last_sequence, options_file })
 }
 
 /// Writes a MANIFEST holding `edit` at `path`, fsynced.
@@ -211,6 +214,9 @@ fn write_checkpoint(fs: &dyn Fs, src: &Path, set: &LiveFileSet, out: &Path) -> R
     for &(number, size) in &set.tables {
         link_or_copy(fs, &filenames::table(src, number), &filenames::table(out, number), size)?;
     }
+    for &(number, size) in &set.blobs {
+        link_or_copy(fs, &filenames::blob(src, number), &filenames::blob(out, number), size)?;
+    }
     for &n in &set.wals {
         copy_file(fs, &filenames::wal(src, n), &filenames::wal(out, n), None)?;
     }
@@ -248,9 +254,10 @@ pub(crate) fn create(inner: &Arc<DbInner>, dir: &Path) -> Result<()> {
     match result {
         Ok(()) => {
             inner.info_log.log(format_args!(
-                "checkpoint {}: {} tables, {} WALs, last sequence {}",
+                "checkpoint {}: {} tables, {} blob files, {} WALs, last sequence {}",
                 dir.display(),
                 set.tables.len(),
+                set.blobs.len(),
                 set.wals.len(),
                 set.last_sequence()
             ));

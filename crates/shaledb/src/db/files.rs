@@ -79,7 +79,9 @@ pub(crate) fn check_fresh_dir(fs: &dyn Fs, dir: &Path, names: &[String]) -> Resu
             }
             Some(FileKind::Temp(n)) if temp_is_ours(fs, dir, n) => fresh.creation_leftovers.push(name.clone()),
             // An OPTIONS file is written only once CURRENT exists: without CURRENT, a damaged database.
-            Some(FileKind::Manifest(_) | FileKind::Table(_) | FileKind::Options(_)) => ours.push(name.as_str()),
+            Some(FileKind::Manifest(_) | FileKind::Table(_) | FileKind::Blob(_) | FileKind::Options(_)) => {
+                ours.push(name.as_str())
+            }
             _ => other.push(name.as_str()),
         }
     }
@@ -114,18 +116,20 @@ pub(crate) fn check_fresh_dir(fs: &dyn Fs, dir: &Path, names: &[String]) -> Resu
 pub(crate) fn check_live_files(fs: &dyn Fs, dir: &Path, v: &Version) -> Result<()> {
     let mut bad = Vec::new();
     let mut first = None;
-    for f in v.levels.iter().flatten() {
-        let path = filenames::table(dir, f.number);
+    let tables = v.levels.iter().flatten().map(|f| (filenames::table(dir, f.number), f.file_size));
+    let blobs = v.blob_files.values().map(|b| (filenames::blob(dir, b.addition.number), b.addition.file_size));
+    for (path, size) in tables.chain(blobs) {
         let problem = if !fs.exists(&path) {
             "missing".to_string()
         } else {
             match fs.file_size(&path)? {
-                0 => format!("empty (the MANIFEST records {} bytes)", f.file_size),
-                n if n != f.file_size => format!("{n} bytes, the MANIFEST records {}", f.file_size),
+                0 => format!("empty (the MANIFEST records {size} bytes)"),
+                n if n != size => format!("{n} bytes, the MANIFEST records {size}"),
                 _ => continue,
             }
         };
-        bad.push(format!("{} {problem}", filenames::table(Path::new(""), f.number).display()));
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        bad.push(format!("{name} {problem}"));
         first.get_or_insert(path);
     }
     match first {
@@ -155,6 +159,25 @@ fn leftover_table_is_ours(fs: &dyn Fs, dir: &Path, number: u64, below_counter: b
     own || legacy
 }
 
+/// Whether a blob file that is not live may be removed as a leftover of ours: its header must carry `db_id`
+/// (every blob file does; a file cut short before its header was whole is ours when what it holds is a
+/// prefix of our magic).
+fn leftover_blob_is_ours(fs: &dyn Fs, dir: &Path, number: u64, db_id: Option<DbId>) -> bool {
+    let Some(id) = db_id else { return false };
+    let path = filenames::blob(dir, number);
+    let Ok(file) = fs.open(&path, ReadHints::default()) else { return false };
+    let mut head = vec![0u8; (file.len() as usize).min(shaledb_format::blob::HEADER_LEN)];
+    if file.read_exact_at(&mut head, 0).is_err() {
+        return false;
+    }
+    let magic = shaledb_format::blob::HEADER_MAGIC.to_le_bytes();
+    if head.len() < shaledb_format::blob::HEADER_LEN {
+        return magic.iter().zip(&head).all(|(a, b)| a == b);
+    }
+    // magic (8), version, compression, then the database id.
+    head.starts_with(&magic) && head[10..10 + id.len()] == id
+}
+
 /// Whether a temp file is one of ours: what we write into one (a CURRENT line naming a MANIFEST, IDENTITY's
 /// hex digits, or an OPTIONS file, which starts with its header line), possibly cut short by a crash.
 fn temp_is_ours(fs: &dyn Fs, dir: &Path, number: u64) -> bool {
@@ -173,11 +196,13 @@ fn temp_is_ours(fs: &dyn Fs, dir: &Path, number: u64) -> bool {
 /// `vs.foreign_numbers` the numbers of look-alike files that cannot be proven ours. Returns the names removed.
 pub(crate) fn remove_leftovers(fs: &dyn Fs, dir: &Path, vs: &mut VersionSet, names: &[String]) -> Result<Vec<String>> {
     let counter = vs.next_file_number;
-    let live: HashSet<u64> = vs.current().levels.iter().flatten().map(|f| f.number).collect();
+    let mut live: HashSet<u64> = vs.current().levels.iter().flatten().map(|f| f.number).collect();
+    live.extend(vs.current().blob_files.keys());
     let mut removed = Vec::new();
     for name in names {
         let remove = match filenames::parse(name) {
-            Some(FileKind::Table(n)) if live.contains(&n) => false,
+            Some(FileKind::Table(n) | FileKind::Blob(n)) if live.contains(&n) => false,
+            Some(FileKind::Blob(n)) => leftover_blob_is_ours(fs, dir, n, vs.db_id),
             Some(FileKind::Table(n)) => leftover_table_is_ours(fs, dir, n, n < counter, vs.db_id),
             Some(FileKind::Manifest(n)) => n != vs.manifest_number() && n < counter,
             Some(FileKind::Temp(n)) => temp_is_ours(fs, dir, n),
@@ -192,8 +217,9 @@ pub(crate) fn remove_leftovers(fs: &dyn Fs, dir: &Path, vs: &mut VersionSet, nam
         }
         // Kept and not live: its number is never handed out, whatever it is. (An OPTIONS file's number may be
         // above the MANIFEST's counter: it is taken after the open's MANIFEST is written.)
-        if let Some(FileKind::Table(n) | FileKind::Manifest(n) | FileKind::Temp(n) | FileKind::Options(n)) =
-            filenames::parse(name)
+        if let Some(
+            FileKind::Table(n) | FileKind::Blob(n) | FileKind::Manifest(n) | FileKind::Temp(n) | FileKind::Options(n),
+        ) = filenames::parse(name)
         {
             if !live.contains(&n) && n != vs.manifest_number() {
                 vs.foreign_numbers.insert(n);
@@ -208,12 +234,15 @@ pub(crate) fn remove_leftovers(fs: &dyn Fs, dir: &Path, vs: &mut VersionSet, nam
 /// and not one found unproven at the start.
 pub(crate) fn remove_obsolete(fs: &dyn Fs, dir: &Path, vs: &VersionSet, replayed_wals: &[u64]) -> Result<Vec<String>> {
     let mut removed = Vec::new();
-    let live: HashSet<u64> = vs.current().levels.iter().flatten().map(|f| f.number).collect();
+    let mut live: HashSet<u64> = vs.current().levels.iter().flatten().map(|f| f.number).collect();
+    live.extend(vs.current().blob_files.keys());
     let counter = vs.next_file_number;
     for name in fs.list(dir)? {
         let remove = match filenames::parse(&name) {
             Some(FileKind::Wal(n)) => replayed_wals.contains(&n) && n < vs.log_number,
-            Some(FileKind::Table(n)) => !live.contains(&n) && n < counter && !vs.foreign_numbers.contains(&n),
+            Some(FileKind::Table(n) | FileKind::Blob(n)) => {
+                !live.contains(&n) && n < counter && !vs.foreign_numbers.contains(&n)
+            }
             Some(FileKind::Manifest(n)) => n != vs.manifest_number() && n < counter && !vs.foreign_numbers.contains(&n),
             Some(FileKind::Temp(n)) => n < counter && !vs.foreign_numbers.contains(&n),
             _ => false,

@@ -1,6 +1,7 @@
 //! The flush writer: a memtable written out as L0 tables, for the background flush (`background.rs`) and for
 //! WAL replay at open (`replay.rs`, `open.rs`).
 
+use crate::blob::{BlobFiles, BlobOutput};
 use crate::compaction::{self, OutputSpec, RunContext};
 use crate::filenames;
 use crate::identity::DbId;
@@ -16,7 +17,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Writes the contents of `mem` as one L0 table (recovery and flush). `None` when the memtable is empty.
+/// Writes the contents of `mem` as one L0 table (recovery and flush), with its large values in blob files
+/// (`enable_blob_files`). Nothing when the memtable is empty.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn write_level0(
     opts: &Options,
     db_id: DbId,
@@ -25,10 +28,12 @@ pub(crate) fn write_level0(
     new_number: &dyn Fn() -> Result<u64>,
     snapshots: &[u64],
     stop: &AtomicBool,
-) -> Result<(Vec<FileMeta>, CompactionStats)> {
+    blobs: &BlobFiles,
+) -> Result<(Vec<FileMeta>, CompactionStats, BlobOutput)> {
     if mem.is_empty() {
-        return Ok((Vec::new(), CompactionStats::default()));
+        return Ok((Vec::new(), CompactionStats::default(), BlobOutput::default()));
     }
+    let blob = crate::blob::config(opts, blobs, dir, 0);
     let spec = OutputSpec {
         table_options: opts.table_options(db_id, 0, false),
         max_file_size: u64::MAX,
@@ -56,6 +61,7 @@ pub(crate) fn write_level0(
             filter: None,
             // The memtable's range tombstones go into the L0 table, and drop the points they cover there.
             range_dels: mem.range_tombstones(),
+            blob: Some(&blob),
         };
         let mut it = mem.iter();
         compaction::write_sorted_run(&mut it, &spec, &cx)
@@ -64,5 +70,5 @@ pub(crate) fn write_level0(
     stats.micros = start.elapsed().as_micros() as u64;
     stats.cpu_micros = shaledb_vfs::thread_cpu_micros().saturating_sub(cpu_start);
     stats.count = 1;
-    Ok((out.files, stats))
+    Ok((out.files, stats, out.blob))
 }

@@ -165,6 +165,9 @@ fn inspect(inner: &DbInner, path: &Path, verify: bool) -> Result<External> {
     if p.num_entries == 0 {
         return Err(bad("the table holds no entries".into()));
     }
+    if p.oldest_blob_file.is_some() {
+        return Err(bad("the table holds blob references (kind 0x11); external files hold values only".into()));
+    }
     // SstFileWriter writes no range tombstones; a table holding some came from elsewhere, and placing them at
     // a global sequence number is not supported (RocksDB's ingestion of range deletions has its own rules).
     if !t.range_tombstones()?.is_empty() {
@@ -187,6 +190,9 @@ fn inspect(inner: &DbInner, path: &Path, verify: bool) -> Result<External> {
             let k = ikey::parse(it.key()).ok_or_else(|| Error::corruption(path, 0, "malformed internal key"))?;
             if k.seq != 0 {
                 return Err(bad(format!("an entry has sequence number {}", k.seq)));
+            }
+            if k.kind == ikey::ValueKind::BlobIndex {
+                return Err(bad("an entry is a blob reference (kind 0x11); external files hold values only".into()));
             }
             if prev.as_deref().is_some_and(|p| p >= k.user_key) {
                 return Err(bad("user keys are not strictly increasing".into()));
@@ -472,6 +478,12 @@ fn rewrite(inner: &DbInner, f: &External, number: u64, level: usize, seq: u64) -
     let (mut smallest, mut largest, mut key) = (None, Vec::new(), Vec::new());
     while it.valid() {
         let k = ikey::parse(it.key()).ok_or_else(|| Error::corruption(&src, 0, "malformed internal key"))?;
+        if k.kind == ikey::ValueKind::BlobIndex {
+            return Err(Error::InvalidArgument(format!(
+                "ingest_external_file: {}: an entry is a blob reference (kind 0x11); external files hold values only",
+                f.src.display()
+            )));
+        }
         key.clear();
         ikey::append_internal_key(&mut key, k.user_key, seq, k.kind);
         b.add(&key, it.value())?;

@@ -96,6 +96,8 @@ pub(crate) struct DbInner {
     pub(crate) publish_cv: Condvar,
     pub(crate) snapshots: Arc<SnapshotList>,
     pub(crate) tables: Arc<TableCache>,
+    /// Open blob file readers (`crate::blob`).
+    pub(crate) blobs: Arc<crate::blob::BlobFiles>,
     pub(crate) block_cache: Option<Arc<BlockCache>>,
     pub(crate) table_stats: Arc<TableStats>,
     pub(crate) counters: Counters,
@@ -144,6 +146,7 @@ impl DbInner {
             db_id,
         ));
         let version = o.vs.current().clone();
+        let blobs = Arc::new(crate::blob::BlobFiles::new(dir, opts.fs.clone(), db_id));
         Arc::new(DbInner {
             dir: dir.to_path_buf(),
             db_id,
@@ -172,6 +175,7 @@ impl DbInner {
             publish_cv: Condvar::new(),
             snapshots: Arc::new(SnapshotList::default()),
             tables,
+            blobs,
             block_cache,
             table_stats,
             counters: o.counters,
@@ -631,13 +635,14 @@ impl Db {
         r
     }
 
-    /// Verifies every checksum of every live table (the engine side of `shaledb verify`).
+    /// Verifies every checksum of every live table and blob file (the engine side of `shaledb verify`); a blob
+    /// file must also hold the records the MANIFEST recorded for it.
     pub fn verify_checksums(&self) -> Result<()> {
         let v = self.inner.sv.load().version.clone();
         for f in v.levels.iter().flatten() {
             self.inner.tables.open_uncached(f, false)?.verify()?;
         }
-        Ok(())
+        crate::blob::verify_files(&self.inner.blobs, &v)
     }
 }
 

@@ -127,7 +127,7 @@ impl Db {
             if probes.last().is_none_or(|p| p.key != key) {
                 let mut lookup = Vec::with_capacity(key.len() + ikey::TRAILER_LEN);
                 ikey::append_internal_key(&mut lookup, key, seq, KIND_FOR_SEEK);
-                let mut state = GetState::with_buffer(key, seq, merge, Vec::new());
+                let mut state = GetState::with_buffer(key, seq, merge, Vec::new()).with_blobs(&inner.blobs);
                 state.cover_with(super::read::mem_range_cover(&sv, key, seq));
                 probes.push(Probe { key, hash: bloom::key_hash(key), lookup, state });
             }

@@ -230,10 +230,13 @@ fn replay_wals(dir: &Path, opts: &Options, vs: VersionSet, wals: &[u64], info_lo
     let mem = replayed.mem;
     let mut flush_stats = replayed.stats;
     edit.new_files.extend(replayed.files.into_iter().map(|f| (0, f)));
+    edit.blob_files.extend(replayed.blob_files);
     if !mem.is_empty() {
-        let (files, st) = write_level0(opts, db_id, dir, &mem, &new_number, &[], &stop)?;
+        let blobs = crate::blob::BlobFiles::new(dir, opts.fs.clone(), db_id);
+        let (files, st, blob) = write_level0(opts, db_id, dir, &mem, &new_number, &[], &stop, &blobs)?;
         flush_stats.add(&st);
         edit.new_files.extend(files.into_iter().map(|f| (0, f)));
+        edit.blob_files.extend(blob.additions);
     }
     let vs = vs_numbers.into_inner();
     counters.record_compaction(0, &flush_stats);

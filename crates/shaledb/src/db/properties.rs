@@ -39,9 +39,9 @@ impl Db {
     ///   reported; any figure here would be a guess.
     /// - `block-cache-pinned-usage`: the block cache does not track which of its entries readers hold.
     /// - `num-immutable-mem-table-flushed`, `min-log-number-to-keep`, `min-obsolete-sst-number-to-keep`,
-    ///   `current-super-version-number`, `is-file-deletions-enabled`, `estimate-oldest-key-time`, blob, aggregated
+    ///   `current-super-version-number`, `is-file-deletions-enabled`, `estimate-oldest-key-time`, aggregated
     ///   and per-CF-map properties: ShaleDB has no such state (no flushed-memtable history, no file deletion
-    ///   switch, no blob files, one column family).
+    ///   switch, one column family).
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -110,6 +110,9 @@ impl Db {
     /// one included).
     ///
     /// Block cache: `block-cache-capacity`, `block-cache-usage` (0 without a block cache).
+    ///
+    /// Blob files (`crate::blob`): `num-blob-files`, `live-blob-file-size` (bytes of the current version's blob
+    /// files), `live-blob-file-garbage-size` (their bytes no table references any more).
     ///
     /// ShaleDB's own: `shaledb.recovery-dropped-records`, `shaledb.recovery-dropped-bytes` (what the WAL replay
     /// of this open did not apply; see docs/durability.md D10). With [`crate::Options::rate_limiter`] (`None`
@@ -212,7 +215,7 @@ impl Db {
                 inner.opts.rate_limiter.as_ref().map(|l| l.total_bytes_through(Some(crate::IoPriority::Low)))
             }
             "rate-limiter-bytes-per-sec" => inner.opts.rate_limiter.as_ref().map(|l| l.bytes_per_second()),
-            _ => None,
+            _ => crate::blob::int_property(v, name),
         }
     }
 

@@ -96,7 +96,8 @@ impl Db {
         // The super version first, then the sequence (see `pin_view` for why this order).
         let (sv, seq) = self.pin_view(opts);
         Counters::add(&inner.counters.gets, 1);
-        let mut state = GetState::with_buffer(key, seq, inner.opts.merge_operator.as_ref(), std::mem::take(out));
+        let mut state = GetState::with_buffer(key, seq, inner.opts.merge_operator.as_ref(), std::mem::take(out))
+            .with_blobs(&inner.blobs);
         let hash = bloom::key_hash(key);
         // Range tombstones first: the newest one covering the key deletes every older entry, wherever it is.
         state.cover_with(mem_range_cover(&sv, key, seq));
@@ -359,8 +360,9 @@ impl Db {
                 Ok(internal_view(&inner, &opts, lower.as_deref(), upper.as_deref(), &scope))
             }) as RefreshFn
         });
-        let mut cursor =
-            Cursor::new(it, seq, inner.opts.merge_operator.clone(), lower, upper, pin).with_refresh(refresh);
+        let mut cursor = Cursor::new(it, seq, inner.opts.merge_operator.clone(), lower, upper, pin)
+            .with_refresh(refresh)
+            .with_blobs(inner.blobs.clone());
         if let Some(scope) = scope {
             cursor.confine_to_prefix(scope);
         }

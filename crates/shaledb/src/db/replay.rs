@@ -39,6 +39,8 @@ pub(super) struct Replayed {
     pub(super) mem: Arc<MemTable>,
     /// L0 tables written when the memtable filled up.
     pub(super) files: Vec<FileMeta>,
+    /// Blob files those tables reference (`enable_blob_files`).
+    pub(super) blob_files: Vec<shaledb_format::edit::BlobFileAddition>,
     pub(super) stats: CompactionStats,
     /// Highest sequence number replayed (or the one given when none was).
     pub(super) max_seq: u64,
@@ -73,9 +75,11 @@ pub(super) fn replay(
     mut max_seq: u64,
 ) -> Result<Replayed> {
     let fs = opts.fs.as_ref();
+    let blobs = crate::blob::BlobFiles::new(dir, opts.fs.clone(), db_id);
     let mut out = Replayed {
         mem: Arc::new(MemTable::new(0)),
         files: Vec::new(),
+        blob_files: Vec::new(),
         stats: CompactionStats::default(),
         max_seq,
         losses: Losses::default(),
@@ -110,9 +114,11 @@ pub(super) fn replay(
                     max_seq = apply_batch(&out.mem, &batch, &path, offset, max_seq)?;
                     records += 1;
                     if out.mem.approximate_memory_usage() >= opts.write_buffer_size {
-                        let (files, st) = write_level0(opts, db_id, dir, &out.mem, new_number, &[], stop)?;
+                        let (files, st, blob) =
+                            write_level0(opts, db_id, dir, &out.mem, new_number, &[], stop, &blobs)?;
                         out.stats.add(&st);
                         out.files.extend(files);
+                        out.blob_files.extend(blob.additions);
                         out.mem = Arc::new(MemTable::new(0));
                     }
                     continue;

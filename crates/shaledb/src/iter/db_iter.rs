@@ -94,6 +94,10 @@ pub struct Cursor {
     refresh: Option<RefreshFn>,
     /// TTL mode (`crate::ttl`): values lose their timestamp; expired ones are skipped when asked.
     ttl: Option<TtlView>,
+    /// Resolves blob references (kind `0x11`) to their values.
+    blobs: Option<Arc<crate::blob::BlobFiles>>,
+    /// Backward: `value_buf` holds a blob reference not yet resolved.
+    blob_pending: bool,
     /// Declared last so the iterators above drop before what they read from.
     _pin: Box<dyn Any + Send + Sync>,
 }
@@ -147,7 +151,45 @@ impl Cursor {
             prefix: None,
             refresh: None,
             ttl: None,
+            blobs: None,
+            blob_pending: false,
             _pin: pin,
+        }
+    }
+
+    /// Resolves blob references through `blobs`.
+    pub(crate) fn with_blobs(mut self, blobs: Arc<crate::blob::BlobFiles>) -> Cursor {
+        self.blobs = Some(blobs);
+        self
+    }
+
+    /// Reads the value the blob reference `raw` names for `key_buf` into `value_buf`; false (with the error
+    /// recorded) when it cannot.
+    fn resolve_blob(&mut self, raw: &[u8]) -> bool {
+        let Some(blobs) = &self.blobs else {
+            self.error = Some(Error::InvalidArgument("a blob reference met by a cursor without blob files".into()));
+            return false;
+        };
+        let mut out = std::mem::take(&mut self.value_buf);
+        let r = blobs.resolve(&self.key_buf, raw, None, &mut out);
+        self.value_buf = out;
+        match r {
+            Ok(()) => true,
+            Err(e) => {
+                self.error = Some(e);
+                false
+            }
+        }
+    }
+
+    /// Forward: inner is on a blob reference, the newest visible version of its key: resolves it into the
+    /// saved value.
+    fn take_blob_forward(&mut self) {
+        self.key_buf.clear();
+        self.key_buf.extend_from_slice(ikey::user_key(self.inner.key()));
+        let raw = self.inner.value().to_vec();
+        if self.resolve_blob(&raw) {
+            self.current = Current::Saved;
         }
     }
 
@@ -495,6 +537,10 @@ impl Cursor {
                     self.current = Current::Inner;
                     return;
                 }
+                ValueKind::BlobIndex => {
+                    self.take_blob_forward();
+                    return;
+                }
                 ValueKind::Deletion | ValueKind::SingleDeletion => {
                     self.key_buf.clear();
                     self.key_buf.extend_from_slice(p.user_key);
@@ -537,6 +583,14 @@ impl Cursor {
                 ValueKind::Value => {
                     self.value_buf.clear();
                     self.value_buf.extend_from_slice(self.inner.value());
+                    base = true;
+                    break;
+                }
+                ValueKind::BlobIndex => {
+                    let raw = self.inner.value().to_vec();
+                    if !self.resolve_blob(&raw) {
+                        return;
+                    }
                     base = true;
                     break;
                 }
@@ -615,6 +669,7 @@ impl Cursor {
         let mut last: Option<ValueKind> = None;
         // A value lies below the operands collected since the last value/deletion.
         let mut base = false;
+        self.blob_pending = false;
         self.ops.clear();
         self.op_ends.clear();
         while self.inner_on_entry() {
@@ -627,9 +682,11 @@ impl Cursor {
             }
             if seq <= self.seq {
                 match kind {
-                    ValueKind::Value => {
+                    ValueKind::Value | ValueKind::BlobIndex => {
                         self.value_buf.clear();
                         self.value_buf.extend_from_slice(self.inner.value());
+                        // A reference is resolved only if it decides the key (below).
+                        self.blob_pending = kind == ValueKind::BlobIndex;
                         base = true;
                         self.ops.clear();
                         self.op_ends.clear();
@@ -657,8 +714,16 @@ impl Cursor {
         if self.error.is_some() {
             return false;
         }
+        if base && self.blob_pending && last.is_some_and(|k| k != ValueKind::Deletion && k != ValueKind::SingleDeletion)
+        {
+            let raw = std::mem::take(&mut self.value_buf);
+            if !self.resolve_blob(&raw) {
+                return false;
+            }
+        }
+        self.blob_pending = false;
         match last {
-            Some(ValueKind::Value) => {
+            Some(ValueKind::Value | ValueKind::BlobIndex) => {
                 self.current = Current::Saved;
                 true
             }

@@ -163,6 +163,22 @@ fn read_name(v: &str) -> Result<Option<String>, String> {
 }
 
 /// A field read by `parse` (`int`, `boolean`, `float`) and written with `to_string`.
+/// A field holding one compression type, written with RocksDB's names.
+macro_rules! codec {
+    ($section:ident, $name:literal, $f:ident) => {
+        Field {
+            section: Section::$section,
+            name: $name,
+            fields: &[stringify!($f)],
+            get: |o| compression_name(o.$f).to_string(),
+            set: |l, v| {
+                l.options.$f = compression(v)?;
+                Ok(())
+            },
+        }
+    };
+}
+
 macro_rules! plain {
     ($section:ident, $name:literal, $f:ident, $parse:ident) => {
         Field {
@@ -322,16 +338,7 @@ pub(super) const FIELDS: &[Field] = &[
             Ok(())
         },
     },
-    Field {
-        section: Section::Cf,
-        name: "compression",
-        fields: &["compression"],
-        get: |o| compression_name(o.compression).to_string(),
-        set: |l, v| {
-            l.options.compression = compression(v)?;
-            Ok(())
-        },
-    },
+    codec!(Cf, "compression", compression),
     Field {
         section: Section::Cf,
         name: "compression_per_level",
@@ -434,6 +441,15 @@ pub(super) const FIELDS: &[Field] = &[
             Ok(())
         },
     },
+    // Blob files (RocksDB's CF options of the same names).
+    plain!(Cf, "enable_blob_files", enable_blob_files, boolean),
+    plain!(Cf, "min_blob_size", min_blob_size, int),
+    plain!(Cf, "blob_file_size", blob_file_size, int),
+    codec!(Cf, "blob_compression_type", blob_compression_type),
+    plain!(Cf, "enable_blob_garbage_collection", enable_blob_garbage_collection, boolean),
+    plain!(Cf, "blob_garbage_collection_age_cutoff", blob_garbage_collection_age_cutoff, float),
+    plain!(Cf, "blob_garbage_collection_force_threshold", blob_garbage_collection_force_threshold, float),
+    plain!(Cf, "blob_compaction_readahead_size", blob_compaction_readahead_size, int),
     plain!(Table, "block_size", block_size, int),
     plain!(Table, "block_restart_interval", block_restart_interval, int),
     Field {

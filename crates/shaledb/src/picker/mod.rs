@@ -54,6 +54,8 @@ pub(crate) enum CompactionReason {
     FifoTtl,
     /// FIFO with `allow_compaction`: small L0 files merged.
     FifoReduceNumFiles,
+    /// Forced blob garbage collection (`blob_garbage_collection_force_threshold`, `blob/gc.rs`).
+    ForcedBlobGc,
 }
 
 /// One compaction to run: `inputs` (from `level`) and `output_inputs` (from `output_level`) are merged and

@@ -1,6 +1,7 @@
 //! Engine behaviour tests (issue: the shaledb engine). One test binary; modules by theme.
 
 mod api;
+mod blob;
 mod bounds;
 mod checkpoint_backup;
 mod compaction_filter;

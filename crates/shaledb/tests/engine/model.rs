@@ -312,3 +312,32 @@ fn model_fifo_compaction_within_its_limit() {
     let o = Options { compaction_style: CompactionStyle::Fifo, compaction_options_fifo: fifo, ..tiny_options() };
     run(23, o, steps());
 }
+
+#[test]
+fn model_blob_files_small_min_blob_size() {
+    // Values of 20 bytes and more go to blob files (rolled every 4 KiB): flush, compaction, merges over blob
+    // values, snapshots, reopen and multi_get all read through blob references.
+    let o = Options {
+        enable_blob_files: true,
+        min_blob_size: 20,
+        blob_file_size: 4096,
+        blob_compression_type: CompressionType::Lz4,
+        ..tiny_options()
+    };
+    run(24, o, steps());
+}
+
+#[test]
+fn model_blob_garbage_collection() {
+    let o = Options {
+        enable_blob_files: true,
+        min_blob_size: 10,
+        blob_file_size: 2048,
+        enable_blob_garbage_collection: true,
+        blob_garbage_collection_age_cutoff: 0.5,
+        blob_garbage_collection_force_threshold: 0.25,
+        blob_compaction_readahead_size: 512,
+        ..tiny_options()
+    };
+    run(25, o, steps());
+}
