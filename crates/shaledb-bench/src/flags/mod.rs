@@ -295,6 +295,11 @@ pub struct BenchFlags {
     /// Read-ahead of the blob values a compaction reads (garbage collection); 0: none.
     #[arg(long, default_value_t = 0)]
     pub blob_compaction_readahead_size: u64,
+    /// The level from which flushes and compactions write blob files (benchmark.sh passes it with
+    /// COMPACTION_STYLE=blob). Only 0, RocksDB's default, is accepted: ShaleDB writes blob files from the flush
+    /// on, and the `rocksdb` crate has no setter for the option.
+    #[arg(long, default_value_t = 0)]
+    pub blob_file_starting_level: i64,
     /// Check block checksums on reads.
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub verify_checksum: bool,
@@ -630,6 +635,12 @@ impl BenchFlags {
             return bad(
                 "blob_compression_type",
                 format!("unknown compression '{}' (none, snappy, lz4, zstd)", self.blob_compression_type),
+            );
+        }
+        if self.blob_file_starting_level != 0 {
+            return bad(
+                "blob_file_starting_level",
+                format!("only 0 is supported (blob files from the flush on), got {}", self.blob_file_starting_level),
             );
         }
         for (name, v) in [

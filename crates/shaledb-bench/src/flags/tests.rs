@@ -253,6 +253,7 @@ fn blob_flags_default_as_db_bench_and_reach_the_engine_options() {
     assert_eq!(o.blob_compaction_readahead_size, 2 << 20);
     for (args, flag) in [
         (&["--blob_compression_type=brotli"][..], "--blob_compression_type"),
+        (&["--blob_file_starting_level=2"][..], "--blob_file_starting_level"),
         (&["--blob_garbage_collection_age_cutoff=1.5"][..], "--blob_garbage_collection_age_cutoff"),
         (&["--blob_garbage_collection_force_threshold=-1"][..], "--blob_garbage_collection_force_threshold"),
     ] {
