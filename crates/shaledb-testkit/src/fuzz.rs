@@ -141,7 +141,7 @@ fn unverified_table(fs: &MemFs, path: &Path, data: &[u8]) {
     let _ = t.approximate_offset_of(data);
 }
 
-/// Blob file reader (docs/format/blob.md): [`BlobFileReader::open`] on the bytes as a file, `verify`, and reads
+/// Blob file reader (docs/format/blob.md): [`shaledb_format::blob::BlobFileReader::open`] on the bytes as a file, `verify`, and reads
 /// of the record every verified file starts with and of blob references decoded from the bytes themselves.
 pub fn blob(data: &[u8]) {
     use shaledb_format::blob::{BlobFileReader, BlobIndex, HEADER_LEN, RECORD_HEADER_LEN};
