@@ -17,6 +17,7 @@ struct Jobs {
     split: AtomicU64,
     unsplit: AtomicU64,
     most_pieces: AtomicU64,
+    failed: AtomicU64,
     running: AtomicU64,
     most_running: AtomicU64,
     /// Sleep in `on_compaction_begin` (the job's files are already busy): widens the window in which the
@@ -32,7 +33,10 @@ impl EventListener for Jobs {
     }
     fn on_compaction_completed(&self, info: &CompactionJobInfo) {
         self.running.fetch_sub(1, Ordering::SeqCst);
-        assert!(info.error.is_none(), "compaction failed: {:?}", info.error);
+        if info.error.is_some() {
+            self.failed.fetch_add(1, Ordering::SeqCst);
+            return;
+        }
         let pieces = info.stats.subcompactions;
         self.most_pieces.fetch_max(pieces, Ordering::SeqCst);
         match pieces {
@@ -95,6 +99,7 @@ fn split_compaction_reads_back_like_an_unsplit_one() {
         assert!(state.0.len() > 100, "{} keys", state.0.len());
         db.verify_checksums().unwrap();
         let (split, most) = (jobs.split.load(Ordering::SeqCst), jobs.most_pieces.load(Ordering::SeqCst));
+        assert_eq!(jobs.failed.load(Ordering::SeqCst), 0);
         if max_subcompactions == 1 {
             assert_eq!((split, most), (0, 1), "a job was split with max_subcompactions = 1");
         } else {
@@ -172,6 +177,7 @@ fn writers_and_readers_during_split_and_parallel_compactions() {
     let (split, most_running) = (jobs.split.load(Ordering::SeqCst), jobs.most_running.load(Ordering::SeqCst));
     assert!(split >= 3, "only {split} split compactions in {:?}", start.elapsed());
     assert!(most_running >= 2, "never two compactions at once in {:?}", start.elapsed());
+    assert_eq!(jobs.failed.load(Ordering::SeqCst), 0);
     for (w, &n) in written.iter().enumerate() {
         for last in n.saturating_sub(KEYS)..n {
             let v = db.get(key(w as u32, last % KEYS)).unwrap().expect("a written key is missing");
@@ -191,4 +197,46 @@ fn max_subcompactions_is_checked_at_open() {
         assert!(e.to_string().contains("max_subcompactions must be in 1..=64"), "{e}");
     }
     Db::open(dir.path(), Options { max_subcompactions: 64, ..tiny_options() }).unwrap().close().unwrap();
+}
+
+/// A piece that fails (the third output table's sync fails) fails the whole job: the outputs every other
+/// piece finished are removed, the MANIFEST still names the inputs, and a reopen reads everything back.
+#[test]
+fn a_failed_piece_removes_every_pieces_outputs() {
+    use shaledb_vfs::{FaultError, FaultPlan, FsOp, MemFs};
+    let fs = MemFs::new();
+    let jobs = Arc::new(Jobs::default());
+    let opts = Options {
+        disable_auto_compactions: true,
+        fs: Arc::new(fs.clone()),
+        ..split_options(&jobs)
+    };
+    let db = Db::open("/db", opts.clone()).unwrap();
+    for i in 0..4000u32 {
+        db.put(format!("key{:05}", i * 7 % 4000), format!("v{i}-{}", "x".repeat(50))).unwrap();
+        if i % 500 == 499 {
+            db.flush().unwrap();
+        }
+    }
+    let tables = |fs: &MemFs| -> Vec<String> {
+        let mut t: Vec<String> = fs.file_names("/db".as_ref()).into_iter().filter(|n| n.ends_with(".sst")).collect();
+        t.sort();
+        t
+    };
+    let before = tables(&fs);
+    let want = scan(&db, &ReadOptions::default());
+    fs.set_faults(FaultPlan::once(FsOp::Sync, 3, FaultError::Eio).on_paths_containing(".sst"));
+    let e = db.compact_range(None, None).unwrap_err();
+    assert!(fs.faults_fired() == 1, "the fault did not fire");
+    assert!(e.is_io() || e.to_string().contains("read-only"), "{e}");
+    fs.clear_faults();
+    assert_eq!(tables(&fs), before, "outputs of the failed job were left behind");
+    assert_eq!(jobs.split.load(Ordering::SeqCst), 0, "the failed job was reported as done");
+    assert_eq!(jobs.failed.load(Ordering::SeqCst), 1);
+    drop(db);
+    let db = Db::open("/db", opts).unwrap();
+    assert_eq!(scan(&db, &ReadOptions::default()), want);
+    db.compact_range(None, None).unwrap();
+    assert!(jobs.split.load(Ordering::SeqCst) > 0, "the retried compaction was not split");
+    assert_eq!(scan(&db, &ReadOptions::default()), want);
 }
