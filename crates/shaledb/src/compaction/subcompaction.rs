@@ -23,6 +23,7 @@
 //! piece's first file starts past it, so the files of the output level never overlap. One user key's
 //! versions are always in one piece.
 
+use crate::options::limits::MAX_SUBCOMPACTIONS;
 use crate::picker::{CompactionReason, CompactionTask};
 use crate::range_del::{Fragment, Fragments};
 use shaledb_format::block::{BlockIter, KeyOrder};
@@ -30,7 +31,6 @@ use shaledb_format::edit::FileMeta;
 use shaledb_format::ikey::{self, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
 use shaledb_format::iter::InternalIterator;
 use shaledb_format::table::{BlockHandle, Table};
-use crate::options::limits::MAX_SUBCOMPACTIONS;
 use shaledb_vfs::Result;
 use std::path::Path;
 
@@ -207,8 +207,8 @@ impl<I: InternalIterator> PieceIter<I> {
 
     /// After a backward move: notes whether `inner` went below the piece.
     fn check_below(&mut self) {
-        self.below = self.inner.valid()
-            && self.piece.after.as_deref().is_some_and(|a| ikey::user_key(self.inner.key()) <= a);
+        self.below =
+            self.inner.valid() && self.piece.after.as_deref().is_some_and(|a| ikey::user_key(self.inner.key()) <= a);
     }
 }
 

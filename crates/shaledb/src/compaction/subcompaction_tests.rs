@@ -116,7 +116,13 @@ struct Written {
     tombstones: Vec<(Vec<u8>, Vec<u8>, Vec<u64>)>,
 }
 
-fn run_pieces(input: &[(Vec<u8>, Vec<u8>)], all: &Fragments, pieces: &[Piece], snaps: &[u64], s: &OutputSpec) -> Written {
+fn run_pieces(
+    input: &[(Vec<u8>, Vec<u8>)],
+    all: &Fragments,
+    pieces: &[Piece],
+    snaps: &[u64],
+    s: &OutputSpec,
+) -> Written {
     let dir = tempfile::tempdir().unwrap();
     let fs = PosixFs::new();
     let next = Cell::new(10u64);

@@ -250,7 +250,8 @@ fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, Sta
     } else {
         let snapshots = inner.snapshots.sequences();
         let full = is_full_compaction(st.vs.current(), &task);
-        let out = parking_lot::MutexGuard::unlocked(st, || super::compaction_job::execute(inner, &task, &snapshots, full));
+        let out =
+            parking_lot::MutexGuard::unlocked(st, || super::compaction_job::execute(inner, &task, &snapshots, full));
         // On a failed MANIFEST write the outputs stay (see flush_one).
         out.and_then(|(edit, stats)| {
             let line = crate::info_log::compaction_line(&task, &edit, &stats);

@@ -112,12 +112,11 @@ pub(super) fn execute(
             *e = (e.0.saturating_add(g.record_count), e.1.saturating_add(g.record_bytes));
         }
     }
-    edit.blob_garbage
-        .extend(garbage.into_iter().map(|(number, (record_count, record_bytes))| BlobFileGarbage {
-            number,
-            record_count,
-            record_bytes,
-        }));
+    edit.blob_garbage.extend(garbage.into_iter().map(|(number, (record_count, record_bytes))| BlobFileGarbage {
+        number,
+        record_count,
+        record_bytes,
+    }));
     stats.micros = start.elapsed().as_micros() as u64;
     stats.cpu_micros = cpu_micros;
     stats.count = 1;
@@ -207,7 +206,8 @@ fn run_pieces<T: Send>(pieces: &[Piece], run: &(dyn Fn(&Piece) -> Result<T> + Sy
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                let h = std::thread::Builder::new().name(format!("shaledb-subc{}", i + 1)).spawn_scoped(s, move || run(p));
+                let h =
+                    std::thread::Builder::new().name(format!("shaledb-subc{}", i + 1)).spawn_scoped(s, move || run(p));
                 (p, h.ok())
             })
             .collect();

@@ -206,11 +206,7 @@ fn a_failed_piece_removes_every_pieces_outputs() {
     use shaledb_vfs::{FaultError, FaultPlan, FsOp, MemFs};
     let fs = MemFs::new();
     let jobs = Arc::new(Jobs::default());
-    let opts = Options {
-        disable_auto_compactions: true,
-        fs: Arc::new(fs.clone()),
-        ..split_options(&jobs)
-    };
+    let opts = Options { disable_auto_compactions: true, fs: Arc::new(fs.clone()), ..split_options(&jobs) };
     let db = Db::open("/db", opts.clone()).unwrap();
     for i in 0..4000u32 {
         db.put(format!("key{:05}", i * 7 % 4000), format!("v{i}-{}", "x".repeat(50))).unwrap();
