@@ -70,15 +70,10 @@ fn pieces_cover_the_key_space_once_and_clip_tombstones_after_a_boundary() {
 
 #[test]
 fn piece_iterator_reads_exactly_its_keys_both_ways() {
-    let entries = vec![
-        e("a", 3, V, "a"),
-        e("c", 9, V, "c9"),
-        e("c", 4, V, "c4"),
-        e("c\0", 2, V, "c0"),
-        e("d", 1, V, "d"),
-        e("m", 6, D, ""),
-        e("n", 7, V, "n"),
-    ];
+    // User keys with their sequence numbers; "m" is a deletion.
+    let keyed = [("a", 3), ("c", 9), ("c", 4), ("c\0", 2), ("d", 1), ("m", 6), ("n", 7)];
+    let entries: Vec<_> =
+        keyed.iter().map(|&(k, seq)| if k == "m" { e(k, seq, D, "") } else { e(k, seq, V, k) }).collect();
     let user_keys = |it: &mut dyn InternalIterator, forward: bool| {
         let mut out = Vec::new();
         while it.valid() {
