@@ -94,6 +94,7 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
         level_compaction_dynamic_level_bytes: f.level_compaction_dynamic_level_bytes,
         target_file_size_base: f.target_file_size_base,
         max_background_jobs: f.background_jobs(),
+        max_subcompactions: f.subcompactions,
         delayed_write_rate: f.delayed_write_rate,
         disable_auto_compactions: f.disable_auto_compactions,
         ..Options::default()

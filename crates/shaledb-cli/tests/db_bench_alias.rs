@@ -257,7 +257,7 @@ fn flags_shaledb_cannot_honour_are_errors_naming_them() {
         ("fifo_compaction_max_table_files_size_mb", "--compaction_style=2"),
         ("compaction_style", "--compaction_style=3"),
         ("memtablerep", "--memtablerep=hash_linkedlist"),
-        ("subcompactions", "--subcompactions=4"),
+        ("subcompactions", "--subcompactions=0"),
         ("compression_max_dict_bytes", "--compression_max_dict_bytes=16384"),
         ("cache_high_pri_pool_ratio", "--cache_high_pri_pool_ratio=0.5"),
     ] {

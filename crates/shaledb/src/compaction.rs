@@ -595,5 +595,6 @@ pub(crate) mod range_del;
 mod single_delete;
 #[cfg(test)]
 mod single_delete_tests;
+pub(crate) mod subcompaction;
 #[cfg(test)]
 mod tests;

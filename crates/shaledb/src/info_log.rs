@@ -121,6 +121,9 @@ pub(crate) fn flush_line(mem_id: u64, edit: &VersionEdit, stats: &CompactionStat
 /// What a flush or compaction line adds when the job filtered entries or met single-deletion violations.
 fn job_notes(stats: &CompactionStats) -> String {
     let mut extra = String::new();
+    if stats.subcompactions > 1 {
+        extra.push_str(&format!(", in {} subcompactions", stats.subcompactions));
+    }
     if stats.records_filtered > 0 {
         extra.push_str(&format!(", {} removed or changed by the compaction filter", stats.records_filtered));
     }

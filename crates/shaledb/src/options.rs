@@ -84,6 +84,13 @@ pub struct Options {
     /// a thread is always free to flush a full memtable. Default: 2.
     /// Default: 2.
     pub max_background_jobs: usize,
+    /// Threads one compaction may split into (RocksDB `max_subcompactions`): a leveled job reading level 0 or
+    /// a manual one, or a universal merge, into a level below 0 is cut by key range (from the inputs' index
+    /// blocks, in pieces of at least one output file) into up to this many pieces, each written by a thread
+    /// of its own; all outputs go into one MANIFEST edit, and a failed piece removes every piece's outputs.
+    /// A user compaction filter is then called from several threads at once. The threads are the job's own,
+    /// not `max_background_jobs`'. In `1..=`[`limits::MAX_SUBCOMPACTIONS`]. Default: 1.
+    pub max_subcompactions: u32,
     /// Write rate (bytes/s) while writes are slowed down. Default: 16 MiB/s.
     pub delayed_write_rate: u64,
     /// Estimated pending compaction bytes at which writes slow down; 0 disables. Default: 64 GiB.
@@ -320,6 +327,7 @@ impl Default for Options {
             target_file_size_base: 64 << 20,
             target_file_size_multiplier: 1,
             max_background_jobs: 2,
+            max_subcompactions: 1,
             delayed_write_rate: 16 << 20,
             soft_pending_compaction_bytes_limit: 64 << 30,
             hard_pending_compaction_bytes_limit: 256 << 30,
@@ -389,6 +397,7 @@ impl Options {
     /// (zstd's range), `num_levels` <= 32, `compaction_readahead_size` and `max_auto_readahead_size` <= 256 MiB.
     pub fn validate(&self) -> Result<()> {
         crate::blob::validate_options(self)?;
+        crate::compaction::subcompaction::validate_options(self)?;
         if let Some(ex) = &self.prefix_extractor {
             if !(1..=limits::MAX_KEY_VALUE_BYTES).contains(&ex.len()) {
                 return Err(invalid(format!(
@@ -619,6 +628,8 @@ pub mod limits {
     pub const MAX_TARGET_FILE_SIZE: u64 = 1 << 40;
     /// Largest `max_background_jobs`: each is a thread started at open.
     pub const MAX_BACKGROUND_JOBS: usize = 256;
+    /// Largest `max_subcompactions`: each piece of a compaction is a thread with its own input iterators.
+    pub const MAX_SUBCOMPACTIONS: u32 = 64;
     /// Largest `compaction_readahead_size` and `max_auto_readahead_size`: 256 MiB (one buffer of that size
     /// per table being read).
     pub const MAX_READAHEAD_SIZE: usize = 256 << 20;

@@ -98,6 +98,12 @@ impl Fragments {
         Fragments::new(&ts)
     }
 
+    /// Fragments already disjoint and in key order (a subcompaction's share of a job's, cut to its range).
+    pub(crate) fn from_disjoint(frags: Vec<Fragment>) -> Fragments {
+        debug_assert!(frags.windows(2).all(|w| w[0].end <= w[1].start));
+        Fragments { frags }
+    }
+
     /// The fragments, in key order.
     pub(crate) fn fragments(&self) -> &[Fragment] {
         &self.frags

@@ -141,6 +141,9 @@ pub struct CompactionStats {
     pub single_delete_mismatches: u64,
     /// Entries a [`crate::CompactionFilter`] (or TTL expiry) removed or changed.
     pub records_filtered: u64,
+    /// Pieces the jobs ran as ([`crate::Options::max_subcompactions`]; RocksDB logs `num_subcompactions` per
+    /// job): 1 per unsplit job, 0 for flushes, trivial moves and drops.
+    pub subcompactions: u64,
 }
 
 impl CompactionStats {
@@ -160,6 +163,7 @@ impl CompactionStats {
         self.count += o.count;
         self.single_delete_mismatches += o.single_delete_mismatches;
         self.records_filtered += o.records_filtered;
+        self.subcompactions += o.subcompactions;
     }
 }
 

@@ -123,6 +123,7 @@ fn diff(a: &CompactionStats, b: &CompactionStats) -> CompactionStats {
         count: a.count.saturating_sub(b.count),
         single_delete_mismatches: a.single_delete_mismatches.saturating_sub(b.single_delete_mismatches),
         records_filtered: a.records_filtered.saturating_sub(b.records_filtered),
+        subcompactions: a.subcompactions.saturating_sub(b.subcompactions),
     }
 }
 

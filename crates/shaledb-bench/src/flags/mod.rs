@@ -345,7 +345,7 @@ pub struct BenchFlags {
     /// FIFO: delete tables older than this many seconds; 0 off. Needs --open_files=-1.
     #[arg(long, default_value_t = 0)]
     pub fifo_compaction_ttl: u64,
-    /// Threads one compaction job splits into; ShaleDB runs each job on one thread (only 1 is accepted).
+    /// Threads one compaction job may split into (`max_subcompactions` on both engines), 1..=64.
     #[arg(long, default_value_t = 1)]
     pub subcompactions: u32,
     /// Bytes of a compression dictionary; ShaleDB has no dictionary compression (only 0 is accepted).
@@ -733,10 +733,10 @@ impl BenchFlags {
         if u32::try_from(self.stats_dump_period_sec).is_err() {
             return bad("stats_dump_period_sec", format!("at most {}, got {}", u32::MAX, self.stats_dump_period_sec));
         }
-        if self.subcompactions > 1 {
+        if !(1..=shaledb::options::limits::MAX_SUBCOMPACTIONS).contains(&self.subcompactions) {
             return bad(
                 "subcompactions",
-                format!("ShaleDB runs each compaction on one thread; got {}", self.subcompactions),
+                format!("must be in 1..={}, got {}", shaledb::options::limits::MAX_SUBCOMPACTIONS, self.subcompactions),
             );
         }
         if self.compression_max_dict_bytes != 0 {

@@ -261,3 +261,16 @@ fn blob_flags_default_as_db_bench_and_reach_the_engine_options() {
         assert!(e.contains(flag), "{args:?}: {e}");
     }
 }
+
+#[test]
+fn subcompactions_and_background_limits_reach_the_engine() {
+    let f = parse(&["--subcompactions=4", "--max_background_compactions=3", "--max_background_flushes=1"]).unwrap();
+    let o = crate::shale::options_from_flags(&f).unwrap();
+    assert_eq!((o.max_subcompactions, o.max_background_jobs), (4, 4));
+    let o = crate::shale::options_from_flags(&parse(&["--max_background_jobs=6"]).unwrap()).unwrap();
+    assert_eq!((o.max_subcompactions, o.max_background_jobs), (1, 6));
+    for bad in ["--subcompactions=0", "--subcompactions=65"] {
+        let e = err_text(&[bad]);
+        assert!(e.contains("subcompactions") && e.contains("1..=64"), "{bad}: {e}");
+    }
+}

@@ -114,6 +114,7 @@ pub(super) fn mutable_compaction_options(f: &BenchFlags) -> Vec<(&'static str, S
 /// | `--num_levels`, `--max_bytes_for_level_base`, `--max_bytes_for_level_multiplier` | same names |
 /// | `--level_compaction_dynamic_level_bytes`, `--target_file_size_base` | same names |
 /// | `--max_background_jobs`, `--max_background_compactions`, `--max_background_flushes` | same names (as given, as db_bench passes them) |
+/// | `--subcompactions` | `max_subcompactions` |
 /// | `--delayed_write_rate` | `delayed_write_rate` (DBOptions, through an OPTIONS file) |
 /// | `--disable_auto_compactions` | same name |
 /// | `--compaction_style`, `--universal_*`, `--fifo_compaction_*` | `compaction_style`, `compaction_options_universal`, `compaction_options_fifo`, `ttl` (setters, and `SetOptions` right after open for what has none) |
@@ -176,6 +177,7 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
         o.set_max_background_compactions(f.max_background_compactions.unwrap_or(-1) as i32);
         o.set_max_background_flushes(f.max_background_flushes.unwrap_or(-1) as i32);
     }
+    o.set_max_subcompactions(f.subcompactions);
     o.set_disable_auto_compactions(f.disable_auto_compactions);
     set_compaction_style(f, &mut o)?;
 

@@ -8,23 +8,16 @@
 use super::events;
 use super::flush::write_level0;
 use super::{DbInner, State};
-use crate::compaction::{self, OutputSpec, RunContext};
-use crate::compaction_filter::{FilterContext, JobFilter};
 use crate::filenames;
-use crate::iter::MergingIterator;
 use crate::listener::{Deferred, TableFileDeletionInfo};
-use crate::picker::{self, CompactionReason, CompactionTask};
-use crate::rate_limiter::IoPriority;
+use crate::picker::{self, CompactionTask};
 use crate::stats::{CompactionStats, Counters};
 use shaledb_format::edit::VersionEdit;
-use shaledb_format::iter::InternalIterator;
-use shaledb_format::table::{Readahead, TableIterOptions};
-use shaledb_vfs::WriteHints;
 use shaledb_vfs::{Error, Result};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Starts the `max_background_jobs` threads. A thread that cannot be spawned (the system's thread limit) is
 /// an error from `open`, never an abort: the threads already started are stopped and joined first, so the
@@ -257,7 +250,8 @@ fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, Sta
     } else {
         let snapshots = inner.snapshots.sequences();
         let full = is_full_compaction(st.vs.current(), &task);
-        let out = parking_lot::MutexGuard::unlocked(st, || execute(inner, &task, &snapshots, full));
+        let out =
+            parking_lot::MutexGuard::unlocked(st, || super::compaction_job::execute(inner, &task, &snapshots, full));
         // On a failed MANIFEST write the outputs stay (see flush_one).
         out.and_then(|(edit, stats)| {
             let line = crate::info_log::compaction_line(&task, &edit, &stats);
@@ -332,104 +326,6 @@ fn trivial_move(inner: &DbInner, st: &mut State, task: &CompactionTask) -> Resul
 fn is_full_compaction(v: &crate::version::Version, task: &CompactionTask) -> bool {
     let total: usize = (0..v.num_levels()).map(|l| v.files(l).len()).sum();
     task.all_inputs().len() == total
-}
-
-/// The I/O of a compaction: merge the inputs, write the outputs. No lock held. `full`: the task reads every
-/// table file (for the compaction filter's context).
-fn execute(
-    inner: &Arc<DbInner>,
-    task: &CompactionTask,
-    snapshots: &[u64],
-    full: bool,
-) -> Result<(VersionEdit, CompactionStats)> {
-    let start = Instant::now();
-    let cpu_start = shaledb_vfs::thread_cpu_micros();
-    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-    // Inputs are read front to back in large reads (RocksDB's compaction_readahead_size), also with O_DIRECT.
-    let input_opts = TableIterOptions {
-        verify_checksums: inner.opts.paranoid_checks,
-        fill_cache: false,
-        readahead: match inner.opts.compaction_readahead_size {
-            0 => Readahead::Off,
-            n => Readahead::Fixed(n),
-        },
-    };
-    // Under FIFO the outputs carry their oldest input's creation time (RocksDB's oldest ancestor time).
-    let mut oldest_input: Option<u64> = None;
-    let mut tombstones: Vec<crate::range_del::Fragments> = Vec::new();
-    for (_, f) in task.all_inputs() {
-        let t = inner.tables.open_uncached(f, true)?;
-        if f.num_range_deletions > 0 {
-            tombstones.push(crate::range_del::Fragments::from_stored(&t.range_tombstones()?));
-        }
-        if let Some(c) = t.properties().creation_time {
-            oldest_input = Some(oldest_input.map_or(c, |o| o.min(c)));
-        }
-        children.push(Box::new(t.iter_with(&input_opts)));
-    }
-    let range_dels = (!tombstones.is_empty()).then(|| Arc::new(crate::range_del::Fragments::merged(tombstones.iter())));
-    let mut input = MergingIterator::new(children);
-    input.seek_to_first();
-    let mut table_options = inner.opts.table_options(inner.db_id, task.output_level, task.bottommost);
-    if table_options.creation_time.is_some() && oldest_input.is_some() {
-        table_options.creation_time = oldest_input;
-    }
-    let spec = OutputSpec {
-        table_options,
-        max_file_size: task.max_output_file_size,
-        grandparents: task.grandparents.clone(),
-        max_grandparent_overlap: picker::max_grandparent_overlap(task.max_output_file_size),
-    };
-    let new_file = || {
-        let n = inner.state.lock().vs.new_file_number()?;
-        Ok((n, filenames::table(&inner.dir, n)))
-    };
-    let filter = JobFilter::for_job(
-        &inner.opts,
-        FilterContext {
-            level: task.level,
-            output_level: task.output_level,
-            is_full_compaction: full,
-            is_manual_compaction: task.reason == CompactionReason::ManualCompaction,
-            bottommost: task.bottommost,
-        },
-    );
-    // Garbage collection relocates from the oldest blob files of the current version.
-    let gc_below = crate::blob::gc_cutoff(&inner.opts, &inner.sv.load().version);
-    let blob = crate::blob::config(&inner.opts, &inner.blobs, &inner.dir, gc_below);
-    let limiter = inner.opts.rate_limiter.as_ref();
-    let out = crate::rate_limiter::with_limited_fs(inner.fs.as_ref(), limiter, IoPriority::Low, |fs| {
-        let cx = RunContext {
-            fs,
-            write_hints: WriteHints { direct: inner.opts.use_direct_io_for_flush_and_compaction },
-            new_file: &new_file,
-            snapshots,
-            merge: inner.opts.merge_operator.as_ref(),
-            bottommost: task.bottommost,
-            stop: &inner.shutting_down,
-            filter: filter.as_ref(),
-            range_dels,
-            blob: Some(&blob),
-        };
-        compaction::write_sorted_run(&mut input, &spec, &cx)
-    })?;
-    let mut stats = out.stats;
-    stats.micros = start.elapsed().as_micros() as u64;
-    stats.cpu_micros = shaledb_vfs::thread_cpu_micros().saturating_sub(cpu_start);
-    stats.count = 1;
-    let input_level = task.inputs.iter().chain(task.more_inputs.iter().map(|(_, f)| f));
-    stats.bytes_read_input_level = input_level.clone().map(|f| f.file_size).sum();
-    stats.bytes_read_output_level = task.output_inputs.iter().map(|f| f.file_size).sum();
-    stats.files_in_input_level = input_level.count() as u64;
-    stats.files_in_output_level = task.output_inputs.len() as u64;
-    let mut edit = VersionEdit::default();
-    for (level, f) in task.all_inputs() {
-        edit.deleted_files.push((level as u32, f.number));
-    }
-    edit.new_files.extend(out.files.into_iter().map(|f| (task.output_level as u32, f)));
-    edit.blob_files.extend(out.blob.additions);
-    edit.blob_garbage.extend(out.blob.garbage);
-    Ok((edit, stats))
 }
 
 /// Deletes obsolete tables and blob files that no live version references any more. REQUIRES: `st` locked.

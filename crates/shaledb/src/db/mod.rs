@@ -6,6 +6,7 @@
 //! Readers take none of them: they load the published [`SuperVersion`] and the visible sequence number.
 mod background;
 pub(crate) mod checkpoint;
+mod compaction_job;
 mod estimate;
 mod events;
 pub(crate) mod files;

@@ -198,6 +198,7 @@ macro_rules! plain {
 pub(super) const FIELDS: &[Field] = &[
     plain!(Db, "paranoid_checks", paranoid_checks, boolean),
     plain!(Db, "max_background_jobs", max_background_jobs, int),
+    plain!(Db, "max_subcompactions", max_subcompactions, int),
     plain!(Db, "delayed_write_rate", delayed_write_rate, int),
     plain!(Db, "max_open_files", max_open_files, int),
     plain!(Db, "use_direct_reads", use_direct_reads, boolean),

@@ -38,6 +38,7 @@ fn non_default(with_ttl: bool) -> Options {
     Options {
         paranoid_checks: false,
         max_background_jobs: 5,
+        max_subcompactions: 3,
         delayed_write_rate: 1234567,
         max_open_files: 500,
         use_direct_reads: true,

@@ -24,6 +24,7 @@ mod properties;
 mod readahead;
 mod rust_api;
 mod single_delete;
+mod subcompactions;
 mod ttl;
 
 use shaledb::{CompressionType, Options};

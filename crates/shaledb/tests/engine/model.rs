@@ -341,3 +341,27 @@ fn model_blob_garbage_collection() {
     };
     run(25, o, steps());
 }
+
+#[test]
+fn model_subcompactions_tiny_files_parallel_jobs() {
+    // Jobs reading L0 and every compact_range are split into up to four pieces (2 KiB output files make
+    // most of them large enough), with several jobs at once.
+    let o = Options { max_subcompactions: 4, max_background_jobs: 4, target_file_size_base: 2 << 10, ..tiny_options() };
+    run(26, o, steps());
+}
+
+#[test]
+fn model_subcompactions_universal_blob_files() {
+    // Universal merges split too; blob files written and their garbage counted per piece.
+    let o = Options {
+        max_subcompactions: 4,
+        compaction_style: CompactionStyle::Universal,
+        target_file_size_base: 2 << 10,
+        enable_blob_files: true,
+        min_blob_size: 20,
+        blob_file_size: 4096,
+        enable_blob_garbage_collection: true,
+        ..tiny_options()
+    };
+    run(27, o, steps());
+}
