@@ -368,3 +368,7 @@ fn install(inner: &DbInner, a: Attempt, tail: &mut Tail) {
         keep
     });
 }
+
+#[cfg(test)]
+#[path = "secondary_tests.rs"]
+mod tests;
