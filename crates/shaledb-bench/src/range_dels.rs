@@ -29,7 +29,7 @@ pub struct RangeDelPlan {
 impl RangeDelPlan {
     /// The plan the flags describe; `None` when `--writes_per_range_tombstone` is 0 (db_bench's default).
     pub fn from_flags(f: &BenchFlags) -> Option<RangeDelPlan> {
-        (f.writes_per_range_tombstone > 0).then(|| RangeDelPlan {
+        (f.writes_per_range_tombstone > 0).then_some(RangeDelPlan {
             writes_before: f.writes_before_delete_range,
             every: f.writes_per_range_tombstone,
             max: f.max_num_range_tombstones,
