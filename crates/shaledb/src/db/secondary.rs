@@ -5,13 +5,19 @@
 //! one it keeps files of its own (a `LOG` and an `OPTIONS-NNNNNN` file) in the secondary directory, and its view
 //! moves forward at each catch-up. A catch-up:
 //!
-//! 1. reads CURRENT; while it names the MANIFEST of the last catch-up, only the edits after those applied last
-//!    time are applied (the *tail*); a new MANIFEST (the primary rolled it) is replayed whole. An incomplete
-//!    last record is an edit the primary is appending: reading stops before it, without error.
+//! 1. reads CURRENT; while it names the MANIFEST of the last catch-up, the file is read again but only the
+//!    edits after those applied last time are applied (the *tail*: the live files they add up to are kept
+//!    between catch-ups); a new MANIFEST (the primary rolled it) is replayed whole. An incomplete last record
+//!    is an edit the primary is appending: reading stops before it, without error. (RocksDB keeps the file
+//!    open and reads on from its position; reading it again costs at most `max_manifest_file_size` and needs
+//!    no reader state that a roll could strand.)
 //! 2. replays every WAL at or above the MANIFEST's log number into a fresh memtable, stopping at a torn tail
 //!    (the record the primary is appending) without error: `wal_recovery_mode` is taken as `PointInTime`
 //!    unless it is `SkipAnyCorruptedRecords` (a secondary reads WALs while they grow, so an incomplete last
-//!    record is normal; intact records after damage are still `Corruption`);
+//!    record is normal; intact records after damage are still `Corruption`). The live WALs hold only what the
+//!    primary has not flushed (its memtables), so this costs what the primary's own recovery would; RocksDB
+//!    reads on from where it stopped, which needs a memtable kept across catch-ups and switched in step with
+//!    the primary's flushes;
 //! 3. opens every table and blob file of the new version and keeps them open: a file the primary deletes
 //!    later stays readable through its open handle (Linux keeps an unlinked file's data while a descriptor is
 //!    open). Files that left every version a reader holds are closed at the next catch-up;

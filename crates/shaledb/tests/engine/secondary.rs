@@ -66,15 +66,32 @@ fn primary_options() -> Options {
 /// least every write acknowledged before the catch-up began and never fewer than the previous catch-up saw.
 #[test]
 fn a_secondary_follows_a_writing_primary_through_flushes_compactions_and_manifest_rolls() {
+    follow(primary_options());
+}
+
+/// The same with values of 40 bytes and more in blob files (rolled every 4 KiB, collected by compactions):
+/// the secondary holds the blob files of its view open too.
+#[test]
+fn a_secondary_follows_a_primary_with_blob_files() {
+    follow(Options {
+        enable_blob_files: true,
+        min_blob_size: 40,
+        blob_file_size: 4 << 10,
+        enable_blob_garbage_collection: true,
+        ..primary_options()
+    });
+}
+
+fn follow(opts: Options) {
     let tmp = tempfile::tempdir().unwrap();
     let (primary_dir, secondary_dir) = (tmp.path().join("db"), tmp.path().join("follower"));
-    let primary = Arc::new(Db::open(&primary_dir, primary_options()).unwrap());
+    let primary = Arc::new(Db::open(&primary_dir, opts.clone()).unwrap());
     let total = 4000u64;
     for i in 0..100 {
         primary.write(&op(i)).unwrap();
     }
     let acked = Arc::new(AtomicU64::new(100));
-    let secondary = Db::open_as_secondary(&primary_dir, &secondary_dir, tiny_options()).unwrap();
+    let secondary = Db::open_as_secondary(&primary_dir, &secondary_dir, opts.clone()).unwrap();
     assert_eq!(secondary.secondary_path(), Some(secondary_dir.as_path()));
     let (k, data) = state(&secondary);
     assert_eq!(k, 100);
@@ -96,6 +113,7 @@ fn a_secondary_follows_a_writing_primary_through_flushes_compactions_and_manifes
     };
     let (mut previous, mut catch_ups, mut busy) = (k, 0, 0);
     let mut manifests = std::collections::BTreeSet::new();
+    let mut blob_files = 0;
     loop {
         let finished = done.load(Ordering::SeqCst);
         let before = acked.load(Ordering::SeqCst);
@@ -116,6 +134,8 @@ fn a_secondary_follows_a_writing_primary_through_flushes_compactions_and_manifes
             let name = e.unwrap().file_name().to_string_lossy().into_owned();
             if name.starts_with("MANIFEST-") {
                 manifests.insert(name);
+            } else if name.ends_with(".blob") {
+                blob_files += 1;
             }
         }
         if finished {
@@ -126,6 +146,7 @@ fn a_secondary_follows_a_writing_primary_through_flushes_compactions_and_manifes
     assert_eq!(previous, total, "the last catch-up, after the primary finished, sees every write");
     assert!(catch_ups > 5, "only {catch_ups} catch-ups ({busy} busy)");
     assert!(manifests.len() > 2, "the primary should have rolled its MANIFEST: {manifests:?}");
+    assert_eq!(blob_files > 0, opts.enable_blob_files, "blob files seen {blob_files} times");
     let p = primary.statistics();
     assert!(p.flush_count > 5 && p.compaction_bytes_written > 0, "no flushes or compactions ran");
 
@@ -137,7 +158,7 @@ fn a_secondary_follows_a_writing_primary_through_flushes_compactions_and_manifes
     assert!(log.contains("open as secondary of"), "{log}");
     drop(secondary);
     Arc::try_unwrap(primary).ok().unwrap().close().unwrap();
-    let db = Db::open(&primary_dir, primary_options()).unwrap();
+    let db = Db::open(&primary_dir, opts).unwrap();
     assert_eq!(state(&db), (total, model(total)));
 }
 
