@@ -162,21 +162,14 @@ fn follow(opts: Options) {
     assert_eq!(state(&db), (total, model(total)));
 }
 
-/// Drops the database without closing it, so that its last writes stay in the WAL only; returns that WAL.
+/// The newest WAL of the database in `dir`.
 fn newest_wal(dir: &Path) -> std::path::PathBuf {
-    let mut wals: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
-        .collect();
-    wals.sort();
-    wals.pop().expect("a WAL")
+    dir.join(files_ending(dir, ".log").pop().expect("a WAL"))
 }
 
-/// A record the primary is still appending (a torn WAL tail) is where the secondary stops, without error; once
-/// the record is whole, the next catch-up reads it.
-#[test]
-fn a_torn_wal_tail_stops_the_secondary_without_error_until_the_record_is_whole() {
+/// A database whose 50 writes are in its WAL only (dropped, not closed), in `db` of the returned directory,
+/// with the path for a secondary beside it.
+fn fifty_writes_in_the_wal() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let (primary_dir, secondary_dir) = (tmp.path().join("db"), tmp.path().join("follower"));
     let db = Db::open(&primary_dir, Options::default()).unwrap();
@@ -184,6 +177,14 @@ fn a_torn_wal_tail_stops_the_secondary_without_error_until_the_record_is_whole()
         db.write(&op(i)).unwrap();
     }
     drop(db);
+    (tmp, primary_dir, secondary_dir)
+}
+
+/// A record the primary is still appending (a torn WAL tail) is where the secondary stops, without error; once
+/// the record is whole, the next catch-up reads it.
+#[test]
+fn a_torn_wal_tail_stops_the_secondary_without_error_until_the_record_is_whole() {
+    let (_tmp, primary_dir, secondary_dir) = fifty_writes_in_the_wal();
     let wal = newest_wal(&primary_dir);
     let whole = std::fs::read(&wal).unwrap();
     // Cut the last record (a batch of about 40 bytes) in its middle, as a reader sees an append in progress.
@@ -207,13 +208,7 @@ fn a_torn_wal_tail_stops_the_secondary_without_error_until_the_record_is_whole()
 /// corruption and the view stays as it was.
 #[test]
 fn a_hole_in_the_wal_is_corruption_and_the_view_is_kept() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (primary_dir, secondary_dir) = (tmp.path().join("db"), tmp.path().join("follower"));
-    let db = Db::open(&primary_dir, Options::default()).unwrap();
-    for i in 0..50 {
-        db.write(&op(i)).unwrap();
-    }
-    drop(db);
+    let (_tmp, primary_dir, secondary_dir) = fifty_writes_in_the_wal();
     let secondary = Db::open_as_secondary(&primary_dir, &secondary_dir, Options::default()).unwrap();
     let wal = newest_wal(&primary_dir);
     let mut bytes = std::fs::read(&wal).unwrap();
@@ -222,6 +217,22 @@ fn a_hole_in_the_wal_is_corruption_and_the_view_is_kept() {
     let e = secondary.try_catch_up_with_primary().unwrap_err();
     assert!(e.is_corruption(), "{e}");
     assert_eq!(state(&secondary), (50, model(50)));
+}
+
+/// The names of the files in `dir` ending in `suffix`, sorted.
+fn files_ending(dir: &Path, suffix: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(suffix))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The table files in `dir`, sorted.
+fn tables(dir: &Path) -> Vec<String> {
+    files_ending(dir, ".sst")
 }
 
 /// Waits until the primary's background thread has deleted the files `names` of `dir` (obsolete tables are
@@ -248,15 +259,6 @@ fn tables_the_primary_deletes_stay_readable_through_open_handles() {
         primary.write(&op(i)).unwrap();
     }
     primary.flush().unwrap();
-    let tables = |dir: &Path| -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".sst"))
-            .collect();
-        v.sort();
-        v
-    };
     let before = tables(&primary_dir);
     assert!(before.len() > 2, "{before:?}");
     let secondary = Db::open_as_secondary(&primary_dir, &secondary_dir, opts.clone()).unwrap();
@@ -310,11 +312,7 @@ fn an_evicted_table_the_primary_deleted_is_an_io_error_until_the_catch_up() {
     // At most 6 tables stay open (16 - 10): the first ones opened are evicted.
     let secondary =
         Db::open_as_secondary(&primary_dir, &secondary_dir, Options { max_open_files: 16, ..opts.clone() }).unwrap();
-    let before: Vec<String> = std::fs::read_dir(&primary_dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".sst"))
-        .collect();
+    let before = tables(&primary_dir);
     primary.compact_range(None, None).unwrap();
     wait_deleted(&primary_dir, &before);
     let mut errors = 0;
