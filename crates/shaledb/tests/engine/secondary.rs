@@ -373,3 +373,34 @@ fn writes_are_refused_and_bad_opens_are_clear_errors() {
     assert!(!missing.exists());
     primary.close().unwrap();
 }
+
+/// The primary closes and opens again (a new MANIFEST, its WALs flushed and deleted at open): the secondary's
+/// next catch-up reads the new MANIFEST whole. A different database put in the primary's place is refused.
+#[test]
+fn a_secondary_follows_the_primary_across_its_restart_and_refuses_another_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (primary_dir, secondary_dir) = (tmp.path().join("db"), tmp.path().join("follower"));
+    let primary = Db::open(&primary_dir, tiny_options()).unwrap();
+    for i in 0..300 {
+        primary.write(&op(i)).unwrap();
+    }
+    let secondary = Db::open_as_secondary(&primary_dir, &secondary_dir, tiny_options()).unwrap();
+    assert_eq!(state(&secondary), (300, model(300)));
+    primary.close().unwrap();
+    let primary = Db::open(&primary_dir, tiny_options()).unwrap();
+    for i in 300..600 {
+        primary.write(&op(i)).unwrap();
+    }
+    assert_eq!(state(&secondary), (300, model(300)), "not caught up yet");
+    secondary.try_catch_up_with_primary().unwrap();
+    assert_eq!(state(&secondary), (600, model(600)));
+    primary.close().unwrap();
+
+    shaledb::destroy(&primary_dir).unwrap();
+    let other = Db::open(&primary_dir, tiny_options()).unwrap();
+    other.put("other", "database").unwrap();
+    let e = secondary.try_catch_up_with_primary().unwrap_err();
+    assert!(e.is_invalid_argument() && e.to_string().contains("another database"), "{e}");
+    assert_eq!(state(&secondary), (600, model(600)), "the view is kept");
+    other.close().unwrap();
+}
