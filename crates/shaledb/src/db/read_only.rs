@@ -31,7 +31,7 @@ pub(crate) fn refused(what: &str) -> Error {
 /// Refuses a read-only or secondary open of `dir` unless it holds a database (a CURRENT file).
 pub(super) fn check_exists(fs: &dyn shaledb_vfs::Fs, dir: &Path) -> Result<()> {
     if !fs.exists(dir) {
-        return Err(Error::InvalidArgument(format!("{} does not exist (read-only open)", dir.display())));
+        return Err(Error::InvalidArgument(format!("{} does not exist (read-only or secondary open)", dir.display())));
     }
     if !fs.exists(&filenames::current(dir)) {
         return Err(Error::InvalidArgument(format!("{} holds no database (no CURRENT)", dir.display())));

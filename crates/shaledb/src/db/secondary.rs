@@ -116,9 +116,15 @@ impl Db {
     ///
     /// Every write (`put`, `delete`, `merge`, `write`, `ingest_external_file`) and `flush`, `compact_range` and
     /// `sync_wal` fail with [`Error::NotSupported`], as for [`Db::open_read_only`]. `create_if_missing` is
-    /// ignored; `error_if_exists` and `secondary_dir == primary_dir` are `InvalidArgument`. Keep
-    /// `max_open_files = -1` (the default): the tables stay open, so files the primary deletes stay readable
-    /// (see the module `secondary.rs` for what a catch-up guarantees).
+    /// ignored; `error_if_exists` and `secondary_dir == primary_dir` are `InvalidArgument`.
+    ///
+    /// Each catch-up opens every table and blob file of the version it installs and keeps them open, so files
+    /// the primary deletes later stay readable (on Linux an unlinked file lives while a descriptor is open).
+    /// Keep `max_open_files = -1` (the default, as RocksDB recommends for secondaries): with a bounded table
+    /// cache, a table evicted and then deleted by the primary reads as an `Io` error naming it until the next
+    /// catch-up (never a wrong value). A snapshot taken on a secondary is a sequence number read against the
+    /// newest version, and the primary's compactions know nothing of it: after a catch-up it may miss a value the
+    /// primary has overwritten and compacted away. An iterator keeps the version it was opened on.
     ///
     /// ```no_run
     /// use shaledb::{Db, Options};
