@@ -183,7 +183,15 @@ fn open(primary: &Path, secondary: &Path, opts: Options) -> Result<Arc<DbInner>>
     fs.create_dir_all(secondary)?;
     let info_log = InfoLog::open(fs.clone(), secondary, opts.max_log_file_size, opts.keep_log_file_num);
     info_log.log(format_args!("open as secondary of {}: {:?}", primary.display(), opts));
-    let number = crate::options_file::newest(&fs.list(secondary)?).unwrap_or(0).saturating_add(1);
+    // The number comes from a file name on disk: checked before the arithmetic.
+    let newest = crate::options_file::newest(&fs.list(secondary)?).unwrap_or(0);
+    if newest >= shaledb_format::edit::MAX_FILE_NUMBER - 1 {
+        return Err(Error::InvalidArgument(format!(
+            "{}: OPTIONS file number {newest} leaves no number for the next one",
+            secondary.display()
+        )));
+    }
+    let number = newest + 1;
     let (name, removed) = crate::options_file::write_numbered(fs.as_ref(), secondary, &opts, number, number + 1)?;
     info_log.log(format_args!("open: wrote {name}; removed {removed:?}"));
 

@@ -104,3 +104,15 @@ fn a_flush_between_the_manifest_read_and_the_wal_listing_makes_the_catch_up_read
     let log = std::fs::read_to_string(secondary_dir.join("LOG")).unwrap();
     assert!(log.contains("catch-up: done after 2 attempts"), "{log}");
 }
+
+#[test]
+fn an_options_file_number_at_the_limit_in_the_secondary_directory_is_refused() {
+    let tmp = shaledb_testkit::tempdir();
+    let (primary_dir, secondary_dir) = (tmp.path().join("db"), tmp.path().join("follower"));
+    Db::open(&primary_dir, Options::default()).unwrap().close().unwrap();
+    std::fs::create_dir_all(&secondary_dir).unwrap();
+    let name = format!("OPTIONS-{:06}", shaledb_format::edit::MAX_FILE_NUMBER);
+    std::fs::write(secondary_dir.join(&name), "").unwrap();
+    let e = Db::open_as_secondary(&primary_dir, &secondary_dir, Options::default()).unwrap_err();
+    assert!(e.is_invalid_argument() && e.to_string().contains("leaves no number"), "{e}");
+}
