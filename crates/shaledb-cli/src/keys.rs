@@ -4,7 +4,9 @@
 //! printed as `0x` and upper-case digits, as ldb does). `scan` prints `KEY ==> VALUE` lines. A key `get` does
 //! not find prints `Failed: NotFound: KEY` on stderr and exits 1, as `ldb get` does. `--read-only` opens with
 //! [`shaledb::Db::open_read_only`]: nothing in the directory is created or changed, and a database another
-//! process holds open (or a read-only directory) can be read.
+//! process holds open (or a read-only directory) can be read. `--secondary-path DIR` opens with
+//! [`shaledb::Db::open_as_secondary`] (ldb's `--secondary_path`): the same, with the secondary's LOG and OPTIONS
+//! file in `DIR`.
 
 use anyhow::{bail, Context};
 use shaledb::{Db, Options};
@@ -19,8 +21,19 @@ pub struct ReadFlags {
     pub hex: bool,
     /// Open without writing anything (no LOCK, no WAL, no MANIFEST): works on a database open elsewhere or in a
     /// read-only directory; writes not yet flushed are read from its WAL.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "secondary_path")]
     pub read_only: bool,
+    /// Open as a secondary instance of a database open elsewhere (ldb's `--secondary_path`): like
+    /// `--read-only`, but the secondary's own LOG and OPTIONS file are written in this directory.
+    #[arg(long, value_name = "DIR")]
+    pub secondary_path: Option<PathBuf>,
+}
+
+impl ReadFlags {
+    /// True when the database is opened without writing to it (`--read-only` or `--secondary-path`).
+    fn reads_only(&self) -> bool {
+        self.read_only || self.secondary_path.is_some()
+    }
 }
 
 /// `shaledb get DB KEY`.
@@ -139,9 +152,13 @@ pub(crate) fn recorded_options(path: &Path) -> anyhow::Result<Options> {
     Ok(loaded.options)
 }
 
-fn open(path: &Path, read_only: bool) -> anyhow::Result<Db> {
+fn open(path: &Path, flags: Option<&ReadFlags>) -> anyhow::Result<Db> {
     let opts = Options { create_if_missing: false, ..recorded_options(path)? };
-    let db = if read_only { Db::open_read_only(path, opts) } else { Db::open(path, opts) };
+    let db = match flags {
+        Some(ReadFlags { secondary_path: Some(secondary), .. }) => Db::open_as_secondary(path, secondary, opts),
+        Some(f) if f.read_only => Db::open_read_only(path, opts),
+        _ => Db::open(path, opts),
+    };
     db.with_context(|| format!("opening {}", path.display()))
 }
 
@@ -153,7 +170,7 @@ fn close(db: Db, path: &Path) -> anyhow::Result<()> {
 /// Runs `shaledb get`.
 pub fn get(args: GetArgs) -> anyhow::Result<i32> {
     let key = arg_bytes(&args.key, args.flags.hex, "key")?;
-    let db = open(&args.db, args.flags.read_only)?;
+    let db = open(&args.db, Some(&args.flags))?;
     let value = db.get(&key).context("get")?;
     let code = match value {
         Some(v) => {
@@ -167,7 +184,7 @@ pub fn get(args: GetArgs) -> anyhow::Result<i32> {
             1
         }
     };
-    if !args.flags.read_only {
+    if !args.flags.reads_only() {
         close(db, &args.db)?;
     }
     Ok(code)
@@ -188,7 +205,7 @@ pub fn put(args: PutArgs) -> anyhow::Result<i32> {
 /// Runs `shaledb delete`.
 pub fn delete(args: DeleteArgs) -> anyhow::Result<i32> {
     let key = arg_bytes(&args.key, args.hex, "key")?;
-    let db = open(&args.db, false)?;
+    let db = open(&args.db, None)?;
     db.delete(&key).context("delete")?;
     close(db, &args.db)?;
     println!("OK");
@@ -200,7 +217,7 @@ pub fn scan(args: ScanArgs) -> anyhow::Result<i32> {
     let hex = args.flags.hex;
     let from = args.from.as_deref().map(|k| arg_bytes(k, hex, "--from")).transpose()?;
     let to = args.to.as_deref().map(|k| arg_bytes(k, hex, "--to")).transpose()?;
-    let db = open(&args.db, args.flags.read_only)?;
+    let db = open(&args.db, Some(&args.flags))?;
     let mut it = db.cursor();
     let before_to = |k: &[u8]| to.as_deref().is_none_or(|t| k < t);
     let from_on = |k: &[u8]| from.as_deref().is_none_or(|f| k >= f);

@@ -144,6 +144,25 @@ fn read_only_reads_a_database_open_elsewhere_and_changes_nothing() {
 }
 
 #[test]
+fn secondary_path_reads_a_database_open_elsewhere_keeping_its_files_apart() {
+    let tmp = shaledb_testkit::tempdir();
+    let (path, secondary) = (tmp.path().join("db"), tmp.path().join("follower"));
+    let db = shaledb::Db::open(&path, shaledb::Options::default()).unwrap();
+    db.put(b"k1", b"v1").unwrap();
+    db.put(b"k2", b"v2").unwrap();
+    let before = files(&path);
+    let (code, out, err) = shaledb(&["get", "--secondary-path", p(&secondary), p(&path), "k2"]);
+    assert_eq!((code, out.as_str()), (Some(0), "v2\n"), "{err}");
+    let (code, out, err) = shaledb(&["scan", "--secondary-path", p(&secondary), p(&path)]);
+    assert_eq!((code, out.as_str()), (Some(0), "k1 ==> v1\nk2 ==> v2\n"), "{err}");
+    assert!(files(&path) == before, "a secondary changed the primary's directory");
+    assert!(secondary.join("LOG").exists(), "the secondary's LOG is in its own directory");
+    let (code, _, err) = shaledb(&["get", "--read-only", "--secondary-path", p(&secondary), p(&path), "k1"]);
+    assert_eq!(code, Some(2), "{err}");
+    db.close().unwrap();
+}
+
+#[test]
 fn dump_names_a_missing_file_and_takes_limit_range_and_properties_only() {
     let tmp = shaledb_testkit::tempdir();
     let missing = tmp.path().join("nonexistent");

@@ -93,6 +93,60 @@ pub(crate) fn apply(base: &Version, edit: &VersionEdit, manifest: &Path) -> Resu
     Ok(Version { levels, blob_files })
 }
 
+/// Checks the numbers of `edit` (read at record `offset` of MANIFEST `path`) against the format's limits and
+/// `opts`, then folds it into `live`: the step of MANIFEST replay shared by recovery and a secondary instance's
+/// catch-up (`db/secondary.rs`). A problem is `Corruption`, `InvalidArgument` or `NotSupported`.
+pub(crate) fn apply_checked(
+    live: &mut LiveFiles,
+    edit: &VersionEdit,
+    path: &Path,
+    offset: u64,
+    opts: &Options,
+) -> Result<()> {
+    // Numbers read from disk stay in range, so the arithmetic on them below cannot wrap.
+    let (p, at) = (path, offset);
+    if let Some(n) = edit.next_file_number {
+        check_range(p, at, "next file number", n, MAX_FILE_NUMBER)?;
+    }
+    if let Some(n) = edit.log_number {
+        check_range(p, at, "log number", n, MAX_FILE_NUMBER)?;
+    }
+    if let Some(n) = edit.last_sequence {
+        check_range(p, at, "last sequence", n, ikey::MAX_SEQUENCE)?;
+    }
+    for &(_, n) in &edit.deleted_files {
+        check_range(p, at, "deleted file number", n, MAX_FILE_NUMBER)?;
+    }
+    for (_, f) in &edit.new_files {
+        check_range(p, at, "file number", f.number, MAX_FILE_NUMBER)?;
+        check_range(p, at, "largest sequence of a file", f.largest_seq, ikey::MAX_SEQUENCE)?;
+    }
+    match manifest::unsupported(edit).into_iter().next() {
+        Some(EditProblem::UnknownComparator(c)) => {
+            return Err(Error::InvalidArgument(format!(
+                "database uses comparator {c:?}; ShaleDB only supports {COMPARATOR:?}"
+            )));
+        }
+        Some(p) => return Err(Error::NotSupported(format!("database {p}"))),
+        None => {}
+    }
+    for (level, _) in &edit.new_files {
+        if *level as usize >= opts.num_levels {
+            return Err(Error::InvalidArgument(format!(
+                "database has files in level {level} but num_levels is {}",
+                opts.num_levels
+            )));
+        }
+    }
+    if let Some(p) = live.apply(edit).into_iter().next() {
+        return Err(Error::corruption(path, offset, p.to_string()));
+    }
+    if let Some((level, a, b)) = live.overlaps().into_iter().next() {
+        return Err(Error::corruption(path, offset, format!("files {a} and {b} overlap in level {level}")));
+    }
+    Ok(())
+}
+
 impl VersionSet {
     /// A brand-new database: an empty version, MANIFEST-000001 and CURRENT.
     pub(crate) fn create(dir: &Path, opts: &Options, db_id: [u8; DB_ID_LEN]) -> Result<VersionSet> {
@@ -148,76 +202,16 @@ impl VersionSet {
                 EditRead::Undecodable(e) => return Err(e),
                 EditRead::Edit { offset, edit } => {
                     records += 1;
-                    // Numbers read from disk stay in range, so the arithmetic on them below cannot wrap.
-                    let at = offset;
-                    let p = &manifest_path;
-                    if let Some(n) = edit.next_file_number {
-                        check_range(p, at, "next file number", n, MAX_FILE_NUMBER)?;
-                    }
-                    if let Some(n) = edit.log_number {
-                        check_range(p, at, "log number", n, MAX_FILE_NUMBER)?;
-                    }
-                    if let Some(n) = edit.last_sequence {
-                        check_range(p, at, "last sequence", n, ikey::MAX_SEQUENCE)?;
-                    }
-                    for &(_, n) in &edit.deleted_files {
-                        check_range(p, at, "deleted file number", n, MAX_FILE_NUMBER)?;
-                    }
-                    for (_, f) in &edit.new_files {
-                        check_range(p, at, "file number", f.number, MAX_FILE_NUMBER)?;
-                        check_range(p, at, "largest sequence of a file", f.largest_seq, ikey::MAX_SEQUENCE)?;
-                    }
-                    match manifest::unsupported(&edit).into_iter().next() {
-                        Some(EditProblem::UnknownComparator(c)) => {
-                            return Err(Error::InvalidArgument(format!(
-                                "database uses comparator {c:?}; ShaleDB only supports {COMPARATOR:?}"
-                            )));
-                        }
-                        Some(p) => return Err(Error::NotSupported(format!("database {p}"))),
-                        None => {}
-                    }
-                    for (level, _) in &edit.new_files {
-                        if *level as usize >= opts.num_levels {
-                            return Err(Error::InvalidArgument(format!(
-                                "database has files in level {level} but num_levels is {}",
-                                opts.num_levels
-                            )));
-                        }
-                    }
-                    if let Some(p) = live.apply(&edit).into_iter().next() {
-                        return Err(Error::corruption(&manifest_path, offset, p.to_string()));
-                    }
-                    if let Some((level, a, b)) = live.overlaps().into_iter().next() {
-                        return Err(Error::corruption(
-                            &manifest_path,
-                            offset,
-                            format!("files {a} and {b} overlap in level {level}"),
-                        ));
-                    }
+                    apply_checked(&mut live, &edit, &manifest_path, offset, opts)?;
                 }
             }
         }
-        let (Some(next_file_number), Some(log_number), Some(last_sequence)) =
-            (live.next_file_number, live.log_number, live.last_sequence)
-        else {
-            return Err(Error::corruption(
-                &manifest_path,
-                0,
-                "MANIFEST lacks next file number, log number or sequence",
-            ));
-        };
-        // The replayed files in the engine's order (see `Version`).
-        let all = VersionEdit {
-            new_files: live.files().map(|(level, f)| (level, f.clone())).collect(),
-            ..VersionEdit::default()
-        };
-        let mut version = apply(&Version::new(opts.num_levels), &all, &manifest_path)?;
-        version.blob_files = live.blob_files.clone();
-        let db_id = live.db_id;
+        let vs = VersionSet::from_live(dir, opts, manifest_number, &live, &manifest_path)?;
         if let Some(damage) = tail_damage {
             // A damaged last edit is ignored only if it was never acted upon: an edit is synced before its
             // effects (deleting a compaction's inputs or a flushed WAL) happen, so if the version without it
             // names a missing table or WAL, the edit was durable and the damage is real corruption (D4).
+            let version = vs.current();
             let missing_table = version
                 .levels
                 .iter()
@@ -226,11 +220,37 @@ impl VersionSet {
                 .map(|f| f.number);
             let missing_blob = version.blob_files.keys().find(|&&n| !fs.exists(&filenames::blob(dir, n))).copied();
             let missing_table = missing_table.or(missing_blob);
-            let missing_wal = Some(log_number).filter(|&n| n != 0 && !fs.exists(&filenames::wal(dir, n)));
+            let missing_wal = Some(vs.log_number).filter(|&n| n != 0 && !fs.exists(&filenames::wal(dir, n)));
             if missing_table.is_some() || missing_wal.is_some() {
                 return Err(damage);
             }
         }
+        Ok(vs)
+    }
+
+    /// The version set the replayed edits `live` of MANIFEST-`manifest_number` (at `manifest_path`) add up to:
+    /// recovery's, and a secondary instance's after each catch-up (`db/secondary.rs`).
+    pub(crate) fn from_live(
+        dir: &Path,
+        opts: &Options,
+        manifest_number: u64,
+        live: &LiveFiles,
+        manifest_path: &Path,
+    ) -> Result<VersionSet> {
+        let fs = opts.fs.clone();
+        let (Some(next_file_number), Some(log_number), Some(last_sequence)) =
+            (live.next_file_number, live.log_number, live.last_sequence)
+        else {
+            return Err(Error::corruption(manifest_path, 0, "MANIFEST lacks next file number, log number or sequence"));
+        };
+        // The replayed files in the engine's order (see `Version`).
+        let all = VersionEdit {
+            new_files: live.files().map(|(level, f)| (level, f.clone())).collect(),
+            ..VersionEdit::default()
+        };
+        let mut version = apply(&Version::new(opts.num_levels), &all, manifest_path)?;
+        version.blob_files = live.blob_files.clone();
+        let db_id = live.db_id;
         let max_blob = version.blob_files.keys().next_back().copied().unwrap_or(0);
         let max_file = version.levels.iter().flatten().map(|f| f.number).max().unwrap_or(0).max(max_blob);
         // A table never holds a sequence number above the last one recorded with it; the maximum guards

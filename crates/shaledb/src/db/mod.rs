@@ -1,6 +1,6 @@
 //! The database: shared state and the public API.
 //!
-//! Submodules: `open` (recovery), `read_only` (`Db::open_read_only`), `read` (the read path: get, iterators,
+//! Submodules: `open` (recovery), `read_only` (`Db::open_read_only`), `secondary` (`Db::open_as_secondary`), `read` (the read path: get, iterators,
 //! snapshots), `write` (group commit and write stalls), `flush` (a memtable written as L0 tables), `background`
 //! (flush and compaction threads). Lock order, outermost first: `write_queue` -> `wal` -> `state` -> `publish`.
 //! Readers take none of them: they load the published [`SuperVersion`] and the visible sequence number.
@@ -19,6 +19,7 @@ mod properties;
 mod read;
 mod read_only;
 mod replay;
+mod secondary;
 mod stall;
 mod stats_dump;
 mod write;
@@ -113,6 +114,8 @@ pub(crate) struct DbInner {
     pub(crate) read_only: bool,
     /// `Options::listeners`, and the events waiting for them (listener.rs).
     pub(crate) listeners: crate::listener::Listeners,
+    /// Opened by [`Db::open_as_secondary`] (secondary.rs; `read_only` is set too).
+    pub(crate) secondary: Option<secondary::Secondary>,
 }
 
 /// What an open, read-write (open.rs) or read-only (read_only.rs), recovered: the parts of a [`DbInner`] that
@@ -128,6 +131,7 @@ pub(super) struct Opened {
     pub(super) info_log: crate::info_log::InfoLog,
     pub(super) losses: crate::lost::Losses,
     pub(super) read_only: bool,
+    pub(super) secondary: Option<secondary::Secondary>,
 }
 
 impl DbInner {
@@ -185,6 +189,7 @@ impl DbInner {
             info_log: o.info_log,
             recovery_losses: o.losses,
             read_only: o.read_only,
+            secondary: o.secondary,
             listeners: crate::listener::Listeners::new(opts.listeners.clone()),
             opts,
         })

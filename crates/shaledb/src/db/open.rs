@@ -54,6 +54,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             info_log,
             losses: rec.losses,
             read_only: false,
+            secondary: None,
         },
     );
     inner.info_log.log(format_args!("open: done, last sequence {max_seq}, new WAL {wal_number:06}.log"));

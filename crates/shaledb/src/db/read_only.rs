@@ -23,7 +23,20 @@ use std::sync::Arc;
 
 /// The error of every write to a database opened with [`Db::open_read_only`].
 pub(crate) fn refused(what: &str) -> Error {
-    Error::NotSupported(format!("{what}: the database was opened read-only (Db::open_read_only)"))
+    Error::NotSupported(format!(
+        "{what}: the database was opened read-only (Db::open_read_only or Db::open_as_secondary)"
+    ))
+}
+
+/// Refuses a read-only or secondary open of `dir` unless it holds a database (a CURRENT file).
+pub(super) fn check_exists(fs: &dyn shaledb_vfs::Fs, dir: &Path) -> Result<()> {
+    if !fs.exists(dir) {
+        return Err(Error::InvalidArgument(format!("{} does not exist (read-only or secondary open)", dir.display())));
+    }
+    if !fs.exists(&filenames::current(dir)) {
+        return Err(Error::InvalidArgument(format!("{} holds no database (no CURRENT)", dir.display())));
+    }
+    Ok(())
 }
 
 impl Db {
@@ -55,12 +68,7 @@ fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         ));
     }
     let fs = opts.fs.clone();
-    if !fs.exists(dir) {
-        return Err(Error::InvalidArgument(format!("{} does not exist (read-only open)", dir.display())));
-    }
-    if !fs.exists(&filenames::current(dir)) {
-        return Err(Error::InvalidArgument(format!("{} holds no database (no CURRENT)", dir.display())));
-    }
+    check_exists(fs.as_ref(), dir)?;
     let mut vs = VersionSet::recover(dir, &opts)?;
     let on_disk = identity::read(fs.as_ref(), dir)?;
     // A database from before identities: its tables carry none, so no table check needs one.
@@ -103,6 +111,7 @@ fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             info_log,
             losses,
             read_only: true,
+            secondary: None,
         },
     ))
 }

@@ -151,6 +151,18 @@ pub(crate) fn render(opts: &Options) -> String {
 pub(crate) fn write(fs: &dyn Fs, dir: &Path, vs: &mut VersionSet, opts: &Options) -> Result<(String, Vec<String>)> {
     let number = vs.new_file_number()?;
     let temp = vs.new_file_number()?;
+    write_numbered(fs, dir, opts, number, temp)
+}
+
+/// [`write`] with the file's number and the temp file's number given: a secondary instance numbers the
+/// OPTIONS files of its own directory itself (`db/secondary.rs`), holding no file counter there.
+pub(crate) fn write_numbered(
+    fs: &dyn Fs,
+    dir: &Path,
+    opts: &Options,
+    number: u64,
+    temp: u64,
+) -> Result<(String, Vec<String>)> {
     let name = filenames::options_name(number);
     crate::version_set::replace_file(fs, dir, &dir.join(&name), render(opts).as_bytes(), temp)?;
     let numbers = numbers(&fs.list(dir)?);

@@ -23,6 +23,7 @@ mod prefix;
 mod properties;
 mod readahead;
 mod rust_api;
+mod secondary;
 mod single_delete;
 mod subcompactions;
 mod ttl;
