@@ -426,11 +426,13 @@ fn dump_wal(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Write) -
                             continue;
                         }
                         let seq = batch.sequence() + i as u64;
+                        let cf = if e.family == 0 { String::new() } else { format!("cf {} ", e.family) };
+                        let kind = kind_name(e.kind);
                         match (e.kind, opts.keys_only) {
                             (ValueKind::Deletion | ValueKind::SingleDeletion, _) | (_, true) => {
-                                writeln!(out, "  {} {} @{seq}", kind_name(e.kind), show(e.key))?
+                                writeln!(out, "  {cf}{kind} {} @{seq}", show(e.key))?
                             }
-                            _ => writeln!(out, "  {} {} @{seq} => {}", kind_name(e.kind), show(e.key), show(e.value))?,
+                            _ => writeln!(out, "  {cf}{kind} {} @{seq} => {}", show(e.key), show(e.value))?,
                         }
                     }
                 }
@@ -487,6 +489,10 @@ fn dump_manifest(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Wri
                         ("log_number", edit.log_number.map(|v| v.to_string())),
                         ("next_file_number", edit.next_file_number.map(|v| v.to_string())),
                         ("last_sequence", edit.last_sequence.map(|v| v.to_string())),
+                        ("column_family", edit.family.map(|v| v.to_string())),
+                        ("add_column_family", edit.family_add.clone()),
+                        ("drop_column_family", edit.family_drop.then(|| "yes".to_string())),
+                        ("max_column_family", edit.max_family.map(|v| v.to_string())),
                     ] {
                         if let Some(v) = v {
                             writeln!(out, "  {name}: {v}")?;
@@ -533,28 +539,44 @@ fn dump_manifest(fs: &dyn Fs, path: &Path, opts: &DumpOptions, out: &mut dyn Wri
         opt(live.last_sequence)
     )?;
     writeln!(out, "LSM shape:")?;
-    for m in live.blob_files.values() {
+    show_family_shape(out, opts, &live.levels, &live.blob_files, "  ")?;
+    for (id, f) in &live.families {
+        writeln!(out, "  column family {id} ({:?}), log number {}:", f.name, opt(f.log_number))?;
+        show_family_shape(out, opts, &f.levels, &f.blob_files, "    ")?;
+    }
+    Ok(clean)
+}
+
+/// The blob files and levels of one column family, each line indented by `pad`.
+fn show_family_shape(
+    out: &mut dyn Write,
+    opts: &DumpOptions,
+    levels: &std::collections::BTreeMap<u32, std::collections::BTreeMap<u64, FileMeta>>,
+    blob_files: &std::collections::BTreeMap<u64, shaledb_format::blob::BlobFileMeta>,
+    pad: &str,
+) -> std::io::Result<()> {
+    for m in blob_files.values() {
         let (n, size, c) = (m.addition.number, m.addition.file_size, m.addition.record_count);
         writeln!(
             out,
-            "  blob #{n}: {size} bytes, {c} records, {} garbage ({} bytes)",
+            "{pad}blob #{n}: {size} bytes, {c} records, {} garbage ({} bytes)",
             m.garbage_count, m.garbage_bytes
         )?;
     }
-    for (level, files) in live.levels.iter().filter(|(_, f)| !f.is_empty()) {
+    for (level, files) in levels.iter().filter(|(_, f)| !f.is_empty()) {
         let bytes: u64 = files.values().map(|f| f.file_size).sum();
-        writeln!(out, "  L{level}: {} files, {bytes} bytes", files.len())?;
+        writeln!(out, "{pad}L{level}: {} files, {bytes} bytes", files.len())?;
         if opts.properties_only {
             continue;
         }
         let in_range: Vec<&FileMeta> =
             files.values().filter(|f| opts.overlaps(f.smallest_user_key(), f.largest_user_key())).collect();
         for f in in_range.iter().take(if opts.limit == 0 { usize::MAX } else { opts.limit }) {
-            writeln!(out, "    {}", show_meta(f))?;
+            writeln!(out, "{pad}  {}", show_meta(f))?;
         }
-        opts.more(out, "    ", in_range.len(), "files")?;
+        opts.more(out, &format!("{pad}  "), in_range.len(), "files")?;
     }
-    Ok(clean)
+    Ok(())
 }
 
 #[cfg(test)]

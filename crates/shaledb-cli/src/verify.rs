@@ -186,7 +186,7 @@ fn verify_inner(fs: &dyn Fs, dir: &Path, live_files: bool) -> Report {
     for (level, meta) in m.files() {
         check_table(fs, dir, level, meta, m.last_sequence, &mut report);
     }
-    for b in m.blob_files.values() {
+    for (_, b) in m.all_blob_files() {
         blob::check_blob_file(fs, dir, b, &mut report);
     }
     if live_files {
@@ -286,8 +286,8 @@ fn pin_once(fs: &dyn Fs, dir: &Path, pin: &Path, accept_torn: bool) -> Result<()
     std::fs::write(filenames::current(pin), &current).map_err(|e| retry("CURRENT", e))?;
     let mut scratch = Report::default();
     let Some(m) = read_manifest(fs, &pin.join(name), &mut scratch) else { return Ok(()) };
-    let tables = m.levels.values().flat_map(|files| files.values().map(|meta| (meta.number, false)));
-    for (number, blob) in tables.chain(m.blob_files.keys().map(|&n| (n, true))) {
+    let tables = m.files().map(|(_, meta)| (meta.number, false));
+    for (number, blob) in tables.chain(m.all_blob_files().map(|(&n, _)| (n, true))) {
         let name = |d: &Path| if blob { filenames::blob(d, number) } else { filenames::table(d, number) };
         let (from, to) = (name(dir), name(pin));
         let table = to.file_name().unwrap_or_default().to_string_lossy().into_owned();
@@ -468,7 +468,7 @@ fn check_table(fs: &dyn Fs, dir: &Path, level: u32, meta: &FileMeta, last_seq: O
 }
 
 fn check_wals(fs: &dyn Fs, dir: &Path, m: &LiveFiles, manifest: &Path, report: &mut Report) {
-    let log_number = m.log_number.unwrap_or(0);
+    let log_number = m.min_log_number().unwrap_or(0);
     let names = match fs.list(dir) {
         Ok(n) => n,
         Err(e) => {

@@ -2,7 +2,9 @@
 //!
 //! ```text
 //! batch    := sequence:fixed64 count:fixed32 record*  ; count = number of records
-//! record   := kind:u8 key:lp_slice [value:lp_slice]   ; value present for value, merge, range_deletion
+//! record   := [family] kind:u8 key:lp_slice [value:lp_slice]   ; value present for value, merge, range_deletion
+//! family   := 0x04 id:varint32                        ; format 5: the record's column family, id > 0;
+//!                                                     ; absent: the default family, 0
 //! kind     := 0x00 deletion | 0x01 value | 0x02 merge | 0x07 single_deletion
 //!           | 0x0f range_deletion                     ; FROZEN: the ikey.rs ValueKind values
 //!                                                     ; range_deletion: key = begin, value = end, [begin, end)
@@ -18,6 +20,9 @@ use crate::{Error, Result};
 
 /// Bytes before the first record: sequence (8) and count (4).
 pub const HEADER_LEN: usize = 12;
+
+/// The byte that opens a record's column family prefix (format 5).
+pub const FAMILY_MARKER: u8 = 0x04;
 
 /// An encoded write batch. INVARIANT: `rep` holds at least a header and, when built by [`BatchRep::from_bytes`]
 /// or the mutators, exactly `count` well-formed records.
@@ -41,6 +46,8 @@ pub struct BatchEntry<'a> {
     pub key: &'a [u8],
     /// The value or merge operand; empty for a deletion; the exclusive end for a range deletion.
     pub value: &'a [u8],
+    /// The column family the record writes to (0: the default family).
+    pub family: u32,
 }
 
 impl BatchRep {
@@ -80,6 +87,20 @@ impl BatchRep {
     /// Adds a merge operand. REQUIRES: key and value shorter than 4 GiB.
     pub fn merge(&mut self, key: &[u8], value: &[u8]) {
         self.push(ValueKind::Merge, key, Some(value));
+    }
+
+    /// Adds a record of `kind` for column family `family` (0: the default family, written without a prefix).
+    /// `value` is ignored for the kinds that carry none (deletions). REQUIRES: key and value shorter than 4 GiB.
+    pub fn push_record(&mut self, family: u32, kind: ValueKind, key: &[u8], value: &[u8]) {
+        if family != 0 {
+            self.rep.push(FAMILY_MARKER);
+            coding::put_varint32(&mut self.rep, family);
+        }
+        let value = match kind {
+            ValueKind::Deletion | ValueKind::SingleDeletion => None,
+            _ => Some(value),
+        };
+        self.push(kind, key, value);
     }
 
     fn push(&mut self, kind: ValueKind, key: &[u8], value: Option<&[u8]>) {
@@ -228,7 +249,17 @@ impl<'a> Iterator for BatchIter<'a> {
         if self.seen == self.count {
             return self.fail(at, format!("write batch holds more than the {} records its header counts", self.count));
         }
-        let Some(kind_byte) = self.dec.u8() else { return self.fail(at, "truncated record".into()) };
+        let Some(mut kind_byte) = self.dec.u8() else { return self.fail(at, "truncated record".into()) };
+        let mut family = 0;
+        if kind_byte == FAMILY_MARKER {
+            match self.dec.varint32() {
+                Some(f) if f > 0 => family = f,
+                Some(_) => return self.fail(at, "column family prefix names the default family (0)".into()),
+                None => return self.fail(at, "truncated column family prefix".into()),
+            }
+            let Some(b) = self.dec.u8() else { return self.fail(at, "truncated record".into()) };
+            kind_byte = b;
+        }
         let Some(kind) = ValueKind::from_record_u8(kind_byte).filter(|k| *k != ValueKind::BlobIndex) else {
             return self.fail(at, format!("unknown record kind {kind_byte} in write batch"));
         };
@@ -245,7 +276,7 @@ impl<'a> Iterator for BatchIter<'a> {
             }
         };
         self.seen += 1;
-        Some(Ok(BatchEntry { kind, key, value }))
+        Some(Ok(BatchEntry { kind, key, value, family }))
     }
 }
 
@@ -352,6 +383,38 @@ mod tests {
         let (off, what) = corruption_offset(BatchRep::from_bytes(short));
         assert_eq!(off, HEADER_LEN as u64);
         assert!(what.contains("truncated value"), "{what}");
+    }
+
+    #[test]
+    fn family_prefixes_roundtrip_and_bad_ones_are_corrupt() {
+        let mut b = BatchRep::new();
+        b.push_record(0, ValueKind::Value, b"a", b"1");
+        b.push_record(7, ValueKind::Value, b"b", b"2");
+        b.push_record(300, ValueKind::Deletion, b"c", b"ignored");
+        b.push_record(7, ValueKind::RangeDeletion, b"d", b"e");
+        let b = BatchRep::from_bytes(b.data().to_vec()).unwrap();
+        let got: Vec<_> = b
+            .iter()
+            .map(|e| e.map(|e| (e.family, e.kind, e.key.to_vec(), e.value.to_vec())))
+            .collect::<Result<_>>()
+            .unwrap();
+        assert_eq!(
+            got,
+            [
+                (0, ValueKind::Value, b"a".to_vec(), b"1".to_vec()),
+                (7, ValueKind::Value, b"b".to_vec(), b"2".to_vec()),
+                (300, ValueKind::Deletion, b"c".to_vec(), vec![]),
+                (7, ValueKind::RangeDeletion, b"d".to_vec(), b"e".to_vec()),
+            ]
+        );
+        // A prefix naming family 0, a truncated prefix, and a prefix with no record after it are corrupt.
+        for tail in [&[FAMILY_MARKER, 0, 1, 1, b'k', 1, b'v'][..], &[FAMILY_MARKER, 0x80][..], &[FAMILY_MARKER, 5][..]]
+        {
+            let mut raw = vec![0u8; HEADER_LEN];
+            raw[8] = 1;
+            raw.extend_from_slice(tail);
+            assert!(BatchRep::from_bytes(raw).is_err(), "{tail:?}");
+        }
     }
 
     #[test]

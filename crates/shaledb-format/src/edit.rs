@@ -14,6 +14,10 @@
 //!               | [tag 8]  blob_file_addition        ; format 4
 //!               | [tag 9]  blob_file_garbage         ; format 4
 //!               | [tag 10] new_file num_range_deletions:varint64   ; a file with some (> 0); format version 3
+//!               | [tag 11] family:varint32           ; the column family the edit is about (absent: 0); format 5
+//!               | [tag 12] family_add:lp_slice       ; creates family `family` named so (UTF-8, 1..=255 bytes)
+//!               | [tag 13] family_drop:varint32      ; drops family `family` (body: 0, reserved)
+//!               | [tag 14] max_family:varint32       ; the largest family id ever handed out
 //!               | [tag 0x2001] db_id:lp_slice        ; the database's identity: exactly 16 bytes
 //!               | [tag with bit 0x2000 set, unknown] opaque:lp_slice   ; safe to ignore: skipped
 //! deleted_file := level:varint32 number:varint64
@@ -24,8 +28,9 @@
 //! blob_file_garbage  := number:varint64 record_count:varint64 record_bytes:varint64  ; added to the file's garbage
 //! ```
 //!
-//! Tags are FROZEN; tag 0 is reserved. Tags 1 to 5 and 0x2001 appear at most once per edit, tags 6 to 10 any number of
-//! times; a blob file's garbage never exceeds its records (`record_count`/`record_bytes` of its addition); `level < 64`. An unknown tag without the safe-to-ignore bit is corruption: the edit was written by a
+//! Tags are FROZEN; tag 0 is reserved. Tags 1 to 5, 11 to 14 and 0x2001 appear at most once per edit, tags 6 to 10 any
+//! number of times; tags 12 and 13 need tag 11 with a family other than 0 (the default family is never added or
+//! dropped) and exclude each other; the files, blob files and log number of an edit belong to its family; a blob file's garbage never exceeds its records (`record_count`/`record_bytes` of its addition); `level < 64`. An unknown tag without the safe-to-ignore bit is corruption: the edit was written by a
 //! newer version whose meaning this one cannot honour. A later version adds an optional field by giving it a tag
 //! with the bit set and an `lp_slice` body, which older versions skip.
 
@@ -92,6 +97,14 @@ pub mod tag {
     /// A file added to a level that holds range tombstones: `new_file` followed by their count (format
     /// version 3). Not safe to ignore: a reader that skipped it would bring deleted keys back.
     pub const NEW_FILE_WITH_RANGE_DELS: u32 = 10;
+    /// The column family the edit is about; absent means the default family, 0 (format 5).
+    pub const FAMILY: u32 = 11;
+    /// Creates the edit's family under this name (format 5).
+    pub const FAMILY_ADD: u32 = 12;
+    /// Drops the edit's family (format 5).
+    pub const FAMILY_DROP: u32 = 13;
+    /// The largest family id ever handed out, so that a dropped family's id is never reused (format 5).
+    pub const MAX_FAMILY: u32 = 14;
     /// Set in the tag of an optional field (body: an `lp_slice`) that a reader not knowing it may skip.
     pub const SAFE_TO_IGNORE: u32 = 0x2000;
     /// The database's identity (16 bytes). Optional and safe to ignore: MANIFESTs written before it existed
@@ -138,6 +151,43 @@ pub struct VersionEdit {
     pub blob_files: Vec<BlobFileAddition>,
     /// Garbage found in blob files (format 4), added to what earlier edits recorded.
     pub blob_garbage: Vec<BlobFileGarbage>,
+    /// The column family whose files, blob files and log number the edit changes (`None`: the default, 0).
+    pub family: Option<u32>,
+    /// Creates [`VersionEdit::family`] under this name.
+    pub family_add: Option<String>,
+    /// Drops [`VersionEdit::family`].
+    pub family_drop: bool,
+    /// The largest family id ever handed out.
+    pub max_family: Option<u32>,
+}
+
+/// The longest column family name, in bytes.
+pub const MAX_FAMILY_NAME_LEN: usize = 255;
+
+/// Checks a column family name: 1 to [`MAX_FAMILY_NAME_LEN`] bytes of UTF-8; `Err` holds the reason.
+pub fn check_family_name(name: &str) -> std::result::Result<(), String> {
+    if name.is_empty() || name.len() > MAX_FAMILY_NAME_LEN {
+        return Err(format!("column family name of {} bytes (1 to {MAX_FAMILY_NAME_LEN} allowed)", name.len()));
+    }
+    Ok(())
+}
+
+/// Checks the family fields of an edit (tags 11 to 13 together); `Err` holds the reason.
+fn check_family_fields(e: &VersionEdit) -> std::result::Result<(), String> {
+    let fam = e.family.unwrap_or(0);
+    if (e.family_add.is_some() || e.family_drop) && fam == 0 {
+        return Err("the default column family (0) is never added or dropped".into());
+    }
+    if e.family_add.is_some() && e.family_drop {
+        return Err(format!("column family {fam} is both added and dropped in one edit"));
+    }
+    if let Some(name) = &e.family_add {
+        check_family_name(name)?;
+    }
+    if e.max_family.is_some_and(|m| fam > m) {
+        return Err(format!("column family {fam} is above the largest id handed out ({:?})", e.max_family));
+    }
+    Ok(())
 }
 
 /// A blob file as the MANIFEST records its addition: what it holds, for garbage accounting.
@@ -273,7 +323,7 @@ impl VersionEdit {
         for g in &self.blob_garbage {
             check_blob(g.number, g.record_count, g.record_bytes, None).map_err(invalid)?;
         }
-        Ok(())
+        check_family_fields(self).map_err(invalid)
     }
 
     /// Appends the encoding to `out`. Only the fields present are written.
@@ -300,6 +350,22 @@ impl VersionEdit {
         if let Some(id) = &self.db_id {
             put_varint32(out, tag::DB_ID);
             put_lp_slice(out, id);
+        }
+        if let Some(f) = self.family {
+            put_varint32(out, tag::FAMILY);
+            put_varint32(out, f);
+        }
+        if let Some(name) = &self.family_add {
+            put_varint32(out, tag::FAMILY_ADD);
+            put_lp_slice(out, name.as_bytes());
+        }
+        if self.family_drop {
+            put_varint32(out, tag::FAMILY_DROP);
+            put_varint32(out, 0);
+        }
+        if let Some(m) = self.max_family {
+            put_varint32(out, tag::MAX_FAMILY);
+            put_varint32(out, m);
         }
         for &(level, number) in &self.deleted_files {
             put_varint32(out, tag::DELETED_FILE);
@@ -424,6 +490,26 @@ impl VersionEdit {
                         .map_err(|_| bad(format!("database id of {} bytes, not {DB_ID_LEN}", raw.len())))?;
                     set_once(&mut e.db_id, id, at, "database id")?;
                 }
+                tag::FAMILY => {
+                    let v = d.varint32().ok_or_else(|| truncated("column family"))?;
+                    set_once(&mut e.family, v, at, "column family")?;
+                }
+                tag::FAMILY_ADD => {
+                    let raw = d.lp_slice().ok_or_else(|| truncated("column family name"))?;
+                    let name = std::str::from_utf8(raw).map_err(|_| bad("column family name is not UTF-8".into()))?;
+                    set_once(&mut e.family_add, name.to_string(), at, "column family name")?;
+                }
+                tag::FAMILY_DROP => {
+                    let v = d.varint32().ok_or_else(|| truncated("column family drop"))?;
+                    if v != 0 || e.family_drop {
+                        return Err(bad(format!("version edit: column family drop with body {v} or twice")));
+                    }
+                    e.family_drop = true;
+                }
+                tag::MAX_FAMILY => {
+                    let v = d.varint32().ok_or_else(|| truncated("max column family"))?;
+                    set_once(&mut e.max_family, v, at, "max column family")?;
+                }
                 t if t & tag::SAFE_TO_IGNORE != 0 => {
                     d.lp_slice().ok_or_else(|| truncated(&format!("body of ignorable tag {t:#x}")))?;
                 }
@@ -434,6 +520,7 @@ impl VersionEdit {
                 }
             }
         }
+        check_family_fields(&e).map_err(|w| Error::corruption("", 0, format!("version edit: {w}")))?;
         Ok(e)
     }
 }
@@ -473,6 +560,38 @@ mod tests {
                 assert!(VersionEdit::decode(&buf[..buf.len() - 1]).is_err());
             }
         }
+    }
+
+    #[test]
+    fn family_fields_roundtrip_and_their_rules_are_checked_both_ways() {
+        let add = VersionEdit {
+            family: Some(3),
+            family_add: Some("users".into()),
+            max_family: Some(3),
+            ..VersionEdit::default()
+        };
+        assert_eq!(VersionEdit::decode(&enc(&add)).unwrap(), add);
+        let drop = VersionEdit { family: Some(3), family_drop: true, ..VersionEdit::default() };
+        assert_eq!(VersionEdit::decode(&enc(&drop)).unwrap(), drop);
+        let bad = [
+            VersionEdit { family_add: Some("x".into()), ..VersionEdit::default() },
+            VersionEdit { family: Some(0), family_drop: true, ..VersionEdit::default() },
+            VersionEdit { family: Some(2), family_drop: true, family_add: Some("x".into()), ..VersionEdit::default() },
+            VersionEdit { family: Some(2), family_add: Some(String::new()), ..VersionEdit::default() },
+            VersionEdit { family: Some(2), family_add: Some("n".repeat(256)), ..VersionEdit::default() },
+            VersionEdit { family: Some(9), max_family: Some(8), ..VersionEdit::default() },
+        ];
+        for e in bad {
+            assert!(matches!(e.validate(), Err(Error::InvalidArgument(_))), "{e:?}");
+            assert!(matches!(VersionEdit::decode(&enc(&e)), Err(Error::Corruption { .. })), "{e:?}");
+        }
+        // A drop with a body other than 0 is corruption too.
+        let mut raw = Vec::new();
+        coding::put_varint32(&mut raw, tag::FAMILY);
+        coding::put_varint32(&mut raw, 2);
+        coding::put_varint32(&mut raw, tag::FAMILY_DROP);
+        coding::put_varint32(&mut raw, 1);
+        assert!(VersionEdit::decode(&raw).is_err());
     }
 
     fn snapshot() -> VersionEdit {
@@ -683,8 +802,8 @@ mod tests {
     fn unknown_tag_not_safe_to_ignore() {
         let mut data = enc(&snapshot());
         let at = data.len() as u64;
-        data.extend(field(11, &[1, 0]));
-        expect_corruption(&data, at, "unknown tag 11");
+        data.extend(field(15, &[1, 0]));
+        expect_corruption(&data, at, "unknown tag 15");
         expect_corruption(&field(0, &[]), 0, "unknown tag 0");
     }
 
@@ -775,6 +894,7 @@ mod tests {
             new_files in prop::collection::vec((0..MAX_LEVELS, arb_meta()), 0..5),
             db_id in prop::option::of(any::<[u8; DB_ID_LEN]>()),
             blobs in prop::collection::vec((0..=MAX_FILE_NUMBER, 0..1000u64, 0..100u64), 0..4),
+            family in (prop::option::of(1..100u32), 0..3u8, "[a-z]{1,12}", prop::option::of(100..200u32)),
         ) {
             let blob_files = blobs
                 .iter()
@@ -800,7 +920,12 @@ mod tests {
                 db_id,
                 blob_files,
                 blob_garbage,
+                family: family.0,
+                family_add: (family.0.is_some() && family.1 == 1).then(|| family.2.clone()),
+                family_drop: family.0.is_some() && family.1 == 2,
+                max_family: family.3,
             };
+            prop_assert!(e.validate().is_ok());
             prop_assert_eq!(VersionEdit::decode(&enc(&e)).unwrap(), e);
         }
 

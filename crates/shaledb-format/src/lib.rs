@@ -37,4 +37,7 @@ pub use shaledb_vfs::{Error, Result};
 /// - 4: blob files (`NNNNNN.blob`, docs/format/blob.md): tables may hold the kind `0x11` blob index (and index
 ///   separators carry it as `KIND_FOR_SEEK`); MANIFEST edits may hold blob file additions and garbage (tags 8
 ///   and 9). Older files never do, so they open unchanged.
-pub const FORMAT_VERSION: u32 = 4;
+/// - 5: column families: write-batch records may carry a family prefix (`0x04 id`, docs/format/batch.md), and
+///   MANIFEST edits may name a family, add or drop one (tags 11 to 14, docs/format/manifest.md). Older files
+///   never do, so they open unchanged, as the default family.
+pub const FORMAT_VERSION: u32 = 5;

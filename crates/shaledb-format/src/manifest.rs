@@ -60,6 +60,24 @@ pub struct LiveFiles {
     pub blob_files: BTreeMap<u64, crate::blob::BlobFileMeta>,
     /// How many edits were applied.
     pub edits: usize,
+    /// The column families other than the default one (whose files are `levels` and `blob_files` above), by
+    /// id: the live ones, dropped ones removed.
+    pub families: BTreeMap<u32, FamilyFiles>,
+    /// The largest family id an edit recorded as handed out.
+    pub max_family: u32,
+}
+
+/// The files of one column family other than the default one.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FamilyFiles {
+    /// Its name.
+    pub name: String,
+    /// The live files of each level, by file number.
+    pub levels: BTreeMap<u32, BTreeMap<u64, FileMeta>>,
+    /// The last log number an edit of this family recorded.
+    pub log_number: Option<u64>,
+    /// Its live blob files, by number.
+    pub blob_files: BTreeMap<u64, crate::blob::BlobFileMeta>,
 }
 
 /// An edit that does not fit what came before it, or that this build cannot read.
@@ -83,6 +101,10 @@ pub enum EditProblem {
     UnknownComparator(String),
     /// The edit records a format version newer than this build's.
     NewerFormat(u32),
+    /// The edit is about a column family that does not exist (never added, or dropped).
+    UnknownFamily(u32),
+    /// The edit adds a column family whose id or name is already live.
+    FamilyExists(u32, String),
 }
 
 impl fmt::Display for EditProblem {
@@ -98,6 +120,10 @@ impl fmt::Display for EditProblem {
             }
             EditProblem::NewerFormat(v) => {
                 write!(f, "format version {v} is newer than this build's {}", crate::FORMAT_VERSION)
+            }
+            EditProblem::UnknownFamily(id) => write!(f, "edit names column family {id}, which does not exist"),
+            EditProblem::FamilyExists(id, name) => {
+                write!(f, "edit adds column family {id} ({name:?}), but that id or name is already live")
             }
         }
     }
@@ -122,42 +148,83 @@ impl LiveFiles {
     pub fn apply(&mut self, edit: &VersionEdit) -> Vec<EditProblem> {
         let mut problems = Vec::new();
         self.edits += 1;
+        let fam = edit.family.unwrap_or(0);
+        self.max_family = self.max_family.max(edit.max_family.unwrap_or(0)).max(fam);
+        if let Some(name) = &edit.family_add {
+            if self.families.contains_key(&fam) || self.families.values().any(|f| &f.name == name) {
+                problems.push(EditProblem::FamilyExists(fam, name.clone()));
+                return problems;
+            } else {
+                self.families.insert(fam, FamilyFiles { name: name.clone(), ..FamilyFiles::default() });
+            }
+        }
+        let (levels, log_number, blob_files) = if fam == 0 {
+            (&mut self.levels, &mut self.log_number, &mut self.blob_files)
+        } else if let Some(f) = self.families.get_mut(&fam) {
+            (&mut f.levels, &mut f.log_number, &mut f.blob_files)
+        } else {
+            problems.push(EditProblem::UnknownFamily(fam));
+            self.next_file_number = edit.next_file_number.or(self.next_file_number);
+            self.last_sequence = edit.last_sequence.or(self.last_sequence);
+            return problems;
+        };
         for &(level, number) in &edit.deleted_files {
-            if self.levels.get_mut(&level).and_then(|files| files.remove(&number)).is_none() {
+            if levels.get_mut(&level).and_then(|files| files.remove(&number)).is_none() {
                 problems.push(EditProblem::DeletesMissing { level, number });
             }
         }
         for (level, meta) in &edit.new_files {
-            if let Some(files) = self.levels.values_mut().find(|files| files.contains_key(&meta.number)) {
+            if let Some(files) = levels.values_mut().find(|files| files.contains_key(&meta.number)) {
                 problems.push(EditProblem::AddsTwice { number: meta.number });
                 files.remove(&meta.number);
             }
-            self.levels.entry(*level).or_default().insert(meta.number, meta.clone());
+            levels.entry(*level).or_default().insert(meta.number, meta.clone());
         }
-        let blob = crate::blob::apply_edit(&mut self.blob_files, &edit.blob_files, &edit.blob_garbage);
+        let blob = crate::blob::apply_edit(blob_files, &edit.blob_files, &edit.blob_garbage);
         problems.extend(blob.into_iter().map(EditProblem::Blob));
-        self.log_number = edit.log_number.or(self.log_number);
+        *log_number = edit.log_number.or(*log_number);
+        if edit.family_drop {
+            self.families.remove(&fam);
+        }
         self.next_file_number = edit.next_file_number.or(self.next_file_number);
         self.last_sequence = edit.last_sequence.or(self.last_sequence);
         self.db_id = edit.db_id.or(self.db_id);
         problems
     }
 
+    /// The smallest log number of any live family: WALs numbered below it hold nothing any family needs.
+    pub fn min_log_number(&self) -> Option<u64> {
+        self.families.values().filter_map(|f| f.log_number).chain(self.log_number).min()
+    }
+
+    /// Every family's levels: the default family (id 0) first, then the others by id.
+    pub fn family_levels(&self) -> impl Iterator<Item = (u32, &BTreeMap<u32, BTreeMap<u64, FileMeta>>)> {
+        std::iter::once((0, &self.levels)).chain(self.families.iter().map(|(id, f)| (*id, &f.levels)))
+    }
+
     /// The pairs of files whose user-key ranges overlap in a sorted level (every level but 0), as
     /// `(level, file, file)`, the files in key order.
     pub fn overlaps(&self) -> Vec<(u32, u64, u64)> {
         let mut found = Vec::new();
-        for (level, files) in self.levels.iter().filter(|(l, _)| **l > 0) {
-            let mut sorted: Vec<&FileMeta> = files.values().collect();
-            sort_by_smallest(&mut sorted);
-            found.extend(overlapping_neighbours(&sorted).map(|(a, b)| (*level, a, b)));
+        for (_, levels) in self.family_levels() {
+            for (level, files) in levels.iter().filter(|(l, _)| **l > 0) {
+                let mut sorted: Vec<&FileMeta> = files.values().collect();
+                sort_by_smallest(&mut sorted);
+                found.extend(overlapping_neighbours(&sorted).map(|(a, b)| (*level, a, b)));
+            }
         }
         found
     }
 
-    /// Every live file, with its level.
+    /// Every live file of every family, with its level.
     pub fn files(&self) -> impl Iterator<Item = (u32, &FileMeta)> {
-        self.levels.iter().flat_map(|(level, files)| files.values().map(move |f| (*level, f)))
+        self.family_levels()
+            .flat_map(|(_, levels)| levels.iter().flat_map(|(level, files)| files.values().map(move |f| (*level, f))))
+    }
+
+    /// Every live blob file of every family.
+    pub fn all_blob_files(&self) -> impl Iterator<Item = (&u64, &crate::blob::BlobFileMeta)> {
+        self.blob_files.iter().chain(self.families.values().flat_map(|f| f.blob_files.iter()))
     }
 }
 
@@ -212,6 +279,44 @@ mod tests {
             v
         };
         FileMeta { number, file_size: 100, smallest: key(lo), largest: key(hi), ..FileMeta::default() }
+    }
+
+    #[test]
+    fn families_keep_their_own_files_and_log_numbers_and_drops_remove_them() {
+        let mut live = LiveFiles::default();
+        let default =
+            VersionEdit { log_number: Some(3), new_files: vec![(1, meta(5, "a", "m"))], ..VersionEdit::default() };
+        assert!(live.apply(&default).is_empty());
+        let add = VersionEdit {
+            family: Some(1),
+            family_add: Some("users".into()),
+            max_family: Some(1),
+            ..VersionEdit::default()
+        };
+        assert!(live.apply(&add).is_empty());
+        // The same key range in the same level of another family is no overlap.
+        let flush = VersionEdit {
+            family: Some(1),
+            log_number: Some(7),
+            new_files: vec![(1, meta(6, "a", "m"))],
+            ..VersionEdit::default()
+        };
+        assert!(live.apply(&flush).is_empty());
+        assert!(live.overlaps().is_empty());
+        assert_eq!(live.files().map(|(_, f)| f.number).collect::<Vec<_>>(), [5, 6]);
+        assert_eq!((live.log_number, live.families[&1].log_number, live.min_log_number()), (Some(3), Some(7), Some(3)));
+        // A second family with a live name, or an edit of a family that does not exist, is a problem.
+        let again = VersionEdit { family: Some(2), family_add: Some("users".into()), ..VersionEdit::default() };
+        assert_eq!(live.apply(&again), [EditProblem::FamilyExists(2, "users".into())]);
+        let unknown =
+            VersionEdit { family: Some(9), new_files: vec![(1, meta(8, "a", "b"))], ..VersionEdit::default() };
+        assert_eq!(live.apply(&unknown), [EditProblem::UnknownFamily(9)]);
+        let drop = VersionEdit { family: Some(1), family_drop: true, ..VersionEdit::default() };
+        assert!(live.apply(&drop).is_empty());
+        assert!(live.families.is_empty());
+        assert_eq!(live.files().map(|(_, f)| f.number).collect::<Vec<_>>(), [5]);
+        assert_eq!(live.max_family, 9, "ids seen are never handed out again");
+        assert_eq!(live.apply(&flush), [EditProblem::UnknownFamily(1)], "a dropped family takes no more edits");
     }
 
     #[test]

@@ -134,12 +134,12 @@ pub(crate) fn stamp(batch: &BatchRep, now: u32) -> Result<BatchRep> {
                 buf.extend_from_slice(e.value);
                 buf.extend_from_slice(&now.to_le_bytes());
                 crate::db::check_len(e.key, &buf)?;
-                out.put(e.key, &buf);
+                out.push_record(e.family, ValueKind::Value, e.key, &buf);
             }
-            ValueKind::Deletion => out.delete(e.key),
-            ValueKind::SingleDeletion => out.single_delete(e.key),
-            // A range tombstone has no value to stamp.
-            ValueKind::RangeDeletion => out.delete_range(e.key, e.value),
+            // Deletions and range tombstones have no value to stamp.
+            ValueKind::Deletion | ValueKind::SingleDeletion | ValueKind::RangeDeletion => {
+                out.push_record(e.family, e.kind, e.key, e.value)
+            }
             ValueKind::Merge => {
                 return Err(Error::InvalidArgument("merge is not supported in TTL mode".into()));
             }

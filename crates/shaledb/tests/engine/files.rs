@@ -197,6 +197,73 @@ fn manifest_with_next_file_number_u64_max_is_corruption() {
     }
 }
 
+/// A MANIFEST that records a column family (format 5, docs/format/manifest.md) is read and checked, and an
+/// open that cannot serve the family says so, instead of opening the default family alone and hiding the
+/// family's writes.
+#[test]
+fn manifest_with_a_column_family_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    Db::open(dir.path(), Options::default()).unwrap().close().unwrap();
+    let fs = shaledb_vfs::PosixFs::new();
+    let path = dir.path().join("MANIFEST-100000");
+    let mut w = shaledb_format::log::Writer::new(fs.create(&path).unwrap());
+    let snapshot = VersionEdit {
+        comparator: Some(BYTEWISE_COMPARATOR.into()),
+        format_version: Some(shaledb_format::FORMAT_VERSION),
+        log_number: Some(0),
+        next_file_number: Some(100_001),
+        last_sequence: Some(0),
+        ..VersionEdit::default()
+    };
+    let family = VersionEdit {
+        family: Some(1),
+        family_add: Some("users".into()),
+        max_family: Some(1),
+        log_number: Some(0),
+        ..VersionEdit::default()
+    };
+    for e in [snapshot, family] {
+        let mut buf = Vec::new();
+        e.encode(&mut buf);
+        w.add_record(&buf).unwrap();
+    }
+    w.sync().unwrap();
+    drop(w);
+    std::fs::write(dir.path().join("CURRENT"), "MANIFEST-100000\n").unwrap();
+    match Db::open(dir.path(), Options::default()).unwrap_err() {
+        Error::NotSupported(what) => assert!(what.contains("column family 1 (\"users\")"), "{what}"),
+        other => panic!("expected NotSupported, got {other}"),
+    }
+    // The refusal changed nothing: CURRENT still names the MANIFEST with the family.
+    assert_eq!(std::fs::read_to_string(dir.path().join("CURRENT")).unwrap(), "MANIFEST-100000\n");
+}
+
+/// A WAL record that writes to a column family the MANIFEST does not hold is damage (a family exists in the
+/// MANIFEST before any write names it): recovery reports it with the WAL's name, and never applies the record to
+/// the default family.
+#[test]
+fn wal_record_of_an_unknown_column_family_is_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    Db::open(dir.path(), Options::default()).unwrap().close().unwrap();
+    let fs = shaledb_vfs::PosixFs::new();
+    let path = dir.path().join("099999.log");
+    let mut w = shaledb_format::log::Writer::new(fs.create(&path).unwrap());
+    let mut batch = shaledb_format::batch::BatchRep::new();
+    batch.put(b"plain", b"v");
+    batch.push_record(3, shaledb_format::ikey::ValueKind::Value, b"k", b"v");
+    batch.set_sequence(1);
+    w.add_record(batch.data()).unwrap();
+    w.sync().unwrap();
+    drop(w);
+    match Db::open(dir.path(), Options::default()).unwrap_err() {
+        Error::Corruption { file, what, .. } => {
+            assert!(file.ends_with("099999.log"), "{}", file.display());
+            assert!(what.contains("column family 3"), "{what}");
+        }
+        other => panic!("expected corruption, got {other}"),
+    }
+}
+
 /// Two flushed L0 tables: keys `a*` in the first, `b*` in the second. Returns their names, oldest first.
 fn two_tables(dir: &Path) -> (String, String) {
     let opts = Options { disable_auto_compactions: true, write_buffer_size: 1 << 20, ..tiny_options() };
