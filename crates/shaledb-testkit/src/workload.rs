@@ -150,6 +150,78 @@ pub fn submit(db: &Db, w: &Write) -> shaledb::Result<()> {
     }
 }
 
+/// The column family (an index into `families`) a key of a family workload lives in: keys are spread over the
+/// families by a hash of their bytes, so the families together hold the flat key space the [`crate::History`]
+/// models, and a write of several keys is a batch across families.
+pub fn family_of(key: &[u8], families: usize) -> usize {
+    let h = key.iter().fold(0u32, |h, &b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+    h as usize % families.max(1)
+}
+
+/// [`submit`] over column families: each key goes to its family ([`family_of`]), a range deletion to every
+/// family (each deletes its own keys in the range); a write touching more than one family is one batch.
+pub fn submit_families(db: &Db, families: &[shaledb::ColumnFamily], w: &Write) -> shaledb::Result<()> {
+    let opts = WriteOptions { sync: w.sync, ..WriteOptions::default() };
+    let cf = |k: &[u8]| &families[family_of(k, families.len())];
+    let mut b = WriteBatch::new();
+    for m in &w.mutations {
+        match m {
+            Mutation::Put { key, value } => b.put_cf(cf(key), key, value),
+            Mutation::Delete { key } => b.delete_cf(cf(key), key),
+            Mutation::SingleDelete { key } => b.single_delete_cf(cf(key), key),
+            Mutation::Merge { key, operand } => b.merge_cf(cf(key), key, operand),
+            Mutation::DeleteRange { begin, end } => {
+                for f in families {
+                    b.delete_range_cf(f, begin, end);
+                }
+                &mut b
+            }
+        };
+    }
+    db.write_opt(&opts, &b)
+}
+
+/// Every entry of every family of `families` (whose keys are disjoint, [`family_of`]), read with forward scans.
+pub fn read_all_families(db: &Db, families: &[shaledb::ColumnFamily]) -> shaledb::Result<Model> {
+    let mut m = Model::new();
+    for f in families {
+        for item in db.iter_cf(f) {
+            let (k, v) = item?;
+            if family_of(&k, families.len()) != families.iter().position(|g| g.id() == f.id()).unwrap_or(usize::MAX) {
+                return Err(shaledb::Error::InvalidArgument(format!(
+                    "key {} is in column family {:?}, not the one it was written to",
+                    crate::history::show(&k),
+                    f.name()
+                )));
+            }
+            m.put(&k, &v);
+        }
+    }
+    Ok(m)
+}
+
+/// [`check_gets`] over column families.
+pub fn check_gets_families(
+    db: &Db,
+    families: &[shaledb::ColumnFamily],
+    expected: &Model,
+    keys: u32,
+) -> shaledb::Result<Result<(), String>> {
+    let names = (0..keys).map(key).chain(expected.iter().map(|(k, _)| k.to_vec()));
+    for k in names {
+        let got = db.get_cf(&families[family_of(&k, families.len())], &k)?;
+        if got.as_deref() != expected.get(&k) {
+            return Ok(Err(format!(
+                "get({}) = {} but the scans say {}",
+                crate::history::show(&k),
+                got.as_deref().map_or("absent".into(), crate::history::show),
+                expected.get(&k).map_or("absent".into(), crate::history::show)
+            )));
+        }
+    }
+    Ok(Ok(()))
+}
+
 /// Every entry of the database, read with a forward scan.
 pub fn read_all(db: &Db) -> shaledb::Result<Model> {
     read_all_with(db, ReadOptions::default())

@@ -1,6 +1,8 @@
 //! The public write batch: several puts, deletes, single deletes, range deletions and merges applied atomically by [`crate::Db::write`].
 
+use crate::db::ColumnFamily;
 use shaledb_format::batch::BatchRep;
+use shaledb_format::ikey::ValueKind;
 
 /// A group of updates applied all together or not at all by [`crate::Db::write`]. Keys, values and operands
 /// are anything `AsRef<[u8]>`, as for [`crate::Db::put`]; the calls chain.
@@ -77,6 +79,50 @@ impl WriteBatch {
     /// ```
     pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> &mut Self {
         self.rep.merge(key.as_ref(), operand.as_ref());
+        self
+    }
+
+    /// [`WriteBatch::put`] in column family `cf`. A batch may write to several families: it is applied all
+    /// or nothing, as one write.
+    ///
+    /// ```
+    /// use shaledb::{Db, Options, WriteBatch};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// let users = db.create_column_family("users", Options::default())?;
+    /// let mut batch = WriteBatch::new();
+    /// batch.put("count", "1").put_cf(&users, "ada", "lovelace");
+    /// db.write(&batch)?;
+    /// assert_eq!(db.get_cf(&users, "ada")?, Some(b"lovelace".to_vec()));
+    /// assert_eq!(db.get("ada")?, None); // another family
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn put_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
+        self.rep.push_record(cf.id(), ValueKind::Value, key.as_ref(), value.as_ref());
+        self
+    }
+
+    /// [`WriteBatch::delete`] in column family `cf`.
+    pub fn delete_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> &mut Self {
+        self.rep.push_record(cf.id(), ValueKind::Deletion, key.as_ref(), &[]);
+        self
+    }
+
+    /// [`WriteBatch::single_delete`] in column family `cf`.
+    pub fn single_delete_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> &mut Self {
+        self.rep.push_record(cf.id(), ValueKind::SingleDeletion, key.as_ref(), &[]);
+        self
+    }
+
+    /// [`WriteBatch::delete_range`] in column family `cf`.
+    pub fn delete_range_cf(&mut self, cf: &ColumnFamily, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> &mut Self {
+        self.rep.push_record(cf.id(), ValueKind::RangeDeletion, begin.as_ref(), end.as_ref());
+        self
+    }
+
+    /// [`WriteBatch::merge`] in column family `cf` (the family needs a merge operator).
+    pub fn merge_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> &mut Self {
+        self.rep.push_record(cf.id(), ValueKind::Merge, key.as_ref(), operand.as_ref());
         self
     }
 

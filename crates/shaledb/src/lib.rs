@@ -66,7 +66,7 @@ mod version_set;
 pub use batch::WriteBatch;
 pub use compaction_filter::{CompactionFilter, Decision, FilterContext};
 pub use compaction_style::{CompactionOptionsFifo, CompactionOptionsUniversal, CompactionStopStyle, CompactionStyle};
-pub use db::{destroy, destroy_with, Db, SizeApproximationOptions};
+pub use db::{destroy, destroy_with, ColumnFamily, ColumnFamilyDescriptor, Db, SizeApproximationOptions};
 pub use info_log::ctime_utc;
 pub use iter::{Cursor, Iter, KeyRange};
 pub use options::{MemTableRep, Options, ReadOptions, WalRecoveryMode, WriteOptions};

@@ -59,7 +59,8 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
                 continue;
             }
         };
-        if let Err(e) = files::check_live_files(fs.as_ref(), dir, vs.current()) {
+        let checked = vs.families().values().try_for_each(|f| files::check_live_files(fs.as_ref(), dir, &f.current));
+        if let Err(e) = checked {
             skipped.push((name, e.to_string()));
             continue;
         }

@@ -15,25 +15,47 @@ use shaledb_format::ikey;
 use shaledb_format::log;
 use shaledb_format::manifest::{self, EditProblem, EditRead, LiveFiles};
 use shaledb_vfs::{Error, Fs, Result};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Name recorded in the MANIFEST: keys are ordered bytewise (the only order ShaleDB supports).
 pub(crate) const COMPARATOR: &str = shaledb_format::edit::BYTEWISE_COMPARATOR;
 
+/// The name of the default column family (id 0), as RocksDB names it.
+pub(crate) const DEFAULT_FAMILY_NAME: &str = "default";
+
+/// One column family's part of the version set.
+#[derive(Clone)]
+pub(crate) struct FamilyVersion {
+    pub(crate) name: String,
+    pub(crate) current: Arc<Version>,
+    /// WALs numbered below this hold nothing of this family that is not in its tables.
+    pub(crate) log_number: u64,
+}
+
+fn default_family(num_levels: usize, log_number: u64) -> BTreeMap<u32, FamilyVersion> {
+    let f = FamilyVersion {
+        name: DEFAULT_FAMILY_NAME.to_string(),
+        current: Arc::new(Version::new(num_levels)),
+        log_number,
+    };
+    BTreeMap::from([(0, f)])
+}
+
 pub(crate) struct VersionSet {
     dir: PathBuf,
     fs: Arc<dyn Fs>,
     num_levels: usize,
     max_manifest_size: u64,
-    current: Arc<Version>,
+    /// Every live column family's version and log number, by id; the default family (0) is always there.
+    families: BTreeMap<u32, FamilyVersion>,
+    /// The largest family id ever handed out (never reused).
+    pub(crate) max_family: u32,
     manifest: Option<log::Writer>,
     manifest_number: u64,
     /// Next number to hand out for a WAL, table, MANIFEST or temp file.
     pub(crate) next_file_number: u64,
-    /// WALs numbered below this hold nothing that is not in tables.
-    pub(crate) log_number: u64,
     /// Largest sequence number recorded as durable in tables or WALs.
     pub(crate) last_sequence: u64,
     /// The error of a failed MANIFEST append or sync. The failed edit may or may not be in the file, so
@@ -141,19 +163,6 @@ pub(crate) fn apply_checked(
     if let Some(p) = live.apply(edit).into_iter().next() {
         return Err(Error::corruption(path, offset, p.to_string()));
     }
-    if let Some((id, f)) = live.families.iter().next() {
-        // The MANIFEST grammar of column families (docs/format/manifest.md) is read and checked above; the
-        // engine does not serve families yet, and opening such a database as the default family alone would
-        // hide the others' writes.
-        return Err(Error::NotSupported(format!(
-            "database holds column family {id} ({:?}): this build opens only databases whose sole family is the \
-             default one",
-            f.name
-        )));
-    }
-    if let Some((level, a, b)) = live.overlaps().into_iter().next() {
-        return Err(Error::corruption(path, offset, format!("files {a} and {b} overlap in level {level}")));
-    }
     Ok(())
 }
 
@@ -165,11 +174,11 @@ impl VersionSet {
             fs: opts.fs.clone(),
             num_levels: opts.num_levels,
             max_manifest_size: opts.max_manifest_file_size,
-            current: Arc::new(Version::new(opts.num_levels)),
+            families: default_family(opts.num_levels, 0),
+            max_family: 0,
             manifest: None,
             manifest_number: 0,
             next_file_number: 1,
-            log_number: 0,
             last_sequence: 0,
             failed: None,
             db_id: Some(db_id),
@@ -221,16 +230,19 @@ impl VersionSet {
             // A damaged last edit is ignored only if it was never acted upon: an edit is synced before its
             // effects (deleting a compaction's inputs or a flushed WAL) happen, so if the version without it
             // names a missing table or WAL, the edit was durable and the damage is real corruption (D4).
-            let version = vs.current();
-            let missing_table = version
-                .levels
+            let versions: Vec<&Arc<Version>> = vs.families.values().map(|f| &f.current).collect();
+            let missing_table = versions
                 .iter()
-                .flatten()
+                .flat_map(|v| v.levels.iter().flatten())
                 .find(|f| !fs.exists(&filenames::table(dir, f.number)))
                 .map(|f| f.number);
-            let missing_blob = version.blob_files.keys().find(|&&n| !fs.exists(&filenames::blob(dir, n))).copied();
+            let missing_blob = versions
+                .iter()
+                .flat_map(|v| v.blob_files.keys())
+                .find(|&&n| !fs.exists(&filenames::blob(dir, n)))
+                .copied();
             let missing_table = missing_table.or(missing_blob);
-            let missing_wal = Some(vs.log_number).filter(|&n| n != 0 && !fs.exists(&filenames::wal(dir, n)));
+            let missing_wal = Some(vs.min_log_number()).filter(|&n| n != 0 && !fs.exists(&filenames::wal(dir, n)));
             if missing_table.is_some() || missing_wal.is_some() {
                 return Err(damage);
             }
@@ -253,29 +265,48 @@ impl VersionSet {
         else {
             return Err(Error::corruption(manifest_path, 0, "MANIFEST lacks next file number, log number or sequence"));
         };
-        // The replayed files in the engine's order (see `Version`).
-        let all = VersionEdit {
-            new_files: live.files().map(|(level, f)| (level, f.clone())).collect(),
-            ..VersionEdit::default()
+        // The replayed files in the engine's order (see `Version`), family by family.
+        let build = |levels: &BTreeMap<u32, BTreeMap<u64, FileMeta>>,
+                     blobs: &BTreeMap<u64, shaledb_format::blob::BlobFileMeta>|
+         -> Result<Version> {
+            let all = VersionEdit {
+                new_files: levels
+                    .iter()
+                    .flat_map(|(level, files)| files.values().map(move |f| (*level, f.clone())))
+                    .collect(),
+                ..VersionEdit::default()
+            };
+            let mut version = apply(&Version::new(opts.num_levels), &all, manifest_path)?;
+            version.blob_files = blobs.clone();
+            Ok(version)
         };
-        let mut version = apply(&Version::new(opts.num_levels), &all, manifest_path)?;
-        version.blob_files = live.blob_files.clone();
+        let mut families = default_family(opts.num_levels, log_number);
+        if let Some(f) = families.get_mut(&0) {
+            f.current = Arc::new(build(&live.levels, &live.blob_files)?);
+        }
+        for (id, f) in &live.families {
+            let log_number = f.log_number.unwrap_or(0);
+            let current = Arc::new(build(&f.levels, &f.blob_files)?);
+            families.insert(*id, FamilyVersion { name: f.name.clone(), current, log_number });
+        }
         let db_id = live.db_id;
-        let max_blob = version.blob_files.keys().next_back().copied().unwrap_or(0);
-        let max_file = version.levels.iter().flatten().map(|f| f.number).max().unwrap_or(0).max(max_blob);
+        let versions = || families.values().map(|f| &f.current);
+        let max_blob = versions().flat_map(|v| v.blob_files.keys()).max().copied().unwrap_or(0);
+        let max_file =
+            versions().flat_map(|v| v.levels.iter().flatten()).map(|f| f.number).max().unwrap_or(0).max(max_blob);
         // A table never holds a sequence number above the last one recorded with it; the maximum guards
         // against a MANIFEST from a build that could append a stale edit after a failed sync.
-        let max_seq = version.levels.iter().flatten().map(|f| f.largest_seq).max().unwrap_or(0);
+        let max_seq = versions().flat_map(|v| v.levels.iter().flatten()).map(|f| f.largest_seq).max().unwrap_or(0);
         Ok(VersionSet {
             dir: dir.to_path_buf(),
             fs,
             num_levels: opts.num_levels,
             max_manifest_size: opts.max_manifest_file_size,
-            current: Arc::new(version),
+            families,
+            max_family: live.max_family,
             manifest: None,
             manifest_number,
             next_file_number: next_file_number.max(max_file + 1).max(manifest_number + 1),
-            log_number,
             last_sequence: last_sequence.max(max_seq),
             failed: None,
             db_id,
@@ -284,8 +315,34 @@ impl VersionSet {
         })
     }
 
+    /// The default family's current version.
     pub(crate) fn current(&self) -> &Arc<Version> {
-        &self.current
+        &self.families[&0].current
+    }
+
+    /// Family `id`'s current version (`None` once dropped).
+    pub(crate) fn current_of(&self, id: u32) -> Option<&Arc<Version>> {
+        self.families.get(&id).map(|f| &f.current)
+    }
+
+    /// Every live family, by id.
+    pub(crate) fn families(&self) -> &BTreeMap<u32, FamilyVersion> {
+        &self.families
+    }
+
+    /// The numbers of every live table and blob file, of every family.
+    pub(crate) fn live_numbers(&self) -> std::collections::HashSet<u64> {
+        let mut live = std::collections::HashSet::new();
+        for f in self.families.values() {
+            live.extend(f.current.levels.iter().flatten().map(|f| f.number));
+            live.extend(f.current.blob_files.keys().copied());
+        }
+        live
+    }
+
+    /// The smallest log number of any live family: WALs numbered below it hold nothing any family needs.
+    pub(crate) fn min_log_number(&self) -> u64 {
+        self.families.values().map(|f| f.log_number).min().unwrap_or(0)
     }
 
     pub(crate) fn manifest_number(&self) -> u64 {
@@ -319,29 +376,40 @@ impl VersionSet {
         }
     }
 
-    pub(crate) fn snapshot_edit(&self) -> VersionEdit {
-        let mut e = VersionEdit {
-            comparator: Some(COMPARATOR.to_string()),
-            format_version: Some(shaledb_format::FORMAT_VERSION),
-            log_number: Some(self.log_number),
-            next_file_number: Some(self.next_file_number),
-            last_sequence: Some(self.last_sequence),
-            db_id: self.db_id,
-            ..VersionEdit::default()
-        };
-        for (level, files) in self.current.levels.iter().enumerate() {
-            for f in files {
-                e.new_files.push((level as u32, FileMeta::clone(f)));
+    /// The edits that open a new MANIFEST: the database's counters with the default family's files, then one
+    /// edit per other family (its creation, log number, files and blob files).
+    pub(crate) fn snapshot_edits(&self) -> Vec<VersionEdit> {
+        let mut edits = Vec::with_capacity(self.families.len());
+        for (&id, f) in &self.families {
+            let mut e = if id == 0 {
+                VersionEdit {
+                    comparator: Some(COMPARATOR.to_string()),
+                    format_version: Some(shaledb_format::FORMAT_VERSION),
+                    next_file_number: Some(self.next_file_number),
+                    last_sequence: Some(self.last_sequence),
+                    db_id: self.db_id,
+                    max_family: (self.max_family > 0).then_some(self.max_family),
+                    ..VersionEdit::default()
+                }
+            } else {
+                VersionEdit { family: Some(id), family_add: Some(f.name.clone()), ..VersionEdit::default() }
+            };
+            e.log_number = Some(f.log_number);
+            for (level, files) in f.current.levels.iter().enumerate() {
+                for file in files {
+                    e.new_files.push((level as u32, FileMeta::clone(file)));
+                }
             }
-        }
-        for m in self.current.blob_files.values() {
-            e.blob_files.push(m.addition);
-            if m.garbage_count > 0 {
-                let (record_count, record_bytes) = (m.garbage_count, m.garbage_bytes);
-                e.blob_garbage.push(BlobFileGarbage { number: m.addition.number, record_count, record_bytes });
+            for m in f.current.blob_files.values() {
+                e.blob_files.push(m.addition);
+                if m.garbage_count > 0 {
+                    let (record_count, record_bytes) = (m.garbage_count, m.garbage_bytes);
+                    e.blob_garbage.push(BlobFileGarbage { number: m.addition.number, record_count, record_bytes });
+                }
             }
+            edits.push(e);
         }
-        e
+        edits
     }
 
     /// Starts a new MANIFEST holding a snapshot of the current state and points CURRENT at it.
@@ -350,12 +418,13 @@ impl VersionSet {
         let path = self.dir.join(filenames::manifest_name(number));
         let result = (|| {
             let mut w = log::Writer::new(self.fs.create(&path)?);
-            let snapshot = self.snapshot_edit();
-            // Never write what the decoder would refuse: the database could not be opened again.
-            snapshot.validate()?;
-            let mut buf = Vec::new();
-            snapshot.encode(&mut buf);
-            w.add_record(&buf)?;
+            for snapshot in self.snapshot_edits() {
+                // Never write what the decoder would refuse: the database could not be opened again.
+                snapshot.validate()?;
+                let mut buf = Vec::new();
+                snapshot.encode(&mut buf);
+                w.add_record(&buf)?;
+            }
             w.sync()?;
             let temp_number = self.new_file_number()?;
             set_current(self.fs.as_ref(), &self.dir, number, temp_number)?;
@@ -392,14 +461,38 @@ impl VersionSet {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
-        if let Some(n) = edit.log_number {
-            debug_assert!(n >= self.log_number);
-        }
+        let fam = edit.family.unwrap_or(0);
+        let manifest_path = self.dir.join(filenames::manifest_name(self.manifest_number));
+        // The family's state after the edit (`None`: dropped).
+        let next: Option<FamilyVersion> = if let Some(name) = &edit.family_add {
+            if self.families.contains_key(&fam) || fam <= self.max_family {
+                return Err(Error::InvalidArgument(format!("column family id {fam} is live or was used before")));
+            }
+            let base = Version::new(self.num_levels);
+            let current = Arc::new(apply(&base, &edit, &manifest_path)?);
+            edit.max_family = Some(fam);
+            Some(FamilyVersion { name: name.clone(), current, log_number: edit.log_number.unwrap_or(0) })
+        } else {
+            let Some(f) = self.families.get(&fam) else {
+                return Err(Error::InvalidArgument(format!("column family {fam} does not exist (dropped?)")));
+            };
+            if let Some(n) = edit.log_number {
+                debug_assert!(n >= f.log_number);
+            }
+            if edit.family_drop {
+                None
+            } else {
+                let current = Arc::new(apply(&f.current, &edit, &manifest_path)?);
+                Some(FamilyVersion {
+                    name: f.name.clone(),
+                    current,
+                    log_number: edit.log_number.unwrap_or(f.log_number),
+                })
+            }
+        };
         edit.next_file_number = Some(self.next_file_number);
         let last_seq = edit.last_sequence.unwrap_or(self.last_sequence).max(self.last_sequence);
         edit.last_sequence = Some(last_seq);
-        let manifest_path = self.dir.join(filenames::manifest_name(self.manifest_number));
-        let next = apply(&self.current, &edit, &manifest_path)?;
         if !edit.new_files.is_empty() || !edit.blob_files.is_empty() {
             // The new tables' (and blob files') directory entries must be durable before the MANIFEST names them (D7).
             self.fs.sync_dir(&self.dir)?;
@@ -407,20 +500,20 @@ impl VersionSet {
         let too_big = self.manifest.as_ref().is_none_or(|m| m.len() >= self.max_manifest_size);
         if too_big {
             // The snapshot written into the new MANIFEST must already include this edit.
-            let prev = std::mem::replace(&mut self.current, Arc::new(next));
-            let (pl, ps) = (self.log_number, self.last_sequence);
-            self.log_number = edit.log_number.unwrap_or(self.log_number);
+            let (prev_fams, prev_max, prev_seq) = (self.families.clone(), self.max_family, self.last_sequence);
+            self.set_family(fam, next);
+            self.max_family = self.max_family.max(edit.max_family.unwrap_or(0));
             self.last_sequence = last_seq;
             if let Err(e) = self.write_new_manifest() {
-                self.current = prev;
-                self.log_number = pl;
-                self.last_sequence = ps;
+                self.families = prev_fams;
+                self.max_family = prev_max;
+                self.last_sequence = prev_seq;
                 // CURRENT may name the new MANIFEST (holding this edit) or the old one (without it).
                 self.failed = Some(e.clone());
                 return Err(e);
             }
-            self.note_dropped_blobs(&prev);
-            return Ok(self.current.clone());
+            self.note_dropped_blobs(&prev_fams);
+            return Ok(self.current_of(fam).unwrap_or_else(|| self.current()).clone());
         }
         // Never append what the decoder would refuse (the MANIFEST could not be replayed); nothing is written.
         edit.validate()?;
@@ -431,23 +524,38 @@ impl VersionSet {
             self.failed = Some(e.clone());
             return Err(e);
         }
-        let prev = std::mem::replace(&mut self.current, Arc::new(next));
-        self.log_number = edit.log_number.unwrap_or(self.log_number);
+        let prev_fams = self.families.clone();
+        self.set_family(fam, next);
+        self.max_family = self.max_family.max(edit.max_family.unwrap_or(0));
         self.last_sequence = last_seq;
-        self.note_dropped_blobs(&prev);
-        Ok(self.current.clone())
+        self.note_dropped_blobs(&prev_fams);
+        Ok(self.current_of(fam).unwrap_or_else(|| self.current()).clone())
     }
 
-    /// Queues for deletion the blob files of `prev` that the current version no longer lists.
-    fn note_dropped_blobs(&mut self, prev: &Version) {
-        let gone = prev.blob_files.keys().filter(|n| !self.current.blob_files.contains_key(n));
+    fn set_family(&mut self, id: u32, f: Option<FamilyVersion>) {
+        match f {
+            Some(f) => {
+                self.families.insert(id, f);
+            }
+            None => {
+                self.families.remove(&id);
+            }
+        }
+    }
+
+    /// Queues for deletion the blob files of `prev` that no current version lists any more.
+    fn note_dropped_blobs(&mut self, prev: &BTreeMap<u32, FamilyVersion>) {
+        let now: BTreeSet<u64> = self.families.values().flat_map(|f| f.current.blob_files.keys().copied()).collect();
+        let gone = prev.values().flat_map(|f| f.current.blob_files.keys()).filter(|n| !now.contains(n));
         self.obsolete_blobs.extend(gone);
     }
 
     /// Replaces the current version during recovery, before the new MANIFEST is written.
-    pub(crate) fn replace_current(&mut self, v: Arc<Version>, log_number: u64, last_sequence: u64) {
-        self.current = v;
-        self.log_number = log_number;
+    pub(crate) fn replace_current(&mut self, id: u32, v: Arc<Version>, log_number: u64, last_sequence: u64) {
+        if let Some(f) = self.families.get_mut(&id) {
+            f.current = v;
+            f.log_number = log_number;
+        }
         self.last_sequence = self.last_sequence.max(last_sequence);
     }
 

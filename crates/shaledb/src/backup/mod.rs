@@ -241,7 +241,7 @@ impl BackupEngine {
             let name = filenames::wal(Path::new(""), n).display().to_string();
             private_file(name, &|to| copy_between(src_fs, &filenames::wal(src, n), fs, to, None).map(|_| ()))?;
         }
-        private_file(filenames::manifest_name(set.manifest_number), &|to| write_manifest(fs, to, &set.edit))?;
+        private_file(filenames::manifest_name(set.manifest_number), &|to| write_manifest(fs, to, &set.edits))?;
         if src_fs.exists(&filenames::identity(src)) {
             private_file("IDENTITY".into(), &|to| {
                 copy_between(src_fs, &filenames::identity(src), fs, to, None).map(|_| ())

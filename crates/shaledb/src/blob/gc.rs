@@ -27,8 +27,12 @@ pub(crate) fn forced_target(o: &crate::Options, v: &Version) -> Option<u64> {
 /// A compaction of a table whose oldest blob reference names the file [`forced_target`] picks, avoiding
 /// `busy` files; never a trivial move (a move would not relocate anything). REQUIRES: `state` locked (a table
 /// not in the table cache is opened meanwhile: only while collection is due).
-pub(crate) fn pick_forced(inner: &DbInner, v: &Version, busy: &HashSet<u64>) -> Option<CompactionTask> {
-    let o = &inner.opts;
+pub(crate) fn pick_forced(
+    inner: &DbInner,
+    o: &crate::Options,
+    v: &Version,
+    busy: &HashSet<u64>,
+) -> Option<CompactionTask> {
     let target = forced_target(o, v)?;
     for level in 0..v.num_levels() {
         for f in v.files(level) {

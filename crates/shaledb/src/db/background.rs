@@ -108,22 +108,20 @@ fn background_loop(inner: &Arc<DbInner>, flush_thread: bool) {
             break;
         }
         if st.bg_error.is_none() {
-            if !st.flushing && !st.imm.is_empty() {
-                flush_one(inner, &mut st);
-                continue;
-            }
-            let may_compact = st.manual == 0
-                && !inner.opts.disable_auto_compactions
-                && st.running_compactions < max_compactions(inner)
-                && (!flush_thread || inner.opts.max_background_jobs == 1 || st.imm.is_empty());
-            if may_compact {
-                let v = st.vs.current().clone();
-                if let Some(task) = pick_auto(inner, &v, &st.busy, false) {
-                    run_compaction(inner, &mut st, task);
+            if !st.flushing {
+                // The family whose oldest waiting memtable is oldest: it pins the oldest WAL.
+                let due = st.fams.iter().filter_map(|(id, f)| Some((f.imm.last()?.id(), *id))).min();
+                if let Some((_, fid)) = due {
+                    flush_one(inner, &mut st, fid);
                     continue;
                 }
-                if let Some(task) = crate::blob::pick_forced(inner, &v, &st.busy) {
-                    run_compaction(inner, &mut st, task);
+            }
+            let may_compact = st.manual == 0
+                && st.running_compactions < max_compactions(inner)
+                && (!flush_thread || inner.opts.max_background_jobs == 1 || !st.any_imm());
+            if may_compact {
+                if let Some((fid, task)) = pick_any(inner, &st) {
+                    run_compaction(inner, &mut st, fid, task);
                     continue;
                 }
             }
@@ -142,9 +140,35 @@ fn background_loop(inner: &Arc<DbInner>, flush_thread: bool) {
 /// FIFO's TTL makes files due with time alone, with no write to wake a thread: an idle thread then looks again
 /// every `ttl` seconds, at most every 60 s (so a file goes at most a minute late) and at least every second.
 fn fifo_ttl_recheck(inner: &DbInner) -> Option<Duration> {
-    let fifo = &inner.opts.compaction_options_fifo;
-    let on = inner.opts.compaction_style == crate::compaction_style::CompactionStyle::Fifo && fifo.ttl > 0;
-    on.then(|| Duration::from_secs(fifo.ttl.clamp(1, 60)))
+    let st = inner.state.try_lock();
+    let fams: Vec<Arc<super::family::Family>> = match st {
+        Some(st) => st.fams.values().map(|f| f.fam.clone()).collect(),
+        None => vec![inner.default.clone()],
+    };
+    fams.iter()
+        .filter_map(|f| {
+            let fifo = &f.opts.compaction_options_fifo;
+            let on = f.opts.compaction_style == crate::compaction_style::CompactionStyle::Fifo && fifo.ttl > 0;
+            on.then(|| Duration::from_secs(fifo.ttl.clamp(1, 60)))
+        })
+        .min()
+}
+
+/// The next automatic compaction of any family (in id order), with the family's id. REQUIRES: `st` locked.
+fn pick_any(inner: &DbInner, st: &State) -> Option<(u32, CompactionTask)> {
+    for (&fid, f) in &st.fams {
+        if f.fam.opts.disable_auto_compactions {
+            continue;
+        }
+        let Some(v) = st.vs.current_of(fid) else { continue };
+        if let Some(task) = pick_auto(inner, &f.fam.opts, v, &st.busy, false) {
+            return Some((fid, task));
+        }
+        if let Some(task) = crate::blob::pick_forced(inner, &f.fam.opts, v, &st.busy) {
+            return Some((fid, task));
+        }
+    }
+    None
 }
 
 /// The next compaction under the database's style (`manual`: for `compact_range`, see `picker::pick_auto`).
@@ -153,17 +177,21 @@ fn fifo_ttl_recheck(inner: &DbInner) -> Option<Duration> {
 /// of unknown age.
 fn pick_auto(
     inner: &DbInner,
+    opts: &crate::Options,
     v: &crate::version::Version,
     busy: &HashSet<u64>,
     manual: bool,
 ) -> Option<CompactionTask> {
     let created = |f: &shaledb_format::edit::FileMeta| inner.tables.get(f).ok()?.properties().creation_time;
-    picker::pick_auto(v, &inner.opts, busy, &created, manual)
+    picker::pick_auto(v, opts, busy, &created, manual)
 }
 
-/// Flushes the oldest immutable memtable. REQUIRES: `st` locked, `!st.flushing`, `!st.imm.is_empty()`.
-fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) {
-    let Some(mem) = st.imm.last().cloned() else { return };
+/// Flushes the oldest immutable memtable of family `fid`. REQUIRES: `st` locked, `!st.flushing`, the family
+/// has an immutable memtable.
+fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, fid: u32) {
+    let Some(f) = st.fams.get(&fid) else { return };
+    let Some(mem) = f.imm.last().cloned() else { return };
+    let fam = f.fam.clone();
     st.flushing = true;
     let snapshots = inner.snapshots.sequences();
     let job = inner.listeners.any().then(|| events::flush_info(inner, st, &mem));
@@ -173,7 +201,7 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) 
             inner.listeners.each(|l| l.on_flush_begin(info));
         }
         let new_number = || inner.state.lock().vs.new_file_number();
-        let (opts, stop) = (&inner.opts, &inner.shutting_down);
+        let (opts, stop) = (&fam.opts, &inner.shutting_down);
         write_level0(opts, inner.db_id, &inner.dir, &mem, &new_number, &snapshots, stop, &inner.blobs)
     });
     st.flushing = false;
@@ -186,9 +214,17 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) 
             return;
         }
     };
-    // WALs older than the next memtable still waiting are obsolete once this edit is durable.
-    let next_log = if st.imm.len() >= 2 { st.imm[st.imm.len() - 2].id() } else { st.mem.id() };
+    let Some(f) = st.fams.get(&fid) else {
+        // The family was dropped meanwhile: the outputs belong to nothing (blob outputs are removed as orphans
+        // at the next open).
+        st.obsolete_tables.extend(files.iter().map(|f| f.number));
+        inner.bg_cv.notify_all();
+        return;
+    };
+    // The family's WALs older than its next memtable still waiting are obsolete once this edit is durable.
+    let next_log = if f.imm.len() >= 2 { f.imm[f.imm.len() - 2].id() } else { f.mem.id() };
     let mut edit = VersionEdit {
+        family: (fid != 0).then_some(fid),
         log_number: Some(next_log),
         last_sequence: Some(inner.visible_seq.load(Ordering::Acquire)),
         ..VersionEdit::default()
@@ -204,23 +240,17 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) 
         inner.set_bg_error(st, &e, crate::listener::BackgroundErrorReason::Flush);
         return;
     }
-    st.imm.pop();
-    inner.install_super_version(st);
+    if let Some(f) = st.fams.get_mut(&fid) {
+        f.imm.pop();
+    }
+    inner.install_super_version(st, fid);
+    advance_idle_families(inner, st);
     stats.bytes_written = written;
     inner.counters.record_compaction(0, &stats);
     inner.counters.record_flush_job(&stats);
     Counters::add(&inner.counters.flush_count, 1);
     inner.info_log.log(line);
-    // Old WALs: every one below the new log number.
-    if let Ok(names) = inner.fs.list(&inner.dir) {
-        for name in names {
-            if let Some(filenames::FileKind::Wal(n)) = filenames::parse(&name) {
-                if n < next_log {
-                    let _ = inner.fs.remove(&inner.dir.join(name));
-                }
-            }
-        }
-    }
+    delete_obsolete_wals(inner, st);
     if let Some(mut info) = job {
         info.output_files = outputs;
         info.bytes_written = written;
@@ -230,8 +260,47 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>) 
     inner.bg_cv.notify_all();
 }
 
-/// Runs one compaction task. REQUIRES: `st` locked; the task's files are not busy.
-fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, task: CompactionTask) {
+/// Old WALs: every one below the smallest log number of any family. REQUIRES: `st` locked.
+pub(crate) fn delete_obsolete_wals(inner: &DbInner, st: &State) {
+    let min_log = st.vs.min_log_number();
+    if let Ok(names) = inner.fs.list(&inner.dir) {
+        for name in names {
+            if let Some(filenames::FileKind::Wal(n)) = filenames::parse(&name) {
+                if n < min_log {
+                    let _ = inner.fs.remove(&inner.dir.join(name));
+                }
+            }
+        }
+    }
+}
+
+/// Families with nothing in memory whose recorded log number lags behind their (empty) memtable's WAL:
+/// records the newer log number, so that an idle family does not keep old WALs alive. A failure is the
+/// background error (the MANIFEST cannot take edits any more). REQUIRES: `st` locked.
+pub(crate) fn advance_idle_families(inner: &DbInner, st: &mut State) {
+    let idle: Vec<(u32, u64)> = st
+        .fams
+        .iter()
+        .filter(|(_, f)| f.imm.is_empty() && f.mem.is_empty())
+        .filter_map(|(id, f)| {
+            let recorded = st.vs.families().get(id)?.log_number;
+            (recorded < f.mem.id()).then_some((*id, f.mem.id()))
+        })
+        .collect();
+    for (fid, log_number) in idle {
+        let edit =
+            VersionEdit { family: (fid != 0).then_some(fid), log_number: Some(log_number), ..VersionEdit::default() };
+        if let Err(e) = st.vs.log_and_apply(edit) {
+            inner.set_bg_error(st, &e, crate::listener::BackgroundErrorReason::Flush);
+            return;
+        }
+        inner.install_super_version(st, fid);
+    }
+}
+
+/// Runs one compaction task of family `fid`. REQUIRES: `st` locked; the task's files are not busy.
+fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, fid: u32, task: CompactionTask) {
+    let Some(fam) = st.fams.get(&fid).map(|f| f.fam.clone()) else { return };
     let all: Vec<u64> = task.all_inputs().iter().map(|(_, f)| f.number).collect();
     st.busy.extend(all.iter().copied());
     st.running_compactions += 1;
@@ -243,17 +312,25 @@ fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, Sta
             inner.listeners.each(|l| l.on_compaction_begin(info));
         });
     }
+    let family = (fid != 0).then_some(fid);
     let result = if task.drop_only {
-        drop_files(inner, st, &task).map(|stats| (stats, Vec::new()))
+        drop_files(inner, st, family, &task).map(|stats| (stats, Vec::new()))
     } else if task.trivial_move {
-        trivial_move(inner, st, &task).map(|stats| (stats, Vec::new()))
+        trivial_move(inner, st, family, &task).map(|stats| (stats, Vec::new()))
     } else {
         let snapshots = inner.snapshots.sequences();
-        let full = is_full_compaction(st.vs.current(), &task);
-        let out =
-            parking_lot::MutexGuard::unlocked(st, || super::compaction_job::execute(inner, &task, &snapshots, full));
+        let full = st.vs.current_of(fid).is_some_and(|v| is_full_compaction(v, &task));
+        let out = parking_lot::MutexGuard::unlocked(st, || {
+            super::compaction_job::execute(inner, &fam, &task, &snapshots, full)
+        });
         // On a failed MANIFEST write the outputs stay (see flush_one).
-        out.and_then(|(edit, stats)| {
+        out.and_then(|(mut edit, stats)| {
+            if st.vs.current_of(fid).is_none() {
+                // The family was dropped meanwhile: its outputs belong to nothing.
+                st.obsolete_tables.extend(edit.new_files.iter().map(|(_, f)| f.number));
+                return Err(Error::Closed);
+            }
+            edit.family = family;
             let line = crate::info_log::compaction_line(&task, &edit, &stats);
             let outputs = events::outputs(inner, job.is_some(), &edit);
             st.vs.log_and_apply(edit).map(|_| (stats, line, outputs))
@@ -272,10 +349,15 @@ fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, Sta
     st.running_compactions -= 1;
     let error = match &result {
         Ok(_) => {
-            inner.install_super_version(st);
+            inner.install_super_version(st, fid);
             None
         }
-        Err(e) if inner.shutting_down.load(Ordering::Acquire) && matches!(e, Error::Closed) => Some(e.clone()),
+        Err(e)
+            if matches!(e, Error::Closed)
+                && (inner.shutting_down.load(Ordering::Acquire) || st.vs.current_of(fid).is_none()) =>
+        {
+            Some(e.clone())
+        }
         Err(e) => {
             inner.set_bg_error(st, e, crate::listener::BackgroundErrorReason::Compaction);
             Some(e.clone())
@@ -293,8 +375,8 @@ fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, Sta
 }
 
 /// FIFO's size and TTL rules: the inputs leave the version; nothing is written.
-fn drop_files(inner: &DbInner, st: &mut State, task: &CompactionTask) -> Result<CompactionStats> {
-    let mut edit = VersionEdit::default();
+fn drop_files(inner: &DbInner, st: &mut State, family: Option<u32>, task: &CompactionTask) -> Result<CompactionStats> {
+    let mut edit = VersionEdit { family, ..VersionEdit::default() };
     for (level, f) in task.all_inputs() {
         edit.deleted_files.push((level as u32, f.number));
     }
@@ -306,8 +388,13 @@ fn drop_files(inner: &DbInner, st: &mut State, task: &CompactionTask) -> Result<
     Ok(stats)
 }
 
-fn trivial_move(inner: &DbInner, st: &mut State, task: &CompactionTask) -> Result<CompactionStats> {
-    let mut edit = VersionEdit::default();
+fn trivial_move(
+    inner: &DbInner,
+    st: &mut State,
+    family: Option<u32>,
+    task: &CompactionTask,
+) -> Result<CompactionStats> {
+    let mut edit = VersionEdit { family, ..VersionEdit::default() };
     let mut stats = CompactionStats { count: 1, ..CompactionStats::default() };
     // Files already in the output level (universal compaction's) stay where they are.
     for (level, f) in task.all_inputs().into_iter().filter(|(l, _)| *l != task.output_level) {
@@ -341,7 +428,9 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner, st: &mut State) {
             live.extend(v.levels.iter().flatten().map(|f| f.number));
         }
     }
-    live.extend(st.vs.current().levels.iter().flatten().map(|f| f.number));
+    for f in st.vs.families().values() {
+        live.extend(f.current.levels.iter().flatten().map(|f| f.number));
+    }
     let mut keep = Vec::new();
     for n in std::mem::take(&mut st.obsolete_tables) {
         if live.contains(&n) {
@@ -365,26 +454,34 @@ fn check_error(st: &State) -> Result<()> {
     }
 }
 
-/// Switches the memtable (if it holds anything) and waits until every memtable written so far is flushed.
-pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
+/// Switches the memtables of every family (`None`) or of family `only` that hold anything, and waits until
+/// every memtable of those families written so far is flushed.
+pub(crate) fn flush(inner: &Arc<DbInner>, only: Option<u32>) -> Result<()> {
     if inner.read_only {
         return Err(super::read_only::refused("flush"));
     }
-    let target = {
+    let targets: Vec<(u32, u64)> = {
         let mut wal = inner.wal.lock();
         let mut st = inner.state.lock();
         check_error(&st)?;
-        if !st.mem.is_empty() {
-            super::write::switch_memtable(inner, &mut wal, &mut st).inspect_err(|e| {
+        let chosen = |id: u32| only.is_none_or(|o| o == id);
+        let full: Vec<u32> =
+            st.fams.iter().filter(|(id, f)| chosen(**id) && !f.mem.is_empty()).map(|(id, _)| *id).collect();
+        if !full.is_empty() {
+            super::write::switch_memtable(inner, &mut wal, &mut st, &full).inspect_err(|e| {
                 inner.set_bg_error(&mut st, e, crate::listener::BackgroundErrorReason::MemTable);
             })?;
         }
-        st.imm.first().map(|m| m.id())
+        st.fams.iter().filter(|(id, _)| chosen(**id)).filter_map(|(id, f)| Some((*id, f.imm.first()?.id()))).collect()
     };
-    let Some(target) = target else { return Ok(()) };
+    if targets.is_empty() {
+        return Ok(());
+    }
     let mut st = inner.state.lock();
     inner.bg_cv.notify_all();
-    while st.imm.iter().any(|m| m.id() <= target) {
+    let waiting =
+        |st: &State| targets.iter().any(|(id, t)| st.fams.get(id).is_some_and(|f| f.imm.iter().any(|m| m.id() <= *t)));
+    while waiting(&st) {
         check_error(&st)?;
         if st.bg_threads_alive == 0 {
             return Err(Error::Closed);
@@ -394,7 +491,7 @@ pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
     check_error(&st)
 }
 
-/// Waits until nothing is flushing or compacting and no compaction is due.
+/// Waits until nothing is flushing or compacting and no compaction is due, in any family.
 pub(crate) fn wait_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
     if inner.read_only {
         // No background work ever runs.
@@ -403,9 +500,8 @@ pub(crate) fn wait_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
     let mut st = inner.state.lock();
     loop {
         check_error(&st)?;
-        let v = st.vs.current().clone();
-        let due = !inner.opts.disable_auto_compactions && pick_auto(inner, &v, &st.busy, false).is_some();
-        if st.imm.is_empty() && !st.flushing && st.running_compactions == 0 && !due {
+        let due = pick_any(inner, &st).is_some();
+        if !st.any_imm() && !st.flushing && st.running_compactions == 0 && !due {
             return Ok(());
         }
         if st.bg_threads_alive == 0 {
@@ -413,6 +509,14 @@ pub(crate) fn wait_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
         }
         inner.bg_cv.notify_all();
         inner.bg_cv.wait_for(&mut st, Duration::from_millis(50));
+    }
+}
+
+/// Family `fid`'s current version and options, or `InvalidArgument` once it is dropped. REQUIRES: `st` locked.
+fn family_now(st: &State, fid: u32) -> Result<(Arc<crate::version::Version>, Arc<super::family::Family>)> {
+    match (st.vs.current_of(fid), st.fams.get(&fid)) {
+        (Some(v), Some(f)) => Ok((v.clone(), f.fam.clone())),
+        _ => Err(Error::InvalidArgument(format!("column family {fid} was dropped"))),
     }
 }
 
@@ -424,18 +528,20 @@ pub(crate) fn wait_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
 /// file in range holds an entry at or below `start_seq`: every L0 file flushed later holds only newer entries
 /// (its memtable was switched in after `flush` switched the one holding `start_seq`). Deeper levels gain no
 /// files meanwhile (automatic compactions pause while `manual > 0`), so each is done after finitely many tasks.
-pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+pub(crate) fn compact_range(inner: &Arc<DbInner>, fid: u32, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
     if inner.read_only {
         return Err(super::read_only::refused("compact_range"));
     }
     let start_seq = inner.visible_seq.load(Ordering::Acquire);
-    flush(inner)?;
-    if inner.opts.compaction_style != crate::compaction_style::CompactionStyle::Level {
+    flush(inner, Some(fid))?;
+    let (_, fam) = family_now(&inner.state.lock(), fid)?;
+    let o = &fam.opts;
+    if o.compaction_style != crate::compaction_style::CompactionStyle::Level {
         // Universal: everything into the last level; FIFO: its automatic pick, once (RocksDB's CompactRange).
         return manual_compaction(inner, |st| {
-            let v = st.vs.current().clone();
-            if let Some(task) = pick_auto(inner, &v, &st.busy, true) {
-                run_compaction(inner, st, task);
+            let (v, _) = family_now(st, fid)?;
+            if let Some(task) = pick_auto(inner, o, &v, &st.busy, true) {
+                run_compaction(inner, st, fid, task);
             }
             check_error(st)
         });
@@ -445,10 +551,10 @@ pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Opt
         // value in the range (RocksDB's default `kIfHaveCompactionFilter`). First, so that what the levels
         // above bring down is not filtered twice in one call (as RocksDB's `kForceOptimized` skips the files
         // the call itself wrote).
-        if inner.opts.compaction_filter.is_some() || inner.opts.ttl.is_some() {
-            let v = st.vs.current().clone();
-            if let Some(task) = picker::pick_bottom_rewrite(&v, &inner.opts, begin, end, &st.busy) {
-                run_compaction(inner, st, task);
+        if o.compaction_filter.is_some() || o.ttl.is_some() {
+            let (v, _) = family_now(st, fid)?;
+            if let Some(task) = picker::pick_bottom_rewrite(&v, o, begin, end, &st.busy) {
+                run_compaction(inner, st, fid, task);
                 check_error(st)?;
             }
         }
@@ -456,7 +562,7 @@ pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Opt
         let mut level = 0;
         while level + 1 < num_levels {
             check_error(st)?;
-            let v = st.vs.current().clone();
+            let (v, _) = family_now(st, fid)?;
             let last = v.last_nonempty_level().unwrap_or(0);
             if level >= last && (level > 0 || v.files(0).is_empty()) {
                 break;
@@ -466,13 +572,13 @@ pub(crate) fn compact_range(inner: &Arc<DbInner>, begin: Option<&[u8]>, end: Opt
                 level += 1;
                 continue;
             }
-            match picker::pick_manual(&v, &inner.opts, level, begin, end, &st.busy) {
+            match picker::pick_manual(&v, o, level, begin, end, &st.busy) {
                 Some(task) => {
                     let out_level = task.output_level;
-                    run_compaction(inner, st, task);
+                    run_compaction(inner, st, fid, task);
                     check_error(st)?;
                     // Large ranges are compacted in several tasks; stay on this level until it is done.
-                    let v2 = st.vs.current().clone();
+                    let (v2, _) = family_now(st, fid)?;
                     let left = v2.overlapping_files(level, begin, end);
                     let done =
                         if level == 0 { left.iter().all(|f| f.smallest_seq > start_seq) } else { left.is_empty() };
@@ -537,7 +643,7 @@ pub(crate) fn compact_level(inner: &Arc<DbInner>, level: usize) -> Result<Option
                 break;
             }
             to = task.output_level;
-            run_compaction(inner, st, task);
+            run_compaction(inner, st, 0, task);
             check_error(st)?;
         }
         Ok((to != from).then_some((initial.len(), from, to)))
@@ -552,7 +658,7 @@ pub(crate) fn shutdown(inner: &Arc<DbInner>, flush_memtables: bool) -> Result<()
     }
     let mut first_err = None;
     if flush_memtables && !inner.read_only {
-        if let Err(e) = flush(inner) {
+        if let Err(e) = flush(inner, None) {
             first_err = Some(e);
         }
     }
@@ -640,7 +746,8 @@ mod tests {
             std::thread::sleep(Duration::from_millis(1));
         }
         let start_seq = db.inner.visible_seq.load(Ordering::SeqCst);
-        let start_files: HashSet<u64> = db.inner.sv.load().version.levels.iter().flatten().map(|f| f.number).collect();
+        let start_files: HashSet<u64> =
+            db.inner.default.sv.load().version.levels.iter().flatten().map(|f| f.number).collect();
         let (tx, rx) = mpsc::channel();
         let compactor = {
             let db = db.clone();
@@ -660,7 +767,7 @@ mod tests {
             "compact_range returned only after the writer finished its {} writes",
             WRITER_LIMIT - KEYS
         );
-        let v = db.inner.sv.load().version.clone();
+        let v = db.inner.default.sv.load().version.clone();
         let last = v.last_nonempty_level().unwrap();
         for (level, files) in v.levels.iter().enumerate() {
             for f in files {

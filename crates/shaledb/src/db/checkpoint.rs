@@ -44,16 +44,16 @@ const COPY_CHUNK: usize = 1 << 20;
 
 /// A consistent set of a live database's files (see the module docs). Holding it keeps its tables on disk.
 pub(crate) struct LiveFileSet {
-    /// Keeps every table of the set from obsolete-file deletion.
-    _pin: Arc<Version>,
+    /// Keeps every table of the set (of every family) from obsolete-file deletion.
+    _pin: Vec<Arc<Version>>,
     /// `(number, size)` of each table.
     pub(crate) tables: Vec<(u64, u64)>,
     /// `(number, size)` of each live blob file.
     pub(crate) blobs: Vec<(u64, u64)>,
     /// WALs to copy whole (read-only databases only).
     pub(crate) wals: Vec<u64>,
-    /// The snapshot edit the copy's MANIFEST holds.
-    pub(crate) edit: VersionEdit,
+    /// The snapshot edits the copy's MANIFEST holds (the first with the counters, then one per other family).
+    pub(crate) edits: Vec<VersionEdit>,
     /// The number the copy's MANIFEST takes: the live one's, never a table's.
     pub(crate) manifest_number: u64,
     /// The sequence number of the newest write the set holds: the tables' (the snapshot edit's), or for a
@@ -73,21 +73,27 @@ impl LiveFileSet {
 /// Flushes (unless read-only) and pins the live file set of `inner`.
 pub(crate) fn live_file_set(inner: &Arc<DbInner>) -> Result<LiveFileSet> {
     if !inner.read_only {
-        background::flush(inner)?;
+        background::flush(inner, None)?;
     }
     let mut st = inner.state.lock();
     if let Some(cause) = &st.bg_error {
         return Err(DbInner::read_only_error(cause));
     }
-    let version = st.vs.current().clone();
+    let versions: Vec<Arc<Version>> = st.vs.families().values().map(|f| f.current.clone()).collect();
     // Registered explicitly: obsolete-file deletion keeps every table of a live registered version.
-    st.live_versions.push(Arc::downgrade(&version));
-    let edit = st.vs.snapshot_edit();
+    for v in &versions {
+        st.live_versions.push(Arc::downgrade(v));
+    }
+    let edits = st.vs.snapshot_edits();
     let manifest_number = st.vs.manifest_number();
-    let log_number = st.vs.log_number;
+    let log_number = st.vs.min_log_number();
     drop(st);
-    let tables = version.levels.iter().flatten().map(|f| (f.number, f.file_size)).collect();
-    let blobs = version.blob_files.values().map(|b| (b.addition.number, b.addition.file_size)).collect();
+    let tables = versions.iter().flat_map(|v| v.levels.iter().flatten()).map(|f| (f.number, f.file_size)).collect();
+    let blobs = versions
+        .iter()
+        .flat_map(|v| v.blob_files.values())
+        .map(|b| (b.addition.number, b.addition.file_size))
+        .collect();
     let names = inner.fs.list(&inner.dir)?;
     // Written by open only, so stable while this database is open (a read-only source's writer may rotate it:
     // the copy then fails naming the file; try again).
@@ -96,18 +102,20 @@ pub(crate) fn live_file_set(inner: &Arc<DbInner>) -> Result<LiveFileSet> {
         let wals = filenames::live_wals(&names, log_number);
         (wals, inner.visible_seq.load(std::sync::atomic::Ordering::Acquire))
     } else {
-        (Vec::new(), edit.last_sequence.unwrap_or(0))
+        (Vec::new(), edits.first().and_then(|e| e.last_sequence).unwrap_or(0))
     };
-    Ok(LiveFileSet { _pin: version, tables, blobs, wals, edit, manifest_number, last_sequence, options_file })
+    Ok(LiveFileSet { _pin: versions, tables, blobs, wals, edits, manifest_number, last_sequence, options_file })
 }
 
-/// Writes a MANIFEST holding `edit` at `path`, fsynced.
-pub(crate) fn write_manifest(fs: &dyn Fs, path: &Path, edit: &VersionEdit) -> Result<()> {
-    edit.validate()?;
-    let mut buf = Vec::new();
-    edit.encode(&mut buf);
+/// Writes a MANIFEST holding `edits` at `path`, fsynced.
+pub(crate) fn write_manifest(fs: &dyn Fs, path: &Path, edits: &[VersionEdit]) -> Result<()> {
     let mut w = log::Writer::new(fs.create(path)?);
-    w.add_record(&buf)?;
+    for edit in edits {
+        edit.validate()?;
+        let mut buf = Vec::new();
+        edit.encode(&mut buf);
+        w.add_record(&buf)?;
+    }
     w.sync()
 }
 
@@ -220,7 +228,7 @@ fn write_checkpoint(fs: &dyn Fs, src: &Path, set: &LiveFileSet, out: &Path) -> R
     for &n in &set.wals {
         copy_file(fs, &filenames::wal(src, n), &filenames::wal(out, n), None)?;
     }
-    write_manifest(fs, &out.join(filenames::manifest_name(set.manifest_number)), &set.edit)?;
+    write_manifest(fs, &out.join(filenames::manifest_name(set.manifest_number)), &set.edits)?;
     let identity = filenames::identity(src);
     if fs.exists(&identity) {
         copy_file(fs, &identity, &filenames::identity(out), None)?;

@@ -152,7 +152,7 @@ fn pinned_file_set_keeps_its_tables_through_compaction() {
     }
     db.compact_range(None, None).unwrap();
     db.wait_for_compaction().unwrap();
-    let live: Vec<u64> = db.inner.sv.load().version.levels.iter().flatten().map(|f| f.number).collect();
+    let live: Vec<u64> = db.inner.default.sv.load().version.levels.iter().flatten().map(|f| f.number).collect();
     assert!(set.tables.iter().any(|(n, _)| !live.contains(n)), "compaction replaced none of the pinned tables");
     for (n, size) in &set.tables {
         assert_eq!(fs.file_size(&filenames::table(&p("/db"), *n)).unwrap(), *size, "table {n} was deleted");

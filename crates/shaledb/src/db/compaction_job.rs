@@ -34,6 +34,7 @@ use std::time::Instant;
 /// table file (for the compaction filter's context).
 pub(super) fn execute(
     inner: &Arc<DbInner>,
+    fam: &super::family::Family,
     task: &CompactionTask,
     snapshots: &[u64],
     full: bool,
@@ -54,19 +55,20 @@ pub(super) fn execute(
         tables.push((f.as_ref(), t));
     }
     let range_dels = (!tombstones.is_empty()).then(|| Arc::new(Fragments::merged(tombstones.iter())));
-    let pieces = if subcompaction::should_split(task, &inner.opts) {
+    let pieces = if subcompaction::should_split(task, &fam.opts) {
         let anchors = tables.iter().flat_map(|(f, t)| subcompaction::table_anchors(t, f)).collect();
-        let max = inner.opts.max_subcompactions as usize;
+        let max = fam.opts.max_subcompactions as usize;
         Piece::split(&subcompaction::choose_boundaries(anchors, max, task.max_output_file_size))
     } else {
         vec![Piece::default()]
     };
-    let mut table_options = inner.opts.table_options(inner.db_id, task.output_level, task.bottommost);
+    let mut table_options = fam.opts.table_options(inner.db_id, task.output_level, task.bottommost);
     if table_options.creation_time.is_some() && oldest_input.is_some() {
         table_options.creation_time = oldest_input;
     }
     let job = Job {
         inner,
+        fam,
         snapshots,
         bottommost: task.bottommost,
         tables: &tables,
@@ -79,7 +81,7 @@ pub(super) fn execute(
             max_grandparent_overlap: picker::max_grandparent_overlap(task.max_output_file_size),
         },
         filter: JobFilter::for_job(
-            &inner.opts,
+            &fam.opts,
             FilterContext {
                 level: task.level,
                 output_level: task.output_level,
@@ -90,9 +92,9 @@ pub(super) fn execute(
         ),
     };
     // Garbage collection relocates from the oldest blob files of the current version.
-    let gc_below = crate::blob::gc_cutoff(&inner.opts, &inner.sv.load().version);
-    let blob = crate::blob::config(&inner.opts, &inner.blobs, &inner.dir, gc_below);
-    let limiter = inner.opts.rate_limiter.as_ref();
+    let gc_below = crate::blob::gc_cutoff(&fam.opts, &fam.sv.load().version);
+    let blob = crate::blob::config(&fam.opts, &inner.blobs, &inner.dir, gc_below);
+    let limiter = fam.opts.rate_limiter.as_ref();
     let results = crate::rate_limiter::with_limited_fs(inner.fs.as_ref(), limiter, IoPriority::Low, |fs| {
         run_pieces(&pieces, &|piece: &Piece| job.run_piece(fs, &blob, piece))
     });
@@ -132,6 +134,7 @@ pub(super) fn execute(
 /// What every piece of a job shares.
 struct Job<'a> {
     inner: &'a Arc<DbInner>,
+    fam: &'a super::family::Family,
     snapshots: &'a [u64],
     bottommost: bool,
     /// The input tables, opened once.
@@ -148,12 +151,12 @@ impl Job<'_> {
     /// Writes the outputs of `piece`; returns them with the CPU time its thread spent.
     fn run_piece(&self, fs: &dyn Fs, blob: &crate::blob::BlobConfig, piece: &Piece) -> Result<(RunOutput, u64)> {
         let cpu_start = shaledb_vfs::thread_cpu_micros();
-        let inner = self.inner;
+        let (inner, fam) = (self.inner, self.fam);
         // Inputs are read front to back in large reads (RocksDB's compaction_readahead_size), also with O_DIRECT.
         let input_opts = TableIterOptions {
-            verify_checksums: inner.opts.paranoid_checks,
+            verify_checksums: fam.opts.paranoid_checks,
             fill_cache: false,
-            readahead: match inner.opts.compaction_readahead_size {
+            readahead: match fam.opts.compaction_readahead_size {
                 0 => Readahead::Off,
                 n => Readahead::Fixed(n),
             },
@@ -174,10 +177,10 @@ impl Job<'_> {
         };
         let cx = RunContext {
             fs,
-            write_hints: WriteHints { direct: inner.opts.use_direct_io_for_flush_and_compaction },
+            write_hints: WriteHints { direct: fam.opts.use_direct_io_for_flush_and_compaction },
             new_file: &new_file,
             snapshots: self.snapshots,
-            merge: inner.opts.merge_operator.as_ref(),
+            merge: fam.opts.merge_operator.as_ref(),
             bottommost: self.bottommost,
             stop: &inner.shutting_down,
             filter: self.filter.as_ref(),

@@ -178,7 +178,7 @@ impl Db {
                 "get_approximate_sizes needs include_files or include_memtables (or both)".into(),
             ));
         }
-        let sv = self.inner.sv.load();
+        let sv = self.inner.default.sv.load();
         let mut sizes = Vec::with_capacity(ranges.len());
         for r in ranges {
             let (start, limit) = (r.start.as_ref(), r.end.as_ref());
@@ -254,7 +254,7 @@ impl Db {
         if start >= limit {
             return (0, 0);
         }
-        let sv = self.inner.sv.load();
+        let sv = self.inner.default.sv.load();
         std::iter::once(&sv.mem).chain(sv.imm.iter()).fold((0, 0), |(c, b), m| {
             let (mc, mb) = memtable_stats(m, start, limit);
             (c + mc, b + mb)

@@ -196,8 +196,7 @@ fn temp_is_ours(fs: &dyn Fs, dir: &Path, number: u64) -> bool {
 /// `vs.foreign_numbers` the numbers of look-alike files that cannot be proven ours. Returns the names removed.
 pub(crate) fn remove_leftovers(fs: &dyn Fs, dir: &Path, vs: &mut VersionSet, names: &[String]) -> Result<Vec<String>> {
     let counter = vs.next_file_number;
-    let mut live: HashSet<u64> = vs.current().levels.iter().flatten().map(|f| f.number).collect();
-    live.extend(vs.current().blob_files.keys());
+    let live: HashSet<u64> = vs.live_numbers();
     let mut removed = Vec::new();
     for name in names {
         let remove = match filenames::parse(name) {
@@ -207,7 +206,7 @@ pub(crate) fn remove_leftovers(fs: &dyn Fs, dir: &Path, vs: &mut VersionSet, nam
             Some(FileKind::Manifest(n)) => n != vs.manifest_number() && n < counter,
             Some(FileKind::Temp(n)) => temp_is_ours(fs, dir, n),
             // WALs below the log number hold nothing the tables lack; the others are replayed.
-            Some(FileKind::Wal(n)) => n < vs.log_number,
+            Some(FileKind::Wal(n)) => n < vs.min_log_number(),
             _ => false,
         };
         if remove {
@@ -234,12 +233,11 @@ pub(crate) fn remove_leftovers(fs: &dyn Fs, dir: &Path, vs: &mut VersionSet, nam
 /// and not one found unproven at the start.
 pub(crate) fn remove_obsolete(fs: &dyn Fs, dir: &Path, vs: &VersionSet, replayed_wals: &[u64]) -> Result<Vec<String>> {
     let mut removed = Vec::new();
-    let mut live: HashSet<u64> = vs.current().levels.iter().flatten().map(|f| f.number).collect();
-    live.extend(vs.current().blob_files.keys());
+    let live: HashSet<u64> = vs.live_numbers();
     let counter = vs.next_file_number;
     for name in fs.list(dir)? {
         let remove = match filenames::parse(&name) {
-            Some(FileKind::Wal(n)) => replayed_wals.contains(&n) && n < vs.log_number,
+            Some(FileKind::Wal(n)) => replayed_wals.contains(&n) && n < vs.min_log_number(),
             Some(FileKind::Table(n) | FileKind::Blob(n)) => {
                 !live.contains(&n) && n < counter && !vs.foreign_numbers.contains(&n)
             }

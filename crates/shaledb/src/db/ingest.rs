@@ -340,8 +340,9 @@ fn install(
     check_error(&st)?;
     let overlaps_memtable = |st: &State| {
         files.iter().any(|f| {
-            std::iter::once(&st.mem)
-                .chain(&st.imm)
+            let d = st.default_fam();
+            std::iter::once(&d.mem)
+                .chain(&d.imm)
                 .any(|m| memtable_overlaps(m, f.smallest_user_key(), f.largest_user_key()))
         })
     };
@@ -420,7 +421,7 @@ fn install(
     if global {
         wal.next_seq = seq + 1;
     }
-    inner.install_super_version(&mut st);
+    inner.install_super_version(&mut st, 0);
     if global {
         let _g = inner.publish.lock();
         inner.visible_seq.store(seq, Ordering::Release);
@@ -445,14 +446,14 @@ fn flush_memtables(
     wal: &mut write::WalState,
     st: &mut parking_lot::MutexGuard<'_, State>,
 ) -> Result<()> {
-    if !st.mem.is_empty() {
-        write::switch_memtable(inner, wal, st).inspect_err(|e| {
+    if !st.default_fam().mem.is_empty() {
+        write::switch_memtable(inner, wal, st, &[0]).inspect_err(|e| {
             inner.set_bg_error(st, e, crate::listener::BackgroundErrorReason::MemTable);
         })?;
     }
-    let Some(target) = st.imm.first().map(|m| m.id()) else { return Ok(()) };
+    let Some(target) = st.default_fam().imm.first().map(|m| m.id()) else { return Ok(()) };
     inner.bg_cv.notify_all();
-    while st.imm.iter().any(|m| m.id() <= target) {
+    while st.default_fam().imm.iter().any(|m| m.id() <= target) {
         check_error(st)?;
         if st.bg_threads_alive == 0 {
             return Err(Error::Closed);

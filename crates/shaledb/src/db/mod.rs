@@ -9,6 +9,8 @@ pub(crate) mod checkpoint;
 mod compaction_job;
 mod estimate;
 mod events;
+pub(crate) mod family;
+mod family_api;
 pub(crate) mod files;
 mod flush;
 mod ingest;
@@ -25,6 +27,7 @@ mod stats_dump;
 mod write;
 
 pub use estimate::SizeApproximationOptions;
+pub use family::{ColumnFamily, ColumnFamilyDescriptor};
 
 use crate::batch::WriteBatch;
 use crate::memtable::MemTable;
@@ -34,7 +37,6 @@ use crate::stats::{Counters, LevelStats, Statistics};
 use crate::table_cache::TableCache;
 use crate::version::Version;
 use crate::version_set::VersionSet;
-use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 use shaledb_format::batch::BatchRep;
 use shaledb_format::cache::BlockCache;
@@ -58,9 +60,10 @@ pub(crate) struct SuperVersion {
 /// State changed by writers switching memtables and by background jobs. Guarded by `DbInner::state`.
 pub(crate) struct State {
     pub(crate) vs: VersionSet,
-    pub(crate) mem: Arc<MemTable>,
-    /// Newest first.
-    pub(crate) imm: Vec<Arc<MemTable>>,
+    /// Every live column family's memtables, by id; the default family (0) is always there.
+    pub(crate) fams: std::collections::BTreeMap<u32, family::FamilyState>,
+    /// The active memtables, for the write leader (rebuilt by [`State::rebuild_mems`]).
+    pub(crate) mems: Arc<family::Mems>,
     pub(crate) flushing: bool,
     pub(crate) running_compactions: usize,
     /// Files that are inputs of a running compaction.
@@ -79,6 +82,23 @@ pub(crate) struct State {
     pub(crate) stall: crate::listener::WriteStallCondition,
 }
 
+impl State {
+    /// The default family's state.
+    pub(crate) fn default_fam(&self) -> &family::FamilyState {
+        &self.fams[&0]
+    }
+
+    /// Rebuilds [`State::mems`] after a memtable switch or a family's creation or drop.
+    pub(crate) fn rebuild_mems(&mut self) {
+        self.mems = Arc::new(family::Mems(self.fams.iter().map(|(id, f)| (*id, f.mem.clone())).collect()));
+    }
+
+    /// True when some family has an immutable memtable waiting.
+    pub(crate) fn any_imm(&self) -> bool {
+        self.fams.values().any(|f| !f.imm.is_empty())
+    }
+}
+
 pub(crate) struct DbInner {
     pub(crate) dir: PathBuf,
     /// The database's identity (MANIFEST, IDENTITY file, every new table's properties).
@@ -86,7 +106,8 @@ pub(crate) struct DbInner {
     pub(crate) opts: Options,
     pub(crate) fs: Arc<dyn Fs>,
     lock: Mutex<Option<Box<dyn FileLock>>>,
-    pub(crate) sv: ArcSwap<SuperVersion>,
+    /// The default column family (id 0): what every call without a family reads and writes.
+    pub(crate) default: Arc<family::Family>,
     pub(crate) state: Mutex<State>,
     /// Signalled when background work may be due or has finished (with `state`).
     pub(crate) bg_cv: Condvar,
@@ -124,7 +145,9 @@ pub(super) struct Opened {
     pub(super) vs: VersionSet,
     /// `None` when read-only: no LOCK is taken.
     pub(super) lock: Option<Box<dyn FileLock>>,
-    pub(super) mem: Arc<MemTable>,
+    /// Every live family's options and active memtable, by id (the default family's options are ignored:
+    /// it has the database's).
+    pub(super) fams: Vec<(u32, Options, Arc<MemTable>)>,
     pub(super) wal: write::WalState,
     pub(super) visible_seq: u64,
     pub(super) counters: Counters,
@@ -150,28 +173,49 @@ impl DbInner {
             table_stats.clone(),
             db_id,
         ));
-        let version = o.vs.current().clone();
         let blobs = Arc::new(crate::blob::BlobFiles::new(dir, opts.fs.clone(), db_id));
+        let mut fams = std::collections::BTreeMap::new();
+        let mut live_versions = Vec::new();
+        for (id, fopts, mem) in o.fams {
+            let Some(fv) = o.vs.families().get(&id) else { continue };
+            let version = fv.current.clone();
+            live_versions.push(Arc::downgrade(&version));
+            let fopts = if id == 0 { opts.clone() } else { fopts };
+            let sv = SuperVersion { mem: mem.clone(), imm: Vec::new(), version };
+            let fam = Arc::new(family::Family::new(id, fv.name.clone(), fopts, sv));
+            fams.insert(id, family::FamilyState { fam, mem, imm: Vec::new() });
+        }
+        let default = fams.get(&0).map(|f: &family::FamilyState| f.fam.clone()).unwrap_or_else(|| {
+            // Unreachable: the version set always holds the default family and open gives its memtable.
+            let version = o.vs.current().clone();
+            let mem = Arc::new(MemTable::for_options(0, &opts));
+            let sv = SuperVersion { mem: mem.clone(), imm: Vec::new(), version };
+            let fam = Arc::new(family::Family::new(0, "default".into(), opts.clone(), sv));
+            fams.insert(0, family::FamilyState { fam: fam.clone(), mem, imm: Vec::new() });
+            fam
+        });
+        let mut state = State {
+            vs: o.vs,
+            fams,
+            mems: Arc::default(),
+            flushing: false,
+            running_compactions: 0,
+            busy: Default::default(),
+            bg_error: None,
+            manual: 0,
+            obsolete_tables: Vec::new(),
+            live_versions,
+            bg_threads_alive: 0,
+            stall: Default::default(),
+        };
+        state.rebuild_mems();
         Arc::new(DbInner {
             dir: dir.to_path_buf(),
             db_id,
             fs: opts.fs.clone(),
             lock: Mutex::new(o.lock),
-            sv: ArcSwap::from_pointee(SuperVersion { mem: o.mem.clone(), imm: Vec::new(), version: version.clone() }),
-            state: Mutex::new(State {
-                vs: o.vs,
-                mem: o.mem,
-                imm: Vec::new(),
-                flushing: false,
-                running_compactions: 0,
-                busy: Default::default(),
-                bg_error: None,
-                manual: 0,
-                obsolete_tables: Vec::new(),
-                live_versions: vec![Arc::downgrade(&version)],
-                bg_threads_alive: 0,
-                stall: Default::default(),
-            }),
+            default,
+            state: Mutex::new(state),
             bg_cv: Condvar::new(),
             write: Default::default(),
             wal: Mutex::new(o.wal),
@@ -257,7 +301,7 @@ impl Db {
     /// # Ok::<(), shaledb::Error>(())
     /// ```
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        let inner = open::open(path.as_ref(), opts)?;
+        let inner = open::open(path.as_ref(), opts, &[])?;
         Ok(Db { inner })
     }
 
@@ -445,17 +489,21 @@ impl Db {
         if batch.is_empty() {
             return Ok(());
         }
-        if self.inner.opts.merge_operator.is_none()
-            && batch.rep.iter().any(|e| e.is_ok_and(|e| e.kind == ikey::ValueKind::Merge))
-        {
-            return Err(Error::InvalidArgument("merge needs Options::merge_operator to be set".into()));
-        }
+        let mut families = false;
         for e in batch.rep.iter() {
             let e = e?;
             check_len(e.key, e.value)?;
             if e.kind == ikey::ValueKind::RangeDeletion && e.key > e.value {
                 return Err(Error::InvalidArgument("delete_range: the end key comes before the begin key".into()));
             }
+            if e.family != 0 {
+                families = true;
+            } else if e.kind == ikey::ValueKind::Merge && self.inner.opts.merge_operator.is_none() {
+                return Err(Error::InvalidArgument("merge needs Options::merge_operator to be set".into()));
+            }
+        }
+        if families {
+            family_api::check_batch_families(&self.inner, &batch.rep)?;
         }
         write::write(&self.inner, batch.rep.clone(), opts)
     }
@@ -478,7 +526,7 @@ impl Db {
     /// # Ok::<(), shaledb::Error>(())
     /// ```
     pub fn flush(&self) -> Result<()> {
-        background::flush(&self.inner)
+        background::flush(&self.inner, None)
     }
 
     /// Compacts the key range `[begin, end]` (both inclusive; `None` = unbounded) down to the last level,
@@ -500,7 +548,7 @@ impl Db {
     /// # Ok::<(), shaledb::Error>(())
     /// ```
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        background::compact_range(&self.inner, begin, end)
+        background::compact_range(&self.inner, 0, begin, end)
     }
 
     /// Compacts every file of level 0 (`level` 0), or of the first non-empty level below it (`level` 1), into
@@ -542,7 +590,7 @@ impl DbInner {
     pub(crate) fn statistics(&self) -> Statistics {
         let inner = self;
         let c = &inner.counters;
-        let v = inner.sv.load().version.clone();
+        let v = inner.default.sv.load().version.clone();
         let busy = inner.state.lock().busy.clone();
         let comp = c.compaction.lock().clone();
         let scores = crate::picker::scores(&v, &inner.opts, &busy);
@@ -593,8 +641,9 @@ impl DbInner {
             memtable_hits: ld(&c.memtable_hits),
             pending_compaction_bytes: crate::picker::pending_compaction_bytes(&v, &inner.opts),
             memtable_bytes: {
-                let sv = inner.sv.load();
-                sv.imm.iter().chain(std::iter::once(&sv.mem)).map(|m| m.approximate_memory_usage() as u64).sum()
+                let st = inner.state.lock();
+                let mems = st.fams.values().flat_map(|f| f.imm.iter().chain(std::iter::once(&f.mem)));
+                mems.map(|m| m.approximate_memory_usage() as u64).sum()
             },
             compaction_times: jobs[0].clone(),
             compaction_cpu_times: jobs[1].clone(),
@@ -644,11 +693,15 @@ impl Db {
     /// Verifies every checksum of every live table and blob file (the engine side of `shaledb verify`); a blob
     /// file must also hold the records the MANIFEST recorded for it.
     pub fn verify_checksums(&self) -> Result<()> {
-        let v = self.inner.sv.load().version.clone();
-        for f in v.levels.iter().flatten() {
-            self.inner.tables.open_uncached(f, false)?.verify()?;
+        let versions: Vec<Arc<Version>> =
+            self.inner.state.lock().vs.families().values().map(|f| f.current.clone()).collect();
+        for v in versions {
+            for f in v.levels.iter().flatten() {
+                self.inner.tables.open_uncached(f, false)?.verify()?;
+            }
+            crate::blob::verify_files(&self.inner.blobs, &v)?;
         }
-        crate::blob::verify_files(&self.inner.blobs, &v)
+        Ok(())
     }
 }
 
@@ -660,12 +713,13 @@ impl Drop for Db {
 }
 
 impl DbInner {
-    /// Publishes a new super version built from `st`. REQUIRES: `state` locked (the caller's `st`).
-    pub(crate) fn install_super_version(&self, st: &mut State) {
-        let version = st.vs.current().clone();
+    /// Publishes a new super version of family `id` built from `st` (nothing once the family is dropped).
+    /// REQUIRES: `state` locked (the caller's `st`).
+    pub(crate) fn install_super_version(&self, st: &mut State, id: u32) {
+        let (Some(version), Some(f)) = (st.vs.current_of(id).cloned(), st.fams.get(&id)) else { return };
         st.live_versions.retain(|w| w.strong_count() > 0);
         st.live_versions.push(Arc::downgrade(&version));
-        self.sv.store(Arc::new(SuperVersion { mem: st.mem.clone(), imm: st.imm.clone(), version }));
+        f.fam.sv.store(Arc::new(SuperVersion { mem: f.mem.clone(), imm: f.imm.clone(), version }));
         stall::note(self, st, None);
     }
 

@@ -24,7 +24,7 @@ impl Db {
     /// that keeps its number.
     pub(crate) fn newest_sequence(&self, key: &[u8]) -> Result<Option<u64>> {
         let inner = &self.inner;
-        let sv = inner.sv.load();
+        let sv = inner.default.sv.load();
         let mut target = Vec::with_capacity(key.len() + ikey::TRAILER_LEN);
         ikey::append_internal_key(&mut target, key, MAX_SEQUENCE, KIND_FOR_SEEK);
         let first_of_key = |it: &mut dyn InternalIterator| -> Result<Option<u64>> {

@@ -21,8 +21,13 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
+/// Opens the database with the families of `descs` taking their options (the others take the database's).
+pub(crate) fn open(dir: &Path, opts: Options, descs: &[super::ColumnFamilyDescriptor]) -> Result<Arc<DbInner>> {
     opts.validate()?;
+    let mut fam_opts = std::collections::HashMap::new();
+    for d in descs {
+        fam_opts.insert(d.name.clone(), super::family::family_options(&opts, &d.options)?);
+    }
     let lock = lock_directory(dir, &opts)?;
     let exists = opts.fs.exists(&filenames::current(dir));
     let names = opts.fs.list(dir)?;
@@ -32,7 +37,13 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     probe_direct_io(dir, &opts)?;
     let info_log = open_info_log(dir, &opts, &leftovers);
     let wals = find_live_wals(&mut vs, &names, &info_log);
-    let mut rec = replay_wals(dir, &opts, vs, &wals, &info_log)?;
+    let names_of: std::collections::BTreeMap<u32, String> =
+        vs.families().iter().map(|(id, f)| (*id, f.name.clone())).collect();
+    let opts_of = |id: u32| -> Options {
+        let named = names_of.get(&id).and_then(|n| fam_opts.get(n)).filter(|_| id != 0);
+        named.cloned().unwrap_or_else(|| opts.clone())
+    };
+    let mut rec = replay_wals(dir, &opts, vs, &wals, &info_log, &opts_of)?;
     let wal = start_new_wal(dir, &opts, &mut rec)?;
     keep_unreplayed_wals(dir, &opts, &mut rec, &info_log)?;
     write_recovered_manifest(&mut rec, wal.number)?;
@@ -40,14 +51,23 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     write_options_file(dir, &opts, &mut rec.vs, &info_log, options_note)?;
 
     let (wal_number, max_seq) = (wal.number, rec.max_seq);
-    let mem = Arc::new(MemTable::for_options(wal_number, &opts));
+    let fams = rec
+        .vs
+        .families()
+        .keys()
+        .map(|&id| {
+            let o = opts_of(id);
+            let mem = Arc::new(MemTable::for_options(wal_number, &o));
+            (id, o, mem)
+        })
+        .collect();
     let inner = DbInner::assemble(
         dir,
         opts,
         Opened {
             vs: rec.vs,
             lock: Some(lock),
-            mem,
+            fams,
             wal,
             visible_seq: max_seq,
             counters: rec.counters,
@@ -108,7 +128,9 @@ fn recover_manifest(dir: &Path, opts: &Options, names: &[String]) -> Result<(Ver
     };
     vs.db_id = Some(id);
     if opts.paranoid_checks {
-        super::files::check_live_files(fs, dir, vs.current())?;
+        for f in vs.families().values() {
+            super::files::check_live_files(fs, dir, &f.current)?;
+        }
     }
     let leftovers = super::files::remove_leftovers(fs, dir, &mut vs, names)?;
     if on_disk != Some(id) {
@@ -187,16 +209,17 @@ fn open_info_log(dir: &Path, opts: &Options, leftovers: &[String]) -> InfoLog {
 /// numbers may be above the MANIFEST's counter (a WAL is created before the next edit records the counter):
 /// the counter steps over them.
 fn find_live_wals(vs: &mut VersionSet, names: &[String], info_log: &InfoLog) -> Vec<u64> {
-    let wals = filenames::live_wals(names, vs.log_number);
+    let wals = filenames::live_wals(names, vs.min_log_number());
     for &n in &wals {
         vs.mark_file_number_used(n);
     }
     info_log.log(format_args!(
-        "recovered MANIFEST-{:06}: database {}, log number {}, next file {}, last sequence {}; WALs to replay: \
-         {wals:?}",
+        "recovered MANIFEST-{:06}: database {}, {} column families, log number {}, next file {}, last sequence {}; \
+         WALs to replay: {wals:?}",
         vs.manifest_number(),
         identity::to_hex(&vs.db_id.unwrap_or_default()),
-        vs.log_number,
+        vs.families().len(),
+        vs.min_log_number(),
         vs.next_file_number,
         vs.last_sequence
     ));
@@ -206,8 +229,9 @@ fn find_live_wals(vs: &mut VersionSet, names: &[String], info_log: &InfoLog) -> 
 /// What WAL replay recovered, carried through the steps that make it the new durable state.
 struct Recovery {
     vs: VersionSet,
-    /// The recovery's edit: the L0 tables replay wrote, then the new WAL's number and the last sequence.
-    edit: VersionEdit,
+    /// The recovery's edit of each family: the L0 tables replay wrote, then the new WAL's number and the last
+    /// sequence.
+    edits: std::collections::BTreeMap<u32, VersionEdit>,
     max_seq: u64,
     losses: Losses,
     /// WALs (by number) not replayed in full.
@@ -218,38 +242,64 @@ struct Recovery {
 /// Replays `wals` under the recovery mode (replay.rs), then flushes what is left in the memtable to L0. The
 /// tables take numbers from the version set's counter (range-checked, stepping over files that are not ours).
 /// A refusal is written to the LOG.
-fn replay_wals(dir: &Path, opts: &Options, vs: VersionSet, wals: &[u64], info_log: &InfoLog) -> Result<Recovery> {
+fn replay_wals(
+    dir: &Path,
+    opts: &Options,
+    vs: VersionSet,
+    wals: &[u64],
+    info_log: &InfoLog,
+    opts_of: &dyn Fn(u32) -> Options,
+) -> Result<Recovery> {
     let db_id = vs.db_id.unwrap_or_default();
     let counters = Counters::new(opts.num_levels);
     let last_sequence = vs.last_sequence;
+    let targets = super::replay::targets(&vs, opts_of);
+    let max_family = vs.max_family;
     let vs_numbers = Mutex::new(vs);
     let new_number = || vs_numbers.lock().new_file_number();
     let stop = AtomicBool::new(false);
-    let mut edit = VersionEdit::default();
-    let replayed = super::replay::replay(opts, db_id, dir, wals, &new_number, &stop, info_log, last_sequence)
-        .inspect_err(|e| info_log.log(format_args!("open refused: {e}")))?;
-    let mem = replayed.mem;
+    let replayed = super::replay::replay(
+        opts,
+        &targets,
+        max_family,
+        db_id,
+        dir,
+        wals,
+        &new_number,
+        &stop,
+        info_log,
+        last_sequence,
+    )
+    .inspect_err(|e| info_log.log(format_args!("open refused: {e}")))?;
     let mut flush_stats = replayed.stats;
-    edit.new_files.extend(replayed.files.into_iter().map(|f| (0, f)));
-    edit.blob_files.extend(replayed.blob_files);
-    if !mem.is_empty() {
-        let blobs = crate::blob::BlobFiles::new(dir, opts.fs.clone(), db_id);
-        let (files, st, blob) = write_level0(opts, db_id, dir, &mem, &new_number, &[], &stop, &blobs)?;
-        flush_stats.add(&st);
-        edit.new_files.extend(files.into_iter().map(|f| (0, f)));
-        edit.blob_files.extend(blob.additions);
+    let mut edits = std::collections::BTreeMap::new();
+    let blobs = crate::blob::BlobFiles::new(dir, opts.fs.clone(), db_id);
+    for t in &targets {
+        let Some(f) = replayed.fams.get(&t.id) else { continue };
+        let mut edit = VersionEdit { family: (t.id != 0).then_some(t.id), ..VersionEdit::default() };
+        edit.new_files.extend(f.files.iter().map(|f| (0, f.clone())));
+        edit.blob_files.extend(f.blob_files.iter().copied());
+        if !f.mem.is_empty() {
+            let (files, st, blob) = write_level0(&t.opts, db_id, dir, &f.mem, &new_number, &[], &stop, &blobs)?;
+            flush_stats.add(&st);
+            edit.new_files.extend(files.into_iter().map(|f| (0, f)));
+            edit.blob_files.extend(blob.additions);
+        }
+        edits.insert(t.id, edit);
     }
     let vs = vs_numbers.into_inner();
     counters.record_compaction(0, &flush_stats);
-    Ok(Recovery { vs, edit, max_seq: replayed.max_seq, losses: replayed.losses, to_keep: replayed.to_keep, counters })
+    Ok(Recovery { vs, edits, max_seq: replayed.max_seq, losses: replayed.losses, to_keep: replayed.to_keep, counters })
 }
 
 /// A fresh WAL; the old ones are obsolete once the recovery's edit, which names it, is durable.
 fn start_new_wal(dir: &Path, opts: &Options, rec: &mut Recovery) -> Result<WalState> {
     let wal_number = rec.vs.new_file_number()?;
     let wal_file = opts.fs.create(&filenames::wal(dir, wal_number))?;
-    rec.edit.log_number = Some(wal_number);
-    rec.edit.last_sequence = Some(rec.max_seq);
+    for edit in rec.edits.values_mut() {
+        edit.log_number = Some(wal_number);
+        edit.last_sequence = Some(rec.max_seq);
+    }
     Ok(WalState::new(log::Writer::new(wal_file), wal_number, rec.max_seq + 1))
 }
 
@@ -268,8 +318,11 @@ fn keep_unreplayed_wals(dir: &Path, opts: &Options, rec: &mut Recovery, info_log
 /// Recovery always starts a new MANIFEST holding a snapshot that includes the recovery's edit, and switches
 /// CURRENT to it.
 fn write_recovered_manifest(rec: &mut Recovery, wal_number: u64) -> Result<()> {
-    let v = crate::version_set::apply(rec.vs.current(), &rec.edit, Path::new("recovery"))?;
-    rec.vs.replace_current(Arc::new(v), wal_number, rec.max_seq);
+    for (&id, edit) in &rec.edits {
+        let Some(base) = rec.vs.current_of(id) else { continue };
+        let v = crate::version_set::apply(base, edit, Path::new("recovery"))?;
+        rec.vs.replace_current(id, Arc::new(v), wal_number, rec.max_seq);
+    }
     rec.vs.write_new_manifest()
 }
 

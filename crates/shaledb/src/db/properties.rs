@@ -71,13 +71,13 @@ impl Db {
                 })
             }
             "levelstats" => Some(crate::stats_report::format_level_stats(&self.statistics())),
-            "sstables" => Some(sstables(&self.inner.sv.load().version)),
+            "sstables" => Some(sstables(&self.inner.default.sv.load().version)),
             "background-error" => {
                 Some(self.inner.state.lock().bg_error.as_ref().map_or(String::new(), |e| e.to_string()))
             }
             _ => {
                 let level: usize = name.strip_prefix("num-files-at-level")?.parse().ok()?;
-                let sv = self.inner.sv.load();
+                let sv = self.inner.default.sv.load();
                 (level < sv.version.num_levels()).then(|| sv.version.files(level).len().to_string())
             }
         }
@@ -142,7 +142,7 @@ impl Db {
             return None;
         }
         let inner = &self.inner;
-        let sv = inner.sv.load();
+        let sv = inner.default.sv.load();
         let v = &sv.version;
         let n = |x: usize| Some(x as u64);
         match name {
@@ -221,7 +221,7 @@ impl Db {
 
     /// Bytes of the active and immutable memtables.
     pub(super) fn memtable_bytes(&self) -> u64 {
-        let sv = self.inner.sv.load();
+        let sv = self.inner.default.sv.load();
         let mut n = sv.mem.approximate_memory_usage() as u64;
         for m in &sv.imm {
             n += m.approximate_memory_usage() as u64;

@@ -1,6 +1,7 @@
 //! The read path: `get`, iterators and cursors over a pinned view, snapshots. A read takes no lock: it loads
 //! the published [`SuperVersion`] and the visible sequence number (see `pin_view` for their order).
 
+use super::family::Family;
 use super::{Db, DbInner, SuperVersion};
 use crate::iter::{Cursor, Iter, KeyRange, LevelIterator, MergingIterator, RangeDelFilter, RefreshFn};
 use crate::lookup::GetState;
@@ -91,12 +92,22 @@ impl Db {
     /// # Ok::<(), shaledb::Error>(())
     /// ```
     pub fn get_into(&self, opts: &ReadOptions, key: impl AsRef<[u8]>, out: &mut Vec<u8>) -> Result<bool> {
-        let key = key.as_ref();
+        self.get_into_family(&self.inner.default, opts, key.as_ref(), out)
+    }
+
+    /// [`Db::get_into`] in family `fam`.
+    pub(crate) fn get_into_family(
+        &self,
+        fam: &Family,
+        opts: &ReadOptions,
+        key: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
         let inner = &self.inner;
         // The super version first, then the sequence (see `pin_view` for why this order).
-        let (sv, seq) = self.pin_view(opts);
+        let (sv, seq) = pin_view(inner, fam, opts);
         Counters::add(&inner.counters.gets, 1);
-        let mut state = GetState::with_buffer(key, seq, inner.opts.merge_operator.as_ref(), std::mem::take(out))
+        let mut state = GetState::with_buffer(key, seq, fam.opts.merge_operator.as_ref(), std::mem::take(out))
             .with_blobs(&inner.blobs);
         let hash = bloom::key_hash(key);
         // Range tombstones first: the newest one covering the key deletes every older entry, wherever it is.
@@ -118,7 +129,7 @@ impl Db {
         if state.is_done() {
             Counters::add(&inner.counters.memtable_hits, 1);
         } else {
-            self.get_from_tables(&sv.version, opts, key, hash, seq, &mut state)?;
+            self.get_from_tables(fam, &sv.version, opts, key, hash, seq, &mut state)?;
         }
         let found = state.finish_into(out)?;
         let found = self.ttl_read(opts, key, found, out)?;
@@ -142,8 +153,10 @@ impl Db {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn get_from_tables(
         &self,
+        fam: &Family,
         v: &Version,
         opts: &ReadOptions,
         key: &[u8],
@@ -162,7 +175,7 @@ impl Db {
             }
             let table = inner.tables.get(f)?;
             Counters::add(&inner.counters.bloom_checked, 1);
-            if !table_may_contain(&inner.opts, &table, key, hash) {
+            if !table_may_contain(&fam.opts, &table, key, hash) {
                 Counters::add(&inner.counters.bloom_useful, 1);
                 return Ok(false);
             }
@@ -345,22 +358,34 @@ impl Db {
     /// A cursor reading as `opts` says within `lower` (inclusive) and `upper` (exclusive), in place of `opts`'
     /// own bounds. Without a snapshot, on a read-write database, it can be refreshed ([`Cursor::refresh`]).
     fn cursor_with_bounds(&self, opts: &ReadOptions, lower: Option<Vec<u8>>, upper: Option<Vec<u8>>) -> Cursor {
+        self.cursor_in_family(&self.inner.default, opts, lower, upper)
+    }
+
+    /// [`Db::cursor_opt`] in family `fam`, within `lower` and `upper` in place of `opts`' own bounds.
+    pub(crate) fn cursor_in_family(
+        &self,
+        fam: &Arc<Family>,
+        opts: &ReadOptions,
+        lower: Option<Vec<u8>>,
+        upper: Option<Vec<u8>>,
+    ) -> Cursor {
         let inner = &self.inner;
         // ReadOptions::prefix_same_as_start: sources whose prefix filter excludes a sought prefix are skipped.
-        let scope = match inner.opts.prefix_extractor {
+        let scope = match fam.opts.prefix_extractor {
             Some(ex) if opts.prefix_same_as_start && !opts.total_order_seek => Some(PrefixScope::new(ex)),
             _ => None,
         };
-        let (it, seq, pin) = internal_view(inner, opts, lower.as_deref(), upper.as_deref(), &scope);
+        let (it, seq, pin) = internal_view(inner, fam, opts, lower.as_deref(), upper.as_deref(), &scope);
         let refresh: Option<RefreshFn> = (opts.snapshot.is_none() && !inner.read_only).then(|| {
             let weak = Arc::downgrade(inner);
+            let fam = fam.clone();
             let (opts, lower, upper, scope) = (opts.clone(), lower.clone(), upper.clone(), scope.clone());
             Box::new(move || {
                 let inner = weak.upgrade().ok_or(Error::Closed)?;
-                Ok(internal_view(&inner, &opts, lower.as_deref(), upper.as_deref(), &scope))
+                Ok(internal_view(&inner, &fam, &opts, lower.as_deref(), upper.as_deref(), &scope))
             }) as RefreshFn
         });
-        let mut cursor = Cursor::new(it, seq, inner.opts.merge_operator.clone(), lower, upper, pin)
+        let mut cursor = Cursor::new(it, seq, fam.opts.merge_operator.clone(), lower, upper, pin)
             .with_refresh(refresh)
             .with_blobs(inner.blobs.clone());
         if let Some(scope) = scope {
@@ -395,7 +420,7 @@ impl Db {
     ///
     /// With a snapshot the sequence is the snapshot's; its registration made compaction keep what it sees.
     pub(super) fn pin_view(&self, opts: &ReadOptions) -> (arc_swap::Guard<Arc<SuperVersion>>, u64) {
-        pin_view(&self.inner, opts)
+        pin_view(&self.inner, &self.inner.default, opts)
     }
 
     /// A consistent read view, released when dropped: pass it in [`ReadOptions::snapshot`] to read the database
@@ -426,8 +451,8 @@ impl Db {
 }
 
 /// [`Db::pin_view`] on the shared state (a refreshed cursor holds only that).
-fn pin_view(inner: &DbInner, opts: &ReadOptions) -> (arc_swap::Guard<Arc<SuperVersion>>, u64) {
-    let sv = inner.sv.load();
+fn pin_view(inner: &DbInner, fam: &Family, opts: &ReadOptions) -> (arc_swap::Guard<Arc<SuperVersion>>, u64) {
+    let sv = fam.sv.load();
     read_hook::between_loads();
     let seq = match &opts.snapshot {
         Some(s) => s.sequence(),
@@ -444,6 +469,7 @@ fn pin_view(inner: &DbInner, opts: &ReadOptions) -> (arc_swap::Guard<Arc<SuperVe
 /// prefix), each memtable and table is wrapped in [`PrefixFiltered`], sharing the cursor's scope.
 fn internal_view(
     inner: &DbInner,
+    fam: &Family,
     opts: &ReadOptions,
     lower: Option<&[u8]>,
     upper: Option<&[u8]>,
@@ -452,7 +478,7 @@ fn internal_view(
     // No snapshot is registered for an iterator without one: it pins its SuperVersion, whose memtables and
     // table files hold every version visible at `seq` whatever compaction writes meanwhile. That keeps
     // iterator creation free of locks.
-    let (sv, seq) = pin_view(inner, opts);
+    let (sv, seq) = pin_view(inner, fam, opts);
     let sv = arc_swap::Guard::into_inner(sv);
     let snap = opts.snapshot.clone();
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(2 + sv.imm.len() + 8);

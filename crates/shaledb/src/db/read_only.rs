@@ -75,10 +75,12 @@ fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let db_id = identity::reconcile(dir, vs.db_id, vs.manifest_number(), on_disk)?.unwrap_or_default();
     vs.db_id = Some(db_id);
     if opts.paranoid_checks {
-        super::files::check_live_files(fs.as_ref(), dir, vs.current())?;
+        for f in vs.families().values() {
+            super::files::check_live_files(fs.as_ref(), dir, &f.current)?;
+        }
     }
     let names = fs.list(dir)?;
-    let wals = filenames::live_wals(&names, vs.log_number);
+    let wals = filenames::live_wals(&names, vs.min_log_number());
 
     // No LOG: a logger without a file (replay reports through it).
     let info_log = InfoLog::without_file(fs.clone(), dir);
@@ -86,9 +88,20 @@ fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let replay_opts = Options { write_buffer_size: usize::MAX, ..opts.clone() };
     let no_numbers = || -> Result<u64> { Err(refused("allocating a file number")) };
     let stop = AtomicBool::new(false);
-    let replayed =
-        super::replay::replay(&replay_opts, db_id, dir, &wals, &no_numbers, &stop, &info_log, vs.last_sequence)?;
-    if !replayed.files.is_empty() {
+    let targets = super::replay::targets(&vs, &|_| replay_opts.clone());
+    let replayed = super::replay::replay(
+        &replay_opts,
+        &targets,
+        vs.max_family,
+        db_id,
+        dir,
+        &wals,
+        &no_numbers,
+        &stop,
+        &info_log,
+        vs.last_sequence,
+    )?;
+    if replayed.fams.values().any(|f| !f.files.is_empty()) {
         // Cannot happen with an unbounded memtable; a table written here would break the promise above.
         return Err(refused("writing a table during WAL replay"));
     }
@@ -96,7 +109,8 @@ fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let mut losses = replayed.losses;
     losses.kept.clear();
 
-    let last_wal = wals.last().copied().unwrap_or(vs.log_number);
+    let last_wal = wals.last().copied().unwrap_or(vs.min_log_number());
+    let fams = replayed.fams.into_iter().map(|(id, f)| (id, opts.clone(), f.mem)).collect();
     let counters = Counters::new(opts.num_levels);
     Ok(DbInner::assemble(
         dir,
@@ -104,7 +118,7 @@ fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         Opened {
             vs,
             lock: None,
-            mem: replayed.mem,
+            fams,
             wal: WalState::without_log(last_wal, max_seq.saturating_add(1)),
             visible_seq: max_seq,
             counters,

@@ -33,14 +33,33 @@ use std::sync::Arc;
 /// Unsynced pages lost in a power failure read back as zeros at this granularity.
 const PAGE: usize = 4096;
 
-/// What replay produced.
-pub(super) struct Replayed {
+/// A column family replay fills: its id, options and log number (its records in WALs numbered below it are
+/// already in its tables).
+pub(super) struct Target {
+    pub(super) id: u32,
+    pub(super) opts: Options,
+    pub(super) log_number: u64,
+}
+
+/// What replay produced for one family.
+pub(super) struct FamilyReplay {
     /// Memtable holding what was not flushed during replay.
     pub(super) mem: Arc<MemTable>,
     /// L0 tables written when the memtable filled up.
     pub(super) files: Vec<FileMeta>,
     /// Blob files those tables reference (`enable_blob_files`).
     pub(super) blob_files: Vec<shaledb_format::edit::BlobFileAddition>,
+}
+
+/// The targets of every live family of `vs`, each with the options `opts_of` gives.
+pub(super) fn targets(vs: &crate::version_set::VersionSet, opts_of: &dyn Fn(u32) -> Options) -> Vec<Target> {
+    vs.families().iter().map(|(id, f)| Target { id: *id, opts: opts_of(*id), log_number: f.log_number }).collect()
+}
+
+/// What replay produced.
+pub(super) struct Replayed {
+    /// Each target family's memtable and tables, by id.
+    pub(super) fams: std::collections::BTreeMap<u32, FamilyReplay>,
     pub(super) stats: CompactionStats,
     /// Highest sequence number replayed (or the one given when none was).
     pub(super) max_seq: u64,
@@ -64,8 +83,11 @@ struct Hit {
 
 /// Replays `wals` (numbers, oldest first) of the database in `dir` into memtables, flushing them to L0 when
 /// they fill. `max_seq`: the MANIFEST's last sequence.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn replay(
     opts: &Options,
+    targets: &[Target],
+    max_family: u32,
     db_id: DbId,
     dir: &Path,
     wals: &[u64],
@@ -77,9 +99,12 @@ pub(super) fn replay(
     let fs = opts.fs.as_ref();
     let blobs = crate::blob::BlobFiles::new(dir, opts.fs.clone(), db_id);
     let mut out = Replayed {
-        mem: Arc::new(MemTable::new(0)),
-        files: Vec::new(),
-        blob_files: Vec::new(),
+        fams: targets
+            .iter()
+            .map(|t| {
+                (t.id, FamilyReplay { mem: Arc::new(MemTable::new(0)), files: Vec::new(), blob_files: Vec::new() })
+            })
+            .collect(),
         stats: CompactionStats::default(),
         max_seq,
         losses: Losses::default(),
@@ -111,15 +136,19 @@ pub(super) fn replay(
                     Hit { error, offset, at_tail: false, uncounted: false, whole_record: true }
                 }
                 BatchRead::Batch { offset, batch, .. } => {
-                    max_seq = apply_batch(&out.mem, &batch, &path, offset, max_seq)?;
+                    let into = Into { targets, max_family, wal: number };
+                    max_seq = apply_batch(&out.fams, &into, &batch, &path, offset, max_seq)?;
                     records += 1;
-                    if out.mem.approximate_memory_usage() >= opts.write_buffer_size {
-                        let (files, st, blob) =
-                            write_level0(opts, db_id, dir, &out.mem, new_number, &[], stop, &blobs)?;
-                        out.stats.add(&st);
-                        out.files.extend(files);
-                        out.blob_files.extend(blob.additions);
-                        out.mem = Arc::new(MemTable::new(0));
+                    for t in targets {
+                        let Some(f) = out.fams.get_mut(&t.id) else { continue };
+                        if f.mem.approximate_memory_usage() >= t.opts.write_buffer_size {
+                            let (files, st, blob) =
+                                write_level0(&t.opts, db_id, dir, &f.mem, new_number, &[], stop, &blobs)?;
+                            out.stats.add(&st);
+                            f.files.extend(files);
+                            f.blob_files.extend(blob.additions);
+                            f.mem = Arc::new(MemTable::new(0));
+                        }
                     }
                     continue;
                 }
@@ -173,9 +202,26 @@ pub(super) fn replay(
     Ok(out)
 }
 
-/// Adds the entries of `batch` (read at `offset` of `path`) to `mem`; returns the new highest sequence.
-/// Sequences come from disk: one that would pass [`MAX_SEQUENCE`] is corruption, never a wrap.
-fn apply_batch(mem: &MemTable, batch: &BatchRep, path: &Path, offset: u64, max_seq: u64) -> Result<u64> {
+/// Where the records of one WAL go.
+struct Into<'a> {
+    targets: &'a [Target],
+    max_family: u32,
+    /// The WAL's number.
+    wal: u64,
+}
+
+/// Adds the entries of `batch` (read at `offset` of `path`) to their families' memtables; returns the new
+/// highest sequence. A record of a family whose log number is above this WAL is already in its tables, and one
+/// of a dropped family (an id handed out before, no longer live) is skipped; an id never handed out is
+/// corruption. Sequences come from disk: one that would pass [`MAX_SEQUENCE`] is corruption, never a wrap.
+fn apply_batch(
+    fams: &std::collections::BTreeMap<u32, FamilyReplay>,
+    into: &Into<'_>,
+    batch: &BatchRep,
+    path: &Path,
+    offset: u64,
+    max_seq: u64,
+) -> Result<u64> {
     let first = batch.sequence();
     let count = u64::from(batch.count());
     let beyond = || {
@@ -195,16 +241,24 @@ fn apply_batch(mem: &MemTable, batch: &BatchRep, path: &Path, offset: u64, max_s
         if s > MAX_SEQUENCE {
             return Err(beyond());
         }
-        if e.family != 0 {
-            // A family is created by a synced MANIFEST edit before any write names it, and this build opens
-            // only MANIFESTs without families (version_set.rs): a record of another family means damage.
-            return Err(Error::corruption(
-                path,
-                offset,
-                format!("write batch record for column family {}, which the MANIFEST does not hold", e.family),
-            ));
+        match into.targets.iter().find(|t| t.id == e.family) {
+            Some(t) if into.wal >= t.log_number => {
+                if let Some(f) = fams.get(&t.id) {
+                    f.mem.add(s, e.kind, e.key, e.value);
+                }
+            }
+            Some(_) => {}
+            None if e.family <= into.max_family => {}
+            None => {
+                // A family is created by a synced MANIFEST edit before any write names it: a record of an id
+                // never handed out means damage.
+                return Err(Error::corruption(
+                    path,
+                    offset,
+                    format!("write batch record for column family {}, which the MANIFEST does not hold", e.family),
+                ));
+            }
         }
-        mem.add(s, e.kind, e.key, e.value);
         s += 1;
     }
     Ok(if s > first { max_seq.max(s - 1) } else { max_seq })

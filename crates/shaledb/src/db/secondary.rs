@@ -86,7 +86,8 @@ struct Tail {
 /// What one attempt read of the primary.
 struct Attempt {
     vs: VersionSet,
-    mem: Arc<MemTable>,
+    /// Each family's replayed memtable, by id.
+    mems: std::collections::BTreeMap<u32, Arc<MemTable>>,
     /// Highest sequence number the attempt holds.
     max_seq: u64,
     last_wal: u64,
@@ -207,7 +208,7 @@ fn open(primary: &Path, secondary: &Path, opts: Options) -> Result<Arc<DbInner>>
         Opened {
             vs,
             lock: None,
-            mem: first.mem,
+            fams: first.mems.into_iter().map(|(id, m)| (id, opts.clone(), m)).collect(),
             wal: WalState::without_log(first.last_wal, first.max_seq.saturating_add(1)),
             visible_seq: first.max_seq,
             counters: Counters::new(opts.num_levels),
@@ -256,7 +257,7 @@ fn read_primary(primary: &Path, opts: &Options, tail: &mut Tail, info: &InfoLog)
         }
     }
     let vs = VersionSet::from_live(primary, opts, number, &tail.live, &path)?;
-    let wals = filenames::live_wals(&fs.list(primary)?, vs.log_number);
+    let wals = filenames::live_wals(&fs.list(primary)?, vs.min_log_number());
     let mode = match opts.wal_recovery_mode {
         WalRecoveryMode::SkipAnyCorruptedRecords => WalRecoveryMode::SkipAnyCorruptedRecords,
         _ => WalRecoveryMode::PointInTime,
@@ -266,14 +267,26 @@ fn read_primary(primary: &Path, opts: &Options, tail: &mut Tail, info: &InfoLog)
     let no_numbers = || -> Result<u64> { Err(super::read_only::refused("allocating a file number")) };
     let stop = AtomicBool::new(false);
     let db_id = tail.live.db_id.unwrap_or_default();
-    let replayed =
-        super::replay::replay(&replay_opts, db_id, primary, &wals, &no_numbers, &stop, info, vs.last_sequence)?;
-    if !replayed.files.is_empty() {
+    let targets = super::replay::targets(&vs, &|_| replay_opts.clone());
+    let replayed = super::replay::replay(
+        &replay_opts,
+        &targets,
+        vs.max_family,
+        db_id,
+        primary,
+        &wals,
+        &no_numbers,
+        &stop,
+        info,
+        vs.last_sequence,
+    )?;
+    if replayed.fams.values().any(|f| !f.files.is_empty()) {
         return Err(super::read_only::refused("writing a table during WAL replay"));
     }
     let max_seq = replayed.max_seq.max(vs.last_sequence);
-    let last_wal = wals.last().copied().unwrap_or(vs.log_number);
-    Ok(Attempt { vs, mem: replayed.mem, max_seq, last_wal, manifest_number: number, manifest_len })
+    let last_wal = wals.last().copied().unwrap_or(vs.min_log_number());
+    let mems = replayed.fams.into_iter().map(|(id, f)| (id, f.mem)).collect();
+    Ok(Attempt { vs, mems, max_seq, last_wal, manifest_number: number, manifest_len })
 }
 
 /// Opens every table and blob file of `v` (kept in the caches), noting them in `tail`.
@@ -328,7 +341,7 @@ fn catch_up(inner: &Arc<DbInner>) -> Result<()> {
                 primary.display()
             )));
         }
-        let pinned = pin(inner, read.vs.current(), &mut trial);
+        let pinned = read.vs.families().values().try_for_each(|f| pin(inner, &f.current, &mut trial));
         // The edits applied are the primary's whatever happens next; the files opened are to be closed later.
         *tail = trial;
         match pinned {
@@ -354,7 +367,7 @@ fn catch_up(inner: &Arc<DbInner>) -> Result<()> {
 
 /// Publishes what `a` read, then closes the files no live version lists any more.
 fn install(inner: &DbInner, a: Attempt, tail: &mut Tail) {
-    let Attempt { mut vs, mem, max_seq, last_wal, .. } = a;
+    let Attempt { mut vs, mut mems, max_seq, last_wal, .. } = a;
     vs.db_id = Some(inner.db_id);
     let in_use: HashSet<u64>;
     let blobs_in_use: HashSet<u64>;
@@ -365,9 +378,17 @@ fn install(inner: &DbInner, a: Attempt, tail: &mut Tail) {
         // the primary's compaction dropped after overwriting it.
         inner.visible_seq.fetch_max(max_seq, Ordering::SeqCst);
         st.vs = vs;
-        st.mem = mem;
-        st.imm.clear();
-        inner.install_super_version(&mut st);
+        // The families the secondary opened with: a family the primary created since is not served, one it
+        // dropped keeps the view of its last catch-up.
+        let ids: Vec<u32> = st.fams.keys().copied().collect();
+        for id in ids {
+            if let (Some(f), Some(mem)) = (st.fams.get_mut(&id), mems.remove(&id)) {
+                f.mem = mem;
+                f.imm.clear();
+            }
+            inner.install_super_version(&mut st, id);
+        }
+        st.rebuild_mems();
         let live: Vec<Arc<Version>> = st.live_versions.iter().filter_map(|w| w.upgrade()).collect();
         in_use = live.iter().flat_map(|v| v.levels.iter().flatten().map(|f| f.number)).collect();
         blobs_in_use = live.iter().flat_map(|v| v.blob_files.keys().copied()).collect();

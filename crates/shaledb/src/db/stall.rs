@@ -1,6 +1,7 @@
 //! Write stalls: whether the LSM's shape stops or slows writes now, for the write path (`write.rs`, which
 //! acts on it) and for the event listeners (`on_stall_conditions_changed`, told when the condition changes).
 
+use super::family::FamilyState;
 use super::{DbInner, State};
 use crate::listener::{Deferred, WriteStallCondition, WriteStallInfo};
 use crate::options::Options;
@@ -8,8 +9,8 @@ use crate::stats::StallCause;
 
 /// What the state asks of writes.
 pub(crate) struct Assessment {
-    /// The active memtable is full: the next write switches it (or waits).
-    pub(crate) mem_full: bool,
+    /// The families whose active memtable is full: the next write switches them (or waits).
+    pub(crate) mem_full: Vec<u32>,
     /// Writes must wait, and why.
     pub(crate) stop: Option<StallCause>,
     /// Writes are slowed to `delayed_write_rate`, and why.
@@ -32,8 +33,30 @@ impl Assessment {
 /// compaction bytes the hard limit (unless automatic compactions are off). Slowdowns (unless automatic
 /// compactions are off): level 0 reached `level0_slowdown_writes_trigger`, the pending bytes the soft limit,
 /// or, with more than 3 memtables allowed, all but the active one are waiting for a flush.
-pub(crate) fn assess(st: &State, o: &Options) -> Assessment {
-    let v = st.vs.current();
+/// Every family's assessment (each under its own options) folded into one: the families whose memtable is
+/// full, and the first stop and slowdown cause found, the default family first.
+pub(crate) fn assess_all(st: &State) -> Assessment {
+    let mut all = Assessment { mem_full: Vec::new(), stop: None, slow: None };
+    for (id, f) in &st.fams {
+        let Some(v) = st.vs.current_of(*id) else { continue };
+        let a = assess(v, f, &f.fam.opts);
+        if a.mem_full {
+            all.mem_full.push(*id);
+        }
+        all.stop = all.stop.or(a.stop);
+        all.slow = all.slow.or(a.slow);
+    }
+    all
+}
+
+/// One family's part of [`assess_all`].
+struct One {
+    mem_full: bool,
+    stop: Option<StallCause>,
+    slow: Option<StallCause>,
+}
+
+fn assess(v: &crate::version::Version, f: &FamilyState, o: &Options) -> One {
     // L0 files (sorted runs under universal compaction; no L0 stalls under FIFO, as in RocksDB).
     let l0 = crate::picker::l0_delay_trigger_count(v, o);
     let pending = if o.soft_pending_compaction_bytes_limit > 0 || o.hard_pending_compaction_bytes_limit > 0 {
@@ -41,9 +64,9 @@ pub(crate) fn assess(st: &State, o: &Options) -> Assessment {
     } else {
         0
     };
-    let mem_full = st.mem.approximate_memory_usage() >= o.write_buffer_size;
+    let mem_full = f.mem.approximate_memory_usage() >= o.write_buffer_size;
     let auto = !o.disable_auto_compactions;
-    let stop = if mem_full && st.imm.len() + 1 >= o.max_write_buffer_number {
+    let stop = if mem_full && f.imm.len() + 1 >= o.max_write_buffer_number {
         Some(StallCause::MemtableStop)
     } else if auto && l0.is_some_and(|n| n >= o.level0_stop_writes_trigger) {
         Some(StallCause::L0Stop)
@@ -58,12 +81,12 @@ pub(crate) fn assess(st: &State, o: &Options) -> Assessment {
         Some(StallCause::L0Slowdown)
     } else if o.soft_pending_compaction_bytes_limit > 0 && pending >= o.soft_pending_compaction_bytes_limit {
         Some(StallCause::PendingSlowdown)
-    } else if st.imm.len() + 1 >= o.max_write_buffer_number && o.max_write_buffer_number > 3 {
+    } else if f.imm.len() + 1 >= o.max_write_buffer_number && o.max_write_buffer_number > 3 {
         Some(StallCause::MemtableSlowdown)
     } else {
         None
     };
-    Assessment { mem_full, stop, slow }
+    One { mem_full, stop, slow }
 }
 
 /// Records the condition `a` (or the state's, when `None`) and queues a listener event when it changed.
@@ -74,7 +97,7 @@ pub(crate) fn note(inner: &DbInner, st: &mut State, a: Option<&Assessment>) {
     }
     let current = match a {
         Some(a) => a.condition(),
-        None => assess(st, &inner.opts).condition(),
+        None => assess_all(st).condition(),
     };
     if current != st.stall {
         let previous = std::mem::replace(&mut st.stall, current);

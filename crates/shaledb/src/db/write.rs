@@ -9,6 +9,7 @@
 //! 4. The last member to finish publishes the group's sequence numbers, in group order, so readers never
 //!    see a later group without an earlier one; every member returns only after that.
 
+use super::family::Mems;
 use super::{DbInner, State};
 use crate::filenames;
 use crate::memtable::MemTable;
@@ -74,7 +75,7 @@ impl WalState {
 enum Phase {
     Waiting,
     Leader,
-    Insert { first_seq: u64, mem: Arc<MemTable>, group: Arc<Group> },
+    Insert { first_seq: u64, mems: Arc<Mems>, group: Arc<Group> },
     Done(Result<()>),
 }
 
@@ -144,9 +145,9 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: BatchRep, opts: &WriteOptions) 
                 drop(p);
                 lead(inner, &w);
             }
-            Phase::Insert { first_seq, mem, group } => {
+            Phase::Insert { first_seq, mems, group } => {
                 drop(p);
-                insert(&w.batch, first_seq, &mem);
+                insert(&w.batch, first_seq, &mems);
                 return finish_insert(inner, &group);
             }
             Phase::Done(r) => return r,
@@ -154,9 +155,13 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: BatchRep, opts: &WriteOptions) 
     }
 }
 
-fn insert(batch: &BatchRep, first_seq: u64, mem: &MemTable) {
+/// Inserts each record into its family's memtable. A record of a family dropped since the write was checked
+/// is skipped (it keeps its sequence number): the write is as if made just before the drop.
+fn insert(batch: &BatchRep, first_seq: u64, mems: &Mems) {
     for (seq, e) in (first_seq..).zip(batch.iter().flatten()) {
-        mem.add(seq, e.kind, e.key, e.value);
+        if let Some(mem) = mems.get(e.family) {
+            mem.add(seq, e.kind, e.key, e.value);
+        }
     }
 }
 
@@ -207,21 +212,21 @@ fn lead(inner: &Arc<DbInner>, me: &Arc<Writer>) {
         }
     }
     match result {
-        Ok((first, mem)) => {
+        Ok((first, mems)) => {
             let count: u64 = group.iter().map(|w| w.batch.count() as u64).sum();
             let last = first + count - 1;
             if inner.opts.allow_concurrent_memtable_write {
                 let g = Arc::new(Group { first, last, remaining: AtomicUsize::new(group.len()) });
                 let mut seq = first;
                 for w in &group {
-                    w.set(Phase::Insert { first_seq: seq, mem: mem.clone(), group: g.clone() });
+                    w.set(Phase::Insert { first_seq: seq, mems: mems.clone(), group: g.clone() });
                     seq += w.batch.count() as u64;
                 }
             } else {
                 // The leader inserts the whole group, then publishes it; the members only wait for that.
                 let mut seq = first;
                 for w in &group {
-                    insert(&w.batch, seq, &mem);
+                    insert(&w.batch, seq, &mems);
                     seq += w.batch.count() as u64;
                 }
                 let r = finish_insert(inner, &Group { first, last, remaining: AtomicUsize::new(1) });
@@ -239,8 +244,8 @@ fn lead(inner: &Arc<DbInner>, me: &Arc<Writer>) {
 }
 
 /// The leader's critical section: room, sequence numbers, WAL. Returns the first sequence number and the
-/// memtable to insert into.
-fn commit_group(inner: &Arc<DbInner>, group: &[Arc<Writer>]) -> Result<(u64, Arc<MemTable>)> {
+/// memtables to insert into.
+fn commit_group(inner: &Arc<DbInner>, group: &[Arc<Writer>]) -> Result<(u64, Arc<Mems>)> {
     let mut wal = inner.wal.lock();
     let bytes: usize = group.iter().map(|w| w.batch.approximate_size()).sum();
     let mem = make_room(inner, &mut wal, bytes)?;
@@ -384,9 +389,9 @@ fn fail(inner: &DbInner, e: Error) -> Error {
     e
 }
 
-/// Applies write stalls and switches a full memtable. Returns the memtable the group goes into.
+/// Applies write stalls and switches full memtables. Returns the memtables the group goes into.
 /// REQUIRES: `wal` locked (the caller is the leader).
-fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, bytes: usize) -> Result<Arc<MemTable>> {
+fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, bytes: usize) -> Result<Arc<Mems>> {
     let o = &inner.opts;
     let mut delayed = false;
     let mut stop_started: Option<Instant> = None;
@@ -398,7 +403,7 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, bytes: usize) -> Result<A
         if inner.shutting_down.load(Ordering::Acquire) {
             break Err(Error::Closed);
         }
-        let a = super::stall::assess(&st, o);
+        let a = super::stall::assess_all(&st);
         super::stall::note(inner, &mut st, Some(&a));
         if let Some(cause) = a.stop {
             if stop_started.is_none() {
@@ -429,15 +434,15 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, bytes: usize) -> Result<A
             }
             continue;
         }
-        if a.mem_full {
-            if let Err(e) = switch_memtable(inner, wal, &mut st) {
+        if !a.mem_full.is_empty() {
+            if let Err(e) = switch_memtable(inner, wal, &mut st, &a.mem_full) {
                 let e2 = e.clone();
                 inner.set_bg_error(&mut st, &e, crate::listener::BackgroundErrorReason::MemTable);
                 break Err(e2);
             }
             continue;
         }
-        break Ok(st.mem.clone());
+        break Ok(st.mems.clone());
     };
     if let Some(t) = stop_started {
         Counters::add(&inner.counters.stall_micros, t.elapsed().as_micros() as u64);
@@ -445,9 +450,10 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, bytes: usize) -> Result<A
     result
 }
 
-/// Makes the active memtable immutable and starts a new one with a new WAL.
+/// Makes the active memtables of families `ids` immutable and starts new ones with a new WAL. The other
+/// families' memtables that are empty start over in the new WAL too, so that their log numbers can advance.
 /// REQUIRES: `wal` and `state` locked.
-pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, st: &mut State) -> Result<()> {
+pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, st: &mut State, ids: &[u32]) -> Result<()> {
     // Groups still inserting into the old memtable must finish before it can be flushed.
     {
         let mut g = inner.publish.lock();
@@ -471,12 +477,25 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, st: &mut Stat
     wal.log = Some(log::Writer::new(file));
     wal.synced_len = 0;
     wal.number = number;
-    let fresh = MemTable::for_options(number, &inner.opts);
-    let old = std::mem::replace(&mut st.mem, Arc::new(fresh));
-    // Every group that inserted into it has finished (above): a vector memtable may sort itself now.
-    old.mark_immutable();
-    st.imm.insert(0, old);
-    inner.install_super_version(st);
+    let mut changed = Vec::new();
+    for (id, f) in st.fams.iter_mut() {
+        let switched = ids.contains(id);
+        if !switched && !f.mem.is_empty() {
+            continue;
+        }
+        let fresh = Arc::new(MemTable::for_options(number, &f.fam.opts));
+        let old = std::mem::replace(&mut f.mem, fresh);
+        if switched && !old.is_empty() {
+            // Every group that inserted into it has finished (above): a vector memtable may sort itself now.
+            old.mark_immutable();
+            f.imm.insert(0, old);
+        }
+        changed.push(*id);
+    }
+    st.rebuild_mems();
+    for id in changed {
+        inner.install_super_version(st, id);
+    }
     inner.bg_cv.notify_all();
     Ok(())
 }

@@ -4,6 +4,7 @@ mod api;
 mod blob;
 mod bounds;
 mod checkpoint_backup;
+mod column_families;
 mod compaction_filter;
 mod compaction_styles;
 mod concurrency;

@@ -10,11 +10,14 @@
 //! - point lookups agree with the scan;
 //! - the recovered state is itself durable: a power loss right after the open changes nothing.
 
-use crate::{assert_no_background_panics, budget, open_on, watch_background_panics};
+use crate::{assert_no_background_panics, budget, open_on, watch_background_panics, DB};
 use rand::Rng;
-use shaledb::{CompressionType, Options};
+use shaledb::{ColumnFamily, ColumnFamilyDescriptor, CompressionType, Db, Options};
 use shaledb_testkit::history::string_append;
-use shaledb_testkit::workload::{check_gets, read_all, submit, tiny_options, SingleDeleteMix, WorkloadConfig};
+use shaledb_testkit::workload::{
+    check_gets, check_gets_families, read_all, read_all_families, submit, submit_families, tiny_options,
+    SingleDeleteMix, WorkloadConfig,
+};
 use shaledb_testkit::{rng, seed_from_env, History, MemFs, PowerLoss, Recorded};
 use std::sync::Arc;
 
@@ -41,17 +44,34 @@ struct Run {
 /// Runs `writes` random writes (with a flush now and then and a full compaction more rarely), keeping a copy
 /// of the file system before every `stride`-th operation from the first open on. The tag of each copy is the
 /// number of writes acknowledged when it was taken.
-fn run_workload(seed: u64, opts: &Options, cfg: &WorkloadConfig, writes: usize, stride: u64) -> Run {
+/// Opens the database on `fs`; with `fams` > 0, with that many column families besides the default one
+/// (`f1`, `f2`, ..., created at the first open), whose handles are returned, the default family first.
+fn open_fams(fs: &MemFs, opts: &Options, fams: usize) -> shaledb::Result<(Db, Vec<ColumnFamily>)> {
+    if fams == 0 {
+        return Ok((open_on(fs, opts)?, Vec::new()));
+    }
+    let o = Options { fs: Arc::new(fs.clone()), ..opts.clone() };
+    let descs = (1..=fams).map(|i| ColumnFamilyDescriptor::new(format!("f{i}"), o.clone())).collect();
+    let db = Db::open_with_column_families(DB, o, descs)?;
+    let mut handles = vec![db.default_column_family()];
+    for i in 1..=fams {
+        handles.push(db.column_family(&format!("f{i}")).expect("opened with the database"));
+    }
+    Ok((db, handles))
+}
+
+fn run_workload(seed: u64, opts: &Options, cfg: &WorkloadConfig, writes: usize, stride: u64, fams: usize) -> Run {
     let fs = MemFs::new();
     fs.record_before(move |op, _, i| op.is_mutation() && i % stride == 0);
-    let db = open_on(&fs, opts).expect("open a new database");
+    let (db, handles) = open_fams(&fs, opts, fams).expect("open a new database");
     let mut r = rng(seed);
     let mut history = History::new(string_append());
     // With `single_delete_one_in` 0 this draws exactly what `random_write` draws.
     let mut mix = SingleDeleteMix::new();
     for i in 0..writes {
         let w = mix.write(&mut r, cfg);
-        if let Err(e) = submit(&db, &w) {
+        let done = if fams == 0 { submit(&db, &w) } else { submit_families(&db, &handles, &w) };
+        if let Err(e) = done {
             panic!("write {i} failed without any fault: {e}");
         }
         history.push(w);
@@ -61,15 +81,41 @@ fn run_workload(seed: u64, opts: &Options, cfg: &WorkloadConfig, writes: usize, 
         }
         if r.gen_ratio(1, 250) {
             db.compact_range(None, None).expect("compact_range");
+            for h in handles.iter().skip(1) {
+                db.compact_range_cf(h, None, None).expect("compact_range_cf");
+            }
         }
     }
     let recorded = fs.stop_recording();
+    drop(handles);
     drop(db);
     Run { history, recorded }
 }
 
 /// Crashes one recorded copy and checks what a reopen recovers.
-fn check_crash(run: &Run, rec: &Recorded, crash: Crash, seed: u64, opts: &Options, keys: u32) -> Result<(), String> {
+/// Reads every entry, of every family with `fams` > 0, and checks point lookups against the scans.
+fn read_checked(db: &Db, handles: &[ColumnFamily], keys: u32) -> Result<shaledb_testkit::Model, String> {
+    let observed = if handles.is_empty() { read_all(db) } else { read_all_families(db, handles) };
+    let observed = observed.map_err(|e| format!("scan failed: {e}"))?;
+    let gets = if handles.is_empty() {
+        check_gets(db, &observed, keys)
+    } else {
+        check_gets_families(db, handles, &observed, keys)
+    };
+    gets.map_err(|e| format!("get failed: {e}"))??;
+    Ok(observed)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_crash(
+    run: &Run,
+    rec: &Recorded,
+    crash: Crash,
+    seed: u64,
+    opts: &Options,
+    keys: u32,
+    fams: usize,
+) -> Result<(), String> {
     let fs = rec.fs.deep_clone();
     let acked = usize::try_from(rec.tag).unwrap_or(usize::MAX);
     let lo = match crash {
@@ -81,17 +127,17 @@ fn check_crash(run: &Run, rec: &Recorded, crash: Crash, seed: u64, opts: &Option
     };
     // The write in flight when the copy was taken may or may not have made it.
     let hi = (acked + 1).min(run.history.len());
-    let db = open_on(&fs, opts).map_err(|e| format!("open failed: {e}"))?;
-    let observed = read_all(&db).map_err(|e| format!("scan failed: {e}"))?;
+    let (db, handles) = open_fams(&fs, opts, fams).map_err(|e| format!("open failed: {e}"))?;
+    let observed = read_checked(&db, &handles, keys)?;
     let k = run.history.check(&observed, lo, hi)?;
-    check_gets(&db, &observed, keys).map_err(|e| format!("get failed: {e}"))??;
     // Recovery must have made its result durable before returning (the WAL tail it dropped is gone, the
     // flushed tables are in a synced MANIFEST): cut the power at once and look again.
     let again = fs.deep_clone();
+    drop(handles);
     drop(db);
     again.power_loss(PowerLoss::DropUnsynced, seed ^ 1);
-    let db = open_on(&again, opts).map_err(|e| format!("second open failed: {e}"))?;
-    let second = read_all(&db).map_err(|e| format!("second scan failed: {e}"))?;
+    let (db, handles) = open_fams(&again, opts, fams).map_err(|e| format!("second open failed: {e}"))?;
+    let second = read_checked(&db, &handles, keys)?;
     if second != observed {
         let k2 = run.history.check(&second, 0, run.history.len());
         return Err(format!("a power loss right after recovery changed the state (prefix {k} became {k2:?})"));
@@ -107,11 +153,24 @@ fn sweep(name: &str, opts: Options, cfg: WorkloadConfig, writes: usize, points: 
 
 /// [`sweep`], calling `after_workload` once the workload has run, before any crash is checked.
 fn sweep_then(name: &str, opts: Options, cfg: WorkloadConfig, writes: usize, points: usize, after_workload: &dyn Fn()) {
+    sweep_families(name, opts, cfg, writes, points, after_workload, 0);
+}
+
+/// [`sweep_then`] with `fams` column families besides the default one (0: none).
+fn sweep_families(
+    name: &str,
+    opts: Options,
+    cfg: WorkloadConfig,
+    writes: usize,
+    points: usize,
+    after_workload: &dyn Fn(),
+    fams: usize,
+) {
     watch_background_panics();
     let seed = seed_from_env(0x5EED_0001);
     let writes = writes * budget() as usize;
     let points = points * budget() as usize;
-    let run = run_workload(seed, &opts, &cfg, writes, 1);
+    let run = run_workload(seed, &opts, &cfg, writes, 1, fams);
     after_workload();
     assert!(!run.recorded.is_empty());
     let step = (run.recorded.len() / points.max(1)).max(1);
@@ -122,7 +181,7 @@ fn sweep_then(name: &str, opts: Options, cfg: WorkloadConfig, writes: usize, poi
         for crash in crashes {
             checked += 1;
             let crash_seed = seed ^ (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            if let Err(e) = check_crash(&run, rec, crash, crash_seed, &opts, cfg.keys) {
+            if let Err(e) = check_crash(&run, rec, crash, crash_seed, &opts, cfg.keys, fams) {
                 failures.push(format!(
                     "copy {n} (before {:?} of {} at op {}, {} writes acked), {crash:?}: {e}",
                     rec.op,
@@ -258,4 +317,14 @@ fn power_loss_sweep_subcompactions() {
     // Counted before the crash checks, whose reopens compact too: the splits happened in the recorded run.
     let check = || assert!(split.0.load(Ordering::SeqCst) > 0, "no compaction of the recorded run was split");
     sweep_then("subcompactions/lz4", opts, WorkloadConfig::default(), 400, 300, &check);
+}
+
+/// Column families (D28): the same workload over three families (the default one and two more), every key in
+/// the family its hash picks and every batch across them, so the families flush, compact and advance their log
+/// numbers at different times. After every crash the families together hold a prefix of the acknowledged
+/// writes, each batch in all its families or none, each key only in its own family.
+#[test]
+fn power_loss_sweep_column_families() {
+    let cfg = WorkloadConfig { delete_range_one_in: 40, ..WorkloadConfig::default() };
+    sweep_families("families", mem_default(), cfg, 400, 400, &|| {}, 2);
 }

@@ -1,0 +1,378 @@
+//! Column families (issue 16): several LSM trees in one database, one WAL, atomic batches across them, each
+//! family flushed, compacted, recovered and dropped on its own (docs/format/manifest.md, docs/durability.md D28).
+
+use crate::tiny_options;
+use shaledb::{
+    merge, ColumnFamilyDescriptor, CompactionOptionsFifo, CompactionStyle, CompressionType, Db, Error, Options,
+    ReadOptions, WriteBatch,
+};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn keys(it: shaledb::Iter) -> Vec<(Vec<u8>, Vec<u8>)> {
+    it.collect::<Result<Vec<_>, _>>().unwrap()
+}
+
+fn files_with(dir: &Path, suffix: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(suffix))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn families_are_created_listed_and_hold_their_own_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let a = db.create_column_family("a", Options::default()).unwrap();
+    let b = db.create_column_family("b", Options::default()).unwrap();
+    assert_eq!((a.id(), b.id(), a.name()), (1, 2, "a"));
+    db.put("k", "default").unwrap();
+    db.put_cf(&a, "k", "in a").unwrap();
+    db.put_cf(&b, "k2", "in b").unwrap();
+    assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"default"[..]));
+    assert_eq!(db.get_cf(&a, "k").unwrap().as_deref(), Some(&b"in a"[..]));
+    assert_eq!(db.get_cf(&b, "k").unwrap(), None);
+    assert_eq!(keys(db.iter_cf(&b)), [(b"k2".to_vec(), b"in b".to_vec())]);
+    assert_eq!(keys(db.iter()), [(b"k".to_vec(), b"default".to_vec())]);
+    db.delete_cf(&a, "k").unwrap();
+    assert_eq!(db.get_cf(&a, "k").unwrap(), None);
+    assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"default"[..]), "a deletion stays in its family");
+    let names: Vec<String> = db.column_families().iter().map(|c| c.name().to_string()).collect();
+    assert_eq!(names, ["default", "a", "b"]);
+    assert_eq!(db.default_column_family().id(), 0);
+    db.close().unwrap();
+    assert_eq!(Db::list_column_families(dir.path(), Options::default()).unwrap(), ["default", "a", "b"]);
+}
+
+#[test]
+fn bad_requests_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let a = db.create_column_family("a", Options::default()).unwrap();
+    let invalid = |r: Result<(), Error>| matches!(r, Err(Error::InvalidArgument(_)));
+    assert!(invalid(db.create_column_family("a", Options::default()).map(drop)), "a live name");
+    assert!(invalid(db.create_column_family("default", Options::default()).map(drop)));
+    assert!(invalid(db.create_column_family("", Options::default()).map(drop)));
+    assert!(invalid(db.create_column_family(&"n".repeat(256), Options::default()).map(drop)));
+    let levels = Options { num_levels: 4, ..Options::default() };
+    assert!(invalid(db.create_column_family("l", levels).map(drop)), "num_levels differs from the database's");
+    assert!(invalid(db.drop_column_family(&db.default_column_family())));
+    assert!(invalid(db.merge_cf(&a, "k", "x")), "no merge operator in the family");
+    let mut batch = WriteBatch::new();
+    batch.put("x", "1").merge_cf(&a, "k", "x");
+    assert!(invalid(db.write(&batch)), "a batch merging in a family without an operator");
+    assert_eq!(db.get("x").unwrap(), None, "nothing of a refused batch is applied");
+    db.drop_column_family(&a).unwrap();
+    assert!(invalid(db.drop_column_family(&a)), "dropped twice");
+    assert!(invalid(db.put_cf(&a, "k", "v")));
+    let mut batch = WriteBatch::new();
+    batch.put("y", "1").put_cf(&a, "k", "v");
+    assert!(invalid(db.write(&batch)), "a batch naming a dropped family");
+    assert_eq!(db.get("y").unwrap(), None);
+    drop(db);
+    let twice = vec![
+        ColumnFamilyDescriptor::new("x", Options::default()),
+        ColumnFamilyDescriptor::new("x", Options::default()),
+    ];
+    assert!(matches!(
+        Db::open_with_column_families(dir.path(), Options::default(), twice),
+        Err(Error::InvalidArgument(_))
+    ));
+    let default = vec![ColumnFamilyDescriptor::new("default", Options::default())];
+    assert!(matches!(
+        Db::open_with_column_families(dir.path(), Options::default(), default),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+/// One batch writing to three families is applied all or nothing, also across a crash: the families share
+/// one WAL record.
+#[test]
+fn a_batch_across_families_is_atomic_and_recovered_from_the_shared_wal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let a = db.create_column_family("a", Options::default()).unwrap();
+    let b = db.create_column_family("b", Options::default()).unwrap();
+    let mut batch = WriteBatch::new();
+    batch.put("from", "0").put_cf(&a, "to", "100").delete_range_cf(&b, "a", "z").put_cf(&b, "zz", "kept");
+    db.put_cf(&b, "m", "covered by the range deletion").unwrap();
+    db.write(&batch).unwrap();
+    // Dropped without close: no flush, the WAL holds everything.
+    drop(db);
+    assert_eq!(files_with(dir.path(), ".sst"), Vec::<String>::new());
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let (a, b) = (db.column_family("a").unwrap(), db.column_family("b").unwrap());
+    assert_eq!(db.get("from").unwrap().as_deref(), Some(&b"0"[..]));
+    assert_eq!(db.get_cf(&a, "to").unwrap().as_deref(), Some(&b"100"[..]));
+    assert_eq!(keys(db.iter_cf(&b)), [(b"zz".to_vec(), b"kept".to_vec())]);
+}
+
+/// Flushing one family leaves the others in memory; recovery replays each from its own log number, so a
+/// family flushed after a WAL switch never sees its old records twice and an unflushed one loses nothing.
+#[test]
+fn recovery_with_some_families_flushed_and_some_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let a = db.create_column_family("a", Options::default()).unwrap();
+    let b = db.create_column_family("b", Options::default()).unwrap();
+    for i in 0..100u32 {
+        db.put_cf(&a, i.to_be_bytes(), "a1").unwrap();
+        db.put_cf(&b, i.to_be_bytes(), "b1").unwrap();
+    }
+    db.flush_cf(&a).unwrap();
+    assert_eq!(files_with(dir.path(), ".sst").len(), 1, "only a was flushed");
+    for i in 0..50u32 {
+        // Overwritten after a's flush: the newer value must win after recovery.
+        db.put_cf(&a, i.to_be_bytes(), "a2").unwrap();
+        db.delete_cf(&b, i.to_be_bytes()).unwrap();
+    }
+    db.put("d", "default").unwrap();
+    drop(db);
+    for round in 0..2 {
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let (a, b) = (db.column_family("a").unwrap(), db.column_family("b").unwrap());
+        for i in 0..100u32 {
+            let want_a: &[u8] = if i < 50 { b"a2" } else { b"a1" };
+            assert_eq!(db.get_cf(&a, i.to_be_bytes()).unwrap().as_deref(), Some(want_a), "round {round} key {i}");
+            let want_b = (i >= 50).then_some(&b"b1"[..]);
+            assert_eq!(db.get_cf(&b, i.to_be_bytes()).unwrap().as_deref(), want_b, "round {round} key {i}");
+        }
+        assert_eq!(db.iter_cf(&a).count(), 100);
+        assert_eq!(db.iter_cf(&b).count(), 50);
+        assert_eq!(db.get("d").unwrap().as_deref(), Some(&b"default"[..]));
+        drop(db);
+    }
+}
+
+/// An idle family does not keep old WALs alive: WALs are deleted once below every family's log number.
+#[test]
+fn an_idle_family_does_not_pin_old_wals() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), tiny_options()).unwrap();
+    let idle = db.create_column_family("idle", tiny_options()).unwrap();
+    let busy = db.create_column_family("busy", tiny_options()).unwrap();
+    db.put_cf(&idle, "once", "written before the busy family's writes").unwrap();
+    db.flush_cf(&idle).unwrap();
+    for i in 0..4000u32 {
+        db.put_cf(&busy, i.to_be_bytes(), [7u8; 100]).unwrap();
+    }
+    db.wait_for_compaction().unwrap();
+    db.flush().unwrap();
+    let wals = files_with(dir.path(), ".log");
+    assert!(wals.len() <= 2, "old WALs kept alive: {wals:?}");
+    db.close().unwrap();
+    let db = Db::open(dir.path(), tiny_options()).unwrap();
+    let idle = db.column_family("idle").unwrap();
+    assert!(db.get_cf(&idle, "once").unwrap().is_some());
+    assert_eq!(db.iter_cf(&db.column_family("busy").unwrap()).count(), 4000);
+}
+
+/// A dropped family's tables are deleted once no handle or iterator holds them; its id is never reused; its
+/// records still in the WAL are skipped at recovery.
+#[test]
+fn dropping_a_family_removes_its_files_and_its_wal_records_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let gone = db.create_column_family("gone", Options::default()).unwrap();
+    for i in 0..100u32 {
+        db.put_cf(&gone, i.to_be_bytes(), "flushed").unwrap();
+    }
+    db.flush_cf(&gone).unwrap();
+    db.put_cf(&gone, "unflushed", "only in the WAL").unwrap();
+    db.put("kept", "default").unwrap();
+    let tables = files_with(dir.path(), ".sst");
+    assert_eq!(tables.len(), 1);
+    let it = db.iter_cf(&gone);
+    db.drop_column_family(&gone).unwrap();
+    assert!(db.column_family("gone").is_none());
+    // The handle and the iterator still read what the family held.
+    assert_eq!(db.get_cf(&gone, 5u32.to_be_bytes()).unwrap().as_deref(), Some(&b"flushed"[..]));
+    assert_eq!(it.count(), 101);
+    drop(gone);
+    let again = db.create_column_family("gone", Options::default()).unwrap();
+    assert_eq!(again.id(), 2, "a dropped family's id is never reused");
+    assert_eq!(db.iter_cf(&again).count(), 0, "a new family of the same name starts empty");
+    // Obsolete files go at the next background pass (a flush wakes one).
+    db.put("wake", "1").unwrap();
+    db.flush().unwrap();
+    db.wait_for_compaction().unwrap();
+    let left: Vec<String> = files_with(dir.path(), ".sst").into_iter().filter(|t| tables.contains(t)).collect();
+    assert!(left.is_empty(), "the dropped family's tables are still there: {left:?}");
+    drop(db);
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(Db::list_column_families(dir.path(), Options::default()).unwrap(), ["default", "gone"]);
+    assert_eq!(db.iter_cf(&db.column_family("gone").unwrap()).count(), 0, "the old family's records were skipped");
+    assert_eq!(db.get("kept").unwrap().as_deref(), Some(&b"default"[..]));
+}
+
+/// Each family has its own options: a merge operator only in one, FIFO compaction in one next to the default
+/// family's leveled compaction (issue 17: the compaction style is chosen per family).
+#[test]
+fn each_family_has_its_own_options_merge_operator_and_compaction_style() {
+    let dir = tempfile::tempdir().unwrap();
+    let counters = Options { merge_operator: merge::builtin("uint64add"), ..Options::default() };
+    let fifo = Options {
+        compaction_style: CompactionStyle::Fifo,
+        compaction_options_fifo: CompactionOptionsFifo { max_table_files_size: 64 << 10, ..Default::default() },
+        write_buffer_size: 16 << 10,
+        compression: CompressionType::None,
+        ..Options::default()
+    };
+    let descs = vec![
+        ColumnFamilyDescriptor::new("counters", counters.clone()),
+        ColumnFamilyDescriptor::new("events", fifo.clone()),
+    ];
+    let db = Db::open_with_column_families(dir.path(), Options::default(), descs).unwrap();
+    let (c, e) = (db.column_family("counters").unwrap(), db.column_family("events").unwrap());
+    assert!(c.options().merge_operator.is_some() && db.options().merge_operator.is_none());
+    for _ in 0..10 {
+        db.merge_cf(&c, "hits", 1u64.to_le_bytes()).unwrap();
+    }
+    assert!(db.merge("hits", 1u64.to_le_bytes()).is_err());
+    for i in 0..3000u32 {
+        db.put_cf(&e, i.to_be_bytes(), [1u8; 100]).unwrap();
+        db.put(i.to_be_bytes(), [2u8; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compaction().unwrap();
+    // FIFO dropped the oldest events to stay near its size limit; the default family kept everything.
+    let events = db.iter_cf(&e).count();
+    assert!(events < 3000 && events > 0, "FIFO kept {events} of 3000");
+    assert_eq!(db.iter().count(), 3000);
+    assert_eq!(db.get_cf(&c, "hits").unwrap(), Some(10u64.to_le_bytes().to_vec()));
+    db.close().unwrap();
+    let descs = vec![ColumnFamilyDescriptor::new("counters", counters), ColumnFamilyDescriptor::new("events", fifo)];
+    let db = Db::open_with_column_families(dir.path(), Options::default(), descs).unwrap();
+    let c = db.column_family("counters").unwrap();
+    db.merge_cf(&c, "hits", 5u64.to_le_bytes()).unwrap();
+    assert_eq!(db.get_cf(&c, "hits").unwrap(), Some(15u64.to_le_bytes().to_vec()));
+}
+
+/// Snapshots are database-wide: one snapshot reads every family as of the same write.
+#[test]
+fn a_snapshot_covers_every_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let a = db.create_column_family("a", Options::default()).unwrap();
+    let mut batch = WriteBatch::new();
+    batch.put("x", "1").put_cf(&a, "x", "1");
+    db.write(&batch).unwrap();
+    let snap = ReadOptions { snapshot: Some(db.snapshot()), ..ReadOptions::default() };
+    let mut batch = WriteBatch::new();
+    batch.put("x", "2").put_cf(&a, "x", "2");
+    db.write(&batch).unwrap();
+    db.flush().unwrap();
+    assert_eq!(db.get_opt(&snap, "x").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(db.get_cf_opt(&snap, &a, "x").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(keys(db.iter_cf_opt(&snap, &a)), [(b"x".to_vec(), b"1".to_vec())]);
+    assert_eq!(db.get_cf(&a, "x").unwrap().as_deref(), Some(&b"2"[..]));
+    db.compact_range_cf(&a, None, None).unwrap();
+    assert_eq!(db.get_cf_opt(&snap, &a, "x").unwrap().as_deref(), Some(&b"1"[..]), "kept by compaction");
+}
+
+/// The model oracle per family: random puts, deletes, range deletes and batches over three families with
+/// small memtables (many flushes and compactions), a family dropped and created mid-run, and reopens after a
+/// clean close or a drop without close; every family matches its model after each.
+#[test]
+fn families_match_their_models_across_flushes_compactions_drops_and_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut rnd = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let names = ["default", "a", "b"];
+    let mut models: BTreeMap<&str, BTreeMap<Vec<u8>, Vec<u8>>> = names.iter().map(|n| (*n, BTreeMap::new())).collect();
+    let mut db = Db::open(dir.path(), tiny_options()).unwrap();
+    for n in &names[1..] {
+        db.create_column_family(n, tiny_options()).unwrap();
+    }
+    for round in 0..6 {
+        for _ in 0..1500 {
+            let name = names[rnd(3) as usize];
+            let cf = db.column_family(name).unwrap();
+            let model = models.get_mut(name).unwrap();
+            let key = format!("k{:04}", rnd(400)).into_bytes();
+            match rnd(10) {
+                0..=5 => {
+                    let value = format!("{name}-{round}-{}", rnd(1000)).into_bytes();
+                    db.put_cf(&cf, &key, &value).unwrap();
+                    model.insert(key, value);
+                }
+                6..=7 => {
+                    db.delete_cf(&cf, &key).unwrap();
+                    model.remove(&key);
+                }
+                8 => {
+                    let end = format!("k{:04}", rnd(400)).into_bytes();
+                    if key <= end {
+                        db.delete_range_cf(&cf, &key, &end).unwrap();
+                        let gone: Vec<Vec<u8>> =
+                            model.range(key.clone()..end.clone()).map(|(k, _)| k.clone()).collect();
+                        for k in gone {
+                            model.remove(&k);
+                        }
+                    }
+                }
+                _ => {
+                    // A batch over every family.
+                    let mut batch = WriteBatch::new();
+                    for n in names {
+                        let value = format!("batch-{round}").into_bytes();
+                        batch.put_cf(&db.column_family(n).unwrap(), &key, &value);
+                        models.get_mut(n).unwrap().insert(key.clone(), value);
+                    }
+                    db.write(&batch).unwrap();
+                }
+            }
+        }
+        if round == 2 {
+            db.drop_column_family(&db.column_family("b").unwrap()).unwrap();
+            db.create_column_family("b", tiny_options()).unwrap();
+            models.get_mut("b").unwrap().clear();
+        }
+        if round % 2 == 0 {
+            drop(db);
+        } else {
+            db.close().unwrap();
+        }
+        db = Db::open(dir.path(), tiny_options()).unwrap();
+        for n in names {
+            let cf = db.column_family(n).unwrap();
+            let got: BTreeMap<Vec<u8>, Vec<u8>> = keys(db.iter_cf(&cf)).into_iter().collect();
+            assert_eq!(&got, &models[n], "family {n} after round {round}");
+            let back: Vec<Vec<u8>> = db.iter_cf(&cf).rev().map(|e| e.unwrap().0).collect();
+            assert_eq!(back, models[n].keys().rev().cloned().collect::<Vec<_>>(), "family {n} backwards");
+        }
+    }
+    db.verify_checksums().unwrap();
+}
+
+/// Writers to different families at once, through the shared group commit.
+#[test]
+fn concurrent_writers_to_different_families() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = std::sync::Arc::new(Db::open(dir.path(), tiny_options()).unwrap());
+    let fams: Vec<_> = (0..3).map(|i| db.create_column_family(&format!("f{i}"), tiny_options()).unwrap()).collect();
+    std::thread::scope(|s| {
+        for (t, cf) in fams.iter().enumerate() {
+            let db = db.clone();
+            s.spawn(move || {
+                for i in 0..2000u32 {
+                    db.put_cf(cf, i.to_be_bytes(), format!("{t}-{i}")).unwrap();
+                }
+            });
+        }
+    });
+    db.wait_for_compaction().unwrap();
+    for (t, cf) in fams.iter().enumerate() {
+        assert_eq!(db.iter_cf(cf).count(), 2000);
+        assert_eq!(db.get_cf(cf, 7u32.to_be_bytes()).unwrap(), Some(format!("{t}-7").into_bytes()));
+    }
+}
