@@ -40,6 +40,8 @@ impl Fragment {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Fragments {
     frags: Vec<Fragment>,
+    /// The largest sequence of any fragment (0 when empty).
+    max_seq: u64,
 }
 
 impl Fragments {
@@ -78,7 +80,7 @@ impl Fragments {
             seqs.dedup();
             frags.push(Fragment { start: start.to_vec(), end: end.to_vec(), seqs });
         }
-        Fragments { frags }
+        Fragments::from_parts(frags)
     }
 
     /// Fragments the tombstones stored in a table's range-deletion block.
@@ -101,7 +103,17 @@ impl Fragments {
     /// Fragments already disjoint and in key order (a subcompaction's share of a job's, cut to its range).
     pub(crate) fn from_disjoint(frags: Vec<Fragment>) -> Fragments {
         debug_assert!(frags.windows(2).all(|w| w[0].end <= w[1].start));
-        Fragments { frags }
+        Fragments::from_parts(frags)
+    }
+
+    fn from_parts(frags: Vec<Fragment>) -> Fragments {
+        let max_seq = frags.iter().filter_map(|f| f.seqs.first()).copied().max().unwrap_or(0);
+        Fragments { frags, max_seq }
+    }
+
+    /// The largest sequence of any tombstone (0 when there is none).
+    pub(crate) fn max_seq(&self) -> u64 {
+        self.max_seq
     }
 
     /// The fragments, in key order.
@@ -152,6 +164,30 @@ impl RangeDelView {
     /// The newest tombstone sequence covering `key` at `read_seq` over all sources (0: none).
     pub(crate) fn covering_seq(&self, key: &[u8], read_seq: u64) -> u64 {
         self.sources.iter().map(|f| f.covering_seq(key, read_seq)).max().unwrap_or(0)
+    }
+
+    /// For each source whose tombstones cover `key` at `read_seq`: the fragment holding `key` and the
+    /// sequence of its newest tombstone visible at `read_seq`.
+    pub(crate) fn covering_fragments<'a>(
+        &'a self,
+        key: &'a [u8],
+        read_seq: u64,
+    ) -> impl Iterator<Item = (&'a Fragment, u64)> + 'a {
+        self.sources.iter().filter_map(move |f| {
+            let frag = f.fragment_for(key)?;
+            Some((frag, frag.visible_seq(read_seq)?))
+        })
+    }
+
+    /// The sequence of the newest tombstone visible at `read_seq` (0: none is visible): only an entry older
+    /// than it can be covered. One comparison per source, unless a source holds tombstones newer than the
+    /// read (a snapshot's): then a pass over its fragments.
+    pub(crate) fn max_visible_seq(&self, read_seq: u64) -> u64 {
+        let visible = |f: &Arc<Fragments>| match f.max_seq() {
+            m if m <= read_seq => m,
+            _ => f.frags.iter().filter_map(|fr| fr.visible_seq(read_seq)).max().unwrap_or(0),
+        };
+        self.sources.iter().map(visible).max().unwrap_or(0)
     }
 }
 

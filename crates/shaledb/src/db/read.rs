@@ -2,7 +2,9 @@
 //! the published [`SuperVersion`] and the visible sequence number (see `pin_view` for their order).
 
 use super::{Db, DbInner, SuperVersion};
-use crate::iter::{Cursor, Iter, KeyRange, LevelIterator, MergingIterator, RangeDelFilter, RefreshFn};
+use crate::iter::{
+    CoverSkip, Cursor, Iter, KeyRange, LevelIterator, MergingIterator, RangeDelFilter, RefreshFn, SourceSeqs,
+};
 use crate::lookup::GetState;
 use crate::options::ReadOptions;
 use crate::prefix::{table_may_contain, PrefixFiltered, PrefixScope, PrefixSource};
@@ -456,6 +458,8 @@ fn internal_view(
     let sv = arc_swap::Guard::into_inner(sv);
     let snap = opts.snapshot.clone();
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(2 + sv.imm.len() + 8);
+    // What bounds each child's sequence numbers, in the children's order (for `CoverSkip`).
+    let mut seqs: Vec<SourceSeqs> = Vec::with_capacity(children.capacity());
     let mut range_dels = RangeDelView::default();
     for m in std::iter::once(&sv.mem).chain(&sv.imm) {
         if let Some(f) = m.range_tombstones() {
@@ -463,6 +467,8 @@ fn internal_view(
         }
     }
     for m in std::iter::once(&sv.mem).chain(&sv.imm) {
+        // Loaded after the read's sequence: it bounds every entry visible at it (`MemTable::largest_seq`).
+        seqs.push(SourceSeqs::Max(m.largest_seq()));
         match scope {
             Some(scope) => children.push(Box::new(PrefixFiltered::new(
                 m.iter(),
@@ -499,7 +505,10 @@ fn internal_view(
         match inner.tables.range_dels(f) {
             Ok(Some(rd)) => range_dels.add(rd),
             Ok(None) => {}
-            Err(e) => children.push(Box::new(ErrorIter(e))),
+            Err(e) => {
+                children.push(Box::new(ErrorIter(e)));
+                seqs.push(SourceSeqs::Max(u64::MAX));
+            }
         }
     }
     for f in sv.version.files(0).iter().filter(in_bounds) {
@@ -507,6 +516,7 @@ fn internal_view(
             Ok(t) => children.push(table_iter(t, f, scope)),
             Err(e) => children.push(Box::new(ErrorIter(e))),
         }
+        seqs.push(SourceSeqs::Max(f.largest_seq));
     }
     for level in 1..sv.version.num_levels() {
         // Sorted and disjoint: the files within the bounds are one run.
@@ -514,6 +524,7 @@ fn internal_view(
         if files.is_empty() {
             continue;
         }
+        seqs.push(SourceSeqs::Files(files.clone()));
         let tables = inner.tables.clone();
         let scope = scope.clone();
         let open = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
@@ -521,9 +532,19 @@ fn internal_view(
         });
         children.push(Box::new(LevelIterator::new(files, open)));
     }
+    debug_assert_eq!(seqs.len(), children.len());
     let merged = MergingIterator::new(children);
-    let it: Box<dyn InternalIterator> =
-        if range_dels.is_empty() { Box::new(merged) } else { Box::new(RangeDelFilter::new(merged, range_dels, seq)) };
+    let it: Box<dyn InternalIterator> = if range_dels.is_empty() {
+        Box::new(merged)
+    } else {
+        // Seeks past covered stretches, except in a prefix-confined cursor: its sources take seeks only
+        // within the prefix, and its scans are short.
+        let skip = match scope {
+            None => CoverSkip::new(range_dels.clone(), seq, seqs),
+            Some(_) => None,
+        };
+        Box::new(RangeDelFilter::new(merged.with_cover_skip(skip), range_dels, seq))
+    };
     (it, seq, Box::new((sv, snap)))
 }
 
