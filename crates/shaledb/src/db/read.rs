@@ -443,7 +443,9 @@ fn pin_view(inner: &DbInner, opts: &ReadOptions) -> (arc_swap::Guard<Arc<SuperVe
 /// left out (the cursor would skip every key they hold), so they are neither opened nor read; a level
 /// iterator then never steps into a file past the bounds (RocksDB's `LevelIterator` checks the next file's
 /// smallest key against `iterate_upper_bound` likewise). With a prefix `scope` (a cursor confined to a
-/// prefix), each memtable and table is wrapped in [`PrefixFiltered`], sharing the cursor's scope.
+/// prefix), each memtable and table is wrapped in [`PrefixFiltered`], sharing the cursor's scope. With range
+/// tombstones the merge is wrapped in [`RangeDelFilter`] and, outside a prefix scope, seeks its children past
+/// covered stretches ([`CoverSkip`], given each child's sequence bound).
 fn internal_view(
     inner: &DbInner,
     opts: &ReadOptions,

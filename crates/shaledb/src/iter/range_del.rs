@@ -197,23 +197,20 @@ impl CoverSkip {
         let seqs = &self.sources[source];
         // The first tombstone source that allows a skip; another one may then allow a further skip from
         // where this one lands.
-        self.view
-            .covering_fragments(p.user_key, self.read_seq)
-            .filter(|&(_, t)| p.seq < t)
-            .find_map(|(frag, t)| {
-                let to = if forward {
-                    forward_target(seqs, p.user_key, t, frag)?
-                } else {
-                    backward_target(seqs, p.user_key, t, frag)?
-                };
-                // A file's first (last) entry is a target only past the current entry: two files of a level
-                // may share a boundary user key, and a seek must always make progress.
-                match to {
-                    SkipTo::Entry(e) if forward && !ikey::compare(e, key).is_gt() => None,
-                    SkipTo::Entry(e) if !forward && !ikey::compare(e, key).is_lt() => None,
-                    to => Some(to),
-                }
-            })
+        self.view.covering_fragments(p.user_key, self.read_seq).filter(|&(_, t)| p.seq < t).find_map(|(frag, t)| {
+            let to = if forward {
+                forward_target(seqs, p.user_key, t, frag)?
+            } else {
+                backward_target(seqs, p.user_key, t, frag)?
+            };
+            // A file's first (last) entry is a target only past the current entry: two files of a level
+            // may share a boundary user key, and a seek must always make progress.
+            match to {
+                SkipTo::Entry(e) if forward && !ikey::compare(e, key).is_gt() => None,
+                SkipTo::Entry(e) if !forward && !ikey::compare(e, key).is_lt() => None,
+                to => Some(to),
+            }
+        })
     }
 }
 
@@ -276,13 +273,15 @@ mod tests {
     use std::sync::Mutex;
 
     type File<'a> = (u64, &'a [(&'a str, u64)]);
+    type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+    type Opened = Arc<Mutex<Vec<u64>>>;
 
     fn ent(k: &str, seq: u64) -> (Vec<u8>, Vec<u8>) {
         (make_internal_key(k.as_bytes(), seq, ValueKind::Value), format!("{k}@{seq}").into_bytes())
     }
 
     /// A level of `files` (number, entries in key order) and the log of the files it opened.
-    fn level(files: &[File<'_>]) -> (LevelIterator, Vec<Arc<FileMeta>>, Arc<Mutex<Vec<u64>>>) {
+    fn level(files: &[File<'_>]) -> (LevelIterator, Vec<Arc<FileMeta>>, Opened) {
         let metas: Vec<Arc<FileMeta>> = files
             .iter()
             .map(|&(n, es)| {
@@ -299,7 +298,7 @@ mod tests {
                 })
             })
             .collect();
-        let data: Vec<(u64, Vec<(Vec<u8>, Vec<u8>)>)> =
+        let data: Vec<(u64, Entries)> =
             files.iter().map(|&(n, es)| (n, es.iter().map(|&(k, s)| ent(k, s)).collect())).collect();
         let opened = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&opened);
@@ -322,7 +321,7 @@ mod tests {
     }
 
     /// The merge of one level under `tombstones` read at `read_seq`, with cover skipping.
-    fn merge(files: &[File<'_>], tombstones: &[(&str, &str, u64)], read_seq: u64) -> (MergingIterator, Arc<Mutex<Vec<u64>>>) {
+    fn merge(files: &[File<'_>], tombstones: &[(&str, &str, u64)], read_seq: u64) -> (MergingIterator, Opened) {
         let (it, metas, opened) = level(files);
         let skip = CoverSkip::new(view(tombstones), read_seq, vec![SourceSeqs::Files(metas)]);
         (MergingIterator::new(vec![Box::new(it)]).with_cover_skip(skip), opened)

@@ -538,6 +538,8 @@ fn key2(k: u8) -> Vec<u8> {
     format!("k{k:02}").into_bytes()
 }
 
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// One write of the range-deletion model: key, kind (0 deletion, 1 value, 2 merge, 3 range deletion of
 /// `[key, key + len)`), value, source (0: a level of files, 1: one table, 2 and 3: memtables), len.
 type RdOp = (u8, u8, u8, u8, u8);
@@ -566,7 +568,8 @@ fn rd_model(ops: &[RdOp], snapshot: u64, lower: Option<u8>, upper: Option<u8>) -
                     state.insert(key2(k), val);
                 }
             },
-            _ => state.retain(|key, _| !(key.as_slice() >= key2(k).as_slice() && key.as_slice() < key2(k + len).as_slice())),
+            _ => state
+                .retain(|key, _| !(key.as_slice() >= key2(k).as_slice() && key.as_slice() < key2(k + len).as_slice())),
         }
     }
     state
@@ -605,7 +608,7 @@ fn rd_cursor(ops: &[RdOp], snapshot: u64, lower: Option<u8>, upper: Option<u8>, 
         es.iter().map(|(k, _)| shaledb_format::ikey::parse(k).unwrap().seq).max().unwrap_or(0)
     };
     // Source 0: a level whose files hold 4 keys each (disjoint, in key order).
-    let mut by_file: BTreeMap<u8, Vec<(Vec<u8>, Vec<u8>)>> = BTreeMap::new();
+    let mut by_file: BTreeMap<u8, Entries> = BTreeMap::new();
     for e in &points[0] {
         let k = shaledb_format::ikey::user_key(&e.0);
         let n: u8 = std::str::from_utf8(&k[1..]).unwrap().parse().unwrap();

@@ -510,7 +510,12 @@ fn cursor_matches(db: &Db, opts: &ReadOptions, want: &[(Vec<u8>, Vec<u8>)], r: &
         // Steps mostly in the seek's direction, then a turn.
         for step in 0..6 {
             let expect = usize::try_from(pos).ok().and_then(|p| want.get(p)).cloned();
-            assert_eq!(at(&c), expect, "{what}: {} {target} then {step} steps", if forward { "seek" } else { "seek_for_prev" });
+            assert_eq!(
+                at(&c),
+                expect,
+                "{what}: {} {target} then {step} steps",
+                if forward { "seek" } else { "seek_for_prev" }
+            );
             if expect.is_none() {
                 break;
             }
@@ -587,7 +592,10 @@ fn cursors_over_covered_stretches_match_the_model_across_levels_snapshots_and_bo
                     db.compact_range(Some(a.as_bytes()), Some(b.as_bytes())).unwrap();
                 }
                 87 | 88 => {
-                    snaps.push((ReadOptions { snapshot: Some(db.snapshot()), ..ReadOptions::default() }, model.snapshot()));
+                    snaps.push((
+                        ReadOptions { snapshot: Some(db.snapshot()), ..ReadOptions::default() },
+                        model.snapshot(),
+                    ));
                     if snaps.len() > 3 {
                         snaps.remove(0);
                     }
@@ -599,7 +607,8 @@ fn cursors_over_covered_stretches_match_the_model_across_levels_snapshots_and_bo
             }
             if i % 250 == 249 {
                 most_levels = most_levels.max(db.statistics().levels.iter().filter(|l| l.files > 0).count());
-                let views = std::iter::once((ReadOptions::default(), &model)).chain(snaps.iter().map(|(o, m)| (o.clone(), m)));
+                let views =
+                    std::iter::once((ReadOptions::default(), &model)).chain(snaps.iter().map(|(o, m)| (o.clone(), m)));
                 for (n, (ro, m)) in views.enumerate() {
                     let what = format!("seed {seed} op {i} view {n}");
                     cursor_matches(&db, &ro, &model_in(m, None, None), &mut r, &what);
