@@ -179,6 +179,27 @@ impl RangeDelView {
         })
     }
 
+    /// When no fragment of any source holds `key`: the widest range `[lo, hi)` around it that no fragment
+    /// touches (`hi` `None`: unbounded), so a reader may answer "not covered" for the keys in it without a
+    /// search. `None` when some fragment holds `key`.
+    pub(crate) fn gap_around(&self, key: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+        let mut lo: &[u8] = &[];
+        let mut hi: Option<&[u8]> = None;
+        for f in &self.sources {
+            let i = f.frags.partition_point(|fr| fr.start.as_slice() <= key);
+            if let Some(prev) = i.checked_sub(1).map(|j| &f.frags[j]) {
+                if key < prev.end.as_slice() {
+                    return None;
+                }
+                lo = lo.max(prev.end.as_slice());
+            }
+            if let Some(next) = f.frags.get(i) {
+                hi = Some(hi.map_or(next.start.as_slice(), |h| h.min(next.start.as_slice())));
+            }
+        }
+        Some((lo.to_vec(), hi.map(<[u8]>::to_vec)))
+    }
+
     /// The sequence of the newest tombstone visible at `read_seq` (0: none is visible): only an entry older
     /// than it can be covered. One comparison per source, unless a source holds tombstones newer than the
     /// read (a snapshot's): then a pass over its fragments.
@@ -299,6 +320,25 @@ mod tests {
         assert_eq!(v.covering_seq(b"l", 10), 4);
         assert_eq!(v.covering_seq(b"m", 10), 2);
         assert_eq!(v.covering_seq(b"l", 3), 2);
+    }
+
+    #[test]
+    fn gaps_lie_between_the_fragments_of_every_source() {
+        let mut v = RangeDelView::default();
+        v.add(Arc::new(Fragments::new(&[t("c", "e", 4), t("m", "p", 2)])));
+        v.add(Arc::new(Fragments::new(&[t("g", "h", 9)])));
+        let g = |k: &str| v.gap_around(k.as_bytes()).map(|(lo, hi)| (s_(&lo), hi.map(|h| s_(&h))));
+        assert_eq!(g("a"), Some(("".into(), Some("c".into()))));
+        assert_eq!(g("c"), None);
+        assert_eq!(g("e"), Some(("e".into(), Some("g".into()))));
+        assert_eq!(g("h"), Some(("h".into(), Some("m".into()))));
+        assert_eq!(g("p"), Some(("p".into(), None)));
+        assert_eq!(g("o"), None);
+        assert_eq!(RangeDelView::default().gap_around(b"x"), Some((Vec::new(), None)));
+    }
+
+    fn s_(b: &[u8]) -> String {
+        String::from_utf8_lossy(b).into_owned()
     }
 
     /// Against a brute force: for random tombstones, `covering_seq` equals the newest visible one containing

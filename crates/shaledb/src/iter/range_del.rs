@@ -155,6 +155,9 @@ pub(crate) struct CoverSkip {
     sources: Vec<SourceSeqs>,
     /// Per source: some part of it may be older than a visible tombstone (else it is never checked).
     eligible: Vec<bool>,
+    /// User keys `[lo, hi)` (`hi` `None`: unbounded) no fragment touches, met last: a scan through live keys
+    /// between tombstones answers each of them with two comparisons instead of a search per source.
+    gap: Option<(Vec<u8>, Option<Vec<u8>>)>,
     /// Seeks made, for tests.
     seeks: u64,
 }
@@ -169,7 +172,7 @@ impl CoverSkip {
         if !eligible.iter().any(|&e| e) {
             return None;
         }
-        Some(CoverSkip { view, read_seq, sources, eligible, seeks: 0 })
+        Some(CoverSkip { view, read_seq, sources, eligible, gap: None, seeks: 0 })
     }
 
     /// Seeks made so far.
@@ -186,12 +189,21 @@ impl CoverSkip {
     /// Source `source` is on the entry `key` (an internal key): where to move it past what a tombstone
     /// covers, in the direction given, or `None` when it must stay (the entry is not covered, or the source
     /// may hold an entry the tombstone does not cover right after it).
-    pub(crate) fn target<'a>(&'a self, source: usize, key: &'a [u8], forward: bool) -> Option<SkipTo<'a>> {
+    pub(crate) fn target<'a>(&'a mut self, source: usize, key: &'a [u8], forward: bool) -> Option<SkipTo<'a>> {
         if !self.eligible.get(source).copied().unwrap_or(false) {
             return None;
         }
         let p = ikey::parse(key)?;
         if p.seq > self.read_seq {
+            return None;
+        }
+        if let Some((lo, hi)) = &self.gap {
+            if p.user_key >= lo.as_slice() && hi.as_deref().is_none_or(|h| p.user_key < h) {
+                return None;
+            }
+        }
+        if let Some(gap) = self.view.gap_around(p.user_key) {
+            self.gap = Some(gap);
             return None;
         }
         let seqs = &self.sources[source];
