@@ -40,6 +40,8 @@ impl Fragment {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Fragments {
     frags: Vec<Fragment>,
+    /// The largest sequence of any fragment (0 when empty).
+    max_seq: u64,
 }
 
 impl Fragments {
@@ -78,7 +80,7 @@ impl Fragments {
             seqs.dedup();
             frags.push(Fragment { start: start.to_vec(), end: end.to_vec(), seqs });
         }
-        Fragments { frags }
+        Fragments::from_parts(frags)
     }
 
     /// Fragments the tombstones stored in a table's range-deletion block.
@@ -101,7 +103,17 @@ impl Fragments {
     /// Fragments already disjoint and in key order (a subcompaction's share of a job's, cut to its range).
     pub(crate) fn from_disjoint(frags: Vec<Fragment>) -> Fragments {
         debug_assert!(frags.windows(2).all(|w| w[0].end <= w[1].start));
-        Fragments { frags }
+        Fragments::from_parts(frags)
+    }
+
+    fn from_parts(frags: Vec<Fragment>) -> Fragments {
+        let max_seq = frags.iter().filter_map(|f| f.seqs.first()).copied().max().unwrap_or(0);
+        Fragments { frags, max_seq }
+    }
+
+    /// The largest sequence of any tombstone (0 when there is none).
+    pub(crate) fn max_seq(&self) -> u64 {
+        self.max_seq
     }
 
     /// The fragments, in key order.
@@ -152,6 +164,51 @@ impl RangeDelView {
     /// The newest tombstone sequence covering `key` at `read_seq` over all sources (0: none).
     pub(crate) fn covering_seq(&self, key: &[u8], read_seq: u64) -> u64 {
         self.sources.iter().map(|f| f.covering_seq(key, read_seq)).max().unwrap_or(0)
+    }
+
+    /// For each source whose tombstones cover `key` at `read_seq`: the fragment holding `key` and the
+    /// sequence of its newest tombstone visible at `read_seq`.
+    pub(crate) fn covering_fragments<'a>(
+        &'a self,
+        key: &'a [u8],
+        read_seq: u64,
+    ) -> impl Iterator<Item = (&'a Fragment, u64)> + 'a {
+        self.sources.iter().filter_map(move |f| {
+            let frag = f.fragment_for(key)?;
+            Some((frag, frag.visible_seq(read_seq)?))
+        })
+    }
+
+    /// When no fragment of any source holds `key`: the widest range `[lo, hi)` around it that no fragment
+    /// touches (`hi` `None`: unbounded), so a reader may answer "not covered" for the keys in it without a
+    /// search. `None` when some fragment holds `key`.
+    pub(crate) fn gap_around(&self, key: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+        let mut lo: &[u8] = &[];
+        let mut hi: Option<&[u8]> = None;
+        for f in &self.sources {
+            let i = f.frags.partition_point(|fr| fr.start.as_slice() <= key);
+            if let Some(prev) = i.checked_sub(1).map(|j| &f.frags[j]) {
+                if key < prev.end.as_slice() {
+                    return None;
+                }
+                lo = lo.max(prev.end.as_slice());
+            }
+            if let Some(next) = f.frags.get(i) {
+                hi = Some(hi.map_or(next.start.as_slice(), |h| h.min(next.start.as_slice())));
+            }
+        }
+        Some((lo.to_vec(), hi.map(<[u8]>::to_vec)))
+    }
+
+    /// The sequence of the newest tombstone visible at `read_seq` (0: none is visible): only an entry older
+    /// than it can be covered. One comparison per source, unless a source holds tombstones newer than the
+    /// read (a snapshot's): then a pass over its fragments.
+    pub(crate) fn max_visible_seq(&self, read_seq: u64) -> u64 {
+        let visible = |f: &Arc<Fragments>| match f.max_seq() {
+            m if m <= read_seq => m,
+            _ => f.frags.iter().filter_map(|fr| fr.visible_seq(read_seq)).max().unwrap_or(0),
+        };
+        self.sources.iter().map(visible).max().unwrap_or(0)
     }
 }
 
@@ -263,6 +320,25 @@ mod tests {
         assert_eq!(v.covering_seq(b"l", 10), 4);
         assert_eq!(v.covering_seq(b"m", 10), 2);
         assert_eq!(v.covering_seq(b"l", 3), 2);
+    }
+
+    #[test]
+    fn gaps_lie_between_the_fragments_of_every_source() {
+        let mut v = RangeDelView::default();
+        v.add(Arc::new(Fragments::new(&[t("c", "e", 4), t("m", "p", 2)])));
+        v.add(Arc::new(Fragments::new(&[t("g", "h", 9)])));
+        let g = |k: &str| v.gap_around(k.as_bytes()).map(|(lo, hi)| (s_(&lo), hi.map(|h| s_(&h))));
+        assert_eq!(g("a"), Some(("".into(), Some("c".into()))));
+        assert_eq!(g("c"), None);
+        assert_eq!(g("e"), Some(("e".into(), Some("g".into()))));
+        assert_eq!(g("h"), Some(("h".into(), Some("m".into()))));
+        assert_eq!(g("p"), Some(("p".into(), None)));
+        assert_eq!(g("o"), None);
+        assert_eq!(RangeDelView::default().gap_around(b"x"), Some((Vec::new(), None)));
+    }
+
+    fn s_(b: &[u8]) -> String {
+        String::from_utf8_lossy(b).into_owned()
     }
 
     /// Against a brute force: for random tombstones, `covering_seq` equals the newest visible one containing

@@ -375,8 +375,12 @@ impl Db {
     /// it are live again. `begin > end` is `InvalidArgument`; `begin == end` deletes nothing.
     ///
     /// Flush writes the tombstones into the table's range-deletion block, and compaction drops the keys they
-    /// cover (and, at the bottom level with no older snapshot, the tombstones themselves). A scan steps over
-    /// covered keys until a compaction drops them; a point read costs the same whatever the number deleted.
+    /// cover (and, at the bottom level with no older snapshot, the tombstones themselves). Before then, a scan
+    /// or seek over the deleted range seeks each memtable, table or level past the keys the tombstone hides
+    /// in it instead of stepping over them, wherever all of them are older than the tombstone (a key written
+    /// after the tombstone into the same range is read one by one, as it must be); a point read costs the same
+    /// whatever the number deleted. Except in a cursor confined to a prefix (`prefix_same_as_start`), which
+    /// steps over them.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();

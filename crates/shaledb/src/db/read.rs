@@ -3,7 +3,9 @@
 
 use super::family::Family;
 use super::{Db, DbInner, SuperVersion};
-use crate::iter::{Cursor, Iter, KeyRange, LevelIterator, MergingIterator, RangeDelFilter, RefreshFn};
+use crate::iter::{
+    CoverSkip, Cursor, Iter, KeyRange, LevelIterator, MergingIterator, RangeDelFilter, RefreshFn, SourceSeqs,
+};
 use crate::lookup::GetState;
 use crate::options::ReadOptions;
 use crate::prefix::{table_may_contain, PrefixFiltered, PrefixScope, PrefixSource};
@@ -466,7 +468,9 @@ fn pin_view(inner: &DbInner, fam: &Family, opts: &ReadOptions) -> (arc_swap::Gua
 /// left out (the cursor would skip every key they hold), so they are neither opened nor read; a level
 /// iterator then never steps into a file past the bounds (RocksDB's `LevelIterator` checks the next file's
 /// smallest key against `iterate_upper_bound` likewise). With a prefix `scope` (a cursor confined to a
-/// prefix), each memtable and table is wrapped in [`PrefixFiltered`], sharing the cursor's scope.
+/// prefix), each memtable and table is wrapped in [`PrefixFiltered`], sharing the cursor's scope. With range
+/// tombstones the merge is wrapped in [`RangeDelFilter`] and, outside a prefix scope, seeks its children past
+/// covered stretches ([`CoverSkip`], given each child's sequence bound).
 fn internal_view(
     inner: &DbInner,
     fam: &Family,
@@ -482,6 +486,8 @@ fn internal_view(
     let sv = arc_swap::Guard::into_inner(sv);
     let snap = opts.snapshot.clone();
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(2 + sv.imm.len() + 8);
+    // What bounds each child's sequence numbers, in the children's order (for `CoverSkip`).
+    let mut seqs: Vec<SourceSeqs> = Vec::with_capacity(children.capacity());
     let mut range_dels = RangeDelView::default();
     for m in std::iter::once(&sv.mem).chain(&sv.imm) {
         if let Some(f) = m.range_tombstones() {
@@ -489,6 +495,8 @@ fn internal_view(
         }
     }
     for m in std::iter::once(&sv.mem).chain(&sv.imm) {
+        // Loaded after the read's sequence: it bounds every entry visible at it (`MemTable::largest_seq`).
+        seqs.push(SourceSeqs::Max(m.largest_seq()));
         match scope {
             Some(scope) => children.push(Box::new(PrefixFiltered::new(
                 m.iter(),
@@ -525,7 +533,10 @@ fn internal_view(
         match inner.tables.range_dels(f) {
             Ok(Some(rd)) => range_dels.add(rd),
             Ok(None) => {}
-            Err(e) => children.push(Box::new(ErrorIter(e))),
+            Err(e) => {
+                children.push(Box::new(ErrorIter(e)));
+                seqs.push(SourceSeqs::Max(u64::MAX));
+            }
         }
     }
     for f in sv.version.files(0).iter().filter(in_bounds) {
@@ -533,6 +544,7 @@ fn internal_view(
             Ok(t) => children.push(table_iter(t, f, scope)),
             Err(e) => children.push(Box::new(ErrorIter(e))),
         }
+        seqs.push(SourceSeqs::Max(f.largest_seq));
     }
     for level in 1..sv.version.num_levels() {
         // Sorted and disjoint: the files within the bounds are one run.
@@ -540,6 +552,7 @@ fn internal_view(
         if files.is_empty() {
             continue;
         }
+        seqs.push(SourceSeqs::Files(files.clone()));
         let tables = inner.tables.clone();
         let scope = scope.clone();
         let open = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
@@ -547,9 +560,19 @@ fn internal_view(
         });
         children.push(Box::new(LevelIterator::new(files, open)));
     }
+    debug_assert_eq!(seqs.len(), children.len());
     let merged = MergingIterator::new(children);
-    let it: Box<dyn InternalIterator> =
-        if range_dels.is_empty() { Box::new(merged) } else { Box::new(RangeDelFilter::new(merged, range_dels, seq)) };
+    let it: Box<dyn InternalIterator> = if range_dels.is_empty() {
+        Box::new(merged)
+    } else {
+        // Seeks past covered stretches, except in a prefix-confined cursor: its sources take seeks only
+        // within the prefix, and its scans are short.
+        let skip = match scope {
+            None => CoverSkip::new(range_dels.clone(), seq, seqs),
+            Some(_) => None,
+        };
+        Box::new(RangeDelFilter::new(merged.with_cover_skip(skip), range_dels, seq))
+    };
     (it, seq, Box::new((sv, snap)))
 }
 

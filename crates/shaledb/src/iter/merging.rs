@@ -3,8 +3,14 @@
 //! Forward, every child is positioned at its first entry >= the current key and the heap is a min-heap;
 //! backward, every child is at its last entry <= the current key and the heap is a max-heap. Switching
 //! direction re-seeks the other children around the current key (the approach of LevelDB's merger).
+//!
+//! With range tombstones ([`MergingIterator::with_cover_skip`]), a child that comes to the top of the heap on
+//! an entry a newer tombstone covers, together with everything the child holds up to the end (start, going
+//! backward) of the tombstone's fragment, is sought past that stretch before the entry is yielded (see
+//! [`CoverSkip`]): a scan over deleted keys costs a seek per child and fragment, not a step per key.
 
-use shaledb_format::ikey;
+use crate::iter::range_del::{CoverSkip, SkipTo};
+use shaledb_format::ikey::{self, KIND_FOR_SEEK, MAX_SEQUENCE};
 use shaledb_format::iter::InternalIterator;
 use shaledb_vfs::{Error, Result};
 use std::cmp::Ordering;
@@ -21,13 +27,77 @@ pub(crate) struct MergingIterator {
     error: Option<Error>,
     /// Scratch copy of the current key for direction switches.
     key_buf: Vec<u8>,
+    /// Seeks children past what range tombstones cover (`None`: no tombstone can cover a child's entry).
+    skip: Option<CoverSkip>,
 }
 
 impl MergingIterator {
     /// A merge of `children` (each in [`ikey::compare`] order), unpositioned.
     pub(crate) fn new(children: Vec<Box<dyn InternalIterator>>) -> MergingIterator {
         let n = children.len();
-        MergingIterator { children, heap: Vec::with_capacity(n), forward: true, error: None, key_buf: Vec::new() }
+        MergingIterator {
+            children,
+            heap: Vec::with_capacity(n),
+            forward: true,
+            error: None,
+            key_buf: Vec::new(),
+            skip: None,
+        }
+    }
+
+    /// Seeks children past the stretches `skip` finds covered by range tombstones (its sources in the order
+    /// of the children). The merge still yields every entry not passed over, covered or not: the
+    /// `RangeDelFilter` above it decides those.
+    pub(crate) fn with_cover_skip(mut self, skip: Option<CoverSkip>) -> MergingIterator {
+        self.skip = skip;
+        self
+    }
+
+    /// The cover-skip seeks made so far.
+    #[cfg(test)]
+    pub(crate) fn cover_seeks(&self) -> u64 {
+        self.skip.as_ref().map_or(0, |s| s.seeks())
+    }
+
+    /// Moves the top child past what a tombstone covers there, again until the top child's entry has to
+    /// be yielded. Each seek moves a child strictly in the direction of iteration, so this ends.
+    fn skip_covered(&mut self) {
+        loop {
+            if self.error.is_some() {
+                return;
+            }
+            let Some(&top) = self.heap.first() else { return };
+            let Some(skip) = self.skip.as_mut() else { return };
+            let child = &mut self.children[top];
+            // Where to: an internal key, and whether it is a user key's first one (else an entry's own).
+            let to_user_key = match skip.target(top, child.key(), self.forward) {
+                None => return,
+                Some(SkipTo::UserKey(u)) => {
+                    self.key_buf.clear();
+                    ikey::append_internal_key(&mut self.key_buf, u, MAX_SEQUENCE, KIND_FOR_SEEK);
+                    true
+                }
+                Some(SkipTo::Entry(e)) => {
+                    self.key_buf.clear();
+                    self.key_buf.extend_from_slice(e);
+                    false
+                }
+            };
+            skip.note_seek();
+            if self.forward {
+                child.seek(&self.key_buf);
+            } else {
+                child.seek_for_prev(&self.key_buf);
+                if to_user_key {
+                    // To the last entry of a user key before the target's.
+                    let start = ikey::user_key(&self.key_buf);
+                    while child.valid() && ikey::user_key(child.key()) >= start {
+                        child.prev();
+                    }
+                }
+            }
+            self.fix_top();
+        }
     }
 
     /// True when child `a` must come out before child `b` in the current direction.
@@ -142,24 +212,28 @@ impl InternalIterator for MergingIterator {
         self.children.iter_mut().for_each(|c| c.seek_to_first());
         self.forward = true;
         self.rebuild();
+        self.skip_covered();
     }
 
     fn seek_to_last(&mut self) {
         self.children.iter_mut().for_each(|c| c.seek_to_last());
         self.forward = false;
         self.rebuild();
+        self.skip_covered();
     }
 
     fn seek(&mut self, target: &[u8]) {
         self.children.iter_mut().for_each(|c| c.seek(target));
         self.forward = true;
         self.rebuild();
+        self.skip_covered();
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {
         self.children.iter_mut().for_each(|c| c.seek_for_prev(target));
         self.forward = false;
         self.rebuild();
+        self.skip_covered();
     }
 
     fn next(&mut self) {
@@ -168,12 +242,11 @@ impl InternalIterator for MergingIterator {
         }
         if !self.forward {
             self.switch_to_forward();
-            return;
-        }
-        if let Some(&top) = self.heap.first() {
+        } else if let Some(&top) = self.heap.first() {
             self.children[top].next();
             self.fix_top();
         }
+        self.skip_covered();
     }
 
     fn prev(&mut self) {
@@ -182,12 +255,11 @@ impl InternalIterator for MergingIterator {
         }
         if self.forward {
             self.switch_to_backward();
-            return;
-        }
-        if let Some(&top) = self.heap.first() {
+        } else if let Some(&top) = self.heap.first() {
             self.children[top].prev();
             self.fix_top();
         }
+        self.skip_covered();
     }
 
     fn key(&self) -> &[u8] {

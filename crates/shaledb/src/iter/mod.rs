@@ -19,7 +19,7 @@ pub(crate) use level::LevelIterator;
 pub(crate) use merging::MergingIterator;
 pub(crate) use range::{narrow_bounds, prefix_upper_bound};
 pub use range::{Iter, KeyRange};
-pub(crate) use range_del::RangeDelFilter;
+pub(crate) use range_del::{CoverSkip, RangeDelFilter, SourceSeqs};
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

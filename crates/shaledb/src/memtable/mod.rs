@@ -205,6 +205,9 @@ pub(crate) struct MemTable {
     mem: AtomicUsize,
     /// Deletion entries added (RocksDB's `num_deletes`, for `rocksdb.estimate-num-keys`).
     deletions: AtomicUsize,
+    /// The largest sequence of a point entry added (range tombstones not counted), for iterators that seek
+    /// past what a newer range tombstone covers (`iter::CoverSkip`).
+    largest_seq: AtomicU64,
     filter: KeyFilter,
     /// [`crate::Options::memtable_prefix_bloom_size_ratio`]: the prefixes of the keys, by this extractor.
     prefix_filter: Option<(PrefixExtractor, KeyFilter)>,
@@ -382,6 +385,7 @@ impl MemTable {
             rep,
             mem: AtomicUsize::new(0),
             deletions: AtomicUsize::new(0),
+            largest_seq: AtomicU64::new(0),
             filter: KeyFilter::new(write_buffer_size / 8),
             prefix_filter: None,
             range_dels: Default::default(),
@@ -462,6 +466,10 @@ impl MemTable {
             Rep::Vector(v) => v.push(rec),
         }
         self.mem.fetch_add(charge, AtomicOrdering::Relaxed);
+        // Before the write's sequence is published (the write path publishes after every insert of its
+        // group, with Release), so a reader that loaded the published sequence and then this sees every
+        // visible entry's sequence at or below the value it reads.
+        self.largest_seq.fetch_max(seq, AtomicOrdering::Relaxed);
         if kind == ValueKind::Deletion {
             self.deletions.fetch_add(1, AtomicOrdering::Relaxed);
         }
@@ -522,6 +530,12 @@ impl MemTable {
             Rep::Skip(map) => map.len(),
             Rep::Vector(v) => v.len.load(AtomicOrdering::Relaxed),
         }
+    }
+
+    /// The largest sequence of a point entry added so far (0 when none). Every entry visible at a sequence
+    /// loaded (Acquire) before this call has a sequence at or below the value returned.
+    pub(crate) fn largest_seq(&self) -> u64 {
+        self.largest_seq.load(AtomicOrdering::Relaxed)
     }
 
     /// Number of deletion entries.

@@ -460,3 +460,311 @@ fn ttl_mode_passes_range_deletions_through() {
     assert_eq!(db.get("c").unwrap(), Some(v("v-c")));
     assert_eq!(keys(&db, &ReadOptions::default()), vec![v("c")]);
 }
+
+// ---- range-deletion-aware iteration: cursors seek past covered stretches ----------------------------------
+
+/// The model's entries within `[lower, upper)`.
+fn model_in(model: &Model, lower: Option<&[u8]>, upper: Option<&[u8]>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+    let lo = lower.map_or(Unbounded, Included);
+    let hi = upper.map_or(Unbounded, Excluded);
+    model.range(lo, hi).map(|(k, v)| (k.to_vec(), v.to_vec())).collect()
+}
+
+fn at(c: &shaledb::Cursor) -> Option<(Vec<u8>, Vec<u8>)> {
+    c.valid().then(|| (c.key().to_vec(), c.value().to_vec()))
+}
+
+/// A cursor at `opts` with the bounds against `want` (the model within them): full scans both ways, then
+/// seeks and seek_for_prevs at random keys each followed by steps both ways.
+fn cursor_matches(db: &Db, opts: &ReadOptions, want: &[(Vec<u8>, Vec<u8>)], r: &mut StdRng, what: &str) {
+    let mut c = db.cursor_opt(opts);
+    let mut got = Vec::new();
+    c.seek_to_first();
+    while let Some(e) = at(&c) {
+        got.push(e);
+        c.next();
+    }
+    c.status().unwrap();
+    assert_eq!(got, want, "{what}: forward scan");
+    let mut back = Vec::new();
+    c.seek_to_last();
+    while let Some(e) = at(&c) {
+        back.push(e);
+        c.prev();
+    }
+    c.status().unwrap();
+    back.reverse();
+    assert_eq!(back, want, "{what}: backward scan");
+    for _ in 0..24 {
+        let target = format!("k{:04}", r.gen_range(0..DR_KEYS + 10));
+        let (mut pos, forward) = if r.gen_bool(0.5) {
+            c.seek(&target);
+            let p = want.partition_point(|(k, _)| k.as_slice() < target.as_bytes());
+            (p as isize, true)
+        } else {
+            c.seek_for_prev(&target);
+            let p = want.partition_point(|(k, _)| k.as_slice() <= target.as_bytes());
+            (p as isize - 1, false)
+        };
+        // Steps mostly in the seek's direction, then a turn.
+        for step in 0..6 {
+            let expect = usize::try_from(pos).ok().and_then(|p| want.get(p)).cloned();
+            assert_eq!(
+                at(&c),
+                expect,
+                "{what}: {} {target} then {step} steps",
+                if forward { "seek" } else { "seek_for_prev" }
+            );
+            if expect.is_none() {
+                break;
+            }
+            let ahead = (step < 4) == forward;
+            if ahead {
+                c.next();
+                pos += 1;
+            } else {
+                c.prev();
+                pos -= 1;
+            }
+        }
+        c.status().unwrap();
+    }
+}
+
+const DR_KEYS: usize = 400;
+
+/// Random puts, deletes, merges and wide range deletions over flushed tables of several levels, the memtable
+/// and snapshots: cursors (which seek sources past covered stretches) read exactly what a `BTreeMap` model
+/// says in scans both ways, seeks and seek_for_prevs with steps, unbounded and between random bounds.
+#[test]
+fn cursors_over_covered_stretches_match_the_model_across_levels_snapshots_and_bounds() {
+    let opts = Options {
+        write_buffer_size: 16 << 10,
+        target_file_size_base: 4 << 10,
+        max_bytes_for_level_base: 16 << 10,
+        level0_file_num_compaction_trigger: 3,
+        merge_operator: shaledb::merge::builtin("stringappend"),
+        ..Options::default()
+    };
+    for seed in 0..3u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), opts.clone()).unwrap();
+        let mut model = Model::new();
+        let mut r = rng(100 + seed);
+        let key = |r: &mut StdRng| format!("k{:04}", r.gen_range(0..DR_KEYS));
+        let mut snaps: Vec<(ReadOptions, Model)> = Vec::new();
+        // The most levels holding tables at a check.
+        let mut most_levels = 0;
+        for i in 0..2000 {
+            match r.gen_range(0..100) {
+                0..=54 => {
+                    let (k, val) = (key(&mut r), format!("v{i}-{}", "x".repeat(i % 90)));
+                    db.put(&k, &val).unwrap();
+                    model.put(k.as_bytes(), val.as_bytes());
+                }
+                55..=62 => {
+                    let k = key(&mut r);
+                    db.delete(&k).unwrap();
+                    model.delete(k.as_bytes());
+                }
+                63..=68 => {
+                    let k = key(&mut r);
+                    db.merge(&k, format!("m{i}")).unwrap();
+                    model.merge(k.as_bytes(), format!("m{i}").as_bytes(), |old, op| {
+                        Some(match old {
+                            Some(o) => [o, b",", op].concat(),
+                            None => op.to_vec(),
+                        })
+                    });
+                }
+                69..=80 => {
+                    let a = r.gen_range(0..DR_KEYS);
+                    let b = (a + r.gen_range(1..120)).min(DR_KEYS + 5);
+                    let (a, b) = (format!("k{a:04}"), format!("k{b:04}"));
+                    db.delete_range(&a, &b).unwrap();
+                    model.delete_range(a.as_bytes(), b.as_bytes());
+                }
+                81..=84 => db.flush().unwrap(),
+                85 | 86 => {
+                    let (a, b) = (key(&mut r), key(&mut r));
+                    let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                    db.compact_range(Some(a.as_bytes()), Some(b.as_bytes())).unwrap();
+                }
+                87 | 88 => {
+                    snaps.push((
+                        ReadOptions { snapshot: Some(db.snapshot()), ..ReadOptions::default() },
+                        model.snapshot(),
+                    ));
+                    if snaps.len() > 3 {
+                        snaps.remove(0);
+                    }
+                }
+                _ => {
+                    let k = key(&mut r);
+                    assert_eq!(db.get(&k).unwrap().as_deref(), model.get(k.as_bytes()), "seed {seed} op {i} get {k}");
+                }
+            }
+            if i % 250 == 249 {
+                most_levels = most_levels.max(db.statistics().levels.iter().filter(|l| l.files > 0).count());
+                let views =
+                    std::iter::once((ReadOptions::default(), &model)).chain(snaps.iter().map(|(o, m)| (o.clone(), m)));
+                for (n, (ro, m)) in views.enumerate() {
+                    let what = format!("seed {seed} op {i} view {n}");
+                    cursor_matches(&db, &ro, &model_in(m, None, None), &mut r, &what);
+                    let (mut lo, mut hi) = (key(&mut r), key(&mut r));
+                    if lo > hi {
+                        std::mem::swap(&mut lo, &mut hi);
+                    }
+                    let bounded = ReadOptions {
+                        iterate_lower_bound: Some(lo.clone().into_bytes()),
+                        iterate_upper_bound: Some(hi.clone().into_bytes()),
+                        ..ro.clone()
+                    };
+                    let want = model_in(m, Some(lo.as_bytes()), Some(hi.as_bytes()));
+                    cursor_matches(&db, &bounded, &want, &mut r, &format!("{what} [{lo}, {hi})"));
+                }
+            }
+        }
+        assert!(most_levels >= 2, "seed {seed}: tables in {most_levels} levels at most");
+    }
+}
+
+/// The cost of a scan over a deleted range does not grow with the number of deleted keys: 40,000 keys in
+/// tables (about a thousand data blocks), all but the 100 at each end deleted by one range tombstone, first in
+/// the memtable and then flushed into an L0 table. Scans both ways, a seek into the deleted range and a
+/// bounded scan read a few dozen blocks (the ends of the range, indexes), not the covered ones. A snapshot
+/// older than the tombstone still reads every key.
+#[test]
+fn a_scan_over_a_deleted_range_reads_few_blocks() {
+    const N: usize = 40_000;
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options { disable_auto_compactions: true, ..Options::default() };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let key = |i: usize| format!("key{i:06}");
+    let val = |i: usize| format!("{i:0100}");
+    for i in 0..N {
+        db.put(key(i), val(i)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let before_tombstone = db.snapshot();
+    db.delete_range(key(100), key(N - 100)).unwrap();
+    let live: Vec<Vec<u8>> = (0..100).chain(N - 100..N).map(|i| key(i).into_bytes()).collect();
+    // Reads that keep no block in the cache, so each scan pays for what it touches.
+    let ro = ReadOptions { fill_cache: false, ..ReadOptions::default() };
+    let blocks = |db: &Db| db.statistics().blocks_read;
+
+    // Data blocks the tombstone covers: a full scan of the older snapshot reads them all.
+    let start = blocks(&db);
+    let old = ReadOptions { snapshot: Some(before_tombstone), ..ro.clone() };
+    assert_eq!(db.iter_opt(&old).count(), N, "the snapshot predates the tombstone");
+    let covered_blocks = blocks(&db) - start;
+    assert!(covered_blocks > 500, "only {covered_blocks} blocks: too few for the test to mean anything");
+    let few = covered_blocks / 20;
+
+    for place in ["memtable", "L0 table"] {
+        let start = blocks(&db);
+        assert_eq!(keys(&db, &ro), live, "{place}: forward");
+        let fwd = blocks(&db) - start;
+        let start = blocks(&db);
+        let mut back = keys_back(&db, &ro);
+        back.reverse();
+        assert_eq!(back, live, "{place}: backward");
+        let bwd = blocks(&db) - start;
+        let start = blocks(&db);
+        let mut c = db.cursor_opt(&ro);
+        c.seek(key(N / 2));
+        assert_eq!(c.key(), key(N - 100).as_bytes(), "{place}: seek into the range");
+        c.prev();
+        assert_eq!(c.key(), key(99).as_bytes(), "{place}: back over the range");
+        c.seek_for_prev(key(N / 3));
+        assert_eq!(c.key(), key(99).as_bytes(), "{place}: seek_for_prev into the range");
+        c.next();
+        assert_eq!(c.key(), key(N - 100).as_bytes(), "{place}: forward over the range");
+        let seeks = blocks(&db) - start;
+        let start = blocks(&db);
+        let bounded = ReadOptions {
+            iterate_lower_bound: Some(key(50).into_bytes()),
+            iterate_upper_bound: Some(key(N - 50).into_bytes()),
+            ..ro.clone()
+        };
+        assert_eq!(keys(&db, &bounded).len(), 100, "{place}: bounded");
+        let bnd = blocks(&db) - start;
+        for (what, n) in [("forward", fwd), ("backward", bwd), ("seeks", seeks), ("bounded", bnd)] {
+            assert!(n <= few, "{place}: {what} read {n} blocks, more than {few} ({covered_blocks} covered)");
+        }
+        db.flush().unwrap();
+        assert_eq!(db.statistics().levels[0].files, 1, "the tombstone's table");
+    }
+}
+
+/// A writer replaces a range again and again in one batch (a range deletion over it, then every key at a new
+/// generation) while memtables flush and compact beneath two readers: every scan, both ways, and every seek into
+/// the range sees exactly one whole generation. The tombstone of a batch sits in the memtable with the newer
+/// keys of its own batch (never sought past) and over older memtables and tables (sought past).
+#[test]
+fn concurrent_scans_see_whole_generations_under_range_replacements() {
+    const KEYS: usize = 60;
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options { write_buffer_size: 8 << 10, target_file_size_base: 4 << 10, ..Options::default() };
+    let db = Arc::new(Db::open(dir.path(), opts).unwrap());
+    let key = |i: usize| format!("k{i:03}");
+    let generation = |db: &Db, gen: usize| {
+        let mut b = WriteBatch::new();
+        b.delete_range("k", "l");
+        for i in 0..KEYS {
+            b.put(key(i), format!("g{gen:05}-{}", "v".repeat(40)));
+        }
+        db.write(&b).unwrap();
+    };
+    generation(&db, 0);
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|t| {
+            let (db, done) = (Arc::clone(&db), Arc::clone(&done));
+            std::thread::spawn(move || {
+                let mut scans = 0;
+                while !done.load(std::sync::atomic::Ordering::Acquire) || scans < 10 {
+                    let mut c = db.cursor();
+                    let mut seen = Vec::new();
+                    if (scans + t) % 2 == 0 {
+                        c.seek_to_first();
+                        while c.valid() {
+                            seen.push((c.key().to_vec(), c.value().to_vec()));
+                            c.next();
+                        }
+                    } else {
+                        c.seek_to_last();
+                        while c.valid() {
+                            seen.push((c.key().to_vec(), c.value().to_vec()));
+                            c.prev();
+                        }
+                        seen.reverse();
+                    }
+                    c.status().unwrap();
+                    let keys: Vec<Vec<u8>> = seen.iter().map(|(k, _)| k.clone()).collect();
+                    let want: Vec<Vec<u8>> = (0..KEYS).map(|i| key(i).into_bytes()).collect();
+                    assert_eq!(keys, want, "scan {scans} of reader {t}");
+                    assert!(seen.iter().all(|(_, v)| v == &seen[0].1), "scan {scans} of reader {t}: mixed generations");
+                    c.seek(key(KEYS / 2));
+                    assert_eq!(c.key(), key(KEYS / 2).as_bytes());
+                    c.seek_for_prev(key(KEYS / 3));
+                    assert_eq!(c.key(), key(KEYS / 3).as_bytes());
+                    scans += 1;
+                }
+            })
+        })
+        .collect();
+    for gen in 1..300 {
+        generation(&db, gen);
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    for r in readers {
+        r.join().unwrap();
+    }
+    db.wait_for_compaction().unwrap();
+    let got: Vec<(Vec<u8>, Vec<u8>)> = db.iter().collect::<shaledb::Result<_>>().unwrap();
+    assert_eq!(got.len(), KEYS);
+    assert!(got.iter().all(|(_, v)| v.starts_with(b"g00299-")));
+}
