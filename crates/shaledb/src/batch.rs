@@ -24,17 +24,20 @@ use shaledb_format::ikey::ValueKind;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WriteBatch {
     pub(crate) rep: BatchRep,
+    /// The column families its `_cf` calls named, as `(id, database token)`, checked by [`crate::Db::write`]
+    /// against the database written to.
+    pub(crate) families: Vec<(u32, u64)>,
 }
 
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> WriteBatch {
-        WriteBatch { rep: BatchRep::new() }
+        WriteBatch { rep: BatchRep::new(), families: Vec::new() }
     }
 
     /// An empty batch with room for `bytes` of encoded updates.
     pub fn with_capacity(bytes: usize) -> WriteBatch {
-        WriteBatch { rep: BatchRep::with_capacity(bytes) }
+        WriteBatch { rep: BatchRep::with_capacity(bytes), families: Vec::new() }
     }
 
     /// Sets `key` to `value`.
@@ -99,31 +102,43 @@ impl WriteBatch {
     /// ```
     pub fn put_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
         self.rep.push_record(cf.id(), ValueKind::Value, key.as_ref(), value.as_ref());
+        self.note_family(cf);
         self
     }
 
     /// [`WriteBatch::delete`] in column family `cf`.
     pub fn delete_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> &mut Self {
         self.rep.push_record(cf.id(), ValueKind::Deletion, key.as_ref(), &[]);
+        self.note_family(cf);
         self
     }
 
     /// [`WriteBatch::single_delete`] in column family `cf`.
     pub fn single_delete_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> &mut Self {
         self.rep.push_record(cf.id(), ValueKind::SingleDeletion, key.as_ref(), &[]);
+        self.note_family(cf);
         self
     }
 
     /// [`WriteBatch::delete_range`] in column family `cf`.
     pub fn delete_range_cf(&mut self, cf: &ColumnFamily, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> &mut Self {
         self.rep.push_record(cf.id(), ValueKind::RangeDeletion, begin.as_ref(), end.as_ref());
+        self.note_family(cf);
         self
     }
 
     /// [`WriteBatch::merge`] in column family `cf` (the family needs a merge operator).
     pub fn merge_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> &mut Self {
         self.rep.push_record(cf.id(), ValueKind::Merge, key.as_ref(), operand.as_ref());
+        self.note_family(cf);
         self
+    }
+
+    fn note_family(&mut self, cf: &ColumnFamily) {
+        let f = (cf.fam.id, cf.fam.db_token);
+        if cf.fam.id != 0 && !self.families.contains(&f) {
+            self.families.push(f);
+        }
     }
 
     /// Number of updates.
@@ -138,7 +153,8 @@ impl WriteBatch {
 
     /// Removes every update.
     pub fn clear(&mut self) {
-        self.rep.clear()
+        self.rep.clear();
+        self.families.clear();
     }
 
     /// Encoded size in bytes.

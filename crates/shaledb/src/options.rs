@@ -182,6 +182,11 @@ pub struct Options {
     /// write before it becomes durable then (a stronger effect than RocksDB's, at the cost of that wait; choose
     /// a mark of a few MiB). Default: 0.
     pub wal_bytes_per_sync: u64,
+    /// With several column families: once the live WALs hold more than this many bytes, the families whose
+    /// memtables keep the oldest WAL alive are switched (and so flushed), as RocksDB's `max_total_wal_size`
+    /// does, so that a family written rarely never keeps every later WAL on disk. 0: four times the sum over the
+    /// families of `write_buffer_size * max_write_buffer_number` (RocksDB's rule). Default: 0.
+    pub max_total_wal_size: u64,
     /// Limits the bytes flushes and compactions write per second (RocksDB `rate_limiter`): see
     /// [`crate::RateLimiter`]. Flushes are charged at high priority, compactions at low; the WAL is never
     /// charged. One limiter may be shared by several databases. Default: none.
@@ -283,6 +288,7 @@ impl std::fmt::Debug for Options {
             .field("block_cache_shard_bits", &self.block_cache_shard_bits)
             .field("bytes_per_sync", &self.bytes_per_sync)
             .field("wal_bytes_per_sync", &self.wal_bytes_per_sync)
+            .field("max_total_wal_size", &self.max_total_wal_size)
             .field("rate_limiter", &self.rate_limiter)
             .field("stats_dump_period_sec", &self.stats_dump_period_sec)
             .field("listeners", &self.listeners.len())
@@ -353,6 +359,7 @@ impl Default for Options {
             max_auto_readahead_size: 256 << 10,
             bytes_per_sync: 0,
             wal_bytes_per_sync: 0,
+            max_total_wal_size: 0,
             rate_limiter: None,
             stats_dump_period_sec: 600,
             listeners: Vec::new(),

@@ -237,9 +237,9 @@ impl BackupEngine {
             files.push(BackupFile { name, stored, size, crc });
             Ok(())
         };
-        for &n in &set.wals {
+        for &(n, len) in &set.wals {
             let name = filenames::wal(Path::new(""), n).display().to_string();
-            private_file(name, &|to| copy_between(src_fs, &filenames::wal(src, n), fs, to, None).map(|_| ()))?;
+            private_file(name, &|to| copy_between(src_fs, &filenames::wal(src, n), fs, to, len).map(|_| ()))?;
         }
         private_file(filenames::manifest_name(set.manifest_number), &|to| write_manifest(fs, to, &set.edits))?;
         if src_fs.exists(&filenames::identity(src)) {

@@ -126,7 +126,7 @@ fn background_loop(inner: &Arc<DbInner>, flush_thread: bool) {
                 }
             }
         }
-        match fifo_ttl_recheck(inner) {
+        match fifo_ttl_recheck(&st) {
             Some(period) => {
                 inner.bg_cv.wait_for(&mut st, period);
             }
@@ -139,16 +139,12 @@ fn background_loop(inner: &Arc<DbInner>, flush_thread: bool) {
 
 /// FIFO's TTL makes files due with time alone, with no write to wake a thread: an idle thread then looks again
 /// every `ttl` seconds, at most every 60 s (so a file goes at most a minute late) and at least every second.
-fn fifo_ttl_recheck(inner: &DbInner) -> Option<Duration> {
-    let st = inner.state.try_lock();
-    let fams: Vec<Arc<super::family::Family>> = match st {
-        Some(st) => st.fams.values().map(|f| f.fam.clone()).collect(),
-        None => vec![inner.default.clone()],
-    };
-    fams.iter()
+fn fifo_ttl_recheck(st: &State) -> Option<Duration> {
+    st.fams
+        .values()
         .filter_map(|f| {
-            let fifo = &f.opts.compaction_options_fifo;
-            let on = f.opts.compaction_style == crate::compaction_style::CompactionStyle::Fifo && fifo.ttl > 0;
+            let fifo = &f.fam.opts.compaction_options_fifo;
+            let on = f.fam.opts.compaction_style == crate::compaction_style::CompactionStyle::Fifo && fifo.ttl > 0;
             on.then(|| Duration::from_secs(fifo.ttl.clamp(1, 60)))
         })
         .min()
@@ -262,6 +258,10 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, 
 
 /// Old WALs: every one below the smallest log number of any family. REQUIRES: `st` locked.
 pub(crate) fn delete_obsolete_wals(inner: &DbInner, st: &State) {
+    if st.wal_pins > 0 {
+        // A checkpoint or backup is copying WALs: the next flush after it deletes them.
+        return;
+    }
     let min_log = st.vs.min_log_number();
     if let Ok(names) = inner.fs.list(&inner.dir) {
         for name in names {

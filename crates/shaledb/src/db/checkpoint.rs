@@ -46,12 +46,15 @@ const COPY_CHUNK: usize = 1 << 20;
 pub(crate) struct LiveFileSet {
     /// Keeps every table of the set (of every family) from obsolete-file deletion.
     _pin: Vec<Arc<Version>>,
+    /// Keeps the WALs of the set from deletion (several families only).
+    _wal_pin: Option<WalPin>,
     /// `(number, size)` of each table.
     pub(crate) tables: Vec<(u64, u64)>,
     /// `(number, size)` of each live blob file.
     pub(crate) blobs: Vec<(u64, u64)>,
-    /// WALs to copy whole (read-only databases only).
-    pub(crate) wals: Vec<u64>,
+    /// WALs to copy, each whole or up to a length: a read-only database's, and with several column families a
+    /// live database's from the smallest log number of any family (module docs).
+    pub(crate) wals: Vec<(u64, Option<u64>)>,
     /// The snapshot edits the copy's MANIFEST holds (the first with the counters, then one per other family).
     pub(crate) edits: Vec<VersionEdit>,
     /// The number the copy's MANIFEST takes: the live one's, never a table's.
@@ -70,11 +73,46 @@ impl LiveFileSet {
     }
 }
 
+/// Keeps a live database's WALs on disk while a checkpoint or backup copies them (`State::wal_pins`).
+pub(crate) struct WalPin {
+    inner: Arc<DbInner>,
+}
+
+impl Drop for WalPin {
+    fn drop(&mut self) {
+        self.inner.state.lock().wal_pins -= 1;
+    }
+}
+
+/// The largest column family id a record of the WAL at `path` names (0 when none, or when it cannot be read:
+/// damage is for the copy's recovery to judge).
+fn max_family_in_wal(fs: &dyn Fs, path: &Path) -> u32 {
+    let Ok(data) = fs.read_all(path) else { return 0 };
+    let mut reader = log::Reader::new(data, path.to_path_buf());
+    let mut max = 0;
+    loop {
+        match shaledb_format::wal::next_batch(&mut reader) {
+            shaledb_format::wal::BatchRead::Batch { batch, .. } => {
+                max = batch.iter().flatten().map(|e| e.family).fold(max, u32::max);
+            }
+            shaledb_format::wal::BatchRead::Eof => return max,
+            _ => {}
+        }
+    }
+}
+
 /// Flushes (unless read-only) and pins the live file set of `inner`.
+///
+/// With several column families a flush is not a consistent cut by itself: between it and the snapshot of the
+/// versions one family may flush newer writes while another still holds the rest of their batches in memory.
+/// So the set also holds the WALs from the smallest log number of any family, the current one up to its length
+/// under the `wal` lock: the copy's recovery replays each family from its own log number, and the result is
+/// every write up to that point, batches whole.
 pub(crate) fn live_file_set(inner: &Arc<DbInner>) -> Result<LiveFileSet> {
     if !inner.read_only {
         background::flush(inner, None)?;
     }
+    let wal = (!inner.read_only).then(|| inner.wal.lock());
     let mut st = inner.state.lock();
     if let Some(cause) = &st.bg_error {
         return Err(DbInner::read_only_error(cause));
@@ -84,10 +122,23 @@ pub(crate) fn live_file_set(inner: &Arc<DbInner>) -> Result<LiveFileSet> {
     for v in &versions {
         st.live_versions.push(Arc::downgrade(v));
     }
-    let edits = st.vs.snapshot_edits();
+    let mut edits = st.vs.snapshot_edits();
     let manifest_number = st.vs.manifest_number();
     let log_number = st.vs.min_log_number();
+    let several = st.fams.len() > 1;
+    let mut live_wals = Vec::new();
+    let mut wal_pin = None;
+    if let (Some(w), true) = (wal.as_ref(), several) {
+        let names = inner.fs.list(&inner.dir)?;
+        for n in filenames::live_wals(&names, log_number) {
+            live_wals.push((n, (n == w.number).then(|| w.log.as_ref().map_or(0, |l| l.len()))));
+        }
+        st.wal_pins += 1;
+        wal_pin = Some(WalPin { inner: inner.clone() });
+    }
+    let live_seq = wal.as_ref().map(|w| w.next_seq.saturating_sub(1));
     drop(st);
+    drop(wal);
     let tables = versions.iter().flat_map(|v| v.levels.iter().flatten()).map(|f| (f.number, f.file_size)).collect();
     let blobs = versions
         .iter()
@@ -99,12 +150,35 @@ pub(crate) fn live_file_set(inner: &Arc<DbInner>) -> Result<LiveFileSet> {
     // the copy then fails naming the file; try again).
     let options_file = crate::options_file::newest(&names);
     let (wals, last_sequence) = if inner.read_only {
-        let wals = filenames::live_wals(&names, log_number);
+        let wals: Vec<(u64, Option<u64>)> =
+            filenames::live_wals(&names, log_number).into_iter().map(|n| (n, None)).collect();
+        // The writer may have created families since this view was read: their records in the WALs copied are
+        // of ids the copy's MANIFEST never handed out. Recording the largest such id makes the copy's recovery
+        // skip them as it skips a dropped family's (the view never held those families).
+        let seen = wals.iter().map(|&(n, _)| max_family_in_wal(inner.fs.as_ref(), &filenames::wal(&inner.dir, n)));
+        let seen = seen.max().unwrap_or(0);
+        if let Some(first) = edits.first_mut() {
+            if seen > first.max_family.unwrap_or(0) {
+                first.max_family = Some(seen);
+            }
+        }
         (wals, inner.visible_seq.load(std::sync::atomic::Ordering::Acquire))
+    } else if several {
+        (live_wals, live_seq.unwrap_or(0))
     } else {
         (Vec::new(), edits.first().and_then(|e| e.last_sequence).unwrap_or(0))
     };
-    Ok(LiveFileSet { _pin: versions, tables, blobs, wals, edits, manifest_number, last_sequence, options_file })
+    Ok(LiveFileSet {
+        _pin: versions,
+        _wal_pin: wal_pin,
+        tables,
+        blobs,
+        wals,
+        edits,
+        manifest_number,
+        last_sequence,
+        options_file,
+    })
 }
 
 /// Writes a MANIFEST holding `edits` at `path`, fsynced.
@@ -225,8 +299,8 @@ fn write_checkpoint(fs: &dyn Fs, src: &Path, set: &LiveFileSet, out: &Path) -> R
     for &(number, size) in &set.blobs {
         link_or_copy(fs, &filenames::blob(src, number), &filenames::blob(out, number), size)?;
     }
-    for &n in &set.wals {
-        copy_file(fs, &filenames::wal(src, n), &filenames::wal(out, n), None)?;
+    for &(n, len) in &set.wals {
+        copy_file(fs, &filenames::wal(src, n), &filenames::wal(out, n), len)?;
     }
     write_manifest(fs, &out.join(filenames::manifest_name(set.manifest_number)), &set.edits)?;
     let identity = filenames::identity(src);

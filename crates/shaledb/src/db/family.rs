@@ -26,11 +26,19 @@ pub(crate) struct Family {
     pub(crate) sv: ArcSwap<SuperVersion>,
     /// Set once the family's drop is durable: reads of a handle still work on what it held, writes fail.
     pub(crate) dropped: AtomicBool,
+    /// The open database it belongs to ([`new_db_token`]): a handle of another database is refused.
+    pub(crate) db_token: u64,
+}
+
+/// A number no other database opened by this process has: what tells a family handle's database apart.
+pub(crate) fn new_db_token() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl Family {
-    pub(crate) fn new(id: u32, name: String, opts: Options, sv: SuperVersion) -> Family {
-        Family { id, name, opts, sv: ArcSwap::from_pointee(sv), dropped: AtomicBool::new(false) }
+    pub(crate) fn new(id: u32, name: String, opts: Options, sv: SuperVersion, db_token: u64) -> Family {
+        Family { id, name, opts, sv: ArcSwap::from_pointee(sv), dropped: AtomicBool::new(false), db_token }
     }
 
     pub(crate) fn is_dropped(&self) -> bool {

@@ -16,11 +16,18 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// Refuses a batch naming a family that does not exist (never created, or dropped), or merging in a family
-/// without a merge operator.
-pub(super) fn check_batch_families(inner: &DbInner, batch: &BatchRep) -> Result<()> {
+/// Refuses a batch naming a family that does not exist (never created, or dropped) or that a handle of another
+/// database named, or merging in a family without a merge operator.
+pub(super) fn check_batch_families(inner: &DbInner, batch: &crate::WriteBatch) -> Result<()> {
     let st = inner.state.lock();
-    for e in batch.iter() {
+    for &(id, token) in &batch.families {
+        if token != inner.default.db_token || st.fams.get(&id).is_none_or(|f| f.fam.db_token != token) {
+            return Err(Error::InvalidArgument(format!(
+                "the batch names column family {id} through a handle of another database, or one since dropped"
+            )));
+        }
+    }
+    for e in batch.rep.iter() {
         let e = e?;
         if e.family == 0 {
             continue;
@@ -38,7 +45,10 @@ pub(super) fn check_batch_families(inner: &DbInner, batch: &BatchRep) -> Result<
     Ok(())
 }
 
-fn check_live(cf: &ColumnFamily) -> Result<()> {
+fn check_live(inner: &DbInner, cf: &ColumnFamily) -> Result<()> {
+    if cf.fam.db_token != inner.default.db_token {
+        return Err(Error::InvalidArgument(format!("column family {:?} is a handle of another database", cf.fam.name)));
+    }
     if cf.fam.is_dropped() {
         return Err(Error::InvalidArgument(format!("column family {:?} was dropped", cf.fam.name)));
     }
@@ -149,7 +159,7 @@ impl Db {
         })?;
         let mem = Arc::new(MemTable::for_options(wal.number, &fopts));
         let sv = SuperVersion { mem: mem.clone(), imm: Vec::new(), version: version.clone() };
-        let fam = Arc::new(Family::new(id, name.to_string(), fopts, sv));
+        let fam = Arc::new(Family::new(id, name.to_string(), fopts, sv, inner.default.db_token));
         st.live_versions.push(Arc::downgrade(&version));
         st.fams.insert(id, FamilyState { fam: fam.clone(), mem, imm: Vec::new() });
         st.rebuild_mems();
@@ -186,6 +196,7 @@ impl Db {
         if let Some(c) = &st.bg_error {
             return Err(DbInner::read_only_error(c));
         }
+        check_live(inner, cf)?;
         if !st.fams.get(&id).is_some_and(|f| Arc::ptr_eq(&f.fam, &cf.fam)) {
             return Err(Error::InvalidArgument(format!("column family {:?} was dropped", cf.fam.name)));
         }
@@ -257,7 +268,7 @@ impl Db {
     pub fn delete_range_cf(&self, cf: &ColumnFamily, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
         let mut b = crate::WriteBatch::new();
         b.delete_range_cf(cf, begin, end);
-        check_live(cf)?;
+        check_live(&self.inner, cf)?;
         self.write(&b)
     }
 
@@ -280,7 +291,7 @@ impl Db {
         key: &[u8],
         value: &[u8],
     ) -> Result<()> {
-        check_live(cf)?;
+        check_live(&self.inner, cf)?;
         check_len(key, value)?;
         let mut b = BatchRep::with_capacity(shaledb_format::batch::HEADER_LEN + key.len() + value.len() + 16);
         b.push_record(cf.fam.id, kind, key, value);
@@ -325,13 +336,13 @@ impl Db {
     /// Writes column family `cf`'s memtables to L0 tables and waits for it ([`Db::flush`] flushes every
     /// family).
     pub fn flush_cf(&self, cf: &ColumnFamily) -> Result<()> {
-        check_live(cf)?;
+        check_live(&self.inner, cf)?;
         background::flush(&self.inner, Some(cf.fam.id))
     }
 
     /// [`Db::compact_range`] in column family `cf`.
     pub fn compact_range_cf(&self, cf: &ColumnFamily, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        check_live(cf)?;
+        check_live(&self.inner, cf)?;
         background::compact_range(&self.inner, cf.fam.id, begin, end)
     }
 }

@@ -78,6 +78,8 @@ pub(crate) struct State {
     pub(crate) live_versions: Vec<Weak<Version>>,
     /// Background threads still running.
     pub(crate) bg_threads_alive: usize,
+    /// Checkpoints and backups copying WALs now: obsolete WALs stay until none is (db/checkpoint.rs).
+    pub(crate) wal_pins: usize,
     /// The write-stall condition last told to the listeners (stall.rs).
     pub(crate) stall: crate::listener::WriteStallCondition,
 }
@@ -176,13 +178,14 @@ impl DbInner {
         let blobs = Arc::new(crate::blob::BlobFiles::new(dir, opts.fs.clone(), db_id));
         let mut fams = std::collections::BTreeMap::new();
         let mut live_versions = Vec::new();
+        let token = family::new_db_token();
         for (id, fopts, mem) in o.fams {
             let Some(fv) = o.vs.families().get(&id) else { continue };
             let version = fv.current.clone();
             live_versions.push(Arc::downgrade(&version));
             let fopts = if id == 0 { opts.clone() } else { fopts };
             let sv = SuperVersion { mem: mem.clone(), imm: Vec::new(), version };
-            let fam = Arc::new(family::Family::new(id, fv.name.clone(), fopts, sv));
+            let fam = Arc::new(family::Family::new(id, fv.name.clone(), fopts, sv, token));
             fams.insert(id, family::FamilyState { fam, mem, imm: Vec::new() });
         }
         let default = fams.get(&0).map(|f: &family::FamilyState| f.fam.clone()).unwrap_or_else(|| {
@@ -190,7 +193,7 @@ impl DbInner {
             let version = o.vs.current().clone();
             let mem = Arc::new(MemTable::for_options(0, &opts));
             let sv = SuperVersion { mem: mem.clone(), imm: Vec::new(), version };
-            let fam = Arc::new(family::Family::new(0, "default".into(), opts.clone(), sv));
+            let fam = Arc::new(family::Family::new(0, "default".into(), opts.clone(), sv, token));
             fams.insert(0, family::FamilyState { fam: fam.clone(), mem, imm: Vec::new() });
             fam
         });
@@ -206,6 +209,7 @@ impl DbInner {
             obsolete_tables: Vec::new(),
             live_versions,
             bg_threads_alive: 0,
+            wal_pins: 0,
             stall: Default::default(),
         };
         state.rebuild_mems();
@@ -507,7 +511,7 @@ impl Db {
             }
         }
         if families {
-            family_api::check_batch_families(&self.inner, &batch.rep)?;
+            family_api::check_batch_families(&self.inner, batch)?;
         }
         write::write(&self.inner, batch.rep.clone(), opts)
     }

@@ -20,7 +20,7 @@
 
 use super::Db;
 use crate::lookup::GetState;
-use crate::options::ReadOptions;
+use crate::options::{Options, ReadOptions};
 use crate::prefix::table_may_contain;
 use crate::stats::Counters;
 use crossbeam_channel::{Receiver, Sender};
@@ -105,21 +105,45 @@ impl Db {
         opts: &ReadOptions,
         keys: impl IntoIterator<Item = K>,
     ) -> Vec<Result<Option<Vec<u8>>>> {
+        let fam = self.inner.default.clone();
+        self.multi_get_family(&fam, opts, keys)
+    }
+
+    /// [`Db::multi_get_opt`] in column family `cf`.
+    pub fn multi_get_cf<K: AsRef<[u8]>>(
+        &self,
+        opts: &ReadOptions,
+        cf: &super::ColumnFamily,
+        keys: impl IntoIterator<Item = K>,
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        self.multi_get_family(&cf.fam, opts, keys)
+    }
+
+    fn multi_get_family<K: AsRef<[u8]>>(
+        &self,
+        fam: &super::family::Family,
+        opts: &ReadOptions,
+        keys: impl IntoIterator<Item = K>,
+    ) -> Vec<Result<Option<Vec<u8>>>> {
         let keys: Vec<K> = keys.into_iter().collect();
         match keys.as_slice() {
             [] => return Vec::new(),
             // Nothing to sort, share or overlap: `get` is the same lookup without the batch's bookkeeping.
-            [key] => return vec![self.get_opt(opts, key)],
+            [key] => {
+                let mut out = Vec::new();
+                let found = self.get_into_family(fam, opts, key.as_ref(), &mut out);
+                return vec![found.map(|f| f.then_some(out))];
+            }
             _ => {}
         }
         let inner = &self.inner;
-        let (sv, seq) = self.pin_view(opts);
+        let (sv, seq) = self.pin_view_of(fam, opts);
         Counters::add(&inner.counters.gets, keys.len() as u64);
 
         // Sort once; equal keys share one probe.
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_by(|&a, &b| keys[a].as_ref().cmp(keys[b].as_ref()));
-        let merge = inner.opts.merge_operator.as_ref();
+        let merge = fam.opts.merge_operator.as_ref();
         let mut probes: Vec<Probe> = Vec::with_capacity(keys.len());
         let mut probe_of = vec![0usize; keys.len()];
         for &i in &order {
@@ -160,7 +184,7 @@ impl Db {
                 })
                 .collect();
             if !in_range.is_empty() {
-                self.probe_round(opts, vec![TableProbes { meta: f, probes: in_range }], &mut probes);
+                self.probe_round(&fam.opts, opts, vec![TableProbes { meta: f, probes: in_range }], &mut probes);
             }
         }
         for level in 1..v.num_levels() {
@@ -176,7 +200,7 @@ impl Db {
                 }
             }
             if !round.is_empty() {
-                self.probe_round(opts, round, &mut probes);
+                self.probe_round(&fam.opts, opts, round, &mut probes);
             }
         }
 
@@ -212,7 +236,7 @@ impl Db {
     /// One round of table probes: `round` lists the tables to search (at most one per probe) and, for each, its
     /// undecided probes in ascending key order. Filters first, then one index walk per table, then the
     /// distinct blocks: cached ones at once, missing ones read in parallel; then each probe's entries are fed.
-    fn probe_round(&self, opts: &ReadOptions, round: Vec<TableProbes>, probes: &mut [Probe]) {
+    fn probe_round(&self, fopts: &Options, opts: &ReadOptions, round: Vec<TableProbes>, probes: &mut [Probe]) {
         let inner = &self.inner;
         let mut slots: Vec<(Arc<Table>, BlockHandle, Slot)> = Vec::new();
         let mut slot_at: HashMap<(u64, u64), usize> = HashMap::new();
@@ -247,7 +271,7 @@ impl Db {
             let mut wanted: Vec<usize> = Vec::with_capacity(tp.probes.len());
             for &i in &tp.probes {
                 Counters::add(&inner.counters.bloom_checked, 1);
-                if table_may_contain(&inner.opts, &table, probes[i].key, probes[i].hash) {
+                if table_may_contain(fopts, &table, probes[i].key, probes[i].hash) {
                     wanted.push(i);
                 } else {
                     Counters::add(&inner.counters.bloom_useful, 1);

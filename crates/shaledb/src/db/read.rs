@@ -425,6 +425,11 @@ impl Db {
         pin_view(&self.inner, &self.inner.default, opts)
     }
 
+    /// [`Db::pin_view`] of family `fam`.
+    pub(super) fn pin_view_of(&self, fam: &Family, opts: &ReadOptions) -> (arc_swap::Guard<Arc<SuperVersion>>, u64) {
+        pin_view(&self.inner, fam, opts)
+    }
+
     /// A consistent read view, released when dropped: pass it in [`ReadOptions::snapshot`] to read the database
     /// as it was when the snapshot was taken.
     ///

@@ -40,6 +40,9 @@ pub(crate) struct WalState {
     synced_len: u64,
     /// Scratch buffer for a multi-writer group's WAL record.
     scratch: BatchRep,
+    /// The WALs switched out and their lengths, by number, for `max_total_wal_size` (pruned below the smallest
+    /// log number of any family).
+    closed: std::collections::BTreeMap<u64, u64>,
     /// Token bucket for delayed writes: no write may start before this instant.
     delay_until: Option<Instant>,
 }
@@ -54,6 +57,7 @@ impl WalState {
             unsynced: false,
             synced_len,
             scratch: BatchRep::new(),
+            closed: Default::default(),
             delay_until: None,
         }
     }
@@ -67,6 +71,7 @@ impl WalState {
             unsynced: false,
             synced_len: 0,
             scratch: BatchRep::new(),
+            closed: Default::default(),
             delay_until: None,
         }
     }
@@ -434,8 +439,10 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, bytes: usize) -> Result<A
             }
             continue;
         }
-        if !a.mem_full.is_empty() {
-            if let Err(e) = switch_memtable(inner, wal, &mut st, &a.mem_full) {
+        let pinning = if a.mem_full.is_empty() { wal_pinning_families(inner, wal, &st) } else { Vec::new() };
+        let full = if a.mem_full.is_empty() { pinning } else { a.mem_full };
+        if !full.is_empty() {
+            if let Err(e) = switch_memtable(inner, wal, &mut st, &full) {
                 let e2 = e.clone();
                 inner.set_bg_error(&mut st, &e, crate::listener::BackgroundErrorReason::MemTable);
                 break Err(e2);
@@ -448,6 +455,36 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, bytes: usize) -> Result<A
         Counters::add(&inner.counters.stall_micros, t.elapsed().as_micros() as u64);
     }
     result
+}
+
+/// With several families and more than `max_total_wal_size` bytes of live WALs: the families whose active
+/// memtable (holding something, no flush pending) began in the oldest live WAL, to switch so that their flush
+/// lets that WAL go. Empty otherwise. REQUIRES: `wal` and `state` locked.
+fn wal_pinning_families(inner: &DbInner, wal: &mut WalState, st: &State) -> Vec<u32> {
+    if st.fams.len() < 2 {
+        return Vec::new();
+    }
+    let min_log = st.vs.min_log_number();
+    wal.closed.retain(|n, _| *n >= min_log);
+    let live = wal.closed.values().sum::<u64>() + wal.log.as_ref().map_or(0, |l| l.len());
+    let limit = match inner.opts.max_total_wal_size {
+        0 => st
+            .fams
+            .values()
+            .map(|f| (f.fam.opts.write_buffer_size as u64).saturating_mul(f.fam.opts.max_write_buffer_number as u64))
+            .fold(0u64, u64::saturating_add)
+            .saturating_mul(4),
+        n => n,
+    };
+    if live <= limit {
+        return Vec::new();
+    }
+    let oldest = st.fams.values().map(|f| f.imm.last().map_or(f.mem.id(), |m| m.id())).min().unwrap_or(0);
+    st.fams
+        .iter()
+        .filter(|(_, f)| f.imm.is_empty() && !f.mem.is_empty() && f.mem.id() <= oldest && f.mem.id() < wal.number)
+        .map(|(id, _)| *id)
+        .collect()
 }
 
 /// Makes the active memtables of families `ids` immutable and starts new ones with a new WAL. The other
@@ -471,6 +508,9 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, st: &mut Stat
         }
     }
     let number = st.vs.new_file_number()?;
+    if let Some(log) = wal.log.as_ref() {
+        wal.closed.insert(wal.number, log.len());
+    }
     let path = filenames::wal(&inner.dir, number);
     let file = inner.fs.create(&path)?;
     inner.fs.sync_dir(&inner.dir)?;

@@ -207,6 +207,7 @@ pub(super) const FIELDS: &[Field] = &[
     plain!(Db, "compaction_readahead_size", compaction_readahead_size, int),
     plain!(Db, "bytes_per_sync", bytes_per_sync, int),
     plain!(Db, "wal_bytes_per_sync", wal_bytes_per_sync, int),
+    plain!(Db, "max_total_wal_size", max_total_wal_size, int),
     plain!(Db, "stats_dump_period_sec", stats_dump_period_sec, int),
     // RocksDB does not write its rate limiter into the OPTIONS file; ShaleDB records the parameters, and
     // loading builds a new limiter with them (one not shared with any other database).

@@ -47,6 +47,7 @@ fn non_default(with_ttl: bool) -> Options {
         compaction_readahead_size: 4 << 20,
         bytes_per_sync: 1 << 20,
         wal_bytes_per_sync: 2 << 20,
+        max_total_wal_size: 64 << 20,
         stats_dump_period_sec: 30,
         rate_limiter: Some(crate::RateLimiter::new(8 << 20, 50_000, 7, true).unwrap()),
         allow_concurrent_memtable_write: false,

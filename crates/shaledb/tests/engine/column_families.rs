@@ -403,3 +403,115 @@ fn checkpoints_and_backups_hold_every_family() {
         assert_eq!(c.iter().count(), 200);
     }
 }
+
+/// `multi_get_cf` reads its family only, from memtables and tables, under the family's merge operator.
+#[test]
+fn multi_get_reads_one_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let c = db
+        .create_column_family("c", Options { merge_operator: merge::builtin("uint64add"), ..Options::default() })
+        .unwrap();
+    db.put("a", "default").unwrap();
+    db.merge_cf(&c, "a", 4u64.to_le_bytes()).unwrap();
+    db.flush().unwrap();
+    db.merge_cf(&c, "a", 1u64.to_le_bytes()).unwrap();
+    db.put_cf(&c, "b", "in c").unwrap();
+    let got: Vec<Option<Vec<u8>>> =
+        db.multi_get_cf(&ReadOptions::default(), &c, ["a", "b", "z"]).into_iter().map(|r| r.unwrap()).collect();
+    assert_eq!(got, [Some(5u64.to_le_bytes().to_vec()), Some(b"in c".to_vec()), None]);
+    let one: Vec<_> = db.multi_get_cf(&ReadOptions::default(), &c, ["b"]).into_iter().map(|r| r.unwrap()).collect();
+    assert_eq!(one, [Some(b"in c".to_vec())]);
+    let default: Vec<_> = db.multi_get(["a", "b"]).into_iter().map(|r| r.unwrap()).collect();
+    assert_eq!(default, [Some(b"default".to_vec()), None]);
+}
+
+/// FIFO's TTL in a family other than the default one: an idle background thread looks again by itself (every
+/// `ttl` seconds, at least every second) and drops the expired file with no write to wake it.
+#[test]
+fn fifo_ttl_of_a_family_expires_without_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let fifo = Options {
+        compaction_style: CompactionStyle::Fifo,
+        compaction_options_fifo: CompactionOptionsFifo { max_table_files_size: 1 << 30, ttl: 1, ..Default::default() },
+        ..Options::default()
+    };
+    let events = db.create_column_family("events", fifo).unwrap();
+    db.put_cf(&events, "k", "v").unwrap();
+    db.flush_cf(&events).unwrap();
+    let start = std::time::Instant::now();
+    while db.get_cf(&events, "k").unwrap().is_some() {
+        assert!(start.elapsed() < std::time::Duration::from_secs(20), "the expired file was never dropped");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(start.elapsed() >= std::time::Duration::from_millis(900), "dropped before its TTL");
+}
+
+/// A family holding a few unflushed writes does not keep every later WAL alive: past `max_total_wal_size` it
+/// is switched and flushed, as RocksDB does.
+#[test]
+fn a_lightly_written_family_is_flushed_past_max_total_wal_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options { max_total_wal_size: 256 << 10, ..tiny_options() };
+    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    let small = db.create_column_family("small", tiny_options()).unwrap();
+    db.put_cf(&small, "once", "a single small write").unwrap();
+    for i in 0..20000u32 {
+        db.put(i.to_be_bytes(), [7u8; 100]).unwrap();
+    }
+    db.wait_for_compaction().unwrap();
+    let wals = files_with(dir.path(), ".log");
+    let bytes: u64 = wals.iter().map(|w| std::fs::metadata(dir.path().join(w)).unwrap().len()).sum();
+    assert!(bytes <= 512 << 10, "{} WALs of {bytes} bytes kept alive by one small write", wals.len());
+    drop(db);
+    let db = Db::open(dir.path(), opts).unwrap();
+    let small = db.column_family("small").unwrap();
+    assert_eq!(db.get_cf(&small, "once").unwrap().as_deref(), Some(&b"a single small write"[..]));
+    assert_eq!(db.iter().count(), 20000);
+}
+
+/// A read-only instance's checkpoint copies the WALs as they are now: records of a family the writer created
+/// after the read-only open are of an id the copied MANIFEST never handed out, and the copy opens without them
+/// (the view never held that family). A read-only open racing the creation likewise opens.
+#[test]
+fn a_read_only_view_and_its_checkpoint_open_when_the_writer_created_a_family_since() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let out = out.path().join("cp");
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put("a", "1").unwrap();
+    let ro = Db::open_read_only(dir.path(), Options::default()).unwrap();
+    let late = db.create_column_family("late", Options::default()).unwrap();
+    let sync = shaledb::WriteOptions { sync: true, ..Default::default() };
+    db.put_cf_opt(&sync, &late, "x", "y").unwrap();
+    ro.create_checkpoint(&out).unwrap();
+    let copy = Db::open(&out, Options::default()).unwrap();
+    assert_eq!(copy.get("a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert!(copy.column_family("late").is_none());
+    let next = copy.create_column_family("next", Options::default()).unwrap();
+    assert!(next.id() > late.id(), "the ids the copy skipped are not handed out again");
+}
+
+/// A handle of another database (or of an earlier open of this one) is refused before anything reaches the
+/// WAL: a write through it would land in a family of the wrong database.
+#[test]
+fn a_handle_of_another_database_is_refused() {
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let db1 = Db::open(d1.path(), Options::default()).unwrap();
+    let foreign = db1.create_column_family("a", Options::default()).unwrap();
+    let db2 = Db::open(d2.path(), Options::default()).unwrap();
+    let own = db2.create_column_family("a", Options::default()).unwrap();
+    assert_eq!(own.id(), foreign.id());
+    assert!(matches!(db2.put_cf(&foreign, "k", "v"), Err(Error::InvalidArgument(_))));
+    let mut batch = WriteBatch::new();
+    batch.put_cf(&foreign, "k", "v");
+    assert!(matches!(db2.write(&batch), Err(Error::InvalidArgument(_))));
+    assert!(matches!(db2.drop_column_family(&foreign), Err(Error::InvalidArgument(_))));
+    assert_eq!(db2.get_cf(&own, "k").unwrap(), None);
+    db2.close().unwrap();
+    let db2 = Db::open(d2.path(), Options::default()).unwrap();
+    assert!(matches!(db2.put_cf(&own, "k", "v"), Err(Error::InvalidArgument(_))), "a handle of the closed open");
+    let own = db2.column_family("a").unwrap();
+    db2.put_cf(&own, "k", "v").unwrap();
+}
