@@ -702,8 +702,9 @@ mod tests {
 
     /// Issue 15: with two jobs, thread 0 flushes and thread 1 compacts, so a compaction starts while a flush
     /// is in progress. (Before, when the flush ran on thread 1, thread 0 would not compact while a memtable
-    /// waited, and no compaction ran until the flush ended.) The flush is held in its listener callback; an
-    /// ingested file overlapping L0 makes a compaction due meanwhile.
+    /// waited, and no compaction ran until the flush ended; which thread took a flush depended on which woke
+    /// first, so the scenario is repeated.) In each round a flush is held in its listener callback and an
+    /// ingested file overlapping the one L0 file makes a compaction due meanwhile.
     #[test]
     fn a_compaction_runs_while_a_flush_is_in_progress() {
         use crate::ingest::{IngestExternalFileOptions, SstFileWriter};
@@ -733,7 +734,7 @@ mod tests {
             let start = std::time::Instant::now();
             while !ok() {
                 assert!(start.elapsed() < Duration::from_secs(20), "timed out waiting for {what}");
-                std::thread::sleep(Duration::from_millis(5));
+                std::thread::sleep(Duration::from_millis(1));
             }
         };
         let fs = MemFs::new();
@@ -746,42 +747,51 @@ mod tests {
             ..Options::default()
         };
         let db = Arc::new(Db::open("/db", opts.clone()).unwrap());
-        // One L0 file of `a` keys.
-        for i in 0..100 {
-            db.put(format!("a{i:03}"), b"1").unwrap();
+        let key = |round: usize, c: char, i: usize| format!("{c}{round:02}-{i:03}");
+        for round in 0..25 {
+            // L0 empty, then one file of `a` keys: below the trigger.
+            db.compact_range(None, None).unwrap();
+            for i in 0..100 {
+                db.put(key(round, 'a', i), b"1").unwrap();
+            }
+            db.flush().unwrap();
+            assert_eq!(db.inner.sv.load().version.files(0).len(), 1, "round {round}");
+            // A flush of `m` keys, held once it has begun.
+            *gate.hold.lock() = true;
+            for i in 0..100 {
+                db.put(key(round, 'm', i), b"2").unwrap();
+            }
+            let (flushes, compactions) =
+                (gate.flushes_begun.load(Ordering::SeqCst), gate.compactions_begun.load(Ordering::SeqCst));
+            let flusher = {
+                let db = db.clone();
+                std::thread::spawn(move || db.flush())
+            };
+            wait_for("the flush to begin", &|| gate.flushes_begun.load(Ordering::SeqCst) == flushes + 1);
+            // A file overlapping the L0 file (not the memtable) goes to L0: two files there, a compaction is due.
+            let mut w = SstFileWriter::create(&opts);
+            let ext = format!("/ext{round}.sst");
+            w.open(&ext).unwrap();
+            for i in 40..60 {
+                w.put(key(round, 'a', i), b"3").unwrap();
+            }
+            w.finish().unwrap();
+            db.ingest_external_file(&[&ext], &IngestExternalFileOptions::default()).unwrap();
+            wait_for("a compaction to begin while the flush is held", &|| {
+                gate.compactions_begun.load(Ordering::SeqCst) > compactions
+            });
+            assert_eq!(gate.flushes_begun.load(Ordering::SeqCst), flushes + 1, "the flush is still held");
+            *gate.hold.lock() = false;
+            gate.cv.notify_all();
+            flusher.join().unwrap().unwrap();
         }
-        db.flush().unwrap();
-        assert_eq!(db.inner.sv.load().version.files(0).len(), 1);
-        // A flush of `m` keys, held once it has begun.
-        *gate.hold.lock() = true;
-        for i in 0..100 {
-            db.put(format!("m{i:03}"), b"2").unwrap();
-        }
-        let flusher = {
-            let db = db.clone();
-            std::thread::spawn(move || db.flush())
-        };
-        wait_for("the flush to begin", &|| gate.flushes_begun.load(Ordering::SeqCst) == 2);
-        // A file overlapping the L0 file (not the memtable) goes to L0: two files there, a compaction is due.
-        let mut w = SstFileWriter::create(&opts);
-        w.open("/ext.sst").unwrap();
-        for i in 40..60 {
-            w.put(format!("a{i:03}"), b"3").unwrap();
-        }
-        w.finish().unwrap();
-        db.ingest_external_file(&["/ext.sst"], &IngestExternalFileOptions::default()).unwrap();
-        wait_for("a compaction to begin while the flush is held", &|| {
-            gate.compactions_begun.load(Ordering::SeqCst) >= 1
-        });
-        assert_eq!(gate.flushes_begun.load(Ordering::SeqCst), 2, "the flush is still held");
-        *gate.hold.lock() = false;
-        gate.cv.notify_all();
-        flusher.join().unwrap().unwrap();
         db.wait_for_compaction().unwrap();
-        for i in 0..100 {
-            let a = if (40..60).contains(&i) { b"3" } else { b"1" };
-            assert_eq!(db.get(format!("a{i:03}")).unwrap().as_deref(), Some(&a[..]), "a{i:03}");
-            assert_eq!(db.get(format!("m{i:03}")).unwrap().as_deref(), Some(&b"2"[..]), "m{i:03}");
+        for round in 0..25 {
+            for i in 0..100 {
+                let a = if (40..60).contains(&i) { b"3" } else { b"1" };
+                assert_eq!(db.get(key(round, 'a', i)).unwrap().as_deref(), Some(&a[..]));
+                assert_eq!(db.get(key(round, 'm', i)).unwrap().as_deref(), Some(&b"2"[..]));
+            }
         }
     }
 
