@@ -3,7 +3,7 @@
 //! logic free of engine plumbing.
 
 use crate::flags::BenchFlags;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Per-write durability, as db_bench's `--sync` and `--disable_wal` set it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -201,6 +201,15 @@ pub trait EngineBatch: Send {
     fn clear(&mut self);
 }
 
+/// A table file written outside the database for [`Engine::ingest`] (RocksDB's and ShaleDB's
+/// `SstFileWriter`).
+pub trait EngineSstWriter {
+    /// Adds `key` = `value`. REQUIRES: keys in strictly increasing order.
+    fn put(&mut self, key: &[u8], value: &[u8]) -> EngineResult<()>;
+    /// Writes the rest of the file and syncs it; the file is then ready for [`Engine::ingest`].
+    fn finish(&mut self) -> EngineResult<()>;
+}
+
 /// How a cursor reads, beyond its bounds.
 #[derive(Clone, Debug, Default)]
 pub struct IterOptions<'k> {
@@ -230,6 +239,10 @@ pub trait Engine: Send + Sync + Sized + 'static {
         Self: 'a;
     /// The write batch type.
     type Batch: EngineBatch;
+    /// The table writer of [`Engine::sst_writer`].
+    type SstWriter<'a>: EngineSstWriter
+    where
+        Self: 'a;
 
     /// Whether [`EngineBatch::single_delete`] is a real SingleDelete (false: it writes a delete).
     const HAS_SINGLE_DELETE: bool;
@@ -282,6 +295,14 @@ pub trait Engine: Send + Sync + Sized + 'static {
     fn new_batch(&self) -> Self::Batch;
     /// Applies `batch` atomically: all of it or, on error, none of it.
     fn write(&self, mode: WriteMode, batch: &Self::Batch) -> EngineResult<()>;
+
+    /// A writer of a new table file at `path`, made with the options the database was opened with, for
+    /// [`Engine::ingest`].
+    fn sst_writer(&self, path: &Path) -> EngineResult<Self::SstWriter<'_>>;
+    /// Adds the finished table files at `paths` to the database atomically (`IngestExternalFile`), moving
+    /// them in (`move_files`: hard links, copies across file systems); the originals are removed once
+    /// ingested.
+    fn ingest(&self, paths: &[PathBuf]) -> EngineResult<()>;
 
     /// Flushes the memtables.
     fn flush(&self) -> EngineResult<()>;

@@ -7,6 +7,7 @@
 //! each is computed.
 
 pub mod engine;
+mod fillingest;
 pub mod flags;
 pub mod forestdb;
 pub mod harness;
@@ -30,7 +31,8 @@ pub mod table;
 pub mod workloads;
 
 pub use engine::{
-    with_engine, Engine, EngineBatch, EngineIter, EngineKind, EngineSample, EngineVisitor, IterOptions, WriteMode,
+    with_engine, Engine, EngineBatch, EngineIter, EngineKind, EngineSample, EngineSstWriter, EngineVisitor,
+    IterOptions, WriteMode,
 };
 pub use flags::BenchFlags;
 pub use report::BenchResult;

@@ -345,6 +345,8 @@ impl<'o, E: Engine> Runner<'o, E> {
         Some(match kind {
             Kind::FillSync => key_space * t,
             Kind::FillSeq | Kind::FillUniqueRandom | Kind::FillRandom | Kind::Overwrite => writes * t,
+            // The threads share the key space (`crate::fillingest`).
+            Kind::FillIngest => writes,
             Kind::ReadSeq | Kind::ReadReverse | Kind::ReadRandom | Kind::ReadMissing | Kind::SeekRandom => reads * t,
             Kind::MultiReadRandom => reads * t,
             Kind::ReadWhileWriting | Kind::ReadWhileMerging => reads * t,
@@ -374,7 +376,12 @@ impl<'o, E: Engine> Runner<'o, E> {
         let expected = if f.duration > 0
             && !matches!(
                 kind,
-                Kind::FillSeq | Kind::FillUniqueRandom | Kind::DeleteSeq | Kind::ReadSeq | Kind::ReadReverse
+                Kind::FillSeq
+                    | Kind::FillUniqueRandom
+                    | Kind::FillIngest
+                    | Kind::DeleteSeq
+                    | Kind::ReadSeq
+                    | Kind::ReadReverse
             ) {
             None
         } else {
@@ -390,6 +397,20 @@ impl<'o, E: Engine> Runner<'o, E> {
             writeln!(file, "secs_elapsed,interval_qps").map_err(io_err("writing", &f.report_file))?;
             self.report_file = Some(file);
         }
+        // fillingest's files: beside the database, on its file system, so that ingesting moves them by hard link.
+        let ingest_dir = if kind == Kind::FillIngest {
+            let parent = match self.path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            let d = tempfile::Builder::new()
+                .prefix("shaledb-bench-ingest-")
+                .tempdir_in(parent)
+                .map_err(io_err("creating a directory for fillingest's files in", parent))?;
+            Some(d)
+        } else {
+            None
+        };
         let db = self.db.as_ref().ok_or_else(|| BenchError::engine("database", "the database is closed".into()))?;
         let before = db.sample();
         let rec = Recorder::new(tick);
@@ -420,6 +441,9 @@ impl<'o, E: Engine> Runner<'o, E> {
             write_limiter: limiter.as_ref(),
             write_rate: f.benchmark_write_rate_limit,
             range_dels: crate::range_dels::RangeDelPlan::from_flags(&f),
+            threads: readers,
+            ingest_keys_per_file: f.ingest_keys_per_file,
+            ingest_dir: ingest_dir.as_ref().map(|d| d.path()),
             seed_base: self.seed_base,
             readers_left: &readers_left,
         };
@@ -471,6 +495,10 @@ impl<'o, E: Engine> Runner<'o, E> {
         });
         self.report_file = report_file;
         outcome?;
+        if let Some(d) = ingest_dir {
+            let p = d.path().to_path_buf();
+            d.close().map_err(io_err("removing", &p))?;
+        }
         // db_bench prints this line at the end of each writing thread.
         for ts in stats.iter().filter(|t| t.range_deletions > 0) {
             println!("Number of range deletions: {}", ts.range_deletions);

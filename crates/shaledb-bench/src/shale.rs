@@ -2,15 +2,16 @@
 //! ShaleDB share a knob), and ShaleDB's statistics mapped onto [`EngineSample`].
 
 use crate::engine::{
-    Engine, EngineBatch, EngineIter, EngineResult, EngineSample, HistogramLine, IterOptions, LevelSample, TxnOutcome,
-    TxnStep, WriteMode,
+    Engine, EngineBatch, EngineIter, EngineResult, EngineSample, EngineSstWriter, HistogramLine, IterOptions,
+    LevelSample, TxnOutcome, TxnStep, WriteMode,
 };
 use crate::flags::{BenchFlags, Compression};
+use shaledb::ingest::{IngestExternalFileOptions, SstFileWriter};
 use shaledb::{
     CompressionType, Cursor, Db, OptimisticTransactionDb, Options, ReadOptions, Transaction, TransactionDb,
     TransactionDbOptions, TransactionOptions, WriteBatch, WriteOptions,
 };
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// A ShaleDB database driven by the benchmarks.
@@ -245,6 +246,15 @@ impl EngineBatch for WriteBatch {
 }
 
 /// One of the engine's job-time histograms (microseconds) as a `--statistics` line.
+impl EngineSstWriter for SstFileWriter {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> EngineResult<()> {
+        SstFileWriter::put(self, key, value).map_err(Into::into)
+    }
+    fn finish(&mut self) -> EngineResult<()> {
+        SstFileWriter::finish(self).map(drop).map_err(Into::into)
+    }
+}
+
 fn histogram_line(name: &str, h: &shaledb::Histogram) -> HistogramLine {
     HistogramLine {
         name: name.to_string(),
@@ -260,6 +270,7 @@ fn histogram_line(name: &str, h: &shaledb::Histogram) -> HistogramLine {
 impl Engine for ShaleDb {
     type Iter<'a> = Cursor;
     type Batch = WriteBatch;
+    type SstWriter<'a> = SstFileWriter;
     const HAS_SINGLE_DELETE: bool = true;
 
     fn name() -> &'static str {
@@ -380,6 +391,17 @@ impl Engine for ShaleDb {
 
     fn write(&self, mode: WriteMode, batch: &WriteBatch) -> EngineResult<()> {
         self.db().write_opt(&write_options(mode), batch).map_err(Into::into)
+    }
+
+    fn sst_writer(&self, path: &Path) -> EngineResult<SstFileWriter> {
+        let mut w = SstFileWriter::create(self.db().options());
+        w.open(path)?;
+        Ok(w)
+    }
+
+    fn ingest(&self, paths: &[PathBuf]) -> EngineResult<()> {
+        let o = IngestExternalFileOptions { move_files: true, ..IngestExternalFileOptions::default() };
+        self.db().ingest_external_file(paths, &o).map_err(Into::into)
     }
 
     fn flush(&self) -> EngineResult<()> {

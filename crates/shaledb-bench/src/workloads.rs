@@ -18,6 +18,9 @@ pub enum Kind {
     FillRandom,
     /// Write each of `num` keys once, in random order.
     FillUniqueRandom,
+    /// Write `num` keys in order into table files of `--ingest_keys_per_file` keys, each ingested
+    /// (`crate::fillingest`).
+    FillIngest,
     /// Write `num/1000` random keys, fsync'd.
     FillSync,
     /// Write random keys over an existing database.
@@ -78,6 +81,7 @@ const NAMES: &[(&str, Kind)] = &[
     ("fillseq", Kind::FillSeq),
     ("fillrandom", Kind::FillRandom),
     ("filluniquerandom", Kind::FillUniqueRandom),
+    ("fillingest", Kind::FillIngest),
     ("fillsync", Kind::FillSync),
     ("overwrite", Kind::Overwrite),
     ("readseq", Kind::ReadSeq),
@@ -124,7 +128,7 @@ impl Kind {
 
     /// Fill benchmarks start from an empty database (db_bench's `fresh_db`).
     pub fn fresh_db(self) -> bool {
-        matches!(self, Kind::FillSeq | Kind::FillRandom | Kind::FillUniqueRandom | Kind::FillSync)
+        matches!(self, Kind::FillSeq | Kind::FillRandom | Kind::FillUniqueRandom | Kind::FillSync | Kind::FillIngest)
     }
 
     /// Steps without worker threads or a result line.
@@ -297,6 +301,13 @@ pub struct Ctx<'a, E: Engine> {
     pub range_dels: Option<crate::range_dels::RangeDelPlan>,
     /// `--benchmark_write_rate_limit` (readwhilewriting's writer has its own limiter).
     pub write_rate: u64,
+    /// `--threads`: fillingest deals its files out to them in turn.
+    pub threads: usize,
+    /// `--ingest_keys_per_file`.
+    pub ingest_keys_per_file: u64,
+    /// Where fillingest writes its files (a temporary directory beside the database); `None` for the other
+    /// benchmarks.
+    pub ingest_dir: Option<&'a std::path::Path>,
     /// Seed base, for filluniquerandom's shuffle.
     pub seed_base: i64,
     /// Readers still running (readwhilewriting).
@@ -310,7 +321,7 @@ pub(crate) fn err(what: &str, kind: Kind, e: crate::engine::EngineError) -> Benc
 impl<E: Engine> Ctx<'_, E> {
     /// The key for key number `v` of a key space of `num_keys` keys, as db_bench's `GenerateKeyFromInt`.
     #[inline]
-    fn key(&self, v: u64, num_keys: u64, out: &mut Vec<u8>) {
+    pub(crate) fn key(&self, v: u64, num_keys: u64, out: &mut Vec<u8>) {
         KeyShape { key_size: self.key_size, prefix_size: self.prefix_size, keys_per_prefix: self.keys_per_prefix }
             .make(v, num_keys, out)
     }
@@ -372,6 +383,7 @@ impl<E: Engine> Ctx<'_, E> {
             Kind::FillSeq => self.fill(ts, rng, FillOrder::Seq),
             Kind::FillRandom | Kind::FillSync | Kind::Overwrite => self.fill(ts, rng, FillOrder::Random),
             Kind::FillUniqueRandom => self.fill(ts, rng, FillOrder::Unique),
+            Kind::FillIngest => self.fill_ingest(ts),
             Kind::ReadSeq => self.scan(ts, false),
             Kind::ReadReverse => self.scan(ts, true),
             Kind::ReadRandom | Kind::ReadMissing => self.read_random(ts, rng),

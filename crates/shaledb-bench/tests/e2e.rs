@@ -104,6 +104,87 @@ fn fills_write_the_whole_key_space() {
     assert!((2200..=2850).contains(&found), "{found}");
 }
 
+/// The value fillingest gives each key number below `n` with `per_file` keys per file and `threads` threads:
+/// file `j` is written by thread `j % threads`, whose values are the next ones of its own pass over the
+/// shared buffer.
+fn ingested_values(n: u64, per_file: u64, threads: u64, f: &BenchFlags) -> Vec<Vec<u8>> {
+    let data = ValueData::new(f.value_size, f.compression_ratio);
+    let mut values = vec![Vec::new(); n as usize];
+    for t in 0..threads {
+        let mut g = data.generator();
+        for run in (t..n.div_ceil(per_file)).step_by(threads as usize) {
+            for k in run * per_file..((run + 1) * per_file).min(n) {
+                values[k as usize] = g.generate(f.value_size).to_vec();
+            }
+        }
+    }
+    values
+}
+
+/// fillingest writes files of `--ingest_keys_per_file` keys and ingests each: every key of the key space reads
+/// back with the value its thread wrote, the files land below L0, and the directory of the files is removed.
+#[test]
+fn fillingest_loads_every_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("db");
+    let f = flags(&[
+        "--benchmarks=fillingest",
+        "--num=3000",
+        "--threads=3",
+        "--ingest_keys_per_file=700",
+        &format!("--db={}", db_path.display()),
+    ]);
+    let mut out = Vec::new();
+    let mut runner = Runner::<ShaleDb>::open(f.clone(), &mut out).unwrap();
+    runner.run_all().unwrap();
+    let db = runner.db().unwrap();
+    let want = ingested_values(3000, 700, 3, &f);
+    let mut key = Vec::new();
+    let mut got = Vec::new();
+    for (k, v) in want.iter().enumerate() {
+        make_key(k as u64, f.key_size, &mut key);
+        assert!(db.get(&key, &mut got).unwrap(), "key {k} missing");
+        assert_eq!(&got, v, "key {k}");
+    }
+    // Nothing else: a scan sees exactly the 3000 keys.
+    let mut it = db.iter(None, None);
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    it.status().unwrap();
+    drop(it);
+    assert_eq!(n, 3000);
+    // Five disjoint files (4 x 700 + 200), each in the deepest level, none in L0.
+    let s = db.sample();
+    assert_eq!(s.levels.first().map(|l| l.files), Some(0), "{:?}", s.levels);
+    assert_eq!(s.levels.iter().map(|l| l.files).sum::<u64>(), 5, "{:?}", s.levels);
+    runner.close().unwrap();
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["db"], "the files' directory is removed");
+    let text = String::from_utf8(out).unwrap();
+    let s = scrape(&text, "fillingest");
+    assert_eq!(s.operations, Some(3000), "the threads share the key space:\n{text}");
+    assert!(text.contains("(5 files of up to 700 keys)"), "{text}");
+}
+
+/// Keys whose order the key shape does not keep (prefixes) are sorted within each file; every key still reads
+/// back, overlapping files included.
+#[test]
+fn fillingest_with_prefixed_keys_loads_every_key() {
+    let text = run(&[
+        "--benchmarks=fillingest,readrandom",
+        "--num=2000",
+        "--ingest_keys_per_file=300",
+        "--prefix_size=8",
+        "--keys_per_prefix=10",
+    ]);
+    assert_eq!(scrape(&text, "fillingest").operations, Some(2000), "{text}");
+    assert_eq!(scrape(&text, "readrandom").found, Some((2000, 2000)), "{text}");
+}
+
 #[test]
 fn mergerandom_counters_are_the_sums_of_their_operands() {
     let dir = tempfile::tempdir().unwrap();

@@ -338,8 +338,9 @@ fn sample_counts_what_happened() {
 fn every_benchmark_runs_on_rocksdb() {
     // The order of the ShaleDB end-to-end test: reads run on a full database.
     let all = "fillseq,readrandom,multireadrandom,readmissing,readseq,readreverse,seekrandom,fillrandom,overwrite,readwhilewriting,\
-deleteseq,deleterandom,updaterandom,readrandomwriterandom,filluniquerandom,fillsync,compact,flush,waitforcompaction,\
-stats,levelstats,mergerandom,memstats,readwhilemerging,seekrandomwhilewriting,seekrandomwhilemerging,randomtransaction";
+deleteseq,deleterandom,updaterandom,readrandomwriterandom,filluniquerandom,fillingest,fillsync,compact,flush,\
+waitforcompaction,stats,levelstats,mergerandom,memstats,readwhilemerging,seekrandomwhilewriting,seekrandomwhilemerging,\
+randomtransaction";
     let mut listed: Vec<&str> = all.split(',').collect();
     listed.sort_unstable();
     let known = Kind::known();
@@ -372,6 +373,8 @@ stats,levelstats,mergerandom,memstats,readwhilemerging,seekrandomwhilewriting,se
         let expected = match kind {
             Kind::Compact => 1,
             Kind::FillSync => 2,
+            // The threads share fillingest's key space.
+            Kind::FillIngest => 1000,
             _ => 2 * 1000,
         };
         assert_eq!(ops, expected, "{name}");
@@ -401,4 +404,43 @@ fn random_transaction_needs_shaledb_for_transactions() {
     let f = flags(&["--benchmarks=randomtransaction", "--num=100", "--transaction_db"]);
     let e = run_bench::<RocksDb>(&f, &mut out).unwrap_err().to_string();
     assert!(e.contains("randomtransaction") && e.contains("not available"), "{e}");
+}
+
+/// fillingest on RocksDB (SstFileWriter + IngestExternalFile): every key of the key space reads back with the
+/// value its thread wrote, and the directory of the files is removed.
+#[test]
+fn fillingest_loads_every_key_on_rocksdb() {
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("db");
+    let f = flags(&[
+        "--benchmarks=fillingest",
+        "--num=3000",
+        "--threads=3",
+        "--ingest_keys_per_file=700",
+        &format!("--db={}", db_path.display()),
+    ]);
+    let mut out = Vec::new();
+    let mut runner = shaledb_bench::Runner::<RocksDb>::open(f.clone(), &mut out).unwrap();
+    runner.run_all().unwrap();
+    let db = runner.db().unwrap();
+    // File j is written by thread j % 3, whose values are the next ones of its own pass over the buffer.
+    let data = shaledb_bench::keygen::ValueData::new(f.value_size, f.compression_ratio);
+    let mut key = Vec::new();
+    for t in 0..3u64 {
+        let mut g = data.generator();
+        for run in (t..5).step_by(3) {
+            for k in run * 700..((run + 1) * 700).min(3000) {
+                shaledb_bench::keygen::make_key(k, f.key_size, &mut key);
+                let want = g.generate(f.value_size).to_vec();
+                assert_eq!(get(db, &key), Some(want), "key {k}");
+            }
+        }
+    }
+    let (all, _) = scan(db, &IterOptions::default());
+    assert_eq!(all.len(), 3000);
+    runner.close().unwrap();
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["db"], "the files' directory is removed");
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(scrape(&text, "fillingest").operations, Some(3000), "{text}");
 }

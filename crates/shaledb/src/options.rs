@@ -79,10 +79,10 @@ pub struct Options {
     pub target_file_size_base: u64,
     /// Growth of `target_file_size_base` per level below L1. Default: 1.
     pub target_file_size_multiplier: u64,
-    /// Background threads for flushes and compactions together, at least 1. With 1, the one thread runs both
-    /// (a flush waits for the compaction in progress); with n >= 2, at most n - 1 compactions run at once, so
-    /// a thread is always free to flush a full memtable. Default: 2.
-    /// Default: 2.
+    /// Background threads for flushes and compactions together, at least 1 (RocksDB's `max_background_jobs`).
+    /// With 1, the one thread runs both, flushes first (a flush waits for the compaction in progress); with
+    /// n >= 2, thread 0 runs only flushes and the other n - 1 only compactions, so a flush never waits for a
+    /// compaction and compactions go on while a flush runs. Default: 2.
     pub max_background_jobs: usize,
     /// Threads one compaction may split into (RocksDB `max_subcompactions`): a leveled job reading level 0 or
     /// a manual one, or a universal merge, into a level below 0 is cut by key range (from the inputs' index

@@ -217,6 +217,9 @@ pub struct BenchFlags {
     /// Delete each range with one point deletion per key instead of a range tombstone.
     #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub expand_range_tombstones: bool,
+    /// Keys per table file in fillingest (each file is written, then ingested on its own).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub ingest_keys_per_file: u64,
     /// Keys per MultiGet call in multireadrandom (db_bench's default: 1; RocksDB's benchmark.sh passes 10).
     #[arg(long, default_value_t = 1)]
     pub batch_size: i64,
@@ -677,6 +680,9 @@ impl BenchFlags {
         }
         if !(1..=1 << 20).contains(&self.batch_size) {
             return bad("batch_size", format!("must be in 1..=1048576, got {}", self.batch_size));
+        }
+        if self.ingest_keys_per_file < 1 {
+            return bad("ingest_keys_per_file", format!("must be at least 1, got {}", self.ingest_keys_per_file));
         }
         if self.multiread_stride < 0 {
             return bad("multiread_stride", format!("must be at least 0, got {}", self.multiread_stride));

@@ -102,6 +102,8 @@ fn bad_value_is_an_error_naming_the_flag() {
         (&["--batch_size=0"][..], "--batch_size"),
         (&["--batch_size=-3"][..], "--batch_size"),
         (&["--multiread_stride=-1"][..], "--multiread_stride"),
+        (&["--ingest_keys_per_file=0"][..], "--ingest_keys_per_file"),
+        (&["--ingest_keys_per_file=-5"][..], "--ingest_keys_per_file"),
         (&["--writes_per_range_tombstone=10", "--range_tombstone_width=0"][..], "--range_tombstone_width"),
         (&["--writes_per_range_tombstone=-1"][..], "--writes_per_range_tombstone"),
         (

@@ -14,15 +14,16 @@
 //! `options.rs`, the reading of RocksDB's statistics text in `stats.rs`.
 
 use crate::engine::{
-    Engine, EngineBatch, EngineIter, EngineResult, EngineSample, HistogramLine, IterOptions, LevelSample, WriteMode,
+    Engine, EngineBatch, EngineIter, EngineResult, EngineSample, EngineSstWriter, HistogramLine, IterOptions,
+    LevelSample, WriteMode,
 };
 use crate::flags::BenchFlags;
 use rocksdb::{
-    BottommostLevelCompaction, ColumnFamilyDescriptor, CompactOptions, DBRawIterator, FlushOptions, Options,
-    ReadOptions, WriteOptions, DB,
+    BottommostLevelCompaction, ColumnFamilyDescriptor, CompactOptions, DBRawIterator, FlushOptions,
+    IngestExternalFileOptions, Options, ReadOptions, SstFileWriter, WriteOptions, DB,
 };
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 mod options;
@@ -83,6 +84,20 @@ impl EngineIter for RocksIter<'_> {
     }
     fn status(&self) -> EngineResult<()> {
         self.it.status().map_err(Into::into)
+    }
+}
+
+/// RocksDB's `SstFileWriter` behind [`EngineSstWriter`], made with the database's options.
+pub struct RocksSstWriter<'a> {
+    w: SstFileWriter<'a>,
+}
+
+impl EngineSstWriter for RocksSstWriter<'_> {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> EngineResult<()> {
+        self.w.put(key, value).map_err(Into::into)
+    }
+    fn finish(&mut self) -> EngineResult<()> {
+        self.w.finish().map_err(Into::into)
     }
 }
 
@@ -199,6 +214,7 @@ impl RocksDb {
 impl Engine for RocksDb {
     type Iter<'a> = RocksIter<'a>;
     type Batch = RocksBatch;
+    type SstWriter<'a> = RocksSstWriter<'a>;
     const HAS_SINGLE_DELETE: bool = true;
 
     fn name() -> &'static str {
@@ -345,6 +361,18 @@ impl Engine for RocksDb {
     fn write(&self, mode: WriteMode, batch: &RocksBatch) -> EngineResult<()> {
         let b = rocksdb::WriteBatch::from_data(batch.data());
         self.db.write_opt(b, &self.writes[mode_index(mode)]).map_err(Into::into)
+    }
+
+    fn sst_writer(&self, path: &Path) -> EngineResult<RocksSstWriter<'_>> {
+        let w = SstFileWriter::create(&self.opts);
+        w.open(path)?;
+        Ok(RocksSstWriter { w })
+    }
+
+    fn ingest(&self, paths: &[PathBuf]) -> EngineResult<()> {
+        let mut o = IngestExternalFileOptions::default();
+        o.set_move_files(true);
+        self.db.ingest_external_file_opts(&o, paths.to_vec()).map_err(Into::into)
     }
 
     fn flush(&self) -> EngineResult<()> {

@@ -125,7 +125,7 @@ pub(super) fn mutable_compaction_options(f: &BenchFlags) -> Vec<(&'static str, S
 /// | `--cache_size` | `block_cache` = LRU cache of that size; 0: no block cache |
 /// | `--open_files` | `max_open_files` |
 /// | `--use_direct_reads`, `--use_direct_io_for_flush_and_compaction`, `--advise_random_on_open` | same names |
-/// | `--merge_operator` | `merge_operator` (uint64add, stringappend[:sep], put as Rust closures) |
+/// | `--merge_operator` | `merge_operator` (uint64add, stringappend\[:sep\], put as Rust closures) |
 /// | `--readahead_size` | `ReadOptions::readahead_size` of iterators |
 /// | `--prefix_size` | `prefix_extractor` = `NewFixedPrefixTransform(N)` (none for 0) |
 /// | `--whole_key_filtering` | `BlockBasedTableOptions::whole_key_filtering` |

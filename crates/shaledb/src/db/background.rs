@@ -31,7 +31,7 @@ pub(crate) fn start(inner: &Arc<DbInner>) -> Result<()> {
         for i in 0..n {
             let db = inner.clone();
             let spawned = spawn_hook::check(i).and_then(|()| {
-                std::thread::Builder::new().name(format!("shaledb-bg{i}")).spawn(move || background_loop(&db, i == 0))
+                std::thread::Builder::new().name(format!("shaledb-bg{i}")).spawn(move || background_loop(&db, i))
             });
             match spawned {
                 Ok(h) => threads.push(h),
@@ -86,7 +86,8 @@ pub(crate) mod spawn_hook {
     }
 }
 
-/// Compactions allowed at once: one thread stays free for flushes when there are several.
+/// Compactions allowed at once: one per compaction thread (every thread but the flush thread when there are
+/// several).
 fn max_compactions(inner: &DbInner) -> usize {
     let jobs = inner.opts.max_background_jobs.max(1);
     if jobs == 1 {
@@ -96,7 +97,29 @@ fn max_compactions(inner: &DbInner) -> usize {
     }
 }
 
-fn background_loop(inner: &Arc<DbInner>, flush_thread: bool) {
+/// What a background thread runs (issue 15). With one thread it runs both, flushes first. With several,
+/// thread 0 is the flush thread and runs only flushes, and the others only compactions: a flush never waits
+/// for a compaction to end and free its thread, and a compaction never waits while a compaction thread
+/// flushes. (Before, any thread flushed and thread 0 compacted only while no memtable waited, so while a
+/// flush ran on the other thread no compaction could start, with two jobs, and L0 grew.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Role {
+    flushes: bool,
+    compacts: bool,
+}
+
+impl Role {
+    fn of(thread: usize, jobs: usize) -> Role {
+        if jobs <= 1 {
+            Role { flushes: true, compacts: true }
+        } else {
+            Role { flushes: thread == 0, compacts: thread != 0 }
+        }
+    }
+}
+
+fn background_loop(inner: &Arc<DbInner>, thread: usize) {
+    let role = Role::of(thread, inner.opts.max_background_jobs);
     let mut st = inner.state.lock();
     loop {
         delete_obsolete_files(inner, &mut st);
@@ -108,17 +131,16 @@ fn background_loop(inner: &Arc<DbInner>, flush_thread: bool) {
             break;
         }
         if st.bg_error.is_none() {
-            if !st.flushing {
-                // The family whose oldest waiting memtable is oldest: it pins the oldest WAL.
+            // Flushes first: a full memtable holds writers back, a compaction only L0's growth. The family whose
+            // oldest waiting memtable is oldest goes first: it pins the oldest WAL.
+            if role.flushes && !st.flushing {
                 let due = st.fams.iter().filter_map(|(id, f)| Some((f.imm.last()?.id(), *id))).min();
                 if let Some((_, fid)) = due {
                     flush_one(inner, &mut st, fid);
                     continue;
                 }
             }
-            let may_compact = st.manual == 0
-                && st.running_compactions < max_compactions(inner)
-                && (!flush_thread || inner.opts.max_background_jobs == 1 || !st.any_imm());
+            let may_compact = role.compacts && st.manual == 0 && st.running_compactions < max_compactions(inner);
             if may_compact {
                 if let Some((fid, task)) = pick_any(inner, &st) {
                     run_compaction(inner, &mut st, fid, task);
@@ -779,6 +801,101 @@ mod tests {
                         f.number
                     );
                 }
+            }
+        }
+    }
+
+    /// Issue 15: with two jobs, thread 0 flushes and thread 1 compacts, so a compaction starts while a flush
+    /// is in progress. (Before, when the flush ran on thread 1, thread 0 would not compact while a memtable
+    /// waited, and no compaction ran until the flush ended; which thread took a flush depended on which woke
+    /// first, so the scenario is repeated.) In each round a flush is held in its listener callback and an
+    /// ingested file overlapping the one L0 file makes a compaction due meanwhile.
+    #[test]
+    fn a_compaction_runs_while_a_flush_is_in_progress() {
+        use crate::ingest::{IngestExternalFileOptions, SstFileWriter};
+        use crate::listener::{CompactionJobInfo, EventListener, FlushJobInfo};
+        use parking_lot::{Condvar, Mutex};
+
+        #[derive(Default)]
+        struct Gate {
+            hold: Mutex<bool>,
+            cv: Condvar,
+            flushes_begun: AtomicU64,
+            compactions_begun: AtomicU64,
+        }
+        impl EventListener for Gate {
+            fn on_flush_begin(&self, _: &FlushJobInfo) {
+                self.flushes_begun.fetch_add(1, Ordering::SeqCst);
+                let mut hold = self.hold.lock();
+                while *hold {
+                    self.cv.wait(&mut hold);
+                }
+            }
+            fn on_compaction_begin(&self, _: &CompactionJobInfo) {
+                self.compactions_begun.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let wait_for = |what: &str, ok: &dyn Fn() -> bool| {
+            let start = std::time::Instant::now();
+            while !ok() {
+                assert!(start.elapsed() < Duration::from_secs(20), "timed out waiting for {what}");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        let fs = MemFs::new();
+        let gate = Arc::new(Gate::default());
+        let opts = Options {
+            max_background_jobs: 2,
+            level0_file_num_compaction_trigger: 2,
+            listeners: vec![gate.clone()],
+            fs: Arc::new(fs.clone()),
+            ..Options::default()
+        };
+        let db = Arc::new(Db::open("/db", opts.clone()).unwrap());
+        let key = |round: usize, c: char, i: usize| format!("{c}{round:02}-{i:03}");
+        for round in 0..25 {
+            // L0 empty, then one file of `a` keys: below the trigger.
+            db.compact_range(None, None).unwrap();
+            for i in 0..100 {
+                db.put(key(round, 'a', i), b"1").unwrap();
+            }
+            db.flush().unwrap();
+            assert_eq!(db.inner.default.sv.load().version.files(0).len(), 1, "round {round}");
+            // A flush of `m` keys, held once it has begun.
+            *gate.hold.lock() = true;
+            for i in 0..100 {
+                db.put(key(round, 'm', i), b"2").unwrap();
+            }
+            let (flushes, compactions) =
+                (gate.flushes_begun.load(Ordering::SeqCst), gate.compactions_begun.load(Ordering::SeqCst));
+            let flusher = {
+                let db = db.clone();
+                std::thread::spawn(move || db.flush())
+            };
+            wait_for("the flush to begin", &|| gate.flushes_begun.load(Ordering::SeqCst) == flushes + 1);
+            // A file overlapping the L0 file (not the memtable) goes to L0: two files there, a compaction is due.
+            let mut w = SstFileWriter::create(&opts);
+            let ext = format!("/ext{round}.sst");
+            w.open(&ext).unwrap();
+            for i in 40..60 {
+                w.put(key(round, 'a', i), b"3").unwrap();
+            }
+            w.finish().unwrap();
+            db.ingest_external_file(&[&ext], &IngestExternalFileOptions::default()).unwrap();
+            wait_for("a compaction to begin while the flush is held", &|| {
+                gate.compactions_begun.load(Ordering::SeqCst) > compactions
+            });
+            assert_eq!(gate.flushes_begun.load(Ordering::SeqCst), flushes + 1, "the flush is still held");
+            *gate.hold.lock() = false;
+            gate.cv.notify_all();
+            flusher.join().unwrap().unwrap();
+        }
+        db.wait_for_compaction().unwrap();
+        for round in 0..25 {
+            for i in 0..100 {
+                let a = if (40..60).contains(&i) { b"3" } else { b"1" };
+                assert_eq!(db.get(key(round, 'a', i)).unwrap().as_deref(), Some(&a[..]));
+                assert_eq!(db.get(key(round, 'm', i)).unwrap().as_deref(), Some(&b"2"[..]));
             }
         }
     }
