@@ -106,8 +106,15 @@ impl std::fmt::Debug for ColumnFamily {
 pub struct ColumnFamilyDescriptor {
     /// The family's name.
     pub name: String,
-    /// Its options: the fields listed at [`family_options`] are the family's own, the others are taken from
-    /// the database's options.
+    /// Its options. The family's own fields (RocksDB's `ColumnFamilyOptions`): `write_buffer_size`,
+    /// `max_write_buffer_number`, the `level0_*` triggers, `max_bytes_for_level_base` and `_multiplier`,
+    /// `level_compaction_dynamic_level_bytes`, `target_file_size_base` and `_multiplier`, the pending-compaction
+    /// byte limits, `disable_auto_compactions`, `compaction_style` and its universal and FIFO options,
+    /// `compression`, `compression_per_level`, `bottommost_compression`, `compression_level`, `block_size`,
+    /// `block_restart_interval`, `bloom_bits_per_key`, `memtable_rep`, `prefix_extractor`,
+    /// `whole_key_filtering`, `memtable_prefix_bloom_size_ratio`, `merge_operator`, `compaction_filter` and
+    /// the blob file options. Every other field is taken from the database's options; `num_levels` must equal
+    /// the database's.
     pub options: Options,
 }
 
