@@ -18,7 +18,6 @@ use crate::stats::Counters;
 use crate::version_set::VersionSet;
 use shaledb_vfs::{Error, Result};
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// The error of every write to a database opened with [`Db::open_read_only`].
@@ -84,29 +83,7 @@ fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
 
     // No LOG: a logger without a file (replay reports through it).
     let info_log = InfoLog::without_file(fs.clone(), dir);
-    // One memtable however much the WALs hold: replay flushes a full memtable to L0, which would write a table.
-    let replay_opts = Options { write_buffer_size: usize::MAX, ..opts.clone() };
-    let no_numbers = || -> Result<u64> { Err(refused("allocating a file number")) };
-    let stop = AtomicBool::new(false);
-    let targets = super::replay::targets(&vs, &|_| replay_opts.clone());
-    let replayed = super::replay::replay(
-        &replay_opts,
-        &targets,
-        // The writer may create a family between the MANIFEST read and the WAL read: its records are of an id
-        // this view does not know, skipped (not corruption) as the view does not hold the family.
-        u32::MAX,
-        db_id,
-        dir,
-        &wals,
-        &no_numbers,
-        &stop,
-        &info_log,
-        vs.last_sequence,
-    )?;
-    if replayed.fams.values().any(|f| !f.files.is_empty()) {
-        // Cannot happen with an unbounded memtable; a table written here would break the promise above.
-        return Err(refused("writing a table during WAL replay"));
-    }
+    let replayed = super::replay::replay_view(&opts, &vs, db_id, dir, &wals, &info_log)?;
     let max_seq = replayed.max_seq;
     let mut losses = replayed.losses;
     losses.kept.clear();

@@ -56,6 +56,30 @@ pub(super) fn targets(vs: &crate::version_set::VersionSet, opts_of: &dyn Fn(u32)
     vs.families().iter().map(|(id, f)| Target { id: *id, opts: opts_of(*id), log_number: f.log_number }).collect()
 }
 
+/// Replay for a view that writes nothing (a read-only open, a secondary's catch-up): one unbounded memtable per
+/// family (a full one would be flushed to a table), no file number handed out, and records of a family the
+/// view does not know skipped (the writer may create a family between the MANIFEST read and the WAL read).
+pub(super) fn replay_view(
+    opts: &Options,
+    vs: &crate::version_set::VersionSet,
+    db_id: DbId,
+    dir: &Path,
+    wals: &[u64],
+    info: &InfoLog,
+) -> Result<Replayed> {
+    let replay_opts = Options { write_buffer_size: usize::MAX, ..opts.clone() };
+    let no_numbers = || -> Result<u64> { Err(super::read_only::refused("allocating a file number")) };
+    let stop = AtomicBool::new(false);
+    let targets = targets(vs, &|_| replay_opts.clone());
+    let replayed =
+        replay(&replay_opts, &targets, u32::MAX, db_id, dir, wals, &no_numbers, &stop, info, vs.last_sequence)?;
+    if replayed.fams.values().any(|f| !f.files.is_empty()) {
+        // Cannot happen with unbounded memtables; a table written here would break the promise above.
+        return Err(super::read_only::refused("writing a table during WAL replay"));
+    }
+    Ok(replayed)
+}
+
 /// What replay produced.
 pub(super) struct Replayed {
     /// Each target family's memtable and tables, by id.

@@ -56,7 +56,7 @@ use shaledb_format::manifest::{self, EditRead, LiveFiles};
 use shaledb_vfs::{Error, Result};
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Attempts of one catch-up before it reports [`Error::Busy`] (step 4 of the module doc).
@@ -262,29 +262,9 @@ fn read_primary(primary: &Path, opts: &Options, tail: &mut Tail, info: &InfoLog)
         WalRecoveryMode::SkipAnyCorruptedRecords => WalRecoveryMode::SkipAnyCorruptedRecords,
         _ => WalRecoveryMode::PointInTime,
     };
-    // One memtable however much the WALs hold: nothing is written (as for a read-only open).
-    let replay_opts = Options { write_buffer_size: usize::MAX, wal_recovery_mode: mode, ..opts.clone() };
-    let no_numbers = || -> Result<u64> { Err(super::read_only::refused("allocating a file number")) };
-    let stop = AtomicBool::new(false);
+    let replay_opts = Options { wal_recovery_mode: mode, ..opts.clone() };
     let db_id = tail.live.db_id.unwrap_or_default();
-    let targets = super::replay::targets(&vs, &|_| replay_opts.clone());
-    let replayed = super::replay::replay(
-        &replay_opts,
-        &targets,
-        // The writer may create a family between the MANIFEST read and the WAL read: its records are of an id
-        // this view does not know, skipped (not corruption) as the view does not hold the family.
-        u32::MAX,
-        db_id,
-        primary,
-        &wals,
-        &no_numbers,
-        &stop,
-        info,
-        vs.last_sequence,
-    )?;
-    if replayed.fams.values().any(|f| !f.files.is_empty()) {
-        return Err(super::read_only::refused("writing a table during WAL replay"));
-    }
+    let replayed = super::replay::replay_view(&replay_opts, &vs, db_id, primary, &wals, info)?;
     let max_seq = replayed.max_seq.max(vs.last_sequence);
     let last_wal = wals.last().copied().unwrap_or(vs.min_log_number());
     let mems = replayed.fams.into_iter().map(|(id, f)| (id, f.mem)).collect();
