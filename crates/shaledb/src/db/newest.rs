@@ -22,9 +22,15 @@ impl Db {
     /// An entry older than every snapshot may have had its sequence number zeroed by a compaction to the last
     /// level; callers that compare against a sequence hold a snapshot at or below it, so every entry newer than
     /// that keeps its number.
+    #[cfg(test)]
     pub(crate) fn newest_sequence(&self, key: &[u8]) -> Result<Option<u64>> {
+        self.newest_sequence_in(&self.inner.default, key)
+    }
+
+    /// [`Db::newest_sequence`] in family `fam`.
+    pub(crate) fn newest_sequence_in(&self, fam: &super::family::Family, key: &[u8]) -> Result<Option<u64>> {
         let inner = &self.inner;
-        let sv = inner.default.sv.load();
+        let sv = fam.sv.load();
         let mut target = Vec::with_capacity(key.len() + ikey::TRAILER_LEN);
         ikey::append_internal_key(&mut target, key, MAX_SEQUENCE, KIND_FOR_SEEK);
         let first_of_key = |it: &mut dyn InternalIterator| -> Result<Option<u64>> {
@@ -62,7 +68,7 @@ impl Db {
                 }
                 let table = inner.tables.get(f)?;
                 Counters::add(&inner.counters.bloom_checked, 1);
-                if !table_may_contain(&inner.opts, &table, key, hash) {
+                if !table_may_contain(&fam.opts, &table, key, hash) {
                     Counters::add(&inner.counters.bloom_useful, 1);
                     continue;
                 }

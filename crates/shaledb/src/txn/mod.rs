@@ -37,13 +37,14 @@ mod tests;
 use crate::batch::WriteBatch;
 use crate::options::{ReadOptions, WriteOptions};
 use crate::snapshot::Snapshot;
-use crate::{Db, Options};
+use crate::{ColumnFamily, Db, Options};
 use locks::LockManager;
 use parking_lot::Mutex;
 use shaledb_vfs::{Error, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Options of a [`TransactionDb`] (RocksDB's `TransactionDBOptions`).
@@ -178,8 +179,25 @@ impl std::fmt::Debug for OptimisticTransactionDb {
 /// Commit stripes of an [`OptimisticTransactionDb`].
 const COMMIT_STRIPES: usize = 256;
 
-fn commit_stripe(key: &[u8]) -> usize {
-    (shaledb_format::bloom::key_hash(key) % COMMIT_STRIPES as u64) as usize
+fn commit_stripe(slot: &[u8]) -> usize {
+    (shaledb_format::bloom::key_hash(slot) % COMMIT_STRIPES as u64) as usize
+}
+
+/// What transactions lock, track and index a key of a column family by: the family's id (4 bytes, big-endian)
+/// then the key, so equal keys of different families never conflict.
+fn slot(family: u32, key: &[u8]) -> Vec<u8> {
+    let mut s = Vec::with_capacity(4 + key.len());
+    s.extend_from_slice(&family.to_be_bytes());
+    s.extend_from_slice(key);
+    s
+}
+
+/// The family id and key of a [`slot`].
+fn unslot(slot: &[u8]) -> (u32, &[u8]) {
+    match slot.split_first_chunk::<4>() {
+        Some((id, key)) => (u32::from_be_bytes(*id), key),
+        None => (0, slot),
+    }
 }
 
 impl OptimisticTransactionDb {
@@ -216,21 +234,21 @@ impl OptimisticTransactionDb {
     /// A put, atomic against commits touching the same key.
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let key = key.as_ref();
-        let _g = self.stripes[commit_stripe(key)].lock();
+        let _g = self.stripes[commit_stripe(&slot(0, key))].lock();
         self.db.put(key, value)
     }
 
     /// A delete, atomic against commits touching the same key.
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         let key = key.as_ref();
-        let _g = self.stripes[commit_stripe(key)].lock();
+        let _g = self.stripes[commit_stripe(&slot(0, key))].lock();
         self.db.delete(key)
     }
 
     /// A merge, atomic against commits touching the same key.
     pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
         let key = key.as_ref();
-        let _g = self.stripes[commit_stripe(key)].lock();
+        let _g = self.stripes[commit_stripe(&slot(0, key))].lock();
         self.db.merge(key, operand)
     }
 }
@@ -250,6 +268,8 @@ enum OpKind {
 
 struct Op {
     kind: OpKind,
+    /// The column family's id (its handle is in `Transaction::families`).
+    family: u32,
     key: Vec<u8>,
     value: Vec<u8>,
 }
@@ -278,9 +298,11 @@ pub struct Transaction<'a> {
     /// Held from start to end: keeps the sequence numbers of newer entries from being zeroed.
     _guard: Snapshot,
     ops: Vec<Op>,
-    /// Key -> indexes into `ops`, oldest first.
+    /// The column families written or tracked, by id (the default family always).
+    families: BTreeMap<u32, ColumnFamily>,
+    /// [`slot`] -> indexes into `ops`, oldest first.
     index: BTreeMap<Vec<u8>, Vec<usize>>,
-    /// Key -> the sequence number it was read or locked at (optimistic: validated at commit).
+    /// [`slot`] -> the sequence number it was read or locked at (optimistic: validated at commit).
     tracked: HashMap<Vec<u8>, u64>,
     /// Tracked keys in the order they were first tracked (a savepoint's rollback untracks the newer ones).
     tracked_order: Vec<Vec<u8>>,
@@ -310,6 +332,7 @@ impl<'a> Transaction<'a> {
             snapshot: opts.set_snapshot.then(|| guard.clone()),
             _guard: guard,
             ops: Vec::new(),
+            families: BTreeMap::from([(0, db.default_column_family())]),
             index: BTreeMap::new(),
             tracked: HashMap::new(),
             tracked_order: Vec::new(),
@@ -331,8 +354,21 @@ impl<'a> Transaction<'a> {
         }
     }
 
-    /// Locks (pessimistic) or notes (optimistic) `key` for this transaction.
-    fn track(&mut self, key: &[u8]) -> Result<()> {
+    /// Notes the family of a `_cf` call: refused when the handle is dropped or of another database.
+    fn use_family(&mut self, cf: &ColumnFamily) -> Result<u32> {
+        if cf.fam.db_token != self.db.default_column_family().fam.db_token || cf.fam.is_dropped() {
+            return Err(Error::InvalidArgument(format!(
+                "column family {:?} is dropped or a handle of another database",
+                cf.name()
+            )));
+        }
+        self.families.entry(cf.id()).or_insert_with(|| cf.clone());
+        Ok(cf.id())
+    }
+
+    /// Locks (pessimistic) or notes (optimistic) `key` of family `family` for this transaction.
+    fn track(&mut self, family: u32, key: &[u8]) -> Result<()> {
+        let key = &slot(family, key);
         if self.tracked.contains_key(key) {
             return Ok(());
         }
@@ -359,9 +395,11 @@ impl<'a> Transaction<'a> {
         Ok(())
     }
 
-    /// `Busy` when `key` has an entry newer than `seq`.
-    fn validate(&self, key: &[u8], seq: u64) -> Result<()> {
-        match self.db.newest_sequence(key)? {
+    /// `Busy` when the key of `slot` has an entry newer than `seq`.
+    fn validate(&self, slot: &[u8], seq: u64) -> Result<()> {
+        let (family, key) = unslot(slot);
+        let Some(cf) = self.families.get(&family) else { return Ok(()) };
+        match self.db.newest_sequence_in(&cf.fam, key)? {
             Some(newest) if newest > seq => Err(Error::Busy(format!(
                 "write conflict: the key was written at sequence {newest}, after this transaction read it at {seq}"
             ))),
@@ -369,39 +407,57 @@ impl<'a> Transaction<'a> {
         }
     }
 
-    fn push(&mut self, kind: OpKind, key: &[u8], value: &[u8]) {
-        self.index.entry(key.to_vec()).or_default().push(self.ops.len());
-        self.ops.push(Op { kind, key: key.to_vec(), value: value.to_vec() });
+    fn push(&mut self, kind: OpKind, family: u32, key: &[u8], value: &[u8]) {
+        self.index.entry(slot(family, key)).or_default().push(self.ops.len());
+        self.ops.push(Op { kind, family, key: key.to_vec(), value: value.to_vec() });
     }
 
     /// Writes `key` = `value` in this transaction (locking the key when pessimistic).
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        self.check_open()?;
-        let (key, value) = (key.as_ref(), value.as_ref());
-        self.track(key)?;
-        self.push(OpKind::Put, key, value);
-        Ok(())
+        self.write(OpKind::Put, 0, key.as_ref(), value.as_ref())
     }
 
     /// Deletes `key` in this transaction.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
-        self.check_open()?;
-        let key = key.as_ref();
-        self.track(key)?;
-        self.push(OpKind::Delete, key, &[]);
-        Ok(())
+        self.write(OpKind::Delete, 0, key.as_ref(), &[])
     }
 
     /// Merges `operand` into `key` in this transaction (needs the database's merge operator).
     pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        self.write(OpKind::Merge, 0, key.as_ref(), operand.as_ref())
+    }
+
+    /// [`Transaction::put`] in column family `cf`: one transaction may write to several families, committed as
+    /// one batch; locks and conflicts are per family and key.
+    pub fn put_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let family = self.use_family(cf)?;
+        self.write(OpKind::Put, family, key.as_ref(), value.as_ref())
+    }
+
+    /// [`Transaction::delete`] in column family `cf`.
+    pub fn delete_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> Result<()> {
+        let family = self.use_family(cf)?;
+        self.write(OpKind::Delete, family, key.as_ref(), &[])
+    }
+
+    /// [`Transaction::merge`] in column family `cf` (needs the family's merge operator).
+    pub fn merge_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        let family = self.use_family(cf)?;
+        self.write(OpKind::Merge, family, key.as_ref(), operand.as_ref())
+    }
+
+    fn write(&mut self, kind: OpKind, family: u32, key: &[u8], value: &[u8]) -> Result<()> {
         self.check_open()?;
-        if self.db.options().merge_operator.is_none() {
+        if kind == OpKind::Merge && self.merge_operator(family).is_none() {
             return Err(Error::InvalidArgument("merge needs Options::merge_operator to be set".into()));
         }
-        let (key, operand) = (key.as_ref(), operand.as_ref());
-        self.track(key)?;
-        self.push(OpKind::Merge, key, operand);
+        self.track(family, key)?;
+        self.push(kind, family, key, value);
         Ok(())
+    }
+
+    fn merge_operator(&self, family: u32) -> Option<Arc<dyn crate::merge::MergeOperator>> {
+        self.families.get(&family).and_then(|cf| cf.fam.opts.merge_operator.clone())
     }
 
     /// Reads `key` as this transaction sees it: its own writes over the database at its snapshot (with
@@ -414,9 +470,32 @@ impl<'a> Transaction<'a> {
     /// [`Transaction::get`] reading the database as `opts` say (RocksDB's `Transaction::Get` with read
     /// options: its snapshot, if any, is the one read).
     pub fn get_opt(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.read(opts, 0, key.as_ref())
+    }
+
+    /// [`Transaction::get`] in column family `cf`.
+    pub fn get_cf(&self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        let opts = ReadOptions { snapshot: self.snapshot.clone(), ..ReadOptions::default() };
+        self.get_cf_opt(&opts, cf, key)
+    }
+
+    /// [`Transaction::get_opt`] in column family `cf`.
+    pub fn get_cf_opt(&self, opts: &ReadOptions, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.check_open()?;
         let key = key.as_ref();
-        let Some(idx) = self.index.get(key) else { return self.db.get_opt(opts, key) };
+        if !self.families.contains_key(&cf.id()) {
+            // Nothing of this family written here: the database's value.
+            return self.db.get_cf_opt(opts, cf, key);
+        }
+        self.read(opts, cf.id(), key)
+    }
+
+    fn read(&self, opts: &ReadOptions, family: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_open()?;
+        let Some(cf) = self.families.get(&family) else {
+            return Err(Error::InvalidArgument(format!("column family {family} is not used by this transaction")));
+        };
+        let Some(idx) = self.index.get(&slot(family, key)) else { return self.db.get_cf_opt(opts, cf, key) };
         // Newest write first: a put or delete decides; merge operands above it are combined onto it.
         let mut operands: Vec<&[u8]> = Vec::new();
         let mut base: Option<Option<Vec<u8>>> = None;
@@ -439,10 +518,10 @@ impl<'a> Transaction<'a> {
         }
         let existing = match base {
             Some(b) => b,
-            None => self.db.get_opt(opts, key)?,
+            None => self.db.get_cf_opt(opts, cf, key)?,
         };
         operands.reverse();
-        let Some(m) = self.db.options().merge_operator.clone() else {
+        let Some(m) = self.merge_operator(family) else {
             return Err(Error::InvalidArgument("merge needs Options::merge_operator to be set".into()));
         };
         m.full_merge(key, existing.as_deref(), &operands).map(Some).ok_or_else(|| {
@@ -455,8 +534,17 @@ impl<'a> Transaction<'a> {
     pub fn get_for_update(&mut self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.check_open()?;
         let key = key.as_ref();
-        self.track(key)?;
+        self.track(0, key)?;
         self.get(key)
+    }
+
+    /// [`Transaction::get_for_update`] in column family `cf`.
+    pub fn get_for_update_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.check_open()?;
+        let family = self.use_family(cf)?;
+        let key = key.as_ref();
+        self.track(family, key)?;
+        self.get_cf(cf, key)
     }
 
     /// Marks a point [`rollback_to_savepoint`](Self::rollback_to_savepoint) returns to.
@@ -474,7 +562,7 @@ impl<'a> Transaction<'a> {
         self.ops.truncate(sp.ops);
         self.index.clear();
         for (i, op) in self.ops.iter().enumerate() {
-            self.index.entry(op.key.clone()).or_default().push(i);
+            self.index.entry(slot(op.family, &op.key)).or_default().push(i);
         }
         for key in self.tracked_order.split_off(sp.tracked) {
             self.tracked.remove(&key);
@@ -497,10 +585,11 @@ impl<'a> Transaction<'a> {
         self.check_open()?;
         let mut batch = WriteBatch::with_capacity(self.ops.iter().map(|o| o.key.len() + o.value.len() + 12).sum());
         for op in &self.ops {
+            let Some(cf) = self.families.get(&op.family) else { continue };
             match op.kind {
-                OpKind::Put => batch.put(&op.key, &op.value),
-                OpKind::Delete => batch.delete(&op.key),
-                OpKind::Merge => batch.merge(&op.key, &op.value),
+                OpKind::Put => batch.put_cf(cf, &op.key, &op.value),
+                OpKind::Delete => batch.delete_cf(cf, &op.key),
+                OpKind::Merge => batch.merge_cf(cf, &op.key, &op.value),
             };
         }
         let result = match self.mode {
