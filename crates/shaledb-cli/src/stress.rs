@@ -62,6 +62,11 @@ pub struct Args {
     /// engine's `use_direct_io_for_flush_and_compaction`); a file system that refuses O_DIRECT is an error.
     #[arg(long)]
     pub direct_io_for_flush_and_compaction: bool,
+    /// Column families besides the default one (`cf1`, `cf2`, ...): key `k` lives in family
+    /// `k % (N + 1)`, multi-key writes are batches across families. A database must keep the same number
+    /// across runs.
+    #[arg(long, default_value_t = 0)]
+    pub column_families: u32,
     /// Print at most this many verification failures, then their count (0: all).
     #[arg(long, default_value_t = 20)]
     pub max_problems: usize,
@@ -84,6 +89,7 @@ impl Args {
             reopens: self.reopen,
             verify_only: self.verify_only,
             direct_io_for_flush_and_compaction: self.direct_io_for_flush_and_compaction,
+            column_families: self.column_families,
         }
     }
 }

@@ -12,7 +12,9 @@ use crate::history::show;
 use expected::{Expected, Journal, Op};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use shaledb::{CompressionType, Db, Options, WalRecoveryMode, WriteBatch, WriteOptions};
+use shaledb::{
+    ColumnFamily, ColumnFamilyDescriptor, CompressionType, Db, Options, WalRecoveryMode, WriteBatch, WriteOptions,
+};
 use std::fmt;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -49,6 +51,10 @@ pub struct StressConfig {
     pub verify_only: bool,
     /// Write flush and compaction tables with O_DIRECT (`Options::use_direct_io_for_flush_and_compaction`).
     pub direct_io_for_flush_and_compaction: bool,
+    /// Column families besides the default one (`cf1`, `cf2`, ...; 0: none). Key `k` lives in family
+    /// `k % (column_families + 1)` (the default family is 0), as db_bench spreads keys over its families; a
+    /// write of several keys is a batch across families, a range deletion one batch over every family.
+    pub column_families: u32,
 }
 
 impl Default for StressConfig {
@@ -67,7 +73,23 @@ impl Default for StressConfig {
             reopens: 0,
             verify_only: false,
             direct_io_for_flush_and_compaction: false,
+            column_families: 0,
         }
+    }
+}
+
+/// The database's family handles of a run with column families, the default family first; empty without.
+type Families = Vec<ColumnFamily>;
+
+/// The family key `k` lives in (`None`: the run has no families).
+fn family(fams: &[ColumnFamily], k: u32) -> Option<&ColumnFamily> {
+    (!fams.is_empty()).then(|| &fams[k as usize % fams.len()])
+}
+
+fn get(db: &Db, fams: &[ColumnFamily], k: u32) -> shaledb::Result<Option<Vec<u8>>> {
+    match family(fams, k) {
+        Some(cf) => db.get_cf(cf, key_name(k)),
+        None => db.get(key_name(k)),
     }
 }
 
@@ -177,16 +199,25 @@ fn say(line: &str) {
 }
 
 /// Every key's value, by point lookups, cross-checked with a full scan (which must hold no other key).
-fn read_state(db: &Db, keys: u32) -> Result<Values, StressError> {
+fn read_state(db: &Db, fams: &[ColumnFamily], keys: u32) -> Result<Values, StressError> {
     let mut values = Vec::with_capacity(keys as usize);
     for k in 0..keys {
-        values.push(db.get(key_name(k))?);
+        values.push(get(db, fams, k)?);
     }
     let mut problems = Vec::new();
     let mut seen = 0usize;
-    for item in db.iter() {
+    let scans: Vec<(usize, shaledb::Iter)> = if fams.is_empty() {
+        vec![(0, db.iter())]
+    } else {
+        fams.iter().enumerate().map(|(i, cf)| (i, db.iter_cf(cf))).collect()
+    };
+    for (i, item) in scans.into_iter().flat_map(|(f, it)| it.map(move |e| (f, e))) {
+        let (fam, item) = (i, item);
         let (k, v) = item?;
         match key_index(&k).filter(|i| *i < keys) {
+            Some(i) if !fams.is_empty() && i as usize % fams.len() != fam => {
+                problems.push(format!("key {i} is in column family {fam}, not the one it was written to"))
+            }
             Some(i) if values[i as usize].as_deref() == Some(&v[..]) => seen += 1,
             Some(i) => problems.push(format!("scan shows key {i} = {} but get says otherwise", show(&v))),
             None => problems.push(format!("scan shows a key outside the key space: {}", show(&k))),
@@ -203,21 +234,35 @@ fn read_state(db: &Db, keys: u32) -> Result<Values, StressError> {
     }
 }
 
-fn open_timed(cfg: &StressConfig, summary: &mut StressSummary) -> Result<Db, StressError> {
+fn open_timed(cfg: &StressConfig, summary: &mut StressSummary) -> Result<(Db, Families), StressError> {
     let start = Instant::now();
-    let db = Db::open(&cfg.path, cfg.options())?;
+    let (db, fams) = if cfg.column_families == 0 {
+        (Db::open(&cfg.path, cfg.options())?, Vec::new())
+    } else {
+        let names: Vec<String> = (1..=cfg.column_families).map(|i| format!("cf{i}")).collect();
+        let descs = names.iter().map(|n| ColumnFamilyDescriptor::new(n.clone(), cfg.options())).collect();
+        let db = Db::open_with_column_families(&cfg.path, cfg.options(), descs)?;
+        let mut fams = vec![db.default_column_family()];
+        for n in &names {
+            fams.push(
+                db.column_family(n)
+                    .ok_or_else(|| StressError::Verify(vec![format!("column family {n} is missing after the open")]))?,
+            );
+        }
+        (db, fams)
+    };
     let took = start.elapsed();
     summary.open_times.push(took);
     say(&format!("opened in {:.3} ms", took.as_secs_f64() * 1e3));
-    Ok(db)
+    Ok((db, fams))
 }
 
 /// Opens the database, checks it against the expected-state file (when there is one) and returns the
 /// database's values, which every key was checked to be allowed to hold.
-fn open_and_verify(cfg: &StressConfig, summary: &mut StressSummary) -> Result<(Db, Values), StressError> {
+fn open_and_verify(cfg: &StressConfig, summary: &mut StressSummary) -> Result<(Db, Families, Values), StressError> {
     let expected = Expected::load(&cfg.expected_path())?;
-    let db = open_timed(cfg, summary)?;
-    let values = read_state(&db, cfg.keys)?;
+    let (db, fams) = open_timed(cfg, summary)?;
+    let values = read_state(&db, &fams, cfg.keys)?;
     match &expected {
         Some(e) if e.keys != cfg.keys => {
             return Err(StressError::Verify(vec![format!(
@@ -238,13 +283,13 @@ fn open_and_verify(cfg: &StressConfig, summary: &mut StressSummary) -> Result<(D
         }
         None => say(&format!("verified {} keys (new database)", cfg.keys)),
     }
-    Ok((db, values))
+    Ok((db, fams, values))
 }
 
 /// Runs the stress test (or, with `verify_only`, only the verification).
 pub fn run(cfg: &StressConfig) -> Result<StressSummary, StressError> {
     let mut summary = StressSummary::default();
-    let (db, values) = open_and_verify(cfg, &mut summary)?;
+    let (db, fams, values) = open_and_verify(cfg, &mut summary)?;
     if cfg.verify_only {
         return Ok(summary);
     }
@@ -254,13 +299,13 @@ pub fn run(cfg: &StressConfig) -> Result<StressSummary, StressError> {
     say("running");
     let rounds = u64::from(cfg.reopens) + 1;
     let deadline = cfg.duration.map(|d| Instant::now() + d);
-    let mut db = Some(db);
+    let mut db = Some((db, fams));
     for round in 0..rounds {
-        let current = match db.take() {
+        let (current, fams) = match db.take() {
             Some(d) => d,
             None => {
-                let d = open_timed(cfg, &mut summary)?;
-                let values = read_state(&d, cfg.keys)?;
+                let (d, fams) = open_timed(cfg, &mut summary)?;
+                let values = read_state(&d, &fams, cfg.keys)?;
                 let problems: Vec<String> = values
                     .iter()
                     .enumerate()
@@ -271,23 +316,26 @@ pub fn run(cfg: &StressConfig) -> Result<StressSummary, StressError> {
                     return Err(StressError::Verify(problems));
                 }
                 say(&format!("reopen {round}: verified {} keys", cfg.keys));
-                d
+                (d, fams)
             }
         };
         let round_deadline = deadline.map(|d| {
             let left = d.saturating_duration_since(Instant::now());
             Instant::now() + left / u32::try_from(rounds - round).unwrap_or(1)
         });
-        summary.ops += run_round(cfg, &current, &journal, &state, round, round_deadline)?;
+        summary.ops += run_round(cfg, &current, &fams, &journal, &state, round, round_deadline)?;
+        drop(fams);
         current.close()?;
     }
     say(&format!("done: {} ops", summary.ops));
     Ok(summary)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_round(
     cfg: &StressConfig,
     db: &Db,
+    fams: &[ColumnFamily],
     journal: &Arc<Journal>,
     state: &Arc<Vec<Mutex<Option<Vec<u8>>>>>,
     round: u64,
@@ -306,7 +354,7 @@ fn run_round(
                 let mut rng = StdRng::seed_from_u64(seed);
                 let mut n = 0;
                 while n < ops && !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
-                    if let Err(e) = one_op(cfg, db, journal, state, t as u32, &mut rng) {
+                    if let Err(e) = one_op(cfg, db, fams, journal, state, t as u32, &mut rng) {
                         stop.store(true, Ordering::Relaxed);
                         first_error.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(e);
                         break;
@@ -325,9 +373,11 @@ fn run_round(
 
 /// One random operation of thread `tid`: a read checked against the expected state, or a write journaled
 /// around the database call, all under the locks of the keys involved.
+#[allow(clippy::too_many_arguments)]
 fn one_op(
     cfg: &StressConfig,
     db: &Db,
+    fams: &[ColumnFamily],
     journal: &Journal,
     state: &[Mutex<Option<Vec<u8>>>],
     tid: u32,
@@ -338,7 +388,7 @@ fn one_op(
     if roll < 20 {
         let k = rng.gen_range(0..keys);
         let slot = state[k as usize].lock().unwrap_or_else(PoisonError::into_inner);
-        let got = db.get(key_name(k))?;
+        let got = get(db, fams, k)?;
         if got != *slot {
             return Err(StressError::Verify(vec![format!(
                 "thread {tid}: get(key {k}) = {} while the expected value is {}",
@@ -349,7 +399,7 @@ fn one_op(
         return Ok(());
     }
     if roll < 23 {
-        return delete_range(cfg, db, journal, state, tid, rng);
+        return delete_range(cfg, db, fams, journal, state, tid, rng);
     }
     let n = if roll < 30 { rng.gen_range(2..=4) } else { 1 };
     let mut ks: Vec<u32> = (0..n).map(|_| rng.gen_range(0..keys)).collect();
@@ -376,7 +426,23 @@ fn one_op(
     let sync = cfg.sync_one_in > 0 && rng.gen_ratio(1, cfg.sync_one_in);
     let opts = WriteOptions { sync, ..WriteOptions::default() };
     journal.intent(tid, &ops)?;
-    if let [op] = ops.as_slice() {
+    if !fams.is_empty() {
+        let mut b = WriteBatch::new();
+        for op in &ops {
+            match op {
+                Op::Put(k, v) => b.put_cf(&fams[*k as usize % fams.len()], key_name(*k), v),
+                Op::Delete(k) => b.delete_cf(&fams[*k as usize % fams.len()], key_name(*k)),
+                Op::Merge(k, v) => b.merge_cf(&fams[*k as usize % fams.len()], key_name(*k), v),
+                Op::DeleteRange(lo, hi) => {
+                    for cf in fams {
+                        b.delete_range_cf(cf, key_name(*lo), key_name(*hi));
+                    }
+                    &mut b
+                }
+            };
+        }
+        db.write_opt(&opts, &b)?;
+    } else if let [op] = ops.as_slice() {
         match op {
             Op::Put(k, v) => db.put_opt(&opts, key_name(*k), v)?,
             Op::Delete(k) => db.delete_opt(&opts, key_name(*k))?,
@@ -404,9 +470,11 @@ fn one_op(
 
 /// One range deletion of 1 to 16 consecutive keys, holding the locks of all of them (ascending) from its
 /// intent to its acknowledgement, like any other write.
+#[allow(clippy::too_many_arguments)]
 fn delete_range(
     cfg: &StressConfig,
     db: &Db,
+    fams: &[ColumnFamily],
     journal: &Journal,
     state: &[Mutex<Option<Vec<u8>>>],
     tid: u32,
@@ -419,7 +487,16 @@ fn delete_range(
     let op = Op::DeleteRange(b, e);
     let sync = cfg.sync_one_in > 0 && rng.gen_ratio(1, cfg.sync_one_in);
     journal.intent(tid, std::slice::from_ref(&op))?;
-    db.delete_range_opt(&WriteOptions { sync, ..WriteOptions::default() }, key_name(b), key_name(e))?;
+    let opts = WriteOptions { sync, ..WriteOptions::default() };
+    if fams.is_empty() {
+        db.delete_range_opt(&opts, key_name(b), key_name(e))?;
+    } else {
+        let mut batch = WriteBatch::new();
+        for cf in fams {
+            batch.delete_range_cf(cf, key_name(b), key_name(e));
+        }
+        db.write_opt(&opts, &batch)?;
+    }
     journal.ack(tid)?;
     for slot in slots.iter_mut() {
         **slot = None;
@@ -482,6 +559,29 @@ mod tests {
     }
 
     #[test]
+    fn column_families_run_verify_and_a_key_in_the_wrong_family_is_found() {
+        let dir = crate::tempdir();
+        let c = StressConfig { column_families: 2, ..cfg(dir.path()) };
+        let s = run(&StressConfig { reopens: 1, ..c.clone() }).unwrap();
+        assert!(s.ops >= 1200, "{s:?}");
+        run(&StressConfig { verify_only: true, ..c.clone() }).unwrap();
+        assert_eq!(Db::list_column_families(&c.path, c.options()).unwrap(), ["default", "cf1", "cf2"]);
+        // Key 1 lives in family 1; a copy of it in family 2 is a problem the verification names.
+        {
+            let db = Db::open(&c.path, c.options()).unwrap();
+            let cf2 = db.column_family("cf2").unwrap();
+            db.put_cf(&cf2, key_name(1), "misplaced").unwrap();
+            db.close().unwrap();
+        }
+        match run(&StressConfig { verify_only: true, ..c }) {
+            Err(StressError::Verify(p)) => {
+                assert!(p.iter().any(|l| l.contains("key 1 is in column family 2")), "{p:?}")
+            }
+            other => panic!("expected a verification failure, got {other:?}"),
+        }
+    }
+
+    #[test]
     fn a_lost_write_fails_verification() {
         let dir = crate::tempdir();
         let c = cfg(dir.path());
@@ -489,7 +589,7 @@ mod tests {
         // Acknowledge a write the database never saw.
         let j = Expected::start(&c.expected_path(), &{
             let db = Db::open(&c.path, c.options()).unwrap();
-            read_state(&db, c.keys).unwrap()
+            read_state(&db, &[], c.keys).unwrap()
         })
         .unwrap();
         j.intent(0, &[Op::Put(7, b"never written".to_vec())]).unwrap();

@@ -233,9 +233,9 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, 
         }
     };
     let Some(f) = st.fams.get(&fid) else {
-        // The family was dropped meanwhile: the outputs belong to nothing (blob outputs are removed as orphans
-        // at the next open).
+        // The family was dropped meanwhile: the outputs belong to nothing.
         st.obsolete_tables.extend(files.iter().map(|f| f.number));
+        st.vs.obsolete_blobs.extend(blob.additions.iter().map(|b| b.number));
         inner.bg_cv.notify_all();
         return;
     };
@@ -350,6 +350,7 @@ fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, Sta
             if st.vs.current_of(fid).is_none() {
                 // The family was dropped meanwhile: its outputs belong to nothing.
                 st.obsolete_tables.extend(edit.new_files.iter().map(|(_, f)| f.number));
+                st.vs.obsolete_blobs.extend(edit.blob_files.iter().map(|b| b.number));
                 return Err(Error::Closed);
             }
             edit.family = family;

@@ -19,10 +19,13 @@ const CHILD_VAR: &str = "SHALEDB_STRESS_CHILD";
 const SEED_VAR: &str = "SHALEDB_STRESS_CHILD_SEED";
 /// Set (to 1) for children writing tables with O_DIRECT.
 const DIRECT_VAR: &str = "SHALEDB_STRESS_CHILD_DIRECT";
+/// The number of column families besides the default one a child writes to.
+const FAMILIES_VAR: &str = "SHALEDB_STRESS_CHILD_FAMILIES";
 
-fn config(path: &Path, seed: u64, direct: bool) -> StressConfig {
+fn config(path: &Path, seed: u64, direct: bool, families: u32) -> StressConfig {
     StressConfig {
         direct_io_for_flush_and_compaction: direct,
+        column_families: families,
         path: path.to_path_buf(),
         threads: 4,
         keys: 2000,
@@ -43,7 +46,8 @@ fn stress_child() {
     let Ok(dir) = std::env::var(CHILD_VAR) else { return };
     let seed = std::env::var(SEED_VAR).ok().and_then(|s| s.parse().ok()).unwrap_or(1);
     let direct = std::env::var(DIRECT_VAR).is_ok_and(|v| v == "1");
-    if let Err(e) = stress::run(&config(Path::new(&dir), seed, direct)) {
+    let families = std::env::var(FAMILIES_VAR).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    if let Err(e) = stress::run(&config(Path::new(&dir), seed, direct, families)) {
         panic!("stress child failed: {e}");
     }
 }
@@ -55,10 +59,11 @@ struct Child {
     status: Option<std::process::ExitStatus>,
 }
 
-fn run_child(dir: &Path, seed: u64, direct: bool, run_for: Duration) -> Child {
+fn run_child(dir: &Path, seed: u64, direct: bool, families: u32, run_for: Duration) -> Child {
     let envs = [
         (CHILD_VAR, dir.display().to_string()),
         (DIRECT_VAR, if direct { "1" } else { "0" }.to_string()),
+        (FAMILIES_VAR, families.to_string()),
         (SEED_VAR, seed.to_string()),
     ];
     let (mut child, rx, reader) = crate::spawn_self("crash_kill::stress_child", &envs);
@@ -111,7 +116,20 @@ fn kill_loop_keeps_every_acknowledged_write() {
         budget_from_env("SHALEDB_CRASH_CYCLES", 20),
         seed_from_env(0xC4A5_0001),
         false,
+        0,
     );
+}
+
+/// The kill loop with three column families (D28): every key in the family its number picks, multi-key writes
+/// and range deletions batches across families, families flushing at different times; after every kill each
+/// family holds exactly the acknowledged writes of its keys, batches whole.
+#[test]
+fn kill_loop_with_column_families() {
+    if std::env::var(CHILD_VAR).is_ok() {
+        return;
+    }
+    let cycles = budget_from_env("SHALEDB_CRASH_CYCLES", 20).div_ceil(2);
+    kill_loop(shaledb_testkit::tempdir(), cycles, seed_from_env(0xC4A5_0CF3), false, 2);
 }
 
 /// The same with `use_direct_io_for_flush_and_compaction`, on a directory under target/ (where /tmp may be
@@ -123,10 +141,10 @@ fn kill_loop_with_direct_io_for_flush_and_compaction() {
         return;
     }
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary directory under target/");
-    kill_loop(tmp, budget_from_env("SHALEDB_CRASH_CYCLES", 20).div_ceil(2), seed_from_env(0xC4A5_0D10), true);
+    kill_loop(tmp, budget_from_env("SHALEDB_CRASH_CYCLES", 20).div_ceil(2), seed_from_env(0xC4A5_0D10), true, 0);
 }
 
-fn kill_loop(tmp: tempfile::TempDir, cycles: u64, seed: u64, direct: bool) {
+fn kill_loop(tmp: tempfile::TempDir, cycles: u64, seed: u64, direct: bool, families: u32) {
     crate::watch_background_panics();
     let mut r = rng(seed);
     let dir: PathBuf = tmp.path().join("db");
@@ -134,7 +152,7 @@ fn kill_loop(tmp: tempfile::TempDir, cycles: u64, seed: u64, direct: bool) {
     let mut in_flight = 0usize;
     for cycle in 0..cycles {
         let run_for = Duration::from_millis(r.gen_range(20..300));
-        let child = run_child(&dir, seed.wrapping_add(cycle), direct, run_for);
+        let child = run_child(&dir, seed.wrapping_add(cycle), direct, families, run_for);
         let out = child.lines.join("\n");
         assert!(child.killed, "cycle {cycle}: the child ended by itself ({:?}):\n{out}", child.status);
         assert!(
@@ -155,7 +173,7 @@ fn kill_loop(tmp: tempfile::TempDir, cycles: u64, seed: u64, direct: bool) {
             .sum::<usize>();
     }
     // The state the last kill left must verify too.
-    let last = stress::run(&StressConfig { verify_only: true, ..config(&dir, seed, direct) });
+    let last = stress::run(&StressConfig { verify_only: true, ..config(&dir, seed, direct, families) });
     if let Err(e) = last {
         panic!("after the last kill: {e}");
     }
