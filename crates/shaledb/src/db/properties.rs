@@ -1,6 +1,7 @@
 //! [`Db::property`] and [`Db::property_int`]: RocksDB's `GetProperty` / `GetIntProperty` over the `rocksdb.*`
 //! names whose figures ShaleDB tracks.
 
+use super::family::Family;
 use super::Db;
 use crate::version::Version;
 use std::collections::{BTreeMap, HashSet};
@@ -55,8 +56,35 @@ impl Db {
     /// # Ok::<(), shaledb::Error>(())
     /// ```
     pub fn property(&self, name: &str) -> Option<String> {
+        self.property_in(&self.inner.default, name)
+    }
+
+    /// [`Db::property`] of column family `cf`: the memtable, table, level and compaction figures are the
+    /// family's (`stats`, `dbstats` and the database-wide figures are the same as [`Db::property`]'s).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = shaledb::Db::open(dir.path(), shaledb::Options::default())?;
+    /// let logs = db.create_column_family("logs", shaledb::Options::default())?;
+    /// db.put_cf(&logs, "k", "v")?;
+    /// db.flush()?;
+    /// assert_eq!(db.property_cf(&logs, "rocksdb.num-files-at-level0").as_deref(), Some("1"));
+    /// assert_eq!(db.property("rocksdb.num-files-at-level0").as_deref(), Some("0"));
+    /// assert_eq!(db.property_int_cf(&logs, "rocksdb.estimate-num-keys"), Some(1));
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn property_cf(&self, cf: &super::ColumnFamily, name: &str) -> Option<String> {
+        self.property_in(&cf.fam, name)
+    }
+
+    /// [`Db::property_int`] of column family `cf` (see [`Db::property_cf`]).
+    pub fn property_int_cf(&self, cf: &super::ColumnFamily, name: &str) -> Option<u64> {
+        self.int_property(&cf.fam, strip(name)?)
+    }
+
+    fn property_in(&self, fam: &Family, name: &str) -> Option<String> {
         let name = strip(name)?;
-        if let Some(v) = self.int_property(name) {
+        if let Some(v) = self.int_property(fam, name) {
             return Some(v.to_string());
         }
         match name {
@@ -71,13 +99,13 @@ impl Db {
                 })
             }
             "levelstats" => Some(crate::stats_report::format_level_stats(&self.statistics())),
-            "sstables" => Some(sstables(&self.inner.default.sv.load().version)),
+            "sstables" => Some(sstables(&fam.sv.load().version)),
             "background-error" => {
                 Some(self.inner.state.lock().bg_error.as_ref().map_or(String::new(), |e| e.to_string()))
             }
             _ => {
                 let level: usize = name.strip_prefix("num-files-at-level")?.parse().ok()?;
-                let sv = self.inner.default.sv.load();
+                let sv = fam.sv.load();
                 (level < sv.version.num_levels()).then(|| sv.version.files(level).len().to_string())
             }
         }
@@ -133,16 +161,16 @@ impl Db {
     /// # Ok::<(), shaledb::Error>(())
     /// ```
     pub fn property_int(&self, name: &str) -> Option<u64> {
-        self.int_property(strip(name)?)
+        self.int_property(&self.inner.default, strip(name)?)
     }
 
-    /// The integer property `name` (prefix already removed).
-    fn int_property(&self, name: &str) -> Option<u64> {
+    /// The integer property `name` (prefix already removed) of family `fam`.
+    fn int_property(&self, fam: &Family, name: &str) -> Option<u64> {
         if TEXT.contains(&name) {
             return None;
         }
         let inner = &self.inner;
-        let sv = inner.default.sv.load();
+        let sv = fam.sv.load();
         let v = &sv.version;
         let n = |x: usize| Some(x as u64);
         match name {
@@ -154,7 +182,7 @@ impl Db {
             "cur-size-active-mem-table" => n(sv.mem.approximate_memory_usage()),
             // RocksDB adds flushed memtables iterators still hold; ShaleDB does not track those, so this is the
             // same figure as cur-size-all-mem-tables.
-            "cur-size-all-mem-tables" | "size-all-mem-tables" => Some(self.memtable_bytes()),
+            "cur-size-all-mem-tables" | "size-all-mem-tables" => Some(memtable_bytes(&sv)),
             "num-entries-active-mem-table" => n(sv.mem.len()),
             "num-entries-imm-mem-tables" => n(sv.imm.iter().map(|m| m.len()).sum()),
             "num-deletes-active-mem-table" => n(sv.mem.num_deletions()),
@@ -187,12 +215,12 @@ impl Db {
                 Some(total)
             }
             "estimate-table-readers-mem" => Some(inner.tables.readers_memory()),
-            "base-level" => n(crate::picker::level_targets(v, &inner.opts).base_level),
+            "base-level" => n(crate::picker::level_targets(v, &fam.opts).base_level),
             "compaction-pending" => {
                 let busy = inner.state.lock().busy.clone();
-                Some(u64::from(crate::picker::compaction_pending(v, &inner.opts, &busy)))
+                Some(u64::from(crate::picker::compaction_pending(v, &fam.opts, &busy)))
             }
-            "estimate-pending-compaction-bytes" => Some(crate::picker::pending_compaction_bytes(v, &inner.opts)),
+            "estimate-pending-compaction-bytes" => Some(crate::picker::pending_compaction_bytes(v, &fam.opts)),
             "num-running-compactions" => n(inner.state.lock().running_compactions),
             "num-running-flushes" => Some(u64::from(inner.state.lock().flushing)),
             "background-errors" => Some(inner.counters.bg_errors.load(Ordering::Relaxed)),
@@ -218,16 +246,11 @@ impl Db {
             _ => crate::blob::int_property(v, name),
         }
     }
+}
 
-    /// Bytes of the active and immutable memtables.
-    pub(super) fn memtable_bytes(&self) -> u64 {
-        let sv = self.inner.default.sv.load();
-        let mut n = sv.mem.approximate_memory_usage() as u64;
-        for m in &sv.imm {
-            n += m.approximate_memory_usage() as u64;
-        }
-        n
-    }
+/// Bytes of a super version's active and immutable memtables.
+fn memtable_bytes(sv: &super::SuperVersion) -> u64 {
+    std::iter::once(&sv.mem).chain(&sv.imm).map(|m| m.approximate_memory_usage() as u64).sum()
 }
 
 /// The `stats` text; takes the interval sample (the next call's `Interval` lines start here).
