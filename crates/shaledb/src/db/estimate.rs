@@ -100,9 +100,23 @@ impl Db {
     /// # Ok::<(), shaledb::Error>(())
     /// ```
     pub fn key_may_exist_opt(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> (bool, Option<Vec<u8>>) {
-        let key = key.as_ref();
-        let (sv, seq) = self.pin_view(opts);
-        let mut state = GetState::with_buffer(key, seq, self.inner.opts.merge_operator.as_ref(), Vec::new());
+        let fam = self.inner.default.clone();
+        self.key_may_exist_in(&fam, opts, key.as_ref())
+    }
+
+    /// [`Db::key_may_exist_opt`] in column family `cf`.
+    pub fn key_may_exist_cf(
+        &self,
+        opts: &ReadOptions,
+        cf: &super::ColumnFamily,
+        key: impl AsRef<[u8]>,
+    ) -> (bool, Option<Vec<u8>>) {
+        self.key_may_exist_in(&cf.fam, opts, key.as_ref())
+    }
+
+    fn key_may_exist_in(&self, fam: &super::family::Family, opts: &ReadOptions, key: &[u8]) -> (bool, Option<Vec<u8>>) {
+        let (sv, seq) = self.pin_view_of(fam, opts);
+        let mut state = GetState::with_buffer(key, seq, fam.opts.merge_operator.as_ref(), Vec::new());
         state.cover_with(super::read::mem_range_cover(&sv, key, seq));
         let hash = bloom::key_hash(key);
         for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
@@ -173,12 +187,32 @@ impl Db {
         opts: &SizeApproximationOptions,
         ranges: &[Range<K>],
     ) -> Result<Vec<u64>> {
+        let fam = self.inner.default.clone();
+        self.approximate_sizes_in(&fam, opts, ranges)
+    }
+
+    /// [`Db::get_approximate_sizes`] in column family `cf`.
+    pub fn get_approximate_sizes_cf<K: AsRef<[u8]>>(
+        &self,
+        cf: &super::ColumnFamily,
+        opts: &SizeApproximationOptions,
+        ranges: &[Range<K>],
+    ) -> Result<Vec<u64>> {
+        self.approximate_sizes_in(&cf.fam, opts, ranges)
+    }
+
+    fn approximate_sizes_in<K: AsRef<[u8]>>(
+        &self,
+        fam: &super::family::Family,
+        opts: &SizeApproximationOptions,
+        ranges: &[Range<K>],
+    ) -> Result<Vec<u64>> {
         if !opts.include_files && !opts.include_memtables {
             return Err(Error::InvalidArgument(
                 "get_approximate_sizes needs include_files or include_memtables (or both)".into(),
             ));
         }
-        let sv = self.inner.default.sv.load();
+        let sv = fam.sv.load();
         let mut sizes = Vec::with_capacity(ranges.len());
         for r in ranges {
             let (start, limit) = (r.start.as_ref(), r.end.as_ref());

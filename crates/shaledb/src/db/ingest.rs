@@ -34,6 +34,7 @@
 //! A failure before step 6 removes every file the ingestion created and changes nothing; a failed MANIFEST
 //! write makes the database read-only (D6), as for a flush.
 
+use super::family::Family;
 use super::{checkpoint, write, Db, DbInner, State};
 use crate::filenames;
 use crate::ingest::IngestExternalFileOptions;
@@ -87,11 +88,29 @@ impl Db {
     /// files' values carry no write time): `NotSupported`.
     pub fn ingest_external_file<P: AsRef<Path>>(&self, paths: &[P], opts: &IngestExternalFileOptions) -> Result<()> {
         let paths: Vec<PathBuf> = paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
-        ingest(&self.inner, &paths, opts)
+        let fam = self.inner.default.clone();
+        ingest(&self.inner, &fam, &paths, opts)
+    }
+
+    /// [`Db::ingest_external_file`] into column family `cf` (placed by its levels, written with its options).
+    pub fn ingest_external_file_cf<P: AsRef<Path>>(
+        &self,
+        cf: &super::ColumnFamily,
+        paths: &[P],
+        opts: &IngestExternalFileOptions,
+    ) -> Result<()> {
+        if cf.fam.db_token != self.inner.default.db_token || cf.fam.is_dropped() {
+            return Err(Error::InvalidArgument(format!(
+                "column family {:?} is dropped or a handle of another database",
+                cf.name()
+            )));
+        }
+        let paths: Vec<PathBuf> = paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
+        ingest(&self.inner, &cf.fam, &paths, opts)
     }
 }
 
-fn ingest(inner: &Arc<DbInner>, paths: &[PathBuf], o: &IngestExternalFileOptions) -> Result<()> {
+fn ingest(inner: &Arc<DbInner>, fam: &Family, paths: &[PathBuf], o: &IngestExternalFileOptions) -> Result<()> {
     if inner.read_only {
         return Err(super::read_only::refused("ingest_external_file"));
     }
@@ -119,7 +138,7 @@ fn ingest(inner: &Arc<DbInner>, paths: &[PathBuf], o: &IngestExternalFileOptions
     let mut created: Vec<u64> = Vec::new();
     let result = copy_in(inner, &mut files, o, &mut created)
         .map_err(Failure::Clean)
-        .and_then(|()| install(inner, &files, o, &mut created));
+        .and_then(|()| install(inner, fam, &files, o, &mut created));
     match result {
         Ok(replaced) => {
             for n in replaced {
@@ -330,6 +349,7 @@ fn pick_level(v: &Version, busy: &HashSet<u64>, lo: &[u8], hi: &[u8]) -> usize {
 /// Steps 3 to 6 under the `wal` and `state` locks. Returns the numbers of copies replaced by rewrites.
 fn install(
     inner: &Arc<DbInner>,
+    fam: &Family,
     files: &[External],
     o: &IngestExternalFileOptions,
     created: &mut Vec<u64>,
@@ -340,7 +360,7 @@ fn install(
     check_error(&st)?;
     let overlaps_memtable = |st: &State| {
         files.iter().any(|f| {
-            let d = st.default_fam();
+            let Some(d) = st.fams.get(&fam.id) else { return false };
             std::iter::once(&d.mem)
                 .chain(&d.imm)
                 .any(|m| memtable_overlaps(m, f.smallest_user_key(), f.largest_user_key()))
@@ -352,17 +372,19 @@ fn install(
                 "ingest_external_file: a file's key range overlaps the memtable and allow_blocking_flush is off".into(),
             )));
         }
-        flush_memtables(inner, &mut wal, &mut st)?;
+        flush_memtables(inner, fam.id, &mut wal, &mut st)?;
     }
     // Place every file and decide whether the ingestion needs its global sequence number.
     let force = o.snapshot_consistency && !inner.snapshots.sequences().is_empty();
-    let v = st.vs.current().clone();
+    let Some(v) = st.vs.current_of(fam.id).cloned() else {
+        return Err(Failure::Clean(Error::InvalidArgument(format!("column family {:?} was dropped", fam.name))));
+    };
     let mut plan = Vec::with_capacity(files.len());
     for f in files {
         let (lo, hi) = (f.smallest_user_key(), f.largest_user_key());
         let overlaps_db = (0..v.num_levels()).any(|l| level_overlaps(&v, l, lo, hi));
         // FIFO keeps everything in L0 (RocksDB's FIFO has one level); a deeper file would be dropped first.
-        let fifo = inner.opts.compaction_style == crate::compaction_style::CompactionStyle::Fifo;
+        let fifo = fam.opts.compaction_style == crate::compaction_style::CompactionStyle::Fifo;
         let level = if fifo { 0 } else { pick_level(&v, &st.busy, lo, hi) };
         plan.push((level, force || overlaps_db));
     }
@@ -380,13 +402,13 @@ fn install(
             "sequence numbers exhausted: ingestion at sequence {seq} would pass {MAX_SEQUENCE}"
         ))));
     }
-    let mut edit = VersionEdit::default();
+    let mut edit = VersionEdit { family: (fam.id != 0).then_some(fam.id), ..VersionEdit::default() };
     let mut replaced = Vec::new();
     for (f, &(level, needs_seq)) in files.iter().zip(&plan) {
         let meta = if needs_seq {
             let number = st.vs.new_file_number()?;
             created.push(number);
-            let meta = rewrite(inner, f, number, level, seq)?;
+            let meta = rewrite(inner, fam, f, number, level, seq)?;
             replaced.push(f.number);
             meta
         } else {
@@ -421,7 +443,7 @@ fn install(
     if global {
         wal.next_seq = seq + 1;
     }
-    inner.install_super_version(&mut st, 0);
+    inner.install_super_version(&mut st, fam.id);
     if global {
         let _g = inner.publish.lock();
         inner.visible_seq.store(seq, Ordering::Release);
@@ -443,17 +465,18 @@ fn wait_for_inserts(inner: &DbInner, next_seq: u64) {
 /// Step 3's blocking flush: every memtable written, writes still stopped. REQUIRES: `wal` and `state` locked.
 fn flush_memtables(
     inner: &Arc<DbInner>,
+    fid: u32,
     wal: &mut write::WalState,
     st: &mut parking_lot::MutexGuard<'_, State>,
 ) -> Result<()> {
-    if !st.default_fam().mem.is_empty() {
-        write::switch_memtable(inner, wal, st, &[0]).inspect_err(|e| {
+    if st.fams.get(&fid).is_some_and(|f| !f.mem.is_empty()) {
+        write::switch_memtable(inner, wal, st, &[fid]).inspect_err(|e| {
             inner.set_bg_error(st, e, crate::listener::BackgroundErrorReason::MemTable);
         })?;
     }
-    let Some(target) = st.default_fam().imm.first().map(|m| m.id()) else { return Ok(()) };
+    let Some(target) = st.fams.get(&fid).and_then(|f| f.imm.first()).map(|m| m.id()) else { return Ok(()) };
     inner.bg_cv.notify_all();
-    while st.default_fam().imm.iter().any(|m| m.id() <= target) {
+    while st.fams.get(&fid).is_some_and(|f| f.imm.iter().any(|m| m.id() <= target)) {
         check_error(st)?;
         if st.bg_threads_alive == 0 {
             return Err(Error::Closed);
@@ -464,13 +487,13 @@ fn flush_memtables(
 }
 
 /// Step 5: the copy of `f` rewritten as table `number` with every entry at `seq`; fsynced.
-fn rewrite(inner: &DbInner, f: &External, number: u64, level: usize, seq: u64) -> Result<FileMeta> {
+fn rewrite(inner: &DbInner, fam: &Family, f: &External, number: u64, level: usize, seq: u64) -> Result<FileMeta> {
     let src = filenames::table(&inner.dir, f.number);
     let t = Table::open(
         inner.fs.open(&src, ReadHints { sequential: true, ..ReadHints::default() })?,
         &TableReadOptions::default(),
     )?;
-    let mut topts = inner.opts.table_options(inner.db_id, level, level + 1 == inner.opts.num_levels);
+    let mut topts = fam.opts.table_options(inner.db_id, level, level + 1 == fam.opts.num_levels);
     topts.file_number = Some(number);
     let dst = filenames::table(&inner.dir, number);
     let mut b = TableBuilder::new(topts, inner.fs.create(&dst)?);

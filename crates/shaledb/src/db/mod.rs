@@ -85,11 +85,6 @@ pub(crate) struct State {
 }
 
 impl State {
-    /// The default family's state.
-    pub(crate) fn default_fam(&self) -> &family::FamilyState {
-        &self.fams[&0]
-    }
-
     /// Rebuilds [`State::mems`] after a memtable switch or a family's creation or drop.
     pub(crate) fn rebuild_mems(&mut self) {
         self.mems = Arc::new(family::Mems(self.fams.iter().map(|(id, f)| (*id, f.mem.clone())).collect()));

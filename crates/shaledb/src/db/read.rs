@@ -421,11 +421,6 @@ impl Db {
     ///   view is still a prefix of the sequence: the pinned memtables hold every write before the switch.
     ///
     /// With a snapshot the sequence is the snapshot's; its registration made compaction keep what it sees.
-    pub(super) fn pin_view(&self, opts: &ReadOptions) -> (arc_swap::Guard<Arc<SuperVersion>>, u64) {
-        pin_view(&self.inner, &self.inner.default, opts)
-    }
-
-    /// [`Db::pin_view`] of family `fam`.
     pub(super) fn pin_view_of(&self, fam: &Family, opts: &ReadOptions) -> (arc_swap::Guard<Arc<SuperVersion>>, u64) {
         pin_view(&self.inner, fam, opts)
     }

@@ -573,3 +573,33 @@ fn transactions_span_families_with_per_family_locks_and_conflicts() {
     v.commit().unwrap();
     assert_eq!(odb.db().get_cf(&a, "k").unwrap(), Some(7u64.to_le_bytes().to_vec()));
 }
+
+/// Ingestion, `key_may_exist` and approximate sizes per family: a file ingested into a family is read there
+/// only; the estimates look at that family's memtables and tables.
+#[test]
+fn ingestion_and_estimates_per_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path().join("db"), Options::default()).unwrap();
+    let a = db.create_column_family("a", Options::default()).unwrap();
+    let sst = dir.path().join("in.sst");
+    let mut w = shaledb::ingest::SstFileWriter::create(&Options::default());
+    w.open(&sst).unwrap();
+    for i in 0..1000u32 {
+        w.put(format!("k{i:05}"), [3u8; 64]).unwrap();
+    }
+    w.finish().unwrap();
+    db.ingest_external_file_cf(&a, &[&sst], &shaledb::ingest::IngestExternalFileOptions::default()).unwrap();
+    assert_eq!(db.get_cf(&a, "k00007").unwrap(), Some(vec![3u8; 64]));
+    assert_eq!(db.get("k00007").unwrap(), None);
+    assert!(db.key_may_exist_cf(&ReadOptions::default(), &a, "k00007").0);
+    assert!(!db.key_may_exist("k00007"), "the default family holds no table or memtable entry");
+    let opts = shaledb::SizeApproximationOptions::default();
+    let in_a = db.get_approximate_sizes_cf(&a, &opts, &[b"k".to_vec()..b"l".to_vec()]).unwrap();
+    let in_default = db.get_approximate_sizes(&opts, &[b"k".to_vec()..b"l".to_vec()]).unwrap();
+    assert!(in_a[0] > 1000 && in_default[0] == 0, "{in_a:?} {in_default:?}");
+    db.drop_column_family(&a).unwrap();
+    assert!(matches!(
+        db.ingest_external_file_cf(&a, &[&sst], &shaledb::ingest::IngestExternalFileOptions::default()),
+        Err(Error::InvalidArgument(_))
+    ));
+}
