@@ -27,6 +27,9 @@ pub struct ReadFlags {
     /// `--read-only`, but the secondary's own LOG and OPTIONS file are written in this directory.
     #[arg(long, value_name = "DIR")]
     pub secondary_path: Option<PathBuf>,
+    /// Read this column family (ldb's `--column_family`; default: the default family).
+    #[arg(long, value_name = "NAME")]
+    pub column_family: Option<String>,
 }
 
 impl ReadFlags {
@@ -62,6 +65,9 @@ pub struct PutArgs {
     /// Create the database when it does not exist.
     #[arg(long)]
     pub create_if_missing: bool,
+    /// Write to this column family (ldb's `--column_family`; default: the default family).
+    #[arg(long, value_name = "NAME")]
+    pub column_family: Option<String>,
 }
 
 /// `shaledb delete DB KEY`.
@@ -74,6 +80,25 @@ pub struct DeleteArgs {
     /// The key is given in hexadecimal.
     #[arg(long)]
     pub hex: bool,
+    /// Delete from this column family (ldb's `--column_family`; default: the default family).
+    #[arg(long, value_name = "NAME")]
+    pub column_family: Option<String>,
+}
+
+/// `shaledb list-column-families DB`, `create-column-family DB NAME`, `drop-column-family DB NAME`.
+#[derive(clap::Args, Debug)]
+pub struct FamilyArgs {
+    /// The database directory.
+    pub db: PathBuf,
+    /// The column family's name.
+    pub name: String,
+}
+
+/// `shaledb list-column-families DB`.
+#[derive(clap::Args, Debug)]
+pub struct ListFamiliesArgs {
+    /// The database directory.
+    pub db: PathBuf,
 }
 
 /// `shaledb scan DB`.
@@ -162,6 +187,45 @@ fn open(path: &Path, flags: Option<&ReadFlags>) -> anyhow::Result<Db> {
     db.with_context(|| format!("opening {}", path.display()))
 }
 
+/// The handle of family `name` (`None`: the default family); a family the database does not hold is an error
+/// naming it.
+fn family(db: &Db, name: Option<&str>) -> anyhow::Result<shaledb::ColumnFamily> {
+    match name {
+        None => Ok(db.default_column_family()),
+        Some(n) => db.column_family(n).ok_or_else(|| anyhow::anyhow!("the database has no column family {n:?}")),
+    }
+}
+
+/// Runs `shaledb list-column-families`: one name per line, the default family first.
+pub fn list_families(args: ListFamiliesArgs) -> anyhow::Result<i32> {
+    let names = Db::list_column_families(&args.db, recorded_options(&args.db)?)
+        .with_context(|| format!("reading the column families of {}", args.db.display()))?;
+    for n in names {
+        println!("{n}");
+    }
+    Ok(0)
+}
+
+/// Runs `shaledb create-column-family` (with the database's recorded options).
+pub fn create_family(args: FamilyArgs) -> anyhow::Result<i32> {
+    let db = open(&args.db, None)?;
+    let cf = db.create_column_family(&args.name, db.options().clone()).context("create_column_family")?;
+    close(db, &args.db)?;
+    println!("OK {} (id {})", cf.name(), cf.id());
+    Ok(0)
+}
+
+/// Runs `shaledb drop-column-family`.
+pub fn drop_family(args: FamilyArgs) -> anyhow::Result<i32> {
+    let db = open(&args.db, None)?;
+    let cf = family(&db, Some(&args.name))?;
+    db.drop_column_family(&cf).context("drop_column_family")?;
+    drop(cf);
+    close(db, &args.db)?;
+    println!("OK");
+    Ok(0)
+}
+
 /// Closes a database opened for writing, reporting a failure to make the write durable.
 fn close(db: Db, path: &Path) -> anyhow::Result<()> {
     db.close().with_context(|| format!("closing {}", path.display()))
@@ -171,7 +235,9 @@ fn close(db: Db, path: &Path) -> anyhow::Result<()> {
 pub fn get(args: GetArgs) -> anyhow::Result<i32> {
     let key = arg_bytes(&args.key, args.flags.hex, "key")?;
     let db = open(&args.db, Some(&args.flags))?;
-    let value = db.get(&key).context("get")?;
+    let cf = family(&db, args.flags.column_family.as_deref())?;
+    let value = db.get_cf(&cf, &key).context("get")?;
+    drop(cf);
     let code = match value {
         Some(v) => {
             let mut line = shown(&v, args.flags.hex);
@@ -196,7 +262,9 @@ pub fn put(args: PutArgs) -> anyhow::Result<i32> {
     let value = arg_bytes(&args.value, args.hex, "value")?;
     let opts = Options { create_if_missing: args.create_if_missing, ..recorded_options(&args.db)? };
     let db = Db::open(&args.db, opts).with_context(|| format!("opening {}", args.db.display()))?;
-    db.put(&key, &value).context("put")?;
+    let cf = family(&db, args.column_family.as_deref())?;
+    db.put_cf(&cf, &key, &value).context("put")?;
+    drop(cf);
     close(db, &args.db)?;
     println!("OK");
     Ok(0)
@@ -206,7 +274,9 @@ pub fn put(args: PutArgs) -> anyhow::Result<i32> {
 pub fn delete(args: DeleteArgs) -> anyhow::Result<i32> {
     let key = arg_bytes(&args.key, args.hex, "key")?;
     let db = open(&args.db, None)?;
-    db.delete(&key).context("delete")?;
+    let cf = family(&db, args.column_family.as_deref())?;
+    db.delete_cf(&cf, &key).context("delete")?;
+    drop(cf);
     close(db, &args.db)?;
     println!("OK");
     Ok(0)
@@ -218,7 +288,8 @@ pub fn scan(args: ScanArgs) -> anyhow::Result<i32> {
     let from = args.from.as_deref().map(|k| arg_bytes(k, hex, "--from")).transpose()?;
     let to = args.to.as_deref().map(|k| arg_bytes(k, hex, "--to")).transpose()?;
     let db = open(&args.db, Some(&args.flags))?;
-    let mut it = db.cursor();
+    let cf = family(&db, args.flags.column_family.as_deref())?;
+    let mut it = db.cursor_cf_opt(&shaledb::ReadOptions::default(), &cf);
     let before_to = |k: &[u8]| to.as_deref().is_none_or(|t| k < t);
     let from_on = |k: &[u8]| from.as_deref().is_none_or(|f| k >= f);
     if args.reverse {

@@ -43,6 +43,12 @@ enum Command {
     Delete(keys::DeleteArgs),
     /// Print `KEY ==> VALUE` for the keys in a range, in order or reversed (`ldb scan`).
     Scan(keys::ScanArgs),
+    /// Print the names of the database's column families, the default one first (`ldb list_column_families`).
+    ListColumnFamilies(keys::ListFamiliesArgs),
+    /// Create a column family with the database's recorded options (`ldb create_column_family`).
+    CreateColumnFamily(keys::FamilyArgs),
+    /// Drop a column family and, once unreferenced, its files (`ldb drop_column_family`).
+    DropColumnFamily(keys::FamilyArgs),
     /// Rebuild CURRENT of a damaged database from the newest MANIFEST that replays cleanly with all its
     /// tables present (like RocksDB's RepairDB, limited to what can be proven). Deletes nothing.
     Repair(repair::Args),
@@ -113,6 +119,9 @@ fn main() -> ExitCode {
         Command::Put(a) => return tool_exit(keys::put(a)),
         Command::Delete(a) => return tool_exit(keys::delete(a)),
         Command::Scan(a) => return tool_exit(keys::scan(a)),
+        Command::ListColumnFamilies(a) => return tool_exit(keys::list_families(a)),
+        Command::CreateColumnFamily(a) => return tool_exit(keys::create_family(a)),
+        Command::DropColumnFamily(a) => return tool_exit(keys::drop_family(a)),
         Command::Server(a) => shaledb_server::Config::from_args(&a)
             .map_err(anyhow::Error::from)
             .and_then(|c| shaledb_server::run(c).map_err(anyhow::Error::from)),

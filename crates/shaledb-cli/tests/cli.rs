@@ -252,6 +252,39 @@ fn dump_and_verify_know_column_families() {
     assert_eq!(code, Some(0), "{out}{err}");
 }
 
+/// The key tools take `--column-family` (ldb's `--column_family`); families are listed, created and dropped by
+/// name; a family the database does not hold is an error naming it.
+#[test]
+fn key_tools_work_in_a_column_family() {
+    let tmp = shaledb_testkit::tempdir();
+    let db = tmp.path().join("db");
+    let ok = |args: &[&str]| {
+        let (code, out, err) = shaledb(args);
+        assert_eq!(code, Some(0), "{args:?}: {out}{err}");
+        out
+    };
+    ok(&["put", p(&db), "k", "default", "--create-if-missing"]);
+    assert!(ok(&["create-column-family", p(&db), "users"]).starts_with("OK users (id 1)"));
+    ok(&["put", p(&db), "k", "in users", "--column-family", "users"]);
+    ok(&["put", p(&db), "k2", "also", "--column-family", "users"]);
+    assert_eq!(ok(&["get", p(&db), "k", "--column-family", "users"]), "in users\n");
+    assert_eq!(ok(&["get", p(&db), "k"]), "default\n");
+    assert_eq!(ok(&["scan", p(&db), "--column-family", "users"]), "k ==> in users\nk2 ==> also\n");
+    assert_eq!(
+        ok(&["scan", p(&db), "--column-family", "users", "--read-only", "--reverse"]),
+        "k2 ==> also\nk ==> in users\n"
+    );
+    ok(&["delete", p(&db), "k2", "--column-family", "users"]);
+    assert_eq!(ok(&["list-column-families", p(&db)]), "default\nusers\n");
+    let (code, _, err) = shaledb(&["get", p(&db), "k", "--column-family", "nope"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("no column family \"nope\""), "{err}");
+    ok(&["drop-column-family", p(&db), "users"]);
+    assert_eq!(ok(&["list-column-families", p(&db)]), "default\n");
+    let (code, _, err) = shaledb(&["create-column-family", p(&db), "default"]);
+    assert_ne!(code, Some(0), "{err}");
+}
+
 #[test]
 fn old_flag_spellings_still_work_and_warn() {
     let tmp = shaledb_testkit::tempdir();

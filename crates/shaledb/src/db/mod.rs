@@ -518,7 +518,8 @@ impl Db {
         write::sync_wal(&self.inner)
     }
 
-    /// Writes the memtable (and any waiting immutable ones) to L0 tables and waits for it.
+    /// Writes the memtables (and any waiting immutable ones) of every column family to L0 tables and waits for
+    /// it ([`Db::flush_cf`] flushes one family).
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
