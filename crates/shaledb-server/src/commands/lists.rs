@@ -541,6 +541,14 @@ fn move_generic(ctx: &mut WriteCtx<'_>, src: &[u8], dst: &[u8], from_left: bool,
     tri!(ctx.get_coll(dst, Type::List));
     let mut items = tri!(pop_n(ctx, &mut s, from_left, 1));
     let Some(v) = items.pop() else { return Reply::Nil };
+    if src == dst {
+        // A rotation: the list is never empty in between, so it keeps its expiry (writing the emptied list
+        // first would delete the key and its TTL, as a one-element LMOVE k k did before).
+        tri!(push_one(ctx, &mut s, to_left, &v));
+        tri!(ctx.put_coll(src, &s));
+        ctx.signal_key(dst);
+        return Reply::Bulk(v);
+    }
     tri!(ctx.put_coll(src, &s));
     // Read the destination again: it may be the source just written.
     let mut d = match tri!(ctx.get_coll(dst, Type::List)) {

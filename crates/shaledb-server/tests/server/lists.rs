@@ -141,6 +141,35 @@ fn move_and_mpop() {
     assert_eq!(e(c, &["LMPOP", "2", "a", "LEFT"]), "ERR syntax error");
 }
 
+/// LMOVE, RPOPLPUSH and BLMOVE with the same source and destination rotate the list in place: a one-element
+/// list keeps its expiry, as in Redis (found by the differential test, seed 1795535920132485246: the emptied list
+/// was written first, which deleted the key and its TTL).
+#[test]
+fn moving_within_one_list_keeps_its_expiry() {
+    let (srv, _dir) = start_server();
+    let c = &mut connect(&srv);
+    for (n, args) in [
+        &["LMOVE", "l", "l", "LEFT", "RIGHT"][..],
+        &["RPOPLPUSH", "l", "l"],
+        &["BLMOVE", "l", "l", "RIGHT", "LEFT", "0.01"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        i(c, &["DEL", "l"]);
+        i(c, &["RPUSH", "l", "only"]);
+        assert_eq!(i(c, &["EXPIRE", "l", "1000"]), 1);
+        assert_eq!(s(c, args).as_deref(), Some("only"), "{args:?}");
+        assert!(i(c, &["TTL", "l"]) > 0, "{args:?} dropped the expiry");
+        assert_eq!(v(c, &["LRANGE", "l", "0", "-1"]), ["only"]);
+        // With two elements the rotation moves one end to the other.
+        i(c, &["RPUSH", "l", &format!("second{n}")]);
+        s(c, args);
+        assert_eq!(i(c, &["LLEN", "l"]), 2);
+        assert!(i(c, &["TTL", "l"]) > 0);
+    }
+}
+
 #[test]
 fn wrong_type_and_expiry() {
     let (srv, _dir) = start_server();
