@@ -232,12 +232,9 @@ pub fn batch(data: &[u8]) {
     rebuilt.set_sequence(b.sequence());
     for e in &entries {
         match e.kind {
-            shaledb_format::ikey::ValueKind::Value => rebuilt.put(e.key, e.value),
-            shaledb_format::ikey::ValueKind::Deletion => rebuilt.delete(e.key),
-            shaledb_format::ikey::ValueKind::Merge => rebuilt.merge(e.key, e.value),
-            shaledb_format::ikey::ValueKind::SingleDeletion => rebuilt.single_delete(e.key),
-            shaledb_format::ikey::ValueKind::RangeDeletion => rebuilt.delete_range(e.key, e.value),
             shaledb_format::ikey::ValueKind::BlobIndex => panic!("a write batch decoded a blob reference"),
+            // Every other kind, in its column family (the prefix is written only for families other than 0).
+            kind => rebuilt.push_record(e.family, kind, e.key, e.value),
         }
     }
     let again: Vec<_> = rebuilt.iter().collect::<Result<Vec<_>, _>>().unwrap_or_default();
