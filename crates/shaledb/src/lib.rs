@@ -70,7 +70,7 @@ pub use db::{destroy, destroy_with, ColumnFamily, ColumnFamilyDescriptor, Db, Si
 pub use info_log::ctime_utc;
 pub use iter::{Cursor, Iter, KeyRange};
 pub use options::{MemTableRep, Options, ReadOptions, WalRecoveryMode, WriteOptions};
-pub use options_file::LoadedOptions;
+pub use options_file::{LoadedColumnFamily, LoadedOptions};
 pub use rate_limiter::{IoPriority, RateLimiter};
 pub use repair::{repair, RepairReport};
 pub use shaledb_format::compress::CompressionType;

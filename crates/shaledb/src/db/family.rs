@@ -138,50 +138,62 @@ pub(crate) fn family_options(db: &Options, family: &Options) -> Result<Options> 
             family.num_levels, db.num_levels
         )));
     }
-    macro_rules! own {
-        ($($field:ident),* $(,)?) => {
-            Options { $($field: family.$field.clone(),)* ..db.clone() }
-        };
-    }
-    let o = own!(
-        write_buffer_size,
-        max_write_buffer_number,
-        level0_file_num_compaction_trigger,
-        level0_slowdown_writes_trigger,
-        level0_stop_writes_trigger,
-        max_bytes_for_level_base,
-        max_bytes_for_level_multiplier,
-        level_compaction_dynamic_level_bytes,
-        target_file_size_base,
-        target_file_size_multiplier,
-        soft_pending_compaction_bytes_limit,
-        hard_pending_compaction_bytes_limit,
-        disable_auto_compactions,
-        compaction_style,
-        compaction_options_universal,
-        compaction_options_fifo,
-        compression,
-        compression_per_level,
-        bottommost_compression,
-        compression_level,
-        block_size,
-        block_restart_interval,
-        bloom_bits_per_key,
-        memtable_rep,
-        prefix_extractor,
-        whole_key_filtering,
-        memtable_prefix_bloom_size_ratio,
-        merge_operator,
-        compaction_filter,
-        enable_blob_files,
-        min_blob_size,
-        blob_file_size,
-        blob_compression_type,
-        enable_blob_garbage_collection,
-        blob_garbage_collection_age_cutoff,
-        blob_garbage_collection_force_threshold,
-        blob_compaction_readahead_size,
-    );
+    let o = own_fields(db, family);
     o.validate()?;
     Ok(o)
 }
+
+/// Declares the fields each family has for itself once: [`FAMILY_OWN_FIELDS`] (their names, for the OPTIONS
+/// file's checks) and `own_fields` (the options built from them).
+macro_rules! family_own_fields {
+    ($($field:ident),* $(,)?) => {
+        /// The `Options` fields each column family has for itself ([`family_options`]); every other field is
+        /// the database's.
+        pub(crate) const FAMILY_OWN_FIELDS: &[&str] = &[$(stringify!($field)),*];
+
+        /// `family`'s values of [`FAMILY_OWN_FIELDS`], `db`'s for the rest.
+        fn own_fields(db: &Options, family: &Options) -> Options {
+            Options { $($field: family.$field.clone(),)* ..db.clone() }
+        }
+    };
+}
+
+family_own_fields!(
+    write_buffer_size,
+    max_write_buffer_number,
+    level0_file_num_compaction_trigger,
+    level0_slowdown_writes_trigger,
+    level0_stop_writes_trigger,
+    max_bytes_for_level_base,
+    max_bytes_for_level_multiplier,
+    level_compaction_dynamic_level_bytes,
+    target_file_size_base,
+    target_file_size_multiplier,
+    soft_pending_compaction_bytes_limit,
+    hard_pending_compaction_bytes_limit,
+    disable_auto_compactions,
+    compaction_style,
+    compaction_options_universal,
+    compaction_options_fifo,
+    compression,
+    compression_per_level,
+    bottommost_compression,
+    compression_level,
+    block_size,
+    block_restart_interval,
+    bloom_bits_per_key,
+    memtable_rep,
+    prefix_extractor,
+    whole_key_filtering,
+    memtable_prefix_bloom_size_ratio,
+    merge_operator,
+    compaction_filter,
+    enable_blob_files,
+    min_blob_size,
+    blob_file_size,
+    blob_compression_type,
+    enable_blob_garbage_collection,
+    blob_garbage_collection_age_cutoff,
+    blob_garbage_collection_force_threshold,
+    blob_compaction_readahead_size,
+);

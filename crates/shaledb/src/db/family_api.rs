@@ -45,6 +45,38 @@ pub(super) fn check_batch_families(inner: &DbInner, batch: &crate::WriteBatch) -
     Ok(())
 }
 
+/// After a family was created or dropped (durably, under `state`): the text of a new OPTIONS file listing the
+/// live families, and the numbers of the file and its temp file, taken from the counter under `state`.
+fn options_file_text(inner: &DbInner, st: &mut super::State) -> Result<(String, u64, u64)> {
+    let number = st.vs.new_file_number()?;
+    let temp = st.vs.new_file_number()?;
+    let named: Vec<(&str, &Options)> =
+        st.fams.values().filter(|f| f.fam.id != 0).map(|f| (f.fam.name.as_str(), &f.fam.opts)).collect();
+    Ok((crate::options_file::render(&inner.opts, &named), number, temp))
+}
+
+/// Writes the OPTIONS file of [`options_file_text`] (temp file, fsync, rename, directory fsync, the older ones
+/// beyond the newest two removed: D14), holding `options_file` but neither `wal` nor `state`. A failure is
+/// returned to the caller of `after`, whose change stands (it is in the MANIFEST); the next open writes the
+/// file.
+fn write_options_file(inner: &DbInner, after: &str, pending: Result<(String, u64, u64)>) -> Result<()> {
+    let written = pending.and_then(|(text, number, temp)| {
+        crate::options_file::write_numbered(inner.fs.as_ref(), &inner.dir, &text, number, temp)
+    });
+    match written {
+        Ok((name, removed)) => {
+            inner.info_log.log(format_args!("{after}: wrote {name}; removed {removed:?}"));
+            Ok(())
+        }
+        Err(e) => {
+            inner.info_log.log(format_args!(
+                "{after}: done, but writing its OPTIONS file failed (the next open writes one): {e}"
+            ));
+            Err(e)
+        }
+    }
+}
+
 fn check_live(inner: &DbInner, cf: &ColumnFamily) -> Result<()> {
     if cf.fam.db_token != inner.default.db_token {
         return Err(Error::InvalidArgument(format!("column family {:?} is a handle of another database", cf.fam.name)));
@@ -61,6 +93,13 @@ impl Db {
     /// of the database not listed are opened too, with `opts` (RocksDB refuses to open without them; reading
     /// one written with a merge operator then needs it in `opts`). The default family always takes `opts`:
     /// listing `"default"` is an error. Get handles with [`Db::column_family`].
+    ///
+    /// As the default family's options are checked against the newest OPTIONS file (docs/format/options.md),
+    /// so is each live family's: a descriptor whose merge operator differs from the one recorded for that family
+    /// (or has none where one is recorded) is `InvalidArgument` naming the family, before anything is written;
+    /// a family not listed, opened with `opts`, is refused only for a merge operator of another name.
+    /// [`Options::load_latest`] returns every family's recorded options
+    /// ([`crate::LoadedOptions::column_family_descriptors`]) to reopen with exactly them.
     ///
     /// ```
     /// use shaledb::{ColumnFamilyDescriptor, Db, Options};
@@ -113,8 +152,10 @@ impl Db {
 
     /// Creates column family `name` with `opts` (the fields listed at [`ColumnFamilyDescriptor::options`] are
     /// the family's own; the rest are the database's) and returns its handle. The creation is durable (a
-    /// synced MANIFEST edit) before it returns. A name already live is `InvalidArgument`, as is a family
-    /// with a different `num_levels`.
+    /// synced MANIFEST edit) before it returns, and a new OPTIONS file then lists the family with its options
+    /// (as RocksDB rewrites it; the older ones beyond the newest two removed). A name already live is
+    /// `InvalidArgument`, as is a family with a different `num_levels`. An error writing the OPTIONS file is
+    /// returned though the family exists ([`Db::column_family`] finds it; the next open writes the file).
     ///
     /// ```
     /// use shaledb::{merge, Db, Options};
@@ -134,6 +175,7 @@ impl Db {
         }
         check_family_name(name).map_err(Error::InvalidArgument)?;
         let fopts = family_options(&inner.opts, &opts)?;
+        let options_file = inner.options_file.lock();
         let wal = inner.wal.lock();
         let mut st = inner.state.lock();
         if let Some(c) = &st.bg_error {
@@ -164,13 +206,18 @@ impl Db {
         st.fams.insert(id, FamilyState { fam: fam.clone(), mem, imm: Vec::new() });
         st.rebuild_mems();
         inner.info_log.log(format_args!("created column family {id} ({name:?})"));
+        let pending = options_file_text(inner, &mut st);
+        drop((st, wal));
+        write_options_file(inner, "create_column_family", pending)?;
+        drop(options_file);
         Ok(ColumnFamily { fam })
     }
 
     /// Drops column family `cf`: durable (a synced MANIFEST edit) before it returns. Its memtables are
     /// discarded and its files deleted once no reader holds them: handles (and iterators) still read what the
     /// family held; writes through them fail. Its id is never reused. Dropping the default family is
-    /// `InvalidArgument`, as is dropping twice.
+    /// `InvalidArgument`, as is dropping twice. A new OPTIONS file then lists the live families without it; an
+    /// error writing it is returned though the drop stands (the next open writes the file).
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -191,7 +238,8 @@ impl Db {
         if id == 0 {
             return Err(Error::InvalidArgument("the default column family cannot be dropped".into()));
         }
-        let _wal = inner.wal.lock();
+        let options_file = inner.options_file.lock();
+        let wal = inner.wal.lock();
         let mut st = inner.state.lock();
         if let Some(c) = &st.bg_error {
             return Err(DbInner::read_only_error(c));
@@ -214,6 +262,10 @@ impl Db {
         background::delete_obsolete_wals(inner, &st);
         inner.info_log.log(format_args!("dropped column family {id} ({:?})", cf.fam.name));
         inner.bg_cv.notify_all();
+        let pending = options_file_text(inner, &mut st);
+        drop((st, wal));
+        write_options_file(inner, "drop_column_family", pending)?;
+        drop(options_file);
         Ok(())
     }
 

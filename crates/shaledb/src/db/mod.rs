@@ -113,6 +113,9 @@ pub(crate) struct DbInner {
     /// Highest sequence number whose write is fully in a memtable: what new reads see.
     pub(crate) visible_seq: AtomicU64,
     pub(crate) publish: Mutex<()>,
+    /// Held by `create_column_family` and `drop_column_family` from before `wal` until their new OPTIONS file
+    /// is written, so that the file with the highest number lists the families as the last of them left them.
+    pub(crate) options_file: Mutex<()>,
     pub(crate) publish_cv: Condvar,
     pub(crate) snapshots: Arc<SnapshotList>,
     pub(crate) tables: Arc<TableCache>,
@@ -220,6 +223,7 @@ impl DbInner {
             wal: Mutex::new(o.wal),
             visible_seq: AtomicU64::new(o.visible_seq),
             publish: Mutex::new(()),
+            options_file: Mutex::new(()),
             publish_cv: Condvar::new(),
             snapshots: Arc::new(SnapshotList::default()),
             tables,

@@ -31,9 +31,10 @@ pub(crate) fn open(dir: &Path, opts: Options, descs: &[super::ColumnFamilyDescri
     let lock = lock_directory(dir, &opts)?;
     let exists = opts.fs.exists(&filenames::current(dir));
     let names = opts.fs.list(dir)?;
-    let options_note = if exists { check_recorded_options(dir, &opts, &names)? } else { None };
+    let (recorded, options_note) = if exists { check_recorded_options(dir, &opts, &names)? } else { (None, None) };
     let (mut vs, leftovers) =
         if exists { recover_manifest(dir, &opts, &names)? } else { create_database(dir, &opts, &names)? };
+    check_family_options(recorded.as_ref(), &vs, &opts, descs)?;
     probe_direct_io(dir, &opts)?;
     let info_log = open_info_log(dir, &opts, &leftovers);
     let wals = find_live_wals(&mut vs, &names, &info_log);
@@ -48,7 +49,9 @@ pub(crate) fn open(dir: &Path, opts: Options, descs: &[super::ColumnFamilyDescri
     keep_unreplayed_wals(dir, &opts, &mut rec, &info_log)?;
     write_recovered_manifest(&mut rec, wal.number)?;
     remove_obsolete_files(dir, &opts, &rec.vs, &wals, &info_log)?;
-    write_options_file(dir, &opts, &mut rec.vs, &info_log, options_note)?;
+    let named: Vec<(String, Options)> =
+        names_of.iter().filter(|(id, _)| **id != 0).map(|(id, name)| (name.clone(), opts_of(*id))).collect();
+    write_options_file(dir, &opts, &named, &mut rec.vs, &info_log, options_note)?;
 
     let (wal_number, max_seq) = (wal.number, rec.max_seq);
     let fams = rec
@@ -104,10 +107,28 @@ fn lock_directory(dir: &Path, opts: &Options) -> Result<Box<dyn FileLock>> {
 }
 
 /// Open with CURRENT, before anything is written: refuses options that cannot read the data, by the newest
-/// OPTIONS file (a different merge operator, TTL mode switched; options_file.rs). Returns a note for the LOG
-/// when the checks were skipped.
-fn check_recorded_options(dir: &Path, opts: &Options, names: &[String]) -> Result<Option<String>> {
+/// OPTIONS file (a different merge operator, TTL mode switched; options_file.rs). Returns the file read, and
+/// a note for the LOG when the checks were skipped.
+fn check_recorded_options(
+    dir: &Path,
+    opts: &Options,
+    names: &[String],
+) -> Result<(Option<crate::options_file::LoadedOptions>, Option<String>)> {
     crate::options_file::check_recorded(dir, opts, names)
+}
+
+/// After `recover_manifest`, before anything else is written: each live named family's options (its
+/// descriptor's, else the database's) checked against the ones the newest OPTIONS file records for it (a
+/// different merge operator; options_file.rs), the error naming the family.
+fn check_family_options(
+    recorded: Option<&crate::options_file::LoadedOptions>,
+    vs: &VersionSet,
+    opts: &Options,
+    descs: &[super::ColumnFamilyDescriptor],
+) -> Result<()> {
+    let Some(recorded) = recorded else { return Ok(()) };
+    let live: Vec<&str> = vs.families().iter().filter(|(id, _)| **id != 0).map(|(_, f)| f.name.as_str()).collect();
+    crate::options_file::check_families(recorded, &live, opts, descs)
 }
 
 /// Open with CURRENT: recovers the MANIFEST (every number range-checked), reconciles the identity, checks the
@@ -335,11 +356,13 @@ fn remove_obsolete_files(dir: &Path, opts: &Options, vs: &VersionSet, wals: &[u6
     Ok(())
 }
 
-/// The options of this open as a new `OPTIONS-NNNNNN` (temp file, fsync, rename, directory fsync), the older
-/// ones beyond the newest two removed (options_file.rs, D14).
+/// The options of this open, the database's and every named family's (`named`, in id order), as a new
+/// `OPTIONS-NNNNNN` (temp file, fsync, rename, directory fsync), the older ones beyond the newest two removed
+/// (options_file.rs, D14).
 fn write_options_file(
     dir: &Path,
     opts: &Options,
+    named: &[(String, Options)],
     vs: &mut VersionSet,
     info_log: &InfoLog,
     note: Option<String>,
@@ -347,7 +370,8 @@ fn write_options_file(
     if let Some(note) = note {
         info_log.log(format_args!("open: {note}"));
     }
-    let (name, removed) = crate::options_file::write(opts.fs.as_ref(), dir, vs, opts)?;
+    let families: Vec<(&str, &Options)> = named.iter().map(|(n, o)| (n.as_str(), o)).collect();
+    let (name, removed) = crate::options_file::write(opts.fs.as_ref(), dir, vs, opts, &families)?;
     info_log.log(format_args!("open: wrote {name}; removed {removed:?}"));
     Ok(())
 }

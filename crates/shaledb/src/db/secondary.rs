@@ -193,7 +193,13 @@ fn open(primary: &Path, secondary: &Path, opts: Options) -> Result<Arc<DbInner>>
         )));
     }
     let number = newest + 1;
-    let (name, removed) = crate::options_file::write_numbered(fs.as_ref(), secondary, &opts, number, number + 1)?;
+    let (name, removed) = crate::options_file::write_numbered(
+        fs.as_ref(),
+        secondary,
+        &crate::options_file::render(&opts, &[]),
+        number,
+        number + 1,
+    )?;
     info_log.log(format_args!("open: wrote {name}; removed {removed:?}"));
 
     let mut tail = Tail::default();

@@ -1,21 +1,31 @@
 //! OPTIONS files (docs/format/options.md): every read-write [`crate::Db::open`] writes the options it opened
-//! with as `OPTIONS-NNNNNN`, and [`Options::load_latest`] reads the newest back (RocksDB's `LoadLatestOptions`).
+//! with as `OPTIONS-NNNNNN`, [`crate::Db::create_column_family`] and [`crate::Db::drop_column_family`] write a
+//! new one listing the live families, and [`Options::load_latest`] reads the newest back with every family's
+//! options (RocksDB's `LoadLatestOptions`).
 //!
 //! ```text
 //! file     := line* ; every line ends with "\n"
 //! line     := ws* ( comment | section | option )? ws* comment?
 //! comment  := "#" any*                      ; a "#" not escaped by "\" starts a comment
 //! section  := "[" title "]"
-//! title    := "Version" | "DBOptions" | "CFOptions \"default\"" | "TableOptions/BlockBasedTable \"default\""
+//! title    := "Version" | "DBOptions" | "CFOptions " family | "TableOptions/BlockBasedTable " family
+//! family   := "\"" ( char | "\" escape )* "\""  ; char: any but "\"", "\", "#", a control character
+//! escape   := "\\" | "\"" | "#" | ":" | "n" | "r" | "t" | "u{" hex{1,6} "}"
 //! option   := name ws* "=" ws* value        ; name := [A-Za-z0-9_]+, at most once per section
+//! sections := Version DBOptions CFOptions"default" TableOptions"default" ( CFOptions"x" TableOptions"x" )*
 //! ```
 //!
-//! The four sections appear once each, in that order. `[Version]` holds `shaledb_version` (informational) and
+//! `[Version]`, `[DBOptions]` and the default family's two sections appear once each, in that order, then a
+//! `[CFOptions "x"]` and `[TableOptions/BlockBasedTable "x"]` pair per named family, in id order, no family
+//! twice (since version 1.2). A family name is any name `check_family_name` allows (1 to 255 bytes of UTF-8),
+//! quoted as `family` says. `[Version]` holds `shaledb_version` (informational) and
 //! `options_file_version=MAJOR.MINOR`: a major other than [`FORMAT_MAJOR`] is refused (`NotSupported`); a file
 //! of the same major and a newer minor may hold options this version does not know (they are ignored), an
 //! older minor may lack options added since (they take their defaults). A file of this very version must hold
 //! every option and nothing else, so a file cut at a line boundary is an error too. The option names, their
-//! sections and the values are listed in [`fields`]: RocksDB's names where ShaleDB has the option.
+//! sections and the values are listed in [`fields`]: RocksDB's names where ShaleDB has the option. A named
+//! family's sections hold every option of the default's; those that are the database's and not the family's
+//! (`num_levels`, `ttl_mode`, `block_cache`, ...: not in `FAMILY_OWN_FIELDS`) must equal the default's.
 //!
 //! Writing (D14): the file is written under a temp name (`NNNNNN.dbtmp`), fsynced, renamed to
 //! `OPTIONS-NNNNNN` and the directory fsynced, so a crash leaves the old file or the new one, never half of
@@ -28,6 +38,7 @@ mod fields;
 mod tests;
 mod text;
 
+use crate::db::ColumnFamilyDescriptor;
 use crate::filenames::{self, FileKind};
 use crate::options::Options;
 use crate::version_set::VersionSet;
@@ -42,7 +53,9 @@ pub(crate) const FORMAT_MAJOR: u32 = 1;
 /// The minor format version this ShaleDB writes.
 /// 1: `compaction_style`, `compaction_options_universal`, `compaction_options_fifo` (a 1.0 file lacks them:
 /// they load at their defaults).
-pub(crate) const FORMAT_MINOR: u32 = 1;
+/// 2: a `[CFOptions "x"]` and `[TableOptions/BlockBasedTable "x"]` pair per named column family (a 1.1 file
+/// holds only the default family's).
+pub(crate) const FORMAT_MINOR: u32 = 2;
 /// OPTIONS files kept in a database directory (RocksDB keeps 2): the newest, and the one before it.
 pub(crate) const KEEP_OPTIONS_FILES: usize = 2;
 /// Largest OPTIONS file read (checked against the file size before it is read).
@@ -66,13 +79,47 @@ pub struct LoadedOptions {
     pub merge_operator_name: Option<String>,
     /// The name of the compaction filter the database was opened with, if any (never rebuilt).
     pub compaction_filter_name: Option<String>,
+    /// The named column families the file lists (every live one when it was written; not the default family,
+    /// whose options are `options`), in the order they were created.
+    pub column_families: Vec<LoadedColumnFamily>,
     /// The file read.
     pub path: PathBuf,
 }
 
+impl LoadedOptions {
+    /// The descriptors that reopen every family the file lists with the options it records:
+    /// `Db::open_with_column_families(dir, loaded.options.clone(), loaded.column_family_descriptors())`. A
+    /// merge operator or compaction filter that could not be rebuilt (see [`LoadedColumnFamily`]) must be set
+    /// again in the descriptor's options first.
+    pub fn column_family_descriptors(&self) -> Vec<ColumnFamilyDescriptor> {
+        self.column_families.iter().map(|f| ColumnFamilyDescriptor::new(f.name.clone(), f.options.clone())).collect()
+    }
+}
+
+/// One named column family as [`Options::load_latest`] read it from its `[CFOptions "name"]` and
+/// `[TableOptions/BlockBasedTable "name"]` sections.
+///
+/// As for the default family ([`LoadedOptions`]), a merge operator is rebuilt only when its name is a
+/// built-in one, and a compaction filter never: the names say what to set again.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LoadedColumnFamily {
+    /// The family's name.
+    pub name: String,
+    /// Its options: the database's options with the family's own fields (those listed at
+    /// [`ColumnFamilyDescriptor::options`]) as recorded; what `ColumnFamily::options` returned.
+    pub options: Options,
+    /// The name of the family's merge operator, if any (whether or not `options` holds a rebuilt one).
+    pub merge_operator_name: Option<String>,
+    /// The name of the family's compaction filter, if any (never rebuilt).
+    pub compaction_filter_name: Option<String>,
+}
+
 impl Options {
     /// Reads the newest OPTIONS file of the database in `dir` on the operating system's file system
-    /// (RocksDB's `LoadLatestOptions`); see [`LoadedOptions`] for what is and is not rebuilt.
+    /// (RocksDB's `LoadLatestOptions`): the database's options and the options of each named column family
+    /// ([`LoadedOptions::column_families`]); see [`LoadedOptions`] for what is and is not rebuilt. A file
+    /// written before ShaleDB recorded named families (format 1.1) lists none.
     ///
     /// Errors: `InvalidArgument` when `dir` holds no OPTIONS file (a database written before
     /// ShaleDB wrote them); `Corruption` naming the file and line for a damaged file, a bad number or an
@@ -87,6 +134,17 @@ impl Options {
     /// let loaded = Options::load_latest(&path)?;
     /// assert_eq!(loaded.options.write_buffer_size, 8 << 20);
     /// let db = Db::open(&path, loaded.options)?;
+    /// # drop(db);
+    ///
+    /// // With column families: reopen each with the options it had.
+    /// use shaledb::{merge, ColumnFamilyDescriptor};
+    /// let counters = Options { merge_operator: merge::builtin("uint64add"), ..Options::default() };
+    /// let db = Db::open_with_column_families(&path, Options::default(), vec![ColumnFamilyDescriptor::new("counters", counters)])?;
+    /// db.close()?;
+    /// let loaded = Options::load_latest(&path)?;
+    /// assert_eq!(loaded.column_families[0].name, "counters");
+    /// assert_eq!(loaded.column_families[0].merge_operator_name.as_deref(), Some("uint64add"));
+    /// let db = Db::open_with_column_families(&path, loaded.options.clone(), loaded.column_family_descriptors())?;
     /// # Ok::<(), shaledb::Error>(())
     /// ```
     pub fn load_latest(dir: impl AsRef<Path>) -> Result<LoadedOptions> {
@@ -140,31 +198,40 @@ pub(crate) fn read(fs: &dyn Fs, path: &Path) -> Result<LoadedOptions> {
     text::parse(&fs.read_all(path)?, path)
 }
 
-/// The text of the OPTIONS file for `opts`.
-pub(crate) fn render(opts: &Options) -> String {
-    text::render(opts)
+/// The text of the OPTIONS file for the database options `opts` (the default family's too) and the named
+/// families `families` (name and options, in id order).
+pub(crate) fn render(opts: &Options, families: &[(&str, &Options)]) -> String {
+    text::render(opts, families)
 }
 
-/// Step `write_options_file` of open: writes `opts` as a new OPTIONS file (temp file, fsync, rename, directory
-/// fsync) and removes the OPTIONS files older than the newest [`KEEP_OPTIONS_FILES`]. Returns the name written
-/// and the names removed.
-pub(crate) fn write(fs: &dyn Fs, dir: &Path, vs: &mut VersionSet, opts: &Options) -> Result<(String, Vec<String>)> {
+/// Step `write_options_file` of open: writes `opts` and `families` (as [`render`]) as a new OPTIONS file (temp
+/// file, fsync, rename, directory fsync) and removes the OPTIONS files older than the newest
+/// [`KEEP_OPTIONS_FILES`]. Returns the name written and the names removed.
+pub(crate) fn write(
+    fs: &dyn Fs,
+    dir: &Path,
+    vs: &mut VersionSet,
+    opts: &Options,
+    families: &[(&str, &Options)],
+) -> Result<(String, Vec<String>)> {
     let number = vs.new_file_number()?;
     let temp = vs.new_file_number()?;
-    write_numbered(fs, dir, opts, number, temp)
+    write_numbered(fs, dir, &render(opts, families), number, temp)
 }
 
-/// [`write`] with the file's number and the temp file's number given: a secondary instance numbers the
-/// OPTIONS files of its own directory itself (`db/secondary.rs`), holding no file counter there.
+/// [`write`] of the text `text` with the file's number and the temp file's number given: a secondary instance
+/// numbers the OPTIONS files of its own directory itself (`db/secondary.rs`), holding no file counter there,
+/// and creating or dropping a family takes its numbers under the state lock and writes after releasing it
+/// (`db/family_api.rs`).
 pub(crate) fn write_numbered(
     fs: &dyn Fs,
     dir: &Path,
-    opts: &Options,
+    text: &str,
     number: u64,
     temp: u64,
 ) -> Result<(String, Vec<String>)> {
     let name = filenames::options_name(number);
-    crate::version_set::replace_file(fs, dir, &dir.join(&name), render(opts).as_bytes(), temp)?;
+    crate::version_set::replace_file(fs, dir, &dir.join(&name), text.as_bytes(), temp)?;
     let numbers = numbers(&fs.list(dir)?);
     let mut removed = Vec::new();
     for &old in numbers.iter().skip(KEEP_OPTIONS_FILES) {
@@ -187,31 +254,27 @@ pub(crate) fn write_numbered(
 /// A different prefix extractor is not refused: each table records the extractor it was built with and is
 /// only filtered by prefix under that same extractor (`crate::prefix`), so reads are right under any.
 ///
-/// `Db::open_read_only` does not check (another process may be replacing the file meanwhile). A database with no OPTIONS file (written before ShaleDB wrote them) opens without checks. A newest file
-/// that cannot be read fails the open with its error under `paranoid_checks`; without, the checks are
-/// skipped and the returned note says why (for the LOG).
-pub(crate) fn check_recorded(dir: &Path, opts: &Options, names: &[String]) -> Result<Option<String>> {
+/// `Db::open_read_only` does not check (another process may be replacing the file meanwhile). A database with
+/// no OPTIONS file (written before ShaleDB wrote them) opens without checks. A newest file that cannot be read
+/// fails the open with its error under `paranoid_checks`; without, the checks are skipped and the returned
+/// note says why (for the LOG). Returns the file read, for [`check_families`] once the MANIFEST says which
+/// families are live.
+pub(crate) fn check_recorded(
+    dir: &Path,
+    opts: &Options,
+    names: &[String],
+) -> Result<(Option<LoadedOptions>, Option<String>)> {
     // With `error_if_exists` the open is refused anyway, for that reason.
-    let Some(n) = newest(names).filter(|_| !opts.error_if_exists) else { return Ok(None) };
+    let Some(n) = newest(names).filter(|_| !opts.error_if_exists) else { return Ok((None, None)) };
     let path = dir.join(filenames::options_name(n));
     let recorded = match read(opts.fs.as_ref(), &path) {
         Ok(r) => r,
         Err(e) if !opts.paranoid_checks => {
-            return Ok(Some(format!("options checks skipped (paranoid_checks is false): {e}")));
+            return Ok((None, Some(format!("options checks skipped (paranoid_checks is false): {e}"))));
         }
         Err(e) => return Err(e),
     };
-    let ours = opts.merge_operator.as_ref().map(|m| m.name().to_string());
-    if let Some(theirs) = &recorded.merge_operator_name {
-        if ours.as_deref() != Some(theirs.as_str()) {
-            return Err(Error::InvalidArgument(format!(
-                "{} records merge_operator {theirs:?}, but the database is opened with {}: merge operands \
-                 written by one operator cannot be read by another; open with the recorded operator",
-                path.display(),
-                ours.map_or("none".to_string(), |o| format!("{o:?}"))
-            )));
-        }
-    }
+    check_merge_operator(&path, "", recorded.merge_operator_name.as_deref(), opts, true)?;
     let mode = |on: bool| if on { "on" } else { "off" };
     if recorded.options.ttl.is_some() != opts.ttl.is_some() {
         return Err(Error::InvalidArgument(format!(
@@ -222,5 +285,53 @@ pub(crate) fn check_recorded(dir: &Path, opts: &Options, names: &[String]) -> Re
             mode(opts.ttl.is_some())
         )));
     }
-    Ok(None)
+    Ok((Some(recorded), None))
+}
+
+/// Step `check_family_options` of open, once the MANIFEST is recovered and before anything else is written:
+/// each named family that is live (`live`) and that `recorded` lists is checked as [`check_recorded`] checks
+/// the default family's merge operator, the error naming the family. A family of `descs` takes its
+/// descriptor's options; one not listed takes the database's `opts`, and is then refused only for a merge
+/// operator of another name (opened without one, its merge operands cannot be read, which reads report,
+/// as before families were recorded). A family `recorded` does not list (created by a crash-interrupted
+/// `create_column_family` before its OPTIONS file) is not checked; one it lists that is not live (dropped
+/// before the crash) is ignored.
+pub(crate) fn check_families(
+    recorded: &LoadedOptions,
+    live: &[&str],
+    opts: &Options,
+    descs: &[ColumnFamilyDescriptor],
+) -> Result<()> {
+    for f in recorded.column_families.iter().filter(|f| live.contains(&f.name.as_str())) {
+        let theirs = f.merge_operator_name.as_deref();
+        let whose = format!(" for column family {:?}", f.name);
+        match descs.iter().find(|d| d.name == f.name) {
+            Some(d) => check_merge_operator(&recorded.path, &whose, theirs, &d.options, true)?,
+            None => check_merge_operator(&recorded.path, &whose, theirs, opts, false)?,
+        }
+    }
+    Ok(())
+}
+
+/// Refuses opening with `opts`'s merge operator where `theirs` is recorded (`whose` names the family): one of
+/// another name, or none when `none_refused`.
+fn check_merge_operator(
+    path: &Path,
+    whose: &str,
+    theirs: Option<&str>,
+    opts: &Options,
+    none_refused: bool,
+) -> Result<()> {
+    let Some(theirs) = theirs else { return Ok(()) };
+    let ours = opts.merge_operator.as_ref().map(|m| m.name());
+    if ours == Some(theirs) || (ours.is_none() && !none_refused) {
+        return Ok(());
+    }
+    let opened = if whose.is_empty() { "the database is opened" } else { "it is opened" };
+    Err(Error::InvalidArgument(format!(
+        "{} records merge_operator {theirs:?}{whose}, but {opened} with {}: merge operands written by one \
+         operator cannot be read by another; open with the recorded operator",
+        path.display(),
+        ours.map_or("none".to_string(), |o| format!("{o:?}"))
+    )))
 }

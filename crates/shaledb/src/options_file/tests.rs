@@ -128,7 +128,7 @@ fn every_persisted_option_round_trips() {
         assert!((f.get)(&a) != d || (f.get)(&b) != d, "{} is tested only at its default", f.name);
     }
     for opts in [a, b] {
-        let text = render(&opts);
+        let text = render(&opts, &[]);
         let loaded = parse_text(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         for f in FIELDS.iter().filter(|f| !matches!(f.name, "merge_operator" | "compaction_filter")) {
             assert_eq!((f.get)(&loaded.options), (f.get)(&opts), "{}", f.name);
@@ -148,24 +148,24 @@ fn every_persisted_option_round_trips() {
         assert!(o.create_if_missing && !o.error_if_exists);
     }
     // A user-defined merge operator: its (escaped) name comes back, the operator does not.
-    let loaded = parse_text(&render(&non_default(false))).unwrap();
+    let loaded = parse_text(&render(&non_default(false), &[])).unwrap();
     assert_eq!(loaded.merge_operator_name.as_deref(), Some("my#concat:op\\v2\n"));
     assert!(loaded.options.merge_operator.is_none());
 }
 
 #[test]
 fn builtin_merge_operators_and_defaults_are_rebuilt() {
-    let loaded = parse_text(&render(&Options::default())).unwrap();
+    let loaded = parse_text(&render(&Options::default(), &[])).unwrap();
     assert!(loaded.merge_operator_name.is_none() && loaded.compaction_filter_name.is_none());
-    assert_eq!(render(&loaded.options), render(&Options::default()));
+    assert_eq!(render(&loaded.options, &[]), render(&Options::default(), &[]));
     for name in ["uint64add", "stringappend", "put"] {
         let opts = Options { merge_operator: crate::merge::builtin(name), ..Options::default() };
-        let loaded = parse_text(&render(&opts)).unwrap();
+        let loaded = parse_text(&render(&opts, &[])).unwrap();
         assert_eq!(loaded.merge_operator_name.as_deref(), Some(name));
         assert_eq!(loaded.options.merge_operator.as_ref().map(|m| m.name().to_string()).as_deref(), Some(name));
     }
     // Bloom filters off are `nullptr`.
-    let loaded = parse_text(&render(&Options { bloom_bits_per_key: 0.0, ..Options::default() })).unwrap();
+    let loaded = parse_text(&render(&Options { bloom_bits_per_key: 0.0, ..Options::default() }, &[])).unwrap();
     assert_eq!(loaded.options.bloom_bits_per_key, 0.0);
 }
 
@@ -184,7 +184,7 @@ fn line_of(text: &str, needle: &str) -> usize {
 
 #[test]
 fn damaged_files_are_errors_naming_file_and_line() {
-    let good = render(&Options::default());
+    let good = render(&Options::default(), &[]);
     let bs = line_of(&good, "block_size=");
     assert_bad(&good.replace("block_size=4096", "block_size=4x96"), bs, "not a decimal integer");
     assert_bad(&good.replace("block_size=4096", "block_size=+4096"), bs, "not a decimal integer");
@@ -225,10 +225,10 @@ fn damaged_files_are_errors_naming_file_and_line() {
         "unknown option",
     );
     let v = line_of(&good, "options_file_version");
-    let e = parse_text(&good.replace("options_file_version=1.1", "options_file_version=2.0")).unwrap_err();
+    let e = parse_text(&good.replace("options_file_version=1.2", "options_file_version=2.0")).unwrap_err();
     assert!(matches!(e, Error::NotSupported(_)), "{e}");
     assert!(e.to_string().contains(&format!("/db/OPTIONS-000007: line {v}:")), "{e}");
-    assert_bad(&good.replace("options_file_version=1.1", "options_file_version=one"), v, "MAJOR.MINOR");
+    assert_bad(&good.replace("options_file_version=1.2", "options_file_version=one"), v, "MAJOR.MINOR");
     assert_bad(
         &good.replace("compression=kLZ4Compression", "compression=kZlibCompression"),
         line_of(&good, "  compression="),
@@ -258,7 +258,7 @@ fn damaged_files_are_errors_naming_file_and_line() {
 /// Cut at every byte, the file is an error naming a line, never a panic and never a silent success.
 #[test]
 fn truncated_files_are_errors_never_a_partial_load() {
-    let good = render(&non_default(false));
+    let good = render(&non_default(false), &[]);
     for cut in 0..good.len() {
         let e = parse_text(&good[..cut]).expect_err(&format!("cut at {cut}"));
         assert!(e.to_string().contains("/db/OPTIONS-000007") && e.to_string().contains("line "), "cut {cut}: {e}");
@@ -268,9 +268,9 @@ fn truncated_files_are_errors_never_a_partial_load() {
 
 #[test]
 fn newer_minor_versions_may_add_options_and_older_ones_lack_them() {
-    let good = render(&Options::default());
+    let good = render(&Options::default(), &[]);
     let newer = good
-        .replace("options_file_version=1.1", "options_file_version=1.7")
+        .replace("options_file_version=1.2", "options_file_version=1.7")
         .replace("  paranoid_checks=", "  some_future_option=42\n  paranoid_checks=");
     parse_text(&newer).unwrap();
     // Comments, blank lines and spacing are free; a missing option is an error at this version.
@@ -279,7 +279,9 @@ fn newer_minor_versions_may_add_options_and_older_ones_lack_them() {
     let lacking = good.replace("  write_buffer_size=67108864\n", "");
     assert_bad(&lacking, line_of(&good, "[CFOptions"), "lacks option write_buffer_size");
     // A 1.0 file (before the compaction styles) lacks their three options: they load at their defaults.
-    let mut old = render(&non_default(false)).replace("options_file_version=1.1", "options_file_version=1.0");
+    let mut old = render(&non_default(false), &[])
+        .replace("options_file_version=1.2", "options_file_version=1.0")
+        .replace("  named_column_families=0\n", "");
     for name in ["compaction_style", "compaction_options_universal", "compaction_options_fifo"] {
         let start = old.find(&format!("  {name}=")).unwrap();
         let end = start + old[start..].find('\n').unwrap() + 1;
@@ -300,4 +302,211 @@ fn escaping_is_rocksdbs() {
     }
     assert_eq!(escape("a#b:c"), "a\\#b\\:c");
     assert!(unescape("bad\\").is_err());
+}
+
+/// The options of a family as the engine holds them: `own`'s own fields, `db`'s for the rest.
+fn family(db: &Options, own: Options) -> Options {
+    crate::db::family::family_options(db, &Options { num_levels: db.num_levels, ..own }).unwrap()
+}
+
+/// Two families with options unlike each other's and the default's.
+fn two_families(db: &Options) -> (Options, Options) {
+    let a = family(
+        db,
+        Options {
+            write_buffer_size: 1 << 20,
+            merge_operator: crate::merge::builtin("uint64add"),
+            prefix_extractor: Some(PrefixExtractor::Fixed(4)),
+            compression: CompressionType::Lz4,
+            block_size: 8 << 10,
+            bloom_bits_per_key: 0.0,
+            ..Options::default()
+        },
+    );
+    let b = family(
+        db,
+        Options {
+            compaction_style: CompactionStyle::Fifo,
+            compaction_options_fifo: CompactionOptionsFifo { max_table_files_size: 64 << 10, ..Default::default() },
+            enable_blob_files: true,
+            min_blob_size: 100,
+            merge_operator: Some(Arc::new(Concat)),
+            compaction_filter: Some(Arc::new(KeepAll)),
+            whole_key_filtering: false,
+            ..Options::default()
+        },
+    );
+    (a, b)
+}
+
+#[test]
+fn several_families_round_trip_in_order() {
+    let db = non_default(false);
+    let (a, b) = two_families(&db);
+    let text = render(&db, &[("logs", &a), ("blobs \"x\"", &b)]);
+    let loaded = parse_text(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let names: Vec<&str> = loaded.column_families.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["logs", "blobs \"x\""]);
+    for (f, want) in loaded.column_families.iter().zip([&a, &b]) {
+        for field in FIELDS.iter().filter(|f| !matches!(f.name, "merge_operator" | "compaction_filter")) {
+            assert_eq!((field.get)(&f.options), (field.get)(want), "{}: {}", f.name, field.name);
+        }
+    }
+    let (la, lb) = (&loaded.column_families[0], &loaded.column_families[1]);
+    // A built-in merge operator is rebuilt; a user-defined one and a compaction filter are named.
+    assert_eq!(la.merge_operator_name.as_deref(), Some("uint64add"));
+    assert_eq!(la.options.merge_operator.as_ref().map(|m| m.name().to_string()).as_deref(), Some("uint64add"));
+    assert!(la.compaction_filter_name.is_none());
+    assert_eq!(loaded.merge_operator_name.as_deref(), Some("my#concat:op\\v2\n"));
+    assert_eq!(lb.merge_operator_name.as_deref(), Some("my#concat:op\\v2\n"));
+    assert!(lb.options.merge_operator.is_none() && lb.options.compaction_filter.is_none());
+    assert_eq!(lb.compaction_filter_name.as_deref(), Some("keep-all"));
+    // The database's fields are the database's in every family.
+    assert_eq!((lb.options.num_levels, lb.options.block_cache_size), (5, 64 << 20));
+    // Rebuilt from what was loaded (objects set again), the text is the same.
+    let mut lb_opts = lb.options.clone();
+    lb_opts.merge_operator = b.merge_operator.clone();
+    lb_opts.compaction_filter = b.compaction_filter.clone();
+    let mut db2 = loaded.options.clone();
+    db2.compaction_filter = db.compaction_filter.clone();
+    db2.merge_operator = db.merge_operator.clone();
+    assert_eq!(render(&db2, &[("logs", &la.options), ("blobs \"x\"", &lb_opts)]), text);
+    let descs = loaded.column_family_descriptors();
+    assert_eq!(descs.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), names);
+    assert_eq!(descs[0].options.write_buffer_size, 1 << 20);
+}
+
+/// Family names may hold any UTF-8 the engine allows: quotes, backslashes, `#`, `:`, brackets, spaces at
+/// either end, line breaks and other control characters all round-trip, and every title stays on one line.
+#[test]
+fn odd_family_names_round_trip() {
+    let long = "n".repeat(shaledb_format::edit::MAX_FAMILY_NAME_LEN);
+    let names = [
+        "a\"b\"",
+        "back\\slash\\",
+        "new\nline\r\n",
+        "hash#tag # not a comment",
+        "colon:x",
+        "]bracket[ [CFOptions \"x\"]",
+        "  spaced  ",
+        "tab\there",
+        "\u{0}nul\u{7f}del\u{1b}esc",
+        "\u{85}nel\u{2028}ls",
+        "ünïcödé ✓ 数据",
+        "\\u{41}",
+        "default2",
+        "nullptr",
+        long.as_str(),
+    ];
+    for n in names {
+        assert_eq!(text::unquote(&text::quote(n)).unwrap(), n);
+    }
+    let opts: Vec<Options> = names
+        .iter()
+        .enumerate()
+        .map(|(i, _)| Options { write_buffer_size: (i + 1) << 20, ..Options::default() })
+        .collect();
+    let families: Vec<(&str, &Options)> = names.iter().copied().zip(opts.iter()).collect();
+    let text = render(&Options::default(), &families);
+    for line in text.lines().filter(|l| l.starts_with('[')) {
+        assert!(line.ends_with("\"]") || !line.contains('"'), "{line:?}");
+    }
+    let loaded = parse_text(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let got: Vec<(&str, usize)> =
+        loaded.column_families.iter().map(|f| (f.name.as_str(), f.options.write_buffer_size)).collect();
+    let want: Vec<(&str, usize)> = names.iter().enumerate().map(|(i, n)| (*n, (i + 1) << 20)).collect();
+    assert_eq!(got, want);
+}
+
+/// A file with named families: a damaged, misplaced or duplicated section, a bad name or a family option
+/// that is the database's but differs from the default's is an error naming the line.
+#[test]
+fn malformed_family_sections_are_errors_at_their_line() {
+    let (a, b) = two_families(&Options::default());
+    let good = render(&Options::default(), &[("a", &a), ("b", &b)]);
+    parse_text(&good).unwrap();
+    let cf_a = line_of(&good, "[CFOptions \"a\"]");
+    let table_a = line_of(&good, "[TableOptions/BlockBasedTable \"a\"]");
+    let cf_b = line_of(&good, "[CFOptions \"b\"]");
+    let title = |from: &str, to: &str| good.replace(from, to);
+    // Titles: bad quoting and names refused with the reason.
+    assert_bad(&title("[CFOptions \"a\"]", "[CFOptions \"\"]"), cf_a, "column family name of 0 bytes");
+    let long = format!("[CFOptions \"{}\"]", "n".repeat(256));
+    assert_bad(&title("[CFOptions \"a\"]", &long), cf_a, "column family name of 256 bytes");
+    assert_bad(&title("[CFOptions \"a\"]", "[CFOptions \"a]"), cf_a, "not a name in double quotes");
+    assert_bad(&title("[CFOptions \"a\"]", "[CFOptions a]"), cf_a, "not a name in double quotes");
+    assert_bad(&title("[CFOptions \"a\"]", "[CFOptions \"a\"b\"]"), cf_a, "must be written \\\"");
+    assert_bad(&title("[CFOptions \"a\"]", "[CFOptions \"a\\q\"]"), cf_a, "unknown escape \\q");
+    assert_bad(&title("[CFOptions \"a\"]", "[CFOptions \"a\\\"]"), cf_a, "unpaired");
+    assert_bad(&title("[CFOptions \"a\"]", "[CFOptions \"\\u{zz}\"]"), cf_a, "1 to 6 hex digits");
+    assert_bad(&title("[CFOptions \"a\"]", "[CFOptions \"\\u{d800}\"]"), cf_a, "is not a character");
+    assert_bad(&title("[CFOptions \"a\"]", "[CFOptions \"a\" ]"), cf_a, "not a name in double quotes");
+    assert_bad(&title("[CFOptions \"a\"]", "[CFOptionz \"a\"]"), cf_a, "unknown section");
+    // Order and pairing.
+    assert_bad(&title("[CFOptions \"a\"]", "[CFOptions \"b\"]"), cf_b, "twice (first at line");
+    assert_bad(&title("[CFOptions \"a\"]", "[CFOptions \"default\"]"), cf_a, "twice (first at line");
+    assert_bad(
+        &title("[TableOptions/BlockBasedTable \"a\"]", "[TableOptions/BlockBasedTable \"c\"]"),
+        cf_a,
+        "is not followed by its",
+    );
+    let swapped =
+        good.replace("[CFOptions \"a\"]", "[X]").replace("[TableOptions/BlockBasedTable \"a\"]", "[CFOptions \"a\"]");
+    assert_bad(&swapped.replace("[X]", "[TableOptions/BlockBasedTable \"a\"]"), cf_a, "expected a [CFOptions");
+    // Options inside a family's sections.
+    let in_a = |from: &str, to: &str| {
+        let at = good.find("[CFOptions \"a\"]").unwrap();
+        format!("{}{}", &good[..at], good[at..].replacen(from, to, 1))
+    };
+    let line_in_a = |needle: &str| cf_a - 1 + line_of(&good[good.find("[CFOptions \"a\"]").unwrap()..], needle);
+    assert_bad(&in_a("  write_buffer_size=1048576\n", ""), cf_a, "lacks option write_buffer_size");
+    assert_bad(
+        &in_a("block_size=8192", "block_size=1"),
+        line_in_a("block_size="),
+        "column family \"a\": the options are not valid",
+    );
+    assert_bad(&in_a("block_size=8192", "block_size=x"), line_in_a("block_size="), "not a decimal integer");
+    assert_bad(
+        &in_a("num_levels=7", "num_levels=5"),
+        line_in_a("num_levels="),
+        "num_levels of column family \"a\" is 5",
+    );
+    assert_bad(&in_a("ttl_mode=off", "ttl_mode=60"), line_in_a("ttl_mode="), "the same in every family");
+    assert_bad(
+        &in_a("  block_size=", "  surprise=1\n  block_size="),
+        line_in_a("block_size="),
+        "unknown option \"surprise\"",
+    );
+    assert!(table_a > cf_a);
+    // Named families arrived with 1.2: a 1.1 file holding them is refused at the first.
+    let as_1_1 =
+        good.replace("options_file_version=1.2", "options_file_version=1.1").replace("  named_column_families=2\n", "");
+    assert_bad(&as_1_1, cf_a - 1, "added in 1.2");
+    // The count of named families: a file cut between two families' sections is an error.
+    let count = line_of(&good, "named_column_families=");
+    assert_bad(&good.replace("named_column_families=2", "named_column_families=3"), count, "holds the sections of 2");
+    assert_bad(&good.replace("named_column_families=2", "named_column_families=-1"), count, "named_column_families:");
+    assert_bad(
+        &good.replace("  named_column_families=2\n", ""),
+        line_of(&good, "[DBOptions]"),
+        "lacks option named_column_families",
+    );
+    // Cut at every byte, a file with families is an error, never a partial load.
+    for cut in 0..good.len() {
+        let e = parse_text(&good[..cut]).expect_err(&format!("cut at {cut}"));
+        assert!(e.to_string().contains("line "), "cut {cut}: {e}");
+    }
+}
+
+/// A file written before named families were recorded (1.1, the default family only) still loads, listing
+/// none; so does this version's file of a database without named families.
+#[test]
+fn a_file_of_version_1_1_loads_with_no_families() {
+    let now = render(&non_default(false), &[]);
+    let old =
+        now.replace("options_file_version=1.2", "options_file_version=1.1").replace("  named_column_families=0\n", "");
+    let loaded = parse_text(&old).unwrap();
+    assert!(loaded.column_families.is_empty());
+    assert_eq!(loaded.options.write_buffer_size, 8 << 20);
+    assert!(parse_text(&now).unwrap().column_families.is_empty());
 }
