@@ -19,9 +19,9 @@ use std::str::FromStr;
 pub(super) enum Section {
     /// `[DBOptions]`.
     Db,
-    /// `[CFOptions "default"]`.
+    /// `[CFOptions "name"]`, one per column family.
     Cf,
-    /// `[TableOptions/BlockBasedTable "default"]`.
+    /// `[TableOptions/BlockBasedTable "name"]`, one per column family.
     Table,
 }
 
