@@ -75,9 +75,12 @@ pub enum BackupCommand {
 }
 
 fn open_db(path: &std::path::Path, read_only: bool) -> anyhow::Result<Db> {
+    if !read_only {
+        return crate::keys::open_recorded(path, false)
+            .with_context(|| format!("cannot open the database {}", path.display()));
+    }
     let opts = Options { create_if_missing: false, ..crate::keys::recorded_options(path)? };
-    let db = if read_only { Db::open_read_only(path, opts) } else { Db::open(path, opts) };
-    db.with_context(|| format!("cannot open the database {}", path.display()))
+    Db::open_read_only(path, opts).with_context(|| format!("cannot open the database {}", path.display()))
 }
 
 /// Runs `shaledb checkpoint`.

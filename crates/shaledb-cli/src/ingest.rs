@@ -9,7 +9,7 @@
 use crate::keys::arg_bytes;
 use anyhow::{bail, Context};
 use shaledb::ingest::{IngestExternalFileOptions, SstFileWriter};
-use shaledb::{Db, Options};
+use shaledb::Options;
 use std::io::BufRead;
 use std::path::PathBuf;
 
@@ -101,8 +101,7 @@ pub fn sst(cmd: SstCommand) -> anyhow::Result<i32> {
 /// `shaledb ingest`.
 pub fn ingest(a: IngestArgs) -> anyhow::Result<i32> {
     // The options its OPTIONS file records, so a database with a built-in merge operator or TTL mode opens.
-    let db = Db::open(&a.db, Options { create_if_missing: false, ..crate::keys::recorded_options(&a.db)? })
-        .with_context(|| format!("cannot open {}", a.db.display()))?;
+    let db = crate::keys::open_recorded(&a.db, false).with_context(|| format!("cannot open {}", a.db.display()))?;
     let opts = IngestExternalFileOptions {
         move_files: a.move_files,
         verify_checksums_before_ingest: a.verify_checksums,

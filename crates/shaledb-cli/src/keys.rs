@@ -9,7 +9,7 @@
 //! file in `DIR`.
 
 use anyhow::{bail, Context};
-use shaledb::{Db, Options};
+use shaledb::{ColumnFamilyDescriptor, Db, Options};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -167,22 +167,41 @@ fn shown(bytes: &[u8], hex: bool) -> Vec<u8> {
 /// the defaults when it has none (a new database, or one written before OPTIONS files). A database recorded
 /// with a user-defined merge operator is then refused by open, naming it.
 pub(crate) fn recorded_options(path: &Path) -> anyhow::Result<Options> {
+    Ok(recorded(path)?.0)
+}
+
+/// [`recorded_options`] and the column families the newest OPTIONS file records, each with its options (none
+/// without a file).
+fn recorded(path: &Path) -> anyhow::Result<(Options, Vec<ColumnFamilyDescriptor>)> {
     let has_options = std::fs::read_dir(path)
         .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("OPTIONS-")))
         .unwrap_or(false);
     if !has_options {
-        return Ok(Options::default());
+        return Ok((Options::default(), Vec::new()));
     }
     let loaded = Options::load_latest(path).with_context(|| format!("reading the options of {}", path.display()))?;
-    Ok(loaded.options)
+    let families = loaded.column_family_descriptors();
+    Ok((loaded.options, families))
+}
+
+/// Opens the database at `path` for writing with the options its newest OPTIONS file records, every column
+/// family with its own (so a family's merge operator is the one open checks it against); `create_if_missing`
+/// as given.
+pub(crate) fn open_recorded(path: &Path, create_if_missing: bool) -> anyhow::Result<Db> {
+    let (opts, families) = recorded(path)?;
+    Db::open_with_column_families(path, Options { create_if_missing, ..opts }, families)
+        .with_context(|| format!("opening {}", path.display()))
 }
 
 fn open(path: &Path, flags: Option<&ReadFlags>) -> anyhow::Result<Db> {
+    let read_only = flags.is_some_and(ReadFlags::reads_only);
+    if !read_only {
+        return open_recorded(path, false);
+    }
     let opts = Options { create_if_missing: false, ..recorded_options(path)? };
-    let db = match flags {
-        Some(ReadFlags { secondary_path: Some(secondary), .. }) => Db::open_as_secondary(path, secondary, opts),
-        Some(f) if f.read_only => Db::open_read_only(path, opts),
-        _ => Db::open(path, opts),
+    let db = match flags.and_then(|f| f.secondary_path.as_ref()) {
+        Some(secondary) => Db::open_as_secondary(path, secondary, opts),
+        None => Db::open_read_only(path, opts),
     };
     db.with_context(|| format!("opening {}", path.display()))
 }
@@ -260,8 +279,7 @@ pub fn get(args: GetArgs) -> anyhow::Result<i32> {
 pub fn put(args: PutArgs) -> anyhow::Result<i32> {
     let key = arg_bytes(&args.key, args.hex, "key")?;
     let value = arg_bytes(&args.value, args.hex, "value")?;
-    let opts = Options { create_if_missing: args.create_if_missing, ..recorded_options(&args.db)? };
-    let db = Db::open(&args.db, opts).with_context(|| format!("opening {}", args.db.display()))?;
+    let db = open_recorded(&args.db, args.create_if_missing)?;
     let cf = family(&db, args.column_family.as_deref())?;
     db.put_cf(&cf, &key, &value).context("put")?;
     drop(cf);

@@ -285,6 +285,34 @@ fn key_tools_work_in_a_column_family() {
     assert_ne!(code, Some(0), "{err}");
 }
 
+/// The key tools open each family with the options the OPTIONS file records for it: a family whose merge
+/// operator is not the default family's is read and written with its own (open refuses the database's for it).
+#[test]
+fn key_tools_open_each_family_with_its_recorded_options() {
+    let tmp = shaledb_testkit::tempdir();
+    let db = tmp.path().join("db");
+    let append = shaledb::Options { merge_operator: shaledb::merge::builtin("stringappend"), ..Default::default() };
+    let counters = shaledb::Options { merge_operator: shaledb::merge::builtin("uint64add"), ..Default::default() };
+    let d = shaledb::Db::open_with_column_families(
+        &db,
+        append,
+        vec![shaledb::ColumnFamilyDescriptor::new("counters", counters)],
+    )
+    .unwrap();
+    let c = d.column_family("counters").unwrap();
+    d.merge_cf(&c, "hits", 2u64.to_le_bytes()).unwrap();
+    d.merge_cf(&c, "hits", 3u64.to_le_bytes()).unwrap();
+    drop(c);
+    d.close().unwrap();
+    let (code, out, err) = shaledb(&["get", p(&db), "0x68697473", "--column-family", "counters", "--hex"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(out, "0x0500000000000000\n");
+    let (code, out, err) = shaledb(&["put", p(&db), "k", "v", "--column-family", "counters"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let loaded = shaledb::Options::load_latest(&db).unwrap();
+    assert_eq!(loaded.column_families[0].merge_operator_name.as_deref(), Some("uint64add"));
+}
+
 #[test]
 fn old_flag_spellings_still_work_and_warn() {
     let tmp = shaledb_testkit::tempdir();

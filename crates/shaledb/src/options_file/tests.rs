@@ -510,3 +510,51 @@ fn a_file_of_version_1_1_loads_with_no_families() {
     assert_eq!(loaded.options.write_buffer_size, 8 << 20);
     assert!(parse_text(&now).unwrap().column_families.is_empty());
 }
+
+/// Random damage to a file with families (bytes changed to characters that matter to the syntax, lines
+/// dropped or doubled): parsing returns, never panics, and an error always names a line.
+#[test]
+fn damaged_family_files_never_panic() {
+    let (a, b) = two_families(&Options::default());
+    let good = render(&Options::default(), &[("a \"q\" #\\", &a), ("b\n\u{1}", &b)]);
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let specials = b"\"\\#[]=:{};\n u0-";
+    for _ in 0..3000 {
+        let mut bytes = good.clone().into_bytes();
+        for _ in 0..1 + next(3) {
+            match next(3) {
+                0 => {
+                    let at = next(bytes.len());
+                    bytes[at] = specials[next(specials.len())];
+                }
+                1 => {
+                    let lines: Vec<&[u8]> = bytes.split_inclusive(|&c| c == b'\n').collect();
+                    let drop = next(lines.len());
+                    bytes =
+                        lines.iter().enumerate().filter(|(i, _)| *i != drop).flat_map(|(_, l)| l.to_vec()).collect();
+                }
+                _ => {
+                    let lines: Vec<&[u8]> = bytes.split_inclusive(|&c| c == b'\n').collect();
+                    let twice = next(lines.len());
+                    let mut out = Vec::new();
+                    for (i, l) in lines.iter().enumerate() {
+                        out.extend_from_slice(l);
+                        if i == twice {
+                            out.extend_from_slice(l);
+                        }
+                    }
+                    bytes = out;
+                }
+            }
+        }
+        if let Err(e) = text::parse(&bytes, Path::new("/db/OPTIONS-000007")) {
+            assert!(e.to_string().contains("line "), "{e}");
+        }
+    }
+}
