@@ -113,7 +113,8 @@ impl Db {
 
     /// Creates column family `name` with `opts` (the fields listed at [`ColumnFamilyDescriptor::options`] are
     /// the family's own; the rest are the database's) and returns its handle. The creation is durable (a
-    /// synced MANIFEST edit) before it returns. A name already live is `InvalidArgument`, as is a family
+    /// synced MANIFEST edit, after a sync of the WAL: every write acknowledged before it is durable too) before
+    /// it returns. A name already live is `InvalidArgument`, as is a family
     /// with a different `num_levels`.
     ///
     /// ```
@@ -134,7 +135,9 @@ impl Db {
         }
         check_family_name(name).map_err(Error::InvalidArgument)?;
         let fopts = family_options(&inner.opts, &opts)?;
-        let wal = inner.wal.lock();
+        let mut wal = inner.wal.lock();
+        // Every write acknowledged before the creation is durable before the creation is (D28).
+        super::write::sync_wal_locked(inner, &mut wal)?;
         let mut st = inner.state.lock();
         if let Some(c) = &st.bg_error {
             return Err(DbInner::read_only_error(c));
@@ -167,7 +170,8 @@ impl Db {
         Ok(ColumnFamily { fam })
     }
 
-    /// Drops column family `cf`: durable (a synced MANIFEST edit) before it returns. Its memtables are
+    /// Drops column family `cf`: durable (a synced MANIFEST edit, after a sync of the WAL, as for creation)
+    /// before it returns. Its memtables are
     /// discarded and its files deleted once no reader holds them: handles (and iterators) still read what the
     /// family held; writes through them fail. Its id is never reused. Dropping the default family is
     /// `InvalidArgument`, as is dropping twice.
@@ -191,7 +195,9 @@ impl Db {
         if id == 0 {
             return Err(Error::InvalidArgument("the default column family cannot be dropped".into()));
         }
-        let _wal = inner.wal.lock();
+        let mut wal = inner.wal.lock();
+        // Every write acknowledged before the drop is durable before the drop is (D28).
+        super::write::sync_wal_locked(inner, &mut wal)?;
         let mut st = inner.state.lock();
         if let Some(c) = &st.bg_error {
             return Err(DbInner::read_only_error(c));

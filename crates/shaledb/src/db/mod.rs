@@ -477,7 +477,8 @@ impl Db {
         self.write_opt(&WriteOptions::default(), batch)
     }
 
-    /// [`Db::write`] with write options.
+    /// [`Db::write`] with write options. An empty batch writes nothing; with `sync` it still syncs the WAL,
+    /// so every write acknowledged before it is durable when it returns.
     ///
     /// ```
     /// use shaledb::{WriteBatch, WriteOptions};
@@ -490,7 +491,9 @@ impl Db {
     /// ```
     pub fn write_opt(&self, opts: &WriteOptions, batch: &WriteBatch) -> Result<()> {
         if batch.is_empty() {
-            return Ok(());
+            // Nothing to append; a synced empty write still makes every earlier write durable, as LevelDB's
+            // and RocksDB's do (a transaction whose writes were all rolled back commits this way).
+            return if opts.sync && !opts.disable_wal { write::sync_wal(&self.inner) } else { Ok(()) };
         }
         let mut families = false;
         for e in batch.rep.iter() {
