@@ -163,7 +163,7 @@ impl Db {
         let mem = Arc::new(MemTable::for_options(wal.number, &fopts));
         let sv = SuperVersion { mem: mem.clone(), imm: Vec::new(), version: version.clone() };
         let fam = Arc::new(Family::new(id, name.to_string(), fopts, sv, inner.default.db_token));
-        st.live_versions.push(Arc::downgrade(&version));
+        st.live_versions.push((id, Arc::downgrade(&version)));
         st.fams.insert(id, FamilyState { fam: fam.clone(), mem, imm: Vec::new() });
         st.rebuild_mems();
         inner.info_log.log(format_args!("created column family {id} ({name:?})"));

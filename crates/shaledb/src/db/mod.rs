@@ -74,8 +74,8 @@ pub(crate) struct State {
     pub(crate) manual: usize,
     /// Tables no longer in the current version, deleted once no live version references them.
     pub(crate) obsolete_tables: Vec<u64>,
-    /// Every version ever published that may still be referenced by a reader.
-    pub(crate) live_versions: Vec<Weak<Version>>,
+    /// Every version ever published that may still be referenced by a reader, with its family id.
+    pub(crate) live_versions: Vec<(u32, Weak<Version>)>,
     /// Background threads still running.
     pub(crate) bg_threads_alive: usize,
     /// Checkpoints and backups copying WALs now: obsolete WALs stay until none is (db/checkpoint.rs).
@@ -177,7 +177,7 @@ impl DbInner {
         for (id, fopts, mem) in o.fams {
             let Some(fv) = o.vs.families().get(&id) else { continue };
             let version = fv.current.clone();
-            live_versions.push(Arc::downgrade(&version));
+            live_versions.push((id, Arc::downgrade(&version)));
             let fopts = if id == 0 { opts.clone() } else { fopts };
             let sv = SuperVersion { mem: mem.clone(), imm: Vec::new(), version };
             let fam = Arc::new(family::Family::new(id, fv.name.clone(), fopts, sv, token));
@@ -724,8 +724,8 @@ impl DbInner {
     /// REQUIRES: `state` locked (the caller's `st`).
     pub(crate) fn install_super_version(&self, st: &mut State, id: u32) {
         let (Some(version), Some(f)) = (st.vs.current_of(id).cloned(), st.fams.get(&id)) else { return };
-        st.live_versions.retain(|w| w.strong_count() > 0);
-        st.live_versions.push(Arc::downgrade(&version));
+        st.live_versions.retain(|(_, w)| w.strong_count() > 0);
+        st.live_versions.push((id, Arc::downgrade(&version)));
         f.fam.sv.store(Arc::new(SuperVersion { mem: f.mem.clone(), imm: f.imm.clone(), version }));
         stall::note(self, st, None);
     }

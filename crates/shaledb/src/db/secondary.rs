@@ -371,7 +371,7 @@ fn install(inner: &DbInner, a: Attempt, tail: &mut Tail) {
             inner.install_super_version(&mut st, id);
         }
         st.rebuild_mems();
-        let live: Vec<Arc<Version>> = st.live_versions.iter().filter_map(|w| w.upgrade()).collect();
+        let live: Vec<Arc<Version>> = st.live_versions.iter().filter_map(|(_, w)| w.upgrade()).collect();
         in_use = live.iter().flat_map(|v| v.levels.iter().flatten().map(|f| f.number)).collect();
         blobs_in_use = live.iter().flat_map(|v| v.blob_files.keys().copied()).collect();
     }
