@@ -79,17 +79,7 @@ impl Db {
         opts: Options,
         families: Vec<ColumnFamilyDescriptor>,
     ) -> Result<Db> {
-        for (i, d) in families.iter().enumerate() {
-            if d.name == DEFAULT_FAMILY_NAME {
-                return Err(Error::InvalidArgument(
-                    "the default column family takes the database's options: leave it out of the descriptors".into(),
-                ));
-            }
-            check_family_name(&d.name).map_err(Error::InvalidArgument)?;
-            if families[..i].iter().any(|o| o.name == d.name) {
-                return Err(Error::InvalidArgument(format!("column family {:?} is listed twice", d.name)));
-            }
-        }
+        check_descriptors(&families)?;
         let inner = super::open::open(path.as_ref(), opts, &families)?;
         let db = Db { inner };
         for d in &families {
@@ -351,4 +341,43 @@ impl Db {
         check_live(&self.inner, cf)?;
         background::compact_range(&self.inner, cf.fam.id, begin, end)
     }
+}
+
+/// Refuses descriptors naming the default family (it takes the database's options), a bad name, or a name twice.
+pub(super) fn check_descriptors(families: &[ColumnFamilyDescriptor]) -> Result<()> {
+    for (i, d) in families.iter().enumerate() {
+        if d.name == DEFAULT_FAMILY_NAME {
+            return Err(Error::InvalidArgument(
+                "the default column family takes the database's options: leave it out of the descriptors".into(),
+            ));
+        }
+        check_family_name(&d.name).map_err(Error::InvalidArgument)?;
+        if families[..i].iter().any(|o| o.name == d.name) {
+            return Err(Error::InvalidArgument(format!("column family {:?} is listed twice", d.name)));
+        }
+    }
+    Ok(())
+}
+
+/// The options of each family `families` describes, by id in `vs`, merged with the database's `opts`; a
+/// described family `vs` does not hold is `InvalidArgument` (`what` names the kind of open, which cannot
+/// create it).
+pub(super) fn described_options(
+    opts: &Options,
+    vs: &VersionSet,
+    families: &[ColumnFamilyDescriptor],
+    what: &str,
+) -> Result<std::collections::BTreeMap<u32, Options>> {
+    check_descriptors(families)?;
+    let mut out = std::collections::BTreeMap::new();
+    for d in families {
+        let Some((id, _)) = vs.families().iter().find(|(_, f)| f.name == d.name) else {
+            return Err(Error::InvalidArgument(format!(
+                "column family {:?} does not exist, and {what} cannot create it",
+                d.name
+            )));
+        };
+        out.insert(*id, family_options(opts, &d.options)?);
+    }
+    Ok(out)
 }
