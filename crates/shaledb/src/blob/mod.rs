@@ -168,10 +168,10 @@ pub(crate) fn delete_obsolete(inner: &crate::db::DbInner, st: &mut crate::db::St
     if st.vs.obsolete_blobs.is_empty() {
         return;
     }
-    st.live_versions.retain(|w| w.strong_count() > 0);
+    st.live_versions.retain(|(_, w)| w.strong_count() > 0);
     let mut live: std::collections::HashSet<u64> =
         st.vs.families().values().flat_map(|f| f.current.blob_files.keys().copied()).collect();
-    for v in st.live_versions.iter().filter_map(|w| w.upgrade()) {
+    for v in st.live_versions.iter().filter_map(|(_, w)| w.upgrade()) {
         live.extend(v.blob_files.keys());
     }
     let mut keep = Vec::new();

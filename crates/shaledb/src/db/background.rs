@@ -444,9 +444,9 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner, st: &mut State) {
     if st.obsolete_tables.is_empty() {
         return;
     }
-    st.live_versions.retain(|w| w.strong_count() > 0);
+    st.live_versions.retain(|(_, w)| w.strong_count() > 0);
     let mut live: HashSet<u64> = HashSet::new();
-    for w in &st.live_versions {
+    for (_, w) in &st.live_versions {
         if let Some(v) = w.upgrade() {
             live.extend(v.levels.iter().flatten().map(|f| f.number));
         }

@@ -119,8 +119,8 @@ pub(crate) fn live_file_set(inner: &Arc<DbInner>) -> Result<LiveFileSet> {
     }
     let versions: Vec<Arc<Version>> = st.vs.families().values().map(|f| f.current.clone()).collect();
     // Registered explicitly: obsolete-file deletion keeps every table of a live registered version.
-    for v in &versions {
-        st.live_versions.push(Arc::downgrade(v));
+    for (id, v) in st.vs.families().keys().copied().zip(&versions).collect::<Vec<_>>() {
+        st.live_versions.push((id, Arc::downgrade(v)));
     }
     let mut edits = st.vs.snapshot_edits();
     let manifest_number = st.vs.manifest_number();

@@ -284,14 +284,31 @@ impl Db {
     /// # Ok::<(), shaledb::Error>(())
     /// ```
     pub fn get_approximate_memtable_stats<K: AsRef<[u8]>>(&self, range: Range<K>) -> (u64, u64) {
-        let (start, limit) = (range.start.as_ref(), range.end.as_ref());
-        if start >= limit {
+        memtable_stats_in(&self.inner.default, range)
+    }
+
+    /// [`Db::get_approximate_memtable_stats`] in column family `cf` (`(0, 0)` once it is dropped).
+    pub fn get_approximate_memtable_stats_cf<K: AsRef<[u8]>>(
+        &self,
+        cf: &super::ColumnFamily,
+        range: Range<K>,
+    ) -> (u64, u64) {
+        if cf.fam.dropped.load(std::sync::atomic::Ordering::Acquire) {
             return (0, 0);
         }
-        let sv = self.inner.default.sv.load();
-        std::iter::once(&sv.mem).chain(sv.imm.iter()).fold((0, 0), |(c, b), m| {
-            let (mc, mb) = memtable_stats(m, start, limit);
-            (c + mc, b + mb)
-        })
+        memtable_stats_in(&cf.fam, range)
     }
+}
+
+/// The memtable counts of `fam` in `range`.
+fn memtable_stats_in<K: AsRef<[u8]>>(fam: &super::family::Family, range: Range<K>) -> (u64, u64) {
+    let (start, limit) = (range.start.as_ref(), range.end.as_ref());
+    if start >= limit {
+        return (0, 0);
+    }
+    let sv = fam.sv.load();
+    std::iter::once(&sv.mem).chain(sv.imm.iter()).fold((0, 0), |(c, b), m| {
+        let (mc, mb) = memtable_stats(m, start, limit);
+        (c + mc, b + mb)
+    })
 }

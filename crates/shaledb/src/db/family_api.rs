@@ -118,17 +118,7 @@ impl Db {
         opts: Options,
         families: Vec<ColumnFamilyDescriptor>,
     ) -> Result<Db> {
-        for (i, d) in families.iter().enumerate() {
-            if d.name == DEFAULT_FAMILY_NAME {
-                return Err(Error::InvalidArgument(
-                    "the default column family takes the database's options: leave it out of the descriptors".into(),
-                ));
-            }
-            check_family_name(&d.name).map_err(Error::InvalidArgument)?;
-            if families[..i].iter().any(|o| o.name == d.name) {
-                return Err(Error::InvalidArgument(format!("column family {:?} is listed twice", d.name)));
-            }
-        }
+        check_descriptors(&families)?;
         let inner = super::open::open(path.as_ref(), opts, &families)?;
         let db = Db { inner };
         for d in &families {
@@ -152,10 +142,11 @@ impl Db {
 
     /// Creates column family `name` with `opts` (the fields listed at [`ColumnFamilyDescriptor::options`] are
     /// the family's own; the rest are the database's) and returns its handle. The creation is durable (a
-    /// synced MANIFEST edit) before it returns, and a new OPTIONS file then lists the family with its options
-    /// (as RocksDB rewrites it; the older ones beyond the newest two removed). A name already live is
-    /// `InvalidArgument`, as is a family with a different `num_levels`. An error writing the OPTIONS file is
-    /// returned though the family exists ([`Db::column_family`] finds it; the next open writes the file).
+    /// synced MANIFEST edit, after a sync of the WAL: every write acknowledged before it is durable too) before
+    /// it returns, and a new OPTIONS file then lists the family with its options (as RocksDB rewrites it; the
+    /// older ones beyond the newest two removed). A name already live is `InvalidArgument`, as is a family
+    /// with a different `num_levels`. An error writing the OPTIONS file is returned though the family exists
+    /// ([`Db::column_family`] finds it; the next open writes the file).
     ///
     /// ```
     /// use shaledb::{merge, Db, Options};
@@ -176,7 +167,9 @@ impl Db {
         check_family_name(name).map_err(Error::InvalidArgument)?;
         let fopts = family_options(&inner.opts, &opts)?;
         let options_file = inner.options_file.lock();
-        let wal = inner.wal.lock();
+        let mut wal = inner.wal.lock();
+        // Every write acknowledged before the creation is durable before the creation is (D28).
+        super::write::sync_wal_locked(inner, &mut wal)?;
         let mut st = inner.state.lock();
         if let Some(c) = &st.bg_error {
             return Err(DbInner::read_only_error(c));
@@ -202,7 +195,7 @@ impl Db {
         let mem = Arc::new(MemTable::for_options(wal.number, &fopts));
         let sv = SuperVersion { mem: mem.clone(), imm: Vec::new(), version: version.clone() };
         let fam = Arc::new(Family::new(id, name.to_string(), fopts, sv, inner.default.db_token));
-        st.live_versions.push(Arc::downgrade(&version));
+        st.live_versions.push((id, Arc::downgrade(&version)));
         st.fams.insert(id, FamilyState { fam: fam.clone(), mem, imm: Vec::new() });
         st.rebuild_mems();
         inner.info_log.log(format_args!("created column family {id} ({name:?})"));
@@ -213,7 +206,8 @@ impl Db {
         Ok(ColumnFamily { fam })
     }
 
-    /// Drops column family `cf`: durable (a synced MANIFEST edit) before it returns. Its memtables are
+    /// Drops column family `cf`: durable (a synced MANIFEST edit, after a sync of the WAL, as for creation)
+    /// before it returns. Its memtables are
     /// discarded and its files deleted once no reader holds them: handles (and iterators) still read what the
     /// family held; writes through them fail. Its id is never reused. Dropping the default family is
     /// `InvalidArgument`, as is dropping twice. A new OPTIONS file then lists the live families without it; an
@@ -239,7 +233,9 @@ impl Db {
             return Err(Error::InvalidArgument("the default column family cannot be dropped".into()));
         }
         let options_file = inner.options_file.lock();
-        let wal = inner.wal.lock();
+        let mut wal = inner.wal.lock();
+        // Every write acknowledged before the drop is durable before the drop is (D28).
+        super::write::sync_wal_locked(inner, &mut wal)?;
         let mut st = inner.state.lock();
         if let Some(c) = &st.bg_error {
             return Err(DbInner::read_only_error(c));
@@ -397,4 +393,43 @@ impl Db {
         check_live(&self.inner, cf)?;
         background::compact_range(&self.inner, cf.fam.id, begin, end)
     }
+}
+
+/// Refuses descriptors naming the default family (it takes the database's options), a bad name, or a name twice.
+pub(super) fn check_descriptors(families: &[ColumnFamilyDescriptor]) -> Result<()> {
+    for (i, d) in families.iter().enumerate() {
+        if d.name == DEFAULT_FAMILY_NAME {
+            return Err(Error::InvalidArgument(
+                "the default column family takes the database's options: leave it out of the descriptors".into(),
+            ));
+        }
+        check_family_name(&d.name).map_err(Error::InvalidArgument)?;
+        if families[..i].iter().any(|o| o.name == d.name) {
+            return Err(Error::InvalidArgument(format!("column family {:?} is listed twice", d.name)));
+        }
+    }
+    Ok(())
+}
+
+/// The options of each family `families` describes, by id in `vs`, merged with the database's `opts`; a
+/// described family `vs` does not hold is `InvalidArgument` (`what` names the kind of open, which cannot
+/// create it).
+pub(super) fn described_options(
+    opts: &Options,
+    vs: &VersionSet,
+    families: &[ColumnFamilyDescriptor],
+    what: &str,
+) -> Result<std::collections::BTreeMap<u32, Options>> {
+    check_descriptors(families)?;
+    let mut out = std::collections::BTreeMap::new();
+    for d in families {
+        let Some((id, _)) = vs.families().iter().find(|(_, f)| f.name == d.name) else {
+            return Err(Error::InvalidArgument(format!(
+                "column family {:?} does not exist, and {what} cannot create it",
+                d.name
+            )));
+        };
+        out.insert(*id, family_options(opts, &d.options)?);
+    }
+    Ok(out)
 }

@@ -74,8 +74,8 @@ pub(crate) struct State {
     pub(crate) manual: usize,
     /// Tables no longer in the current version, deleted once no live version references them.
     pub(crate) obsolete_tables: Vec<u64>,
-    /// Every version ever published that may still be referenced by a reader.
-    pub(crate) live_versions: Vec<Weak<Version>>,
+    /// Every version ever published that may still be referenced by a reader, with its family id.
+    pub(crate) live_versions: Vec<(u32, Weak<Version>)>,
     /// Background threads still running.
     pub(crate) bg_threads_alive: usize,
     /// Checkpoints and backups copying WALs now: obsolete WALs stay until none is (db/checkpoint.rs).
@@ -180,7 +180,7 @@ impl DbInner {
         for (id, fopts, mem) in o.fams {
             let Some(fv) = o.vs.families().get(&id) else { continue };
             let version = fv.current.clone();
-            live_versions.push(Arc::downgrade(&version));
+            live_versions.push((id, Arc::downgrade(&version)));
             let fopts = if id == 0 { opts.clone() } else { fopts };
             let sv = SuperVersion { mem: mem.clone(), imm: Vec::new(), version };
             let fam = Arc::new(family::Family::new(id, fv.name.clone(), fopts, sv, token));
@@ -481,7 +481,8 @@ impl Db {
         self.write_opt(&WriteOptions::default(), batch)
     }
 
-    /// [`Db::write`] with write options.
+    /// [`Db::write`] with write options. An empty batch writes nothing; with `sync` it still syncs the WAL,
+    /// so every write acknowledged before it is durable when it returns.
     ///
     /// ```
     /// use shaledb::{WriteBatch, WriteOptions};
@@ -494,7 +495,9 @@ impl Db {
     /// ```
     pub fn write_opt(&self, opts: &WriteOptions, batch: &WriteBatch) -> Result<()> {
         if batch.is_empty() {
-            return Ok(());
+            // Nothing to append; a synced empty write still makes every earlier write durable, as LevelDB's
+            // and RocksDB's do (a transaction whose writes were all rolled back commits this way).
+            return if opts.sync && !opts.disable_wal { write::sync_wal(&self.inner) } else { Ok(()) };
         }
         let mut families = false;
         for e in batch.rep.iter() {
@@ -725,8 +728,8 @@ impl DbInner {
     /// REQUIRES: `state` locked (the caller's `st`).
     pub(crate) fn install_super_version(&self, st: &mut State, id: u32) {
         let (Some(version), Some(f)) = (st.vs.current_of(id).cloned(), st.fams.get(&id)) else { return };
-        st.live_versions.retain(|w| w.strong_count() > 0);
-        st.live_versions.push(Arc::downgrade(&version));
+        st.live_versions.retain(|(_, w)| w.strong_count() > 0);
+        st.live_versions.push((id, Arc::downgrade(&version)));
         f.fam.sv.store(Arc::new(SuperVersion { mem: f.mem.clone(), imm: f.imm.clone(), version }));
         stall::note(self, st, None);
     }

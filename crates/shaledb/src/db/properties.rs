@@ -126,7 +126,7 @@ impl Db {
     /// operands count each, so it overestimates after updates), `estimate-live-data-size` (bytes of a largest set
     /// of tables whose key ranges do not overlap, taken from the last level up: RocksDB's
     /// `EstimateLiveDataSize`), `live-sst-files-size` (tables of the current version), `total-sst-files-size`
-    /// (tables of every version still held by a reader, each once), `estimate-table-readers-mem` (index and
+    /// (tables of every version of the family still held by a reader, each once), `estimate-table-readers-mem` (index and
     /// filter blocks the open tables hold outside the block cache), `base-level` (the level L0 compacts into).
     ///
     /// Background work: `compaction-pending` (1 when a level's compaction score is at least 1),
@@ -134,8 +134,8 @@ impl Db {
     /// `background-errors` (background errors recorded since open: the first made the database read-only).
     ///
     /// Snapshots and versions: `num-snapshots`, `oldest-snapshot-time` (Unix seconds, 0 without a snapshot),
-    /// `oldest-snapshot-sequence` (0 without one), `num-live-versions` (versions readers still hold, the current
-    /// one included).
+    /// `oldest-snapshot-sequence` (0 without one), `num-live-versions` (the family's versions readers still
+    /// hold, the current one included).
     ///
     /// Block cache: `block-cache-capacity`, `block-cache-usage` (0 without a block cache).
     ///
@@ -204,8 +204,9 @@ impl Db {
                 let st = inner.state.lock();
                 let mut seen = HashSet::new();
                 let mut total = 0u64;
-                let held = st.live_versions.iter().filter_map(|w| w.upgrade());
-                for ver in held.chain(std::iter::once(st.vs.current().clone())) {
+                // The family's own versions: the current one and those readers still hold.
+                let held = st.live_versions.iter().filter(|(id, _)| *id == fam.id).filter_map(|(_, w)| w.upgrade());
+                for ver in held.chain(st.vs.current_of(fam.id).cloned()) {
                     for f in ver.levels.iter().flatten() {
                         if seen.insert(f.number) {
                             total += f.file_size;
@@ -229,7 +230,7 @@ impl Db {
             "oldest-snapshot-sequence" => Some(inner.snapshots.sequences().first().copied().unwrap_or(0)),
             "num-live-versions" => {
                 let st = inner.state.lock();
-                n(st.live_versions.iter().filter(|w| w.strong_count() > 0).count())
+                n(st.live_versions.iter().filter(|(id, w)| *id == fam.id && w.strong_count() > 0).count())
             }
             "block-cache-capacity" => n(inner.block_cache.as_ref().map_or(0, |c| c.capacity())),
             "block-cache-usage" => n(inner.block_cache.as_ref().map_or(0, |c| c.usage())),

@@ -9,7 +9,7 @@
 //! fail with [`Error::NotSupported`]; `wait_for_compaction` returns at once; `close` flushes nothing.
 
 use super::write::WalState;
-use super::{Db, DbInner, Opened};
+use super::{ColumnFamilyDescriptor, Db, DbInner, Opened};
 use crate::filenames;
 use crate::identity;
 use crate::info_log::InfoLog;
@@ -55,11 +55,44 @@ impl Db {
     /// # Ok::<(), shaledb::Error>(())
     /// ```
     pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        Ok(Db { inner: open(path.as_ref(), opts)? })
+        Ok(Db { inner: open(path.as_ref(), opts, &[])? })
+    }
+
+    /// [`Db::open_read_only`] with the options of column families (RocksDB's `OpenForReadOnly` with column
+    /// family descriptors): each described family reads with its own options (its merge operator, prefix
+    /// extractor, compaction filter and the other fields listed at [`ColumnFamilyDescriptor::options`]); a
+    /// family not described reads with `opts`. A described family the database does not hold is
+    /// `InvalidArgument` (a read-only open creates nothing), as is a descriptor of `"default"`.
+    ///
+    /// ```
+    /// use shaledb::{merge, ColumnFamilyDescriptor, Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let counters = Options { merge_operator: merge::builtin("uint64add"), ..Options::default() };
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// let cf = db.create_column_family("counters", counters.clone())?;
+    /// db.merge_cf(&cf, "hits", 2u64.to_le_bytes())?;
+    /// db.merge_cf(&cf, "hits", 3u64.to_le_bytes())?;
+    /// drop(cf);
+    /// db.close()?;
+    /// let view = Db::open_read_only_with_column_families(
+    ///     dir.path(),
+    ///     Options::default(),
+    ///     vec![ColumnFamilyDescriptor::new("counters", counters)],
+    /// )?;
+    /// let cf = view.column_family("counters").unwrap();
+    /// assert_eq!(view.get_cf(&cf, "hits")?, Some(5u64.to_le_bytes().to_vec()));
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn open_read_only_with_column_families(
+        path: impl AsRef<Path>,
+        opts: Options,
+        families: Vec<ColumnFamilyDescriptor>,
+    ) -> Result<Db> {
+        Ok(Db { inner: open(path.as_ref(), opts, &families)? })
     }
 }
 
-fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
+fn open(dir: &Path, opts: Options, families: &[ColumnFamilyDescriptor]) -> Result<Arc<DbInner>> {
     opts.validate()?;
     if opts.error_if_exists {
         return Err(Error::InvalidArgument(
@@ -69,6 +102,7 @@ fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let fs = opts.fs.clone();
     check_exists(fs.as_ref(), dir)?;
     let mut vs = VersionSet::recover(dir, &opts)?;
+    let described = super::family_api::described_options(&opts, &vs, families, "a read-only open")?;
     let on_disk = identity::read(fs.as_ref(), dir)?;
     // A database from before identities: its tables carry none, so no table check needs one.
     let db_id = identity::reconcile(dir, vs.db_id, vs.manifest_number(), on_disk)?.unwrap_or_default();
@@ -83,13 +117,18 @@ fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
 
     // No LOG: a logger without a file (replay reports through it).
     let info_log = InfoLog::without_file(fs.clone(), dir);
-    let replayed = super::replay::replay_view(&opts, &vs, db_id, dir, &wals, &info_log)?;
+    let replayed =
+        super::replay::replay_view(&opts, &|id| described.get(&id).cloned(), &vs, db_id, dir, &wals, &info_log)?;
     let max_seq = replayed.max_seq;
     let mut losses = replayed.losses;
     losses.kept.clear();
 
     let last_wal = wals.last().copied().unwrap_or(vs.min_log_number());
-    let fams = replayed.fams.into_iter().map(|(id, f)| (id, opts.clone(), f.mem)).collect();
+    let fams = replayed
+        .fams
+        .into_iter()
+        .map(|(id, f)| (id, described.get(&id).cloned().unwrap_or_else(|| opts.clone()), f.mem))
+        .collect();
     let counters = Counters::new(opts.num_levels);
     Ok(DbInner::assemble(
         dir,

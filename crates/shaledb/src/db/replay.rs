@@ -59,8 +59,10 @@ pub(super) fn targets(vs: &crate::version_set::VersionSet, opts_of: &dyn Fn(u32)
 /// Replay for a view that writes nothing (a read-only open, a secondary's catch-up): one unbounded memtable per
 /// family (a full one would be flushed to a table), no file number handed out, and records of a family the
 /// view does not know skipped (the writer may create a family between the MANIFEST read and the WAL read).
+/// `fam_opts` gives a family's own options where the caller has them (else `opts`).
 pub(super) fn replay_view(
     opts: &Options,
+    fam_opts: &dyn Fn(u32) -> Option<Options>,
     vs: &crate::version_set::VersionSet,
     db_id: DbId,
     dir: &Path,
@@ -70,7 +72,11 @@ pub(super) fn replay_view(
     let replay_opts = Options { write_buffer_size: usize::MAX, ..opts.clone() };
     let no_numbers = || -> Result<u64> { Err(super::read_only::refused("allocating a file number")) };
     let stop = AtomicBool::new(false);
-    let targets = targets(vs, &|_| replay_opts.clone());
+    // Each family's memtable is built with its own options (a prefix extractor shapes its filter).
+    let targets = targets(vs, &|id| match fam_opts(id) {
+        Some(o) => Options { write_buffer_size: usize::MAX, wal_recovery_mode: opts.wal_recovery_mode, ..o },
+        None => replay_opts.clone(),
+    });
     let replayed =
         replay(&replay_opts, &targets, u32::MAX, db_id, dir, wals, &no_numbers, &stop, info, vs.last_sequence)?;
     if replayed.fams.values().any(|f| !f.files.is_empty()) {

@@ -41,7 +41,7 @@
 //! unchanged across catch-ups.
 
 use super::write::WalState;
-use super::{Db, DbInner, Opened};
+use super::{ColumnFamilyDescriptor, Db, DbInner, Opened};
 use crate::filenames;
 use crate::identity;
 use crate::info_log::InfoLog;
@@ -142,7 +142,20 @@ impl Db {
         secondary_dir: impl AsRef<Path>,
         opts: Options,
     ) -> Result<Db> {
-        let db = Db { inner: open(primary_dir.as_ref(), secondary_dir.as_ref(), opts)? };
+        Db::open_as_secondary_with_column_families(primary_dir, secondary_dir, opts, Vec::new())
+    }
+
+    /// [`Db::open_as_secondary`] with the options of column families (RocksDB's `OpenAsSecondary` with column
+    /// family descriptors): each described family reads with its own options (merge operator, prefix
+    /// extractor and the other fields listed at [`ColumnFamilyDescriptor::options`]), the others with `opts`.
+    /// A described family the primary does not hold is `InvalidArgument`, as is a descriptor of `"default"`.
+    pub fn open_as_secondary_with_column_families(
+        primary_dir: impl AsRef<Path>,
+        secondary_dir: impl AsRef<Path>,
+        opts: Options,
+        families: Vec<ColumnFamilyDescriptor>,
+    ) -> Result<Db> {
+        let db = Db { inner: open(primary_dir.as_ref(), secondary_dir.as_ref(), opts, &families)? };
         catch_up(&db.inner)?;
         Ok(db)
     }
@@ -162,8 +175,9 @@ impl Db {
     }
 }
 
-fn open(primary: &Path, secondary: &Path, opts: Options) -> Result<Arc<DbInner>> {
+fn open(primary: &Path, secondary: &Path, opts: Options, families: &[ColumnFamilyDescriptor]) -> Result<Arc<DbInner>> {
     opts.validate()?;
+    super::family_api::check_descriptors(families)?;
     if opts.error_if_exists {
         return Err(Error::InvalidArgument(
             "error_if_exists with a secondary open: the database must exist to be read".into(),
@@ -203,7 +217,10 @@ fn open(primary: &Path, secondary: &Path, opts: Options) -> Result<Arc<DbInner>>
     info_log.log(format_args!("open: wrote {name}; removed {removed:?}"));
 
     let mut tail = Tail::default();
-    let first = read_primary(primary, &opts, &mut tail, &info_log)?;
+    let first = read_primary(primary, &opts, &|_| None, &mut tail, &info_log)?;
+    // The first read's memtables have the database's options; the catch-up that ends the open rebuilds them
+    // with each family's.
+    let described = super::family_api::described_options(&opts, &first.vs, families, "a secondary open")?;
     let mut vs = first.vs;
     let on_disk = identity::read(fs.as_ref(), primary)?;
     let db_id = identity::reconcile(primary, vs.db_id, vs.manifest_number(), on_disk)?.unwrap_or_default();
@@ -214,7 +231,11 @@ fn open(primary: &Path, secondary: &Path, opts: Options) -> Result<Arc<DbInner>>
         Opened {
             vs,
             lock: None,
-            fams: first.mems.into_iter().map(|(id, m)| (id, opts.clone(), m)).collect(),
+            fams: first
+                .mems
+                .into_iter()
+                .map(|(id, m)| (id, described.get(&id).cloned().unwrap_or_else(|| opts.clone()), m))
+                .collect(),
             wal: WalState::without_log(first.last_wal, first.max_seq.saturating_add(1)),
             visible_seq: first.max_seq,
             counters: Counters::new(opts.num_levels),
@@ -229,7 +250,13 @@ fn open(primary: &Path, secondary: &Path, opts: Options) -> Result<Arc<DbInner>>
 
 /// Reads the primary's MANIFEST from where `tail` stopped (all of it when CURRENT names another) and replays
 /// its live WALs into a new memtable. `tail` advances by the edits applied.
-fn read_primary(primary: &Path, opts: &Options, tail: &mut Tail, info: &InfoLog) -> Result<Attempt> {
+fn read_primary(
+    primary: &Path,
+    opts: &Options,
+    fam_opts: &dyn Fn(u32) -> Option<Options>,
+    tail: &mut Tail,
+    info: &InfoLog,
+) -> Result<Attempt> {
     let fs = opts.fs.as_ref();
     let current_path = filenames::current(primary);
     let current = fs.read_all(&current_path)?;
@@ -270,7 +297,7 @@ fn read_primary(primary: &Path, opts: &Options, tail: &mut Tail, info: &InfoLog)
     };
     let replay_opts = Options { wal_recovery_mode: mode, ..opts.clone() };
     let db_id = tail.live.db_id.unwrap_or_default();
-    let replayed = super::replay::replay_view(&replay_opts, &vs, db_id, primary, &wals, info)?;
+    let replayed = super::replay::replay_view(&replay_opts, fam_opts, &vs, db_id, primary, &wals, info)?;
     let max_seq = replayed.max_seq.max(vs.last_sequence);
     let last_wal = wals.last().copied().unwrap_or(vs.min_log_number());
     let mems = replayed.fams.into_iter().map(|(id, f)| (id, f.mem)).collect();
@@ -317,12 +344,16 @@ fn catch_up(inner: &Arc<DbInner>) -> Result<()> {
     }
     let primary = inner.dir.as_path();
     let mut tail = sec.tail.lock();
+    // Each family's memtable is rebuilt with the options it was opened with.
+    let fam_opts: std::collections::BTreeMap<u32, Options> =
+        inner.state.lock().fams.iter().map(|(id, f)| (*id, f.fam.opts.clone())).collect();
     for attempt in 1..=MAX_ATTEMPTS {
         let mut trial = tail.clone();
-        let read = match read_primary(primary, &inner.opts, &mut trial, &inner.info_log) {
-            Err(e) if vanished(&e) => continue,
-            r => r?,
-        };
+        let read =
+            match read_primary(primary, &inner.opts, &|id| fam_opts.get(&id).cloned(), &mut trial, &inner.info_log) {
+                Err(e) if vanished(&e) => continue,
+                r => r?,
+            };
         if trial.live.db_id.is_some_and(|id| id != inner.db_id) {
             return Err(Error::InvalidArgument(format!(
                 "{} now holds another database (its identity changed since the secondary opened)",
@@ -377,7 +408,7 @@ fn install(inner: &DbInner, a: Attempt, tail: &mut Tail) {
             inner.install_super_version(&mut st, id);
         }
         st.rebuild_mems();
-        let live: Vec<Arc<Version>> = st.live_versions.iter().filter_map(|w| w.upgrade()).collect();
+        let live: Vec<Arc<Version>> = st.live_versions.iter().filter_map(|(_, w)| w.upgrade()).collect();
         in_use = live.iter().flat_map(|v| v.levels.iter().flatten().map(|f| f.number)).collect();
         blobs_in_use = live.iter().flat_map(|v| v.blob_files.keys().copied()).collect();
     }

@@ -366,6 +366,13 @@ pub(crate) fn sync_wal(inner: &Arc<DbInner>) -> Result<()> {
         return Err(super::read_only::refused("sync_wal"));
     }
     let mut wal = inner.wal.lock();
+    sync_wal_locked(inner, &mut wal)
+}
+
+/// [`sync_wal`] with the WAL lock held by the caller (which must not hold the state lock). Column family
+/// creation and drop call it before their MANIFEST edit, so a power loss never keeps the edit and loses a
+/// write acknowledged before it (the recovered state stays a prefix of the acknowledged operations, D28).
+pub(crate) fn sync_wal_locked(inner: &Arc<DbInner>, wal: &mut WalState) -> Result<()> {
     if let Some(cause) = &inner.state.lock().bg_error {
         return Err(DbInner::read_only_error(cause));
     }
@@ -377,6 +384,7 @@ pub(crate) fn sync_wal(inner: &Arc<DbInner>) -> Result<()> {
         Ok(()) => {
             Counters::add(&inner.counters.wal_syncs, 1);
             wal.unsynced = false;
+            wal.synced_len = log.len();
             Ok(())
         }
         Err(e) => {

@@ -594,7 +594,9 @@ impl<'a> Transaction<'a> {
         }
         let result = match self.mode {
             Mode::Pessimistic { .. } => {
-                if batch.is_empty() {
+                // An empty commit with `sync` still syncs, as an empty synced `Db::write` does: every write
+                // acknowledged before it is durable when it returns.
+                if batch.is_empty() && !self.write_opts.sync {
                     Ok(())
                 } else {
                     self.db.write_opt(&self.write_opts, &batch)
@@ -615,7 +617,7 @@ impl<'a> Transaction<'a> {
                     }
                 }
                 match r {
-                    Ok(()) if !batch.is_empty() => self.db.write_opt(&self.write_opts, &batch),
+                    Ok(()) if !batch.is_empty() || self.write_opts.sync => self.db.write_opt(&self.write_opts, &batch),
                     other => other,
                 }
             }

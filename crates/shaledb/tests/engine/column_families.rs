@@ -603,3 +603,100 @@ fn ingestion_and_estimates_per_family() {
         Err(Error::InvalidArgument(_))
     ));
 }
+
+#[test]
+fn table_sizes_versions_and_memtable_stats_are_per_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let a = db.create_column_family("a", Options::default()).unwrap();
+    // Values that do not compress: the default family's ten times the size of a's.
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut noise = |n: usize| -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    };
+    for i in 0..200u32 {
+        db.put(format!("k{i:04}"), noise(100)).unwrap();
+        db.put_cf(&a, format!("k{i:04}"), noise(10)).unwrap();
+    }
+    db.put_cf(&a, "m", "in a's memtable only").unwrap();
+    assert_eq!(db.get_approximate_memtable_stats_cf(&a, "k".."z").0, 201);
+    assert_eq!(db.get_approximate_memtable_stats("k".."z").0, 200);
+    db.flush().unwrap();
+    db.flush_cf(&a).unwrap();
+    assert_eq!(db.get_approximate_memtable_stats_cf(&a, "k".."z"), (0, 0));
+    let int = |cf: &shaledb::ColumnFamily, name: &str| db.property_int_cf(cf, name).unwrap();
+    let d = db.default_column_family();
+    for cf in [&d, &a] {
+        assert_eq!(int(cf, "rocksdb.total-sst-files-size"), int(cf, "rocksdb.live-sst-files-size"), "{}", cf.name());
+    }
+    assert!(int(&d, "rocksdb.live-sst-files-size") > 2 * int(&a, "rocksdb.live-sst-files-size"));
+    // An iterator holds a's version; rewriting a's table leaves its old one counted in a's total only.
+    let it = db.iter_cf(&a);
+    let before = int(&a, "rocksdb.total-sst-files-size");
+    db.put_cf(&a, "k0000", "new").unwrap();
+    db.flush_cf(&a).unwrap();
+    db.compact_range_cf(&a, None, None).unwrap();
+    assert!(int(&a, "rocksdb.total-sst-files-size") > int(&a, "rocksdb.live-sst-files-size"));
+    assert!(int(&a, "rocksdb.total-sst-files-size") >= before);
+    assert_eq!(int(&d, "rocksdb.total-sst-files-size"), int(&d, "rocksdb.live-sst-files-size"));
+    assert!(int(&a, "rocksdb.num-live-versions") >= 2);
+    assert_eq!(int(&d, "rocksdb.num-live-versions"), 1);
+    drop(it);
+    db.drop_column_family(&a).unwrap();
+    assert_eq!(db.get_approximate_memtable_stats_cf(&a, "k".."z"), (0, 0));
+}
+
+#[test]
+fn read_only_and_secondary_opens_take_each_familys_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let (primary, secondary) = (dir.path().join("db"), dir.path().join("secondary"));
+    let counters = Options { merge_operator: merge::builtin("uint64add"), ..Options::default() };
+    let db = Db::open(&primary, Options::default()).unwrap();
+    let cf = db.create_column_family("counters", counters.clone()).unwrap();
+    for n in [2u64, 3] {
+        db.merge_cf(&cf, "hits", n.to_le_bytes()).unwrap();
+    }
+    db.flush_cf(&cf).unwrap();
+    db.merge_cf(&cf, "hits", 4u64.to_le_bytes()).unwrap(); // in the WAL only
+    let sum = |v: Option<Vec<u8>>| u64::from_le_bytes(v.unwrap().try_into().unwrap());
+    let descs = || vec![ColumnFamilyDescriptor::new("counters", counters.clone())];
+
+    let view = Db::open_read_only_with_column_families(&primary, Options::default(), descs()).unwrap();
+    let vcf = view.column_family("counters").unwrap();
+    assert_eq!(sum(view.get_cf(&vcf, "hits").unwrap()), 9);
+    drop(vcf);
+    drop(view);
+    // Without its descriptor the family reads with the database's options, which have no merge operator.
+    let plain = Db::open_read_only(&primary, Options::default()).unwrap();
+    assert!(plain.get_cf(&plain.column_family("counters").unwrap(), "hits").is_err());
+    drop(plain);
+    for bad in [
+        vec![ColumnFamilyDescriptor::new("missing", counters.clone())],
+        vec![ColumnFamilyDescriptor::new("default", counters.clone())],
+    ] {
+        let r = Db::open_read_only_with_column_families(&primary, Options::default(), bad);
+        assert!(matches!(r, Err(Error::InvalidArgument(_))), "{:?}", r.err());
+    }
+
+    let follower =
+        Db::open_as_secondary_with_column_families(&primary, &secondary, Options::default(), descs()).unwrap();
+    let fcf = follower.column_family("counters").unwrap();
+    assert_eq!(sum(follower.get_cf(&fcf, "hits").unwrap()), 9);
+    db.merge_cf(&cf, "hits", 10u64.to_le_bytes()).unwrap();
+    follower.try_catch_up_with_primary().unwrap();
+    assert_eq!(sum(follower.get_cf(&fcf, "hits").unwrap()), 19);
+    let r = Db::open_as_secondary_with_column_families(
+        &primary,
+        dir.path().join("other"),
+        Options::default(),
+        vec![ColumnFamilyDescriptor::new("missing", counters.clone())],
+    );
+    assert!(matches!(r, Err(Error::InvalidArgument(_))));
+}

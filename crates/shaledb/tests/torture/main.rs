@@ -10,6 +10,7 @@ mod fuzz_corpora;
 mod ingest_crash;
 mod io_errors;
 mod losses;
+mod mixed_crash;
 mod numbers;
 mod options_crash;
 mod power_loss;

@@ -23,12 +23,12 @@ use std::sync::Arc;
 
 /// How a recorded copy is crashed.
 #[derive(Clone, Copy, Debug)]
-enum Crash {
+pub(crate) enum Crash {
     Kill,
     Power(PowerLoss),
 }
 
-const CRASHES: [Crash; 5] = [
+pub(crate) const CRASHES: [Crash; 5] = [
     Crash::Kill,
     Crash::Power(PowerLoss::DropUnsynced),
     Crash::Power(PowerLoss::KeepRandomPages { keep_probability: 0.5 }),
@@ -116,17 +116,7 @@ fn check_crash(
     keys: u32,
     fams: usize,
 ) -> Result<(), String> {
-    let fs = rec.fs.deep_clone();
-    let acked = usize::try_from(rec.tag).unwrap_or(usize::MAX);
-    let lo = match crash {
-        Crash::Kill => acked,
-        Crash::Power(mode) => {
-            fs.power_loss(mode, seed);
-            run.history.synced_prefix(acked)
-        }
-    };
-    // The write in flight when the copy was taken may or may not have made it.
-    let hi = (acked + 1).min(run.history.len());
+    let (fs, lo, hi) = crash_copy(&run.history, rec, crash, seed);
     let (db, handles) = open_fams(&fs, opts, fams).map_err(|e| format!("open failed: {e}"))?;
     let observed = read_checked(&db, &handles, keys)?;
     let k = run.history.check(&observed, lo, hi)?;
@@ -143,6 +133,22 @@ fn check_crash(
         return Err(format!("a power loss right after recovery changed the state (prefix {k} became {k2:?})"));
     }
     Ok(())
+}
+
+/// Crashes a deep copy of `rec`'s file system as `crash` says; with it, the range of prefixes of `history` the
+/// recovered state may be: at least every write acknowledged (kill) or every synced one (power loss), at most
+/// one more (the write in flight when the copy was taken may or may not have made it).
+pub(crate) fn crash_copy(history: &History, rec: &Recorded, crash: Crash, seed: u64) -> (MemFs, usize, usize) {
+    let fs = rec.fs.deep_clone();
+    let acked = usize::try_from(rec.tag).unwrap_or(usize::MAX);
+    let lo = match crash {
+        Crash::Kill => acked,
+        Crash::Power(mode) => {
+            fs.power_loss(mode, seed);
+            history.synced_prefix(acked)
+        }
+    };
+    (fs, lo, (acked + 1).min(history.len()))
 }
 
 /// Runs a workload and checks up to `points` of its recorded copies, each under one crash kind (rotating),
