@@ -48,6 +48,17 @@ pub fn keys_live_in_family_k_mod_n<E: Engine>() {
         for (k, h) in homes(db, f).into_iter().enumerate() {
             assert_eq!(h, [k % 3], "key {k}");
         }
+        // The sample's LSM shape counts every family's tables.
+        let int = |cf: usize, name: &str| db.property_cf(cf, name).unwrap().trim().parse::<u64>().unwrap();
+        let bytes: u64 = (0..3).map(|cf| int(cf, "rocksdb.live-sst-files-size")).sum();
+        let files: u64 = (0..3)
+            .flat_map(|cf| (0..f.num_levels).map(move |l| (cf, l)))
+            .map(|(cf, l)| int(cf, &format!("rocksdb.num-files-at-level{l}")))
+            .sum();
+        let s = db.sample();
+        assert!(files >= 3 && (0..3).all(|cf| int(cf, "rocksdb.live-sst-files-size") > 0), "{files}");
+        assert_eq!(s.levels.iter().map(|l| l.files).sum::<u64>(), files, "{:?}", s.levels);
+        assert_eq!(s.total_bytes(), bytes, "{:?}", s.levels);
     });
     let text = run_text::<E>(&[
         "--benchmarks=fillseq,readrandom,multireadrandom,levelstats",
