@@ -462,3 +462,8 @@ fn mergerandom_with_column_families() {
 fn bad_column_family_flags_are_errors() {
     families::bad_family_flags_are_errors::<RocksDb>();
 }
+
+#[test]
+fn every_benchmark_runs_with_column_families() {
+    families::every_family_benchmark_runs::<RocksDb>();
+}

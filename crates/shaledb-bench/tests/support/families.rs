@@ -156,3 +156,49 @@ pub fn bad_family_flags_are_errors<E: Engine>() {
         assert_eq!(scrape(&text, "readrandom").found, Some((400, 400)), "{hot}: {text}");
     }
 }
+
+/// Every benchmark that runs with families runs on both engines and prints its line; range deletions go to
+/// the family of the key just written.
+pub fn every_family_benchmark_runs<E: Engine>() {
+    let all = "fillseq,fillrandom,filluniquerandom,fillsync,overwrite,readrandom,readmissing,multireadrandom,\
+readwhilewriting,readwhilemerging,deleteseq,deleterandom,updaterandom,readrandomwriterandom,mergerandom,compact,\
+flush,waitforcompaction,stats,levelstats,memstats";
+    let text = run_text::<E>(&[
+        &format!("--benchmarks={all}"),
+        "--num=1000",
+        "--threads=2",
+        "--batch_size=4",
+        "--merge_operator=put",
+        "--num_column_families=3",
+    ]);
+    for name in all.split(',') {
+        let kind = shaledb_bench::workloads::Kind::from_name(name).unwrap();
+        if !kind.is_meta() {
+            assert!(scrape(&text, name).operations.is_some(), "no line for {name}:\n{text}");
+        }
+    }
+    assert!(text.contains("rocksdb.num-entries-active-mem-table [column_family_name_000002]:"), "{text}");
+    // overwrite with a range deletion every 50 writes, 20 keys wide, each in the family of the key just
+    // written: it removes that family's keys of the range, so the missing keys are of every residue mod 3.
+    run_then::<E>(
+        &[
+            "--benchmarks=fillseq,overwrite",
+            "--num=3000",
+            "--num_column_families=3",
+            "--writes_per_range_tombstone=50",
+            "--range_tombstone_width=20",
+            "--max_num_range_tombstones=10",
+        ],
+        |db, f| {
+            let mut missing = [0usize; 3];
+            for (k, h) in homes(db, f).iter().enumerate() {
+                assert!(h.is_empty() || h == &[k % 3], "key {k} in {h:?}");
+                if h.is_empty() {
+                    missing[k % 3] += 1;
+                }
+            }
+            assert!(missing.iter().filter(|&&n| n > 0).count() >= 2, "{missing:?}");
+            assert!(missing.iter().sum::<usize>() < 300, "{missing:?}");
+        },
+    );
+}
