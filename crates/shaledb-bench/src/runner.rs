@@ -697,7 +697,8 @@ pub fn family_table<E: Engine>(db: &E, num_levels: usize) -> String {
             "{:<26} {:>24} {:>12} {:>12} {:>12}\n",
             crate::engine::column_family_name(cf),
             files.join(","),
-            // NB: live, not total: ShaleDB's `total-sst-files-size` is the database's in every family.
+            // The family's current tables (`total-sst-files-size` also counts tables only old versions hold,
+            // and ShaleDB before d6a748e counted every family's there).
             mb(int(cf, "rocksdb.live-sst-files-size")),
             int(cf, "rocksdb.estimate-num-keys").map_or("?".into(), |v| v.to_string()),
             mb(int(cf, "rocksdb.cur-size-all-mem-tables")),
