@@ -325,6 +325,7 @@ impl<'o, E: Engine> Runner<'o, E> {
         }
         if self.flags.statistics {
             self.print_property("rocksdb.stats")?;
+            self.print_families()?;
             if let Some(c) = &result.1.calls {
                 self.calls.merge(c);
             }

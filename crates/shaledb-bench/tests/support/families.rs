@@ -170,6 +170,7 @@ flush,waitforcompaction,stats,levelstats,memstats";
         "--batch_size=4",
         "--merge_operator=put",
         "--num_column_families=3",
+        "--statistics",
     ]);
     for name in all.split(',') {
         let kind = shaledb_bench::workloads::Kind::from_name(name).unwrap();
@@ -178,6 +179,8 @@ flush,waitforcompaction,stats,levelstats,memstats";
         }
     }
     assert!(text.contains("rocksdb.num-entries-active-mem-table [column_family_name_000002]:"), "{text}");
+    // stats, levelstats and each benchmark's --statistics block end with the table of every family.
+    assert!(text.matches("** Column families: 3").count() > 10, "{text}");
     // overwrite with a range deletion every 50 writes, 20 keys wide, each in the family of the key just
     // written: it removes that family's keys of the range, so the missing keys are of every residue mod 3.
     run_then::<E>(
