@@ -273,6 +273,50 @@ pub trait Engine: Send + Sync + Sized + 'static {
     fn delete_range(&self, mode: WriteMode, begin: &[u8], end: &[u8]) -> EngineResult<()>;
     /// Reads `key` into `out`; `false` when absent.
     fn get(&self, key: &[u8], out: &mut Vec<u8>) -> EngineResult<bool>;
+    /// Column families the database was opened with (`--num_column_families`); index 0 is "default".
+    fn num_families(&self) -> usize {
+        1
+    }
+    /// [`Engine::put`] in family `cf` (an index below [`Engine::num_families`]).
+    fn put_cf(&self, cf: usize, mode: WriteMode, key: &[u8], value: &[u8]) -> EngineResult<()> {
+        check_default(cf)?;
+        self.put(mode, key, value)
+    }
+    /// [`Engine::delete`] in family `cf`.
+    fn delete_cf(&self, cf: usize, mode: WriteMode, key: &[u8]) -> EngineResult<()> {
+        check_default(cf)?;
+        self.delete(mode, key)
+    }
+    /// [`Engine::merge`] in family `cf`.
+    fn merge_cf(&self, cf: usize, mode: WriteMode, key: &[u8], operand: &[u8]) -> EngineResult<()> {
+        check_default(cf)?;
+        self.merge(mode, key, operand)
+    }
+    /// [`Engine::delete_range`] in family `cf`.
+    fn delete_range_cf(&self, cf: usize, mode: WriteMode, begin: &[u8], end: &[u8]) -> EngineResult<()> {
+        check_default(cf)?;
+        self.delete_range(mode, begin, end)
+    }
+    /// [`Engine::get`] in family `cf`.
+    fn get_cf(&self, cf: usize, key: &[u8], out: &mut Vec<u8>) -> EngineResult<bool> {
+        check_default(cf)?;
+        self.get(key, out)
+    }
+    /// [`Engine::multi_get`] with key `i` read in family `cfs[i]` (`cfs` as long as `keys`).
+    fn multi_get_cf(&self, cfs: &[usize], keys: &[Vec<u8>], values: &mut Vec<Option<Vec<u8>>>) -> EngineResult<()> {
+        for &cf in cfs {
+            check_default(cf)?;
+        }
+        self.multi_get(keys, values)
+    }
+    /// [`Engine::property`] of family `cf`.
+    fn property_cf(&self, cf: usize, name: &str) -> Option<String> {
+        if cf == 0 {
+            self.property(name)
+        } else {
+            None
+        }
+    }
     /// Reads `keys` in one call (RocksDB's `MultiGet`): `values` becomes one entry per key, in order, `None` for
     /// an absent key. An error for any key fails the call (db_bench aborts on one).
     fn multi_get(&self, keys: &[Vec<u8>], values: &mut Vec<Option<Vec<u8>>>) -> EngineResult<()>;
@@ -321,6 +365,24 @@ pub trait Engine: Send + Sync + Sized + 'static {
     fn property(&self, name: &str) -> Option<String>;
     /// Current counters.
     fn sample(&self) -> EngineSample;
+}
+
+/// The name db_bench gives column family `i` of `--num_column_families`: "default", then
+/// `column_family_name_000001`, ...
+pub fn column_family_name(i: usize) -> String {
+    if i == 0 {
+        "default".to_string()
+    } else {
+        format!("column_family_name_{i:06}")
+    }
+}
+
+fn check_default(cf: usize) -> EngineResult<()> {
+    if cf == 0 {
+        Ok(())
+    } else {
+        Err(format!("column family {cf} does not exist: the database was opened with the default family only").into())
+    }
 }
 
 /// The engines this build can run, by the names `--engine` takes.

@@ -42,7 +42,7 @@ impl<E: Engine> Ctx<'_, E> {
             } else {
                 let mut batch = self.db.new_batch();
                 for key in &keys {
-                    let n = if self.get(ts, key, &mut value)? { parse_counter(key, &value)? } else { 0 };
+                    let n = if self.get(ts, 0, key, &mut value)? { parse_counter(key, &value)? } else { 0 };
                     batch.put(key, (n + incr).to_string().as_bytes());
                 }
                 self.db.write(self.mode, &batch).map_err(|e| err("write", self.kind, e))?;

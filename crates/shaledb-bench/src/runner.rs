@@ -232,6 +232,19 @@ impl<'o, E: Engine> Runner<'o, E> {
         Ok(())
     }
 
+    /// With `--num_column_families` > 1: the engine's stats text above is the default family's, so a table of
+    /// every family follows (files per level, table bytes, estimated keys, memtable bytes).
+    fn print_families(&mut self) -> Result<()> {
+        let db = self.db_ref()?;
+        let n = db.num_families();
+        if n <= 1 {
+            return Ok(());
+        }
+        let text = family_table(db, self.flags.num_levels);
+        let _ = write!(self.out, "\n{text}");
+        Ok(())
+    }
+
     /// Runs one benchmark or step; returns its result when it prints a result line.
     pub fn run_one(&mut self, kind: Kind) -> Result<Option<BenchResult>> {
         let name = kind.name();
@@ -258,10 +271,12 @@ impl<'o, E: Engine> Runner<'o, E> {
             }
             Kind::Stats => {
                 self.print_property("rocksdb.stats")?;
+                self.print_families()?;
                 return Ok(None);
             }
             Kind::LevelStats => {
                 self.print_property("rocksdb.levelstats")?;
+                self.print_families()?;
                 return Ok(None);
             }
             Kind::Compact0 | Kind::Compact1 => {
@@ -285,8 +300,18 @@ impl<'o, E: Engine> Runner<'o, E> {
                     "rocksdb.num-entries-active-mem-table",
                     "rocksdb.num-entries-imm-mem-tables",
                 ] {
-                    let v = self.db_ref()?.property(p).unwrap_or_else(|| "(failed)".into());
-                    let _ = writeln!(self.out, "{p}: {v}");
+                    let db = self.db.as_ref().ok_or_else(|| BenchError::engine("database", "closed".into()))?;
+                    let n = db.num_families();
+                    if n <= 1 {
+                        let v = db.property(p).unwrap_or_else(|| "(failed)".into());
+                        let _ = writeln!(self.out, "{p}: {v}");
+                        continue;
+                    }
+                    // One line per family, named, with `--num_column_families`.
+                    for cf in 0..n {
+                        let v = db.property_cf(cf, p).unwrap_or_else(|| "(failed)".into());
+                        let _ = writeln!(self.out, "{p} [{}]: {v}", crate::engine::column_family_name(cf));
+                    }
                 }
                 return Ok(None);
             }
@@ -300,6 +325,7 @@ impl<'o, E: Engine> Runner<'o, E> {
         }
         if self.flags.statistics {
             self.print_property("rocksdb.stats")?;
+            self.print_families()?;
             if let Some(c) = &result.1.calls {
                 self.calls.merge(c);
             }
@@ -431,6 +457,7 @@ impl<'o, E: Engine> Runner<'o, E> {
             transaction_sets: f.transaction_sets,
             transactions: f.transaction_db || f.optimistic_transaction_db,
             value_size: f.value_size,
+            families: f.column_families() as u64,
             mode,
             seek_nexts: f.seek_nexts,
             batch_size: f.batch_size.max(1) as u64,
@@ -650,6 +677,35 @@ fn human_count(v: f64) -> String {
     } else {
         format!("{v:.0}")
     }
+}
+
+/// The per-family table `stats` and `levelstats` print with `--num_column_families` > 1: one row per family,
+/// from the engine's per-family properties.
+pub fn family_table<E: Engine>(db: &E, num_levels: usize) -> String {
+    let int = |cf: usize, name: &str| db.property_cf(cf, name).and_then(|v| v.trim().parse::<u64>().ok());
+    let mut out =
+        format!("** Column families: {} (the figures above are the default family's) **\n", db.num_families());
+    out.push_str(&format!(
+        "{:<26} {:>24} {:>12} {:>12} {:>12}\n",
+        "Family", "Files (L0,L1,...)", "TableMB", "Keys(est)", "MemMB"
+    ));
+    for cf in 0..db.num_families() {
+        let files: Vec<String> = (0..num_levels.max(1))
+            .map(|l| int(cf, &format!("rocksdb.num-files-at-level{l}")).map_or("?".into(), |v| v.to_string()))
+            .collect();
+        let mb = |v: Option<u64>| v.map_or("?".to_string(), |b| format!("{:.1}", b as f64 / 1048576.0));
+        out.push_str(&format!(
+            "{:<26} {:>24} {:>12} {:>12} {:>12}\n",
+            crate::engine::column_family_name(cf),
+            files.join(","),
+            // The family's current tables (`total-sst-files-size` also counts tables only old versions hold,
+            // and ShaleDB before d6a748e counted every family's there).
+            mb(int(cf, "rocksdb.live-sst-files-size")),
+            int(cf, "rocksdb.estimate-num-keys").map_or("?".into(), |v| v.to_string()),
+            mb(int(cf, "rocksdb.cur-size-all-mem-tables")),
+        ));
+    }
+    out
 }
 
 /// Counters of the last step, for the suites.

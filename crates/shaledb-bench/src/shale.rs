@@ -1,6 +1,7 @@
 //! [`Engine`] for ShaleDB: db_bench's flags mapped onto [`shaledb::Options`] (same names where RocksDB and
 //! ShaleDB share a knob), and ShaleDB's statistics mapped onto [`EngineSample`].
 
+use crate::engine::column_family_name;
 use crate::engine::{
     Engine, EngineBatch, EngineIter, EngineResult, EngineSample, EngineSstWriter, HistogramLine, IterOptions,
     LevelSample, TxnOutcome, TxnStep, WriteMode,
@@ -8,8 +9,8 @@ use crate::engine::{
 use crate::flags::{BenchFlags, Compression};
 use shaledb::ingest::{IngestExternalFileOptions, SstFileWriter};
 use shaledb::{
-    CompressionType, Cursor, Db, OptimisticTransactionDb, Options, ReadOptions, Transaction, TransactionDb,
-    TransactionDbOptions, TransactionOptions, WriteBatch, WriteOptions,
+    ColumnFamily, ColumnFamilyDescriptor, CompressionType, Cursor, Db, OptimisticTransactionDb, Options, ReadOptions,
+    Transaction, TransactionDb, TransactionDbOptions, TransactionOptions, WriteBatch, WriteOptions,
 };
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,6 +18,8 @@ use std::time::Duration;
 /// A ShaleDB database driven by the benchmarks.
 pub struct ShaleDb {
     store: Store,
+    /// `--num_column_families` handles, "default" first (empty when the database has the default one only).
+    families: Vec<ColumnFamily>,
     read: ReadOptions,
     /// `--transaction_set_snapshot` and `--transaction_lock_timeout`.
     txn_options: TransactionOptions,
@@ -37,6 +40,52 @@ impl ShaleDb {
             Store::Optimistic(t) => t.db(),
         }
     }
+}
+
+impl ShaleDb {
+    /// Adds the live files and pending compaction bytes of the families other than "default" to `sample` (the
+    /// engine's statistics give the default family's shape; their memtable, flush and compaction figures are
+    /// the database's already).
+    fn add_other_families(&self, sample: &mut EngineSample) {
+        for f in self.families.iter().skip(1) {
+            if let Some(text) = self.db().property_cf(f, "rocksdb.sstables") {
+                for (level, bytes) in sstables_files(&text) {
+                    if level >= sample.levels.len() {
+                        sample.levels.resize(level + 1, LevelSample::default());
+                    }
+                    sample.levels[level].files += 1;
+                    sample.levels[level].bytes += bytes;
+                }
+            }
+            sample.pending_compaction_bytes +=
+                self.db().property_int_cf(f, "rocksdb.estimate-pending-compaction-bytes").unwrap_or(0);
+        }
+    }
+
+    /// The handle of family `cf` (not 0: the default family goes through the plain calls).
+    fn family(&self, cf: usize) -> EngineResult<&ColumnFamily> {
+        self.families.get(cf).ok_or_else(|| {
+            format!("column family {cf} does not exist: the database has {} families", self.num_families()).into()
+        })
+    }
+}
+
+/// The (level, size) of each file the `sstables` property lists: `--- level N ---` lines, then one
+/// ` number:size[...]...` line per file.
+fn sstables_files(text: &str) -> Vec<(usize, u64)> {
+    let mut out = Vec::new();
+    let mut level = None;
+    for line in text.lines() {
+        if let Some(n) = line.strip_prefix("--- level ").and_then(|r| r.strip_suffix(" ---")) {
+            level = n.trim().parse().ok();
+            continue;
+        }
+        let size = line.trim_start().split_once(':').and_then(|(_, r)| r.split('[').next()?.parse::<u64>().ok());
+        if let (Some(l), Some(size)) = (level, size) {
+            out.push((l, size));
+        }
+    }
+    out
 }
 
 /// Whether a transaction error is one `randomtransaction` expects under contention (the transaction is
@@ -278,7 +327,22 @@ impl Engine for ShaleDb {
     }
 
     fn open(path: &Path, flags: &BenchFlags) -> EngineResult<Self> {
-        let db = Db::open(path, options_from_flags(flags)?)?;
+        let opts = options_from_flags(flags)?;
+        let n = flags.column_families();
+        let (db, families) = if n > 1 {
+            // As db_bench: every family takes the database's options, and a missing one is created.
+            let descriptors =
+                (1..n).map(|i| ColumnFamilyDescriptor::new(column_family_name(i), opts.clone())).collect();
+            let db = Db::open_with_column_families(path, opts, descriptors)?;
+            let mut handles = vec![db.default_column_family()];
+            for i in 1..n {
+                let name = column_family_name(i);
+                handles.push(db.column_family(&name).ok_or_else(|| format!("column family {name} was not opened"))?);
+            }
+            (db, handles)
+        } else {
+            (Db::open(path, opts)?, Vec::new())
+        };
         let timeout = Some(Duration::from_millis(flags.transaction_lock_timeout));
         let store = if flags.transaction_db {
             let opts = TransactionDbOptions { transaction_lock_timeout: timeout, default_lock_timeout: timeout };
@@ -294,7 +358,7 @@ impl Engine for ShaleDb {
         // the write. (db_bench's optimistic inserter takes none, and can lose such an update.)
         let txn_options =
             TransactionOptions { set_snapshot: true, lock_timeout: timeout, ..TransactionOptions::default() };
-        Ok(ShaleDb { store, read: read_options_from_flags(flags), txn_options })
+        Ok(ShaleDb { store, families, read: read_options_from_flags(flags), txn_options })
     }
 
     fn random_transaction(&self, mode: WriteMode, step: &TxnStep<'_>) -> EngineResult<TxnOutcome> {
@@ -381,6 +445,87 @@ impl Engine for ShaleDb {
         Ok(())
     }
 
+    fn num_families(&self) -> usize {
+        self.families.len().max(1)
+    }
+
+    fn put_cf(&self, cf: usize, mode: WriteMode, key: &[u8], value: &[u8]) -> EngineResult<()> {
+        match cf {
+            0 => self.put(mode, key, value),
+            _ => self.db().put_cf_opt(&write_options(mode), self.family(cf)?, key, value).map_err(Into::into),
+        }
+    }
+
+    fn delete_cf(&self, cf: usize, mode: WriteMode, key: &[u8]) -> EngineResult<()> {
+        match cf {
+            0 => self.delete(mode, key),
+            _ => self.db().delete_cf_opt(&write_options(mode), self.family(cf)?, key).map_err(Into::into),
+        }
+    }
+
+    fn merge_cf(&self, cf: usize, mode: WriteMode, key: &[u8], operand: &[u8]) -> EngineResult<()> {
+        if cf == 0 {
+            return self.merge(mode, key, operand);
+        }
+        // No `merge_cf_opt`: a one-entry batch carries the write options.
+        let mut b = WriteBatch::new();
+        b.merge_cf(self.family(cf)?, key, operand);
+        self.db().write_opt(&write_options(mode), &b).map_err(Into::into)
+    }
+
+    fn delete_range_cf(&self, cf: usize, mode: WriteMode, begin: &[u8], end: &[u8]) -> EngineResult<()> {
+        if cf == 0 {
+            return self.delete_range(mode, begin, end);
+        }
+        let mut b = WriteBatch::new();
+        b.delete_range_cf(self.family(cf)?, begin, end);
+        self.db().write_opt(&write_options(mode), &b).map_err(Into::into)
+    }
+
+    fn get_cf(&self, cf: usize, key: &[u8], out: &mut Vec<u8>) -> EngineResult<bool> {
+        if cf == 0 {
+            return self.get(key, out);
+        }
+        // NB: the engine has no `get_into` for a family, so the value comes in a new vector.
+        match self.db().get_cf_opt(&self.read, self.family(cf)?, key)? {
+            Some(v) => {
+                *out = v;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn multi_get_cf(&self, cfs: &[usize], keys: &[Vec<u8>], values: &mut Vec<Option<Vec<u8>>>) -> EngineResult<()> {
+        if cfs.iter().all(|&cf| cf == 0) {
+            return self.multi_get(keys, values);
+        }
+        // One MultiGet per family named, each over its keys; the values go back in the keys' order.
+        values.clear();
+        values.resize(keys.len(), None);
+        let mut done = vec![false; keys.len()];
+        for (i, &cf) in cfs.iter().enumerate() {
+            if done[i] {
+                continue;
+            }
+            let idx: Vec<usize> = (i..keys.len()).filter(|&j| cfs.get(j) == Some(&cf)).collect();
+            let family = self.family(cf)?;
+            let got = self.db().multi_get_cf(&self.read, family, idx.iter().map(|&j| &keys[j]));
+            for (&j, r) in idx.iter().zip(got) {
+                values[j] = r?;
+                done[j] = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn property_cf(&self, cf: usize, name: &str) -> Option<String> {
+        match cf {
+            0 => self.property(name),
+            _ => self.db().property_cf(self.families.get(cf)?, name),
+        }
+    }
+
     fn iter_with(&self, o: &IterOptions<'_>) -> Cursor {
         self.db().cursor_opt(&iter_read_options(&self.read, o))
     }
@@ -413,7 +558,11 @@ impl Engine for ShaleDb {
     }
 
     fn compact_all(&self) -> EngineResult<()> {
-        self.db().compact_range(None, None).map_err(Into::into)
+        self.db().compact_range(None, None)?;
+        for f in self.families.iter().skip(1) {
+            self.db().compact_range_cf(f, None, None)?;
+        }
+        Ok(())
     }
 
     fn wait_for_compaction(&self) -> EngineResult<()> {
@@ -426,7 +575,7 @@ impl Engine for ShaleDb {
 
     fn sample(&self) -> EngineSample {
         let s = self.db().statistics();
-        EngineSample {
+        let mut sample = EngineSample {
             uptime_secs: s.uptime_secs,
             levels: s
                 .levels
@@ -463,7 +612,11 @@ impl Engine for ShaleDb {
                 histogram_line("rocksdb.compaction.times.micros", &s.compaction_times),
                 histogram_line("rocksdb.compaction.times.cpu_micros", &s.compaction_cpu_times),
             ],
+        };
+        if self.families.len() > 1 {
+            self.add_other_families(&mut sample);
         }
+        sample
     }
 }
 

@@ -156,6 +156,40 @@ impl Kind {
         )
     }
 
+    /// Whether the benchmark runs with `--num_column_families` > 1. Those that do not read through one
+    /// iterator (db_bench scans and seeks in the default family only, which with N families holds a
+    /// N-th of the keys), run transactions or ingest files, or compact one level of one family.
+    pub fn runs_with_families(self) -> bool {
+        !matches!(
+            self,
+            Kind::ReadSeq
+                | Kind::ReadReverse
+                | Kind::SeekRandom
+                | Kind::SeekRandomWhileWriting
+                | Kind::SeekRandomWhileMerging
+                | Kind::RandomTransaction
+                | Kind::FillIngest
+                | Kind::Compact0
+                | Kind::Compact1
+        )
+    }
+
+    /// Benchmarks that, with `--num_column_families` > 1, use every family here (key number k in family
+    /// k % N, as the fills put it there) where db_bench 7.8 uses the default family only.
+    pub fn families_beyond_db_bench(self) -> bool {
+        matches!(
+            self,
+            Kind::MultiReadRandom
+                | Kind::DeleteSeq
+                | Kind::DeleteRandom
+                | Kind::UpdateRandom
+                | Kind::ReadRandomWriteRandom
+                | Kind::ReadWhileWriting
+                | Kind::ReadWhileMerging
+                | Kind::Compact
+        )
+    }
+
     /// Benchmarks that need `--merge_operator`.
     pub fn needs_merge_operator(self) -> bool {
         matches!(self, Kind::MergeRandom | Kind::ReadWhileMerging | Kind::SeekRandomWhileMerging)
@@ -279,6 +313,8 @@ pub struct Ctx<'a, E: Engine> {
     pub transaction_sets: u64,
     /// randomtransaction runs transactions (`--transaction_db` or `--optimistic_transaction_db`), not batches.
     pub transactions: bool,
+    /// `--num_column_families`: key number k lives in family k % `families`.
+    pub families: u64,
     /// `--value_size`.
     pub value_size: usize,
     /// Durability of writes.
@@ -326,14 +362,24 @@ impl<E: Engine> Ctx<'_, E> {
             .make(v, num_keys, out)
     }
 
+    /// The column family of key number `k`: db_bench's `GetCfh(k)`, k % N (0, "default", with one family).
+    #[inline]
+    pub(crate) fn cf(&self, k: u64) -> usize {
+        if self.families > 1 {
+            (k % self.families) as usize
+        } else {
+            0
+        }
+    }
+
     /// A get, timed for `--statistics` when `ts` measures calls (`rocksdb.db.get.micros`, and the value's
     /// size in `rocksdb.bytes.per.read` when found).
-    pub(crate) fn get(&self, ts: &mut ThreadStats<'_>, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+    pub(crate) fn get(&self, ts: &mut ThreadStats<'_>, cf: usize, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         let Some(c) = ts.calls.as_deref_mut() else {
-            return self.db.get(key, out).map_err(|e| err("get", self.kind, e));
+            return self.db.get_cf(cf, key, out).map_err(|e| err("get", self.kind, e));
         };
         let t0 = Instant::now();
-        let r = self.db.get(key, out);
+        let r = self.db.get_cf(cf, key, out);
         c.get.record(t0.elapsed().as_nanos() as u64);
         if let Ok(true) = r {
             c.bytes_per_read.record(out.len() as u64);
@@ -365,16 +411,16 @@ impl<E: Engine> Ctx<'_, E> {
         r.map_err(|e| err(what, self.kind, e))
     }
 
-    fn put(&self, ts: &mut ThreadStats<'_>, key: &[u8], value: &[u8]) -> Result<()> {
-        self.timed_write(ts, "put", key.len() + value.len(), || self.db.put(self.mode, key, value))
+    fn put(&self, ts: &mut ThreadStats<'_>, cf: usize, key: &[u8], value: &[u8]) -> Result<()> {
+        self.timed_write(ts, "put", key.len() + value.len(), || self.db.put_cf(cf, self.mode, key, value))
     }
 
-    fn delete_key(&self, ts: &mut ThreadStats<'_>, key: &[u8]) -> Result<()> {
-        self.timed_write(ts, "delete", key.len(), || self.db.delete(self.mode, key))
+    fn delete_key(&self, ts: &mut ThreadStats<'_>, cf: usize, key: &[u8]) -> Result<()> {
+        self.timed_write(ts, "delete", key.len(), || self.db.delete_cf(cf, self.mode, key))
     }
 
-    fn merge(&self, ts: &mut ThreadStats<'_>, key: &[u8], operand: &[u8]) -> Result<()> {
-        self.timed_write(ts, "merge", key.len() + operand.len(), || self.db.merge(self.mode, key, operand))
+    fn merge(&self, ts: &mut ThreadStats<'_>, cf: usize, key: &[u8], operand: &[u8]) -> Result<()> {
+        self.timed_write(ts, "merge", key.len() + operand.len(), || self.db.merge_cf(cf, self.mode, key, operand))
     }
 
     /// Runs thread `ts.tid`'s share of the benchmark.
@@ -463,14 +509,15 @@ impl<E: Engine> Ctx<'_, E> {
                 l.request(n);
                 ts.reset_last_op();
             }
-            self.put(ts, &key, v)?;
+            self.put(ts, self.cf(k), &key, v)?;
             ts.bytes += n;
             ts.finished_ops(1, OpType::Write);
             written += 1;
             if self.range_dels.is_some_and(|p| p.due(written)) {
-                // db_bench takes the range's first key from the thread's key generator, as a write would.
+                // db_bench takes the range's first key from the thread's key generator, as a write would, and
+                // deletes it in the family of the key just written.
                 let begin = next_key(rng);
-                self.delete_range(&mut key, begin)?;
+                self.delete_range(&mut key, begin, self.cf(k))?;
                 range_deletions += 1;
             }
         }
@@ -478,20 +525,21 @@ impl<E: Engine> Ctx<'_, E> {
         Ok(())
     }
 
-    /// One range deletion of `--range_tombstone_width` keys from key number `begin` (`crate::range_dels`).
-    fn delete_range(&self, key: &mut Vec<u8>, begin: u64) -> Result<()> {
+    /// One range deletion of `--range_tombstone_width` keys from key number `begin` in family `cf`
+    /// (`crate::range_dels`).
+    fn delete_range(&self, key: &mut Vec<u8>, begin: u64, cf: usize) -> Result<()> {
         let Some(p) = self.range_dels else { return Ok(()) };
         if p.expand {
             for off in 0..p.width {
                 self.key(begin.saturating_add(off), self.num, key);
-                self.db.delete(self.mode, key).map_err(|e| err("delete", self.kind, e))?;
+                self.db.delete_cf(cf, self.mode, key).map_err(|e| err("delete", self.kind, e))?;
             }
             return Ok(());
         }
         let mut end = Vec::with_capacity(self.key_size);
         self.key(begin, self.num, key);
         self.key(begin.saturating_add(p.width), self.num, &mut end);
-        self.db.delete_range(self.mode, key, &end).map_err(|e| err("delete_range", self.kind, e))
+        self.db.delete_range_cf(cf, self.mode, key, &end).map_err(|e| err("delete_range", self.kind, e))
     }
 
     fn scan(&self, ts: &mut ThreadStats<'_>, reverse: bool) -> Result<()> {
@@ -521,8 +569,9 @@ impl<E: Engine> Ctx<'_, E> {
         let mut value = Vec::new();
         while !budget.done(1) {
             skip_db_choice(rng);
-            self.key(rng.next_u64() % self.num, self.num, &mut key);
-            let found = self.get(ts, &key, &mut value)?;
+            let k = rng.next_u64() % self.num;
+            self.key(k, self.num, &mut key);
+            let found = self.get(ts, self.cf(k), &key, &mut value)?;
             ts.reads += 1;
             if found {
                 ts.found += 1;
@@ -540,6 +589,7 @@ impl<E: Engine> Ctx<'_, E> {
         let mut budget = Budget::new(self.duration, self.reads);
         let mut keys: Vec<Vec<u8>> = (0..n).map(|_| Vec::with_capacity(self.key_size)).collect();
         let mut values: Vec<Option<Vec<u8>>> = Vec::with_capacity(n as usize);
+        let mut cfs: Vec<usize> = vec![0; n as usize];
         while !budget.done(n) {
             skip_db_choice(rng);
             if self.multiread_stride > 0 {
@@ -549,20 +599,23 @@ impl<E: Engine> Ctx<'_, E> {
                 if k.saturating_add(span) >= self.num {
                     k = self.num.saturating_sub(n.saturating_mul(stride));
                 }
-                for key in &mut keys {
+                for (key, cf) in keys.iter_mut().zip(&mut cfs) {
                     self.key(k, self.num, key);
+                    *cf = self.cf(k);
                     k = k.saturating_add(stride);
                 }
             } else {
-                for key in &mut keys {
-                    self.key(rng.next_u64() % self.num, self.num, key);
+                for (key, cf) in keys.iter_mut().zip(&mut cfs) {
+                    let k = rng.next_u64() % self.num;
+                    self.key(k, self.num, key);
+                    *cf = self.cf(k);
                 }
             }
             let r = match ts.calls.as_deref_mut() {
-                None => self.db.multi_get(&keys, &mut values),
+                None => self.db.multi_get_cf(&cfs, &keys, &mut values),
                 Some(c) => {
                     let t0 = Instant::now();
-                    let r = self.db.multi_get(&keys, &mut values);
+                    let r = self.db.multi_get_cf(&cfs, &keys, &mut values);
                     c.multiget.record(t0.elapsed().as_nanos() as u64);
                     r
                 }
@@ -590,12 +643,13 @@ impl<E: Engine> Ctx<'_, E> {
         let (mut written, mut range_deletions) = (0u64, 0u64);
         while self.readers_left.load(Ordering::Acquire) > 0 {
             skip_db_choice(rng);
-            self.key(rng.next_u64() % self.num, self.num, &mut key);
+            let k = rng.next_u64() % self.num;
+            self.key(k, self.num, &mut key);
             let v = values.generate(self.value_size);
             if merging {
-                self.merge(ts, &key, v)?;
+                self.merge(ts, self.cf(k), &key, v)?;
             } else {
-                self.put(ts, &key, v)?;
+                self.put(ts, self.cf(k), &key, v)?;
             }
             let n = (key.len() + v.len()) as u64;
             ts.bytes += n;
@@ -606,7 +660,7 @@ impl<E: Engine> Ctx<'_, E> {
             written += 1;
             if self.range_dels.is_some_and(|p| p.due(written)) {
                 let begin = rng.next_u64() % self.num;
-                self.delete_range(&mut key, begin)?;
+                self.delete_range(&mut key, begin, self.cf(k))?;
                 range_deletions += 1;
                 ts.finished_ops(1, OpType::Write);
             }
@@ -658,7 +712,7 @@ impl<E: Engine> Ctx<'_, E> {
             skip_db_choice(rng);
             let k = if seq { i } else { rng.next_u64() % self.num };
             self.key(k, self.num, &mut key);
-            self.delete_key(ts, &key)?;
+            self.delete_key(ts, self.cf(k), &key)?;
             ts.finished_ops(1, OpType::Delete);
             i += 1;
         }
@@ -672,8 +726,9 @@ impl<E: Engine> Ctx<'_, E> {
         let mut old = Vec::new();
         while !budget.done(1) {
             skip_db_choice(rng);
-            self.key(rng.next_u64() % self.num, self.num, &mut key);
-            let found = self.get(ts, &key, &mut old)?;
+            let k = rng.next_u64() % self.num;
+            self.key(k, self.num, &mut key);
+            let found = self.get(ts, self.cf(k), &key, &mut old)?;
             ts.reads += 1;
             if found {
                 ts.found += 1;
@@ -683,7 +738,7 @@ impl<E: Engine> Ctx<'_, E> {
                 l.request((key.len() + if found { old.len() } else { 0 }) as u64);
             }
             let v = values.generate(self.value_size);
-            self.put(ts, &key, v)?;
+            self.put(ts, self.cf(k), &key, v)?;
             ts.bytes += (key.len() + v.len()) as u64;
             ts.updates += 1;
             ts.finished_ops(1, OpType::Update);
@@ -697,9 +752,10 @@ impl<E: Engine> Ctx<'_, E> {
         let mut key = Vec::with_capacity(self.key_size);
         while !budget.done(1) {
             skip_db_choice(rng);
-            self.key(rng.next_u64() % self.merge_keys, self.merge_keys, &mut key);
+            let k = rng.next_u64() % self.merge_keys;
+            self.key(k, self.merge_keys, &mut key);
             let v = values.generate(self.value_size);
-            self.merge(ts, &key, v)?;
+            self.merge(ts, self.cf(k), &key, v)?;
             ts.bytes += (key.len() + v.len()) as u64;
             ts.updates += 1;
             ts.finished_ops(1, OpType::Merge);
@@ -715,13 +771,14 @@ impl<E: Engine> Ctx<'_, E> {
         let (mut get_weight, mut put_weight) = (0u32, 0u32);
         while !budget.done(1) {
             skip_db_choice(rng);
-            self.key(rng.next_u64() % self.num, self.num, &mut key);
+            let k = rng.next_u64() % self.num;
+            self.key(k, self.num, &mut key);
             if get_weight == 0 && put_weight == 0 {
                 get_weight = self.read_percent;
                 put_weight = 100 - get_weight;
             }
             if get_weight > 0 {
-                if self.get(ts, &key, &mut value)? {
+                if self.get(ts, self.cf(k), &key, &mut value)? {
                     ts.found += 1;
                 }
                 ts.reads += 1;
@@ -729,7 +786,7 @@ impl<E: Engine> Ctx<'_, E> {
                 ts.finished_ops(1, OpType::Read);
             } else if put_weight > 0 {
                 let v = values.generate(self.value_size);
-                self.put(ts, &key, v)?;
+                self.put(ts, self.cf(k), &key, v)?;
                 put_weight -= 1;
                 ts.writes += 1;
                 ts.finished_ops(1, OpType::Write);

@@ -328,3 +328,26 @@ fn merge_suite_reports_the_speedup() {
     assert!(text.contains("( updates:2000)") && text.contains("( updates:2000 found:"));
     assert!(text.contains("merge operator speed-up"));
 }
+
+#[path = "support/families.rs"]
+mod families;
+
+#[test]
+fn column_families_hold_key_k_in_family_k_mod_n() {
+    families::keys_live_in_family_k_mod_n::<ShaleDb>();
+}
+
+#[test]
+fn mergerandom_with_column_families() {
+    families::mergerandom_uses_every_family::<ShaleDb>();
+}
+
+#[test]
+fn bad_column_family_flags_are_errors() {
+    families::bad_family_flags_are_errors::<ShaleDb>();
+}
+
+#[test]
+fn every_benchmark_runs_with_column_families() {
+    families::every_family_benchmark_runs::<ShaleDb>();
+}

@@ -444,3 +444,26 @@ fn fillingest_loads_every_key_on_rocksdb() {
     let text = String::from_utf8(out).unwrap();
     assert_eq!(scrape(&text, "fillingest").operations, Some(3000), "{text}");
 }
+
+#[path = "support/families.rs"]
+mod families;
+
+#[test]
+fn column_families_hold_key_k_in_family_k_mod_n() {
+    families::keys_live_in_family_k_mod_n::<RocksDb>();
+}
+
+#[test]
+fn mergerandom_with_column_families() {
+    families::mergerandom_uses_every_family::<RocksDb>();
+}
+
+#[test]
+fn bad_column_family_flags_are_errors() {
+    families::bad_family_flags_are_errors::<RocksDb>();
+}
+
+#[test]
+fn every_benchmark_runs_with_column_families() {
+    families::every_family_benchmark_runs::<RocksDb>();
+}

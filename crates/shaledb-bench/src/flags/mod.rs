@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 /// minute on two cores with the default `--num`.
 pub const DEFAULT_BENCHMARKS: &str = "fillseq,fillrandom,overwrite,readrandom,readseq,readreverse,stats";
 
+/// Largest `--num_column_families` (each family is opened with its own memtables; RocksDB's limit is far
+/// above what a benchmark on one machine can use).
+pub const MAX_COLUMN_FAMILIES: i64 = 10_000;
+
 /// Smallest `--block_size` the engine accepts.
 pub const MIN_BLOCK_SIZE: usize = 256;
 /// Largest `--block_size` the engine accepts (64 MiB).
@@ -94,6 +98,16 @@ pub struct BenchFlags {
     /// Keys mergerandom spreads its operands over; -1 means --num.
     #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
     pub merge_keys: i64,
+    /// Column families the benchmarks use (db_bench's `--num_column_families`): with N > 1 the database is
+    /// opened with "default" and `column_family_name_000001` .. `column_family_name_{N-1:06}`, and key number
+    /// k is written and read in family k % N, as db_bench does (see BENCHMARKS.md for the benchmarks each
+    /// engine routes, and those refused).
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    pub num_column_families: i64,
+    /// db_bench's `--num_hot_column_families`: 0, or any value >= `--num_column_families`, makes every family
+    /// hot (the only form supported); creating families in stages while writing is not.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub num_hot_column_families: i64,
     /// Seconds to run random benchmarks instead of a fixed count; 0 means use the count.
     #[arg(long, default_value_t = 0)]
     pub duration: u64,
@@ -583,6 +597,51 @@ impl BenchFlags {
         if self.key_size < 1 || self.key_size > 4096 {
             return bad("key_size", format!("must be in 1..=4096, got {}", self.key_size));
         }
+        if self.num_column_families < 1 {
+            return bad("num_column_families", format!("must be at least 1, got {}", self.num_column_families));
+        }
+        if self.num_column_families > MAX_COLUMN_FAMILIES {
+            return bad(
+                "num_column_families",
+                format!("must be at most {MAX_COLUMN_FAMILIES}, got {}", self.num_column_families),
+            );
+        }
+        if self.num_hot_column_families < 0 {
+            return bad("num_hot_column_families", format!("must be 0 or more, got {}", self.num_hot_column_families));
+        }
+        if self.num_column_families > 1
+            && self.num_hot_column_families > 0
+            && self.num_hot_column_families < self.num_column_families
+        {
+            return bad(
+                "num_hot_column_families",
+                format!(
+                    "{} hot of {} families would create families in stages while writing, which this tool does not \
+                     do; use 0 (every family hot)",
+                    self.num_hot_column_families, self.num_column_families
+                ),
+            );
+        }
+        if self.num_column_families > 1 {
+            // Refused before any work, naming the flag (Kind::runs_with_families says why each one is).
+            let refused: Vec<String> = self
+                .benchmark_list()
+                .into_iter()
+                .filter(|b| crate::workloads::Kind::from_name(b).is_some_and(|k| !k.runs_with_families()))
+                .collect();
+            if !refused.is_empty() {
+                return bad(
+                    "num_column_families",
+                    format!(
+                        "{} cannot run with {} column families (db_bench scans, seeks and runs transactions in the \
+                         default family only; fillingest, compact0 and compact1 work on one family); run them with \
+                         --num_column_families=1",
+                        refused.join(", "),
+                        self.num_column_families
+                    ),
+                );
+            }
+        }
         if self.transaction_db && self.optimistic_transaction_db {
             return bad("optimistic_transaction_db", "cannot be used with --transaction_db".to_string());
         }
@@ -839,9 +898,29 @@ impl BenchFlags {
         }
     }
 
-    /// Notes for accepted flags that change nothing in ShaleDB, printed once at start.
+    /// The column families to open: `--num_column_families`, at least 1.
+    pub fn column_families(&self) -> usize {
+        usize::try_from(self.num_column_families).unwrap_or(1).max(1)
+    }
+
+    /// Notes for accepted flags that change nothing in ShaleDB, or that this tool honours where db_bench does
+    /// not, printed once at start.
     pub fn compatibility_notes(&self) -> Vec<String> {
         let mut v = Vec::new();
+        if self.num_column_families > 1 {
+            let routed: Vec<String> = self
+                .benchmark_list()
+                .into_iter()
+                .filter(|b| crate::workloads::Kind::from_name(b).is_some_and(|k| k.families_beyond_db_bench()))
+                .collect();
+            if !routed.is_empty() {
+                v.push(format!(
+                    "--num_column_families: {} route each key to family k % N here; db_bench 7.8 runs them on the \
+                     default family only",
+                    routed.join(", ")
+                ));
+            }
+        }
         if self.disable_seek_compaction.is_some() {
             v.push("--disable_seek_compaction: no effect (ShaleDB has no seek-triggered compaction)".into());
         }

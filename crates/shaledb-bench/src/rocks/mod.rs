@@ -14,8 +14,8 @@
 //! `options.rs`, the reading of RocksDB's statistics text in `stats.rs`.
 
 use crate::engine::{
-    Engine, EngineBatch, EngineIter, EngineResult, EngineSample, EngineSstWriter, HistogramLine, IterOptions,
-    LevelSample, WriteMode,
+    column_family_name, Engine, EngineBatch, EngineIter, EngineResult, EngineSample, EngineSstWriter, HistogramLine,
+    IterOptions, LevelSample, WriteMode,
 };
 use crate::flags::BenchFlags;
 use rocksdb::{
@@ -35,6 +35,9 @@ pub use stats::{apportion, fill_level_work, parse_compaction_stats, parse_stall_
 /// A RocksDB database driven by the benchmarks.
 pub struct RocksDb {
     db: DB,
+    /// `--num_column_families` names, "default" first (empty with the default family only). The crate lends
+    /// handles only borrowed from the database, so each call looks its family up by name.
+    families: Vec<String>,
     /// Kept for its statistics object (`Options::get_statistics`).
     opts: Options,
     read: ReadOptions,
@@ -206,6 +209,26 @@ impl RocksDb {
         self.opts.get_statistics().map(|s| parse_tickers(&s)).unwrap_or_default()
     }
 
+    /// An integer property summed over the families (the default family's alone without families).
+    fn sum_property(&self, name: &str) -> u64 {
+        let others: u64 =
+            self.other_families().map(|cf| self.db.property_int_value_cf(cf, name).ok().flatten().unwrap_or(0)).sum();
+        self.int_property(name).unwrap_or(0) + others
+    }
+
+    /// The handle of family `cf` (not 0: the default family goes through the plain calls).
+    fn family(&self, cf: usize) -> EngineResult<&rocksdb::ColumnFamily> {
+        let name = self.families.get(cf).ok_or_else(|| {
+            format!("column family {cf} does not exist: the database has {} families", self.families.len().max(1))
+        })?;
+        self.db.cf_handle(name).ok_or_else(|| format!("RocksDB has no column family {name}").into())
+    }
+
+    /// The families other than "default", with their handles.
+    fn other_families(&self) -> impl Iterator<Item = &rocksdb::ColumnFamily> + '_ {
+        self.families.iter().skip(1).filter_map(|n| self.db.cf_handle(n))
+    }
+
     fn background_errors(&self) -> u64 {
         self.int_property("rocksdb.background-errors").unwrap_or(0)
     }
@@ -223,7 +246,14 @@ impl Engine for RocksDb {
 
     fn open(path: &Path, flags: &BenchFlags) -> EngineResult<Self> {
         let opts = options_from_flags(flags)?;
-        let db = if flags.multiread_batched {
+        let n = flags.column_families();
+        let families: Vec<String> = if n > 1 { (0..n).map(column_family_name).collect() } else { Vec::new() };
+        let db = if n > 1 {
+            // As db_bench's OpenDb: "default" and the numbered families, each with the database's options;
+            // `create_missing_column_families` (set by `options_from_flags`) creates those not there yet.
+            let cfs = families.iter().map(|name| ColumnFamilyDescriptor::new(name, opts.clone()));
+            DB::open_cf_descriptors(&opts, path, cfs)?
+        } else if flags.multiread_batched {
             // The batched MultiGet takes a column family handle, which the crate gives only for families named at
             // open: the default one, with the same options `DB::open` gives it.
             let default = ColumnFamilyDescriptor::new(rocksdb::DEFAULT_COLUMN_FAMILY_NAME, opts.clone());
@@ -232,9 +262,15 @@ impl Engine for RocksDb {
             DB::open(&opts, path)?
         };
         let pairs = options::mutable_compaction_options(flags);
-        db.set_options(&pairs.iter().map(|(k, v)| (*k, v.as_str())).collect::<Vec<_>>())?;
+        let pairs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        db.set_options(&pairs)?;
+        for name in families.iter().skip(1) {
+            let cf = db.cf_handle(name).ok_or_else(|| format!("RocksDB did not open column family {name}"))?;
+            db.set_options_cf(cf, &pairs)?;
+        }
         Ok(RocksDb {
             db,
+            families,
             opts,
             read: {
                 let mut r = ReadOptions::default();
@@ -335,6 +371,77 @@ impl Engine for RocksDb {
         Ok(())
     }
 
+    fn num_families(&self) -> usize {
+        self.families.len().max(1)
+    }
+
+    fn put_cf(&self, cf: usize, mode: WriteMode, key: &[u8], value: &[u8]) -> EngineResult<()> {
+        match cf {
+            0 => self.put(mode, key, value),
+            _ => self.db.put_cf_opt(self.family(cf)?, key, value, &self.writes[mode_index(mode)]).map_err(Into::into),
+        }
+    }
+
+    fn delete_cf(&self, cf: usize, mode: WriteMode, key: &[u8]) -> EngineResult<()> {
+        match cf {
+            0 => self.delete(mode, key),
+            _ => self.db.delete_cf_opt(self.family(cf)?, key, &self.writes[mode_index(mode)]).map_err(Into::into),
+        }
+    }
+
+    fn merge_cf(&self, cf: usize, mode: WriteMode, key: &[u8], operand: &[u8]) -> EngineResult<()> {
+        match cf {
+            0 => self.merge(mode, key, operand),
+            _ => {
+                self.db.merge_cf_opt(self.family(cf)?, key, operand, &self.writes[mode_index(mode)]).map_err(Into::into)
+            }
+        }
+    }
+
+    fn delete_range_cf(&self, cf: usize, mode: WriteMode, begin: &[u8], end: &[u8]) -> EngineResult<()> {
+        if cf == 0 {
+            return self.delete_range(mode, begin, end);
+        }
+        let mut b = rocksdb::WriteBatch::default();
+        b.delete_range_cf(self.family(cf)?, begin, end);
+        self.db.write_opt(b, &self.writes[mode_index(mode)]).map_err(Into::into)
+    }
+
+    fn get_cf(&self, cf: usize, key: &[u8], out: &mut Vec<u8>) -> EngineResult<bool> {
+        if cf == 0 {
+            return self.get(key, out);
+        }
+        match self.db.get_pinned_cf_opt(self.family(cf)?, key, &self.read)? {
+            Some(v) => {
+                out.clear();
+                out.extend_from_slice(&v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn multi_get_cf(&self, cfs: &[usize], keys: &[Vec<u8>], values: &mut Vec<Option<Vec<u8>>>) -> EngineResult<()> {
+        if cfs.iter().all(|&cf| cf == 0) {
+            return self.multi_get(keys, values);
+        }
+        // Keys in several families: RocksDB's MultiGet over (family, key) pairs (the batched API takes one
+        // family).
+        let handles = cfs.iter().map(|&cf| self.family(cf)).collect::<EngineResult<Vec<_>>>()?;
+        values.clear();
+        for r in self.db.multi_get_cf_opt(handles.into_iter().zip(keys), &self.read) {
+            values.push(r?);
+        }
+        Ok(())
+    }
+
+    fn property_cf(&self, cf: usize, name: &str) -> Option<String> {
+        match cf {
+            0 => self.property(name),
+            _ => self.db.property_value_cf(self.family(cf).ok()?, name).ok().flatten(),
+        }
+    }
+
     fn iter_with(&self, o: &IterOptions<'_>) -> RocksIter<'_> {
         let mut r = ReadOptions::default();
         r.set_verify_checksums(self.verify_checksum);
@@ -378,7 +485,12 @@ impl Engine for RocksDb {
     fn flush(&self) -> EngineResult<()> {
         let mut f = FlushOptions::default();
         f.set_wait(true);
-        self.db.flush_opt(&f).map_err(Into::into)
+        self.db.flush_opt(&f)?;
+        // db_bench's `flush` flushes every family.
+        for cf in self.other_families() {
+            self.db.flush_cf_opt(cf, &f)?;
+        }
+        Ok(())
     }
 
     fn compact_all(&self) -> EngineResult<()> {
@@ -387,6 +499,9 @@ impl Engine for RocksDb {
         let mut c = CompactOptions::default();
         c.set_bottommost_level_compaction(BottommostLevelCompaction::ForceOptimized);
         self.db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &c);
+        for cf in self.other_families() {
+            self.db.compact_range_cf_opt(cf, None::<&[u8]>, None::<&[u8]>, &c);
+        }
         // The crate's compact_range returns no status: a failed compaction shows as a background error.
         let after = self.background_errors();
         if after > before {
@@ -414,6 +529,15 @@ impl Engine for RocksDb {
                     busy = true;
                     break;
                 }
+                // Flushes and compactions pending in the other families (the running counts are the DB's).
+                for cf in self.other_families() {
+                    if self.db.property_int_value_cf(cf, k)?.unwrap_or(0) > 0 {
+                        busy = true;
+                    }
+                }
+                if busy {
+                    break;
+                }
             }
             idle = if busy { 0 } else { idle + 1 };
             std::thread::sleep(Duration::from_millis(if busy { 50 } else { 20 }));
@@ -428,8 +552,8 @@ impl Engine for RocksDb {
         self.db.property_value(name).ok().flatten()
     }
 
-    /// Tickers for the totals; live files for the per-level shape; the `rocksdb.cfstats` Compaction Stats
-    /// table for the per-level work, whose text gives bytes in GB with one decimal (or MB/s times seconds):
+    /// Tickers for the totals; live files (of every family) for the per-level shape; the `rocksdb.cfstats`
+    /// Compaction Stats tables (of every family, summed by level) for the per-level work, whose text gives bytes in GB with one decimal (or MB/s times seconds):
     /// the per-level bytes are those estimates scaled so that they add up to the exact tickers.
     fn sample(&self) -> EngineSample {
         let t = self.tickers();
@@ -446,13 +570,30 @@ impl Engine for RocksDb {
             }
         }
         // The non-periodic dump: reading it does not move the interval (`Int`) snapshot of `rocksdb.stats`.
-        let cfstats = self.property("rocksdb.cfstats-no-file-histogram").unwrap_or_default();
-        let rows = parse_compaction_stats(&cfstats);
+        // With `--num_column_families`, each family has its own table and stall counts: summed by level and name.
+        let mut rows: Vec<CompactionRow> = Vec::new();
+        let mut stalls: HashMap<String, u64> = HashMap::new();
+        for cf in 0..self.num_families() {
+            let cfstats = self.property_cf(cf, "rocksdb.cfstats-no-file-histogram").unwrap_or_default();
+            for r in parse_compaction_stats(&cfstats) {
+                match rows.iter_mut().find(|o| o.level == r.level) {
+                    Some(o) => {
+                        o.read_est += r.read_est;
+                        o.write_est += r.write_est;
+                        o.secs += r.secs;
+                        o.count += r.count;
+                    }
+                    None => rows.push(r),
+                }
+            }
+            for (name, n) in parse_stall_counts(&cfstats) {
+                *stalls.entry(name).or_default() += n;
+            }
+        }
         let flush_bytes = tk("rocksdb.flush.write.bytes");
         let compaction_read = tk("rocksdb.compact.read.bytes");
         let compaction_written = tk("rocksdb.compact.write.bytes");
         fill_level_work(&mut levels, &rows, flush_bytes, compaction_read, compaction_written);
-        let stalls = parse_stall_counts(&cfstats);
         let count = |names: &[&str]| names.iter().map(|n| stalls.get(*n).copied().unwrap_or(0)).sum::<u64>();
         EngineSample {
             uptime_secs: self.opened.elapsed().as_secs_f64(),
@@ -477,8 +618,8 @@ impl Engine for RocksDb {
                 "stop for pending_compaction_bytes",
                 "memtable_compaction",
             ]),
-            pending_compaction_bytes: self.int_property("rocksdb.estimate-pending-compaction-bytes").unwrap_or(0),
-            memtable_bytes: self.int_property("rocksdb.cur-size-all-mem-tables").unwrap_or(0),
+            pending_compaction_bytes: self.sum_property("rocksdb.estimate-pending-compaction-bytes"),
+            memtable_bytes: self.sum_property("rocksdb.cur-size-all-mem-tables"),
             block_cache_hits: tk("rocksdb.block.cache.hit"),
             block_cache_misses: tk("rocksdb.block.cache.miss"),
             bloom_checked: tk("rocksdb.bloom.filter.useful") + tk("rocksdb.bloom.filter.full.positive"),
