@@ -23,7 +23,7 @@ pub type Driver = fn(&[u8]);
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// The targets, by the name of their fuzz target and corpus directory.
-pub const TARGETS: [(&str, Driver); 7] = [
+pub const TARGETS: [(&str, Driver); 8] = [
     ("block", block),
     ("blob", blob),
     ("table", table),
@@ -31,6 +31,7 @@ pub const TARGETS: [(&str, Driver); 7] = [
     ("manifest", manifest),
     ("batch", batch),
     ("db", crate::fuzz_db::database),
+    ("options", options),
 ];
 
 /// The entries of an iterator: forward from the first, then backward from the last (reversed back), each
@@ -216,6 +217,25 @@ fn edit(data: &[u8]) {
     match VersionEdit::decode(&out) {
         Ok(again) => assert_eq!(again, e, "a decoded edit does not survive encode and decode"),
         Err(err) => panic!("a decoded edit re-encodes to bytes that do not decode: {err}"),
+    }
+}
+
+/// OPTIONS file: the bytes as a database directory's only OPTIONS file, read by `Options::load_latest_with`
+/// (text parsing, section titles, quoted family names, every option's value); what loads must validate or
+/// refuse cleanly, and its family descriptors must build.
+pub fn options(data: &[u8]) {
+    let fs = MemFs::new();
+    let dir = Path::new("/db");
+    fs.create_dir_all(dir).expect("a directory in memory");
+    let mut f = fs.create(&dir.join("OPTIONS-000005")).expect("a file in memory");
+    f.append(data).expect("an append in memory");
+    f.sync().expect("a sync in memory");
+    drop(f);
+    let Ok(loaded) = shaledb::Options::load_latest_with(dir, Arc::new(fs)) else { return };
+    let _ = loaded.options.validate();
+    for d in loaded.column_family_descriptors() {
+        assert!(!d.name.is_empty() && d.name != "default", "a loaded family is named {:?}", d.name);
+        let _ = d.options.validate();
     }
 }
 
