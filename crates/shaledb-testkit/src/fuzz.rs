@@ -23,7 +23,7 @@ pub type Driver = fn(&[u8]);
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// The targets, by the name of their fuzz target and corpus directory.
-pub const TARGETS: [(&str, Driver); 8] = [
+pub const TARGETS: [(&str, Driver); 9] = [
     ("block", block),
     ("blob", blob),
     ("table", table),
@@ -32,6 +32,7 @@ pub const TARGETS: [(&str, Driver); 8] = [
     ("batch", batch),
     ("db", crate::fuzz_db::database),
     ("options", options),
+    ("ops", crate::fuzz_ops::ops),
 ];
 
 /// The entries of an iterator: forward from the first, then backward from the last (reversed back), each

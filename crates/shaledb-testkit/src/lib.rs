@@ -15,6 +15,7 @@ mod datagen;
 pub mod fixture;
 pub mod fuzz;
 pub mod fuzz_db;
+pub mod fuzz_ops;
 pub mod grammar;
 pub mod history;
 mod model;
