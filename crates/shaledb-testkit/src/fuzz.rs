@@ -378,6 +378,11 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         }
     }
     out.extend(crate::fuzz_db::seeds().into_iter().map(|s| ("db", s)));
+    out.extend(options_seeds().into_iter().map(|s| ("options", s)));
+    // Short programs (the driver opens a database per input): every op once, and put / single delete pairs.
+    let every: Vec<u8> = (0..16u8).flat_map(|op| [op, op.wrapping_mul(7) % 24, op.wrapping_mul(29)]).collect();
+    out.push(("ops", every));
+    out.push(("ops", [0u8, 3, 40, 2, 3, 0, 0, 4, 9, 11, 0, 0, 2, 4, 0, 13, 0, 0, 4, 1, 3, 12, 0, 0].to_vec()));
     for compression in [CompressionType::None, CompressionType::Lz4] {
         let (fs, path) = (MemFs::new(), PathBuf::from("/seed/000001.blob"));
         let _ = fs.create_dir_all(Path::new("/seed"));
@@ -390,6 +395,35 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             if let Some(data) = fs.read_file(&path) {
                 out.push(("blob", data));
             }
+        }
+    }
+    out
+}
+
+/// OPTIONS files as databases write them: default options, and two named column families with options of
+/// their own (a merge operator, a prefix extractor, a name that needs quoting).
+fn options_seeds() -> Vec<Vec<u8>> {
+    use shaledb::{merge, ColumnFamilyDescriptor, Db, Options, PrefixExtractor};
+    let mut out = Vec::new();
+    for (n, families) in [0usize, 2].into_iter().enumerate() {
+        let fs = MemFs::new();
+        let dir = PathBuf::from(format!("/options-seed-{n}"));
+        let opts = Options { fs: Arc::new(fs.clone()), ..Options::default() };
+        let descs = (0..families)
+            .map(|i| {
+                let o = if i == 0 {
+                    Options { merge_operator: merge::builtin("uint64add"), ..opts.clone() }
+                } else {
+                    Options { prefix_extractor: Some(PrefixExtractor::Fixed(4)), ..opts.clone() }
+                };
+                ColumnFamilyDescriptor::new(["counters", "we\"ird #name"][i], o)
+            })
+            .collect();
+        let Ok(db) = Db::open_with_column_families(&dir, opts, descs) else { continue };
+        let _ = db.close();
+        let newest = fs.list(&dir).unwrap_or_default().into_iter().filter(|f| f.starts_with("OPTIONS-")).max();
+        if let Some(data) = newest.and_then(|f| fs.read_file(&dir.join(f))) {
+            out.push(data);
         }
     }
     out
