@@ -507,6 +507,7 @@ fn check_wals(fs: &dyn Fs, dir: &Path, m: &LiveFiles, manifest: &Path, report: &
                     report.problem(&path, Some(d.offset), format!("{}: {}{note}", d.kind, d.what));
                 }
                 BatchRead::Undecodable { error, .. } => report.error(&path, &error),
+                BatchRead::Marker { .. } => {}
                 BatchRead::Batch { offset, batch, .. } => {
                     records += 1;
                     if batch.sequence() < next_seq {

@@ -213,6 +213,7 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, 
     st.flushing = true;
     let snapshots = inner.snapshots.sequences();
     let job = inner.listeners.any().then(|| events::flush_info(inner, st, &mem));
+    let several = st.fams.len() > 1;
     let result = parking_lot::MutexGuard::unlocked(st, || {
         if let Some(info) = &job {
             inner.listeners.deliver();
@@ -220,7 +221,15 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, 
         }
         let new_number = || inner.state.lock().vs.new_file_number();
         let (opts, stop) = (&fam.opts, &inner.shutting_down);
-        write_level0(opts, inner.db_id, &inner.dir, &mem, &new_number, &snapshots, stop, &inner.blobs)
+        let out = write_level0(opts, inner.db_id, &inner.dir, &mem, &new_number, &snapshots, stop, &inner.blobs)?;
+        if several {
+            // This family's table will be durable while other families' writes of the same time may still be
+            // only in WALs switched out unsynced: those are synced first, or a power loss could keep later
+            // writes (in the table) and lose earlier ones (in a WAL's lost tail), a hole (D3). One family
+            // needs no sync: its WALs are not read again once its table is recorded.
+            super::write::sync_closed_wals(inner)?;
+        }
+        Ok(out)
     });
     st.flushing = false;
     let (files, mut stats, blob) = match result {
@@ -688,6 +697,11 @@ pub(crate) fn shutdown(inner: &Arc<DbInner>, flush_memtables: bool) -> Result<()
     {
         let mut wal = inner.wal.lock();
         inner.shutting_down.store(true, Ordering::Release);
+        if !inner.read_only {
+            if let Err(e) = super::write::sync_closed_locked(inner, &mut wal) {
+                first_err.get_or_insert(e);
+            }
+        }
         if let Some(log) = wal.log.as_mut() {
             if let Err(e) = log.sync() {
                 first_err.get_or_insert(e);

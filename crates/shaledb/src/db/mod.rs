@@ -110,6 +110,9 @@ pub(crate) struct DbInner {
     pub(crate) bg_cv: Condvar,
     pub(crate) write: write::WriteQueue,
     pub(crate) wal: Mutex<write::WalState>,
+    /// The WALs switched out with unsynced bytes (lock order: after `wal` and `state`, held alone while they
+    /// are synced, so a flush can sync them while a stalled writer holds `wal`).
+    pub(crate) closed_wals: write::ClosedWals,
     /// Highest sequence number whose write is fully in a memtable: what new reads see.
     pub(crate) visible_seq: AtomicU64,
     pub(crate) publish: Mutex<()>,
@@ -221,6 +224,7 @@ impl DbInner {
             bg_cv: Condvar::new(),
             write: Default::default(),
             wal: Mutex::new(o.wal),
+            closed_wals: Default::default(),
             visible_seq: AtomicU64::new(o.visible_seq),
             publish: Mutex::new(()),
             options_file: Mutex::new(()),

@@ -2,9 +2,13 @@
 //!
 //! Damage is told apart by what follows it:
 //!
-//! - a *torn tail*: no intact record after the damage in this WAL nor in any later one (what a crash in the
-//!   middle of an append leaves), or a stretch holding a zero-filled 4 KiB page (what a power loss leaves of
-//!   unsynced pages; the engine syncs a WAL before starting the next, so this only happens in the last one);
+//! - a *torn tail*: no intact record after the damage in this WAL (what a crash in the middle of an append
+//!   leaves), or a stretch holding a zero-filled 4 KiB page (what a power loss leaves of unsynced pages), and
+//!   no later WAL proves this one was synced: a later WAL holds no intact record at all, or the next one starts
+//!   with a `Predecessor` marker naming this one (it was switched out unsynced) and no later WAL holds a
+//!   `Synced` marker covering it;
+//! - a WAL shorter than the length the next one's `Predecessor` marker gives it: the same torn tail, cut at a
+//!   record boundary;
 //! - a *hole*: intact records follow the damage (a flipped bit, a bad sector, an overwritten block). Dropping
 //!   what follows would silently lose acknowledged writes.
 //!
@@ -24,7 +28,7 @@ use shaledb_format::batch::BatchRep;
 use shaledb_format::edit::FileMeta;
 use shaledb_format::ikey::MAX_SEQUENCE;
 use shaledb_format::log::{self, DamageKind};
-use shaledb_format::wal::{self, BatchRead};
+use shaledb_format::wal::{self, BatchRead, WalMarker};
 use shaledb_vfs::{Error, Result};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -140,11 +144,13 @@ pub(super) fn replay(
         losses: Losses::default(),
         to_keep: Vec::new(),
     };
-    let last_wal = wals.last().copied();
+    // The number and length of the WAL replayed before this one.
+    let mut previous: Option<(u64, u64)> = None;
     'replay: for (i, &number) in wals.iter().enumerate() {
         let path = filenames::wal(dir, number);
         let data = fs.read_all(&path)?;
         let file_len = data.len() as u64;
+        let before = previous.replace((number, file_len));
         let mut reader = log::Reader::new(data, path.clone());
         let mut records = 0u64;
         let mut damaged = false;
@@ -164,6 +170,42 @@ pub(super) fn replay(
                 // explains.
                 BatchRead::Undecodable { offset, error } => {
                     Hit { error, offset, at_tail: false, uncounted: false, whole_record: true }
+                }
+                BatchRead::Marker { marker: WalMarker::Synced { .. }, .. } => continue,
+                BatchRead::Marker { marker: WalMarker::Predecessor { number: p, length }, .. } => {
+                    let Some((prev, prev_len)) = before.filter(|(n, len)| *n == p && *len < length) else {
+                        continue;
+                    };
+                    // The WAL before this one ended short of its length at the switch: a power loss took its
+                    // unsynced tail at a record boundary, unless a later WAL says it was synced.
+                    let prev_path = filenames::wal(dir, prev);
+                    let error = Error::corruption(
+                        &prev_path,
+                        prev_len,
+                        format!("the WAL ends at {prev_len} bytes, short of the {length} it had when {} began", {
+                            path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+                        }),
+                    );
+                    let hit = Hit { error, offset: prev_len, at_tail: true, uncounted: true, whole_record: false };
+                    match opts.wal_recovery_mode {
+                        WalRecoveryMode::AbsoluteConsistency => return Err(hit.error),
+                        WalRecoveryMode::SkipAnyCorruptedRecords => {
+                            info.log(format_args!("recovery: {} (skipping, replay goes on)", hit.error));
+                            out.losses.bytes = out.losses.bytes.saturating_add(length - prev_len);
+                            out.to_keep.push(prev);
+                            continue;
+                        }
+                        WalRecoveryMode::TolerateCorruptedTailRecords | WalRecoveryMode::PointInTime => {
+                            if let Some((file, at)) = synced_after(fs, dir, &wals[i..], prev)? {
+                                return Err(refusal(&hit, &prev_path, Evidence::Synced, &file, at));
+                            }
+                            info.log(format_args!("recovery: {}: torn tail of an unsynced WAL", hit.error));
+                            out.losses.bytes = out.losses.bytes.saturating_add(length - prev_len);
+                            out.to_keep.push(prev);
+                            drop_later(fs, dir, info, &mut out, &wals[i..])?;
+                            break 'replay;
+                        }
+                    }
                 }
                 BatchRead::Batch { offset, batch, .. } => {
                     let into = Into { targets, max_family, wal: number };
@@ -197,12 +239,17 @@ pub(super) fn replay(
                     drop_stretch(info, &mut out, &path, &hit, "skipped", resume, n);
                     continue;
                 }
-                WalRecoveryMode::TolerateCorruptedTailRecords if !(hit.at_tail && Some(number) == last_wal) => {
-                    return Err(hit.error);
-                }
                 WalRecoveryMode::TolerateCorruptedTailRecords | WalRecoveryMode::PointInTime => {
-                    if let Some((file, at)) = valid_after(fs, dir, &reader, hit.offset, &wals[i + 1..])? {
-                        return Err(refusal(&hit, &path, &file, at));
+                    let tolerate = opts.wal_recovery_mode == WalRecoveryMode::TolerateCorruptedTailRecords;
+                    if tolerate && !hit.at_tail {
+                        return Err(hit.error);
+                    }
+                    match valid_after(fs, dir, &reader, hit.offset, number, &wals[i + 1..])? {
+                        After::Nothing => {}
+                        After::Record(file, at) => {
+                            return Err(refusal(&hit, &path, Evidence::RecordFollows, &file, at))
+                        }
+                        After::Synced(file, at) => return Err(refusal(&hit, &path, Evidence::Synced, &file, at)),
                     }
                     // A torn tail: everything before it is a prefix of the acknowledged writes; nothing after it
                     // may be applied, in this WAL or a later one, or the result could have holes (D3).
@@ -210,15 +257,7 @@ pub(super) fn replay(
                     drop_stretch(info, &mut out, &path, &hit, "torn tail, dropped", file_len, n);
                     out.to_keep.push(number);
                     info.log(format_args!("recovery: replayed {} records of {}", records, path.display()));
-                    for &later in &wals[i + 1..] {
-                        let p = filenames::wal(dir, later);
-                        let len = fs.file_size(&p)?;
-                        if len > 0 {
-                            info.log(format_args!("recovery: {} ({len} bytes) not replayed", p.display()));
-                            out.losses.bytes += len;
-                            out.to_keep.push(later);
-                        }
-                    }
+                    drop_later(fs, dir, info, &mut out, &wals[i + 1..])?;
                     break 'replay;
                 }
             }
@@ -294,26 +333,88 @@ fn apply_batch(
     Ok(if s > first { max_seq.max(s - 1) } else { max_seq })
 }
 
-/// The first intact record after damage at `offset` of the log in `reader`, in this WAL or in one of `later`,
-/// unless the damaged stretch up to it holds a zero-filled page (unsynced pages lost in a power failure).
+/// Counts, logs and keeps (for `lost/`) the WALs `wals`, none of which is replayed.
+fn drop_later(fs: &dyn shaledb_vfs::Fs, dir: &Path, info: &InfoLog, out: &mut Replayed, wals: &[u64]) -> Result<()> {
+    for &later in wals {
+        let p = filenames::wal(dir, later);
+        let len = fs.file_size(&p)?;
+        if len > 0 {
+            info.log(format_args!("recovery: {} ({len} bytes) not replayed", p.display()));
+            out.losses.bytes = out.losses.bytes.saturating_add(len);
+            out.to_keep.push(later);
+        }
+    }
+    Ok(())
+}
+
+/// What follows damage, as [`valid_after`] judges it.
+enum After {
+    /// Nothing that the damage could have been written before: a torn tail.
+    Nothing,
+    /// An intact record, in this WAL (and no zero-filled page between) or in a later one.
+    Record(std::path::PathBuf, u64),
+    /// A later WAL's `Synced` marker covering the damaged WAL.
+    Synced(std::path::PathBuf, u64),
+}
+
+/// What follows damage at `offset` of WAL `number` (read by `reader`): the first intact record after it in this
+/// WAL, unless the damaged stretch up to it holds a zero-filled page (unsynced pages lost in a power failure);
+/// then, when the next WAL starts with a `Predecessor` marker naming this one (it was switched out unsynced), a
+/// `Synced` marker covering it in a later WAL; otherwise the first intact record of a later WAL (a WAL switched
+/// out synced).
 fn valid_after(
     fs: &dyn shaledb_vfs::Fs,
     dir: &Path,
     reader: &log::Reader,
     offset: u64,
+    number: u64,
     later: &[u64],
-) -> Result<Option<(std::path::PathBuf, u64)>> {
+) -> Result<After> {
     if let Some(at) = reader.next_intact_record(offset) {
         if zero_page_in(reader.data(), offset, at) {
-            return Ok(None);
+            return Ok(After::Nothing);
         }
-        return Ok(Some((reader.path().to_path_buf(), at)));
+        return Ok(After::Record(reader.path().to_path_buf(), at));
+    }
+    let Some(&next) = later.first() else { return Ok(After::Nothing) };
+    let path = filenames::wal(dir, next);
+    let mut r = log::Reader::new(fs.read_all(&path)?, path.clone());
+    if let BatchRead::Marker { offset: 0, marker: WalMarker::Predecessor { number: p, .. } } = wal::next_batch(&mut r) {
+        if p == number {
+            return Ok(match synced_after(fs, dir, later, number)? {
+                Some((file, at)) => After::Synced(file, at),
+                None => After::Nothing,
+            });
+        }
     }
     for &n in later {
         let path = filenames::wal(dir, n);
         let r = log::Reader::new(fs.read_all(&path)?, path.clone());
         if let Some(at) = r.next_intact_record(0) {
-            return Ok(Some((path, at)));
+            return Ok(After::Record(path, at));
+        }
+    }
+    Ok(After::Nothing)
+}
+
+/// The first `Synced` marker covering WAL `number` in the WALs `wals`: where it is.
+fn synced_after(
+    fs: &dyn shaledb_vfs::Fs,
+    dir: &Path,
+    wals: &[u64],
+    number: u64,
+) -> Result<Option<(std::path::PathBuf, u64)>> {
+    for &n in wals {
+        let path = filenames::wal(dir, n);
+        let mut r = log::Reader::new(fs.read_all(&path)?, path.clone());
+        loop {
+            match wal::next_batch(&mut r) {
+                BatchRead::Eof => break,
+                BatchRead::Marker { offset, marker: WalMarker::Synced { through } } if through >= number => {
+                    return Ok(Some((path, offset)));
+                }
+                _ => {}
+            }
         }
     }
     Ok(None)
@@ -350,9 +451,23 @@ fn zero_page_in(data: &[u8], from: u64, to: u64) -> bool {
     false
 }
 
-fn refusal(hit: &Hit, path: &Path, file: &Path, at: u64) -> Error {
+/// Why damage is no torn tail, for [`refusal`].
+enum Evidence {
+    /// An intact record follows it.
+    RecordFollows,
+    /// A later marker says the WAL was synced in full.
+    Synced,
+}
+
+/// The open's refusal of damage `hit` in `path`: `evidence`, found in `file` at offset `at`, shows that
+/// acknowledged writes are gone.
+fn refusal(hit: &Hit, path: &Path, evidence: Evidence, file: &Path, at: u64) -> Error {
     let name = |p: &Path| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned());
-    let where_ = if file == path { format!("at offset {at}") } else { format!("in {} at offset {at}", name(file)) };
+    let why = match evidence {
+        Evidence::RecordFollows if file == path => format!("valid records follow at offset {at}"),
+        Evidence::RecordFollows => format!("valid records follow in {} at offset {at}", name(file)),
+        Evidence::Synced => format!("the WAL was synced in full ({} records so at offset {at})", name(file)),
+    };
     let what = match &hit.error {
         Error::Corruption { what, .. } => what.clone(),
         other => other.to_string(),
@@ -361,8 +476,8 @@ fn refusal(hit: &Hit, path: &Path, file: &Path, at: u64) -> Error {
         path,
         hit.offset,
         format!(
-            "{what}; valid records follow {where_}, so this is no torn tail: refusing to drop acknowledged writes \
-             (open with WalRecoveryMode::SkipAnyCorruptedRecords to skip the damage, keeping the WAL in lost/)"
+            "{what}; {why}, so this is no torn tail: refusing to drop acknowledged writes (open with \
+             WalRecoveryMode::SkipAnyCorruptedRecords to skip the damage, keeping the WAL in lost/)"
         ),
     )
 }

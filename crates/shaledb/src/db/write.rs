@@ -3,7 +3,8 @@
 //! 1. A writer queues itself. The first in line becomes the leader; the others wait.
 //! 2. The leader takes the writers queued behind it as its group, makes room (write stalls, memtable
 //!    switch), assigns consecutive sequence numbers, appends the whole group to the WAL as one record with
-//!    one `write(2)`, and issues one fsync if any member asked for `sync` (D1, D2).
+//!    one `write(2)`, and issues one fsync if any member asked for `sync` (D1, D2), after syncing the WALs
+//!    switched out with unsynced bytes (see [`switch_memtable`]).
 //! 3. The leader hands leadership to the next writer in the queue (whose group can use the WAL while this
 //!    one inserts), then every member inserts its own batch into the memtable, in parallel.
 //! 4. The last member to finish publishes the group's sequence numbers, in group order, so readers never
@@ -19,6 +20,7 @@ use parking_lot::{Condvar, Mutex};
 use shaledb_format::batch::BatchRep;
 use shaledb_format::ikey::MAX_SEQUENCE;
 use shaledb_format::log;
+use shaledb_format::wal::WalMarker;
 use shaledb_vfs::{Error, Result};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -75,6 +77,22 @@ impl WalState {
             delay_until: None,
         }
     }
+}
+
+/// The WALs switched out while they held unsynced bytes, oldest first, with their writers: synced by the
+/// next synced write, `sync_wal`, shutdown, a column family's creation or drop, or (with several families) a
+/// flush, whichever comes first; dropped unsynced once obsolete (their memtables flushed).
+#[derive(Default)]
+pub(crate) struct ClosedWals {
+    list: Mutex<Vec<ClosedWal>>,
+    /// The newest WAL number synced from the list and not yet recorded by a `Synced` marker (0: none); the next
+    /// group's leader writes the marker into the current WAL.
+    marker_due: std::sync::atomic::AtomicU64,
+}
+
+struct ClosedWal {
+    number: u64,
+    log: log::Writer,
 }
 
 enum Phase {
@@ -288,6 +306,14 @@ fn commit_group(inner: &Arc<DbInner>, group: &[Arc<Writer>]) -> Result<(u64, Arc
 /// Appends the WAL-enabled members of `group` (sequence numbers from `first`) to the WAL.
 fn append_group(inner: &Arc<DbInner>, wal: &mut WalState, group: &[Arc<Writer>], first: u64) -> Result<()> {
     let need_sync = group.iter().any(|w| w.sync);
+    if need_sync || inner.opts.wal_bytes_per_sync > 0 {
+        // A synced write makes every earlier write durable, those in WALs switched out unsynced too; their
+        // `Synced` marker goes into this WAL before the group, so the group's fsync covers it. With
+        // `wal_bytes_per_sync` (D18) the WAL switched out is synced by the first group after the switch (less
+        // than that many bytes of it are unsynced), or a power loss could take it and the newer WAL after it.
+        sync_closed_wals(inner)?;
+    }
+    write_due_marker(inner, wal)?;
     let WalState { log, scratch, unsynced, synced_len, .. } = wal;
     let sync = WalSync { need_sync, unsynced, synced_len };
     let Some(log) = log.as_mut() else { return Err(Error::Closed) };
@@ -359,8 +385,8 @@ fn append_records(inner: &Arc<DbInner>, log: &mut log::Writer, records: &[BatchR
     r.map_err(|e| fail(inner, e))
 }
 
-/// fsyncs the current WAL if it holds unsynced bytes. Earlier WALs were synced when they were switched out
-/// (`switch_memtable`), so this makes every write that returned so far durable.
+/// fsyncs the WALs switched out unsynced, then the current WAL if it holds unsynced bytes: this makes every
+/// write that returned so far durable.
 pub(crate) fn sync_wal(inner: &Arc<DbInner>) -> Result<()> {
     if inner.read_only {
         return Err(super::read_only::refused("sync_wal"));
@@ -376,6 +402,8 @@ pub(crate) fn sync_wal_locked(inner: &Arc<DbInner>, wal: &mut WalState) -> Resul
     if let Some(cause) = &inner.state.lock().bg_error {
         return Err(DbInner::read_only_error(cause));
     }
+    sync_closed_wals(inner)?;
+    write_due_marker(inner, wal)?;
     if !wal.unsynced {
         return if wal.log.is_some() { Ok(()) } else { Err(Error::Closed) };
     }
@@ -393,6 +421,55 @@ pub(crate) fn sync_wal_locked(inner: &Arc<DbInner>, wal: &mut WalState) -> Resul
             Err(fail(inner, e))
         }
     }
+}
+
+/// fsyncs the WALs switched out with unsynced bytes that are still live (those whose memtables were flushed
+/// since are dropped unsynced: recovery never reads them), and makes the next group's leader append a
+/// [`WalMarker::Synced`] naming the newest of them to the current WAL ([`write_due_marker`]): recovery uses it
+/// to tell damage in a synced WAL (refused) from the tail a power loss cut off an unsynced one (a prefix, D3,
+/// D5). REQUIRES: `state` and `closed_wals` not locked by the caller.
+pub(crate) fn sync_closed_wals(inner: &DbInner) -> Result<()> {
+    if inner.closed_wals.list.lock().is_empty() {
+        return Ok(());
+    }
+    let min_log = inner.state.lock().vs.min_log_number();
+    let mut list = inner.closed_wals.list.lock();
+    list.retain(|c| c.number >= min_log);
+    let Some(through) = list.last().map(|c| c.number) else { return Ok(()) };
+    for c in list.iter_mut() {
+        if let Err(e) = c.log.sync() {
+            drop(list);
+            return Err(fail(inner, e));
+        }
+        Counters::add(&inner.counters.wal_syncs, 1);
+    }
+    list.clear();
+    inner.closed_wals.marker_due.fetch_max(through, Ordering::AcqRel);
+    Ok(())
+}
+
+/// Appends the `Synced` marker [`sync_closed_wals`] left due, if any, to the current WAL (unsynced: a synced
+/// write after it syncs it with its own record). REQUIRES: `wal` locked.
+fn write_due_marker(inner: &DbInner, wal: &mut WalState) -> Result<()> {
+    let due = &inner.closed_wals.marker_due;
+    if due.load(Ordering::Acquire) == 0 {
+        return Ok(());
+    }
+    let through = due.swap(0, Ordering::AcqRel);
+    let Some(log) = wal.log.as_mut().filter(|_| through > 0) else { return Ok(()) };
+    let marker = WalMarker::Synced { through }.encode();
+    if let Err(e) = log.add_record(&marker).and_then(|()| log.flush()) {
+        wal.log = None;
+        return Err(fail(inner, e));
+    }
+    wal.unsynced = true;
+    Ok(())
+}
+
+/// [`sync_closed_wals`] then [`write_due_marker`]. REQUIRES: `wal` locked, `state` not.
+pub(crate) fn sync_closed_locked(inner: &DbInner, wal: &mut WalState) -> Result<()> {
+    sync_closed_wals(inner)?;
+    write_due_marker(inner, wal)
 }
 
 /// A WAL failure: the database turns read-only; the writer gets the original error.
@@ -506,24 +583,39 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, st: &mut Stat
             inner.publish_cv.wait(&mut g);
         }
     }
-    // The old WAL is synced first: a later synced write must never be durable while an earlier unsynced one
-    // in the old WAL is lost (D3: no holes).
-    if let Some(log) = wal.log.as_mut() {
-        if wal.unsynced {
-            log.sync().inspect_err(|_| wal.log = None)?;
-            Counters::add(&inner.counters.wal_syncs, 1);
-            wal.unsynced = false;
-        }
-    }
+    let min_log = st.vs.min_log_number();
+    inner.closed_wals.list.lock().retain(|c| c.number >= min_log);
     let number = st.vs.new_file_number()?;
-    if let Some(log) = wal.log.as_ref() {
-        wal.closed.insert(wal.number, log.len());
+    let old_len = wal.log.as_ref().map(|l| l.len());
+    if let Some(len) = old_len {
+        wal.closed.insert(wal.number, len);
     }
     let path = filenames::wal(&inner.dir, number);
-    let file = inner.fs.create(&path)?;
+    let mut log = log::Writer::new(inner.fs.create(&path)?);
+    // The old WAL is not synced here: that would hold every writer for as long as the device takes to write
+    // it (a memtable's worth). It joins `pending`, synced later by whatever needs it durable (a synced write,
+    // `sync_wal`, a flush with several families, shutdown) or dropped once its memtable is flushed. So that
+    // recovery can tell the tail a power loss cut off it (a prefix of the writes: replay stops there) from
+    // damage, the new WAL starts with a marker naming it and its length, synced with the new WAL before any
+    // batch goes into it (D3, D5).
+    let unsynced_old = match (old_len, wal.unsynced) {
+        (Some(length), true) => {
+            log.add_record(&WalMarker::Predecessor { number: wal.number, length }.encode())?;
+            log.sync()?;
+            Counters::add(&inner.counters.wal_syncs, 1);
+            true
+        }
+        _ => false,
+    };
     inner.fs.sync_dir(&inner.dir)?;
-    wal.log = Some(log::Writer::new(file));
-    wal.synced_len = 0;
+    let synced_len = log.len();
+    if let Some(old) = wal.log.replace(log) {
+        if unsynced_old {
+            inner.closed_wals.list.lock().push(ClosedWal { number: wal.number, log: old });
+        }
+    }
+    wal.unsynced = false;
+    wal.synced_len = synced_len;
     wal.number = number;
     let mut changed = Vec::new();
     for (id, f) in st.fams.iter_mut() {

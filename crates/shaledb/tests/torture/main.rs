@@ -17,6 +17,7 @@ mod power_loss;
 mod torn_tails;
 mod wal_full_disk;
 mod wal_modes;
+mod wal_switch;
 
 use shaledb::{Db, Options};
 use shaledb_testkit::workload::tiny_options;

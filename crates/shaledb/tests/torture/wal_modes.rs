@@ -244,23 +244,8 @@ fn damage_in_an_older_wal_while_a_newer_one_exists_per_mode() {
     watch_background_panics();
     let f = Fixture::new(10, 30);
     let n = f.bounds.len();
-    // A newer WAL, as a memtable switch leaves it: the next records with the next sequence numbers.
-    let number: u64 = f.wal.file_stem().and_then(|s| s.to_str()).and_then(|s| s.parse().ok()).unwrap();
-    let newer_path = f.wal.with_file_name(format!("{:06}.log", number + 1));
-    let newer = {
-        let scratch = MemFs::new();
-        scratch.create_dir_all(crate::db_path()).unwrap();
-        let mut w = Writer::new(scratch.create(&newer_path).unwrap());
-        for i in n..n + 5 {
-            let mut b = BatchRep::new();
-            b.put(&wkey(2 * i), &wvalue(i, f.value_len));
-            b.put(&wkey(2 * i + 1), &wvalue(i, f.value_len));
-            b.set_sequence(2 * i as u64 + 1);
-            w.add_record(b.data()).unwrap();
-        }
-        w.flush().unwrap();
-        scratch.read_file(&newer_path).unwrap()
-    };
+    // A newer WAL, as a memtable switch of a synced WAL leaves it: the next records with the next sequence numbers.
+    let (newer_path, newer) = newer_wal(&f, None);
     let extra = [(newer_path, newer)];
     let all_newer: Vec<usize> = (n..n + 5).collect();
     assert_eq!(
@@ -288,6 +273,75 @@ fn damage_in_an_older_wal_while_a_newer_one_exists_per_mode() {
                 }
             };
             assert_eq!(f.recover(data, mode, &extra), want, "{what}, {mode:?}");
+        }
+    }
+}
+
+/// A newer WAL as a memtable switch leaves it, holding records n..n+5 of `f`'s `n`. `unsynced`: `None` when the
+/// older WAL was synced at the switch (no marker, as every WAL before markers); `Some(synced)` when it held
+/// unsynced bytes: a `Predecessor` marker naming it and its length first, and with `synced` a `Synced` marker
+/// covering it after the first record (a synced write, `sync_wal` or a flush synced it meanwhile).
+fn newer_wal(f: &Fixture, unsynced: Option<bool>) -> (PathBuf, Vec<u8>) {
+    use shaledb_format::wal::WalMarker;
+    let n = f.bounds.len();
+    let number: u64 = f.wal.file_stem().and_then(|s| s.to_str()).and_then(|s| s.parse().ok()).unwrap();
+    let newer_path = f.wal.with_file_name(format!("{:06}.log", number + 1));
+    let scratch = MemFs::new();
+    scratch.create_dir_all(crate::db_path()).unwrap();
+    let mut w = Writer::new(scratch.create(&newer_path).unwrap());
+    if unsynced.is_some() {
+        w.add_record(&WalMarker::Predecessor { number, length: f.data.len() as u64 }.encode()).unwrap();
+    }
+    for i in n..n + 5 {
+        let mut b = BatchRep::new();
+        b.put(&wkey(2 * i), &wvalue(i, f.value_len));
+        b.put(&wkey(2 * i + 1), &wvalue(i, f.value_len));
+        b.set_sequence(2 * i as u64 + 1);
+        w.add_record(b.data()).unwrap();
+        if unsynced == Some(true) && i == n {
+            w.add_record(&WalMarker::Synced { through: number }.encode()).unwrap();
+        }
+    }
+    w.flush().unwrap();
+    (newer_path.clone(), scratch.read_file(&newer_path).unwrap())
+}
+
+#[test]
+fn an_older_wal_switched_out_unsynced_per_mode() {
+    watch_background_panics();
+    let f = Fixture::new(10, 30);
+    let n = f.bounds.len();
+    let all_newer: Vec<usize> = (n..n + 5).collect();
+    let upto = |d: usize| Outcome::Records((0..d).collect());
+    let with_newer = |d: usize| Outcome::Records((0..d).chain(all_newer.iter().copied()).collect());
+    for synced in [false, true] {
+        let extra = [newer_wal(&f, Some(synced))];
+        for mode in MODES {
+            assert_eq!(f.recover(&f.data, mode, &extra), with_newer(n), "both WALs intact, synced {synced}, {mode:?}");
+        }
+        // What a power loss leaves of the older WAL's unsynced tail: its last record torn, or the file cut at a
+        // record boundary (the marker's length tells), or a hole (record 4 flipped, intact records after it).
+        let torn = &f.data[..f.bounds[n - 1].1 as usize - 3];
+        let cut = &f.data[..f.bounds[n - 3].1 as usize];
+        let mut flipped = f.data.clone();
+        flipped[f.bounds[4].0 as usize + 9] ^= 0x01;
+        for (data, d, what) in
+            [(torn, n - 1, "torn"), (cut, n - 2, "cut at a record boundary"), (&flipped[..], 4, "hole")]
+        {
+            for mode in MODES {
+                use WalRecoveryMode::*;
+                let hole = what == "hole";
+                let want = match mode {
+                    AbsoluteConsistency => Outcome::Corruption,
+                    // The older WAL was synced in full (the marker says so): its damage lost acknowledged writes.
+                    PointInTime | TolerateCorruptedTailRecords if synced || hole => Outcome::Corruption,
+                    // An unsynced tail cut by a power loss: the records before it are a prefix of the writes;
+                    // the newer WAL's must not be replayed after a gap (D3).
+                    PointInTime | TolerateCorruptedTailRecords => upto(d),
+                    SkipAnyCorruptedRecords => with_newer(d),
+                };
+                assert_eq!(f.recover(data, mode, &extra), want, "older WAL {what}, synced marker {synced}, {mode:?}");
+            }
         }
     }
 }
