@@ -6,7 +6,8 @@
 //!    one `write(2)`, and issues one fsync if any member asked for `sync` (D1, D2), after syncing the WALs
 //!    switched out with unsynced bytes (see [`switch_memtable`]).
 //! 3. The leader hands leadership to the next writer in the queue (whose group can use the WAL while this
-//!    one inserts), then every member inserts its own batch into the memtable, in parallel.
+//!    one inserts), then every member inserts its own batch into the memtable, in parallel (a group of one
+//!    writer, or of fewer than [`PARALLEL_INSERT_MIN_ENTRIES`] entries, is inserted by its leader alone).
 //! 4. The last member to finish publishes the group's sequence numbers, in group order, so readers never
 //!    see a later group without an earlier one; every member returns only after that.
 
@@ -29,6 +30,10 @@ use std::time::{Duration, Instant};
 
 /// Largest group a leader forms, in encoded bytes.
 const MAX_GROUP_BYTES: usize = 1 << 20;
+
+/// Fewest entries in a group whose members insert their own batches in parallel
+/// (`allow_concurrent_memtable_write`); a smaller group is inserted by its leader.
+const PARALLEL_INSERT_MIN_ENTRIES: u64 = 64;
 
 pub(crate) struct WalState {
     /// `None` after close, or when the WAL could not be created.
@@ -238,7 +243,14 @@ fn lead(inner: &Arc<DbInner>, me: &Arc<Writer>) {
         Ok((first, mems)) => {
             let count: u64 = group.iter().map(|w| w.batch.count() as u64).sum();
             let last = first + count - 1;
-            if inner.opts.allow_concurrent_memtable_write {
+            // Members insert their own batches only when there is enough to insert to pay for waking them:
+            // a member asleep in its condition variable takes tens of microseconds to run again, and the group
+            // publishes only when every member has inserted, while the leader inserts a small batch in one or
+            // two. Inserting small groups in the leader made two overwrite threads 1.5x faster on this machine
+            // (docs/perf/write-handoff.md); RocksDB likewise inserts a one-writer group in its leader.
+            let parallel =
+                inner.opts.allow_concurrent_memtable_write && group.len() > 1 && count >= PARALLEL_INSERT_MIN_ENTRIES;
+            if parallel {
                 let g = Arc::new(Group { first, last, remaining: AtomicUsize::new(group.len()) });
                 let mut seq = first;
                 for w in &group {
