@@ -195,6 +195,9 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
     o.blob_garbage_collection_age_cutoff = f.blob_garbage_collection_age_cutoff;
     o.blob_garbage_collection_force_threshold = f.blob_garbage_collection_force_threshold;
     o.blob_compaction_readahead_size = f.blob_compaction_readahead_size;
+    if let Some(n) = f.compaction_readahead_size {
+        o.compaction_readahead_size = n;
+    }
     o.soft_pending_compaction_bytes_limit = f.soft_pending_compaction_bytes_limit;
     o.hard_pending_compaction_bytes_limit = f.hard_pending_compaction_bytes_limit;
     o.allow_concurrent_memtable_write = f.allow_concurrent_memtable_write;

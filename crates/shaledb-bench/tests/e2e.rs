@@ -64,6 +64,19 @@ stats,levelstats,mergerandom";
     assert!(text.contains("fillsync     : ") && text.contains("(2 ops)"));
 }
 
+/// db_bench's compact counts no operation, so its report says 1 operation taking the whole compaction and no
+/// histogram follows it (a script reading the last `Percentiles:` line then gets the fill's, as with db_bench).
+#[test]
+fn compact_reports_one_operation_and_no_histogram() {
+    let text = run(&["--benchmarks=fillrandom,compact", "--num=3000", "--histogram", "--subcompactions=4"]);
+    let s = scrape(&text, "compact");
+    assert_eq!(s.operations, Some(1), "{text}");
+    assert!(s.usecs_op.unwrap() > 0.0, "{text}");
+    let after = &text[text.find("compact      :").unwrap_or_else(|| panic!("no compact line:\n{text}"))..];
+    assert!(!after.contains("Percentiles:"), "a histogram after compact's line:\n{after}");
+    assert_eq!(text.matches("Percentiles:").count(), 1, "fillrandom's histogram only:\n{text}");
+}
+
 /// db_bench's multireadrandom: batches of `--batch_size` keys, each counted as a read; with
 /// `--multiread_stride` the batch's keys are that far apart and a batch that would run past the key space is
 /// moved back into it, so after fillseq every key is found.

@@ -312,6 +312,10 @@ pub struct BenchFlags {
     /// Read-ahead of the blob values a compaction reads (garbage collection); 0: none.
     #[arg(long, default_value_t = 0)]
     pub blob_compaction_readahead_size: u64,
+    /// Bytes each compaction input file is read ahead by (`compaction_readahead_size`; 0: none). Unset: the
+    /// engine's default (ShaleDB's 2 MiB, RocksDB 7.8's 0, which is also db_bench 7.8's default).
+    #[arg(long)]
+    pub compaction_readahead_size: Option<usize>,
     /// The level from which flushes and compactions write blob files (benchmark.sh passes it with
     /// COMPACTION_STYLE=blob). Only 0, RocksDB's default, is accepted: ShaleDB writes blob files from the flush
     /// on, and the `rocksdb` crate has no setter for the option.

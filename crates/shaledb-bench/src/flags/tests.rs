@@ -264,6 +264,20 @@ fn blob_flags_default_as_db_bench_and_reach_the_engine_options() {
     }
 }
 
+/// db_bench's `--compaction_readahead_size`: given, it reaches the engine; unset, the engine keeps its default.
+#[test]
+fn compaction_readahead_size_reaches_the_engine_when_given() {
+    let default = shaledb::Options::default().compaction_readahead_size;
+    let o = crate::shale::options_from_flags(&parse(&[]).unwrap()).unwrap();
+    assert_eq!(o.compaction_readahead_size, default);
+    for n in [0, 65536, 2 << 20] {
+        let f = parse(&[&format!("--compaction_readahead_size={n}")]).unwrap();
+        assert_eq!(f.compaction_readahead_size, Some(n));
+        assert_eq!(crate::shale::options_from_flags(&f).unwrap().compaction_readahead_size, n);
+    }
+    assert!(err_text(&["--compaction_readahead_size=-1"]).contains("compaction_readahead_size"));
+}
+
 #[test]
 fn subcompactions_and_background_limits_reach_the_engine() {
     let f = parse(&["--subcompactions=4", "--max_background_compactions=3", "--max_background_flushes=1"]).unwrap();

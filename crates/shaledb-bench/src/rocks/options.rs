@@ -115,6 +115,7 @@ pub(super) fn mutable_compaction_options(f: &BenchFlags) -> Vec<(&'static str, S
 /// | `--level_compaction_dynamic_level_bytes`, `--target_file_size_base` | same names |
 /// | `--max_background_jobs`, `--max_background_compactions`, `--max_background_flushes` | same names (as given, as db_bench passes them) |
 /// | `--subcompactions` | `max_subcompactions` |
+/// | `--compaction_readahead_size` | same name (when given) |
 /// | `--delayed_write_rate` | `delayed_write_rate` (DBOptions, through an OPTIONS file) |
 /// | `--disable_auto_compactions` | same name |
 /// | `--compaction_style`, `--universal_*`, `--fifo_compaction_*` | `compaction_style`, `compaction_options_universal`, `compaction_options_fifo`, `ttl` (setters, and `SetOptions` right after open for what has none) |
@@ -292,6 +293,9 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
     o.set_blob_gc_age_cutoff(f.blob_garbage_collection_age_cutoff);
     o.set_blob_gc_force_threshold(f.blob_garbage_collection_force_threshold);
     o.set_blob_compaction_readahead_size(f.blob_compaction_readahead_size);
+    if let Some(n) = f.compaction_readahead_size {
+        o.set_compaction_readahead_size(n);
+    }
     o.set_allow_concurrent_memtable_write(f.allow_concurrent_memtable_write);
     if f.memtablerep == "vector" {
         o.set_memtable_factory(rocksdb::MemtableFactory::Vector);
