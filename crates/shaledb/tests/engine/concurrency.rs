@@ -101,3 +101,51 @@ fn many_threads_write_and_read(opts: Options) {
     let db = Db::open(dir.path(), opts).unwrap();
     assert_eq!(db.iter().count(), writers as usize * per_writer as usize);
 }
+
+/// Writers of 40-entry batches, so that a group of two or more of them reaches the 64 entries above which the
+/// members insert their own batches in parallel (smaller groups are inserted by their leader): every batch is
+/// found whole, with the values of its last round, before and after a reopen.
+#[test]
+fn batches_large_enough_for_parallel_inserts_land_whole() {
+    use shaledb::WriteBatch;
+    let dir = tempfile::tempdir().unwrap();
+    let opts = tiny_options();
+    let db = Arc::new(Db::open(dir.path(), opts.clone()).unwrap());
+    let (writers, batches, per_batch) = (4u32, 150u32, 40u32);
+    let handles: Vec<_> = (0..writers)
+        .map(|w| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                for round in 0..2u32 {
+                    for b in 0..batches {
+                        let mut batch = WriteBatch::new();
+                        for e in 0..per_batch {
+                            let k = format!("w{w}-b{b:04}-e{e:02}");
+                            batch.put(k.as_bytes(), format!("{k}-r{round}").as_bytes());
+                        }
+                        db.write(&batch).unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let check = |db: &Db| {
+        for w in 0..writers {
+            for b in 0..batches {
+                for e in 0..per_batch {
+                    let k = format!("w{w}-b{b:04}-e{e:02}");
+                    assert_eq!(db.get(k.as_bytes()).unwrap(), Some(format!("{k}-r1").into_bytes()), "{k}");
+                }
+            }
+        }
+        assert_eq!(db.iter().count(), (writers * batches * per_batch) as usize);
+    };
+    check(&db);
+    assert_eq!(db.statistics().keys_written, u64::from(writers * 2 * batches * per_batch));
+    let db = Arc::try_unwrap(db).unwrap();
+    db.close().unwrap();
+    check(&Db::open(dir.path(), opts).unwrap());
+}
