@@ -16,6 +16,9 @@ mod verify;
 use clap::{CommandFactory, FromArgMatches, Subcommand};
 use std::process::ExitCode;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// ShaleDB command-line tool.
 #[derive(clap::Parser, Debug)]
 #[command(name = "shaledb", about, propagate_version = true)]

@@ -277,16 +277,18 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, 
     inner.counters.record_flush_job(&stats);
     Counters::add(&inner.counters.flush_count, 1);
     inner.info_log.log(line);
-    // Unlinking a WAL of a memtable's size took 30-40 ms on this project's disk: done with `state` released,
-    // so that writers (whose leader takes `state` in every group) do not wait for it.
+    // Unlinking a WAL of a memtable's size took 30-40 ms on this project's disk, and freeing the flushed
+    // memtable (one node and one record allocation per entry) is as slow: both are done with `state` released,
+    // so that writers (whose leader takes `state` in every group) do not wait for them. The popped memtable and
+    // the replaced super version are gone by now, so `mem` is its last reference unless a reader still holds
+    // one (then the reader frees it).
     let doomed = obsolete_wals(inner, st);
-    if !doomed.is_empty() {
-        parking_lot::MutexGuard::unlocked(st, || {
-            for path in doomed {
-                let _ = inner.fs.remove(&path);
-            }
-        });
-    }
+    parking_lot::MutexGuard::unlocked(st, || {
+        drop(mem);
+        for path in doomed {
+            let _ = inner.fs.remove(&path);
+        }
+    });
     if let Some(mut info) = job {
         info.output_files = outputs;
         info.bytes_written = written;
