@@ -51,7 +51,9 @@ pub(crate) fn open(dir: &Path, opts: Options, descs: &[super::ColumnFamilyDescri
     remove_obsolete_files(dir, &opts, &rec.vs, &wals, &info_log)?;
     let named: Vec<(String, Options)> =
         names_of.iter().filter(|(id, _)| **id != 0).map(|(id, name)| (name.clone(), opts_of(*id))).collect();
-    write_options_file(dir, &opts, &named, &mut rec.vs, &info_log, options_note)?;
+    let (recorded_opts, recorded_named) =
+        crate::options_file::keep_recorded_operators(recorded.as_ref(), &opts, &named);
+    write_options_file(dir, &recorded_opts, &recorded_named, &mut rec.vs, &info_log, options_note)?;
 
     let (wal_number, max_seq) = (wal.number, rec.max_seq);
     let fams = rec

@@ -245,8 +245,12 @@ pub(crate) fn write_numbered(
 /// Step `check_recorded_options` of open, before anything is written: the options that cannot read the data
 /// the database holds are refused with `InvalidArgument` naming both sides and the file.
 ///
-/// - A merge operator other than the recorded one (or none, when one is recorded): merge operands written by
-///   one operator are read by the other. Adding a merge operator to a database recorded without one is fine.
+/// - A merge operator other than the recorded one: merge operands written by one operator are read by the
+///   other. Adding a merge operator to a database recorded without one is fine, and so is opening without
+///   one where one is recorded, as RocksDB allows (RocksDB's benchmark.sh opens readrandom without the
+///   operator its readwhilewriting set): a read meeting a merge operand then fails naming the missing
+///   operator, and the OPTIONS file this open writes keeps the recorded name ([`keep_recorded_operators`]),
+///   so a later open with another operator is still refused.
 /// - TTL mode on where the file records it off, or off where it records it on: TTL-mode values carry a
 ///   timestamp suffix (`crate::ttl`) that the other mode would return as data or cut from plain values. The
 ///   TTL's length may change.
@@ -274,7 +278,7 @@ pub(crate) fn check_recorded(
         }
         Err(e) => return Err(e),
     };
-    check_merge_operator(&path, "", recorded.merge_operator_name.as_deref(), opts, true)?;
+    check_merge_operator(&path, "", recorded.merge_operator_name.as_deref(), opts)?;
     let mode = |on: bool| if on { "on" } else { "off" };
     if recorded.options.ttl.is_some() != opts.ttl.is_some() {
         return Err(Error::InvalidArgument(format!(
@@ -305,33 +309,68 @@ pub(crate) fn check_families(
     for f in recorded.column_families.iter().filter(|f| live.contains(&f.name.as_str())) {
         let theirs = f.merge_operator_name.as_deref();
         let whose = format!(" for column family {:?}", f.name);
-        match descs.iter().find(|d| d.name == f.name) {
-            Some(d) => check_merge_operator(&recorded.path, &whose, theirs, &d.options, true)?,
-            None => check_merge_operator(&recorded.path, &whose, theirs, opts, false)?,
-        }
+        let theirs_opts = descs.iter().find(|d| d.name == f.name).map_or(opts, |d| &d.options);
+        check_merge_operator(&recorded.path, &whose, theirs, theirs_opts)?;
     }
     Ok(())
 }
 
 /// Refuses opening with `opts`'s merge operator where `theirs` is recorded (`whose` names the family): one of
 /// another name, or none when `none_refused`.
-fn check_merge_operator(
-    path: &Path,
-    whose: &str,
-    theirs: Option<&str>,
-    opts: &Options,
-    none_refused: bool,
-) -> Result<()> {
+fn check_merge_operator(path: &Path, whose: &str, theirs: Option<&str>, opts: &Options) -> Result<()> {
     let Some(theirs) = theirs else { return Ok(()) };
-    let ours = opts.merge_operator.as_ref().map(|m| m.name());
-    if ours == Some(theirs) || (ours.is_none() && !none_refused) {
+    let Some(ours) = opts.merge_operator.as_ref().map(|m| m.name()) else { return Ok(()) };
+    if ours == theirs {
         return Ok(());
     }
     let opened = if whose.is_empty() { "the database is opened" } else { "it is opened" };
     Err(Error::InvalidArgument(format!(
-        "{} records merge_operator {theirs:?}{whose}, but {opened} with {}: merge operands written by one \
-         operator cannot be read by another; open with the recorded operator",
+        "{} records merge_operator {theirs:?}{whose}, but {opened} with {ours:?}: merge operands written by \
+         one operator cannot be read by another; open with the recorded operator (or with none)",
         path.display(),
-        ours.map_or("none".to_string(), |o| format!("{o:?}"))
     )))
+}
+
+/// Stands in for a recorded merge operator this open runs without, so that the OPTIONS file it writes still
+/// names it (see [`keep_recorded_operators`]). Only rendered, never given to a database; were it asked to
+/// merge, it fails the merge, as a missing operator does.
+#[derive(Debug)]
+struct RecordedName(String);
+
+impl crate::merge::MergeOperator for RecordedName {
+    fn name(&self) -> &str {
+        &self.0
+    }
+    fn full_merge(&self, _key: &[u8], _existing: Option<&[u8]>, _operands: &[&[u8]]) -> Option<Vec<u8>> {
+        None
+    }
+}
+
+/// The options the OPTIONS file of this open records: `opts` and `named` as opened, except that a family
+/// opened without a merge operator where `recorded` names one keeps that name, so that a later open with
+/// another operator is refused as before (the data still holds the recorded operator's operands).
+pub(crate) fn keep_recorded_operators(
+    recorded: Option<&LoadedOptions>,
+    opts: &Options,
+    named: &[(String, Options)],
+) -> (Options, Vec<(String, Options)>) {
+    let keep = |o: &Options, name: Option<&String>| -> Options {
+        let mut o = o.clone();
+        if o.merge_operator.is_none() {
+            if let Some(n) = name {
+                o.merge_operator = Some(std::sync::Arc::new(RecordedName(n.clone())));
+            }
+        }
+        o
+    };
+    let Some(rec) = recorded else { return (opts.clone(), named.to_vec()) };
+    let default = keep(opts, rec.merge_operator_name.as_ref());
+    let families = named
+        .iter()
+        .map(|(n, o)| {
+            let theirs = rec.column_families.iter().find(|f| &f.name == n).and_then(|f| f.merge_operator_name.as_ref());
+            (n.clone(), keep(o, theirs))
+        })
+        .collect();
+    (default, families)
 }
