@@ -719,7 +719,7 @@ pub(crate) fn shutdown(inner: &Arc<DbInner>, flush_memtables: bool) -> Result<()
             }
         }
         if let Some(log) = wal.log.as_mut() {
-            if let Err(e) = log.sync() {
+            if let Err(e) = super::write::sync_wal_dir(inner).and_then(|()| log.sync()) {
                 first_err.get_or_insert(e);
             }
         }

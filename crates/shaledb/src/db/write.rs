@@ -93,6 +93,24 @@ pub(crate) struct ClosedWals {
     /// The newest WAL number synced from the list and not yet recorded by a `Synced` marker (0: none); the next
     /// group's leader writes the marker into the current WAL.
     marker_due: std::sync::atomic::AtomicU64,
+    /// A WAL was created since the database directory was last fsynced: its name is not durable yet. The next
+    /// WAL sync that makes anything durable fsyncs the directory first ([`sync_wal_dir`]), as RocksDB syncs
+    /// its WAL directory before the first synced write into a new log; the memtable switch does not (a
+    /// directory fsync commits the file system's journal, which waits for the flush's and compactions' data
+    /// in flight, and every writer waited behind it). Held while that fsync runs, so no sync can pass it.
+    dir_unsynced: Mutex<bool>,
+}
+
+/// fsyncs the database directory if a WAL was created since it was last synced. Every WAL sync that makes
+/// writes durable calls it first: a WAL whose name a power loss can take would take its synced records along
+/// (D3, D5). The caller turns the database read-only on failure ([`fail`]), as for a failed WAL sync.
+pub(crate) fn sync_wal_dir(inner: &DbInner) -> Result<()> {
+    let mut unsynced = inner.closed_wals.dir_unsynced.lock();
+    if *unsynced {
+        inner.fs.sync_dir(&inner.dir)?;
+        *unsynced = false;
+    }
+    Ok(())
 }
 
 struct ClosedWal {
@@ -385,6 +403,7 @@ fn append_records(inner: &Arc<DbInner>, log: &mut log::Writer, records: &[BatchR
         // `wal_bytes_per_sync`: a sync each time that many bytes were appended since the last one.
         let due = per_sync > 0 && log.len().saturating_sub(*synced_len) >= per_sync;
         if need_sync || due {
+            sync_wal_dir(inner)?;
             log.sync()?;
             Counters::add(&c.wal_syncs, 1);
             *unsynced = false;
@@ -419,6 +438,7 @@ pub(crate) fn sync_wal_locked(inner: &Arc<DbInner>, wal: &mut WalState) -> Resul
     if !wal.unsynced {
         return if wal.log.is_some() { Ok(()) } else { Err(Error::Closed) };
     }
+    sync_wal_dir(inner).map_err(|e| fail(inner, e))?;
     let Some(log) = wal.log.as_mut() else { return Err(Error::Closed) };
     match log.sync() {
         Ok(()) => {
@@ -448,6 +468,10 @@ pub(crate) fn sync_closed_wals(inner: &DbInner) -> Result<()> {
     let mut list = inner.closed_wals.list.lock();
     list.retain(|c| c.number >= min_log);
     let Some(through) = list.last().map(|c| c.number) else { return Ok(()) };
+    if let Err(e) = sync_wal_dir(inner) {
+        drop(list);
+        return Err(fail(inner, e));
+    }
     for c in list.iter_mut() {
         if let Err(e) = c.log.sync() {
             drop(list);
@@ -619,7 +643,11 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, st: &mut Stat
         }
         _ => false,
     };
-    inner.fs.sync_dir(&inner.dir)?;
+    // The new WAL's name is made durable by the first WAL sync after it (`sync_wal_dir`), not here. Until then
+    // a power loss may take the new WAL whole: it holds nothing acknowledged as durable, and the old WAL is
+    // then the last one, whose torn tail recovery accepts. The marker synced above does not need the name:
+    // with the file gone, nothing in it needs explaining.
+    *inner.closed_wals.dir_unsynced.lock() = true;
     let synced_len = log.len();
     if let Some(old) = wal.log.replace(log) {
         if unsynced_old {

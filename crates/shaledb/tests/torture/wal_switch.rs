@@ -99,9 +99,11 @@ fn a_wal_switched_out_unsynced_recovers_as_a_prefix_until_a_synced_write_syncs_i
         db.put_opt(&unsynced, key(i), b"v").unwrap();
     }
 
-    // A power loss now: the old WAL is cut back to write 50, the new one to its marker.
+    // A power loss now: the old WAL is cut back to write 50, and the new one is gone: the switch does not
+    // fsync the directory (the first WAL sync after it does), so the new WAL's name was never durable.
     let lost = fs.deep_clone();
     lost.power_loss(PowerLoss::DropUnsynced, 1);
+    assert!(!lost.exists(new), "the switch made the new WAL's name durable");
     let synced_len = lost.read_file(old).unwrap().len();
     assert!((synced_len as u64) < old_len, "the switch did not sync the old WAL");
     assert_eq!(recovered(&lost, 150).unwrap(), (0..=50).collect::<Vec<_>>());
@@ -117,7 +119,8 @@ fn a_wal_switched_out_unsynced_recovers_as_a_prefix_until_a_synced_write_syncs_i
     let lost_dir = db_path().join("lost");
     assert!(reordered.file_names(&lost_dir).contains(&new_name), "{:?}", reordered.file_names(&lost_dir));
 
-    // A synced write syncs the old WAL first and records that in the new one.
+    // A synced write syncs the old WAL first and records that in the new one; it fsyncs the directory before
+    // the new WAL, whose name would otherwise take the synced write with it.
     db.put_opt(&synced, key(150), b"v").unwrap();
     let ms = markers(&fs, new);
     assert_eq!(ms.len(), 2, "{ms:?}");
@@ -140,4 +143,47 @@ fn a_wal_switched_out_unsynced_recovers_as_a_prefix_until_a_synced_write_syncs_i
     flusher.join().unwrap().unwrap();
     // Once its memtable is flushed, the old WAL is obsolete: gone, never synced for nothing.
     assert!(!fs.exists(old), "the old WAL outlived its flush");
+}
+
+/// The switch leaves the new WAL's name to the first WAL sync after it: a synced write into a WAL created by a
+/// switch survives a power loss, and an unsynced one may go with the file. The old WAL here was synced whole
+/// before the switch, so no older WAL is left to sync (whose path would sync the directory too), and the flush
+/// is held before it writes its table (whose creation syncs the directory as well).
+#[test]
+fn the_first_synced_write_into_a_new_wal_makes_its_name_durable() {
+    watch_background_panics();
+    let fs = MemFs::new();
+    let gate = Arc::new(Gate::default());
+    *gate.hold.lock() = true;
+    let opts = Options { listeners: vec![gate.clone()], ..Options::default() };
+    let db = Arc::new(open_on(&fs, &opts).unwrap());
+    let synced = WriteOptions { sync: true, ..WriteOptions::default() };
+    db.put_opt(&synced, key(0), b"v").unwrap();
+    let flusher = {
+        let db = db.clone();
+        std::thread::spawn(move || db.flush())
+    };
+    let start = Instant::now();
+    while gate.begun.load(Ordering::SeqCst) == 0 {
+        assert!(start.elapsed() < Duration::from_secs(20), "the flush never began");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let wals = wal_paths(&fs);
+    let [_, new] = wals.as_slice() else { panic!("two WALs expected: {wals:?}") };
+    assert!(markers(&fs, new).is_empty(), "the old WAL was synced: no Predecessor marker");
+    db.put(key(1), b"v").unwrap();
+    let lost = fs.deep_clone();
+    lost.power_loss(PowerLoss::DropUnsynced, 3);
+    assert!(!lost.exists(new), "nothing synced the new WAL's name yet");
+    assert_eq!(recovered(&lost, 3).unwrap(), vec![0]);
+
+    db.put_opt(&synced, key(2), b"v").unwrap();
+    let lost = fs.deep_clone();
+    lost.power_loss(PowerLoss::DropUnsynced, 4);
+    assert!(lost.exists(new), "the synced write made the new WAL's name durable");
+    assert_eq!(recovered(&lost, 3).unwrap(), vec![0, 1, 2]);
+
+    *gate.hold.lock() = false;
+    gate.cv.notify_all();
+    flusher.join().unwrap().unwrap();
 }
