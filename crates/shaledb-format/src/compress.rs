@@ -108,14 +108,76 @@ pub fn compress(kind: CompressionType, level: i32, input: &[u8], out: &mut Vec<u
                 Err(_) => false,
             }
         }
-        CompressionType::Zstd => match zstd::bulk::compress(input, level) {
-            Ok(v) => {
-                *out = v;
-                true
-            }
-            Err(_) => false,
-        },
+        CompressionType::Zstd => zstd_compress(level, input, out),
     }
+}
+
+/// Frames that declare at most this many decoded bytes are decoded in one call into a buffer of exactly
+/// that size (zstd refuses to write past it); larger declarations, and frames that do not declare a size,
+/// go through the streaming decoder, whose buffer grows only with what is really produced. So a size read
+/// from a block never sizes an allocation above this bound by itself.
+const ZSTD_ONE_SHOT_MAX: u64 = 4 << 20;
+
+thread_local! {
+    /// One zstd compression context per thread, kept across blocks: creating one costs more than
+    /// compressing an 8 KiB block with it (14% of a flush's CPU in a profile of benchmark.sh's bulkload,
+    /// docs/perf/zstd-contexts.md). The level is the last one set.
+    static ZSTD_COMPRESSOR: std::cell::RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> =
+        const { std::cell::RefCell::new(None) };
+    /// One decompression context per thread, for the same reason.
+    static ZSTD_DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn zstd_compress(level: i32, input: &[u8], out: &mut Vec<u8>) -> bool {
+    ZSTD_COMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if !matches!(&*slot, Some((l, _)) if *l == level) {
+            // A new context rather than a changed level: a context that failed is dropped below, and one
+            // created for the level starts clean.
+            match zstd::bulk::Compressor::new(level) {
+                Ok(c) => *slot = Some((level, c)),
+                Err(_) => return false,
+            }
+        }
+        let Some((_, c)) = slot.as_mut() else { return false };
+        out.reserve(zstd::zstd_safe::compress_bound(input.len()));
+        match c.compress_to_buffer(input, out) {
+            Ok(_) => true,
+            Err(_) => {
+                // zstd leaves a context that failed in an undefined state: never reuse it.
+                *slot = None;
+                out.clear();
+                false
+            }
+        }
+    })
+}
+
+/// Decodes a zstd block in one call when its frame declares a size up to [`ZSTD_ONE_SHOT_MAX`]. `None`
+/// when it does not, or when the one-shot decode fails or yields another length: the caller then runs the
+/// streaming decoder, which gives the same answer a damaged block always got.
+fn zstd_one_shot(input: &[u8]) -> Option<Vec<u8>> {
+    let n = match zstd::zstd_safe::get_frame_content_size(input) {
+        Ok(Some(n)) if n <= ZSTD_ONE_SHOT_MAX => n as usize,
+        _ => return None,
+    };
+    ZSTD_DECOMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(zstd::bulk::Decompressor::new().ok()?);
+        }
+        let d = slot.as_mut()?;
+        let mut out = Vec::with_capacity(n);
+        match d.decompress_to_buffer(input, &mut out) {
+            Ok(got) if got == n => Some(out),
+            Ok(_) => None,
+            Err(_) => {
+                *slot = None;
+                None
+            }
+        }
+    })
 }
 
 /// Decompresses a block body. Any codec failure is `Corruption` (the caller re-targets file and offset).
@@ -145,6 +207,9 @@ pub fn decompress(kind: CompressionType, input: &[u8]) -> Result<Vec<u8>> {
             Ok(out)
         }
         CompressionType::Zstd => {
+            if let Some(out) = zstd_one_shot(input) {
+                return Ok(out);
+            }
             // zstd's ratio has no useful bound (a 4-byte RLE block yields 128 KiB), so the frame's declared
             // size is not trusted to size the buffer: decode as a stream into a buffer that grows with what is
             // actually produced, and stop one byte past the limit.
@@ -219,6 +284,44 @@ mod tests {
             assert!(compress(kind, 3, &zeros, &mut out), "{kind}");
             assert_eq!(decompress(kind, &out).unwrap(), zeros, "{kind}");
         }
+    }
+
+    /// The per-thread contexts: blocks at two levels interleaved, each decoded back; a frame that declares
+    /// no size and one that declares more than the one-shot bound both decode through the stream; a frame
+    /// declaring fewer bytes than it holds is corruption, and the context that failed on it is not reused
+    /// wrongly by the next block.
+    #[test]
+    fn zstd_contexts_are_reused_across_blocks_and_levels() {
+        let block = |i: u32| -> Vec<u8> { (0..2048u32).flat_map(|j| ((i * 31 + j) % 251).to_le_bytes()).collect() };
+        let mut out = Vec::new();
+        for i in 0..8 {
+            let level = if i % 2 == 0 { 3 } else { 1 };
+            let data = block(i);
+            out.extend_from_slice(b"stale bytes the call must clear");
+            assert!(compress(CompressionType::Zstd, level, &data, &mut out));
+            assert_eq!(zstd::zstd_safe::get_frame_content_size(&out).unwrap(), Some(data.len() as u64));
+            assert_eq!(decompress(CompressionType::Zstd, &out).unwrap(), data, "block {i} at level {level}");
+        }
+        // No declared size (a streaming encoder that was not told the length).
+        let data = block(99);
+        let streamed = zstd::stream::encode_all(&data[..], 3).unwrap();
+        assert_eq!(zstd::zstd_safe::get_frame_content_size(&streamed).unwrap(), None);
+        assert_eq!(decompress(CompressionType::Zstd, &streamed).unwrap(), data);
+        // Declared above the one-shot bound.
+        let large = vec![7u8; (ZSTD_ONE_SHOT_MAX + 1) as usize];
+        assert!(compress(CompressionType::Zstd, 3, &large, &mut out));
+        assert_eq!(decompress(CompressionType::Zstd, &out).unwrap(), large);
+        // Declares 16 bytes and holds 2 KiB: refused by both decoders, then the next block still decodes.
+        let mut frame = Vec::new();
+        assert!(compress(CompressionType::Zstd, 3, &data, &mut frame));
+        assert_eq!(frame[4], 0x60, "single segment with a 2-byte content size");
+        let mut lying = frame[..4].to_vec();
+        lying.push(0x20); // single segment, 1-byte frame content size
+        lying.push(16);
+        let header = 4 + 1 + 2; // magic, descriptor, the 2-byte size data.len() takes
+        lying.extend_from_slice(&frame[header..]);
+        assert!(decompress(CompressionType::Zstd, &lying).unwrap_err().is_corruption());
+        assert_eq!(decompress(CompressionType::Zstd, &frame).unwrap(), data);
     }
 
     #[test]
