@@ -81,8 +81,10 @@ pub struct Options {
     pub target_file_size_multiplier: u64,
     /// Background threads for flushes and compactions together, at least 1 (RocksDB's `max_background_jobs`).
     /// With 1, the one thread runs both, flushes first (a flush waits for the compaction in progress); with
-    /// n >= 2, thread 0 runs only flushes and the other n - 1 only compactions, so a flush never waits for a
-    /// compaction and compactions go on while a flush runs. Default: 2.
+    /// n >= 2, max(1, n / 4) threads run only flushes (RocksDB's split; several memtables are then written at
+    /// once, and recorded oldest first) and the others only compactions, so a flush never waits for a
+    /// compaction and compactions go on while a flush runs. Default: 2 (one flush thread, one compaction
+    /// thread).
     pub max_background_jobs: usize,
     /// Threads one compaction may split into (RocksDB `max_subcompactions`): a leveled job reading level 0 or
     /// a manual one, or a universal merge, into a level below 0 is cut by key range (from the inputs' index

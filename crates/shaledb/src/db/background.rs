@@ -86,19 +86,30 @@ pub(crate) mod spawn_hook {
     }
 }
 
-/// Compactions allowed at once: one per compaction thread (every thread but the flush thread when there are
-/// several).
+/// Flush threads among `jobs` background threads: RocksDB's split of `max_background_jobs` (a quarter
+/// flush, at least one), so that several memtables are written at once when writes outrun one flush
+/// (benchmark.sh's bulkload: eight memtables, 16 jobs, 4 flush threads).
+fn flush_threads(jobs: usize) -> usize {
+    if jobs <= 1 {
+        1
+    } else {
+        (jobs / 4).max(1)
+    }
+}
+
+/// Compactions allowed at once: one per compaction thread (every thread but the flush threads when there
+/// are several).
 fn max_compactions(inner: &DbInner) -> usize {
     let jobs = inner.opts.max_background_jobs.max(1);
     if jobs == 1 {
         1
     } else {
-        jobs - 1
+        jobs - flush_threads(jobs)
     }
 }
 
 /// What a background thread runs (issue 15). With one thread it runs both, flushes first. With several,
-/// thread 0 is the flush thread and runs only flushes, and the others only compactions: a flush never waits
+/// the first [`flush_threads`] run only flushes, and the others only compactions: a flush never waits
 /// for a compaction to end and free its thread, and a compaction never waits while a compaction thread
 /// flushes. (Before, any thread flushed and thread 0 compacted only while no memtable waited, so while a
 /// flush ran on the other thread no compaction could start, with two jobs, and L0 grew.)
@@ -113,7 +124,8 @@ impl Role {
         if jobs <= 1 {
             Role { flushes: true, compacts: true }
         } else {
-            Role { flushes: thread == 0, compacts: thread != 0 }
+            let flushes = thread < flush_threads(jobs);
+            Role { flushes, compacts: !flushes }
         }
     }
 }
@@ -133,8 +145,8 @@ fn background_loop(inner: &Arc<DbInner>, thread: usize) {
         if st.bg_error.is_none() {
             // Flushes first: a full memtable holds writers back, a compaction only L0's growth. The family whose
             // oldest waiting memtable is oldest goes first: it pins the oldest WAL.
-            if role.flushes && !st.flushing {
-                let due = st.fams.iter().filter_map(|(id, f)| Some((f.imm.last()?.id(), *id))).min();
+            if role.flushes {
+                let due = st.fams.keys().filter_map(|id| Some((st.next_unclaimed(*id)?.id(), *id))).min();
                 if let Some((_, fid)) = due {
                     flush_one(inner, &mut st, fid);
                     continue;
@@ -204,13 +216,26 @@ fn pick_auto(
     picker::pick_auto(v, opts, busy, &created, manual)
 }
 
-/// Flushes the oldest immutable memtable of family `fid`. REQUIRES: `st` locked, `!st.flushing`, the family
-/// has an immutable memtable.
+/// A memtable's flush whose tables are written, waiting in [`State::flushed`] until every older memtable of
+/// its family is recorded.
+pub(crate) struct Flushed {
+    mem: Arc<crate::memtable::MemTable>,
+    files: Vec<shaledb_format::edit::FileMeta>,
+    stats: CompactionStats,
+    blob: crate::blob::BlobOutput,
+    job: Option<crate::listener::FlushJobInfo>,
+}
+
+/// Flushes the oldest immutable memtable of family `fid` that no other flush has taken, then records every
+/// flushed memtable of the family that is next in line. Several flush threads run this at once, each on its
+/// own memtable; the tables are written in any order but recorded oldest first, so a family's log number only
+/// moves past memtables whose tables are recorded, and L0 never holds a newer memtable's table without the
+/// older ones'. REQUIRES: `st` locked.
 fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, fid: u32) {
+    let Some(mem) = st.next_unclaimed(fid).cloned() else { return };
     let Some(f) = st.fams.get(&fid) else { return };
-    let Some(mem) = f.imm.last().cloned() else { return };
     let fam = f.fam.clone();
-    st.flushing = true;
+    st.flushing.insert((fid, mem.id()));
     let snapshots = inner.snapshots.sequences();
     let job = inner.listeners.any().then(|| events::flush_info(inner, st, &mem));
     let several = st.fams.len() > 1;
@@ -231,23 +256,60 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, 
         }
         Ok(out)
     });
-    st.flushing = false;
-    let (files, mut stats, blob) = match result {
+    st.flushing.remove(&(fid, mem.id()));
+    let (files, stats, blob) = match result {
         Ok(r) => r,
-        // Aborted by shutdown: the memtable is still in the WAL; nothing failed.
+        // Aborted by shutdown: the memtable is still in the WAL; nothing failed. Tables written by newer
+        // flushes and not recorded are orphans, removed at the next open.
         Err(Error::Closed) if inner.shutting_down.load(Ordering::Acquire) => return,
         Err(e) => {
             inner.set_bg_error(st, &e, crate::listener::BackgroundErrorReason::Flush);
+            discard_flushed(st, fid);
             return;
         }
     };
-    let Some(f) = st.fams.get(&fid) else {
-        // The family was dropped meanwhile: the outputs belong to nothing.
-        st.obsolete_tables.extend(files.iter().map(|f| f.number));
-        st.vs.obsolete_blobs.extend(blob.additions.iter().map(|b| b.number));
-        inner.bg_cv.notify_all();
-        return;
-    };
+    st.flushed.insert((fid, mem.id()), Flushed { mem, files, stats, blob, job });
+    install_flushed(inner, st, fid);
+    inner.bg_cv.notify_all();
+}
+
+/// Drops the flushed, unrecorded tables of family `fid`: after a failed flush of an older memtable (the
+/// database is read-only now) or when the family is gone. Their files are deleted like any obsolete file.
+fn discard_flushed(st: &mut State, fid: u32) {
+    let keys: Vec<(u32, u64)> = st.flushed.keys().filter(|(f, _)| *f == fid).copied().collect();
+    for key in keys {
+        if let Some(done) = st.flushed.remove(&key) {
+            st.obsolete_tables.extend(done.files.iter().map(|f| f.number));
+            st.vs.obsolete_blobs.extend(done.blob.additions.iter().map(|b| b.number));
+        }
+    }
+}
+
+/// Records, oldest first, every flushed memtable of family `fid` whose older memtables are all recorded: one
+/// MANIFEST edit each. REQUIRES: `st` locked.
+fn install_flushed(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, fid: u32) {
+    loop {
+        if st.bg_error.is_some() {
+            return;
+        }
+        let Some(f) = st.fams.get(&fid) else {
+            // The family was dropped meanwhile: the outputs belong to nothing.
+            discard_flushed(st, fid);
+            return;
+        };
+        let Some(oldest) = f.imm.last().map(|m| m.id()) else { return };
+        let Some(done) = st.flushed.remove(&(fid, oldest)) else { return };
+        if !install_one(inner, st, fid, done) {
+            return;
+        }
+    }
+}
+
+/// Records one flushed memtable, the oldest of its family: the MANIFEST edit, the new super version, the
+/// counters, the obsolete WALs and the listeners. False when the edit failed (the background error is set).
+fn install_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, fid: u32, done: Flushed) -> bool {
+    let Flushed { mem, files, mut stats, blob, job } = done;
+    let Some(f) = st.fams.get(&fid) else { return false };
     // The family's WALs older than its next memtable still waiting are obsolete once this edit is durable.
     let next_log = if f.imm.len() >= 2 { f.imm[f.imm.len() - 2].id() } else { f.mem.id() };
     let mut edit = VersionEdit {
@@ -265,7 +327,7 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, 
         // The outputs stay: the edit naming them may be in the MANIFEST even though its sync failed. If it is
         // not, they are orphans removed at the next open.
         inner.set_bg_error(st, &e, crate::listener::BackgroundErrorReason::Flush);
-        return;
+        return false;
     }
     if let Some(f) = st.fams.get_mut(&fid) {
         f.imm.pop();
@@ -281,7 +343,8 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, 
     // memtable (one node and one record allocation per entry) is as slow: both are done with `state` released,
     // so that writers (whose leader takes `state` in every group) do not wait for them. The popped memtable and
     // the replaced super version are gone by now, so `mem` is its last reference unless a reader still holds
-    // one (then the reader frees it).
+    // one (then the reader frees it). Another flush thread may record the family's next memtable meanwhile:
+    // it is the oldest now.
     let doomed = obsolete_wals(inner, st);
     parking_lot::MutexGuard::unlocked(st, || {
         drop(mem);
@@ -295,7 +358,7 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, 
         info.duration = Duration::from_micros(stats.micros);
         parking_lot::MutexGuard::unlocked(st, || events::flush_completed(inner, &info));
     }
-    inner.bg_cv.notify_all();
+    true
 }
 
 /// Old WALs: every one below the smallest log number of any family. REQUIRES: `st` locked.
@@ -549,7 +612,7 @@ pub(crate) fn wait_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
     loop {
         check_error(&st)?;
         let due = pick_any(inner, &st).is_some();
-        if !st.any_imm() && !st.flushing && st.running_compactions == 0 && !due {
+        if !st.any_imm() && st.flushing.is_empty() && st.running_compactions == 0 && !due {
             return Ok(());
         }
         if st.bg_threads_alive == 0 {

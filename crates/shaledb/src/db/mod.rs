@@ -64,7 +64,12 @@ pub(crate) struct State {
     pub(crate) fams: std::collections::BTreeMap<u32, family::FamilyState>,
     /// The active memtables, for the write leader (rebuilt by [`State::rebuild_mems`]).
     pub(crate) mems: Arc<family::Mems>,
-    pub(crate) flushing: bool,
+    /// Memtables being written to L0 now, as (family, memtable id): several at once with several flush
+    /// threads (background.rs).
+    pub(crate) flushing: HashSet<(u32, u64)>,
+    /// Memtables whose tables are written but not yet recorded, because an older memtable of the same family
+    /// is still being flushed: flushes finish in any order and are recorded oldest first.
+    pub(crate) flushed: std::collections::HashMap<(u32, u64), background::Flushed>,
     pub(crate) running_compactions: usize,
     /// Files that are inputs of a running compaction.
     pub(crate) busy: HashSet<u64>,
@@ -93,6 +98,16 @@ impl State {
     /// True when some family has an immutable memtable waiting.
     pub(crate) fn any_imm(&self) -> bool {
         self.fams.values().any(|f| !f.imm.is_empty())
+    }
+
+    /// True when memtable `id` of family `fid` is being flushed or is flushed and waits to be recorded.
+    pub(crate) fn flush_claimed(&self, fid: u32, id: u64) -> bool {
+        self.flushing.contains(&(fid, id)) || self.flushed.contains_key(&(fid, id))
+    }
+
+    /// The oldest immutable memtable of family `fid` that no flush has taken yet.
+    pub(crate) fn next_unclaimed(&self, fid: u32) -> Option<&Arc<MemTable>> {
+        self.fams.get(&fid)?.imm.iter().rev().find(|m| !self.flush_claimed(fid, m.id()))
     }
 }
 
@@ -202,7 +217,8 @@ impl DbInner {
             vs: o.vs,
             fams,
             mems: Arc::default(),
-            flushing: false,
+            flushing: HashSet::new(),
+            flushed: std::collections::HashMap::new(),
             running_compactions: 0,
             busy: Default::default(),
             bg_error: None,

@@ -175,10 +175,7 @@ impl Db {
         let n = |x: usize| Some(x as u64);
         match name {
             "num-immutable-mem-table" => n(sv.imm.len()),
-            "mem-table-flush-pending" => {
-                let flushing = usize::from(inner.state.lock().flushing);
-                Some(u64::from(sv.imm.len() > flushing))
-            }
+            "mem-table-flush-pending" => Some(u64::from(inner.state.lock().next_unclaimed(fam.id).is_some())),
             "cur-size-active-mem-table" => n(sv.mem.approximate_memory_usage()),
             // RocksDB adds flushed memtables iterators still hold; ShaleDB does not track those, so this is the
             // same figure as cur-size-all-mem-tables.
@@ -223,7 +220,7 @@ impl Db {
             }
             "estimate-pending-compaction-bytes" => Some(crate::picker::pending_compaction_bytes(v, &fam.opts)),
             "num-running-compactions" => n(inner.state.lock().running_compactions),
-            "num-running-flushes" => Some(u64::from(inner.state.lock().flushing)),
+            "num-running-flushes" => n(inner.state.lock().flushing.len()),
             "background-errors" => Some(inner.counters.bg_errors.load(Ordering::Relaxed)),
             "num-snapshots" => n(inner.snapshots.len()),
             "oldest-snapshot-time" => Some(inner.snapshots.oldest_time()),

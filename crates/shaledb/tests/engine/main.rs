@@ -20,6 +20,7 @@ mod model;
 mod multi_get;
 mod ops;
 mod options_file;
+mod parallel_flush;
 mod prefix;
 mod properties;
 mod readahead;

@@ -305,6 +305,13 @@ fn model_universal_trivial_move_similar_size_parallel_jobs() {
 }
 
 #[test]
+fn model_parallel_flushes() {
+    // Eight jobs: two flush threads write the small memtables at once, recorded oldest first.
+    let o = Options { max_background_jobs: 8, max_write_buffer_number: 6, ..tiny_options() };
+    run(28, o, steps());
+}
+
+#[test]
 fn model_fifo_compaction_within_its_limit() {
     // FIFO deletes data by design: under a limit the run never reaches (and no TTL), the model holds, and
     // allow_compaction's intra-L0 merges (with snapshots and merge operands) run.
