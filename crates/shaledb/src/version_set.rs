@@ -69,7 +69,7 @@ pub(crate) struct VersionSet {
     /// no identity): the counter steps over them so that no file of ours ever takes their name.
     pub(crate) foreign_numbers: BTreeSet<u64>,
     /// Blob files that left the current version (all their records garbage), to delete once no live version
-    /// lists them (`background::delete_obsolete_files`).
+    /// lists them (`background::obsolete_files`, then `remove_files` without the lock).
     pub(crate) obsolete_blobs: Vec<u64>,
 }
 

@@ -162,11 +162,12 @@ pub(crate) fn gc_cutoff(opts: &crate::Options, version: &crate::version::Version
     }
 }
 
-/// Deletes the blob files that left the current version once no live version (a reader's, an iterator's, a
-/// checkpoint's) lists them. REQUIRES: `st` locked.
-pub(crate) fn delete_obsolete(inner: &crate::db::DbInner, st: &mut crate::db::State) {
+/// Takes the blob files that left the current version once no live version (a reader's, an iterator's, a
+/// checkpoint's) lists them, evicted from the blob reader cache: the caller removes them with the state lock
+/// released (`background::remove_files`). REQUIRES: `st` locked.
+pub(crate) fn take_obsolete(inner: &crate::db::DbInner, st: &mut crate::db::State) -> Vec<u64> {
     if st.vs.obsolete_blobs.is_empty() {
-        return;
+        return Vec::new();
     }
     st.live_versions.retain(|(_, w)| w.strong_count() > 0);
     let mut live: std::collections::HashSet<u64> =
@@ -175,16 +176,17 @@ pub(crate) fn delete_obsolete(inner: &crate::db::DbInner, st: &mut crate::db::St
         live.extend(v.blob_files.keys());
     }
     let mut keep = Vec::new();
+    let mut doomed = Vec::new();
     for n in std::mem::take(&mut st.vs.obsolete_blobs) {
         if live.contains(&n) {
             keep.push(n);
         } else {
             inner.blobs.evict(n);
-            // A failed removal leaves a leftover that the next open removes.
-            let _ = inner.fs.remove(&filenames::blob(&inner.dir, n));
+            doomed.push(n);
         }
     }
     st.vs.obsolete_blobs = keep;
+    doomed
 }
 
 /// Reads every live blob file of `v` whole: each record's checksum, the footer, and the counts against the
