@@ -66,6 +66,14 @@ pub trait RandomAccessFile: Send + Sync {
     fn path(&self) -> &Path;
     /// Hint that `[offset, offset+len)` will be read soon (`posix_fadvise(WILLNEED)`); default: nothing.
     fn prefetch(&self, _offset: u64, _len: u64) {}
+    /// Reads exactly `buf.len()` bytes at `offset` only if that needs no wait on the device: `Ok(true)` when
+    /// `buf` was filled (the bytes were in the operating system's page cache), `Ok(false)` when the read would
+    /// have to wait (or the file cannot tell), in which case `buf` holds nothing meaningful and the caller
+    /// reads with [`RandomAccessFile::read_exact_at`]. Lets a caller with many reads to issue serve the cached
+    /// ones at once and hand only the others to reader threads. Default: `Ok(false)`.
+    fn try_read_cached(&self, _buf: &mut [u8], _offset: u64) -> Result<bool> {
+        Ok(false)
+    }
 }
 
 /// A held advisory lock on a database's LOCK file; released on drop.

@@ -11,6 +11,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// Appends larger than this go straight to `write(2)`; smaller ones are gathered first.
@@ -269,7 +270,42 @@ impl RandomAccessFile for PosixRandom {
             fadvise(&self.file, offset, len, rustix::fs::Advice::WillNeed);
         }
     }
+
+    /// `preadv2(RWF_NOWAIT)`: the kernel copies what its page cache holds and answers `EAGAIN` instead of
+    /// going to the device. A direct file always goes to the device, so it is never tried there.
+    fn try_read_cached(&self, buf: &mut [u8], offset: u64) -> Result<bool> {
+        if self.direct || NOWAIT_UNSUPPORTED.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        // An offset past what `off_t` holds: the blocking read reports it.
+        if offset.checked_add(buf.len() as u64).is_none_or(|end| end > i64::MAX as u64) {
+            return Ok(false);
+        }
+        let mut got = 0;
+        while got < buf.len() {
+            let at = offset + got as u64;
+            let mut slices = [std::io::IoSliceMut::new(&mut buf[got..])];
+            match rustix::io::preadv2(&self.file, &mut slices, at, rustix::io::ReadWriteFlags::NOWAIT) {
+                // End of file, or a page not cached: the blocking read says which (and reports a short file).
+                Ok(0) => return Ok(false),
+                Ok(n) => got += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(rustix::io::Errno::AGAIN) => return Ok(false),
+                // A kernel or file system without RWF_NOWAIT: stop asking (every later read would fail alike).
+                Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::NOSYS) => {
+                    NOWAIT_UNSUPPORTED.store(true, Ordering::Relaxed);
+                    return Ok(false);
+                }
+                Err(e) => return Err(Error::io("read (RWF_NOWAIT)", &self.path, std::io::Error::from(e))),
+            }
+        }
+        Ok(true)
+    }
 }
+
+/// Set once `preadv2(RWF_NOWAIT)` was refused as unsupported: [`RandomAccessFile::try_read_cached`] then
+/// answers `Ok(false)` without a system call.
+static NOWAIT_UNSUPPORTED: AtomicBool = AtomicBool::new(false);
 
 /// `posix_fadvise` on the whole file from `offset` (`len` 0: to the end). A hint: its failure is ignored.
 fn fadvise(file: &File, offset: u64, len: u64, advice: rustix::fs::Advice) {
@@ -518,6 +554,39 @@ mod tests {
         assert!(e.is_io() && e.to_string().contains("direct read"), "{e}");
         assert!(r.read_into(20_000, 1, &mut own).is_err());
         assert!(r.read_into(u64::MAX - 1, 4, &mut own).is_err());
+    }
+
+    #[test]
+    fn nowait_reads_serve_cached_pages_and_decline_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFs::new();
+        let p = dir.path().join("f");
+        let data: Vec<u8> = (0..50_000u32).map(|i| (i * 13 % 251) as u8).collect();
+        let mut w = fs.create(&p).unwrap();
+        w.append(&data).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        let r = fs.open(&p, ReadHints::default()).unwrap();
+        // Just written, so in the page cache: served without waiting, byte for byte.
+        let mut buf = vec![0u8; 9_000];
+        if r.try_read_cached(&mut buf, 1_234).unwrap() {
+            assert_eq!(buf, &data[1_234..10_234]);
+        } else {
+            // Only a kernel or file system without RWF_NOWAIT may decline a cached page.
+            assert!(NOWAIT_UNSUPPORTED.load(Ordering::Relaxed), "a cached range was declined");
+            eprintln!("skipped: preadv2(RWF_NOWAIT) is not supported here");
+            return;
+        }
+        // Past the end: declined (the blocking read reports the short file), never a partial success.
+        let mut tail = vec![0u8; 100];
+        assert!(!r.try_read_cached(&mut tail, 49_950).unwrap());
+        assert!(!r.try_read_cached(&mut tail, 60_000).unwrap());
+        assert!(r.read_exact_at(&mut tail, 49_950).is_err());
+        assert!(!r.try_read_cached(&mut tail, u64::MAX - 10).unwrap());
+        // A direct file always goes to the device: never tried.
+        if let Ok(d) = fs.open(&p, ReadHints { direct: true, ..ReadHints::default() }) {
+            assert!(!d.try_read_cached(&mut buf, 0).unwrap());
+        }
     }
 
     /// Creates `name` in `dir` with direct writes, or `None` (printing why) where the file system refuses.

@@ -205,6 +205,12 @@ impl Table {
         // Read straight into the vector the block will own: no copy for an uncompressed block.
         let mut buf = vec![0u8; len];
         self.file.read_exact_at(&mut buf, h.offset)?;
+        self.raw_from_stored(h, buf, verify_checksum)
+    }
+
+    /// The stored bytes of block `h` (trailer included), read into `buf`: counted, checked, decompressed.
+    fn raw_from_stored(&self, h: BlockHandle, mut buf: Vec<u8>, verify_checksum: bool) -> Result<Vec<u8>> {
+        let len = buf.len();
         if let Some(s) = &self.stats {
             s.add_read(len as u64);
             s.add_file_read(len as u64);
@@ -535,6 +541,28 @@ impl Table {
             c.insert(self.cache_id, h.offset, Arc::clone(&b));
         }
         Ok(b)
+    }
+
+    /// [`Table::read_data_block`] only when the block's bytes can be had without waiting on the device (the
+    /// operating system's page cache holds them, [`RandomAccessFile::try_read_cached`]): `Ok(None)` when the
+    /// read would wait, and then nothing was read or counted. Damage is an error as in `read_data_block`.
+    pub fn try_read_data_block_cached(
+        &self,
+        h: BlockHandle,
+        verify_checksum: bool,
+        fill_cache: bool,
+    ) -> Result<Option<Arc<Block>>> {
+        let len = self.stored_len(h)?;
+        let mut buf = vec![0u8; len];
+        if !self.file.try_read_cached(&mut buf, h.offset)? {
+            return Ok(None);
+        }
+        let raw = self.raw_from_stored(h, buf, verify_checksum)?;
+        let b = Arc::new(Block::new(raw).map_err(|e| in_block(e, &self.path, h.offset))?);
+        if let (Some(c), true) = (&self.cache, fill_cache) {
+            c.insert(self.cache_id, h.offset, Arc::clone(&b));
+        }
+        Ok(Some(b))
     }
 
     /// The file's path.

@@ -10,8 +10,10 @@
 //!
 //! In a round, each table's bloom filter is checked per key before any block read; the table's index is
 //! walked once for all its keys ([`Table::locate_blocks`]); keys that fall in the same data block share one
-//! load; the blocks not in the block cache are read in parallel (the first by the caller, the others by a small
-//! shared pool of reader threads), so the misses of a round overlap instead of waiting one after another.
+//! load; the blocks not in the block cache but in the operating system's page cache are read at once by the
+//! caller (`preadv2(RWF_NOWAIT)`, [`Table::try_read_data_block_cached`]); the rest, the reads that wait on the
+//! device, are read in parallel (the first by the caller, the others by a small shared pool of reader threads),
+//! so the misses of a round overlap instead of waiting one after another (docs/perf/multiget-nowait.md).
 //!
 //! Measured (release build, 2-core VM, 200,000 keys compacted, `--use_direct_reads --cache_size=0`, the
 //! numbers in ARCHITECTURE.md): 32-key batches cost 13.7 us per key against 30.5 us for one `get` per key; 32
@@ -374,8 +376,23 @@ fn feed_from_block(table: &Arc<Table>, h: BlockHandle, block: Arc<Block>, opts: 
 /// Reads every `Slot::Miss` of `slots`. One miss is read here; more are shared between this thread and the
 /// reader pool, each thread taking the next unread block, so the reads overlap and the caller never waits on
 /// a pool busy with another batch (it reads whatever is left itself).
+///
+/// Blocks the operating system's page cache holds are read first, here, without waiting
+/// ([`Table::try_read_data_block_cached`]): handing a read that takes microseconds to another thread costs more
+/// than the read (a wake-up and two context switches on a machine with few cores), so only the reads that must
+/// wait on the device go to the pool.
 fn read_misses(slots: &mut [(Arc<Table>, BlockHandle, Slot)], verify: bool, fill_cache: bool) {
-    let misses: Vec<usize> = (0..slots.len()).filter(|&s| matches!(slots[s].2, Slot::Miss)).collect();
+    let mut misses: Vec<usize> = Vec::new();
+    for (s, (t, h, slot)) in slots.iter_mut().enumerate() {
+        if !matches!(slot, Slot::Miss) {
+            continue;
+        }
+        match t.try_read_data_block_cached(*h, verify, fill_cache) {
+            Ok(Some(b)) => *slot = Slot::Read(Ok(b)),
+            Ok(None) => misses.push(s),
+            Err(e) => *slot = Slot::Read(Err(e)),
+        }
+    }
     match misses.len() {
         0 => return,
         1 => {
