@@ -457,7 +457,20 @@ impl VersionSet {
     /// memory; the caller must treat the database as failed (the MANIFEST may hold a partial record, or the
     /// whole edit unsynced). After a failed append or sync every later call fails with the same error, so
     /// a background job finishing after the failure cannot append an edit built on the stale state.
-    pub(crate) fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+    pub(crate) fn log_and_apply(&mut self, edit: VersionEdit) -> Result<Arc<Version>> {
+        self.apply_edit(edit, true)
+    }
+
+    /// [`VersionSet::log_and_apply`] for an edit whose new files' directory entries the caller has already
+    /// made durable: a flush or compaction that fsynced the directory after creating its outputs, without the
+    /// state lock, or a trivial move (its files were named by an earlier edit). The directory fsync commits
+    /// the file system's journal, which waits for the data of every write in flight; under the state lock
+    /// every writer's memtable switch waited behind it (docs/perf/dir-sync.md).
+    pub(crate) fn log_and_apply_dir_synced(&mut self, edit: VersionEdit) -> Result<Arc<Version>> {
+        self.apply_edit(edit, false)
+    }
+
+    fn apply_edit(&mut self, mut edit: VersionEdit, sync_dir: bool) -> Result<Arc<Version>> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
@@ -493,7 +506,7 @@ impl VersionSet {
         edit.next_file_number = Some(self.next_file_number);
         let last_seq = edit.last_sequence.unwrap_or(self.last_sequence).max(self.last_sequence);
         edit.last_sequence = Some(last_seq);
-        if !edit.new_files.is_empty() || !edit.blob_files.is_empty() {
+        if sync_dir && (!edit.new_files.is_empty() || !edit.blob_files.is_empty()) {
             // The new tables' (and blob files') directory entries must be durable before the MANIFEST names them (D7).
             self.fs.sync_dir(&self.dir)?;
         }

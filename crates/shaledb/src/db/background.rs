@@ -250,6 +250,11 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, 
         let new_number = || inner.state.lock().vs.new_file_number();
         let (opts, stop) = (&fam.opts, &inner.shutting_down);
         let out = write_level0(opts, inner.db_id, &inner.dir, &mem, &new_number, &snapshots, stop, &inner.blobs)?;
+        if !out.0.is_empty() || !out.2.additions.is_empty() {
+            // The outputs' directory entries must be durable before the MANIFEST names them (D7); synced here,
+            // without the state lock, rather than in the edit (`log_and_apply_dir_synced`).
+            inner.fs.sync_dir(&inner.dir)?;
+        }
         if several {
             // This family's table will be durable while other families' writes of the same time may still be
             // only in WALs switched out unsynced: those are synced first, or a power loss could keep later
@@ -326,7 +331,7 @@ fn install_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>
     edit.blob_files.extend(blob.additions);
     let line = crate::info_log::flush_line(mem.id(), &edit, &stats);
     let outputs = events::outputs(inner, job.is_some(), &edit);
-    if let Err(e) = st.vs.log_and_apply(edit) {
+    if let Err(e) = st.vs.log_and_apply_dir_synced(edit) {
         // The outputs stay: the edit naming them may be in the MANIFEST even though its sync failed. If it is
         // not, they are orphans removed at the next open.
         inner.set_bg_error(st, &e, crate::listener::BackgroundErrorReason::Flush);
@@ -349,11 +354,15 @@ fn install_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>
     // one (then the reader frees it). Another flush thread may record the family's next memtable meanwhile:
     // it is the oldest now.
     let doomed = obsolete_wals(inner, st);
+    let min_log = st.vs.min_log_number();
     parking_lot::MutexGuard::unlocked(st, || {
         drop(mem);
         for path in doomed {
             let _ = inner.fs.remove(&path);
         }
+        // A WAL switched out unsynced is still open in the closed-WAL list: its blocks are freed when that
+        // file is closed, here rather than under the writers' locks (docs/perf/wal-close.md).
+        super::write::drop_obsolete_closed_wals(inner, min_log);
     });
     if let Some(mut info) = job {
         info.output_files = outputs;
@@ -434,7 +443,12 @@ fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, Sta
         let snapshots = inner.snapshots.sequences();
         let full = st.vs.current_of(fid).is_some_and(|v| is_full_compaction(v, &task));
         let out = parking_lot::MutexGuard::unlocked(st, || {
-            super::compaction_job::execute(inner, &fam, &task, &snapshots, full)
+            let (edit, stats) = super::compaction_job::execute(inner, &fam, &task, &snapshots, full)?;
+            if !edit.new_files.is_empty() || !edit.blob_files.is_empty() {
+                // As for a flush: the outputs' names made durable before the edit, without the state lock.
+                inner.fs.sync_dir(&inner.dir)?;
+            }
+            Ok((edit, stats))
         });
         // On a failed MANIFEST write the outputs stay (see flush_one).
         out.and_then(|(mut edit, stats)| {
@@ -447,7 +461,7 @@ fn run_compaction(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, Sta
             edit.family = family;
             let line = crate::info_log::compaction_line(&task, &edit, &stats);
             let outputs = events::outputs(inner, job.is_some(), &edit);
-            st.vs.log_and_apply(edit).map(|_| (stats, line, outputs))
+            st.vs.log_and_apply_dir_synced(edit).map(|_| (stats, line, outputs))
         })
         .map(|(stats, line, outputs)| {
             inner.info_log.log(line);
@@ -517,7 +531,8 @@ fn trivial_move(
         stats.bytes_moved += f.file_size;
     }
     let line = crate::info_log::compaction_line(task, &edit, &stats);
-    st.vs.log_and_apply(edit)?;
+    // The moved files were named durably by the edits that added them: no directory fsync.
+    st.vs.log_and_apply_dir_synced(edit)?;
     inner.info_log.log(line);
     inner.counters.record_compaction(task.output_level, &stats);
     Ok(stats)

@@ -118,6 +118,20 @@ struct ClosedWal {
     log: log::Writer,
 }
 
+/// Takes out of the closed-WAL list the WALs below `min_log` (their memtables are flushed and recorded; their
+/// files are deleted or about to be) and closes them. The last close of a deleted WAL frees its blocks, which
+/// takes as long as deleting it did: the caller holds neither `state` nor `wal`, and the list's lock is
+/// released before the close.
+pub(crate) fn drop_obsolete_closed_wals(inner: &DbInner, min_log: u64) {
+    let gone: Vec<ClosedWal> = {
+        let mut list = inner.closed_wals.list.lock();
+        let (gone, keep) = std::mem::take(&mut *list).into_iter().partition(|c| c.number < min_log);
+        *list = keep;
+        gone
+    };
+    drop(gone);
+}
+
 enum Phase {
     Waiting,
     Leader,
@@ -465,6 +479,7 @@ pub(crate) fn sync_closed_wals(inner: &DbInner) -> Result<()> {
         return Ok(());
     }
     let min_log = inner.state.lock().vs.min_log_number();
+    drop_obsolete_closed_wals(inner, min_log);
     let mut list = inner.closed_wals.list.lock();
     list.retain(|c| c.number >= min_log);
     let Some(through) = list.last().map(|c| c.number) else { return Ok(()) };
@@ -619,8 +634,9 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, st: &mut Stat
             inner.publish_cv.wait(&mut g);
         }
     }
-    let min_log = st.vs.min_log_number();
-    inner.closed_wals.list.lock().retain(|c| c.number >= min_log);
+    // The closed WALs already obsolete stay in the list: closing one frees its deleted file's blocks (a
+    // memtable's worth), 10-100 ms on this project's disk, with every writer waiting here. The flush that made
+    // them obsolete closes them without a lock ([`drop_obsolete_closed_wals`], docs/perf/wal-close.md).
     let number = st.vs.new_file_number()?;
     let old_len = wal.log.as_ref().map(|l| l.len());
     if let Some(len) = old_len {

@@ -486,3 +486,45 @@ fn an_interrupted_creation_is_finished_but_a_manifest_naming_tables_is_refused()
     assert!(e.is_corruption() && e.to_string().contains("MANIFEST-000001"), "{e}");
     assert!(dir.path().join("MANIFEST-000001").exists());
 }
+
+/// The WAL files of `dir` that this process still holds open after they were deleted.
+#[cfg(target_os = "linux")]
+fn deleted_wals_held_open(dir: &Path) -> Vec<String> {
+    let dir = dir.canonicalize().unwrap();
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .map(|target| target.to_string_lossy().into_owned())
+        .filter(|t| t.starts_with(&*dir.to_string_lossy()) && t.ends_with(".log (deleted)"))
+        .collect()
+}
+
+/// A WAL switched out unsynced stays open (a later synced write may have to sync it) until its memtable's
+/// flush is recorded. Then the flush deletes it and closes it: the close of a deleted WAL frees its blocks,
+/// and it used to wait for the next memtable switch, where every writer waited behind it under the state and
+/// WAL locks (docs/perf/wal-close.md).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_flushed_wal_is_deleted_and_closed_by_its_flush_not_held_until_the_next_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    for i in 0..1000 {
+        db.put(key(i), vec![b'v'; 100]).unwrap();
+    }
+    // The switch puts the unsynced WAL in the closed list; the flush makes it obsolete.
+    db.flush().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let held = deleted_wals_held_open(dir.path());
+        if held.is_empty() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "deleted WALs still open with no further switch: {held:?}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let live: Vec<String> = snapshot_dir(dir.path()).into_keys().filter(|n| n.ends_with(".log")).collect();
+    assert_eq!(live.len(), 1, "only the current WAL is left: {live:?}");
+    for i in 0..1000 {
+        assert_eq!(db.get(key(i)).unwrap().as_deref(), Some(&[b'v'; 100][..]), "key {i} after the flush");
+    }
+}
