@@ -123,12 +123,7 @@ struct ClosedWal {
 /// takes as long as deleting it did: the caller holds neither `state` nor `wal`, and the list's lock is
 /// released before the close.
 pub(crate) fn drop_obsolete_closed_wals(inner: &DbInner, min_log: u64) {
-    let gone: Vec<ClosedWal> = {
-        let mut list = inner.closed_wals.list.lock();
-        let (gone, keep) = std::mem::take(&mut *list).into_iter().partition(|c| c.number < min_log);
-        *list = keep;
-        gone
-    };
+    let gone: Vec<ClosedWal> = inner.closed_wals.list.lock().extract_if(.., |c| c.number < min_log).collect();
     drop(gone);
 }
 
@@ -479,9 +474,9 @@ pub(crate) fn sync_closed_wals(inner: &DbInner) -> Result<()> {
         return Ok(());
     }
     let min_log = inner.state.lock().vs.min_log_number();
+    // What is left is live: a WAL joins the list as the current one, never below the smallest live log number.
     drop_obsolete_closed_wals(inner, min_log);
     let mut list = inner.closed_wals.list.lock();
-    list.retain(|c| c.number >= min_log);
     let Some(through) = list.last().map(|c| c.number) else { return Ok(()) };
     if let Err(e) = sync_wal_dir(inner) {
         drop(list);
