@@ -1,14 +1,18 @@
 //! The memtable: a concurrent skiplist of internal keys holding the writes of one WAL (or, with
 //! [`MemTableRep::Vector`], an append-only vector sorted once when the memtable is flushed).
 //!
-//! Each entry is one `Arc<[u8]>` holding `internal_key ++ value` (one allocation besides the skiplist
-//! node). The `Arc` lets iterators hold entries past the skiplist's borrow without copying values, which
-//! is what makes an owning, `'static` [`MemTableIter`] possible without `unsafe`.
+//! Each entry's bytes, `internal_key ++ value`, are copied into the memtable's [`Arena`] (large chunks,
+//! bump-allocated); the skiplist node holds a pointer to them. Iterators hold the arena as well as the
+//! skiplist, so an owning, `'static` [`MemTableIter`] can keep entries past the skiplist's borrow without
+//! copying them.
 //!
 //! Entries are never removed: a memtable only grows until it is flushed and dropped whole.
 
+mod arena;
+
 use crate::lookup::GetState;
 use crate::options::MemTableRep;
+use arena::{Arena, Span};
 use crossbeam_skiplist::map::Entry;
 use crossbeam_skiplist::SkipMap;
 use parking_lot::RwLock;
@@ -22,9 +26,10 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
-/// Bytes charged per entry on top of its key and value: the `Arc` header, the skiplist node (key slot,
-/// refcount/height word, average tower) and allocator rounding. An estimate, like RocksDB's arena usage.
-const ENTRY_OVERHEAD: usize = 80;
+/// Bytes charged per entry on top of its key and value (which the arena holds): the skiplist node, allocated
+/// apart (refcount/height word, the 40-byte [`Rec`], an average tower of two links). An estimate, like RocksDB's
+/// arena usage.
+const ENTRY_OVERHEAD: usize = 64;
 
 /// A key as the skiplist compares it: a user key and a trailer, possibly not contiguous in memory, so a
 /// lookup can probe without building an internal key.
@@ -118,52 +123,37 @@ impl<'a> Probe<'a> {
     }
 }
 
-/// One memtable entry: `buf = internal_key ++ value`, `klen = internal_key.len()`.
-#[derive(Clone)]
+/// One memtable entry, `internal_key ++ value`, in its memtable's [`Arena`]; `klen = internal_key.len()`.
+/// Copying one copies a pointer, not the entry.
+#[derive(Clone, Copy)]
 struct Rec {
-    buf: Arc<[u8]>,
+    span: Span,
     klen: usize,
     prefix: Prefix,
 }
 
 impl Rec {
-    fn new(user_key: &[u8], trailer: u64, value: &[u8]) -> Rec {
-        // Assemble the entry contiguously in a per-thread scratch buffer (memcpy, no allocation), then
-        // copy it into one exactly-sized `Arc` allocation.
-        thread_local! {
-            static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-        }
-        let buf: Arc<[u8]> = SCRATCH.with(|s| {
-            let mut s = s.borrow_mut();
-            s.clear();
-            s.extend_from_slice(user_key);
-            s.extend_from_slice(&trailer.to_le_bytes());
-            s.extend_from_slice(value);
-            let a: Arc<[u8]> = Arc::from(&s[..]);
-            if s.capacity() > 1 << 20 {
-                // Do not keep a huge buffer alive after one large value.
-                *s = Vec::new();
-            }
-            a
-        });
-        Rec { buf, klen: user_key.len() + TRAILER_LEN, prefix: key_prefix(user_key) }
+    /// Copies the entry into `arena`.
+    fn new(arena: &Arena, user_key: &[u8], trailer: u64, value: &[u8]) -> Rec {
+        let span = arena.copy_in(&[user_key, &trailer.to_le_bytes(), value]);
+        Rec { span, klen: user_key.len() + TRAILER_LEN, prefix: key_prefix(user_key) }
     }
 
     #[inline]
     fn ikey(&self) -> &[u8] {
-        &self.buf[..self.klen]
+        &self.span.bytes()[..self.klen]
     }
 
     #[inline]
     fn value(&self) -> &[u8] {
-        &self.buf[self.klen..]
+        &self.span.bytes()[self.klen..]
     }
 }
 
 impl KeyView for Rec {
     #[inline]
     fn user_key(&self) -> &[u8] {
-        &self.buf[..self.klen - TRAILER_LEN]
+        &self.span.bytes()[..self.klen - TRAILER_LEN]
     }
     #[inline]
     fn trailer(&self) -> u64 {
@@ -202,6 +192,8 @@ impl Ord for Rec {
 pub(crate) struct MemTable {
     id: u64,
     rep: Rep,
+    /// The entries' bytes; iterators hold it too.
+    arena: Arc<Arena>,
     mem: AtomicUsize,
     /// Deletion entries added (RocksDB's `num_deletes`, for `rocksdb.estimate-num-keys`).
     deletions: AtomicUsize,
@@ -383,6 +375,7 @@ impl MemTable {
         MemTable {
             id,
             rep,
+            arena: Arc::new(Arena::for_write_buffer(write_buffer_size)),
             mem: AtomicUsize::new(0),
             deletions: AtomicUsize::new(0),
             largest_seq: AtomicU64::new(0),
@@ -451,8 +444,8 @@ impl MemTable {
             self.mem.fetch_add(charge, AtomicOrdering::Relaxed);
             return;
         }
-        let rec = Rec::new(user_key, ikey::pack_trailer(seq, kind), value);
-        let charge = rec.buf.len() + ENTRY_OVERHEAD;
+        let rec = Rec::new(&self.arena, user_key, ikey::pack_trailer(seq, kind), value);
+        let charge = rec.span.len() + ENTRY_OVERHEAD;
         self.filter.add(shaledb_format::bloom::key_hash(user_key));
         if let Some((ex, f)) = &self.prefix_filter {
             if let Some(prefix) = ex.prefix(user_key) {
@@ -507,6 +500,7 @@ impl MemTable {
         match &self.rep {
             Rep::Skip(map) => MemTableIter::Skip(SkipIter {
                 map: Arc::clone(map),
+                _arena: Arc::clone(&self.arena),
                 buf: Vec::new(),
                 pos: 0,
                 forward: true,
@@ -514,7 +508,7 @@ impl MemTable {
             }),
             Rep::Vector(v) => {
                 let recs = v.sorted();
-                MemTableIter::Vector(VecIter { pos: recs.len(), recs })
+                MemTableIter::Vector(VecIter { pos: recs.len(), recs, _arena: Arc::clone(&self.arena) })
             }
         }
     }
@@ -574,6 +568,8 @@ pub(crate) enum MemTableIter {
 /// An owning iterator over a vector memtable's sorted entries (binary search to seek).
 pub(crate) struct VecIter {
     recs: Arc<[Rec]>,
+    /// Keeps the entries' bytes alive (see [`Arena`]).
+    _arena: Arc<Arena>,
     /// `recs.len()` when not valid.
     pos: usize,
 }
@@ -684,6 +680,8 @@ impl InternalIterator for MemTableIter {
 /// per step, as the skiplist has no back links.
 pub(crate) struct SkipIter {
     map: Arc<SkipMap<Rec, ()>>,
+    /// Keeps the entries' bytes alive (see [`Arena`]).
+    _arena: Arc<Arena>,
     /// Forward: ascending entries with `buf[pos]` current. Backward: descending, `buf[pos]` current.
     buf: Vec<Rec>,
     pos: usize,
@@ -698,7 +696,7 @@ impl SkipIter {
         self.forward = forward;
         let Some(mut e) = first else { return };
         loop {
-            self.buf.push(e.key().clone());
+            self.buf.push(*e.key());
             if self.buf.len() >= n {
                 return;
             }

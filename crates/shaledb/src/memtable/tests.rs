@@ -264,3 +264,27 @@ fn range_tombstones_are_kept_apart_from_the_point_entries() {
     m.get(b"c", 10, &mut st);
     assert_eq!(st.finish().unwrap(), Some(b"v".to_vec()));
 }
+
+/// An iterator keeps the entries' bytes (the memtable's arena) after the last other reference to the memtable
+/// is gone, for both structures, and entries larger than an arena chunk read back whole.
+#[test]
+fn iterators_outlive_the_memtable_and_its_arena() {
+    for rep in [MemTableRep::SkipList, MemTableRep::Vector] {
+        let m = Arc::new(MemTable::with_rep(1, 64 << 10, rep));
+        let big = vec![0xabu8; 100 << 10];
+        for i in 0..500u64 {
+            let v = if i == 250 { big.clone() } else { format!("v{i}").into_bytes() };
+            m.add(i + 1, ValueKind::Value, format!("k{i:04}").as_bytes(), &v);
+        }
+        m.mark_immutable();
+        let mut it = m.iter();
+        drop(m);
+        let got = collect_forward(&mut it);
+        assert_eq!(got.len(), 500, "{rep:?}");
+        for (i, (k, v)) in got.iter().enumerate() {
+            assert_eq!(k, &make_internal_key(format!("k{i:04}").as_bytes(), i as u64 + 1, ValueKind::Value));
+            let want = if i == 250 { big.clone() } else { format!("v{i}").into_bytes() };
+            assert_eq!(v, &want, "{rep:?} entry {i}");
+        }
+    }
+}
