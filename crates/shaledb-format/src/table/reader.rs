@@ -83,7 +83,7 @@ impl Table {
         t.props.file_size = len;
         t.filter_handle = filter_handle;
 
-        let index = Arc::new(t.read_block(footer.index, t.verify_meta)?);
+        let index = Arc::new(t.read_index_block()?);
         let filter = match filter_handle {
             Some(h) => Some(Arc::new(t.read_filter(h)?)),
             None => None,
@@ -312,13 +312,29 @@ impl Table {
         Ok(b)
     }
 
+    /// The index block from the file, with its restart summary for point lookups' seeks.
+    fn read_index_block(&self) -> Result<Block> {
+        Ok(self.read_block(self.footer.index, self.verify_meta)?.with_restart_search(KeyOrder::Internal))
+    }
+
     fn index_block(&self) -> Result<Arc<Block>> {
         if let Some(b) = &self.pinned_index {
             return Ok(Arc::clone(b));
         }
         let h = self.footer.index;
         // Not pinned means cached: the index is always put back after a miss.
-        self.data_block(h, self.verify_meta, true, None)
+        if let Some(c) = &self.cache {
+            let hit = c.get(self.cache_id, h.offset);
+            self.count_lookup(hit.is_some());
+            if let Some(b) = hit {
+                return Ok(b);
+            }
+        }
+        let b = Arc::new(self.read_index_block()?);
+        if let Some(c) = &self.cache {
+            c.insert(self.cache_id, h.offset, Arc::clone(&b));
+        }
+        Ok(b)
     }
 
     fn filter(&self) -> Option<Result<Arc<BloomReader>>> {
