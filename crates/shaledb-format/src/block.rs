@@ -269,8 +269,8 @@ impl Block {
         Ok(Block { data: contents, restarts_offset, num_restarts: n, search: None })
     }
 
-    /// This block with a summary of its restart keys that makes seeks in `order` search one array of numbers
-    /// ([`RestartSearch`]): for index blocks, which a point lookup binary-searches in full and which stay in
+    /// This block with a summary of its restart keys that makes seeks in `order` search a short array of
+    /// numbers first (8 bytes of each key after the prefix they all share): for index blocks, which a point lookup binary-searches in full and which stay in
     /// memory (pinned or cached). A block with fewer than 8 restarts, or with a malformed restart entry, is
     /// returned as it is; its seeks search the entries as before (and report the damage).
     pub fn with_restart_search(mut self, order: KeyOrder) -> Block {
