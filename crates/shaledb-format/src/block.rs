@@ -150,7 +150,7 @@ const MIN_RESTARTS_FOR_SEARCH: usize = 8;
 
 /// Eight bytes of every restart key, in the block's order, so that a seek's binary search runs over one
 /// contiguous array instead of touching a restart offset and an entry per step: in a 64 MiB table's index
-/// (16K entries, restart interval 1) that was two cache misses at each of 14 steps, most of a point lookup's
+/// (~14K entries, restart interval 1) that was two cache misses at each of 14 steps, most of a point lookup's
 /// CPU time (docs/perf/index-search.md).
 ///
 /// The restart keys' user keys all start with `shared` (the common prefix of the first and the last; every
@@ -159,8 +159,8 @@ const MIN_RESTARTS_FOR_SEARCH: usize = 8;
 /// reverses it), so a restart whose number is below the target's sorts below the target, one whose number is
 /// above sorts above it, and only restarts with an equal number need their key compared.
 ///
-/// Even that array is 128 KiB for such an index, and a binary search over it misses the CPU cache at most of
-/// its steps, so `top` holds every 32nd number (4 KiB, which stays cached): a seek binary-searches `top`, then
+/// Even that array is 112 KiB for such an index, and a binary search over it misses the CPU cache at most of
+/// its steps, so `top` holds every 32nd number (3.5 KiB, which stays cached): a seek binary-searches `top`, then
 /// counts through the one run of 32 numbers (256 bytes, whose loads do not wait on each other).
 #[derive(Debug)]
 struct RestartSearch {
@@ -270,8 +270,8 @@ impl Block {
     }
 
     /// This block with a summary of its restart keys that makes seeks in `order` search a short array of
-    /// numbers first (8 bytes of each key after the prefix they all share): for index blocks, which a point lookup binary-searches in full and which stay in
-    /// memory (pinned or cached). A block with fewer than 8 restarts, or with a malformed restart entry, is
+    /// numbers first (8 bytes of each key after the prefix they all share): for index blocks, which a point
+    /// lookup binary-searches in full and which stay in memory (pinned or cached). A block with fewer than 8 restarts, or with a malformed restart entry, is
     /// returned as it is; its seeks search the entries as before (and report the damage).
     pub fn with_restart_search(mut self, order: KeyOrder) -> Block {
         let n = self.num_restarts;

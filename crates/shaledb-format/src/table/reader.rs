@@ -295,6 +295,20 @@ impl Table {
         if let Some(ra) = &mut ra {
             ra.note(h);
         }
+        self.through_cache(h, fill_cache, || match ra {
+            Some(ra) => self.read_block_ahead(h, verify_checksum, ra),
+            None => self.read_block(h, verify_checksum),
+        })
+    }
+
+    /// Block `h` from the cache when there is one (the lookup counted), else from `read`, then put in the cache
+    /// with `fill_cache`.
+    fn through_cache(
+        &self,
+        h: BlockHandle,
+        fill_cache: bool,
+        read: impl FnOnce() -> Result<Block>,
+    ) -> Result<Arc<Block>> {
         if let Some(c) = &self.cache {
             let hit = c.get(self.cache_id, h.offset);
             self.count_lookup(hit.is_some());
@@ -302,10 +316,7 @@ impl Table {
                 return Ok(b);
             }
         }
-        let b = Arc::new(match ra {
-            Some(ra) => self.read_block_ahead(h, verify_checksum, ra)?,
-            None => self.read_block(h, verify_checksum)?,
-        });
+        let b = Arc::new(read()?);
         if let (Some(c), true) = (&self.cache, fill_cache) {
             c.insert(self.cache_id, h.offset, Arc::clone(&b));
         }
@@ -321,20 +332,8 @@ impl Table {
         if let Some(b) = &self.pinned_index {
             return Ok(Arc::clone(b));
         }
-        let h = self.footer.index;
         // Not pinned means cached: the index is always put back after a miss.
-        if let Some(c) = &self.cache {
-            let hit = c.get(self.cache_id, h.offset);
-            self.count_lookup(hit.is_some());
-            if let Some(b) = hit {
-                return Ok(b);
-            }
-        }
-        let b = Arc::new(self.read_index_block()?);
-        if let Some(c) = &self.cache {
-            c.insert(self.cache_id, h.offset, Arc::clone(&b));
-        }
-        Ok(b)
+        self.through_cache(self.footer.index, true, || self.read_index_block())
     }
 
     fn filter(&self) -> Option<Result<Arc<BloomReader>>> {
