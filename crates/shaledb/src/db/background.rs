@@ -194,7 +194,7 @@ fn pick_any(inner: &DbInner, st: &State) -> Option<(u32, CompactionTask)> {
             continue;
         }
         let Some(v) = st.vs.current_of(fid) else { continue };
-        if let Some(task) = pick_auto(inner, &f.fam.opts, v, &st.busy, false) {
+        if let Some(task) = pick_auto(inner, &f.fam.opts, v, &st.busy, false, st.earliest_mem_seq(fid)) {
             return Some((fid, task));
         }
         if let Some(task) = crate::blob::pick_forced(inner, &f.fam.opts, v, &st.busy) {
@@ -214,9 +214,10 @@ fn pick_auto(
     v: &crate::version::Version,
     busy: &HashSet<u64>,
     manual: bool,
+    earliest_mem_seq: u64,
 ) -> Option<CompactionTask> {
     let created = |f: &shaledb_format::edit::FileMeta| inner.tables.get(f).ok()?.properties().creation_time;
-    picker::pick_auto(v, opts, busy, &created, manual)
+    picker::pick_auto(v, opts, busy, &created, manual, earliest_mem_seq)
 }
 
 /// A memtable's flush whose tables are written, waiting in [`State::flushed`] until every older memtable of
@@ -694,7 +695,7 @@ pub(crate) fn compact_range(inner: &Arc<DbInner>, fid: u32, begin: Option<&[u8]>
         // Universal: everything into the last level; FIFO: its automatic pick, once (RocksDB's CompactRange).
         return manual_compaction(inner, |st| {
             let (v, _) = family_now(st, fid)?;
-            if let Some(task) = pick_auto(inner, o, &v, &st.busy, true) {
+            if let Some(task) = pick_auto(inner, o, &v, &st.busy, true, st.earliest_mem_seq(fid)) {
                 run_compaction(inner, st, fid, task);
             }
             check_error(st)

@@ -192,7 +192,7 @@ impl Db {
         let version = st.vs.log_and_apply(edit).inspect_err(|e| {
             inner.set_bg_error(&mut st, e, crate::listener::BackgroundErrorReason::ManifestWrite);
         })?;
-        let mem = Arc::new(MemTable::for_options(wal.number, &fopts));
+        let mem = Arc::new(MemTable::for_options(wal.number, &fopts).starting_at(wal.next_seq));
         let sv = SuperVersion { mem: mem.clone(), imm: Vec::new(), version: version.clone() };
         let fam = Arc::new(Family::new(id, name.to_string(), fopts, sv, inner.default.db_token));
         st.live_versions.push((id, Arc::downgrade(&version)));

@@ -105,6 +105,13 @@ impl State {
         self.flushing.contains(&(fid, id)) || self.flushed.contains_key(&(fid, id))
     }
 
+    /// A lower bound on the sequence numbers of family `fid`'s memtables' entries, active and immutable (0 for
+    /// an unknown family): intra-L0 compaction merges only L0 files older than this (`picker::intra_l0`).
+    pub(crate) fn earliest_mem_seq(&self, fid: u32) -> u64 {
+        let Some(f) = self.fams.get(&fid) else { return 0 };
+        f.imm.iter().chain(std::iter::once(&f.mem)).map(|m| m.first_seq()).min().unwrap_or(0)
+    }
+
     /// The oldest immutable memtable of family `fid` that no flush has taken yet.
     pub(crate) fn next_unclaimed(&self, fid: u32) -> Option<&Arc<MemTable>> {
         self.fams.get(&fid)?.imm.iter().rev().find(|m| !self.flush_claimed(fid, m.id()))

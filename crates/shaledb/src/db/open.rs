@@ -62,7 +62,8 @@ pub(crate) fn open(dir: &Path, opts: Options, descs: &[super::ColumnFamilyDescri
         .keys()
         .map(|&id| {
             let o = opts_of(id);
-            let mem = Arc::new(MemTable::for_options(wal_number, &o));
+            // Writes after the open take `max_seq + 1` and later (the WAL state below).
+            let mem = Arc::new(MemTable::for_options(wal_number, &o).starting_at(max_seq + 1));
             (id, o, mem)
         })
         .collect();

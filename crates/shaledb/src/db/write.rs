@@ -674,7 +674,9 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, st: &mut Stat
         if !switched && !f.mem.is_empty() {
             continue;
         }
-        let fresh = Arc::new(MemTable::for_options(number, &f.fam.opts));
+        // Groups get their memtables and sequence numbers under the `wal` lock held here, and every group
+        // that inserted into the old one has finished: the new one gets `next_seq` and later only.
+        let fresh = Arc::new(MemTable::for_options(number, &f.fam.opts).starting_at(wal.next_seq));
         let old = std::mem::replace(&mut f.mem, fresh);
         if switched && !old.is_empty() {
             // Every group that inserted into it has finished (above): a vector memtable may sort itself now.

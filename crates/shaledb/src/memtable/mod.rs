@@ -200,6 +200,10 @@ pub(crate) struct MemTable {
     /// The largest sequence of a point entry added (range tombstones not counted), for iterators that seek
     /// past what a newer range tombstone covers (`iter::CoverSkip`).
     largest_seq: AtomicU64,
+    /// A lower bound on the sequence numbers of the entries it can hold: the first sequence number the write
+    /// path could give it when it became the active memtable (0 when unknown, as for a replayed one). Intra-L0
+    /// compaction merges only L0 files older than every memtable's bound (`picker::intra_l0`).
+    first_seq: u64,
     filter: KeyFilter,
     /// [`crate::Options::memtable_prefix_bloom_size_ratio`]: the prefixes of the keys, by this extractor.
     prefix_filter: Option<(PrefixExtractor, KeyFilter)>,
@@ -379,6 +383,7 @@ impl MemTable {
             mem: AtomicUsize::new(0),
             deletions: AtomicUsize::new(0),
             largest_seq: AtomicU64::new(0),
+            first_seq: 0,
             filter: KeyFilter::new(write_buffer_size / 8),
             prefix_filter: None,
             range_dels: Default::default(),
@@ -424,6 +429,18 @@ impl MemTable {
     /// The number of the WAL whose records this memtable holds.
     pub(crate) fn id(&self) -> u64 {
         self.id
+    }
+
+    /// This memtable, declared to receive only entries at sequence `seq` or later (see `first_seq`).
+    /// REQUIRES: no write with a smaller sequence number can still insert into it.
+    pub(crate) fn starting_at(mut self, seq: u64) -> MemTable {
+        self.first_seq = seq;
+        self
+    }
+
+    /// A lower bound on the sequence numbers of its entries (0 when unknown).
+    pub(crate) fn first_seq(&self) -> u64 {
+        self.first_seq
     }
 
     /// Inserts an entry. Safe to call from many threads at once.

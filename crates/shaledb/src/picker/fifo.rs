@@ -10,12 +10,11 @@
 //!   until the rest fits. While a level below L0 holds data (a database switched to FIFO from another style),
 //!   the last non-empty level is dropped first, smallest keys first (RocksDB's migration rule: a deeper
 //!   level's file times say nothing about the age of its data).
-//! - **Intra-L0** (`allow_compaction`, within the size limit): from the newest L0 file, files are added while
-//!   the bytes rewritten per file removed keep falling and the job stays under 25 target file sizes (RocksDB's
-//!   `max_compaction_bytes` default); at least `level0_file_num_compaction_trigger` files, each at most
-//!   1.1 x `write_buffer_size` per file removed, are merged into one L0 file.
+//! - **Intra-L0** (`allow_compaction`, within the size limit): the newest L0 files merged into one, as
+//!   `intra_l0` describes: at least `level0_file_num_compaction_trigger` files, at most 1.1 x
+//!   `write_buffer_size` rewritten per file removed.
 
-use super::{CompactionReason, CompactionTask, CreationTime};
+use super::{intra_l0, CompactionReason, CompactionTask, CreationTime};
 use crate::options::Options;
 use crate::version::Version;
 use shaledb_format::edit::FileMeta;
@@ -30,7 +29,13 @@ pub(super) struct Ages<'a> {
 }
 
 /// The next FIFO compaction (see the module documentation).
-pub(super) fn pick(v: &Version, o: &Options, busy: &HashSet<u64>, ages: Ages<'_>) -> Option<CompactionTask> {
+pub(super) fn pick(
+    v: &Version,
+    o: &Options,
+    busy: &HashSet<u64>,
+    ages: Ages<'_>,
+    earliest_mem_seq: u64,
+) -> Option<CompactionTask> {
     if v.levels.iter().flatten().any(|f| busy.contains(&f.number)) {
         return None;
     }
@@ -39,7 +44,7 @@ pub(super) fn pick(v: &Version, o: &Options, busy: &HashSet<u64>, ages: Ages<'_>
             return Some(t);
         }
     }
-    pick_size(v, o)
+    pick_size(v, o, earliest_mem_seq)
 }
 
 fn drop_task(level: usize, inputs: Vec<Arc<FileMeta>>, reason: CompactionReason) -> Option<CompactionTask> {
@@ -82,12 +87,12 @@ fn pick_ttl(v: &Version, o: &Options, created: CreationTime<'_>, now: u64) -> Op
     drop_task(0, inputs, CompactionReason::FifoTtl)
 }
 
-fn pick_size(v: &Version, o: &Options) -> Option<CompactionTask> {
+fn pick_size(v: &Version, o: &Options, earliest_mem_seq: u64) -> Option<CompactionTask> {
     let max = o.compaction_options_fifo.max_table_files_size;
     let total = v.total_bytes();
     let last = v.last_nonempty_level().unwrap_or(0);
     if last == 0 && total <= max {
-        return if o.compaction_options_fifo.allow_compaction { pick_intra_l0(v, o) } else { None };
+        return if o.compaction_options_fifo.allow_compaction { pick_intra_l0(v, o, earliest_mem_seq) } else { None };
     }
     if total <= max {
         return None;
@@ -107,43 +112,15 @@ fn pick_size(v: &Version, o: &Options) -> Option<CompactionTask> {
     drop_task(last, inputs, CompactionReason::FifoMaxSize)
 }
 
-/// RocksDB's `FindIntraL0Compaction` from the newest L0 file.
-fn pick_intra_l0(v: &Version, o: &Options) -> Option<CompactionTask> {
-    let l0 = v.files(0);
-    let min_files = o.level0_file_num_compaction_trigger.max(2);
-    let max_bytes_per_del_file = (o.write_buffer_size as f64 * 1.1) as u64;
-    let max_compaction_bytes = o.target_file_size_base.saturating_mul(25);
-    let first = l0.first()?;
-    let mut bytes = first.file_size;
-    let mut per_del_file = u64::MAX;
-    let mut limit = 1;
-    while let Some(f) = l0.get(limit) {
-        bytes = bytes.saturating_add(f.file_size);
-        let new_per_del_file = bytes / limit as u64;
-        if new_per_del_file > per_del_file || bytes > max_compaction_bytes {
-            break;
-        }
-        per_del_file = new_per_del_file;
-        limit += 1;
-    }
-    if limit < min_files || per_del_file >= max_bytes_per_del_file {
-        return None;
-    }
-    Some(CompactionTask {
-        level: 0,
-        output_level: 0,
-        inputs: l0.get(..limit)?.to_vec(),
-        output_inputs: Vec::new(),
-        grandparents: Vec::new(),
-        trivial_move: false,
-        bottommost: limit == l0.len() && v.last_nonempty_level().unwrap_or(0) == 0,
-        score: 0.0,
-        reason: CompactionReason::FifoReduceNumFiles,
-        // One output file: an L0 file is one sorted run.
-        max_output_file_size: u64::MAX,
-        more_inputs: Vec::new(),
-        drop_only: false,
-    })
+/// FIFO's intra-L0 merge (see `intra_l0`): nothing else runs (FIFO picks nothing while any file is busy).
+fn pick_intra_l0(v: &Version, o: &Options, earliest_mem_seq: u64) -> Option<CompactionTask> {
+    let limits = intra_l0::Limits {
+        min_files: o.level0_file_num_compaction_trigger.max(2),
+        max_bytes_per_removed_file: (o.write_buffer_size as f64 * 1.1) as u64,
+        max_compaction_bytes: intra_l0::max_compaction_bytes(o),
+    };
+    let inputs = intra_l0::find_span(v.files(0), &HashSet::new(), earliest_mem_seq, &limits)?;
+    intra_l0::task(v, inputs, CompactionReason::FifoReduceNumFiles)
 }
 
 #[cfg(test)]

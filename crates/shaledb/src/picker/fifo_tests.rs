@@ -28,7 +28,11 @@ fn golden(o: &Options, shape: &str, times: &[(u64, u64)], now: u64, busy: &[u64]
     let times: HashMap<u64, u64> = times.iter().copied().collect();
     let created = |f: &FileMeta| times.get(&f.number).copied();
     let busy: HashSet<u64> = busy.iter().copied().collect();
-    assert_eq!(render_all(pick(&v, o, &busy, Ages { created: &created, now }).as_ref()), want, "shape: {shape}");
+    assert_eq!(
+        render_all(pick(&v, o, &busy, Ages { created: &created, now }, u64::MAX).as_ref()),
+        want,
+        "shape: {shape}"
+    );
 }
 
 #[test]
@@ -110,8 +114,22 @@ fn intra_l0_compaction_merges_small_files_when_allowed() {
         &[],
         "L0->L0 in[#9 #8 #7 #6] out[] (FifoReduceNumFiles)",
     );
-    let t = pick(&parse(7, shape), &o, &HashSet::new(), Ages { created: &|_| None, now: 0 }).unwrap();
+    let t = pick(&parse(7, shape), &o, &HashSet::new(), Ages { created: &|_| None, now: 0 }, u64::MAX).unwrap();
     assert_eq!(t.max_output_file_size, u64::MAX, "one output file: an L0 file is one run");
+}
+
+#[test]
+fn intra_l0_compaction_leaves_out_files_newer_than_a_memtable() {
+    let o = opts(1 << 30, true, 0);
+    let v = parse(7, "L0: a-z@1 a-z@2 a-z@3 a-z@4 a-z@5");
+    let at = |earliest_mem_seq| {
+        let t = pick(&v, &o, &HashSet::new(), Ages { created: &|_| None, now: 0 }, earliest_mem_seq);
+        render_all(t.as_ref())
+    };
+    // A memtable whose entries start at 5: #5 (sequence 5, say an ingested file) stays out.
+    assert_eq!(at(5), "L0->L0 in[#4 #3 #2 #1] out[] bottom (FifoReduceNumFiles)");
+    // Starting at 4: three files left, under the trigger.
+    assert_eq!(at(4), "none");
 }
 
 #[test]

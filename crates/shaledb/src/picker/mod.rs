@@ -13,12 +13,17 @@
 //!   every L0 file overlapping it, transitively. Ln takes the file whose overlap with Ln+1 is smallest per
 //!   byte of the file (RocksDB's default `kMinOverlappingRatio`: the least rewrite per byte pushed down);
 //!   ties go to the file holding the oldest data. No compact pointer is kept.
+//! - **Intra-L0.** When L0's compaction into the base level cannot start because a running job holds a file
+//!   it needs, L0's newest free files may merge into one L0 file instead (`intra_l0`, RocksDB's rule), so
+//!   the L0 file count that write stalls watch falls while that job runs.
 //! - **Concurrency.** A task never includes a busy file, and no L0 compaction starts while another one runs
-//!   (two jobs writing overlapping L0 data into the base level could invert the order of versions). So
-//!   tasks that [`pick`] returns while others run are disjoint from them.
+//!   (two jobs writing overlapping L0 data into the base level could invert the order of versions; an
+//!   intra-L0 merge takes only files newer than those a running L0 job holds). So tasks that [`pick`]
+//!   returns while others run are disjoint from them.
 
 mod choose;
 mod fifo;
+mod intra_l0;
 mod score;
 mod universal;
 
@@ -114,14 +119,15 @@ pub(crate) fn pick_auto(
     busy: &HashSet<u64>,
     created: CreationTime<'_>,
     manual: bool,
+    earliest_mem_seq: u64,
 ) -> Option<CompactionTask> {
     let now = || o.compaction_options_fifo.clock.now_secs();
     let task = match (o.compaction_style, manual) {
-        (CompactionStyle::Level, false) => pick(v, o, busy),
+        (CompactionStyle::Level, false) => pick(v, o, busy, earliest_mem_seq),
         (CompactionStyle::Level, true) => None,
         (CompactionStyle::Universal, false) => universal::pick(v, o, busy),
         (CompactionStyle::Universal, true) => universal::pick_manual(v, o, busy),
-        (CompactionStyle::Fifo, _) => fifo::pick(v, o, busy, fifo::Ages { created, now: now() }),
+        (CompactionStyle::Fifo, _) => fifo::pick(v, o, busy, fifo::Ages { created, now: now() }, earliest_mem_seq),
     };
     task.map(|mut t| {
         if manual {
@@ -136,7 +142,10 @@ pub(crate) fn pick_auto(
 pub(crate) fn compaction_pending(v: &Version, o: &Options, busy: &HashSet<u64>) -> bool {
     match o.compaction_style {
         CompactionStyle::Level => scores(v, o, busy).iter().any(|(_, s)| *s >= 1.0),
-        CompactionStyle::Universal | CompactionStyle::Fifo => pick_auto(v, o, busy, &|_| None, false).is_some(),
+        // Without the memtables' bound: FIFO's intra-L0 rule then sees every file as mergeable.
+        CompactionStyle::Universal | CompactionStyle::Fifo => {
+            pick_auto(v, o, busy, &|_| None, false, u64::MAX).is_some()
+        }
     }
 }
 
@@ -161,14 +170,20 @@ pub(crate) fn pending_compaction_bytes(v: &Version, o: &Options) -> u64 {
     }
 }
 
-/// The next automatic compaction, if any level scores >= 1 and a task avoiding `busy` files exists.
-pub(crate) fn pick(v: &Version, o: &Options, busy: &HashSet<u64>) -> Option<CompactionTask> {
+/// The next automatic compaction, if any level scores >= 1 and a task avoiding `busy` files exists. When L0's
+/// compaction into the base level cannot start, L0's newest files may merge among themselves (`intra_l0`);
+/// `earliest_mem_seq` is a lower bound on the sequence numbers of the family's memtables' entries.
+pub(crate) fn pick(v: &Version, o: &Options, busy: &HashSet<u64>, earliest_mem_seq: u64) -> Option<CompactionTask> {
     let t = level_targets(v, o);
     for (level, score) in scores_with(v, o, busy, &t) {
         if score < 1.0 {
             break;
         }
-        let task = if level == 0 { pick_l0(v, o, busy, &t) } else { pick_level(v, o, level, busy) };
+        let task = if level == 0 {
+            pick_l0(v, o, busy, &t).or_else(|| intra_l0::pick_leveled(v, o, busy, earliest_mem_seq))
+        } else {
+            pick_level(v, o, level, busy)
+        };
         if let Some(mut task) = task {
             task.score = score;
             return Some(task);
@@ -366,7 +381,7 @@ mod tests {
 
     fn golden(num_levels: usize, o: &Options, shape: &str, busy_files: &[u64], want: &str) {
         let v = parse(num_levels, shape);
-        let got = render(pick(&v, o, &busy(busy_files)).as_ref());
+        let got = render(pick(&v, o, &busy(busy_files), u64::MAX).as_ref());
         assert_eq!(got, want, "shape: {shape}");
     }
 
@@ -407,7 +422,53 @@ mod tests {
 
     #[test]
     fn l0_waits_while_another_l0_job_runs() {
-        golden(4, &opts(), "L0: a-b@1 c-d@2 e-f@3 g-h@4 i-j@5 k-l@6", &[1], "none");
+        // 5 files: under trigger + 2 (6), so no intra-L0 merge either.
+        golden(4, &opts(), "L0: a-b@1 c-d@2 e-f@3 g-h@4 i-j@5", &[1], "none");
+    }
+
+    #[test]
+    fn intra_l0_merges_the_newest_free_files_while_l0_compaction_runs() {
+        // #1 is held by the L0 job: the newest five, down to it, become one L0 file (not bottommost: #1 and
+        // L1 hold older data in the range).
+        golden(4, &opts(), "L0: a-z@1 a-z@2 a-z@3 a-z@4 a-z@5 a-z@6; L1: a-z", &[1], "L0->L0 in[#6 #5 #4 #3 #2] out[]");
+        // Also when the base level's compaction holds the file L0's job needs: all of L0 then.
+        golden(
+            4,
+            &opts(),
+            "L0: a-z@1 a-z@2 a-z@3 a-z@4 a-z@5 a-z@6; L1: a-z",
+            &[7],
+            "L0->L0 in[#6 #5 #4 #3 #2 #1] out[]",
+        );
+        let t = pick(&parse(4, "L0: a-z@1 a-z@2 a-z@3 a-z@4 a-z@5 a-z@6"), &opts(), &busy(&[1]), u64::MAX).unwrap();
+        assert_eq!(t.reason, CompactionReason::LevelL0FilesNum);
+        assert_eq!(t.max_output_file_size, u64::MAX, "one L0 file");
+    }
+
+    #[test]
+    fn intra_l0_span_limits() {
+        let o = opts();
+        // Fewer than 4 free files at the newest end: the span stops at the busy #4.
+        golden(4, &o, "L0: a-z@1 a-z@2 a-z@3 a-z@4 a-z@5 a-z@6 a-z@7", &[1, 4], "none");
+        // The newest file busy: nothing.
+        golden(4, &o, "L0: a-z@1 a-z@2 a-z@3 a-z@4 a-z@5 a-z@6 a-z@7", &[1, 7], "none");
+        // Bytes rewritten per file removed would rise with the 100M file: it stays out.
+        golden(4, &o, "L0: a-z@1 a-z@2:100M a-z@3 a-z@4 a-z@5 a-z@6 a-z@7", &[1], "L0->L0 in[#7 #6 #5 #4 #3] out[]");
+        // 25 target file sizes (50M) at most: two 20M files already reach 40M, a third passes it.
+        golden(4, &o, "L0: a-z@1 a-z@2:20M a-z@3:20M a-z@4:20M a-z@5:20M a-z@6:20M", &[1], "none");
+    }
+
+    #[test]
+    fn intra_l0_leaves_out_files_newer_than_a_memtable() {
+        // #7 (sequence 9, an ingested file) is newer than a memtable starting at 8: merged with older files, it
+        // would put their versions above the memtable's once flushed. The span starts below it.
+        let shape = "L0: a-z@1 a-z@2 a-z@3 a-z@4 a-z@5 a-z@6 m-m@9; L1: a-z";
+        let v = parse(4, shape);
+        let got = render(pick(&v, &opts(), &busy(&[1]), 8).as_ref());
+        assert_eq!(got, "L0->L0 in[#6 #5 #4 #3 #2] out[]");
+        // A memtable older than every file: nothing can be merged.
+        assert_eq!(render(pick(&v, &opts(), &busy(&[1]), 1).as_ref()), "none");
+        // Skipped files that are busy stop the pick.
+        assert_eq!(render(pick(&v, &opts(), &busy(&[1, 7]), 8).as_ref()), "none");
     }
 
     #[test]
@@ -557,7 +618,7 @@ mod tests {
         let mut o = dyn_opts();
         o.level0_file_num_compaction_trigger = 2;
         let v = parse(7, "L0: a-c@1 b-d@2; L6: a-z:2G");
-        let task = pick(&v, &o, &HashSet::new()).unwrap();
+        let task = pick(&v, &o, &HashSet::new(), u64::MAX).unwrap();
         assert_eq!(task.output_level, 5);
         assert_eq!(task.reason, CompactionReason::LevelL0FilesNum);
         assert!(!task.bottommost);
@@ -643,7 +704,7 @@ mod tests {
     #[test]
     fn task_sizes_and_score() {
         let v = parse(3, "L1: a-c:11M; L2: a-b:3M");
-        let t = pick(&v, &opts(), &HashSet::new()).unwrap();
+        let t = pick(&v, &opts(), &HashSet::new(), u64::MAX).unwrap();
         assert_eq!(render(Some(&t)), "L1->L2 in[#1] out[#2] bottom");
         assert_eq!(t.max_output_file_size, 2 * MB);
         assert_eq!(t.reason, CompactionReason::LevelMaxLevelSize);

@@ -13,6 +13,7 @@ mod estimates;
 mod files;
 mod fixture;
 mod ingest;
+mod intra_l0;
 mod limits;
 mod linearizable;
 mod listeners;
