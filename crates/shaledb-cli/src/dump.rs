@@ -630,6 +630,13 @@ mod tests {
         killed
     }
 
+    /// The fixture's live WAL: the newest `.log`. A WAL that the fixture's last flush made obsolete may still be
+    /// there, since it is deleted after the flush returns (`drop_obsolete_closed_wals`).
+    fn live_wal(fs: &MemFs) -> std::path::PathBuf {
+        let names: Vec<String> = fs.file_names(dir()).into_iter().filter(|n| n.ends_with(".log")).collect();
+        dir().join(names.last().expect("no .log file"))
+    }
+
     fn file(fs: &MemFs, suffix: &str) -> std::path::PathBuf {
         let names: Vec<String> = fs.file_names(dir()).into_iter().filter(|n| n.contains(suffix)).collect();
         dir().join(names.first().unwrap_or_else(|| panic!("no {suffix} file")))
@@ -685,7 +692,7 @@ mod tests {
         assert!(index.ends_with(&format!("  ... {} more index entries (--limit 1)\n", index_lines - 1)), "{index}");
         assert!(text.contains("  ... 29 more entries (--limit 1)\n30 entries\n"), "{text}");
 
-        let (_, wal) = dump(&fs, &file(&fs, ".log"), Kind::Wal, DumpOptions { limit: 1, ..DumpOptions::default() });
+        let (_, wal) = dump(&fs, &live_wal(&fs), Kind::Wal, DumpOptions { limit: 1, ..DumpOptions::default() });
         assert_eq!(wal.matches("record @").count(), 1, "{wal}");
         assert!(wal.contains("... 2 more records (--limit 1)\n3 records"), "{wal}");
 
@@ -711,7 +718,7 @@ mod tests {
         assert!(clean, "{text}");
         assert!(text.contains("num_entries: 30"), "{text}");
         assert!(!text.contains("index:") && !text.contains("\nentries:") && !text.contains("=>"), "{text}");
-        let (_, wal) = dump(&fs, &file(&fs, ".log"), Kind::Wal, opts.clone());
+        let (_, wal) = dump(&fs, &live_wal(&fs), Kind::Wal, opts.clone());
         assert_eq!(wal.lines().count(), 2, "{wal}");
         assert!(wal.contains("3 records, 4 updates"), "{wal}");
         let (_, m) = dump(&fs, &file(&fs, "MANIFEST-"), Kind::Manifest, opts);
@@ -734,7 +741,7 @@ mod tests {
         assert!(!index.is_empty() && index.lines().count() < all_index.lines().count(), "{index}");
 
         let wal_range = DumpOptions { from: Some(b"key".to_vec()), ..DumpOptions::default() };
-        let (_, wal) = dump(&fs, &file(&fs, ".log"), Kind::Wal, wal_range);
+        let (_, wal) = dump(&fs, &live_wal(&fs), Kind::Wal, wal_range);
         assert!(!wal.contains("batch-a") && wal.contains("DEL 'key000'"), "{wal}");
         assert_eq!(wal.matches("record @").count(), 2, "{wal}");
 
@@ -750,7 +757,7 @@ mod tests {
     #[test]
     fn wal_dump_shows_batches_with_sequences() {
         let fs = fixture();
-        let (clean, text) = dump(&fs, &file(&fs, ".log"), Kind::Wal, DumpOptions::default());
+        let (clean, text) = dump(&fs, &live_wal(&fs), Kind::Wal, DumpOptions::default());
         assert!(clean, "{text}");
         assert!(text.contains("batch seq 61 count 2"), "{text}");
         assert!(text.contains("PUT 'batch-b' @62 => 0x000102"), "{text}");
@@ -784,7 +791,7 @@ mod tests {
     #[test]
     fn damage_is_reported_with_file_and_offset_and_makes_the_dump_unclean() {
         let fs = fixture();
-        let wal = file(&fs, ".log");
+        let wal = live_wal(&fs);
         let data = fs.read_file(&wal).unwrap();
         fs.write_file(&wal, &data[..data.len() - 2]);
         let (clean, text) = dump(&fs, &wal, Kind::Wal, DumpOptions::default());
