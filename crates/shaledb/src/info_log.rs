@@ -111,11 +111,15 @@ impl fmt::Debug for InfoLog {
 }
 
 /// The LOG line of a finished flush of memtable `mem_id` (`stats.micros` covers writing the tables).
-pub(crate) fn flush_line(mem_id: u64, edit: &VersionEdit, stats: &CompactionStats) -> String {
+pub(crate) fn flush_line(mem_ids: &[u64], edit: &VersionEdit, stats: &CompactionStats) -> String {
     let outputs: Vec<u64> = edit.new_files.iter().map(|(_, f)| f.number).collect();
     let bytes: u64 = edit.new_files.iter().map(|(_, f)| f.file_size).sum();
     let extra = job_notes(stats);
-    format!("flush: memtable of WAL {mem_id:06} -> L0 tables {outputs:?}, {bytes} bytes, {} us{extra}", stats.micros)
+    let what = match mem_ids {
+        [id] => format!("memtable of WAL {id:06}"),
+        _ => format!("{} memtables of WALs {mem_ids:?}", mem_ids.len()),
+    };
+    format!("flush: {what} -> L0 tables {outputs:?}, {bytes} bytes, {} us{extra}", stats.micros)
 }
 
 /// What a flush or compaction line adds when the job filtered entries or met single-deletion violations.

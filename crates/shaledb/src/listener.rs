@@ -133,9 +133,12 @@ pub struct FlushJobInfo {
     pub job_id: u64,
     /// Why it runs.
     pub reason: FlushReason,
-    /// The number of the WAL the memtable was written to (its id).
+    /// The number of the WAL the (oldest) memtable was written to (its id).
     pub memtable_id: u64,
-    /// Entries in the memtable.
+    /// Memtables written into the one table: every immutable memtable of the family that waited for a flush
+    /// when this one began (RocksDB's flush job takes them all too).
+    pub num_memtables: u64,
+    /// Entries in the memtables.
     pub num_entries: u64,
     /// Deletions among them.
     pub num_deletions: u64,

@@ -220,28 +220,41 @@ fn pick_auto(
     picker::pick_auto(v, opts, busy, &created, manual, earliest_mem_seq)
 }
 
-/// A memtable's flush whose tables are written, waiting in [`State::flushed`] until every older memtable of
-/// its family is recorded.
+/// A flush whose tables are written, waiting in [`State::flushed`] until every older memtable of its family is
+/// recorded.
 pub(crate) struct Flushed {
-    mem: Arc<crate::memtable::MemTable>,
+    /// The memtables written, oldest first.
+    mems: Vec<Arc<crate::memtable::MemTable>>,
     files: Vec<shaledb_format::edit::FileMeta>,
     stats: CompactionStats,
     blob: crate::blob::BlobOutput,
     job: Option<crate::listener::FlushJobInfo>,
 }
 
-/// Flushes the oldest immutable memtable of family `fid` that no other flush has taken, then records every
-/// flushed memtable of the family that is next in line. Several flush threads run this at once, each on its
-/// own memtable; the tables are written in any order but recorded oldest first, so a family's log number only
-/// moves past memtables whose tables are recorded, and L0 never holds a newer memtable's table without the
-/// older ones'. REQUIRES: `st` locked.
+impl Flushed {
+    /// True when memtable `id` is one of those written.
+    pub(crate) fn holds(&self, id: u64) -> bool {
+        self.mems.iter().any(|m| m.id() == id)
+    }
+}
+
+/// Flushes every immutable memtable of family `fid` that no other flush has taken, oldest first, into one L0
+/// table, then records every flushed memtable of the family that is next in line. Taking all of them is RocksDB's
+/// flush job's rule: when the flush falls behind, the memtables that waited meanwhile make one larger table, not
+/// one each, so L0 grows by fewer files, each compaction of L0 covers more data, and a key overwritten in several
+/// of them is written once. Several flush threads run this at once, each on its own memtables; the tables are
+/// written in any order but recorded oldest first, so a family's log number only moves past memtables whose
+/// tables are recorded, and L0 never holds a newer memtable's table without the older ones'. REQUIRES: `st`
+/// locked.
 fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, fid: u32) {
-    let Some(mem) = st.next_unclaimed(fid).cloned() else { return };
+    let mems = st.unclaimed(fid);
+    let Some(oldest) = mems.first().map(|m| m.id()) else { return };
     let Some(f) = st.fams.get(&fid) else { return };
     let fam = f.fam.clone();
-    st.flushing.insert((fid, mem.id()));
+    st.flushing.extend(mems.iter().map(|m| (fid, m.id())));
+    st.running_flushes += 1;
     let snapshots = inner.snapshots.sequences();
-    let job = inner.listeners.any().then(|| events::flush_info(inner, st, &mem));
+    let job = inner.listeners.any().then(|| events::flush_info(inner, st, &mems));
     let several = st.fams.len() > 1;
     let result = parking_lot::MutexGuard::unlocked(st, || {
         if let Some(info) = &job {
@@ -250,7 +263,7 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, 
         }
         let new_number = || inner.state.lock().vs.new_file_number();
         let (opts, stop) = (&fam.opts, &inner.shutting_down);
-        let out = write_level0(opts, inner.db_id, &inner.dir, &mem, &new_number, &snapshots, stop, &inner.blobs)?;
+        let out = write_level0(opts, inner.db_id, &inner.dir, &mems, &new_number, &snapshots, stop, &inner.blobs)?;
         if !out.0.is_empty() || !out.2.additions.is_empty() {
             // The outputs' directory entries must be durable before the MANIFEST names them (D7); synced here,
             // without the state lock, rather than in the edit (`log_and_apply_dir_synced`).
@@ -265,10 +278,13 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, 
         }
         Ok(out)
     });
-    st.flushing.remove(&(fid, mem.id()));
+    for m in &mems {
+        st.flushing.remove(&(fid, m.id()));
+    }
+    st.running_flushes -= 1;
     let (files, stats, blob) = match result {
         Ok(r) => r,
-        // Aborted by shutdown: the memtable is still in the WAL; nothing failed. Tables written by newer
+        // Aborted by shutdown: the memtables are still in the WAL; nothing failed. Tables written by newer
         // flushes and not recorded are orphans, removed at the next open.
         Err(Error::Closed) if inner.shutting_down.load(Ordering::Acquire) => return,
         Err(e) => {
@@ -277,7 +293,7 @@ fn flush_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, 
             return;
         }
     };
-    st.flushed.insert((fid, mem.id()), Flushed { mem, files, stats, blob, job });
+    st.flushed.insert((fid, oldest), Flushed { mems, files, stats, blob, job });
     install_flushed(inner, st, fid);
     inner.bg_cv.notify_all();
 }
@@ -314,13 +330,17 @@ fn install_flushed(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, St
     }
 }
 
-/// Records one flushed memtable, the oldest of its family: the MANIFEST edit, the new super version, the
+/// Records one flush, of the oldest memtables of its family: the MANIFEST edit, the new super version, the
 /// counters, the obsolete WALs and the listeners. False when the edit failed (the background error is set).
 fn install_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>, fid: u32, done: Flushed) -> bool {
-    let Flushed { mem, files, mut stats, blob, job } = done;
+    let Flushed { mems, files, mut stats, blob, job } = done;
     let Some(f) = st.fams.get(&fid) else { return false };
+    let n = mems.len();
+    // The flushed memtables are the family's oldest n, in order: the group was a run of the oldest unclaimed
+    // ones, and every older memtable was recorded before it.
+    debug_assert!(n <= f.imm.len() && f.imm.iter().rev().zip(&mems).all(|(a, b)| a.id() == b.id()));
     // The family's WALs older than its next memtable still waiting are obsolete once this edit is durable.
-    let next_log = if f.imm.len() >= 2 { f.imm[f.imm.len() - 2].id() } else { f.mem.id() };
+    let next_log = if f.imm.len() > n { f.imm[f.imm.len() - 1 - n].id() } else { f.mem.id() };
     let mut edit = VersionEdit {
         family: (fid != 0).then_some(fid),
         log_number: Some(next_log),
@@ -330,7 +350,8 @@ fn install_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>
     let written: u64 = files.iter().map(|f| f.file_size).sum::<u64>() + blob.bytes_written;
     edit.new_files.extend(files.into_iter().map(|f| (0, f)));
     edit.blob_files.extend(blob.additions);
-    let line = crate::info_log::flush_line(mem.id(), &edit, &stats);
+    let ids: Vec<u64> = mems.iter().map(|m| m.id()).collect();
+    let line = crate::info_log::flush_line(&ids, &edit, &stats);
     let outputs = events::outputs(inner, job.is_some(), &edit);
     if let Err(e) = st.vs.log_and_apply_dir_synced(edit) {
         // The outputs stay: the edit naming them may be in the MANIFEST even though its sync failed. If it is
@@ -339,7 +360,8 @@ fn install_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>
         return false;
     }
     if let Some(f) = st.fams.get_mut(&fid) {
-        f.imm.pop();
+        let keep = f.imm.len().saturating_sub(n);
+        f.imm.truncate(keep);
     }
     inner.install_super_version(st, fid);
     advance_idle_families(inner, st);
@@ -351,13 +373,13 @@ fn install_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>
     // Unlinking a WAL of a memtable's size took 30-40 ms on this project's disk, and freeing the flushed
     // memtable (one node and one record allocation per entry) is as slow: both are done with `state` released,
     // so that writers (whose leader takes `state` in every group) do not wait for them. The popped memtable and
-    // the replaced super version are gone by now, so `mem` is its last reference unless a reader still holds
-    // one (then the reader frees it). Another flush thread may record the family's next memtable meanwhile:
-    // it is the oldest now.
+    // the replaced super version are gone by now, so `mems` holds their last references unless a reader still
+    // holds one (then the reader frees it). Another flush thread may record the family's next memtable
+    // meanwhile: it is the oldest now.
     let doomed = obsolete_wals(inner, st);
     let min_log = st.vs.min_log_number();
     parking_lot::MutexGuard::unlocked(st, || {
-        drop(mem);
+        drop(mems);
         for path in doomed {
             let _ = inner.fs.remove(&path);
         }

@@ -12,18 +12,16 @@ use shaledb_format::edit::VersionEdit;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The info of a flush of `mem` about to begin. REQUIRES: `st` locked.
-pub(super) fn flush_info(inner: &DbInner, st: &State, mem: &MemTable) -> FlushJobInfo {
+/// The info of a flush of `mems` (oldest first, at least one) about to begin. REQUIRES: `st` locked.
+pub(super) fn flush_info(inner: &DbInner, st: &State, mems: &[Arc<MemTable>]) -> FlushJobInfo {
+    let full = mems.iter().any(|m| m.approximate_memory_usage() >= inner.opts.write_buffer_size);
     FlushJobInfo {
         job_id: inner.listeners.next_job_id(),
-        reason: if mem.approximate_memory_usage() >= inner.opts.write_buffer_size {
-            FlushReason::WriteBufferFull
-        } else {
-            FlushReason::Manual
-        },
-        memtable_id: mem.id(),
-        num_entries: mem.len() as u64,
-        num_deletions: mem.num_deletions() as u64,
+        reason: if full { FlushReason::WriteBufferFull } else { FlushReason::Manual },
+        memtable_id: mems.first().map_or(0, |m| m.id()),
+        num_memtables: mems.len() as u64,
+        num_entries: mems.iter().map(|m| m.len() as u64).sum(),
+        num_deletions: mems.iter().map(|m| m.num_deletions() as u64).sum(),
         triggered_writes_slowdown: st.stall == WriteStallCondition::Delayed,
         triggered_writes_stop: st.stall == WriteStallCondition::Stopped,
         output_files: Vec::new(),

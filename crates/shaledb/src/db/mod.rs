@@ -65,10 +65,13 @@ pub(crate) struct State {
     /// The active memtables, for the write leader (rebuilt by [`State::rebuild_mems`]).
     pub(crate) mems: Arc<family::Mems>,
     /// Memtables being written to L0 now, as (family, memtable id): several at once with several flush
-    /// threads (background.rs).
+    /// threads (background.rs), and several in one flush when they waited for it together.
     pub(crate) flushing: HashSet<(u32, u64)>,
-    /// Memtables whose tables are written but not yet recorded, because an older memtable of the same family
-    /// is still being flushed: flushes finish in any order and are recorded oldest first.
+    /// Flush jobs running now (each writes one or more of the memtables in `flushing`).
+    pub(crate) running_flushes: usize,
+    /// Flushes whose tables are written but not yet recorded, because an older memtable of the same family
+    /// is still being flushed, by (family, id of the oldest memtable written): flushes finish in any order and
+    /// are recorded oldest first.
     pub(crate) flushed: std::collections::HashMap<(u32, u64), background::Flushed>,
     pub(crate) running_compactions: usize,
     /// Files that are inputs of a running compaction.
@@ -102,7 +105,7 @@ impl State {
 
     /// True when memtable `id` of family `fid` is being flushed or is flushed and waits to be recorded.
     pub(crate) fn flush_claimed(&self, fid: u32, id: u64) -> bool {
-        self.flushing.contains(&(fid, id)) || self.flushed.contains_key(&(fid, id))
+        self.flushing.contains(&(fid, id)) || self.flushed.iter().any(|((f, _), done)| *f == fid && done.holds(id))
     }
 
     /// A lower bound on the sequence numbers of family `fid`'s memtables' entries, active and immutable (0 for
@@ -115,6 +118,14 @@ impl State {
     /// The oldest immutable memtable of family `fid` that no flush has taken yet.
     pub(crate) fn next_unclaimed(&self, fid: u32) -> Option<&Arc<MemTable>> {
         self.fams.get(&fid)?.imm.iter().rev().find(|m| !self.flush_claimed(fid, m.id()))
+    }
+
+    /// The immutable memtables of family `fid` that no flush has taken yet, oldest first: the run that starts at
+    /// [`State::next_unclaimed`] (flushes take memtables oldest first, so the unclaimed ones are the newest).
+    pub(crate) fn unclaimed(&self, fid: u32) -> Vec<Arc<MemTable>> {
+        let Some(f) = self.fams.get(&fid) else { return Vec::new() };
+        let claimed = |m: &&Arc<MemTable>| self.flush_claimed(fid, m.id());
+        f.imm.iter().rev().skip_while(claimed).take_while(|m| !claimed(m)).cloned().collect()
     }
 }
 
@@ -225,6 +236,7 @@ impl DbInner {
             fams,
             mems: Arc::default(),
             flushing: HashSet::new(),
+            running_flushes: 0,
             flushed: std::collections::HashMap::new(),
             running_compactions: 0,
             busy: Default::default(),

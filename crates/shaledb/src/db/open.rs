@@ -304,7 +304,8 @@ fn replay_wals(
         edit.new_files.extend(f.files.iter().map(|f| (0, f.clone())));
         edit.blob_files.extend(f.blob_files.iter().copied());
         if !f.mem.is_empty() {
-            let (files, st, blob) = write_level0(&t.opts, db_id, dir, &f.mem, &new_number, &[], &stop, &blobs)?;
+            let (files, st, blob) =
+                write_level0(&t.opts, db_id, dir, std::slice::from_ref(&f.mem), &new_number, &[], &stop, &blobs)?;
             flush_stats.add(&st);
             edit.new_files.extend(files.into_iter().map(|f| (0, f)));
             edit.blob_files.extend(blob.additions);

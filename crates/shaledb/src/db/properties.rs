@@ -220,7 +220,7 @@ impl Db {
             }
             "estimate-pending-compaction-bytes" => Some(crate::picker::pending_compaction_bytes(v, &fam.opts)),
             "num-running-compactions" => n(inner.state.lock().running_compactions),
-            "num-running-flushes" => n(inner.state.lock().flushing.len()),
+            "num-running-flushes" => n(inner.state.lock().running_flushes),
             "background-errors" => Some(inner.counters.bg_errors.load(Ordering::Relaxed)),
             "num-snapshots" => n(inner.snapshots.len()),
             "oldest-snapshot-time" => Some(inner.snapshots.oldest_time()),

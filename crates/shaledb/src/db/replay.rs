@@ -214,8 +214,16 @@ pub(super) fn replay(
                     for t in targets {
                         let Some(f) = out.fams.get_mut(&t.id) else { continue };
                         if f.mem.approximate_memory_usage() >= t.opts.write_buffer_size {
-                            let (files, st, blob) =
-                                write_level0(&t.opts, db_id, dir, &f.mem, new_number, &[], stop, &blobs)?;
+                            let (files, st, blob) = write_level0(
+                                &t.opts,
+                                db_id,
+                                dir,
+                                std::slice::from_ref(&f.mem),
+                                new_number,
+                                &[],
+                                stop,
+                                &blobs,
+                            )?;
                             out.stats.add(&st);
                             f.files.extend(files);
                             f.blob_files.extend(blob.additions);
