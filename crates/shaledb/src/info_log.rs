@@ -117,7 +117,7 @@ pub(crate) fn flush_line(mem_ids: &[u64], edit: &VersionEdit, stats: &Compaction
     let extra = job_notes(stats);
     let what = match mem_ids {
         [id] => format!("memtable of WAL {id:06}"),
-        _ => format!("{} memtables of WALs {mem_ids:?}", mem_ids.len()),
+        _ => format!("memtables of WALs {mem_ids:?}"),
     };
     format!("flush: {what} -> L0 tables {outputs:?}, {bytes} bytes, {} us{extra}", stats.micros)
 }

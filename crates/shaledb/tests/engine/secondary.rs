@@ -145,7 +145,9 @@ fn follow(opts: Options) {
     writer.join().unwrap();
     assert_eq!(previous, total, "the last catch-up, after the primary finished, sees every write");
     assert!(catch_ups > 5, "only {catch_ups} catch-ups ({busy} busy)");
-    assert!(manifests.len() > 2, "the primary should have rolled its MANIFEST: {manifests:?}");
+    // Two names at least: the secondary caught up across a roll. (How many it sees depends on how many edits the
+    // primary makes between catch-ups: fewer since one flush takes every memtable that waited.)
+    assert!(manifests.len() >= 2, "the primary should have rolled its MANIFEST: {manifests:?}");
     assert_eq!(blob_files > 0, opts.enable_blob_files, "blob files seen {blob_files} times");
     let p = primary.statistics();
     assert!(p.flush_count > 5 && p.compaction_bytes_written > 0, "no flushes or compactions ran");
