@@ -138,13 +138,13 @@ fn main() -> ExitCode {
     }
 }
 
-/// `shaledb --version`: the release, the commit it was built from (build.rs) and the on-disk format version it
+/// `shaledb --version`: the release, the commit it was built from (the engine's build.rs) and the on-disk format version it
 /// writes (a database written by a newer format is refused at open).
 fn version() -> String {
     format!(
         "{} (commit {}, on-disk format {})",
         env!("CARGO_PKG_VERSION"),
-        env!("SHALEDB_GIT_COMMIT"),
+        shaledb::BUILD_COMMIT,
         shaledb_format::FORMAT_VERSION
     )
 }

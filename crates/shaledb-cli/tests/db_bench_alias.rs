@@ -113,6 +113,9 @@ fn assert_scrapable(out: &str, bench: &str) {
     assert_eq!(field(out, "Cumulative compaction", 4), "GB");
     number(out, "Cumulative compaction", 6);
     number(out, "Flush(GB)", 3);
+    // blob_sz: $7 $8 of `Blob file count:` (printed with no blob files too, as RocksDB does).
+    number(out, "Blob file count:", 7);
+    assert_eq!(field(out, "Blob file count:", 8), "GB,");
     // lsm_sz ($3 $4), c_wsecs ($15), c_csecs ($16), b_rgb ($21), b_wgb ($22) of the ` Sum` row.
     number(out, " Sum", 3);
     assert!(["KB", "MB", "GB", "TB"].contains(&field(out, " Sum", 4).as_str()));
@@ -158,6 +161,12 @@ fn benchmark_sh_steps_run_through_the_db_bench_link() {
     assert!(out.contains("Memtablerep: VectorRepFactory"), "{out}");
     assert!(err.contains("--prepopulate_block_cache=1: ignored"), "{err}");
     assert_scrapable(&out, "fillrandom");
+    // githash: `substr($5, 1, 10)` of the LOG's first "Git sha" line, the commit `--version` names too.
+    let log = std::fs::read_to_string(dbp.join("db").join("LOG")).unwrap();
+    let sha = log.lines().find(|l| l.contains("Git sha")).unwrap_or_else(|| panic!("no Git sha line in\n{log}"));
+    let hash = sha.split_whitespace().nth(4).unwrap_or_else(|| panic!("no $5 in {sha:?}"));
+    assert_eq!(hash, shaledb::BUILD_COMMIT, "{sha}");
+    assert!(!hash.is_empty());
     // The LSM steps (automatic compactions off here, so that compact0 finds the bulk load's L0 files).
     let (code, out, err) = run(
         &exe,

@@ -81,6 +81,11 @@ pub use stats::{CompactionStats, Histogram, LevelStats, StallCounts, Statistics}
 pub use ttl::{Clock, SystemClock, Ttl};
 pub use txn::{OptimisticTransactionDb, Transaction, TransactionDb, TransactionDbOptions, TransactionOptions};
 
+/// The git commit this engine was built from (12 hex digits), or "unknown" outside a git checkout. Written to
+/// the LOG at every open (`build: Git sha <commit>`, where RocksDB's LOG has its own `Git sha` line, which
+/// benchmark.sh reads into report.tsv's githash column) and printed by `shaledb --version`.
+pub const BUILD_COMMIT: &str = env!("SHALEDB_GIT_COMMIT");
+
 /// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]

@@ -247,6 +247,12 @@ pub struct Statistics {
     pub pending_compaction_bytes: u64,
     /// Bytes held by memtables.
     pub memtable_bytes: u64,
+    /// Blob files of the current version (`crate::blob`; RocksDB's `Blob file count` in its stats dump).
+    pub blob_file_count: u64,
+    /// Their bytes on disk.
+    pub blob_file_bytes: u64,
+    /// Their bytes no table references any more (garbage that blob relocation has not yet removed).
+    pub blob_garbage_bytes: u64,
     /// Wall time of each compaction job, microseconds (RocksDB's `rocksdb.compaction.times.micros`; trivial
     /// moves, which rewrite nothing, are not jobs here, as in RocksDB).
     pub compaction_times: Histogram,

@@ -32,6 +32,7 @@ const HEADER: &str = "Level    Files   Size     Score Read(GB)  Rn(GB) Rnp1(GB) 
 /// it the interval covers the whole uptime, as in RocksDB's first report.
 pub(crate) fn format_stats(s: &Statistics, interval: Option<&Statistics>) -> String {
     let mut out = format_level_stats(s);
+    blob_line(&mut out, s);
     let prev = interval.cloned().unwrap_or_default();
     let int_secs = (s.uptime_secs - prev.uptime_secs).max(0.0);
     let _ = writeln!(out, "Uptime(secs): {:.1} total, {:.1} interval", s.uptime_secs, int_secs);
@@ -97,6 +98,23 @@ pub(crate) fn format_level_stats(s: &Statistics) -> String {
     let w_amp = if s.flush_bytes > 0 { sum.bytes_written as f64 / s.flush_bytes as f64 } else { 0.0 };
     row(&mut out, "Sum", files, busy, bytes, 0.0, &sum, w_amp);
     out
+}
+
+/// RocksDB's blob line, between the compaction table and `Uptime(secs)`: `Blob file count: <n>, total size:
+/// <GB> GB, garbage size: <GB> GB, space amp: <x>` (benchmark.sh's blob_sz is its `$7 $8`). Space amp is the
+/// files' bytes over their live bytes, 0.0 with no live bytes.
+fn blob_line(out: &mut String, s: &Statistics) {
+    let live = s.blob_file_bytes.saturating_sub(s.blob_garbage_bytes);
+    let amp = if live > 0 { s.blob_file_bytes as f64 / live as f64 } else { 0.0 };
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "Blob file count: {}, total size: {:.1} GB, garbage size: {:.1} GB, space amp: {amp:.1}",
+        s.blob_file_count,
+        s.blob_file_bytes as f64 / GB,
+        s.blob_garbage_bytes as f64 / GB
+    );
+    let _ = writeln!(out);
 }
 
 fn sum_levels(levels: &[LevelStats]) -> CompactionStats {
@@ -294,6 +312,9 @@ mod tests {
             wal_bytes: 2 * G,
             flush_bytes: 2 * G,
             stall_micros: 3_723_500_000,
+            blob_file_count: 3,
+            blob_file_bytes: 3 * G / 2,
+            blob_garbage_bytes: G / 2,
             ..Statistics::default()
         }
     }
@@ -325,6 +346,12 @@ mod tests {
         assert_eq!(sum.len(), 20);
         let up = line(&r, "Uptime(secs)");
         assert_eq!(num(&up, 2), 100.0);
+        // blob_sz: `$7 $8` of the blob line, the comma after the unit dropped.
+        let blob = line(&r, "Blob file count:");
+        assert_eq!((num(&blob, 7), blob[7]), (1.5, "GB,"));
+        assert_eq!(blob[3], "3,");
+        assert_eq!(blob[10], "0.5");
+        assert_eq!(blob[14], "1.5"); // space amp: 1.5 GB of files, 1 GB live
         let stall = line(&r, "Cumulative stall");
         assert_eq!(stall[2], "01:02:3.500");
         assert_eq!(num(&stall, 5), 3723.5 / 100.0 * 100.0);
@@ -420,7 +447,14 @@ mod tests {
     #[test]
     fn empty_statistics_still_print_every_line() {
         let r = format_stats(&Statistics::default(), None);
-        for prefix in ["** Compaction Stats", " Sum", "Uptime(secs)", "Cumulative writes", "Cumulative stall"] {
+        for prefix in [
+            "** Compaction Stats",
+            " Sum",
+            "Blob file count: 0",
+            "Uptime(secs)",
+            "Cumulative writes",
+            "Cumulative stall",
+        ] {
             line(&r, prefix);
         }
         assert_eq!(line(&r, " Sum").len(), 20);

@@ -695,6 +695,9 @@ impl DbInner {
                 let mems = st.fams.values().flat_map(|f| f.imm.iter().chain(std::iter::once(&f.mem)));
                 mems.map(|m| m.approximate_memory_usage() as u64).sum()
             },
+            blob_file_count: v.blob_files.len() as u64,
+            blob_file_bytes: v.blob_files.values().map(|m| m.addition.file_size).sum(),
+            blob_garbage_bytes: v.blob_files.values().map(|m| m.garbage_bytes).sum(),
             compaction_times: jobs[0].clone(),
             compaction_cpu_times: jobs[1].clone(),
             flush_times: jobs[2].clone(),

@@ -222,6 +222,13 @@ fn probe_direct_io(dir: &Path, opts: &Options) -> Result<()> {
 /// The directory is ours from here on: the LOG may be written. Logs the open and the leftovers removed.
 fn open_info_log(dir: &Path, opts: &Options, leftovers: &[String]) -> InfoLog {
     let info_log = InfoLog::open(opts.fs.clone(), dir, opts.max_log_file_size, opts.keep_log_file_num);
+    // "Git sha" is the fifth field of the line, as in RocksDB's LOG, where benchmark.sh reads it.
+    info_log.log(format_args!(
+        "build: Git sha {} (shaledb {}, on-disk format {})",
+        crate::BUILD_COMMIT,
+        env!("CARGO_PKG_VERSION"),
+        shaledb_format::FORMAT_VERSION
+    ));
     info_log.log(format_args!("open {}: {:?}, recovery mode {:?}", dir.display(), opts, opts.wal_recovery_mode));
     for name in leftovers {
         info_log.log(format_args!("open: removed leftover {name}"));

@@ -1,5 +1,6 @@
-//! Records the git commit the binary is built from (`shaledb --version`), or "unknown" outside a git checkout
-//! (a source archive, a crate download) or without git. Rebuilt when HEAD or the branch it names moves.
+//! Records the git commit the engine is built from (`shaledb::BUILD_COMMIT`: the LOG's first
+//! lines and `shaledb --version`), or "unknown" outside a git checkout (a source archive, a crate download) or
+//! without git. Rebuilt when HEAD or the branch it names moves.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
