@@ -138,8 +138,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// `shaledb --version`: the release, the commit it was built from (the engine's build.rs) and the on-disk format version it
-/// writes (a database written by a newer format is refused at open).
+/// `shaledb --version`: the release, the commit it was built from (`shaledb::BUILD_COMMIT`, from the engine's
+/// build.rs) and the on-disk format version it writes (a database written by a newer format is refused at open).
 fn version() -> String {
     format!(
         "{} (commit {}, on-disk format {})",

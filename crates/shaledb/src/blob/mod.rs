@@ -210,13 +210,20 @@ pub(crate) fn verify_files(files: &BlobFiles, v: &crate::version::Version) -> Re
     Ok(())
 }
 
+/// The blob files of version `v`: how many, their bytes on disk, and the bytes of those no table references.
+pub(crate) fn totals(v: &crate::version::Version) -> (u64, u64, u64) {
+    let files = v.blob_files.values();
+    let (bytes, garbage) = files.fold((0, 0), |(b, g), m| (b + m.addition.file_size, g + m.garbage_bytes));
+    (v.blob_files.len() as u64, bytes, garbage)
+}
+
 /// The blob integer properties of [`crate::Db::property_int`] (RocksDB's names without `rocksdb.`).
 pub(crate) fn int_property(v: &crate::version::Version, name: &str) -> Option<u64> {
-    let files = v.blob_files.values();
+    let (count, bytes, garbage) = totals(v);
     match name {
-        "num-blob-files" => Some(v.blob_files.len() as u64),
-        "live-blob-file-size" => Some(files.map(|m| m.addition.file_size).sum()),
-        "live-blob-file-garbage-size" => Some(files.map(|m| m.garbage_bytes).sum()),
+        "num-blob-files" => Some(count),
+        "live-blob-file-size" => Some(bytes),
+        "live-blob-file-garbage-size" => Some(garbage),
         _ => None,
     }
 }

@@ -660,6 +660,7 @@ impl DbInner {
         let comp_written: u64 = levels.iter().skip(1).map(|l| l.compaction.bytes_written).sum();
         let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let jobs = c.job_times.lock().clone();
+        let blobs = crate::blob::totals(&v);
         Statistics {
             uptime_secs: c.start.elapsed().as_secs_f64(),
             levels,
@@ -695,9 +696,9 @@ impl DbInner {
                 let mems = st.fams.values().flat_map(|f| f.imm.iter().chain(std::iter::once(&f.mem)));
                 mems.map(|m| m.approximate_memory_usage() as u64).sum()
             },
-            blob_file_count: v.blob_files.len() as u64,
-            blob_file_bytes: v.blob_files.values().map(|m| m.addition.file_size).sum(),
-            blob_garbage_bytes: v.blob_files.values().map(|m| m.garbage_bytes).sum(),
+            blob_file_count: blobs.0,
+            blob_file_bytes: blobs.1,
+            blob_garbage_bytes: blobs.2,
             compaction_times: jobs[0].clone(),
             compaction_cpu_times: jobs[1].clone(),
             flush_times: jobs[2].clone(),
