@@ -85,7 +85,26 @@ enum Command {
     },
 }
 
+/// Turns transparent huge pages off for this process unless `MIMALLOC_ALLOW_THP` is set (then mimalloc's own
+/// reading of it decides). mimalloc advises huge pages on its arenas (`madvise(MADV_HUGEPAGE)`), so even where
+/// the system's THP mode is `madvise` each first touch of a 2 MiB region zeroes a whole huge page, and can stop
+/// to compact memory for one, inside whichever request first touches it: in seekrandom, while the block cache
+/// fills, those faults were the reads above the 99.9th percentile (docs/perf/huge-pages.md). RocksDB and Redis
+/// advise running without THP for the same reason; glibc's malloc, which RocksDB's db_bench uses, does not ask
+/// for them.
+fn huge_pages_off_unless_asked(mimalloc_allow_thp: Option<&std::ffi::OsStr>) {
+    if mimalloc_allow_thp.is_some() {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::thread::disable_transparent_huge_pages(true) {
+        // Only a kernel without the prctl refuses it; the process then runs as before, with a word why.
+        eprintln!("warning: could not turn transparent huge pages off for this process: {e}");
+    }
+}
+
 fn main() -> ExitCode {
+    huge_pages_off_unless_asked(std::env::var_os("MIMALLOC_ALLOW_THP").as_deref());
     // Invoked as `db_bench` (a link `shaledb install-db-bench` makes), it is `shaledb bench`: RocksDB's
     // tools/benchmark.sh runs `./db_bench` and works unchanged.
     let args = db_bench_alias::expand(std::env::args().collect());
@@ -183,5 +202,21 @@ fn exit_code(e: &shaledb_bench::BenchError) -> u8 {
     match e {
         shaledb_bench::BenchError::BadFlag { .. } | shaledb_bench::BenchError::Usage(_) => 2,
         _ => 1,
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::huge_pages_off_unless_asked;
+    use std::ffi::OsStr;
+
+    /// One test, so nothing else in this process flips the flag between its steps.
+    #[test]
+    fn huge_pages_go_off_unless_mimalloc_is_told_to_allow_them() {
+        rustix::thread::disable_transparent_huge_pages(false).unwrap();
+        huge_pages_off_unless_asked(Some(OsStr::new("1")));
+        assert!(!rustix::thread::transparent_huge_pages_are_disabled().unwrap(), "MIMALLOC_ALLOW_THP set: left on");
+        huge_pages_off_unless_asked(None);
+        assert!(rustix::thread::transparent_huge_pages_are_disabled().unwrap(), "unset: turned off");
     }
 }
