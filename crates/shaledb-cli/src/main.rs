@@ -89,9 +89,9 @@ enum Command {
 /// reading of it decides). mimalloc advises huge pages on its arenas (`madvise(MADV_HUGEPAGE)`), so even where
 /// the system's THP mode is `madvise` each first touch of a 2 MiB region zeroes a whole huge page, and can stop
 /// to compact memory for one, inside whichever request first touches it: in seekrandom, while the block cache
-/// fills, those faults were the reads above the 99.9th percentile (docs/perf/huge-pages.md). RocksDB and Redis
-/// advise running without THP for the same reason; glibc's malloc, which RocksDB's db_bench uses, does not ask
-/// for them.
+/// fills, those faults were the reads above the 99.9th percentile (docs/perf/huge-pages.md). Redis turns THP off
+/// for its own process the same way (`disable-thp`); glibc's malloc, which RocksDB's db_bench uses, does not ask
+/// for huge pages.
 fn huge_pages_off_unless_asked(mimalloc_allow_thp: Option<&std::ffi::OsStr>) {
     if mimalloc_allow_thp.is_some() {
         return;
