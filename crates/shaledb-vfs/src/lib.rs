@@ -120,6 +120,13 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
         let _ = hints;
         self.create(path)
     }
+    /// Opens the existing file `path` for writing at its end (`O_APPEND`): its contents stay, appends follow
+    /// them, and [`WritableFile::len`] starts at the file's size. A missing file is an error (`ENOENT`), never
+    /// created. Used for files a later process continues (the `LOG`) and to fsync a file another process wrote
+    /// (a WAL kept live across an open). Default: [`Error::NotSupported`], for file systems that cannot.
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Err(Error::NotSupported(format!("appending to an existing file on this file system ({})", path.display())))
+    }
     /// Opens an existing file for positional reads.
     fn open(&self, path: &Path, hints: ReadHints) -> Result<Arc<dyn RandomAccessFile>>;
     /// Reads a whole file into memory.

@@ -544,6 +544,27 @@ impl Fs for MemFs {
         }))
     }
 
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let key = norm(path);
+        let mut st = self.state.lock();
+        st.begin(FsOp::Open, "open for append", path)?;
+        let Some(ino) = st.live.get(&key).copied() else {
+            let code = if st.dirs.contains(&key) { libc::EISDIR } else { libc::ENOENT };
+            return Err(Error::io("open for append", path, os_err(code)));
+        };
+        let inode = st.inodes.entry(ino).or_default();
+        inode.handles += 1;
+        let len = inode.data.len() as u64;
+        Ok(Box::new(MemWritable {
+            state: Arc::clone(&self.state),
+            ino,
+            epoch: st.epoch,
+            path: path.to_path_buf(),
+            buf: Vec::new(),
+            len,
+        }))
+    }
+
     fn open(&self, path: &Path, _hints: ReadHints) -> Result<Arc<dyn RandomAccessFile>> {
         let key = norm(path);
         let mut st = self.state.lock();

@@ -374,6 +374,12 @@ impl Fs for PosixFs {
         Ok(Box::new(PosixWritable { file, path: path.to_path_buf(), buf: Vec::with_capacity(64 << 10), len: 0 }))
     }
 
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new().append(true).open(path).map_err(|e| Error::io("open for append", path, e))?;
+        let len = file.metadata().map_err(|e| Error::io("stat", path, e))?.len();
+        Ok(Box::new(PosixWritable { file, path: path.to_path_buf(), buf: Vec::with_capacity(64 << 10), len }))
+    }
+
     fn create_with(&self, path: &Path, hints: WriteHints) -> Result<Box<dyn WritableFile>> {
         if !hints.direct {
             return self.create(path);

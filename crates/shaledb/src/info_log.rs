@@ -8,9 +8,12 @@
 //! timestamp  := YYYY "-" MM "-" DD "T" hh ":" mm ":" ss "." micros{6} "Z"   ; UTC
 //! ```
 //!
-//! Each open starts a new `LOG` and renames the previous one to `LOG.old.N` (N one above the highest present);
-//! while the database runs, `LOG` is rotated the same way once it passes `max_log_file_size`. At most
-//! `keep_log_file_num` old files are kept, the lowest numbers removed first.
+//! Each open appends to the existing `LOG`, starting with a line `---- opened by pid P ----`, so that short
+//! runs (one `shaledb put` each) share one file. `LOG` is rotated only by size: an open that finds it at
+//! `max_log_file_size` or more, or a line that would take it past that size while the database runs, renames it
+//! to `LOG.old.N` (N one above the highest present) and starts a new one. At most `keep_log_file_num` old files
+//! are kept, the lowest numbers removed first. (A file system that cannot append to an existing file,
+//! `Fs::open_append`, gets a new `LOG` at each open, the previous one rotated.)
 //!
 //! Logging never fails a database operation: every write is attempted once and an error is swallowed. The log
 //! is a diagnostic; turning a full or failing disk under `LOG` into failed puts, or retrying (and stalling a
@@ -40,13 +43,39 @@ pub(crate) struct InfoLog {
 }
 
 impl InfoLog {
-    /// Starts a new `LOG` in `dir`, rotating the previous one. Never fails: when the file cannot be created, the
-    /// returned logger writes nothing.
+    /// Continues the `LOG` of `dir` (a new one when there is none, or when it has reached `max_size`: then the
+    /// previous one is rotated), and writes the line that opens this session. Never fails: when the file cannot
+    /// be opened or created, the returned logger writes nothing.
     pub(crate) fn open(fs: Arc<dyn Fs>, dir: &Path, max_size: u64, keep: usize) -> InfoLog {
         let log = InfoLog { fs, dir: dir.to_path_buf(), max_size, keep, file: Mutex::new(None) };
-        let file = log.start_new_file();
+        let (file, cut) = match log.continue_file() {
+            Some((f, cut)) => (Some(f), cut),
+            None => (log.start_new_file(), false),
+        };
         *log.file.lock() = file;
+        if cut {
+            // A line a crash cut short ends here, so that the session line starts a line of its own (one byte:
+            // the file is below the cap, so this never rotates it).
+            log.write_line("\n".to_string());
+        }
+        log.log(format_args!("---- opened by pid {} ----", std::process::id()));
         log
+    }
+
+    /// The existing `LOG` opened for appending while it is below the size cap, and whether its last line lacks
+    /// its newline. `None`: no `LOG`, a full one, or a file system that cannot append.
+    fn continue_file(&self) -> Option<(Box<dyn WritableFile>, bool)> {
+        let current = filenames::info_log(&self.dir);
+        let size = self.fs.file_size(&current).ok()?;
+        if size >= self.max_size {
+            return None;
+        }
+        let cut = size > 0 && {
+            let mut last = [0u8; 1];
+            let read = self.fs.open(&current, shaledb_vfs::ReadHints::default());
+            read.and_then(|f| f.read_exact_at(&mut last, size - 1)).map_or(true, |()| last[0] != b'\n')
+        };
+        Some((self.fs.open_append(&current).ok()?, cut))
     }
 
     /// A logger that writes nothing and creates no file (a read-only open).
@@ -61,6 +90,11 @@ impl InfoLog {
             line = line.replace('\n', " ");
         }
         line.push('\n');
+        self.write_line(line);
+    }
+
+    /// Appends `line` (newline included), first rotating a file it would take past the size cap.
+    fn write_line(&self, line: String) {
         let mut file = self.file.lock();
         if file.as_ref().is_some_and(|f| !f.is_empty() && f.len() + line.len() as u64 > self.max_size) {
             // Close the full file before renaming it; a new one takes its name.
@@ -270,9 +304,10 @@ mod tests {
         log.log(format_args!("second\nwith a newline"));
         let t = text(&fs, "LOG");
         let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines.len(), 2, "{t}");
-        assert!(lines[0].ends_with("Z first") && lines[0].len() == 27 + 6, "{t}");
-        assert!(lines[1].ends_with("second with a newline"), "{t}");
+        assert_eq!(lines.len(), 3, "{t}");
+        assert!(lines[0].ends_with(&format!("Z ---- opened by pid {} ----", std::process::id())), "{t}");
+        assert!(lines[1].ends_with("Z first") && lines[1].len() == 27 + 6, "{t}");
+        assert!(lines[2].ends_with("second with a newline"), "{t}");
     }
 
     #[test]
@@ -295,13 +330,72 @@ mod tests {
         assert!(!text(&fs, &format!("LOG.old.{newest_old}")).is_empty());
     }
 
+    fn old_logs(fs: &MemFs) -> Vec<String> {
+        fs.file_names(dir()).into_iter().filter(|n| n.starts_with("LOG.old.")).collect()
+    }
+
     #[test]
-    fn each_open_starts_a_new_log_and_keeps_the_previous_one() {
+    fn each_open_appends_to_the_log_after_a_session_line() {
         let fs = mem();
         InfoLog::open(Arc::new(fs.clone()), dir(), 1 << 20, 5).log("session one");
         InfoLog::open(Arc::new(fs.clone()), dir(), 1 << 20, 5).log("session two");
-        assert!(text(&fs, "LOG").contains("session two") && !text(&fs, "LOG").contains("session one"));
-        assert!(text(&fs, "LOG.old.1").contains("session one"));
+        let t = text(&fs, "LOG");
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 4, "{t}");
+        for (i, want) in ["---- opened by pid", "session one", "---- opened by pid", "session two"].iter().enumerate() {
+            assert!(lines[i].contains(want), "line {i} lacks {want:?}:\n{t}");
+        }
+        assert!(old_logs(&fs).is_empty(), "{:?}", fs.file_names(dir()));
+    }
+
+    #[test]
+    fn many_short_sessions_share_one_log() {
+        let fs = mem();
+        for i in 0..15 {
+            InfoLog::open(Arc::new(fs.clone()), dir(), 1 << 20, 10).log(format_args!("put {i}"));
+        }
+        assert!(old_logs(&fs).is_empty(), "{:?}", fs.file_names(dir()));
+        let t = text(&fs, "LOG");
+        assert_eq!(t.lines().filter(|l| l.contains("---- opened by pid")).count(), 15, "{t}");
+        assert!(t.contains("put 0") && t.contains("put 14"), "{t}");
+    }
+
+    #[test]
+    fn an_open_rotates_a_log_that_reached_the_size_cap() {
+        let fs = mem();
+        // 300 bytes of earlier sessions, against a 256-byte cap.
+        fs.write_file(&dir().join("LOG"), &[b"2026-01-01T00:00:00.000000Z old\n".as_slice(); 10].concat()[..300]);
+        InfoLog::open(Arc::new(fs.clone()), dir(), 256, 3).log("new session");
+        assert_eq!(old_logs(&fs), vec!["LOG.old.1".to_string()]);
+        assert_eq!(text(&fs, "LOG.old.1").len(), 300, "the full LOG is kept as it was");
+        let t = text(&fs, "LOG");
+        assert!(t.lines().next().is_some_and(|l| l.contains("---- opened by pid")) && t.contains("new session"), "{t}");
+        assert!(!t.contains(" old"), "{t}");
+        // Below the cap, the next open appends again; rotations keep at most `keep` old files.
+        for i in 0..20 {
+            InfoLog::open(Arc::new(fs.clone()), dir(), 256, 3).log(format_args!("session {i} padding padding padding"));
+        }
+        assert_eq!(old_logs(&fs).len(), 3, "{:?}", fs.file_names(dir()));
+        for name in fs.file_names(dir()).iter().filter(|n| n.starts_with("LOG")) {
+            assert!(
+                fs.read_file(&dir().join(name)).unwrap().len() <= 256 || name == "LOG.old.1",
+                "{name} over the cap"
+            );
+        }
+        assert!(text(&fs, "LOG").contains("session 19"));
+    }
+
+    #[test]
+    fn a_line_cut_by_a_crash_is_ended_before_the_session_line() {
+        let fs = mem();
+        fs.write_file(&dir().join("LOG"), b"2026-01-01T00:00:00.000000Z flush: memtable of WAL 0000");
+        InfoLog::open(Arc::new(fs.clone()), dir(), 1 << 20, 3).log("after");
+        let t = text(&fs, "LOG");
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3, "{t}");
+        assert!(
+            lines[0].ends_with("WAL 0000") && lines[1].contains("---- opened by pid") && lines[2].ends_with(" after")
+        );
     }
 
     #[test]
@@ -314,9 +408,17 @@ mod tests {
         log.log("kept line");
         assert!(text(&fs, "LOG").contains("kept line"));
         // A LOG that cannot even be created gives a logger that writes nothing, never an error.
-        fs.set_faults(FaultPlan::from_nth(FsOp::Create, 1, FaultError::Eio));
-        let log = InfoLog::open(Arc::new(fs.clone()), dir(), 1 << 20, 5);
+        let fresh = mem();
+        fresh.set_faults(FaultPlan::from_nth(FsOp::Create, 1, FaultError::Eio));
+        let log = InfoLog::open(Arc::new(fresh.clone()), dir(), 1 << 20, 5);
         log.log("nowhere");
+        fresh.clear_faults();
+        assert!(fresh.file_names(dir()).is_empty(), "{:?}", fresh.file_names(dir()));
+        // One that exists but cannot be opened for appending is rotated, and the new one written.
+        fs.set_faults(FaultPlan::once(FsOp::Open, 2, FaultError::Eio));
+        InfoLog::open(Arc::new(fs.clone()), dir(), 1 << 20, 5).log("after a failed reopen");
         fs.clear_faults();
+        assert!(text(&fs, "LOG.old.1").contains("kept line"));
+        assert!(text(&fs, "LOG").contains("after a failed reopen"));
     }
 }

@@ -238,6 +238,18 @@ pub struct Options {
     pub ttl: Option<crate::ttl::Ttl>,
     /// WAL replay behaviour on damage. Default: `PointInTime`.
     pub wal_recovery_mode: WalRecoveryMode,
+    /// Open keeps what WAL replay recovered in the memtables instead of writing it to L0 tables (RocksDB
+    /// `avoid_flush_during_recovery`): the replayed WALs stay live, after an fsync, until a later flush records
+    /// their data in tables; new writes go to a new WAL. It applies only to a replay that met no damage, wrote
+    /// no table (nothing filled a memtable) and found fewer than 4 WALs; otherwise open flushes as without it,
+    /// so at most 4 WALs are ever live through it. With `avoid_flush_during_shutdown`, short runs (one write per
+    /// open, as `shaledb put`) write no table per run. Not recorded in the OPTIONS file. Default: false.
+    pub avoid_flush_during_recovery: bool,
+    /// [`Db::close`](crate::Db::close) does not flush memtables whose writes are all in the WAL (RocksDB
+    /// `avoid_flush_during_shutdown`): the WAL, synced by close, holds them and the next open replays it. Unlike
+    /// RocksDB, where this drops writes made with `disable_wal`, such writes still make close flush every
+    /// memtable. Not recorded in the OPTIONS file. Default: false (close flushes every memtable).
+    pub avoid_flush_during_shutdown: bool,
     /// Size at which the MANIFEST is rewritten from a snapshot of the current version. Default: 64 MiB.
     pub max_manifest_file_size: u64,
     /// Size past which the `LOG` file is rotated to `LOG.old.N`. Default: 4 MiB. At least 1 KiB.
@@ -313,6 +325,8 @@ impl std::fmt::Debug for Options {
             .field("blob_garbage_collection_age_cutoff", &self.blob_garbage_collection_age_cutoff)
             .field("blob_garbage_collection_force_threshold", &self.blob_garbage_collection_force_threshold)
             .field("blob_compaction_readahead_size", &self.blob_compaction_readahead_size)
+            .field("avoid_flush_during_recovery", &self.avoid_flush_during_recovery)
+            .field("avoid_flush_during_shutdown", &self.avoid_flush_during_shutdown)
             .finish_non_exhaustive()
     }
 }
@@ -374,6 +388,8 @@ impl Default for Options {
             compaction_filter: None,
             ttl: None,
             wal_recovery_mode: WalRecoveryMode::PointInTime,
+            avoid_flush_during_recovery: false,
+            avoid_flush_during_shutdown: false,
             max_manifest_file_size: 64 << 20,
             max_log_file_size: 4 << 20,
             keep_log_file_num: 10,

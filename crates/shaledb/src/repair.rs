@@ -27,16 +27,21 @@ pub struct RepairReport {
 
 /// Rebuilds CURRENT in the database directory `path` from the newest MANIFEST that replays cleanly and whose
 /// tables exist (RocksDB's `RepairDB`, limited to what can be proven). Takes the LOCK (fails with `Busy` while
-/// the database is open). Deletes nothing. Fails when no MANIFEST qualifies, naming each one and why.
+/// the database is open). Deletes nothing. Fails when no MANIFEST qualifies, naming each one and why; a
+/// directory holding no MANIFEST at all is refused before the LOCK is taken, so nothing is created in it
+/// (`InvalidArgument` when it holds no CURRENT either: it is no database).
 pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
     let dir = path.as_ref();
     let fs = opts.fs.clone();
     if !fs.exists(dir) {
         return Err(Error::InvalidArgument(format!("{} does not exist", dir.display())));
     }
+    // Before the LOCK, so that a directory with nothing to repair is left exactly as it was.
+    check_has_manifest(fs.as_ref(), dir, &fs.list(dir)?)?;
     let _lock = fs.lock(&filenames::lock(dir))?;
-    let mut manifests: Vec<u64> = fs
-        .list(dir)?
+    let names = fs.list(dir)?;
+    check_has_manifest(fs.as_ref(), dir, &names)?;
+    let mut manifests: Vec<u64> = names
         .iter()
         .filter_map(|n| match filenames::parse(n) {
             Some(FileKind::Manifest(m)) => Some(m),
@@ -78,14 +83,25 @@ pub fn repair(path: impl AsRef<Path>, opts: &Options) -> Result<RepairReport> {
         return Ok(RepairReport { manifest: name, previous, skipped, rewrote_current: rewrite });
     }
     let why = skipped.iter().map(|(n, e)| format!("{n}: {e}")).collect::<Vec<_>>().join("; ");
+    Err(Error::corruption(dir, 0, format!("no MANIFEST replays cleanly with all its tables present: {why}")))
+}
+
+/// Refuses a directory `names` shows no MANIFEST in, saying what it holds: nothing of a database (no CURRENT
+/// either), or a CURRENT without the MANIFEST it needs.
+fn check_has_manifest(fs: &dyn shaledb_vfs::Fs, dir: &Path, names: &[String]) -> Result<()> {
+    if names.iter().any(|n| matches!(filenames::parse(n), Some(FileKind::Manifest(_)))) {
+        return Ok(());
+    }
+    if !fs.exists(&filenames::current(dir)) {
+        return Err(Error::InvalidArgument(format!(
+            "{} holds no database (no CURRENT and no MANIFEST): nothing to repair; nothing was changed",
+            dir.display()
+        )));
+    }
     Err(Error::corruption(
-        filenames::current(dir),
+        dir,
         0,
-        if skipped.is_empty() {
-            format!("{} holds no MANIFEST: nothing to repair from", dir.display())
-        } else {
-            format!("no MANIFEST replays cleanly with all its tables present: {why}")
-        },
+        "CURRENT exists but the directory holds no MANIFEST: nothing to repair from; nothing was changed",
     ))
 }
 

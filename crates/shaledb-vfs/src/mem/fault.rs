@@ -24,7 +24,7 @@ pub enum FsOp {
     Remove,
     /// [`Fs::sync_dir`].
     SyncDir,
-    /// [`Fs::open`].
+    /// [`Fs::open`] and [`Fs::open_append`].
     Open,
 }
 

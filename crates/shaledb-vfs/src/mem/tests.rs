@@ -88,17 +88,55 @@ fn scenario_rename_replaces(fs: &dyn Fs, dir: &Path) {
     assert_eq!(fs.file_size(&to).unwrap(), 0);
 }
 
+fn scenario_open_append(fs: &dyn Fs, dir: &Path) {
+    let f = dir.join("LOG");
+    assert!(fs.open_append(&f).err().unwrap().is_io(), "a missing file is not created");
+    assert!(!fs.exists(&f));
+    let mut w = fs.create(&f).unwrap();
+    w.append(b"one\n").unwrap();
+    w.sync().unwrap();
+    drop(w);
+    let mut w = fs.open_append(&f).unwrap();
+    assert_eq!(w.len(), 4, "len starts at the file's size");
+    w.append(b"two\n").unwrap();
+    assert_eq!(w.len(), 8);
+    w.sync().unwrap();
+    drop(w);
+    assert_eq!(fs.read_all(&f).unwrap(), b"one\ntwo\n");
+}
+
 #[test]
 fn posix_scenarios_hold_for_both_implementations() {
     type Scenario = fn(&dyn Fs, &Path);
-    let scenarios: [Scenario; 4] =
-        [scenario_write_read_rename_list, scenario_lock, scenario_missing_paths, scenario_rename_replaces];
+    let scenarios: [Scenario; 5] = [
+        scenario_write_read_rename_list,
+        scenario_lock,
+        scenario_missing_paths,
+        scenario_rename_replaces,
+        scenario_open_append,
+    ];
     for scenario in scenarios {
         let dir = tempfile::tempdir().unwrap();
         scenario(&PosixFs::new(), dir.path());
         let mem = fs_with_db();
         scenario(&mem, Path::new("/db"));
     }
+}
+
+#[test]
+fn a_sync_through_open_append_makes_what_another_writer_left_durable() {
+    let fs = fs_with_db();
+    let mut w = fs.create(&p("/db/wal")).unwrap();
+    fs.sync_dir(&p("/db")).unwrap();
+    w.append(b"unsynced by its writer").unwrap();
+    w.flush().unwrap();
+    drop(w);
+    fs.kill_process();
+    let mut again = fs.open_append(&p("/db/wal")).unwrap();
+    again.sync().unwrap();
+    drop(again);
+    fs.power_loss(PowerLoss::DropUnsynced, 0);
+    assert_eq!(fs.read_file(&p("/db/wal")).unwrap(), b"unsynced by its writer");
 }
 
 #[test]

@@ -13,6 +13,11 @@
 //!                                 read-only source)
 //! ```
 //!
+//! [`BackupEngine::open`] makes a backup directory when it is missing (what taking a backup needs);
+//! [`BackupEngine::open_existing`] opens only a directory that already is one and creates nothing, so that
+//! reading backups from a mistyped path, or from a database's directory, is an error rather than a new, empty
+//! backup directory. Neither ever makes one inside a database directory.
+//!
 //! A backup is made from the same consistent file set as a checkpoint (`db/checkpoint.rs`: flush, then the
 //! pinned current version and a snapshot MANIFEST), so restoring it gives every write acknowledged before
 //! [`BackupEngine::create_backup`]. Tables are shared by name, size and crc32c (RocksDB's
@@ -22,7 +27,7 @@
 //!
 //! Crash safety: the metadata file is written as `meta/<id>.tmp`, fsynced and renamed to `meta/<id>` last, so
 //! a backup exists only once everything it lists is durable. An interrupted backup leaves no listed backup;
-//! [`BackupEngine::open`] removes what it left (temp files, a private directory without metadata, shared
+//! opening the backup directory removes what it left (temp files, a private directory without metadata, shared
 //! tables no backup lists). Deletion removes the metadata first, then the files only that backup used.
 //!
 //! Simplifications against RocksDB, on purpose: one backup directory per engine (no separate
@@ -75,13 +80,59 @@ impl std::fmt::Debug for BackupEngine {
     }
 }
 
+/// The subdirectories every backup directory holds (see the module docs).
+const BACKUP_SUBDIRS: [&str; 3] = ["meta", "shared", "private"];
+
+/// Refuses `dir` when its listing `names` shows a database (CURRENT or a MANIFEST). `reading`: the caller
+/// reads backups (the directory was likely given for the database: say how to back it up), else it makes one.
+fn refuse_database(dir: &Path, names: &[String], reading: bool) -> Result<()> {
+    let database = names.iter().any(|n| matches!(filenames::parse(n), Some(FileKind::Current | FileKind::Manifest(_))));
+    if !database {
+        return Ok(());
+    }
+    let hint = if reading {
+        format!("to back it up: `shaledb backup create {} BACKUP_DIR`", dir.display())
+    } else {
+        "backups go into a directory of their own, never into a database".to_string()
+    };
+    Err(Error::InvalidArgument(format!("{} is a database, not a backup directory ({hint})", dir.display())))
+}
+
+/// Checks, creating nothing, that `dir` is an existing backup directory; the error says what it is instead.
+fn check_backup_dir(fs: &dyn Fs, dir: &Path) -> Result<()> {
+    let made_by =
+        || format!("a backup directory is made by the first backup: `shaledb backup create DB {}`", dir.display());
+    if !fs.exists(dir) {
+        return Err(Error::InvalidArgument(format!("{} does not exist; {}", dir.display(), made_by())));
+    }
+    let names = fs.list(dir).map_err(|_| {
+        Error::InvalidArgument(format!("{} is not a directory, so not a backup directory", dir.display()))
+    })?;
+    refuse_database(dir, &names, true)?;
+    let missing: Vec<String> = BACKUP_SUBDIRS
+        .iter()
+        .filter(|sub| !names.iter().any(|n| n == *sub) || fs.list(&dir.join(sub)).is_err())
+        .map(|sub| format!("{sub}/"))
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "{} is not a backup directory (it has no {}); {}",
+            dir.display(),
+            missing.join(", "),
+            made_by()
+        )));
+    }
+    Ok(())
+}
+
 fn now_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 impl BackupEngine {
-    /// Opens (creating it when missing) the backup directory `dir` on the operating system's file system.
-    /// Cleans what an interrupted backup or deletion left. A metadata file that fails its checks does not
+    /// Opens (creating it when missing) the backup directory `dir` on the operating system's file system; a
+    /// database directory is refused. Only what makes backups should call it: to read backups without
+    /// creating anything, [`BackupEngine::open_existing`]. Cleans what an interrupted backup or deletion left. A metadata file that fails its checks does not
     /// fail the open: the backup is reported by [`BackupEngine::corrupt_backups`].
     ///
     /// ```
@@ -106,8 +157,44 @@ impl BackupEngine {
     }
 
     /// [`BackupEngine::open`] on a given file system (the one backups are written to and restored from).
+    /// Refuses a database directory (backups go beside a database, never into one), creating nothing there.
     pub fn open_with(dir: &Path, fs: Arc<dyn Fs>) -> Result<BackupEngine> {
-        for sub in ["meta", "shared", "private"] {
+        if fs.exists(dir) {
+            if let Ok(names) = fs.list(dir) {
+                refuse_database(dir, &names, false)?;
+            }
+        }
+        BackupEngine::open_dir(dir, fs)
+    }
+
+    /// Opens the backup directory `dir`, which must already be one (made by [`BackupEngine::open`], which the
+    /// first backup uses): it must hold `meta/`, `shared/` and `private/`. A path that does not exist, a
+    /// database directory or any other directory is [`Error::InvalidArgument`] naming what it is, and nothing
+    /// is created (no `LOCK`, no subdirectory). For the commands that read backups: `list`, `verify`,
+    /// `restore`, `purge`, `delete`.
+    ///
+    /// ```
+    /// use shaledb::backup::BackupEngine;
+    /// # let tmp = tempfile::tempdir().unwrap();
+    /// let missing = tmp.path().join("no-backups-here");
+    /// assert!(BackupEngine::open_existing(&missing).unwrap_err().is_invalid_argument());
+    /// assert!(!missing.exists());
+    /// BackupEngine::open(&missing)?; // creates it
+    /// assert!(BackupEngine::open_existing(&missing)?.list().is_empty());
+    /// # Ok::<(), shaledb::Error>(())
+    /// ```
+    pub fn open_existing(dir: impl AsRef<Path>) -> Result<BackupEngine> {
+        BackupEngine::open_existing_with(dir.as_ref(), shaledb_vfs::default_fs())
+    }
+
+    /// [`BackupEngine::open_existing`] on a given file system.
+    pub fn open_existing_with(dir: &Path, fs: Arc<dyn Fs>) -> Result<BackupEngine> {
+        check_backup_dir(fs.as_ref(), dir)?;
+        BackupEngine::open_dir(dir, fs)
+    }
+
+    fn open_dir(dir: &Path, fs: Arc<dyn Fs>) -> Result<BackupEngine> {
+        for sub in BACKUP_SUBDIRS {
             fs.create_dir_all(&dir.join(sub))?;
         }
         let lock = fs.lock(&dir.join("LOCK"))?;

@@ -273,3 +273,82 @@ fn backup_of_a_read_only_database_holds_its_wals() {
     e.restore(1, "/r").unwrap();
     assert_range(&Db::open("/r", opts(&fs)).unwrap(), 0..10, "v");
 }
+
+/// Every path under `dir`, sorted (directories and files): what a refusal must leave as it was.
+fn tree(fs: &MemFs, dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for name in fs.list(dir).unwrap_or_default() {
+        let path = dir.join(name);
+        out.push(path.clone());
+        out.extend(tree(fs, &path));
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn open_existing_refuses_a_missing_path_creating_nothing() {
+    let fs = MemFs::new();
+    fs.create_dir_all(&p("/data")).unwrap();
+    let err = BackupEngine::open_existing_with(&p("/data/bk"), Arc::new(fs.clone())).unwrap_err();
+    assert!(err.is_invalid_argument(), "{err}");
+    let msg = err.to_string();
+    assert!(msg.contains("/data/bk does not exist") && msg.contains("backup create DB /data/bk"), "{msg}");
+    assert!(!fs.exists(&p("/data/bk")));
+    assert!(tree(&fs, &p("/data")).is_empty());
+}
+
+#[test]
+fn open_existing_and_open_refuse_a_database_directory_creating_nothing() {
+    let (fs, db) = db_with(0..10);
+    db.flush().unwrap();
+    let before = tree(&fs, &p("/db"));
+    let existing = BackupEngine::open_existing_with(&p("/db"), Arc::new(fs.clone())).unwrap_err();
+    let created = BackupEngine::open_with(&p("/db"), Arc::new(fs.clone())).unwrap_err();
+    for (err, hint) in [
+        (existing, "to back it up: `shaledb backup create /db BACKUP_DIR`"),
+        (created, "backups go into a directory of their own"),
+    ] {
+        assert!(err.is_invalid_argument(), "{err}");
+        let msg = err.to_string();
+        assert!(msg.contains("/db is a database, not a backup directory") && msg.contains(hint), "{msg}");
+    }
+    assert_eq!(tree(&fs, &p("/db")), before);
+    assert_range(&db, 0..10, "a");
+}
+
+#[test]
+fn open_existing_refuses_a_directory_that_is_not_a_backup_directory() {
+    let fs = MemFs::new();
+    fs.create_dir_all(&p("/empty")).unwrap();
+    fs.create_dir_all(&p("/half/meta")).unwrap();
+    fs.write_file(&p("/half/shared"), b"a file, not a directory");
+    fs.write_file(&p("/afile"), b"text");
+    for (dir, what) in [
+        ("/empty", "it has no meta/, shared/, private/"),
+        ("/half", "it has no shared/, private/"),
+        ("/afile", "is not a directory"),
+    ] {
+        let before = tree(&fs, &p("/"));
+        assert!(before.contains(&p("/half/meta")), "{before:?}");
+        let err = BackupEngine::open_existing_with(&p(dir), Arc::new(fs.clone())).unwrap_err();
+        assert!(err.is_invalid_argument(), "{dir}: {err}");
+        let msg = err.to_string();
+        assert!(msg.contains(&format!("{dir} is not")) && msg.contains(what), "{dir}: {msg}");
+        assert_eq!(tree(&fs, &p("/")), before, "{dir}: something was created");
+    }
+}
+
+#[test]
+fn open_existing_opens_what_open_made_with_its_backups() {
+    let (fs, db) = db_with(0..10);
+    let mut e = engine(&fs);
+    e.create_backup(&db).unwrap();
+    drop(e);
+    let e = BackupEngine::open_existing_with(&p("/bk"), Arc::new(fs.clone())).unwrap();
+    assert_eq!(e.list().iter().map(|b| b.id).collect::<Vec<_>>(), vec![1]);
+    e.verify(1).unwrap();
+    // An empty backup directory (made, no backup yet) is one too.
+    drop(BackupEngine::open_with(&p("/bk2"), Arc::new(fs.clone())).unwrap());
+    assert!(BackupEngine::open_existing_with(&p("/bk2"), Arc::new(fs.clone())).unwrap().list().is_empty());
+}

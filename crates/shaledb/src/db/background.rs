@@ -827,14 +827,16 @@ pub(crate) fn compact_level(inner: &Arc<DbInner>, level: usize) -> Result<Option
     })
 }
 
-/// Stops the database: with `flush_memtables`, first flushes every memtable (close); always syncs the WAL,
-/// stops and joins the background threads. Idempotent.
+/// Stops the database: with `flush_memtables`, first flushes every memtable (close; with
+/// `avoid_flush_during_shutdown` only when a write bypassed the WAL); always syncs the WAL, stops and joins the
+/// background threads. Idempotent.
 pub(crate) fn shutdown(inner: &Arc<DbInner>, flush_memtables: bool) -> Result<()> {
     if inner.shutting_down.load(Ordering::Acquire) && inner.threads.lock().is_empty() {
         return Ok(());
     }
     let mut first_err = None;
-    if flush_memtables && !inner.read_only {
+    let in_wal_only = inner.opts.avoid_flush_during_shutdown && !inner.unlogged_writes.load(Ordering::Acquire);
+    if flush_memtables && !inner.read_only && !in_wal_only {
         if let Err(e) = flush(inner, None) {
             first_err = Some(e);
         }

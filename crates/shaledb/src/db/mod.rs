@@ -162,6 +162,9 @@ pub(crate) struct DbInner {
     pub(crate) counters: Counters,
     /// Set at close: background jobs stop taking work; running compactions abort.
     pub(crate) shutting_down: AtomicBool,
+    /// A write with `disable_wal` was made since the open: its data is in no WAL, so close flushes even with
+    /// `avoid_flush_during_shutdown` (RocksDB's `has_unpersisted_data_`).
+    pub(crate) unlogged_writes: AtomicBool,
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// The `LOG` file (info_log.rs).
     pub(crate) info_log: crate::info_log::InfoLog,
@@ -271,6 +274,7 @@ impl DbInner {
             table_stats,
             counters: o.counters,
             shutting_down: AtomicBool::new(false),
+            unlogged_writes: AtomicBool::new(false),
             threads: Mutex::new(Vec::new()),
             info_log: o.info_log,
             recovery_losses: o.losses,
@@ -724,7 +728,9 @@ impl Db {
     }
 
     /// Flushes every memtable, syncs, stops background work and releases the lock. Reports the first error
-    /// (including a background error that made the database read-only).
+    /// (including a background error that made the database read-only). With
+    /// [`Options::avoid_flush_during_shutdown`] it flushes nothing unless a write was made with `disable_wal`:
+    /// the WAL, synced here, holds every write and the next open replays it.
     ///
     /// ```
     /// use shaledb::{Db, Options};

@@ -62,8 +62,12 @@ pub(crate) fn open(dir: &Path, opts: Options, descs: &[super::ColumnFamilyDescri
         .keys()
         .map(|&id| {
             let o = opts_of(id);
-            // Writes after the open take `max_seq + 1` and later (the WAL state below).
-            let mem = Arc::new(MemTable::for_options(wal_number, &o).starting_at(max_seq + 1));
+            // Writes after the open take `max_seq + 1` and later (the WAL state below). A memtable recovery
+            // kept (`avoid_flush_during_recovery`) goes on taking them.
+            let mem = match rec.kept.remove(&id) {
+                Some(kept) => kept,
+                None => Arc::new(MemTable::for_options(wal_number, &o).starting_at(max_seq + 1)),
+            };
             (id, o, mem)
         })
         .collect();
@@ -88,8 +92,8 @@ pub(crate) fn open(dir: &Path, opts: Options, descs: &[super::ColumnFamilyDescri
     Ok(inner)
 }
 
-/// Creates a missing directory (with `create_if_missing`), refuses one that holds no database and is not ours
-/// to create one in (before even `LOCK` is created), and takes the LOCK.
+/// Creates a missing directory (with `create_if_missing`), refuses one that holds no database when it may not
+/// create one or it is not ours to create one in (before even `LOCK` is created), and takes the LOCK.
 fn lock_directory(dir: &Path, opts: &Options) -> Result<Box<dyn FileLock>> {
     let fs = opts.fs.as_ref();
     if !fs.exists(dir) {
@@ -103,8 +107,17 @@ fn lock_directory(dir: &Path, opts: &Options) -> Result<Box<dyn FileLock>> {
     }
     if !fs.exists(&filenames::current(dir)) {
         // Checked before taking the lock too, so that not even a LOCK file is left in a directory that is not
-        // ours; checked again by `create_database` under the lock.
-        super::files::check_fresh_dir(fs, dir, &fs.list(dir)?)?;
+        // ours, or in one that holds no database when we may not create one; checked again by
+        // `create_database` under the lock.
+        let names = fs.list(dir)?;
+        if !opts.create_if_missing {
+            // A damaged database is still named as one (and repair suggested); anything else holds no database.
+            return Err(match super::files::check_fresh_dir(fs, dir, &names) {
+                Err(e) if e.is_corruption() => e,
+                _ => no_database(dir),
+            });
+        }
+        super::files::check_fresh_dir(fs, dir, &names)?;
     }
     fs.lock(&filenames::lock(dir))
 }
@@ -164,16 +177,19 @@ fn recover_manifest(dir: &Path, opts: &Options, names: &[String]) -> Result<(Ver
     Ok((vs, leftovers))
 }
 
+/// The refusal of a directory without CURRENT (and no file of a damaged database) when `create_if_missing` is
+/// false.
+fn no_database(dir: &Path) -> Error {
+    Error::InvalidArgument(format!("{} holds no database (create_if_missing is false)", dir.display()))
+}
+
 /// Open without CURRENT: creates a database (with `create_if_missing`) in a directory holding nothing or only
 /// `LOCK` and a valid `IDENTITY` (whose id is kept), finishing an interrupted creation. Returns the version
 /// set and the names of the creation's leftovers removed.
 fn create_database(dir: &Path, opts: &Options, names: &[String]) -> Result<(VersionSet, Vec<String>)> {
     let fs = opts.fs.as_ref();
     if !opts.create_if_missing {
-        return Err(Error::InvalidArgument(format!(
-            "{} holds no database (create_if_missing is false)",
-            dir.display()
-        )));
+        return Err(no_database(dir));
     }
     let fresh = super::files::check_fresh_dir(fs, dir, names)?;
     for name in &fresh.creation_leftovers {
@@ -268,11 +284,20 @@ struct Recovery {
     /// WALs (by number) not replayed in full.
     to_keep: Vec<u64>,
     counters: Counters,
+    /// The replayed memtables kept as the families' active ones (`avoid_flush_during_recovery`), by family,
+    /// each numbered by the oldest WAL its entries came from: that family's log number from here on.
+    kept: std::collections::BTreeMap<u32, Arc<MemTable>>,
 }
 
-/// Replays `wals` under the recovery mode (replay.rs), then flushes what is left in the memtable to L0. The
-/// tables take numbers from the version set's counter (range-checked, stepping over files that are not ours).
-/// A refusal is written to the LOG.
+/// With `avoid_flush_during_recovery`, the most WALs an open may find and still keep what it replayed in
+/// memory: with the one it creates, at most this many WALs are live through the option (an open that finds
+/// this many flushes them, as without it).
+const MAX_LIVE_WALS_KEPT: usize = 4;
+
+/// Replays `wals` under the recovery mode (replay.rs), then flushes what is left in the memtable to L0, or, with
+/// `avoid_flush_during_recovery` and a replay that allows it ([`keep_in_memory`]), keeps it there. The tables
+/// take numbers from the version set's counter (range-checked, stepping over files that are not ours). A
+/// refusal is written to the LOG.
 fn replay_wals(
     dir: &Path,
     opts: &Options,
@@ -300,8 +325,11 @@ fn replay_wals(
         &stop,
         info_log,
         last_sequence,
+        opts.avoid_flush_during_recovery,
     )
     .inspect_err(|e| info_log.log(format_args!("open refused: {e}")))?;
+    let mut replayed = replayed;
+    let kept = keep_in_memory(dir, opts, &targets, wals, &mut replayed, info_log)?;
     let mut flush_stats = replayed.stats;
     let mut edits = std::collections::BTreeMap::new();
     let blobs = crate::blob::BlobFiles::new(dir, opts.fs.clone(), db_id);
@@ -310,7 +338,9 @@ fn replay_wals(
         let mut edit = VersionEdit { family: (t.id != 0).then_some(t.id), ..VersionEdit::default() };
         edit.new_files.extend(f.files.iter().map(|f| (0, f.clone())));
         edit.blob_files.extend(f.blob_files.iter().copied());
-        if !f.mem.is_empty() {
+        if let Some(mem) = kept.get(&t.id) {
+            edit.log_number = Some(mem.id());
+        } else if !f.mem.is_empty() {
             let (files, st, blob) =
                 write_level0(&t.opts, db_id, dir, std::slice::from_ref(&f.mem), &new_number, &[], &stop, &blobs)?;
             flush_stats.add(&st);
@@ -321,7 +351,80 @@ fn replay_wals(
     }
     let vs = vs_numbers.into_inner();
     counters.record_compaction(0, &flush_stats);
-    Ok(Recovery { vs, edits, max_seq: replayed.max_seq, losses: replayed.losses, to_keep: replayed.to_keep, counters })
+    Ok(Recovery {
+        vs,
+        edits,
+        max_seq: replayed.max_seq,
+        losses: replayed.losses,
+        to_keep: replayed.to_keep,
+        counters,
+        kept,
+    })
+}
+
+/// `avoid_flush_during_recovery`: takes out of `replayed` the non-empty memtables to keep as the families'
+/// active ones, when the replay allows it: it met no damage (nothing dropped or kept in `lost/`), wrote no
+/// table, and read fewer than [`MAX_LIVE_WALS_KEPT`] WALs. Each is numbered by the oldest WAL that holds its
+/// entries (the first replayed at or above its family's log number), which stays live until a flush records
+/// it. Before that, every WAL that stays live is fsynced, and then the directory: the previous process may have
+/// left their tails unsynced (a kill), and a synced write acknowledged after this open must not survive a power
+/// loss that takes them (D3). Empty when the option is off or the replay does not allow it (open flushes then).
+fn keep_in_memory(
+    dir: &Path,
+    opts: &Options,
+    targets: &[super::replay::Target],
+    wals: &[u64],
+    replayed: &mut super::replay::Replayed,
+    info_log: &InfoLog,
+) -> Result<std::collections::BTreeMap<u32, Arc<MemTable>>> {
+    let mut kept = std::collections::BTreeMap::new();
+    let clean = replayed.to_keep.is_empty() && replayed.losses.records == 0 && replayed.losses.bytes == 0;
+    let no_tables = replayed.fams.values().all(|f| f.files.is_empty() && f.blob_files.is_empty());
+    if !opts.avoid_flush_during_recovery || !clean || !no_tables || wals.len() >= MAX_LIVE_WALS_KEPT {
+        return Ok(kept);
+    }
+    let mut oldest_kept = u64::MAX;
+    let mut numbers = std::collections::BTreeMap::new();
+    for t in targets {
+        let Some(f) = replayed.fams.get(&t.id) else { continue };
+        if f.mem.is_empty() {
+            continue;
+        }
+        let Some(&first) = wals.iter().find(|&&n| n >= t.log_number) else { return Ok(kept) };
+        numbers.insert(t.id, first);
+        oldest_kept = oldest_kept.min(first);
+    }
+    if numbers.is_empty() {
+        return Ok(kept);
+    }
+    let fs = opts.fs.as_ref();
+    for &n in wals.iter().filter(|&&n| n >= oldest_kept) {
+        let synced = fs.open_append(&filenames::wal(dir, n)).and_then(|mut f| f.sync());
+        match synced {
+            Ok(()) => {}
+            // A file system that cannot reopen a file: flush, as without the option.
+            Err(Error::NotSupported(_)) => return Ok(kept),
+            Err(e) => return Err(e),
+        }
+    }
+    fs.sync_dir(dir)?;
+    for (id, first) in numbers {
+        let Some(f) = replayed.fams.get_mut(&id) else { continue };
+        let mem = std::mem::replace(&mut f.mem, Arc::new(MemTable::new(0)));
+        match Arc::try_unwrap(mem) {
+            Ok(mem) => {
+                kept.insert(id, Arc::new(mem.renumbered(first)));
+            }
+            Err(mem) => f.mem = mem,
+        }
+    }
+    let live: Vec<u64> = wals.iter().copied().filter(|&n| n >= oldest_kept).collect();
+    info_log.log(format_args!(
+        "recovery: kept the replayed memtables of families {:?} in memory (avoid_flush_during_recovery); WALs \
+         {live:?} stay live until a flush",
+        kept.keys().collect::<Vec<_>>()
+    ));
+    Ok(kept)
 }
 
 /// A fresh WAL; the old ones are obsolete once the recovery's edit, which names it, is durable.
@@ -329,7 +432,8 @@ fn start_new_wal(dir: &Path, opts: &Options, rec: &mut Recovery) -> Result<WalSt
     let wal_number = rec.vs.new_file_number()?;
     let wal_file = opts.fs.create(&filenames::wal(dir, wal_number))?;
     for edit in rec.edits.values_mut() {
-        edit.log_number = Some(wal_number);
+        // A family whose replayed memtable is kept keeps the log number `replay_wals` gave it.
+        edit.log_number = Some(edit.log_number.unwrap_or(wal_number));
         edit.last_sequence = Some(rec.max_seq);
     }
     Ok(WalState::new(log::Writer::new(wal_file), wal_number, rec.max_seq + 1))
@@ -353,7 +457,7 @@ fn write_recovered_manifest(rec: &mut Recovery, wal_number: u64) -> Result<()> {
     for (&id, edit) in &rec.edits {
         let Some(base) = rec.vs.current_of(id) else { continue };
         let v = crate::version_set::apply(base, edit, Path::new("recovery"))?;
-        rec.vs.replace_current(id, Arc::new(v), wal_number, rec.max_seq);
+        rec.vs.replace_current(id, Arc::new(v), edit.log_number.unwrap_or(wal_number), rec.max_seq);
     }
     rec.vs.write_new_manifest()
 }

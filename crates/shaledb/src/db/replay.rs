@@ -82,7 +82,7 @@ pub(super) fn replay_view(
         None => replay_opts.clone(),
     });
     let replayed =
-        replay(&replay_opts, &targets, u32::MAX, db_id, dir, wals, &no_numbers, &stop, info, vs.last_sequence)?;
+        replay(&replay_opts, &targets, u32::MAX, db_id, dir, wals, &no_numbers, &stop, info, vs.last_sequence, false)?;
     if replayed.fams.values().any(|f| !f.files.is_empty()) {
         // Cannot happen with unbounded memtables; a table written here would break the promise above.
         return Err(super::read_only::refused("writing a table during WAL replay"));
@@ -116,7 +116,9 @@ struct Hit {
 }
 
 /// Replays `wals` (numbers, oldest first) of the database in `dir` into memtables, flushing them to L0 when
-/// they fill. `max_seq`: the MANIFEST's last sequence.
+/// they fill. `max_seq`: the MANIFEST's last sequence. `shaped`: the memtables are built as each family's
+/// options ask (`MemTable::for_options`), so that open may keep them as the active ones
+/// (`avoid_flush_during_recovery`); else plain ones, which are only flushed or read.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn replay(
     opts: &Options,
@@ -129,15 +131,15 @@ pub(super) fn replay(
     stop: &AtomicBool,
     info: &InfoLog,
     mut max_seq: u64,
+    shaped: bool,
 ) -> Result<Replayed> {
     let fs = opts.fs.as_ref();
     let blobs = crate::blob::BlobFiles::new(dir, opts.fs.clone(), db_id);
+    let new_mem = |t: &Target| Arc::new(if shaped { MemTable::for_options(0, &t.opts) } else { MemTable::new(0) });
     let mut out = Replayed {
         fams: targets
             .iter()
-            .map(|t| {
-                (t.id, FamilyReplay { mem: Arc::new(MemTable::new(0)), files: Vec::new(), blob_files: Vec::new() })
-            })
+            .map(|t| (t.id, FamilyReplay { mem: new_mem(t), files: Vec::new(), blob_files: Vec::new() }))
             .collect(),
         stats: CompactionStats::default(),
         max_seq,
@@ -227,7 +229,7 @@ pub(super) fn replay(
                             out.stats.add(&st);
                             f.files.extend(files);
                             f.blob_files.extend(blob.additions);
-                            f.mem = Arc::new(MemTable::new(0));
+                            f.mem = new_mem(t);
                         }
                     }
                     continue;
@@ -252,7 +254,12 @@ pub(super) fn replay(
                     if tolerate && !hit.at_tail {
                         return Err(hit.error);
                     }
-                    match valid_after(fs, dir, &reader, hit.offset, number, &wals[i + 1..])? {
+                    // Search after the damaged record's start: its own FIRST fragment is intact when only its
+                    // later fragments were lost (a WAL cut at a block boundary, or the page after it zeroed), and is
+                    // no record that follows the damage. A whole undecodable record is judged from its own offset
+                    // (it is found there: refused).
+                    let from = if hit.whole_record { hit.offset } else { hit.offset + 1 };
+                    match valid_after(fs, dir, &reader, from, number, &wals[i + 1..])? {
                         After::Nothing => {}
                         After::Record(file, at) => {
                             return Err(refusal(&hit, &path, Evidence::RecordFollows, &file, at))

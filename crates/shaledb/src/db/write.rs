@@ -183,6 +183,10 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: BatchRep, opts: &WriteOptions) 
     if opts.sync && opts.disable_wal {
         return Err(Error::InvalidArgument("sync and disable_wal cannot both be set".into()));
     }
+    if opts.disable_wal {
+        // Before the write is acknowledged: a close from now on flushes it (`avoid_flush_during_shutdown`).
+        inner.unlogged_writes.store(true, Ordering::Release);
+    }
     {
         let mut q = inner.write.queue.lock();
         q.push_back(w.clone());

@@ -431,6 +431,13 @@ impl MemTable {
         self.id
     }
 
+    /// This memtable as the one of WAL `id`: a memtable WAL replay filled, kept as a family's active memtable
+    /// (`avoid_flush_during_recovery`); `id` is the oldest WAL its entries came from.
+    pub(crate) fn renumbered(mut self, id: u64) -> MemTable {
+        self.id = id;
+        self
+    }
+
     /// This memtable, declared to receive only entries at sequence `seq` or later (see `first_seq`).
     /// REQUIRES: no write with a smaller sequence number can still insert into it.
     pub(crate) fn starting_at(mut self, seq: u64) -> MemTable {

@@ -126,7 +126,68 @@ fn repair_takes_the_newest_manifest_that_replays_cleanly() {
     drop(db);
     // Nothing to repair from: an error, not a new database.
     let empty = tempfile::tempdir().unwrap();
-    assert!(shaledb::repair(empty.path(), &tiny_options()).unwrap_err().is_corruption());
+    assert!(shaledb::repair(empty.path(), &tiny_options()).unwrap_err().is_invalid_argument());
+}
+
+/// Issue 39: `repair` on a directory that is no database left a LOCK file, and its error named a CURRENT that
+/// did not exist. It now says what is wrong and creates nothing.
+#[test]
+fn repair_of_a_directory_without_a_database_says_so_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), b"not a database").unwrap();
+    let before = snapshot_dir(dir.path());
+    let err = shaledb::repair(dir.path(), &tiny_options()).unwrap_err();
+    assert!(err.is_invalid_argument(), "{err}");
+    let msg = err.to_string();
+    assert!(msg.contains("holds no database (no CURRENT and no MANIFEST)"), "{msg}");
+    assert!(!msg.contains("CURRENT at offset"), "{msg}");
+    assert_eq!(snapshot_dir(dir.path()), before, "nothing created, not even LOCK");
+
+    // A CURRENT without any MANIFEST: damaged, and still nothing to repair from.
+    std::fs::write(dir.path().join("CURRENT"), b"MANIFEST-000005\n").unwrap();
+    let before = snapshot_dir(dir.path());
+    let err = shaledb::repair(dir.path(), &tiny_options()).unwrap_err();
+    assert!(err.is_corruption() && err.to_string().contains("holds no MANIFEST"), "{err}");
+    assert_eq!(snapshot_dir(dir.path()), before, "nothing created, not even LOCK");
+}
+
+/// Issue 39: `Db::open` without create_if_missing on an existing directory that holds no database took the
+/// LOCK before finding out, and left the file. It refuses now creating nothing at all.
+#[test]
+fn open_without_create_if_missing_creates_nothing_where_there_is_no_database() {
+    let no_create = || Options { create_if_missing: false, ..tiny_options() };
+    let dir = tempfile::tempdir().unwrap();
+    let err = Db::open(dir.path(), no_create()).unwrap_err();
+    assert!(err.is_invalid_argument() && err.to_string().contains("holds no database"), "{err}");
+    assert!(snapshot_dir(dir.path()).is_empty(), "nothing created, not even LOCK");
+    // An interrupted creation (LOCK and IDENTITY only) is not created further either.
+    std::fs::write(dir.path().join("IDENTITY"), "00112233445566778899aabbccddeeff\n").unwrap();
+    std::fs::write(dir.path().join("LOCK"), b"").unwrap();
+    let before = snapshot_dir(dir.path());
+    let err = Db::open(dir.path(), no_create()).unwrap_err();
+    assert!(err.is_invalid_argument() && err.to_string().contains("holds no database"), "{err}");
+    assert_eq!(snapshot_dir(dir.path()), before);
+    // Nor among files that are not ours.
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("notes.txt"), b"mine").unwrap();
+    let before = snapshot_dir(other.path());
+    let err = Db::open(other.path(), no_create()).unwrap_err();
+    assert!(err.is_invalid_argument() && err.to_string().contains("holds no database"), "{err}");
+    assert_eq!(snapshot_dir(other.path()), before);
+    // A damaged database (a MANIFEST, no CURRENT) is still named as one, with repair suggested.
+    let db = Db::open(other.path().join("db"), tiny_options()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    db.close().unwrap();
+    std::fs::remove_file(other.path().join("db/CURRENT")).unwrap();
+    std::fs::remove_file(other.path().join("db/LOCK")).unwrap();
+    let before = snapshot_dir(&other.path().join("db"));
+    let err = Db::open(other.path().join("db"), no_create()).unwrap_err();
+    assert!(err.is_corruption() && err.to_string().contains("repair"), "{err}");
+    assert_eq!(snapshot_dir(&other.path().join("db")), before, "nothing created, not even LOCK");
+    // A path that does not exist stays so.
+    let missing = dir.path().join("missing");
+    assert!(Db::open(&missing, no_create()).unwrap_err().is_invalid_argument());
+    assert!(!missing.exists());
 }
 
 /// Issue 9: a stray empty `18446744073709551615.log` made the file counter wrap (`n + 1`); new files took the

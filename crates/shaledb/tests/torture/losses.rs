@@ -111,11 +111,18 @@ fn bit_flip_in_the_middle_of_a_wal_is_kept_and_reported() {
     assert!(line.contains(&format!("{} records", KEYS - present)), "{line}");
     // lost/ and the LOG survive the next opens (they are ours, never orphans) until an operator acts.
     drop(db);
+    let first_log = log_text(&fs);
     let db = open_on(&fs, &opts(WalRecoveryMode::PointInTime)).unwrap();
     assert_eq!(db.property("shaledb.recovery-dropped-records").as_deref(), Some("0"));
     drop(db);
-    assert_eq!(lost_files(&fs), vec![name]);
-    assert!(fs.file_names(db_path()).iter().any(|n| n.starts_with("LOG.old.")));
+    assert_eq!(lost_files(&fs), vec![name.clone()]);
+    // The next open appended its session to the LOG, after the first one's lines, which stay.
+    let log = log_text(&fs);
+    assert!(log.lines().any(|l| l.contains(&name) && l.contains("skipped")), "{log}");
+    assert!(log.starts_with(&first_log), "the earlier lines stay:\n{log}");
+    let session = &log[first_log.len()..];
+    assert!(session.lines().next().is_some_and(|l| l.contains("---- opened by pid")), "{log}");
+    assert!(!fs.file_names(db_path()).iter().any(|n| n.starts_with("LOG.old.")), "{:?}", fs.file_names(db_path()));
     // `destroy` removes them with the rest.
     shaledb::destroy_with(db_path(), &fs).unwrap();
     assert!(lost_files(&fs).is_empty());
@@ -232,8 +239,12 @@ fn log_records_opens_flushes_compactions_and_the_switch_to_read_only() {
         assert!(log.contains(needle), "LOG lacks {needle:?}:\n{log}");
     }
     assert!(log.lines().all(|l| l.len() > 28 && l.as_bytes()[27] == b' ' && l.as_bytes()[26] == b'Z'), "{log}");
-    // The next open starts a new LOG naming what recovery replayed, and keeps this one as LOG.old.1.
+    // The next open appends to this LOG, after its session line, what recovery replayed; nothing is rotated.
     drop(open_on(&fs, &o).unwrap());
-    assert!(fs.read_file(&db_path().join("LOG.old.1")).is_some());
-    assert!(log_text(&fs).contains("recovery: replayed"), "{}", log_text(&fs));
+    let after = log_text(&fs);
+    assert!(after.starts_with(&log), "the earlier lines stay:\n{after}");
+    let session = &after[log.len()..];
+    assert!(session.lines().next().is_some_and(|l| l.contains("---- opened by pid")), "{after}");
+    assert!(session.contains("recovery: replayed"), "{after}");
+    assert!(!fs.file_names(db_path()).iter().any(|n| n.starts_with("LOG.old.")), "{:?}", fs.file_names(db_path()));
 }

@@ -14,6 +14,7 @@ mod mixed_crash;
 mod numbers;
 mod options_crash;
 mod power_loss;
+mod short_runs;
 mod torn_tails;
 mod wal_full_disk;
 mod wal_modes;
