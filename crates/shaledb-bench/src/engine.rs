@@ -258,8 +258,9 @@ pub trait Engine: Send + Sync + Sized + 'static {
         let _ = flags;
         Ok(())
     }
-    /// Removes the database at `path`.
-    fn destroy(path: &Path) -> EngineResult<()>;
+    /// Removes the database at `path` (only the engine's files; a directory holding other files and no
+    /// database is refused) and returns how many files went. Prints nothing: the caller says what was done.
+    fn destroy(path: &Path) -> EngineResult<usize>;
     /// Closes the database, waiting for background work to stop.
     fn close(self) -> EngineResult<()>;
 

@@ -37,10 +37,36 @@ pub struct SuiteDir {
 }
 
 impl SuiteDir {
-    /// `db` (created if missing), or a temporary directory named `prefix...` in the current directory.
-    pub fn create(db: Option<&Path>, prefix: &str) -> Result<SuiteDir> {
+    /// `db` (created if missing), or a temporary directory named `prefix...` in the current directory. Each
+    /// engine's database goes in `db/<engine>` (`shaledb`, `rocksdb`): one already there is refused unless
+    /// `use_existing_db` is `Some(false)` (`--use_existing_db=0`), which deletes it first, saying so once
+    /// ([`crate::dbdir::claim_all`]). A `db` that is itself a database is refused (the suite would put its
+    /// own databases inside it). Everything is checked before anything is created or deleted.
+    pub fn create(
+        db: Option<&Path>,
+        prefix: &str,
+        engines: &[EngineKind],
+        use_existing_db: Option<bool>,
+    ) -> Result<SuiteDir> {
+        crate::dbdir::check_suite_flag(use_existing_db)?;
         let (path, tmp) = match db {
-            Some(p) => (p.to_path_buf(), None),
+            Some(p) => {
+                if let crate::dbdir::Contents::Database { .. } = crate::dbdir::inspect(p, "db")? {
+                    return Err(BenchError::BadFlag {
+                        flag: "db".into(),
+                        msg: format!(
+                            "{} holds a database; the suite puts each engine's database in a subdirectory of --db \
+                             (<db>/shaledb, <db>/rocksdb): choose another directory",
+                            p.display()
+                        ),
+                    });
+                }
+                let mut engines = engines.to_vec();
+                engines.dedup();
+                let paths: Vec<(EngineKind, PathBuf)> = engines.iter().map(|&k| (k, p.join(k.flag_name()))).collect();
+                crate::dbdir::claim_all(&paths, use_existing_db)?;
+                (p.to_path_buf(), None)
+            }
             None => {
                 let tmp = tempfile::Builder::new().prefix(prefix).tempdir_in(".").map_err(|source| BenchError::Io {
                     what: "creating a temporary database directory in",
@@ -111,9 +137,10 @@ pub fn open_engine<E: Engine>(path: &Path, f: &BenchFlags) -> Result<E> {
     })
 }
 
-/// Removes engine `E`'s database at `path`; the error says `{what} {path}`.
+/// Removes engine `E`'s database at `path`, one the suite made (or claimed with [`SuiteDir::create`]), without
+/// a message; the error says `{what} {path}`.
 pub fn remove_db<E: Engine>(path: &Path, what: &str) -> Result<()> {
-    E::destroy(path).map_err(|e| BenchError::engine(format!("{what} {}", path.display()), e))
+    E::destroy(path).map(drop).map_err(|e| BenchError::engine(format!("{what} {}", path.display()), e))
 }
 
 /// Turns a table-layer error into a [`BenchError`] saying what was being done.
@@ -187,11 +214,38 @@ mod tests {
         assert_ne!(resolve_seed(0), 0);
     }
 
+    /// A database in `--db/<engine>` is the user's until `--use_existing_db=0` says otherwise; `--db` that is
+    /// itself a database is never used as the parent of the suite's databases.
+    #[test]
+    fn suite_dir_refuses_a_database_it_did_not_make() {
+        let dir = tempfile::tempdir().unwrap();
+        let given = dir.path().join("suite");
+        let db = given.join("shaledb");
+        let engine: crate::shale::ShaleDb = Engine::open(&db, &BenchFlags::default()).unwrap();
+        engine.put(crate::engine::WriteMode::default(), b"k", b"v").unwrap();
+        engine.close().unwrap();
+        let before = std::fs::read_dir(&db).unwrap().count();
+        let e = SuiteDir::create(Some(&given), "unused-", &[EngineKind::Shaledb], None).err().unwrap();
+        assert!(matches!(e, BenchError::Usage(_)), "{e}");
+        assert!(e.to_string().contains("holds a database") && e.to_string().contains("--use_existing_db=0"), "{e}");
+        assert_eq!(std::fs::read_dir(&db).unwrap().count(), before, "nothing deleted");
+        let e = SuiteDir::create(Some(&db), "unused-", &[EngineKind::Shaledb], Some(false)).err().unwrap();
+        assert!(e.to_string().contains("subdirectory"), "{e}");
+        assert!(SuiteDir::create(Some(&given), "unused-", &[EngineKind::Shaledb], Some(true)).is_err());
+        SuiteDir::create(Some(&given), "unused-", &[EngineKind::Shaledb], Some(false)).unwrap();
+        assert!(!db.exists(), "deleted when asked");
+        std::fs::create_dir_all(&db).unwrap();
+        std::fs::write(db.join("notes.txt"), b"mine").unwrap();
+        let e = SuiteDir::create(Some(&given), "unused-", &[EngineKind::Shaledb], Some(false)).err().unwrap();
+        assert!(e.to_string().contains("notes.txt"), "{e}");
+        assert!(db.join("notes.txt").exists());
+    }
+
     #[test]
     fn suite_dir_creates_the_given_directory_and_options_print_aligned() {
         let dir = tempfile::tempdir().unwrap();
         let given = dir.path().join("a/b");
-        let d = SuiteDir::create(Some(&given), "unused-").unwrap();
+        let d = SuiteDir::create(Some(&given), "unused-", &[EngineKind::Shaledb], None).unwrap();
         assert!(given.is_dir() && d.path() == given);
         let mut out = Vec::new();
         print_options(&mut out, "engine options:", &[("k".into(), "v".into())]);

@@ -6,6 +6,7 @@
 //! outputs are read by the same scripts; see `BENCHMARKS.md` beside this crate for the columns and how
 //! each is computed.
 
+pub mod dbdir;
 pub mod engine;
 mod fillingest;
 pub mod flags;

@@ -5,6 +5,9 @@
 use crate::recorder::{LsmPoint, TickSummary};
 use crate::report::BenchResult;
 use crate::{BenchError, Result};
+use plotters::coord::combinators::LogCoord;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -66,7 +69,7 @@ fn stall_bands(lsm: &[LsmPoint]) -> Vec<(f64, f64)> {
 type LatencySeries = (&'static str, RGBColor, fn(&TickSummary) -> f64);
 
 /// Axis labels: 350K, 1.2M, 12.5, 0.25.
-fn human(v: f64) -> String {
+pub(crate) fn human(v: f64) -> String {
     let a = v.abs();
     if a >= 1e9 {
         format!("{:.1}G", v / 1e9)
@@ -138,7 +141,10 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &BenchResult) -> s
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(80)
-        .build_cartesian_2d(0.0..t_end, (lo.max(1e-3)..hi.max(lo * 10.0)).log_scale())
+        .build_cartesian_2d(0.0..t_end, {
+            let (lo, hi) = (lo.max(1e-3), hi.max(lo * 10.0));
+            log_axis(lo, hi, log_ticks(lo, hi))
+        })
         .map_err(e)?;
     c.configure_mesh()
         .x_desc("seconds")
@@ -265,13 +271,129 @@ pub(crate) fn create_plot_dir(dir: &Path) -> Result<()> {
     })
 }
 
+/// An axis labelled at given points only (`points`), mapping values as `inner` does. (plotters'
+/// `with_key_points` does the same, but its f64 and log axes then take no label formatter.)
+pub(crate) struct Ticked<R: Ranged<ValueType = f64>> {
+    inner: R,
+    points: Vec<f64>,
+}
+
+impl<R: Ranged<ValueType = f64>> Ranged for Ticked<R> {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(value, limit)
+    }
+    fn key_points<Hint: KeyPointHint>(&self, _hint: Hint) -> Vec<f64> {
+        self.points.clone()
+    }
+    fn range(&self) -> std::ops::Range<f64> {
+        self.inner.range()
+    }
+    fn axis_pixel_range(&self, limit: (i32, i32)) -> std::ops::Range<i32> {
+        self.inner.axis_pixel_range(limit)
+    }
+}
+
+/// The category axis of a bar chart with `n` bars: `0..n` (bar `i` fills `i..i+1`, so there is no empty
+/// slot), labelled at the bars' centres only. (plotters' segmented integer axis over `0..n` has `n + 1` slots:
+/// it left an empty one above the top bar.)
+pub(crate) fn category_axis(n: usize) -> Ticked<RangedCoordf64> {
+    Ticked { inner: (0.0..n.max(1) as f64).into(), points: category_centres(n) }
+}
+
+/// A log axis from `lo` to `hi` labelled at `ticks`.
+pub(crate) fn log_axis(lo: f64, hi: f64, ticks: Vec<f64>) -> Ticked<LogCoord<f64>> {
+    Ticked { inner: (lo..hi).log_scale().into(), points: ticks }
+}
+
+/// The centres of `n` bars on [`category_axis`].
+pub(crate) fn category_centres(n: usize) -> Vec<f64> {
+    (0..n).map(|i| i as f64 + 0.5).collect()
+}
+
+/// The label of the bar whose slot holds `v` on [`category_axis`].
+pub(crate) fn category_label(labels: &[String], v: f64) -> String {
+    if v < 0.0 {
+        return String::new();
+    }
+    labels.get(v.floor() as usize).cloned().unwrap_or_default()
+}
+
+/// Values spanning less than this factor (largest over smallest positive) get a linear axis from 0; wider
+/// ones a log axis.
+pub(crate) const LOG_SPAN: f64 = 10.0;
+
+/// The value axis of a bar chart, chosen from the values it shows.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum ValueAxis {
+    /// Linear from 0 to `hi` (plotters places its labels: round values from 0 up).
+    Linear {
+        /// The axis' end, a little above the largest value.
+        hi: f64,
+    },
+    /// Logarithmic from `lo` to `hi` with labels at `ticks` (all within the range).
+    Log {
+        /// The axis' start, a little below the smallest positive value.
+        lo: f64,
+        /// The axis' end, a little above the largest value.
+        hi: f64,
+        /// Where the labels go.
+        ticks: Vec<f64>,
+    },
+}
+
+/// A linear axis from 0 when the positive `values` span less than [`LOG_SPAN`], else a log axis over their
+/// range with [`log_ticks`].
+pub(crate) fn value_axis(values: &[f64]) -> ValueAxis {
+    let positive: Vec<f64> = values.iter().copied().filter(|v| v.is_finite() && *v > 0.0).collect();
+    let min = positive.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = positive.iter().copied().fold(0.0, f64::max);
+    if !min.is_finite() || max / min < LOG_SPAN {
+        return ValueAxis::Linear { hi: if max > 0.0 { max * 1.15 } else { 1.0 } };
+    }
+    let (lo, hi) = (min / 1.5, max * 1.5);
+    ValueAxis::Log { lo, hi, ticks: log_ticks(lo, hi) }
+}
+
+/// Labels for a log axis from `lo` to `hi`: 1, 2 and 5 times each power of 10 inside the range; when that
+/// gives fewer than 4, every integer multiple (1..9); when more than 12, the powers of 10 alone.
+pub(crate) fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if !(lo > 0.0 && hi > lo && lo.is_finite() && hi.is_finite()) {
+        return Vec::new();
+    }
+    let within = |mantissas: &[f64]| -> Vec<f64> {
+        let mut v = Vec::new();
+        let mut exp = lo.log10().floor() as i32;
+        while 10f64.powi(exp) <= hi {
+            for m in mantissas {
+                let t = m * 10f64.powi(exp);
+                if t >= lo && t <= hi {
+                    v.push(t);
+                }
+            }
+            exp += 1;
+        }
+        v
+    };
+    let v = within(&[1.0, 2.0, 5.0]);
+    if v.len() < 4 {
+        within(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])
+    } else if v.len() > 12 {
+        within(&[1.0])
+    } else {
+        v
+    }
+}
+
 /// What a suite's bar chart shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum BarScale {
     /// Ratios around 1.0 (a line marks 1.0; bars below it are red).
     Ratio,
-    /// Positive figures on a log axis (bars of 0 are left out).
-    Log,
+    /// Positive figures (bars of 0 are left out) on the axis [`value_axis`] picks: linear from 0 when they
+    /// span less than [`LOG_SPAN`], log with labels inside their range otherwise.
+    Figures,
 }
 
 /// Sizes of a bar chart's text: the caption's font size and the width of the label area left of the bars.
@@ -281,7 +403,7 @@ pub(crate) struct BarStyle {
     pub caption: u32,
     /// Label area width of a [`BarScale::Ratio`] chart.
     pub ratio_labels: u32,
-    /// Label area width of a [`BarScale::Log`] chart.
+    /// Label area width of a [`BarScale::Figures`] chart.
     pub log_labels: u32,
 }
 
@@ -299,14 +421,11 @@ pub(crate) fn draw_bar_chart<DB: DrawingBackend>(
     let bars: Vec<(String, f64)> = bars.iter().rev().cloned().collect();
     let n = bars.len().max(1);
     let labels: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
-    let label_of = move |v: &SegmentValue<usize>| match v {
-        SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
-        _ => String::new(),
-    };
+    let label_of = move |v: &f64| category_label(&labels, *v);
+    let slot = |i: usize| (i as f64, (i + 1) as f64);
     // A white outline over each bar keeps neighbouring bars apart.
-    let gap = |from: f64, i: usize, to: f64| {
-        Rectangle::new([(from, SegmentValue::Exact(i)), (to, SegmentValue::Exact(i + 1))], WHITE.stroke_width(6))
-    };
+    let gap =
+        |from: f64, i: usize, to: f64| Rectangle::new([(from, slot(i).0), (to, slot(i).1)], WHITE.stroke_width(6));
     match scale {
         BarScale::Ratio => {
             let hi = bars.iter().map(|b| b.1).fold(1.0, f64::max) * 1.15;
@@ -315,10 +434,9 @@ pub(crate) fn draw_bar_chart<DB: DrawingBackend>(
                 .margin(15)
                 .x_label_area_size(40)
                 .y_label_area_size(style.ratio_labels)
-                .build_cartesian_2d(0.0..hi, (0..n).into_segmented())
+                .build_cartesian_2d(0.0..hi, category_axis(n))
                 .map_err(e)?;
             ch.configure_mesh()
-                .y_labels(n)
                 .y_label_formatter(&label_of)
                 .x_desc("ratio")
                 .label_style((family, 14))
@@ -326,38 +444,60 @@ pub(crate) fn draw_bar_chart<DB: DrawingBackend>(
                 .map_err(e)?;
             ch.draw_series(bars.iter().enumerate().map(|(i, b)| {
                 let color = if b.1 >= 1.0 { RGBColor(40, 120, 200) } else { RGBColor(220, 90, 60) };
-                Rectangle::new([(0.0, SegmentValue::Exact(i)), (b.1, SegmentValue::Exact(i + 1))], color.filled())
+                Rectangle::new([(0.0, slot(i).0), (b.1, slot(i).1)], color.filled())
             }))
             .map_err(e)?;
             ch.draw_series(bars.iter().enumerate().map(|(i, b)| gap(0.0, i, b.1))).map_err(e)?;
-            ch.draw_series(LineSeries::new(
-                [(1.0, SegmentValue::Exact(0)), (1.0, SegmentValue::Exact(n))],
-                BLACK.stroke_width(2),
-            ))
-            .map_err(e)?;
+            ch.draw_series(LineSeries::new([(1.0, 0.0), (1.0, n as f64)], BLACK.stroke_width(2))).map_err(e)?;
         }
-        BarScale::Log => {
-            let positive: Vec<f64> = bars.iter().map(|b| b.1).filter(|v| *v > 0.0).collect();
-            let lo = positive.iter().copied().fold(f64::INFINITY, f64::min);
-            let lo = if lo.is_finite() { lo / 2.0 } else { 0.1 };
-            let hi = positive.iter().copied().fold(lo * 10.0, f64::max) * 2.0;
-            let mut ch = ChartBuilder::on(root)
-                .caption(title, (family, style.caption))
-                .margin(15)
-                .x_label_area_size(40)
-                .y_label_area_size(style.log_labels)
-                .build_cartesian_2d((lo..hi).log_scale(), (0..n).into_segmented())
-                .map_err(e)?;
-            ch.configure_mesh().y_labels(n).y_label_formatter(&label_of).label_style((family, 14)).draw().map_err(e)?;
-            ch.draw_series(bars.iter().enumerate().filter(|(_, b)| b.1 > 0.0).map(|(i, b)| {
-                Rectangle::new(
-                    [(lo, SegmentValue::Exact(i)), (b.1, SegmentValue::Exact(i + 1))],
-                    RGBColor(40, 120, 200).filled(),
-                )
-            }))
-            .map_err(e)?;
-            ch.draw_series(bars.iter().enumerate().filter(|(_, b)| b.1 > 0.0).map(|(i, b)| gap(lo, i, b.1)))
-                .map_err(e)?;
+        BarScale::Figures => {
+            let values: Vec<f64> = bars.iter().map(|b| b.1).collect();
+            let fill = RGBColor(40, 120, 200);
+            let shown = || bars.iter().enumerate().filter(|(_, b)| b.1 > 0.0);
+            match value_axis(&values) {
+                ValueAxis::Linear { hi } => {
+                    let mut ch = ChartBuilder::on(root)
+                        .caption(title, (family, style.caption))
+                        .margin(15)
+                        .x_label_area_size(40)
+                        .y_label_area_size(style.log_labels)
+                        .build_cartesian_2d(0.0..hi, category_axis(n))
+                        .map_err(e)?;
+                    ch.configure_mesh()
+                        .y_label_formatter(&label_of)
+                        .x_label_formatter(&|v| human(*v))
+                        .x_desc("linear scale")
+                        .label_style((family, 14))
+                        .draw()
+                        .map_err(e)?;
+                    ch.draw_series(
+                        shown().map(|(i, b)| Rectangle::new([(0.0, slot(i).0), (b.1, slot(i).1)], fill.filled())),
+                    )
+                    .map_err(e)?;
+                    ch.draw_series(shown().map(|(i, b)| gap(0.0, i, b.1))).map_err(e)?;
+                }
+                ValueAxis::Log { lo, hi, ticks } => {
+                    let mut ch = ChartBuilder::on(root)
+                        .caption(title, (family, style.caption))
+                        .margin(15)
+                        .x_label_area_size(40)
+                        .y_label_area_size(style.log_labels)
+                        .build_cartesian_2d(log_axis(lo, hi, ticks), category_axis(n))
+                        .map_err(e)?;
+                    ch.configure_mesh()
+                        .y_label_formatter(&label_of)
+                        .x_label_formatter(&|v| human(*v))
+                        .x_desc("log scale")
+                        .label_style((family, 14))
+                        .draw()
+                        .map_err(e)?;
+                    ch.draw_series(
+                        shown().map(|(i, b)| Rectangle::new([(lo, slot(i).0), (b.1, slot(i).1)], fill.filled())),
+                    )
+                    .map_err(e)?;
+                    ch.draw_series(shown().map(|(i, b)| gap(lo, i, b.1))).map_err(e)?;
+                }
+            }
         }
     }
     Ok(())
@@ -424,6 +564,53 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let r = BenchResult { name: "compact".into(), ..BenchResult::default() };
         write_plots(dir.path(), 1, &r).unwrap();
+    }
+
+    /// n bars fill the category axis exactly: n slots of 1, a label at each centre, none in between.
+    #[test]
+    fn category_axis_has_one_slot_per_bar() {
+        for n in [1usize, 2, 5, 12] {
+            let axis = category_axis(n);
+            assert_eq!(axis.range(), 0.0..n as f64, "{n} bars");
+            assert_eq!(category_centres(n).len(), n);
+            assert!(category_centres(n).iter().all(|c| *c > 0.0 && *c < n as f64));
+        }
+        let labels: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(category_label(&labels, 0.5), "a");
+        assert_eq!(category_label(&labels, 2.5), "c");
+        assert_eq!(category_label(&labels, 3.0), "");
+        assert_eq!(category_label(&labels, -0.5), "");
+    }
+
+    /// Sizes of 35..59 MiB: a linear axis from 0 (the old log axis ran to 350 MiB and was labelled only at
+    /// 100, 200, 300). Values spanning 10x and more: a log axis with labels inside the data's range.
+    #[test]
+    fn value_axis_labels_fall_where_the_data_is() {
+        match value_axis(&[35.0, 41.0, 47.0, 59.0, 0.0]) {
+            ValueAxis::Linear { hi } => assert!(hi > 59.0 && hi < 70.0, "{hi}"),
+            other => panic!("{other:?}"),
+        }
+        match value_axis(&[120.0, 3_000.0, 95_000.0]) {
+            ValueAxis::Log { lo, hi, ticks } => {
+                assert!(lo < 120.0 && hi > 95_000.0 && hi < 150_000.0, "{lo} {hi}");
+                assert!(ticks.len() >= 4 && ticks.len() <= 12, "{ticks:?}");
+                assert!(ticks.iter().all(|t| *t >= lo && *t <= hi), "{ticks:?}");
+                assert!(ticks.first().unwrap() / lo < 3.0 && hi / ticks.last().unwrap() < 3.0, "{ticks:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(value_axis(&[]), ValueAxis::Linear { hi: 1.0 });
+        assert_eq!(value_axis(&[0.0, 0.0]), ValueAxis::Linear { hi: 1.0 });
+    }
+
+    #[test]
+    fn log_ticks_are_round_and_inside_the_range() {
+        assert_eq!(log_ticks(80.0, 1200.0), vec![100.0, 200.0, 500.0, 1000.0]);
+        // Less than a decade: every integer multiple.
+        assert_eq!(log_ticks(28.0, 74.0), vec![30.0, 40.0, 50.0, 60.0, 70.0]);
+        // Many decades: powers of 10 only.
+        assert_eq!(log_ticks(0.5, 2e6), vec![1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6]);
+        assert!(log_ticks(0.0, 10.0).is_empty() && log_ticks(5.0, 1.0).is_empty());
     }
 
     #[test]

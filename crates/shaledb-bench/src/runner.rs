@@ -121,10 +121,23 @@ pub struct Runner<'o, E: Engine> {
 }
 
 impl<'o, E: Engine> Runner<'o, E> {
-    /// Opens the database (a new temporary one unless `--db`; emptied first unless `--use_existing_db`)
-    /// and prints the header.
+    /// Opens the database and prints the header. The database is a new temporary one unless `--db`; a
+    /// `--db` holding a database is deleted first only with `--use_existing_db=0` (said once, with the count
+    /// of files) or when a suite made it ([`BenchFlags::db_made_by_bench`]), used as it is with
+    /// `--use_existing_db=1`, and refused without the flag ([`crate::dbdir::prepare`]).
     pub fn open(flags: BenchFlags, out: &'o mut dyn Write) -> Result<Runner<'o, E>> {
         flags.validate()?;
+        // Before anything is created, printed or removed.
+        let prepare = match &flags.db {
+            Some(p) => crate::dbdir::prepare(
+                p,
+                "db",
+                flags.use_existing_db,
+                flags.db_made_by_bench,
+                crate::dbdir::Caller::Bench,
+            )?,
+            None => crate::dbdir::Prepare::Keep,
+        };
         check_outputs(&flags)?;
         // The engine's own checks of the options the flags make, before anything is created or removed.
         E::check_options(&flags)
@@ -149,9 +162,7 @@ impl<'o, E: Engine> Runner<'o, E> {
         for note in flags.compatibility_notes() {
             eprintln!("note: {note}");
         }
-        if !flags.use_existing_db && tmp.is_none() {
-            E::destroy(&path).map_err(|e| BenchError::engine(format!("destroying {}", path.display()), e))?;
-        }
+        crate::dbdir::apply::<E>(&path, prepare)?;
         let db = E::open(&path, &flags).map_err(|e| BenchError::engine(format!("opening {}", path.display()), e))?;
         let _ = write!(out, "{}", report::header(&flags, E::name()));
         let values = ValueData::new(flags.value_size, flags.compression_ratio);
@@ -210,6 +221,8 @@ impl<'o, E: Engine> Runner<'o, E> {
         Ok(std::mem::take(&mut self.results))
     }
 
+    /// A fill benchmark's fresh start: deletes the database this run opened (made by bench, or emptied by
+    /// `--use_existing_db=0` at open) without a message, and opens it anew.
     fn reopen_empty(&mut self) -> Result<()> {
         if let Some(db) = self.db.take() {
             db.close().map_err(|e| BenchError::engine("closing the database", e))?;
@@ -254,7 +267,7 @@ impl<'o, E: Engine> Runner<'o, E> {
             return Ok(None);
         }
         if kind.fresh_db() {
-            if self.flags.use_existing_db {
+            if self.flags.uses_existing_db() {
                 let _ = writeln!(self.out, "{name:<12} : skipped (--use_existing_db is true)");
                 return Ok(None);
             }

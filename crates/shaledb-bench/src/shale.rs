@@ -394,21 +394,12 @@ impl Engine for ShaleDb {
         options_from_flags(flags)?.validate().map_err(Into::into)
     }
 
-    fn destroy(path: &Path) -> EngineResult<()> {
+    fn destroy(path: &Path) -> EngineResult<usize> {
         if !path.exists() {
-            return Ok(());
+            return Ok(0);
         }
         // Refuses a directory that holds no ShaleDB database (and is not empty), naming what is there.
-        let removed = shaledb::destroy(path)?;
-        if !removed.is_empty() {
-            eprintln!(
-                "bench: removed the old database in {} ({} files: {})",
-                path.display(),
-                removed.len(),
-                removed.join(", ")
-            );
-        }
-        Ok(())
+        Ok(shaledb::destroy(path)?.len())
     }
 
     fn close(self) -> EngineResult<()> {

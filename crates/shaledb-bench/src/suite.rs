@@ -82,9 +82,18 @@ pub struct SuiteArgs {
     /// Seed base; 0 derives it from the clock.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub seed: i64,
-    /// Database directory; default: a temporary one, removed at the end.
+    /// Database directory. Default: a new temporary one, removed at the end. A --db that holds a database is
+    /// refused unless --use_existing_db=0 is given; one holding other files is refused.
     #[arg(long)]
     pub db: Option<PathBuf>,
+    /// 0: delete the database at --db first (only its files), saying so once. Without it a --db holding a
+    /// database is refused and nothing is deleted. 1 is refused: the suite loads its own data.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub use_existing_db: Option<bool>,
+    /// Set after the first engine's run on the same --db: that database is the suite's own. Not a flag.
+    #[arg(skip)]
+    #[serde(skip)]
+    pub db_made_by_bench: bool,
     /// Write every step's figures and the summary rows here as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -241,6 +250,8 @@ fn base_flags(a: &SuiteArgs, path: &Path) -> BenchFlags {
         max_bytes_for_level_base: a.max_bytes_for_level_base.unwrap_or(256 << 20),
         max_background_jobs: a.max_background_jobs.unwrap_or(2),
         seed: a.seed,
+        // run_suite has checked --db (or made the directory); from then on the database is the suite's.
+        db_made_by_bench: true,
         histogram: true,
         progress: a.progress,
         plot: a.plot.clone(),
@@ -282,7 +293,7 @@ fn rocksdb_steps(a: &SuiteArgs, path: &Path) -> Vec<Step> {
     };
     let mut bulk = base.clone();
     bulk.benchmarks = "fillrandom".into();
-    bulk.use_existing_db = false;
+    bulk.use_existing_db = None;
     bulk.disable_auto_compactions = true;
     bulk.sync = false;
     bulk.disable_wal = true;
@@ -293,13 +304,13 @@ fn rocksdb_steps(a: &SuiteArgs, path: &Path) -> Vec<Step> {
     bulk.level0_stop_writes_trigger = 10_000_000;
     let mut compact = params_w(base.clone());
     compact.benchmarks = "compact".into();
-    compact.use_existing_db = true;
+    compact.use_existing_db = Some(true);
     compact.disable_auto_compactions = true;
     compact.threads = 1;
     let timed = |name: &str, sync: bool| {
         let mut f = params_w(base.clone());
         f.benchmarks = name.into();
-        f.use_existing_db = true;
+        f.use_existing_db = Some(true);
         f.sync = sync;
         f.threads = threads;
         f.duration = duration;
@@ -330,6 +341,16 @@ fn merge_steps(a: &SuiteArgs, path: &Path) -> Vec<Step> {
 
 /// Runs suite `a.suite` against engine `E`, printing each step's db_bench output and the summary to `out`.
 pub fn run_suite<E: Engine>(a: &SuiteArgs, out: &mut dyn Write) -> Result<SuiteReport> {
+    crate::dbdir::check_suite_flag(a.use_existing_db)?;
+    // A --db of the user's is checked before anything is done, and claimed (emptied with
+    // --use_existing_db=0) after the output checks; the steps then empty it as their own.
+    let claim = match &a.db {
+        Some(p) if !a.db_made_by_bench => {
+            crate::dbdir::prepare(p, "db", a.use_existing_db, false, crate::dbdir::Caller::Suite)?;
+            Some(p)
+        }
+        _ => None,
+    };
     if let Some(p) = &a.json {
         crate::runner::check_output_file("json", p)?;
     }
@@ -348,6 +369,9 @@ pub fn run_suite<E: Engine>(a: &SuiteArgs, out: &mut dyn Write) -> Result<SuiteR
             tmp.path().to_path_buf()
         }
     };
+    if let Some(p) = claim {
+        crate::dbdir::claim::<E>(p, a.use_existing_db)?;
+    }
     let steps = match a.suite {
         SuiteKind::Rocksdb => rocksdb_steps(a, &path),
         SuiteKind::Merge => merge_steps(a, &path),

@@ -303,6 +303,8 @@ fn suite_args(kind: SuiteKind, num: u64) -> SuiteArgs {
         max_background_jobs: None,
         seed: 7,
         db: None,
+        use_existing_db: None,
+        db_made_by_bench: false,
         json: None,
         plot: None,
         progress: false,

@@ -28,6 +28,8 @@ fn args(dir: &Path, engines: Vec<EngineKind>) -> SysbenchArgs {
         tests: vec![],
         random_points: 100,
         db: Some(dir.join("db")),
+        use_existing_db: None,
+        progress: false,
         json: Some(dir.join("sb.json")),
         plot: Some(dir.join("plots")),
         seed: 7,

@@ -109,6 +109,8 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
             for engine in args.engine.clone() {
                 let _ = writeln!(out, "\n##### engine: {} #####", engine.flag_name());
                 with_engine(engine, SuiteRun { args: &args, out: &mut out })??;
+                // The next engine runs on the database this suite made at --db.
+                args.db_made_by_bench = true;
             }
         }
         Some(BenchSub::Resp(flags)) => {

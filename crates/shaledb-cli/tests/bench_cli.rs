@@ -262,17 +262,151 @@ fn bench_db_on_a_directory_with_20240101_log_and_current_from_another_program_le
     assert_eq!(std::fs::read(dir.path().join("CURRENT")).unwrap(), b"another program's CURRENT");
 }
 
-/// `bench --db=DIR` on a directory holding a ShaleDB database replaces it and says what it removed.
+/// Names and sizes of the entries of `dir`, sorted.
+fn listing(dir: &std::path::Path) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.file_name().to_string_lossy().into_owned(), e.metadata().unwrap().len())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Issue 39: `bench --db DIR` on a database deleted it with no flag asking for it. Without
+/// `--use_existing_db` it now refuses in one line (exit 2) before doing anything, and every file stays.
 #[test]
-fn bench_db_on_an_old_database_says_what_it_removed() {
+fn bench_db_on_a_database_without_use_existing_db_refuses_and_deletes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let db = format!("--db={}", dir.path().join("db").display());
-    let args = ["bench", &db, "-num=100", "--benchmarks=fillseq", "--progress=false"];
-    let (ok, _, err) = shaledb(&args);
+    let path = dir.path().join("db");
+    let db = format!("--db={}", path.display());
+    let (ok, _, err) = shaledb(&["bench", &db, "-num=300", "--benchmarks=fillseq", "--progress=false"]);
     assert!(ok, "{err}");
-    let (ok, _, err) = shaledb(&args);
+    assert!(!err.contains("removed") && !err.contains("deleted"), "a new --db: nothing to delete: {err}");
+    let before = listing(&path);
+    assert!(before.iter().any(|(n, _)| n == "CURRENT"), "{before:?}");
+    for benchmarks in ["--benchmarks=fillseq", "--benchmarks=readrandom"] {
+        let (code, out, err) = shaledb_status(&["bench", &db, "-num=300", benchmarks, "--progress=false"]);
+        assert_eq!(code, Some(2), "{out}{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+        assert!(
+            err.contains(&format!(
+                "{} holds a database; pass --use_existing_db=1 to benchmark on it, or --use_existing_db=0 to delete \
+                 it first",
+                path.display()
+            )),
+            "{err}"
+        );
+        assert!(out.is_empty(), "nothing ran: {out}");
+        assert_eq!(listing(&path), before, "every file of the database is still there");
+    }
+    // --use_existing_db=1 benchmarks on it and finds every key.
+    let (ok, out, err) =
+        shaledb(&["bench", &db, "--use_existing_db=1", "-num=300", "--benchmarks=readrandom", "--progress=false"]);
     assert!(ok, "{err}");
-    assert!(err.contains("removed the old database") && err.contains("CURRENT"), "{err}");
+    assert!(out.contains("(300 of 300 found)"), "{out}");
+}
+
+/// An explicit `--use_existing_db=0` deletes the database first, as db_bench does, and says so once, with the
+/// count of files, not their names.
+#[test]
+fn explicit_use_existing_db_0_deletes_the_database_and_says_so_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = format!("--db={}", path.display());
+    let (ok, _, err) = shaledb(&["bench", &db, "-num=300", "--benchmarks=fillseq", "--progress=false"]);
+    assert!(ok, "{err}");
+    for flag in ["--use_existing_db=0", "--use_existing_db=false"] {
+        let files = listing(&path).len();
+        let (ok, out, err) =
+            shaledb(&["bench", &db, flag, "-num=100", "--benchmarks=fillseq,readrandom", "--progress=false"]);
+        assert!(ok, "{flag}: {err}");
+        let said: Vec<&str> = err.lines().filter(|l| l.contains("deleted") || l.contains("removed")).collect();
+        assert_eq!(said.len(), 1, "{flag}: said once: {err}");
+        assert!(said[0].contains(&format!("deleted the database in {}", path.display())), "{}", said[0]);
+        assert!(said[0].contains(&format!("({files} files)")), "{flag}: {} ({files} files)", said[0]);
+        assert!(!said[0].contains("CURRENT") && !said[0].contains("MANIFEST"), "no file names: {}", said[0]);
+        assert!(out.contains("(100 of 100 found)"), "the old 300 keys are gone: {out}");
+    }
+}
+
+/// A default run (a temporary directory bench made) and fill benchmarks that start on an empty database
+/// announce no deletion.
+#[test]
+fn a_default_run_announces_no_removal() {
+    let (ok, out, err) =
+        shaledb(&["bench", "-num=300", "--benchmarks=fillseq,fillrandom,overwrite,readrandom", "--progress=false"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("fillrandom   :"), "{out}");
+    assert!(!err.contains("removed") && !err.contains("deleted"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("--db={}", dir.path().join("new").display());
+    let (ok, _, err) = shaledb(&["bench", &db, "-num=300", "--benchmarks=fillseq,fillrandom", "--progress=false"]);
+    assert!(ok, "{err}");
+    assert!(!err.contains("removed") && !err.contains("deleted"), "{err}");
+}
+
+/// A `--db` holding files that are not a database's is never emptied, nor given a database among them,
+/// whatever --use_existing_db says.
+#[test]
+fn a_db_with_files_that_are_not_a_database_is_never_emptied() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), b"mine").unwrap();
+    std::fs::create_dir(dir.path().join("photos")).unwrap();
+    std::fs::write(dir.path().join("photos/a.jpg"), b"jpg").unwrap();
+    let before = listing(dir.path());
+    let db = format!("--db={}", dir.path().display());
+    for flag in [None, Some("--use_existing_db=0"), Some("--use_existing_db=1")] {
+        let mut args = vec!["bench", &db, "-num=100", "--benchmarks=fillseq", "--progress=false"];
+        args.extend(flag);
+        let (code, out, err) = shaledb_status(&args);
+        assert_eq!(code, Some(2), "{flag:?}: {out}{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{flag:?}: {err}");
+        assert!(err.contains("notes.txt") && err.contains("never deletes other files"), "{flag:?}: {err}");
+        assert_eq!(listing(dir.path()), before, "{flag:?}");
+        assert_eq!(std::fs::read(dir.path().join("photos/a.jpg")).unwrap(), b"jpg");
+    }
+}
+
+/// The suites follow the same rule: a database already in `--db` (the rocksdb and merge suites) or in
+/// `--db/<engine>` (sysbench, insert, forestdb) is refused without `--use_existing_db=0`, and deleted with it,
+/// said once. Every suite takes `--progress[=BOOL]` as `shaledb bench` does.
+#[test]
+fn suites_delete_a_database_they_did_not_make_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let parent = dir.path().join("suite");
+    let path = parent.join("shaledb");
+    let db = format!("--db={}", path.display());
+    let (ok, _, err) = shaledb(&["bench", &db, "-num=300", "--benchmarks=fillseq", "--progress=false"]);
+    assert!(ok, "{err}");
+    let before = listing(&path);
+    let parent_db = format!("--db={}", parent.display());
+    let insert = ["bench", "suite", "insert", "--rows", "500", "--threads", "1", "--pad", "16"];
+    let insert_tail = ["--query_configs", "none", "--use_direct_reads=0", "--progress=false", &parent_db];
+    let merge = ["bench", "suite", "merge", "--num", "300", "--duration", "0", "--progress", &db];
+    for args in [[&insert[..], &insert_tail[..]].concat(), merge.to_vec()] {
+        let (code, out, err) = shaledb_status(&args);
+        assert_eq!(code, Some(2), "{args:?}: {out}{err}");
+        assert!(err.contains("holds a database; pass --use_existing_db=0 to delete it first"), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert_eq!(listing(&path), before, "{args:?}");
+    }
+    let (code, _, err) = shaledb_status(&[&merge[..], &["--use_existing_db=1"]].concat());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--use_existing_db"), "{err}");
+    let (ok, out, err) = shaledb(&[&insert[..], &insert_tail[..], &["--use_existing_db=0"]].concat());
+    assert!(ok, "{err}");
+    assert!(out.contains("load:"), "{out}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("deleted") || l.contains("removed")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].contains(&format!("deleted the database in {}", path.display())), "{err}");
+    assert!(!path.exists(), "the suite removes its own database at the end");
+    // Its own database, made in this run: no message.
+    let (ok, _, err) = shaledb(&[&insert[..], &insert_tail[..]].concat());
+    assert!(ok, "{err}");
+    assert!(!err.contains("deleted") && !err.contains("removed"), "{err}");
 }
 
 /// `shaledb repair DB` brings back a database whose CURRENT was lost; open refused it before.
@@ -320,6 +454,7 @@ fn prefix_seeks_find_what_total_order_seeks_find() {
             "--write_buffer_size=65536",
             "--seek_nexts=3",
             "--progress=false",
+            "--use_existing_db=0",
             db_flag.as_str(),
         ];
         args.extend_from_slice(extra);

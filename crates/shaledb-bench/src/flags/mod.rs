@@ -195,12 +195,23 @@ pub struct BenchFlags {
     /// fsync every write.
     #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub sync: bool,
-    /// Run on the database already at --db instead of a new one (fill benchmarks are then skipped).
-    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
-    pub use_existing_db: bool,
-    /// Database directory; default: a temporary directory removed at the end.
+    /// 1: run on the database already at --db (fill benchmarks are then skipped). 0: delete the database at
+    /// --db first, as db_bench does (only its files; a directory holding other files is refused), and say so
+    /// once. Not given: a --db that holds a database is refused (exit 2) and nothing is deleted; an empty or
+    /// new --db is used as it is. Each fill benchmark (fillseq, fillrandom, ...) starts on an empty database
+    /// unless this is 1.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub use_existing_db: Option<bool>,
+    /// Database directory. Default: a new temporary directory, removed at the end. A --db that holds a
+    /// database needs --use_existing_db=1 (benchmark on it) or --use_existing_db=0 (delete it first); one that
+    /// holds other files is refused whatever the flag: bench never deletes files that are not the database's.
     #[arg(long)]
     pub db: Option<PathBuf>,
+    /// Set by the suites on a database directory they made themselves: it is emptied before each step
+    /// without asking and without a message. Not a flag.
+    #[arg(skip)]
+    #[serde(skip)]
+    pub db_made_by_bench: bool,
     /// Base of the per-thread random seeds; 0 derives it from the clock.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub seed: i64,
@@ -844,7 +855,7 @@ impl BenchFlags {
                 ),
             );
         }
-        if self.use_existing_db && self.db.is_none() {
+        if self.use_existing_db == Some(true) && self.db.is_none() {
             return bad("use_existing_db", "needs --db PATH (the default database is a new temporary one)".into());
         }
         for (flag, v) in [
@@ -869,6 +880,11 @@ impl BenchFlags {
             }
         }
         Ok(())
+    }
+
+    /// `--use_existing_db` is 1: the benchmarks run on the database already at `--db`.
+    pub fn uses_existing_db(&self) -> bool {
+        self.use_existing_db == Some(true)
     }
 
     /// The compression codec named by `--compression_type`.

@@ -16,7 +16,7 @@ fn defaults_parse() {
     assert_eq!(f.value_size, 100);
     assert_eq!(f.compression_type, "snappy");
     assert_eq!(f.benchmarks, DEFAULT_BENCHMARKS);
-    assert!(f.progress && !f.histogram && !f.use_existing_db);
+    assert!(f.progress && !f.histogram && f.use_existing_db.is_none());
     assert_eq!(f.reads, -1);
     assert_eq!(f.readwritepercent, 90);
     // db_bench's defaults for the operations flags: no limiter, no WAL range sync, a dump every 600 s.
@@ -289,4 +289,19 @@ fn subcompactions_and_background_limits_reach_the_engine() {
         let e = err_text(&[bad]);
         assert!(e.contains("subcompactions") && e.contains("1..=64"), "{bad}: {e}");
     }
+}
+
+/// Whether --use_existing_db was given at all decides whether bench may delete a database at --db: not given
+/// is `None`, and the last of repeated values wins (benchmark.sh appends overrides).
+#[test]
+fn use_existing_db_remembers_whether_it_was_given() {
+    let db = ["--db=/nonexistent/x"];
+    let get = |extra: &[&str]| parse(&[&db[..], extra].concat()).unwrap().use_existing_db;
+    assert_eq!(get(&[]), None);
+    assert_eq!(get(&["--use_existing_db"]), Some(true));
+    assert_eq!(get(&["--use_existing_db=0"]), Some(false));
+    assert_eq!(get(&["-use_existing_db=false"]), Some(false));
+    assert_eq!(get(&["--use_existing_db=1", "--use_existing_db=0"]), Some(false));
+    assert!(parse(&["--use_existing_db=0"]).is_ok(), "nothing to delete without --db: fine");
+    assert!(!BenchFlags::default().uses_existing_db());
 }

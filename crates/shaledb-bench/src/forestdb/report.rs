@@ -266,7 +266,7 @@ type Chart = (&'static str, String, Vec<(String, f64)>);
 
 /// Writes per variant two bar charts (SVG and PNG) into `dir`: operations/s and database size after each
 /// step, as ShaleDB/RocksDB ratios when both engines ran (a line at 1.0), otherwise the one engine's figures
-/// on a log scale.
+/// (a linear axis from 0, or a log axis when they span 10x or more: `plot::value_axis`).
 pub fn write_plots(dir: &Path, r: &ForestdbReport) -> Result<Vec<PathBuf>> {
     create_plot_dir(dir)?;
     let mut files = Vec::new();
@@ -295,19 +295,19 @@ pub fn write_plots(dir: &Path, r: &ForestdbReport) -> Result<Vec<PathBuf>> {
             [
                 (
                     "ops",
-                    format!("ForestDB pattern, {}: {name} operations/s per step (log scale)", v.variant),
+                    format!("ForestDB pattern, {}: {name} operations/s per step", v.variant),
                     fig(&|x| x.ops_per_sec),
                 ),
                 (
                     "size",
-                    format!("ForestDB pattern, {}: {name} MiB after each step (log scale)", v.variant),
+                    format!("ForestDB pattern, {}: {name} MiB after each step", v.variant),
                     fig(&|x| x.db_bytes as f64 / (1u64 << 20) as f64),
                 ),
             ]
         };
         for (what, title, bars) in charts {
             let stem = format!("forestdb-{:02}-{}-{what}", i + 1, v.variant);
-            let scale = if two { BarScale::Ratio } else { BarScale::Log };
+            let scale = if two { BarScale::Ratio } else { BarScale::Figures };
             files.extend(write_pair(
                 dir,
                 &stem,

@@ -236,3 +236,15 @@ fn tiny_run_on_both_engines() {
     }
     assert!(text.contains("RocksDB op/s") && text.contains("ShaleDB op/s") && text.contains("size S/R"), "{text}");
 }
+
+/// `--progress[=BOOL]` and `--use_existing_db[=BOOL]` parse as `shaledb bench` parses them.
+#[test]
+fn progress_and_use_existing_db_parse_as_bench_flags() {
+    assert!(args(&[]).unwrap().progress);
+    assert!(args(&["--progress"]).unwrap().progress);
+    assert!(!args(&["--progress=false"]).unwrap().progress);
+    assert!(!args(&["--progress=0"]).unwrap().progress);
+    assert_eq!(args(&[]).unwrap().use_existing_db, None);
+    assert_eq!(args(&["--use_existing_db=0"]).unwrap().use_existing_db, Some(false));
+    assert!(args(&["--progress=maybe"]).is_err());
+}

@@ -107,10 +107,22 @@ pub struct InsertArgs {
     #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true",
           value_parser = crate::flags::parse_bool)]
     pub sync: bool,
-    /// Directory for the databases (one subdirectory per engine, removed after each configuration); default: a
-    /// new temporary directory under the current one.
+    /// Directory for the databases: one subdirectory per engine (<db>/shaledb, <db>/rocksdb), made and
+    /// removed after each configuration; default: a new temporary directory under the current one. A subdirectory that
+    /// already holds a database is refused unless --use_existing_db=0 is given; files that are not a
+    /// database's are never deleted.
     #[arg(long)]
     pub db: Option<PathBuf>,
+    /// 0: delete the databases already in --db's engine subdirectories first (only their files), saying so
+    /// once each. Without it such a database is refused and nothing is deleted. 1 is refused: the suite loads
+    /// its own data.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = crate::flags::parse_bool)]
+    pub use_existing_db: Option<bool>,
+    /// Accepted as `shaledb bench` accepts it (`--progress[=BOOL]`); this suite draws no progress bar either
+    /// way (it prints a line per step).
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
+          value_parser = crate::flags::parse_bool)]
+    pub progress: bool,
     /// Write every figure as JSON to this file (rewritten after each configuration).
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -255,7 +267,7 @@ fn option_list(f: &BenchFlags, a: &InsertArgs) -> Vec<(String, String)> {
 pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
     a.validate()?;
     let seed = harness::resolve_seed(a.seed);
-    let dir = SuiteDir::create(a.db.as_deref(), "shaledb-insert-")?;
+    let dir = SuiteDir::create(a.db.as_deref(), "shaledb-insert-", &a.engine, a.use_existing_db)?;
     let base = dir.path();
     let sample_flags = engine_flags(a, base);
     sample_flags.validate()?;
@@ -286,6 +298,7 @@ pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
         a.query_insert_rates, a.query_threads, a.query_duration, a.rows_per_query
     );
     harness::print_options(out, "engine options (every engine):", &report.engine_options);
+    let _ = writeln!(out, "{}", report::LEGEND);
     let mut cfg_idx = 0;
     for &pad in &a.pad {
         for &threads in &a.threads {
@@ -348,42 +361,13 @@ fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
 
     run.load = load_step(&engine, &table, a, seed, cfg, threads, pad, &next_id, started, path)?;
     let l = &run.load;
-    let _ = writeln!(
-        out,
-        "load: {} rows in {:.1} s = {:.0} rows/s, then {:.1} s of compaction; wamp {} (/proc {}), read {} B/row, \
-         CPU {} us/row; database {} (du), {:.1}x the cache",
-        l.rows,
-        l.seconds,
-        l.rows_per_sec,
-        l.compaction_wait_secs,
-        report::opt(l.cost.write_amp, 2),
-        report::opt(l.cost.proc_write_amp, 2),
-        report::opt(l.cost.read_bytes_per_row, 0),
-        report::opt(l.cost.cpu_us_per_row, 1),
-        human_bytes(l.cost.db_bytes),
-        l.cost.db_bytes as f64 / a.cache_size.max(1) as f64,
-    );
+    let _ = writeln!(out, "{}", report::load_line(l, a.cache_size));
     let _ = writeln!(out, "{}", report::index_line(&l.index_sizes));
 
     if queries {
         for (si, &rate) in a.query_insert_rates.iter().enumerate() {
             let q = query_step(&engine, &table, a, seed, cfg, si + 1, rate, pad, &next_id, started, path)?;
-            let _ = writeln!(
-                out,
-                "{}: {:.0} queries/s ({} per index {:?}, {} rows), inserter {:.0}/{rate} rows/s {}; read {} B/query, \
-                 CPU {} us/query, wamp {}; database {}",
-                q.name,
-                q.qps,
-                q.queries,
-                q.queries_per_index,
-                q.rows_read,
-                q.insert_rate,
-                if q.kept_rate { "kept" } else { "NOT kept" },
-                report::opt(q.read_bytes_per_query, 0),
-                report::opt(q.cpu_us_per_query, 1),
-                report::opt(q.cost.write_amp, 2),
-                human_bytes(q.cost.db_bytes),
-            );
+            let _ = writeln!(out, "{}", report::query_line(&q));
             let _ = writeln!(out, "{}", report::index_line(&q.index_sizes));
             run.queries.push(q);
         }

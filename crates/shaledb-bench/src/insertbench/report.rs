@@ -226,23 +226,74 @@ pub fn index_line(v: &[IndexSize]) -> String {
     format!("indexes (entries, key+value bytes by scan): {}", parts.join(", "))
 }
 
-/// Per configuration: each step on each engine with its rate, the figures of its cost and the database size.
+/// What the cost figures are, printed once before the first step: the detail lines and the tables use the
+/// same names, units and denominators.
+pub const LEGEND: &str = "\
+figures: a step's totals per unit, the unit being a row inserted (load) or a query (q.N steps, whose inserter
+  works beside the queries): rd B = bytes read from storage (/proc/self/io read_bytes), CPU us = CPU time of
+  every thread of the process (inserters, queries, flushes, compactions);
+  wamp = bytes the engine wrote by flushes and compactions / key+value bytes inserted (0.00 while nothing has
+  been flushed yet; the WAL is not in it); wamp /proc = bytes the process wrote to storage (/proc/self/io
+  write_bytes: WAL, flushes, compactions) / key+value bytes inserted.";
+
+/// A load's detail line.
+pub fn load_line(l: &LoadStep, cache_bytes: u64) -> String {
+    format!(
+        "load: {} rows in {:.1} s = {:.0} rows/s, then {:.1} s of compaction; wamp {}, wamp /proc {}, rd {} B/row, \
+         CPU {} us/row; database {} (du), {:.1}x the cache",
+        l.rows,
+        l.seconds,
+        l.rows_per_sec,
+        l.compaction_wait_secs,
+        opt(l.cost.write_amp, 2),
+        opt(l.cost.proc_write_amp, 2),
+        opt(l.cost.read_bytes_per_row, 0),
+        opt(l.cost.cpu_us_per_row, 1),
+        human_bytes(l.cost.db_bytes),
+        l.cost.db_bytes as f64 / cache_bytes.max(1) as f64,
+    )
+}
+
+/// A query step's detail line.
+pub fn query_line(q: &QueryStep) -> String {
+    format!(
+        "{}: {:.0} queries/s ({} per index {:?}, {} rows), inserter {:.0}/{} rows/s {}; rd {} B/query, CPU {} \
+         us/query, wamp {}, wamp /proc {}; database {}",
+        q.name,
+        q.qps,
+        q.queries,
+        q.queries_per_index,
+        q.rows_read,
+        q.insert_rate,
+        q.target_rate,
+        if q.kept_rate { "kept" } else { "NOT kept" },
+        opt(q.read_bytes_per_query, 0),
+        opt(q.cpu_us_per_query, 1),
+        opt(q.cost.write_amp, 2),
+        opt(q.cost.proc_write_amp, 2),
+        human_bytes(q.cost.db_bytes),
+    )
+}
+
+/// Per configuration: each step on each engine with its rate, the figures of its cost per unit (a row
+/// inserted for the load, a query for a query step: the same figures as the detail lines, see [`LEGEND`])
+/// and the database size.
 pub fn config_table(c: &ConfigResult) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<8} {:<8} {:>12} {:<22} {:>6} {:>11} {:>10} {:>10} {:>10}",
-        "step", "engine", "rate", "unit / inserter", "wamp", "wamp /proc", "rd B/row", "CPU us/row", "du"
+        "{:<8} {:<8} {:>12} {:<22} {:>6} {:>11} {:>10} {:>11} {:>10}",
+        "step", "engine", "rate", "unit / inserter", "wamp", "wamp /proc", "rd B/unit", "CPU us/unit", "du"
     );
     for r in &c.runs {
         let l = &r.load;
         let _ = writeln!(
             s,
-            "{:<8} {:<8} {:>12.0} {:<22} {:>6} {:>11} {:>10} {:>10} {:>10}",
+            "{:<8} {:<8} {:>12.0} {:<22} {:>6} {:>11} {:>10} {:>11} {:>10}",
             "load",
             r.name,
             l.rows_per_sec,
-            "rows/s",
+            "rows/s (unit: row)",
             opt(l.cost.write_amp, 2),
             opt(l.cost.proc_write_amp, 2),
             opt(l.cost.read_bytes_per_row, 0),
@@ -259,15 +310,15 @@ pub fn config_table(c: &ConfigResult) -> String {
                 format!("q/s, {:.0}/{} {}", q.insert_rate, q.target_rate, if q.kept_rate { "kept" } else { "MISSED" });
             let _ = writeln!(
                 s,
-                "{:<8} {:<8} {:>12.0} {:<22} {:>6} {:>11} {:>10} {:>10} {:>10}",
+                "{:<8} {:<8} {:>12.0} {:<22} {:>6} {:>11} {:>10} {:>11} {:>10}",
                 q.name,
                 r.name,
                 q.qps,
                 ins,
                 opt(q.cost.write_amp, 2),
                 opt(q.cost.proc_write_amp, 2),
-                opt(q.cost.read_bytes_per_row, 0),
-                opt(q.cost.cpu_us_per_row, 1),
+                opt(q.read_bytes_per_query, 0),
+                opt(q.cpu_us_per_query, 1),
                 human_bytes(q.cost.db_bytes),
             );
         }
@@ -423,31 +474,33 @@ fn draw_bars<DB: DrawingBackend>(
     let n = bars.len().max(1);
     let hi = bars.iter().map(|b| b.2).fold(1.0, f64::max) * 1.15;
     let labels: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
-    let label_of = move |v: &SegmentValue<usize>| match v {
-        SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
-        _ => String::new(),
-    };
+    let label_of = move |v: &f64| crate::plot::category_label(&labels, *v);
+    let slot = |i: usize| (i as f64, (i + 1) as f64);
     let mut ch = ChartBuilder::on(root)
         .caption("insert benchmark: load rows/s per configuration (threads/pad) and engine", (family, 22))
         .margin(15)
         .x_label_area_size(40)
         .y_label_area_size(200)
-        .build_cartesian_2d(0.0..hi, (0..n).into_segmented())
+        .build_cartesian_2d(0.0..hi, crate::plot::category_axis(n))
         .map_err(e)?;
     ch.configure_mesh()
-        .y_labels(n)
         .y_label_formatter(&label_of)
+        .x_label_formatter(&|v| crate::plot::human(*v))
         .x_desc("rows/s")
         .label_style((family, 12))
         .draw()
         .map_err(e)?;
-    ch.draw_series(bars.iter().enumerate().map(|(i, b)| {
-        Rectangle::new([(0.0, SegmentValue::Exact(i)), (b.2, SegmentValue::Exact(i + 1))], engine_color(b.1).filled())
-    }))
+    ch.draw_series(
+        bars.iter()
+            .enumerate()
+            .map(|(i, b)| Rectangle::new([(0.0, slot(i).0), (b.2, slot(i).1)], engine_color(b.1).filled())),
+    )
     .map_err(e)?;
-    ch.draw_series(bars.iter().enumerate().map(|(i, b)| {
-        Rectangle::new([(0.0, SegmentValue::Exact(i)), (b.2, SegmentValue::Exact(i + 1))], WHITE.stroke_width(3))
-    }))
+    ch.draw_series(
+        bars.iter()
+            .enumerate()
+            .map(|(i, b)| Rectangle::new([(0.0, slot(i).0), (b.2, slot(i).1)], WHITE.stroke_width(3))),
+    )
     .map_err(e)?;
     Ok(())
 }
@@ -540,6 +593,33 @@ mod tests {
         assert!(text.contains("2.50") && text.contains("3.00") && text.contains("500.0"), "{text}");
         assert!(text.contains("ShaleDB / RocksDB: 1.50"), "{text}");
         assert!(!config_table(&r.configs[1]).contains("q.100"));
+    }
+
+    /// The detail line and the table show a query step's cost with the same unit and denominator (per query),
+    /// and a load's per row; the per-row figure of a query step (CPU of the queries over the few rows the
+    /// inserter added) is in neither.
+    #[test]
+    fn detail_lines_and_table_agree() {
+        let r = report(1);
+        let run = &r.configs[0].runs[0];
+        let q = &run.queries[0];
+        assert_eq!(q.cpu_us_per_query, Some(10_000.0));
+        assert_eq!(q.cost.cpu_us_per_row, Some(500.0));
+        let detail = query_line(q);
+        assert!(detail.contains("CPU 10000.0 us/query") && detail.contains("rd 82 B/query"), "{detail}");
+        assert!(detail.contains("wamp 2.50, wamp /proc 3.00"), "{detail}");
+        let table = config_table(&r.configs[0]);
+        let header = table.lines().next().unwrap();
+        assert!(header.contains("rd B/unit") && header.contains("CPU us/unit"), "{table}");
+        let row = table.lines().find(|l| l.starts_with("q.100")).unwrap();
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        assert!(cols.contains(&"10000.0") && cols.contains(&"82") && !cols.contains(&"500.0"), "{row}");
+        let load = table.lines().find(|l| l.starts_with("load")).unwrap();
+        assert!(load.contains("500.0") && load_line(&run.load, run.cache_bytes).contains("CPU 500.0 us/row"), "{load}");
+        // Every name the lines use is explained in the legend.
+        for name in ["rd B", "CPU us", "wamp =", "wamp /proc =", "unit"] {
+            assert!(LEGEND.contains(name), "{name}");
+        }
     }
 
     #[test]

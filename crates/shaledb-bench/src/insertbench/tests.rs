@@ -36,6 +36,8 @@ fn tiny(dir: &Path, engines: Vec<EngineKind>) -> InsertArgs {
         use_direct_reads: false,
         sync: false,
         db: Some(dir.join("db")),
+        use_existing_db: None,
+        progress: false,
         json: Some(dir.join("insert.json")),
         plot: Some(dir.join("plots")),
         seed: 11,
@@ -248,4 +250,14 @@ fn covering_scan_reads_index_entries_in_order() {
         assert!(bytes >= 500 * 16, "{i:?}");
     }
     engine.close().unwrap();
+}
+
+/// `--progress[=BOOL]` and `--use_existing_db[=BOOL]` parse as `shaledb bench` parses them.
+#[test]
+fn progress_and_use_existing_db_parse_as_bench_flags() {
+    assert!(parse(&[]).unwrap().progress);
+    assert!(!parse(&["--progress=0"]).unwrap().progress);
+    assert!(parse(&["--progress"]).unwrap().progress);
+    assert_eq!(parse(&["--use_existing_db=0"]).unwrap().use_existing_db, Some(false));
+    assert_eq!(parse(&[]).unwrap().use_existing_db, None);
 }

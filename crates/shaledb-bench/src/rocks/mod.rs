@@ -288,9 +288,9 @@ impl Engine for RocksDb {
         })
     }
 
-    fn destroy(path: &Path) -> EngineResult<()> {
+    fn destroy(path: &Path) -> EngineResult<usize> {
         if !path.exists() {
-            return Ok(());
+            return Ok(0);
         }
         let names = entries(path)?;
         let empty = names.iter().all(|n| n == "LOCK");
@@ -305,16 +305,7 @@ impl Engine for RocksDb {
         }
         DB::destroy(&Options::default(), path)?;
         let left = if path.exists() { entries(path)? } else { Vec::new() };
-        let removed: Vec<&String> = names.iter().filter(|n| !left.contains(n)).collect();
-        if !removed.is_empty() && !empty {
-            eprintln!(
-                "bench: removed the old database in {} ({} files: {})",
-                path.display(),
-                removed.len(),
-                removed.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-            );
-        }
-        Ok(())
+        Ok(names.iter().filter(|n| !left.contains(n)).count())
     }
 
     fn close(self) -> EngineResult<()> {

@@ -114,10 +114,22 @@ pub struct SysbenchArgs {
     /// Values per IN-list of random-points, hot-points and update-inlist (sysbench's all_small.sh passes 100).
     #[arg(long, default_value_t = 100)]
     pub random_points: usize,
-    /// Directory for the databases (one subdirectory per engine, removed after each run); default: a new
-    /// temporary directory under the current one.
+    /// Directory for the databases: one subdirectory per engine (<db>/shaledb, <db>/rocksdb), made and
+    /// removed after each run; default: a new temporary directory under the current one. A subdirectory that
+    /// already holds a database is refused unless --use_existing_db=0 is given; files that are not a
+    /// database's are never deleted.
     #[arg(long)]
     pub db: Option<PathBuf>,
+    /// 0: delete the databases already in --db's engine subdirectories first (only their files), saying so
+    /// once each. Without it such a database is refused and nothing is deleted. 1 is refused: the suite loads
+    /// its own data.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = crate::flags::parse_bool)]
+    pub use_existing_db: Option<bool>,
+    /// Accepted as `shaledb bench` accepts it (`--progress[=BOOL]`); this suite draws no progress bar either
+    /// way (it prints a line per step).
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
+          value_parser = crate::flags::parse_bool)]
+    pub progress: bool,
     /// Write every figure as JSON to this file (rewritten after each configuration).
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -228,7 +240,7 @@ fn option_list(f: &BenchFlags) -> Vec<(String, String)> {
 pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchReport> {
     let tests = a.validate()?;
     let seed = harness::resolve_seed(a.seed);
-    let dir = SuiteDir::create(a.db.as_deref(), "shaledb-sysbench-")?;
+    let dir = SuiteDir::create(a.db.as_deref(), "shaledb-sysbench-", &a.engine, a.use_existing_db)?;
     let base = dir.path();
     let sample_flags = engine_flags(a, CompressionSetting::None, base, false);
     sample_flags.validate()?;

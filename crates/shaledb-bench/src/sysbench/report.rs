@@ -340,7 +340,8 @@ pub fn summary_table(r: &SysbenchReport) -> String {
 const BAR_STYLE: BarStyle = BarStyle { caption: 22, ratio_labels: 200, log_labels: 240 };
 
 /// Writes one bar chart per configuration into `dir` (SVG and PNG): with two engines the ratio of the first
-/// over the second per test, with a line at 1.0; with one engine its figure per test on a log scale.
+/// over the second per test, with a line at 1.0; with one engine its figure per test (a linear axis from 0,
+/// or a log axis when the figures span 10x or more).
 pub fn write_plots(dir: &Path, r: &SysbenchReport) -> Result<Vec<PathBuf>> {
     create_plot_dir(dir)?;
     let mut files = Vec::new();
@@ -367,9 +368,9 @@ fn draw_config<DB: DrawingBackend>(
     let title = if two {
         format!("sysbench {}: {} / {} per test", c.label(), c.runs[0].name, c.runs[1].name)
     } else {
-        format!("sysbench {}: {} per test (log scale)", c.label(), c.runs.first().map_or("", |r| r.name.as_str()))
+        format!("sysbench {}: {} per test", c.label(), c.runs.first().map_or("", |r| r.name.as_str()))
     };
-    let scale = if two { BarScale::Ratio } else { BarScale::Log };
+    let scale = if two { BarScale::Ratio } else { BarScale::Figures };
     draw_bar_chart(root, &title, &bars, scale, BAR_STYLE)
 }
 

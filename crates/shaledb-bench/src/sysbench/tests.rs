@@ -79,3 +79,13 @@ fn engine_options_follow_the_settings() {
     assert_eq!(z.readahead_size, 65536);
     assert_eq!(z.compression_levels().unwrap().len(), z.num_levels);
 }
+
+/// `--progress[=BOOL]` and `--use_existing_db[=BOOL]` parse as `shaledb bench` parses them.
+#[test]
+fn progress_and_use_existing_db_parse_as_bench_flags() {
+    assert!(parse(&[]).unwrap().progress);
+    assert!(!parse(&["--progress=false"]).unwrap().progress);
+    assert!(parse(&["--progress"]).unwrap().progress);
+    assert_eq!(parse(&["--use_existing_db=false"]).unwrap().use_existing_db, Some(false));
+    assert!(parse(&["--progress=maybe"]).is_err());
+}
