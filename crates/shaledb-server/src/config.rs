@@ -1,23 +1,37 @@
 //! Server configuration: command-line flags (`shaledb server --port ...`), a Redis-style config file
 //! (`--config FILE`), and the values `CONFIG GET/SET` read and change at run time.
 //!
-//! The config file holds `directive value...` lines as redis.conf does: `#` starts a comment line, values may
-//! be "double quoted" (with escapes) or 'single quoted'. The directives are the flags' names: `port`, `bind`
-//! (its first address is used), `dir`, `appendfsync`, `requirepass`, `maxclients`, `timeout`,
-//! `protected-mode`, `proto-max-bulk-len`, `client-query-buffer-limit`, plus the fixed ones Redis clients
-//! know (`appendonly yes`, `save ""`, `databases 16`, `maxmemory 0`, `maxmemory-policy noeviction`), accepted
-//! when they say what this server does. An unknown directive or a bad value stops the start, naming the line.
+//! The config file is read as Redis 7.0 reads redis.conf: `directive value...` lines, `#` starts a comment
+//! line, values may be "double quoted" (with escapes) or 'single quoted', `include FILE` reads another file
+//! in place, and repeated directives add up where Redis's do (`save`, `client-output-buffer-limit`,
+//! `rename-command`, `user`). Every directive of Redis 7.0 is known ([`redis`] lists their names):
+//!
+//! - the ones this server honours take effect: `port`, `bind` (its first address), `dir`, `appendfsync`,
+//!   `requirepass`, `maxclients`, `timeout`, `protected-mode`, `proto-max-bulk-len`,
+//!   `client-query-buffer-limit`, `databases` (16 is the only value: the server has 16);
+//! - the others are accepted, stored (`CONFIG GET` shows them) and named in one warning at start, since they
+//!   change nothing here; those whose value says what this server does anyway (`appendonly yes`, `save ""`,
+//!   `daemonize no`, `maxmemory 0` ...) are not named. `daemonize yes` is accepted too and the server stays
+//!   in the foreground (forking a process that already runs threads is unsafe, and a daemon would lose the
+//!   start's errors): run it under a supervisor (systemd, or `&` in a shell);
+//! - a directive that is not Redis 7.0's is an error naming its line, as is a bad value for a directive this
+//!   server honours (or a yes/no or numeric one it stores).
+//!
 //! Flags given on the command line win over the file.
 
 use crate::resp::Limits;
 use crate::store::Appendfsync;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+pub mod redis;
 
 /// `shaledb server` flags. A flag not given takes the config file's value, else the default shown.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ServerArgs {
-    /// Redis-style config file (`directive value` lines) read at start; flags win over it.
+    /// A redis.conf of Redis 7.0 read at start: the directives this server honours take effect, Redis's
+    /// others are accepted and named in one warning, an unknown one is an error; flags win over it.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Database directory (created if missing; must hold a ShaleDB database or nothing) [default: ./shaledb-data].
@@ -84,6 +98,11 @@ pub struct Config {
     pub query_buffer_limit: usize,
     /// The config file the server was started with (`INFO server`, `CONFIG REWRITE`).
     pub config_file: Option<PathBuf>,
+    /// Values of the Redis parameters this server accepts but does not apply, by canonical name, as
+    /// `CONFIG GET` prints them; a parameter not here has its default ([`redis::PARAMETERS`]).
+    pub redis: BTreeMap<String, String>,
+    /// The directives of the config file that change nothing here: `(name, what the warning says)`.
+    pub not_applied: Vec<(String, String)>,
 }
 
 impl Default for Config {
@@ -100,6 +119,8 @@ impl Default for Config {
             limits: Limits::default(),
             query_buffer_limit: 1 << 30,
             config_file: None,
+            redis: BTreeMap::new(),
+            not_applied: Vec::new(),
         }
     }
 }
@@ -115,7 +136,7 @@ pub enum SetError {
     Invalid(String),
 }
 
-/// Every parameter `CONFIG GET` knows, in the order it lists them.
+/// The parameters this server honours, first in `CONFIG GET`'s list; [`parameter_names`] has every one.
 pub const PARAMETERS: &[&str] = &[
     "appendfsync",
     "requirepass",
@@ -127,12 +148,36 @@ pub const PARAMETERS: &[&str] = &[
     "bind",
     "dir",
     "protected-mode",
-    "save",
-    "appendonly",
     "databases",
-    "maxmemory",
-    "maxmemory-policy",
 ];
+
+/// Every parameter `CONFIG GET` knows, in the order it lists them: the honoured ones, then Redis 7.0's
+/// others (stored, changing nothing here) and their aliases.
+pub fn parameter_names() -> impl Iterator<Item = &'static str> {
+    PARAMETERS.iter().copied().chain(redis::all_names().filter(|n| !PARAMETERS.contains(n)))
+}
+
+/// Redis parameters whose value here says what this server does anyway: not named in the start's warning.
+const SAME_AS_SHALEDB: &[(&str, &str)] = &[
+    ("appendonly", "yes"),
+    ("save", ""),
+    ("maxmemory", "0"),
+    ("maxmemory-policy", "noeviction"),
+    ("daemonize", "no"),
+    ("supervised", "no"),
+    ("cluster-enabled", "no"),
+];
+
+/// Most nested `include`s (a loop of includes stops here).
+const MAX_INCLUDE_DEPTH: usize = 16;
+
+/// What reading one config file (and its includes) keeps between lines.
+#[derive(Default)]
+struct FileState {
+    depth: usize,
+    /// A `save` line was read: the next ones add to it instead of replacing the default (as Redis does).
+    save_started: bool,
+}
 
 /// Smallest `proto-max-bulk-len` and `client-query-buffer-limit` Redis accepts (1 MB).
 const MIN_LIMIT: u64 = 1 << 20;
@@ -214,40 +259,142 @@ impl Config {
         Ok(())
     }
 
-    /// Applies a config file's text; the error names the line (1-based) and why.
+    /// Applies a config file's text; the error names the line (1-based) and why. An `include`d file's
+    /// error names the `include` line and, in the message, the included file's line.
     pub fn apply_file(&mut self, text: &str) -> Result<(), (usize, String)> {
+        self.apply_text(text, &mut FileState::default())
+    }
+
+    fn apply_text(&mut self, text: &str, state: &mut FileState) -> Result<(), (usize, String)> {
         for (no, line) in text.lines().enumerate() {
             let no = no + 1;
             let Some((name, args)) = parse_line(line).map_err(|e| (no, e))? else { continue };
-            self.apply_directive(&name, &args).map_err(|e| (no, format!("'{}': {e}", line.trim())))?;
+            self.apply_directive(&name, &args, state).map_err(|e| (no, format!("'{}': {e}", line.trim())))?;
         }
         Ok(())
     }
 
-    /// One `directive value...` line of a config file.
-    fn apply_directive(&mut self, name: &str, args: &[String]) -> Result<(), String> {
-        let name = name.to_ascii_lowercase();
-        match name.as_str() {
-            // Redis's bind takes several addresses: the first is used.
-            "bind" if !args.is_empty() => {
-                self.bind = args[0].clone();
-                Ok(())
-            }
-            "save" if args.iter().all(|a| a.is_empty()) => Ok(()),
-            _ if args.len() != 1 => {
-                if PARAMETERS.contains(&name.as_str()) {
-                    Err("wrong number of arguments".into())
-                } else {
-                    Err("unknown directive".into())
-                }
-            }
-            _ => match self.set_value(&name, &args[0], true) {
-                Ok(()) => Ok(()),
-                Err(SetError::Unknown) => Err("unknown directive".into()),
-                Err(SetError::Immutable) => Err("can't be set".into()),
-                Err(SetError::Invalid(why)) => Err(why),
-            },
+    /// The one warning the start prints for the directives that change nothing here (`None`: there are none).
+    pub fn not_applied_warning(&self) -> Option<String> {
+        if self.not_applied.is_empty() {
+            return None;
         }
+        let list: Vec<&str> = self.not_applied.iter().map(|(_, text)| text.as_str()).collect();
+        Some(format!(
+            "# warning: {} Redis directive(s) of the config file accepted but not applied by ShaleDB (CONFIG GET \
+             shows their values): {}",
+            list.len(),
+            list.join(", ")
+        ))
+    }
+
+    /// Notes a directive that changes nothing here, once per name, unless its value is what this server
+    /// does anyway.
+    fn note_not_applied(&mut self, name: &str, value: &str) {
+        let canonical = redis::canonical(name).unwrap_or(name);
+        if SAME_AS_SHALEDB.iter().any(|(n, v)| *n == canonical && value.eq_ignore_ascii_case(v)) {
+            self.not_applied.retain(|(n, _)| n != name);
+            return;
+        }
+        let text = match canonical {
+            "daemonize" => "daemonize yes (the server stays in the foreground: run it under a supervisor)".into(),
+            "appendonly" => "appendonly no (every write goes to the WAL)".into(),
+            "save" => "save (no snapshots: SAVE and BGSAVE make a checkpoint when asked)".into(),
+            "maxmemory" | "maxmemory-policy" => format!("{name} (no eviction: keys live on disk)"),
+            _ => name.to_string(),
+        };
+        match self.not_applied.iter_mut().find(|(n, _)| n == name) {
+            Some(entry) => entry.1 = text,
+            None => self.not_applied.push((name.to_string(), text)),
+        }
+    }
+
+    /// One `directive value...` line of a config file.
+    fn apply_directive(&mut self, name: &str, args: &[String], state: &mut FileState) -> Result<(), String> {
+        let name = name.to_ascii_lowercase();
+        let wrong_args = || Err("wrong number of arguments".to_string());
+        match name.as_str() {
+            "include" => {
+                let [path] = args else { return wrong_args() };
+                return self.include(path, state);
+            }
+            "sentinel" => return Err("a Redis Sentinel directive: this is not a Sentinel".into()),
+            "rename-command" if args.len() != 2 => return wrong_args(),
+            "user" | "loadmodule" if args.is_empty() => return wrong_args(),
+            "rename-command" | "user" | "loadmodule" => {
+                self.note_not_applied(&name, "");
+                return Ok(());
+            }
+            // Deprecated: Redis 7.0 accepts and ignores them too.
+            "lua-replicate-commands" | "list-max-ziplist-entries" | "list-max-ziplist-value" => {
+                if args.len() != 1 {
+                    return wrong_args();
+                }
+                self.note_not_applied(&name, &args[0]);
+                return Ok(());
+            }
+            // Redis listens on every address given (a leading `-` marks one that may be missing): the first
+            // is used here.
+            "bind" => {
+                let Some(first) = args.first() else { return wrong_args() };
+                self.bind = first.trim_start_matches('-').to_string();
+                self.not_applied.retain(|(n, _)| n != "bind");
+                if args.len() > 1 {
+                    let text = format!("bind (only {} is used)", self.bind);
+                    self.not_applied.push(("bind".into(), text));
+                }
+                return Ok(());
+            }
+            _ => {}
+        }
+        let Some(canonical) = redis::canonical(&name) else {
+            return Err("unknown directive (not a Redis 7.0 directive)".into());
+        };
+        let value = if redis::MULTI_WORD.contains(&canonical) {
+            // Separate words, or one quoted value holding them (as CONFIG REWRITE writes it).
+            let joined = args.join(" ");
+            if canonical == "save" {
+                // The file's first `save` replaces the default, the next ones add to it; `save ""` clears.
+                let before = if std::mem::replace(&mut state.save_started, true) {
+                    self.get("save").unwrap_or_default()
+                } else {
+                    String::new()
+                };
+                if joined.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!("{before} {joined}").trim().to_string()
+                }
+            } else {
+                joined
+            }
+        } else {
+            let [value] = args else { return wrong_args() };
+            value.clone()
+        };
+        match self.set_value(canonical, &value, true) {
+            Ok(()) => {}
+            Err(SetError::Unknown) => return Err("unknown directive (not a Redis 7.0 directive)".into()),
+            Err(SetError::Immutable) => return Err("can't be set".into()),
+            Err(SetError::Invalid(why)) => return Err(why),
+        }
+        if !PARAMETERS.contains(&canonical) {
+            let stored = self.get(canonical).unwrap_or_default();
+            self.note_not_applied(&name, &stored);
+        }
+        Ok(())
+    }
+
+    /// `include FILE`: the file's directives, in place.
+    fn include(&mut self, path: &str, state: &mut FileState) -> Result<(), String> {
+        if state.depth >= MAX_INCLUDE_DEPTH {
+            return Err(format!("includes nested more than {MAX_INCLUDE_DEPTH} deep (does a file include itself?)"));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| format!("reading {path}: {e}"))?;
+        state.depth += 1;
+        let r = self.apply_text(&text, state);
+        state.depth -= 1;
+        r.map_err(|(line, msg)| format!("in {path} line {line}: {msg}"))
     }
 
     /// The value of a parameter as `CONFIG GET` prints it (`None`: no such parameter).
@@ -263,14 +410,12 @@ impl Config {
             "bind" => self.bind.clone(),
             "dir" => std::path::absolute(&self.dir).unwrap_or_else(|_| self.dir.clone()).display().to_string(),
             "protected-mode" => yes_no(self.protected_mode),
-            // Fixed: no snapshots (the WAL is the persistence), always the append-only log, 16 databases,
-            // no memory limit, never evicts.
-            "save" => String::new(),
-            "appendonly" => "yes".into(),
             "databases" => crate::keys::DATABASES.to_string(),
-            "maxmemory" => "0".into(),
-            "maxmemory-policy" => "noeviction".into(),
-            _ => return None,
+            // Redis's others: the value stored, else the default (they change nothing here).
+            _ => {
+                let canonical = redis::canonical(name)?;
+                self.redis.get(canonical).cloned().unwrap_or_else(|| redis::default_of(canonical).to_string())
+            }
         })
     }
 
@@ -321,30 +466,27 @@ impl Config {
                         parse_yes_no(value).map_err(|_| SetError::Invalid("argument must be 'yes' or 'no'".into()))?
                 }
             },
-            "port" | "bind" | "dir" | "protected-mode" | "databases" => return Err(SetError::Immutable),
-            // The fixed ones: accepted when they say what this server does.
-            "save" | "appendonly" | "maxmemory" | "maxmemory-policy" => {
-                let ok = match name {
-                    "save" => value.trim().is_empty(),
-                    "appendonly" => value.eq_ignore_ascii_case("yes"),
-                    "maxmemory" => parse_memory(value) == Some(0),
-                    _ => value.eq_ignore_ascii_case("noeviction"),
-                };
-                if !ok {
-                    return Err(SetError::Invalid(
-                        match name {
-                            "save" => {
-                                "this server has no snapshots: every write goes to the WAL (only \"\" is accepted)"
-                            }
-                            "appendonly" => "this server always writes the WAL (only yes is accepted)",
-                            "maxmemory" => "this server never evicts keys (only 0 is accepted)",
-                            _ => "this server never evicts keys (only noeviction is accepted)",
-                        }
-                        .into(),
-                    ));
+            "databases" if at_start => {
+                let n: u64 = value.parse().map_err(|_| invalid_int())?;
+                if n != u64::from(crate::keys::DATABASES) {
+                    return Err(SetError::Invalid(format!(
+                        "this server has {} databases (only {} is accepted)",
+                        crate::keys::DATABASES,
+                        crate::keys::DATABASES
+                    )));
                 }
             }
-            _ => return Err(SetError::Unknown),
+            "port" | "bind" | "dir" | "protected-mode" | "databases" => return Err(SetError::Immutable),
+            // Redis's others: checked, stored and shown by CONFIG GET; they change nothing here.
+            _ => {
+                let canonical = redis::canonical(name).ok_or(SetError::Unknown)?;
+                if !at_start && redis::IMMUTABLE.contains(&canonical) {
+                    return Err(SetError::Immutable);
+                }
+                let old = self.get(canonical).unwrap_or_default();
+                let v = redis::normalise(canonical, value, &old).map_err(SetError::Invalid)?;
+                self.redis.insert(canonical.to_string(), v);
+            }
         }
         Ok(())
     }
@@ -365,22 +507,25 @@ impl Config {
                     continue;
                 }
             };
-            if !seen.insert(name.clone()) {
+            // Lines that are not parameters (`include`, `rename-command`, `user` ...) stay as they are.
+            let Some(v) = self.get(&name) else {
+                out.push_str(line);
+                out.push('\n');
+                continue;
+            };
+            let canonical = redis::canonical(&name).unwrap_or(&name).to_string();
+            if !seen.insert(canonical) {
                 continue;
             }
-            match self.get(&name) {
-                Some(v) => out.push_str(&format!("{name} {}\n", quote(&v))),
-                None => {
-                    out.push_str(line);
-                    out.push('\n');
-                }
-            }
+            out.push_str(&format!("{name} {}\n", quote(&v)));
         }
         let mut header = false;
-        for name in PARAMETERS {
-            if seen.contains(*name) || self.get(name) == defaults.get(name) {
+        let canonical_names = PARAMETERS.iter().copied().chain(redis::PARAMETERS.iter().map(|(n, _)| *n));
+        for name in canonical_names {
+            if seen.contains(name) || self.get(name) == defaults.get(name) {
                 continue;
             }
+            seen.insert(name.to_string());
             if !header {
                 out.push_str("# Generated by CONFIG REWRITE\n");
                 header = true;
@@ -449,14 +594,21 @@ mod tests {
     #[test]
     fn a_bad_line_is_an_error_naming_it() {
         let mut c = Config::default();
-        let (line, msg) = c.apply_file("port 1\n# ok\nloglevel notice\n").unwrap_err();
-        assert_eq!(line, 3);
-        assert!(msg.contains("unknown directive"), "{msg}");
+        let (line, msg) = c.apply_file("port 1\n# ok\nloglevel notice\nloglevels notice\n").unwrap_err();
+        assert_eq!(line, 4);
+        assert_eq!(msg, "'loglevels notice': unknown directive (not a Redis 7.0 directive)");
         assert_eq!(c.apply_file("appendfsync sometimes").unwrap_err().0, 1);
         assert_eq!(c.apply_file("port 1 2").unwrap_err().1, "'port 1 2': wrong number of arguments");
         assert_eq!(c.apply_file("maxclients 0").unwrap_err().0, 1);
-        assert_eq!(c.apply_file("appendonly no").unwrap_err().0, 1);
+        assert_eq!(c.apply_file("databases 32").unwrap_err().0, 1);
         assert_eq!(c.apply_file("requirepass \"abc").unwrap_err().0, 1);
+        // Redis's own directives that this server stores are checked as Redis checks them.
+        assert_eq!(c.apply_file("\nrdbcompression maybe").unwrap_err().0, 2);
+        assert_eq!(c.apply_file("hz ten").unwrap_err().0, 1);
+        assert_eq!(c.apply_file("save 900").unwrap_err().0, 1);
+        assert_eq!(c.apply_file("client-output-buffer-limit nobody 0 0 0").unwrap_err().0, 1);
+        assert_eq!(c.apply_file("rename-command FLUSHALL").unwrap_err().0, 1);
+        assert!(c.apply_file("sentinel monitor m 127.0.0.1 6379 2").unwrap_err().1.contains("Sentinel"));
     }
 
     #[test]
@@ -486,7 +638,20 @@ mod tests {
         c.set_value("proto-max-bulk-len", "4mb", false).unwrap();
         assert_eq!(c.get("proto-max-bulk-len").as_deref(), Some("4194304"));
         c.set_value("save", "", false).unwrap();
-        assert!(c.set_value("save", "900 1", false).is_err());
+        c.set_value("save", "900 1", false).unwrap();
+        assert_eq!(c.get("save").as_deref(), Some("900 1"));
+        assert!(c.set_value("save", "900", false).is_err());
+        // Redis's immutable ones stay immutable; the others are stored and read back (aliases too).
+        assert_eq!(c.set_value("daemonize", "yes", false), Err(SetError::Immutable));
+        c.set_value("slave-read-only", "no", false).unwrap();
+        assert_eq!(c.get("replica-read-only").as_deref(), Some("no"));
+        c.set_value("maxmemory", "1mb", false).unwrap();
+        assert_eq!(c.get("maxmemory").as_deref(), Some("1048576"));
+        c.set_value("client-output-buffer-limit", "pubsub 64mb 16mb 30", false).unwrap();
+        assert_eq!(
+            c.get("client-output-buffer-limit").as_deref(),
+            Some("normal 0 0 0 slave 268435456 67108864 60 pubsub 67108864 16777216 30")
+        );
         assert_eq!(parse_memory("2gb"), Some(2 << 30));
         assert_eq!(parse_memory("99999999999999999999gb"), None);
         assert_eq!(parse_memory("gb"), None);
@@ -503,5 +668,118 @@ mod tests {
         let mut d = Config::default();
         d.apply_file(&text).unwrap();
         assert_eq!((d.maxclients, d.requirepass.as_deref()), (9, Some("a b")));
+    }
+
+    /// A config file holding every directive of Redis 7.0 (each parameter and alias with a valid value, the
+    /// file-only ones too) parses; the ones this server does not apply are named in the one warning.
+    #[test]
+    fn every_redis_7_0_directive_parses() {
+        let dir = tempfile::tempdir().unwrap();
+        let included = dir.path().join("included.conf");
+        std::fs::write(&included, "maxclients 77\n").unwrap();
+        let defaults = Config { dir: dir.path().join("db"), ..Config::default() };
+        let mut text = String::new();
+        for name in parameter_names() {
+            let v = defaults.get(name).unwrap();
+            let v = if v.is_empty() { "\"\"".to_string() } else { quote(&v) };
+            text.push_str(&format!("{name} {v}\n"));
+        }
+        for name in redis::FILE_ONLY {
+            let line = match *name {
+                "include" => format!("include {}", quote(&included.display().to_string())),
+                "rename-command" => "rename-command CONFIG \"\"".into(),
+                "user" => "user default on nopass ~* &* +@all".into(),
+                "loadmodule" => "loadmodule /usr/lib/redis/modules/none.so".into(),
+                "sentinel" => continue,
+                other => format!("{other} 512"),
+            };
+            text.push_str(&line);
+            text.push('\n');
+        }
+        let mut c = Config::default();
+        c.apply_file(&text).unwrap();
+        assert_eq!(c.maxclients, 77);
+        let warning = c.not_applied_warning().unwrap();
+        assert!(!warning.contains('\n'));
+        for name in ["tcp-backlog", "rdbcompression", "lazyfree-lazy-eviction", "rename-command", "user", "slaveof"] {
+            assert!(
+                warning.contains(&format!(" {name},")) || warning.ends_with(&format!(" {name}")),
+                "{name}: {warning}"
+            );
+        }
+        // What this server does anyway is not named; what it honours is not either.
+        for name in ["appendonly", "daemonize", "cluster-enabled", "maxclients", "port"] {
+            assert!(!warning.contains(&format!(" {name}")), "{name}: {warning}");
+        }
+        // Every name of the list is one this module knows.
+        for (name, _) in redis::PARAMETERS.iter().chain(redis::ALIASES) {
+            assert!(redis::is_directive(name) && c.get(name).is_some(), "{name}");
+        }
+    }
+
+    /// Debian's stock redis.conf of Redis 7.0, in the parts that matter: repeated and multi-word directives,
+    /// `daemonize yes`, quoted values; `include` reads a file in place and its errors name both lines.
+    #[test]
+    fn redis_conf_grammar_repeats_quotes_and_includes() {
+        let dir = tempfile::tempdir().unwrap();
+        let inc = dir.path().join("inc.conf");
+        std::fs::write(&inc, "# included\ntimeout 5\nnosuch yes\n").unwrap();
+        let mut c = Config::default();
+        c.apply_file(
+            "bind 127.0.0.1 -::1\ndaemonize yes\nsave 900 1\nsave 300 10\nproc-title-template \"{title} {listen-addr}\"\n\
+             client-output-buffer-limit replica 256mb 64mb 60\nclient-output-buffer-limit pubsub 32mb 8mb 60\n\
+             rename-command FLUSHALL \"\"\nrename-command KEYS ''\noom-score-adj-values 0 200 800\nappendonly no\n",
+        )
+        .unwrap();
+        assert_eq!(c.bind, "127.0.0.1");
+        assert_eq!(c.get("save").as_deref(), Some("900 1 300 10"));
+        assert_eq!(c.get("proc-title-template").as_deref(), Some("{title} {listen-addr}"));
+        assert_eq!(c.get("oom-score-adj-values").as_deref(), Some("0 200 800"));
+        assert_eq!(
+            c.get("client-output-buffer-limit").as_deref(),
+            Some("normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60")
+        );
+        let w = c.not_applied_warning().unwrap();
+        for want in [
+            "bind (only 127.0.0.1 is used)",
+            "daemonize yes (the server stays in the foreground",
+            "save (",
+            "appendonly no",
+        ] {
+            assert!(w.contains(want), "{want}: {w}");
+        }
+        assert_eq!(w.matches("rename-command").count(), 1, "{w}");
+        // `save ""` clears; CONFIG REWRITE's one-line forms read back.
+        c.apply_file("save \"\"\n").unwrap();
+        assert_eq!(c.get("save").as_deref(), Some(""));
+        c.apply_file("save \"60 100\"\n").unwrap();
+        assert_eq!(c.get("save").as_deref(), Some("60 100"));
+        let (line, msg) = c.apply_file(&format!("port 1\ninclude {}\n", inc.display())).unwrap_err();
+        assert_eq!(line, 2);
+        assert!(msg.contains("line 3") && msg.contains("nosuch"), "{msg}");
+        assert_eq!(c.timeout, Some(Duration::from_secs(5)));
+        // An include loop stops with an error, not a stack overflow.
+        let looped = dir.path().join("loop.conf");
+        std::fs::write(&looped, format!("include {}\n", looped.display())).unwrap();
+        let (_, msg) = Config::default().apply_file(&format!("include {}\n", looped.display())).unwrap_err();
+        assert!(msg.contains("nested more than"), "{msg}");
+    }
+
+    #[test]
+    fn rewrite_keeps_repeated_file_only_lines_and_stored_values() {
+        let mut c = Config::default();
+        let old = "rename-command A B\nrename-command C D\nsave 900 1\nsave 60 5\nslave-read-only yes\n";
+        c.apply_file(old).unwrap();
+        c.set_value("replica-read-only", "no", false).unwrap();
+        c.set_value("hz", "20", false).unwrap();
+        let text = c.rewrite_file(old);
+        assert_eq!(
+            text,
+            "rename-command A B\nrename-command C D\nsave \"900 1 60 5\"\nslave-read-only no\n\
+             # Generated by CONFIG REWRITE\nhz 20\n"
+        );
+        let mut d = Config::default();
+        d.apply_file(&text).unwrap();
+        assert_eq!((d.get("save"), d.get("hz")), (c.get("save"), Some("20".into())));
     }
 }

@@ -2,6 +2,7 @@
 //!
 //! - [`resp`]: the RESP2/RESP3 request parser (incremental, zero-copy, limited) and reply encoder;
 //! - [`keys`]: how Redis keys and values are laid out on the engine (docs/format/server-keys.md);
+//! - [`layout`]: the layout marker, and telling a server keyspace from a plain database;
 //! - [`store`]: the engine, and the commit thread that executes every write and group-commits them;
 //! - [`expire`]: the background sweeper that deletes expired keys, and the keyspace counts of `INFO`;
 //! - [`gc`]: the collector that deletes the member records of dead collection versions;
@@ -17,6 +18,7 @@ pub mod dead;
 pub mod expire;
 pub mod gc;
 pub mod keys;
+pub mod layout;
 pub mod resp;
 pub mod server;
 pub mod store;

@@ -138,6 +138,8 @@ pub struct Shared {
     pub local_addr: SocketAddr,
     /// Pub/Sub channels and patterns (in memory).
     pub pubsub: commands::pubsub::Registry,
+    /// SAVE and BGSAVE checkpoints (`LASTSAVE`, `INFO persistence`).
+    pub saves: Arc<commands::server_cmds::Saves>,
 }
 
 impl Shared {
@@ -331,17 +333,17 @@ async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError>
     if config.maxclients == 0 {
         return Err(ServerError::Config("--maxclients must be at least 1".into()));
     }
-    let db = open_db(&config)?;
+    // The listener first: a start that cannot listen (port taken) fails before the database is created or
+    // opened, and leaves nothing behind.
     let addr = format!("{}:{}", config.bind, config.port);
-    let listener = match TcpListener::bind(&addr).await {
-        Ok(l) => l,
-        Err(source) => {
-            let _ = db.close();
-            return Err(ServerError::Listen { addr, cause: source });
-        }
-    };
+    let listener =
+        TcpListener::bind(&addr).await.map_err(|source| ServerError::Listen { addr: addr.clone(), cause: source })?;
     let local_addr =
         listener.local_addr().map_err(|source| ServerError::Listen { addr: addr.clone(), cause: source })?;
+    // What this start creates is removed again if the open fails (dropped after the database).
+    let created = FreshDir::note(&config.dir);
+    let db = open_db(&config)?;
+    created.keep();
     let store = Store::start(db, config.appendfsync);
     eprintln!(
         "# shaledb server {} on {} (dir {}, appendfsync {})",
@@ -350,6 +352,9 @@ async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError>
         config.dir.display(),
         config.appendfsync.name()
     );
+    if let Some(warning) = config.not_applied_warning() {
+        eprintln!("{warning}");
+    }
     let (shutdown, _) = watch::channel(false);
     let shared = Arc::new(Shared {
         store,
@@ -361,15 +366,84 @@ async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError>
         shutdown,
         local_addr,
         pubsub: Default::default(),
+        saves: Default::default(),
     });
     Ok((shared, listener))
+}
+
+/// The directories and files a start creates for a new database, removed again when the start fails: the
+/// database directory and its missing parents when it did not exist, or what appeared in it when it was an
+/// empty directory. A directory that held anything is never touched.
+struct FreshDir {
+    /// The topmost directory this start will create (it did not exist).
+    created_root: Option<std::path::PathBuf>,
+    /// The database directory existed and was empty.
+    was_empty: Option<std::path::PathBuf>,
+}
+
+impl FreshDir {
+    fn note(dir: &std::path::Path) -> FreshDir {
+        let mut fresh = FreshDir { created_root: None, was_empty: None };
+        match std::fs::read_dir(dir) {
+            Ok(mut entries) => {
+                if entries.next().is_none() {
+                    fresh.was_empty = Some(dir.to_path_buf());
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+                let mut root = abs.clone();
+                while let Some(parent) = root.parent() {
+                    if parent.as_os_str().is_empty() || parent.exists() {
+                        break;
+                    }
+                    root = parent.to_path_buf();
+                }
+                fresh.created_root = Some(root);
+            }
+            Err(_) => {}
+        }
+        fresh
+    }
+
+    /// The start succeeded: keep everything.
+    fn keep(mut self) {
+        self.created_root = None;
+        self.was_empty = None;
+    }
+}
+
+impl Drop for FreshDir {
+    fn drop(&mut self) {
+        if let Some(root) = self.created_root.take() {
+            if root.exists() {
+                let _ = std::fs::remove_dir_all(&root);
+            }
+        }
+        if let Some(dir) = self.was_empty.take() {
+            if let Ok(entries) = std::fs::read_dir(&dir) {
+                for e in entries.flatten() {
+                    let p = e.path();
+                    let _ = if p.is_dir() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
+                }
+            }
+        }
+    }
 }
 
 /// Opens (creating if missing) the database directory; a directory holding anything else is refused.
 fn open_db(config: &Config) -> Result<Db, ServerError> {
     let dir = config.dir.clone();
     let err = |source| ServerError::Open { dir: dir.display().to_string(), cause: source };
-    Db::open(&dir, Options { create_if_missing: true, ..Options::default() }).map_err(err)
+    let opts = Options { create_if_missing: true, ..Options::default() };
+    // A plain database (`shaledb put`, the engine API) is refused before anything is written (layout.rs).
+    crate::layout::check_before_open(&dir, &opts).map_err(ServerError::Config)?;
+    let db = Db::open(&dir, opts).map_err(err)?;
+    if let Err(why) = crate::layout::mark_on_open(&db, &dir) {
+        let _ = db.close();
+        return Err(ServerError::Config(why));
+    }
+    Ok(db)
 }
 
 /// Accepts connections until shutdown, then drains and closes everything.
@@ -412,6 +486,14 @@ async fn serve(shared: Arc<Shared>, listener: TcpListener) -> Result<(), ServerE
     shared.store.shutdown();
     eprintln!("# shutting down: the commit thread is drained, closing the database");
     let db = shared.store.db.clone();
+    let saves = shared.saves.clone();
+    // A BGSAVE still writing its checkpoint holds the engine: it finishes first.
+    let db = tokio::task::spawn_blocking(move || {
+        saves.wait_idle();
+        db
+    })
+    .await
+    .map_err(|e| ServerError::Config(format!("waiting for a background save: {e}")))?;
     tokio::task::spawn_blocking(move || match Arc::try_unwrap(db) {
         Ok(db) => db.close(),
         // Someone still holds the engine (an embedding test): flush and let the last owner close it.
@@ -704,4 +786,43 @@ fn check(s: &Session, args: &Args) -> Result<&'static Spec, Reply> {
         return Err(Reply::error("NOAUTH Authentication required."));
     }
     Ok(spec)
+}
+
+#[cfg(test)]
+mod fresh_dir_tests {
+    use super::FreshDir;
+
+    #[test]
+    fn a_failed_start_removes_only_what_it_created() {
+        let tmp = tempfile::tempdir().unwrap();
+        // A missing directory (and its missing parents) is removed whole.
+        let db = tmp.path().join("a").join("b").join("db");
+        let guard = FreshDir::note(&db);
+        std::fs::create_dir_all(&db).unwrap();
+        std::fs::write(db.join("CURRENT"), b"x").unwrap();
+        drop(guard);
+        assert!(!tmp.path().join("a").exists());
+        // An empty directory is emptied again, and stays.
+        let empty = tmp.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        let guard = FreshDir::note(&empty);
+        std::fs::write(empty.join("LOCK"), b"").unwrap();
+        std::fs::create_dir(empty.join("lost")).unwrap();
+        drop(guard);
+        assert!(empty.is_dir() && std::fs::read_dir(&empty).unwrap().next().is_none());
+        // A directory that held anything is left as it is.
+        let full = tmp.path().join("full");
+        std::fs::create_dir(&full).unwrap();
+        std::fs::write(full.join("mine"), b"").unwrap();
+        let guard = FreshDir::note(&full);
+        std::fs::write(full.join("LOCK"), b"").unwrap();
+        drop(guard);
+        assert!(full.join("mine").exists() && full.join("LOCK").exists());
+        // A start that succeeded keeps everything.
+        let kept = tmp.path().join("kept");
+        let guard = FreshDir::note(&kept);
+        std::fs::create_dir(&kept).unwrap();
+        guard.keep();
+        assert!(kept.is_dir());
+    }
 }

@@ -2,6 +2,7 @@
 //! free loopback port, and clients talking RESP over TCP. One module per area.
 
 mod collections;
+mod config_save;
 mod differential;
 mod failures;
 mod fuzz_corpus;

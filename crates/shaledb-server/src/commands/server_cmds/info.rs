@@ -182,10 +182,17 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
             out.push_str("# Persistence\r\n");
             kv(out, "loading", &0);
             kv(out, "async_loading", &0);
+            // Saves are checkpoints (save.rs); every write is durable without them, so nothing is "unsaved".
+            let saves = shared.saves.state();
             kv(out, "rdb_changes_since_last_save", &0);
-            kv(out, "rdb_bgsave_in_progress", &0);
-            kv(out, "rdb_last_save_time", &if last_fsync > 0 { last_fsync } else { start_unix(shared) });
-            kv(out, "rdb_last_bgsave_status", &"ok");
+            kv(out, "rdb_bgsave_in_progress", &(saves.in_progress as u8));
+            kv(out, "rdb_last_save_time", &super::save::last_save_unix(shared));
+            kv(out, "rdb_last_bgsave_status", &if saves.last_error.is_some() { "err" } else { "ok" });
+            kv(
+                out,
+                "rdb_last_checkpoint_dir",
+                &saves.last_dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default(),
+            );
             kv(out, "aof_enabled", &1);
             kv(out, "aof_rewrite_in_progress", &0);
             kv(out, "aof_last_write_status", &if reason.is_some() { "err" } else { "ok" });

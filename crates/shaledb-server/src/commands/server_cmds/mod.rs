@@ -1,23 +1,25 @@
 //! Server commands: INFO, CONFIG, TIME, COMMAND, SHUTDOWN, LASTSAVE, BGSAVE, SAVE.
 //!
-//! Files by role: this one has the command table, CONFIG, TIME, LASTSAVE, BGSAVE, SAVE and SHUTDOWN; `info.rs`
-//! INFO, `command.rs` COMMAND, `glob.rs` the glob matcher.
+//! Files by role: this one has the command table, CONFIG, TIME and SHUTDOWN; `info.rs` INFO, `command.rs`
+//! COMMAND, `save.rs` SAVE, BGSAVE and LASTSAVE (checkpoints), `glob.rs` the glob matcher.
 
 use super::flags::*;
 use super::{Handler, Spec};
 use crate::config::SetError;
 use crate::resp::{Args, Reply};
 use crate::server::{Session, Shared};
-use std::sync::atomic::Ordering;
 
 mod command;
 mod glob;
 mod info;
+mod save;
 
 use command::command;
 pub use glob::glob_match;
+use info::info;
 pub use info::keyspace_scan;
-use info::{info, start_unix};
+use save::{bgsave, lastsave, save};
+pub use save::{SaveState, Saves};
 
 pub static COMMANDS: &[Spec] = &[
     Spec {
@@ -78,7 +80,7 @@ pub static COMMANDS: &[Spec] = &[
         last_key: 0,
         step: 0,
         handler: Handler::Conn(lastsave),
-        summary: "Returns the Unix time of the last WAL fsync (or of the start).",
+        summary: "Returns the Unix time of the last successful SAVE or BGSAVE checkpoint (or of the start).",
     },
     Spec {
         name: "bgsave",
@@ -87,8 +89,8 @@ pub static COMMANDS: &[Spec] = &[
         first_key: 0,
         last_key: 0,
         step: 0,
-        handler: Handler::Conn(save),
-        summary: "Not supported: the engine has no checkpoint yet (the WAL is the persistence).",
+        handler: Handler::Conn(bgsave),
+        summary: "Writes a checkpoint of the database into <dir>/checkpoints/<unix-time> in the background.",
     },
     Spec {
         name: "save",
@@ -98,7 +100,8 @@ pub static COMMANDS: &[Spec] = &[
         last_key: 0,
         step: 0,
         handler: Handler::Conn(save),
-        summary: "Not supported: the engine has no checkpoint yet (the WAL is the persistence).",
+        summary: "Writes a checkpoint of the database into <dir>/checkpoints/<unix-time> (a copy: every \
+                  acknowledged write is already durable).",
     },
 ];
 
@@ -149,14 +152,14 @@ fn config(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
             }
             let cfg = shared.config.read();
             let mut pairs = Vec::new();
-            for name in crate::config::PARAMETERS {
+            for name in crate::config::parameter_names() {
                 if args[2..].iter().any(|p| glob_match(p, name.as_bytes(), true)) {
-                    let v = if *name == "appendfsync" {
+                    let v = if name == "appendfsync" {
                         shared.store.appendfsync().name().to_string()
                     } else {
                         cfg.get(name).unwrap_or_default()
                     };
-                    pairs.push((Reply::bulk(*name), Reply::bulk(v)));
+                    pairs.push((Reply::bulk(name), Reply::bulk(v)));
                 }
             }
             Reply::Map(pairs)
@@ -255,29 +258,17 @@ fn config_rewrite(shared: &Shared) -> Reply {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// TIME, LASTSAVE, BGSAVE, SAVE, SHUTDOWN
+// TIME, SHUTDOWN
 
 fn time(_: &mut Session, _: &Shared, _: &Args) -> Reply {
     let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     Reply::Array(vec![Reply::bulk(d.as_secs().to_string()), Reply::bulk(d.subsec_micros().to_string())])
 }
 
-fn lastsave(_: &mut Session, shared: &Shared, _: &Args) -> Reply {
-    let last = shared.store.stats.last_fsync_unix.load(Ordering::Relaxed);
-    Reply::Int(if last > 0 { last } else { start_unix(shared) } as i64)
-}
-
-fn save(_: &mut Session, _: &Shared, args: &Args) -> Reply {
-    let name = text(&args[0]).to_ascii_uppercase();
-    Reply::err(format!(
-        "{name} is not supported: the engine has no checkpoint yet; every acknowledged write is in the WAL \
-         (fsynced as appendfsync says)"
-    ))
-}
-
 /// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]`: stops the server as SIGTERM does and closes this
-/// connection without a reply (as Redis does). SAVE and NOSAVE make no difference: there is no snapshot,
-/// the WAL is synced and the engine closed either way.
+/// connection without a reply (as Redis does). SAVE and NOSAVE make no difference: every acknowledged write
+/// is already durable, the WAL is synced and the engine closed either way (SHUTDOWN SAVE writes no checkpoint:
+/// send SAVE first for one).
 fn shutdown(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
     let (mut save, mut nosave, mut abort) = (false, false, false);
     for a in &args[1..] {
