@@ -1,6 +1,10 @@
 //! `shaledb checkpoint DB DIR` ([`shaledb::Db::create_checkpoint`]) and `shaledb backup
 //! create|list|verify|restore|purge|delete` ([`shaledb::backup::BackupEngine`]).
 //!
+//! Only `backup create` makes a backup directory (and never inside a database directory); `list`, `verify`,
+//! `restore`, `purge` and `delete` refuse a path that is not one (missing, a database, any other directory)
+//! in one line, creating nothing ([`BackupEngine::open_existing`]).
+//!
 //! Exit codes: 0 on success; 1 on any error (the database or backup directory could not be opened, a target
 //! exists, a backup fails verification, a metadata file is corrupt), printed on stderr; 2 for a usage error.
 //! `backup list` prints one line per backup and exits 1 when a metadata file is corrupt (after listing the
@@ -26,7 +30,8 @@ pub struct CheckpointArgs {
 /// `shaledb backup ...`.
 #[derive(clap::Subcommand, Debug)]
 pub enum BackupCommand {
-    /// Back up the database DB into BACKUP_DIR (created when missing); prints the new backup's id.
+    /// Back up the database DB into BACKUP_DIR (created when missing; never a database directory); prints the
+    /// new backup's id.
     Create {
         /// The database directory.
         db: PathBuf,
@@ -38,19 +43,19 @@ pub enum BackupCommand {
     },
     /// List the backups: id, time (UTC), size in bytes, file count, newest sequence number.
     List {
-        /// The backup directory.
+        /// The backup directory, as `backup create` made it (it must exist: nothing is created).
         backup_dir: PathBuf,
     },
     /// Check the size and crc32c of every file of backup ID (of every backup without ID).
     Verify {
-        /// The backup directory.
+        /// The backup directory, as `backup create` made it (it must exist: nothing is created).
         backup_dir: PathBuf,
         /// The backup to check; all of them when absent.
         id: Option<u64>,
     },
     /// Restore backup ID into TARGET, a new or empty directory.
     Restore {
-        /// The backup directory.
+        /// The backup directory, as `backup create` made it (it must exist: nothing is created).
         backup_dir: PathBuf,
         /// The backup to restore.
         id: u64,
@@ -59,7 +64,7 @@ pub enum BackupCommand {
     },
     /// Delete the oldest backups, keeping the newest N.
     Purge {
-        /// The backup directory.
+        /// The backup directory, as `backup create` made it (it must exist: nothing is created).
         backup_dir: PathBuf,
         /// How many of the newest backups to keep.
         #[arg(long)]
@@ -67,7 +72,7 @@ pub enum BackupCommand {
     },
     /// Delete backup ID.
     Delete {
-        /// The backup directory.
+        /// The backup directory, as `backup create` made it (it must exist: nothing is created).
         backup_dir: PathBuf,
         /// The backup to delete.
         id: u64,
@@ -92,8 +97,15 @@ pub fn checkpoint(a: CheckpointArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// The backup directory for `backup create`, made when missing (never inside a database directory).
 fn engine(dir: &std::path::Path) -> anyhow::Result<BackupEngine> {
     BackupEngine::open(dir).with_context(|| format!("cannot open the backup directory {}", dir.display()))
+}
+
+/// The backup directory for the commands that read backups: it must exist and be one; nothing is created.
+/// The engine's error names the directory and what it is instead.
+fn existing(dir: &std::path::Path) -> anyhow::Result<BackupEngine> {
+    Ok(BackupEngine::open_existing(dir)?)
 }
 
 /// Runs `shaledb backup ...`.
@@ -114,7 +126,7 @@ pub fn run(cmd: BackupCommand) -> anyhow::Result<i32> {
             Ok(0)
         }
         BackupCommand::List { backup_dir } => {
-            let e = engine(&backup_dir)?;
+            let e = existing(&backup_dir)?;
             println!("{:>6}  {:<24}  {:>14}  {:>6}  {:>12}", "id", "time (UTC)", "bytes", "files", "sequence");
             for b in e.list() {
                 let when = std::time::UNIX_EPOCH
@@ -129,7 +141,7 @@ pub fn run(cmd: BackupCommand) -> anyhow::Result<i32> {
             Ok(if corrupt.is_empty() { 0 } else { 1 })
         }
         BackupCommand::Verify { backup_dir, id } => {
-            let e = engine(&backup_dir)?;
+            let e = existing(&backup_dir)?;
             let ids: Vec<u64> = match id {
                 Some(id) => vec![id],
                 None => e.list().iter().map(|b| b.id).collect(),
@@ -153,18 +165,18 @@ pub fn run(cmd: BackupCommand) -> anyhow::Result<i32> {
             Ok(if failed == 0 { 0 } else { 1 })
         }
         BackupCommand::Restore { backup_dir, id, target } => {
-            engine(&backup_dir)?.restore(id, &target)?;
+            existing(&backup_dir)?.restore(id, &target)?;
             println!("backup {id} restored to {}", target.display());
             Ok(0)
         }
         BackupCommand::Purge { backup_dir, keep } => {
-            let deleted = engine(&backup_dir)?.purge_old(keep)?;
+            let deleted = existing(&backup_dir)?.purge_old(keep)?;
             let ids: Vec<String> = deleted.iter().map(u64::to_string).collect();
             println!("deleted {} backups{}{}", ids.len(), if ids.is_empty() { "" } else { ": " }, ids.join(", "));
             Ok(0)
         }
         BackupCommand::Delete { backup_dir, id } => {
-            engine(&backup_dir)?.delete(id)?;
+            existing(&backup_dir)?.delete(id)?;
             println!("backup {id} deleted");
             Ok(0)
         }

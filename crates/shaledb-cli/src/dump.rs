@@ -7,7 +7,8 @@
 //! - a database directory: CURRENT, its MANIFEST, then the directory listing.
 //!
 //! Damage is printed where it is met (file and offset) and the dump goes on where the format allows; the
-//! exit code is 1 when anything was damaged.
+//! exit code is 1 when anything was damaged, also when the output's reader stops early (`| head`) after a
+//! `DAMAGE` line reached it (a reader that went away before any is exit 0, as before).
 //!
 //! `--limit N` bounds every section (index entries, table entries, WAL records, MANIFEST edits, the files of
 //! each level, the directory listing), each followed by a line counting what was left out;
@@ -130,7 +131,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         anyhow::bail!("{} does not exist", args.path.display());
     }
     let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = Watched::new(stdout.lock());
     let result = if args.path.is_dir() {
         dump_dir(&fs, &args.path, &opts, &mut out)
     } else {
@@ -143,13 +144,53 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         dump_file(&fs, &args.path, kind, &opts, &mut out)
     }
     .and_then(|clean| Ok(out.flush().map(|()| clean)?));
+    // Whatever the dump functions return, a DAMAGE (or ERROR) line that reached the output makes the exit 1.
+    let reported = out.reported_damage;
     match result {
-        Ok(clean) => Ok(if clean { 0 } else { 1 }),
-        // `shaledb dump x.sst | head`: the reader went away; nothing is wrong with the file.
+        Ok(clean) => Ok(if clean && !reported { 0 } else { 1 }),
+        // `shaledb dump x.sst | head`: the reader went away, which is no problem of the file; damage the reader
+        // was shown still is.
         Err(e) if e.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) => {
-            Ok(0)
+            Ok(if reported { 1 } else { 0 })
         }
         Err(e) => Err(e),
+    }
+}
+
+/// The output of `dump`, noting whether a line starting `DAMAGE ` or `ERROR ` went through it.
+struct Watched<W: Write> {
+    inner: W,
+    /// The first bytes of the line being written (up to the length of the longest marker).
+    line_start: Vec<u8>,
+    reported_damage: bool,
+}
+
+impl<W: Write> Watched<W> {
+    const MARKERS: [&'static [u8]; 2] = [b"DAMAGE ", b"ERROR "];
+
+    fn new(inner: W) -> Self {
+        Watched { inner, line_start: Vec::with_capacity(8), reported_damage: false }
+    }
+}
+
+impl<W: Write> Write for Watched<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        for &b in buf.iter().take(n) {
+            if b == b'\n' {
+                self.line_start.clear();
+            } else if self.line_start.len() < 7 {
+                self.line_start.push(b);
+                if Self::MARKERS.contains(&self.line_start.as_slice()) {
+                    self.reported_damage = true;
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
     }
 }
 
@@ -838,5 +879,20 @@ mod tests {
         assert!(!clean, "the damage is still reported: {unchecked}");
         assert!(unchecked.contains("'key000' @1 PUT => 'v0'"), "{unchecked}");
         assert!(unchecked.contains("block checksum mismatch") && unchecked.ends_with("30 entries\n"), "{unchecked}");
+    }
+
+    #[test]
+    fn a_damage_or_error_line_is_noticed_however_the_writes_split_it() {
+        let mut w = Watched::new(Vec::new());
+        w.write_all(b"table x.sst (5 bytes)\n  key DAMAGE in a value\nDAM").unwrap();
+        assert!(!w.reported_damage, "DAMAGE not at a line start, or not yet whole");
+        w.write_all(b"AGE x.sst at offset 0: too short\n").unwrap();
+        assert!(w.reported_damage);
+        let mut w = Watched::new(Vec::new());
+        writeln!(w, "ERROR x.sst: I/O error").unwrap();
+        assert!(w.reported_damage);
+        let mut w = Watched::new(Vec::new());
+        writeln!(w, "DAMAGED goods are not a marker\nERRORS neither").unwrap();
+        assert!(!w.reported_damage);
     }
 }

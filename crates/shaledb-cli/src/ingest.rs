@@ -3,8 +3,9 @@
 //!
 //! INPUT is a text file of `KEY<TAB>VALUE` lines sorted by key (bytewise), each key once; with `--hex` keys
 //! and values are hexadecimal (`0x` optional), as `get`/`put` take them. A line without a tab, a key not
-//! greater than the one before or bad hex is an error naming the line. Exit codes: 0 on success, 1 on any
-//! error (printed on stderr), 2 for a usage error.
+//! greater than the one before or bad hex is an error naming the line; after any error no file is left behind
+//! and an existing OUTPUT is as it was (the table is written under a temporary name, renamed when complete).
+//! Exit codes: 0 on success, 1 on any error (printed on stderr), 2 for a usage error.
 
 use crate::keys::arg_bytes;
 use anyhow::{bail, Context};
@@ -18,7 +19,8 @@ use std::path::PathBuf;
 pub enum SstCommand {
     /// Write the sorted `KEY<TAB>VALUE` lines of INPUT as an SST that `shaledb ingest` can add to a database.
     Write {
-        /// The SST to write (replaced if it exists).
+        /// The SST to write. An existing file is replaced only once the new table is complete; on an error it
+        /// is left as it was and no file is left behind.
         output: PathBuf,
         /// The sorted input: one `KEY<TAB>VALUE` line per entry.
         input: PathBuf,
@@ -50,14 +52,62 @@ pub struct IngestArgs {
     pub no_global_seqno: bool,
 }
 
-/// `shaledb sst write`: prints the file's key range, entry count and size.
+/// `shaledb sst write`: prints the file's key range, entry count and size. The table is written under a
+/// temporary name beside OUTPUT and renamed to it only once complete and synced: on any error the temporary
+/// file is removed and OUTPUT (if it existed) is left as it was.
 pub fn sst(cmd: SstCommand) -> anyhow::Result<i32> {
     let SstCommand::Write { output, input, hex } = cmd;
     let reader = std::io::BufReader::new(
         std::fs::File::open(&input).with_context(|| format!("cannot open {}", input.display()))?,
     );
+    if output.is_dir() {
+        bail!("{} is a directory: name the SST file to write", output.display());
+    }
+    let Some(name) = output.file_name() else {
+        bail!("{} names no file: name the SST file to write", output.display());
+    };
+    let tmp = output.with_file_name(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
+    let written = write_sst(&tmp, reader, &input, hex).and_then(|info| {
+        std::fs::rename(&tmp, &output)
+            .with_context(|| format!("cannot rename {} to {}", tmp.display(), output.display()))?;
+        Ok(info)
+    });
+    let info = match written {
+        Ok(info) => info,
+        Err(e) => {
+            // Only our temporary file: OUTPUT is replaced by the rename alone, which did not happen.
+            if let Err(rm) = std::fs::remove_file(&tmp) {
+                if rm.kind() != std::io::ErrorKind::NotFound {
+                    eprintln!("warning: could not remove the partial table {}: {rm}", tmp.display());
+                }
+            }
+            return Err(e);
+        }
+    };
+    let parent = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    std::fs::File::open(parent)
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("cannot sync the directory {}", parent.display()))?;
+    println!(
+        "{}: {} entries, {} bytes, keys {} .. {}",
+        output.display(),
+        info.num_entries,
+        info.file_size,
+        String::from_utf8_lossy(&info.smallest_key).escape_debug(),
+        String::from_utf8_lossy(&info.largest_key).escape_debug()
+    );
+    Ok(0)
+}
+
+/// Writes the sorted `KEY<TAB>VALUE` lines of `reader` (the file `input`) as a table at `path`.
+fn write_sst(
+    path: &std::path::Path,
+    reader: impl BufRead,
+    input: &std::path::Path,
+    hex: bool,
+) -> anyhow::Result<shaledb::ingest::ExternalSstFileInfo> {
     let mut w = SstFileWriter::create(&Options::default());
-    w.open(&output)?;
+    w.open(path)?;
     let mut last: Option<Vec<u8>> = None;
     for (i, line) in reader.split(b'\n').enumerate() {
         let n = i + 1;
@@ -86,16 +136,10 @@ pub fn sst(cmd: SstCommand) -> anyhow::Result<i32> {
         w.put(&key, &value).with_context(|| format!("{}:{n}", input.display()))?;
         last = Some(key);
     }
-    let info = w.finish().with_context(|| format!("{} holds no entries", input.display()))?;
-    println!(
-        "{}: {} entries, {} bytes, keys {} .. {}",
-        info.path.display(),
-        info.num_entries,
-        info.file_size,
-        String::from_utf8_lossy(&info.smallest_key).escape_debug(),
-        String::from_utf8_lossy(&info.largest_key).escape_debug()
-    );
-    Ok(0)
+    if w.num_entries() == 0 {
+        bail!("{} holds no entries: a table needs at least one", input.display());
+    }
+    Ok(w.finish()?)
 }
 
 /// `shaledb ingest`.

@@ -46,6 +46,9 @@ enum Command {
     Delete(keys::DeleteArgs),
     /// Print `KEY ==> VALUE` for the keys in a range, in order or reversed (`ldb scan`).
     Scan(keys::ScanArgs),
+    /// Write every key/value of the plain database SRC as a Redis string into a new server's directory DEST
+    /// (database 0, or `--db N`), for `shaledb server --dir DEST`.
+    ImportStrings(keys::ImportArgs),
     /// Print the names of the database's column families, the default one first (`ldb list_column_families`).
     ListColumnFamilies(keys::ListFamiliesArgs),
     /// Create a column family with the database's recorded options (`ldb create_column_family`).
@@ -141,6 +144,7 @@ fn main() -> ExitCode {
         Command::Put(a) => return tool_exit(keys::put(a)),
         Command::Delete(a) => return tool_exit(keys::delete(a)),
         Command::Scan(a) => return tool_exit(keys::scan(a)),
+        Command::ImportStrings(a) => return tool_exit(keys::import_strings(a)),
         Command::ListColumnFamilies(a) => return tool_exit(keys::list_families(a)),
         Command::CreateColumnFamily(a) => return tool_exit(keys::create_family(a)),
         Command::DropColumnFamily(a) => return tool_exit(keys::drop_family(a)),

@@ -6,7 +6,8 @@
 //! A directory holding a database the driver did not create (a key it never writes, or keys without an
 //! expected-state file) is refused in one line, "not a stress database", before anything is opened for
 //! writing; `--destroy` does not delete such a database either. Verification failures are printed up to
-//! `--max-problems`, then counted.
+//! `--max-problems`, then counted. `--verify-only` on a directory without a database (or a missing one) is
+//! refused in one line too, creating nothing.
 //!
 //! Exit codes: 0 success, 1 the database does not hold what it must, 2 an error (I/O, engine, not a stress
 //! database).
@@ -97,6 +98,15 @@ impl Args {
 /// Runs `shaledb stress`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let cfg = args.config();
+    if args.verify_only && !cfg.path.join("CURRENT").exists() {
+        // Verifying reads what an earlier run left: with nothing there, nothing is created to verify.
+        let what = if cfg.path.exists() { "holds no database (no CURRENT)" } else { "does not exist" };
+        eprintln!(
+            "stress: {} {what}: --verify-only checks an existing stress database and creates nothing",
+            cfg.path.display()
+        );
+        return Ok(2);
+    }
     if let Some(why) = not_a_stress_db(&cfg, !args.destroy) {
         eprintln!("stress: {} is not a stress database: {why}", cfg.path.display());
         return Ok(2);

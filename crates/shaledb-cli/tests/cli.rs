@@ -66,7 +66,7 @@ fn get_put_delete_scan_as_ldb() {
     assert_eq!(shaledb(&["delete", p(&db), "c"]).0, Some(0));
     let (code, out, err) = shaledb(&["get", p(&db), "c"]);
     assert_eq!(code, Some(1), "{out}");
-    assert_eq!(err.trim_end(), "Failed: NotFound: c");
+    assert_eq!(err.trim_end(), "error: NotFound: c");
     assert!(out.is_empty());
 
     let (code, out, err) = shaledb(&["scan", p(&db)]);
@@ -104,7 +104,7 @@ fn hex_keys_and_values_round_trip() {
     assert_eq!(code, Some(1));
     assert!(err.contains("not hexadecimal"), "{err}");
     let (code, _, err) = shaledb(&["get", "--hex", p(&db), "0x02"]);
-    assert_eq!((code, err.trim_end()), (Some(1), "Failed: NotFound: 0x02"));
+    assert_eq!((code, err.trim_end()), (Some(1), "error: NotFound: 0x02"));
 }
 
 /// Every file under `dir` with its contents.
@@ -138,7 +138,7 @@ fn read_only_reads_a_database_open_elsewhere_and_changes_nothing() {
     let (code, out, err) = shaledb(&["scan", "--read-only", p(&path)]);
     assert_eq!((code, out.as_str()), (Some(0), "k1 ==> v1\nk2 ==> v2\n"), "{err}");
     let (code, _, err) = shaledb(&["get", "--read-only", p(&path), "k3"]);
-    assert_eq!((code, err.trim_end()), (Some(1), "Failed: NotFound: k3"));
+    assert_eq!((code, err.trim_end()), (Some(1), "error: NotFound: k3"));
     assert!(files(&path) == before, "a read-only command changed the directory");
     db.close().unwrap();
 }
