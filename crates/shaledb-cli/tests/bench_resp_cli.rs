@@ -3,16 +3,9 @@
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::process::Command;
 
-fn shaledb(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_shaledb")).args(args).output().unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::shaledb;
 
 #[test]
 fn bad_flags_exit_2_naming_the_flag() {

@@ -5,25 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Runs `shaledb ARGS`: (exit code, stdout, stderr).
-fn shaledb<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_shaledb")).args(args).output().unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn ok(args: &[&str]) -> String {
-    let (code, out, err) = shaledb(args);
-    assert_eq!(code, Some(0), "{args:?}: {out}{err}");
-    out
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
+mod common;
+use common::{ok, p, shaledb};
 
 /// Every path under `root` (relative, sorted) with the contents of the files: what a refusal must leave as it
 /// was.

@@ -3,15 +3,9 @@
 //! finds 4 WALs, and each run appends to the one LOG.
 
 use std::path::Path;
-use std::process::Command;
 
-/// Runs `shaledb ARGS`, which must exit 0; its stdout.
-fn ok(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_shaledb")).args(args).output().unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "{args:?}: {stdout}{stderr}");
-    stdout.into_owned()
-}
+mod common;
+use common::ok;
 
 fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> =
