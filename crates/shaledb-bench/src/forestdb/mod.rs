@@ -120,7 +120,7 @@ pub struct ForestdbArgs {
     /// need it (the database is loaded fresh per engine and variant).
     #[arg(long, value_delimiter = ',')]
     pub steps: Vec<String>,
-    /// Directory for the databases: one subdirectory per engine (<db>/shaledb, <db>/rocksdb), made and
+    /// Directory for the databases: one subdirectory per engine (DB/shaledb, DB/rocksdb), made and
     /// removed after each run; default: a new temporary directory under the current one. A subdirectory that
     /// already holds a database is refused unless --use_existing_db=0 is given; files that are not a
     /// database's are never deleted.

@@ -107,7 +107,7 @@ pub struct InsertArgs {
     #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true",
           value_parser = crate::flags::parse_bool)]
     pub sync: bool,
-    /// Directory for the databases: one subdirectory per engine (<db>/shaledb, <db>/rocksdb), made and
+    /// Directory for the databases: one subdirectory per engine (DB/shaledb, DB/rocksdb), made and
     /// removed after each configuration; default: a new temporary directory under the current one. A subdirectory that
     /// already holds a database is refused unless --use_existing_db=0 is given; files that are not a
     /// database's are never deleted.

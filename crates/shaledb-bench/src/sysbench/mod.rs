@@ -114,7 +114,7 @@ pub struct SysbenchArgs {
     /// Values per IN-list of random-points, hot-points and update-inlist (sysbench's all_small.sh passes 100).
     #[arg(long, default_value_t = 100)]
     pub random_points: usize,
-    /// Directory for the databases: one subdirectory per engine (<db>/shaledb, <db>/rocksdb), made and
+    /// Directory for the databases: one subdirectory per engine (DB/shaledb, DB/rocksdb), made and
     /// removed after each run; default: a new temporary directory under the current one. A subdirectory that
     /// already holds a database is refused unless --use_existing_db=0 is given; files that are not a
     /// database's are never deleted.
