@@ -197,10 +197,28 @@ pub fn check_before_open(dir: &Path, opts: &Options) -> Result<(), String> {
     let db = Db::open_read_only(dir, ro).map_err(|e| format!("opening the database in {}: {e}", dir.display()))?;
     let layout = check(&db).map_err(|e| format!("reading the database in {}: {e}", dir.display()))?;
     drop(db);
-    match refusal(dir, &layout) {
-        Some(why) => Err(why),
-        None => Ok(()),
+    if let Some(why) = refusal(dir, &layout) {
+        return Err(why);
     }
+    // The server keeps its keyspace in the default family only: a database without the marker whose other
+    // families hold data (the engine API, `shaledb create-column-family`) is plain even when its default
+    // family is empty or looks like a keyspace.
+    if !matches!(layout, Layout::Marked { .. }) {
+        let families = Db::list_column_families(dir, opts.clone())
+            .map_err(|e| format!("reading the column families of {}: {e}", dir.display()))?;
+        let others: Vec<&str> = families.iter().map(String::as_str).filter(|f| *f != "default").collect();
+        if !others.is_empty() {
+            return Err(format!(
+                "{} holds column families written by the engine API or `shaledb create-column-family` ({}), not \
+                 a server keyspace; to serve one as Redis strings run `shaledb import-strings {} NEWDIR \
+                 --column-family NAME` and then `shaledb server --dir NEWDIR`",
+                dir.display(),
+                others.join(", "),
+                dir.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Right after the server opened `dir` for writing: writes the marker into a new or empty database, adopts a
@@ -394,5 +412,19 @@ mod tests {
         assert!(why.contains("1 record)"), "{why}");
         let after: Vec<_> = std::fs::read_dir(&plain).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(before, after);
+    }
+
+    #[test]
+    fn a_database_whose_data_is_in_other_column_families_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("families");
+        let db = Db::open(&path, Options { create_if_missing: true, ..Options::default() }).unwrap();
+        let users = db.create_column_family("users", Options::default()).unwrap();
+        db.put_cf(&users, b"ada", b"lovelace").unwrap();
+        drop(users);
+        db.close().unwrap();
+        let why = check_before_open(&path, &Options::default()).unwrap_err();
+        assert!(why.contains("column families") && why.contains("(users)"), "{why}");
+        assert!(why.contains("import-strings") && why.contains("--column-family NAME"), "{why}");
     }
 }
