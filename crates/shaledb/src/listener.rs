@@ -37,7 +37,8 @@
 //!
 //! **When.** `on_flush_begin`/`on_compaction_begin` run before the job writes anything; `on_table_file_created`
 //! for each output and then `on_flush_completed`/`on_compaction_completed` after its result is recorded in
-//! the MANIFEST and visible to reads. A compaction that fails (or is aborted by close) is reported to
+//! the MANIFEST and visible to reads; [`crate::Db::flush`] returns only after the `on_flush_completed` calls of
+//! the flushes it waited for have returned (the example above relies on it). A compaction that fails (or is aborted by close) is reported to
 //! `on_compaction_completed` with its error, as RocksDB reports its status; a failed flush is reported through
 //! `on_background_error`. Stall changes, deletions of table files and background errors are noticed under the
 //! state lock, queued, and delivered in order by the next background thread that runs: shortly after, on

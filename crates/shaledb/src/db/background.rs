@@ -363,6 +363,9 @@ fn install_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>
         let keep = f.imm.len().saturating_sub(n);
         f.imm.truncate(keep);
     }
+    // Counted under the same lock hold that pops the memtables, so a `flush` that sees them gone also sees
+    // their callback pending.
+    st.flush_callbacks_pending += usize::from(job.is_some());
     inner.install_super_version(st, fid);
     advance_idle_families(inner, st);
     stats.bytes_written = written;
@@ -392,6 +395,8 @@ fn install_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>
         info.bytes_written = written;
         info.duration = Duration::from_micros(stats.micros);
         parking_lot::MutexGuard::unlocked(st, || events::flush_completed(inner, &info));
+        st.flush_callbacks_pending -= 1;
+        inner.bg_cv.notify_all();
     }
     true
 }
@@ -632,7 +637,9 @@ fn check_error(st: &State) -> Result<()> {
 }
 
 /// Switches the memtables of every family (`None`) or of family `only` that hold anything, and waits until
-/// every memtable of those families written so far is flushed.
+/// every memtable of those families written so far is flushed and every `on_flush_completed` callback of a
+/// recorded flush has returned (a listener has heard of the flush when this returns; callbacks must not call
+/// `flush`, as the listener module says, so this wait cannot be on itself).
 pub(crate) fn flush(inner: &Arc<DbInner>, only: Option<u32>) -> Result<()> {
     if inner.read_only {
         return Err(super::read_only::refused("flush"));
@@ -656,8 +663,10 @@ pub(crate) fn flush(inner: &Arc<DbInner>, only: Option<u32>) -> Result<()> {
     }
     let mut st = inner.state.lock();
     inner.bg_cv.notify_all();
-    let waiting =
-        |st: &State| targets.iter().any(|(id, t)| st.fams.get(id).is_some_and(|f| f.imm.iter().any(|m| m.id() <= *t)));
+    let waiting = |st: &State| {
+        st.flush_callbacks_pending > 0
+            || targets.iter().any(|(id, t)| st.fams.get(id).is_some_and(|f| f.imm.iter().any(|m| m.id() <= *t)))
+    };
     while waiting(&st) {
         check_error(&st)?;
         if st.bg_threads_alive == 0 {

@@ -73,6 +73,9 @@ pub(crate) struct State {
     /// is still being flushed, by (family, id of the oldest memtable written): flushes finish in any order and
     /// are recorded oldest first.
     pub(crate) flushed: std::collections::HashMap<(u32, u64), background::Flushed>,
+    /// Recorded flushes whose `on_flush_completed` callbacks have not returned yet: `Db::flush` waits for
+    /// them too, so a listener has heard of a flush by the time the flush that caused it returns.
+    pub(crate) flush_callbacks_pending: usize,
     pub(crate) running_compactions: usize,
     /// Files that are inputs of a running compaction.
     pub(crate) busy: HashSet<u64>,
@@ -241,6 +244,7 @@ impl DbInner {
             flushing: HashSet::new(),
             running_flushes: 0,
             flushed: std::collections::HashMap::new(),
+            flush_callbacks_pending: 0,
             running_compactions: 0,
             busy: Default::default(),
             bg_error: None,

@@ -114,6 +114,30 @@ fn flush_events_carry_the_memtable_and_the_table_written() {
     assert_eq!((created.job_id, created.reason, &created.file), (1, TableFileCreationReason::Flush, file));
 }
 
+/// A listener whose completion callback takes a while, to show that `flush` waits for it.
+struct SlowFlushListener(Mutex<u32>);
+
+impl EventListener for SlowFlushListener {
+    fn on_flush_completed(&self, _: &FlushJobInfo) {
+        std::thread::sleep(Duration::from_millis(200));
+        *self.0.lock().unwrap() += 1;
+    }
+}
+
+#[test]
+fn flush_returns_after_the_completion_callback_has_returned() {
+    let fs = MemFs::new();
+    let slow = Arc::new(SlowFlushListener(Mutex::new(0)));
+    let opts = Options { fs: Arc::new(fs.clone()), listeners: vec![slow.clone()], ..manual() };
+    let db = Db::open("/db", opts).unwrap();
+    for round in 1..=3 {
+        db.put(format!("k{round}"), "v").unwrap();
+        db.flush().unwrap();
+        // The table is recorded before the callback runs; the call returns only once the callback is done.
+        assert_eq!(*slow.0.lock().unwrap(), round);
+    }
+}
+
 #[test]
 fn compaction_events_carry_inputs_outputs_and_stats_and_inputs_are_reported_deleted() {
     let fs = MemFs::new();
