@@ -52,6 +52,8 @@ pub(crate) struct FamilyState {
     pub(crate) mem: Arc<MemTable>,
     /// Immutable memtables waiting for flush, newest first.
     pub(crate) imm: Vec<Arc<MemTable>>,
+    /// The stall assessment's figures of the family's current version, computed once per version.
+    pub(crate) shape: super::stall::ShapeMemo,
 }
 
 /// The memtables writes go into, by family id (sorted; the default family first): what the write leader hands

@@ -196,7 +196,7 @@ impl Db {
         let sv = SuperVersion { mem: mem.clone(), imm: Vec::new(), version: version.clone() };
         let fam = Arc::new(Family::new(id, name.to_string(), fopts, sv, inner.default.db_token));
         st.live_versions.push((id, Arc::downgrade(&version)));
-        st.fams.insert(id, FamilyState { fam: fam.clone(), mem, imm: Vec::new() });
+        st.fams.insert(id, FamilyState { fam: fam.clone(), mem, imm: Vec::new(), shape: Default::default() });
         st.rebuild_mems();
         inner.info_log.log(format_args!("created column family {id} ({name:?})"));
         let pending = options_file_text(inner, &mut st);

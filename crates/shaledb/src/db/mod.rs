@@ -226,7 +226,7 @@ impl DbInner {
             let fopts = if id == 0 { opts.clone() } else { fopts };
             let sv = SuperVersion { mem: mem.clone(), imm: Vec::new(), version };
             let fam = Arc::new(family::Family::new(id, fv.name.clone(), fopts, sv, token));
-            fams.insert(id, family::FamilyState { fam, mem, imm: Vec::new() });
+            fams.insert(id, family::FamilyState { fam, mem, imm: Vec::new(), shape: Default::default() });
         }
         let default = fams.get(&0).map(|f: &family::FamilyState| f.fam.clone()).unwrap_or_else(|| {
             // Unreachable: the version set always holds the default family and open gives its memtable.
@@ -234,7 +234,7 @@ impl DbInner {
             let mem = Arc::new(MemTable::for_options(0, &opts));
             let sv = SuperVersion { mem: mem.clone(), imm: Vec::new(), version };
             let fam = Arc::new(family::Family::new(0, "default".into(), opts.clone(), sv, token));
-            fams.insert(0, family::FamilyState { fam: fam.clone(), mem, imm: Vec::new() });
+            fams.insert(0, family::FamilyState { fam: fam.clone(), mem, imm: Vec::new(), shape: Default::default() });
             fam
         });
         let mut state = State {

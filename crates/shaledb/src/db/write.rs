@@ -23,6 +23,7 @@ use shaledb_format::ikey::MAX_SEQUENCE;
 use shaledb_format::log;
 use shaledb_format::wal::WalMarker;
 use shaledb_vfs::{Error, Result};
+use std::borrow::Borrow;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -150,7 +151,16 @@ struct Group {
 
 #[derive(Default)]
 pub(crate) struct WriteQueue {
-    queue: Mutex<VecDeque<Arc<Writer>>>,
+    queue: Mutex<Queue>,
+}
+
+/// The writers waiting to commit, the leader at the front, and whether a writer is committing alone.
+#[derive(Default)]
+struct Queue {
+    writers: VecDeque<Arc<Writer>>,
+    /// A writer found the queue empty and commits alone, without queueing ([`solo`]): writers arriving
+    /// meanwhile queue up, and it hands leadership to the first of them when its commit is done.
+    solo: bool,
 }
 
 impl Writer {
@@ -173,13 +183,6 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: BatchRep, opts: &WriteOptions) 
         Some(ttl) => crate::ttl::stamp(&batch, ttl.now())?,
         None => batch,
     };
-    let w = Arc::new(Writer {
-        batch,
-        sync: opts.sync,
-        disable_wal: opts.disable_wal,
-        phase: Mutex::new(Phase::Waiting),
-        cv: Condvar::new(),
-    });
     if opts.sync && opts.disable_wal {
         return Err(Error::InvalidArgument("sync and disable_wal cannot both be set".into()));
     }
@@ -187,13 +190,27 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: BatchRep, opts: &WriteOptions) 
         // Before the write is acknowledged: a close from now on flushes it (`avoid_flush_during_shutdown`).
         inner.unlogged_writes.store(true, Ordering::Release);
     }
-    {
+    let w = Writer {
+        batch,
+        sync: opts.sync,
+        disable_wal: opts.disable_wal,
+        phase: Mutex::new(Phase::Waiting),
+        cv: Condvar::new(),
+    };
+    let w = {
         let mut q = inner.write.queue.lock();
-        q.push_back(w.clone());
-        if q.len() == 1 {
+        if q.writers.is_empty() && !q.solo {
+            q.solo = true;
+            drop(q);
+            return solo(inner, &w);
+        }
+        let w = Arc::new(w);
+        q.writers.push_back(w.clone());
+        if q.writers.len() == 1 && !q.solo {
             *w.phase.lock() = Phase::Leader;
         }
-    }
+        w
+    };
     loop {
         let mut p = w.phase.lock();
         match std::mem::replace(&mut *p, Phase::Waiting) {
@@ -212,6 +229,25 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: BatchRep, opts: &WriteOptions) 
             Phase::Done(r) => return r,
         }
     }
+}
+
+/// A writer that found no one queued: its own group of one, committed without queueing, so a lone writer (a
+/// single-threaded loader, one client of the server) allocates nothing and waits on nothing to commit. The
+/// same steps as [`lead`] then inserting in the leader; leadership passes to the first writer that queued
+/// meanwhile as soon as the WAL is written, as in `lead`.
+fn solo(inner: &Arc<DbInner>, w: &Writer) -> Result<()> {
+    let result = commit_group(inner, std::slice::from_ref(w));
+    {
+        let mut q = inner.write.queue.lock();
+        q.solo = false;
+        if let Some(next) = q.writers.front() {
+            next.set(Phase::Leader);
+        }
+    }
+    let (first, mems) = result?;
+    insert(&w.batch, first, &mems);
+    let last = first + w.batch.count() as u64 - 1;
+    finish_insert(inner, &Group { first, last, remaining: AtomicUsize::new(1) })
 }
 
 /// Inserts each record into its family's memtable. A record of a family dropped since the write was checked
@@ -248,7 +284,7 @@ fn lead(inner: &Arc<DbInner>, me: &Arc<Writer>) {
         let q = inner.write.queue.lock();
         let mut bytes = 0usize;
         let mut g = Vec::new();
-        for w in q.iter() {
+        for w in q.writers.iter() {
             let n = w.batch.approximate_size();
             if !g.is_empty() && bytes + n > MAX_GROUP_BYTES {
                 break;
@@ -264,9 +300,9 @@ fn lead(inner: &Arc<DbInner>, me: &Arc<Writer>) {
     {
         let mut q = inner.write.queue.lock();
         for _ in 0..group.len() {
-            q.pop_front();
+            q.writers.pop_front();
         }
-        if let Some(next) = q.front() {
+        if let Some(next) = q.writers.front() {
             next.set(Phase::Leader);
         }
     }
@@ -311,11 +347,11 @@ fn lead(inner: &Arc<DbInner>, me: &Arc<Writer>) {
 
 /// The leader's critical section: room, sequence numbers, WAL. Returns the first sequence number and the
 /// memtables to insert into.
-fn commit_group(inner: &Arc<DbInner>, group: &[Arc<Writer>]) -> Result<(u64, Arc<Mems>)> {
+fn commit_group<W: Borrow<Writer>>(inner: &Arc<DbInner>, group: &[W]) -> Result<(u64, Arc<Mems>)> {
     let mut wal = inner.wal.lock();
-    let bytes: usize = group.iter().map(|w| w.batch.approximate_size()).sum();
+    let bytes: usize = group.iter().map(|w| w.borrow().batch.approximate_size()).sum();
     let mem = make_room(inner, &mut wal, bytes)?;
-    let count: u64 = group.iter().map(|w| w.batch.count() as u64).sum();
+    let count: u64 = group.iter().map(|w| w.borrow().batch.count() as u64).sum();
     let first = wal.next_seq;
     // The group's last entry takes `first + count - 1`, which must fit an internal key's 56-bit sequence:
     // refused before the WAL sees it, since a wrapped or clamped number would file the value under a wrong
@@ -326,12 +362,12 @@ fn commit_group(inner: &Arc<DbInner>, group: &[Arc<Writer>]) -> Result<(u64, Arc
         )));
     }
     let c = &inner.counters;
-    Counters::add(&c.writes, group.len() as u64);
-    Counters::add(&c.keys_written, count);
-    Counters::add(&c.bytes_written, (bytes - group.len() * shaledb_format::batch::HEADER_LEN) as u64);
-    Counters::add(&c.write_groups, 1);
+    Counters::add_exclusive(&c.writes, group.len() as u64);
+    Counters::add_exclusive(&c.keys_written, count);
+    Counters::add_exclusive(&c.bytes_written, (bytes - group.len() * shaledb_format::batch::HEADER_LEN) as u64);
+    Counters::add_exclusive(&c.write_groups, 1);
 
-    let wal_members = group.iter().filter(|w| !w.disable_wal).count();
+    let wal_members = group.iter().filter(|w| !(*w).borrow().disable_wal).count();
     if wal_members > 0 {
         let r = append_group(inner, &mut wal, group, first);
         if r.is_err() {
@@ -347,8 +383,8 @@ fn commit_group(inner: &Arc<DbInner>, group: &[Arc<Writer>]) -> Result<(u64, Arc
 }
 
 /// Appends the WAL-enabled members of `group` (sequence numbers from `first`) to the WAL.
-fn append_group(inner: &Arc<DbInner>, wal: &mut WalState, group: &[Arc<Writer>], first: u64) -> Result<()> {
-    let need_sync = group.iter().any(|w| w.sync);
+fn append_group<W: Borrow<Writer>>(inner: &Arc<DbInner>, wal: &mut WalState, group: &[W], first: u64) -> Result<()> {
+    let need_sync = group.iter().any(|w| w.borrow().sync);
     if need_sync || inner.opts.wal_bytes_per_sync > 0 {
         // A synced write makes every earlier write durable, those in WALs switched out unsynced too; their
         // `Synced` marker goes into this WAL before the group, so the group's fsync covers it. With
@@ -366,7 +402,7 @@ fn append_group(inner: &Arc<DbInner>, wal: &mut WalState, group: &[Arc<Writer>],
     if group.len() == 1 {
         // The common case: one writer, its batch copied once into the reused scratch buffer.
         scratch.clear();
-        scratch.append(&group[0].batch);
+        scratch.append(&group[0].borrow().batch);
         scratch.set_sequence(first);
         append_records(inner, log, std::slice::from_ref(scratch), sync)?;
     } else {
@@ -376,6 +412,7 @@ fn append_group(inner: &Arc<DbInner>, wal: &mut WalState, group: &[Arc<Writer>],
         let mut seq = first;
         let mut expect = None;
         for w in group {
+            let w = w.borrow();
             if !w.disable_wal {
                 if expect != Some(seq) {
                     let mut b = BatchRep::new();
@@ -409,9 +446,9 @@ fn append_records(inner: &Arc<DbInner>, log: &mut log::Writer, records: &[BatchR
     let r = (|| {
         for b in records {
             log.add_record(b.data())?;
-            Counters::add(&c.wal_bytes, b.data().len() as u64);
+            Counters::add_exclusive(&c.wal_bytes, b.data().len() as u64);
         }
-        Counters::add(&c.wal_writes, 1);
+        Counters::add_exclusive(&c.wal_writes, 1);
         log.flush()?;
         // `wal_bytes_per_sync`: a sync each time that many bytes were appended since the last one.
         let due = per_sync > 0 && log.len().saturating_sub(*synced_len) >= per_sync;
@@ -543,7 +580,7 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, bytes: usize) -> Result<A
         if inner.shutting_down.load(Ordering::Acquire) {
             break Err(Error::Closed);
         }
-        let a = super::stall::assess_all(&st);
+        let a = super::stall::assess_all(&mut st);
         super::stall::note(inner, &mut st, Some(&a));
         if let Some(cause) = a.stop {
             if stop_started.is_none() {

@@ -4,8 +4,9 @@
 //! and the allocator's pages stay resident until their owner thread collects them
 //! (docs/perf/memtable-arena.md).
 //!
-//! The one module of the engine with `unsafe` code: a [`Span`] is a raw pointer into a chunk, so that the
-//! skiplist's nodes and the iterators' windows can hold entries without a reference count.
+//! One of the engine's two modules with `unsafe` code (the other is `skiplist.rs`, whose nodes live here too): a
+//! [`Span`] is a raw pointer into a chunk, so that skiplist nodes and the vector memtable's slots can hold
+//! entries without a reference count.
 //!
 //! INVARIANT (kept by the memtable module): a [`Span`] is only reachable through something that holds the
 //! [`Arena`] it came from alive: the memtable itself, or one of its iterators, which hold an `Arc` of it.
@@ -83,6 +84,33 @@ impl Arena {
         p
     }
 
+    /// `len` bytes aligned to 8, that no other call returns, valid until the arena drops: a skiplist node
+    /// and its entry (`skiplist.rs`). Like [`Arena::reserve`], a large request gets a chunk of its own.
+    pub(super) fn reserve_aligned(&self, len: usize) -> NonNull<u8> {
+        const ALIGN: usize = 8;
+        let mut c = self.inner.lock();
+        if len > self.chunk_size / 4 {
+            let p = c.push(len + ALIGN - 1);
+            let pad = p.as_ptr().align_offset(ALIGN);
+            // SAFETY: the chunk has `len + ALIGN - 1` bytes and `pad < ALIGN`, so `p + pad + len` is in it or
+            // one past its end.
+            return unsafe { p.add(pad) };
+        }
+        let mut pad = c.next.as_ptr().align_offset(ALIGN);
+        if c.left < pad + len {
+            c.next = c.push(self.chunk_size);
+            c.left = self.chunk_size;
+            pad = c.next.as_ptr().align_offset(ALIGN);
+        }
+        // SAFETY: `pad < ALIGN` and `len <= chunk_size / 4`, so a fresh chunk has `pad + len` bytes, and an
+        // old one was just checked to have them (`left >= pad + len`): `next + pad + len` is in the current
+        // chunk or one past its end.
+        let p = unsafe { c.next.add(pad) };
+        c.next = unsafe { p.add(len) };
+        c.left -= pad + len;
+        p
+    }
+
     /// Bytes taken from the allocator.
     #[cfg(test)]
     pub(super) fn allocated(&self) -> usize {
@@ -132,6 +160,16 @@ impl Span {
     #[inline]
     pub(super) fn len(&self) -> usize {
         self.len
+    }
+
+    /// The span of `len` bytes at `ptr`.
+    ///
+    /// # Safety
+    /// The bytes are in an [`Arena`]'s chunk, were reserved by one call that gave them to no one else, are
+    /// written before the span is read and never written again, and the module's invariant holds for the span.
+    #[inline]
+    pub(super) unsafe fn from_raw(ptr: NonNull<u8>, len: usize) -> Span {
+        Span { ptr, len }
     }
 }
 

@@ -2,32 +2,29 @@
 //! [`MemTableRep::Vector`], an append-only vector sorted once when the memtable is flushed).
 //!
 //! Each entry's bytes, `internal_key ++ value`, are copied into the memtable's [`Arena`] (large chunks,
-//! bump-allocated); the skiplist node holds a pointer to them. Iterators hold the arena as well as the
-//! skiplist, so an owning, `'static` [`MemTableIter`] can keep entries past the skiplist's borrow without
-//! copying them.
+//! bump-allocated); the skiplist's nodes live there too, each right before its entry (`skiplist.rs`).
+//! Iterators hold the skiplist, which holds the arena, so an owning, `'static` [`MemTableIter`] reads entries
+//! in place without copying them or counting references.
 //!
 //! Entries are never removed: a memtable only grows until it is flushed and dropped whole.
 
 mod arena;
+mod skiplist;
 
 use crate::lookup::GetState;
 use crate::options::MemTableRep;
 use arena::{Arena, Span};
-use crossbeam_skiplist::map::Entry;
-use crossbeam_skiplist::SkipMap;
 use parking_lot::RwLock;
 use shaledb_format::ikey::{self, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE, TRAILER_LEN};
 use shaledb_format::iter::InternalIterator;
 use shaledb_format::prefix::PrefixExtractor;
 use shaledb_format::Result;
-use std::borrow::Borrow;
 use std::cmp::Ordering;
-use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
-/// Bytes charged per entry on top of its key and value (which the arena holds): the skiplist node, allocated
-/// apart (refcount/height word, the 40-byte [`Rec`], an average tower of two links). An estimate, like RocksDB's
+/// Bytes charged per entry on top of its key and value: the skiplist node before it in the arena (the 40-byte
+/// [`Rec`], a height word, a tower of 1.33 links on average, alignment padding). An estimate, like RocksDB's
 /// arena usage.
 const ENTRY_OVERHEAD: usize = 64;
 
@@ -66,7 +63,10 @@ fn key_prefix(user_key: &[u8]) -> Prefix {
     (word(hi), word(lo))
 }
 
-fn cmp_views(a: &dyn KeyView, b: &dyn KeyView) -> Ordering {
+/// Generic rather than over `&dyn KeyView`, so the skiplist's comparisons of two entries are inlined rather
+/// than six virtual calls each.
+#[inline]
+fn cmp_views<A: KeyView + ?Sized, B: KeyView + ?Sized>(a: &A, b: &B) -> Ordering {
     // Same order as `ikey::compare`: user key ascending, trailer descending.
     match a.prefix().cmp(&b.prefix()) {
         Ordering::Equal => {}
@@ -75,23 +75,6 @@ fn cmp_views(a: &dyn KeyView, b: &dyn KeyView) -> Ordering {
     match a.user_key().cmp(b.user_key()) {
         Ordering::Equal => b.trailer().cmp(&a.trailer()),
         o => o,
-    }
-}
-
-impl PartialEq for dyn KeyView + '_ {
-    fn eq(&self, other: &Self) -> bool {
-        cmp_views(self, other) == Ordering::Equal
-    }
-}
-impl Eq for dyn KeyView + '_ {}
-impl PartialOrd for dyn KeyView + '_ {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for dyn KeyView + '_ {
-    fn cmp(&self, other: &Self) -> Ordering {
-        cmp_views(self, other)
     }
 }
 
@@ -165,12 +148,6 @@ impl KeyView for Rec {
     }
 }
 
-impl<'a> Borrow<dyn KeyView + 'a> for Rec {
-    fn borrow(&self) -> &(dyn KeyView + 'a) {
-        self
-    }
-}
-
 impl PartialEq for Rec {
     fn eq(&self, other: &Self) -> bool {
         cmp_views(self, other) == Ordering::Equal
@@ -212,7 +189,7 @@ pub(crate) struct MemTable {
 }
 
 enum Rep {
-    Skip(Arc<SkipMap<Rec, ()>>),
+    Skip(Arc<skiplist::SkipList>),
     Vector(VectorRep),
 }
 
@@ -368,8 +345,9 @@ impl MemTable {
 
     /// An empty memtable of structure `rep` whose key filter is sized for `write_buffer_size` bytes.
     pub(crate) fn with_rep(id: u64, write_buffer_size: usize, rep: MemTableRep) -> MemTable {
+        let arena = Arc::new(Arena::for_write_buffer(write_buffer_size));
         let rep = match rep {
-            MemTableRep::SkipList => Rep::Skip(Arc::new(SkipMap::new())),
+            MemTableRep::SkipList => Rep::Skip(Arc::new(skiplist::SkipList::new(arena.clone()))),
             MemTableRep::Vector => Rep::Vector(VectorRep {
                 state: RwLock::new(VecState::Appending(Vec::new())),
                 immutable: AtomicBool::new(false),
@@ -379,7 +357,7 @@ impl MemTable {
         MemTable {
             id,
             rep,
-            arena: Arc::new(Arena::for_write_buffer(write_buffer_size)),
+            arena,
             mem: AtomicUsize::new(0),
             deletions: AtomicUsize::new(0),
             largest_seq: AtomicU64::new(0),
@@ -468,21 +446,22 @@ impl MemTable {
             self.mem.fetch_add(charge, AtomicOrdering::Relaxed);
             return;
         }
-        let rec = Rec::new(&self.arena, user_key, ikey::pack_trailer(seq, kind), value);
-        let charge = rec.span.len() + ENTRY_OVERHEAD;
+        let trailer = ikey::pack_trailer(seq, kind);
         self.filter.add(shaledb_format::bloom::key_hash(user_key));
         if let Some((ex, f)) = &self.prefix_filter {
             if let Some(prefix) = ex.prefix(user_key) {
                 f.add(shaledb_format::bloom::key_hash(prefix));
             }
         }
-        match &self.rep {
-            Rep::Skip(map) => {
-                map.insert(rec, ());
+        let rec = match &self.rep {
+            Rep::Skip(list) => list.insert(user_key, trailer, value),
+            Rep::Vector(v) => {
+                let rec = Rec::new(&self.arena, user_key, trailer, value);
+                v.push(rec);
+                rec
             }
-            Rep::Vector(v) => v.push(rec),
-        }
-        self.mem.fetch_add(charge, AtomicOrdering::Relaxed);
+        };
+        self.mem.fetch_add(rec.span.len() + ENTRY_OVERHEAD, AtomicOrdering::Relaxed);
         // Before the write's sequence is published (the write path publishes after every insert of its
         // group, with Release), so a reader that loaded the published sequence and then this sees every
         // visible entry's sequence at or below the value it reads.
@@ -501,35 +480,17 @@ impl MemTable {
             trailer: ikey::pack_trailer(seq.min(MAX_SEQUENCE), KIND_FOR_SEEK),
             prefix: key_prefix(user_key),
         };
-        let map = match &self.rep {
-            Rep::Skip(map) => map,
+        let list = match &self.rep {
+            Rep::Skip(list) => list,
             Rep::Vector(v) => return v.get(&probe, state),
         };
-        let Some(mut e) = map.lower_bound(Bound::Included(&probe as &dyn KeyView)) else {
-            return;
-        };
-        loop {
-            let rec = e.key();
-            if rec.user_key() != user_key || state.feed(rec.ikey(), rec.value()) {
-                return;
-            }
-            if !e.move_next() {
-                return;
-            }
-        }
+        list.scan_from(&probe, |rec| rec.user_key() == user_key && !state.feed(rec.ikey(), rec.value()));
     }
 
     /// An iterator over all entries in internal-key order; it keeps the memtable alive.
     pub(crate) fn iter(self: &Arc<Self>) -> MemTableIter {
         match &self.rep {
-            Rep::Skip(map) => MemTableIter::Skip(SkipIter {
-                map: Arc::clone(map),
-                _arena: Arc::clone(&self.arena),
-                buf: Vec::new(),
-                pos: 0,
-                forward: true,
-                batch: MIN_BATCH,
-            }),
+            Rep::Skip(list) => MemTableIter::Skip(SkipIter { cursor: skiplist::Cursor::new(Arc::clone(list)) }),
             Rep::Vector(v) => {
                 let recs = v.sorted();
                 MemTableIter::Vector(VecIter { pos: recs.len(), recs, _arena: Arc::clone(&self.arena) })
@@ -545,7 +506,7 @@ impl MemTable {
     /// Number of entries.
     pub(crate) fn len(&self) -> usize {
         match &self.rep {
-            Rep::Skip(map) => map.len(),
+            Rep::Skip(list) => list.len(),
             Rep::Vector(v) => v.len.load(AtomicOrdering::Relaxed),
         }
     }
@@ -577,11 +538,6 @@ impl MemTable {
         self.range_dels.len()
     }
 }
-
-/// Forward refills start small (a seek is often followed by few steps) and double up to the maximum,
-/// so a long scan pays one skiplist search per `MAX_BATCH` entries.
-const MIN_BATCH: usize = 8;
-const MAX_BATCH: usize = 128;
 
 /// An owning iterator over a [`MemTable`] of either structure.
 pub(crate) enum MemTableIter {
@@ -696,120 +652,47 @@ impl InternalIterator for MemTableIter {
     }
 }
 
-/// An owning iterator over a skiplist memtable.
-///
-/// The skiplist's cursors borrow the map, so the iterator cannot hold one; instead it holds a window of
-/// entries (`Arc` clones, no copies of data) filled by walking the skiplist, and re-seeks from the edge of
-/// the window when it runs out. Moving forward costs one search per window; moving backward one search
-/// per step, as the skiplist has no back links.
+/// An owning iterator over a skiplist memtable: a cursor that holds the list (and so the entries' arena).
+/// Forward steps follow a link; backward steps search from the top, as the list has no back links.
 pub(crate) struct SkipIter {
-    map: Arc<SkipMap<Rec, ()>>,
-    /// Keeps the entries' bytes alive (see [`Arena`]).
-    _arena: Arc<Arena>,
-    /// Forward: ascending entries with `buf[pos]` current. Backward: descending, `buf[pos]` current.
-    buf: Vec<Rec>,
-    pos: usize,
-    forward: bool,
-    batch: usize,
-}
-
-impl SkipIter {
-    fn fill_from(&mut self, first: Option<Entry<'_, Rec, ()>>, n: usize, forward: bool) {
-        self.buf.clear();
-        self.pos = 0;
-        self.forward = forward;
-        let Some(mut e) = first else { return };
-        loop {
-            self.buf.push(*e.key());
-            if self.buf.len() >= n {
-                return;
-            }
-            let moved = if forward { e.move_next() } else { e.move_prev() };
-            if !moved {
-                return;
-            }
-        }
-    }
-
-    fn fill_forward(&mut self, bound: Bound<&dyn KeyView>, n: usize) {
-        let map = Arc::clone(&self.map);
-        self.fill_from(map.lower_bound(bound), n, true);
-    }
-
-    fn fill_backward(&mut self, bound: Bound<&dyn KeyView>) {
-        let map = Arc::clone(&self.map);
-        self.fill_from(map.upper_bound(bound), 1, false);
-    }
-
-    /// The current entry, taken out of the window so the window can be refilled around it.
-    fn take_current(&mut self) -> Option<Rec> {
-        if self.pos < self.buf.len() {
-            Some(self.buf.swap_remove(self.pos))
-        } else {
-            None
-        }
-    }
+    cursor: skiplist::Cursor,
 }
 
 impl InternalIterator for SkipIter {
     fn valid(&self) -> bool {
-        self.pos < self.buf.len()
+        self.cursor.valid()
     }
 
     fn seek_to_first(&mut self) {
-        self.batch = MIN_BATCH;
-        let map = Arc::clone(&self.map);
-        self.fill_from(map.front(), self.batch, true);
+        self.cursor.seek_to_first();
     }
 
     fn seek_to_last(&mut self) {
-        let map = Arc::clone(&self.map);
-        self.fill_from(map.back(), 1, false);
+        self.cursor.seek_to_last();
     }
 
     fn seek(&mut self, target: &[u8]) {
-        self.batch = MIN_BATCH;
-        let probe = Probe::of(target);
-        self.fill_forward(Bound::Included(&probe), 1);
+        self.cursor.seek(&Probe::of(target));
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {
-        let probe = Probe::of(target);
-        self.fill_backward(Bound::Included(&probe));
+        self.cursor.seek_for_prev(&Probe::of(target));
     }
 
     fn next(&mut self) {
-        if self.forward {
-            self.pos += 1;
-            if self.pos < self.buf.len() {
-                return;
-            }
-            // Window exhausted: its last entry is the anchor for the next one.
-            let Some(anchor) = self.buf.pop() else { return };
-            self.batch = (self.batch * 2).min(MAX_BATCH);
-            self.fill_forward(Bound::Excluded(&anchor), self.batch);
-        } else {
-            let Some(anchor) = self.take_current() else { return };
-            self.batch = MIN_BATCH;
-            self.fill_forward(Bound::Excluded(&anchor), self.batch);
-        }
+        self.cursor.next();
     }
 
     fn prev(&mut self) {
-        if !self.forward && self.pos + 1 < self.buf.len() {
-            self.pos += 1;
-            return;
-        }
-        let Some(anchor) = self.take_current() else { return };
-        self.fill_backward(Bound::Excluded(&anchor));
+        self.cursor.prev();
     }
 
     fn key(&self) -> &[u8] {
-        self.buf.get(self.pos).map_or(&[], Rec::ikey)
+        self.cursor.current().map_or(&[], Rec::ikey)
     }
 
     fn value(&self) -> &[u8] {
-        self.buf.get(self.pos).map_or(&[], Rec::value)
+        self.cursor.current().map_or(&[], Rec::value)
     }
 
     fn status(&self) -> Result<()> {

@@ -64,7 +64,7 @@ fn prefix_comparison_agrees_with_bytewise_order() {
 }
 
 #[test]
-fn iterator_windows_cover_large_tables_both_ways() {
+fn iterators_walk_large_tables_both_ways() {
     let m = Arc::new(MemTable::new(1));
     for i in 0..1000u32 {
         m.add(u64::from(i) + 1, ValueKind::Value, format!("k{i:05}").as_bytes(), &i.to_le_bytes());
@@ -82,7 +82,7 @@ fn iterator_windows_cover_large_tables_both_ways() {
     back.reverse();
     assert_eq!(fwd, back);
 
-    // Direction switches in the middle of a window.
+    // Direction switches in the middle.
     it.seek(&make_internal_key(b"k00500", MAX_SEQUENCE, KIND_FOR_SEEK));
     for _ in 0..20 {
         it.next();
@@ -193,14 +193,17 @@ fn vector_rep_matches_the_skiplist_before_and_after_it_is_immutable() {
 
 #[test]
 fn concurrent_adds_from_four_threads() {
+    // Fewer under Miri, which runs them a thousand times slower.
+    const PER_THREAD: u64 = if cfg!(miri) { 60 } else { 2000 };
+    const KEYS: u64 = if cfg!(miri) { 15 } else { 500 };
     let m = Arc::new(MemTable::new(1));
     let threads: Vec<_> = (0..4u64)
         .map(|t| {
             let m = Arc::clone(&m);
             std::thread::spawn(move || {
-                for i in 0..2000u64 {
+                for i in 0..PER_THREAD {
                     let seq = i * 4 + t + 1;
-                    let key = format!("key{:04}", i % 500);
+                    let key = format!("key{:04}", i % KEYS);
                     m.add(seq, ValueKind::Value, key.as_bytes(), &seq.to_le_bytes());
                 }
             })
@@ -209,25 +212,93 @@ fn concurrent_adds_from_four_threads() {
     for t in threads {
         t.join().unwrap();
     }
-    assert_eq!(m.len(), 8000);
+    assert_eq!(m.len() as u64, 4 * PER_THREAD);
     let all = collect_forward(&mut m.iter());
-    assert_eq!(all.len(), 8000);
+    assert_eq!(all.len() as u64, 4 * PER_THREAD);
     assert!(all.windows(2).all(|w| ikey::compare(&w[0].0, &w[1].0) == Ordering::Less));
     for (k, v) in &all {
         let p = ikey::parse(k).unwrap();
         assert_eq!(v.as_slice(), &p.seq.to_le_bytes());
     }
     // Each key's newest write is the one with the largest sequence number.
-    for i in 0..500u64 {
+    for i in 0..KEYS {
         let key = format!("key{i:04}");
         let mut st = GetState::new(key.as_bytes(), MAX_SEQUENCE, None);
         m.get(key.as_bytes(), MAX_SEQUENCE, &mut st);
-        let newest = (0..8000u64).filter(|s| (s / 4) % 500 == i).max().unwrap() + 1;
+        let newest = (0..4 * PER_THREAD).filter(|s| (s / 4) % KEYS == i).max().unwrap() + 1;
         assert_eq!(st.finish().unwrap(), Some(newest.to_le_bytes().to_vec()));
     }
 }
 
+/// Readers walking and seeking while two threads insert: every entry they reach is complete (its value is
+/// its sequence number), in order, and entries present before a walk started are all seen by it.
 #[test]
+fn readers_see_complete_ordered_entries_while_threads_insert() {
+    const BASE: u64 = if cfg!(miri) { 20 } else { 200 };
+    const PER_THREAD: u64 = if cfg!(miri) { 80 } else { 5000 };
+    let m = Arc::new(MemTable::new(1));
+    for i in 0..BASE {
+        m.add(i + 1, ValueKind::Value, format!("base{i:04}").as_bytes(), &(i + 1).to_le_bytes());
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..2u64)
+        .map(|t| {
+            let m = Arc::clone(&m);
+            std::thread::spawn(move || {
+                for i in 0..PER_THREAD {
+                    let seq = 1000 + i * 2 + t;
+                    let key = format!("k{:05}", (i * 7919 + t * 13) % 3000);
+                    m.add(seq, ValueKind::Value, key.as_bytes(), &seq.to_le_bytes());
+                }
+            })
+        })
+        .collect();
+    let readers: Vec<_> = (0..2)
+        .map(|r| {
+            let (m, stop) = (Arc::clone(&m), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut walks = 0;
+                while walks < 3 || !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    walks += 1;
+                    let mut it = m.iter();
+                    let mut seen = Vec::new();
+                    if r == 0 {
+                        it.seek_to_first();
+                        while it.valid() {
+                            seen.push((it.key().to_vec(), it.value().to_vec()));
+                            it.next();
+                        }
+                    } else {
+                        it.seek_to_last();
+                        while it.valid() {
+                            seen.push((it.key().to_vec(), it.value().to_vec()));
+                            it.prev();
+                        }
+                        seen.reverse();
+                    }
+                    assert!(seen.windows(2).all(|w| ikey::compare(&w[0].0, &w[1].0) == Ordering::Less));
+                    for (k, v) in &seen {
+                        assert_eq!(v.as_slice(), &ikey::parse(k).unwrap().seq.to_le_bytes());
+                    }
+                    let base = seen.iter().filter(|(k, _)| ikey::user_key(k).starts_with(b"base")).count();
+                    assert_eq!(base as u64, BASE);
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        r.join().unwrap();
+    }
+    assert_eq!(m.len() as u64, BASE + 2 * PER_THREAD);
+}
+
+#[test]
+// The filter has no `unsafe`; 60K inserts and probes take Miri most of an hour.
+#[cfg_attr(miri, ignore)]
 fn key_filter_has_no_false_negatives_and_rejects_most_absent_keys() {
     let m = MemTable::with_capacity(1, 1 << 20);
     for i in 0..20_000u32 {
