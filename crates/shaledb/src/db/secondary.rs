@@ -123,9 +123,11 @@ impl Db {
     /// the primary deletes later stay readable (on Linux an unlinked file lives while a descriptor is open).
     /// Keep `max_open_files = -1` (the default, as RocksDB recommends for secondaries): with a bounded table
     /// cache, a table evicted and then deleted by the primary reads as an `Io` error naming it until the next
-    /// catch-up (never a wrong value). A snapshot taken on a secondary is a sequence number read against the
-    /// newest version, and the primary's compactions know nothing of it: after a catch-up it may miss a value the
-    /// primary has overwritten and compacted away. An iterator keeps the version it was opened on.
+    /// catch-up (never a wrong value). The open ends with a first catch-up, so it fails with [`Error::Busy`] as
+    /// that does when the primary changed its files during every attempt: retry the open. A snapshot taken on a
+    /// secondary is a sequence number read against the newest version, and the primary's compactions know nothing
+    /// of it: after a catch-up it may miss a value the primary has overwritten and compacted away. An iterator
+    /// keeps the version it was opened on.
     ///
     /// ```no_run
     /// use shaledb::{Db, Options};

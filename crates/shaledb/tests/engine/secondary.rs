@@ -91,7 +91,21 @@ fn follow(opts: Options) {
         primary.write(&op(i)).unwrap();
     }
     let acked = Arc::new(AtomicU64::new(100));
-    let secondary = Db::open_as_secondary(&primary_dir, &secondary_dir, opts.clone()).unwrap();
+    // The open's first catch-up races the primary's background flushes and compactions like any other: on a
+    // busy machine every one of its attempts can see the files change, and it fails with Busy (seen once in a
+    // parallel test run). A caller retries, as after `try_catch_up_with_primary`.
+    let mut tries = 0;
+    let secondary = loop {
+        match Db::open_as_secondary(&primary_dir, &secondary_dir, opts.clone()) {
+            Ok(db) => break db,
+            Err(Error::Busy(e)) if tries < 20 => {
+                tries += 1;
+                eprintln!("open as secondary: busy ({e}), retrying");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("open as secondary after {tries} busy retries: {e}"),
+        }
+    };
     assert_eq!(secondary.secondary_path(), Some(secondary_dir.as_path()));
     let (k, data) = state(&secondary);
     assert_eq!(k, 100);
