@@ -186,8 +186,9 @@ pub struct Options {
     pub wal_bytes_per_sync: u64,
     /// With several column families: once the live WALs hold more than this many bytes, the families whose
     /// memtables keep the oldest WAL alive are switched (and so flushed), as RocksDB's `max_total_wal_size`
-    /// does, so that a family written rarely never keeps every later WAL on disk. 0: four times the sum over the
-    /// families of `write_buffer_size * max_write_buffer_number` (RocksDB's rule). Default: 0.
+    /// does, so that a family written rarely never keeps every later WAL on disk. The WALs an open kept live for
+    /// the memtables it kept (`avoid_flush_during_recovery`) count too. 0: four times the sum over the families
+    /// of `write_buffer_size * max_write_buffer_number` (RocksDB's rule). Default: 0.
     pub max_total_wal_size: u64,
     /// Limits the bytes flushes and compactions write per second (RocksDB `rate_limiter`): see
     /// [`crate::RateLimiter`]. Flushes are charged at high priority, compactions at low; the WAL is never

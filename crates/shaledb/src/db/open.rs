@@ -287,6 +287,9 @@ struct Recovery {
     /// The replayed memtables kept as the families' active ones (`avoid_flush_during_recovery`), by family,
     /// each numbered by the oldest WAL its entries came from: that family's log number from here on.
     kept: std::collections::BTreeMap<u32, Arc<MemTable>>,
+    /// The WALs the kept memtables hold live, with their lengths: counted toward `max_total_wal_size` like the
+    /// WALs this process switches out, so that a kept memtable's WALs force its flush as theirs would.
+    kept_wals: Vec<(u64, u64)>,
 }
 
 /// With `avoid_flush_during_recovery`, the most WALs an open may find and still keep what it replayed in
@@ -330,6 +333,14 @@ fn replay_wals(
     .inspect_err(|e| info_log.log(format_args!("open refused: {e}")))?;
     let mut replayed = replayed;
     let kept = keep_in_memory(dir, opts, &targets, wals, &mut replayed, info_log)?;
+    let kept_wals = match kept.values().map(|m| m.id()).min() {
+        Some(oldest) => wals
+            .iter()
+            .filter(|&&n| n >= oldest)
+            .map(|&n| Ok((n, opts.fs.file_size(&filenames::wal(dir, n))?)))
+            .collect::<Result<Vec<_>>>()?,
+        None => Vec::new(),
+    };
     let mut flush_stats = replayed.stats;
     let mut edits = std::collections::BTreeMap::new();
     let blobs = crate::blob::BlobFiles::new(dir, opts.fs.clone(), db_id);
@@ -359,6 +370,7 @@ fn replay_wals(
         to_keep: replayed.to_keep,
         counters,
         kept,
+        kept_wals,
     })
 }
 
@@ -436,7 +448,9 @@ fn start_new_wal(dir: &Path, opts: &Options, rec: &mut Recovery) -> Result<WalSt
         edit.log_number = Some(edit.log_number.unwrap_or(wal_number));
         edit.last_sequence = Some(rec.max_seq);
     }
-    Ok(WalState::new(log::Writer::new(wal_file), wal_number, rec.max_seq + 1))
+    let mut wal = WalState::new(log::Writer::new(wal_file), wal_number, rec.max_seq + 1);
+    wal.count_live_wals(&rec.kept_wals);
+    Ok(wal)
 }
 
 /// What recovery did not replay is kept in `lost/` before the MANIFEST that makes the WALs obsolete (lost.rs).

@@ -70,6 +70,12 @@ impl WalState {
         }
     }
 
+    /// Counts `wals` (number, length) toward `max_total_wal_size` as if switched out by this process: the WALs
+    /// an open kept live for the memtables it kept (`avoid_flush_during_recovery`).
+    pub(crate) fn count_live_wals(&mut self, wals: &[(u64, u64)]) {
+        self.closed.extend(wals.iter().copied());
+    }
+
     /// No WAL to write: a database opened read-only.
     pub(crate) fn without_log(number: u64, next_seq: u64) -> WalState {
         WalState {

@@ -348,3 +348,42 @@ fn random_chains_of_short_runs_keep_every_acknowledged_write() {
     }
     crate::assert_no_background_panics();
 }
+
+/// `max_total_wal_size` counts the WALs an open kept live for a kept memtable: a family whose kept memtable pins
+/// more WAL bytes than the limit is switched and flushed at the next write (to any family), as it would be had
+/// this process written those WALs, and the kept WALs are then deleted. (Before, only the WALs this process
+/// switched out were counted, so kept ones could pin any number of bytes until the memtable filled.)
+#[test]
+fn wals_kept_at_open_count_toward_max_total_wal_size() {
+    watch_background_panics();
+    let fs = MemFs::new();
+    let opts = Options { max_total_wal_size: 64 << 10, write_buffer_size: 4 << 20, ..short_run_options(&fs) };
+    let open = || {
+        let descs = vec![shaledb::ColumnFamilyDescriptor::new("b", opts.clone())];
+        let db = Db::open_with_column_families(crate::DB, opts.clone(), descs).unwrap();
+        let b = db.column_family("b").unwrap();
+        (db, b)
+    };
+    let (db, b) = open();
+    for i in 0..100 {
+        db.put(key(i), "v".repeat(1000)).unwrap();
+    }
+    drop(b);
+    db.close().unwrap();
+    assert!(names(&fs, ".sst").is_empty(), "{:?}", fs.file_names(db_path()));
+
+    // The open keeps the default family's memtable and its 100 KB WAL; a write to the other family sees more
+    // live WAL bytes than the limit and switches the default family, whose flush lets that WAL go.
+    let (db, b) = open();
+    assert!(names(&fs, ".sst").is_empty(), "the open flushed: {:?}", fs.file_names(db_path()));
+    db.put_cf(&b, "x", "y").unwrap();
+    db.wait_for_compaction().unwrap();
+    assert!(!names(&fs, ".sst").is_empty(), "the kept memtable was not flushed: {:?}", fs.file_names(db_path()));
+    let wal_bytes: u64 =
+        names(&fs, ".log").iter().map(|n| fs.read_file(&db_path().join(n)).map_or(0, |d| d.len() as u64)).sum();
+    assert!(wal_bytes < 64 << 10, "{wal_bytes} bytes of WALs still live: {:?}", fs.file_names(db_path()));
+    for i in 0..100 {
+        assert_eq!(db.get(key(i)).unwrap().map(|v| v.len()), Some(1000), "{}", key(i));
+    }
+    assert_eq!(db.get_cf(&b, "x").unwrap().as_deref(), Some(&b"y"[..]));
+}
