@@ -1,6 +1,6 @@
 //! The public write batch: several puts, deletes, single deletes, range deletions and merges applied atomically by [`crate::Db::write`].
 
-use crate::db::ColumnFamily;
+use crate::ColumnFamily;
 use shaledb_format::batch::BatchRep;
 use shaledb_format::ikey::ValueKind;
 

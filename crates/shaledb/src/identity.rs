@@ -78,7 +78,7 @@ pub(crate) fn reconcile(
 
 pub(crate) fn write(fs: &dyn Fs, dir: &Path, id: &DbId, temp_number: u64) -> Result<()> {
     let contents = format!("{}\n", to_hex(id));
-    crate::version_set::replace_file(fs, dir, &filenames::identity(dir), contents.as_bytes(), temp_number)
+    crate::atomic_file::replace_file(fs, dir, &filenames::identity(dir), contents.as_bytes(), temp_number)
 }
 
 #[cfg(test)]

@@ -1,5 +1,46 @@
 //! ShaleDB: a durable, concurrent LSM-tree key-value storage engine.
 //!
+//! Where things are, one line per module (ARCHITECTURE.md tells the same story at length):
+//!
+//! The database and its options:
+//! - `db/`: [`Db`], open and recovery, the public calls, and the engine's moving parts; its `mod.rs` lists
+//!   its files and the lock order;
+//! - [`options`]: [`Options`], [`ReadOptions`], [`WriteOptions`] and their limits; `options_file/`: the
+//!   OPTIONS file an open writes and checks;
+//! - `batch.rs`: [`WriteBatch`], applied all or nothing.
+//!
+//! The write path:
+//! - `memtable/`: the memtable (a concurrent skiplist, or a vector sorted at switch) over an arena;
+//! - `range_del.rs`: range tombstones (`delete_range`) and the fragments both paths read them as;
+//! - [`merge`]: merge operators (read-modify-write without the read).
+//!
+//! The read path:
+//! - `lookup.rs`: the state of one point lookup across memtables and tables;
+//! - [`iter`]: merging, level and database iterators, [`Iter`] and [`Cursor`];
+//! - `prefix.rs`: prefix filters on point lookups and cursors;
+//! - `snapshot.rs`: [`Snapshot`], a pinned sequence number;
+//! - `table_cache.rs`: open tables, bounded by `max_open_files`.
+//!
+//! Background work:
+//! - `compaction.rs` (with `compaction/`): writing a sorted run, the I/O half of flushes and compactions;
+//! - `picker/`: which compaction runs next, a pure function of a version and the options;
+//! - [`compaction_style`]: universal and FIFO compaction's options; [`compaction_filter`]: the user's filter;
+//! - [`rate_limiter`]: the limit on background writes; [`listener`]: the events told to the application.
+//!
+//! Files and formats (the codecs themselves are in the `shaledb-format` crate):
+//! - [`version`]: a version, the live tables per level; `version_set.rs`: the MANIFEST and the current version;
+//! - `atomic_file.rs`: a small file replaced whole and durably (CURRENT, IDENTITY, OPTIONS);
+//! - `identity.rs`: the database's id; `info_log.rs`: the `LOG` file; `lost.rs`: what recovery set aside;
+//! - `repair.rs`: [`repair()`], rebuilding a database whose MANIFEST is lost;
+//! - [`stats`]: counters and figures; `stats_report.rs`: the `stats` text reports.
+//!
+//! Features:
+//! - [`txn`]: pessimistic and optimistic transactions; [`ttl`]: TTL mode, values that expire;
+//! - `blob/`: blob files, large values kept out of the tables; [`ingest`]: external tables loaded whole;
+//! - [`backup`]: incremental backups (checkpoints are `db/checkpoint.rs`).
+//!
+//! ## Example
+//!
 //! ```
 //! use shaledb::{Db, Options, WriteBatch};
 //!
@@ -30,6 +71,7 @@
 //! See ARCHITECTURE.md for the path of a write and of a read, the threads and the lock order, and
 //! docs/durability.md for what survives which crash.
 
+mod atomic_file;
 pub mod backup;
 mod batch;
 mod blob;
@@ -66,9 +108,10 @@ mod version_set;
 pub use batch::WriteBatch;
 pub use compaction_filter::{CompactionFilter, Decision, FilterContext};
 pub use compaction_style::{CompactionOptionsFifo, CompactionOptionsUniversal, CompactionStopStyle, CompactionStyle};
-pub use db::{destroy, destroy_with, ColumnFamily, ColumnFamilyDescriptor, Db, SizeApproximationOptions};
+pub use db::{destroy, destroy_with, ColumnFamily, Db, SizeApproximationOptions};
 pub use info_log::ctime_utc;
 pub use iter::{Cursor, Iter, KeyRange};
+pub use options::family::ColumnFamilyDescriptor;
 pub use options::{MemTableRep, Options, ReadOptions, WalRecoveryMode, WriteOptions};
 pub use options_file::{LoadedColumnFamily, LoadedOptions};
 pub use rate_limiter::{IoPriority, RateLimiter};

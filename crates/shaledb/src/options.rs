@@ -8,6 +8,8 @@ use shaledb_format::table::TableOptions;
 use shaledb_vfs::{Error, Fs, Result};
 use std::sync::Arc;
 
+pub(crate) mod family;
+
 /// How the WAL is replayed at open when a record is damaged (RocksDB's `WALRecoveryMode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum WalRecoveryMode {
@@ -669,6 +671,21 @@ pub mod limits {
     /// acknowledged entry can be flushed and compacted. A merge whose full result would be larger keeps its
     /// operands unmerged in tables; reads still return the merged value.
     pub const MAX_KEY_VALUE_BYTES: usize = shaledb_format::table::MAX_ENTRY_LEN - shaledb_format::ikey::TRAILER_LEN;
+
+    /// The size limit of one entry ([`MAX_KEY_VALUE_BYTES`]): what a table can store.
+    /// Checked before a write is queued, so an entry the engine acknowledged can always be flushed (issue 9: a
+    /// 130 MiB put was acknowledged, then every flush failed and the database could not be opened).
+    pub(crate) fn check_len(key: &[u8], value: &[u8]) -> shaledb_vfs::Result<()> {
+        let max = MAX_KEY_VALUE_BYTES;
+        if key.len().saturating_add(value.len()) > max {
+            return Err(shaledb_vfs::Error::InvalidArgument(format!(
+                "key ({} bytes) plus value ({} bytes) exceeds the {max}-byte limit of one entry",
+                key.len(),
+                value.len()
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Options for one write.

@@ -133,7 +133,7 @@ pub(crate) fn stamp(batch: &BatchRep, now: u32) -> Result<BatchRep> {
                 buf.clear();
                 buf.extend_from_slice(e.value);
                 buf.extend_from_slice(&now.to_le_bytes());
-                crate::db::check_len(e.key, &buf)?;
+                crate::options::limits::check_len(e.key, &buf)?;
                 out.push_record(e.family, ValueKind::Value, e.key, &buf);
             }
             // Deletions and range tombstones have no value to stamp.

@@ -69,7 +69,7 @@ pub(crate) struct VersionSet {
     /// no identity): the counter steps over them so that no file of ours ever takes their name.
     pub(crate) foreign_numbers: BTreeSet<u64>,
     /// Blob files that left the current version (all their records garbage), to delete once no live version
-    /// lists them (`background::obsolete_files`, then `remove_files` without the lock).
+    /// lists them (`db::obsolete::obsolete_files`, then `remove_files` without the lock).
     pub(crate) obsolete_blobs: Vec<u64>,
 }
 
@@ -580,24 +580,7 @@ impl VersionSet {
 /// Points CURRENT at MANIFEST-`number`: temp file, fsync, rename over CURRENT, fsync of the directory.
 pub(crate) fn set_current(fs: &dyn Fs, dir: &Path, number: u64, temp_number: u64) -> Result<()> {
     let contents = format!("{}\n", filenames::manifest_name(number));
-    replace_file(fs, dir, &filenames::current(dir), contents.as_bytes(), temp_number)
-}
-
-/// Replaces `target` atomically with `contents`: temp file `temp_number`, fsync, rename, directory fsync.
-pub(crate) fn replace_file(fs: &dyn Fs, dir: &Path, target: &Path, contents: &[u8], temp_number: u64) -> Result<()> {
-    let tmp = filenames::temp(dir, temp_number);
-    let res = (|| {
-        let mut f = fs.create(&tmp)?;
-        f.append(contents)?;
-        f.sync()?;
-        drop(f);
-        fs.rename(&tmp, target)?;
-        fs.sync_dir(dir)
-    })();
-    if res.is_err() {
-        let _ = fs.remove(&tmp);
-    }
-    res
+    crate::atomic_file::replace_file(fs, dir, &filenames::current(dir), contents.as_bytes(), temp_number)
 }
 
 #[cfg(test)]

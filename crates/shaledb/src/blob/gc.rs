@@ -8,8 +8,8 @@
 //! reclamation). A table's oldest blob file comes from its `oldest_blob_file` property (docs/format/sst.md),
 //! read through the table cache.
 
-use crate::db::DbInner;
 use crate::picker::{self, CompactionReason, CompactionTask};
+use crate::table_cache::TableCache;
 use crate::version::Version;
 use std::collections::HashSet;
 
@@ -28,7 +28,7 @@ pub(crate) fn forced_target(o: &crate::Options, v: &Version) -> Option<u64> {
 /// `busy` files; never a trivial move (a move would not relocate anything). REQUIRES: `state` locked (a table
 /// not in the table cache is opened meanwhile: only while collection is due).
 pub(crate) fn pick_forced(
-    inner: &DbInner,
+    tables: &TableCache,
     o: &crate::Options,
     v: &Version,
     busy: &HashSet<u64>,
@@ -39,7 +39,7 @@ pub(crate) fn pick_forced(
             if busy.contains(&f.number) {
                 continue;
             }
-            let Ok(t) = inner.tables.get(f) else { continue };
+            let Ok(t) = tables.get(f) else { continue };
             if t.properties().oldest_blob_file != Some(target) {
                 continue;
             }

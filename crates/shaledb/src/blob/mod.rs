@@ -162,33 +162,6 @@ pub(crate) fn gc_cutoff(opts: &crate::Options, version: &crate::version::Version
     }
 }
 
-/// Takes the blob files that left the current version once no live version (a reader's, an iterator's, a
-/// checkpoint's) lists them, evicted from the blob reader cache: the caller removes them with the state lock
-/// released (`background::remove_files`). REQUIRES: `st` locked.
-pub(crate) fn take_obsolete(inner: &crate::db::DbInner, st: &mut crate::db::State) -> Vec<u64> {
-    if st.vs.obsolete_blobs.is_empty() {
-        return Vec::new();
-    }
-    st.live_versions.retain(|(_, w)| w.strong_count() > 0);
-    let mut live: std::collections::HashSet<u64> =
-        st.vs.families().values().flat_map(|f| f.current.blob_files.keys().copied()).collect();
-    for v in st.live_versions.iter().filter_map(|(_, w)| w.upgrade()) {
-        live.extend(v.blob_files.keys());
-    }
-    let mut keep = Vec::new();
-    let mut doomed = Vec::new();
-    for n in std::mem::take(&mut st.vs.obsolete_blobs) {
-        if live.contains(&n) {
-            keep.push(n);
-        } else {
-            inner.blobs.evict(n);
-            doomed.push(n);
-        }
-    }
-    st.vs.obsolete_blobs = keep;
-    doomed
-}
-
 /// Reads every live blob file of `v` whole: each record's checksum, the footer, and the counts against the
 /// MANIFEST's addition.
 pub(crate) fn verify_files(files: &BlobFiles, v: &crate::version::Version) -> Result<()> {

@@ -30,7 +30,7 @@
 //! the parent fsynced. A crash leaves either no target or a whole one; a leftover `<target>.tmp` holding only
 //! our files is removed by the next checkpoint to that target.
 
-use super::{background, Db, DbInner};
+use super::{flush, Db, DbInner};
 use crate::filenames::{self, FileKind};
 use crate::version::Version;
 use shaledb_format::edit::VersionEdit;
@@ -110,12 +110,12 @@ fn max_family_in_wal(fs: &dyn Fs, path: &Path) -> u32 {
 /// every write up to that point, batches whole.
 pub(crate) fn live_file_set(inner: &Arc<DbInner>) -> Result<LiveFileSet> {
     if !inner.read_only {
-        background::flush(inner, None)?;
+        flush::flush(inner, None)?;
     }
     let wal = (!inner.read_only).then(|| inner.wal.lock());
     let mut st = inner.state.lock();
     if let Some(cause) = &st.bg_error {
-        return Err(DbInner::read_only_error(cause));
+        return Err(super::errors::read_only_error(cause));
     }
     let versions: Vec<Arc<Version>> = st.vs.families().values().map(|f| f.current.clone()).collect();
     // Registered explicitly: obsolete-file deletion keeps every table of a live registered version.

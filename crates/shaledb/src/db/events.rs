@@ -1,5 +1,5 @@
-//! Building the listener infos of flushes and compactions (listener.rs) from the jobs in background.rs, and
-//! calling the listeners when a job is done. Used only when `Options::listeners` is not empty.
+//! Building the listener infos of flushes and compactions (listener.rs) from the jobs in flush.rs and
+//! compact.rs, and calling the listeners when a job is done. Used only when `Options::listeners` is not empty.
 
 use super::{DbInner, State};
 use crate::listener::{

@@ -11,16 +11,17 @@
 use super::SuperVersion;
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::version::Version;
 use arc_swap::ArcSwap;
-use shaledb_vfs::{Error, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// One column family: what readers and the background jobs need of it.
 pub(crate) struct Family {
     pub(crate) id: u32,
     pub(crate) name: String,
-    /// The database's options with this family's own fields ([`family_options`]).
+    /// The database's options with this family's own fields
+    /// ([`family_options`](crate::options::family::family_options)).
     pub(crate) opts: Options,
     /// What readers of this family see.
     pub(crate) sv: ArcSwap<SuperVersion>,
@@ -53,7 +54,40 @@ pub(crate) struct FamilyState {
     /// Immutable memtables waiting for flush, newest first.
     pub(crate) imm: Vec<Arc<MemTable>>,
     /// The stall assessment's figures of the family's current version, computed once per version.
-    pub(crate) shape: super::stall::ShapeMemo,
+    pub(crate) shape: ShapeMemo,
+}
+
+/// A family's level-0 count and pending compaction bytes, as of one version under one set of options, for the
+/// write-stall assessment (stall.rs): both depend on nothing else, and the write path assesses stalls on every
+/// write group, so they are computed once per version (walking the levels for the pending bytes cost about a
+/// tenth of a small write's instructions).
+/// Weak pointers, so the memo keeps neither alive; an allocation a `Weak` points to is not reused while it
+/// lives, so pointer equality identifies the version and the options.
+#[derive(Default)]
+pub(crate) struct ShapeMemo {
+    of: Option<(Weak<Version>, Weak<Family>)>,
+    l0: Option<usize>,
+    pending: u64,
+}
+
+impl ShapeMemo {
+    /// `(l0_delay_trigger_count, pending_compaction_bytes)` of `v` under `fam`'s options.
+    pub(super) fn get(&mut self, v: &Arc<Version>, fam: &Arc<Family>) -> (Option<usize>, u64) {
+        let fresh = self.of.as_ref().is_some_and(|(wv, wf)| {
+            std::ptr::eq(wv.as_ptr(), Arc::as_ptr(v)) && std::ptr::eq(wf.as_ptr(), Arc::as_ptr(fam))
+        });
+        if !fresh {
+            let o = &fam.opts;
+            self.l0 = crate::picker::l0_delay_trigger_count(v, o);
+            self.pending = if o.soft_pending_compaction_bytes_limit > 0 || o.hard_pending_compaction_bytes_limit > 0 {
+                crate::picker::pending_compaction_bytes(v, o)
+            } else {
+                0
+            };
+            self.of = Some((Arc::downgrade(v), Arc::downgrade(fam)));
+        }
+        (self.l0, self.pending)
+    }
 }
 
 /// The memtables writes go into, by family id (sorted; the default family first): what the write leader hands
@@ -102,100 +136,3 @@ impl std::fmt::Debug for ColumnFamily {
         f.debug_struct("ColumnFamily").field("id", &self.fam.id).field("name", &self.fam.name).finish()
     }
 }
-
-/// A family to open with [`crate::Db::open_with_column_families`]: its name and options.
-#[derive(Clone)]
-pub struct ColumnFamilyDescriptor {
-    /// The family's name.
-    pub name: String,
-    /// Its options. The family's own fields (RocksDB's `ColumnFamilyOptions`): `write_buffer_size`,
-    /// `max_write_buffer_number`, the `level0_*` triggers, `max_bytes_for_level_base` and `_multiplier`,
-    /// `level_compaction_dynamic_level_bytes`, `target_file_size_base` and `_multiplier`, the pending-compaction
-    /// byte limits, `disable_auto_compactions`, `compaction_style` and its universal and FIFO options,
-    /// `compression`, `compression_per_level`, `bottommost_compression`, `compression_level`, `block_size`,
-    /// `block_restart_interval`, `bloom_bits_per_key`, `memtable_rep`, `prefix_extractor`,
-    /// `whole_key_filtering`, `memtable_prefix_bloom_size_ratio`, `merge_operator`, `compaction_filter` and
-    /// the blob file options. Every other field is taken from the database's options; `num_levels` must equal
-    /// the database's.
-    pub options: Options,
-}
-
-impl ColumnFamilyDescriptor {
-    /// A descriptor of family `name` with `options`.
-    pub fn new(name: impl Into<String>, options: Options) -> ColumnFamilyDescriptor {
-        ColumnFamilyDescriptor { name: name.into(), options }
-    }
-}
-
-/// The options of a family: `family`'s values of the fields each family has for itself (RocksDB's
-/// `ColumnFamilyOptions`: memtable size and number, level sizes and targets, compaction style and its
-/// options, automatic compactions, pending-compaction limits, compression per level, block size and restart
-/// interval, bloom bits, prefix extractor and prefix bloom, merge operator, compaction filter, memtable kind,
-/// blob file options), and `db`'s for the rest (file system, WAL, caches, background jobs, TTL, ...).
-/// `num_levels` must be the database's: every family has as many levels.
-pub(crate) fn family_options(db: &Options, family: &Options) -> Result<Options> {
-    if family.num_levels != db.num_levels {
-        return Err(Error::InvalidArgument(format!(
-            "a column family has num_levels {} but the database {}: every family has as many levels",
-            family.num_levels, db.num_levels
-        )));
-    }
-    let o = own_fields(db, family);
-    o.validate()?;
-    Ok(o)
-}
-
-/// Declares the fields each family has for itself once: [`FAMILY_OWN_FIELDS`] (their names, for the OPTIONS
-/// file's checks) and `own_fields` (the options built from them).
-macro_rules! family_own_fields {
-    ($($field:ident),* $(,)?) => {
-        /// The `Options` fields each column family has for itself ([`family_options`]); every other field is
-        /// the database's.
-        pub(crate) const FAMILY_OWN_FIELDS: &[&str] = &[$(stringify!($field)),*];
-
-        /// `family`'s values of [`FAMILY_OWN_FIELDS`], `db`'s for the rest.
-        fn own_fields(db: &Options, family: &Options) -> Options {
-            Options { $($field: family.$field.clone(),)* ..db.clone() }
-        }
-    };
-}
-
-family_own_fields!(
-    write_buffer_size,
-    max_write_buffer_number,
-    level0_file_num_compaction_trigger,
-    level0_slowdown_writes_trigger,
-    level0_stop_writes_trigger,
-    max_bytes_for_level_base,
-    max_bytes_for_level_multiplier,
-    level_compaction_dynamic_level_bytes,
-    target_file_size_base,
-    target_file_size_multiplier,
-    soft_pending_compaction_bytes_limit,
-    hard_pending_compaction_bytes_limit,
-    disable_auto_compactions,
-    compaction_style,
-    compaction_options_universal,
-    compaction_options_fifo,
-    compression,
-    compression_per_level,
-    bottommost_compression,
-    compression_level,
-    block_size,
-    block_restart_interval,
-    bloom_bits_per_key,
-    memtable_rep,
-    prefix_extractor,
-    whole_key_filtering,
-    memtable_prefix_bloom_size_ratio,
-    merge_operator,
-    compaction_filter,
-    enable_blob_files,
-    min_blob_size,
-    blob_file_size,
-    blob_compression_type,
-    enable_blob_garbage_collection,
-    blob_garbage_collection_age_cutoff,
-    blob_garbage_collection_force_threshold,
-    blob_compaction_readahead_size,
-);

@@ -1,11 +1,13 @@
 //! The column family API of [`Db`]: opening with families, creating, dropping and listing them, and the
 //! `_cf` variants of the reads and writes (family.rs has the model).
 
-use super::family::{family_options, ColumnFamily, ColumnFamilyDescriptor, Family, FamilyState};
-use super::{background, check_len, write, Db, DbInner, SuperVersion};
+use super::family::{ColumnFamily, Family, FamilyState};
+use super::{compact, flush, obsolete, write, Db, DbInner, SuperVersion};
 use crate::filenames;
 use crate::iter::{Cursor, Iter, KeyRange};
 use crate::memtable::MemTable;
+use crate::options::family::{family_options, ColumnFamilyDescriptor};
+use crate::options::limits::check_len;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::version_set::{VersionSet, DEFAULT_FAMILY_NAME};
 use shaledb_format::batch::BatchRep;
@@ -162,17 +164,17 @@ impl Db {
     pub fn create_column_family(&self, name: &str, opts: Options) -> Result<ColumnFamily> {
         let inner = &self.inner;
         if inner.read_only {
-            return Err(super::read_only::refused("create_column_family"));
+            return Err(super::errors::refused("create_column_family"));
         }
         check_family_name(name).map_err(Error::InvalidArgument)?;
         let fopts = family_options(&inner.opts, &opts)?;
         let options_file = inner.options_file.lock();
         let mut wal = inner.wal.lock();
         // Every write acknowledged before the creation is durable before the creation is (D28).
-        super::write::sync_wal_locked(inner, &mut wal)?;
+        super::wal::sync_wal_locked(inner, &mut wal)?;
         let mut st = inner.state.lock();
         if let Some(c) = &st.bg_error {
-            return Err(DbInner::read_only_error(c));
+            return Err(super::errors::read_only_error(c));
         }
         if st.fams.values().any(|f| f.fam.name == name) {
             return Err(Error::InvalidArgument(format!("column family {name:?} exists")));
@@ -226,7 +228,7 @@ impl Db {
     pub fn drop_column_family(&self, cf: &ColumnFamily) -> Result<()> {
         let inner = &self.inner;
         if inner.read_only {
-            return Err(super::read_only::refused("drop_column_family"));
+            return Err(super::errors::refused("drop_column_family"));
         }
         let id = cf.fam.id;
         if id == 0 {
@@ -235,10 +237,10 @@ impl Db {
         let options_file = inner.options_file.lock();
         let mut wal = inner.wal.lock();
         // Every write acknowledged before the drop is durable before the drop is (D28).
-        super::write::sync_wal_locked(inner, &mut wal)?;
+        super::wal::sync_wal_locked(inner, &mut wal)?;
         let mut st = inner.state.lock();
         if let Some(c) = &st.bg_error {
-            return Err(DbInner::read_only_error(c));
+            return Err(super::errors::read_only_error(c));
         }
         check_live(inner, cf)?;
         if !st.fams.get(&id).is_some_and(|f| Arc::ptr_eq(&f.fam, &cf.fam)) {
@@ -255,7 +257,7 @@ impl Db {
         if let Some(v) = before {
             st.obsolete_tables.extend(v.levels.iter().flatten().map(|f| f.number));
         }
-        background::delete_obsolete_wals(inner, &st);
+        obsolete::delete_obsolete_wals(inner, &st);
         inner.info_log.log(format_args!("dropped column family {id} ({:?})", cf.fam.name));
         inner.bg_cv.notify_all();
         let pending = options_file_text(inner, &mut st);
@@ -385,13 +387,13 @@ impl Db {
     /// family).
     pub fn flush_cf(&self, cf: &ColumnFamily) -> Result<()> {
         check_live(&self.inner, cf)?;
-        background::flush(&self.inner, Some(cf.fam.id))
+        flush::flush(&self.inner, Some(cf.fam.id))
     }
 
     /// [`Db::compact_range`] in column family `cf`.
     pub fn compact_range_cf(&self, cf: &ColumnFamily, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         check_live(&self.inner, cf)?;
-        background::compact_range(&self.inner, cf.fam.id, begin, end)
+        compact::compact_range(&self.inner, cf.fam.id, begin, end)
     }
 }
 

@@ -34,8 +34,9 @@
 //! A failure before step 6 removes every file the ingestion created and changes nothing; a failed MANIFEST
 //! write makes the database read-only (D6), as for a flush.
 
+use super::errors::check_error;
 use super::family::Family;
-use super::{checkpoint, write, Db, DbInner, State};
+use super::{checkpoint, wal, Db, DbInner, State};
 use crate::filenames;
 use crate::ingest::IngestExternalFileOptions;
 use crate::version::Version;
@@ -112,7 +113,7 @@ impl Db {
 
 fn ingest(inner: &Arc<DbInner>, fam: &Family, paths: &[PathBuf], o: &IngestExternalFileOptions) -> Result<()> {
     if inner.read_only {
-        return Err(super::read_only::refused("ingest_external_file"));
+        return Err(super::errors::refused("ingest_external_file"));
     }
     if inner.opts.ttl.is_some() {
         return Err(Error::NotSupported(
@@ -245,7 +246,7 @@ fn inspect(inner: &DbInner, path: &Path, verify: bool) -> Result<External> {
 /// Step 2a: new numbers, recorded in the MANIFEST before any copy exists.
 fn reserve_numbers(inner: &DbInner, files: &mut [External]) -> Result<()> {
     let mut st = inner.state.lock();
-    check_error(&st)?;
+    check_error(&st.bg_error)?;
     for f in files.iter_mut() {
         f.number = st.vs.new_file_number()?;
     }
@@ -285,13 +286,6 @@ fn copy_in(
         }
     }
     Ok(())
-}
-
-fn check_error(st: &State) -> Result<()> {
-    match &st.bg_error {
-        Some(c) => Err(DbInner::read_only_error(c)),
-        None => Ok(()),
-    }
 }
 
 /// Whether a memtable holds a key, or a range tombstone over a key, in `[lo, hi]` (a file placed below a
@@ -357,7 +351,7 @@ fn install(
     let mut wal = inner.wal.lock();
     wait_for_inserts(inner, wal.next_seq);
     let mut st = inner.state.lock();
-    check_error(&st)?;
+    check_error(&st.bg_error)?;
     let overlaps_memtable = |st: &State| {
         files.iter().any(|f| {
             let Some(d) = st.fams.get(&fam.id) else { return false };
@@ -466,24 +460,24 @@ fn wait_for_inserts(inner: &DbInner, next_seq: u64) {
 fn flush_memtables(
     inner: &Arc<DbInner>,
     fid: u32,
-    wal: &mut write::WalState,
+    wal: &mut wal::WalState,
     st: &mut parking_lot::MutexGuard<'_, State>,
 ) -> Result<()> {
     if st.fams.get(&fid).is_some_and(|f| !f.mem.is_empty()) {
-        write::switch_memtable(inner, wal, st, &[fid]).inspect_err(|e| {
+        wal::switch_memtable(inner, wal, st, &[fid]).inspect_err(|e| {
             inner.set_bg_error(st, e, crate::listener::BackgroundErrorReason::MemTable);
         })?;
     }
     let Some(target) = st.fams.get(&fid).and_then(|f| f.imm.first()).map(|m| m.id()) else { return Ok(()) };
     inner.bg_cv.notify_all();
     while st.fams.get(&fid).is_some_and(|f| f.imm.iter().any(|m| m.id() <= target)) {
-        check_error(st)?;
+        check_error(&st.bg_error)?;
         if st.bg_threads_alive == 0 {
             return Err(Error::Closed);
         }
         inner.bg_cv.wait_for(st, Duration::from_millis(50));
     }
-    check_error(st)
+    check_error(&st.bg_error)
 }
 
 /// Step 5: the copy of `f` rewritten as table `number` with every entry at `seq`; fsynced.

@@ -1,12 +1,46 @@
-//! The database: shared state and the public API.
+//! The database: shared state ([`DbInner`], [`State`]) and the public API ([`Db`]).
 //!
-//! Submodules: `open` (recovery), `read_only` (`Db::open_read_only`), `secondary` (`Db::open_as_secondary`), `read` (the read path: get, iterators,
-//! snapshots), `write` (group commit and write stalls), `flush` (a memtable written as L0 tables), `background`
-//! (flush and compaction threads). Lock order, outermost first: `write_queue` -> `wal` -> `state` -> `publish`.
-//! Readers take none of them: they load the published [`SuperVersion`] and the visible sequence number.
+//! The files of `db/`, by concern:
+//! - opening: `open.rs` (recovery, the steps of docs/durability.md), `replay.rs` (WAL replay), `files.rs` (which
+//!   files are ours, what open and `destroy` remove), `read_only.rs` and `secondary.rs` (the other two opens);
+//! - the write path: `write.rs` (the writer queue and group commit), `wal.rs` (the WAL: appends, syncs, the
+//!   memtable switch, live-WAL accounting), `stall.rs` (write stalls);
+//! - the read path: `read.rs` (get, iterators, snapshots), `multi_get.rs`, `newest.rs`, `estimate.rs`,
+//!   `properties.rs` (`Db::property`, `Db::statistics`);
+//! - background work: `background.rs` (the scheduler: threads, what runs next, shutdown), `flush.rs` (flush jobs
+//!   and `Db::flush`), `compact.rs` (compaction runs, `compact_range`, `compact_level`), `compaction_job.rs`
+//!   (the I/O of one compaction), `obsolete.rs` (deleting files no version references), `events.rs` (listener
+//!   infos), `stats_dump.rs`;
+//! - features: `family.rs` and `family_api.rs` (column families), `checkpoint.rs`, `ingest.rs`;
+//! - `errors.rs`: the refusals and the background error, shared by all (it imports no other file of `db/`).
+//!
+//! Lock order, outermost first: a thread holding one of these takes only those after it.
+//! 1. `options_file`: held by `create_column_family` and `drop_column_family` from before `wal` until their
+//!    OPTIONS file is written (`wal` and `state` are released by then).
+//! 2. `write.queue`: the writer queue, held briefly to join it, form a group or hand over leadership; only a
+//!    writer's `phase` (a leaf) is taken under it.
+//! 3. `tail`: a secondary instance's catch-up (secondary.rs), held for a whole catch-up; it takes `state`, then
+//!    `wal` once `state` is released.
+//! 4. `wal`: the WAL and the next sequence number ([`wal::WalState`]), held by the write leader, `flush`,
+//!    `ingest_external_file`, checkpoints, family creation and drop, and shutdown.
+//! 5. `threads`: the background threads' handles, held by `start` while it spawns them (it takes `state`) and
+//!    briefly by shutdown with nothing else held.
+//! 6. `state`: [`State`]; released during all table I/O; background threads wait on `bg_cv` with it.
+//! 7. `publish`: the order in which groups publish their sequence numbers (`publish_cv`).
+//! 8. `closed_wals.list`, then `closed_wals.dir_unsynced`: the WALs switched out unsynced, and whether the
+//!    directory needs an fsync; taken under `wal` and `state` by a memtable switch, or with nothing else held
+//!    by `sync_closed_wals`, which keeps the list while it fsyncs them.
+//!
+//! Leaf locks, under which nothing else is taken: each writer's `phase`, `lock` (the LOCK file's handle,
+//! released at drop), the snapshot list, the listeners' event queue (their `delivering` turn is only
+//! try-locked), the table and blob caches, the `LOG`
+//! file, the rate limiter, and the counters' per-level and per-job figures. Readers take none of the numbered
+//! locks: they load the published [`SuperVersion`] and the visible sequence number.
 mod background;
 pub(crate) mod checkpoint;
+mod compact;
 mod compaction_job;
+mod errors;
 mod estimate;
 mod events;
 pub(crate) mod family;
@@ -16,6 +50,7 @@ mod flush;
 mod ingest;
 mod multi_get;
 mod newest;
+mod obsolete;
 mod open;
 mod properties;
 mod read;
@@ -24,16 +59,20 @@ mod replay;
 mod secondary;
 mod stall;
 mod stats_dump;
+mod wal;
 mod write;
 
 pub use estimate::SizeApproximationOptions;
-pub use family::{ColumnFamily, ColumnFamilyDescriptor};
+pub use family::ColumnFamily;
+
+use crate::options::family::ColumnFamilyDescriptor;
 
 use crate::batch::WriteBatch;
 use crate::memtable::MemTable;
+use crate::options::limits::check_len;
 use crate::options::{Options, WriteOptions};
 use crate::snapshot::SnapshotList;
-use crate::stats::{Counters, LevelStats, Statistics};
+use crate::stats::Counters;
 use crate::table_cache::TableCache;
 use crate::version::Version;
 use crate::version_set::VersionSet;
@@ -45,7 +84,7 @@ use shaledb_format::table::TableStats;
 use shaledb_vfs::{Error, FileLock, Fs, Result};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
@@ -72,7 +111,7 @@ pub(crate) struct State {
     /// Flushes whose tables are written but not yet recorded, because an older memtable of the same family
     /// is still being flushed, by (family, id of the oldest memtable written): flushes finish in any order and
     /// are recorded oldest first.
-    pub(crate) flushed: std::collections::HashMap<(u32, u64), background::Flushed>,
+    pub(crate) flushed: std::collections::HashMap<(u32, u64), flush::Flushed>,
     /// Recorded flushes whose `on_flush_completed` callbacks have not returned yet: `Db::flush` waits for
     /// them too, so a listener has heard of a flush by the time the flush that caused it returns.
     pub(crate) flush_callbacks_pending: usize,
@@ -145,10 +184,10 @@ pub(crate) struct DbInner {
     /// Signalled when background work may be due or has finished (with `state`).
     pub(crate) bg_cv: Condvar,
     pub(crate) write: write::WriteQueue,
-    pub(crate) wal: Mutex<write::WalState>,
+    pub(crate) wal: Mutex<wal::WalState>,
     /// The WALs switched out with unsynced bytes (lock order: after `wal` and `state`, held alone while they
     /// are synced, so a flush can sync them while a stalled writer holds `wal`).
-    pub(crate) closed_wals: write::ClosedWals,
+    pub(crate) closed_wals: wal::ClosedWals,
     /// Highest sequence number whose write is fully in a memtable: what new reads see.
     pub(crate) visible_seq: AtomicU64,
     pub(crate) publish: Mutex<()>,
@@ -190,7 +229,7 @@ pub(super) struct Opened {
     /// Every live family's options and active memtable, by id (the default family's options are ignored:
     /// it has the database's).
     pub(super) fams: Vec<(u32, Options, Arc<MemTable>)>,
-    pub(super) wal: write::WalState,
+    pub(super) wal: wal::WalState,
     pub(super) visible_seq: u64,
     pub(super) counters: Counters,
     pub(super) info_log: crate::info_log::InfoLog,
@@ -315,21 +354,6 @@ pub fn destroy(path: impl AsRef<Path>) -> Result<Vec<String>> {
 /// [`destroy`] on a given file system.
 pub fn destroy_with(dir: &Path, fs: &dyn Fs) -> Result<Vec<String>> {
     files::destroy(dir, fs)
-}
-
-/// The size limit of one entry ([`crate::options::limits::MAX_KEY_VALUE_BYTES`]): what a table can store.
-/// Checked before a write is queued, so an entry the engine acknowledged can always be flushed (issue 9: a
-/// 130 MiB put was acknowledged, then every flush failed and the database could not be opened).
-pub(crate) fn check_len(key: &[u8], value: &[u8]) -> Result<()> {
-    let max = crate::options::limits::MAX_KEY_VALUE_BYTES;
-    if key.len().saturating_add(value.len()) > max {
-        return Err(Error::InvalidArgument(format!(
-            "key ({} bytes) plus value ({} bytes) exceeds the {max}-byte limit of one entry",
-            key.len(),
-            value.len()
-        )));
-    }
-    Ok(())
 }
 
 impl Db {
@@ -544,7 +568,7 @@ impl Db {
         if batch.is_empty() {
             // Nothing to append; a synced empty write still makes every earlier write durable, as LevelDB's
             // and RocksDB's do (a transaction whose writes were all rolled back commits this way).
-            return if opts.sync && !opts.disable_wal { write::sync_wal(&self.inner) } else { Ok(()) };
+            return if opts.sync && !opts.disable_wal { wal::sync_wal(&self.inner) } else { Ok(()) };
         }
         let mut families = false;
         for e in batch.rep.iter() {
@@ -569,7 +593,7 @@ impl Db {
     /// A no-op when nothing was written since the last sync. A failed sync makes the database read-only
     /// (D6) and is reported here and by every later write. Used for Redis's `appendfsync everysec`.
     pub fn sync_wal(&self) -> Result<()> {
-        write::sync_wal(&self.inner)
+        wal::sync_wal(&self.inner)
     }
 
     /// Writes the memtables (and any waiting immutable ones) of every column family to L0 tables and waits for
@@ -584,7 +608,7 @@ impl Db {
     /// # Ok::<(), shaledb::Error>(())
     /// ```
     pub fn flush(&self) -> Result<()> {
-        background::flush(&self.inner, None)
+        flush::flush(&self.inner, None)
     }
 
     /// Compacts the key range `[begin, end]` (both inclusive; `None` = unbounded) down to the last level,
@@ -606,7 +630,7 @@ impl Db {
     /// # Ok::<(), shaledb::Error>(())
     /// ```
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        background::compact_range(&self.inner, 0, begin, end)
+        compact::compact_range(&self.inner, 0, begin, end)
     }
 
     /// Compacts every file of level 0 (`level` 0), or of the first non-empty level below it (`level` 1), into
@@ -629,88 +653,12 @@ impl Db {
         if level > 1 {
             return Err(Error::InvalidArgument(format!("compact_level takes 0 or 1, got {level}")));
         }
-        background::compact_level(&self.inner, level)
+        compact::compact_level(&self.inner, level)
     }
 
     /// Waits until no flush or compaction is running or due.
     pub fn wait_for_compaction(&self) -> Result<()> {
         background::wait_for_compaction(&self.inner)
-    }
-
-    /// A snapshot of the statistics.
-    pub fn statistics(&self) -> Statistics {
-        self.inner.statistics()
-    }
-}
-
-impl DbInner {
-    /// [`Db::statistics`] (also for the stats dump, which has no `Db`).
-    pub(crate) fn statistics(&self) -> Statistics {
-        let inner = self;
-        let c = &inner.counters;
-        let v = inner.default.sv.load().version.clone();
-        let busy = inner.state.lock().busy.clone();
-        let comp = c.compaction.lock().clone();
-        let scores = crate::picker::scores(&v, &inner.opts, &busy);
-        let levels: Vec<LevelStats> = (0..v.num_levels())
-            .map(|l| LevelStats {
-                level: l,
-                files: v.files(l).len() as u64,
-                files_being_compacted: v.files(l).iter().filter(|f| busy.contains(&f.number)).count() as u64,
-                bytes: v.level_bytes(l),
-                score: scores.iter().find(|(lv, _)| *lv == l).map_or(0.0, |(_, s)| *s),
-                compaction: comp.get(l).copied().unwrap_or_default(),
-            })
-            .collect();
-        let flush_bytes = levels.first().map_or(0, |l| l.compaction.bytes_written);
-        let comp_read: u64 =
-            levels.iter().map(|l| l.compaction.bytes_read_input_level + l.compaction.bytes_read_output_level).sum();
-        let comp_written: u64 = levels.iter().skip(1).map(|l| l.compaction.bytes_written).sum();
-        let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let jobs = c.job_times.lock().clone();
-        let blobs = crate::blob::totals(&v);
-        Statistics {
-            uptime_secs: c.start.elapsed().as_secs_f64(),
-            levels,
-            writes: ld(&c.writes),
-            keys_written: ld(&c.keys_written),
-            bytes_written: ld(&c.bytes_written),
-            write_groups: ld(&c.write_groups),
-            wal_writes: ld(&c.wal_writes),
-            wal_bytes: ld(&c.wal_bytes),
-            wal_syncs: ld(&c.wal_syncs),
-            flush_bytes,
-            flush_count: ld(&c.flush_count),
-            compaction_bytes_read: comp_read,
-            compaction_bytes_written: comp_written,
-            stall_micros: ld(&c.stall_micros),
-            slowdown_count: ld(&c.slowdown_count),
-            stop_count: ld(&c.stop_count),
-            stalls: c.stall_counts(),
-            block_cache_hits: inner.table_stats.block_cache_hits(),
-            block_cache_misses: inner.table_stats.block_cache_misses(),
-            blocks_read: inner.table_stats.blocks_read(),
-            bytes_read: inner.table_stats.bytes_read(),
-            table_file_reads: inner.table_stats.file_reads(),
-            table_file_bytes_read: inner.table_stats.file_bytes_read(),
-            bloom_checked: ld(&c.bloom_checked),
-            bloom_useful: ld(&c.bloom_useful),
-            gets: ld(&c.gets),
-            gets_found: ld(&c.gets_found),
-            memtable_hits: ld(&c.memtable_hits),
-            pending_compaction_bytes: crate::picker::pending_compaction_bytes(&v, &inner.opts),
-            memtable_bytes: {
-                let st = inner.state.lock();
-                let mems = st.fams.values().flat_map(|f| f.imm.iter().chain(std::iter::once(&f.mem)));
-                mems.map(|m| m.approximate_memory_usage() as u64).sum()
-            },
-            blob_file_count: blobs.0,
-            blob_file_bytes: blobs.1,
-            blob_garbage_bytes: blobs.2,
-            compaction_times: jobs[0].clone(),
-            compaction_cpu_times: jobs[1].clone(),
-            flush_times: jobs[2].clone(),
-        }
     }
 }
 
@@ -813,9 +761,5 @@ impl DbInner {
         };
         self.bg_cv.notify_all();
         cause
-    }
-
-    pub(crate) fn read_only_error(cause: &Arc<Error>) -> Error {
-        Error::ReadOnly { cause: cause.clone() }
     }
 }

@@ -3,7 +3,7 @@
 //! checked against the directory. Which files are ours: `files.rs` (docs/durability.md D9).
 
 use super::flush::write_level0;
-use super::write::WalState;
+use super::wal::WalState;
 use super::{DbInner, Opened};
 use crate::filenames;
 use crate::identity;
@@ -26,7 +26,7 @@ pub(crate) fn open(dir: &Path, opts: Options, descs: &[super::ColumnFamilyDescri
     opts.validate()?;
     let mut fam_opts = std::collections::HashMap::new();
     for d in descs {
-        fam_opts.insert(d.name.clone(), super::family::family_options(&opts, &d.options)?);
+        fam_opts.insert(d.name.clone(), crate::options::family::family_options(&opts, &d.options)?);
     }
     let lock = lock_directory(dir, &opts)?;
     let exists = opts.fs.exists(&filenames::current(dir));

@@ -1,12 +1,13 @@
 //! [`Db::property`] and [`Db::property_int`]: RocksDB's `GetProperty` / `GetIntProperty` over the `rocksdb.*`
-//! names whose figures ShaleDB tracks.
+//! names whose figures ShaleDB tracks; and [`Db::statistics`], the same figures as one struct.
 
 use super::family::Family;
-use super::Db;
+use super::{Db, DbInner};
+use crate::stats::{LevelStats, Statistics};
 use crate::version::Version;
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Text properties (RocksDB's string handlers): [`Db::property_int`] answers `None` for them.
 const TEXT: &[&str] = &["stats", "dbstats", "cfstats", "levelstats", "sstables", "background-error"];
@@ -303,6 +304,84 @@ fn sstables(v: &Version) -> String {
         }
     }
     out
+}
+
+impl Db {
+    /// A snapshot of the statistics.
+    pub fn statistics(&self) -> Statistics {
+        self.inner.statistics()
+    }
+}
+
+impl DbInner {
+    /// [`Db::statistics`] (also for the stats dump, which has no `Db`).
+    pub(crate) fn statistics(&self) -> Statistics {
+        let inner = self;
+        let c = &inner.counters;
+        let v = inner.default.sv.load().version.clone();
+        let busy = inner.state.lock().busy.clone();
+        let comp = c.compaction.lock().clone();
+        let scores = crate::picker::scores(&v, &inner.opts, &busy);
+        let levels: Vec<LevelStats> = (0..v.num_levels())
+            .map(|l| LevelStats {
+                level: l,
+                files: v.files(l).len() as u64,
+                files_being_compacted: v.files(l).iter().filter(|f| busy.contains(&f.number)).count() as u64,
+                bytes: v.level_bytes(l),
+                score: scores.iter().find(|(lv, _)| *lv == l).map_or(0.0, |(_, s)| *s),
+                compaction: comp.get(l).copied().unwrap_or_default(),
+            })
+            .collect();
+        let flush_bytes = levels.first().map_or(0, |l| l.compaction.bytes_written);
+        let comp_read: u64 =
+            levels.iter().map(|l| l.compaction.bytes_read_input_level + l.compaction.bytes_read_output_level).sum();
+        let comp_written: u64 = levels.iter().skip(1).map(|l| l.compaction.bytes_written).sum();
+        let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let jobs = c.job_times.lock().clone();
+        let blobs = crate::blob::totals(&v);
+        Statistics {
+            uptime_secs: c.start.elapsed().as_secs_f64(),
+            levels,
+            writes: ld(&c.writes),
+            keys_written: ld(&c.keys_written),
+            bytes_written: ld(&c.bytes_written),
+            write_groups: ld(&c.write_groups),
+            wal_writes: ld(&c.wal_writes),
+            wal_bytes: ld(&c.wal_bytes),
+            wal_syncs: ld(&c.wal_syncs),
+            flush_bytes,
+            flush_count: ld(&c.flush_count),
+            compaction_bytes_read: comp_read,
+            compaction_bytes_written: comp_written,
+            stall_micros: ld(&c.stall_micros),
+            slowdown_count: ld(&c.slowdown_count),
+            stop_count: ld(&c.stop_count),
+            stalls: c.stall_counts(),
+            block_cache_hits: inner.table_stats.block_cache_hits(),
+            block_cache_misses: inner.table_stats.block_cache_misses(),
+            blocks_read: inner.table_stats.blocks_read(),
+            bytes_read: inner.table_stats.bytes_read(),
+            table_file_reads: inner.table_stats.file_reads(),
+            table_file_bytes_read: inner.table_stats.file_bytes_read(),
+            bloom_checked: ld(&c.bloom_checked),
+            bloom_useful: ld(&c.bloom_useful),
+            gets: ld(&c.gets),
+            gets_found: ld(&c.gets_found),
+            memtable_hits: ld(&c.memtable_hits),
+            pending_compaction_bytes: crate::picker::pending_compaction_bytes(&v, &inner.opts),
+            memtable_bytes: {
+                let st = inner.state.lock();
+                let mems = st.fams.values().flat_map(|f| f.imm.iter().chain(std::iter::once(&f.mem)));
+                mems.map(|m| m.approximate_memory_usage() as u64).sum()
+            },
+            blob_file_count: blobs.0,
+            blob_file_bytes: blobs.1,
+            blob_garbage_bytes: blobs.2,
+            compaction_times: jobs[0].clone(),
+            compaction_cpu_times: jobs[1].clone(),
+            flush_times: jobs[2].clone(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! to see them). Every write (`put`, `delete`, `merge`, `write`) and `flush`, `compact_range` and `sync_wal`
 //! fail with [`Error::NotSupported`]; `wait_for_compaction` returns at once; `close` flushes nothing.
 
-use super::write::WalState;
+use super::wal::WalState;
 use super::{ColumnFamilyDescriptor, Db, DbInner, Opened};
 use crate::filenames;
 use crate::identity;
@@ -19,24 +19,6 @@ use crate::version_set::VersionSet;
 use shaledb_vfs::{Error, Result};
 use std::path::Path;
 use std::sync::Arc;
-
-/// The error of every write to a database opened with [`Db::open_read_only`].
-pub(crate) fn refused(what: &str) -> Error {
-    Error::NotSupported(format!(
-        "{what}: the database was opened read-only (Db::open_read_only or Db::open_as_secondary)"
-    ))
-}
-
-/// Refuses a read-only or secondary open of `dir` unless it holds a database (a CURRENT file).
-pub(super) fn check_exists(fs: &dyn shaledb_vfs::Fs, dir: &Path) -> Result<()> {
-    if !fs.exists(dir) {
-        return Err(Error::InvalidArgument(format!("{} does not exist (read-only or secondary open)", dir.display())));
-    }
-    if !fs.exists(&filenames::current(dir)) {
-        return Err(Error::InvalidArgument(format!("{} holds no database (no CURRENT)", dir.display())));
-    }
-    Ok(())
-}
 
 impl Db {
     /// Opens the database in directory `path` for reading only, creating, changing and locking nothing (RocksDB's
@@ -100,7 +82,7 @@ fn open(dir: &Path, opts: Options, families: &[ColumnFamilyDescriptor]) -> Resul
         ));
     }
     let fs = opts.fs.clone();
-    check_exists(fs.as_ref(), dir)?;
+    super::errors::check_exists(fs.as_ref(), dir)?;
     let mut vs = VersionSet::recover(dir, &opts)?;
     let described = super::family_api::described_options(&opts, &vs, families, "a read-only open")?;
     let on_disk = identity::read(fs.as_ref(), dir)?;

@@ -74,7 +74,7 @@ pub(super) fn replay_view(
     info: &InfoLog,
 ) -> Result<Replayed> {
     let replay_opts = Options { write_buffer_size: usize::MAX, ..opts.clone() };
-    let no_numbers = || -> Result<u64> { Err(super::read_only::refused("allocating a file number")) };
+    let no_numbers = || -> Result<u64> { Err(super::errors::refused("allocating a file number")) };
     let stop = AtomicBool::new(false);
     // Each family's memtable is built with its own options (a prefix extractor shapes its filter).
     let targets = targets(vs, &|id| match fam_opts(id) {
@@ -85,7 +85,7 @@ pub(super) fn replay_view(
         replay(&replay_opts, &targets, u32::MAX, db_id, dir, wals, &no_numbers, &stop, info, vs.last_sequence, false)?;
     if replayed.fams.values().any(|f| !f.files.is_empty()) {
         // Cannot happen with unbounded memtables; a table written here would break the promise above.
-        return Err(super::read_only::refused("writing a table during WAL replay"));
+        return Err(super::errors::refused("writing a table during WAL replay"));
     }
     Ok(replayed)
 }

@@ -40,7 +40,7 @@
 //! secondary's snapshots, as in RocksDB). An iterator keeps its own version and memtable and reads them
 //! unchanged across catch-ups.
 
-use super::write::WalState;
+use super::wal::WalState;
 use super::{ColumnFamilyDescriptor, Db, DbInner, Opened};
 use crate::filenames;
 use crate::identity;
@@ -186,7 +186,7 @@ fn open(primary: &Path, secondary: &Path, opts: Options, families: &[ColumnFamil
         ));
     }
     let fs = opts.fs.clone();
-    super::read_only::check_exists(fs.as_ref(), primary)?;
+    super::errors::check_exists(fs.as_ref(), primary)?;
     let same = match (std::fs::canonicalize(primary), std::fs::canonicalize(secondary)) {
         (Ok(p), Ok(s)) => p == s,
         _ => primary == secondary,

@@ -1,45 +1,11 @@
 //! Write stalls: whether the LSM's shape stops or slows writes now, for the write path (`write.rs`, which
 //! acts on it) and for the event listeners (`on_stall_conditions_changed`, told when the condition changes).
 
-use super::family::{Family, FamilyState};
+use super::family::FamilyState;
 use super::{DbInner, State};
 use crate::listener::{Deferred, WriteStallCondition, WriteStallInfo};
 use crate::options::Options;
 use crate::stats::StallCause;
-use crate::version::Version;
-use std::sync::{Arc, Weak};
-
-/// A family's level-0 count and pending compaction bytes, as of one version under one set of options: both
-/// depend on nothing else, and the write path assesses stalls on every write group, so they are computed once
-/// per version (walking the levels for the pending bytes cost about a tenth of a small write's instructions).
-/// Weak pointers, so the memo keeps neither alive; an allocation a `Weak` points to is not reused while it
-/// lives, so pointer equality identifies the version and the options.
-#[derive(Default)]
-pub(crate) struct ShapeMemo {
-    of: Option<(Weak<Version>, Weak<Family>)>,
-    l0: Option<usize>,
-    pending: u64,
-}
-
-impl ShapeMemo {
-    /// `(l0_delay_trigger_count, pending_compaction_bytes)` of `v` under `fam`'s options.
-    fn get(&mut self, v: &Arc<Version>, fam: &Arc<Family>) -> (Option<usize>, u64) {
-        let fresh = self.of.as_ref().is_some_and(|(wv, wf)| {
-            std::ptr::eq(wv.as_ptr(), Arc::as_ptr(v)) && std::ptr::eq(wf.as_ptr(), Arc::as_ptr(fam))
-        });
-        if !fresh {
-            let o = &fam.opts;
-            self.l0 = crate::picker::l0_delay_trigger_count(v, o);
-            self.pending = if o.soft_pending_compaction_bytes_limit > 0 || o.hard_pending_compaction_bytes_limit > 0 {
-                crate::picker::pending_compaction_bytes(v, o)
-            } else {
-                0
-            };
-            self.of = Some((Arc::downgrade(v), Arc::downgrade(fam)));
-        }
-        (self.l0, self.pending)
-    }
-}
 
 /// What the state asks of writes.
 pub(crate) struct Assessment {
@@ -93,7 +59,7 @@ struct One {
 }
 
 /// `l0`: L0 files (sorted runs under universal compaction; none under FIFO, which has no L0 stalls, as in
-/// RocksDB); `pending`: the pending compaction bytes (0 without limits), both from [`ShapeMemo`].
+/// RocksDB); `pending`: the pending compaction bytes (0 without limits), both from [`ShapeMemo`](super::family::ShapeMemo).
 fn assess(l0: Option<usize>, pending: u64, f: &FamilyState, o: &Options) -> One {
     let mem_full = f.mem.approximate_memory_usage() >= o.write_buffer_size;
     let auto = !o.disable_auto_compactions;

@@ -114,7 +114,7 @@ impl SstFileWriter {
         let Some(o) = self.open.as_mut() else {
             return Err(Error::InvalidArgument("SstFileWriter: no file open (call open first)".into()));
         };
-        crate::db::check_len(key, value)?;
+        crate::options::limits::check_len(key, value)?;
         if o.smallest.is_some() && key <= &o.last[..] {
             return Err(Error::InvalidArgument(format!(
                 "SstFileWriter: keys must be added in strictly increasing order: {} after {}",

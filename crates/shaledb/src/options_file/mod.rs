@@ -38,8 +38,8 @@ mod fields;
 mod tests;
 mod text;
 
-use crate::db::ColumnFamilyDescriptor;
 use crate::filenames::{self, FileKind};
+use crate::options::family::ColumnFamilyDescriptor;
 use crate::options::Options;
 use crate::version_set::VersionSet;
 use shaledb_vfs::{Error, Fs, Result};
@@ -231,7 +231,7 @@ pub(crate) fn write_numbered(
     temp: u64,
 ) -> Result<(String, Vec<String>)> {
     let name = filenames::options_name(number);
-    crate::version_set::replace_file(fs, dir, &dir.join(&name), text.as_bytes(), temp)?;
+    crate::atomic_file::replace_file(fs, dir, &dir.join(&name), text.as_bytes(), temp)?;
     let numbers = numbers(&fs.list(dir)?);
     let mut removed = Vec::new();
     for &old in numbers.iter().skip(KEEP_OPTIONS_FILES) {

@@ -306,7 +306,7 @@ fn escaping_is_rocksdbs() {
 
 /// The options of a family as the engine holds them: `own`'s own fields, `db`'s for the rest.
 fn family(db: &Options, own: Options) -> Options {
-    crate::db::family::family_options(db, &Options { num_levels: db.num_levels, ..own }).unwrap()
+    crate::options::family::family_options(db, &Options { num_levels: db.num_levels, ..own }).unwrap()
 }
 
 /// Two families with options unlike each other's and the default's.

@@ -2,7 +2,7 @@
 
 use super::fields::{Field, Section, FIELDS};
 use super::{LoadedColumnFamily, LoadedOptions, FORMAT_MAJOR, FORMAT_MINOR, HEADER};
-use crate::db::family::FAMILY_OWN_FIELDS;
+use crate::options::family::FAMILY_OWN_FIELDS;
 use crate::options::Options;
 use crate::version_set::DEFAULT_FAMILY_NAME;
 use shaledb_format::edit::check_family_name;
