@@ -24,9 +24,11 @@
 //! `$` in XREAD BLOCK is resolved to the stream's last id before the first try, as Redis does.
 
 use crate::commands::{flags, Handler, Spec};
+use crate::commit::{Job, Store};
+use crate::config::Appendfsync;
 use crate::resp::{Args, Reply};
 use crate::server::{Session, Shared};
-use crate::store::{now_ms, Appendfsync, Job, ReadCtx, Store, WriteCtx};
+use crate::store::{now_ms, ReadCtx, Waiters, WriteCtx};
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
@@ -62,6 +64,13 @@ pub struct Registry {
     /// Blocked clients (so writes skip signalling when there are none).
     waiters: AtomicUsize,
     next_id: AtomicU64,
+}
+
+/// What the commit thread's [`WriteCtx`] asks of the registry (storage knows no blocked clients).
+impl Waiters for Registry {
+    fn has_waiters(&self) -> bool {
+        Registry::has_waiters(self)
+    }
 }
 
 impl Registry {

@@ -13,10 +13,11 @@
 //! a database of N keys is swept once every N / 2,000 seconds when idle of expired keys. Memory stays bounded
 //! either way; only disk space of expired, untouched keys is reclaimed that slowly.
 
-use crate::commands::{Handler, Spec};
+use crate::commands::{cmd, Spec};
+use crate::commit::Store;
 use crate::keys::{self, DATABASES, KIND_META};
 use crate::resp::{Args, Reply};
-use crate::store::{now_ms, Store, WriteCtx};
+use crate::store::{now_ms, WriteCtx};
 use bytes::Bytes;
 use shaledb::ReadOptions;
 use std::sync::Arc;
@@ -33,16 +34,7 @@ pub const MAX_STEPS_PER_ROUND: usize = 16;
 /// The conditional delete the sweeper sends: `args[1..]` are user keys of the job's database; each is
 /// deleted only if it is still expired when the commit thread executes it. Not in the command table:
 /// clients cannot call it.
-pub static SWEEP: Spec = Spec {
-    name: "shaledb.expire-sweep",
-    arity: -1,
-    flags: crate::commands::flags::WRITE,
-    first_key: 1,
-    last_key: -1,
-    step: 1,
-    handler: Handler::Write(sweep_delete),
-    summary: "Deletes the given keys if they are expired (internal).",
-};
+pub static SWEEP: Spec = cmd! { "shaledb.expire-sweep", -1, WRITE, [1, -1, 1], Write(sweep_delete), "Deletes the given keys if they are expired (internal)." };
 
 fn sweep_delete(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let mut deleted = 0;
@@ -158,7 +150,7 @@ impl Sweeper {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Appendfsync;
+    use crate::config::Appendfsync;
     use shaledb::{Db, Options, WriteBatch};
 
     fn open(dir: &std::path::Path) -> Db {

@@ -20,10 +20,11 @@
 //! stopped and, when none are left, deletes the registry record in the same batch. A client's write waits
 //! at most for one such step, whatever the size of the collection being reclaimed.
 
-use crate::commands::{Handler, Spec};
+use crate::commands::{cmd, Spec};
+use crate::commit::Store;
 use crate::keys::{self, Coll, DATABASES, KIND_REGISTRY};
 use crate::resp::{Args, Reply};
-use crate::store::{Store, WriteCtx};
+use crate::store::WriteCtx;
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 use shaledb::ReadOptions;
@@ -88,16 +89,7 @@ impl Collector {
 /// `args[2]` the member-key suffix (after `db 0x01 version`) to go on from. Answers `-1` when the version is
 /// alive (nothing done), else `[deleted, next]` with `next` nil once the version is gone (registry record
 /// included). Not in the command table: clients cannot call it.
-pub static RECLAIM: Spec = Spec {
-    name: "shaledb.gc-reclaim",
-    arity: 3,
-    flags: crate::commands::flags::WRITE,
-    first_key: 0,
-    last_key: 0,
-    step: 0,
-    handler: Handler::Write(reclaim),
-    summary: "Deletes member records of a dead collection version (internal).",
-};
+pub static RECLAIM: Spec = cmd! { "shaledb.gc-reclaim", 3, WRITE, [0, 0, 0], Write(reclaim), "Deletes member records of a dead collection version (internal)." };
 
 /// How long past its expiry a collection whose meta value is still stored counts as alive: a read that
 /// took its clock just before the expiry and its snapshot just after must still find the members.
@@ -140,8 +132,12 @@ fn reclaim(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     lower.extend_from_slice(&args[2]);
     let found: Vec<Vec<u8>> = {
         let view = ctx.view();
-        let r: Result<Vec<Vec<u8>>, Reply> =
-            view.scan(&lower, &upper, false).take(RECLAIM_STEP + 1).map(|r| r.map(|(k, _)| k)).collect();
+        let r: Result<Vec<Vec<u8>>, Reply> = view
+            .scan(&lower, &upper, false)
+            .take(RECLAIM_STEP + 1)
+            .map(|r| r.map(|(k, _)| k))
+            .map(|r| r.map_err(Reply::from))
+            .collect();
         match r {
             Ok(f) => f,
             Err(e) => return e,

@@ -200,7 +200,7 @@ pub struct Coll {
     pub version: u64,
     /// Member count (list: element count; stream: entry count).
     pub size: u64,
-    /// Type-specific fields after the header (list: head and tail indexes; stream: see commands/streams.rs).
+    /// Type-specific fields after the header (list: head and tail indexes; stream: see types/stream.rs).
     pub extra: Vec<u8>,
 }
 

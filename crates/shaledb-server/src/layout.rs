@@ -384,7 +384,7 @@ mod tests {
         let (_dir, db) = db();
         server_records(&db);
         db.put(meta_key(0, b"h"), encode_string(b"now a string", None)).unwrap();
-        let store = crate::store::Store::start(db, crate::Appendfsync::No);
+        let store = crate::commit::Store::start(db, crate::Appendfsync::No);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while store.db.get(registry_key(0, 7)).unwrap().is_some()
             || store.db.get(member_key(0, 7, SUB_MEMBER, b"f")).unwrap().is_some()

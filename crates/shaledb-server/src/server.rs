@@ -5,9 +5,10 @@
 //! one job; a read after a write waits for that job first, so a client always reads its own writes.
 
 use crate::commands::{self, flags, Handler, Spec};
+use crate::commit::{Job, Store};
 use crate::config::Config;
 use crate::resp::{Args, Parser, ProtocolError, Reply};
-use crate::store::{now_ms, Job, ReadCtx, Store};
+use crate::store::{now_ms, ReadCtx};
 use bytes::BytesMut;
 use parking_lot::{Mutex, RwLock};
 use shaledb::{Db, Options};

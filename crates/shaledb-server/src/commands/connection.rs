@@ -1,7 +1,6 @@
 //! Connection commands: PING, ECHO, QUIT, SELECT, AUTH, HELLO, RESET, CLIENT.
 
-use super::flags::*;
-use super::{arg_i64, Handler, Spec};
+use super::{arg_i64, either, help_reply, sub_arity, unknown_subcommand, Spec};
 use crate::keys::DATABASES;
 use crate::resp::{Args, Reply};
 use crate::server::{ClientEntry, Session, Shared};
@@ -12,86 +11,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub static COMMANDS: &[Spec] = &[
-    Spec {
-        name: "ping",
-        arity: -1,
-        flags: FAST | STALE,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(ping),
-        summary: "Returns the server's liveliness response.",
-    },
-    Spec {
-        name: "echo",
-        arity: 2,
-        flags: FAST,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(echo),
-        summary: "Returns the given string.",
-    },
-    Spec {
-        name: "quit",
-        arity: -1,
-        flags: FAST | NO_AUTH | STALE | LOADING,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(quit),
-        summary: "Closes the connection.",
-    },
-    Spec {
-        name: "select",
-        arity: 2,
-        flags: FAST | LOADING | STALE,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(select),
-        summary: "Changes the selected database.",
-    },
-    Spec {
-        name: "auth",
-        arity: -2,
-        flags: FAST | NO_AUTH | STALE | LOADING,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(auth),
-        summary: "Authenticates the connection.",
-    },
-    Spec {
-        name: "hello",
-        arity: -1,
-        flags: FAST | NO_AUTH | STALE | LOADING,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(hello),
-        summary: "Handshakes with the server (protocol version, AUTH, SETNAME).",
-    },
-    Spec {
-        name: "reset",
-        arity: 1,
-        flags: FAST | NO_AUTH | STALE | LOADING | NOSCRIPT,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(reset),
-        summary: "Resets the connection (database 0, RESP2, unauthenticated, no name).",
-    },
-    Spec {
-        name: "client",
-        arity: -2,
-        flags: STALE | LOADING | NOSCRIPT,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(client),
-        summary: "A container for client connection commands (ID, INFO, LIST, KILL, SETNAME, GETNAME, SETINFO ...).",
-    },
+    cmd! { "ping", -1, FAST | STALE, [0, 0, 0], Conn(ping), "Returns the server's liveliness response." },
+    cmd! { "echo", 2, FAST, [0, 0, 0], Conn(echo), "Returns the given string." },
+    cmd! { "quit", -1, FAST | NO_AUTH | STALE | LOADING, [0, 0, 0], Conn(quit), "Closes the connection." },
+    cmd! { "select", 2, FAST | LOADING | STALE, [0, 0, 0], Conn(select), "Changes the selected database." },
+    cmd! { "auth", -2, FAST | NO_AUTH | STALE | LOADING, [0, 0, 0], Conn(auth), "Authenticates the connection." },
+    cmd! { "hello", -1, FAST | NO_AUTH | STALE | LOADING, [0, 0, 0], Conn(hello), "Handshakes with the server (protocol version, AUTH, SETNAME)." },
+    cmd! { "reset", 1, FAST | NO_AUTH | STALE | LOADING | NOSCRIPT, [0, 0, 0], Conn(reset), "Resets the connection (database 0, RESP2, unauthenticated, no name)." },
+    cmd! { "client", -2, STALE | LOADING | NOSCRIPT, [0, 0, 0], Conn(client), "A container for client connection commands (ID, INFO, LIST, KILL, SETNAME, GETNAME, SETINFO ...)." },
 ];
 
 fn ping(_: &mut Session, _: &Shared, args: &Args) -> Reply {
@@ -223,24 +150,6 @@ fn reset(s: &mut Session, shared: &Shared, _: &Args) -> Reply {
     Reply::Simple("RESET".into())
 }
 
-fn unknown_subcommand(cmd: &str, sub: &[u8]) -> Reply {
-    Reply::err(format!(
-        "unknown subcommand '{}'. Try {} HELP.",
-        String::from_utf8_lossy(&sub[..sub.len().min(128)]),
-        cmd
-    ))
-}
-
-fn on_off(a: &[u8]) -> Option<bool> {
-    if a.eq_ignore_ascii_case(b"on") {
-        Some(true)
-    } else if a.eq_ignore_ascii_case(b"off") {
-        Some(false)
-    } else {
-        None
-    }
-}
-
 const CLIENT_HELP: &[&str] = &[
     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "GETNAME",
@@ -296,9 +205,9 @@ const CLIENT_HELP: &[&str] = &[
 fn client(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
     let sub = args[1].to_ascii_lowercase();
     let argc = args.len();
-    let arity = |ok: bool| if ok { None } else { Some(unknown_subcommand_arity(&sub)) };
+    let arity = |ok: bool| if ok { None } else { Some(sub_arity("client", &sub)) };
     match sub.as_slice() {
-        b"help" if argc == 2 => Reply::Array(CLIENT_HELP.iter().map(|l| Reply::Simple((*l).into())).collect()),
+        b"help" if argc == 2 => help_reply(CLIENT_HELP),
         b"id" => arity(argc == 2).unwrap_or(Reply::Int(s.id as i64)),
         b"getname" => arity(argc == 2).unwrap_or_else(|| s.name.clone().map_or(Reply::Nil, Reply::Bulk)),
         b"setname" => arity(argc == 3).unwrap_or_else(|| {
@@ -332,7 +241,7 @@ fn client(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
         }),
         b"list" => client_list(shared, args),
         b"kill" => arity(argc >= 3).unwrap_or_else(|| client_kill(s, shared, args)),
-        b"no-evict" | b"no-touch" => arity(argc == 3).unwrap_or_else(|| match on_off(&args[2]) {
+        b"no-evict" | b"no-touch" => arity(argc == 3).unwrap_or_else(|| match either(&args[2], b"on", b"off") {
             Some(v) => {
                 let flag = if sub == b"no-evict" { &s.entry.no_evict } else { &s.entry.no_touch };
                 flag.store(v, Ordering::Relaxed);
@@ -362,7 +271,7 @@ fn client(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
                 _ => super::syntax_error(),
             }
         }),
-        b"tracking" => arity(argc >= 3).unwrap_or_else(|| match on_off(&args[2]) {
+        b"tracking" => arity(argc >= 3).unwrap_or_else(|| match either(&args[2], b"on", b"off") {
             Some(false) if argc == 3 => Reply::Ok,
             Some(false) => super::syntax_error(),
             Some(true) => Reply::err("client-side caching (CLIENT TRACKING on) is not supported by this server"),
@@ -379,11 +288,6 @@ fn client(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
         }),
         _ => unknown_subcommand("CLIENT", &args[1]),
     }
-}
-
-/// Redis answers a known subcommand with the wrong number of arguments like this.
-fn unknown_subcommand_arity(sub: &[u8]) -> Reply {
-    Reply::err(format!("wrong number of arguments for 'client|{}' command", String::from_utf8_lossy(sub)))
 }
 
 /// One client as `CLIENT LIST` and `CLIENT INFO` print it (Redis 7.2's fields, in its order). Fields this

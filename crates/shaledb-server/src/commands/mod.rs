@@ -4,20 +4,53 @@
 //! - [`Handler::Conn`]: connection and server commands (PING, AUTH, SELECT, CLIENT, CONFIG, INFO ...), on the
 //!   connection's task, with its [`Session`];
 //! - [`Handler::Read`]: reads of the keyspace, on the connection's task;
-//! - [`Handler::Write`]: anything that writes, on the commit thread (see `store/mod.rs`), which makes them
+//! - [`Handler::Write`]: anything that writes, on the commit thread (see `commit.rs`), which makes them
 //!   atomic with respect to each other.
 //!
-//! One module per family adds its commands to [`TABLE`].
+//! One module per family adds its commands to [`TABLE`], one `cmd!` line each.
 
-/// `tri!(expr)`: the value of an `Ok`, or return the `Err` reply from the command handler.
+/// `tri!(expr)`: the value of an `Ok`, or return the `Err` (a reply, or a storage error turned into the reply
+/// Redis gives) from the command handler.
 macro_rules! tri {
     ($e:expr) => {
         match $e {
             Ok(v) => v,
-            Err(r) => return r,
+            Err(r) => return r.into(),
         }
     };
 }
+
+/// `cmd! { "name", arity, FLAGS, [first_key, last_key, step], Kind(handler), "summary" }`: one [`Spec`], in one
+/// line of a `COMMANDS` table.
+///
+/// - `arity` is Redis's: `n` exactly n words (name included), `-n` at least n;
+/// - `FLAGS` are the names of [`flags`] joined with `|` (no import needed), or `0`;
+/// - the key positions are `[0, 0, 0]` for a command without keys;
+/// - `Kind` is the [`Handler`] variant: `Conn`, `Read` or `Write`.
+///
+/// Written with braces, `cmd! { ... }`, so rustfmt leaves each line as it is.
+macro_rules! cmd {
+    (
+        $name:literal, $arity:expr, $flags:expr, [$first:expr, $last:expr, $step:expr], $kind:ident($h:expr),
+        $summary:literal $(,)?
+    ) => {
+        $crate::commands::Spec {
+            name: $name,
+            arity: $arity,
+            flags: {
+                #[allow(unused_imports)]
+                use $crate::commands::flags::*;
+                $flags
+            },
+            first_key: $first,
+            last_key: $last,
+            step: $step,
+            handler: $crate::commands::Handler::$kind($h),
+            summary: $summary,
+        }
+    };
+}
+pub(crate) use cmd;
 
 pub mod coll;
 pub mod connection;
@@ -30,7 +63,6 @@ pub mod server_cmds;
 pub mod sets;
 pub mod streams;
 pub mod strings;
-pub mod zset_index;
 pub mod zsets;
 
 use crate::resp::{Args, Reply};
@@ -169,6 +201,16 @@ pub fn wrong_arity(name: &str) -> Reply {
     Reply::Error(format!("ERR wrong number of arguments for '{name}' command"))
 }
 
+/// The reply a client gets for a storage error: the texts Redis gives where Redis has one.
+impl From<crate::store::Error> for Reply {
+    fn from(e: crate::store::Error) -> Reply {
+        match e {
+            crate::store::Error::WrongType => wrong_type(),
+            other => Reply::err(other.to_string()),
+        }
+    }
+}
+
 /// Redis's WRONGTYPE error.
 pub fn wrong_type() -> Reply {
     Reply::error("WRONGTYPE Operation against a key holding the wrong kind of value")
@@ -180,6 +222,37 @@ pub fn syntax_error() -> Reply {
 
 pub fn not_an_integer() -> Reply {
     Reply::err("value is not an integer or out of range")
+}
+
+/// `-ERR unknown subcommand '<sub>'. Try <CMD> HELP.` (the subcommand cut at 128 bytes, as Redis does).
+pub fn unknown_subcommand(cmd: &str, sub: &[u8]) -> Reply {
+    Reply::err(format!(
+        "unknown subcommand '{}'. Try {} HELP.",
+        String::from_utf8_lossy(&sub[..sub.len().min(128)]),
+        cmd
+    ))
+}
+
+/// `-ERR wrong number of arguments for '<cmd>|<sub>' command`.
+pub fn sub_arity(cmd: &str, sub: &[u8]) -> Reply {
+    Reply::err(format!("wrong number of arguments for '{cmd}|{}' command", String::from_utf8_lossy(sub)))
+}
+
+/// The reply to `<command> HELP`: each line of `lines` as a simple string.
+pub fn help_reply(lines: &[&str]) -> Reply {
+    Reply::Array(lines.iter().map(|l| Reply::Simple((*l).into())).collect())
+}
+
+/// A two-way option word (`ON|OFF`, `LEFT|RIGHT` ...), ASCII case-insensitive: `Some(true)` for `yes`,
+/// `Some(false)` for `no`, `None` for anything else.
+pub fn either(a: &[u8], yes: &[u8], no: &[u8]) -> Option<bool> {
+    if a.eq_ignore_ascii_case(yes) {
+        Some(true)
+    } else if a.eq_ignore_ascii_case(no) {
+        Some(false)
+    } else {
+        None
+    }
 }
 
 /// Long names and arguments are cut in error messages, as Redis does (128 characters).
@@ -197,6 +270,11 @@ fn truncate(s: &str) -> String {
 /// Parses an integer argument as Redis does (no spaces, no '+', fits an i64).
 pub fn arg_i64(a: &[u8]) -> Result<i64, Reply> {
     crate::resp::parse_i64(a).ok_or_else(not_an_integer)
+}
+
+/// Parses a SCAN-family cursor (an unsigned decimal), or answers Redis's `invalid cursor`.
+pub fn arg_cursor(a: &[u8]) -> Result<u64, Reply> {
+    std::str::from_utf8(a).ok().and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| Reply::err("invalid cursor"))
 }
 
 /// The arguments `numkeys key [key ...] [LIMIT limit]` of SINTERCARD and ZINTERCARD (from `args[1]`): the
@@ -239,5 +317,75 @@ mod tests {
         }
         assert!(lookup(b"GeT").is_some());
         assert!(lookup(b"nosuchcommand").is_none());
+    }
+
+    #[test]
+    fn shared_argument_helpers_answer_like_redis() {
+        assert_eq!(either(b"ON", b"on", b"off"), Some(true));
+        assert_eq!(either(b"Left", b"left", b"right"), Some(true));
+        assert_eq!(either(b"off", b"on", b"off"), Some(false));
+        assert_eq!(either(b"onn", b"on", b"off"), None);
+        assert_eq!(arg_cursor(b"0"), Ok(0));
+        assert_eq!(arg_cursor(b"18446744073709551615"), Ok(u64::MAX));
+        for bad in [&b"-1"[..], b"1x", b"", b"18446744073709551616"] {
+            assert_eq!(arg_cursor(bad), Err(Reply::err("invalid cursor")));
+        }
+        assert_eq!(
+            unknown_subcommand("CLIENT", b"nosuch"),
+            Reply::err("unknown subcommand 'nosuch'. Try CLIENT HELP.")
+        );
+        let long = vec![b'x'; 200];
+        let Reply::Error(msg) = unknown_subcommand("CONFIG", &long) else { panic!("not an error") };
+        assert!(msg.contains(&format!("'{}'", "x".repeat(128))), "{msg}");
+        assert_eq!(
+            sub_arity("object", b"encoding"),
+            Reply::err("wrong number of arguments for 'object|encoding' command")
+        );
+        assert_eq!(
+            help_reply(&["A", "  b"]),
+            Reply::Array(vec![Reply::Simple("A".into()), Reply::Simple("  b".into())])
+        );
+    }
+
+    /// One line per command, in [`all`]'s order: what `COMMAND`, `COMMAND INFO` and `COMMAND DOCS` print.
+    fn render_table() -> String {
+        let mut out = String::new();
+        for s in all() {
+            let mut names: Vec<&str> =
+                flags::NAMES.iter().filter(|(bit, _)| s.flags & bit != 0).map(|(_, name)| *name).collect();
+            if s.flags & flags::EXTENSION != 0 {
+                names.push("extension");
+            }
+            let kind = match s.handler {
+                Handler::Conn(_) => "conn",
+                Handler::Read(_) => "read",
+                Handler::Write(_) => "write",
+            };
+            out.push_str(&format!(
+                "{} {} [{}] {} {} {} {} {}\n",
+                s.name,
+                s.arity,
+                names.join(","),
+                s.first_key,
+                s.last_key,
+                s.step,
+                kind,
+                s.summary
+            ));
+        }
+        out
+    }
+
+    /// The command table as clients see it does not change by accident. After a deliberate change (a new
+    /// command, a new flag), rewrite the snapshot with `UPDATE_SNAPSHOTS=1` and review its diff.
+    #[test]
+    fn command_table_matches_snapshot() {
+        const PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/commands/testdata/command_table.txt");
+        let got = render_table();
+        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+            std::fs::write(PATH, &got).unwrap();
+        }
+        let want = std::fs::read_to_string(PATH).unwrap();
+        assert_eq!(got, want, "the command table differs from {PATH}");
     }
 }

@@ -34,105 +34,38 @@
 //! - EXEC (with or without running), DISCARD, RESET, UNWATCH and the connection's end unwatch every key of
 //!   the client ([`unwatch_session`], ordered after the client's earlier jobs since the commit thread's
 //!   channel is FIFO). WATCH inside MULTI is refused (and does not abort the transaction), as in Redis.
+//!
+//! [`Watches`]: crate::store::Watches
+//! [`Watches::touch`]: crate::store::Watches::touch
 
-use super::flags::*;
 use super::{Handler, Spec};
+use crate::commit::Job;
 use crate::resp::{Args, Reply};
 use crate::server::{Session, Shared};
-use crate::store::{Job, WriteCtx};
+use crate::store::WriteCtx;
 use bytes::Bytes;
-use std::collections::HashMap;
 
 pub static COMMANDS: &[Spec] = &[
-    Spec {
-        name: "multi",
-        arity: 1,
-        flags: NOSCRIPT | LOADING | STALE | FAST,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(multi),
-        summary: "Starts a transaction.",
-    },
-    Spec {
-        name: "exec",
-        arity: 1,
-        flags: NOSCRIPT | LOADING | STALE,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(exec_outside),
-        summary: "Executes all commands in a transaction.",
-    },
-    Spec {
-        name: "discard",
-        arity: 1,
-        flags: NOSCRIPT | LOADING | STALE | FAST,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(discard),
-        summary: "Discards a transaction.",
-    },
-    Spec {
-        name: "watch",
-        arity: -2,
-        flags: NOSCRIPT | LOADING | STALE | FAST,
-        first_key: 1,
-        last_key: -1,
-        step: 1,
-        handler: Handler::Conn(watch_outside),
-        summary: "Monitors changes to keys to determine the execution of a transaction.",
-    },
-    Spec {
-        name: "unwatch",
-        arity: 1,
-        flags: NOSCRIPT | LOADING | STALE | FAST,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(unwatch),
-        summary: "Forgets about watched keys of a transaction.",
-    },
+    cmd! { "multi", 1, NOSCRIPT | LOADING | STALE | FAST, [0, 0, 0], Conn(multi), "Starts a transaction." },
+    cmd! { "exec", 1, NOSCRIPT | LOADING | STALE, [0, 0, 0], Conn(exec_outside), "Executes all commands in a transaction." },
+    cmd! { "discard", 1, NOSCRIPT | LOADING | STALE | FAST, [0, 0, 0], Conn(discard), "Discards a transaction." },
+    cmd! { "watch", -2, NOSCRIPT | LOADING | STALE | FAST, [1, -1, 1], Conn(watch_outside), "Monitors changes to keys to determine the execution of a transaction." },
+    cmd! { "unwatch", 1, NOSCRIPT | LOADING | STALE | FAST, [0, 0, 0], Conn(unwatch), "Forgets about watched keys of a transaction." },
 ];
 
 /// WATCH runs on the commit thread as this command (not in the table): `args` = `watch client-id key...`.
-pub static WATCH_JOB: Spec = Spec {
-    name: "watch",
-    arity: -3,
-    flags: 0,
-    first_key: 0,
-    last_key: 0,
-    step: 0,
-    handler: Handler::Write(watch_in_commit),
-    summary: "Registers watched keys (internal).",
-};
+pub static WATCH_JOB: Spec =
+    cmd! { "watch", -3, 0, [0, 0, 0], Write(watch_in_commit), "Registers watched keys (internal)." };
 
 /// Unwatches every key of a client on the commit thread (not in the table): `args` = `unwatch client-id`.
-pub static UNWATCH_JOB: Spec = Spec {
-    name: "unwatch",
-    arity: 2,
-    flags: 0,
-    first_key: 0,
-    last_key: 0,
-    step: 0,
-    handler: Handler::Write(unwatch_in_commit),
-    summary: "Unregisters a client's watched keys (internal).",
-};
+pub static UNWATCH_JOB: Spec =
+    cmd! { "unwatch", 2, 0, [0, 0, 0], Write(unwatch_in_commit), "Unregisters a client's watched keys (internal)." };
 
 /// The queued transaction's commands run on the commit thread as this one write command (not in the table:
 /// clients cannot call it). `args[1]` is the client id (for its watched keys), then `args[2..]` holds each
 /// queued command as its word count then its words.
-pub static EXEC_JOB: Spec = Spec {
-    name: "exec",
-    arity: -1,
-    flags: WRITE,
-    first_key: 0,
-    last_key: 0,
-    step: 0,
-    handler: Handler::Write(exec_in_commit),
-    summary: "Executes a transaction's commands (internal).",
-};
+pub static EXEC_JOB: Spec =
+    cmd! { "exec", -1, WRITE, [0, 0, 0], Write(exec_in_commit), "Executes a transaction's commands (internal)." };
 
 /// Most commands one transaction may queue.
 pub const MAX_QUEUED: usize = 100_000;
@@ -368,123 +301,5 @@ pub fn after_write(ctx: &mut WriteCtx<'_>, spec: &Spec, args: &Args, before: (u6
         let mk = crate::keys::meta_key(ctx.db_index, &args[i as usize]);
         ctx.watches.touch(&mk, true);
         i += spec.step as i64;
-    }
-}
-
-/// The keys clients watch, owned by the commit thread (see the module's documentation).
-#[derive(Debug, Default)]
-pub struct Watches {
-    /// Meta engine key -> the clients watching it, each with "the key was expired at WATCH time".
-    keys: HashMap<Vec<u8>, Vec<(u64, bool)>>,
-    /// Client id -> its watched keys and whether one of them changed.
-    clients: HashMap<u64, ClientWatches>,
-}
-
-#[derive(Debug, Default)]
-struct ClientWatches {
-    keys: Vec<Vec<u8>>,
-    dirty: bool,
-}
-
-impl Watches {
-    /// True when no client watches anything (the fast path of every write).
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
-
-    /// Client `client` watches the meta key `meta_key` (`expired`: it holds an expired value now).
-    pub fn watch(&mut self, client: u64, meta_key: Vec<u8>, expired: bool) {
-        let c = self.clients.entry(client).or_default();
-        if c.keys.contains(&meta_key) {
-            return;
-        }
-        self.keys.entry(meta_key.clone()).or_default().push((client, expired));
-        c.keys.push(meta_key);
-    }
-
-    /// Forgets every key `client` watches.
-    pub fn unwatch(&mut self, client: u64) {
-        let Some(c) = self.clients.remove(&client) else { return };
-        for k in c.keys {
-            if let Some(list) = self.keys.get_mut(&k) {
-                list.retain(|(id, _)| *id != client);
-                if list.is_empty() {
-                    self.keys.remove(&k);
-                }
-            }
-        }
-    }
-
-    /// The meta key `meta_key` was written (`exists`: a value was stored, not deleted): every client
-    /// watching it is dirty, except that deleting a key that was already expired at WATCH time is no change
-    /// (the key then counts as missing).
-    pub fn touch(&mut self, meta_key: &[u8], exists: bool) {
-        let Some(list) = self.keys.get_mut(meta_key) else { return };
-        for (client, expired) in list.iter_mut() {
-            if *expired && !exists {
-                *expired = false;
-                continue;
-            }
-            if let Some(c) = self.clients.get_mut(client) {
-                c.dirty = true;
-            }
-        }
-    }
-
-    /// At EXEC: unwatches `client`'s keys. `None` when one of them changed; otherwise the keys that were
-    /// alive at WATCH time (EXEC checks that none has expired since).
-    pub fn take_for_exec(&mut self, client: u64) -> Option<Vec<Vec<u8>>> {
-        let Some(c) = self.clients.get(&client) else { return Some(Vec::new()) };
-        let dirty = c.dirty;
-        let alive: Vec<Vec<u8>> = c
-            .keys
-            .iter()
-            .filter(|k| self.keys.get(*k).and_then(|l| l.iter().find(|(id, _)| *id == client)).is_some_and(|(_, e)| !e))
-            .cloned()
-            .collect();
-        self.unwatch(client);
-        if dirty {
-            None
-        } else {
-            Some(alive)
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Watches;
-
-    #[test]
-    fn touch_marks_watchers_dirty_and_unwatch_leaves_nothing() {
-        let mut w = Watches::default();
-        assert!(w.is_empty());
-        w.watch(1, b"\0\0a".to_vec(), false);
-        w.watch(1, b"\0\0a".to_vec(), false);
-        w.watch(2, b"\0\0a".to_vec(), false);
-        w.watch(2, b"\0\0b".to_vec(), false);
-        w.touch(b"\0\0b", true);
-        assert_eq!(w.take_for_exec(1), Some(vec![b"\0\0a".to_vec()]));
-        assert_eq!(w.take_for_exec(2), None);
-        assert!(w.is_empty());
-        // A client that watches nothing may always run.
-        w.watch(2, b"\0\0a".to_vec(), false);
-        w.touch(b"\0\0a", true);
-        assert_eq!(w.take_for_exec(3), Some(vec![]));
-    }
-
-    #[test]
-    fn deleting_a_key_expired_at_watch_is_no_change_but_writing_it_is() {
-        let mut w = Watches::default();
-        w.watch(1, b"k".to_vec(), true);
-        w.touch(b"k", false);
-        // Now it counts as a missing key that is alive-checked no more.
-        assert_eq!(w.take_for_exec(1), Some(vec![b"k".to_vec()]));
-        w.watch(1, b"k".to_vec(), true);
-        w.touch(b"k", true);
-        assert_eq!(w.take_for_exec(1), None);
-        w.watch(1, b"k".to_vec(), true);
-        w.unwatch(1);
-        assert!(w.is_empty());
     }
 }

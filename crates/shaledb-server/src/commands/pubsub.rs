@@ -17,8 +17,7 @@
 //! Inside MULTI the subscription commands and PUBLISH are refused like every connection command (Redis
 //! queues them).
 
-use super::flags::*;
-use super::{Handler, Spec};
+use super::Spec;
 use crate::resp::{Args, Reply};
 use crate::server::{Session, Shared};
 use bytes::{Bytes, BytesMut};
@@ -33,73 +32,13 @@ pub const OUTPUT_LIMIT: usize = 32 << 20;
 /// Bytes counted per queued message besides its channel and payload.
 const MESSAGE_OVERHEAD: usize = 64;
 
-macro_rules! spec {
-    ($name:expr, $arity:expr, $flags:expr, $fk:expr, $lk:expr, $st:expr, $h:expr, $summary:expr) => {
-        Spec {
-            name: $name,
-            arity: $arity,
-            flags: $flags,
-            first_key: $fk,
-            last_key: $lk,
-            step: $st,
-            handler: $h,
-            summary: $summary,
-        }
-    };
-}
-
 pub static COMMANDS: &[Spec] = &[
-    spec!(
-        "subscribe",
-        -2,
-        PUBSUB | NOSCRIPT | LOADING | STALE,
-        0,
-        0,
-        0,
-        Handler::Conn(not_routed),
-        "Listens for messages published to channels."
-    ),
-    spec!(
-        "unsubscribe",
-        -1,
-        PUBSUB | NOSCRIPT | LOADING | STALE,
-        0,
-        0,
-        0,
-        Handler::Conn(not_routed),
-        "Stops listening to messages posted to channels."
-    ),
-    spec!(
-        "psubscribe",
-        -2,
-        PUBSUB | NOSCRIPT | LOADING | STALE,
-        0,
-        0,
-        0,
-        Handler::Conn(not_routed),
-        "Listens for messages published to channels that match one or more patterns."
-    ),
-    spec!(
-        "punsubscribe",
-        -1,
-        PUBSUB | NOSCRIPT | LOADING | STALE,
-        0,
-        0,
-        0,
-        Handler::Conn(not_routed),
-        "Stops listening to messages published to channels that match one or more patterns."
-    ),
-    spec!(
-        "publish",
-        3,
-        PUBSUB | LOADING | STALE | FAST,
-        0,
-        0,
-        0,
-        Handler::Conn(publish),
-        "Posts a message to a channel."
-    ),
-    spec!("pubsub", -2, 0, 0, 0, 0, Handler::Conn(pubsub), "A container for Pub/Sub commands."),
+    cmd! { "subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, [0, 0, 0], Conn(not_routed), "Listens for messages published to channels." },
+    cmd! { "unsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, [0, 0, 0], Conn(not_routed), "Stops listening to messages posted to channels." },
+    cmd! { "psubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, [0, 0, 0], Conn(not_routed), "Listens for messages published to channels that match one or more patterns." },
+    cmd! { "punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, [0, 0, 0], Conn(not_routed), "Stops listening to messages published to channels that match one or more patterns." },
+    cmd! { "publish", 3, PUBSUB | LOADING | STALE | FAST, [0, 0, 0], Conn(publish), "Posts a message to a channel." },
+    cmd! { "pubsub", -2, 0, [0, 0, 0], Conn(pubsub), "A container for Pub/Sub commands." },
 ];
 
 /// A message waiting to be written to a subscriber.
@@ -410,15 +349,12 @@ fn pubsub(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
             Reply::Array(out)
         }
         ("numpat", 2) => Reply::Int(shared.pubsub.patterns.read().len() as i64),
-        ("numpat", _) => Reply::err("wrong number of arguments for 'pubsub|numpat' command"),
-        ("help", 2) => Reply::Array(HELP.iter().map(|l| Reply::Simple((*l).into())).collect()),
+        ("numpat", _) => super::sub_arity("pubsub", b"numpat"),
+        ("help", 2) => super::help_reply(HELP),
         ("channels", _) | ("help", _) => Reply::err(format!(
             "unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
             String::from_utf8_lossy(&args[1])
         )),
-        _ => Reply::err(format!(
-            "unknown subcommand '{}'. Try PUBSUB HELP.",
-            String::from_utf8_lossy(&args[1][..args[1].len().min(128)])
-        )),
+        _ => super::unknown_subcommand("PUBSUB", &args[1]),
     }
 }

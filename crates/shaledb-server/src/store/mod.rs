@@ -1,362 +1,43 @@
-//! The engine behind the server, and the commit thread that makes writes durable.
+//! Storage: what a command sees of the engine, and nothing above it (no commands, replies or threads).
 //!
-//! Reads run on the connection's task (the engine's read path takes no global lock). Every write command goes
-//! to one dedicated commit thread as part of a [`Job`] (a connection's run of consecutive write commands). The
-//! thread takes every job waiting, executes their commands in arrival order into one `WriteBatch`, writes it
-//! with one WAL record and, under `appendfsync always`, one fsync, and only then answers every job: group
-//! commit across all connections, and no runtime worker ever blocks on an fsync.
+//! - [`ReadCtx`] (`read.rs`): what a read command sees, on the connection's task: the engine at one
+//!   snapshot, and the merged scans ([`Scan`], [`Members`]);
+//! - [`WriteCtx`] (`write.rs`): what a write command sees, on the commit thread (`commit.rs`): the engine
+//!   through the group's pending writes ([`Overlay`]), and those writes;
+//! - [`Watches`] (`watches.rs`): the keys clients WATCH, told of every write of a meta key;
+//! - [`Error`] (`error.rs`): what goes wrong, typed; the command layer turns it into the reply Redis gives.
 //!
-//! Executing writes on one thread also makes read-modify-write commands (INCR, APPEND, SETRANGE, GETSET, SET
-//! NX/XX/GET ...) atomic without any lock: they read the engine (the state after every earlier group) and,
-//! when they touch a key already written in the current group, the batch so far is applied first (without a
-//! sync; the group's final write or sync covers it), so they always read their predecessors' effects.
-//!
-//! A failed write or fsync is never acknowledged: every command of the failed group is answered with a
-//! `MISCONF` error, the server turns read-only (the engine refuses every later write, D6) and says why in
-//! its log and in `INFO persistence`. Reads go on.
-//!
-//! This file has the commit thread; `write.rs` has [`WriteCtx`] (what a write command sees, and the group's
-//! pending writes), `read.rs` has [`ReadCtx`] (what a read command sees, and the merged scans).
+//! It builds on `keys.rs` (how keys and values are laid out) and `dead.rs` (where collections have no live
+//! records) alone; `types/`, the commands and the commit thread (`commit.rs`) build on it.
 
-use crate::commands::Spec;
 use crate::keys;
-use crate::resp::{Args, Reply};
-use parking_lot::Mutex;
-use shaledb::Db;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
+mod error;
 mod read;
+mod watches;
 mod write;
 
+pub use error::Error;
 pub use read::{Members, ReadCtx, Scan};
-pub use write::{check_entry_size, Overlay, WriteCtx};
-
-/// Redis's `appendfsync`: when a write is acknowledged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Appendfsync {
-    /// After the WAL record holding it is fsynced (group commit). The default.
-    Always,
-    /// After it reached the WAL (write(2)); the WAL is fsynced once a second.
-    Everysec,
-    /// After it reached the WAL; fsync is left to the OS and to memtable switches.
-    No,
-}
-
-impl Appendfsync {
-    pub fn name(self) -> &'static str {
-        match self {
-            Appendfsync::Always => "always",
-            Appendfsync::Everysec => "everysec",
-            Appendfsync::No => "no",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Appendfsync> {
-        match s.to_ascii_lowercase().as_str() {
-            "always" => Some(Appendfsync::Always),
-            "everysec" => Some(Appendfsync::Everysec),
-            "no" => Some(Appendfsync::No),
-            _ => None,
-        }
-    }
-
-    fn from_u8(b: u8) -> Appendfsync {
-        match b {
-            0 => Appendfsync::Always,
-            1 => Appendfsync::Everysec,
-            _ => Appendfsync::No,
-        }
-    }
-
-    fn to_u8(self) -> u8 {
-        match self {
-            Appendfsync::Always => 0,
-            Appendfsync::Everysec => 1,
-            Appendfsync::No => 2,
-        }
-    }
-}
+pub use watches::Watches;
+pub use write::{check_entry_size, Overlay, Waiters, WriteCtx};
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
-/// A run of write commands from one connection, answered all at once.
-pub struct Job {
-    pub db_index: u8,
-    pub cmds: Vec<(&'static Spec, Args)>,
-    pub reply: tokio::sync::oneshot::Sender<Vec<Reply>>,
-}
-
-/// Counters shown by `INFO persistence` and `INFO stats`.
-#[derive(Default, Debug)]
-pub struct CommitStats {
-    /// Groups written (one WAL record each).
-    pub groups: AtomicU64,
-    /// Write commands executed.
-    pub commands: AtomicU64,
-    /// fsyncs issued by the server (group syncs and everysec syncs).
-    pub fsyncs: AtomicU64,
-    /// Unix seconds of the last successful fsync.
-    pub last_fsync_unix: AtomicU64,
-}
-
-/// The engine and the commit thread.
-pub struct Store {
-    pub db: Arc<Db>,
-    tx: Mutex<Option<crossbeam_channel::Sender<Job>>>,
-    appendfsync: AtomicU8,
-    /// Why writes are refused, once a write or fsync failed.
-    read_only: Mutex<Option<String>>,
-    read_only_flag: AtomicBool,
-    pub stats: CommitStats,
-    threads: Mutex<Vec<JoinHandle<()>>>,
-    stop: Arc<AtomicBool>,
-    /// Most commands one group executes before it is written (bounds the batch and the reply latency).
-    pub max_group_commands: usize,
-    /// The collector of dead collection versions (gc.rs).
-    pub gc: crate::gc::Collector,
-    /// Clients blocked on keys (BLPOP, XREAD BLOCK ...), woken by the commit thread (`blocking.rs`).
-    pub blocking: Arc<crate::blocking::Registry>,
-}
-
-/// Most bytes of payload one group gathers before it is written.
-const MAX_GROUP_BYTES: usize = 16 << 20;
-
-impl Store {
-    /// Starts the commit thread (and the everysec syncer) on an open database.
-    pub fn start(db: Db, appendfsync: Appendfsync) -> Arc<Store> {
-        let (tx, rx) = crossbeam_channel::unbounded::<Job>();
-        let store = Arc::new(Store {
-            db: Arc::new(db),
-            tx: Mutex::new(Some(tx)),
-            appendfsync: AtomicU8::new(appendfsync.to_u8()),
-            read_only: Mutex::new(None),
-            read_only_flag: AtomicBool::new(false),
-            stats: CommitStats::default(),
-            threads: Mutex::new(Vec::new()),
-            stop: Arc::new(AtomicBool::new(false)),
-            max_group_commands: 16 * 1024,
-            gc: crate::gc::Collector::default(),
-            blocking: Arc::new(crate::blocking::Registry::default()),
-        });
-        let s = store.clone();
-        let commit = std::thread::Builder::new()
-            .name("shaledb-commit".into())
-            .spawn(move || commit_loop(&s, rx))
-            .expect("spawn the commit thread");
-        let s = store.clone();
-        let syncer = std::thread::Builder::new()
-            .name("shaledb-everysec".into())
-            .spawn(move || everysec_loop(&s))
-            .expect("spawn the everysec thread");
-        let sweeper = crate::expire::spawn(store.clone());
-        let collector = crate::gc::spawn(store.clone());
-        store.threads.lock().extend([commit, syncer, sweeper, collector]);
-        store
-    }
-
-    /// True once [`Store::shutdown`] began (background threads stop).
-    pub fn stopping(&self) -> bool {
-        self.stop.load(Ordering::Acquire)
-    }
-
-    pub fn appendfsync(&self) -> Appendfsync {
-        Appendfsync::from_u8(self.appendfsync.load(Ordering::Relaxed))
-    }
-
-    pub fn set_appendfsync(&self, a: Appendfsync) {
-        self.appendfsync.store(a.to_u8(), Ordering::Relaxed);
-    }
-
-    /// Why the server refuses writes, if it does.
-    pub fn read_only_reason(&self) -> Option<String> {
-        if !self.read_only_flag.load(Ordering::Acquire) {
-            return None;
-        }
-        self.read_only.lock().clone()
-    }
-
-    pub(crate) fn set_read_only(&self, why: String) {
-        let mut r = self.read_only.lock();
-        if r.is_none() {
-            eprintln!("# writes refused from now on: {why}");
-            *r = Some(why);
-            self.read_only_flag.store(true, Ordering::Release);
-        }
-    }
-
-    pub(crate) fn misconf(&self) -> Reply {
-        Reply::Error(format!(
-            "MISCONF Errors writing to the WAL: {}; the server refuses writes until it is restarted",
-            self.read_only_reason().unwrap_or_default()
-        ))
-    }
-
-    /// Submits a job to the commit thread. `false` when the store is shut down (the job is dropped, its
-    /// reply channel closes).
-    pub fn submit(&self, job: Job) -> bool {
-        match self.tx.lock().as_ref() {
-            Some(tx) => tx.send(job).is_ok(),
-            None => false,
-        }
-    }
-
-    /// Runs one write job synchronously on the caller's thread (for background tasks such as the expiry
-    /// sweep; they go through the commit thread like clients do). Returns `None` after shutdown.
-    pub fn submit_and_wait(&self, db_index: u8, cmds: Vec<(&'static Spec, Args)>) -> Option<Vec<Reply>> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        if !self.submit(Job { db_index, cmds, reply: tx }) {
-            return None;
-        }
-        rx.blocking_recv().ok()
-    }
-
-    /// Stops the commit and everysec threads after every job already submitted was answered, then syncs
-    /// the WAL. The engine itself closes when the last reference to `db` is dropped.
-    pub fn shutdown(&self) {
-        self.tx.lock().take();
-        self.stop.store(true, Ordering::Release);
-        let threads = std::mem::take(&mut *self.threads.lock());
-        for t in threads {
-            let _ = t.join();
-        }
-        let _ = self.db.sync_wal();
-    }
-}
-
-fn commit_loop(store: &Store, rx: crossbeam_channel::Receiver<Job>) {
-    let mut group: Vec<Job> = Vec::new();
-    let mut ctx = WriteCtx::new(&store.db);
-    ctx.wake = Some(store.blocking.clone());
-    if let Err(e) = ctx.load_versions() {
-        store.set_read_only(format!("reading the collection registry failed: {e}"));
-    }
-    while let Ok(first) = rx.recv() {
-        group.push(first);
-        let mut n = group[0].cmds.len();
-        while n < store.max_group_commands {
-            match rx.try_recv() {
-                Ok(job) => {
-                    n += job.cmds.len();
-                    group.push(job);
-                }
-                Err(_) => break,
-            }
-        }
-        // A command that panics must not take the commit thread (and every later write) with it: its group
-        // is answered with an error and, since the batch state is unknown, writes are refused from then on.
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            commit_group(store, &mut ctx, &mut group);
-            // Clients blocked on keys this group pushed to, now that the pushes are durable.
-            crate::blocking::serve(store, &mut ctx);
-        }));
-        if r.is_err() {
-            store.set_read_only("internal error: a write command panicked (see stderr)".into());
-            for job in group.drain(..) {
-                let replies = job.cmds.iter().map(|_| store.misconf()).collect();
-                let _ = job.reply.send(replies);
-            }
-        }
-    }
-}
-
-fn commit_group(store: &Store, ctx: &mut WriteCtx<'_>, group: &mut Vec<Job>) {
-    if store.read_only_reason().is_some() {
-        for job in group.drain(..) {
-            let replies = job.cmds.iter().map(|_| store.misconf()).collect();
-            let _ = job.reply.send(replies);
-        }
-        return;
-    }
-    let mode = store.appendfsync();
-    ctx.begin(now_ms());
-    let mut replies: Vec<Vec<Reply>> = Vec::with_capacity(group.len());
-    let mut count = 0u64;
-    for job in group.iter() {
-        ctx.db_index = job.db_index;
-        let mut r = Vec::with_capacity(job.cmds.len());
-        for (spec, args) in &job.cmds {
-            count += 1;
-            let before = ctx.write_counts();
-            r.push(match spec.handler {
-                crate::commands::Handler::Write(f) => f(ctx, args),
-                _ => Reply::err("internal: not a write command"),
-            });
-            crate::commands::multi::after_write(ctx, spec, args, before);
-            if ctx.failed() {
-                break;
-            }
-            if ctx.pending_bytes() >= MAX_GROUP_BYTES {
-                ctx.apply_pending();
-            }
-        }
-        replies.push(r);
-    }
-    let result = ctx.finish(mode == Appendfsync::Always);
-    store.stats.groups.fetch_add(1, Ordering::Relaxed);
-    store.stats.commands.fetch_add(count, Ordering::Relaxed);
-    match result {
-        Ok(synced) => {
-            if synced {
-                store.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
-                store.stats.last_fsync_unix.store(now_ms() / 1000, Ordering::Relaxed);
-            }
-            store.blocking.mark_ready(&mut ctx.signals);
-            for (job, r) in group.drain(..).zip(replies) {
-                let _ = job.reply.send(r);
-            }
-            // The versions the group removed are durable garbage now: reclaim them promptly.
-            if !ctx.dropped.is_empty() {
-                store.gc.enqueue(ctx.dropped.drain(..));
-            }
-        }
-        Err(e) => {
-            ctx.forget_dead_ranges();
-            store.set_read_only(e);
-            for job in group.drain(..) {
-                let replies = job.cmds.iter().map(|_| store.misconf()).collect();
-                let _ = job.reply.send(replies);
-            }
-        }
-    }
-}
-
-fn everysec_loop(store: &Store) {
-    let mut last = Instant::now();
-    while !store.stop.load(Ordering::Acquire) {
-        std::thread::sleep(Duration::from_millis(50));
-        if last.elapsed() < Duration::from_secs(1) {
-            continue;
-        }
-        last = Instant::now();
-        if store.appendfsync() != Appendfsync::Everysec || store.read_only_reason().is_some() {
-            continue;
-        }
-        match store.db.sync_wal() {
-            Ok(()) => {
-                store.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
-                store.stats.last_fsync_unix.store(now_ms() / 1000, Ordering::Relaxed);
-            }
-            Err(e) => store.set_read_only(format!("WAL fsync failed: {e}")),
-        }
-    }
-}
-
 /// The collection a live meta value holds, if it is of type `typ` (`get_coll` of [`ReadCtx`] and
 /// [`WriteCtx`]): `Err(WRONGTYPE)` for another type or a meta value that holds no collection.
-fn coll_of_type(meta: &keys::Meta, stored: &[u8], typ: keys::Type) -> Result<keys::Coll, Reply> {
+fn coll_of_type(meta: &keys::Meta, stored: &[u8], typ: keys::Type) -> Result<keys::Coll, Error> {
     if meta.typ != typ {
-        return Err(crate::commands::wrong_type());
+        return Err(Error::WrongType);
     }
     match keys::Coll::decode(stored) {
         Ok(Some(c)) => Ok(c),
-        Ok(None) => Err(crate::commands::wrong_type()),
-        Err(e) => Err(Reply::err(e)),
+        Ok(None) => Err(Error::WrongType),
+        Err(e) => Err(Error::Corrupt(e.to_string())),
     }
 }
 

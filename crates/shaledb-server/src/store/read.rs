@@ -1,9 +1,8 @@
 //! [`ReadCtx`]: what a read command sees, and the merged scans of the engine and the commit thread's pending
 //! writes ([`Scan`], [`Members`]).
 
-use super::{coll_of_type, Overlay};
+use super::{coll_of_type, Error, Overlay};
 use crate::keys;
-use crate::resp::Reply;
 use bytes::Bytes;
 use shaledb::{Db, ReadOptions};
 
@@ -42,7 +41,7 @@ impl<'a> ReadCtx<'a> {
     }
 
     /// An engine key's value (pending writes first in the commit thread).
-    pub fn get_raw(&self, engine_key: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
+    pub fn get_raw(&self, engine_key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         if let Some(v) = self.overlay.and_then(|o| o.get(engine_key)) {
             return Ok(v.clone());
         }
@@ -50,18 +49,18 @@ impl<'a> ReadCtx<'a> {
             Some(_) => self.db.get_opt(&self.read_options(), engine_key),
             None => self.db.get(engine_key),
         };
-        r.map_err(|e| Reply::err(format!("read failed: {e}")))
+        r.map_err(Error::read)
     }
 
     /// The live meta value of `user_key`, or `None` if missing or expired.
-    pub fn get_meta(&self, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Reply> {
+    pub fn get_meta(&self, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Error> {
         let k = keys::meta_key(self.db_index, user_key);
         match self.get_raw(&k)? {
             None => Ok(None),
             Some(v) => match keys::decode_meta(&v) {
                 Ok(m) if m.expired(self.now_ms) => Ok(None),
                 Ok(m) => Ok(Some((m, Bytes::from(v)))),
-                Err(e) => Err(Reply::err(e)),
+                Err(e) => Err(Error::Corrupt(e.to_string())),
             },
         }
     }
@@ -69,13 +68,13 @@ impl<'a> ReadCtx<'a> {
     /// The live collection `user_key` if it is of type `typ`: `Ok(None)` when missing or expired,
     /// `Err(WRONGTYPE)` when it holds another type. Use it on a [`ReadCtx::pinned`] context before reading
     /// members.
-    pub fn get_coll(&self, user_key: &[u8], typ: keys::Type) -> Result<Option<keys::Coll>, Reply> {
+    pub fn get_coll(&self, user_key: &[u8], typ: keys::Type) -> Result<Option<keys::Coll>, Error> {
         let Some((m, stored)) = self.get_meta(user_key)? else { return Ok(None) };
         coll_of_type(&m, &stored, typ).map(Some)
     }
 
     /// A member record of collection `c`.
-    pub fn get_member(&self, c: &keys::Coll, sub: u8, part: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
+    pub fn get_member(&self, c: &keys::Coll, sub: u8, part: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         self.get_raw(&keys::member_key(self.db_index, c.version, sub, part))
     }
 
@@ -135,7 +134,7 @@ impl ReadCtx<'_> {
         from: &[u8],
         limit: usize,
         mut f: impl FnMut(&[u8]),
-    ) -> Result<usize, Reply> {
+    ) -> Result<usize, Error> {
         let mut n = 0;
         if self.overlay.is_some() {
             for r in self.members(c, sub, Some(from), false).take(limit) {
@@ -160,7 +159,7 @@ impl ReadCtx<'_> {
             n += 1;
             it.next();
         }
-        it.status().map_err(|e| Reply::err(format!("read failed: {e}")))?;
+        it.status().map_err(Error::read)?;
         Ok(n)
     }
 }
@@ -195,7 +194,7 @@ impl Scan<'_> {
 }
 
 impl Iterator for Scan<'_> {
-    type Item = Result<(Vec<u8>, Vec<u8>), Reply>;
+    type Item = Result<(Vec<u8>, Vec<u8>), Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
@@ -206,7 +205,7 @@ impl Iterator for Scan<'_> {
             if engine.is_none() {
                 if let Err(e) = self.it.status() {
                     self.done = true;
-                    return Some(Err(Reply::err(format!("read failed: {e}"))));
+                    return Some(Err(Error::read(e)));
                 }
             }
             let reverse = self.reverse;
@@ -251,7 +250,7 @@ pub struct Members<'a> {
 }
 
 impl Iterator for Members<'_> {
-    type Item = Result<(Vec<u8>, Vec<u8>), Reply>;
+    type Item = Result<(Vec<u8>, Vec<u8>), Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
         Some(self.scan.next()?.map(|(mut k, v)| {

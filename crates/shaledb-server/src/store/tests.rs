@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::keys::{self, Type};
-use shaledb::Options;
+use shaledb::{Db, Options};
 
 fn open(dir: &std::path::Path) -> Db {
     Db::open(dir, Options { create_if_missing: true, ..Options::default() }).unwrap()

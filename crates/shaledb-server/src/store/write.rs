@@ -1,9 +1,8 @@
 //! [`WriteCtx`]: what a write command sees in the commit thread, the engine through the group's pending
 //! writes ([`Overlay`]), and those writes.
 
-use super::{coll_of_type, ReadCtx};
+use super::{coll_of_type, Error, ReadCtx, Watches};
 use crate::keys;
-use crate::resp::Reply;
 use bytes::Bytes;
 use shaledb::{Db, ReadOptions, WriteBatch, WriteOptions};
 use std::collections::BTreeMap;
@@ -14,6 +13,13 @@ use std::sync::Arc;
 /// `EXEC`) sees the writes before it without applying them: a group's writes reach the engine as one batch
 /// (one WAL record), all or nothing after a crash.
 pub type Overlay = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+
+/// Whether some client waits for keys to get elements (the wake-up registry of blocked clients,
+/// `blocking.rs`): [`WriteCtx::signal_key`] records nothing while none does.
+pub trait Waiters: Send + Sync {
+    /// True when some client is blocked.
+    fn has_waiters(&self) -> bool;
+}
 
 /// What a write command sees: reads of the engine through the group's pending writes, and those writes, in
 /// the commit thread.
@@ -43,12 +49,12 @@ pub struct WriteCtx<'a> {
     /// Scratch for building values.
     val_buf: Vec<u8>,
     /// The wake-up registry of blocked clients (`blocking.rs`); `None` outside the commit thread.
-    pub(crate) wake: Option<Arc<crate::blocking::Registry>>,
+    pub(crate) wake: Option<Arc<dyn Waiters>>,
     /// Keys this group made poppable or readable for blocked clients: `(db, key)` (see
     /// [`WriteCtx::signal_key`]); handed to the registry once the group is durable.
     pub(crate) signals: Vec<(u8, Bytes)>,
     /// The keys clients WATCH (commands/multi.rs): every write of a meta key is reported to it.
-    pub watches: crate::commands::multi::Watches,
+    pub watches: Watches,
     /// Engine writes recorded so far, and how many of them were meta keys (for WATCH: a command that wrote
     /// only member records is reported by its key arguments).
     writes: u64,
@@ -238,12 +244,12 @@ impl<'a> WriteCtx<'a> {
 
     /// The live meta value of `user_key` in the current database: `(meta, stored)`, or `None` if missing or
     /// expired (an expired key is deleted as part of this group, as Redis does on access).
-    pub fn get_meta(&mut self, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Reply> {
+    pub fn get_meta(&mut self, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Error> {
         self.get_meta_in(self.db_index, user_key)
     }
 
     /// [`WriteCtx::get_meta`] in database `db` (MOVE, COPY ... DB).
-    pub fn get_meta_in(&mut self, db: u8, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Reply> {
+    pub fn get_meta_in(&mut self, db: u8, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Error> {
         let mut k = std::mem::take(&mut self.key_buf);
         keys::meta_key_into(db, user_key, &mut k);
         let r = self.get_raw(&k);
@@ -258,9 +264,9 @@ impl<'a> WriteCtx<'a> {
                     Ok(None)
                 }
                 Ok(m) => Ok(Some((m, Bytes::from(v)))),
-                Err(e) => Err(Reply::err(e)),
+                Err(e) => Err(Error::Corrupt(e.to_string())),
             },
-            Err(e) => Err(Reply::err(format!("read failed: {e}"))),
+            Err(e) => Err(Error::read(e)),
         };
         self.key_buf = k;
         out
@@ -270,7 +276,7 @@ impl<'a> WriteCtx<'a> {
 impl WriteCtx<'_> {
     /// Stores `stored` (a whole meta value: head and payload) as `user_key` of database `db`, unless the
     /// engine could not hold it: then nothing is written and the command gets the error (the group goes on).
-    pub fn put_meta_in(&mut self, db: u8, user_key: &[u8], stored: &[u8]) -> Result<(), Reply> {
+    pub fn put_meta_in(&mut self, db: u8, user_key: &[u8], stored: &[u8]) -> Result<(), Error> {
         check_entry_size(user_key.len(), stored.len())?;
         let mut k = std::mem::take(&mut self.key_buf);
         keys::meta_key_into(db, user_key, &mut k);
@@ -280,7 +286,7 @@ impl WriteCtx<'_> {
     }
 
     /// Stores a string (with its expiry) as `user_key` of the current database; see [`WriteCtx::put_meta_in`].
-    pub fn put_string(&mut self, user_key: &[u8], value: &[u8], expire_at_ms: Option<u64>) -> Result<(), Reply> {
+    pub fn put_string(&mut self, user_key: &[u8], value: &[u8], expire_at_ms: Option<u64>) -> Result<(), Error> {
         check_entry_size(user_key.len(), value.len() + 9)?;
         let mut v = std::mem::take(&mut self.val_buf);
         keys::encode_head_into(keys::Type::String, expire_at_ms, &mut v);
@@ -317,7 +323,7 @@ impl WriteCtx<'_> {
 
     /// Deletes `user_key` of database `db` whatever it holds (expired or not; see
     /// [`WriteCtx::delete_stored`]). Returns whether there was a meta value.
-    pub fn remove_key(&mut self, db: u8, user_key: &[u8]) -> Result<bool, Reply> {
+    pub fn remove_key(&mut self, db: u8, user_key: &[u8]) -> Result<bool, Error> {
         let k = keys::meta_key(db, user_key);
         match self.get_raw(&k) {
             Ok(Some(v)) => {
@@ -325,7 +331,7 @@ impl WriteCtx<'_> {
                 Ok(true)
             }
             Ok(None) => Ok(false),
-            Err(e) => Err(Reply::err(format!("read failed: {e}"))),
+            Err(e) => Err(Error::read(e)),
         }
     }
 
@@ -359,7 +365,7 @@ impl WriteCtx<'_> {
 
     /// The live collection `user_key` of the current database if it is of type `typ`: `Ok(None)` when the
     /// key is missing (or expired: then deleted as on access), `Err(WRONGTYPE)` when it holds another type.
-    pub fn get_coll(&mut self, user_key: &[u8], typ: keys::Type) -> Result<Option<keys::Coll>, Reply> {
+    pub fn get_coll(&mut self, user_key: &[u8], typ: keys::Type) -> Result<Option<keys::Coll>, Error> {
         let Some((m, stored)) = self.get_meta(user_key)? else { return Ok(None) };
         coll_of_type(&m, &stored, typ).map(Some)
     }
@@ -375,7 +381,7 @@ impl WriteCtx<'_> {
 
     /// The collection `user_key` of type `typ`, created (see [`WriteCtx::create_coll`]) when missing;
     /// `Err(WRONGTYPE)` when the key holds another type.
-    pub fn get_or_create_coll(&mut self, user_key: &[u8], typ: keys::Type) -> Result<keys::Coll, Reply> {
+    pub fn get_or_create_coll(&mut self, user_key: &[u8], typ: keys::Type) -> Result<keys::Coll, Error> {
         match self.get_coll(user_key, typ)? {
             Some(c) => Ok(c),
             None => Ok(self.create_coll(user_key, typ)),
@@ -386,7 +392,7 @@ impl WriteCtx<'_> {
     /// reached 0 is deleted instead (Redis never keeps an empty collection), with [`WriteCtx::drop_coll`].
     /// Call it once per command, after the member writes: the meta value and the members change in the same
     /// batch, so the size is exact after a crash.
-    pub fn put_coll(&mut self, user_key: &[u8], c: &keys::Coll) -> Result<(), Reply> {
+    pub fn put_coll(&mut self, user_key: &[u8], c: &keys::Coll) -> Result<(), Error> {
         if c.size == 0 {
             self.drop_coll(user_key, c);
             return Ok(());
@@ -431,16 +437,16 @@ impl WriteCtx<'_> {
     }
 
     /// Reads a member record of collection `c` (current database).
-    pub fn get_member(&mut self, c: &keys::Coll, sub: u8, part: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
+    pub fn get_member(&mut self, c: &keys::Coll, sub: u8, part: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         let mut k = std::mem::take(&mut self.key_buf);
         keys::member_key_into(self.db_index, c.version, sub, part, &mut k);
-        let r = self.get_raw(&k).map_err(|e| Reply::err(format!("read failed: {e}")));
+        let r = self.get_raw(&k).map_err(Error::read);
         self.key_buf = k;
         r
     }
 
     /// Writes a member record of collection `c` (current database), refusing one the engine could not hold.
-    pub fn put_member(&mut self, c: &keys::Coll, sub: u8, part: &[u8], value: &[u8]) -> Result<(), Reply> {
+    pub fn put_member(&mut self, c: &keys::Coll, sub: u8, part: &[u8], value: &[u8]) -> Result<(), Error> {
         check_entry_size(part.len() + 9, value.len())?;
         if !self.dead.is_empty() {
             self.dead.on_write((self.db_index, c.version, sub), part);
@@ -464,12 +470,10 @@ impl WriteCtx<'_> {
 /// Refuses a user key and stored value the engine could not hold as one entry
 /// (`shaledb::options::limits::MAX_KEY_VALUE_BYTES` for the engine key plus value): the command gets a clear
 /// error and nothing else of the group is affected (the engine would refuse the whole batch).
-pub fn check_entry_size(user_key_len: usize, stored_len: usize) -> Result<(), Reply> {
+pub fn check_entry_size(user_key_len: usize, stored_len: usize) -> Result<(), Error> {
     let max = shaledb::options::limits::MAX_KEY_VALUE_BYTES;
     if user_key_len.saturating_add(2).saturating_add(stored_len) > max {
-        return Err(Reply::err(format!(
-            "key plus value too large: ShaleDB stores at most {max} bytes of key and value per key"
-        )));
+        return Err(Error::TooLarge { max });
     }
     Ok(())
 }

@@ -1,39 +1,8 @@
 //! Hashes, sets, the generic commands on collections (TYPE, OBJECT, RENAME, MOVE, COPY, expiry) and the
 //! collector, against a running server.
 
-use crate::{connect, start_everysec as start_server};
-use redis::{FromRedisValue, Value};
+use crate::helpers::{cmd, connect, e, i, q, s, start_everysec as start_server, NOT_INT, SYNTAX, WRONGTYPE};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-
-fn cmd(args: &[&str]) -> redis::Cmd {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c
-}
-
-fn q<T: FromRedisValue>(con: &mut redis::Connection, args: &[&str]) -> T {
-    match cmd(args).query(con) {
-        Ok(v) => v,
-        Err(e) => panic!("{args:?} failed: {e}"),
-    }
-}
-
-fn e(con: &mut redis::Connection, args: &[&str]) -> String {
-    match cmd(args).query::<Value>(con) {
-        Ok(v) => panic!("{args:?} answered {v:?}, expected an error"),
-        Err(err) => format!("{} {}", err.code().unwrap_or("?"), err.detail().unwrap_or("")),
-    }
-}
-
-fn i(con: &mut redis::Connection, args: &[&str]) -> i64 {
-    q(con, args)
-}
-
-fn s(con: &mut redis::Connection, args: &[&str]) -> Option<String> {
-    q(con, args)
-}
 
 fn set_of(con: &mut redis::Connection, args: &[&str]) -> BTreeSet<String> {
     let v: Vec<String> = q(con, args);
@@ -46,10 +15,6 @@ fn set_of(con: &mut redis::Connection, args: &[&str]) -> BTreeSet<String> {
 fn strs(v: &[&str]) -> BTreeSet<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
-
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-const SYNTAX: &str = "ERR syntax error";
-const NOT_INT: &str = "ERR value is not an integer or out of range";
 
 #[test]
 fn hash_commands() {
@@ -623,7 +588,7 @@ fn collections_survive_a_restart_and_orphans_are_reclaimed() {
     const GHOST: u64 = 999_999;
     let h;
     {
-        let (_d, srv) = crate::start_server(|c| c.dir = path.clone());
+        let (_d, srv) = crate::helpers::start_server(|c| c.dir = path.clone());
         let c = &mut connect(&srv);
         q::<()>(c, &["HSET", "h", "a", "1", "b", "2"]);
         q::<()>(c, &["SADD", "s", "x"]);
@@ -634,7 +599,7 @@ fn collections_survive_a_restart_and_orphans_are_reclaimed() {
         db.put(member_key(0, GHOST, SUB_MEMBER, b"m"), b"").unwrap();
         srv.shutdown().unwrap();
     }
-    let (_d, srv) = crate::start_server(|c| c.dir = path.clone());
+    let (_d, srv) = crate::helpers::start_server(|c| c.dir = path.clone());
     let c = &mut connect(&srv);
     assert_eq!(i(c, &["HLEN", "h"]), 2);
     assert_eq!(s(c, &["HGET", "h", "b"]).as_deref(), Some("2"));

@@ -1,7 +1,7 @@
 //! CONFIG GET/SET over every Redis 7.0 parameter, SAVE/BGSAVE/LASTSAVE checkpoints, and a start that fails
 //! creating nothing.
 
-use crate::{start_server, Client, Resp};
+use crate::helpers::{start_server, Client, Resp};
 use shaledb_server::config::{parameter_names, redis};
 use shaledb_server::{Config, RunningServer};
 use std::collections::HashMap;

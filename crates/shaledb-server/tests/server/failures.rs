@@ -4,8 +4,9 @@
 use bytes::Bytes;
 use shaledb::{Db, Options};
 use shaledb_server::commands::lookup;
+use shaledb_server::commit::Store;
 use shaledb_server::resp::Reply;
-use shaledb_server::store::{ReadCtx, Store};
+use shaledb_server::store::ReadCtx;
 use shaledb_server::Appendfsync;
 use shaledb_vfs::{FaultError, FaultPlan, FsOp, MemFs};
 use std::sync::Arc;

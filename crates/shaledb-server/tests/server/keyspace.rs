@@ -1,44 +1,9 @@
 //! Keyspace, string, expiry, SCAN, SHALEDB.RANGE and MULTI/EXEC commands against a running server.
 
-use crate::{connect, start_everysec as start_server};
-use redis::{FromRedisValue, Value};
+use crate::helpers::{cmd, connect, e, i, q, s, start_everysec as start_server, NOT_INT, SYNTAX};
+use redis::Value;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
-
-fn cmd(args: &[&str]) -> redis::Cmd {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c
-}
-
-/// Runs a command that must succeed and converts its reply.
-fn q<T: FromRedisValue>(con: &mut redis::Connection, args: &[&str]) -> T {
-    match cmd(args).query(con) {
-        Ok(v) => v,
-        Err(e) => panic!("{args:?} failed: {e}"),
-    }
-}
-
-/// Runs a command that must fail; returns the error line as the server sent it.
-fn e(con: &mut redis::Connection, args: &[&str]) -> String {
-    match cmd(args).query::<Value>(con) {
-        Ok(v) => panic!("{args:?} answered {v:?}, expected an error"),
-        Err(err) => format!("{} {}", err.code().unwrap_or("?"), err.detail().unwrap_or("")),
-    }
-}
-
-fn s(con: &mut redis::Connection, args: &[&str]) -> Option<String> {
-    q(con, args)
-}
-
-fn i(con: &mut redis::Connection, args: &[&str]) -> i64 {
-    q(con, args)
-}
-
-const SYNTAX: &str = "ERR syntax error";
-const NOT_INT: &str = "ERR value is not an integer or out of range";
 
 #[test]
 fn set_and_its_options() {

@@ -1,46 +1,13 @@
 //! List commands and blocking pops against a running server.
 
-use crate::{connect, start_everysec as start_server, start_server as start_always};
+use crate::helpers::{
+    connect, e, encode, i, q, s, start_everysec as start_server, start_server as start_always, v, Client, Resp,
+    WRONGTYPE,
+};
 use rand::{Rng, SeedableRng};
 use redis::{FromRedisValue, Value};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
-
-fn cmd(args: &[&str]) -> redis::Cmd {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c
-}
-
-fn q<T: FromRedisValue>(con: &mut redis::Connection, args: &[&str]) -> T {
-    match cmd(args).query(con) {
-        Ok(v) => v,
-        Err(e) => panic!("{args:?} failed: {e}"),
-    }
-}
-
-fn e(con: &mut redis::Connection, args: &[&str]) -> String {
-    match cmd(args).query::<Value>(con) {
-        Ok(v) => panic!("{args:?} answered {v:?}, expected an error"),
-        Err(err) => format!("{} {}", err.code().unwrap_or("?"), err.detail().unwrap_or("")),
-    }
-}
-
-fn i(con: &mut redis::Connection, args: &[&str]) -> i64 {
-    q(con, args)
-}
-
-fn v(con: &mut redis::Connection, args: &[&str]) -> Vec<String> {
-    q(con, args)
-}
-
-fn s(con: &mut redis::Connection, args: &[&str]) -> Option<String> {
-    q(con, args)
-}
-
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 #[test]
 fn push_pop_range_index() {
@@ -431,7 +398,7 @@ fn a_client_that_disconnects_while_blocked_leaves_no_waiter() {
     let (srv, _dir) = start_server();
     let reg = srv.shared().store.blocking.clone();
     {
-        let mut raw = crate::Client::connect(srv.addr());
+        let mut raw = Client::connect(srv.addr());
         raw.send(&["BLPOP", "gone", "0"]);
         let deadline = Instant::now() + Duration::from_secs(5);
         while reg.blocked_clients() == 0 && Instant::now() < deadline {
@@ -471,7 +438,7 @@ fn blmove_wakes_a_client_blocked_on_its_destination() {
 #[test]
 fn requests_pipelined_behind_a_blocked_pop_are_answered_after_it() {
     let (srv, _dir) = start_server();
-    let mut raw = crate::Client::connect(srv.addr());
+    let mut raw = Client::connect(srv.addr());
     raw.send(&["BLPOP", "pl", "0.3"]);
     let reg = srv.shared().store.blocking.clone();
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -481,16 +448,13 @@ fn requests_pipelined_behind_a_blocked_pop_are_answered_after_it() {
     // Sent while the client is blocked: read ahead, answered after the pop times out.
     raw.send(&["PING"]);
     raw.send(&["RPUSH", "pl", "a"]);
-    assert_eq!(raw.read(), Some(crate::Resp::Nil));
-    assert_eq!(raw.read(), Some(crate::Resp::Simple("PONG".into())));
-    assert_eq!(raw.read(), Some(crate::Resp::Int(1)));
+    assert_eq!(raw.read(), Some(Resp::Nil));
+    assert_eq!(raw.read(), Some(Resp::Simple("PONG".into())));
+    assert_eq!(raw.read(), Some(Resp::Int(1)));
     // Pipelined in one write with the blocking pop itself.
-    let mut batch = crate::encode(&[b"BLPOP", b"pl", b"0"]);
-    batch.extend(crate::encode(&[b"LLEN", b"pl"]));
+    let mut batch = encode(&[b"BLPOP", b"pl", b"0"]);
+    batch.extend(encode(&[b"LLEN", b"pl"]));
     std::io::Write::write_all(raw.r.get_mut(), &batch).unwrap();
-    assert_eq!(
-        raw.read(),
-        Some(crate::Resp::Array(vec![crate::Resp::Bulk(b"pl".to_vec()), crate::Resp::Bulk(b"a".to_vec())]))
-    );
-    assert_eq!(raw.read(), Some(crate::Resp::Int(0)));
+    assert_eq!(raw.read(), Some(Resp::Array(vec![Resp::Bulk(b"pl".to_vec()), Resp::Bulk(b"a".to_vec())])));
+    assert_eq!(raw.read(), Some(Resp::Int(0)));
 }

@@ -1,23 +1,11 @@
 //! Protocol, limits, security, connection and server commands, over loopback TCP. Every wait is bounded (the
 //! clients' 10-second socket timeouts, and explicit deadlines).
 
-use crate::{raw, start_server, Client, Resp};
+use crate::helpers::{bulk, err, ok, raw, start_server, Client, Resp};
 use shaledb_server::server::check_protected_mode;
 use shaledb_server::{Config, RunningServer};
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
-
-fn ok() -> Resp {
-    Resp::Simple("OK".into())
-}
-
-fn err(msg: &str) -> Resp {
-    Resp::Error(msg.into())
-}
-
-fn bulk(s: &str) -> Resp {
-    Resp::Bulk(s.as_bytes().to_vec())
-}
 
 /// Sends raw bytes and expects one error reply starting with `want`, then a closed connection.
 fn expect_error_and_close(server: &RunningServer, input: &[u8], want: &str) {

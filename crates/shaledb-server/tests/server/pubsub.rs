@@ -2,12 +2,8 @@
 //! cleanup when a subscriber goes away, and a slow subscriber that neither blocks PUBLISH nor grows without
 //! bound. Replies as redis-server 7.0 gives them.
 
-use super::{connect, start_server, Client, Resp};
+use crate::helpers::{bulk as b, connect, start_server, Client, Resp};
 use std::time::{Duration, Instant};
-
-fn b(s: &str) -> Resp {
-    Resp::Bulk(s.as_bytes().to_vec())
-}
 
 fn arr(items: Vec<Resp>) -> Resp {
     Resp::Array(items)

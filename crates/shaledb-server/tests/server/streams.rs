@@ -1,38 +1,8 @@
 //! Stream commands (XADD ... XINFO STREAM, XREAD BLOCK) against a running server.
 
-use crate::{connect, start_everysec as start_server};
+use crate::helpers::{connect, e, i, q, s, start_everysec as start_server};
 use redis::{FromRedisValue, Value};
 use std::time::{Duration, Instant};
-
-fn cmd(args: &[&str]) -> redis::Cmd {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c
-}
-
-fn q<T: FromRedisValue>(con: &mut redis::Connection, args: &[&str]) -> T {
-    match cmd(args).query(con) {
-        Ok(v) => v,
-        Err(e) => panic!("{args:?} failed: {e}"),
-    }
-}
-
-fn e(con: &mut redis::Connection, args: &[&str]) -> String {
-    match cmd(args).query::<Value>(con) {
-        Ok(v) => panic!("{args:?} answered {v:?}, expected an error"),
-        Err(err) => format!("{} {}", err.code().unwrap_or("?"), err.detail().unwrap_or("")),
-    }
-}
-
-fn i(con: &mut redis::Connection, args: &[&str]) -> i64 {
-    q(con, args)
-}
-
-fn s(con: &mut redis::Connection, args: &[&str]) -> Option<String> {
-    q(con, args)
-}
 
 type Entry = (String, Vec<String>);
 

@@ -1,15 +1,7 @@
 //! WATCH / UNWATCH with two connections, as Redis 7.0 behaves (each case was checked on redis-server 7.0).
 
-use super::{start_server, Client, Resp};
+use crate::helpers::{bulk, ok, start_server, Client, Resp};
 use std::time::Duration;
-
-fn ok() -> Resp {
-    Resp::Simple("OK".into())
-}
-
-fn bulk(s: &str) -> Resp {
-    Resp::Bulk(s.as_bytes().to_vec())
-}
 
 /// `MULTI`, `GET k`, `EXEC` on `a`: the EXEC reply.
 fn exec_get(a: &mut Client, key: &str) -> Resp {

@@ -2,44 +2,35 @@
 //! a size counter checked against a model, expiry, WRONGTYPE, ranks and ZSCAN on a set past the small size,
 //! RESP3 shapes.
 
-use crate::{start_everysec as start_server, Client, Resp};
+use crate::helpers::{start_everysec as start_server, start_redis, Client, RedisServer, Resp};
 use rand::{Rng, SeedableRng};
+use shaledb_server::RunningServer;
 use std::collections::{BTreeMap, HashSet};
-use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use tempfile::TempDir;
 
-/// A redis-server on a free loopback port, killed on drop.
-struct Redis {
-    child: Child,
-    addr: SocketAddr,
+/// Our server and a redis-server side by side, a raw client on each, for the tests that compare replies.
+struct Both {
+    ours: Client,
+    theirs: Client,
+    /// Our server, its directory and redis-server, kept as long as the clients: bind it by name in a pattern
+    /// (`..` would drop them at once).
+    _servers: (RunningServer, TempDir, RedisServer),
 }
 
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_redis() -> Option<Redis> {
-    let port = TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
-    let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().ok()?;
-    let r = Redis { child, addr };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-            return Some(r);
+/// Starts both servers; `None`, with a note, where redis-server cannot run (the comparison is then skipped).
+fn both() -> Option<Both> {
+    let redis = match start_redis() {
+        Ok(r) => r,
+        Err(why) => {
+            eprintln!("the comparison with Redis is skipped: {why}");
+            return None;
         }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    None
+    };
+    let (server, dir) = start_server();
+    let ours = Client::connect(server.addr());
+    let theirs = Client::connect(redis.addr);
+    Some(Both { ours, theirs, _servers: (server, dir, redis) })
 }
 
 fn words(line: &str) -> Vec<&str> {
@@ -253,13 +244,7 @@ const SCRIPT: &[&str] = &[
 /// redis-server is not installed).
 #[test]
 fn zset_replies_match_redis() {
-    let Some(redis) = start_redis() else {
-        eprintln!("redis-server not found: the comparison with Redis is skipped");
-        return;
-    };
-    let (server, _dir) = start_server();
-    let mut ours = Client::connect(server.addr());
-    let mut theirs = Client::connect(redis.addr);
+    let Some(Both { mut ours, mut theirs, _servers }) = both() else { return };
     let mut diffs = Vec::new();
     for line in SCRIPT {
         let w = words(line);
@@ -274,13 +259,7 @@ fn zset_replies_match_redis() {
 /// The same in RESP3 (pairs as two-item arrays, scores as doubles).
 #[test]
 fn zset_resp3_replies_match_redis() {
-    let Some(redis) = start_redis() else {
-        eprintln!("redis-server not found: the comparison with Redis is skipped");
-        return;
-    };
-    let (server, _dir) = start_server();
-    let mut ours = Client::connect(server.addr());
-    let mut theirs = Client::connect(redis.addr);
+    let Some(Both { mut ours, mut theirs, _servers }) = both() else { return };
     ours.cmd(&["HELLO", "3"]);
     theirs.cmd(&["HELLO", "3"]);
     let script = [
@@ -499,13 +478,7 @@ fn zset_expires() {
 /// encoding), so even lex ranges over unequal scores and ZSCAN have one defined answer.
 #[test]
 fn zset_random_commands_match_redis() {
-    let Some(redis) = start_redis() else {
-        eprintln!("redis-server not found: the comparison with Redis is skipped");
-        return;
-    };
-    let (server, _dir) = start_server();
-    let mut ours = Client::connect(server.addr());
-    let mut theirs = Client::connect(redis.addr);
+    let Some(Both { mut ours, mut theirs, _servers }) = both() else { return };
     let seed: u64 = std::env::var("ZSET_DIFF_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x25e7);
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     const SCORES: &[&str] = &["0", "1", "-1", "2.5", "-2.5", "1e3", "0.1", "inf", "-inf", "+inf", "3", "-0", "7"];

@@ -67,7 +67,7 @@ fn set_expiry(ctx: &mut WriteCtx<'_>, key: &[u8], m: &Meta, stored: &[u8], at: O
     let mut v = Vec::with_capacity(stored.len() + 8);
     keys::encode_head_into(m.typ, at, &mut v);
     v.extend_from_slice(&stored[m.payload_at.min(stored.len())..]);
-    ctx.put_meta_in(ctx.db_index, key, &v)
+    ctx.put_meta_in(ctx.db_index, key, &v).map_err(Reply::from)
 }
 
 pub(super) fn expire(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {

@@ -11,9 +11,7 @@
 //! FLUSHDB/FLUSHALL; `expiry.rs` the expiry commands, `scan.rs` SCAN/KEYS/RANDOMKEY/DBSIZE, `range.rs`
 //! SHALEDB.RANGE.
 
-use super::flags::*;
-use super::strings::spec;
-use super::{arg_i64, Handler, Spec};
+use super::{arg_i64, Spec};
 use crate::keys::{self, Coll, Meta, Type, DATABASES};
 use crate::resp::{Args, Reply};
 use crate::store::{ReadCtx, WriteCtx};
@@ -30,112 +28,31 @@ pub use scan::{count_keys, glob_match, literal_prefix, Cursors, MAX_CURSORS, MAX
 use scan::{dbsize, keys_cmd, randomkey, scan};
 
 pub static COMMANDS: &[Spec] = &[
-    spec!("del", -2, WRITE, 1, -1, 1, Handler::Write(del), "Deletes one or more keys."),
-    spec!("unlink", -2, WRITE | FAST, 1, -1, 1, Handler::Write(del), "Asynchronously deletes one or more keys."),
-    spec!("exists", -2, READONLY | FAST, 1, -1, 1, Handler::Read(exists), "Determines whether one or more keys exist."),
-    spec!(
-        "type",
-        2,
-        READONLY | FAST,
-        1,
-        1,
-        1,
-        Handler::Read(type_cmd),
-        "Determines the type of value stored at a key."
-    ),
-    spec!("rename", 3, WRITE, 1, 2, 1, Handler::Write(rename), "Renames a key and overwrites the destination."),
-    spec!(
-        "renamenx",
-        3,
-        WRITE | FAST,
-        1,
-        2,
-        1,
-        Handler::Write(renamenx),
-        "Renames a key only when the target key name doesn't exist."
-    ),
-    spec!("move", 3, WRITE | FAST, 1, 1, 1, Handler::Write(move_cmd), "Moves a key to another database."),
-    spec!("copy", -3, WRITE | DENYOOM, 1, 2, 1, Handler::Write(copy), "Copies the value of a key to a new key."),
-    spec!("expire", -3, WRITE | FAST, 1, 1, 1, Handler::Write(expire), "Sets the expiration time of a key in seconds."),
-    spec!(
-        "pexpire",
-        -3,
-        WRITE | FAST,
-        1,
-        1,
-        1,
-        Handler::Write(pexpire),
-        "Sets the expiration time of a key in milliseconds."
-    ),
-    spec!(
-        "expireat",
-        -3,
-        WRITE | FAST,
-        1,
-        1,
-        1,
-        Handler::Write(expireat),
-        "Sets the expiration time of a key to a Unix timestamp."
-    ),
-    spec!(
-        "pexpireat",
-        -3,
-        WRITE | FAST,
-        1,
-        1,
-        1,
-        Handler::Write(pexpireat),
-        "Sets the expiration time of a key to a Unix milliseconds timestamp."
-    ),
-    spec!("ttl", 2, READONLY | FAST, 1, 1, 1, Handler::Read(ttl), "Returns the expiration time in seconds of a key."),
-    spec!(
-        "pttl",
-        2,
-        READONLY | FAST,
-        1,
-        1,
-        1,
-        Handler::Read(pttl),
-        "Returns the expiration time in milliseconds of a key."
-    ),
-    spec!(
-        "expiretime",
-        2,
-        READONLY | FAST,
-        1,
-        1,
-        1,
-        Handler::Read(expiretime),
-        "Returns the expiration time of a key as a Unix timestamp."
-    ),
-    spec!(
-        "pexpiretime",
-        2,
-        READONLY | FAST,
-        1,
-        1,
-        1,
-        Handler::Read(pexpiretime),
-        "Returns the expiration time of a key as a Unix milliseconds timestamp."
-    ),
-    spec!("object", -2, READONLY, 0, 0, 0, Handler::Read(object), "A container for object introspection commands."),
-    spec!("persist", 2, WRITE | FAST, 1, 1, 1, Handler::Write(persist), "Removes the expiration time of a key."),
-    spec!("scan", -2, READONLY, 0, 0, 0, Handler::Read(scan), "Iterates over the key names in the database."),
-    spec!("keys", 2, READONLY, 0, 0, 0, Handler::Read(keys_cmd), "Returns all key names that match a pattern."),
-    spec!("randomkey", 1, READONLY, 0, 0, 0, Handler::Read(randomkey), "Returns a random key name from the database."),
-    spec!("dbsize", 1, READONLY | FAST, 0, 0, 0, Handler::Read(dbsize), "Returns the number of keys in the database."),
-    spec!("flushdb", -1, WRITE, 0, 0, 0, Handler::Write(flushdb), "Removes all keys from the current database."),
-    spec!("flushall", -1, WRITE, 0, 0, 0, Handler::Write(flushall), "Removes all keys from all databases."),
-    spec!(
-        "shaledb.range",
-        -3,
-        READONLY | EXTENSION,
-        1,
-        2,
-        1,
-        Handler::Read(range),
-        "ShaleDB: returns up to COUNT string keys (and values) in key order between two bounds, forward or REV."
-    ),
+    cmd! { "del", -2, WRITE, [1, -1, 1], Write(del), "Deletes one or more keys." },
+    cmd! { "unlink", -2, WRITE | FAST, [1, -1, 1], Write(del), "Asynchronously deletes one or more keys." },
+    cmd! { "exists", -2, READONLY | FAST, [1, -1, 1], Read(exists), "Determines whether one or more keys exist." },
+    cmd! { "type", 2, READONLY | FAST, [1, 1, 1], Read(type_cmd), "Determines the type of value stored at a key." },
+    cmd! { "rename", 3, WRITE, [1, 2, 1], Write(rename), "Renames a key and overwrites the destination." },
+    cmd! { "renamenx", 3, WRITE | FAST, [1, 2, 1], Write(renamenx), "Renames a key only when the target key name doesn't exist." },
+    cmd! { "move", 3, WRITE | FAST, [1, 1, 1], Write(move_cmd), "Moves a key to another database." },
+    cmd! { "copy", -3, WRITE | DENYOOM, [1, 2, 1], Write(copy), "Copies the value of a key to a new key." },
+    cmd! { "expire", -3, WRITE | FAST, [1, 1, 1], Write(expire), "Sets the expiration time of a key in seconds." },
+    cmd! { "pexpire", -3, WRITE | FAST, [1, 1, 1], Write(pexpire), "Sets the expiration time of a key in milliseconds." },
+    cmd! { "expireat", -3, WRITE | FAST, [1, 1, 1], Write(expireat), "Sets the expiration time of a key to a Unix timestamp." },
+    cmd! { "pexpireat", -3, WRITE | FAST, [1, 1, 1], Write(pexpireat), "Sets the expiration time of a key to a Unix milliseconds timestamp." },
+    cmd! { "ttl", 2, READONLY | FAST, [1, 1, 1], Read(ttl), "Returns the expiration time in seconds of a key." },
+    cmd! { "pttl", 2, READONLY | FAST, [1, 1, 1], Read(pttl), "Returns the expiration time in milliseconds of a key." },
+    cmd! { "expiretime", 2, READONLY | FAST, [1, 1, 1], Read(expiretime), "Returns the expiration time of a key as a Unix timestamp." },
+    cmd! { "pexpiretime", 2, READONLY | FAST, [1, 1, 1], Read(pexpiretime), "Returns the expiration time of a key as a Unix milliseconds timestamp." },
+    cmd! { "object", -2, READONLY, [0, 0, 0], Read(object), "A container for object introspection commands." },
+    cmd! { "persist", 2, WRITE | FAST, [1, 1, 1], Write(persist), "Removes the expiration time of a key." },
+    cmd! { "scan", -2, READONLY, [0, 0, 0], Read(scan), "Iterates over the key names in the database." },
+    cmd! { "keys", 2, READONLY, [0, 0, 0], Read(keys_cmd), "Returns all key names that match a pattern." },
+    cmd! { "randomkey", 1, READONLY, [0, 0, 0], Read(randomkey), "Returns a random key name from the database." },
+    cmd! { "dbsize", 1, READONLY | FAST, [0, 0, 0], Read(dbsize), "Returns the number of keys in the database." },
+    cmd! { "flushdb", -1, WRITE, [0, 0, 0], Write(flushdb), "Removes all keys from the current database." },
+    cmd! { "flushall", -1, WRITE, [0, 0, 0], Write(flushall), "Removes all keys from all databases." },
+    cmd! { "shaledb.range", -3, READONLY | EXTENSION, [1, 2, 1], Read(range), "ShaleDB: returns up to COUNT string keys (and values) in key order between two bounds, forward or REV." },
 ];
 
 // ---------------------------------------------------------------------------------------------------------
@@ -194,7 +111,8 @@ fn copy_members(ctx: &mut WriteCtx<'_>, src_db: u8, src: &Coll, dst_db: u8, dst_
     loop {
         let chunk: Vec<(Vec<u8>, Vec<u8>)> = {
             let view = ctx.view();
-            let r: Result<Vec<_>, Reply> = view.scan(&lower, &upper, false).take(COPY_CHUNK).collect();
+            let r: Result<Vec<_>, Reply> =
+                view.scan(&lower, &upper, false).take(COPY_CHUNK).map(|r| r.map_err(Reply::from)).collect();
             r?
         };
         let Some((last, _)) = chunk.last() else { break };
@@ -308,11 +226,11 @@ fn copy(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 /// database, so two keys never share them).
 fn put_copy(ctx: &mut WriteCtx<'_>, stored: &[u8], dst_db: u8, dst: &[u8]) -> Result<(), Reply> {
     match coll_of(stored)? {
-        None => ctx.put_meta_in(dst_db, dst, stored),
+        None => ctx.put_meta_in(dst_db, dst, stored).map_err(Reply::from),
         Some(c) => {
             crate::commands::hashes::check_coll_key(dst)?;
             let copy = copy_members(ctx, ctx.db_index, &c, dst_db, dst)?;
-            ctx.put_meta_in(dst_db, dst, &copy.encode())
+            ctx.put_meta_in(dst_db, dst, &copy.encode()).map_err(Reply::from)
         }
     }
 }
@@ -367,7 +285,6 @@ pub fn encoding_name(m: &Meta, stored: &[u8]) -> &'static str {
 
 fn object(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     let sub = args[1].to_ascii_lowercase();
-    let name = String::from_utf8_lossy(&sub).into_owned();
     let arity = match &sub[..] {
         b"help" => 2,
         b"encoding" | b"freq" | b"idletime" | b"refcount" => 3,
@@ -379,10 +296,10 @@ fn object(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
         }
     };
     if args.len() != arity {
-        return Reply::Error(format!("ERR wrong number of arguments for 'object|{name}' command"));
+        return super::sub_arity("object", &sub);
     }
     if arity == 2 {
-        return Reply::Array(OBJECT_HELP.iter().map(|l| Reply::Simple((*l).into())).collect());
+        return super::help_reply(OBJECT_HELP);
     }
     let Some((m, v)) = tri!(ctx.get_meta(&args[2])) else { return Reply::Nil };
     match &sub[..] {

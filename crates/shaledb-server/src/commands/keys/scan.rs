@@ -8,7 +8,7 @@
 //! scan. Guarantees are Redis's: a key present for the whole scan is returned at least once (here exactly
 //! once), and the scan ends (cursor 0).
 
-use crate::commands::arg_i64;
+use crate::commands::{arg_cursor, arg_i64};
 use crate::keys::{self, Type};
 use crate::resp::{Args, Reply};
 use crate::store::ReadCtx;
@@ -97,6 +97,18 @@ impl Cursors {
         Some((e.0, e.1.clone()))
     }
 
+    /// Where a scan of database `db` given `cursor` goes on: `None` for cursor 0 (a new scan), Redis's
+    /// `invalid cursor` for an id the table does not hold or one of another database.
+    pub fn resume(&mut self, cursor: u64, db: u8) -> Result<Option<Bytes>, Reply> {
+        if cursor == 0 {
+            return Ok(None);
+        }
+        match self.get(cursor) {
+            Some((d, k)) if d == db => Ok(Some(k)),
+            _ => Err(Reply::err("invalid cursor")),
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.by_id.len()
     }
@@ -129,10 +141,7 @@ fn type_by_name(name: &[u8]) -> Option<Type> {
 }
 
 pub(super) fn scan(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
-    let cursor = match std::str::from_utf8(&args[1]).ok().and_then(|s| s.parse::<u64>().ok()) {
-        Some(c) => c,
-        None => return Reply::err("invalid cursor"),
-    };
+    let cursor = tri!(arg_cursor(&args[1]));
     let mut pattern: Option<Bytes> = None;
     let mut count: i64 = 10;
     let mut typ: Option<Option<Type>> = None;
@@ -155,14 +164,7 @@ pub(super) fn scan(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
         }
         j += 2;
     }
-    let start: Option<Bytes> = if cursor == 0 {
-        None
-    } else {
-        match cursors().lock().get(cursor) {
-            Some((db, k)) if db == ctx.db_index => Some(k),
-            _ => return Reply::err("invalid cursor"),
-        }
-    };
+    let start: Option<Bytes> = tri!(cursors().lock().resume(cursor, ctx.db_index));
     let prefix = pattern.as_deref().map(literal_prefix).unwrap_or_default();
     let lower: Vec<u8> = match &start {
         Some(s) if s[..] > prefix[..] => s.to_vec(),

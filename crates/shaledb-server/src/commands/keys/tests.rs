@@ -57,6 +57,17 @@ fn cursor_table_is_bounded_and_lru() {
 }
 
 #[test]
+fn cursors_resume_only_their_own_database() {
+    let mut c = Cursors::default();
+    assert_eq!(c.resume(0, 3), Ok(None));
+    let id = c.insert(3, Bytes::from_static(b"next"));
+    assert_eq!(c.resume(id, 3), Ok(Some(Bytes::from_static(b"next"))));
+    let invalid = Err(Reply::err("invalid cursor"));
+    assert_eq!(c.resume(id, 4), invalid);
+    assert_eq!(c.resume(id.wrapping_add(1), 3), invalid);
+}
+
+#[test]
 fn bounds_parse() {
     assert_eq!(parse_bound(&Bytes::from_static(b"-")), Some(Bound::Min));
     assert_eq!(parse_bound(&Bytes::from_static(b"+")), Some(Bound::Max));

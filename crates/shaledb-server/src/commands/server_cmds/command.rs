@@ -1,9 +1,9 @@
 //! COMMAND (COUNT, INFO, DOCS, LIST, GETKEYS, HELP): the command table as clients read it.
 
 use super::glob_match;
-use super::{sub_arity, text, unknown_subcommand};
+use super::text;
 use crate::commands::flags::*;
-use crate::commands::{Handler, Spec};
+use crate::commands::{help_reply, sub_arity, unknown_subcommand, Handler, Spec};
 use crate::resp::{Args, Reply};
 use crate::server::{Session, Shared};
 
@@ -133,7 +133,7 @@ pub(super) fn command(_: &mut Session, _: &Shared, args: &Args) -> Reply {
         names.iter().map(|n| crate::commands::lookup(n)).collect()
     };
     match sub.as_slice() {
-        b"help" if args.len() == 2 => Reply::Array(COMMAND_HELP.iter().map(|l| Reply::Simple((*l).into())).collect()),
+        b"help" if args.len() == 2 => help_reply(COMMAND_HELP),
         b"count" if args.len() == 2 => Reply::Int(specs.len() as i64),
         b"count" => sub_arity("command", &sub),
         b"info" => {

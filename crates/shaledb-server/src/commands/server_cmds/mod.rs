@@ -3,8 +3,7 @@
 //! Files by role: this one has the command table, CONFIG, TIME and SHUTDOWN; `info.rs` INFO, `command.rs`
 //! COMMAND, `save.rs` SAVE, BGSAVE and LASTSAVE (checkpoints), `glob.rs` the glob matcher.
 
-use super::flags::*;
-use super::{Handler, Spec};
+use super::{help_reply, sub_arity, unknown_subcommand, Spec};
 use crate::config::SetError;
 use crate::resp::{Args, Reply};
 use crate::server::{Session, Shared};
@@ -22,100 +21,15 @@ use save::{bgsave, lastsave, save};
 pub use save::{SaveState, Saves};
 
 pub static COMMANDS: &[Spec] = &[
-    Spec {
-        name: "info",
-        arity: -1,
-        flags: LOADING | STALE,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(info),
-        summary: "Returns information and statistics about the server.",
-    },
-    Spec {
-        name: "config",
-        arity: -2,
-        flags: ADMIN | NOSCRIPT | LOADING | STALE,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(config),
-        summary: "A container for server configuration commands (GET, SET, RESETSTAT, REWRITE).",
-    },
-    Spec {
-        name: "time",
-        arity: 1,
-        flags: LOADING | STALE | FAST,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(time),
-        summary: "Returns the server time.",
-    },
-    Spec {
-        name: "command",
-        arity: -1,
-        flags: LOADING | STALE,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(command),
-        summary: "Returns detailed information about all commands (COUNT, INFO, DOCS, LIST, GETKEYS).",
-    },
-    Spec {
-        name: "shutdown",
-        arity: -1,
-        flags: ADMIN | NOSCRIPT | LOADING | STALE,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(shutdown),
-        summary: "Stops the server: in-flight commands finish, the WAL is synced, the engine is closed.",
-    },
-    Spec {
-        name: "lastsave",
-        arity: 1,
-        flags: LOADING | STALE | FAST,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(lastsave),
-        summary: "Returns the Unix time of the last successful SAVE or BGSAVE checkpoint (or of the start).",
-    },
-    Spec {
-        name: "bgsave",
-        arity: -1,
-        flags: ADMIN | NOSCRIPT,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(bgsave),
-        summary: "Writes a checkpoint of the database into <dir>/checkpoints/<unix-time> in the background.",
-    },
-    Spec {
-        name: "save",
-        arity: 1,
-        flags: ADMIN | NOSCRIPT,
-        first_key: 0,
-        last_key: 0,
-        step: 0,
-        handler: Handler::Conn(save),
-        summary: "Writes a checkpoint of the database into <dir>/checkpoints/<unix-time> (a copy: every \
-                  acknowledged write is already durable).",
-    },
+    cmd! { "info", -1, LOADING | STALE, [0, 0, 0], Conn(info), "Returns information and statistics about the server." },
+    cmd! { "config", -2, ADMIN | NOSCRIPT | LOADING | STALE, [0, 0, 0], Conn(config), "A container for server configuration commands (GET, SET, RESETSTAT, REWRITE)." },
+    cmd! { "time", 1, LOADING | STALE | FAST, [0, 0, 0], Conn(time), "Returns the server time." },
+    cmd! { "command", -1, LOADING | STALE, [0, 0, 0], Conn(command), "Returns detailed information about all commands (COUNT, INFO, DOCS, LIST, GETKEYS)." },
+    cmd! { "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE, [0, 0, 0], Conn(shutdown), "Stops the server: in-flight commands finish, the WAL is synced, the engine is closed." },
+    cmd! { "lastsave", 1, LOADING | STALE | FAST, [0, 0, 0], Conn(lastsave), "Returns the Unix time of the last successful SAVE or BGSAVE checkpoint (or of the start)." },
+    cmd! { "bgsave", -1, ADMIN | NOSCRIPT, [0, 0, 0], Conn(bgsave), "Writes a checkpoint of the database into <dir>/checkpoints/<unix-time> in the background." },
+    cmd! { "save", 1, ADMIN | NOSCRIPT, [0, 0, 0], Conn(save), "Writes a checkpoint of the database into <dir>/checkpoints/<unix-time> (a copy: every acknowledged write is already durable)." },
 ];
-
-fn unknown_subcommand(cmd: &str, sub: &[u8]) -> Reply {
-    Reply::err(format!(
-        "unknown subcommand '{}'. Try {} HELP.",
-        String::from_utf8_lossy(&sub[..sub.len().min(128)]),
-        cmd
-    ))
-}
-
-fn sub_arity(cmd: &str, sub: &[u8]) -> Reply {
-    Reply::err(format!("wrong number of arguments for '{cmd}|{}' command", String::from_utf8_lossy(sub)))
-}
 
 fn text(a: &[u8]) -> String {
     String::from_utf8_lossy(a).into_owned()
@@ -145,7 +59,7 @@ const CONFIG_HELP: &[&str] = &[
 fn config(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
     let sub = args[1].to_ascii_lowercase();
     match sub.as_slice() {
-        b"help" if args.len() == 2 => Reply::Array(CONFIG_HELP.iter().map(|l| Reply::Simple((*l).into())).collect()),
+        b"help" if args.len() == 2 => help_reply(CONFIG_HELP),
         b"get" => {
             if args.len() < 3 {
                 return sub_arity("config", &sub);

@@ -34,16 +34,7 @@ fn glob_patterns() {
 
 #[test]
 fn getkeys_follows_first_last_step() {
-    let spec = Spec {
-        name: "mset",
-        arity: -3,
-        flags: WRITE,
-        first_key: 1,
-        last_key: -1,
-        step: 2,
-        handler: Handler::Conn(time),
-        summary: "",
-    };
+    let spec = cmd! { "mset", -3, WRITE, [1, -1, 2], Conn(time), "" };
     let args: Vec<bytes::Bytes> = ["mset", "a", "1", "b", "2"].iter().map(|s| bytes::Bytes::from(*s)).collect();
     assert_eq!(keys_of(&spec, &args), vec![bytes::Bytes::from("a"), bytes::Bytes::from("b")]);
 }

@@ -3,42 +3,27 @@
 //! ZRANGEBYLEX, ZREVRANGEBYLEX, ZREVRANGE, ZRANGESTORE, ZPOPMIN, ZPOPMAX, ZREMRANGEBYRANK/BYSCORE/BYLEX,
 //! ZUNIONSTORE, ZINTERSTORE, ZUNION, ZINTER, ZDIFF, ZDIFFSTORE, ZINTERCARD, ZRANDMEMBER, ZSCAN.
 //!
-//! Layout (docs/format/server-keys.md, "Sorted sets"):
-//!
-//! ```text
-//! member record := db 0x01 version 0x00 member            -> sortable_score:8
-//! score index   := db 0x01 version 0x01 sortable_score:8 member -> (empty)
-//! ```
-//!
-//! `sortable_score` is [`crate::keys::score_to_sortable`]: byte order is numeric order, -inf to +inf, with -0 stored
-//! as +0. Both records of a member are written by the same command (the same batch), so the score index is
-//! the sorted set in Redis order (score, then member bytes) and every range is an ordered scan.
-//!
-//! Costs: ZSCORE/ZADD/ZREM/ZINCRBY are point reads and writes per member. Ranges by score or lex cost the
-//! seek plus the entries returned (plus LIMIT's offset). Ranks are not stored: ZRANK and ZRANGE by index
-//! count entries, from whichever end of the set is nearer, so they cost O(min(rank, size - rank)).
-//! ZCOUNT and ZLEXCOUNT cost O(entries counted).
+//! These handlers parse the arguments and build the replies; the layout (member records and the score index,
+//! docs/format/server-keys.md, "Sorted sets") and the reads and writes on it are [`crate::types::zset`].
 //!
 //! Files by role: this one has the command table, ZADD ... ZREVRANK, the pops and ZREMRANGEBY*; `range.rs`
-//! ZRANGE and its forms, `setops.rs` ZUNION/ZINTER/ZDIFF, `scan.rs` ZRANDMEMBER and ZSCAN; the score index and
-//! its walks are in `commands/zset_index.rs`.
+//! ZRANGE and its forms, `setops.rs` ZUNION/ZINTER/ZDIFF, `scan.rs` ZRANDMEMBER and ZSCAN; `parse.rs` reads
+//! scores and ranges as Redis does.
 
-use super::flags::*;
-use super::strings::spec;
-use super::zset_index::*;
-use super::{arg_i64, syntax_error, Handler, Spec};
-use crate::keys::{Coll, Type};
+use super::{arg_i64, syntax_error, Spec};
 use crate::resp::{Args, Reply};
 use crate::store::{ReadCtx, WriteCtx};
+use crate::types::zset::{self, Added, LexRange, ScoreRange};
 use bytes::Bytes;
+use parse::{double, not_float, parse_score};
 
+mod parse;
 mod range;
 mod scan;
 mod setops;
 
 use range::{
-    items_reply, run_range, zrange, zrangebylex, zrangebyscore, zrangestore, zrevrange, zrevrangebylex,
-    zrevrangebyscore, By, RangeReq, RangeSpec,
+    items_reply, zrange, zrangebylex, zrangebyscore, zrangestore, zrevrange, zrevrangebylex, zrevrangebyscore,
 };
 pub use scan::MAX_RANDMEMBER_REPEATS;
 use scan::{zrandmember, zscan};
@@ -46,103 +31,47 @@ use setops::{zdiff, zdiffstore, zinter, zintercard, zinterstore, zunion, zunions
 
 #[rustfmt::skip]
 pub static COMMANDS: &[Spec] = &[
-    spec!("zadd", -4, WRITE | DENYOOM | FAST, 1, 1, 1, Handler::Write(zadd), "Adds members to a sorted set, or updates their scores."),
-    spec!("zrem", -3, WRITE | FAST, 1, 1, 1, Handler::Write(zrem), "Removes members from a sorted set."),
-    spec!("zscore", 3, READONLY | FAST, 1, 1, 1, Handler::Read(zscore), "Returns the score of a member of a sorted set."),
-    spec!("zmscore", -3, READONLY | FAST, 1, 1, 1, Handler::Read(zmscore), "Returns the scores of members of a sorted set."),
-    spec!("zincrby", 4, WRITE | DENYOOM | FAST, 1, 1, 1, Handler::Write(zincrby), "Increments the score of a member of a sorted set."),
-    spec!("zcard", 2, READONLY | FAST, 1, 1, 1, Handler::Read(zcard), "Returns the number of members in a sorted set."),
-    spec!("zcount", 4, READONLY | FAST, 1, 1, 1, Handler::Read(zcount), "Returns the count of members with scores within a range."),
-    spec!("zlexcount", 4, READONLY | FAST, 1, 1, 1, Handler::Read(zlexcount), "Returns the number of members within a lexicographical range."),
-    spec!("zrank", 3, READONLY | FAST, 1, 1, 1, Handler::Read(zrank), "Returns the index of a member ordered by ascending scores."),
-    spec!("zrevrank", 3, READONLY | FAST, 1, 1, 1, Handler::Read(zrevrank), "Returns the index of a member ordered by descending scores."),
-    spec!("zrange", -4, READONLY, 1, 1, 1, Handler::Read(zrange), "Returns members in a range of indexes, scores or names."),
-    spec!("zrangebyscore", -4, READONLY, 1, 1, 1, Handler::Read(zrangebyscore), "Returns members within a range of scores."),
-    spec!("zrevrangebyscore", -4, READONLY, 1, 1, 1, Handler::Read(zrevrangebyscore), "Returns members within a range of scores, highest first."),
-    spec!("zrangebylex", -4, READONLY, 1, 1, 1, Handler::Read(zrangebylex), "Returns members within a lexicographical range."),
-    spec!("zrevrangebylex", -4, READONLY, 1, 1, 1, Handler::Read(zrevrangebylex), "Returns members within a lexicographical range, in reverse order."),
-    spec!("zrevrange", -4, READONLY, 1, 1, 1, Handler::Read(zrevrange), "Returns members in a range of indexes, highest score first."),
-    spec!("zrangestore", -5, WRITE | DENYOOM, 1, 2, 1, Handler::Write(zrangestore), "Stores a range of members of a sorted set in a key."),
-    spec!("zpopmin", -2, WRITE | FAST, 1, 1, 1, Handler::Write(zpopmin), "Removes and returns the members with the lowest scores."),
-    spec!("zpopmax", -2, WRITE | FAST, 1, 1, 1, Handler::Write(zpopmax), "Removes and returns the members with the highest scores."),
-    spec!("bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, 1, -2, 1, Handler::Write(bzpopmin), "Removes and returns the member with the lowest score from one of multiple sorted sets. Blocks until a member is available otherwise."),
-    spec!("bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, 1, -2, 1, Handler::Write(bzpopmax), "Removes and returns the member with the highest score from one of multiple sorted sets. Blocks until a member is available otherwise."),
-    spec!("zremrangebyrank", 4, WRITE, 1, 1, 1, Handler::Write(zremrangebyrank), "Removes the members within a range of indexes."),
-    spec!("zremrangebyscore", 4, WRITE, 1, 1, 1, Handler::Write(zremrangebyscore), "Removes the members within a range of scores."),
-    spec!("zremrangebylex", 4, WRITE, 1, 1, 1, Handler::Write(zremrangebylex), "Removes the members within a lexicographical range."),
-    spec!("zunionstore", -4, WRITE | DENYOOM, 1, 1, 1, Handler::Write(zunionstore), "Stores the union of sorted sets in a key."),
-    spec!("zinterstore", -4, WRITE | DENYOOM, 1, 1, 1, Handler::Write(zinterstore), "Stores the intersection of sorted sets in a key."),
-    spec!("zdiffstore", -4, WRITE | DENYOOM, 1, 1, 1, Handler::Write(zdiffstore), "Stores the difference of sorted sets in a key."),
-    spec!("zunion", -3, READONLY, 0, 0, 0, Handler::Read(zunion), "Returns the union of sorted sets."),
-    spec!("zinter", -3, READONLY, 0, 0, 0, Handler::Read(zinter), "Returns the intersection of sorted sets."),
-    spec!("zdiff", -3, READONLY, 0, 0, 0, Handler::Read(zdiff), "Returns the difference of sorted sets."),
-    spec!("zintercard", -3, READONLY, 0, 0, 0, Handler::Read(zintercard), "Returns the number of members in the intersection of sorted sets."),
-    spec!("zrandmember", -2, READONLY, 1, 1, 1, Handler::Read(zrandmember), "Returns random members of a sorted set."),
-    spec!("zscan", -3, READONLY, 1, 1, 1, Handler::Read(zscan), "Iterates over members and scores of a sorted set."),
+    cmd! { "zadd", -4, WRITE | DENYOOM | FAST, [1, 1, 1], Write(zadd), "Adds members to a sorted set, or updates their scores." },
+    cmd! { "zrem", -3, WRITE | FAST, [1, 1, 1], Write(zrem), "Removes members from a sorted set." },
+    cmd! { "zscore", 3, READONLY | FAST, [1, 1, 1], Read(zscore), "Returns the score of a member of a sorted set." },
+    cmd! { "zmscore", -3, READONLY | FAST, [1, 1, 1], Read(zmscore), "Returns the scores of members of a sorted set." },
+    cmd! { "zincrby", 4, WRITE | DENYOOM | FAST, [1, 1, 1], Write(zincrby), "Increments the score of a member of a sorted set." },
+    cmd! { "zcard", 2, READONLY | FAST, [1, 1, 1], Read(zcard), "Returns the number of members in a sorted set." },
+    cmd! { "zcount", 4, READONLY | FAST, [1, 1, 1], Read(zcount), "Returns the count of members with scores within a range." },
+    cmd! { "zlexcount", 4, READONLY | FAST, [1, 1, 1], Read(zlexcount), "Returns the number of members within a lexicographical range." },
+    cmd! { "zrank", 3, READONLY | FAST, [1, 1, 1], Read(zrank), "Returns the index of a member ordered by ascending scores." },
+    cmd! { "zrevrank", 3, READONLY | FAST, [1, 1, 1], Read(zrevrank), "Returns the index of a member ordered by descending scores." },
+    cmd! { "zrange", -4, READONLY, [1, 1, 1], Read(zrange), "Returns members in a range of indexes, scores or names." },
+    cmd! { "zrangebyscore", -4, READONLY, [1, 1, 1], Read(zrangebyscore), "Returns members within a range of scores." },
+    cmd! { "zrevrangebyscore", -4, READONLY, [1, 1, 1], Read(zrevrangebyscore), "Returns members within a range of scores, highest first." },
+    cmd! { "zrangebylex", -4, READONLY, [1, 1, 1], Read(zrangebylex), "Returns members within a lexicographical range." },
+    cmd! { "zrevrangebylex", -4, READONLY, [1, 1, 1], Read(zrevrangebylex), "Returns members within a lexicographical range, in reverse order." },
+    cmd! { "zrevrange", -4, READONLY, [1, 1, 1], Read(zrevrange), "Returns members in a range of indexes, highest score first." },
+    cmd! { "zrangestore", -5, WRITE | DENYOOM, [1, 2, 1], Write(zrangestore), "Stores a range of members of a sorted set in a key." },
+    cmd! { "zpopmin", -2, WRITE | FAST, [1, 1, 1], Write(zpopmin), "Removes and returns the members with the lowest scores." },
+    cmd! { "zpopmax", -2, WRITE | FAST, [1, 1, 1], Write(zpopmax), "Removes and returns the members with the highest scores." },
+    cmd! { "bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, [1, -2, 1], Write(bzpopmin), "Removes and returns the member with the lowest score from one of multiple sorted sets. Blocks until a member is available otherwise." },
+    cmd! { "bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, [1, -2, 1], Write(bzpopmax), "Removes and returns the member with the highest score from one of multiple sorted sets. Blocks until a member is available otherwise." },
+    cmd! { "zremrangebyrank", 4, WRITE, [1, 1, 1], Write(zremrangebyrank), "Removes the members within a range of indexes." },
+    cmd! { "zremrangebyscore", 4, WRITE, [1, 1, 1], Write(zremrangebyscore), "Removes the members within a range of scores." },
+    cmd! { "zremrangebylex", 4, WRITE, [1, 1, 1], Write(zremrangebylex), "Removes the members within a lexicographical range." },
+    cmd! { "zunionstore", -4, WRITE | DENYOOM, [1, 1, 1], Write(zunionstore), "Stores the union of sorted sets in a key." },
+    cmd! { "zinterstore", -4, WRITE | DENYOOM, [1, 1, 1], Write(zinterstore), "Stores the intersection of sorted sets in a key." },
+    cmd! { "zdiffstore", -4, WRITE | DENYOOM, [1, 1, 1], Write(zdiffstore), "Stores the difference of sorted sets in a key." },
+    cmd! { "zunion", -3, READONLY, [0, 0, 0], Read(zunion), "Returns the union of sorted sets." },
+    cmd! { "zinter", -3, READONLY, [0, 0, 0], Read(zinter), "Returns the intersection of sorted sets." },
+    cmd! { "zdiff", -3, READONLY, [0, 0, 0], Read(zdiff), "Returns the difference of sorted sets." },
+    cmd! { "zintercard", -3, READONLY, [0, 0, 0], Read(zintercard), "Returns the number of members in the intersection of sorted sets." },
+    cmd! { "zrandmember", -2, READONLY, [1, 1, 1], Read(zrandmember), "Returns random members of a sorted set." },
+    cmd! { "zscan", -3, READONLY, [1, 1, 1], Read(zscan), "Iterates over members and scores of a sorted set." },
 ];
 
 // ---------------------------------------------------------------------------------------------------------
 // ZADD, ZINCRBY, ZREM, ZSCORE, ZMSCORE, ZCARD
 
-#[derive(Default)]
-struct ZaddFlags {
-    nx: bool,
-    xx: bool,
-    gt: bool,
-    lt: bool,
-    ch: bool,
-    incr: bool,
-}
-
-/// The outcome of adding one element.
-enum Added {
-    New,
-    Updated(f64),
-    Same(f64),
-    /// Not done (NX/XX/GT/LT said no).
-    Nop,
-}
-
-/// Adds or updates one member as ZADD does (the flags' rules, NaN check for INCR).
-fn zadd_one(
-    ctx: &mut WriteCtx<'_>,
-    c: &mut Coll,
-    f: &ZaddFlags,
-    score: f64,
-    member: &[u8],
-    buf: &mut Vec<u8>,
-) -> Result<Added, Reply> {
-    match score_w(ctx, c, member)? {
-        Some(cur) => {
-            if f.nx {
-                return Ok(Added::Nop);
-            }
-            let new = if f.incr { cur + score } else { score };
-            if new.is_nan() {
-                return Err(nan_result());
-            }
-            if (f.gt && new <= cur) || (f.lt && new >= cur) {
-                return Ok(Added::Nop);
-            }
-            if new != cur {
-                put_score(ctx, c, member, Some(cur), new, buf)?;
-                Ok(Added::Updated(new))
-            } else {
-                Ok(Added::Same(new))
-            }
-        }
-        None => {
-            if f.xx {
-                return Ok(Added::Nop);
-            }
-            put_score(ctx, c, member, None, score, buf)?;
-            Ok(Added::New)
-        }
-    }
-}
-
 fn zadd(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
-    let mut f = ZaddFlags::default();
+    let mut f = zset::AddFlags::default();
+    let mut ch = false;
     let mut j = 2;
     while j < args.len() {
         match &args[j].to_ascii_uppercase()[..] {
@@ -150,7 +79,7 @@ fn zadd(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
             b"XX" => f.xx = true,
             b"GT" => f.gt = true,
             b"LT" => f.lt = true,
-            b"CH" => f.ch = true,
+            b"CH" => ch = true,
             b"INCR" => f.incr = true,
             _ => break,
         }
@@ -172,30 +101,19 @@ fn zadd(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let mut pairs = Vec::with_capacity(rest.len() / 2);
     for p in rest.chunks(2) {
         let Some(s) = parse_score(&p[0]) else { return not_float() };
-        tri!(check_member(&p[1]));
-        pairs.push((s, &p[1]));
+        tri!(zset::check_member(&p[1]));
+        pairs.push((s, &p[1][..]));
     }
-    let mut c = match tri!(ctx.get_coll(&args[1], Type::ZSet)) {
-        Some(c) => c,
-        None if f.xx => return if f.incr { Reply::Nil } else { Reply::Int(0) },
-        None => ctx.create_coll(&args[1], Type::ZSet),
+    let Some(outcomes) = tri!(zset::add(ctx, &args[1], &f, &pairs)) else {
+        return if f.incr { Reply::Nil } else { Reply::Int(0) };
     };
-    let mut buf = Vec::new();
     let (mut added, mut changed) = (0i64, 0i64);
     let mut incr_reply = Reply::Nil;
-    for (score, member) in pairs {
-        let r = match zadd_one(ctx, &mut c, &f, score, member, &mut buf) {
-            Ok(r) => r,
-            Err(e) => {
-                // Only INCR can fail here (one pair): nothing was written for it; keep what exists.
-                tri!(ctx.put_coll(&args[1], &c));
-                return e;
-            }
-        };
+    for (r, (score, _)) in outcomes.into_iter().zip(&pairs) {
         match r {
             Added::New => {
                 added += 1;
-                incr_reply = double(score);
+                incr_reply = double(*score);
             }
             Added::Updated(s) => {
                 changed += 1;
@@ -205,35 +123,17 @@ fn zadd(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
             Added::Nop => incr_reply = Reply::Nil,
         }
     }
-    tri!(ctx.put_coll(&args[1], &c));
-    if added > 0 {
-        ctx.signal_key(&args[1]);
-    }
     if f.incr {
         incr_reply
     } else {
-        Reply::Int(if f.ch { added + changed } else { added })
+        Reply::Int(if ch { added + changed } else { added })
     }
 }
 
 fn zincrby(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let Some(by) = parse_score(&args[2]) else { return not_float() };
-    tri!(check_member(&args[3]));
-    let mut c = match tri!(ctx.get_coll(&args[1], Type::ZSet)) {
-        Some(c) => c,
-        None => ctx.create_coll(&args[1], Type::ZSet),
-    };
-    let f = ZaddFlags { incr: true, ..ZaddFlags::default() };
-    let mut buf = Vec::new();
-    let r = match zadd_one(ctx, &mut c, &f, by, &args[3], &mut buf) {
-        Ok(r) => r,
-        Err(e) => return e,
-    };
-    tri!(ctx.put_coll(&args[1], &c));
-    if matches!(r, Added::New) {
-        ctx.signal_key(&args[1]);
-    }
-    match r {
+    tri!(zset::check_member(&args[3]));
+    match tri!(zset::incr(ctx, &args[1], by, &args[3])) {
         Added::New => double(by),
         Added::Updated(s) | Added::Same(s) => double(s),
         Added::Nop => Reply::Nil,
@@ -241,34 +141,22 @@ fn zincrby(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 }
 
 fn zrem(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
-    let Some(mut c) = tri!(ctx.get_coll(&args[1], Type::ZSet)) else { return Reply::Int(0) };
-    let mut buf = Vec::new();
-    let mut n = 0;
-    for m in &args[2..] {
-        if let Some(s) = tri!(score_w(ctx, &c, m)) {
-            remove(ctx, &mut c, m, s, &mut buf);
-            n += 1;
-        }
-    }
-    if n > 0 {
-        tri!(ctx.put_coll(&args[1], &c));
-    }
-    Reply::Int(n)
+    Reply::Int(tri!(zset::remove_members(ctx, &args[1], &args[2..])) as i64)
 }
 
 fn zscore(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     let ctx = ctx.pinned();
-    let Some(c) = tri!(ctx.get_coll(&args[1], Type::ZSet)) else { return Reply::Nil };
-    tri!(score_r(&ctx, &c, &args[2])).map_or(Reply::Nil, double)
+    let Some(c) = tri!(zset::get(&ctx, &args[1])) else { return Reply::Nil };
+    tri!(zset::score(&ctx, &c, &args[2])).map_or(Reply::Nil, double)
 }
 
 fn zmscore(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     let ctx = ctx.pinned();
-    let c = tri!(ctx.get_coll(&args[1], Type::ZSet));
+    let c = tri!(zset::get(&ctx, &args[1]));
     let mut out = Vec::with_capacity(args.len() - 2);
     for m in &args[2..] {
         out.push(match &c {
-            Some(c) => tri!(score_r(&ctx, c, m)).map_or(Reply::Nil, double),
+            Some(c) => tri!(zset::score(&ctx, c, m)).map_or(Reply::Nil, double),
             None => Reply::Nil,
         });
     }
@@ -276,7 +164,7 @@ fn zmscore(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
 }
 
 fn zcard(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
-    Reply::Int(tri!(ctx.get_coll(&args[1], Type::ZSet)).map_or(0, |c| c.size as i64))
+    Reply::Int(tri!(zset::get(ctx, &args[1])).map_or(0, |c| c.size as i64))
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -285,16 +173,16 @@ fn zcard(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
 fn zcount(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     let r = tri!(ScoreRange::parse(&args[2], &args[3]));
     let ctx = ctx.pinned();
-    let Some(c) = tri!(ctx.get_coll(&args[1], Type::ZSet)) else { return Reply::Int(0) };
-    Reply::Int(tri!(count_by_score(&ctx, &c, &r)))
+    let Some(c) = tri!(zset::get(&ctx, &args[1])) else { return Reply::Int(0) };
+    Reply::Int(tri!(zset::count_by_score(&ctx, &c, &r)) as i64)
 }
 
 fn zlexcount(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     let r = tri!(LexRange::parse(&args[2], &args[3]));
     let ctx = ctx.pinned();
-    let Some(c) = tri!(ctx.get_coll(&args[1], Type::ZSet)) else { return Reply::Int(0) };
+    let Some(c) = tri!(zset::get(&ctx, &args[1])) else { return Reply::Int(0) };
     let mut n = 0i64;
-    tri!(for_each_lex(&ctx, &c, &r, false, |_| {
+    tri!(zset::for_each_lex(&ctx, &c, &r, false, |_| {
         n += 1;
         Ok(true)
     }));
@@ -303,9 +191,9 @@ fn zlexcount(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
 
 fn rank_generic(ctx: &ReadCtx<'_>, args: &Args, rev: bool) -> Reply {
     let ctx = ctx.pinned();
-    let Some(c) = tri!(ctx.get_coll(&args[1], Type::ZSet)) else { return Reply::Nil };
-    let Some(s) = tri!(score_r(&ctx, &c, &args[2])) else { return Reply::Nil };
-    let r = tri!(rank_of(&ctx, &c, s, &args[2]));
+    let Some(c) = tri!(zset::get(&ctx, &args[1])) else { return Reply::Nil };
+    let Some(s) = tri!(zset::score(&ctx, &c, &args[2])) else { return Reply::Nil };
+    let r = tri!(zset::rank_of(&ctx, &c, s, &args[2]));
     Reply::Int(if rev { c.size - 1 - r } else { r } as i64)
 }
 
@@ -327,36 +215,10 @@ fn pop_generic(ctx: &mut WriteCtx<'_>, args: &Args, max: bool) -> Reply {
     if args.len() > 3 {
         return syntax_error();
     }
-    let count = match args.get(2) {
-        Some(a) => match crate::resp::parse_i64(a) {
-            Some(n) if n >= 0 => Some(n as u64),
-            _ => return Reply::err("value is out of range, must be positive"),
-        },
-        None => None,
-    };
-    let Some(mut c) = tri!(ctx.get_coll(&args[1], Type::ZSet)) else { return Reply::Array(Vec::new()) };
-    let n = count.unwrap_or(1).min(c.size);
-    if n == 0 {
+    let count = tri!(super::lists::pop_count(args.get(2)));
+    let Some(items) = tri!(zset::pop(ctx, &args[1], max, count.unwrap_or(1))) else {
         return Reply::Array(Vec::new());
-    }
-    let items = {
-        let (lower, upper) = pop_range(ctx, &c);
-        let v = ctx.view();
-        let mut out = Vec::new();
-        for item in v.scan(&lower, &upper, max).take(n as usize) {
-            tri!(push_item(&mut out, &tri!(item).0));
-        }
-        out
     };
-    let mut buf = Vec::new();
-    for (m, s) in &items {
-        remove(ctx, &mut c, m, *s, &mut buf);
-    }
-    if !items.is_empty() {
-        // `buf` holds the last popped item's part: every part beyond it from this end is gone now.
-        note_popped(ctx, &c, max, &buf);
-    }
-    tri!(ctx.put_coll(&args[1], &c));
     match count {
         None => {
             let mut flat = Vec::with_capacity(2);
@@ -383,21 +245,7 @@ fn zpopmax(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 fn bzpop_generic(ctx: &mut WriteCtx<'_>, args: &Args, max: bool) -> Reply {
     tri!(super::lists::parse_timeout_secs(&args[args.len() - 1]));
     for key in &args[1..args.len() - 1] {
-        let Some(mut c) = tri!(ctx.get_coll(key, Type::ZSet)) else { continue };
-        let first = {
-            let (lower, upper) = pop_range(ctx, &c);
-            let v = ctx.view();
-            let mut out = Vec::new();
-            if let Some(item) = v.scan(&lower, &upper, max).next() {
-                tri!(push_item(&mut out, &tri!(item).0));
-            }
-            out.pop()
-        };
-        let Some((m, s)) = first else { continue };
-        let mut buf = Vec::new();
-        remove(ctx, &mut c, &m, s, &mut buf);
-        note_popped(ctx, &c, max, &buf);
-        tri!(ctx.put_coll(key, &c));
+        let Some((m, s)) = tri!(zset::pop_one(ctx, key, max)) else { continue };
         return Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Bulk(m.into()), double(s)]);
     }
     Reply::NilArray
@@ -418,34 +266,24 @@ pub fn blocking_keys(args: &Args) -> Option<(Vec<Bytes>, Option<std::time::Durat
     Some((args[1..n - 1].to_vec(), t))
 }
 
-/// Removes the items a range names (collected first through the group's view) and answers their count.
-fn remove_range(ctx: &mut WriteCtx<'_>, key: &[u8], spec: RangeSpec) -> Reply {
-    let Some(mut c) = tri!(ctx.get_coll(key, Type::ZSet)) else { return Reply::Int(0) };
-    let q = RangeReq { by: By::Rank, rev: false, withscores: false, limit: None, a: Bytes::new(), b: Bytes::new() };
-    let items = tri!(run_range(&ctx.view(), &c, &q, &spec));
-    let mut buf = Vec::new();
-    for (m, s) in &items {
-        remove(ctx, &mut c, m, *s, &mut buf);
-    }
-    if !items.is_empty() {
-        tri!(ctx.put_coll(key, &c));
-    }
-    Reply::Int(items.len() as i64)
+/// ZREMRANGEBY*: removes the items a range names and answers their count.
+fn remove_range(ctx: &mut WriteCtx<'_>, key: &[u8], r: zset::Range) -> Reply {
+    Reply::Int(tri!(zset::remove_range(ctx, key, &r)) as i64)
 }
 
 fn zremrangebyrank(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let (s, e) = (tri!(arg_i64(&args[2])), tri!(arg_i64(&args[3])));
-    remove_range(ctx, &args[1], RangeSpec::Rank(s, e))
+    remove_range(ctx, &args[1], zset::Range::Rank(s, e))
 }
 
 fn zremrangebyscore(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let r = tri!(ScoreRange::parse(&args[2], &args[3]));
-    remove_range(ctx, &args[1], RangeSpec::Score(r))
+    remove_range(ctx, &args[1], zset::Range::Score(r))
 }
 
 fn zremrangebylex(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let r = tri!(LexRange::parse(&args[2], &args[3]));
-    remove_range(ctx, &args[1], RangeSpec::Lex(r))
+    remove_range(ctx, &args[1], zset::Range::Lex(r))
 }
 
 // ---------------------------------------------------------------------------------------------------------

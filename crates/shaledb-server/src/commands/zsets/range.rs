@@ -1,11 +1,12 @@
 //! ZRANGE (BYSCORE/BYLEX/REV/LIMIT/WITHSCORES), its older forms (ZRANGEBYSCORE, ZREVRANGEBYSCORE, ZRANGEBYLEX,
 //! ZREVRANGEBYLEX, ZREVRANGE) and ZRANGESTORE.
 
-use crate::commands::zset_index::*;
+use super::parse::double;
 use crate::commands::{arg_i64, syntax_error};
-use crate::keys::{Coll, Type};
+use crate::keys::Coll;
 use crate::resp::{Args, Reply};
 use crate::store::{ReadCtx, WriteCtx};
+use crate::types::zset::{self, Items, LexRange, Limit, Range, ScoreRange};
 use bytes::Bytes;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -78,39 +79,18 @@ fn parse_range(args: &Args, first: usize, cmd: RangeCmd) -> Result<RangeReq, Rep
     Ok(RangeReq { by, rev, withscores, limit, a, b })
 }
 
-/// A parsed range, ready to run.
-pub(super) enum RangeSpec {
-    Rank(i64, i64),
-    Score(ScoreRange),
-    Lex(LexRange),
-}
-
-fn range_spec(q: &RangeReq) -> Result<RangeSpec, Reply> {
+/// The range a request names, ready to run.
+fn range_spec(q: &RangeReq) -> Result<Range, Reply> {
     Ok(match q.by {
-        By::Rank => RangeSpec::Rank(arg_i64(&q.a)?, arg_i64(&q.b)?),
-        By::Score => RangeSpec::Score(ScoreRange::parse(&q.a, &q.b)?),
-        By::Lex => RangeSpec::Lex(LexRange::parse(&q.a, &q.b)?),
+        By::Rank => Range::Rank(arg_i64(&q.a)?, arg_i64(&q.b)?),
+        By::Score => Range::Score(ScoreRange::parse(&q.a, &q.b)?),
+        By::Lex => Range::Lex(LexRange::parse(&q.a, &q.b)?),
     })
 }
 
 /// The items of a range, in reply order.
-pub(super) fn run_range(ctx: &ReadCtx<'_>, c: &Coll, q: &RangeReq, spec: &RangeSpec) -> Result<Items, Reply> {
-    let lim = q.limit.unwrap_or(Limit::ALL);
-    match spec {
-        RangeSpec::Rank(start, stop) => {
-            let Some((s, e)) = rank_bounds(*start, *stop, c.size) else { return Ok(Vec::new()) };
-            if q.rev {
-                let n = c.size;
-                let mut v = range_by_rank(ctx, c, n - 1 - e, n - 1 - s)?;
-                v.reverse();
-                Ok(v)
-            } else {
-                range_by_rank(ctx, c, s, e)
-            }
-        }
-        RangeSpec::Score(r) => range_by_score(ctx, c, r, q.rev, lim),
-        RangeSpec::Lex(r) => range_by_lex(ctx, c, r, q.rev, lim),
-    }
+fn run_range(ctx: &ReadCtx<'_>, c: &Coll, q: &RangeReq, spec: &Range) -> Result<Items, zset::Error> {
+    zset::run(ctx, c, spec, q.rev, q.limit.unwrap_or(Limit::ALL))
 }
 
 pub(super) fn items_reply(items: Items, withscores: bool) -> Reply {
@@ -125,7 +105,7 @@ fn range_read(ctx: &ReadCtx<'_>, args: &Args, cmd: RangeCmd) -> Reply {
     let q = tri!(parse_range(args, 2, cmd));
     let spec = tri!(range_spec(&q));
     let ctx = ctx.pinned();
-    let Some(c) = tri!(ctx.get_coll(&args[1], Type::ZSet)) else { return Reply::Array(Vec::new()) };
+    let Some(c) = tri!(zset::get(&ctx, &args[1])) else { return Reply::Array(Vec::new()) };
     items_reply(tri!(run_range(&ctx, &c, &q, &spec)), q.withscores)
 }
 
@@ -153,35 +133,12 @@ pub(super) fn zrevrangebylex(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     range_read(ctx, args, RangeCmd::Fixed { by: By::Lex, rev: true })
 }
 
-/// Replaces `dst` (whatever it holds) with a sorted set of `items` (distinct members); an empty result
-/// deletes `dst`. Returns the size stored.
-pub(super) fn store_items(ctx: &mut WriteCtx<'_>, dst: &[u8], items: &[(Vec<u8>, f64)]) -> Result<i64, Reply> {
-    for (m, _) in items {
-        check_member(m)?;
-    }
-    if let Some((_, stored)) = ctx.get_meta(dst)? {
-        // Any type; a collection's old version goes to the collector.
-        ctx.delete_stored(ctx.db_index, dst, &stored);
-    }
-    if items.is_empty() {
-        return Ok(0);
-    }
-    let mut c = ctx.create_coll(dst, Type::ZSet);
-    let mut buf = Vec::new();
-    for (m, s) in items {
-        put_score(ctx, &mut c, m, None, *s, &mut buf)?;
-    }
-    ctx.put_coll(dst, &c)?;
-    ctx.signal_key(dst);
-    Ok(c.size as i64)
-}
-
 pub(super) fn zrangestore(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let q = tri!(parse_range(args, 3, RangeCmd::Generic { store: true }));
     let spec = tri!(range_spec(&q));
-    let items = match tri!(ctx.get_coll(&args[2], Type::ZSet)) {
+    let items = match tri!(zset::get_mut(ctx, &args[2])) {
         Some(c) => tri!(run_range(&ctx.view(), &c, &q, &spec)),
         None => Vec::new(),
     };
-    Reply::Int(tri!(store_items(ctx, &args[1], &items)))
+    Reply::Int(tri!(zset::store(ctx, &args[1], &items)) as i64)
 }

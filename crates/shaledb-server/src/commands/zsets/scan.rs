@@ -1,11 +1,11 @@
 //! ZRANDMEMBER and ZSCAN.
 
+use super::parse::scan_score_text;
 use super::range::items_reply;
-use crate::commands::zset_index::*;
 use crate::commands::{arg_i64, syntax_error};
-use crate::keys::{Type, SUB_MEMBER};
 use crate::resp::{Args, Reply};
 use crate::store::ReadCtx;
+use crate::types::zset::{self, Items};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use rand::Rng;
@@ -35,14 +35,14 @@ pub(super) fn zrandmember(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
         }
     };
     let ctx = ctx.pinned();
-    let Some(c) = tri!(ctx.get_coll(&args[1], Type::ZSet)) else {
+    let Some(c) = tri!(zset::get(&ctx, &args[1])) else {
         return if count.is_some() { Reply::Array(Vec::new()) } else { Reply::Nil };
     };
     let mut rng = rand::thread_rng();
     let size = c.size;
     let Some(count) = count else {
         let r = rng.gen_range(0..size);
-        let v = tri!(range_by_rank(&ctx, &c, r, r));
+        let v = tri!(zset::ranked(&ctx, &c, r, r));
         return v.into_iter().next().map_or(Reply::Nil, |(m, _)| Reply::Bulk(m.into()));
     };
     if count == 0 {
@@ -50,7 +50,7 @@ pub(super) fn zrandmember(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     }
     if count > 0 && count as u64 >= size {
         // The whole set, highest first: the order Redis 7.0 sends it in (it walks from the tail).
-        let mut all = tri!(range_by_rank(&ctx, &c, 0, size - 1));
+        let mut all = tri!(zset::ranked(&ctx, &c, 0, size - 1));
         all.reverse();
         return items_reply(all, withscores);
     }
@@ -69,18 +69,7 @@ pub(super) fn zrandmember(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     let mut wanted: Vec<u64> = ranks.clone();
     wanted.sort_unstable();
     wanted.dedup();
-    let (p, end) = index_bounds(&ctx, &c);
-    let mut found: std::collections::HashMap<u64, (Vec<u8>, f64)> = std::collections::HashMap::new();
-    let mut w = wanted.iter().peekable();
-    for (i, item) in ctx.scan(&p, &end, false).enumerate() {
-        let Some(&&next) = w.peek() else { break };
-        let (k, _) = tri!(item);
-        if i as u64 == next {
-            let (s, m) = tri!(split_index_key(&k));
-            found.insert(next, (m.to_vec(), s));
-            w.next();
-        }
-    }
+    let found = tri!(zset::at_ranks(&ctx, &c, &wanted));
     let items: Items = ranks.iter().filter_map(|r| found.get(r).cloned()).collect();
     items_reply(items, withscores)
 }
@@ -121,7 +110,7 @@ pub(super) fn zscan(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     }
     let ctx = ctx.pinned();
     let empty = || Reply::Array(vec![Reply::bulk("0"), Reply::Array(Vec::new())]);
-    let Some(c) = tri!(ctx.get_coll(&args[1], Type::ZSet)) else { return empty() };
+    let Some(c) = tri!(zset::get(&ctx, &args[1])) else { return empty() };
     let keep = |m: &[u8]| pattern.as_deref().is_none_or(|p| crate::commands::keys::glob_match(p, m));
     let mut out = Vec::new();
     let push = |out: &mut Vec<Reply>, m: &[u8], s: f64| {
@@ -129,12 +118,9 @@ pub(super) fn zscan(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
         out.push(Reply::bulk(scan_score_text(s)));
     };
     if c.size <= SCAN_ALL_AT_ONCE {
-        let (p, end) = index_bounds(&ctx, &c);
-        for item in ctx.scan(&p, &end, false) {
-            let (k, _) = tri!(item);
-            let (s, m) = tri!(split_index_key(&k));
-            if keep(m) {
-                push(&mut out, m, s);
+        for (m, s) in tri!(zset::all_items(&ctx, &c)) {
+            if keep(&m) {
+                push(&mut out, &m, s);
             }
         }
         return Reply::Array(vec![Reply::bulk("0"), Reply::Array(out)]);
@@ -148,17 +134,9 @@ pub(super) fn zscan(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
             _ => return Reply::err("invalid cursor"),
         }
     };
-    let mut it = ctx.members(&c, SUB_MEMBER, from.as_deref(), false);
-    let mut next = None;
-    for (examined, item) in it.by_ref().enumerate() {
-        let (m, v) = tri!(item);
-        if examined as i64 == count {
-            next = Some(m);
-            break;
-        }
-        if keep(&m) {
-            push(&mut out, &m, tri!(decode_score(&v)));
-        }
+    let (page, next) = tri!(zset::scan_page(&ctx, &c, from.as_deref(), count as u64, keep));
+    for (m, s) in page {
+        push(&mut out, &m, s);
     }
     let id = match next {
         Some(m) => cursors().lock().insert(ctx.db_index, Bytes::from(m)),

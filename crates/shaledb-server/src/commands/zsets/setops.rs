@@ -1,11 +1,11 @@
 //! ZUNION, ZINTER, ZDIFF, their STORE forms, and ZINTERCARD.
 
-use super::range::{items_reply, store_items};
-use crate::commands::zset_index::*;
+use super::parse::parse_score;
+use super::range::items_reply;
 use crate::commands::{arg_i64, parse_intercard, syntax_error};
-use crate::keys::{Coll, Type, SUB_MEMBER};
 use crate::resp::{Args, Reply};
 use crate::store::{ReadCtx, WriteCtx};
+use crate::types::zset::{self, Items};
 use bytes::Bytes;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -71,26 +71,6 @@ fn parse_setop(args: &Args, at: usize, op: SetOp, store: bool, cmd: &str) -> Res
     Ok(req)
 }
 
-/// One input of a set operation: a sorted set, or a set (every member with score 1, as in Redis).
-fn load_input(ctx: &ReadCtx<'_>, key: &[u8]) -> Result<Option<Items>, Reply> {
-    let Some((m, stored)) = ctx.get_meta(key)? else { return Ok(None) };
-    if m.typ != Type::ZSet && m.typ != Type::Set {
-        return Err(crate::commands::wrong_type());
-    }
-    let c = match Coll::decode(&stored) {
-        Ok(Some(c)) => c,
-        Ok(None) => return Err(crate::commands::wrong_type()),
-        Err(e) => return Err(Reply::err(e)),
-    };
-    let mut out = Vec::new();
-    for item in ctx.members(&c, SUB_MEMBER, None, false) {
-        let (member, v) = item?;
-        let score = if m.typ == Type::ZSet { decode_score(&v)? } else { 1.0 };
-        out.push((member, score));
-    }
-    Ok(Some(out))
-}
-
 fn aggregate(a: Aggregate, acc: &mut f64, v: f64) {
     match a {
         Aggregate::Sum => {
@@ -105,11 +85,11 @@ fn aggregate(a: Aggregate, acc: &mut f64, v: f64) {
 }
 
 /// Runs a set operation: the result in sorted-set order.
-fn run_setop(ctx: &ReadCtx<'_>, req: &SetOpReq, op: SetOp) -> Result<Items, Reply> {
+fn run_setop(ctx: &ReadCtx<'_>, req: &SetOpReq, op: SetOp) -> Result<Items, zset::Error> {
     // Inputs are read (and type-checked) first, all of them, as Redis does.
     let mut inputs: Vec<(Items, f64)> = Vec::with_capacity(req.keys.len());
     for (k, w) in req.keys.iter().zip(&req.weights) {
-        inputs.push((load_input(ctx, k)?.unwrap_or_default(), *w));
+        inputs.push((zset::load_scored(ctx, k)?.unwrap_or_default(), *w));
     }
     let weighted = |s: f64, w: f64| {
         let v = s * w;
@@ -183,11 +163,9 @@ fn setop_read(ctx: &ReadCtx<'_>, args: &Args, op: SetOp, cmd: &str) -> Reply {
 fn setop_store(ctx: &mut WriteCtx<'_>, args: &Args, op: SetOp, cmd: &str) -> Reply {
     let req = tri!(parse_setop(args, 2, op, true, cmd));
     // Expired inputs are deleted on access, as in Redis; then everything is read through the view.
-    for k in &req.keys {
-        tri!(ctx.get_meta(k));
-    }
+    tri!(zset::expire_on_access(ctx, &req.keys));
     let items = tri!(run_setop(&ctx.view(), &req, op));
-    Reply::Int(tri!(store_items(ctx, &args[1], &items)))
+    Reply::Int(tri!(zset::store(ctx, &args[1], &items)) as i64)
 }
 
 pub(super) fn zunion(ctx: &ReadCtx<'_>, args: &Args) -> Reply {

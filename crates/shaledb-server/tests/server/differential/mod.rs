@@ -2,8 +2,8 @@
 //! in-process shaledb server, the replies compared one by one.
 //!
 //! - redis-server (7.0 is the reference) is started by the test on a free loopback port with
-//!   `--save "" --appendonly no` in a temporary directory; where it is not installed the test prints why
-//!   and returns (the only skip).
+//!   `--save "" --appendonly no` in a temporary directory (`helpers::start_redis`); where it is not installed
+//!   the test prints why and returns (the only skip).
 //! - One family of commands at a time (strings, keys and expiry, hashes, lists, sets, sorted sets, streams
 //!   with explicit ids, MULTI/EXEC/WATCH), each over a small key space so commands collide, with a few keys
 //!   of other types for WRONGTYPE paths. Before a family runs, `COMMAND INFO` asks shaledb which of its
@@ -30,72 +30,15 @@
 //!   clock), and float increments that are not exact binary fractions (Redis computes INCRBYFLOAT and
 //!   HINCRBYFLOAT in long double: 0.1 + 0.2 prints 0.3 there and 0.30000000000000004 in f64).
 //!
-//! This file has the servers, the shared types and the driver; `generate.rs` has the command generators.
+//! This file has the shared types and the driver; `generate.rs` has the command generators; both servers are
+//! started by the helpers of the test crate.
 
 #![allow(clippy::useless_vec)] // `cmd![..]` builds the owned argument lists the driver keeps.
 
-use super::{start_server, Client, Resp};
+use crate::helpers::{start_redis, start_server, Client, Resp};
 use std::collections::HashSet;
-use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-// ---------------------------------------------------------------------------------------------------------
-// redis-server
-
-struct RedisServer {
-    child: Child,
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().expect("local addr").port()
-}
-
-/// Starts redis-server, or says why it cannot.
-fn start_redis() -> Result<RedisServer, String> {
-    match Command::new("redis-server").arg("--version").output() {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => return Err(format!("`redis-server --version` failed: {}", String::from_utf8_lossy(&o.stderr))),
-        Err(e) => return Err(format!("redis-server is not installed ({e})")),
-    }
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    for _ in 0..5 {
-        let port = free_port();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("starting redis-server: {e}"))?;
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
-        let mut server = RedisServer { child, addr, _dir: tempfile::tempdir().map_err(|e| e.to_string())? };
-        let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(10) {
-            if let Ok(Some(_)) = server.child.try_wait() {
-                break; // the port was taken meanwhile: try another
-            }
-            if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
-                server._dir = dir;
-                return Ok(server);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        drop(server);
-    }
-    Err("redis-server did not start listening".into())
-}
+use std::net::SocketAddr;
+use std::time::Instant;
 
 // ---------------------------------------------------------------------------------------------------------
 // Random generation
