@@ -1,43 +1,35 @@
 //! db_bench-compatible benchmarks for ShaleDB: the workloads, their reports (db_bench's text, JSON, plots),
-//! and the suites of the seed reports (RocksDB's benchmark.sh sequence and the merge-operator comparison).
+//! the suites made of db_bench steps (RocksDB's benchmark.sh sequence and the merge-operator comparison), the
+//! table suites that run engine against engine, and a RESP load generator.
 //!
-//! The `shaledb bench` command is a thin shell over [`run_bench`] and [`suite::run_suite`]. Keys, values,
-//! per-thread seeds and output lines follow db_bench so that the two tools write the same data and their
-//! outputs are read by the same scripts; see `BENCHMARKS.md` beside this crate for the columns and how
-//! each is computed.
+//! The `shaledb bench` command is a thin shell over [`run_bench`], [`db_bench::suite::run_suite`], the table
+//! suites' `run_*` functions and [`resp::run_resp`]. Keys, values, per-thread seeds and output lines follow
+//! db_bench so that the two tools write the same data and their outputs are read by the same scripts; see
+//! `BENCHMARKS.md` beside this crate for the columns and how each is computed.
+//!
+//! # Map
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`db_bench`] | db_bench's flags, workloads and runner ([`run_bench`]); suites of db_bench steps |
+//! | [`engine`] | the [`Engine`] trait the benchmarks drive; ShaleDB's engine, and RocksDB's (feature `rocksdb`) |
+//! | [`table_suites`] | sysbench OLTP, the insert benchmark, the ForestDB pattern; their table layer and harness |
+//! | [`resp`] | the RESP load generator (`shaledb bench resp`) against a server on this machine |
+//! | [`reporting`] | latency histograms, the per-run recorder, db_bench's text and JSON, and the plots |
 
-pub mod dbdir;
+pub mod db_bench;
 pub mod engine;
-mod fillingest;
-pub mod flags;
-pub mod forestdb;
-pub mod harness;
-pub mod histogram;
-pub mod insertbench;
-pub mod keygen;
-pub mod plot;
-pub mod random;
-mod randomtxn;
-pub mod range_dels;
-pub mod recorder;
-pub mod report;
+pub mod reporting;
 pub mod resp;
-#[cfg(feature = "rocksdb")]
-pub mod rocks;
-pub mod runner;
-pub mod shale;
-pub mod suite;
-pub mod sysbench;
-pub mod table;
-pub mod workloads;
+pub mod table_suites;
 
+pub use db_bench::flags::BenchFlags;
+pub use db_bench::runner::{run_bench, Runner};
 pub use engine::{
     with_engine, Engine, EngineBatch, EngineIter, EngineKind, EngineSample, EngineSstWriter, EngineVisitor,
     IterOptions, WriteMode,
 };
-pub use flags::BenchFlags;
-pub use report::BenchResult;
-pub use runner::{run_bench, Runner};
+pub use reporting::report::BenchResult;
 
 /// Errors of the benchmark tool.
 #[derive(Debug, thiserror::Error)]
@@ -106,7 +98,7 @@ mod error_tests {
         };
         assert_eq!(io.to_string(), "writing JSON to /x/y.json: no such directory");
         assert!(io.source().is_none());
-        let table = table::TableError::Engine("disk full".into());
+        let table = table_suites::table::TableError::Engine("disk full".into());
         assert_eq!(table.to_string(), "disk full");
         assert!(table.source().is_none(), "transparent: the engine error's own source, which has none");
     }

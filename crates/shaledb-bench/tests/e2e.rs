@@ -1,22 +1,19 @@
 //! End to end on ShaleDB with a tiny `--num`: every benchmark, both suites, JSON and plots; results read
 //! back through the benchmark.sh scraper.
 
+use shaledb_bench::db_bench::keygen::{make_key, ValueData};
+use shaledb_bench::db_bench::random::Mt64;
+use shaledb_bench::db_bench::suite::{run_suite, SuiteArgs, SuiteKind};
+use shaledb_bench::db_bench::workloads::Kind;
+use shaledb_bench::engine::shale::ShaleDb;
 use shaledb_bench::engine::Engine;
-use shaledb_bench::flags::BenchFlags;
-use shaledb_bench::keygen::{make_key, ValueData};
-use shaledb_bench::random::Mt64;
-use shaledb_bench::report::scrape;
-use shaledb_bench::shale::ShaleDb;
-use shaledb_bench::suite::{run_suite, SuiteArgs, SuiteKind};
-use shaledb_bench::workloads::Kind;
+use shaledb_bench::reporting::report::scrape;
 use shaledb_bench::{run_bench, Runner};
 use std::collections::HashMap;
 
-fn flags(args: &[&str]) -> BenchFlags {
-    let mut v = vec!["--progress=false", "--seed=42", "--write_buffer_size=65536", "--target_file_size_base=65536"];
-    v.extend_from_slice(args);
-    BenchFlags::parse_args(v).unwrap()
-}
+#[path = "support/engines.rs"]
+mod engines;
+use engines::flags;
 
 fn run(args: &[&str]) -> String {
     let mut out = Vec::new();
@@ -29,37 +26,11 @@ fn every_benchmark_runs_and_its_line_scrapes_back() {
     let all = "fillseq,readrandom,multireadrandom,readmissing,readseq,readreverse,seekrandom,fillrandom,overwrite,readwhilewriting,\
 deleteseq,deleterandom,updaterandom,readrandomwriterandom,filluniquerandom,fillsync,compact,flush,waitforcompaction,\
 stats,levelstats,mergerandom";
-    let text = run(&[
-        &format!("--benchmarks={all}"),
-        "--num=2000",
-        "--threads=2",
-        "--seek_nexts=3",
-        "--batch_size=8",
-        "--histogram",
-        "--merge_operator=put",
-    ]);
-    for name in all.split(',') {
-        let kind = Kind::from_name(name).unwrap();
-        if kind.is_meta() {
-            continue;
-        }
-        let s = scrape(&text, name);
-        let ops = s.operations.unwrap_or_else(|| panic!("no result line for {name}:\n{text}"));
-        let expected = match kind {
-            Kind::Compact => 1,
-            Kind::FillSync => 2 * 2,
-            _ => 2 * 2000,
-        };
-        assert_eq!(ops, expected, "{name}");
-        assert!(s.ops_sec.unwrap() > 0.0 && s.usecs_op.unwrap() > 0.0, "{name}");
+    let extra = ["--seek_nexts=3", "--batch_size=8", "--histogram", "--merge_operator=put"];
+    let text = engines::every_benchmark_runs::<ShaleDb>(all, 2000, &extra);
+    for name in all.split(',').filter(|n| !Kind::from_name(n).unwrap().is_meta()) {
+        assert!(scrape(&text, name).usecs_op.unwrap() > 0.0, "{name}");
     }
-    // fillseq wrote every key, so every random read finds one; a missing key is never found.
-    assert_eq!(scrape(&text, "readrandom").found, Some((4000, 4000)));
-    assert_eq!(scrape(&text, "readmissing").found, Some((0, 4000)));
-    assert_eq!(scrape(&text, "multireadrandom").found, Some((4000, 4000)));
-    assert_eq!(scrape(&text, "seekrandom").found, Some((4000, 4000)));
-    assert!(text.contains("Percentiles: P50: "));
-    assert!(text.contains("** Compaction Stats"), "{text}");
     assert!(text.contains("( updates:4000 found:"));
     assert!(text.contains("fillsync     : ") && text.contains("(2 ops)"));
 }
@@ -117,69 +88,16 @@ fn fills_write_the_whole_key_space() {
     assert!((2200..=2850).contains(&found), "{found}");
 }
 
-/// The value fillingest gives each key number below `n` with `per_file` keys per file and `threads` threads:
-/// file `j` is written by thread `j % threads`, whose values are the next ones of its own pass over the
-/// shared buffer.
-fn ingested_values(n: u64, per_file: u64, threads: u64, f: &BenchFlags) -> Vec<Vec<u8>> {
-    let data = ValueData::new(f.value_size, f.compression_ratio);
-    let mut values = vec![Vec::new(); n as usize];
-    for t in 0..threads {
-        let mut g = data.generator();
-        for run in (t..n.div_ceil(per_file)).step_by(threads as usize) {
-            for k in run * per_file..((run + 1) * per_file).min(n) {
-                values[k as usize] = g.generate(f.value_size).to_vec();
-            }
-        }
-    }
-    values
-}
-
 /// fillingest writes files of `--ingest_keys_per_file` keys and ingests each: every key of the key space reads
 /// back with the value its thread wrote, the files land below L0, and the directory of the files is removed.
 #[test]
 fn fillingest_loads_every_key() {
-    let dir = tempfile::tempdir().unwrap();
-    let db_path = dir.path().join("db");
-    let f = flags(&[
-        "--benchmarks=fillingest",
-        "--num=3000",
-        "--threads=3",
-        "--ingest_keys_per_file=700",
-        &format!("--db={}", db_path.display()),
-    ]);
-    let mut out = Vec::new();
-    let mut runner = Runner::<ShaleDb>::open(f.clone(), &mut out).unwrap();
-    runner.run_all().unwrap();
-    let db = runner.db().unwrap();
-    let want = ingested_values(3000, 700, 3, &f);
-    let mut key = Vec::new();
-    let mut got = Vec::new();
-    for (k, v) in want.iter().enumerate() {
-        make_key(k as u64, f.key_size, &mut key);
-        assert!(db.get(&key, &mut got).unwrap(), "key {k} missing");
-        assert_eq!(&got, v, "key {k}");
-    }
-    // Nothing else: a scan sees exactly the 3000 keys.
-    let mut it = db.iter(None, None);
-    it.seek_to_first();
-    let mut n = 0;
-    while it.valid() {
-        n += 1;
-        it.next();
-    }
-    it.status().unwrap();
-    drop(it);
-    assert_eq!(n, 3000);
-    // Five disjoint files (4 x 700 + 200), each in the deepest level, none in L0.
-    let s = db.sample();
-    assert_eq!(s.levels.first().map(|l| l.files), Some(0), "{:?}", s.levels);
-    assert_eq!(s.levels.iter().map(|l| l.files).sum::<u64>(), 5, "{:?}", s.levels);
-    runner.close().unwrap();
-    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(left, ["db"], "the files' directory is removed");
-    let text = String::from_utf8(out).unwrap();
-    let s = scrape(&text, "fillingest");
-    assert_eq!(s.operations, Some(3000), "the threads share the key space:\n{text}");
+    let text = engines::fillingest_loads_every_key::<ShaleDb>(|db| {
+        // Five disjoint files (4 x 700 + 200), each in the deepest level, none in L0.
+        let s = db.sample();
+        assert_eq!(s.levels.first().map(|l| l.files), Some(0), "{:?}", s.levels);
+        assert_eq!(s.levels.iter().map(|l| l.files).sum::<u64>(), 5, "{:?}", s.levels);
+    });
     assert!(text.contains("(5 files of up to 700 keys)"), "{text}");
 }
 

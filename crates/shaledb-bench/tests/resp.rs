@@ -2,7 +2,7 @@
 //! fake server for error paths, and redis-server when it is installed (a printed skip otherwise). Every run
 //! is bounded: a few hundred requests.
 
-use shaledb_bench::keygen::make_key;
+use shaledb_bench::db_bench::keygen::make_key;
 use shaledb_bench::resp::proto::{parse_reply, push_command, Reply};
 use shaledb_bench::resp::workloads::{value_for, Hotspot, Plan};
 use shaledb_bench::resp::{run_resp, RespError, RespFlags, RespRun, Workload};

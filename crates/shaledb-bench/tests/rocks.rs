@@ -2,22 +2,19 @@
 //! flags reach RocksDB's options; every benchmark runs on RocksDB.
 #![cfg(feature = "rocksdb")]
 
+use shaledb_bench::db_bench::flags::BenchFlags;
+use shaledb_bench::db_bench::workloads::Kind;
+use shaledb_bench::engine::rocks::RocksDb;
+use shaledb_bench::engine::shale::ShaleDb;
 use shaledb_bench::engine::{Engine, EngineBatch, EngineIter, IterOptions, WriteMode};
-use shaledb_bench::flags::BenchFlags;
-use shaledb_bench::report::scrape;
-use shaledb_bench::rocks::RocksDb;
 use shaledb_bench::run_bench;
-use shaledb_bench::shale::ShaleDb;
-use shaledb_bench::workloads::Kind;
 use std::path::Path;
 
 const W: WriteMode = WriteMode { sync: false, disable_wal: false };
 
-fn flags(args: &[&str]) -> BenchFlags {
-    let mut v = vec!["--progress=false", "--seed=42", "--write_buffer_size=65536", "--target_file_size_base=65536"];
-    v.extend_from_slice(args);
-    BenchFlags::parse_args(v).unwrap()
-}
+#[path = "support/engines.rs"]
+mod engines;
+use engines::flags;
 
 /// Opens engine `E` in a new directory under `root`.
 fn open<E: Engine>(root: &Path, f: &BenchFlags) -> E {
@@ -350,43 +347,8 @@ randomtransaction";
     let mut every: Vec<&str> = known.split(", ").filter(|k| !["compact0", "compact1"].contains(k)).collect();
     every.sort_unstable();
     assert_eq!(listed, every, "a benchmark kind is missing from this test");
-    let mut out = Vec::new();
-    let f = flags(&[
-        &format!("--benchmarks={all}"),
-        "--num=1000",
-        "--threads=2",
-        "--seek_nexts=2",
-        "--batch_size=8",
-        "--merge_operator=uint64add",
-        "--statistics",
-        "--histogram",
-    ]);
-    run_bench::<RocksDb>(&f, &mut out).unwrap();
-    let text = String::from_utf8(out).unwrap();
-    for name in all.split(',') {
-        let kind = Kind::from_name(name).unwrap();
-        if kind.is_meta() {
-            continue;
-        }
-        let s = scrape(&text, name);
-        let ops = s.operations.unwrap_or_else(|| panic!("no result line for {name}:\n{text}"));
-        let expected = match kind {
-            Kind::Compact => 1,
-            Kind::FillSync => 2,
-            // The threads share fillingest's key space.
-            Kind::FillIngest => 1000,
-            _ => 2 * 1000,
-        };
-        assert_eq!(ops, expected, "{name}");
-        assert!(s.ops_sec.unwrap() > 0.0, "{name}");
-    }
-    // fillseq wrote every key, so every random read finds one; a missing key is never found.
-    assert_eq!(scrape(&text, "readrandom").found, Some((2000, 2000)));
-    assert_eq!(scrape(&text, "readmissing").found, Some((0, 2000)));
-    assert_eq!(scrape(&text, "multireadrandom").found, Some((2000, 2000)));
-    assert_eq!(scrape(&text, "seekrandom").found, Some((2000, 2000)));
-    assert!(text.contains("Percentiles: P50: "), "{text}");
-    assert!(text.contains("** Compaction Stats"), "{text}");
+    let extra = ["--seek_nexts=2", "--batch_size=8", "--merge_operator=uint64add", "--statistics", "--histogram"];
+    let text = engines::every_benchmark_runs::<RocksDb>(all, 1000, &extra);
     assert!(text.contains("Level Files Size(MB)"), "{text}");
     // `--statistics` lists RocksDB's own histograms, and the bench's for none of the same names.
     for name in ["rocksdb.db.get.micros", "rocksdb.db.write.micros", "rocksdb.compaction.times.micros"] {
@@ -410,39 +372,7 @@ fn random_transaction_needs_shaledb_for_transactions() {
 /// value its thread wrote, and the directory of the files is removed.
 #[test]
 fn fillingest_loads_every_key_on_rocksdb() {
-    let dir = tempfile::tempdir().unwrap();
-    let db_path = dir.path().join("db");
-    let f = flags(&[
-        "--benchmarks=fillingest",
-        "--num=3000",
-        "--threads=3",
-        "--ingest_keys_per_file=700",
-        &format!("--db={}", db_path.display()),
-    ]);
-    let mut out = Vec::new();
-    let mut runner = shaledb_bench::Runner::<RocksDb>::open(f.clone(), &mut out).unwrap();
-    runner.run_all().unwrap();
-    let db = runner.db().unwrap();
-    // File j is written by thread j % 3, whose values are the next ones of its own pass over the buffer.
-    let data = shaledb_bench::keygen::ValueData::new(f.value_size, f.compression_ratio);
-    let mut key = Vec::new();
-    for t in 0..3u64 {
-        let mut g = data.generator();
-        for run in (t..5).step_by(3) {
-            for k in run * 700..((run + 1) * 700).min(3000) {
-                shaledb_bench::keygen::make_key(k, f.key_size, &mut key);
-                let want = g.generate(f.value_size).to_vec();
-                assert_eq!(get(db, &key), Some(want), "key {k}");
-            }
-        }
-    }
-    let (all, _) = scan(db, &IterOptions::default());
-    assert_eq!(all.len(), 3000);
-    runner.close().unwrap();
-    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(left, ["db"], "the files' directory is removed");
-    let text = String::from_utf8(out).unwrap();
-    assert_eq!(scrape(&text, "fillingest").operations, Some(3000), "{text}");
+    engines::fillingest_loads_every_key::<RocksDb>(|_| ());
 }
 
 #[path = "support/families.rs"]

@@ -1,12 +1,13 @@
 //! The sysbench suite end to end on tiny tables: every test runs and reports, the JSON has every figure, the
 //! loaded rows look like sysbench's, and (with the `rocksdb` feature) the same run on RocksDB.
 
+use shaledb_bench::engine::shale::ShaleDb;
 use shaledb_bench::engine::{Engine, EngineKind};
-use shaledb_bench::shale::ShaleDb;
-use shaledb_bench::sysbench::data::{sbtest_def, COL_C, COL_ID, COL_K, COL_PAD};
-use shaledb_bench::sysbench::workload::SEED_ORDER;
-use shaledb_bench::sysbench::{engine_flags, load, run_sysbench, CompressionSetting, SysbenchArgs};
-use shaledb_bench::table::{Row, Session, Table, Value};
+use shaledb_bench::table_suites::harness::SuiteFlags;
+use shaledb_bench::table_suites::sysbench::data::{sbtest_def, COL_C, COL_ID, COL_K, COL_PAD};
+use shaledb_bench::table_suites::sysbench::workload::SEED_ORDER;
+use shaledb_bench::table_suites::sysbench::{engine_flags, load, run_sysbench, CompressionSetting, SysbenchArgs};
+use shaledb_bench::table_suites::table::{Row, Session, Table, Value};
 use shaledb_bench::WriteMode;
 use std::path::Path;
 
@@ -22,17 +23,19 @@ fn args(dir: &Path, engines: Vec<EngineKind>) -> SysbenchArgs {
         duration: 0.3,
         compression: vec![CompressionSetting::None, CompressionSetting::Lz4Zstd],
         cache_size: 1 << 20,
-        use_direct_reads: false,
         cache_index_and_filter_blocks: true,
         readahead_size: 256 << 10,
         tests: vec![],
         random_points: 100,
-        db: Some(dir.join("db")),
-        use_existing_db: None,
-        progress: false,
-        json: Some(dir.join("sb.json")),
-        plot: Some(dir.join("plots")),
-        seed: 7,
+        common: SuiteFlags {
+            db: Some(dir.join("db")),
+            use_existing_db: None,
+            progress: false,
+            use_direct_reads: false,
+            json: Some(dir.join("sb.json")),
+            plot: Some(dir.join("plots")),
+            seed: 7,
+        },
         report_interval: 0.1,
     }
 }
@@ -181,13 +184,13 @@ fn loaded_rows_look_like_sysbench() {
 fn direct_reads_work_or_fail_clearly() {
     let dir = tempfile::tempdir().unwrap();
     let mut a = args(dir.path(), vec![EngineKind::Shaledb]);
-    a.use_direct_reads = true;
+    a.common.use_direct_reads = true;
     a.threads = vec![1];
     a.compression = vec![CompressionSetting::None];
     a.tests = vec!["point-query.pre".into()];
     a.table_size = 200;
-    a.json = None;
-    a.plot = None;
+    a.common.json = None;
+    a.common.plot = None;
     let mut out = Vec::new();
     match run_sysbench(&a, &mut out) {
         Ok(r) => assert!(r.configs[0].runs[0].tests[0].value > 0.0),

@@ -1,11 +1,11 @@
 //! `shaledb bench`: db_bench's benchmarks and flags on an embedded ShaleDB, `shaledb bench suite`, and
 //! `shaledb bench resp` (key-value workloads against a RESP server on this machine).
 
-use shaledb_bench::flags::BenchFlags;
-use shaledb_bench::forestdb::{run_forestdb, ForestdbArgs};
-use shaledb_bench::insertbench::{run_insert, InsertArgs};
-use shaledb_bench::suite::{run_suite, SuiteArgs, SuiteKind};
-use shaledb_bench::sysbench::{run_sysbench, SysbenchArgs};
+use shaledb_bench::db_bench::flags::BenchFlags;
+use shaledb_bench::db_bench::suite::{run_suite, SuiteArgs, SuiteKind};
+use shaledb_bench::table_suites::forestdb::{run_forestdb, ForestdbArgs};
+use shaledb_bench::table_suites::insertbench::{run_insert, InsertArgs};
+use shaledb_bench::table_suites::sysbench::{run_sysbench, SysbenchArgs};
 use shaledb_bench::{with_engine, Engine, EngineVisitor};
 use std::io::Write;
 

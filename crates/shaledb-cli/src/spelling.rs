@@ -19,10 +19,9 @@ pub fn respell(args: Vec<String>) -> (Vec<String>, Vec<String>) {
     let command = args.get(1).cloned().unwrap_or_default();
     if !KEBAB_COMMANDS.contains(&command.as_str()) {
         // gflags' `--undefok` (bench only), and its one-dash long flags (`-num=5`), as db_bench has them.
-        let (args, notes) =
-            if command == "bench" { shaledb_bench::flags::apply_undefok(args) } else { (args, Vec::new()) };
-        let args =
-            args.into_iter().enumerate().map(|(i, a)| if i == 0 { a } else { shaledb_bench::flags::normalize_arg(a) });
+        use shaledb_bench::db_bench::flags;
+        let (args, notes) = if command == "bench" { flags::apply_undefok(args) } else { (args, Vec::new()) };
+        let args = args.into_iter().enumerate().map(|(i, a)| if i == 0 { a } else { flags::normalize_arg(a) });
         return (args.collect(), notes);
     }
     let mut out = Vec::with_capacity(args.len());

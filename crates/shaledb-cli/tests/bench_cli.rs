@@ -521,3 +521,89 @@ fn transaction_flags_out_of_range_fail_naming_the_flag() {
     assert_fails_before_the_run(&["--transaction_sets=10000"], "transaction_sets");
     assert_fails_before_the_run(&["--transaction_db", "--optimistic_transaction_db"], "optimistic_transaction_db");
 }
+
+/// A tiny run of each table suite (`bench suite <name> ...`) with its databases under `db`.
+fn tiny_suite(name: &str, db: &std::path::Path) -> Vec<String> {
+    let mut args: Vec<String> = ["bench", "suite", name].iter().map(|s| s.to_string()).collect();
+    let tail: &[&str] = match name {
+        "sysbench" => {
+            &["--tables=1", "--table_size=200", "--threads=1", "--compression=none", "--tests=point-query.pre"]
+        }
+        "insert" => &["--rows=300", "--threads=1", "--pad=16", "--query_configs=none", "--engine=shaledb"],
+        _ => &["--docs=300", "--variant=cached", "--steps=load,pq.1", "--warmup=0", "--threads=2", "--engine=shaledb"],
+    };
+    args.extend(tail.iter().map(|s| s.to_string()));
+    args.extend(["--duration=1".to_string(), "--use_direct_reads=0".to_string(), format!("--db={}", db.display())]);
+    args
+}
+
+/// Runs `args` with stdin, stdout and stderr on a pseudo-terminal (util-linux `script`), as a user at a
+/// terminal runs them; returns the exit status and everything the terminal showed.
+fn shaledb_on_a_terminal(args: &[String]) -> (bool, String) {
+    let cmd = std::iter::once(env!("CARGO_BIN_EXE_shaledb").to_string())
+        .chain(args.iter().cloned())
+        .map(|a| format!("'{a}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let out = Command::new("script").args(["-qec", &cmd, "/dev/null"]).output().expect("util-linux script");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Every table suite takes `--progress[=BOOL]` as `shaledb bench` does (the same values, the same error for
+/// a bad one) and does what it does there: a progress bar on stderr when stderr is a terminal, none with
+/// `--progress=false`, and none when stderr is not a terminal.
+#[test]
+fn every_suite_takes_progress_as_bench_does() {
+    let (code, _, bench_err) = shaledb_status(&["bench", "--progress=maybe", "-num=10"]);
+    assert_eq!(code, Some(2), "{bench_err}");
+    // The bar counts the steps of one engine's run: the load and one test or step (insert: the load alone).
+    for (suite, steps) in [("sysbench", 2), ("insert", 1), ("forestdb", 2)] {
+        let bar = format!("/{steps} steps");
+        let dir = tempfile::tempdir().unwrap();
+        let args = tiny_suite(suite, &dir.path().join("db"));
+        let with = |flag: &str| [&args[..], &[flag.to_string()]].concat();
+        let (code, _, err) = shaledb_status(&with("--progress=maybe").iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(code, Some(2), "{suite}: {err}");
+        assert!(err.contains("--progress"), "{suite}: {err}");
+        for flag in ["--progress", "--progress=1", "--progress=false"] {
+            let (ok, _, err) = shaledb(&with(flag).iter().map(String::as_str).collect::<Vec<_>>());
+            assert!(ok, "{suite} {flag}: {err}");
+            assert!(!err.contains(&bar), "{suite} {flag}: no bar when stderr is not a terminal: {err}");
+        }
+        let (ok, shown) = shaledb_on_a_terminal(&with("--progress"));
+        assert!(ok, "{suite}: {shown}");
+        assert!(shown.contains(&bar), "{suite}: a bar on a terminal: {shown}");
+        let (ok, shown) = shaledb_on_a_terminal(&with("--progress=false"));
+        assert!(ok, "{suite}: {shown}");
+        assert!(!shown.contains(&bar), "{suite}: no bar with --progress=false: {shown}");
+    }
+}
+
+/// Every table suite names its time per step `--duration`; the insert benchmark's old `--query_duration`
+/// still works, and its help calls it deprecated.
+#[test]
+fn every_suite_takes_duration_and_the_old_name_still_works() {
+    for suite in ["sysbench", "insert", "forestdb"] {
+        let (ok, help, err) = shaledb(&["bench", "suite", suite, "--help"]);
+        assert!(ok, "{err}");
+        assert!(help.contains("--duration <DURATION>"), "{suite}: {help}");
+    }
+    let (_, help, _) = shaledb(&["bench", "suite", "insert", "--help"]);
+    assert!(help.contains("`--query_duration` is a deprecated alias"), "{help}");
+    for flag in ["--duration=0.2", "--query_duration=0.2"] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = format!("--db={}", dir.path().join("db").display());
+        let args = ["bench", "suite", "insert", "--rows=300", "--threads=1", "--pad=16", "--engine=shaledb"];
+        let tail = ["--query_insert_rates=100", "--use_direct_reads=0", "--progress=false", flag, &db];
+        let (ok, out, err) = shaledb(&[&args[..], &tail[..]].concat());
+        assert!(ok, "{flag}: {err}");
+        assert!(
+            out.contains("1 query threads, 0.2 s each") || out.contains("query threads, 0.2 s each"),
+            "{flag}: {out}"
+        );
+        assert!(out.lines().any(|l| l.starts_with("q.100:")), "{flag}: {out}");
+    }
+    let (code, _, err) = shaledb_status(&["bench", "suite", "insert", "--query_duration=-1"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--duration"), "{err}");
+}

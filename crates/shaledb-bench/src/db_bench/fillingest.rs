@@ -15,9 +15,9 @@
 //! past `256^key_size`), each run is sorted and its duplicates dropped before it is written; such runs may
 //! overlap earlier ones, which the engines place as they do any overlapping ingestion.
 
+use crate::db_bench::workloads::{err, Ctx};
 use crate::engine::{Engine, EngineSstWriter};
-use crate::recorder::{OpType, ThreadStats};
-use crate::workloads::{err, Ctx};
+use crate::reporting::recorder::{OpType, ThreadStats};
 use crate::Result;
 use std::path::PathBuf;
 

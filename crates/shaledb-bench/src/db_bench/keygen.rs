@@ -11,7 +11,7 @@
 //! (RocksDB 8.3 switched to binary bytes; the seed reports and Debian's db_bench predate that), so the two
 //! tools write byte-identical values.
 
-use crate::random::LegacyRandom;
+use crate::db_bench::random::LegacyRandom;
 use std::sync::Arc;
 
 /// Writes the key for key number `v` into `out` (cleared first).

@@ -2,10 +2,10 @@
 //! workload itself is `Ctx::random_transaction` (workloads.rs); the transactions run in the engine
 //! ([`crate::engine::Engine::random_transaction`]).
 
+use crate::db_bench::random::Mt64;
+use crate::db_bench::workloads::{err, Budget, Ctx};
 use crate::engine::{Engine, EngineBatch, EngineIter, TxnOutcome, TxnStep};
-use crate::random::Mt64;
-use crate::recorder::{OpType, ThreadStats};
-use crate::workloads::{err, Budget, Ctx};
+use crate::reporting::recorder::{OpType, ThreadStats};
 use crate::{BenchError, Result};
 
 impl<E: Engine> Ctx<'_, E> {

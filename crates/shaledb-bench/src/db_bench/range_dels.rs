@@ -9,7 +9,7 @@
 //! or at random (the background writer): with one range deletion, or with `--expand_range_tombstones` one
 //! point deletion per key. Each thread prints `Number of range deletions: N` when it made any, as db_bench does.
 
-use crate::flags::BenchFlags;
+use crate::db_bench::flags::BenchFlags;
 
 /// When and how wide a thread deletes ranges while it writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,13 +2,13 @@
 //! its threads (started together), the merged result line, and the optional histogram, statistics, JSON
 //! record and plots.
 
+use crate::db_bench::flags::BenchFlags;
+use crate::db_bench::keygen::ValueData;
+use crate::db_bench::random::Mt64;
+use crate::db_bench::workloads::{Ctx, Kind, RateLimiter};
 use crate::engine::{Engine, EngineSample};
-use crate::flags::BenchFlags;
-use crate::keygen::ValueData;
-use crate::random::Mt64;
-use crate::recorder::{DbCallStats, Merged, Recorder, ThreadStats};
-use crate::report::{self, BenchResult};
-use crate::workloads::{Ctx, Kind, RateLimiter};
+use crate::reporting::recorder::{DbCallStats, Merged, Recorder, ThreadStats};
+use crate::reporting::report::{self, BenchResult};
 use crate::{BenchError, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::fs::File;
@@ -124,19 +124,19 @@ impl<'o, E: Engine> Runner<'o, E> {
     /// Opens the database and prints the header. The database is a new temporary one unless `--db`; a
     /// `--db` holding a database is deleted first only with `--use_existing_db=0` (said once, with the count
     /// of files) or when a suite made it ([`BenchFlags::db_made_by_bench`]), used as it is with
-    /// `--use_existing_db=1`, and refused without the flag ([`crate::dbdir::prepare`]).
+    /// `--use_existing_db=1`, and refused without the flag ([`crate::db_bench::dbdir::prepare`]).
     pub fn open(flags: BenchFlags, out: &'o mut dyn Write) -> Result<Runner<'o, E>> {
         flags.validate()?;
         // Before anything is created, printed or removed.
         let prepare = match &flags.db {
-            Some(p) => crate::dbdir::prepare(
+            Some(p) => crate::db_bench::dbdir::prepare(
                 p,
                 "db",
                 flags.use_existing_db,
                 flags.db_made_by_bench,
-                crate::dbdir::Caller::Bench,
+                crate::db_bench::dbdir::Caller::Bench,
             )?,
-            None => crate::dbdir::Prepare::Keep,
+            None => crate::db_bench::dbdir::Prepare::Keep,
         };
         check_outputs(&flags)?;
         // The engine's own checks of the options the flags make, before anything is created or removed.
@@ -162,7 +162,7 @@ impl<'o, E: Engine> Runner<'o, E> {
         for note in flags.compatibility_notes() {
             eprintln!("note: {note}");
         }
-        crate::dbdir::apply::<E>(&path, prepare)?;
+        crate::db_bench::dbdir::apply::<E>(&path, prepare)?;
         let db = E::open(&path, &flags).map_err(|e| BenchError::engine(format!("opening {}", path.display()), e))?;
         let _ = write!(out, "{}", report::header(&flags, E::name()));
         let values = ValueData::new(flags.value_size, flags.compression_ratio);
@@ -346,7 +346,8 @@ impl<'o, E: Engine> Runner<'o, E> {
         }
         if kind == Kind::RandomTransaction && (self.flags.transaction_db || self.flags.optimistic_transaction_db) {
             // db_bench's RandomTransactionVerify, run after the benchmark.
-            let sums = crate::randomtxn::random_transaction_sums(self.db_ref()?, self.flags.transaction_sets)?;
+            let sums =
+                crate::db_bench::randomtxn::random_transaction_sums(self.db_ref()?, self.flags.transaction_sets)?;
             if sums.windows(2).all(|w| w[0] == w[1]) {
                 let _ = writeln!(self.out, "RandomTransactionVerify Success.");
             } else {
@@ -360,7 +361,7 @@ impl<'o, E: Engine> Runner<'o, E> {
         let _ = self.out.flush();
         if let Some(dir) = self.flags.plot.clone() {
             std::fs::create_dir_all(&dir).map_err(io_err("creating", &dir))?;
-            crate::plot::write_plots(&dir, self.plot_base + self.results.len() + 1, &result.0)?;
+            crate::reporting::plot::write_plots(&dir, self.plot_base + self.results.len() + 1, &result.0)?;
         }
         self.results.push(result.0.clone());
         Ok(Some(result.0))
@@ -384,7 +385,7 @@ impl<'o, E: Engine> Runner<'o, E> {
         Some(match kind {
             Kind::FillSync => key_space * t,
             Kind::FillSeq | Kind::FillUniqueRandom | Kind::FillRandom | Kind::Overwrite => writes * t,
-            // The threads share the key space (`crate::fillingest`).
+            // The threads share the key space (`crate::db_bench::fillingest`).
             Kind::FillIngest => writes,
             Kind::ReadSeq | Kind::ReadReverse | Kind::ReadRandom | Kind::ReadMissing | Kind::SeekRandom => reads * t,
             Kind::MultiReadRandom => reads * t,
@@ -480,7 +481,7 @@ impl<'o, E: Engine> Runner<'o, E> {
             values: &self.values,
             write_limiter: limiter.as_ref(),
             write_rate: f.benchmark_write_rate_limit,
-            range_dels: crate::range_dels::RangeDelPlan::from_flags(&f),
+            range_dels: crate::db_bench::range_dels::RangeDelPlan::from_flags(&f),
             threads: readers,
             ingest_keys_per_file: f.ingest_keys_per_file,
             ingest_dir: ingest_dir.as_ref().map(|d| d.path()),
@@ -544,7 +545,7 @@ impl<'o, E: Engine> Runner<'o, E> {
             println!("Number of range deletions: {}", ts.range_deletions);
         }
         let mut merged = Merged::from_threads(&stats);
-        merged.message = crate::workloads::message(kind, &merged);
+        merged.message = crate::db_bench::workloads::message(kind, &merged);
         drop(stats);
         let after = db.sample();
         rec.record_lsm(&after);

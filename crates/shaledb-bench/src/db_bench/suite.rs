@@ -1,16 +1,17 @@
-//! The seed reports' suites.
+//! The suites made of db_bench steps: RocksDB's benchmark.sh sequence and the merge-operator comparison.
 //!
-//! `rocksdb` is RocksDB's `tools/benchmark.sh` sequence of seed 000 on one database: bulkload (fillrandom
+//! `rocksdb` is RocksDB's `tools/benchmark.sh` sequence on one database (from seed 000): bulkload (fillrandom
 //! with the WAL off and automatic compaction deferred, then a full compaction), overwrite,
 //! readwhilewriting and readrandom, each a separate open of the database as benchmark.sh runs a separate
-//! db_bench per step, then benchmark.sh's summary table. `merge` is seed 004: updaterandom against
-//! mergerandom with `uint64add` on fresh databases, one thread, WAL off, 8-byte values.
+//! db_bench per step, then benchmark.sh's summary table. `merge` measures counter updates by
+//! read-modify-write against a merge operator (from seed 004): updaterandom against mergerandom with
+//! `uint64add` on fresh databases, one thread, WAL off, 8-byte values.
 
+use crate::db_bench::flags::{parse_bool, BenchFlags};
+use crate::db_bench::runner::Runner;
+use crate::db_bench::workloads::Kind;
 use crate::engine::{Engine, EngineSample};
-use crate::flags::{parse_bool, BenchFlags};
-use crate::report::{self, BenchResult};
-use crate::runner::Runner;
-use crate::workloads::Kind;
+use crate::reporting::report::{self, BenchResult};
 use crate::{BenchError, Result};
 use std::fmt::Write as _;
 use std::io::Write;
@@ -152,7 +153,7 @@ const GB: f64 = 1024.0 * 1024.0 * 1024.0;
 pub fn summary_row(
     test: &str,
     r: &BenchResult,
-    last_op_latency: crate::histogram::Percentiles,
+    last_op_latency: crate::reporting::histogram::Percentiles,
     s: &EngineSample,
     du_k: u64,
 ) -> SummaryRow {
@@ -196,24 +197,6 @@ pub fn summary_table(rows: &[SummaryRow]) -> String {
         );
     }
     s
-}
-
-/// `du -s -k` of `dir`: allocated 1 KiB blocks of every file below it.
-pub fn du_k(dir: &Path) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    let mut total = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
-        for entry in rd.flatten() {
-            let Ok(md) = entry.metadata() else { continue };
-            total += md.blocks() * 512 / 1024;
-            if md.is_dir() {
-                stack.push(entry.path());
-            }
-        }
-    }
-    total
 }
 
 /// What a suite produced.
@@ -341,21 +324,21 @@ fn merge_steps(a: &SuiteArgs, path: &Path) -> Vec<Step> {
 
 /// Runs suite `a.suite` against engine `E`, printing each step's db_bench output and the summary to `out`.
 pub fn run_suite<E: Engine>(a: &SuiteArgs, out: &mut dyn Write) -> Result<SuiteReport> {
-    crate::dbdir::check_suite_flag(a.use_existing_db)?;
+    crate::db_bench::dbdir::check_suite_flag(a.use_existing_db)?;
     // A --db of the user's is checked before anything is done, and claimed (emptied with
     // --use_existing_db=0) after the output checks; the steps then empty it as their own.
     let claim = match &a.db {
         Some(p) if !a.db_made_by_bench => {
-            crate::dbdir::prepare(p, "db", a.use_existing_db, false, crate::dbdir::Caller::Suite)?;
+            crate::db_bench::dbdir::prepare(p, "db", a.use_existing_db, false, crate::db_bench::dbdir::Caller::Suite)?;
             Some(p)
         }
         _ => None,
     };
     if let Some(p) = &a.json {
-        crate::runner::check_output_file("json", p)?;
+        crate::db_bench::runner::check_output_file("json", p)?;
     }
     if let Some(d) = &a.plot {
-        crate::runner::check_output_dir("plot", d)?;
+        crate::db_bench::runner::check_output_dir("plot", d)?;
     }
     let tmp;
     let path = match &a.db {
@@ -370,7 +353,7 @@ pub fn run_suite<E: Engine>(a: &SuiteArgs, out: &mut dyn Write) -> Result<SuiteR
         }
     };
     if let Some(p) = claim {
-        crate::dbdir::claim::<E>(p, a.use_existing_db)?;
+        crate::db_bench::dbdir::claim::<E>(p, a.use_existing_db)?;
     }
     let steps = match a.suite {
         SuiteKind::Rocksdb => rocksdb_steps(a, &path),
@@ -380,7 +363,7 @@ pub fn run_suite<E: Engine>(a: &SuiteArgs, out: &mut dyn Write) -> Result<SuiteR
     let mut results = Vec::new();
     let mut bulk_started = None;
     for step in steps {
-        crate::harness::print_heading(out, &format!("{} ({})", step.test, step.flags.benchmarks));
+        crate::table_suites::harness::print_heading(out, &format!("{} ({})", step.test, step.flags.benchmarks));
         let started = Instant::now();
         if step.test == "bulkload" {
             bulk_started = Some(started);
@@ -400,7 +383,7 @@ pub fn run_suite<E: Engine>(a: &SuiteArgs, out: &mut dyn Write) -> Result<SuiteR
         if let Some(r) = result {
             if step.test != "compact" {
                 let last = last_histogram(&r);
-                rows.push(summary_row(step.test, &r, last, &sample, du_k(&path)));
+                rows.push(summary_row(step.test, &r, last, &sample, crate::table_suites::measure::du_k(&path)));
             }
             results.push(r);
         }
@@ -424,11 +407,11 @@ pub fn run_suite<E: Engine>(a: &SuiteArgs, out: &mut dyn Write) -> Result<SuiteR
         let _ = writeln!(out, "merge operator speed-up (mergerandom / updaterandom ops/sec): {x:.2}x");
     }
     let report = SuiteReport { suite: a.suite, rows, results, speedup };
-    crate::harness::save_json(a.json.as_deref(), &report)?;
+    crate::table_suites::harness::save_json(a.json.as_deref(), &report)?;
     Ok(report)
 }
 
 /// The percentiles benchmark.sh would scrape: the last `Percentiles:` line printed for the step.
-fn last_histogram(r: &BenchResult) -> crate::histogram::Percentiles {
+fn last_histogram(r: &BenchResult) -> crate::reporting::histogram::Percentiles {
     r.latency_by_op.last().map(|(_, p)| *p).unwrap_or(r.latency)
 }

@@ -1,9 +1,9 @@
 //! The benchmarks: what each thread does, with db_bench's counts, key choice and messages.
 
+use crate::db_bench::keygen::{KeyShape, ValueData};
+use crate::db_bench::random::Mt64;
 use crate::engine::{Engine, EngineIter, WriteMode};
-use crate::keygen::{KeyShape, ValueData};
-use crate::random::Mt64;
-use crate::recorder::{OpType, ThreadStats};
+use crate::reporting::recorder::{OpType, ThreadStats};
 use crate::{BenchError, Result};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,7 +19,7 @@ pub enum Kind {
     /// Write each of `num` keys once, in random order.
     FillUniqueRandom,
     /// Write `num` keys in order into table files of `--ingest_keys_per_file` keys, each ingested
-    /// (`crate::fillingest`).
+    /// (`crate::db_bench::fillingest`).
     FillIngest,
     /// Write `num/1000` random keys, fsync'd.
     FillSync,
@@ -198,7 +198,7 @@ impl Kind {
 
 /// db_bench's message for `kind` from the merged counters. NB: db_bench shows one thread's counts; the
 /// totals over all threads are shown here.
-pub fn message(kind: Kind, m: &crate::recorder::Merged) -> String {
+pub fn message(kind: Kind, m: &crate::reporting::recorder::Merged) -> String {
     match kind {
         Kind::ReadRandom
         | Kind::ReadMissing
@@ -333,8 +333,8 @@ pub struct Ctx<'a, E: Engine> {
     pub values: &'a ValueData,
     /// Shared writer limit for the fill benchmarks.
     pub write_limiter: Option<&'a RateLimiter>,
-    /// Range deletions while writing (`crate::range_dels`).
-    pub range_dels: Option<crate::range_dels::RangeDelPlan>,
+    /// Range deletions while writing (`crate::db_bench::range_dels`).
+    pub range_dels: Option<crate::db_bench::range_dels::RangeDelPlan>,
     /// `--benchmark_write_rate_limit` (readwhilewriting's writer has its own limiter).
     pub write_rate: u64,
     /// `--threads`: fillingest deals its files out to them in turn.
@@ -524,7 +524,7 @@ impl<E: Engine> Ctx<'_, E> {
     }
 
     /// One range deletion of `--range_tombstone_width` keys from key number `begin` in family `cf`
-    /// (`crate::range_dels`).
+    /// (`crate::db_bench::range_dels`).
     fn delete_range(&self, key: &mut Vec<u8>, begin: u64, cf: usize) -> Result<()> {
         let Some(p) = self.range_dels else { return Ok(()) };
         if p.expand {

@@ -1,8 +1,15 @@
 //! What the benchmarks need from a database. ShaleDB implements it (module `shale`); keeping the workloads
 //! behind this small trait lets the same code drive any embedded key-value store, and keeps the benchmark
 //! logic free of engine plumbing.
+//!
+//! The engines: [`shale`] (ShaleDB) and, with the cargo feature `rocksdb`, `rocks` (RocksDB through the
+//! `rocksdb` crate).
 
-use crate::flags::BenchFlags;
+#[cfg(feature = "rocksdb")]
+pub mod rocks;
+pub mod shale;
+
+use crate::db_bench::flags::BenchFlags;
 use std::path::{Path, PathBuf};
 
 /// Per-write durability, as db_bench's `--sync` and `--disable_wal` set it.
@@ -451,9 +458,9 @@ pub trait EngineVisitor {
 /// Runs `v` with the engine `kind` names; an error when this build lacks it.
 pub fn with_engine<V: EngineVisitor>(kind: EngineKind, v: V) -> crate::Result<V::Output> {
     match kind {
-        EngineKind::Shaledb => Ok(v.visit::<crate::shale::ShaleDb>()),
+        EngineKind::Shaledb => Ok(v.visit::<crate::engine::shale::ShaleDb>()),
         #[cfg(feature = "rocksdb")]
-        EngineKind::Rocksdb => Ok(v.visit::<crate::rocks::RocksDb>()),
+        EngineKind::Rocksdb => Ok(v.visit::<crate::engine::rocks::RocksDb>()),
         #[cfg(not(feature = "rocksdb"))]
         EngineKind::Rocksdb => Err(crate::BenchError::BadFlag {
             flag: "engine".into(),

@@ -1,12 +1,12 @@
 //! [`Engine`] for ShaleDB: db_bench's flags mapped onto [`shaledb::Options`] (same names where RocksDB and
 //! ShaleDB share a knob), and ShaleDB's statistics mapped onto [`EngineSample`].
 
+use crate::db_bench::flags::{BenchFlags, Compression};
 use crate::engine::column_family_name;
 use crate::engine::{
     Engine, EngineBatch, EngineIter, EngineResult, EngineSample, EngineSstWriter, HistogramLine, IterOptions,
     LevelSample, TxnOutcome, TxnStep, WriteMode,
 };
-use crate::flags::{BenchFlags, Compression};
 use shaledb::ingest::{IngestExternalFileOptions, SstFileWriter};
 use shaledb::{
     ColumnFamily, ColumnFamilyDescriptor, CompressionType, Cursor, Db, OptimisticTransactionDb, Options, ReadOptions,
@@ -105,7 +105,7 @@ fn run_step(t: &mut Transaction<'_>, step: &TxnStep<'_>) -> shaledb::Result<bool
         };
         let n = match value {
             None => 0,
-            Some(v) => crate::randomtxn::decode_counter(key, &v)
+            Some(v) => crate::db_bench::randomtxn::decode_counter(key, &v)
                 .map_err(|msg| shaledb::Error::InvalidArgument(format!("randomtransaction: {msg}")))?,
         };
         // db_bench deletes (or single-deletes) the key before the put, in the same transaction.

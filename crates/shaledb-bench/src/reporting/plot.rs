@@ -2,8 +2,8 @@
 //! over time on a log scale, and bytes per LSM level over time (stacked) with the compaction debt. The
 //! PNG's text uses Noto Sans (Apache-2.0, `assets/`), embedded in the binary.
 
-use crate::recorder::{LsmPoint, TickSummary};
-use crate::report::BenchResult;
+use crate::reporting::recorder::{LsmPoint, TickSummary};
+use crate::reporting::report::BenchResult;
 use crate::{BenchError, Result};
 use plotters::coord::combinators::LogCoord;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
@@ -13,7 +13,7 @@ use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-static FONT: &[u8] = include_bytes!("../assets/NotoSans-Regular.ttf");
+static FONT: &[u8] = include_bytes!("../../assets/NotoSans-Regular.ttf");
 pub(crate) const FAMILY: &str = "sans-serif";
 const SIZE: (u32, u32) = (1200, 1200);
 /// Points per series after downsampling, enough for a 1200-pixel-wide plot.
@@ -506,7 +506,7 @@ pub(crate) fn draw_bar_chart<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::histogram::Percentiles;
+    use crate::reporting::histogram::Percentiles;
 
     fn sample_result() -> BenchResult {
         let timeline = (0..50)

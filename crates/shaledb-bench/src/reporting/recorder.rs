@@ -8,7 +8,7 @@
 //! cache line except a batched operation counter.
 
 use crate::engine::{EngineSample, HistogramLine};
-use crate::histogram::{LatencyHistogram, Percentiles};
+use crate::reporting::histogram::{LatencyHistogram, Percentiles};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -362,7 +362,7 @@ pub struct ThreadStats<'r> {
     pub updates: u64,
     /// A fixed message (fillsync's `(N ops)`).
     pub message: String,
-    /// Range deletions made while writing (`crate::range_dels`); the runner prints them per thread.
+    /// Range deletions made while writing (`crate::db_bench::range_dels`); the runner prints them per thread.
     pub range_deletions: u64,
     /// Excluded from the merged result (readwhilewriting's writer).
     pub exclude: bool,

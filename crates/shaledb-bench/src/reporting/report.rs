@@ -1,10 +1,10 @@
 //! db_bench's text output, the JSON record of every figure, and a scraper that reads the text back with the
 //! awk field positions of RocksDB's `tools/benchmark.sh`.
 
+use crate::db_bench::flags::BenchFlags;
 use crate::engine::EngineSample;
-use crate::flags::BenchFlags;
-use crate::histogram::Percentiles;
-use crate::recorder::{DbCallStats, LsmPoint, Merged, TickSummary};
+use crate::reporting::histogram::Percentiles;
+use crate::reporting::recorder::{DbCallStats, LsmPoint, Merged, TickSummary};
 use std::fmt::Write as _;
 
 /// Everything measured in one benchmark.

@@ -2,8 +2,8 @@
 //! the workloads of seed 001 (obigstore's `bm_write` / `bm_read`): hotspot, sequential and uniform inserts,
 //! random reads over a working set, and ordered range reads (a ShaleDB extension; "n/a" against Redis).
 //!
-//! Measurement reuses the engine benchmarks' pieces: [`crate::recorder`] for the time series and merged
-//! histograms, [`crate::report`]'s result line and JSON record, [`crate::plot`]'s plots. What is new is
+//! Measurement reuses the engine benchmarks' pieces: [`crate::reporting::recorder`] for the time series and merged
+//! histograms, [`crate::reporting::report`]'s result line and JSON record, [`crate::reporting::plot`]'s plots. What is new is
 //! the client ([`client`], [`proto`]), the workloads' requests and reply checks ([`workloads`]), and the
 //! runner ([`runner`]): connections spread over client threads, each an event loop; pipelining; a fixed
 //! arrival rate whose latency is measured from the intended send time (no coordinated omission).

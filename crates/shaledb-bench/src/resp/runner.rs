@@ -11,9 +11,9 @@ use super::flags::RespFlags;
 use super::proto::{parse_reply, Reply};
 use super::workloads::{Outcome, Plan, Scratch, Workload};
 use super::RespError;
-use crate::histogram::LatencyHistogram;
-use crate::recorder::{Merged, Recorder, ThreadStats};
-use crate::report::BenchResult;
+use crate::reporting::histogram::LatencyHistogram;
+use crate::reporting::recorder::{Merged, Recorder, ThreadStats};
+use crate::reporting::report::BenchResult;
 use crate::BenchError;
 use bytes::Buf;
 use parking_lot::{Condvar, Mutex};
@@ -99,7 +99,7 @@ pub fn run_resp(flags: &RespFlags, out: &mut dyn Write) -> Result<RespRun, RespE
             }
             if let Some(dir) = &flags.plot_dir {
                 std::fs::create_dir_all(dir).map_err(io_err("creating", dir))?;
-                crate::plot::write_plots(dir, i + 1, &r.bench)?;
+                crate::reporting::plot::write_plots(dir, i + 1, &r.bench)?;
             }
         } else {
             let _ = writeln!(out, "{:<12} : n/a ({})", r.bench.name, r.note.as_deref().unwrap_or(""));

@@ -16,8 +16,8 @@
 //! | read-range | [`RANGE_COMMAND`] | from a uniform start in `0..keys-scan_len`, `scan_len` pairs forward |
 
 use super::proto::{push_arg, push_header, Reply};
-use crate::keygen::make_key;
-use crate::recorder::OpType;
+use crate::db_bench::keygen::make_key;
+use crate::reporting::recorder::OpType;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 

@@ -1,9 +1,11 @@
-//! Process-wide figures the per-statement columns are computed from: bytes read from and written to storage
+//! The counters the table suites' per-operation columns are computed from ([`OpCost`]): the engine's
+//! ([`EngineDelta`]) and these process-wide figures: bytes read from and written to storage
 //! (`/proc/self/io` `read_bytes`, `write_bytes`: what reached the block layer, O_DIRECT included, page-cache
 //! hits excluded) and CPU time of every thread (`/proc/self/stat` utime + stime). Both engines run in this
 //! process one at a time, so a delta over a test is that engine's work, background flushes and compactions
 //! included.
 
+use crate::engine::EngineSample;
 use std::path::Path;
 
 /// Clock ticks per second of `/proc/<pid>/stat` times: Linux's USER_HZ, 100 on every architecture's ABI.
@@ -80,9 +82,100 @@ impl ProcDelta {
     }
 }
 
+/// Engine counters that changed during a test or step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct EngineDelta {
+    /// Block cache hits.
+    pub block_cache_hits: u64,
+    /// Block cache misses.
+    pub block_cache_misses: u64,
+    /// Bloom filter checks.
+    pub bloom_checked: u64,
+    /// Bloom filter checks that avoided a read.
+    pub bloom_useful: u64,
+    /// Bytes written by flushes.
+    pub flush_bytes: u64,
+    /// Bytes read by compactions.
+    pub compaction_bytes_read: u64,
+    /// Bytes written by compactions.
+    pub compaction_bytes_written: u64,
+    /// WAL bytes appended.
+    pub wal_bytes: u64,
+    /// Time writers were stalled, microseconds.
+    pub stall_micros: u64,
+}
+
+impl EngineDelta {
+    /// `after - before`, saturating.
+    pub fn between(b: &EngineSample, a: &EngineSample) -> EngineDelta {
+        EngineDelta {
+            block_cache_hits: a.block_cache_hits.saturating_sub(b.block_cache_hits),
+            block_cache_misses: a.block_cache_misses.saturating_sub(b.block_cache_misses),
+            bloom_checked: a.bloom_checked.saturating_sub(b.bloom_checked),
+            bloom_useful: a.bloom_useful.saturating_sub(b.bloom_useful),
+            flush_bytes: a.flush_bytes.saturating_sub(b.flush_bytes),
+            compaction_bytes_read: a.compaction_bytes_read.saturating_sub(b.compaction_bytes_read),
+            compaction_bytes_written: a.compaction_bytes_written.saturating_sub(b.compaction_bytes_written),
+            wal_bytes: a.wal_bytes.saturating_sub(b.wal_bytes),
+            stall_micros: a.stall_micros.saturating_sub(b.stall_micros),
+        }
+    }
+}
+
+/// What a test or step cost per operation, from the process and engine counters over it: the per-operation
+/// columns of the sysbench and ForestDB tables.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct OpCost {
+    /// Storage bytes read per operation.
+    pub read_bytes_per_op: Option<f64>,
+    /// Storage bytes written per operation (flushes, compactions and WAL included).
+    pub write_bytes_per_op: Option<f64>,
+    /// CPU microseconds per operation, every thread of the process.
+    pub cpu_us_per_op: Option<f64>,
+    /// The process counters' deltas.
+    pub process: ProcDelta,
+    /// The engine counters' deltas.
+    pub engine: EngineDelta,
+}
+
+impl OpCost {
+    /// The counters' deltas, with the per-operation figures for `ops` operations.
+    pub fn new(process: ProcDelta, engine: EngineDelta, ops: u64) -> OpCost {
+        let mut c = OpCost { process, engine, ..OpCost::default() };
+        c.set_per_op(ops);
+        c
+    }
+
+    /// Fills the per-operation figures from `process` and `ops` (at least 1).
+    pub fn set_per_op(&mut self, ops: u64) {
+        let n = ops.max(1) as f64;
+        self.read_bytes_per_op = self.process.read_bytes.map(|b| b as f64 / n);
+        self.write_bytes_per_op = self.process.write_bytes.map(|b| b as f64 / n);
+        self.cpu_us_per_op = self.process.cpu_secs.map(|s| s * 1e6 / n);
+    }
+}
+
 /// Bytes below `dir` as `du` counts them (allocated blocks).
 pub fn du_bytes(dir: &Path) -> u64 {
-    crate::suite::du_k(dir).saturating_mul(1024)
+    du_k(dir).saturating_mul(1024)
+}
+
+/// `du -s -k` of `dir`: allocated 1 KiB blocks of every file below it.
+pub fn du_k(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for entry in rd.flatten() {
+            let Ok(md) = entry.metadata() else { continue };
+            total += md.blocks() * 512 / 1024;
+            if md.is_dir() {
+                stack.push(entry.path());
+            }
+        }
+    }
+    total
 }
 
 #[cfg(test)]

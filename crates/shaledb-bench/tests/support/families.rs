@@ -1,9 +1,9 @@
 //! `--num_column_families` on any engine: the checks e2e.rs (ShaleDB) and rocks.rs (RocksDB) run.
 
+use shaledb_bench::db_bench::flags::BenchFlags;
+use shaledb_bench::db_bench::keygen::make_key;
 use shaledb_bench::engine::{column_family_name, Engine};
-use shaledb_bench::flags::BenchFlags;
-use shaledb_bench::keygen::make_key;
-use shaledb_bench::report::scrape;
+use shaledb_bench::reporting::report::scrape;
 use shaledb_bench::{BenchError, Runner};
 
 fn flags(db: &std::path::Path, args: &[&str]) -> BenchFlags {
@@ -173,7 +173,7 @@ flush,waitforcompaction,stats,levelstats,memstats";
         "--statistics",
     ]);
     for name in all.split(',') {
-        let kind = shaledb_bench::workloads::Kind::from_name(name).unwrap();
+        let kind = shaledb_bench::db_bench::workloads::Kind::from_name(name).unwrap();
         if !kind.is_meta() {
             assert!(scrape(&text, name).operations.is_some(), "no line for {name}:\n{text}");
         }

@@ -227,10 +227,10 @@ pub struct BenchFlags {
     /// Next() calls after each Seek() in seekrandom.
     #[arg(long, default_value_t = 0)]
     pub seek_nexts: usize,
-    /// Writes of a thread before it starts deleting ranges (`crate::range_dels`).
+    /// Writes of a thread before it starts deleting ranges (`crate::db_bench::range_dels`).
     #[arg(long, default_value_t = 0)]
     pub writes_before_delete_range: u64,
-    /// Writes between two range deletions of a thread; 0: none (`crate::range_dels`).
+    /// Writes between two range deletions of a thread; 0: none (`crate::db_bench::range_dels`).
     #[arg(long, default_value_t = 0)]
     pub writes_per_range_tombstone: u64,
     /// Keys each range deletion removes.
@@ -642,7 +642,7 @@ impl BenchFlags {
             let refused: Vec<String> = self
                 .benchmark_list()
                 .into_iter()
-                .filter(|b| crate::workloads::Kind::from_name(b).is_some_and(|k| !k.runs_with_families()))
+                .filter(|b| crate::db_bench::workloads::Kind::from_name(b).is_some_and(|k| !k.runs_with_families()))
                 .collect();
             if !refused.is_empty() {
                 return bad(
@@ -872,10 +872,10 @@ impl BenchFlags {
             return bad("benchmarks", "no benchmark given".into());
         }
         for name in self.benchmark_list() {
-            if crate::workloads::Kind::from_name(&name).is_none() {
+            if crate::db_bench::workloads::Kind::from_name(&name).is_none() {
                 return bad(
                     "benchmarks",
-                    format!("unknown benchmark '{name}' (known: {})", crate::workloads::Kind::known()),
+                    format!("unknown benchmark '{name}' (known: {})", crate::db_bench::workloads::Kind::known()),
                 );
             }
         }
@@ -931,7 +931,9 @@ impl BenchFlags {
             let routed: Vec<String> = self
                 .benchmark_list()
                 .into_iter()
-                .filter(|b| crate::workloads::Kind::from_name(b).is_some_and(|k| k.families_beyond_db_bench()))
+                .filter(|b| {
+                    crate::db_bench::workloads::Kind::from_name(b).is_some_and(|k| k.families_beyond_db_bench())
+                })
                 .collect();
             if !routed.is_empty() {
                 v.push(format!(

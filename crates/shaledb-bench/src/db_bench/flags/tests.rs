@@ -191,7 +191,8 @@ fn normalize_leaves_short_and_double_dash_flags() {
 
 #[test]
 fn compaction_style_flags_map_to_both_engines_options() {
-    let shale = |args: &str| crate::shale::options_from_flags(&parse(&args.split(' ').collect::<Vec<_>>()).unwrap());
+    let shale =
+        |args: &str| crate::engine::shale::options_from_flags(&parse(&args.split(' ').collect::<Vec<_>>()).unwrap());
     let o = shale(
         "--compaction_style=1 --universal_size_ratio=5 --universal_min_merge_width=3 --universal_max_merge_width=8 \
          --universal_max_size_amplification_percent=150 --universal_allow_trivial_move=1",
@@ -247,7 +248,7 @@ fn blob_flags_default_as_db_bench_and_reach_the_engine_options() {
         "--blob_compaction_readahead_size=2097152",
     ])
     .unwrap();
-    let o = crate::shale::options_from_flags(&f).unwrap();
+    let o = crate::engine::shale::options_from_flags(&f).unwrap();
     assert!(o.enable_blob_files && o.enable_blob_garbage_collection);
     assert_eq!((o.min_blob_size, o.blob_file_size), (4096, 1 << 20));
     assert_eq!(o.blob_compression_type, shaledb::CompressionType::Zstd);
@@ -268,12 +269,12 @@ fn blob_flags_default_as_db_bench_and_reach_the_engine_options() {
 #[test]
 fn compaction_readahead_size_reaches_the_engine_when_given() {
     let default = shaledb::Options::default().compaction_readahead_size;
-    let o = crate::shale::options_from_flags(&parse(&[]).unwrap()).unwrap();
+    let o = crate::engine::shale::options_from_flags(&parse(&[]).unwrap()).unwrap();
     assert_eq!(o.compaction_readahead_size, default);
     for n in [0, 65536, 2 << 20] {
         let f = parse(&[&format!("--compaction_readahead_size={n}")]).unwrap();
         assert_eq!(f.compaction_readahead_size, Some(n));
-        assert_eq!(crate::shale::options_from_flags(&f).unwrap().compaction_readahead_size, n);
+        assert_eq!(crate::engine::shale::options_from_flags(&f).unwrap().compaction_readahead_size, n);
     }
     assert!(err_text(&["--compaction_readahead_size=-1"]).contains("compaction_readahead_size"));
 }
@@ -281,9 +282,9 @@ fn compaction_readahead_size_reaches_the_engine_when_given() {
 #[test]
 fn subcompactions_and_background_limits_reach_the_engine() {
     let f = parse(&["--subcompactions=4", "--max_background_compactions=3", "--max_background_flushes=1"]).unwrap();
-    let o = crate::shale::options_from_flags(&f).unwrap();
+    let o = crate::engine::shale::options_from_flags(&f).unwrap();
     assert_eq!((o.max_subcompactions, o.max_background_jobs), (4, 4));
-    let o = crate::shale::options_from_flags(&parse(&["--max_background_jobs=6"]).unwrap()).unwrap();
+    let o = crate::engine::shale::options_from_flags(&parse(&["--max_background_jobs=6"]).unwrap()).unwrap();
     assert_eq!((o.max_subcompactions, o.max_background_jobs), (1, 6));
     for bad in ["--subcompactions=0", "--subcompactions=65"] {
         let e = err_text(&[bad]);

@@ -13,11 +13,11 @@
 //! This file holds the engine (database, iterator, batch); the flags' mapping onto options is in
 //! `options.rs`, the reading of RocksDB's statistics text in `stats.rs`.
 
+use crate::db_bench::flags::BenchFlags;
 use crate::engine::{
     column_family_name, Engine, EngineBatch, EngineIter, EngineResult, EngineSample, EngineSstWriter, HistogramLine,
     IterOptions, LevelSample, WriteMode,
 };
-use crate::flags::BenchFlags;
 use rocksdb::{
     BottommostLevelCompaction, ColumnFamilyDescriptor, CompactOptions, DBRawIterator, FlushOptions,
     IngestExternalFileOptions, Options, ReadOptions, SstFileWriter, WriteOptions, DB,

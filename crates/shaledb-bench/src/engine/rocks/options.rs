@@ -1,8 +1,8 @@
 //! The RocksDB options a set of db_bench flags asks for ([`options_from_flags`]), set as db_bench 7.8 sets
 //! them; a flag RocksDB cannot honour is an error naming it.
 
+use crate::db_bench::flags::{BenchFlags, Compression};
 use crate::engine::EngineResult;
-use crate::flags::{BenchFlags, Compression};
 use rocksdb::{
     BlockBasedOptions, Cache, DBCompactionStyle, DBCompressionType, Env, FifoCompactOptions, Options,
     UniversalCompactOptions,
@@ -104,7 +104,7 @@ pub(super) fn mutable_compaction_options(f: &BenchFlags) -> Vec<(&'static str, S
     ]
 }
 
-/// The RocksDB options `flags` ask for. Every flag that [`crate::shale::options_from_flags`] maps is mapped
+/// The RocksDB options `flags` ask for. Every flag that [`crate::engine::shale::options_from_flags`] maps is mapped
 /// to RocksDB's option of the same name, as db_bench does:
 ///
 /// | flag | RocksDB option |

@@ -11,11 +11,11 @@
 //! first [`KEY_HASH_CHARS`] characters are a bijective 64-bit mix of the document number written in base 62
 //! (fixed width, so two numbers never share them), followed by characters drawn from a generator seeded by a
 //! second hash, to a length of 30..=34 bytes (mean 32). Values are slices of db_bench's value buffer built
-//! for a compression ratio of 0.5 ([`crate::keygen::ValueData`]: each 100-byte piece is 50 random bytes
+//! for a compression ratio of 0.5 ([`crate::db_bench::keygen::ValueData`]: each 100-byte piece is 50 random bytes
 //! repeated), of 448..=576 bytes (a triangular distribution with mean 512 and sd ~26, close to the
 //! benchmark's normal(512, 32) without its unbounded tails).
 
-use crate::keygen::{ValueData, ValueGen};
+use crate::db_bench::keygen::{ValueData, ValueGen};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 

@@ -1,4 +1,4 @@
-//! Seed 003's ForestDB benchmark pattern (the seed author's `rall.sh`) on plain keys through the [`Engine`]
+//! The ForestDB benchmark pattern (the `rall.sh` of seed 003's author) on plain keys through the [`Engine`]
 //! trait: load, then write-only, point-query and range-query steps with and without a rate-limited writer, at
 //! 1 and N threads, the database size after every step, in a cached and an IO-bound variant, every engine on
 //! a fresh database with the same options.
@@ -11,14 +11,14 @@ pub mod docs;
 pub mod report;
 pub mod steps;
 
-use crate::engine::{with_engine, Engine, EngineKind, EngineVisitor};
-use crate::flags::BenchFlags;
-use crate::harness::{self, human_bytes, open_engine, remove_db, SuiteDir};
-use crate::sysbench::measure;
+use crate::db_bench::flags::BenchFlags;
+use crate::engine::{Engine, EngineKind};
+use crate::table_suites::harness::{self, human_bytes, open_engine, EngineJob, SuiteFlags};
+use crate::table_suites::measure;
 use crate::{BenchError, Result};
 use report::{EngineRun, ForestdbReport, VariantResult};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use steps::StepSpec;
 
 /// The two shapes of the published ForestDB benchmark runs.
@@ -102,7 +102,7 @@ pub struct ForestdbArgs {
     /// without fsync, as owa. A disk whose fsync takes over 1 ms cannot keep 1000 synced writes/s from one
     /// thread: the report's verdict then says NO for every engine.
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
-          value_parser = crate::flags::parse_bool)]
+          value_parser = crate::db_bench::flags::parse_bool)]
     pub writer_sync: bool,
     /// Documents read by each range query after its seek (each counted as one operation).
     #[arg(long, default_value_t = 20)]
@@ -111,41 +111,14 @@ pub struct ForestdbArgs {
     /// logical size for cached, 1/4 of it for iobound.
     #[arg(long, value_delimiter = ',')]
     pub cache_size: Vec<u64>,
-    /// Read table files with O_DIRECT in the iobound variant (the cached variant reads through the page
-    /// cache, as the published runs did); an engine that cannot is an error (use --use_direct_reads=0).
-    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
-          value_parser = crate::flags::parse_bool)]
-    pub use_direct_reads: bool,
     /// Steps to run (comma-separated names), always in the benchmark's order; default all. Steps after `load`
     /// need it (the database is loaded fresh per engine and variant).
     #[arg(long, value_delimiter = ',')]
     pub steps: Vec<String>,
-    /// Directory for the databases: one subdirectory per engine (DB/shaledb, DB/rocksdb), made and
-    /// removed after each run; default: a new temporary directory under the current one. A subdirectory that
-    /// already holds a database is refused unless --use_existing_db=0 is given; files that are not a
-    /// database's are never deleted.
-    #[arg(long)]
-    pub db: Option<PathBuf>,
-    /// 0: delete the databases already in --db's engine subdirectories first (only their files), saying so
-    /// once each. Without it such a database is refused and nothing is deleted. 1 is refused: the suite loads
-    /// its own data.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = crate::flags::parse_bool)]
-    pub use_existing_db: Option<bool>,
-    /// Accepted as `shaledb bench` accepts it (`--progress[=BOOL]`); this suite draws no progress bar either
-    /// way (it prints a line per step).
-    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
-          value_parser = crate::flags::parse_bool)]
-    pub progress: bool,
-    /// Write every figure as JSON to this file (rewritten after each variant).
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Write bar charts per variant (SVG and PNG) into this directory.
-    #[arg(long)]
-    pub plot: Option<PathBuf>,
-    /// Base random seed; 0 derives one from the clock (printed). Every thread of every step has its own
-    /// stream; both engines of a variant draw the same streams.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    /// The flags every table suite takes: --db, --use_existing_db, --progress, --json, --plot, --seed.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub common: SuiteFlags,
 }
 
 /// The arguments after validation and defaults.
@@ -293,7 +266,7 @@ pub fn engine_flags(plan: &Plan, a: &ForestdbArgs, variant: Variant, cache: u64,
         level0_slowdown_writes_trigger: 12,
         level0_stop_writes_trigger: 16,
         open_files: -1,
-        use_direct_reads: variant == Variant::Iobound && a.use_direct_reads,
+        use_direct_reads: variant == Variant::Iobound && a.common.use_direct_reads,
         progress: false,
         ..BenchFlags::default()
     }
@@ -301,35 +274,23 @@ pub fn engine_flags(plan: &Plan, a: &ForestdbArgs, variant: Variant, cache: u64,
 
 /// The options printed once and kept in the JSON (cache and direct reads are per variant).
 fn option_list(f: &BenchFlags) -> Vec<(String, String)> {
-    let kv = |k: &str, v: String| (k.to_string(), v);
-    vec![
-        kv("write_buffer_size", f.write_buffer_size.to_string()),
-        kv("max_write_buffer_number", f.max_write_buffer_number.to_string()),
-        kv("max_bytes_for_level_base", f.max_bytes_for_level_base.to_string()),
-        kv("target_file_size_base", f.target_file_size_base.to_string()),
-        kv("level_compaction_dynamic_level_bytes", f.level_compaction_dynamic_level_bytes.to_string()),
-        kv("max_bytes_for_level_multiplier", f.max_bytes_for_level_multiplier.to_string()),
-        kv("num_levels", f.num_levels.to_string()),
-        kv("block_size", f.block_size.to_string()),
-        kv("bloom_bits", f.bloom_bits.to_string()),
-        kv("compression", format!("{} on every level", f.compression_type)),
-        kv("level0_file_num_compaction_trigger", f.level0_file_num_compaction_trigger.to_string()),
-        kv("level0_slowdown_writes_trigger", f.level0_slowdown_writes_trigger.to_string()),
-        kv("level0_stop_writes_trigger", f.level0_stop_writes_trigger.to_string()),
-        kv("max_background_jobs", f.background_jobs().to_string()),
-        kv("cache_index_and_filter_blocks", f.cache_index_and_filter_blocks.to_string()),
-        kv("max_open_files", f.open_files.to_string()),
-        kv("load", "WAL off, one flush at the end, no wait for compactions".into()),
-        kv("ows.*", "WAL on, fsync per write".into()),
-        kv("owa.*", "WAL on, no fsync".into()),
-    ]
+    let names = "write_buffer_size max_write_buffer_number max_bytes_for_level_base target_file_size_base \
+         level_compaction_dynamic_level_bytes max_bytes_for_level_multiplier num_levels block_size bloom_bits \
+         compression level0_file_num_compaction_trigger level0_slowdown_writes_trigger \
+         level0_stop_writes_trigger max_background_jobs cache_index_and_filter_blocks max_open_files";
+    let notes = [
+        ("compression", format!("{} on every level", f.compression_type)),
+        ("load", "WAL off, one flush at the end, no wait for compactions".into()),
+        ("ows.*", "WAL on, fsync per write".into()),
+        ("owa.*", "WAL on, no fsync".into()),
+    ];
+    harness::option_list(f, names, &notes)
 }
 
 /// Runs the suite, printing its tables to `out`.
 pub fn run_forestdb(a: &ForestdbArgs, out: &mut dyn Write) -> Result<ForestdbReport> {
     let plan = a.plan()?;
-    let seed = harness::resolve_seed(a.seed);
-    let dir = SuiteDir::create(a.db.as_deref(), "shaledb-forestdb-", &a.engine, a.use_existing_db)?;
+    let (seed, dir) = a.common.start("shaledb-forestdb-", &a.engine)?;
     let base = dir.path();
     let sample_flags = engine_flags(&plan, a, Variant::Cached, 1 << 20, base);
     sample_flags.validate()?;
@@ -344,7 +305,7 @@ pub fn run_forestdb(a: &ForestdbArgs, out: &mut dyn Write) -> Result<ForestdbRep
     };
     let _ = writeln!(
         out,
-        "ForestDB pattern suite (from the RocksDB, ForestDB and MongoDB report): {} docs ({} logical), N = {} threads, {} s warm-up + {} s per step, \
+        "ForestDB benchmark pattern suite (from the RocksDB, ForestDB and MongoDB report): {} docs ({} logical), N = {} threads, {} s warm-up + {} s per step, \
          writer {}/s ({}), range {} docs, engines {:?}, seed {seed}",
         a.docs,
         human_bytes(plan.logical_bytes),
@@ -359,7 +320,7 @@ pub fn run_forestdb(a: &ForestdbArgs, out: &mut dyn Write) -> Result<ForestdbRep
     harness::print_options(out, "engine options (every engine, every variant):", &report.engine_options);
     let _ = writeln!(out, "steps: {}", plan.steps.iter().map(|s| s.name).collect::<Vec<_>>().join(", "));
     for (vi, &(variant, cache)) in plan.variants.iter().enumerate() {
-        let direct = variant == Variant::Iobound && a.use_direct_reads;
+        let direct = variant == Variant::Iobound && a.common.use_direct_reads;
         let heading = format!(
             "variant {} : cache {} ({:.2}x the logical size), direct reads {}",
             variant.name(),
@@ -374,81 +335,74 @@ pub fn run_forestdb(a: &ForestdbArgs, out: &mut dyn Write) -> Result<ForestdbRep
             use_direct_reads: direct,
             runs: Vec::new(),
         };
-        for &kind in &plan.engines {
-            let path = base.join(kind.flag_name());
-            let flags = engine_flags(&plan, a, variant, cache, &path);
-            let run = with_engine(
-                kind,
-                RunEngine { a, plan: &plan, flags: &flags, seed, variant: vi, path: &path, out: &mut *out },
-            )??;
-            vr.runs.push(run);
-        }
+        let job = |path: &Path| {
+            let flags = engine_flags(&plan, a, variant, cache, path);
+            ForestdbJob { a, plan: &plan, flags, seed, variant: vi }
+        };
+        vr.runs = harness::run_engines(&plan.engines, base, out, job)?;
         let _ = writeln!(out, "\noperations/second and size after each step ({}):", variant.name());
         let _ = writeln!(out, "{}", report::variant_table(&vr));
         report.variants.push(vr);
-        harness::save_json(a.json.as_deref(), &report)?;
+        a.common.save_json(&report)?;
     }
-    harness::finish(out, a.json.as_deref(), a.plot.as_deref(), &report, report::write_plots)?;
+    a.common.finish(out, None, &report, report::write_plots)?;
     Ok(report)
 }
 
-struct RunEngine<'a> {
+struct ForestdbJob<'a> {
     a: &'a ForestdbArgs,
     plan: &'a Plan,
-    flags: &'a BenchFlags,
+    flags: BenchFlags,
     seed: u64,
     variant: usize,
-    path: &'a Path,
-    out: &'a mut dyn Write,
 }
 
-impl EngineVisitor for RunEngine<'_> {
-    type Output = Result<EngineRun>;
-    fn visit<E: Engine>(self) -> Result<EngineRun> {
-        run_engine::<E>(self)
-    }
-}
+impl EngineJob for ForestdbJob<'_> {
+    type Run = EngineRun;
 
-fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
-    let RunEngine { a, plan, flags, seed, variant, path, out } = v;
-    remove_db::<E>(path, "removing the old database at")?;
-    flags.validate()?;
-    let _ = writeln!(out, "--- {} at {}", E::name(), path.display());
-    let engine: E = open_engine(path, flags)?;
-    let mut run = EngineRun {
-        engine: E::name().to_lowercase(),
-        name: E::name().into(),
-        db: path.to_path_buf(),
-        steps: Vec::new(),
-    };
-    let ctx = steps::Ctx {
-        docs: a.docs,
-        threads: plan.threads,
-        duration: a.duration,
-        warmup: a.warmup,
-        load_batch: a.load_batch,
-        writer_rate: a.writer_rate,
-        writer_sync: a.writer_sync,
-        range_len: a.range_len,
-        seed,
-        variant,
-        values: docs::value_data(),
-    };
-    for (si, spec) in plan.steps.iter().enumerate() {
-        // `steps::select` puts the load first: the timed steps always find the documents in place.
-        let mut r = match spec.kind {
-            steps::Kind::Load => steps::run_load(&engine, &ctx)?,
-            _ => steps::run_timed(&engine, spec, &ctx, si)?,
+    fn run<E: Engine>(self, path: &Path, out: &mut dyn Write) -> Result<EngineRun> {
+        let ForestdbJob { a, plan, flags, seed, variant } = self;
+        flags.validate()?;
+        let _ = writeln!(out, "--- {} at {}", E::name(), path.display());
+        let engine: E = open_engine(path, &flags)?;
+        let mut run = EngineRun {
+            engine: E::name().to_lowercase(),
+            name: E::name().into(),
+            db: path.to_path_buf(),
+            steps: Vec::new(),
         };
-        r.db_bytes = measure::du_bytes(path);
-        let _ = writeln!(out, "{}", steps::step_line(E::name(), &r));
-        run.steps.push(r);
+        let ctx = steps::Ctx {
+            docs: a.docs,
+            threads: plan.threads,
+            duration: a.duration,
+            warmup: a.warmup,
+            load_batch: a.load_batch,
+            writer_rate: a.writer_rate,
+            writer_sync: a.writer_sync,
+            range_len: a.range_len,
+            seed,
+            variant,
+            values: docs::value_data(),
+        };
+        let bar = a.common.step_bar(E::name(), plan.steps.len());
+        for (si, spec) in plan.steps.iter().enumerate() {
+            bar.step(spec.name);
+            // `steps::select` puts the load first: the timed steps always find the documents in place.
+            let mut r = match spec.kind {
+                steps::Kind::Load => steps::run_load(&engine, &ctx)?,
+                _ => steps::run_timed(&engine, spec, &ctx, si)?,
+            };
+            r.db_bytes = measure::du_bytes(path);
+            let _ = writeln!(out, "{}", steps::step_line(E::name(), &r));
+            run.steps.push(r);
+            bar.done();
+        }
+        drop(bar);
+        engine.close().map_err(|e| BenchError::engine("closing", e))?;
+        let end = measure::du_bytes(path);
+        let _ = writeln!(out, "{}: database at the end {} (du); removed", E::name(), human_bytes(end));
+        Ok(run)
     }
-    engine.close().map_err(|e| BenchError::engine("closing", e))?;
-    let end = measure::du_bytes(path);
-    let _ = writeln!(out, "{}: database at the end {} (du); removed", E::name(), human_bytes(end));
-    remove_db::<E>(path, "removing the database at")?;
-    Ok(run)
 }
 
 #[cfg(test)]

@@ -1,10 +1,9 @@
 //! The suite's figures (JSON), its tables (the seed's "operations/second for each step" and "Size in GB after
 //! each step" side by side, per variant) and its plots (per variant: throughput ratio and size per step).
 
-use crate::harness::{human_bytes, opt};
-use crate::plot::{create_plot_dir, draw_bar_chart, write_pair, BarScale, BarStyle};
-use crate::sysbench::measure::ProcDelta;
-use crate::sysbench::report::EngineDelta;
+use crate::reporting::plot::{create_plot_dir, BarStyle};
+use crate::table_suites::harness::{bar_chart, cost_table, human_bytes, opt, CostWidths};
+use crate::table_suites::measure::OpCost;
 use crate::Result;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -63,26 +62,10 @@ pub struct StepResult {
     pub writer: Option<WriterResult>,
     /// `du` of the database directory after the step, bytes.
     pub db_bytes: u64,
-    /// Storage bytes read per operation (process counter; background work included).
-    pub read_bytes_per_op: Option<f64>,
-    /// Storage bytes written per operation (flushes, compactions and WAL included).
-    pub write_bytes_per_op: Option<f64>,
-    /// CPU microseconds per operation, every thread of the process.
-    pub cpu_us_per_op: Option<f64>,
-    /// The process counters' deltas over the measured window.
-    pub process: ProcDelta,
-    /// The engine counters' deltas over the measured window.
-    pub engine: EngineDelta,
-}
-
-impl StepResult {
-    /// Fills the per-operation figures from `process` and `ops`.
-    pub fn set_per_op(&mut self) {
-        let n = self.ops.max(1) as f64;
-        self.read_bytes_per_op = self.process.read_bytes.map(|b| b as f64 / n);
-        self.write_bytes_per_op = self.process.write_bytes.map(|b| b as f64 / n);
-        self.cpu_us_per_op = self.process.cpu_secs.map(|s| s * 1e6 / n);
-    }
+    /// Storage bytes and CPU per operation (process counters: background work included) and the counters'
+    /// deltas over the measured window (flattened into this record's JSON).
+    #[serde(flatten)]
+    pub per_op: OpCost,
 }
 
 /// One engine's run of one variant, on a fresh database.
@@ -219,33 +202,18 @@ pub fn variant_table(v: &VariantResult) -> String {
         }
         let _ = writeln!(s);
     }
-    let _ = writeln!(s, "\nper operation: storage bytes read, written, CPU microseconds, p99 microseconds");
-    let _ = write!(s, "{:<7}", "step");
-    for r in &cols {
-        let _ = write!(s, " | {:>10} {:>8} {:>7} {:>8}", format!("{} rd B", r.name), "wr B", "CPU us", "p99 us");
-    }
-    let _ = writeln!(s);
-    for name in v.step_names() {
-        let _ = write!(s, "{name:<7}");
-        for r in &cols {
-            match r.step(&name) {
-                Some(x) => {
-                    let _ = write!(
-                        s,
-                        " | {:>10} {:>8} {:>7} {:>8}",
-                        opt(x.read_bytes_per_op, 0),
-                        opt(x.write_bytes_per_op, 0),
-                        opt(x.cpu_us_per_op, 1),
-                        opt(x.p99_us, 0)
-                    );
-                }
-                None => {
-                    let _ = write!(s, " | {:>10} {:>8} {:>7} {:>8}", "-", "-", "-", "-");
-                }
-            }
-        }
-        let _ = writeln!(s);
-    }
+    let names: Vec<&str> = cols.iter().map(|r| r.name.as_str()).collect();
+    let steps = v.step_names();
+    let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
+    cost_table(
+        &mut s,
+        "per operation: storage bytes read, written, CPU microseconds, p99 microseconds",
+        "step",
+        CostWidths { label: 7, read: 10, write: 8, cpu: 7, p99: Some(8) },
+        &names,
+        &steps,
+        |step, i| cols.get(i).and_then(|r| r.step(step)).map(|x| (&x.per_op, x.p99_us)),
+    );
     let lost: Vec<String> = cols
         .iter()
         .flat_map(|r| {
@@ -278,12 +246,15 @@ pub fn write_plots(dir: &Path, r: &ForestdbReport) -> Result<Vec<PathBuf>> {
             [
                 (
                     "ops",
-                    format!("ForestDB pattern, {}: ShaleDB / RocksDB operations/s per step", v.variant),
+                    format!("ForestDB benchmark pattern, {}: ShaleDB / RocksDB operations/s per step", v.variant),
                     names.iter().map(|n| (n.clone(), v.ratio(n, |x| x.ops_per_sec).unwrap_or(0.0))).collect(),
                 ),
                 (
                     "size",
-                    format!("ForestDB pattern, {}: ShaleDB / RocksDB database size after each step", v.variant),
+                    format!(
+                        "ForestDB benchmark pattern, {}: ShaleDB / RocksDB database size after each step",
+                        v.variant
+                    ),
                     names.iter().map(|n| (n.clone(), v.ratio(n, |x| x.db_bytes as f64).unwrap_or(0.0))).collect(),
                 ),
             ]
@@ -295,26 +266,19 @@ pub fn write_plots(dir: &Path, r: &ForestdbReport) -> Result<Vec<PathBuf>> {
             [
                 (
                     "ops",
-                    format!("ForestDB pattern, {}: {name} operations/s per step", v.variant),
+                    format!("ForestDB benchmark pattern, {}: {name} operations/s per step", v.variant),
                     fig(&|x| x.ops_per_sec),
                 ),
                 (
                     "size",
-                    format!("ForestDB pattern, {}: {name} MiB after each step", v.variant),
+                    format!("ForestDB benchmark pattern, {}: {name} MiB after each step", v.variant),
                     fig(&|x| x.db_bytes as f64 / (1u64 << 20) as f64),
                 ),
             ]
         };
         for (what, title, bars) in charts {
             let stem = format!("forestdb-{:02}-{}-{what}", i + 1, v.variant);
-            let scale = if two { BarScale::Ratio } else { BarScale::Figures };
-            files.extend(write_pair(
-                dir,
-                &stem,
-                (1000, 700),
-                &|a| draw_bar_chart(a, &title, &bars, scale, BAR_STYLE),
-                &|a| draw_bar_chart(a, &title, &bars, scale, BAR_STYLE),
-            )?);
+            files.extend(bar_chart(dir, &stem, (1000, 700), &title, &bars, two, BAR_STYLE)?);
         }
     }
     Ok(files)
@@ -333,7 +297,7 @@ mod tests {
             queries: ops as u64,
             ops_per_sec: ops * scale,
             db_bytes: (100u64 << 20) * if scale > 1.0 { 2 } else { 1 },
-            read_bytes_per_op: Some(4096.0),
+            per_op: OpCost { read_bytes_per_op: Some(4096.0), ..OpCost::default() },
             p99_us: Some(250.0),
             writer,
             ..StepResult::default()

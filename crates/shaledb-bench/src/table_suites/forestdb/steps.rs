@@ -7,11 +7,10 @@
 
 use super::docs::{doc_key, stream_seed, DocRng};
 use super::report::{StepResult, WriterResult};
+use crate::db_bench::keygen::ValueData;
 use crate::engine::{Engine, EngineBatch, EngineIter, IterOptions, WriteMode};
-use crate::histogram::LatencyHistogram;
-use crate::keygen::ValueData;
-use crate::sysbench::measure;
-use crate::sysbench::report::EngineDelta;
+use crate::reporting::histogram::LatencyHistogram;
+use crate::table_suites::measure::{self, EngineDelta, OpCost};
 use crate::{BenchError, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -176,7 +175,7 @@ pub fn run_load<E: Engine>(engine: &E, ctx: &Ctx) -> Result<StepResult> {
     }
     engine.flush().map_err(engine_err("load: flushing the memtables".into()))?;
     let seconds = start.elapsed().as_secs_f64();
-    let mut r = StepResult {
+    let r = StepResult {
         name: "load".into(),
         threads,
         seconds,
@@ -185,11 +184,13 @@ pub fn run_load<E: Engine>(engine: &E, ctx: &Ctx) -> Result<StepResult> {
         ops_per_sec: ctx.docs as f64 / seconds.max(1e-9),
         p50_us: Some(hist.percentile_us(50.0)),
         p99_us: Some(hist.percentile_us(99.0)),
-        process: measure::ProcDelta::between(&p0, &measure::sample()),
-        engine: EngineDelta::between(&e0, &engine.sample()),
+        per_op: OpCost::new(
+            measure::ProcDelta::between(&p0, &measure::sample()),
+            EngineDelta::between(&e0, &engine.sample()),
+            ctx.docs,
+        ),
         ..StepResult::default()
     };
-    r.set_per_op();
     Ok(r)
 }
 
@@ -391,7 +392,7 @@ pub fn run_timed<E: Engine>(engine: &E, spec: &StepSpec, ctx: &Ctx, step: usize)
         }
         None => None,
     };
-    let mut r = StepResult {
+    let r = StepResult {
         name: spec.name.into(),
         threads: workers,
         warmup_secs: ctx.warmup,
@@ -403,11 +404,9 @@ pub fn run_timed<E: Engine>(engine: &E, spec: &StepSpec, ctx: &Ctx, step: usize)
         p50_us: (total.hist.count() > 0).then(|| total.hist.percentile_us(50.0)),
         p99_us: (total.hist.count() > 0).then(|| total.hist.percentile_us(99.0)),
         writer,
-        process: measure::ProcDelta::between(&p0, &p1),
-        engine: EngineDelta::between(&e0, &e1),
+        per_op: OpCost::new(measure::ProcDelta::between(&p0, &p1), EngineDelta::between(&e0, &e1), total.ops),
         ..StepResult::default()
     };
-    r.set_per_op();
     Ok(r)
 }
 
@@ -433,9 +432,9 @@ pub fn step_line(engine: &str, r: &StepResult) -> String {
         r.threads,
         r.seconds,
         r.db_bytes,
-        f(r.read_bytes_per_op, 0),
-        f(r.write_bytes_per_op, 0),
-        f(r.cpu_us_per_op, 1),
+        f(r.per_op.read_bytes_per_op, 0),
+        f(r.per_op.write_bytes_per_op, 0),
+        f(r.per_op.cpu_us_per_op, 1),
         f(r.p99_us, 0),
     );
     if let Some(w) = &r.writer {

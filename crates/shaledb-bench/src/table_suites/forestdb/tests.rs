@@ -3,18 +3,12 @@
 use super::report::WRITER_KEPT_SHARE;
 use super::steps::{Kind, SEED_ORDER};
 use super::*;
-use clap::Parser;
-
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    a: ForestdbArgs,
-}
+use crate::table_suites::test_support::{
+    assert_common_flags, assert_refused, assert_rocksdb_needs_its_feature, parse_args,
+};
 
 fn args(list: &[&str]) -> std::result::Result<ForestdbArgs, String> {
-    let cli =
-        Cli::try_parse_from(std::iter::once("forestdb").chain(list.iter().copied())).map_err(|e| e.to_string())?;
-    Ok(cli.a)
+    parse_args(list)
 }
 
 fn plan(list: &[&str]) -> std::result::Result<Plan, String> {
@@ -28,7 +22,7 @@ fn defaults() {
     assert_eq!(a.docs, 2_000_000);
     assert_eq!((a.duration, a.warmup), (15.0, 5.0));
     assert_eq!((a.load_batch, a.writer_rate, a.range_len), (4096, 1000.0, 20));
-    assert!(a.use_direct_reads && a.writer_sync);
+    assert!(a.common.use_direct_reads && a.writer_sync);
     assert!(!args(&["--writer_sync=0"]).unwrap().writer_sync);
     assert_eq!(p.threads, default_threads());
     assert!(p.threads >= 2);
@@ -64,7 +58,7 @@ fn steps_keep_the_seed_order_and_need_the_load() {
 
 #[test]
 fn bad_flags_name_the_flag() {
-    for (list, flag) in [
+    let cases: &[(&[&str], &str)] = &[
         (&["--docs", "0"][..], "--docs"),
         (&["--threads", "0"][..], "--threads"),
         (&["--duration", "0"][..], "--duration"),
@@ -79,18 +73,12 @@ fn bad_flags_name_the_flag() {
         (&["--engine", "shaledb,shaledb"][..], "--engine"),
         (&["--cache_size", "1000000"][..], "--cache_size"),
         (&["--cache_size", "0", "--variant", "cached"][..], "--cache_size"),
-    ] {
-        let e = plan(list).unwrap_err();
-        assert!(e.contains(flag), "{list:?}: {e}");
-    }
+    ];
+    assert_refused(plan, cases);
     let p = plan(&["--cache_size", "1000000,2000000", "--threads", "3"]).unwrap();
     assert_eq!(p.variants, vec![(Variant::Cached, 1_000_000), (Variant::Iobound, 2_000_000)]);
     assert_eq!(p.threads, 3);
-    #[cfg(not(feature = "rocksdb"))]
-    {
-        let e = plan(&["--engine", "shaledb,rocksdb"]).unwrap_err();
-        assert!(e.contains("rocksdb") && e.contains("features"), "{e}");
-    }
+    assert_rocksdb_needs_its_feature(plan);
 }
 
 #[test]
@@ -240,11 +228,5 @@ fn tiny_run_on_both_engines() {
 /// `--progress[=BOOL]` and `--use_existing_db[=BOOL]` parse as `shaledb bench` parses them.
 #[test]
 fn progress_and_use_existing_db_parse_as_bench_flags() {
-    assert!(args(&[]).unwrap().progress);
-    assert!(args(&["--progress"]).unwrap().progress);
-    assert!(!args(&["--progress=false"]).unwrap().progress);
-    assert!(!args(&["--progress=0"]).unwrap().progress);
-    assert_eq!(args(&[]).unwrap().use_existing_db, None);
-    assert_eq!(args(&["--use_existing_db=0"]).unwrap().use_existing_db, Some(false));
-    assert!(args(&["--progress=maybe"]).is_err());
+    assert_common_flags(args, |a| &a.common);
 }

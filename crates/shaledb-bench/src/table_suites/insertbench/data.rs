@@ -8,7 +8,7 @@
 //! place of its index: the "fields inserted in random order" of the seed, which is what makes index
 //! maintenance expensive for an engine that reads index pages to insert.
 
-use crate::table::{Column, ColumnType, IndexDef, Row, TableDef, Value};
+use crate::table_suites::table::{Column, ColumnType, IndexDef, Row, TableDef, Value};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -165,13 +165,13 @@ impl IiRand {
 /// Seed of one thread of one step: distinct per run seed, configuration, step and thread, and the same for
 /// every engine (both engines of a configuration draw the same numbers).
 pub fn thread_seed(base: u64, config: usize, step: usize, thread: usize) -> u64 {
-    crate::sysbench::data::client_seed(base ^ 0x6969_6969_0000_0000, config, step, thread)
+    crate::table_suites::sysbench::data::client_seed(base ^ 0x6969_6969_0000_0000, config, step, thread)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::Table;
+    use crate::table_suites::table::Table;
 
     #[test]
     fn rows_have_iibench_ranges() {
@@ -247,7 +247,7 @@ mod tests {
     fn seeds_are_engine_independent_and_distinct() {
         assert_eq!(thread_seed(7, 1, 2, 3), thread_seed(7, 1, 2, 3));
         assert_ne!(thread_seed(7, 1, 2, 3), thread_seed(7, 1, 2, 4));
-        assert_ne!(thread_seed(7, 0, 0, 0), crate::sysbench::data::client_seed(7, 0, 0, 0));
+        assert_ne!(thread_seed(7, 0, 0, 0), crate::table_suites::sysbench::data::client_seed(7, 0, 0, 0));
         let (mut a, mut b) = (IiRand::new(9), IiRand::new(9));
         let (mut x, mut y) = (Row::new(), Row::new());
         a.fill_row(&mut x, 1, 0, 64);

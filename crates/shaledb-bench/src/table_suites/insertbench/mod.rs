@@ -1,16 +1,17 @@
-//! Seed 003's insert benchmark (iibench) on the table layer: one table with an auto-increment primary key and
-//! three secondary indexes whose fields arrive in random order, loaded by `--threads` inserters, then query
-//! steps where a rate-limited inserter runs beside covering range queries on the secondary indexes; swept
-//! over concurrency x padding, every engine on a fresh database per configuration, through [`with_engine`].
+//! The insert benchmark (iibench; from seed 003) on the table layer, measuring inserts into indexed tables:
+//! one table with an auto-increment primary key and three secondary indexes whose fields arrive in random
+//! order, loaded by `--threads` inserters, then query steps where a rate-limited inserter runs beside covering
+//! range queries on the secondary indexes; swept over concurrency x padding, every engine on a fresh database
+//! per configuration, through [`harness::run_on`].
 //!
 //! Values are in [`data`], the load and query steps in `steps.rs`, figures, tables and plots in [`report`];
-//! process counters come from [`crate::sysbench::measure`]. What each step runs and how each figure is
+//! process counters come from [`crate::table_suites::measure`]. What each step runs and how each figure is
 //! computed: BENCHMARKS.md, "insert benchmark suite".
 //!
 //! Secondary-index maintenance is blind: the table layer puts each index entry without reading the index
 //! (the seed's point: RocksDB "doesn't read index pages during non-unique secondary index maintenance"). The
 //! one read per inserted row is the primary key's uniqueness check
-//! ([`Session::insert_many`](crate::table::Session::insert_many)), a point read of a new key that is absent
+//! ([`Session::insert_many`](crate::table_suites::table::Session::insert_many)), a point read of a new key that is absent
 //! by construction (auto-increment). It is kept, as MyRocks and MongoRocks keep it: with bloom filters it is
 //! answered without reading a data block, and what it costs is part of what the suite measures (the bytes
 //! read per insert show it).
@@ -19,15 +20,15 @@ pub mod data;
 pub mod report;
 mod steps;
 
-use crate::engine::{with_engine, Engine, EngineKind, EngineVisitor, WriteMode};
-use crate::flags::BenchFlags;
-use crate::harness::{self, human_bytes, open_engine, remove_db, table_err, SuiteDir};
-use crate::sysbench::measure;
-use crate::table::Table;
+use crate::db_bench::flags::BenchFlags;
+use crate::engine::{Engine, EngineKind, WriteMode};
+use crate::table_suites::harness::{self, human_bytes, open_engine, table_err, EngineJob, SuiteFlags};
+use crate::table_suites::measure;
+use crate::table_suites::table::Table;
 use crate::{BenchError, Result};
 use report::{ConfigResult, EngineRun, InsertReport};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 use steps::{load_step, query_step};
@@ -85,8 +86,15 @@ pub struct InsertArgs {
     /// Query threads of each query step.
     #[arg(long, default_value_t = 2)]
     pub query_threads: usize,
-    /// Seconds each query step runs.
-    #[arg(long, default_value_t = 30.0, allow_negative_numbers = true)]
+    /// Seconds each query step runs (the same flag as the other suites' `--duration`; `--query_duration` is a
+    /// deprecated alias).
+    #[arg(
+        long = "duration",
+        alias = "query_duration",
+        value_name = "DURATION",
+        default_value_t = 30.0,
+        allow_negative_numbers = true
+    )]
     pub query_duration: f64,
     /// Rows per query (iibench's LIMIT).
     #[arg(long, default_value_t = 10)]
@@ -98,42 +106,14 @@ pub struct InsertArgs {
     /// Block cache bytes (default small enough that every default configuration outgrows it).
     #[arg(long, default_value_t = 16 << 20)]
     pub cache_size: u64,
-    /// Read table files with O_DIRECT, so the OS page cache does not hide the disk; an engine that cannot is
-    /// an error (use --use_direct_reads=0 there).
-    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
-          value_parser = crate::flags::parse_bool)]
-    pub use_direct_reads: bool,
     /// fsync the WAL at each commit (default: WAL written, not synced).
     #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true",
-          value_parser = crate::flags::parse_bool)]
+          value_parser = crate::db_bench::flags::parse_bool)]
     pub sync: bool,
-    /// Directory for the databases: one subdirectory per engine (DB/shaledb, DB/rocksdb), made and
-    /// removed after each configuration; default: a new temporary directory under the current one. A subdirectory that
-    /// already holds a database is refused unless --use_existing_db=0 is given; files that are not a
-    /// database's are never deleted.
-    #[arg(long)]
-    pub db: Option<PathBuf>,
-    /// 0: delete the databases already in --db's engine subdirectories first (only their files), saying so
-    /// once each. Without it such a database is refused and nothing is deleted. 1 is refused: the suite loads
-    /// its own data.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = crate::flags::parse_bool)]
-    pub use_existing_db: Option<bool>,
-    /// Accepted as `shaledb bench` accepts it (`--progress[=BOOL]`); this suite draws no progress bar either
-    /// way (it prints a line per step).
-    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
-          value_parser = crate::flags::parse_bool)]
-    pub progress: bool,
-    /// Write every figure as JSON to this file (rewritten after each configuration).
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Write the plots (SVG and PNG) into this directory: insert rate over time per configuration, rows/s per
-    /// configuration.
-    #[arg(long)]
-    pub plot: Option<PathBuf>,
-    /// Random seed; 0 derives one from the clock (printed). Both engines of a configuration draw the same
-    /// numbers.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    /// The flags every table suite takes: --db, --use_existing_db, --progress, --json, --plot, --seed.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub common: SuiteFlags,
 }
 
 impl InsertArgs {
@@ -177,10 +157,7 @@ impl InsertArgs {
             return bad("query_threads", format!("must be in 1..=1024, got {}", self.query_threads));
         }
         if !(self.query_duration.is_finite() && self.query_duration > 0.0 && self.query_duration <= 86_400.0) {
-            return bad(
-                "query_duration",
-                format!("must be a number of seconds in (0, 86400], got {}", self.query_duration),
-            );
+            return bad("duration", format!("must be a number of seconds in (0, 86400], got {}", self.query_duration));
         }
         if !(1..=1_000_000).contains(&self.rows_per_query) {
             return bad("rows_per_query", format!("must be in 1..=1000000, got {}", self.rows_per_query));
@@ -226,7 +203,7 @@ pub fn engine_flags(a: &InsertArgs, path: &Path) -> BenchFlags {
         target_file_size_base: 64 << 20,
         max_bytes_for_level_base: 512 << 20,
         level_compaction_dynamic_level_bytes: true,
-        use_direct_reads: a.use_direct_reads,
+        use_direct_reads: a.common.use_direct_reads,
         compression_type: "snappy".into(),
         sync: a.sync,
         progress: false,
@@ -239,35 +216,18 @@ pub fn engine_flags(a: &InsertArgs, path: &Path) -> BenchFlags {
 
 /// The options printed once and kept in the JSON.
 fn option_list(f: &BenchFlags, a: &InsertArgs) -> Vec<(String, String)> {
-    let kv = |k: &str, v: String| (k.to_string(), v);
-    vec![
-        kv("block_size", f.block_size.to_string()),
-        kv("bloom_bits", f.bloom_bits.to_string()),
-        kv("cache_size", f.cache_size.to_string()),
-        kv("cache_index_and_filter_blocks", f.cache_index_and_filter_blocks.to_string()),
-        kv("write_buffer_size", f.write_buffer_size.to_string()),
-        kv("max_write_buffer_number", f.max_write_buffer_number.to_string()),
-        kv("level_compaction_dynamic_level_bytes", f.level_compaction_dynamic_level_bytes.to_string()),
-        kv("max_bytes_for_level_base", f.max_bytes_for_level_base.to_string()),
-        kv("target_file_size_base", f.target_file_size_base.to_string()),
-        kv("level0_file_num_compaction_trigger", f.level0_file_num_compaction_trigger.to_string()),
-        kv("level0_slowdown_writes_trigger", f.level0_slowdown_writes_trigger.to_string()),
-        kv("level0_stop_writes_trigger", f.level0_stop_writes_trigger.to_string()),
-        kv("compression_per_level", f.compression_per_level.clone()),
-        kv("max_background_jobs", f.background_jobs().to_string()),
-        kv("use_direct_reads", f.use_direct_reads.to_string()),
-        kv(
-            "wal",
-            if a.sync { "on, fsync at each commit (--sync)".into() } else { "on, no fsync (--sync to fsync)".into() },
-        ),
-    ]
+    let names = "block_size bloom_bits cache_size cache_index_and_filter_blocks write_buffer_size \
+         max_write_buffer_number level_compaction_dynamic_level_bytes max_bytes_for_level_base \
+         target_file_size_base level0_file_num_compaction_trigger level0_slowdown_writes_trigger \
+         level0_stop_writes_trigger compression_per_level max_background_jobs use_direct_reads";
+    let wal = if a.sync { "on, fsync at each commit (--sync)" } else { "on, no fsync (--sync to fsync)" };
+    harness::option_list(f, names, &[("wal", wal.into())])
 }
 
 /// Runs the suite, printing its tables to `out`.
 pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
     a.validate()?;
-    let seed = harness::resolve_seed(a.seed);
-    let dir = SuiteDir::create(a.db.as_deref(), "shaledb-insert-", &a.engine, a.use_existing_db)?;
+    let (seed, dir) = a.common.start("shaledb-insert-", &a.engine)?;
     let base = dir.path();
     let sample_flags = engine_flags(a, base);
     sample_flags.validate()?;
@@ -299,85 +259,76 @@ pub fn run_insert(a: &InsertArgs, out: &mut dyn Write) -> Result<InsertReport> {
     );
     harness::print_options(out, "engine options (every engine):", &report.engine_options);
     let _ = writeln!(out, "{}", report::LEGEND);
-    let mut cfg_idx = 0;
-    for &pad in &a.pad {
-        for &threads in &a.threads {
-            let queries = a.queries_after(cfg_idx);
-            let mut cfg = ConfigResult { threads, pad, ..ConfigResult::default() };
-            harness::print_heading(out, &format!("{threads} inserter thread(s) / pad {pad} bytes"));
-            for &kind in &a.engine {
-                let path = base.join(kind.flag_name());
-                let v = RunEngine { a, seed, cfg: cfg_idx, threads, pad, queries, path: &path, out: &mut *out };
-                cfg.runs.push(with_engine(kind, v)??);
-            }
-            cfg.compute_ratio();
-            let _ = writeln!(out, "\n{}", report::config_table(&cfg));
-            report.configs.push(cfg);
-            cfg_idx += 1;
-            harness::save_json(a.json.as_deref(), &report)?;
-        }
-    }
-    harness::print_heading(out, "insert rate (rows/s), the report's table");
-    let _ = writeln!(out, "{}", report::seed_table(&report));
-    harness::finish(out, a.json.as_deref(), a.plot.as_deref(), &report, report::write_plots)?;
+    harness::run_grid(
+        &a.common,
+        &a.engine,
+        base,
+        out,
+        &mut report,
+        (&a.pad, &a.threads),
+        |pad, threads| format!("{threads} inserter thread(s) / pad {pad} bytes"),
+        |cfg, pad, threads| InsertJob { a, seed, cfg, threads, pad, queries: a.queries_after(cfg) },
+        |pad, threads, runs| ConfigResult::of_runs(threads, pad, runs),
+    )?;
+    let summary = ("insert rate (rows/s), the report's table", report::seed_table(&report));
+    a.common.finish(out, Some(summary), &report, report::write_plots)?;
     Ok(report)
 }
 
-struct RunEngine<'a> {
+struct InsertJob<'a> {
     a: &'a InsertArgs,
     seed: u64,
     cfg: usize,
     threads: usize,
     pad: usize,
     queries: bool,
-    path: &'a Path,
-    out: &'a mut dyn Write,
 }
 
-impl EngineVisitor for RunEngine<'_> {
-    type Output = Result<EngineRun>;
-    fn visit<E: Engine>(self) -> Result<EngineRun> {
-        run_engine::<E>(self)
-    }
-}
+impl EngineJob for InsertJob<'_> {
+    type Run = EngineRun;
 
-fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
-    let RunEngine { a, seed, cfg, threads, pad, queries, path, out } = v;
-    remove_db::<E>(path, "removing the old database at")?;
-    let flags = engine_flags(a, path);
-    flags.validate()?;
-    let table = Table::new(data::purchases_def(pad)).map_err(table_err("purchases_index schema"))?;
-    let mut run = EngineRun {
-        engine: E::name().to_lowercase(),
-        name: E::name().into(),
-        db: path.to_path_buf(),
-        cache_bytes: a.cache_size,
-        ..EngineRun::default()
-    };
-    let _ = writeln!(out, "--- {} ({threads} thread(s), pad {pad}) at {}", E::name(), path.display());
-    let engine: E = open_engine(path, &flags)?;
-    let next_id = AtomicU64::new(1);
-    let started = Instant::now();
+    fn run<E: Engine>(self, path: &Path, out: &mut dyn Write) -> Result<EngineRun> {
+        let InsertJob { a, seed, cfg, threads, pad, queries } = self;
+        let flags = engine_flags(a, path);
+        flags.validate()?;
+        let table = Table::new(data::purchases_def(pad)).map_err(table_err("purchases_index schema"))?;
+        let mut run = EngineRun {
+            engine: E::name().to_lowercase(),
+            name: E::name().into(),
+            db: path.to_path_buf(),
+            cache_bytes: a.cache_size,
+            ..EngineRun::default()
+        };
+        let _ = writeln!(out, "--- {} ({threads} thread(s), pad {pad}) at {}", E::name(), path.display());
+        let engine: E = open_engine(path, &flags)?;
+        let next_id = AtomicU64::new(1);
+        let started = Instant::now();
+        let bar = a.common.step_bar(E::name(), 1 + if queries { a.query_insert_rates.len() } else { 0 });
 
-    run.load = load_step(&engine, &table, a, seed, cfg, threads, pad, &next_id, started, path)?;
-    let l = &run.load;
-    let _ = writeln!(out, "{}", report::load_line(l, a.cache_size));
-    let _ = writeln!(out, "{}", report::index_line(&l.index_sizes));
+        bar.step("load");
+        run.load = load_step(&engine, &table, a, seed, cfg, threads, pad, &next_id, started, path)?;
+        let l = &run.load;
+        let _ = writeln!(out, "{}", report::load_line(l, a.cache_size));
+        let _ = writeln!(out, "{}", report::index_line(&l.index_sizes));
+        bar.done();
 
-    if queries {
-        for (si, &rate) in a.query_insert_rates.iter().enumerate() {
-            let q = query_step(&engine, &table, a, seed, cfg, si + 1, rate, pad, &next_id, started, path)?;
-            let _ = writeln!(out, "{}", report::query_line(&q));
-            let _ = writeln!(out, "{}", report::index_line(&q.index_sizes));
-            run.queries.push(q);
+        if queries {
+            for (si, &rate) in a.query_insert_rates.iter().enumerate() {
+                bar.step(&format!("q.{rate}"));
+                let q = query_step(&engine, &table, a, seed, cfg, si + 1, rate, pad, &next_id, started, path)?;
+                let _ = writeln!(out, "{}", report::query_line(&q));
+                let _ = writeln!(out, "{}", report::index_line(&q.index_sizes));
+                run.queries.push(q);
+                bar.done();
+            }
         }
+        drop(bar);
+        engine.close().map_err(|e| BenchError::engine("closing", e))?;
+        run.db_bytes_end = measure::du_bytes(path);
+        run.rows_end = run.load.rows + run.queries.iter().map(|q| q.rows_inserted).sum::<u64>();
+        let _ = writeln!(out, "database at the end: {} (du); removed", human_bytes(run.db_bytes_end));
+        Ok(run)
     }
-    engine.close().map_err(|e| BenchError::engine("closing", e))?;
-    run.db_bytes_end = measure::du_bytes(path);
-    run.rows_end = run.load.rows + run.queries.iter().map(|q| q.rows_inserted).sum::<u64>();
-    let _ = writeln!(out, "database at the end: {} (du); removed", human_bytes(run.db_bytes_end));
-    remove_db::<E>(path, "removing the database at")?;
-    Ok(run)
 }
 
 #[cfg(test)]

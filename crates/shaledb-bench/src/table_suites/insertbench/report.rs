@@ -3,11 +3,11 @@
 //! (insert rate over time during each load, rows/s per configuration).
 
 use super::KEPT_RATE_FRACTION;
-use crate::harness::human_bytes;
-use crate::plot::{create_plot_dir, write_pair};
-use crate::sysbench::measure::ProcDelta;
-use crate::sysbench::report::EngineDelta;
-use crate::table::SessionStats;
+use crate::reporting::plot::{create_plot_dir, write_pair};
+use crate::table_suites::harness::human_bytes;
+use crate::table_suites::measure::EngineDelta;
+use crate::table_suites::measure::ProcDelta;
+use crate::table_suites::table::SessionStats;
 use crate::Result;
 use plotters::prelude::*;
 use std::fmt::Write as _;
@@ -189,6 +189,13 @@ pub struct ConfigResult {
 }
 
 impl ConfigResult {
+    /// The configuration `threads` x `pad` of `runs` (one per engine, in `--engine` order), its ratio computed.
+    pub fn of_runs(threads: usize, pad: usize, runs: Vec<EngineRun>) -> ConfigResult {
+        let mut c = ConfigResult { threads, pad, runs, load_ratio: None };
+        c.compute_ratio();
+        c
+    }
+
     /// `t1/pad16`.
     pub fn label(&self) -> String {
         format!("t{}/pad{}", self.threads, self.pad)
@@ -202,6 +209,8 @@ impl ConfigResult {
         };
     }
 }
+
+crate::table_suites::harness::grid_report!(InsertReport, ConfigResult, config_table);
 
 /// Everything the suite measured.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -217,7 +226,7 @@ pub struct InsertReport {
 }
 
 /// `x` with `prec` decimals, `-` for none (kept here, where the suites first found it).
-pub use crate::harness::opt;
+pub use crate::table_suites::harness::opt;
 
 /// `indexes: PRIMARY 1000 entries 60 KiB, ...`.
 pub fn index_line(v: &[IndexSize]) -> String {
@@ -411,7 +420,7 @@ fn draw_rate<DB: DrawingBackend>(
     root: &DrawingArea<DB, plotters::coord::Shift>,
     c: &ConfigResult,
 ) -> std::result::Result<(), String> {
-    let family = crate::plot::FAMILY;
+    let family = crate::reporting::plot::FAMILY;
     root.fill(&WHITE).map_err(e)?;
     let t_end = c.runs.iter().flat_map(|r| r.load.intervals.last().map(|i| i.t)).fold(1e-3, f64::max);
     let top = c.runs.iter().flat_map(|r| r.load.intervals.iter().map(|i| i.rate)).fold(1.0, f64::max) * 1.1;
@@ -461,7 +470,7 @@ fn draw_bars<DB: DrawingBackend>(
     root: &DrawingArea<DB, plotters::coord::Shift>,
     r: &InsertReport,
 ) -> std::result::Result<(), String> {
-    let family = crate::plot::FAMILY;
+    let family = crate::reporting::plot::FAMILY;
     root.fill(&WHITE).map_err(e)?;
     // One bar per configuration and engine, the first configuration on top.
     let mut bars: Vec<(String, usize, f64)> = Vec::new();
@@ -474,18 +483,18 @@ fn draw_bars<DB: DrawingBackend>(
     let n = bars.len().max(1);
     let hi = bars.iter().map(|b| b.2).fold(1.0, f64::max) * 1.15;
     let labels: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
-    let label_of = move |v: &f64| crate::plot::category_label(&labels, *v);
+    let label_of = move |v: &f64| crate::reporting::plot::category_label(&labels, *v);
     let slot = |i: usize| (i as f64, (i + 1) as f64);
     let mut ch = ChartBuilder::on(root)
         .caption("insert benchmark: load rows/s per configuration (threads/pad) and engine", (family, 22))
         .margin(15)
         .x_label_area_size(40)
         .y_label_area_size(200)
-        .build_cartesian_2d(0.0..hi, crate::plot::category_axis(n))
+        .build_cartesian_2d(0.0..hi, crate::reporting::plot::category_axis(n))
         .map_err(e)?;
     ch.configure_mesh()
         .y_label_formatter(&label_of)
-        .x_label_formatter(&|v| crate::plot::human(*v))
+        .x_label_formatter(&|v| crate::reporting::plot::human(*v))
         .x_desc("rows/s")
         .label_style((family, 12))
         .draw()

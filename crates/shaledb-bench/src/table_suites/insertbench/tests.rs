@@ -3,20 +3,16 @@
 //! covering index scan the queries use returns index entries in order.
 
 use super::*;
-use crate::table::{Row, Session, Value};
-use clap::Parser;
+use crate::table_suites::table::{Row, Session, Value};
+use crate::table_suites::test_support::{
+    assert_common_flags, assert_refused, assert_rocksdb_needs_its_feature, parse_args,
+};
 use data::IiRand;
 
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    a: InsertArgs,
-}
-
 fn parse(args: &[&str]) -> std::result::Result<InsertArgs, String> {
-    let cli = Cli::try_parse_from(std::iter::once("insert").chain(args.iter().copied())).map_err(|e| e.to_string())?;
-    cli.a.validate().map_err(|e| e.to_string())?;
-    Ok(cli.a)
+    let a: InsertArgs = parse_args(args)?;
+    a.validate().map_err(|e| e.to_string())?;
+    Ok(a)
 }
 
 fn tiny(dir: &Path, engines: Vec<EngineKind>) -> InsertArgs {
@@ -33,14 +29,16 @@ fn tiny(dir: &Path, engines: Vec<EngineKind>) -> InsertArgs {
         rows_per_query: 10,
         query_configs: QueryConfigs::First,
         cache_size: 1 << 20,
-        use_direct_reads: false,
         sync: false,
-        db: Some(dir.join("db")),
-        use_existing_db: None,
-        progress: false,
-        json: Some(dir.join("insert.json")),
-        plot: Some(dir.join("plots")),
-        seed: 11,
+        common: SuiteFlags {
+            db: Some(dir.join("db")),
+            use_existing_db: None,
+            progress: false,
+            use_direct_reads: false,
+            json: Some(dir.join("insert.json")),
+            plot: Some(dir.join("plots")),
+            seed: 11,
+        },
     }
 }
 
@@ -132,7 +130,8 @@ fn tiny_run_on_both_engines() {
     // Both engines draw the same numbers: the same rows land in the same index ranges, so with one inserter
     // thread the logical bytes inserted are equal.
     let mut a = tiny(dir.path(), vec![EngineKind::Shaledb, EngineKind::Rocksdb]);
-    (a.threads, a.pad, a.query_configs, a.plot, a.json) = (vec![1], vec![40], QueryConfigs::None, None, None);
+    (a.threads, a.pad, a.query_configs, a.common.plot, a.common.json) =
+        (vec![1], vec![40], QueryConfigs::None, None, None);
     let rep = run_insert(&a, &mut Vec::new()).unwrap();
     let runs = &rep.configs[0].runs;
     assert_eq!(runs[0].load.cost.logical_bytes, runs[1].load.cost.logical_bytes);
@@ -150,7 +149,7 @@ fn defaults() {
     assert_eq!(a.query_configs, QueryConfigs::First);
     assert_eq!((a.query_threads, a.rows_per_query), (2, 10));
     assert_eq!(a.cache_size, 16 << 20);
-    assert!(a.use_direct_reads && !a.sync);
+    assert!(a.common.use_direct_reads && !a.sync);
     let want: &[EngineKind] =
         if cfg!(feature = "rocksdb") { &[EngineKind::Shaledb, EngineKind::Rocksdb] } else { &[EngineKind::Shaledb] };
     assert_eq!(a.engine, want);
@@ -168,7 +167,7 @@ fn defaults() {
 
 #[test]
 fn bad_flags_name_the_flag() {
-    for (args, flag) in [
+    let cases: &[(&[&str], &str)] = &[
         (&["--rows", "0"][..], "--rows"),
         (&["--threads", "0"][..], "--threads"),
         (&["--threads", "1,2000"][..], "--threads"),
@@ -178,29 +177,24 @@ fn bad_flags_name_the_flag() {
         (&["--report_interval", "nan"][..], "--report_interval"),
         (&["--query_insert_rates", "100,0"][..], "--query_insert_rates"),
         (&["--query_threads", "0"][..], "--query_threads"),
-        (&["--query_duration", "-1"][..], "--query_duration"),
+        (&["--duration", "-1"][..], "--duration"),
+        (&["--query_duration", "-1"][..], "--duration"),
         (&["--rows_per_query", "0"][..], "--rows_per_query"),
         (&["--cache_size", "0"][..], "--cache_size"),
         (&["--engine", "shaledb,shaledb"][..], "--engine"),
         (&["--query_configs", "some"][..], "--query_configs"),
         (&["--threads", "x"][..], "--threads"),
-    ] {
-        let e = parse(args).unwrap_err();
-        assert!(e.contains(flag), "{args:?}: {e}");
-    }
-    #[cfg(not(feature = "rocksdb"))]
-    {
-        let e = parse(&["--engine", "shaledb,rocksdb"]).unwrap_err();
-        assert!(e.contains("rocksdb") && e.contains("features"), "{e}");
-    }
+    ];
+    assert_refused(parse, cases);
+    assert_rocksdb_needs_its_feature(parse);
 }
 
 #[test]
 fn covering_scan_reads_index_entries_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let a = tiny(dir.path(), vec![EngineKind::Shaledb]);
-    let engine =
-        crate::shale::ShaleDb::open(&dir.path().join("db"), &engine_flags(&a, &dir.path().join("db"))).expect("open");
+    let engine = crate::engine::shale::ShaleDb::open(&dir.path().join("db"), &engine_flags(&a, &dir.path().join("db")))
+        .expect("open");
     let t = Table::new(data::purchases_def(8)).unwrap();
     let mut s = Session::new(&engine, WriteMode::default());
     let mut r = IiRand::new(3);
@@ -255,9 +249,5 @@ fn covering_scan_reads_index_entries_in_order() {
 /// `--progress[=BOOL]` and `--use_existing_db[=BOOL]` parse as `shaledb bench` parses them.
 #[test]
 fn progress_and_use_existing_db_parse_as_bench_flags() {
-    assert!(parse(&[]).unwrap().progress);
-    assert!(!parse(&["--progress=0"]).unwrap().progress);
-    assert!(parse(&["--progress"]).unwrap().progress);
-    assert_eq!(parse(&["--use_existing_db=0"]).unwrap().use_existing_db, Some(false));
-    assert_eq!(parse(&[]).unwrap().use_existing_db, None);
+    assert_common_flags(parse, |a| &a.common);
 }

@@ -4,7 +4,7 @@
 use super::data::{SbRand, COL_C, COL_K};
 use super::workload::{Kind, RangeKind, Shape, Stmt};
 use crate::engine::{Engine, WriteMode};
-use crate::table::{Row, Session, SessionStats, Table, TableError, TableResult, Value};
+use crate::table_suites::table::{Row, Session, SessionStats, Table, TableError, TableResult, Value};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Instant;
 

@@ -3,7 +3,7 @@
 //! `CHAR(120)` and `CHAR(60)`), `k` is a random integer in `1..=table_size`, and ids are drawn from the
 //! uniform distribution (`--rand-type=uniform`, as the seed's scripts pass it).
 
-use crate::table::{Row, TableDef, Value};
+use crate::table_suites::table::{Row, TableDef, Value};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -163,7 +163,7 @@ mod tests {
 
     #[test]
     fn schema_matches_the_column_positions() {
-        use crate::table::ColumnType;
+        use crate::table_suites::table::ColumnType;
         let a = sbtest_def(1);
         let b = sbtest_def(2);
         assert_eq!(a.name, "sbtest1");

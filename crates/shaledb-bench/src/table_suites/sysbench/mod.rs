@@ -1,28 +1,30 @@
-//! Seed 002's sysbench suite on the table layer: the sbtest tables stored as keys (as MyRocks stores them), the
-//! seed's tests in its order, each engine on a fresh database per configuration (compression setting x client
-//! threads), the same generic code for every engine through [`with_engine`].
+//! sysbench OLTP on the table layer (from seed 002, the MyRocks sysbench report): the sbtest tables stored as
+//! keys (as MyRocks stores them), the seed's tests in its order, each engine on a fresh database per
+//! configuration (compression setting x client threads), the same generic code for every engine through
+//! [`harness::run_on`].
 //!
 //! Statement shapes are in [`workload`], values in [`data`], a client thread and how it runs each statement in
-//! `client.rs`, process counters in [`measure`], tables, JSON and plots in [`report`]. This file holds the
-//! arguments, the engine options and the run: configurations, the load, the timed tests and the scans. What
+//! `client.rs`, process and engine counters in [`measure`], tables, JSON and
+//! plots in [`report`]. This file holds the arguments, the engine options and the run: configurations, the
+//! load, the timed tests and the scans. What
 //! each test runs and how each figure is computed: BENCHMARKS.md, "sysbench suite".
 
 mod client;
 pub mod data;
-pub mod measure;
 pub mod report;
 pub mod workload;
 
-use crate::engine::{with_engine, Engine, EngineKind, EngineVisitor, WriteMode};
-use crate::flags::BenchFlags;
-use crate::harness::{self, open_engine, remove_db, table_err, SuiteDir};
-use crate::table::{Row, Session, SessionStats, Table, TableResult};
+use crate::db_bench::flags::BenchFlags;
+use crate::engine::{Engine, EngineKind, WriteMode};
+use crate::table_suites::harness::{self, open_engine, table_err, EngineJob, SuiteFlags};
+use crate::table_suites::measure::{self, EngineDelta, OpCost};
+use crate::table_suites::table::{Row, Session, SessionStats, Table, TableResult};
 use crate::{BenchError, Result};
 use client::{client, str_len, ClientTotals};
 use data::{SbRand, COL_PAD};
-use report::{ConfigResult, EngineDelta, EngineRun, Interval, LoadResult, SysbenchReport, TestResult, Unit};
+use report::{ConfigResult, EngineRun, Interval, LoadResult, SysbenchReport, TestResult, Unit};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use workload::{Kind, Shape, TestSpec};
@@ -93,16 +95,11 @@ pub struct SysbenchArgs {
     /// Block cache bytes.
     #[arg(long, default_value_t = 512 << 20)]
     pub cache_size: u64,
-    /// Read table files with O_DIRECT, so the OS page cache does not hide the disk; an engine that cannot is
-    /// an error (use --use_direct_reads=0 there).
-    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
-          value_parser = crate::flags::parse_bool)]
-    pub use_direct_reads: bool,
     /// Keep index and filter blocks in the block cache (MyRocks' setting). With a cache of a few MiB RocksDB's
     /// LRU shards (512 KiB each) are smaller than one file's index and filter, so every read reloads them: use
     /// 0 there (they are then held by the open table files, outside the cache).
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
-          value_parser = crate::flags::parse_bool)]
+          value_parser = crate::db_bench::flags::parse_bool)]
     pub cache_index_and_filter_blocks: bool,
     /// Iterator readahead bytes of the readahead scans (scan.ra*), which also reopen the database with
     /// advise_random_on_open=0.
@@ -114,32 +111,10 @@ pub struct SysbenchArgs {
     /// Values per IN-list of random-points, hot-points and update-inlist (sysbench's all_small.sh passes 100).
     #[arg(long, default_value_t = 100)]
     pub random_points: usize,
-    /// Directory for the databases: one subdirectory per engine (DB/shaledb, DB/rocksdb), made and
-    /// removed after each run; default: a new temporary directory under the current one. A subdirectory that
-    /// already holds a database is refused unless --use_existing_db=0 is given; files that are not a
-    /// database's are never deleted.
-    #[arg(long)]
-    pub db: Option<PathBuf>,
-    /// 0: delete the databases already in --db's engine subdirectories first (only their files), saying so
-    /// once each. Without it such a database is refused and nothing is deleted. 1 is refused: the suite loads
-    /// its own data.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = crate::flags::parse_bool)]
-    pub use_existing_db: Option<bool>,
-    /// Accepted as `shaledb bench` accepts it (`--progress[=BOOL]`); this suite draws no progress bar either
-    /// way (it prints a line per step).
-    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
-          value_parser = crate::flags::parse_bool)]
-    pub progress: bool,
-    /// Write every figure as JSON to this file (rewritten after each configuration).
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Write a bar chart per configuration (SVG and PNG) into this directory.
-    #[arg(long)]
-    pub plot: Option<PathBuf>,
-    /// Random seed; 0 derives one from the clock (printed). Both engines of a configuration draw the same
-    /// numbers.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    /// The flags every table suite takes: --db, --use_existing_db, --progress, --json, --plot, --seed.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub common: SuiteFlags,
     /// Print statements per second every N seconds of each test to stderr (and keep them in the JSON); 0:
     /// off.
     #[arg(long, default_value_t = 0.0)]
@@ -200,7 +175,7 @@ pub fn engine_flags(a: &SysbenchArgs, c: CompressionSetting, path: &Path, readah
         cache_index_and_filter_blocks: a.cache_index_and_filter_blocks,
         write_buffer_size: 64 << 20,
         level_compaction_dynamic_level_bytes: true,
-        use_direct_reads: a.use_direct_reads,
+        use_direct_reads: a.common.use_direct_reads,
         compression_type: "none".into(),
         advise_random_on_open: !readahead,
         readahead_size: if readahead { a.readahead_size } else { 0 },
@@ -215,32 +190,21 @@ pub fn engine_flags(a: &SysbenchArgs, c: CompressionSetting, path: &Path, readah
 
 /// The options printed once and kept in the JSON.
 fn option_list(f: &BenchFlags) -> Vec<(String, String)> {
-    let kv = |k: &str, v: String| (k.to_string(), v);
-    vec![
-        kv("block_size", f.block_size.to_string()),
-        kv("bloom_bits", f.bloom_bits.to_string()),
-        kv("cache_size", f.cache_size.to_string()),
-        kv("cache_index_and_filter_blocks", f.cache_index_and_filter_blocks.to_string()),
-        kv("write_buffer_size", f.write_buffer_size.to_string()),
-        kv("max_write_buffer_number", f.max_write_buffer_number.to_string()),
-        kv("level_compaction_dynamic_level_bytes", f.level_compaction_dynamic_level_bytes.to_string()),
-        kv("max_bytes_for_level_base", f.max_bytes_for_level_base.to_string()),
-        kv("max_bytes_for_level_multiplier", f.max_bytes_for_level_multiplier.to_string()),
-        kv("target_file_size_base", f.target_file_size_base.to_string()),
-        kv("num_levels", f.num_levels.to_string()),
-        kv("level0_file_num_compaction_trigger", f.level0_file_num_compaction_trigger.to_string()),
-        kv("max_background_jobs", f.background_jobs().to_string()),
-        kv("use_direct_reads", f.use_direct_reads.to_string()),
-        kv("advise_random_on_open", "1 (0 for scan.ra*)".into()),
-        kv("wal", "on, no fsync (the seed: binlog and redo log without fsync)".into()),
-    ]
+    let names = "block_size bloom_bits cache_size cache_index_and_filter_blocks write_buffer_size \
+         max_write_buffer_number level_compaction_dynamic_level_bytes max_bytes_for_level_base \
+         max_bytes_for_level_multiplier target_file_size_base num_levels level0_file_num_compaction_trigger \
+         max_background_jobs use_direct_reads";
+    let notes = [
+        ("advise_random_on_open", "1 (0 for scan.ra*)".into()),
+        ("wal", "on, no fsync (the seed: binlog and redo log without fsync)".into()),
+    ];
+    harness::option_list(f, names, &notes)
 }
 
 /// Runs the suite, printing its tables to `out`.
 pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchReport> {
     let tests = a.validate()?;
-    let seed = harness::resolve_seed(a.seed);
-    let dir = SuiteDir::create(a.db.as_deref(), "shaledb-sysbench-", &a.engine, a.use_existing_db)?;
+    let (seed, dir) = a.common.start("shaledb-sysbench-", &a.engine)?;
     let base = dir.path();
     let sample_flags = engine_flags(a, CompressionSetting::None, base, false);
     sample_flags.validate()?;
@@ -252,7 +216,7 @@ pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchRep
     };
     let _ = writeln!(
         out,
-        "sysbench suite (the MyRocks sysbench report): {} tables x {} rows, threads {:?}, {} s per test, compression {:?}, engines {:?}, seed {seed}",
+        "sysbench OLTP suite (the MyRocks sysbench report): {} tables x {} rows, threads {:?}, {} s per test, compression {:?}, engines {:?}, seed {seed}",
         a.tables,
         a.table_size,
         a.threads,
@@ -262,137 +226,127 @@ pub fn run_sysbench(a: &SysbenchArgs, out: &mut dyn Write) -> Result<SysbenchRep
     );
     harness::print_options(out, "engine options (every engine):", &report.engine_options);
     let _ = writeln!(out, "tests: {}", tests.iter().map(|t| t.name).collect::<Vec<_>>().join(", "));
-    let mut cfg_idx = 0;
-    for &comp in &a.compression {
-        for &threads in &a.threads {
-            let mut cfg = ConfigResult { compression: comp.name().into(), threads, ..ConfigResult::default() };
-            harness::print_heading(out, &format!("compression {} / {threads} client thread(s)", comp.name()));
-            for &kind in &a.engine {
-                let path = base.join(kind.flag_name());
-                let run = with_engine(
-                    kind,
-                    RunEngine { a, tests: &tests, seed, cfg: cfg_idx, comp, threads, path: &path, out: &mut *out },
-                )??;
-                cfg.runs.push(run);
-            }
-            cfg.compute_ratios();
-            let _ = writeln!(out, "\n{}", report::config_table(&cfg));
-            report.configs.push(cfg);
-            cfg_idx += 1;
-            harness::save_json(a.json.as_deref(), &report)?;
-        }
-    }
-    harness::print_heading(out, "summary");
-    let _ = writeln!(out, "{}", report::summary_table(&report));
-    harness::finish(out, a.json.as_deref(), a.plot.as_deref(), &report, report::write_plots)?;
+    harness::run_grid(
+        &a.common,
+        &a.engine,
+        base,
+        out,
+        &mut report,
+        (&a.compression, &a.threads),
+        |comp, threads| format!("compression {} / {threads} client thread(s)", comp.name()),
+        |cfg, comp, threads| SysbenchJob { a, tests: &tests, seed, cfg, comp, threads },
+        |comp, threads, runs| ConfigResult::of_runs(comp.name(), threads, runs),
+    )?;
+    let summary = ("summary", report::summary_table(&report));
+    a.common.finish(out, Some(summary), &report, report::write_plots)?;
     Ok(report)
 }
 
-struct RunEngine<'a> {
+struct SysbenchJob<'a> {
     a: &'a SysbenchArgs,
     tests: &'a [TestSpec],
     seed: u64,
     cfg: usize,
     comp: CompressionSetting,
     threads: usize,
-    path: &'a Path,
-    out: &'a mut dyn Write,
 }
 
-impl EngineVisitor for RunEngine<'_> {
-    type Output = Result<EngineRun>;
-    fn visit<E: Engine>(self) -> Result<EngineRun> {
-        run_engine::<E>(self)
-    }
-}
+impl EngineJob for SysbenchJob<'_> {
+    type Run = EngineRun;
 
-fn run_engine<E: Engine>(v: RunEngine<'_>) -> Result<EngineRun> {
-    let RunEngine { a, tests, seed, cfg, comp, threads, path, out } = v;
-    remove_db::<E>(path, "removing the old database at")?;
-    let flags = engine_flags(a, comp, path, false);
-    let flags_ra = engine_flags(a, comp, path, true);
-    flags.validate()?;
-    let tables: Vec<Table> = (1..=a.tables as u16)
-        .map(|n| Table::new(data::sbtest_def(n)))
-        .collect::<TableResult<_>>()
-        .map_err(table_err("sbtest schema"))?;
-    let next_ids: Vec<AtomicI64> = (0..a.tables).map(|_| AtomicI64::new(a.table_size + 1)).collect();
-    let shape = Shape { tables: a.tables, table_size: a.table_size, points: a.random_points };
-    let mut run = EngineRun {
-        engine: E::name().to_lowercase(),
-        name: E::name().into(),
-        db: path.to_path_buf(),
-        cache_bytes: a.cache_size,
-        ..EngineRun::default()
-    };
-    let _ = writeln!(out, "--- {} (compression {}, {threads} thread(s)) at {}", E::name(), comp.name(), path.display());
-    let mut engine: E = open_engine(path, &flags)?;
-
-    // The load.
-    let (p0, e0) = (measure::sample(), engine.sample());
-    let t0 = Instant::now();
-    let rows = load(&engine, &tables, a.table_size, seed, out)?;
-    let seconds = t0.elapsed().as_secs_f64();
-    let t1 = Instant::now();
-    engine.wait_for_compaction().map_err(|e| BenchError::engine("waiting for compactions after the load", e))?;
-    let wait = t1.elapsed().as_secs_f64();
-    run.load = LoadResult {
-        rows,
-        seconds,
-        rows_per_sec: rows as f64 / seconds.max(1e-9),
-        compaction_wait_secs: wait,
-        process: measure::ProcDelta::between(&p0, &measure::sample()),
-        engine: EngineDelta::between(&e0, &engine.sample()),
-    };
-    run.db_bytes_after_load = measure::du_bytes(path);
-    let _ = writeln!(
-        out,
-        "load: {rows} rows in {seconds:.1} s = {:.0} rows/s, then {wait:.1} s of compaction; database {} (du), \
-         cache {}: the database is {:.1}x the cache",
-        run.load.rows_per_sec,
-        report::human_bytes(run.db_bytes_after_load),
-        report::human_bytes(a.cache_size),
-        run.db_bytes_after_load as f64 / a.cache_size.max(1) as f64
-    );
-
-    for (ti, spec) in tests.iter().enumerate() {
-        let r = match spec.kind {
-            Kind::Scan { readahead } => {
-                if readahead {
-                    engine.close().map_err(|e| BenchError::engine("closing before the readahead scan", e))?;
-                    engine = open_engine(path, &flags_ra)?;
-                }
-                let r = run_scan(&engine, &tables, spec, a, readahead);
-                if readahead {
-                    engine.close().map_err(|e| BenchError::engine("closing after the readahead scan", e))?;
-                    engine = open_engine(path, &flags)?;
-                }
-                r?
-            }
-            _ => run_timed(&engine, &tables, &next_ids, shape, spec, a, seed, cfg, ti, threads)?,
+    fn run<E: Engine>(self, path: &Path, out: &mut dyn Write) -> Result<EngineRun> {
+        let SysbenchJob { a, tests, seed, cfg, comp, threads } = self;
+        let flags = engine_flags(a, comp, path, false);
+        let flags_ra = engine_flags(a, comp, path, true);
+        flags.validate()?;
+        let tables: Vec<Table> = (1..=a.tables as u16)
+            .map(|n| Table::new(data::sbtest_def(n)))
+            .collect::<TableResult<_>>()
+            .map_err(table_err("sbtest schema"))?;
+        let next_ids: Vec<AtomicI64> = (0..a.tables).map(|_| AtomicI64::new(a.table_size + 1)).collect();
+        let shape = Shape { tables: a.tables, table_size: a.table_size, points: a.random_points };
+        let mut run = EngineRun {
+            engine: E::name().to_lowercase(),
+            name: E::name().into(),
+            db: path.to_path_buf(),
+            cache_bytes: a.cache_size,
+            ..EngineRun::default()
         };
+        let _ =
+            writeln!(out, "--- {} (compression {}, {threads} thread(s)) at {}", E::name(), comp.name(), path.display());
+        let mut engine: E = open_engine(path, &flags)?;
+        let bar = a.common.step_bar(E::name(), 1 + tests.len());
+
+        // The load.
+        bar.step("load");
+        let (p0, e0) = (measure::sample(), engine.sample());
+        let t0 = Instant::now();
+        let rows = load(&engine, &tables, a.table_size, seed, out)?;
+        let seconds = t0.elapsed().as_secs_f64();
+        let t1 = Instant::now();
+        engine.wait_for_compaction().map_err(|e| BenchError::engine("waiting for compactions after the load", e))?;
+        let wait = t1.elapsed().as_secs_f64();
+        run.load = LoadResult {
+            rows,
+            seconds,
+            rows_per_sec: rows as f64 / seconds.max(1e-9),
+            compaction_wait_secs: wait,
+            process: measure::ProcDelta::between(&p0, &measure::sample()),
+            engine: EngineDelta::between(&e0, &engine.sample()),
+        };
+        run.db_bytes_after_load = measure::du_bytes(path);
+        bar.done();
         let _ = writeln!(
             out,
-            "{:<26} {:>12} {:<4}  {:>6} stmts/rows in {:.1} s, rd {} wr {} B/op, CPU {} us/op",
-            r.name,
-            match r.unit {
-                Unit::Qps => format!("{:.0}", r.value),
-                Unit::Mrps => format!("{:.3}", r.value),
-            },
-            r.unit.label(),
-            r.ops,
-            r.seconds,
-            r.read_bytes_per_op.map_or("-".into(), |x| format!("{x:.0}")),
-            r.write_bytes_per_op.map_or("-".into(), |x| format!("{x:.0}")),
-            r.cpu_us_per_op.map_or("-".into(), |x| format!("{x:.1}")),
+            "load: {rows} rows in {seconds:.1} s = {:.0} rows/s, then {wait:.1} s of compaction; database {} (du), \
+             cache {}: the database is {:.1}x the cache",
+            run.load.rows_per_sec,
+            report::human_bytes(run.db_bytes_after_load),
+            report::human_bytes(a.cache_size),
+            run.db_bytes_after_load as f64 / a.cache_size.max(1) as f64
         );
-        run.tests.push(r);
+
+        for (ti, spec) in tests.iter().enumerate() {
+            bar.step(spec.name);
+            let r = match spec.kind {
+                Kind::Scan { readahead } => {
+                    if readahead {
+                        engine.close().map_err(|e| BenchError::engine("closing before the readahead scan", e))?;
+                        engine = open_engine(path, &flags_ra)?;
+                    }
+                    let r = run_scan(&engine, &tables, spec, a, readahead);
+                    if readahead {
+                        engine.close().map_err(|e| BenchError::engine("closing after the readahead scan", e))?;
+                        engine = open_engine(path, &flags)?;
+                    }
+                    r?
+                }
+                _ => run_timed(&engine, &tables, &next_ids, shape, spec, a, seed, cfg, ti, threads)?,
+            };
+            let _ = writeln!(
+                out,
+                "{:<26} {:>12} {:<4}  {:>6} stmts/rows in {:.1} s, rd {} wr {} B/op, CPU {} us/op",
+                r.name,
+                match r.unit {
+                    Unit::Qps => format!("{:.0}", r.value),
+                    Unit::Mrps => format!("{:.3}", r.value),
+                },
+                r.unit.label(),
+                r.ops,
+                r.seconds,
+                r.per_op.read_bytes_per_op.map_or("-".into(), |x| format!("{x:.0}")),
+                r.per_op.write_bytes_per_op.map_or("-".into(), |x| format!("{x:.0}")),
+                r.per_op.cpu_us_per_op.map_or("-".into(), |x| format!("{x:.1}")),
+            );
+            run.tests.push(r);
+            bar.done();
+        }
+        drop(bar);
+        engine.close().map_err(|e| BenchError::engine("closing", e))?;
+        run.db_bytes_end = measure::du_bytes(path);
+        let _ = writeln!(out, "database at the end: {} (du); removed", report::human_bytes(run.db_bytes_end));
+        Ok(run)
     }
-    engine.close().map_err(|e| BenchError::engine("closing", e))?;
-    run.db_bytes_end = measure::du_bytes(path);
-    let _ = writeln!(out, "database at the end: {} (du); removed", report::human_bytes(run.db_bytes_end));
-    remove_db::<E>(path, "removing the database at")?;
-    Ok(run)
 }
 
 /// sysbench's prepare: each table in turn, rows in PK order in multi-row INSERTs with the secondary index
@@ -474,9 +428,8 @@ fn run_timed<E: Engine>(
     }
     r.ops = r.statements;
     r.value = r.statements as f64 / seconds.max(1e-9);
-    r.process = measure::ProcDelta::between(&p0, &measure::sample());
-    r.engine = EngineDelta::between(&e0, &engine.sample());
-    r.set_per_op();
+    let process = measure::ProcDelta::between(&p0, &measure::sample());
+    r.per_op = OpCost::new(process, EngineDelta::between(&e0, &engine.sample()), r.ops);
     Ok(r)
 }
 
@@ -584,9 +537,8 @@ fn run_scan<E: Engine>(
     }
     r.ops = r.rows;
     r.value = r.rows as f64 / seconds.max(1e-9) / 1e6;
-    r.process = measure::ProcDelta::between(&p0, &measure::sample());
-    r.engine = EngineDelta::between(&e0, &engine.sample());
-    r.set_per_op();
+    let process = measure::ProcDelta::between(&p0, &measure::sample());
+    r.per_op = OpCost::new(process, EngineDelta::between(&e0, &engine.sample()), r.ops);
     Ok(r)
 }
 

@@ -1,13 +1,11 @@
 //! The suite's figures (JSON), its tables (the seed's per-test table per configuration, the per-statement
 //! costs, the summary across configurations) and its plots (one bar chart per configuration).
 
-use super::measure::ProcDelta;
-use crate::engine::EngineSample;
-use crate::harness::opt;
-use crate::plot::{create_plot_dir, draw_bar_chart, write_pair, BarScale, BarStyle};
-use crate::table::SessionStats;
+use crate::reporting::plot::{create_plot_dir, BarStyle};
+use crate::table_suites::harness::{bar_chart, cost_table, opt, CostWidths};
+use crate::table_suites::measure::{EngineDelta, OpCost, ProcDelta};
+use crate::table_suites::table::SessionStats;
 use crate::Result;
-use plotters::prelude::*;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -36,46 +34,6 @@ impl Unit {
         match self {
             Unit::Qps => format!("{v:.0}"),
             Unit::Mrps => format!("{v:.3}"),
-        }
-    }
-}
-
-/// Engine counters that changed during a test.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
-pub struct EngineDelta {
-    /// Block cache hits.
-    pub block_cache_hits: u64,
-    /// Block cache misses.
-    pub block_cache_misses: u64,
-    /// Bloom filter checks.
-    pub bloom_checked: u64,
-    /// Bloom filter checks that avoided a read.
-    pub bloom_useful: u64,
-    /// Bytes written by flushes.
-    pub flush_bytes: u64,
-    /// Bytes read by compactions.
-    pub compaction_bytes_read: u64,
-    /// Bytes written by compactions.
-    pub compaction_bytes_written: u64,
-    /// WAL bytes appended.
-    pub wal_bytes: u64,
-    /// Time writers were stalled, microseconds.
-    pub stall_micros: u64,
-}
-
-impl EngineDelta {
-    /// `after - before`, saturating.
-    pub fn between(b: &EngineSample, a: &EngineSample) -> EngineDelta {
-        EngineDelta {
-            block_cache_hits: a.block_cache_hits.saturating_sub(b.block_cache_hits),
-            block_cache_misses: a.block_cache_misses.saturating_sub(b.block_cache_misses),
-            bloom_checked: a.bloom_checked.saturating_sub(b.bloom_checked),
-            bloom_useful: a.bloom_useful.saturating_sub(b.bloom_useful),
-            flush_bytes: a.flush_bytes.saturating_sub(b.flush_bytes),
-            compaction_bytes_read: a.compaction_bytes_read.saturating_sub(b.compaction_bytes_read),
-            compaction_bytes_written: a.compaction_bytes_written.saturating_sub(b.compaction_bytes_written),
-            wal_bytes: a.wal_bytes.saturating_sub(b.wal_bytes),
-            stall_micros: a.stall_micros.saturating_sub(b.stall_micros),
         }
     }
 }
@@ -110,30 +68,13 @@ pub struct TestResult {
     pub rows: u64,
     /// The unit of the per-operation figures: statements, or rows for scans.
     pub ops: u64,
-    /// Storage bytes read per operation.
-    pub read_bytes_per_op: Option<f64>,
-    /// Storage bytes written per operation (flushes, compactions and WAL included).
-    pub write_bytes_per_op: Option<f64>,
-    /// CPU microseconds per operation, all threads of the process.
-    pub cpu_us_per_op: Option<f64>,
-    /// The process counters' deltas.
-    pub process: ProcDelta,
-    /// The engine counters' deltas.
-    pub engine: EngineDelta,
+    /// Storage bytes and CPU per operation, and the counters' deltas (flattened into this record's JSON).
+    #[serde(flatten)]
+    pub per_op: OpCost,
     /// What the sessions asked of the engine.
     pub session: SessionStats,
     /// Per-interval rates with `--report_interval`.
     pub intervals: Vec<Interval>,
-}
-
-impl TestResult {
-    /// Fills the per-operation figures from `process` and `ops`.
-    pub fn set_per_op(&mut self) {
-        let n = self.ops.max(1) as f64;
-        self.read_bytes_per_op = self.process.read_bytes.map(|b| b as f64 / n);
-        self.write_bytes_per_op = self.process.write_bytes.map(|b| b as f64 / n);
-        self.cpu_us_per_op = self.process.cpu_secs.map(|s| s * 1e6 / n);
-    }
 }
 
 /// The load (sysbench's prepare).
@@ -203,6 +144,14 @@ pub struct Ratio {
 }
 
 impl ConfigResult {
+    /// The configuration `compression` x `threads` of `runs` (one per engine, in `--engine` order), its ratios
+    /// computed.
+    pub fn of_runs(compression: &str, threads: usize, runs: Vec<EngineRun>) -> ConfigResult {
+        let mut c = ConfigResult { compression: compression.into(), threads, runs, ratios: Vec::new() };
+        c.compute_ratios();
+        c
+    }
+
     /// `none/t1`.
     pub fn label(&self) -> String {
         format!("{}/t{}", self.compression, self.threads)
@@ -226,6 +175,8 @@ impl ConfigResult {
     }
 }
 
+crate::table_suites::harness::grid_report!(SysbenchReport, ConfigResult, config_table);
+
 /// Everything the suite measured.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct SysbenchReport {
@@ -240,7 +191,7 @@ pub struct SysbenchReport {
 }
 
 /// Human-readable bytes (kept here, where the suites first found it).
-pub use crate::harness::human_bytes;
+pub use crate::table_suites::harness::human_bytes;
 
 /// The seed's table for one configuration: per test its unit, each engine's figure and the ratio; then per
 /// test and engine the storage bytes read and written and the CPU per statement (per row for scans).
@@ -267,32 +218,16 @@ pub fn config_table(c: &ConfigResult) -> String {
         }
         let _ = writeln!(s, " {:>16}", if c.runs.len() >= 2 { opt(c.ratio(&t.name), 2) } else { String::new() });
     }
-    let _ = writeln!(s, "\nper statement (scans: per row): storage bytes read, written, CPU microseconds");
-    let _ = write!(s, "{:<26}", "test");
-    for n in &names {
-        let _ = write!(s, " | {:>10} {:>10} {:>9}", format!("{n} rd B"), "wr B", "CPU us");
-    }
-    let _ = writeln!(s);
-    for t in &first.tests {
-        let _ = write!(s, "{:<26}", t.name);
-        for r in &c.runs {
-            match r.test(&t.name) {
-                Some(x) => {
-                    let _ = write!(
-                        s,
-                        " | {:>10} {:>10} {:>9}",
-                        opt(x.read_bytes_per_op, 0),
-                        opt(x.write_bytes_per_op, 0),
-                        opt(x.cpu_us_per_op, 1)
-                    );
-                }
-                None => {
-                    let _ = write!(s, " | {:>10} {:>10} {:>9}", "-", "-", "-");
-                }
-            }
-        }
-        let _ = writeln!(s);
-    }
+    let rows: Vec<&str> = first.tests.iter().map(|t| t.name.as_str()).collect();
+    cost_table(
+        &mut s,
+        "per statement (scans: per row): storage bytes read, written, CPU microseconds",
+        "test",
+        CostWidths { label: 26, read: 10, write: 10, cpu: 9, p99: None },
+        &names,
+        &rows,
+        |test, i| c.runs.get(i).and_then(|r| r.test(test)).map(|x| (&x.per_op, None)),
+    );
     s
 }
 
@@ -347,31 +282,27 @@ pub fn write_plots(dir: &Path, r: &SysbenchReport) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for (i, c) in r.configs.iter().enumerate() {
         let stem = format!("sysbench-{:02}-{}-t{}", i + 1, c.compression, c.threads);
-        files.extend(write_pair(dir, &stem, (1000, 800), &|a| draw_config(a, c), &|a| draw_config(a, c))?);
+        let two = c.runs.len() >= 2;
+        let bars: Vec<(String, f64)> = if two {
+            c.ratios.iter().map(|r| (r.test.clone(), r.ratio.unwrap_or(0.0))).collect()
+        } else {
+            c.runs
+                .iter()
+                .take(1)
+                .flat_map(|run| {
+                    std::iter::once(("load (rows/s)".to_string(), run.load.rows_per_sec))
+                        .chain(run.tests.iter().map(|t| (format!("{} ({})", t.name, t.unit.label()), t.value)))
+                })
+                .collect()
+        };
+        let title = if two {
+            format!("sysbench OLTP {}: {} / {} per test", c.label(), c.runs[0].name, c.runs[1].name)
+        } else {
+            format!("sysbench OLTP {}: {} per test", c.label(), c.runs.first().map_or("", |r| r.name.as_str()))
+        };
+        files.extend(bar_chart(dir, &stem, (1000, 800), &title, &bars, two, BAR_STYLE)?);
     }
     Ok(files)
-}
-
-fn draw_config<DB: DrawingBackend>(
-    root: &DrawingArea<DB, plotters::coord::Shift>,
-    c: &ConfigResult,
-) -> std::result::Result<(), String> {
-    let two = c.runs.len() >= 2;
-    let bars: Vec<(String, f64)> = if two {
-        c.ratios.iter().map(|r| (r.test.clone(), r.ratio.unwrap_or(0.0))).collect()
-    } else {
-        let Some(run) = c.runs.first() else { return root.fill(&WHITE).map_err(|x| x.to_string()) };
-        std::iter::once(("load (rows/s)".to_string(), run.load.rows_per_sec))
-            .chain(run.tests.iter().map(|t| (format!("{} ({})", t.name, t.unit.label()), t.value)))
-            .collect()
-    };
-    let title = if two {
-        format!("sysbench {}: {} / {} per test", c.label(), c.runs[0].name, c.runs[1].name)
-    } else {
-        format!("sysbench {}: {} per test", c.label(), c.runs.first().map_or("", |r| r.name.as_str()))
-    };
-    let scale = if two { BarScale::Ratio } else { BarScale::Figures };
-    draw_bar_chart(root, &title, &bars, scale, BAR_STYLE)
 }
 
 #[cfg(test)]
@@ -384,9 +315,7 @@ mod tests {
             unit,
             value: v * scale,
             ops: 100,
-            read_bytes_per_op: Some(4096.0),
-            write_bytes_per_op: None,
-            cpu_us_per_op: Some(12.5),
+            per_op: OpCost { read_bytes_per_op: Some(4096.0), cpu_us_per_op: Some(12.5), ..OpCost::default() },
             ..TestResult::default()
         };
         EngineRun {

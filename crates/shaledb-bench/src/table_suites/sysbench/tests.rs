@@ -1,17 +1,12 @@
 use super::*;
-use clap::Parser;
-
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    a: SysbenchArgs,
-}
+use crate::table_suites::test_support::{
+    assert_common_flags, assert_refused, assert_rocksdb_needs_its_feature, parse_args,
+};
 
 fn parse(args: &[&str]) -> std::result::Result<SysbenchArgs, String> {
-    let cli =
-        Cli::try_parse_from(std::iter::once("sysbench").chain(args.iter().copied())).map_err(|e| e.to_string())?;
-    cli.a.validate().map_err(|e| e.to_string())?;
-    Ok(cli.a)
+    let a: SysbenchArgs = parse_args(args)?;
+    a.validate().map_err(|e| e.to_string())?;
+    Ok(a)
 }
 
 #[test]
@@ -23,7 +18,7 @@ fn defaults() {
     assert_eq!(a.duration, 60.0);
     assert_eq!(a.compression, [CompressionSetting::None, CompressionSetting::Lz4Zstd]);
     assert_eq!(a.cache_size, 512 << 20);
-    assert!(a.use_direct_reads);
+    assert!(a.common.use_direct_reads);
     assert_eq!(a.readahead_size, 2 << 20);
     assert_eq!(a.random_points, 100);
     assert!(a.cache_index_and_filter_blocks);
@@ -37,8 +32,8 @@ fn lists_and_bad_values() {
             .unwrap();
     assert_eq!(a.threads, [1, 2, 4]);
     assert_eq!(a.compression, [CompressionSetting::Lz4Zstd]);
-    assert!(!a.use_direct_reads);
-    for (args, flag) in [
+    assert!(!a.common.use_direct_reads);
+    let cases: &[(&[&str], &str)] = &[
         (&["--threads", "0"][..], "threads"),
         (&["--duration", "0"][..], "duration"),
         (&["--duration", "nan"][..], "duration"),
@@ -48,15 +43,9 @@ fn lists_and_bad_values() {
         (&["--compression", "snappy"][..], "compression"),
         (&["--random_points", "0"][..], "random_points"),
         (&["--cache_size", "0"][..], "cache_size"),
-    ] {
-        let e = parse(args).unwrap_err();
-        assert!(e.contains(flag), "{args:?}: {e}");
-    }
-    #[cfg(not(feature = "rocksdb"))]
-    {
-        let e = parse(&["--engine", "shaledb,rocksdb"]).unwrap_err();
-        assert!(e.contains("rocksdb") && e.contains("features"), "{e}");
-    }
+    ];
+    assert_refused(parse, cases);
+    assert_rocksdb_needs_its_feature(parse);
 }
 
 #[test]
@@ -83,9 +72,5 @@ fn engine_options_follow_the_settings() {
 /// `--progress[=BOOL]` and `--use_existing_db[=BOOL]` parse as `shaledb bench` parses them.
 #[test]
 fn progress_and_use_existing_db_parse_as_bench_flags() {
-    assert!(parse(&[]).unwrap().progress);
-    assert!(!parse(&["--progress=false"]).unwrap().progress);
-    assert!(parse(&["--progress"]).unwrap().progress);
-    assert_eq!(parse(&["--use_existing_db=false"]).unwrap().use_existing_db, Some(false));
-    assert!(parse(&["--progress=maybe"]).is_err());
+    assert_common_flags(parse, |a| &a.common);
 }

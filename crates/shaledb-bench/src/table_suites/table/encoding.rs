@@ -393,7 +393,7 @@ mod tests {
     fn grammar_matches_docs() {
         shaledb_testkit::grammar::assert_module_grammar_in_doc(
             include_str!("encoding.rs"),
-            include_str!("../../../../docs/format/table.md"),
+            include_str!("../../../../../docs/format/table.md"),
         );
     }
 

@@ -1,8 +1,8 @@
 //! The table layer on the ShaleDB engine.
 
 use super::*;
+use crate::db_bench::flags::BenchFlags;
 use crate::engine::{Engine, EngineIter, WriteMode};
-use crate::flags::BenchFlags;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -615,7 +615,7 @@ mod model {
         #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
         #[test]
         fn table_matches_model_shaledb(ops in proptest::collection::vec(op(), 1..120)) {
-            check_model::<crate::shale::ShaleDb>(&ops)?;
+            check_model::<crate::engine::shale::ShaleDb>(&ops)?;
         }
     }
 
@@ -624,7 +624,7 @@ mod model {
         #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
         #[test]
         fn table_matches_model_rocksdb(ops in proptest::collection::vec(op(), 1..120)) {
-            check_model::<crate::rocks::RocksDb>(&ops)?;
+            check_model::<crate::engine::rocks::RocksDb>(&ops)?;
         }
     }
 }
@@ -636,14 +636,14 @@ macro_rules! on_engines {
         mod shaledb {
             $(#[test]
             fn $name() {
-                super::$name::<crate::shale::ShaleDb>();
+                super::$name::<crate::engine::shale::ShaleDb>();
             })*
         }
         #[cfg(feature = "rocksdb")]
         mod rocksdb {
             $(#[test]
             fn $name() {
-                super::$name::<crate::rocks::RocksDb>();
+                super::$name::<crate::engine::rocks::RocksDb>();
             })*
         }
     };
