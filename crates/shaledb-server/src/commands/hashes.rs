@@ -14,8 +14,6 @@ use crate::store::{ReadCtx, WriteCtx};
 use crate::types::{self, hash};
 use bytes::Bytes;
 
-pub use crate::types::coll::check_key as check_coll_key;
-
 pub static COMMANDS: &[Spec] = &[
     cmd! { "hset", -4, WRITE | DENYOOM | FAST, [1, 1, 1], Write(hset), "Creates or modifies the value of a field in a hash." },
     cmd! { "hmset", -4, WRITE | DENYOOM | FAST, [1, 1, 1], Write(hmset), "Sets the values of multiple fields." },

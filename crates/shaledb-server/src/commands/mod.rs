@@ -216,6 +216,11 @@ pub fn wrong_type() -> Reply {
     Reply::error("WRONGTYPE Operation against a key holding the wrong kind of value")
 }
 
+/// `ERR invalid expire time in '<cmd>' command`.
+pub fn invalid_expire(cmd: &str) -> Reply {
+    Reply::err(format!("invalid expire time in '{cmd}' command"))
+}
+
 pub fn syntax_error() -> Reply {
     Reply::err("syntax error")
 }

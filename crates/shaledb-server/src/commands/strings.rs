@@ -6,7 +6,7 @@
 //! handlers parse the arguments and build the replies; the value's layout and the writes are
 //! [`crate::types::string`].
 
-use super::{arg_i64, Spec};
+use super::{arg_i64, invalid_expire, Spec};
 use crate::resp::{Args, Reply};
 use crate::store::{ReadCtx, WriteCtx};
 use crate::types::string;
@@ -40,11 +40,6 @@ super::coll::reply_from!(string::Error: Store);
 
 fn bulk_or_nil(v: Option<Bytes>) -> Reply {
     v.map_or(Reply::Nil, Reply::Bulk)
-}
-
-/// `ERR invalid expire time in '<cmd>' command`.
-pub fn invalid_expire(cmd: &str) -> Reply {
-    Reply::err(format!("invalid expire time in '{cmd}' command"))
 }
 
 /// How an expiry argument is given.

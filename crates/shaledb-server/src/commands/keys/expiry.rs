@@ -29,7 +29,7 @@ fn expire_generic(ctx: &mut WriteCtx<'_>, args: &Args, unit: Unit, absolute: boo
         return Reply::err("GT and LT options at the same time are not compatible");
     }
     let mut when = tri!(arg_i64(&args[2]));
-    let invalid = || crate::commands::strings::invalid_expire(cmd);
+    let invalid = || crate::commands::invalid_expire(cmd);
     if let Unit::Seconds = unit {
         when = match when.checked_mul(1000) {
             Some(w) => w,

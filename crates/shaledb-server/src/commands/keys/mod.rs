@@ -228,7 +228,7 @@ fn put_copy(ctx: &mut WriteCtx<'_>, stored: &[u8], dst_db: u8, dst: &[u8]) -> Re
     match coll_of(stored)? {
         None => ctx.put_meta_in(dst_db, dst, stored).map_err(Reply::from),
         Some(c) => {
-            crate::commands::hashes::check_coll_key(dst)?;
+            crate::types::coll::check_key(dst)?;
             let copy = copy_members(ctx, ctx.db_index, &c, dst_db, dst)?;
             ctx.put_meta_in(dst_db, dst, &copy.encode()).map_err(Reply::from)
         }
