@@ -203,7 +203,8 @@ fn pick_any(inner: &DbInner, st: &State) -> Option<(u32, CompactionTask)> {
     None
 }
 
-/// Waits until nothing is flushing or compacting and no compaction is due, in any family.
+/// Waits until nothing is flushing or compacting (an installed flush's obsolete WALs deleted too) and no
+/// compaction is due, in any family.
 pub(crate) fn wait_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
     if inner.read_only {
         // No background work ever runs.
@@ -213,7 +214,8 @@ pub(crate) fn wait_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
     loop {
         check_error(&st.bg_error)?;
         let due = pick_any(inner, &st).is_some();
-        if !st.any_imm() && st.flushing.is_empty() && st.running_compactions == 0 && !due {
+        let idle = st.flushing.is_empty() && st.flush_wal_deletions_pending == 0 && st.running_compactions == 0;
+        if !st.any_imm() && idle && !due {
             return Ok(());
         }
         if st.bg_threads_alive == 0 {

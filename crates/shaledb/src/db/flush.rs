@@ -258,6 +258,7 @@ fn install_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>
     // meanwhile: it is the oldest now.
     let doomed = obsolete_wals(inner, st);
     let min_log = st.vs.min_log_number();
+    st.flush_wal_deletions_pending += 1;
     parking_lot::MutexGuard::unlocked(st, || {
         drop(mems);
         for path in doomed {
@@ -267,6 +268,8 @@ fn install_one(inner: &Arc<DbInner>, st: &mut parking_lot::MutexGuard<'_, State>
         // file is closed, here rather than under the writers' locks (docs/perf/wal-close.md).
         super::wal::drop_obsolete_closed_wals(inner, min_log);
     });
+    st.flush_wal_deletions_pending -= 1;
+    inner.bg_cv.notify_all();
     if let Some(mut info) = job {
         info.output_files = outputs;
         info.bytes_written = written;

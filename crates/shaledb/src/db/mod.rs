@@ -115,6 +115,9 @@ pub(crate) struct State {
     /// Recorded flushes whose `on_flush_completed` callbacks have not returned yet: `Db::flush` waits for
     /// them too, so a listener has heard of a flush by the time the flush that caused it returns.
     pub(crate) flush_callbacks_pending: usize,
+    /// Installed flushes whose obsolete WALs are being deleted with `state` released: `wait_for_compaction`
+    /// returns only once they are gone.
+    pub(crate) flush_wal_deletions_pending: usize,
     pub(crate) running_compactions: usize,
     /// Files that are inputs of a running compaction.
     pub(crate) busy: HashSet<u64>,
@@ -284,6 +287,7 @@ impl DbInner {
             running_flushes: 0,
             flushed: std::collections::HashMap::new(),
             flush_callbacks_pending: 0,
+            flush_wal_deletions_pending: 0,
             running_compactions: 0,
             busy: Default::default(),
             bg_error: None,
