@@ -66,6 +66,12 @@ pub fn sst(cmd: SstCommand) -> anyhow::Result<i32> {
     let Some(name) = output.file_name() else {
         bail!("{} names no file: name the SST file to write", output.display());
     };
+    // Writing over the input would replace it with the table once renamed: refuse before anything is made.
+    if let (Ok(a), Ok(b)) = (std::fs::canonicalize(&output), std::fs::canonicalize(&input)) {
+        if a == b {
+            bail!("{} is the input file: name another file for the SST", output.display());
+        }
+    }
     let tmp = output.with_file_name(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
     let written = write_sst(&tmp, reader, &input, hex).and_then(|info| {
         std::fs::rename(&tmp, &output)

@@ -524,6 +524,62 @@ fn sst_write_and_ingest_commands() {
     assert!(err.contains("no entries"), "{err}");
 }
 
+/// Every refusal of `sst write` leaves the output's directory as it was: no OUTPUT (not even an empty one)
+/// and no temporary file when OUTPUT did not exist, and an existing OUTPUT byte for byte unchanged; OUTPUT
+/// naming the input itself is refused before anything is written.
+#[test]
+fn sst_write_refusals_leave_no_file_behind() {
+    let tmp = shaledb_testkit::tempdir();
+    let dir = tmp.path().join("out");
+    std::fs::create_dir(&dir).unwrap();
+    let listing = || {
+        let mut v: Vec<String> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    };
+    let input = tmp.path().join("in.txt");
+    let sst = dir.join("x.sst");
+    let bad_inputs: [(&str, &str); 5] = [
+        ("b\t1\na\t2\n", "sorted"),
+        ("a\t1\na\t2\n", "sorted"),
+        ("a 1\n", "no tab"),
+        ("", "no entries"),
+        ("zz\t1\nxx\n", "no tab"),
+    ];
+    for (text, why) in bad_inputs {
+        std::fs::write(&input, text).unwrap();
+        let (code, _, err) = shaledb(&["sst", "write", p(&sst), p(&input)]);
+        assert_eq!(code, Some(1), "{text:?}: {err}");
+        assert!(err.contains(why), "{text:?}: {err}");
+        assert!(listing().is_empty(), "{text:?} left {:?}", listing());
+    }
+    let (code, _, err) = shaledb(&["sst", "write", p(&sst), p(&tmp.path().join("missing.txt"))]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(listing().is_empty(), "a missing input left {:?}", listing());
+    // A hex input with bad hex, after good lines: the partial table is removed too.
+    std::fs::write(&input, "0x61\t0x31\n0x62\tnothex\n").unwrap();
+    let (code, _, err) = shaledb(&["sst", "write", "--hex", p(&sst), p(&input)]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(listing().is_empty(), "bad hex left {:?}", listing());
+    // An existing OUTPUT survives a refusal unchanged.
+    std::fs::write(&input, "a\t1\n").unwrap();
+    ok(&["sst", "write", p(&sst), p(&input)]);
+    let before = std::fs::read(&sst).unwrap();
+    std::fs::write(&input, "b\t1\na\t2\n").unwrap();
+    assert_eq!(shaledb(&["sst", "write", p(&sst), p(&input)]).0, Some(1));
+    assert_eq!(std::fs::read(&sst).unwrap(), before);
+    assert_eq!(listing(), vec!["x.sst".to_string()]);
+    // OUTPUT is the input: refused, the input kept.
+    let same = dir.join("same.txt");
+    std::fs::write(&same, "a\t1\n").unwrap();
+    let (code, _, err) = shaledb(&["sst", "write", p(&same), p(&same)]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("is the input file"), "{err}");
+    assert_eq!(std::fs::read_to_string(&same).unwrap(), "a\t1\n");
+    assert_eq!(listing(), vec!["same.txt".to_string(), "x.sst".to_string()]);
+}
+
 /// OPTIONS files: the key tools and `checkpoint` open a database with the options its newest OPTIONS file
 /// records, so a database written with a built-in merge operator is read by them (open refuses another
 /// operator, and the defaults have none), and the checkpoint carries the OPTIONS file.

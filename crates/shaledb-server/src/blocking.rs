@@ -1,4 +1,5 @@
-//! Clients blocked on keys: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX and XREAD BLOCK.
+//! Clients blocked on keys: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP, XREAD BLOCK
+//! and XREADGROUP BLOCK.
 //!
 //! A blocking command is an ordinary command that never waits by itself (inside MULTI it answers at once,
 //! as in Redis). Outside MULTI the connection runs it once; when it finds nothing (a nil reply), the client
@@ -26,6 +27,7 @@
 use crate::commands::{flags, Handler, Spec};
 use crate::commit::{Job, Store};
 use crate::config::Appendfsync;
+use crate::keys::Type;
 use crate::resp::{Args, Reply};
 use crate::server::{Session, Shared};
 use crate::store::{now_ms, ReadCtx, Waiters, WriteCtx};
@@ -55,6 +57,10 @@ struct Inner {
     by_key: HashMap<(u8, Bytes), VecDeque<Arc<Waiter>>>,
     /// Keys whose waiters the commit thread should try to serve.
     ready: Vec<(u8, Bytes)>,
+    /// Keys written (deleted, overwritten) while XREADGROUP clients wait on them: only those waiters run
+    /// again (a blocked XREADGROUP ends when its stream or group is gone; the others keep waiting, as in
+    /// Redis).
+    gone: Vec<(u8, Bytes)>,
 }
 
 /// The wake-up registry (one per server, in [`Store`]).
@@ -63,6 +69,8 @@ pub struct Registry {
     inner: Mutex<Inner>,
     /// Blocked clients (so writes skip signalling when there are none).
     waiters: AtomicUsize,
+    /// Blocked XREADGROUP clients (so writes of meta keys skip signalling when there are none).
+    group_readers: AtomicUsize,
     next_id: AtomicU64,
 }
 
@@ -70,6 +78,10 @@ pub struct Registry {
 impl Waiters for Registry {
     fn has_waiters(&self) -> bool {
         Registry::has_waiters(self)
+    }
+
+    fn has_group_readers(&self) -> bool {
+        self.group_readers.load(Ordering::Acquire) > 0
     }
 }
 
@@ -112,6 +124,9 @@ impl Registry {
             inner.ready.push((db, k.clone()));
         }
         self.waiters.fetch_add(1, Ordering::AcqRel);
+        if w.spec.name == "xreadgroup" {
+            self.group_readers.fetch_add(1, Ordering::AcqRel);
+        }
         (w, rx)
     }
 
@@ -132,6 +147,9 @@ impl Registry {
         }
         if found {
             self.waiters.fetch_sub(1, Ordering::AcqRel);
+            if w.spec.name == "xreadgroup" {
+                self.group_readers.fetch_sub(1, Ordering::AcqRel);
+            }
         }
         found
     }
@@ -156,8 +174,27 @@ impl Registry {
         }
     }
 
-    fn take_ready(&self) -> Vec<(u8, Bytes)> {
-        std::mem::take(&mut self.inner.lock().ready)
+    /// Marks keys written while XREADGROUP clients wait on them (the commit thread, after a durable
+    /// group); drains `keys`.
+    pub(crate) fn mark_gone(&self, keys: &mut Vec<(u8, Bytes)>) {
+        if keys.is_empty() {
+            return;
+        }
+        let mut inner = self.inner.lock();
+        for k in keys.drain(..) {
+            if inner.by_key.contains_key(&k) && !inner.gone.contains(&k) {
+                inner.gone.push(k);
+            }
+        }
+    }
+
+    /// The ready keys (every waiter runs again) and the written ones (only XREADGROUP waiters do).
+    fn take_ready(&self) -> Vec<((u8, Bytes), bool)> {
+        let mut inner = self.inner.lock();
+        let ready = std::mem::take(&mut inner.ready);
+        let gone = std::mem::take(&mut inner.gone);
+        let only_groups: Vec<_> = gone.into_iter().filter(|k| !ready.contains(k)).map(|k| (k, true)).collect();
+        ready.into_iter().map(|k| (k, false)).chain(only_groups).collect()
     }
 }
 
@@ -191,19 +228,26 @@ pub(crate) fn serve(store: &Store, ctx: &mut WriteCtx<'_>) {
         let mut served: Vec<(Arc<Waiter>, Reply)> = Vec::new();
         {
             let mut inner = reg.inner.lock();
-            for key in ready {
+            for (key, only_groups) in ready {
                 let Some(queue) = inner.by_key.get(&key) else { continue };
                 let waiters: Vec<Arc<Waiter>> = queue.iter().cloned().collect();
                 for w in waiters {
+                    if only_groups && w.spec.name != "xreadgroup" {
+                        continue;
+                    }
                     ctx.db_index = w.db;
+                    if holds_other_type(ctx, w.spec, &key.1) {
+                        // As Redis: a key of another type serves nobody; its waiters stay blocked.
+                        continue;
+                    }
                     let r = run_in_commit(ctx, w.spec, &w.args);
                     if ctx.failed() {
                         break;
                     }
                     if found_nothing(&r) {
                         // A list is empty again: later waiters would find nothing either. A stream read
-                        // depends on the waiter's ids: try them all.
-                        if matches!(w.spec.handler, Handler::Write(_)) {
+                        // depends on the waiter's ids (and group): try them all.
+                        if matches!(w.spec.handler, Handler::Write(_)) && w.spec.name != "xreadgroup" {
                             break;
                         }
                         continue;
@@ -223,6 +267,7 @@ pub(crate) fn serve(store: &Store, ctx: &mut WriteCtx<'_>) {
                 store.stats.groups.fetch_add(1, Ordering::Relaxed);
                 store.stats.commands.fetch_add(served.len() as u64, Ordering::Relaxed);
                 reg.mark_ready(&mut ctx.signals);
+                reg.mark_gone(&mut ctx.gone);
                 for (w, r) in served {
                     if let Some(tx) = w.tx.lock().take() {
                         let _ = tx.send(r);
@@ -242,12 +287,27 @@ pub(crate) fn serve(store: &Store, ctx: &mut WriteCtx<'_>) {
     }
 }
 
+/// True when `key` holds a type other than the one the waiter's command pops or reads (Redis serves a
+/// blocked list or sorted-set pop, or an XREAD, only from a key of the type it waits for: `LPUSH k; DEL k; SET k x` in one MULTI
+/// wakes nobody).
+fn holds_other_type(ctx: &mut WriteCtx<'_>, spec: &Spec, key: &[u8]) -> bool {
+    let want = match spec.name {
+        // XREADGROUP answers for itself ("the key no longer exists"); XREAD waits on while its key holds
+        // another type (`DEL s; LPUSH s x` wakes nobody, as in Redis).
+        "xreadgroup" => return false,
+        "xread" => Type::Stream,
+        "bzpopmin" | "bzpopmax" | "bzmpop" => Type::ZSet,
+        _ => Type::List,
+    };
+    matches!(ctx.get_meta(key), Ok(Some((m, _))) if m.typ != want)
+}
+
 /// What a blocking command waits on: its keys and its timeout (`None`: forever); `None` when this call
 /// does not block (XREAD without BLOCK).
 fn wait_spec(spec: &Spec, args: &Args) -> Option<(Vec<Bytes>, Option<Duration>)> {
     match spec.name {
-        "xread" => crate::commands::streams::blocking_keys(args),
-        "bzpopmin" | "bzpopmax" => crate::commands::zsets::blocking_keys(args),
+        "xread" | "xreadgroup" => crate::commands::streams::blocking_keys(args),
+        "bzpopmin" | "bzpopmax" | "bzmpop" => crate::commands::zsets::blocking_keys(args),
         name => crate::commands::lists::blocking_keys(name, args),
     }
 }
@@ -298,11 +358,14 @@ pub async fn execute(
     }
     let Some((keys, timeout)) = wait_spec(spec, &args) else { return first };
     let reg = shared.store.blocking.clone();
-    let (w, mut rx) = reg.register(s.db_index, spec, args, keys);
+    // Open to CLIENT UNBLOCK from the moment INFO counts the client as blocked.
+    let mut unblock = s.entry.begin_block();
+    let (w, mut rx) = reg.register(s.db_index, crate::commands::streams::waiting_spec(spec), args, keys);
     // Kick the commit thread: it serves the keys just marked ready (a push may have come in between).
     let (kick, _) = oneshot::channel();
     if !shared.store.submit(Job { db_index: s.db_index, cmds: Vec::new(), reply: kick }) {
         reg.cancel(&w);
+        s.entry.end_block();
         return Reply::err("the server is shutting down");
     }
     let mut stop = shared.shutdown.subscribe();
@@ -316,12 +379,16 @@ pub async fn execute(
     tokio::pin!(sleep);
     // Why the wait ended without a reply: `true` if the client is gone.
     let gone;
+    // `Some(error)`: CLIENT UNBLOCK ended the wait.
+    let mut unblocked = None;
     loop {
         tokio::select! {
             r = &mut rx => {
+                s.entry.end_block();
                 return r.unwrap_or_else(|_| Reply::err("the server is shutting down"));
             }
             _ = &mut sleep => { gone = false; break; }
+            u = &mut unblock => { unblocked = u.ok(); gone = false; break; }
             r = stream.read_buf(rbuf), if rbuf.len() < MAX_READ_AHEAD => match r {
                 Ok(0) | Err(_) => { gone = true; break; }
                 Ok(n) => {
@@ -332,11 +399,15 @@ pub async fn execute(
             _ = stop.wait_for(|v| *v) => { gone = false; break; }
         }
     }
+    s.entry.end_block();
     if gone {
         s.close_now = true;
     }
     if reg.cancel(&w) {
-        return Reply::NilArray;
+        return match unblocked {
+            Some(true) => crate::server::unblocked_error(),
+            _ => Reply::NilArray,
+        };
     }
     // The commit thread took the waiter: its reply (after the fsync) is coming.
     rx.await.unwrap_or_else(|_| Reply::err("the server is shutting down"))

@@ -66,6 +66,14 @@ pub struct Store {
     pub gc: crate::gc::Collector,
     /// Clients blocked on keys (BLPOP, XREAD BLOCK ...), woken by the commit thread (`blocking.rs`).
     pub blocking: Arc<crate::blocking::Registry>,
+    /// Lua scripts and functions (`commands/scripting`).
+    pub scripts: Arc<crate::commands::scripting::Scripts>,
+    /// `stream-node-max-entries` (CONFIG SET stores it; each group reads it once, see
+    /// [`WriteCtx::stream_node_max_entries`]).
+    pub stream_node_max_entries: AtomicU64,
+    /// `hll-sparse-max-bytes` (CONFIG SET stores it; each group reads it once, see
+    /// [`WriteCtx::hll_sparse_max_bytes`]).
+    pub hll_sparse_max_bytes: AtomicU64,
 }
 
 /// Most bytes of payload one group gathers before it is written.
@@ -87,6 +95,9 @@ impl Store {
             max_group_commands: 16 * 1024,
             gc: crate::gc::Collector::default(),
             blocking: Arc::new(crate::blocking::Registry::default()),
+            scripts: Arc::default(),
+            stream_node_max_entries: AtomicU64::new(crate::types::stream::NODE_MAX_ENTRIES),
+            hll_sparse_max_bytes: AtomicU64::new(crate::types::hll::DEFAULT_SPARSE_MAX_BYTES),
         });
         let s = store.clone();
         let commit = std::thread::Builder::new()
@@ -177,11 +188,14 @@ fn commit_loop(store: &Store, rx: crossbeam_channel::Receiver<Job>) {
     let mut group: Vec<Job> = Vec::new();
     let mut ctx = WriteCtx::new(&store.db);
     ctx.wake = Some(store.blocking.clone());
+    ctx.scripts = Some(store.scripts.clone());
     if let Err(e) = ctx.load_versions() {
         store.set_read_only(format!("reading the collection registry failed: {e}"));
     }
     while let Ok(first) = rx.recv() {
         group.push(first);
+        ctx.stream_node_max_entries = store.stream_node_max_entries.load(Ordering::Relaxed);
+        ctx.hll_sparse_max_bytes = store.hll_sparse_max_bytes.load(Ordering::Relaxed);
         let mut n = group[0].cmds.len();
         while n < store.max_group_commands {
             match rx.try_recv() {
@@ -192,13 +206,20 @@ fn commit_loop(store: &Store, rx: crossbeam_channel::Receiver<Job>) {
                 Err(_) => break,
             }
         }
+        // The group's replies wait until the clients blocked on keys it pushed to are served: as in Redis,
+        // whoever sees a push's reply (and any command after it) sees the blocked clients served.
+        let mut answers: Vec<(tokio::sync::oneshot::Sender<Vec<Reply>>, Vec<Reply>)> = Vec::new();
         // A command that panics must not take the commit thread (and every later write) with it: its group
         // is answered with an error and, since the batch state is unknown, writes are refused from then on.
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            commit_group(store, &mut ctx, &mut group);
+            commit_group(store, &mut ctx, &mut group, &mut answers);
             // Clients blocked on keys this group pushed to, now that the pushes are durable.
             crate::blocking::serve(store, &mut ctx);
         }));
+        // The group is durable whatever serving did.
+        for (tx, r) in answers {
+            let _ = tx.send(r);
+        }
         if r.is_err() {
             store.set_read_only("internal error: a write command panicked (see stderr)".into());
             for job in group.drain(..) {
@@ -209,7 +230,13 @@ fn commit_loop(store: &Store, rx: crossbeam_channel::Receiver<Job>) {
     }
 }
 
-fn commit_group(store: &Store, ctx: &mut WriteCtx<'_>, group: &mut Vec<Job>) {
+/// Commits a group; the replies of a durable group are left in `answers` for the caller to send.
+fn commit_group(
+    store: &Store,
+    ctx: &mut WriteCtx<'_>,
+    group: &mut Vec<Job>,
+    answers: &mut Vec<(tokio::sync::oneshot::Sender<Vec<Reply>>, Vec<Reply>)>,
+) {
     if store.read_only_reason().is_some() {
         for job in group.drain(..) {
             let replies = job.cmds.iter().map(|_| store.misconf()).collect();
@@ -251,8 +278,9 @@ fn commit_group(store: &Store, ctx: &mut WriteCtx<'_>, group: &mut Vec<Job>) {
                 store.stats.last_fsync_unix.store(now_ms() / 1000, Ordering::Relaxed);
             }
             store.blocking.mark_ready(&mut ctx.signals);
+            store.blocking.mark_gone(&mut ctx.gone);
             for (job, r) in group.drain(..).zip(replies) {
-                let _ = job.reply.send(r);
+                answers.push((job.reply, r));
             }
             // The versions the group removed are durable garbage now: reclaim them promptly.
             if !ctx.dropped.is_empty() {

@@ -502,14 +502,15 @@ impl Config {
                     self.query_buffer_limit = n;
                 }
             }
-            "port" | "bind" | "dir" | "protected-mode" if at_start => match name {
+            // Checked on every accepted connection (server.rs), so it may change at run time.
+            "protected-mode" => {
+                self.protected_mode =
+                    parse_yes_no(value).map_err(|_| SetError::Invalid("argument must be 'yes' or 'no'".into()))?
+            }
+            "port" | "bind" | "dir" if at_start => match name {
                 "port" => self.port = value.parse().map_err(|_| range_error(0, 65535))?,
                 "bind" => self.bind = value.to_string(),
-                "dir" => self.dir = PathBuf::from(value),
-                _ => {
-                    self.protected_mode =
-                        parse_yes_no(value).map_err(|_| SetError::Invalid("argument must be 'yes' or 'no'".into()))?
-                }
+                _ => self.dir = PathBuf::from(value),
             },
             "databases" if at_start => {
                 let n: u64 = value.parse().map_err(|_| invalid_int())?;
@@ -521,7 +522,10 @@ impl Config {
                     )));
                 }
             }
-            "port" | "bind" | "dir" | "protected-mode" | "databases" => return Err(SetError::Immutable),
+            // Fixed for the life of the server; setting the value it already has changes nothing (as a client
+            // restoring what `CONFIG GET *` gave it does).
+            "port" | "bind" | "dir" | "databases" if self.get(name).as_deref() == Some(value) => {}
+            "port" | "bind" | "dir" | "databases" => return Err(SetError::Immutable),
             // Redis's others: checked, stored and shown by CONFIG GET; they change nothing here.
             _ => {
                 let canonical = redis::canonical(name).ok_or(SetError::Unknown)?;

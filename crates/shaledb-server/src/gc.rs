@@ -55,6 +55,8 @@ pub struct Collector {
     pub records_deleted: AtomicU64,
     /// Slow passes completed.
     pub passes: AtomicU64,
+    /// Dead versions reclaimed since the start or the last `CONFIG RESETSTAT` (`lazyfreed_objects`).
+    lazyfreed: AtomicU64,
 }
 
 impl Collector {
@@ -77,6 +79,17 @@ impl Collector {
         self.kicked.store(true, Ordering::Release);
         let _q = self.queue.lock();
         self.wake.notify_one();
+    }
+
+    /// Dead versions reclaimed since the start or the last [`Collector::reset_lazyfreed`]
+    /// (`lazyfreed_objects` of `INFO memory`).
+    pub fn lazyfreed_objects(&self) -> u64 {
+        self.lazyfreed.load(Ordering::Relaxed)
+    }
+
+    /// `CONFIG RESETSTAT`.
+    pub fn reset_lazyfreed(&self) {
+        self.lazyfreed.store(0, Ordering::Relaxed);
     }
 
     /// Versions waiting in the prompt queue.
@@ -175,6 +188,7 @@ fn reclaim_version(store: &Store, db: u8, version: u64) -> bool {
                     Some(Reply::Bulk(next)) => from = next,
                     _ => {
                         store.gc.versions_reclaimed.fetch_add(1, Ordering::Relaxed);
+                        store.gc.lazyfreed.fetch_add(1, Ordering::Relaxed);
                         return true;
                     }
                 }

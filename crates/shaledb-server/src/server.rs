@@ -21,6 +21,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify};
 
+use commands::server_cmds::monitor;
+
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -78,11 +80,17 @@ pub struct ClientEntry {
     pub created: Instant,
     pub name: Mutex<Option<bytes::Bytes>>,
     pub db: AtomicUsize,
-    pub last_command: Mutex<&'static str>,
+    /// The last command run, and its subcommand for a container command (`cmd=client|list`).
+    pub last_command: Mutex<(&'static str, Option<bytes::Bytes>)>,
+    /// Bytes of the request being run, while it runs (`qbuf=` of `CLIENT LIST` for the client asking).
+    pub qbuf: AtomicUsize,
     pub last_active: Mutex<Instant>,
     /// Set by `CLIENT KILL`; the connection closes at its next chance.
     pub killed: AtomicBool,
     pub kill: Notify,
+    /// While the client is blocked (BLPOP, XREAD BLOCK, WAIT ...): `CLIENT UNBLOCK` sends through it
+    /// (`true`: answer with the UNBLOCKED error, `false`: as on a timeout).
+    pub unblock: Mutex<Option<tokio::sync::oneshot::Sender<bool>>>,
     /// The socket's file descriptor (-1 where there is none).
     pub fd: i64,
     /// `CLIENT SETINFO LIB-NAME / LIB-VER`.
@@ -105,10 +113,12 @@ impl ClientEntry {
             created: Instant::now(),
             name: Mutex::new(None),
             db: AtomicUsize::new(0),
-            last_command: Mutex::new("NULL"),
+            last_command: Mutex::new(("NULL", None)),
+            qbuf: AtomicUsize::new(0),
             last_active: Mutex::new(Instant::now()),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
+            unblock: Mutex::new(None),
             fd,
             lib_name: Mutex::new(None),
             lib_ver: Mutex::new(None),
@@ -116,6 +126,25 @@ impl ClientEntry {
             no_evict: AtomicBool::new(false),
             no_touch: AtomicBool::new(false),
         }
+    }
+
+    /// Marks the client as blocked until the returned receiver is dropped: `CLIENT UNBLOCK` answers
+    /// through it. Call [`ClientEntry::end_block`] when the wait ends.
+    pub fn begin_block(&self) -> tokio::sync::oneshot::Receiver<bool> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        *self.unblock.lock() = Some(tx);
+        rx
+    }
+
+    /// The client is no longer blocked.
+    pub fn end_block(&self) {
+        self.unblock.lock().take();
+    }
+
+    /// `CLIENT UNBLOCK`: true if the client was blocked (it then answers as on a timeout, or with the
+    /// UNBLOCKED error when `error`).
+    pub fn unblock(&self, error: bool) -> bool {
+        self.unblock.lock().take().is_some_and(|tx| tx.send(error).is_ok())
     }
 
     /// Asks the connection to close at its next chance (`CLIENT KILL`).
@@ -141,11 +170,15 @@ pub struct Shared {
     pub pubsub: commands::pubsub::Registry,
     /// SAVE and BGSAVE checkpoints (`LASTSAVE`, `INFO persistence`).
     pub saves: Arc<commands::server_cmds::Saves>,
+    /// Command counters, slow log, latency monitor, MONITOR clients.
+    pub intro: commands::server_cmds::Introspection,
 }
 
 impl Shared {
     /// Asks the server to stop: no new connections, in-flight commands finish, the engine is closed.
     pub fn request_shutdown(&self) {
+        // A script in an endless loop would hold the commit thread (and so the shutdown) forever.
+        self.store.scripts.abort_for_shutdown();
         let _ = self.shutdown.send(true);
     }
 }
@@ -170,6 +203,8 @@ pub struct Session {
     pub skip_next_reply: bool,
     /// `CLIENT REPLY SKIP` was this command: its own reply is not sent either.
     pub skip_this_reply: bool,
+    /// `CLIENT REPLY ON` was this command: its reply is sent even right after a `CLIENT REPLY SKIP`.
+    pub force_reply: bool,
     pub entry: Arc<ClientEntry>,
     /// The transaction being queued (between MULTI and EXEC/DISCARD).
     pub multi: Option<commands::multi::MultiState>,
@@ -178,6 +213,8 @@ pub struct Session {
     pub watching: bool,
     /// Pub/Sub subscriptions and the queue of messages to write (commands/pubsub.rs).
     pub pubsub: Option<Box<commands::pubsub::State>>,
+    /// MONITOR: the queue of command lines to write (commands/server_cmds/monitor.rs).
+    pub monitor: Option<Arc<commands::server_cmds::monitor::Feed>>,
 }
 
 impl Session {
@@ -315,8 +352,34 @@ fn is_loopback(bind: &str) -> bool {
     }
 }
 
+/// True when `ip` is a loopback address (an IPv4 one written as IPv6 too).
+fn is_loopback_ip(ip: IpAddr) -> bool {
+    ip.to_canonical().is_loopback()
+}
+
+/// Redis's protected mode for one accepted connection: a client from a non-loopback address is refused
+/// while protected mode is on and no password is set. Judged on the configuration when the connection
+/// arrives, so `CONFIG SET requirepass ""` or `CONFIG SET protected-mode yes` apply to the next connections.
+pub fn protected_mode_denies(peer: IpAddr, config: &Config) -> bool {
+    config.protected_mode && config.requirepass.is_none() && !is_loopback_ip(peer)
+}
+
+/// Redis's `-DENIED` reply to a connection refused by protected mode (the text clients show).
+pub const DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no \
+password is set for the default user. In this mode connections are only accepted from the loopback interface. \
+If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just \
+disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by \
+connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly \
+accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you \
+can just disable the protected mode by editing the Redis configuration file, and setting the protected mode \
+option to 'no', and then restarting the server. 3) If you started the server manually just for testing, \
+restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. \
+NOTE: You only need to do one of the above things in order for the server to start accepting connections from \
+the outside.\r\n";
+
 /// Redis's protected mode, checked before the database is opened or any socket bound: a non-loopback
-/// address needs a password unless protected mode is off.
+/// address needs a password unless protected mode is off. (Each connection is checked again when it is
+/// accepted: [`protected_mode_denies`].)
 pub fn check_protected_mode(config: &Config) -> Result<(), ServerError> {
     if !is_loopback(&config.bind) && config.requirepass.is_none() && config.protected_mode {
         return Err(ServerError::Config(format!(
@@ -357,6 +420,15 @@ async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError>
         eprintln!("{warning}");
     }
     let (shutdown, _) = watch::channel(false);
+    let intro = commands::server_cmds::Introspection::default();
+    intro.apply(&config);
+    store.scripts.set_observers(commands::scripting::Observers {
+        commands: intro.commands.clone(),
+        monitors: intro.monitors.clone(),
+    });
+    commands::server_cmds::apply_knobs(&store, &config, |name| {
+        config.get(name).as_deref() != Some(crate::config::redis::default_of(name))
+    });
     let shared = Arc::new(Shared {
         store,
         config: RwLock::new(config),
@@ -368,6 +440,7 @@ async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError>
         local_addr,
         pubsub: Default::default(),
         saves: Default::default(),
+        intro,
     });
     Ok((shared, listener))
 }
@@ -509,10 +582,15 @@ async fn serve(shared: Arc<Shared>, listener: TcpListener) -> Result<(), ServerE
 
 async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr, id: u64) {
     let _ = stream.set_nodelay(true);
-    let (maxclients, requirepass, limits) = {
+    let (maxclients, requirepass, limits, denied) = {
         let c = shared.config.read();
-        (c.maxclients, c.requirepass.is_some(), c.limits)
+        (c.maxclients, c.requirepass.is_some(), c.limits, protected_mode_denies(addr.ip(), &c))
     };
+    if denied {
+        shared.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
+        let _ = stream.write_all(DENIED.as_bytes()).await;
+        return;
+    }
     #[cfg(unix)]
     let fd = std::os::fd::AsRawFd::as_raw_fd(&stream) as i64;
     #[cfg(not(unix))]
@@ -543,10 +621,12 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
         replies_off: false,
         skip_next_reply: false,
         skip_this_reply: false,
+        force_reply: false,
         entry: entry.clone(),
         multi: None,
         watching: false,
         pubsub: None,
+        monitor: None,
     };
     let mut stop = shared.shutdown.subscribe();
     let mut parser = Parser::new(limits);
@@ -626,6 +706,11 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
                     break 'conn;
                 }
             }
+            _ = monitor::ready(monitor::feed_of(&session)) => {
+                if !monitor::drain(&session, &mut wbuf) {
+                    break 'conn;
+                }
+            }
             _ = stop.changed() => {
                 // Finish requests already received, then close.
                 if rbuf.is_empty() && !parser.in_request() {
@@ -637,6 +722,9 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
     }
     commands::multi::unwatch_session(&mut session, &shared);
     commands::pubsub::unsubscribe_all(&mut session, &shared);
+    if session.monitor.take().is_some() {
+        shared.intro.monitors.remove(id);
+    }
     shared.clients.lock().remove(&id);
 }
 
@@ -651,8 +739,14 @@ async fn write_out(shared: &Shared, stream: &mut TcpStream, wbuf: &mut BytesMut)
     r
 }
 
+/// The bytes a request takes on the wire in RESP (`qbuf=` of `CLIENT LIST` while it runs).
+fn request_bytes(args: &Args) -> usize {
+    let digits = |n: usize| n.checked_ilog10().unwrap_or(0) as usize + 1;
+    3 + digits(args.len()) + args.iter().map(|a| 5 + digits(a.len()) + a.len()).sum::<usize>()
+}
+
 /// Executes queued requests in order, appending their replies to `out`, until the queue is empty or the
-/// output is large enough to write first.
+/// output is large enough to write first. Each command is timed and recorded ([`Shared::intro`]).
 async fn execute(
     s: &mut Session,
     shared: &Arc<Shared>,
@@ -661,15 +755,18 @@ async fn execute(
     stream: &mut TcpStream,
     rbuf: &mut BytesMut,
 ) {
+    let intro = &shared.intro;
     let mut pending = Pending::default();
     while let Some(args) = queue.pop_front() {
         shared.stats.commands_processed.fetch_add(1, Ordering::Relaxed);
         // CLIENT REPLY OFF / SKIP: the command runs, its reply is dropped.
         let skipped = std::mem::take(&mut s.skip_next_reply);
         let silent = s.replies_off || skipped;
-        let spec = match check(s, &args) {
+        let spec = match check(s, shared, &args) {
             Ok(spec) => spec,
             Err(reply) => {
+                let known = args.first().and_then(|n| commands::lookup(n));
+                intro.commands.record_rejected(known, args.get(1).map(|a| &a[..]), &reply);
                 commands::multi::queue_failed(s);
                 pending.flush(s, shared, out).await;
                 if !silent {
@@ -678,20 +775,52 @@ async fn execute(
                 continue;
             }
         };
-        *s.entry.last_command.lock() = spec.name;
+        {
+            let sub =
+                (commands::server_cmds::stats::is_container(spec.name) && args.len() > 1).then(|| args[1].clone());
+            *s.entry.last_command.lock() = (spec.name, sub);
+        }
+        let started = Instant::now();
+        // -BUSY while a script runs too long; SCRIPT KILL, FUNCTION KILL/STATS on this task.
+        if let Some(reply) = commands::scripting::intercept(s, shared, spec, &args) {
+            pending.flush(s, shared, out).await;
+            intro.ran(s, spec, Some(&args), started.elapsed(), &reply, false);
+            if !silent {
+                reply.encode(s.proto, out);
+            }
+            continue;
+        }
         if let Some(replies) = commands::pubsub::intercept(s, shared, spec, &args) {
             pending.flush(s, shared, out).await;
-            if !silent {
-                for r in replies {
+            let reply = replies.first().cloned().unwrap_or(Reply::Ok);
+            intro.ran(s, spec, Some(&args), started.elapsed(), &reply, false);
+            // Subscription confirmations are pushes: sent even under CLIENT REPLY OFF, as in Redis.
+            for r in replies {
+                if !silent || matches!(r, Reply::Push(_)) {
                     r.encode(s.proto, out);
                 }
             }
             continue;
         }
+        // EXEC: its queued commands are recorded one by one with their replies.
+        let queued: Option<Vec<Args>> =
+            if spec.name == "exec" { s.multi.as_ref().map(|m| m.cmds.clone()) } else { None };
+        let in_multi = s.multi.is_some();
+        let user_spec = spec;
+        // Kept only where the command leaves this function's hands (a write's job, a blocking wait, MULTI).
+        let keep = spec.name == "exec"
+            || (intro.wants_args() && (in_multi || spec.is_write() || spec.flags & flags::BLOCKING != 0));
+        let user_args = keep.then(|| args.clone());
         let (spec, args) = match commands::multi::intercept(s, shared, spec, args) {
             commands::multi::Step::Run(spec, args) => (spec, args),
             commands::multi::Step::Reply(reply) => {
                 pending.flush(s, shared, out).await;
+                let queued_ok = matches!(&reply, Reply::Simple(q) if q == "QUEUED");
+                if user_spec.name == "exec" || !in_multi {
+                    intro.ran(s, user_spec, user_args.as_deref(), started.elapsed(), &reply, false);
+                } else if !queued_ok {
+                    intro.commands.record_rejected(Some(user_spec), None, &reply);
+                }
                 if !silent {
                     reply.encode(s.proto, out);
                 }
@@ -701,38 +830,61 @@ async fn execute(
         // BLPOP, XREAD BLOCK ...: may park the client until served or timed out (blocking.rs).
         if spec.flags & flags::BLOCKING != 0 {
             pending.flush(s, shared, out).await;
+            let started = Instant::now();
             let reply = crate::blocking::execute(s, shared, spec, args, stream, rbuf).await;
             if s.close_now {
                 break;
             }
+            intro.ran(s, user_spec, user_args.as_deref(), started.elapsed(), &reply, true);
             if !silent {
                 reply.encode(s.proto, out);
             }
             continue;
         }
         if let Handler::Write(_) = spec.handler {
+            // EVAL, FCALL ...: shown before the commands the script calls.
+            if commands::server_cmds::monitored_before(spec) && intro.monitors.active() {
+                pending.flush(s, shared, out).await;
+                intro.monitors.feed(s.db_index, monitor::Origin::Client(&s.addr), &args);
+            }
             if pending.cmds.is_empty() {
                 pending.db_index = s.db_index;
             }
             pending.cmds.push((spec, args));
             pending.silent.push(silent);
+            pending.records.push(Record { spec: user_spec, args: user_args, queued });
             if pending.cmds.len() >= MAX_BATCH {
                 pending.flush(s, shared, out).await;
             }
             continue;
         }
         pending.flush(s, shared, out).await;
+        if commands::server_cmds::monitored_before(spec) {
+            intro.monitors.feed(s.db_index, monitor::Origin::Client(&s.addr), &args);
+        }
+        s.entry.qbuf.store(request_bytes(&args), Ordering::Relaxed);
+        let started = Instant::now();
         let reply = match spec.handler {
+            Handler::Conn(f) if spec.name == "wait" => match commands::server_cmds::wait_plan(&args) {
+                Ok(Some(timeout)) => match wait_for(s, shared, timeout).await {
+                    Some(true) => unblocked_error(),
+                    _ => Reply::Int(0),
+                },
+                _ => f(s, shared, &args),
+            },
             Handler::Conn(f) => f(s, shared, &args),
             Handler::Read(f) => f(&ReadCtx::new(&shared.store.db, s.db_index, now_ms()), &args),
             Handler::Write(_) => unreachable!("handled above"),
         };
+        s.entry.qbuf.store(0, Ordering::Relaxed);
         if s.close_now {
             break;
         }
+        intro.ran(s, spec, Some(&args), started.elapsed(), &reply, spec.name == "wait");
         // Judged after the command: CLIENT REPLY ON is answered, CLIENT REPLY OFF / SKIP are not.
         let skip_this = std::mem::take(&mut s.skip_this_reply);
-        if !skipped && !s.replies_off && !skip_this {
+        let forced = std::mem::take(&mut s.force_reply);
+        if forced || (!skipped && !s.replies_off && !skip_this) {
             reply.encode(s.proto, out);
         }
         if s.close_after_reply || out.len() >= MAX_OUTPUT {
@@ -747,12 +899,61 @@ async fn execute(
     }
 }
 
+/// The reply of a blocked command ended by `CLIENT UNBLOCK id ERROR`.
+pub fn unblocked_error() -> Reply {
+    Reply::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+}
+
+/// `WAIT` with replicas asked for: no replica will ever acknowledge, so it waits out its timeout (`None`:
+/// until the client is killed or the server stops). `Some(error)` when `CLIENT UNBLOCK` ended it.
+async fn wait_for(s: &Session, shared: &Shared, timeout: Option<Duration>) -> Option<bool> {
+    let mut unblock = s.entry.begin_block();
+    let r = wait_or_unblock(s, shared, timeout, &mut unblock).await;
+    s.entry.end_block();
+    r
+}
+
+async fn wait_or_unblock(
+    s: &Session,
+    shared: &Shared,
+    timeout: Option<Duration>,
+    unblock: &mut tokio::sync::oneshot::Receiver<bool>,
+) -> Option<bool> {
+    let mut stop = shared.shutdown.subscribe();
+    let sleep = async {
+        match timeout {
+            Some(t) => tokio::time::sleep(t).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = sleep => None,
+        _ = s.entry.kill.notified() => {
+            s.entry.kill.notify_one();
+            None
+        }
+        _ = stop.wait_for(|v| *v) => None,
+        u = unblock => u.ok(),
+    }
+}
+
+/// What a write command of a pending job needs recorded once it ran (see [`Shared::intro`]).
+struct Record {
+    /// The command the client sent (EXEC, WATCH: not the internal job that runs them).
+    spec: &'static Spec,
+    /// Its arguments, when kept (slow log, MONITOR).
+    args: Option<Args>,
+    /// EXEC's queued commands.
+    queued: Option<Vec<Args>>,
+}
+
 /// Write commands waiting to go to the commit thread as one job.
 #[derive(Default)]
 struct Pending {
     cmds: Vec<(&'static Spec, Args)>,
     /// Per command: its reply is not sent (CLIENT REPLY OFF / SKIP).
     silent: Vec<bool>,
+    records: Vec<Record>,
     db_index: u8,
 }
 
@@ -764,10 +965,17 @@ impl Pending {
         }
         let n = self.cmds.len();
         let silent = std::mem::take(&mut self.silent);
+        let records = std::mem::take(&mut self.records);
         let (tx, rx) = tokio::sync::oneshot::channel();
         let job = Job { db_index: self.db_index, cmds: std::mem::take(&mut self.cmds), reply: tx };
+        let started = Instant::now();
         let replies = if shared.store.submit(job) { rx.await.ok() } else { None };
         let replies = replies.unwrap_or_else(|| vec![Reply::err("the server is shutting down"); n]);
+        // Each command's time: its share of the group's.
+        let share = started.elapsed() / n.max(1) as u32;
+        for (r, rec) in replies.iter().zip(&records) {
+            record_write(s, shared, rec, r, share);
+        }
         for (r, quiet) in replies.iter().zip(silent.iter().chain(std::iter::repeat(&false))) {
             if !quiet {
                 r.encode(s.proto, out);
@@ -776,14 +984,30 @@ impl Pending {
     }
 }
 
-/// Looks the command up and checks arity and authentication.
-fn check(s: &Session, args: &Args) -> Result<&'static Spec, Reply> {
+/// Records a write command (or an EXEC and the commands it ran) after its job.
+fn record_write(s: &Session, shared: &Shared, rec: &Record, reply: &Reply, share: Duration) {
+    let intro = &shared.intro;
+    if let (Some(queued), Reply::Array(results)) = (&rec.queued, reply) {
+        let each = share / (queued.len().max(1) as u32);
+        for (args, r) in queued.iter().zip(results) {
+            if let Some(spec) = args.first().and_then(|n| commands::lookup(n)) {
+                intro.ran(s, spec, Some(args), each, r, false);
+            }
+        }
+    }
+    intro.ran(s, rec.spec, rec.args.as_deref(), share, reply, false);
+}
+
+/// Looks the command up and checks arity and authentication. A connection that has not authenticated
+/// needs to while a password is set (judged on the current configuration, as Redis judges it on the
+/// default user's: once `CONFIG SET requirepass ""` removed it, nobody needs to).
+fn check(s: &Session, shared: &Shared, args: &Args) -> Result<&'static Spec, Reply> {
     let Some(name) = args.first() else { return Err(Reply::err("empty command")) };
     let Some(spec) = commands::lookup(name) else { return Err(commands::unknown_command(args)) };
     if !spec.arity_ok(args.len()) {
         return Err(commands::wrong_arity(spec.name));
     }
-    if !s.authenticated && spec.flags & flags::NO_AUTH == 0 {
+    if !s.authenticated && spec.flags & flags::NO_AUTH == 0 && shared.config.read().requirepass.is_some() {
         return Err(Reply::error("NOAUTH Authentication required."));
     }
     Ok(spec)

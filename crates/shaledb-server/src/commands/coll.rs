@@ -13,7 +13,7 @@
 //!
 //! ## Random picks
 //! HRANDFIELD, SRANDMEMBER and SPOP pick with [`crate::types::coll`] (the method is described there); this
-//! module bounds their counts ([`pick_count`]).
+//! module reads and bounds their counts ([`pick_count`], [`pick_bound`]).
 
 use super::keys::{glob_match, Cursors};
 use super::{arg_i64, syntax_error};
@@ -124,10 +124,28 @@ pub fn scan_reply(next: u64, items: Vec<Reply>) -> Reply {
     Reply::Array(vec![Reply::bulk(next.to_string()), Reply::Array(items)])
 }
 
-/// Reads an optional count argument of HRANDFIELD/SRANDMEMBER: `(count, distinct)`, refusing a negative
-/// count whose magnitude is above [`MAX_PICK`] (the reply would not fit in memory).
-pub fn pick_count(a: &[u8]) -> Result<(u64, bool), Reply> {
-    let n = arg_i64(a)?;
+/// Reads the count of HRANDFIELD/SRANDMEMBER/ZRANDMEMBER as Redis does: an integer within
+/// ±(2^63 - 1). Checked before the key is looked up, as Redis does.
+pub fn pick_count(a: &[u8]) -> Result<i64, Reply> {
+    match arg_i64(a)? {
+        i64::MIN => {
+            Err(Reply::err("value is out of range, value must between -9223372036854775807 and 9223372036854775807"))
+        }
+        n => Ok(n),
+    }
+}
+
+/// With WITHVALUES/WITHSCORES Redis refuses a count beyond ±2^62 (the reply has twice as many items).
+pub fn check_pairs_count(n: i64) -> Result<(), Reply> {
+    if !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&n) {
+        return Err(Reply::err("value is out of range"));
+    }
+    Ok(())
+}
+
+/// A count read by [`pick_count`] as `(count, distinct)`, once the key is known to exist: refuses a
+/// negative count whose magnitude is above [`MAX_PICK`] (Redis would build a reply that large in memory).
+pub fn pick_bound(n: i64) -> Result<(u64, bool), Reply> {
     if n >= 0 {
         return Ok((n as u64, true));
     }
@@ -159,9 +177,12 @@ mod tests {
         assert_eq!(bad(&["HSCAN", "k", "0", "COUNT"]), "ERR syntax error");
         assert_eq!(bad(&["HSCAN", "k", "0", "BOGUS", "1"]), "ERR syntax error");
         assert_eq!(bad(&["HSCAN", "k", "0", "COUNT", "x"]), "ERR value is not an integer or out of range");
-        assert_eq!(pick_count(b"3").unwrap(), (3, true));
-        assert_eq!(pick_count(b"-3").unwrap(), (3, false));
+        assert_eq!(pick_count(b"-3").map(pick_bound), Ok(Ok((3, false))));
+        assert_eq!(pick_count(b"3").map(pick_bound), Ok(Ok((3, true))));
         assert!(pick_count(b"-9223372036854775808").is_err());
         assert!(pick_count(b"x").is_err());
+        assert!(pick_bound(-(MAX_PICK as i64) - 1).is_err());
+        assert!(check_pairs_count(i64::MAX / 2).is_ok());
+        assert_eq!(check_pairs_count(-9223372036854770000), Err(Reply::err("value is out of range")));
     }
 }

@@ -134,7 +134,8 @@ fn valid_name(n: &[u8]) -> bool {
     n.iter().all(|&c| c > b' ' && c <= b'~')
 }
 
-/// `RESET`: back to database 0, RESP2, no name, replies on, and unauthenticated when a password is set.
+/// `RESET`: back to database 0, RESP2, no name, replies on, no transaction, no WATCH, no subscriptions, and
+/// unauthenticated when a password is set.
 fn reset(s: &mut Session, shared: &Shared, _: &Args) -> Reply {
     s.db_index = 0;
     s.set_proto(2);
@@ -144,7 +145,10 @@ fn reset(s: &mut Session, shared: &Shared, _: &Args) -> Reply {
     s.multi = None;
     crate::commands::multi::unwatch_session(s, shared);
     crate::commands::pubsub::unsubscribe_all(s, shared);
-    s.entry.no_evict.store(false, Ordering::Relaxed);
+    if s.monitor.take().is_some() {
+        shared.intro.monitors.remove(s.id);
+    }
+    // CLIENT NO-EVICT survives RESET in Redis 7.0 (its flag is not among those RESET clears).
     s.entry.no_touch.store(false, Ordering::Relaxed);
     s.authenticated = shared.config.read().requirepass.is_none();
     Reply::Simple("RESET".into())
@@ -255,6 +259,7 @@ fn client(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
                 b"on" => {
                     s.replies_off = false;
                     s.skip_next_reply = false;
+                    s.force_reply = true;
                     Reply::Ok
                 }
                 b"off" => {
@@ -281,8 +286,12 @@ fn client(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
             if argc == 4 && !args[3].eq_ignore_ascii_case(b"timeout") && !args[3].eq_ignore_ascii_case(b"error") {
                 return Reply::err("CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
             }
+            let error = argc == 4 && args[3].eq_ignore_ascii_case(b"error");
             match super::arg_i64(&args[2]) {
-                Ok(_) => Reply::Int(0),
+                Ok(id) => {
+                    let target = u64::try_from(id).ok().and_then(|id| shared.clients.lock().get(&id).cloned());
+                    Reply::Int(target.is_some_and(|c| c.unblock(error)) as i64)
+                }
                 Err(e) => e,
             }
         }),
@@ -292,7 +301,8 @@ fn client(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
 
 /// One client as `CLIENT LIST` and `CLIENT INFO` print it (Redis 7.2's fields, in its order). Fields this
 /// server does not track are printed with the value Redis prints for a client without them (0, or -1 for
-/// `redir`); `qbuf`, `omem` and the like are 0 because buffers are not shared with the registry.
+/// `redir`); `qbuf` is the size of the request the client is running (the one asking sees its own, as in
+/// Redis), `omem` and the like are 0 because buffers are not shared with the registry.
 pub fn client_line(c: &ClientEntry) -> String {
     let mut flags = String::new();
     if c.no_evict.load(Ordering::Relaxed) {
@@ -305,11 +315,18 @@ pub fn client_line(c: &ClientEntry) -> String {
         flags.push('N');
     }
     let text = |b: &Option<Bytes>| b.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+    let cmd = {
+        let (name, sub) = &*c.last_command.lock();
+        match super::server_cmds::stats::full_name(name, sub.as_deref()) {
+            Some(full) => full,
+            None => name.to_string(),
+        }
+    };
     let mut line = String::with_capacity(300);
     let _ = write!(
         line,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 \
-         qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
+         qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
          user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
@@ -320,7 +337,8 @@ pub fn client_line(c: &ClientEntry) -> String {
         c.last_active.lock().elapsed().as_secs(),
         flags,
         c.db.load(Ordering::Relaxed),
-        c.last_command.lock(),
+        c.qbuf.load(Ordering::Relaxed),
+        cmd,
         c.resp.load(Ordering::Relaxed),
         text(&c.lib_name.lock()),
         text(&c.lib_ver.lock()),
@@ -419,6 +437,10 @@ fn client_kill(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
                 },
                 b"addr" => f.addr = Some(String::from_utf8_lossy(v).into_owned()),
                 b"laddr" => f.laddr = Some(String::from_utf8_lossy(v).into_owned()),
+                // `default` is the only user.
+                b"user" if v.as_ref() != b"default" => {
+                    return Reply::err(format!("No such user '{}'", String::from_utf8_lossy(v)))
+                }
                 b"user" => f.user = Some(v.to_vec()),
                 b"type" => match v.to_ascii_lowercase().as_slice() {
                     b"normal" => {}

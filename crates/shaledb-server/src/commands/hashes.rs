@@ -6,7 +6,6 @@
 //! [`crate::types::coll`].
 
 use super::coll::{self, pick_count};
-use super::strings::parse_float;
 use super::{arg_i64, syntax_error, wrong_arity, Spec};
 use crate::keys::Type;
 use crate::resp::{Args, Reply};
@@ -67,12 +66,13 @@ fn hincrby(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 }
 
 fn hincrbyfloat(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
-    let Some(by) = parse_float(&args[3]) else {
-        // Redis reads "inf" as a number and then refuses it; anything else is not a float.
-        let inf = std::str::from_utf8(&args[3]).ok().and_then(|s| s.parse::<f64>().ok()).is_some_and(f64::is_infinite);
-        return Reply::err(if inf { "value is NaN or Infinity" } else { "value is not a valid float" });
-    };
-    Reply::bulk(tri!(hash::incr_by_float(ctx, &args[1], &args[2], by)))
+    // Redis checks the increment before the key: "inf" is read as a number and then refused.
+    match crate::types::long_double::classify(&args[3]) {
+        crate::types::long_double::Class::Finite => {}
+        crate::types::long_double::Class::Infinite => return Reply::err("value is NaN or Infinity"),
+        crate::types::long_double::Class::NotANumber => return Reply::err("value is not a valid float"),
+    }
+    Reply::bulk(tri!(hash::incr_by_float(ctx, &args[1], &args[2], &args[3])))
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -124,7 +124,7 @@ fn hstrlen(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     Reply::Int(tri!(hash::field(&ctx, &c, &args[2])).map_or(0, |v| v.len() as i64))
 }
 
-/// `HRANDFIELD key [count [WITHVALUES]]`.
+/// `HRANDFIELD key [count [WITHVALUES]]`: in Redis's order, the count, the options, then the key.
 fn hrandfield(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     let ctx = ctx.pinned();
     let count = match args.len() {
@@ -137,28 +137,32 @@ fn hrandfield(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
         Some(a) if a.eq_ignore_ascii_case(b"WITHVALUES") => true,
         Some(_) => return syntax_error(),
     };
+    if let (Some(n), true) = (count, withvalues) {
+        tri!(coll::check_pairs_count(n));
+    }
     let c = tri!(hash::get(&ctx, &args[1]));
-    let Some((count, distinct)) = count else {
+    let Some(count) = count else {
         let Some(c) = c else { return Reply::Nil };
         let picked = tri!(hash::random_fields(&ctx, &c, 1, true));
         return picked.into_iter().next().map_or(Reply::Nil, |(f, _)| Reply::bulk(f));
     };
     let Some(c) = c else { return Reply::Array(Vec::new()) };
+    let (count, distinct) = tri!(coll::pick_bound(count));
     let picked = tri!(hash::random_fields(&ctx, &c, count, distinct));
-    let mut out = Vec::new();
-    for (f, v) in picked {
-        out.push(Reply::bulk(f));
-        if withvalues {
-            out.push(Reply::bulk(v));
-        }
+    if withvalues {
+        // RESP3: one [field, value] pair per pick, as Redis sends them.
+        Reply::Pairs(picked.into_iter().map(|(f, v)| (Reply::bulk(f), Reply::bulk(v))).collect())
+    } else {
+        Reply::Array(picked.into_iter().map(|(f, _)| Reply::bulk(f)).collect())
     }
-    Reply::Array(out)
 }
 
+/// `HSCAN key cursor [MATCH pattern] [COUNT count]`: in Redis's order, the cursor, the key, the options.
 fn hscan(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
-    let sa = tri!(coll::parse_scan_args(args, 2));
+    tri!(super::arg_cursor(&args[2]));
     let ctx = ctx.pinned();
     let Some(c) = tri!(hash::get(&ctx, &args[1])) else { return coll::scan_reply(0, Vec::new()) };
+    let sa = tri!(coll::parse_scan_args(args, 2));
     let mut items = Vec::new();
     let next = tri!(coll::scan_members(&ctx, &c, &sa, |f, v| {
         items.push(Reply::Bulk(Bytes::from(f)));

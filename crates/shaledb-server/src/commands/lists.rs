@@ -237,21 +237,21 @@ fn rpoplpush(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 }
 
 /// Checks a blocking command's timeout in seconds as Redis does (a float, not negative); `Ok(None)` for 0
-/// (forever).
+/// (forever). As in Redis, a timeout whose milliseconds do not fit in 63 bits (`inf`, `1e400`) is
+/// "negative"; one past 2^62 ms (about 146 million years) is refused as out of range.
 pub fn parse_timeout_secs(a: &[u8]) -> Result<Option<std::time::Duration>, Reply> {
     let bad = || Reply::err("timeout is not a float or out of range");
-    let s = std::str::from_utf8(a).map_err(|_| bad())?;
-    if s.is_empty() || s.trim() != s {
+    if crate::types::long_double::classify(a) == crate::types::long_double::Class::NotANumber {
         return Err(bad());
     }
-    let x: f64 = s.parse().map_err(|_| bad())?;
-    if x.is_nan() || x.is_infinite() {
+    let x: f64 = std::str::from_utf8(a).ok().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
+    if x.is_nan() {
         return Err(bad());
-    }
-    if x < 0.0 {
-        return Err(Reply::err("timeout is negative"));
     }
     let ms = (x * 1000.0).ceil();
+    if x < 0.0 || ms >= 9_223_372_036_854_775_808.0 {
+        return Err(Reply::err("timeout is negative"));
+    }
     if ms > (i64::MAX / 2) as f64 {
         return Err(Reply::err("timeout is out of range"));
     }
@@ -344,8 +344,9 @@ fn lmpop(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 }
 
 fn blmpop(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
-    tri!(parse_timeout_secs(&args[1]));
+    // Redis reads the timeout last, after the keys, the side and COUNT.
     let m = tri!(parse_mpop(args, 2));
+    tri!(parse_timeout_secs(&args[1]));
     mpop_generic(ctx, &m)
 }
 
@@ -377,7 +378,11 @@ mod tests {
         assert_eq!(parse_timeout_secs(b"2").unwrap(), Some(std::time::Duration::from_secs(2)));
         assert!(parse_timeout_secs(b"-1").is_err());
         assert!(parse_timeout_secs(b"x").is_err());
-        assert!(parse_timeout_secs(b"inf").is_err());
-        assert!(parse_timeout_secs(b"1e300").is_err());
+        assert_eq!(parse_timeout_secs(b"inf"), Err(Reply::err("timeout is negative")));
+        assert_eq!(parse_timeout_secs(b"1e400"), Err(Reply::err("timeout is negative")));
+        assert_eq!(parse_timeout_secs(b"9223372036854775807"), Err(Reply::err("timeout is negative")));
+        assert_eq!(parse_timeout_secs(b"nan"), Err(Reply::err("timeout is not a float or out of range")));
+        assert_eq!(parse_timeout_secs(b" 1"), Err(Reply::err("timeout is not a float or out of range")));
+        assert!(parse_timeout_secs(b"9223372036854775").is_err());
     }
 }

@@ -52,15 +52,21 @@ macro_rules! cmd {
 }
 pub(crate) use cmd;
 
+pub mod bits;
 pub mod coll;
 pub mod connection;
+pub mod dump;
+pub mod geo;
 pub mod hashes;
+pub mod hll;
 pub mod keys;
 pub mod lists;
 pub mod multi;
 pub mod pubsub;
+pub mod scripting;
 pub mod server_cmds;
 pub mod sets;
+pub mod sort;
 pub mod streams;
 pub mod strings;
 pub mod zsets;
@@ -152,6 +158,7 @@ pub static TABLE: &[&[Spec]] = &[
     connection::COMMANDS,
     server_cmds::COMMANDS,
     strings::COMMANDS,
+    bits::COMMANDS,
     keys::COMMANDS,
     multi::COMMANDS,
     hashes::COMMANDS,
@@ -160,6 +167,11 @@ pub static TABLE: &[&[Spec]] = &[
     streams::COMMANDS,
     zsets::COMMANDS,
     pubsub::COMMANDS,
+    sort::COMMANDS,
+    geo::COMMANDS,
+    hll::COMMANDS,
+    scripting::COMMANDS,
+    dump::COMMANDS,
 ];
 
 fn index() -> &'static HashMap<&'static str, &'static Spec> {
@@ -285,7 +297,7 @@ pub fn arg_cursor(a: &[u8]) -> Result<u64, Reply> {
 /// The arguments `numkeys key [key ...] [LIMIT limit]` of SINTERCARD and ZINTERCARD (from `args[1]`): the
 /// number of keys and the limit (0: none), or the error Redis answers.
 pub(crate) fn parse_intercard(args: &Args) -> Result<(usize, u64), Reply> {
-    let n = arg_i64(&args[1])?;
+    let n = crate::resp::parse_i64(&args[1]).unwrap_or(0);
     if n < 1 {
         return Err(Reply::err("numkeys should be greater than 0"));
     }

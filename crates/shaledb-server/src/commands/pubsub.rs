@@ -113,6 +113,27 @@ impl Registry {
         }
     }
 
+    /// Channels with at least one subscriber (`INFO stats` pubsub_channels).
+    pub fn channel_count(&self) -> usize {
+        self.channels.read().len()
+    }
+
+    /// Patterns with at least one subscriber (`INFO stats` pubsub_patterns).
+    pub fn pattern_count(&self) -> usize {
+        self.patterns.read().len()
+    }
+
+    /// Connections subscribed to at least one channel or pattern (`INFO clients` pubsub_clients).
+    pub fn subscribers(&self) -> usize {
+        let mut ids = std::collections::HashSet::new();
+        for map in [&self.channels, &self.patterns] {
+            for list in map.read().values() {
+                ids.extend(list.iter().map(|s| s.id));
+            }
+        }
+        ids.len()
+    }
+
     /// Delivers a message to every subscriber of `channel` and of every matching pattern; returns how many
     /// received it.
     pub fn publish(&self, channel: &Bytes, payload: &Bytes) -> i64 {
@@ -200,7 +221,11 @@ pub fn intercept(s: &mut Session, shared: &Shared, spec: &'static Spec, args: &A
     if spec.name.ends_with("unsubscribe") {
         let kind = if pattern { "punsubscribe" } else { "unsubscribe" };
         let Some(st) = s.pubsub.as_mut() else {
-            return Some(vec![confirmation(kind, None, 0)]);
+            // Never subscribed: one confirmation per name asked (count 0), or one with a nil name.
+            if names.is_empty() {
+                return Some(vec![confirmation(kind, None, 0)]);
+            }
+            return Some(names.iter().map(|n| confirmation(kind, Some(n), 0)).collect());
         };
         let list = if pattern { &mut st.patterns } else { &mut st.channels };
         let targets: Vec<Bytes> = if names.is_empty() { list.clone() } else { names.to_vec() };

@@ -6,7 +6,7 @@
 //! SPOP's picks [`crate::types::coll`].
 
 use super::coll::{self, pick_count};
-use super::{arg_i64, parse_intercard, syntax_error, Spec};
+use super::{parse_intercard, syntax_error, Spec};
 use crate::keys::Type;
 use crate::resp::{Args, Reply};
 use crate::store::{ReadCtx, WriteCtx};
@@ -53,13 +53,10 @@ fn spop(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let key = &args[1];
     let count = match args.len() {
         2 => None,
-        3 => {
-            let n = tri!(arg_i64(&args[2]));
-            if n < 0 {
-                return Reply::err("value is out of range, must be positive");
-            }
-            Some(n as u64)
-        }
+        3 => match crate::resp::parse_i64(&args[2]) {
+            Some(n) if n >= 0 => Some(n as u64),
+            _ => return Reply::err("value is out of range, must be positive"),
+        },
         _ => return syntax_error(),
     };
     let Some(mut c) = tri!(set::get_mut(ctx, key)) else {
@@ -111,20 +108,23 @@ fn srandmember(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     };
     let ctx = ctx.pinned();
     let c = tri!(set::get(&ctx, &args[1]));
-    let Some((count, distinct)) = count else {
+    let Some(count) = count else {
         let Some(c) = c else { return Reply::Nil };
         let picked = tri!(set::random_members(&ctx, &c, 1, true));
         return picked.into_iter().next().map_or(Reply::Nil, |m| Reply::Bulk(Bytes::from(m)));
     };
     let Some(c) = c else { return Reply::Array(Vec::new()) };
+    let (count, distinct) = tri!(coll::pick_bound(count));
     let picked = tri!(set::random_members(&ctx, &c, count, distinct));
     Reply::Array(picked.into_iter().map(|m| Reply::Bulk(Bytes::from(m))).collect())
 }
 
+/// `SSCAN key cursor [MATCH pattern] [COUNT count]`: in Redis's order, the cursor, the key, the options.
 fn sscan(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
-    let sa = tri!(coll::parse_scan_args(args, 2));
+    tri!(super::arg_cursor(&args[2]));
     let ctx = ctx.pinned();
     let Some(c) = tri!(set::get(&ctx, &args[1])) else { return coll::scan_reply(0, Vec::new()) };
+    let sa = tri!(coll::parse_scan_args(args, 2));
     let mut items = Vec::new();
     let next = tri!(coll::scan_members(&ctx, &c, &sa, |m, _| items.push(Reply::Bulk(Bytes::from(m)))));
     coll::scan_reply(next, items)

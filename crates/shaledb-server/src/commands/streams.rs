@@ -1,14 +1,16 @@
-//! Stream commands: XADD, XLEN, XRANGE, XREVRANGE, XDEL, XTRIM, XREAD (with BLOCK) and XINFO STREAM.
-//! Consumer groups (XGROUP, XREADGROUP, XACK, XPENDING, XCLAIM, XAUTOCLAIM, XINFO GROUPS/CONSUMERS) answer
-//! an error naming them as not supported yet.
+//! Stream commands: XADD, XLEN, XRANGE, XREVRANGE, XDEL, XTRIM, XSETID, XREAD (with BLOCK) and XINFO STREAM;
+//! the consumer-group commands (XGROUP, XREADGROUP, XACK, XPENDING, XCLAIM, XAUTOCLAIM, XINFO GROUPS,
+//! CONSUMERS and STREAM FULL) are in its `groups` module.
 //!
 //! These handlers parse the arguments and build the replies; the stream's layout (ids, header slots, entry
-//! records, emulated nodes) and the operations on its records are [`crate::types::stream`].
+//! records, emulated nodes, group records) and the operations on its records are [`crate::types::stream`].
+
+mod groups;
 
 use super::{arg_i64, syntax_error, Spec};
 use crate::resp::{Args, Reply};
 use crate::store::{ReadCtx, WriteCtx};
-use crate::types::stream::{self, Entry, Id, NewId, Threshold, Trim, NODE_MAX_ENTRIES};
+use crate::types::stream::{self, Entry, Id, NewId, Threshold, Trim};
 use bytes::Bytes;
 use std::time::Duration;
 
@@ -19,15 +21,30 @@ pub static COMMANDS: &[Spec] = &[
     cmd! { "xrevrange", -4, READONLY, [1, 1, 1], Read(xrevrange), "Returns the messages from a stream within a range of IDs in reverse order." },
     cmd! { "xdel", -3, WRITE | FAST, [1, 1, 1], Write(xdel), "Returns the number of messages after removing them from a stream." },
     cmd! { "xtrim", -4, WRITE, [1, 1, 1], Write(xtrim), "Deletes messages from the beginning of a stream." },
+    cmd! { "xsetid", -3, WRITE | DENYOOM | FAST, [1, 1, 1], Write(xsetid), "An internal command for replicating stream values." },
     cmd! { "xread", -4, READONLY | BLOCKING, [0, 0, 0], Read(xread), "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise." },
     cmd! { "xinfo", -2, 0, [0, 0, 0], Read(xinfo), "A container for stream introspection commands." },
-    cmd! { "xgroup", -2, 0, [0, 0, 0], Write(groups_unsupported), "A container for consumer groups commands (not supported yet)." },
-    cmd! { "xreadgroup", -7, WRITE | BLOCKING, [0, 0, 0], Write(groups_unsupported), "Returns new or historical messages from a stream for a consumer in a group (not supported yet)." },
-    cmd! { "xack", -4, WRITE | FAST, [1, 1, 1], Write(groups_unsupported), "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream (not supported yet)." },
-    cmd! { "xpending", -3, READONLY, [1, 1, 1], Read(groups_unsupported_r), "Returns the information and entries from a stream consumer group's pending entries list (not supported yet)." },
-    cmd! { "xclaim", -6, WRITE | FAST, [1, 1, 1], Write(groups_unsupported), "Changes, or acquires, ownership of a message in a consumer group (not supported yet)." },
-    cmd! { "xautoclaim", -6, WRITE | FAST, [1, 1, 1], Write(groups_unsupported), "Changes, or acquires, ownership of messages in a consumer group (not supported yet)." },
+    cmd! { "xgroup", -2, 0, [0, 0, 0], Write(groups::xgroup), "A container for consumer groups commands." },
+    cmd! { "xreadgroup", -7, WRITE | BLOCKING, [0, 0, 0], Write(groups::xreadgroup), "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise." },
+    cmd! { "xack", -4, WRITE | FAST, [1, 1, 1], Write(groups::xack), "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream." },
+    cmd! { "xpending", -3, READONLY, [1, 1, 1], Read(groups::xpending), "Returns the information and entries from a stream consumer group's pending entries list." },
+    cmd! { "xclaim", -6, WRITE | FAST, [1, 1, 1], Write(groups::xclaim), "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member." },
+    cmd! { "xautoclaim", -6, WRITE | FAST, [1, 1, 1], Write(groups::xautoclaim), "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member." },
 ];
+
+/// What a blocked XREADGROUP runs when one of its keys changed (not in the table: only `blocking.rs`
+/// uses it): the same command, except that a key that no longer holds a stream, or a group that is gone,
+/// ends the wait with Redis's error instead of Redis's immediate-call error.
+pub static XREADGROUP_BLOCKED: Spec = cmd! { "xreadgroup", -7, WRITE | BLOCKING, [0, 0, 0], Write(groups::xreadgroup_blocked), "XREADGROUP, run again for a blocked client." };
+
+/// The command a blocked client's waiter runs (see [`XREADGROUP_BLOCKED`]).
+pub fn waiting_spec(spec: &'static Spec) -> &'static Spec {
+    if spec.name == "xreadgroup" {
+        &XREADGROUP_BLOCKED
+    } else {
+        spec
+    }
+}
 
 super::coll::reply_from!(stream::Error: Store);
 
@@ -84,7 +101,8 @@ fn entry_reply(e: Entry) -> Reply {
 }
 
 /// Parses a trim clause at `args[*i]` (the MAXLEN/MINID word); advances `*i` past it.
-fn parse_trim(args: &Args, i: &mut usize) -> Result<Trim, Reply> {
+/// `node_max` is `stream-node-max-entries`, which sizes the default LIMIT of a `~` trim.
+fn parse_trim(args: &Args, i: &mut usize, node_max: u64) -> Result<Trim, Reply> {
     let maxlen = args[*i].eq_ignore_ascii_case(b"maxlen");
     *i += 1;
     let mut approx = false;
@@ -120,7 +138,11 @@ fn parse_trim(args: &Args, i: &mut usize) -> Result<Trim, Reply> {
     if limit.is_some() && !approx {
         return Err(Reply::err("syntax error, LIMIT cannot be used without the special ~ option"));
     }
-    Ok(Trim { threshold, approx, limit: limit.unwrap_or(if approx { 100 * NODE_MAX_ENTRIES } else { 0 }) })
+    Ok(Trim {
+        threshold,
+        approx,
+        limit: limit.unwrap_or(if approx { stream::default_approx_limit(node_max) } else { 0 }),
+    })
 }
 
 fn xadd(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
@@ -134,7 +156,7 @@ fn xadd(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
             nomkstream = true;
             i += 1;
         } else if a.eq_ignore_ascii_case(b"maxlen") || a.eq_ignore_ascii_case(b"minid") {
-            trim = Some(tri!(parse_trim(args, &mut i)));
+            trim = Some(tri!(parse_trim(args, &mut i, ctx.stream_node_max_entries)));
         } else {
             break;
         }
@@ -169,7 +191,7 @@ fn xtrim(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     if !(args[2].eq_ignore_ascii_case(b"maxlen") || args[2].eq_ignore_ascii_case(b"minid")) {
         return syntax_error();
     }
-    let t = tri!(parse_trim(args, &mut i));
+    let t = tri!(parse_trim(args, &mut i, ctx.stream_node_max_entries));
     if i != args.len() {
         return syntax_error();
     }
@@ -178,11 +200,47 @@ fn xtrim(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 
 fn xdel(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let key = &args[1];
+    // Redis's order: a missing key answers 0 and another type WRONGTYPE before any id is parsed.
+    if tri!(stream::get_mut(ctx, key)).is_none() {
+        return Reply::Int(0);
+    }
     let mut ids = Vec::with_capacity((args.len() - 2).min(1024));
     for a in &args[2..] {
         ids.push(tri!(parse_id(a, 0)));
     }
     Reply::Int(tri!(stream::delete(ctx, key, &ids)) as i64)
+}
+
+fn xsetid(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
+    let id = tri!(parse_id(&args[2], 0));
+    let mut entries_added = None;
+    let mut max_deleted = None;
+    let mut i = 3;
+    while i < args.len() {
+        let a = &args[i];
+        let more = i + 1 < args.len();
+        if a.eq_ignore_ascii_case(b"entriesadded") && more {
+            let n = tri!(arg_i64(&args[i + 1]));
+            if n < 0 {
+                return Reply::err("entries_added must be positive");
+            }
+            entries_added = Some(n as u64);
+        } else if a.eq_ignore_ascii_case(b"maxdeletedid") && more {
+            let m = tri!(parse_id(&args[i + 1], 0));
+            if id < m {
+                return Reply::err("The ID specified in XSETID is smaller than the provided max_deleted_entry_id");
+            }
+            max_deleted = Some(m);
+        } else {
+            return syntax_error();
+        }
+        i += 2;
+    }
+    match stream::set_id(ctx, &args[1], id, entries_added, max_deleted) {
+        Ok(()) => Reply::Ok,
+        Err(stream::Error::NoSuchKey) => Reply::err("no such key"),
+        Err(e) => e.into(),
+    }
 }
 
 fn xlen(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
@@ -225,50 +283,78 @@ fn xrevrange(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     range_generic(ctx, args, true)
 }
 
-/// XREAD's parsed arguments.
+/// Which command's arguments [`parse_xread`] reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    Plain,
+    Group,
+}
+
+/// XREAD's and XREADGROUP's parsed arguments.
 struct XRead {
     count: u64,
     block: Option<Option<Duration>>,
     /// Index of the first key in `args`.
     keys_at: usize,
     n: usize,
+    /// XREADGROUP's GROUP group consumer.
+    group: Option<(Bytes, Bytes)>,
+    noack: bool,
 }
 
-fn parse_xread(args: &Args) -> Result<XRead, Reply> {
-    let mut count = 0u64;
-    let mut block = None;
+fn parse_xread(args: &Args, reading: Reading) -> Result<XRead, Reply> {
+    let mut x = XRead { count: 0, block: None, keys_at: 0, n: 0, group: None, noack: false };
     let mut i = 1;
     while i < args.len() {
         let a = &args[i];
-        if a.eq_ignore_ascii_case(b"streams") {
-            let rest = args.len() - i - 1;
-            if rest == 0 || !rest.is_multiple_of(2) {
+        let more = args.len() - i - 1;
+        if a.eq_ignore_ascii_case(b"block") && more > 0 {
+            let ms = crate::resp::parse_i64(&args[i + 1])
+                .ok_or_else(|| Reply::err("timeout is not an integer or out of range"))?;
+            if ms < 0 {
+                return Err(Reply::err("timeout is negative"));
+            }
+            x.block = Some((ms > 0).then(|| Duration::from_millis(ms as u64)));
+            i += 2;
+        } else if a.eq_ignore_ascii_case(b"count") && more > 0 {
+            x.count = arg_i64(&args[i + 1])?.max(0) as u64;
+            i += 2;
+        } else if a.eq_ignore_ascii_case(b"streams") && more > 0 {
+            if !more.is_multiple_of(2) {
                 return Err(Reply::err(
                     "Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
                 ));
             }
-            return Ok(XRead { count, block, keys_at: i + 1, n: rest / 2 });
-        }
-        let Some(v) = args.get(i + 1) else { return Err(syntax_error()) };
-        if a.eq_ignore_ascii_case(b"count") {
-            count = arg_i64(v)?.max(0) as u64;
-        } else if a.eq_ignore_ascii_case(b"block") {
-            let ms =
-                crate::resp::parse_i64(v).ok_or_else(|| Reply::err("timeout is not an integer or out of range"))?;
-            if ms < 0 {
-                return Err(Reply::err("timeout is negative"));
+            x.keys_at = i + 1;
+            x.n = more / 2;
+            break;
+        } else if a.eq_ignore_ascii_case(b"group") && more >= 2 {
+            if reading == Reading::Plain {
+                return Err(Reply::err("The GROUP option is only supported by XREADGROUP. You called XREAD instead."));
             }
-            block = Some((ms > 0).then(|| Duration::from_millis(ms as u64)));
+            x.group = Some((args[i + 1].clone(), args[i + 2].clone()));
+            i += 3;
+        } else if a.eq_ignore_ascii_case(b"noack") {
+            if reading == Reading::Plain {
+                return Err(Reply::err("The NOACK option is only supported by XREADGROUP. You called XREAD instead."));
+            }
+            x.noack = true;
+            i += 1;
         } else {
             return Err(syntax_error());
         }
-        i += 2;
     }
-    Err(syntax_error())
+    if x.keys_at == 0 {
+        return Err(syntax_error());
+    }
+    if reading == Reading::Group && x.group.is_none() {
+        return Err(Reply::err("Missing GROUP option for XREADGROUP"));
+    }
+    Ok(x)
 }
 
 fn xread(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
-    let x = tri!(parse_xread(args));
+    let x = tri!(parse_xread(args, Reading::Plain));
     let ctx = ctx.pinned();
     // Check every key's type and id first, as Redis does.
     let mut plan = Vec::with_capacity(x.n);
@@ -276,11 +362,14 @@ fn xread(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
         let key = &args[x.keys_at + k];
         let id_arg = &args[x.keys_at + x.n + k];
         let c = tri!(stream::get(&ctx, key));
-        let after = if id_arg.as_ref() == b"$" {
-            c.as_ref().map_or(Id::default(), |c| stream::Header::of(c).last)
-        } else {
-            tri!(parse_id(id_arg, 0))
-        };
+        let after =
+            match id_arg.as_ref() {
+                b"$" => c.as_ref().map_or(Id::default(), |c| stream::Header::of(c).last),
+                b">" => return Reply::err(
+                    "The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.",
+                ),
+                a => tri!(parse_id(a, 0)),
+            };
         plan.push((key, c, after));
     }
     let mut out = Vec::new();
@@ -299,9 +388,10 @@ fn xread(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     }
 }
 
-/// XREAD BLOCK: the keys and the timeout (`None`: forever); `None` without BLOCK.
+/// XREAD BLOCK and XREADGROUP BLOCK: the keys and the timeout (`None`: forever); `None` without BLOCK.
 pub fn blocking_keys(args: &Args) -> Option<(Vec<Bytes>, Option<Duration>)> {
-    let x = parse_xread(args).ok()?;
+    let reading = if args[0].eq_ignore_ascii_case(b"xreadgroup") { Reading::Group } else { Reading::Plain };
+    let x = parse_xread(args, reading).ok()?;
     let timeout = x.block?;
     Some((args[x.keys_at..x.keys_at + x.n].to_vec(), timeout))
 }
@@ -310,7 +400,7 @@ pub fn blocking_keys(args: &Args) -> Option<(Vec<Bytes>, Option<Duration>)> {
 /// blocked XREAD returns only entries added after it blocked. Malformed requests are returned unchanged
 /// (the command itself answers the error).
 pub fn resolve_dollar(ctx: &ReadCtx<'_>, mut args: Args) -> Result<Args, Reply> {
-    let Ok(x) = parse_xread(&args) else { return Ok(args) };
+    let Ok(x) = parse_xread(&args, Reading::Plain) else { return Ok(args) };
     for k in 0..x.n {
         if args[x.keys_at + x.n + k].as_ref() != b"$" {
             continue;
@@ -323,25 +413,43 @@ pub fn resolve_dollar(ctx: &ReadCtx<'_>, mut args: Args) -> Result<Args, Reply> 
 
 fn xinfo(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+    let n = args.len();
     match sub.as_str() {
-        "stream" if args.len() == 3 => xinfo_stream(ctx, &args[2]),
-        "stream" if args.len() > 3 && args[3].eq_ignore_ascii_case(b"full") => {
-            Reply::err("XINFO STREAM FULL is not supported by ShaleDB yet (consumer groups are not supported yet)")
+        "stream" if n == 3 => xinfo_stream(ctx, &args[2]),
+        "stream" if n > 3 => {
+            let full_ok = n == 4 || (n == 6 && args[4].eq_ignore_ascii_case(b"count"));
+            if !full_ok || !args[3].eq_ignore_ascii_case(b"full") {
+                return Reply::err(format!(
+                    "unknown subcommand or wrong number of arguments for '{}'. Try XINFO HELP.",
+                    String::from_utf8_lossy(&args[1])
+                ));
+            }
+            let mut count = 10u64;
+            if n == 6 {
+                let c = tri!(arg_i64(&args[5]));
+                count = if c < 0 { 10 } else { c as u64 };
+            }
+            groups::xinfo_stream_full(ctx, &args[2], count)
         }
-        "groups" | "consumers" => groups_unsupported_r(ctx, args),
-        "help" if args.len() == 2 => Reply::Array(
+        "groups" if n == 3 => groups::xinfo_groups(ctx, &args[2]),
+        "consumers" if n == 4 => groups::xinfo_consumers(ctx, &args[2], &args[3]),
+        "help" if n == 2 => Reply::Array(
             [
                 "XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                "STREAM <key>",
+                "CONSUMERS <key> <groupname>",
+                "    Show consumers of <groupname>.",
+                "GROUPS <key>",
+                "    Show the stream consumer groups.",
+                "STREAM <key> [FULL [COUNT <count>]",
                 "    Show information about the stream.",
                 "HELP",
-                "    Print this help.",
+                "    Prints this help.",
             ]
             .into_iter()
             .map(|s| Reply::Simple(s.into()))
             .collect(),
         ),
-        "stream" | "help" => super::wrong_arity(&format!("xinfo|{sub}")),
+        "stream" | "help" | "groups" | "consumers" => super::wrong_arity(&format!("xinfo|{sub}")),
         _ => Reply::err(format!(
             "unknown subcommand '{}'. Try XINFO HELP.",
             String::from_utf8_lossy(&args[1]).chars().take(128).collect::<String>()
@@ -355,6 +463,7 @@ fn xinfo_stream(ctx: &ReadCtx<'_>, key: &[u8]) -> Reply {
     let h = stream::Header::of(&c);
     let (first, last) = tri!(stream::edges(&ctx, &c));
     let first_id = first.as_ref().map(|e| e.id).unwrap_or_default();
+    let groups = tri!(groups::group_count(&ctx, &c));
     let entry = |e: Option<Entry>| e.map_or(Reply::Nil, entry_reply);
     let s = |t: &str| Reply::Bulk(Bytes::copy_from_slice(t.as_bytes()));
     Reply::Map(vec![
@@ -366,26 +475,10 @@ fn xinfo_stream(ctx: &ReadCtx<'_>, key: &[u8]) -> Reply {
         (s("max-deleted-entry-id"), id_reply(h.max_deleted)),
         (s("entries-added"), Reply::Int(h.entries_added as i64)),
         (s("recorded-first-entry-id"), id_reply(first_id)),
-        (s("groups"), Reply::Int(0)),
+        (s("groups"), Reply::Int(groups as i64)),
         (s("first-entry"), entry(first)),
         (s("last-entry"), entry(last)),
     ])
-}
-
-fn unsupported(args: &Args) -> Reply {
-    let name = String::from_utf8_lossy(&args[0]).to_ascii_uppercase();
-    Reply::err(format!(
-        "{name}: stream consumer groups (XGROUP, XREADGROUP, XACK, XPENDING, XCLAIM, XAUTOCLAIM, XINFO GROUPS, \
-         XINFO CONSUMERS) are not supported by ShaleDB yet"
-    ))
-}
-
-fn groups_unsupported(_: &mut WriteCtx<'_>, args: &Args) -> Reply {
-    unsupported(args)
-}
-
-fn groups_unsupported_r(_: &ReadCtx<'_>, args: &Args) -> Reply {
-    unsupported(args)
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! String commands: GET, SET (EX/PX/EXAT/PXAT/NX/XX/GET/KEEPTTL), SETNX, SETEX, PSETEX, MGET, MSET, MSETNX,
-//! GETSET, GETDEL, GETEX, APPEND, STRLEN, GETRANGE, SETRANGE, INCR, DECR, INCRBY, DECRBY, INCRBYFLOAT.
+//! GETSET, GETDEL, GETEX, APPEND, STRLEN, GETRANGE (and its old name SUBSTR), SETRANGE, INCR, DECR, INCRBY,
+//! DECRBY, INCRBYFLOAT. The bit commands and LCS are `commands/bits.rs`.
 //!
 //! Redis 7 semantics and error texts. Every write runs on the commit thread, so read-modify-write commands
 //! (INCR, APPEND, SET NX ...) are atomic; SET without NX/XX/GET/KEEPTTL is a blind write (no read). These
@@ -28,6 +29,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd! { "append", 3, WRITE | DENYOOM | FAST, [1, 1, 1], Write(append), "Appends a string to the value of a key. Creates the key if it doesn't exist." },
     cmd! { "strlen", 2, READONLY | FAST, [1, 1, 1], Read(strlen), "Returns the length of a string value." },
     cmd! { "getrange", 4, READONLY, [1, 1, 1], Read(getrange), "Returns a substring of the string stored at a key." },
+    cmd! { "substr", 4, READONLY, [1, 1, 1], Read(getrange), "Returns a substring of the string stored at a key (GETRANGE's old name)." },
     cmd! { "setrange", 4, WRITE | DENYOOM, [1, 1, 1], Write(setrange), "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist." },
     cmd! { "incr", 2, WRITE | DENYOOM | FAST, [1, 1, 1], Write(incr), "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist." },
     cmd! { "decr", 2, WRITE | DENYOOM | FAST, [1, 1, 1], Write(decr), "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist." },
@@ -85,16 +87,18 @@ struct SetOpts {
     expire: Option<u64>,
 }
 
-/// Parses `args[from..]` as SET's (`getex == false`) or GETEX's options; a conflict is a syntax error.
-fn parse_set_opts(args: &Args, from: usize, now_ms: u64, getex: bool) -> Result<SetOpts, Reply> {
-    let cmd = if getex { "getex" } else { "set" };
+/// The words of SET's (`getex == false`) or GETEX's options in `args[from..]`, checked as Redis checks them
+/// first: a conflict or an unknown word is a syntax error. The expiry's value is read later
+/// ([`expire_of`]): Redis looks GETEX's key up in between. Returns the options and where the expiry's value
+/// is, with its unit.
+fn parse_set_words(args: &Args, from: usize, getex: bool) -> Result<(SetOpts, Option<(ExpireUnit, usize)>), Reply> {
     let mut o = SetOpts::default();
-    let mut unit: Option<ExpireUnit> = None;
+    let mut expire: Option<(ExpireUnit, usize)> = None;
     let mut j = from;
     while j < args.len() {
         let opt = args[j].to_ascii_uppercase();
         let has_next = j + 1 < args.len();
-        let no_expiry = unit.is_none() && !o.keepttl && !o.persist;
+        let no_expiry = expire.is_none() && !o.keepttl && !o.persist;
         match &opt[..] {
             b"NX" if !getex && !o.xx => o.nx = true,
             b"XX" if !getex && !o.nx => o.xx = true,
@@ -108,14 +112,25 @@ fn parse_set_opts(args: &Args, from: usize, now_ms: u64, getex: bool) -> Result<
                     b"EXAT" => ExpireUnit::ExAt,
                     _ => ExpireUnit::PxAt,
                 };
-                unit = Some(u);
                 j += 1;
-                o.expire = Some(parse_set_expire(&args[j], u, now_ms, cmd)?);
+                expire = Some((u, j));
             }
             _ => return Err(super::syntax_error()),
         }
         j += 1;
     }
+    Ok((o, expire))
+}
+
+/// The absolute expiry (Unix ms) of an expiry found by [`parse_set_words`], or Redis's error.
+fn expire_of(args: &Args, at: Option<(ExpireUnit, usize)>, now_ms: u64, cmd: &str) -> Result<Option<u64>, Reply> {
+    at.map(|(u, j)| parse_set_expire(&args[j], u, now_ms, cmd)).transpose()
+}
+
+/// Parses `args[from..]` as SET's (`getex == false`) or GETEX's options, the expiry's value included.
+fn parse_set_opts(args: &Args, from: usize, now_ms: u64, getex: bool) -> Result<SetOpts, Reply> {
+    let (mut o, at) = parse_set_words(args, from, getex)?;
+    o.expire = expire_of(args, at, now_ms, if getex { "getex" } else { "set" })?;
     Ok(o)
 }
 
@@ -196,8 +211,12 @@ fn getdel(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 }
 
 fn getex(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
-    let o = tri!(parse_set_opts(args, 2, ctx.now_ms, true));
-    bulk_or_nil(tri!(string::get_ex(ctx, &args[1], o.expire, o.persist)))
+    // Redis's order: the option words, then the key (missing: nil, whatever the expiry says; another type:
+    // WRONGTYPE), then the expiry's value.
+    let (o, at) = tri!(parse_set_words(args, 2, true));
+    let Some(found) = tri!(string::get_stored_mut(ctx, &args[1])) else { return Reply::Nil };
+    let expire = tri!(expire_of(args, at, ctx.now_ms, "getex"));
+    Reply::Bulk(tri!(string::get_ex(ctx, &args[1], found, expire, o.persist)))
 }
 
 fn append(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
@@ -250,18 +269,10 @@ fn decrby(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 }
 
 fn incrbyfloat(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
-    let not_float = || Reply::err("value is not a valid float");
+    // As Redis: the key's type first, then the stored value, then the increment (an infinite increment is a
+    // number whose sum is refused).
     let found = tri!(string::get_stored_mut(ctx, &args[1]));
-    // As Redis: the stored value is checked first, and an infinite increment is a valid float whose sum is
-    // refused below.
-    let by = match std::str::from_utf8(&args[2]).ok().filter(|t| !t.starts_with(char::is_whitespace)) {
-        Some(t) if t.len() <= 5 * 1024 => match t.parse::<f64>() {
-            Ok(v) if !v.is_nan() => v,
-            _ => return not_float(),
-        },
-        _ => return not_float(),
-    };
-    Reply::bulk(tri!(string::incr_by_float(ctx, &args[1], found, by)))
+    Reply::bulk(tri!(string::incr_by_float(ctx, &args[1], found, &args[2])))
 }
 
 #[cfg(test)]
@@ -288,5 +299,9 @@ mod tests {
         assert!(g.persist);
         assert!(parse_set_opts(&a("getex k PERSIST EX 1"), 2, 0, true).is_err());
         assert!(parse_set_opts(&a("getex k NX"), 2, 0, true).is_err());
+        // The words are checked before the expiry's value.
+        assert_eq!(parse_set_words(&a("set k v EX abc NX XX"), 3, false), Err(super::super::syntax_error()));
+        let (_, at) = parse_set_words(&a("getex k EX 0"), 2, true).unwrap();
+        assert_eq!(at, Some((ExpireUnit::Ex, 3)));
     }
 }

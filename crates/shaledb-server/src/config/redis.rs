@@ -92,7 +92,6 @@ pub const PARAMETERS: &[(&str, &str)] = &[
     ("list-max-listpack-size", "-2"),
     ("logfile", ""),
     ("loglevel", "notice"),
-    ("lua-time-limit", "5000"),
     ("masterauth", ""),
     ("masteruser", ""),
     ("maxclients", "10000"),
@@ -192,6 +191,16 @@ pub const PARAMETERS: &[(&str, &str)] = &[
     ("watchdog-period", "0"),
 ];
 
+/// Parameters Redis 7.0 hides: `CONFIG GET` answers them when named exactly, never for a pattern.
+pub const HIDDEN: &[&str] = &[
+    "key-load-delay",
+    "loading-process-events-interval-bytes",
+    "lua-enable-deprecated-api",
+    "rdb-key-save-delay",
+    "use-exit-on-panic",
+    "watchdog-period",
+];
+
 /// Old names Redis 7.0 still accepts, each with the parameter it stands for.
 pub const ALIASES: &[(&str, &str)] = &[
     ("cluster-slave-no-failover", "cluster-replica-no-failover"),
@@ -199,6 +208,7 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
     ("hash-max-ziplist-value", "hash-max-listpack-value"),
     ("list-max-ziplist-size", "list-max-listpack-size"),
+    ("lua-time-limit", "busy-reply-threshold"),
     ("min-slaves-max-lag", "min-replicas-max-lag"),
     ("min-slaves-to-write", "min-replicas-to-write"),
     ("repl-ping-slave-period", "repl-ping-replica-period"),
@@ -319,7 +329,33 @@ pub fn normalise(canonical: &str, value: &str, old: &str) -> Result<String, Stri
             return Ok(words.join(" "));
         }
         "client-output-buffer-limit" => return merge_output_limits(old, value),
+        "latency-tracking-info-percentiles" => {
+            let mut out = Vec::new();
+            for w in value.split_whitespace() {
+                let p: f64 = w
+                    .parse()
+                    .ok()
+                    .filter(|p: &f64| p.is_finite())
+                    .ok_or("Invalid latency-tracking-info-percentiles parameters")?;
+                if !(0.0..=100.0).contains(&p) {
+                    return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into());
+                }
+                let s = format!("{p:.6}");
+                out.push(s.trim_end_matches('0').trim_end_matches('.').to_string());
+            }
+            return Ok(out.join(" "));
+        }
         _ => {}
+    }
+    if let Some((_, min, max, kind)) = NUMERIC.iter().find(|(n, ..)| *n == canonical) {
+        return check_numeric(value, *min, *max, *kind);
+    }
+    if let Some((_, words)) = ENUMS.iter().find(|(n, _)| *n == canonical) {
+        let lower = value.to_ascii_lowercase();
+        return match words.iter().find(|w| **w == lower) {
+            Some(w) => Ok(w.to_string()),
+            None => Err(format!("argument(s) must be one of the following: {}", words.join(", "))),
+        };
     }
     if (default == "yes" || default == "no") && !NOT_BOOLEAN.contains(&canonical) {
         return match value.to_ascii_lowercase().as_str() {
@@ -340,6 +376,163 @@ pub fn normalise(canonical: &str, value: &str, old: &str) -> Result<String, Stri
         };
     }
     Ok(value.to_string())
+}
+
+/// How a numeric parameter's value is written: a plain integer, a memory size (`1mb`), an octal number, or
+/// a memory size or a percentage (`10%`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Numeric {
+    Int,
+    Memory,
+    Octal,
+    MemoryOrPercent,
+}
+
+const INT_MAX: i128 = i32::MAX as i128;
+const INT_MIN: i128 = i32::MIN as i128;
+const LONG_MAX: i128 = i64::MAX as i128;
+const UINT_MAX: i128 = u32::MAX as i128;
+const ULLONG_MAX: i128 = u64::MAX as i128;
+
+/// Redis 7.0's numeric parameters with the bounds `CONFIG SET` checks (`argument must be between <min> and
+/// <max> inclusive`). The honoured ones (`maxclients`, `timeout`, `port` ...) are checked in `config.rs`.
+pub const NUMERIC: &[(&str, i128, i128, Numeric)] = &[
+    ("active-defrag-cycle-max", 1, 99, Numeric::Int),
+    ("active-defrag-cycle-min", 1, 99, Numeric::Int),
+    ("active-defrag-ignore-bytes", 1, LONG_MAX, Numeric::Memory),
+    ("active-defrag-max-scan-fields", 1, LONG_MAX, Numeric::Int),
+    ("active-defrag-threshold-lower", 0, 1000, Numeric::Int),
+    ("active-defrag-threshold-upper", 0, 1000, Numeric::Int),
+    ("active-expire-effort", 1, 10, Numeric::Int),
+    ("acllog-max-len", 0, LONG_MAX, Numeric::Int),
+    ("auto-aof-rewrite-min-size", 0, LONG_MAX, Numeric::Memory),
+    ("auto-aof-rewrite-percentage", 0, INT_MAX, Numeric::Int),
+    ("busy-reply-threshold", 0, LONG_MAX, Numeric::Int),
+    ("cluster-announce-bus-port", 0, 65535, Numeric::Int),
+    ("cluster-announce-port", 0, 65535, Numeric::Int),
+    ("cluster-announce-tls-port", 0, 65535, Numeric::Int),
+    ("cluster-link-sendbuf-limit", 0, ULLONG_MAX, Numeric::Memory),
+    ("cluster-migration-barrier", 0, INT_MAX, Numeric::Int),
+    ("cluster-node-timeout", 0, LONG_MAX, Numeric::Int),
+    ("cluster-port", 0, 65535, Numeric::Int),
+    ("cluster-replica-validity-factor", 0, INT_MAX, Numeric::Int),
+    ("hash-max-listpack-entries", 0, LONG_MAX, Numeric::Int),
+    ("hash-max-listpack-value", 0, LONG_MAX, Numeric::Memory),
+    ("hll-sparse-max-bytes", 0, LONG_MAX, Numeric::Memory),
+    ("hz", 0, INT_MAX, Numeric::Int),
+    ("io-threads", 1, 128, Numeric::Int),
+    ("key-load-delay", INT_MIN, INT_MAX, Numeric::Int),
+    ("latency-monitor-threshold", 0, LONG_MAX, Numeric::Int),
+    ("lfu-decay-time", 0, INT_MAX, Numeric::Int),
+    ("lfu-log-factor", 0, INT_MAX, Numeric::Int),
+    ("list-compress-depth", 0, INT_MAX, Numeric::Int),
+    ("list-max-listpack-size", INT_MIN, INT_MAX, Numeric::Int),
+    ("loading-process-events-interval-bytes", 1024, INT_MAX, Numeric::Int),
+    ("maxmemory", 0, ULLONG_MAX, Numeric::Memory),
+    ("maxmemory-clients", -100, LONG_MAX, Numeric::MemoryOrPercent),
+    ("maxmemory-eviction-tenacity", 0, 100, Numeric::Int),
+    ("maxmemory-samples", 1, INT_MAX, Numeric::Int),
+    ("min-replicas-max-lag", 0, INT_MAX, Numeric::Int),
+    ("min-replicas-to-write", 0, INT_MAX, Numeric::Int),
+    ("rdb-key-save-delay", INT_MIN, INT_MAX, Numeric::Int),
+    ("repl-backlog-size", 1, LONG_MAX, Numeric::Memory),
+    ("repl-backlog-ttl", 0, LONG_MAX, Numeric::Int),
+    ("repl-diskless-sync-delay", 0, INT_MAX, Numeric::Int),
+    ("repl-diskless-sync-max-replicas", 0, INT_MAX, Numeric::Int),
+    ("repl-ping-replica-period", 1, INT_MAX, Numeric::Int),
+    ("repl-timeout", 1, INT_MAX, Numeric::Int),
+    ("replica-announce-port", 0, 65535, Numeric::Int),
+    ("replica-priority", 0, INT_MAX, Numeric::Int),
+    ("set-max-intset-entries", 0, LONG_MAX, Numeric::Int),
+    ("shutdown-timeout", 0, INT_MAX, Numeric::Int),
+    ("slowlog-log-slower-than", -1, LONG_MAX, Numeric::Int),
+    ("slowlog-max-len", 0, LONG_MAX, Numeric::Int),
+    ("socket-mark-id", 0, UINT_MAX, Numeric::Int),
+    ("stream-node-max-bytes", 0, LONG_MAX, Numeric::Memory),
+    ("stream-node-max-entries", 0, LONG_MAX, Numeric::Int),
+    ("tcp-backlog", 0, INT_MAX, Numeric::Int),
+    ("tcp-keepalive", 0, INT_MAX, Numeric::Int),
+    ("tls-port", 0, 65535, Numeric::Int),
+    ("tls-session-cache-size", 0, INT_MAX, Numeric::Int),
+    ("tls-session-cache-timeout", 0, INT_MAX, Numeric::Int),
+    ("tracking-table-max-keys", 0, LONG_MAX, Numeric::Int),
+    ("unixsocketperm", 0, 0o777, Numeric::Octal),
+    ("watchdog-period", 0, INT_MAX, Numeric::Int),
+    ("zset-max-listpack-entries", 0, LONG_MAX, Numeric::Int),
+    ("zset-max-listpack-value", 0, LONG_MAX, Numeric::Memory),
+];
+
+/// Redis 7.0's parameters that take one word of a fixed list (`argument(s) must be one of the following:
+/// ...`), the list in Redis's order.
+pub const ENUMS: &[(&str, &[&str])] = &[
+    ("acl-pubsub-default", &["allchannels", "resetchannels"]),
+    ("cluster-preferred-endpoint-type", &["ip", "hostname", "unknown-endpoint"]),
+    ("enable-debug-command", &["no", "yes", "local"]),
+    ("enable-module-command", &["no", "yes", "local"]),
+    ("enable-protected-configs", &["no", "yes", "local"]),
+    ("loglevel", &["debug", "verbose", "notice", "warning"]),
+    (
+        "maxmemory-policy",
+        &[
+            "volatile-lru",
+            "volatile-lfu",
+            "volatile-random",
+            "volatile-ttl",
+            "allkeys-lru",
+            "allkeys-lfu",
+            "allkeys-random",
+            "noeviction",
+        ],
+    ),
+    ("oom-score-adj", &["no", "yes", "relative", "absolute"]),
+    ("propagation-error-behavior", &["ignore", "panic", "panic-on-replicas"]),
+    ("repl-diskless-load", &["disabled", "on-empty-db", "swapdb"]),
+    ("sanitize-dump-payload", &["no", "yes", "clients"]),
+    ("supervised", &["upstart", "systemd", "auto", "no"]),
+    ("syslog-facility", &["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"]),
+    ("tls-auth-clients", &["no", "yes", "optional"]),
+];
+
+/// A numeric parameter's value checked as Redis 7.0 checks it, as `CONFIG GET` prints it (memory sizes in
+/// bytes, percentages as given, octal as given).
+fn check_numeric(value: &str, min: i128, max: i128, kind: Numeric) -> Result<String, String> {
+    let (n, shown): (i128, Option<String>) = match kind {
+        Numeric::Int => match crate::resp::parse_i64(value.as_bytes()) {
+            Some(n) => (n as i128, None),
+            None => return Err("argument couldn't be parsed into an integer".into()),
+        },
+        Numeric::Octal => match i64::from_str_radix(value, 8) {
+            Ok(n) if !value.starts_with('+') => (n as i128, Some(format!("{n:o}"))),
+            _ => return Err("argument couldn't be parsed as an octal number".into()),
+        },
+        Numeric::Memory | Numeric::MemoryOrPercent => {
+            let mem = (!value.starts_with('-')).then(|| super::parse_memory(value)).flatten();
+            let pct = value
+                .strip_suffix('%')
+                .filter(|_| kind == Numeric::MemoryOrPercent && value.len() > 1)
+                .and_then(|d| crate::resp::parse_i64(d.as_bytes()))
+                .filter(|p| *p >= 0);
+            match (mem, pct) {
+                // Redis keeps a percentage as a negative number: its lower bound is minus the largest one.
+                (_, Some(p)) => {
+                    if -(p as i128) < min {
+                        return Err(format!("percentage argument must be less or equal to {}", -min));
+                    }
+                    return Ok(format!("{p}%"));
+                }
+                (Some(m), None) => (m as i128, None),
+                (None, None) if kind == Numeric::Memory => return Err("argument must be a memory value".into()),
+                (None, None) => return Err("argument must be a memory or percent value".into()),
+            }
+        }
+    };
+    if n < min || n > max {
+        if kind == Numeric::Octal {
+            return Err(format!("argument must be between {min:o} and {max:o} inclusive"));
+        }
+        return Err(format!("argument must be between {min} and {max} inclusive"));
+    }
+    Ok(shown.unwrap_or_else(|| n.to_string()))
 }
 
 /// `client-output-buffer-limit <class> <hard> <soft> <seconds> ...` merged into the current value (every

@@ -19,6 +19,10 @@ pub type Overlay = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 pub trait Waiters: Send + Sync {
     /// True when some client is blocked.
     fn has_waiters(&self) -> bool;
+    /// True when some client is blocked in XREADGROUP (which a deleted or overwritten key ends).
+    fn has_group_readers(&self) -> bool {
+        false
+    }
 }
 
 /// What a write command sees: reads of the engine through the group's pending writes, and those writes, in
@@ -53,6 +57,15 @@ pub struct WriteCtx<'a> {
     /// Keys this group made poppable or readable for blocked clients: `(db, key)` (see
     /// [`WriteCtx::signal_key`]); handed to the registry once the group is durable.
     pub(crate) signals: Vec<(u8, Bytes)>,
+    /// `stream-node-max-entries` for this group (the commit thread copies it from
+    /// [`crate::commit::Store::stream_node_max_entries`] before each group; 0: no limit).
+    pub stream_node_max_entries: u64,
+    /// `hll-sparse-max-bytes` for this group (copied from [`crate::commit::Store::hll_sparse_max_bytes`] before
+    /// each group, like `stream_node_max_entries`).
+    pub hll_sparse_max_bytes: u64,
+    /// Keys this group deleted, overwrote or changed while a client was blocked in XREADGROUP: `(db, key)`;
+    /// handed to the registry once the group is durable (a blocked XREADGROUP ends when its stream is gone).
+    pub(crate) gone: Vec<(u8, Bytes)>,
     /// The keys clients WATCH (commands/multi.rs): every write of a meta key is reported to it.
     pub watches: Watches,
     /// Engine writes recorded so far, and how many of them were meta keys (for WATCH: a command that wrote
@@ -62,6 +75,9 @@ pub struct WriteCtx<'a> {
     /// Where the commit thread knows collections have no live member records, learnt from its pops
     /// (dead.rs); only the commit thread's context records any.
     pub(crate) dead: crate::dead::DeadRanges,
+    /// The server's scripting state (`commands/scripting`), opaque to storage; `None` outside the commit
+    /// thread.
+    pub scripts: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 /// Bytes counted per pending entry besides its key and value (map node, batch record header).
@@ -84,10 +100,14 @@ impl<'a> WriteCtx<'a> {
             val_buf: Vec::new(),
             wake: None,
             signals: Vec::new(),
+            stream_node_max_entries: crate::types::stream::NODE_MAX_ENTRIES,
+            hll_sparse_max_bytes: crate::types::hll::DEFAULT_SPARSE_MAX_BYTES,
+            gone: Vec::new(),
             watches: Default::default(),
             writes: 0,
             meta_writes: 0,
             dead: Default::default(),
+            scripts: None,
         }
     }
 
@@ -121,6 +141,7 @@ impl<'a> WriteCtx<'a> {
         self.applied = false;
         self.failed = None;
         self.signals.clear();
+        self.gone.clear();
         // The collector took `dropped` after the last successful group (commit_group); a failed group's
         // versions are left to the collector's slow pass.
         self.dropped.clear();
@@ -186,6 +207,14 @@ impl<'a> WriteCtx<'a> {
         r.map_err(|e| format!("WAL write or fsync failed: {e}"))
     }
 
+    /// Fails the group on purpose: none of its pending writes reach the engine and its commands are answered
+    /// as for a failed write (a script stopped half-way by SHUTDOWN, whose writes must not land in part).
+    pub fn abandon(&mut self, why: String) {
+        if self.failed.is_none() {
+            self.failed = Some(why);
+        }
+    }
+
     /// True when the group failed (its commands are not acknowledged).
     pub fn failed(&self) -> bool {
         self.failed.is_some()
@@ -210,6 +239,13 @@ impl<'a> WriteCtx<'a> {
             self.meta_writes += 1;
             if !self.watches.is_empty() {
                 self.watches.touch(engine_key, value.is_some());
+            }
+            // A key deleted, overwritten or changed in type may end a blocked XREADGROUP (Redis answers it
+            // with an error): its XREADGROUP waiters run again once the group is durable.
+            if self.wake.as_ref().is_some_and(|w| w.has_group_readers()) {
+                if let (Some(&db), Some(user_key)) = (engine_key.first(), engine_key.get(2..)) {
+                    self.gone.push((db, Bytes::copy_from_slice(user_key)));
+                }
             }
         }
         self.pending_bytes += engine_key.len() + value.map_or(0, <[u8]>::len) + PENDING_ENTRY_OVERHEAD;
@@ -282,6 +318,14 @@ impl WriteCtx<'_> {
         keys::meta_key_into(db, user_key, &mut k);
         self.put_raw(&k, stored);
         self.key_buf = k;
+        // As Redis's dbAdd: a list, sorted set or stream stored under a key by any command (RENAME, MOVE,
+        // COPY, SORT ... STORE, RESTORE) may serve the clients blocked on it. Free when none is blocked.
+        if self.wake.as_ref().is_some_and(|w| w.has_waiters())
+            && keys::decode_meta(stored)
+                .is_ok_and(|m| matches!(m.typ, keys::Type::List | keys::Type::ZSet | keys::Type::Stream))
+        {
+            self.signals.push((db, Bytes::copy_from_slice(user_key)));
+        }
         Ok(())
     }
 

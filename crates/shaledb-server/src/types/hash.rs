@@ -9,7 +9,6 @@
 //! end, so the field count stays exact; a size problem is refused before anything is written.
 
 use super::coll;
-use super::string::{format_float, parse_float};
 use crate::keys::{Coll, Type, SUB_MEMBER};
 use crate::store::{self, check_entry_size, ReadCtx, WriteCtx};
 use bytes::Bytes;
@@ -159,19 +158,13 @@ pub fn incr_by(ctx: &mut WriteCtx<'_>, key: &[u8], field: &[u8], by: i64) -> Res
     Ok(crate::resp::parse_i64(&v).unwrap_or_default())
 }
 
-/// Adds `by` to the float in `field` of the hash `key` (0 when missing; HINCRBYFLOAT). Returns the new
-/// value's text, as stored.
-pub fn incr_by_float(ctx: &mut WriteCtx<'_>, key: &[u8], field: &[u8], by: f64) -> Result<Vec<u8>, Error> {
-    update_field(ctx, key, field, |old| {
-        let cur = match old {
-            Some(v) => parse_float(v).ok_or(Error::NotFloat)?,
-            None => 0.0,
-        };
-        let new = cur + by;
-        if !new.is_finite() {
-            return Err(Error::NotFinite);
-        }
-        Ok(format_float(new).into_bytes())
+/// Adds the number `by` (its text) to the number in `field` of the hash `key` (0 when missing; HINCRBYFLOAT)
+/// in C's `long double`, as Redis does ([`super::long_double`]). Returns the new value's text, as stored.
+pub fn incr_by_float(ctx: &mut WriteCtx<'_>, key: &[u8], field: &[u8], by: &[u8]) -> Result<Vec<u8>, Error> {
+    update_field(ctx, key, field, |old| match super::long_double::add(old, by) {
+        Ok(text) => Ok(text.into_bytes()),
+        Err(super::long_double::AddError::NotFinite) => Err(Error::NotFinite),
+        Err(_) => Err(Error::NotFloat),
     })
 }
 
@@ -203,10 +196,11 @@ mod tests {
         assert_eq!(incr_by(&mut ctx, b"h", b"a", i64::MAX), Err(Error::Overflow));
         set_fields(&mut ctx, b"h", &b(&["s", "x"]), false).unwrap();
         assert_eq!(incr_by(&mut ctx, b"h", b"s", 1), Err(Error::NotInteger));
-        assert_eq!(incr_by_float(&mut ctx, b"h", b"f", 10.5).unwrap(), b"10.5");
-        assert_eq!(incr_by_float(&mut ctx, b"h", b"f", 0.1).unwrap(), b"10.6");
-        assert_eq!(incr_by_float(&mut ctx, b"h", b"s", 1.0), Err(Error::NotFloat));
-        assert_eq!(incr_by_float(&mut ctx, b"h", b"f", f64::INFINITY), Err(Error::NotFinite));
+        assert_eq!(incr_by_float(&mut ctx, b"h", b"f", b"10.5").unwrap(), b"10.5");
+        assert_eq!(incr_by_float(&mut ctx, b"h", b"f", b"0.1").unwrap(), b"10.6");
+        assert_eq!(incr_by_float(&mut ctx, b"h", b"f", b"1000").unwrap(), b"1010.59999999999999998");
+        assert_eq!(incr_by_float(&mut ctx, b"h", b"s", b"1"), Err(Error::NotFloat));
+        assert_eq!(incr_by_float(&mut ctx, b"h", b"f", b"inf"), Err(Error::NotFinite));
         assert_eq!(delete_fields(&mut ctx, b"h", &b(&["a", "b", "c", "new", "s", "zz"])).unwrap(), 5);
         assert_eq!(delete_fields(&mut ctx, b"h", &b(&["f"])).unwrap(), 1);
         assert!(get(&ctx.view(), b"h").unwrap().is_none(), "an emptied hash is deleted");

@@ -15,10 +15,20 @@
 //!   ranges;
 //! - [`set`]: member records; add, remove, pop, move; intersection, union, difference, store;
 //! - [`string`]: the value inline in the meta value, and the float text INCRBYFLOAT stores.
+//! - [`bits`]: bit operations on strings (SETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD) and LCS's table;
+//! - [`long_double`]: INCRBYFLOAT's and HINCRBYFLOAT's arithmetic in C's `long double`, as Redis does it.
+//! - [`hll`]: HyperLogLog values (a string in Redis's dense and sparse encodings); [`geo`]: geohash scores and
+//!   searches on sorted sets.
 
+pub mod bits;
 pub mod coll;
+pub mod geo;
 pub mod hash;
+pub mod hll;
 pub mod list;
+pub mod long_double;
+pub mod rdb;
+pub mod scripts;
 pub mod set;
 pub mod stream;
 pub mod string;

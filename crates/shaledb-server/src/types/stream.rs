@@ -5,18 +5,19 @@
 //! `ms:u64be seq:u64be` (so the records are in id order and XRANGE is one ordered scan), value =
 //! `node:u64be count:u32be (len:u32be bytes){2*count}` (the field/value pairs in order; `node` is the
 //! entry's emulated Redis node, see below). The collection's `extra` holds seven u64be slots ([`Header`]):
-//! `last_ms last_seq max_deleted_ms max_deleted_seq entries_added tail_node tail_node_fill`. There are no
-//! consumer-group records (consumer groups are not supported yet).
+//! `last_ms last_seq max_deleted_ms max_deleted_seq entries_added tail_node tail_node_fill`. Consumer groups,
+//! their consumers and pending entries are member records of sub-kinds 0x02..0x05 ([`groups`]).
 //!
 //! Redis keeps an empty stream (after XDEL or XTRIM of every entry), so a stream's meta value is written
 //! even when its size is 0, unlike the other collections.
 //!
 //! Approximate trimming (`MAXLEN ~` / `MINID ~`) in Redis removes only whole radix-tree nodes of up to
-//! `stream-node-max-entries` (100) entries. To answer the same, each entry records the node it would be in:
-//! a stream starts node 0 with its first entry and opens the next node after 100 entries were added to the
-//! current one (`tail_node`, `tail_node_fill`), and an emptied stream starts a fresh node. Redis also closes a
-//! node at `stream-node-max-bytes` (4096 bytes); that limit is not emulated, so with large entries `~`
-//! trims in larger steps than Redis would.
+//! `stream-node-max-entries` (default 100) entries. To answer the same, each entry records the node it would
+//! be in: a stream starts node 0 with its first entry and opens the next node once the current one has
+//! `stream-node-max-entries` entries (the value in force when each entry is added,
+//! [`WriteCtx::stream_node_max_entries`]; 0: no limit) (`tail_node`, `tail_node_fill`), and an emptied stream
+//! starts a fresh node. Redis also closes a node at `stream-node-max-bytes` (4096 bytes); that limit is not
+//! emulated (CONFIG SET stores it only), so with large entries `~` trims in larger steps than Redis would.
 
 use crate::keys::{be_u64, Coll, Type, SUB_MEMBER};
 use crate::store::{self, ReadCtx, WriteCtx};
@@ -24,6 +25,20 @@ use bytes::Bytes;
 
 /// Redis's `stream-node-max-entries` default (see the module comment on `~` trimming).
 pub const NODE_MAX_ENTRIES: u64 = 100;
+
+/// Whether a node holding `fill` entries is full under `stream-node-max-entries` = `max` (0: never).
+fn node_full(fill: u64, max: u64) -> bool {
+    max != 0 && fill >= max
+}
+
+/// The LIMIT of a `~` trim that names none: 100 nodes of `node_max` entries, kept within 1..=1,000,000
+/// entries (10,000 when `node_max` is 0), as Redis does.
+pub fn default_approx_limit(node_max: u64) -> u64 {
+    match node_max.saturating_mul(100) {
+        0 => 10_000,
+        n => n.min(1_000_000),
+    }
+}
 
 /// Why a stream operation failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -46,10 +61,16 @@ pub enum Error {
     /// XINFO STREAM on a missing key.
     #[error("no such key")]
     NoSuchKey,
+    /// XSETID below the last entry.
+    #[error("The ID specified in XSETID is smaller than the target stream top item")]
+    SetIdTooSmall,
+    /// XSETID with ENTRIESADDED below the length.
+    #[error("The entries_added specified in XSETID is smaller than the target stream length")]
+    EntriesAddedTooSmall,
 }
 
 /// A stream entry id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
 pub struct Id {
     pub ms: u64,
     pub seq: u64,
@@ -184,6 +205,8 @@ impl Entry {
         Ok(Entry { id, pairs: decode_entry(v)? })
     }
 }
+
+pub mod groups;
 
 /// Writes a stream's meta value, whatever its size (Redis keeps empty streams).
 fn store_stream(ctx: &mut WriteCtx<'_>, key: &[u8], c: &Coll) -> Result<(), Error> {
@@ -339,7 +362,7 @@ pub fn add(
             id
         }
     };
-    if c.size == 0 || h.tail_fill >= NODE_MAX_ENTRIES {
+    if c.size == 0 || node_full(h.tail_fill, ctx.stream_node_max_entries) {
         if c.size == 0 && h.entries_added == 0 {
             h.tail_node = 0;
         } else {
@@ -436,6 +459,49 @@ pub fn read_after(ctx: &ReadCtx<'_>, c: &Coll, after: Id, count: u64) -> Result<
     Ok(entries)
 }
 
+/// The id of the first entry of the stream `c` (`None` when empty). Read `c` from the same pinned context.
+pub fn first_entry_id(ctx: &ReadCtx<'_>, c: &Coll) -> Result<Option<Id>, Error> {
+    match ctx.members(c, SUB_MEMBER, None, false).next().transpose()? {
+        Some((p, _)) => Ok(Some(Id::from_part(&p).ok_or(Error::Corrupt)?)),
+        None => Ok(None),
+    }
+}
+
+/// XSETID: sets the stream's last id, and optionally its entries-added counter and largest deleted id.
+/// [`Error::NoSuchKey`] when there is no stream.
+pub fn set_id(
+    ctx: &mut WriteCtx<'_>,
+    key: &[u8],
+    last: Id,
+    entries_added: Option<u64>,
+    max_deleted: Option<Id>,
+) -> Result<(), Error> {
+    let Some(mut c) = get_mut(ctx, key)? else { return Err(Error::NoSuchKey) };
+    let mut h = Header::of(&c);
+    if c.size > 0 {
+        let top = {
+            let v = ctx.view();
+            let r = v.members(&c, SUB_MEMBER, None, true).next().transpose()?;
+            r.and_then(|(p, _)| Id::from_part(&p))
+        };
+        if top.is_some_and(|t| last < t) {
+            return Err(Error::SetIdTooSmall);
+        }
+        if entries_added.is_some_and(|n| n < c.size) {
+            return Err(Error::EntriesAddedTooSmall);
+        }
+    }
+    h.last = last;
+    if let Some(n) = entries_added {
+        h.entries_added = n;
+    }
+    if let Some(m) = max_deleted.filter(|m| *m != Id::default()) {
+        h.max_deleted = m;
+    }
+    h.store(&mut c);
+    store_stream(ctx, key, &c)
+}
+
 /// The first and the last entry of the stream `c` (one seek each; XINFO STREAM). Read `c` from the same
 /// pinned context.
 pub fn edges(ctx: &ReadCtx<'_>, c: &Coll) -> Result<(Option<Entry>, Option<Entry>), Error> {
@@ -444,6 +510,37 @@ pub fn edges(ctx: &ReadCtx<'_>, c: &Coll) -> Result<(Option<Entry>, Option<Entry
     let last = edge(true)?;
     let decode = |e: Option<(Vec<u8>, Vec<u8>)>| e.map(|(p, v)| Entry::decode(&p, &v)).transpose();
     Ok((decode(first)?, decode(last)?))
+}
+
+/// RESTORE: creates the stream `key` (absent: the caller removed it) holding `entries` (ascending ids, none
+/// above `last`) with the header fields Redis keeps, expiring at `expire_at_ms`. The entries fill emulated
+/// nodes of [`WriteCtx::stream_node_max_entries`] in order. Returns the stored collection (for its groups).
+pub fn restore(
+    ctx: &mut WriteCtx<'_>,
+    key: &[u8],
+    entries: &[Entry],
+    last: Id,
+    max_deleted: Id,
+    entries_added: u64,
+    expire_at_ms: Option<u64>,
+) -> Result<Coll, Error> {
+    let mut c = ctx.create_coll(key, Type::Stream);
+    c.expire_at_ms = expire_at_ms;
+    let mut h = Header { last, max_deleted, entries_added, tail_node: 0, tail_fill: 0 };
+    for e in entries {
+        if node_full(h.tail_fill, ctx.stream_node_max_entries) {
+            h.tail_node += 1;
+            h.tail_fill = 0;
+        }
+        let v = encode_entry(h.tail_node, &e.pairs)?;
+        ctx.put_member(&c, SUB_MEMBER, &e.id.part(), &v)?;
+        h.tail_fill += 1;
+        c.size += 1;
+    }
+    h.store(&mut c);
+    store_stream(ctx, key, &c)?;
+    ctx.signal_key(key);
+    Ok(c)
 }
 
 #[cfg(test)]

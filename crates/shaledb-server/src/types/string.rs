@@ -1,8 +1,8 @@
 //! Strings on the engine: the value inline in the meta value (docs/format/server-keys.md, "Grammar":
 //! `meta_value := head expire_at_ms? payload`, the payload being the string's bytes), so a read or a write
 //! of a string is one engine key; and the operations SET (with its conditions), GETSET, GETDEL, GETEX,
-//! APPEND, SETRANGE, INCRBY and INCRBYFLOAT perform on it. Every write runs on the commit thread, so the
-//! read-modify-write operations are atomic.
+//! APPEND, SETRANGE, INCRBY and INCRBYFLOAT perform on it (the bit operations are [`super::bits`]). Every
+//! write runs on the commit thread, so the read-modify-write operations are atomic.
 
 use crate::keys::{self, Meta, Type};
 use crate::store::{self, ReadCtx, WriteCtx};
@@ -159,16 +159,23 @@ pub fn get_del(ctx: &mut WriteCtx<'_>, key: &[u8]) -> Result<Option<Bytes>, Erro
     Ok(old)
 }
 
-/// The value of the string `key` after giving it the expiry `expire` or (`persist`) none (GETEX).
-pub fn get_ex(ctx: &mut WriteCtx<'_>, key: &[u8], expire: Option<u64>, persist: bool) -> Result<Option<Bytes>, Error> {
-    let Some((m, v)) = get_stored_mut(ctx, key)? else { return Ok(None) };
+/// The value of the string `key` (`found`, as [`get_stored_mut`] read it) after giving it the expiry
+/// `expire` or (`persist`) none (GETEX).
+pub fn get_ex(
+    ctx: &mut WriteCtx<'_>,
+    key: &[u8],
+    found: (Meta, Bytes),
+    expire: Option<u64>,
+    persist: bool,
+) -> Result<Bytes, Error> {
+    let (m, v) = found;
     let value = keys::payload(v, &m);
     if let Some(at) = expire {
         store(ctx, key, &value, Some(at))?;
     } else if persist && m.expire_at_ms.is_some() {
         put(ctx, key, &value, None)?;
     }
-    Ok(Some(value))
+    Ok(value)
 }
 
 /// `TooLong` unless `size + append` fits [`MAX_STRING_LEN`].
@@ -252,24 +259,21 @@ pub fn incr_by(ctx: &mut WriteCtx<'_>, key: &[u8], by: i64) -> Result<i64, Error
     Ok(new)
 }
 
-/// Adds `by` to the float in the string `found` (as [`get_stored_mut`] read `key`; 0 when missing),
-/// keeping its expiry (INCRBYFLOAT). Returns the new value's text, as stored.
+/// Adds the number `by` (its text) to the number in the string `found` (as [`get_stored_mut`] read `key`; 0
+/// when missing) in C's `long double`, keeping its expiry (INCRBYFLOAT). Returns the new value's text, as
+/// stored: Redis's, byte for byte ([`super::long_double`]).
 pub fn incr_by_float(
     ctx: &mut WriteCtx<'_>,
     key: &[u8],
     found: Option<(Meta, Bytes)>,
-    by: f64,
+    by: &[u8],
 ) -> Result<String, Error> {
     let ttl = found.as_ref().and_then(|(m, _)| m.expire_at_ms);
-    let old = match value_of(found) {
-        Some(v) => parse_float(&v).ok_or(Error::NotFloat)?,
-        None => 0.0,
-    };
-    let new = old + by;
-    if !new.is_finite() {
-        return Err(Error::NotFinite);
-    }
-    let text = format_float(new);
+    let old = value_of(found);
+    let text = super::long_double::add(old.as_deref(), by).map_err(|e| match e {
+        super::long_double::AddError::NotFinite => Error::NotFinite,
+        _ => Error::NotFloat,
+    })?;
     put(ctx, key, text.as_bytes(), ttl)?;
     Ok(text)
 }
@@ -283,9 +287,8 @@ pub fn parse_float(a: &[u8]) -> Option<f64> {
     v.is_finite().then_some(v)
 }
 
-/// INCRBYFLOAT's result text: the shortest decimal that reads back as the same number, never in exponent
-/// form (Redis prints `%.17Lf` of a long double with trailing zeros removed, which gives the same text for
-/// the values a double holds exactly, e.g. `10.6`, `5200`, `-0.5`).
+/// The shortest decimal that reads back as the same `f64`, never in exponent form, `-0` as `0`. Not what
+/// INCRBYFLOAT stores (that is [`super::long_double::add`]'s `long double` text).
 pub fn format_float(v: f64) -> String {
     let s = format!("{v}");
     if s == "-0" {
@@ -351,7 +354,13 @@ mod tests {
         put(&mut ctx, b"i", i64::MAX.to_string().as_bytes(), None).unwrap();
         assert_eq!(incr_by(&mut ctx, b"i", 1), Err(Error::Overflow));
         let found = get_stored_mut(&mut ctx, b"f").unwrap();
-        assert_eq!(incr_by_float(&mut ctx, b"f", found, 2.5).unwrap(), "2.5");
+        assert_eq!(incr_by_float(&mut ctx, b"f", found, b"2.5").unwrap(), "2.5");
+        let found = get_stored_mut(&mut ctx, b"f").unwrap();
+        assert_eq!(incr_by_float(&mut ctx, b"f", found, b"0.1").unwrap(), "2.6");
+        let found = get_stored_mut(&mut ctx, b"f").unwrap();
+        assert_eq!(incr_by_float(&mut ctx, b"f", found, b"inf"), Err(Error::NotFinite));
+        let found = get_stored_mut(&mut ctx, b"f").unwrap();
+        assert_eq!(incr_by_float(&mut ctx, b"f", found, b"x"), Err(Error::NotFloat));
         // An expiry already past deletes the key.
         store(&mut ctx, b"f", b"v", Some(1)).unwrap();
         assert_eq!(get_now(&ctx, b"f"), None);

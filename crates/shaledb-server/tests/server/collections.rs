@@ -1,7 +1,9 @@
 //! Hashes, sets, the generic commands on collections (TYPE, OBJECT, RENAME, MOVE, COPY, expiry) and the
 //! collector, against a running server.
 
-use crate::helpers::{cmd, connect, e, i, q, s, start_everysec as start_server, NOT_INT, SYNTAX, WRONGTYPE};
+use crate::helpers::{
+    cmd, connect, e, i, q, s, start_everysec as start_server, Client, Resp, NOT_INT, SYNTAX, WRONGTYPE,
+};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 fn set_of(con: &mut redis::Connection, args: &[&str]) -> BTreeSet<String> {
@@ -121,6 +123,23 @@ fn hrandfield_and_hscan() {
     assert_eq!(e(c, &["HRANDFIELD", "h", "1", "x"]), SYNTAX);
     assert_eq!(e(c, &["HRANDFIELD", "h", "1", "WITHVALUES", "x"]), SYNTAX);
     assert_eq!(e(c, &["HRANDFIELD", "h", "x"]), NOT_INT);
+    // Redis's order: the count's range, the options, WITHVALUES' narrower range, then the key.
+    assert_eq!(e(c, &["HRANDFIELD", "nokey", "-9223372036854770000", "WITHVALUES"]), "ERR value is out of range");
+    assert_eq!(e(c, &["HRANDFIELD", "h", "-9223372036854770000", "WITHVALUES"]), "ERR value is out of range");
+    assert_eq!(
+        e(c, &["HRANDFIELD", "nokey", "-9223372036854775808"]),
+        "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
+    );
+    assert_eq!(e(c, &["HRANDFIELD", "nokey", "1", "x"]), SYNTAX);
+    let v: Vec<String> = q(c, &["HRANDFIELD", "nokey", "-9223372036854775807"]);
+    assert!(v.is_empty());
+    // HSCAN and SSCAN: the cursor, then the key, then the options.
+    let v: (String, Vec<String>) = q(c, &["HSCAN", "nokey", "0", "COUNT", "0"]);
+    assert_eq!(v, ("0".to_string(), vec![]));
+    let v: (String, Vec<String>) = q(c, &["SSCAN", "nokey", "0", "BOGUS"]);
+    assert_eq!(v, ("0".to_string(), vec![]));
+    assert_eq!(e(c, &["HSCAN", "nokey", "x", "COUNT", "0"]), "ERR invalid cursor");
+    assert_eq!(e(c, &["HSCAN", "h", "0", "COUNT", "0"]), SYNTAX);
     // A large hash: distinct picks (random seeks), repetitions, and HSCAN with cursors.
     let mut args = vec!["HSET".to_string(), "big".to_string()];
     for n in 0..3000 {
@@ -246,6 +265,13 @@ fn set_commands() {
     assert_eq!(v.len(), 10);
     assert!(v.iter().all(|m| ["x", "y", "z"].contains(&m.as_str())));
     assert_eq!(e(c, &["SRANDMEMBER", "r", "x"]), NOT_INT);
+    // The count's range is checked before the key; a missing key answers an empty array whatever it is.
+    let range = "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
+    assert_eq!(e(c, &["SRANDMEMBER", "nokey", "-9223372036854775808"]), range);
+    assert_eq!(e(c, &["SRANDMEMBER", "r", "-9223372036854775808"]), range);
+    let v: Vec<String> = q(c, &["SRANDMEMBER", "nokey", "-9223372036854775807"]);
+    assert!(v.is_empty());
+    assert_eq!(e(c, &["SPOP", "r", "x"]), "ERR value is out of range, must be positive");
     assert_eq!(i(c, &["SCARD", "r"]), 3);
     // SMOVE
     assert_eq!(i(c, &["SMOVE", "r", "r2", "x"]), 1);
@@ -274,6 +300,7 @@ fn set_commands() {
         vec!["SDIFF", "r2", "str"],
         vec!["SINTERCARD", "2", "r2", "str"],
         vec!["SSCAN", "str", "0"],
+        vec!["SSCAN", "str", "0", "COUNT", "0"],
     ] {
         assert_eq!(e(c, &args), WRONGTYPE, "{args:?}");
     }
@@ -609,4 +636,36 @@ fn collections_survive_a_restart_and_orphans_are_reclaimed() {
     assert!(version_of(&srv, "new") > GHOST);
     wait_reclaimed(&srv, GHOST);
     assert_eq!(version_records(&srv, h), 3);
+}
+
+/// Replies the TCL units of Redis check: SINTERCARD's numkeys text, HRANDFIELD's RESP3 shapes (one
+/// `[field, value]` pair per pick with WITHVALUES, a flat array of fields without).
+#[test]
+fn random_picks_and_intercard_answer_as_redis() {
+    let (srv, _dir) = start_server();
+    let c = &mut connect(&srv);
+    q::<()>(c, &["SADD", "s", "a", "b"]);
+    for n in ["0", "a", "-1"] {
+        assert_eq!(e(c, &["SINTERCARD", n, "s"]), "ERR numkeys should be greater than 0", "{n}");
+    }
+    assert_eq!(e(c, &["SINTERCARD", "2", "s"]), "ERR Number of keys can't be greater than number of args");
+    assert_eq!(e(c, &["SINTERCARD", "1", "s", "LIMIT", "-1"]), "ERR LIMIT can't be negative");
+    let mut raw = Client::connect(srv.addr());
+    raw.cmd(&["HELLO", "3"]);
+    raw.cmd(&["HSET", "h", "a", "1", "b", "2", "c", "3"]);
+    for count in ["3", "-5"] {
+        let r = raw.cmd(&["HRANDFIELD", "h", count, "WITHVALUES"]).array();
+        assert_eq!(r.len(), count.trim_start_matches('-').parse::<usize>().unwrap());
+        for pair in r {
+            let p: Vec<String> = pair.array().iter().map(Resp::text).collect();
+            let want = match p[0].as_str() {
+                "a" => "1",
+                "b" => "2",
+                _ => "3",
+            };
+            assert_eq!(p[1], want, "{p:?}");
+        }
+        let r = raw.cmd(&["HRANDFIELD", "h", count]).array();
+        assert!(r.iter().all(|f| matches!(f, Resp::Bulk(_))), "{r:?}");
+    }
 }

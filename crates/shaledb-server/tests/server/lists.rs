@@ -316,6 +316,16 @@ fn blocking_timeouts_and_errors() {
     assert_eq!(e(c, &["BLPOP", "k", "x"]), "ERR timeout is not a float or out of range");
     assert_eq!(e(c, &["BLPOP", "k", "-1"]), "ERR timeout is negative");
     assert_eq!(e(c, &["BLMOVE", "a", "b", "UP", "LEFT", "1"]), "ERR syntax error");
+    // As Redis: a timeout whose milliseconds overflow 63 bits is "negative"; NaN is not a float.
+    for t in ["inf", "-inf", "1e400", "9223372036854775807"] {
+        assert_eq!(e(c, &["BLPOP", "k", t]), "ERR timeout is negative", "{t}");
+    }
+    assert_eq!(e(c, &["BLPOP", "k", "nan"]), "ERR timeout is not a float or out of range");
+    // BLMPOP reads numkeys, the side and COUNT before the timeout.
+    assert_eq!(e(c, &["BLMPOP", "x", "1", "k", "UP"]), "ERR syntax error");
+    assert_eq!(e(c, &["BLMPOP", "x", "0", "k", "LEFT"]), "ERR numkeys should be greater than 0");
+    assert_eq!(e(c, &["BLMPOP", "x", "1", "k", "LEFT", "COUNT", "0"]), "ERR count should be greater than 0");
+    assert_eq!(e(c, &["BLMPOP", "x", "1", "k", "LEFT"]), "ERR timeout is not a float or out of range");
     let reg = srv.shared().store.blocking.clone();
     assert_eq!((reg.blocked_clients(), reg.watched_keys()), (0, 0));
     // The connection still works after a timeout.
@@ -457,4 +467,71 @@ fn requests_pipelined_behind_a_blocked_pop_are_answered_after_it() {
     std::io::Write::write_all(raw.r.get_mut(), &batch).unwrap();
     assert_eq!(raw.read(), Some(Resp::Array(vec![Resp::Bulk(b"pl".to_vec()), Resp::Bulk(b"a".to_vec())])));
     assert_eq!(raw.read(), Some(Resp::Int(0)));
+}
+
+/// A key that holds another type when its waiters are served wakes nobody, as in Redis (the list unit's
+/// "LPUSH + DEL + SET should not awake blocked client"): the client stays blocked until a list is there.
+#[test]
+fn a_key_of_another_type_does_not_wake_a_blocked_pop() {
+    let (srv, _dir) = start_server();
+    let reg = srv.shared().store.blocking.clone();
+    for pop in [&["BLPOP", "bl", "5"][..], &["BLMPOP", "5", "1", "bl", "RIGHT"], &["BRPOPLPUSH", "bl", "dst", "5"]] {
+        let mut raw = Client::connect(srv.addr());
+        raw.send(pop);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while reg.blocked_clients() == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(reg.blocked_clients(), 1);
+        let c = &mut connect(&srv);
+        let r: Value = redis::pipe()
+            .atomic()
+            .cmd("LPUSH")
+            .arg("bl")
+            .arg("a")
+            .cmd("DEL")
+            .arg("bl")
+            .cmd("SET")
+            .arg("bl")
+            .arg("foo")
+            .query(c)
+            .unwrap();
+        assert!(matches!(r, Value::Array(_)), "{r:?}");
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(reg.blocked_clients(), 1, "{pop:?} was woken by a string");
+        i(c, &["DEL", "bl"]);
+        assert_eq!(i(c, &["LPUSH", "bl", "b"]), 1);
+        let got = raw.read().expect("the popped element");
+        fn flat(r: &Resp) -> String {
+            match r {
+                Resp::Array(items) => items.iter().map(flat).collect::<Vec<_>>().join(" "),
+                other => other.text(),
+            }
+        }
+        let text = flat(&got);
+        assert!(text.split(' ').any(|w| w == "b"), "{pop:?}: {got:?}");
+        assert_eq!(reg.blocked_clients(), 0);
+        i(c, &["DEL", "bl", "dst"]);
+    }
+}
+
+/// A list moved into place under a key with blocked clients (RENAME here; MOVE, COPY, SORT ... STORE and
+/// RESTORE store it the same way) serves them, as Redis's dbAdd does.
+#[test]
+fn a_list_renamed_into_place_wakes_a_blocked_pop() {
+    let (srv, _dir) = start_server();
+    let reg = srv.shared().store.blocking.clone();
+    let mut raw = Client::connect(srv.addr());
+    raw.send(&["BLPOP", "foo", "5"]);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while reg.blocked_clients() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(reg.blocked_clients(), 1);
+    let c = &mut connect(&srv);
+    assert_eq!(i(c, &["LPUSH", "bob", "abc", "def", "hij"]), 3);
+    q::<()>(c, &["RENAME", "bob", "foo"]);
+    assert_eq!(raw.read(), Some(Resp::Array(vec![Resp::Bulk(b"foo".to_vec()), Resp::Bulk(b"hij".to_vec())])));
+    assert_eq!(v(c, &["LRANGE", "foo", "0", "-1"]), ["def", "abc"]);
+    assert_eq!(reg.blocked_clients(), 0);
 }

@@ -4,15 +4,22 @@
 
 mod helpers;
 
+mod admin;
+mod bits;
 mod collections;
 mod config_save;
 mod differential;
+mod dump;
 mod failures;
 mod fuzz_corpus;
+mod geohll;
 mod keyspace;
+mod knobs;
 mod lists;
 mod protocol;
 mod pubsub;
+mod scripting;
+mod sort;
 mod streams;
 mod watch;
 mod zsets;

@@ -238,6 +238,54 @@ const SCRIPT: &[&str] = &[
     "ZRANDMEMBER s1 1 foo",
     "ZRANDMEMBER s1 -9223372036854775808",
     "TYPE s1",
+    // ZMPOP and BZMPOP (without blocking): arguments in Redis's order, the first existing key pops.
+    "SET wt x",
+    "ZADD zm 1 a 2 b 3 c 4 d",
+    "ZMPOP 1 nokey MIN",
+    "ZMPOP 2 nokey zm MAX COUNT 2",
+    "ZMPOP 2 zm wt MIN",
+    "ZMPOP 2 wt zm MIN",
+    "ZMPOP 2 nokey wt MIN COUNT 2",
+    "ZMPOP 0 zm MIN",
+    "ZMPOP x zm MIN",
+    "ZMPOP 5 zm MIN",
+    "ZMPOP 1 zm FOO",
+    "ZMPOP 1 zm MIN COUNT 0",
+    "ZMPOP 1 zm MIN COUNT x",
+    "ZMPOP 1 zm MIN COUNT 1 COUNT 1",
+    "ZMPOP 1 zm MIN COUNT",
+    "ZMPOP 1 zm MAX COUNT 10",
+    "EXISTS zm",
+    "BZMPOP 0.01 1 nokey MIN",
+    "BZMPOP x 1 nokey MIN",
+    "BZMPOP -1 1 nokey MIN",
+    "BZMPOP inf 1 nokey MIN",
+    "BZMPOP 0 0 nokey MIN",
+    "BZMPOP x 1 nokey FOO",
+    "BZMPOP 0 1 wt MIN",
+    // ZINTERCARD: ZINTER's texts, each key's type before LIMIT.
+    "ZINTERCARD 0 s1",
+    "ZINTERCARD x s1",
+    "ZINTERCARD 3 s1 s2",
+    "ZINTERCARD 1 wt LIMIT -1",
+    "ZINTERCARD 1 s1 LIMIT -1",
+    "ZINTERCARD 1 s1 LIMIT x",
+    "ZINTERCARD 1 s1 LIMIT",
+    "ZINTERCARD 2 s1 s2 LIMIT 0",
+    // WRONGTYPE before a bad WEIGHTS or AGGREGATE (issue 40).
+    "ZUNIONSTORE out 2 s1 wt WEIGHTS 1 x",
+    "ZINTERSTORE out 2 wt s1 AGGREGATE foo",
+    "ZUNION 2 s1 wt WEIGHTS x y",
+    // ZSCAN: the cursor, then the key, then the options.
+    "ZSCAN nokey 0 COUNT 0",
+    "ZSCAN wt 0 COUNT 0",
+    "ZSCAN nokey x",
+    // ZRANDMEMBER: the count's range, WITHSCORES' narrower range, before the key.
+    "ZRANDMEMBER s1 -9223372036854770000 WITHSCORES",
+    "ZRANDMEMBER nokey -9223372036854770000 WITHSCORES",
+    "ZRANDMEMBER nokey -9223372036854775808",
+    "ZRANDMEMBER wt -9223372036854775808",
+    "ZRANDMEMBER nokey -9223372036854775807",
 ];
 
 /// The sorted-set commands of SCRIPT answer as redis-server 7.0 does (skipped with a note where
@@ -278,6 +326,11 @@ fn zset_resp3_replies_match_redis() {
         "ZPOPMIN nokey",
         "ZSCAN z 0",
         "ZRANDMEMBER nokey",
+        "ZADD m 1 a 2 b 3 c",
+        "ZMPOP 1 m MIN COUNT 2",
+        "BZMPOP 0 1 m MAX COUNT 5",
+        "ZMPOP 1 m MIN",
+        "BZMPOP 0.01 1 m MIN",
     ];
     for line in script {
         let w = words(line);
@@ -671,4 +724,49 @@ fn bzpop_blocks_and_is_woken_by_zadd() {
     let r = waiter.join().expect("the blocked client").array();
     assert_eq!(r.iter().map(Resp::text).collect::<Vec<_>>(), ["q", "x", "7"]);
     assert_eq!(c.cmd(&["ZCARD", "q"]), Resp::Int(1));
+}
+
+/// BZMPOP answers at once when a set has members, times out with a nil array, and a blocked client is
+/// woken by a ZADD from another connection; a key that meanwhile holds another type wakes nobody.
+#[test]
+fn bzmpop_blocks_and_is_woken_by_zadd() {
+    let (server, _dir) = start_server();
+    let addr = server.addr();
+    let mut c = Client::connect(addr);
+    c.cmd(&["ZADD", "q", "2", "b", "1", "a", "3", "c"]);
+    let r = c.cmd(&["BZMPOP", "0", "2", "none", "q", "MIN", "COUNT", "2"]).array();
+    assert_eq!(r[0].text(), "q");
+    let pairs: Vec<Vec<String>> =
+        r[1].clone().array().into_iter().map(|p| p.array().iter().map(Resp::text).collect()).collect();
+    assert_eq!(pairs, [["a", "1"], ["b", "2"]]);
+    let t = Instant::now();
+    assert_eq!(c.cmd(&["BZMPOP", "0.1", "1", "none", "MAX"]), Resp::Nil);
+    assert!(t.elapsed() >= Duration::from_millis(90));
+    let reg = server.shared().store.blocking.clone();
+    let waiter = std::thread::spawn(move || {
+        let mut w = Client::connect(addr);
+        w.cmd(&["BZMPOP", "5", "1", "w", "MAX", "COUNT", "10"])
+    });
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while reg.blocked_clients() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(reg.blocked_clients(), 1);
+    // Created, deleted and replaced by a string in one transaction: the waiter stays blocked.
+    assert_eq!(c.cmd(&["MULTI"]), Resp::Simple("OK".into()));
+    for w in [&["ZADD", "w", "1", "x"][..], &["DEL", "w"], &["SET", "w", "s"]] {
+        c.cmd(w);
+    }
+    c.cmd(&["EXEC"]);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(reg.blocked_clients(), 1);
+    c.cmd(&["DEL", "w"]);
+    assert_eq!(c.cmd(&["ZADD", "w", "7", "x", "3", "y"]), Resp::Int(2));
+    let r = waiter.join().expect("the blocked client").array();
+    assert_eq!(r[0].text(), "w");
+    let pairs: Vec<Vec<String>> =
+        r[1].clone().array().into_iter().map(|p| p.array().iter().map(Resp::text).collect()).collect();
+    assert_eq!(pairs, [["x", "7"], ["y", "3"]]);
+    assert_eq!(c.cmd(&["EXISTS", "w"]), Resp::Int(0));
+    assert_eq!(reg.blocked_clients(), 0);
 }

@@ -1,6 +1,7 @@
 //! Keyspace commands: DEL, UNLINK, EXISTS, TYPE, OBJECT, RENAME, RENAMENX, MOVE, COPY, EXPIRE, PEXPIRE,
 //! EXPIREAT, PEXPIREAT, TTL, PTTL, PERSIST, EXPIRETIME, PEXPIRETIME, SCAN, KEYS, RANDOMKEY, DBSIZE, FLUSHDB,
-//! FLUSHALL, and the ordered range read `SHALEDB.RANGE` (a ShaleDB extension; docs/format/server-keys.md).
+//! FLUSHALL, SWAPDB, and the ordered range read `SHALEDB.RANGE` (a ShaleDB extension;
+//! docs/format/server-keys.md).
 //!
 //! On collections (src/keys.rs has the layout): DEL, UNLINK and EXPIRE are one write of the meta key (the
 //! version's members go to the collector, gc.rs); RENAME moves the meta value and rewrites the version's
@@ -8,8 +9,8 @@
 //! in bounded chunks), since members are keyed by database and version.
 //!
 //! Files by role: this one has the command table, DEL/EXISTS/TYPE/RENAME/MOVE/COPY, OBJECT and
-//! FLUSHDB/FLUSHALL; `expiry.rs` the expiry commands, `scan.rs` SCAN/KEYS/RANDOMKEY/DBSIZE, `range.rs`
-//! SHALEDB.RANGE.
+//! FLUSHDB/FLUSHALL; `expiry.rs` the expiry commands, `scan.rs` SCAN/KEYS/RANDOMKEY/DBSIZE, `swap.rs`
+//! SWAPDB, `range.rs` SHALEDB.RANGE.
 
 use super::{arg_i64, Spec};
 use crate::keys::{self, Coll, Meta, Type, DATABASES};
@@ -20,17 +21,20 @@ use shaledb::ReadOptions;
 mod expiry;
 mod range;
 mod scan;
+mod swap;
 
 use expiry::{expire, expireat, expiretime, persist, pexpire, pexpireat, pexpiretime, pttl, ttl};
 use range::range;
 pub use range::{parse_bound, Bound, RANGE_DEFAULT_COUNT, RANGE_MAX_COUNT, RANGE_MAX_REPLY_BYTES};
 pub use scan::{count_keys, glob_match, literal_prefix, Cursors, MAX_CURSORS, MAX_CURSOR_BYTES};
 use scan::{dbsize, keys_cmd, randomkey, scan};
+use swap::swapdb;
 
 pub static COMMANDS: &[Spec] = &[
     cmd! { "del", -2, WRITE, [1, -1, 1], Write(del), "Deletes one or more keys." },
     cmd! { "unlink", -2, WRITE | FAST, [1, -1, 1], Write(del), "Asynchronously deletes one or more keys." },
     cmd! { "exists", -2, READONLY | FAST, [1, -1, 1], Read(exists), "Determines whether one or more keys exist." },
+    cmd! { "touch", -2, READONLY | FAST, [1, -1, 1], Read(exists), "Returns the number of existing keys out of those specified after updating the time they were last accessed." },
     cmd! { "type", 2, READONLY | FAST, [1, 1, 1], Read(type_cmd), "Determines the type of value stored at a key." },
     cmd! { "rename", 3, WRITE, [1, 2, 1], Write(rename), "Renames a key and overwrites the destination." },
     cmd! { "renamenx", 3, WRITE | FAST, [1, 2, 1], Write(renamenx), "Renames a key only when the target key name doesn't exist." },
@@ -52,6 +56,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd! { "dbsize", 1, READONLY | FAST, [0, 0, 0], Read(dbsize), "Returns the number of keys in the database." },
     cmd! { "flushdb", -1, WRITE, [0, 0, 0], Write(flushdb), "Removes all keys from the current database." },
     cmd! { "flushall", -1, WRITE, [0, 0, 0], Write(flushall), "Removes all keys from all databases." },
+    cmd! { "swapdb", 3, WRITE | FAST, [0, 0, 0], Write(swapdb), "Swaps two Redis databases." },
     cmd! { "shaledb.range", -3, READONLY | EXTENSION, [1, 2, 1], Read(range), "ShaleDB: returns up to COUNT string keys (and values) in key order between two bounds, forward or REV." },
 ];
 
@@ -70,6 +75,8 @@ fn del(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     Reply::Int(n)
 }
 
+/// EXISTS and TOUCH: how many of the keys exist (a key named twice counts twice). TOUCH has nothing more
+/// to do: no access times are kept (see OBJECT IDLETIME).
 fn exists(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     let mut n = 0;
     for k in &args[1..] {

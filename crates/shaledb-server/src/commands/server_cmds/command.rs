@@ -8,7 +8,11 @@ use crate::resp::{Args, Reply};
 use crate::server::{Session, Shared};
 
 fn flag_names(spec: &Spec) -> Vec<&'static str> {
-    NAMES.iter().filter(|(f, _)| spec.flags & f != 0).map(|(_, n)| *n).collect()
+    let mut names: Vec<&'static str> = NAMES.iter().filter(|(f, _)| spec.flags & f != 0).map(|(_, n)| *n).collect();
+    if super::keyspecs::movable(spec.name) {
+        names.push("movablekeys");
+    }
+    names
 }
 
 /// ACL categories derived from the flags (Redis's rules: write/read, fast or slow, admin is dangerous).
@@ -89,20 +93,13 @@ fn command_docs(spec: &Spec) -> Reply {
     Reply::Map(doc)
 }
 
-/// The key positions of a command line (`COMMAND GETKEYS`).
+/// The keys of a command line (`COMMAND GETKEYS`), in order.
+#[cfg(test)]
 pub(super) fn keys_of(spec: &Spec, args: &[bytes::Bytes]) -> Vec<bytes::Bytes> {
-    if spec.first_key <= 0 || spec.step <= 0 {
-        return Vec::new();
+    match super::keyspecs::find(spec, args) {
+        Ok(found) => found.into_iter().filter_map(|(i, _)| args.get(i).cloned()).collect(),
+        Err(_) => Vec::new(),
     }
-    let argc = args.len() as i64;
-    let last = if spec.last_key < 0 { argc + spec.last_key as i64 } else { (spec.last_key as i64).min(argc - 1) };
-    let mut out = Vec::new();
-    let mut i = spec.first_key as i64;
-    while i <= last && i < argc {
-        out.push(args[i as usize].clone());
-        i += spec.step as i64;
-    }
-    out
 }
 
 const COMMAND_HELP: &[&str] = &[
@@ -155,20 +152,38 @@ pub(super) fn command(_: &mut Session, _: &Shared, args: &Args) -> Reply {
             };
             let mut out = Vec::new();
             for s in specs {
-                let keep = match &filter {
-                    None => true,
-                    Some((kind, v)) => match kind.as_slice() {
-                        b"module" => false,
-                        b"aclcat" => {
-                            let cat = text(v).to_ascii_lowercase();
-                            acl_categories(s).iter().any(|c| c[1..] == cat)
-                        }
-                        b"pattern" => glob_match(v, s.name.as_bytes(), true),
-                        _ => return crate::commands::syntax_error(),
-                    },
-                };
-                if keep {
-                    out.push(Reply::bulk(s.name));
+                // The command, then its subcommands (`config|get` ...), each judged by the filter.
+                let names = std::iter::once(s.name.to_string()).chain(super::stats::subcommands_of(s.name));
+                for name in names {
+                    let keep = match &filter {
+                        None => true,
+                        Some((kind, v)) => match kind.as_slice() {
+                            b"module" => false,
+                            b"aclcat" => {
+                                let cat = text(v).to_ascii_lowercase();
+                                let mut cats = acl_categories(s);
+                                if matches!(
+                                    s.name,
+                                    "eval"
+                                        | "evalsha"
+                                        | "eval_ro"
+                                        | "evalsha_ro"
+                                        | "fcall"
+                                        | "fcall_ro"
+                                        | "script"
+                                        | "function"
+                                ) {
+                                    cats.push("@scripting");
+                                }
+                                cats.iter().any(|c| c[1..] == cat)
+                            }
+                            b"pattern" => glob_match(v, name.as_bytes(), true),
+                            _ => return crate::commands::syntax_error(),
+                        },
+                    };
+                    if keep {
+                        out.push(Reply::bulk(name));
+                    }
                 }
             }
             Reply::Array(out)
@@ -181,17 +196,33 @@ pub(super) fn command(_: &mut Session, _: &Shared, args: &Args) -> Reply {
             if !spec.arity_ok(args.len() - 2) {
                 return Reply::err("Invalid number of arguments specified for command");
             }
-            let keys = keys_of(spec, &args[2..]);
-            if keys.is_empty() {
+            let line = &args[2..];
+            let found = match super::keyspecs::find(spec, line) {
+                Ok(found) => found,
+                Err(super::keyspecs::KeysError::Invalid) => {
+                    return Reply::err("Invalid arguments specified for command")
+                }
+            };
+            if found.is_empty() {
+                // A command whose keys move may have none on this line; one without key arguments is an error.
+                if super::keyspecs::movable(spec.name) {
+                    return Reply::Array(Vec::new());
+                }
                 return Reply::err("The command has no key arguments");
             }
             if sub == b"getkeys" {
-                Reply::Array(keys.into_iter().map(Reply::Bulk).collect())
+                Reply::Array(found.into_iter().map(|(i, _)| Reply::Bulk(line[i].clone())).collect())
             } else {
-                let access = if spec.is_write() { "RW" } else { "RO" };
                 Reply::Array(
-                    keys.into_iter()
-                        .map(|k| Reply::Array(vec![Reply::Bulk(k), Reply::Array(vec![Reply::Simple(access.into())])]))
+                    found
+                        .into_iter()
+                        .map(|(i, k)| {
+                            let flags = super::keyspecs::key_flags(spec, line, k);
+                            Reply::Array(vec![
+                                Reply::Bulk(line[i].clone()),
+                                Reply::Array(flags.into_iter().map(|f| Reply::Simple(f.into())).collect()),
+                            ])
+                        })
                         .collect(),
                 )
             }

@@ -26,14 +26,14 @@ pub(super) fn start_unix(shared: &Shared) -> u64 {
 }
 
 /// The resident set size of this process, from /proc/self/status (`None` where there is no /proc).
-fn rss_bytes() -> Option<u64> {
+pub(super) fn rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     let kb: u64 = line.trim_start_matches("VmRSS:").trim().trim_end_matches("kB").trim().parse().ok()?;
     kb.checked_mul(1024)
 }
 
-fn human(bytes: u64) -> String {
+pub(super) fn human(bytes: u64) -> String {
     let b = bytes as f64;
     if b >= (1u64 << 30) as f64 {
         format!("{:.2}G", b / (1u64 << 30) as f64)
@@ -84,33 +84,80 @@ pub fn keyspace_scan(db: &Db, now_ms: u64) -> shaledb::Result<Vec<(u8, u64, u64)
     Ok(out)
 }
 
-const DEFAULT_SECTIONS: &[&str] = &["server", "clients", "memory", "persistence", "stats", "replication", "keyspace"];
+/// Every section, in the order INFO prints them.
+const SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "commandstats",
+    "errorstats",
+    "latencystats",
+    "cluster",
+    "keyspace",
+];
 
-pub(super) fn info(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
+/// The sections of `INFO` without arguments (and of `INFO default`): all but commandstats and latencystats.
+const DEFAULT_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
+    "keyspace",
+];
+
+/// The sections `INFO <args>` prints, in print order: `default`, `all` (every section), `everything` (the
+/// same: there are no module sections), or section names in any case (`module_list` is `modules`); unknown
+/// names are ignored, and a section asked twice is printed once.
+pub(super) fn chosen_sections(args: &[bytes::Bytes]) -> Vec<&'static str> {
+    if args.is_empty() {
+        return DEFAULT_SECTIONS.to_vec();
+    }
+    let mut all = false;
     let mut wanted: Vec<String> = Vec::new();
-    for a in &args[1..] {
+    for a in args {
         let a = text(a).to_ascii_lowercase();
         match a.as_str() {
-            "default" | "all" | "everything" => wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string())),
+            "all" | "everything" => all = true,
+            "default" => wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string())),
+            "module_list" => wanted.push("modules".into()),
             _ => wanted.push(a),
         }
     }
-    if args.len() == 1 {
-        wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
-    }
+    SECTIONS.iter().copied().filter(|name| all || wanted.iter().any(|w| w == name)).collect()
+}
+
+pub(super) fn info(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
     let mut out = String::new();
-    let mut done: Vec<&str> = Vec::new();
-    for name in DEFAULT_SECTIONS {
-        if !wanted.iter().any(|w| w == name) || done.contains(name) {
-            continue;
-        }
+    for name in chosen_sections(&args[1..]) {
         if !out.is_empty() {
             out.push_str("\r\n");
         }
         section(shared, name, &mut out);
-        done.push(name);
     }
     Reply::Verbatim(out)
+}
+
+/// This process's CPU time (user, system) and its waited-for children's, in seconds, from /proc/self/stat
+/// (whose times are in USER_HZ, 100 per second on Linux).
+fn cpu_times() -> Option<[f64; 4]> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // utime, stime, cutime, cstime are fields 14-17 of the line: 11-14 of `rest` (which starts at field 3).
+    let t = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).map(|v| v / 100.0);
+    Some([t(11)?, t(12)?, t(13)?, t(14)?])
 }
 
 fn section(shared: &Shared, name: &str, out: &mut String) {
@@ -154,8 +201,11 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
         "clients" => {
             out.push_str("# Clients\r\n");
             kv(out, "connected_clients", &shared.clients.lock().len());
+            kv(out, "cluster_connections", &0);
             kv(out, "maxclients", &cfg.maxclients);
-            kv(out, "blocked_clients", &0);
+            kv(out, "blocked_clients", &store.blocking.blocked_clients());
+            kv(out, "tracking_clients", &0);
+            kv(out, "pubsub_clients", &shared.pubsub.subscribers());
         }
         "memory" => {
             let db = &store.db;
@@ -174,6 +224,11 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
             kv(out, "maxmemory", &0);
             kv(out, "maxmemory_human", &"0B");
             kv(out, "maxmemory_policy", &"noeviction");
+            kv(out, "number_of_cached_scripts", &store.scripts.number_of_cached_scripts());
+            // Deleted collections whose members the collector (gc.rs) still has to remove, and those it
+            // removed since the start or CONFIG RESETSTAT.
+            kv(out, "lazyfree_pending_objects", &store.gc.pending());
+            kv(out, "lazyfreed_objects", &store.gc.lazyfreed_objects());
         }
         "persistence" => {
             let reason = store.read_only_reason();
@@ -212,6 +267,13 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
             kv(out, "total_net_input_bytes", &stats.net_input_bytes.load(Ordering::Relaxed));
             kv(out, "total_net_output_bytes", &stats.net_output_bytes.load(Ordering::Relaxed));
             kv(out, "rejected_connections", &stats.rejected_connections.load(Ordering::Relaxed));
+            kv(out, "pubsub_channels", &shared.pubsub.channel_count());
+            kv(out, "pubsub_patterns", &shared.pubsub.pattern_count());
+            let cmds = &shared.intro.commands;
+            kv(out, "total_error_replies", &cmds.total_error_replies.load(Ordering::Relaxed));
+            kv(out, "unexpected_error_replies", &0);
+            // There is no MIGRATE, so no socket is ever cached for it.
+            kv(out, "migrate_cached_sockets", &0);
             // The collector of dead collection versions (gc.rs).
             let gc = &shared.store.gc;
             kv(out, "gc_versions_reclaimed", &gc.versions_reclaimed.load(Ordering::Relaxed));
@@ -229,6 +291,39 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
             kv(out, "master_repl_offset", &0);
             kv(out, "second_repl_offset", &-1);
             kv(out, "repl_backlog_active", &0);
+        }
+        "cpu" => {
+            out.push_str("# CPU\r\n");
+            let t = cpu_times().unwrap_or_default();
+            for (name, v) in ["used_cpu_sys", "used_cpu_user", "used_cpu_sys_children", "used_cpu_user_children"]
+                .iter()
+                .zip([t[1], t[0], t[3], t[2]])
+            {
+                kv(out, name, &format_args!("{v:.6}"));
+            }
+        }
+        "modules" => out.push_str("# Modules\r\n"),
+        "commandstats" => {
+            out.push_str("# Commandstats\r\n");
+            shared.intro.commands.write_commandstats(out);
+        }
+        "errorstats" => {
+            out.push_str("# Errorstats\r\n");
+            shared.intro.commands.write_errorstats(out);
+        }
+        "latencystats" => {
+            out.push_str("# Latencystats\r\n");
+            let percentiles: Vec<f64> = cfg
+                .get("latency-tracking-info-percentiles")
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect();
+            shared.intro.commands.write_latencystats(&percentiles, out);
+        }
+        "cluster" => {
+            out.push_str("# Cluster\r\n");
+            kv(out, "cluster_enabled", &0);
         }
         "keyspace" => {
             out.push_str("# Keyspace\r\n");

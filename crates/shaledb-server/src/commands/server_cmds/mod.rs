@@ -1,17 +1,29 @@
-//! Server commands: INFO, CONFIG, TIME, COMMAND, SHUTDOWN, LASTSAVE, BGSAVE, SAVE.
+//! Server commands: INFO, CONFIG, TIME, COMMAND, SHUTDOWN, LASTSAVE, BGSAVE, SAVE, MONITOR, SLOWLOG, LATENCY,
+//! MEMORY, WAIT.
 //!
-//! Files by role: this one has the command table, CONFIG, TIME and SHUTDOWN; `info.rs` INFO, `command.rs`
-//! COMMAND, `save.rs` SAVE, BGSAVE and LASTSAVE (checkpoints), `glob.rs` the glob matcher.
+//! Files by role: this one has the command table, CONFIG, TIME, SHUTDOWN, WAIT and [`Introspection`] (what
+//! the connections record about each command they run); `info.rs` INFO, `command.rs` COMMAND, `save.rs`
+//! SAVE, BGSAVE and LASTSAVE (checkpoints), `glob.rs` the glob matcher, `stats.rs` the per-command and
+//! per-error counters, `slowlog.rs` SLOWLOG, `latency.rs` LATENCY, `monitor.rs` MONITOR, `memory.rs` MEMORY.
 
 use super::{help_reply, sub_arity, unknown_subcommand, Spec};
-use crate::config::SetError;
+use crate::config::{Config, SetError};
 use crate::resp::{Args, Reply};
 use crate::server::{Session, Shared};
+use bytes::Bytes;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 mod command;
 mod glob;
 mod info;
+mod keyspecs;
+pub mod latency;
+mod memory;
+pub mod monitor;
 mod save;
+pub mod slowlog;
+pub mod stats;
 
 use command::command;
 pub use glob::glob_match;
@@ -29,6 +41,11 @@ pub static COMMANDS: &[Spec] = &[
     cmd! { "lastsave", 1, LOADING | STALE | FAST, [0, 0, 0], Conn(lastsave), "Returns the Unix time of the last successful SAVE or BGSAVE checkpoint (or of the start)." },
     cmd! { "bgsave", -1, ADMIN | NOSCRIPT, [0, 0, 0], Conn(bgsave), "Writes a checkpoint of the database into <dir>/checkpoints/<unix-time> in the background." },
     cmd! { "save", 1, ADMIN | NOSCRIPT, [0, 0, 0], Conn(save), "Writes a checkpoint of the database into <dir>/checkpoints/<unix-time> (a copy: every acknowledged write is already durable)." },
+    cmd! { "monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, [0, 0, 0], Conn(monitor::monitor), "Streams every command the server runs to this connection." },
+    cmd! { "slowlog", -2, ADMIN | LOADING | STALE, [0, 0, 0], Conn(slowlog::slowlog), "A container for slow log commands (GET, LEN, RESET, HELP)." },
+    cmd! { "latency", -2, ADMIN | NOSCRIPT | LOADING | STALE, [0, 0, 0], Conn(latency::latency), "A container for latency diagnostics commands (LATEST, HISTORY, RESET, DOCTOR, GRAPH, HISTOGRAM, HELP)." },
+    cmd! { "memory", -2, READONLY, [0, 0, 0], Conn(memory::memory), "A container for memory diagnostics commands (USAGE, STATS, DOCTOR, MALLOC-STATS, PURGE, HELP)." },
+    cmd! { "wait", 3, NOSCRIPT, [0, 0, 0], Conn(wait), "Waits for the writes to reach replicas: with none, answers 0 (at once for 0 replicas, after the timeout otherwise)." },
 ];
 
 fn text(a: &[u8]) -> String {
@@ -67,7 +84,15 @@ fn config(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
             let cfg = shared.config.read();
             let mut pairs = Vec::new();
             for name in crate::config::parameter_names() {
-                if args[2..].iter().any(|p| glob_match(p, name.as_bytes(), true)) {
+                // A hidden parameter answers only to its exact name, as in Redis.
+                let matches = |p: &Bytes| {
+                    let is_glob = p.iter().any(|c| matches!(c, b'*' | b'?' | b'['));
+                    if is_glob && crate::config::redis::HIDDEN.contains(&name) {
+                        return false;
+                    }
+                    glob_match(p, name.as_bytes(), true)
+                };
+                if args[2..].iter().any(matches) {
                     let v = if name == "appendfsync" {
                         shared.store.appendfsync().name().to_string()
                     } else {
@@ -92,6 +117,8 @@ fn config(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
                 return sub_arity("config", &sub);
             }
             shared.stats.reset();
+            shared.intro.commands.reset();
+            shared.store.gc.reset_lazyfreed();
             Reply::Ok
         }
         b"rewrite" => {
@@ -135,8 +162,28 @@ fn config_set(shared: &Shared, pairs: &[bytes::Bytes]) -> Reply {
         }
     }
     shared.store.set_appendfsync(next.appendfsync);
+    shared.intro.apply(&next);
+    apply_knobs(&shared.store, &next, |name| seen.iter().any(|s| s == name));
     *cfg = next;
     Reply::Ok
+}
+
+/// Hands the parameters that size data to the commit thread, which reads them once per group:
+/// `hll-sparse-max-bytes` and `stream-node-max-entries`, each per server. `named` says which parameters to
+/// hand over: those a CONFIG SET named, or at start those differing from the default.
+pub(crate) fn apply_knobs(store: &crate::commit::Store, cfg: &crate::config::Config, named: impl Fn(&str) -> bool) {
+    let number = |name: &str| {
+        if !named(name) {
+            return None;
+        }
+        cfg.get(name).as_deref().and_then(crate::config::parse_memory)
+    };
+    if let Some(n) = number("hll-sparse-max-bytes") {
+        store.hll_sparse_max_bytes.store(n, std::sync::atomic::Ordering::Relaxed);
+    }
+    if let Some(n) = number("stream-node-max-entries") {
+        store.stream_node_max_entries.store(n, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 fn config_rewrite(shared: &Shared) -> Reply {
@@ -208,6 +255,106 @@ fn shutdown(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
 
 // ---------------------------------------------------------------------------------------------------------
 // COMMAND
+
+// ---------------------------------------------------------------------------------------------------------
+// WAIT
+
+/// What `WAIT numreplicas timeout` does on a server without replicas (the arguments checked in Redis's
+/// order): `Ok(None)` answers 0 at once (no replica asked for), `Ok(Some(t))` answers 0
+/// after `t` (`None` inside: never, until the client is killed, as Redis's `WAIT 1 0` blocks for good).
+pub fn wait_plan(args: &Args) -> Result<Option<Option<Duration>>, Reply> {
+    let replicas = super::arg_i64(&args[1])?;
+    let timeout = match crate::resp::parse_i64(&args[2]) {
+        Some(t) if t < 0 => return Err(Reply::err("timeout is negative")),
+        Some(t) => t as u64,
+        None => return Err(Reply::err("timeout is not an integer or out of range")),
+    };
+    if replicas <= 0 {
+        return Ok(None);
+    }
+    Ok(Some((timeout > 0).then(|| Duration::from_millis(timeout))))
+}
+
+/// WAIT where it cannot block (the connection runs the blocking case itself, see `server.rs`).
+fn wait(_: &mut Session, _: &Shared, args: &Args) -> Reply {
+    match wait_plan(args) {
+        Ok(_) => Reply::Int(0),
+        Err(e) => e,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// What connections record about the commands they run
+
+/// The server-wide records of the commands run: their counters, the slow log, the latency monitor and the
+/// MONITOR clients. Connections call [`Introspection::ran`] after each command.
+///
+/// The counters and the MONITOR clients are shared (`Arc`) so that code running commands away from a
+/// connection (a script's `redis.call` on the commit thread) can record them too:
+/// `commands.record(spec, sub, time, &reply)` and `monitors.feed(db, Origin::Script, args)`.
+#[derive(Default)]
+pub struct Introspection {
+    pub commands: std::sync::Arc<stats::CommandStats>,
+    pub slowlog: slowlog::SlowLog,
+    pub latency: latency::LatencyMonitor,
+    pub monitors: std::sync::Arc<monitor::Monitors>,
+}
+
+/// A command that shows itself to MONITOR before it runs, so that what a script runs follows it.
+pub fn monitored_before(spec: &Spec) -> bool {
+    matches!(spec.name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro")
+}
+
+impl Introspection {
+    /// Takes the values of the parameters it follows (`slowlog-*`, `latency-*`) from `cfg`.
+    pub fn apply(&self, cfg: &Config) {
+        let num = |name: &str| cfg.get(name).and_then(|v| v.parse::<i64>().ok());
+        if let Some(v) = num("slowlog-log-slower-than") {
+            self.slowlog.slower_than.store(v, Ordering::Relaxed);
+        }
+        if let Some(v) = num("slowlog-max-len") {
+            self.slowlog.set_max_len(v.max(0) as u64);
+        }
+        if let Some(v) = num("latency-monitor-threshold") {
+            self.latency.threshold_ms.store(v.max(0) as u64, Ordering::Relaxed);
+        }
+        let tracking = cfg.get("latency-tracking").is_none_or(|v| v == "yes");
+        self.commands.latency_tracking.store(tracking, Ordering::Relaxed);
+    }
+
+    /// Records a command that ran for `d` and answered `reply`: its counters, the slow log and the latency
+    /// monitor (unless `blocking`: its time was mostly waiting), and MONITOR. `args` is `None` when the
+    /// caller did not keep them (then only the counters are updated).
+    pub fn ran(
+        &self,
+        s: &Session,
+        spec: &'static Spec,
+        args: Option<&[Bytes]>,
+        d: Duration,
+        reply: &Reply,
+        blocking: bool,
+    ) {
+        let sub = if stats::is_container(spec.name) { args.and_then(|a| a.get(1)).map(|b| &b[..]) } else { None };
+        self.commands.record(spec, sub, d, reply);
+        if !blocking {
+            let event = if spec.flags & super::flags::FAST != 0 { "fast-command" } else { "command" };
+            self.latency.offer(event, d);
+        }
+        let Some(args) = args else { return };
+        if !blocking {
+            self.slowlog.offer(s, args, d);
+        }
+        if spec.flags & super::flags::ADMIN == 0 && !monitored_before(spec) {
+            self.monitors.feed(s.db_index, monitor::Origin::Client(&s.addr), args);
+        }
+    }
+
+    /// True when the arguments of the commands should be kept for [`Introspection::ran`] (a command may go
+    /// to the slow log, or someone monitors).
+    pub fn wants_args(&self) -> bool {
+        self.monitors.active() || self.slowlog.slower_than.load(Ordering::Relaxed) >= 0
+    }
+}
 
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,7 @@
 //! Sorted-set commands: ZADD (NX/XX/GT/LT/CH/INCR), ZREM, ZSCORE, ZMSCORE, ZINCRBY, ZCARD, ZCOUNT, ZLEXCOUNT,
 //! ZRANK, ZREVRANK, ZRANGE (BYSCORE/BYLEX/REV/LIMIT/WITHSCORES), ZRANGEBYSCORE, ZREVRANGEBYSCORE,
-//! ZRANGEBYLEX, ZREVRANGEBYLEX, ZREVRANGE, ZRANGESTORE, ZPOPMIN, ZPOPMAX, ZREMRANGEBYRANK/BYSCORE/BYLEX,
-//! ZUNIONSTORE, ZINTERSTORE, ZUNION, ZINTER, ZDIFF, ZDIFFSTORE, ZINTERCARD, ZRANDMEMBER, ZSCAN.
+//! ZRANGEBYLEX, ZREVRANGEBYLEX, ZREVRANGE, ZRANGESTORE, ZPOPMIN, ZPOPMAX, ZMPOP, BZPOPMIN, BZPOPMAX, BZMPOP,
+//! ZREMRANGEBYRANK/BYSCORE/BYLEX, ZUNIONSTORE, ZINTERSTORE, ZUNION, ZINTER, ZDIFF, ZDIFFSTORE, ZINTERCARD, ZRANDMEMBER, ZSCAN.
 //!
 //! These handlers parse the arguments and build the replies; the layout (member records and the score index,
 //! docs/format/server-keys.md, "Sorted sets") and the reads and writes on it are [`crate::types::zset`].
@@ -25,7 +25,6 @@ mod setops;
 use range::{
     items_reply, zrange, zrangebylex, zrangebyscore, zrangestore, zrevrange, zrevrangebylex, zrevrangebyscore,
 };
-pub use scan::MAX_RANDMEMBER_REPEATS;
 use scan::{zrandmember, zscan};
 use setops::{zdiff, zdiffstore, zinter, zintercard, zinterstore, zunion, zunionstore};
 
@@ -52,6 +51,8 @@ pub static COMMANDS: &[Spec] = &[
     cmd! { "zpopmax", -2, WRITE | FAST, [1, 1, 1], Write(zpopmax), "Removes and returns the members with the highest scores." },
     cmd! { "bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, [1, -2, 1], Write(bzpopmin), "Removes and returns the member with the lowest score from one of multiple sorted sets. Blocks until a member is available otherwise." },
     cmd! { "bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, [1, -2, 1], Write(bzpopmax), "Removes and returns the member with the highest score from one of multiple sorted sets. Blocks until a member is available otherwise." },
+    cmd! { "zmpop", -4, WRITE, [0, 0, 0], Write(zmpop), "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped." },
+    cmd! { "bzmpop", -5, WRITE | BLOCKING, [0, 0, 0], Write(bzmpop), "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped." },
     cmd! { "zremrangebyrank", 4, WRITE, [1, 1, 1], Write(zremrangebyrank), "Removes the members within a range of indexes." },
     cmd! { "zremrangebyscore", 4, WRITE, [1, 1, 1], Write(zremrangebyscore), "Removes the members within a range of scores." },
     cmd! { "zremrangebylex", 4, WRITE, [1, 1, 1], Write(zremrangebylex), "Removes the members within a lexicographical range." },
@@ -259,9 +260,77 @@ fn bzpopmax(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     bzpop_generic(ctx, args, true)
 }
 
-/// The keys BZPOPMIN/BZPOPMAX wait on and the timeout (`None`: forever), for the wake-up registry.
+/// The parsed tail of ZMPOP/BZMPOP: `numkeys key... MIN|MAX [COUNT n]` from `args[at]`.
+struct Mpop<'a> {
+    keys: &'a [Bytes],
+    max: bool,
+    count: u64,
+}
+
+/// Parses ZMPOP's arguments in Redis's order: numkeys, the side, COUNT.
+fn parse_mpop(args: &Args, at: usize) -> Result<Mpop<'_>, Reply> {
+    let bad_numkeys = || Reply::err("numkeys should be greater than 0");
+    let n = crate::resp::parse_i64(&args[at]).ok_or_else(bad_numkeys)?;
+    if n <= 0 {
+        return Err(bad_numkeys());
+    }
+    let first = at + 1;
+    if n as u64 >= (args.len() - first) as u64 {
+        return Err(syntax_error());
+    }
+    let n = n as usize;
+    let max = match super::either(&args[first + n], b"MAX", b"MIN") {
+        Some(m) => m,
+        None => return Err(syntax_error()),
+    };
+    let mut count = None;
+    let mut j = first + n + 1;
+    while j < args.len() {
+        if count.is_none() && args[j].eq_ignore_ascii_case(b"COUNT") && j + 1 < args.len() {
+            match crate::resp::parse_i64(&args[j + 1]) {
+                Some(c) if c > 0 => count = Some(c as u64),
+                _ => return Err(Reply::err("count should be greater than 0")),
+            }
+            j += 2;
+        } else {
+            return Err(syntax_error());
+        }
+    }
+    Ok(Mpop { keys: &args[first..first + n], max, count: count.unwrap_or(1) })
+}
+
+/// ZMPOP and BZMPOP: the first key that exists (type-checked; the later ones are not looked at) gives up to
+/// `count` members: `[key, [[member, score] ...]]`; nil when none exists.
+fn mpop_generic(ctx: &mut WriteCtx<'_>, m: &Mpop<'_>) -> Reply {
+    for key in m.keys {
+        let Some(items) = tri!(zset::pop(ctx, key, m.max, m.count)) else { continue };
+        if items.is_empty() {
+            continue;
+        }
+        let pairs = items.into_iter().map(|(mb, s)| Reply::Array(vec![Reply::Bulk(mb.into()), double(s)]));
+        return Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Array(pairs.collect())]);
+    }
+    Reply::NilArray
+}
+
+fn zmpop(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
+    let m = tri!(parse_mpop(args, 1));
+    mpop_generic(ctx, &m)
+}
+
+fn bzmpop(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
+    let m = tri!(parse_mpop(args, 2));
+    tri!(super::lists::parse_timeout_secs(&args[1]));
+    mpop_generic(ctx, &m)
+}
+
+/// The keys BZPOPMIN/BZPOPMAX/BZMPOP wait on and the timeout (`None`: forever), for the wake-up registry.
 pub fn blocking_keys(args: &Args) -> Option<(Vec<Bytes>, Option<std::time::Duration>)> {
     let n = args.len();
+    if args[0].eq_ignore_ascii_case(b"bzmpop") {
+        let t = super::lists::parse_timeout_secs(&args[1]).ok()?;
+        return Some((parse_mpop(args, 2).ok()?.keys.to_vec(), t));
+    }
     let t = super::lists::parse_timeout_secs(&args[n - 1]).ok()?;
     Some((args[1..n - 1].to_vec(), t))
 }

@@ -2,6 +2,7 @@
 
 use super::parse::scan_score_text;
 use super::range::items_reply;
+use crate::commands::coll::{check_pairs_count, pick_bound, pick_count};
 use crate::commands::{arg_i64, syntax_error};
 use crate::resp::{Args, Reply};
 use crate::store::ReadCtx;
@@ -11,25 +12,20 @@ use parking_lot::Mutex;
 use rand::Rng;
 use std::sync::OnceLock;
 
-/// Most members one ZRANDMEMBER with a negative count returns (Redis has no bound and would build the
-/// whole reply in memory; a hostile count must not exhaust the server's).
-pub const MAX_RANDMEMBER_REPEATS: u64 = 1 << 20;
-
+/// `ZRANDMEMBER key [count [WITHSCORES]]`: in Redis's order, the count, the options, then the key.
 pub(super) fn zrandmember(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     let mut withscores = false;
     let count = match args.get(2) {
         None => None,
         Some(a) => {
-            let n = tri!(arg_i64(a));
+            let n = tri!(pick_count(a));
             match args.len() {
                 3 => {}
                 4 if args[3].eq_ignore_ascii_case(b"WITHSCORES") => withscores = true,
                 _ => return syntax_error(),
             }
-            if n == i64::MIN {
-                return Reply::err(
-                    "value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-                );
+            if withscores {
+                tri!(check_pairs_count(n));
             }
             Some(n)
         }
@@ -45,25 +41,20 @@ pub(super) fn zrandmember(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
         let v = tri!(zset::ranked(&ctx, &c, r, r));
         return v.into_iter().next().map_or(Reply::Nil, |(m, _)| Reply::Bulk(m.into()));
     };
-    if count == 0 {
+    let (n, distinct) = tri!(pick_bound(count));
+    if n == 0 {
         return Reply::Array(Vec::new());
     }
-    if count > 0 && count as u64 >= size {
+    if distinct && n >= size {
         // The whole set, highest first: the order Redis 7.0 sends it in (it walks from the tail).
         let mut all = tri!(zset::ranked(&ctx, &c, 0, size - 1));
         all.reverse();
         return items_reply(all, withscores);
     }
-    // Ranks to return: distinct (count > 0) or with repeats (count < 0), in random order.
-    let ranks: Vec<u64> = if count > 0 {
-        rand::seq::index::sample(&mut rng, size as usize, count as usize).into_iter().map(|i| i as u64).collect()
+    // Ranks to return: distinct, or with repeats (negative count), in random order.
+    let ranks: Vec<u64> = if distinct {
+        rand::seq::index::sample(&mut rng, size as usize, n as usize).into_iter().map(|i| i as u64).collect()
     } else {
-        let n = count.unsigned_abs();
-        if n > MAX_RANDMEMBER_REPEATS {
-            return Reply::err(format!(
-                "ZRANDMEMBER with a negative count returns at most {MAX_RANDMEMBER_REPEATS} members"
-            ));
-        }
         (0..n).map(|_| rng.gen_range(0..size)).collect()
     };
     let mut wanted: Vec<u64> = ranks.clone();
@@ -84,11 +75,12 @@ fn cursors() -> &'static Mutex<crate::commands::keys::Cursors> {
 /// (listpack) encoding, whatever COUNT says.
 const SCAN_ALL_AT_ONCE: u64 = 128;
 
+/// `ZSCAN key cursor [MATCH pattern] [COUNT count]`: in Redis's order, the cursor, the key, the options.
 pub(super) fn zscan(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
-    let cursor = match std::str::from_utf8(&args[2]).ok().and_then(|s| s.parse::<u64>().ok()) {
-        Some(c) => c,
-        None => return Reply::err("invalid cursor"),
-    };
+    let cursor = tri!(crate::commands::arg_cursor(&args[2]));
+    let ctx = ctx.pinned();
+    let empty = || Reply::Array(vec![Reply::bulk("0"), Reply::Array(Vec::new())]);
+    let Some(c) = tri!(zset::get(&ctx, &args[1])) else { return empty() };
     let mut pattern: Option<Bytes> = None;
     let mut count: i64 = 10;
     let mut j = 3;
@@ -108,9 +100,6 @@ pub(super) fn zscan(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
         }
         j += 2;
     }
-    let ctx = ctx.pinned();
-    let empty = || Reply::Array(vec![Reply::bulk("0"), Reply::Array(Vec::new())]);
-    let Some(c) = tri!(zset::get(&ctx, &args[1])) else { return empty() };
     let keep = |m: &[u8]| pattern.as_deref().is_none_or(|p| crate::commands::keys::glob_match(p, m));
     let mut out = Vec::new();
     let push = |out: &mut Vec<Reply>, m: &[u8], s: f64| {

@@ -2,7 +2,8 @@
 
 use super::parse::parse_score;
 use super::range::items_reply;
-use crate::commands::{arg_i64, parse_intercard, syntax_error};
+use crate::commands::{arg_i64, syntax_error, wrong_type};
+use crate::keys::Type;
 use crate::resp::{Args, Reply};
 use crate::store::{ReadCtx, WriteCtx};
 use crate::types::zset::{self, Items};
@@ -30,8 +31,17 @@ struct SetOpReq {
     withscores: bool,
 }
 
-/// Parses `numkeys key... [WEIGHTS w...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]` from `args[at..]`.
-fn parse_setop(args: &Args, at: usize, op: SetOp, store: bool, cmd: &str) -> Result<SetOpReq, Reply> {
+/// Parses `numkeys key... [WEIGHTS w...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]` from `args[at..]`. In
+/// Redis's order: `check_key` (the key's type) runs on each key before the options are read, so a key of
+/// another type answers WRONGTYPE even when an option is bad.
+fn parse_setop(
+    args: &Args,
+    at: usize,
+    op: SetOp,
+    store: bool,
+    cmd: &str,
+    check_key: &mut dyn FnMut(&[u8]) -> Result<(), Reply>,
+) -> Result<SetOpReq, Reply> {
     let n = arg_i64(&args[at])?;
     if n < 1 {
         return Err(Reply::err(format!("at least 1 input key is needed for '{cmd}' command")));
@@ -42,6 +52,9 @@ fn parse_setop(args: &Args, at: usize, op: SetOp, store: bool, cmd: &str) -> Res
     }
     let n = n as usize;
     let keys: Vec<Bytes> = args[first..first + n].to_vec();
+    for k in &keys {
+        check_key(k)?;
+    }
     let mut req = SetOpReq { keys, weights: vec![1.0; n], aggregate: Aggregate::Sum, withscores: false };
     let mut j = first + n;
     while j < args.len() {
@@ -154,16 +167,21 @@ fn run_setop(ctx: &ReadCtx<'_>, req: &SetOpReq, op: SetOp) -> Result<Items, zset
 }
 
 fn setop_read(ctx: &ReadCtx<'_>, args: &Args, op: SetOp, cmd: &str) -> Reply {
-    let req = tri!(parse_setop(args, 1, op, false, cmd));
     let ctx = ctx.pinned();
+    let req = tri!(parse_setop(args, 1, op, false, cmd, &mut |k| match ctx.get_meta(k)? {
+        Some((m, _)) if m.typ != Type::ZSet && m.typ != Type::Set => Err(wrong_type()),
+        _ => Ok(()),
+    }));
     let items = tri!(run_setop(&ctx, &req, op));
     items_reply(items, req.withscores)
 }
 
 fn setop_store(ctx: &mut WriteCtx<'_>, args: &Args, op: SetOp, cmd: &str) -> Reply {
-    let req = tri!(parse_setop(args, 2, op, true, cmd));
     // Expired inputs are deleted on access, as in Redis; then everything is read through the view.
-    tri!(zset::expire_on_access(ctx, &req.keys));
+    let req = tri!(parse_setop(args, 2, op, true, cmd, &mut |k| match ctx.get_meta(k)? {
+        Some((m, _)) if m.typ != Type::ZSet && m.typ != Type::Set => Err(wrong_type()),
+        _ => Ok(()),
+    }));
     let items = tri!(run_setop(&ctx.view(), &req, op));
     Reply::Int(tri!(zset::store(ctx, &args[1], &items)) as i64)
 }
@@ -193,10 +211,38 @@ pub(super) fn zdiffstore(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 }
 
 pub(super) fn zintercard(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
-    let (n, limit) = tri!(parse_intercard(args));
-    let req =
-        SetOpReq { keys: args[2..2 + n].to_vec(), weights: vec![1.0; n], aggregate: Aggregate::Sum, withscores: false };
+    // Redis's order and texts (those of ZINTER, not SINTERCARD's): numkeys, each key's type, then LIMIT.
+    let n = tri!(arg_i64(&args[1]));
+    if n < 1 {
+        return Reply::err("at least 1 input key is needed for 'zintercard' command");
+    }
+    if n as u64 > (args.len() - 2) as u64 {
+        return syntax_error();
+    }
+    let n = n as usize;
     let ctx = ctx.pinned();
+    let keys = &args[2..2 + n];
+    for k in keys {
+        if let Some((m, _)) = tri!(ctx.get_meta(k)) {
+            if m.typ != Type::ZSet && m.typ != Type::Set {
+                return wrong_type();
+            }
+        }
+    }
+    let mut limit = 0u64;
+    let mut j = 2 + n;
+    while j < args.len() {
+        if args[j].eq_ignore_ascii_case(b"LIMIT") && j + 1 < args.len() {
+            match crate::resp::parse_i64(&args[j + 1]) {
+                Some(l) if l >= 0 => limit = l as u64,
+                _ => return Reply::err("LIMIT can't be negative"),
+            }
+            j += 2;
+        } else {
+            return syntax_error();
+        }
+    }
+    let req = SetOpReq { keys: keys.to_vec(), weights: vec![1.0; n], aggregate: Aggregate::Sum, withscores: false };
     let items = tri!(run_setop(&ctx, &req, SetOp::Inter));
     let len = items.len() as u64;
     Reply::Int(if limit > 0 { len.min(limit) } else { len } as i64)

@@ -132,3 +132,81 @@ fn exact_trims_remove_entries_and_approximate_ones_whole_nodes() {
     let c = get_mut(&mut ctx, b"s").unwrap().unwrap();
     assert_eq!((Header::of(&c).tail_node, Header::of(&c).tail_fill), (3, 1));
 }
+
+/// Every record of sub-kind `sub` of the stream `key`.
+fn records(ctx: &WriteCtx<'_>, key: &[u8], sub: u8) -> usize {
+    let v = ctx.view();
+    let c = get(&v, key).unwrap().unwrap();
+    v.members(&c, sub, None, false).count()
+}
+
+#[test]
+fn group_reads_claims_and_acks_keep_the_pel_and_its_index_in_step() {
+    use groups::{
+        ack, claim, consumer_pending, consumers, create_group, delete_consumer, destroy_group, groups, nack,
+        read_group, stream_and_group, Claim, Refused, Start, SUB_CONSUMER, SUB_CONSUMER_PEL, SUB_PEL,
+    };
+    let (_dir, db) = temp_db();
+    let mut ctx = group(&db);
+    ctx.begin(5000);
+    fill(&mut ctx, b"s", 1..=4);
+    assert_eq!(create_group(&mut ctx, b"s", b"g", Start::Id(Id::default()), false, None).unwrap(), Ok(()));
+    assert_eq!(create_group(&mut ctx, b"s", b"g", Start::Last, false, None).unwrap(), Err(Refused::Exists));
+    assert_eq!(create_group(&mut ctx, b"nos", b"g", Start::Last, false, None).unwrap(), Err(Refused::NoKey));
+    let (c, g) = stream_and_group(&mut ctx, b"s", b"g").unwrap().unwrap();
+    let got = read_group(&mut ctx, &c, g, b"alice", None, 3, false).unwrap().unwrap();
+    assert_eq!(got.iter().map(|d| d.0.ms).collect::<Vec<_>>(), [1, 2, 3]);
+    let (c, g) = stream_and_group(&mut ctx, b"s", b"g").unwrap().unwrap();
+    assert_eq!((g.last, g.entries_read), (id(3, 0), Some(3)));
+    // History: alice's own pending entries after an id, each delivered once more.
+    let got = read_group(&mut ctx, &c, g.clone(), b"alice", Some(id(1, 0)), 0, false).unwrap().unwrap();
+    assert_eq!(got.iter().map(|d| d.0.ms).collect::<Vec<_>>(), [2, 3]);
+    assert_eq!(nack(&ctx.view(), &c, b"g", id(2, 0)).unwrap().unwrap().deliveries, 2);
+    // A claim moves one entry to bob: the group PEL keeps 3 entries, the index follows the owner.
+    let o = Claim { retry_count: Some(9), ..Claim::default() };
+    let claimed = claim(&mut ctx, &c, g.clone(), b"bob", &[id(2, 0), id(4, 0)], o).unwrap();
+    assert_eq!(claimed.iter().map(|d| d.0).collect::<Vec<_>>(), [id(2, 0)], "4-0 was never delivered");
+    let v = ctx.view();
+    assert_eq!(consumer_pending(&v, &c, b"g", b"alice", Id::default(), Id::MAX, 10).unwrap(), [id(1, 0), id(3, 0)]);
+    assert_eq!(consumer_pending(&v, &c, b"g", b"bob", Id::default(), Id::MAX, 10).unwrap(), [id(2, 0)]);
+    assert_eq!(nack(&v, &c, b"g", id(2, 0)).unwrap().unwrap().deliveries, 9);
+    drop(v);
+    assert_eq!((records(&ctx, b"s", SUB_PEL), records(&ctx, b"s", SUB_CONSUMER_PEL)), (3, 3));
+    assert_eq!(ack(&mut ctx, &c, b"g", &[id(1, 0), id(1, 0), id(9, 0)]).unwrap(), 1);
+    assert_eq!(delete_consumer(&mut ctx, &c, b"g", b"alice").unwrap(), Some(1));
+    assert_eq!(delete_consumer(&mut ctx, &c, b"g", b"alice").unwrap(), None);
+    assert_eq!((records(&ctx, b"s", SUB_PEL), records(&ctx, b"s", SUB_CONSUMER_PEL)), (1, 1));
+    assert_eq!(consumers(&ctx.view(), &c, b"g").unwrap().iter().map(|k| &k.name[..]).collect::<Vec<_>>(), [b"bob"]);
+    // Destroying the group leaves none of its records; another group's stay.
+    create_group(&mut ctx, b"s", b"h", Start::Last, false, None).unwrap().unwrap();
+    assert!(destroy_group(&mut ctx, &c, b"g").unwrap());
+    assert!(!destroy_group(&mut ctx, &c, b"g").unwrap());
+    for sub in [SUB_PEL, SUB_CONSUMER_PEL, SUB_CONSUMER] {
+        assert_eq!(records(&ctx, b"s", sub), 0, "sub {sub}");
+    }
+    assert_eq!(groups(&ctx.view(), &c).unwrap().iter().map(|g| &g.name[..]).collect::<Vec<_>>(), [b"h"]);
+}
+
+#[test]
+fn entries_read_and_lag_follow_redis_rules() {
+    use groups::Counters;
+    let g = |last: Id, read: Option<u64>| groups::Group { name: Bytes::from("g"), last, entries_read: read };
+    // 5 entries added, none deleted.
+    let k = Counters { length: 5, entries_added: 5, last: id(5, 0), max_deleted: Id::default(), first: id(1, 0) };
+    assert_eq!(k.lag(&g(Id::default(), None)), Some(5));
+    assert_eq!(k.lag(&g(id(1, 0), Some(1))), Some(4));
+    assert_eq!(k.distance(id(1, 0)), Some(1));
+    assert_eq!(k.distance(id(5, 0)), Some(5));
+    assert_eq!(k.distance(id(3, 0)), None, "inside the stream: unknown without reading");
+    assert_eq!(k.distance(id(6, 0)), None);
+    // 3-0 deleted: a group behind the tombstone has no known lag.
+    let k = Counters { length: 4, entries_added: 5, last: id(5, 0), max_deleted: id(3, 0), first: id(1, 0) };
+    assert_eq!(k.lag(&g(Id::default(), None)), None);
+    assert_eq!(k.lag(&g(id(5, 0), Some(5))), Some(0));
+    // An empty stream that had one entry: nothing to read.
+    let k = Counters { length: 0, entries_added: 1, last: id(1, 0), max_deleted: id(1, 0), first: Id::default() };
+    assert_eq!(k.lag(&g(Id::default(), None)), Some(0));
+    let k =
+        Counters { length: 0, entries_added: 0, last: Id::default(), max_deleted: Id::default(), first: Id::default() };
+    assert_eq!(k.lag(&g(Id::default(), None)), Some(0));
+}

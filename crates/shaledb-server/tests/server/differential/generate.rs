@@ -383,7 +383,17 @@ pub(super) fn gen_zsets(r: &mut Rng) -> Vec<Op> {
         }
         19 => (cmd!["ZRANGESTORE", k2, k, r.range(-3, 2), r.range(-2, 5)], Cmp::Exact),
         20 => (cmd![r.pick(&["ZPOPMIN", "ZPOPMAX"]), k], Cmp::Exact),
-        21 => (cmd![r.pick(&["ZPOPMIN", "ZPOPMAX"]), k, r.pick(&["0", "2", "100", "-1"])], Cmp::Exact),
+        21 => match r.below(4) {
+            0 | 1 => (cmd![r.pick(&["ZPOPMIN", "ZPOPMAX"]), k, r.pick(&["0", "2", "100", "-1"])], Cmp::Exact),
+            2 => {
+                let mut a = cmd!["ZMPOP", "2", k, k2, r.pick(&["MIN", "MAX", "FOO"])];
+                if r.chance(60) {
+                    a.extend(cmd!["COUNT", r.pick(&["1", "3", "100", "0", "x"])]);
+                }
+                (a, Cmp::Exact)
+            }
+            _ => (cmd!["BZMPOP", "0.01", "2", k, k2, r.pick(&["MIN", "MAX"]), "COUNT", r.range(1, 4)], Cmp::Exact),
+        },
         22 => (cmd!["ZREMRANGEBYRANK", k, r.range(-4, 2), r.range(-3, 4)], Cmp::Exact),
         23 => (cmd!["ZREMRANGEBYSCORE", k, r.pick(SCORE_MIN), r.pick(SCORE_MAX)], Cmp::Exact),
         24 => (cmd!["ZREMRANGEBYLEX", lk, r.pick(LEX_MIN), r.pick(LEX_MAX)], Cmp::Exact),
@@ -401,7 +411,13 @@ pub(super) fn gen_zsets(r: &mut Rng) -> Vec<Op> {
             cmd!["ZSCAN", k, "0", "MATCH", r.pick(&["*", "[abc]"]), "COUNT", r.range(1, 5)],
             Cmp::Scan { cursor_at: 2, pairs: true },
         ),
-        28 => (cmd!["ZRANDMEMBER", k, r.range(-4, 6)], Cmp::Shape),
+        28 => {
+            let mut a = cmd!["ZRANDMEMBER", k, r.range(-4, 6)];
+            if r.chance(30) {
+                a.push("WITHSCORES".into());
+            }
+            (a, Cmp::Shape)
+        }
         29 => (cmd!["DEL", k], Cmp::Exact),
         30 => (cmd!["ZRANGE", k, "0", "-1", "WITHSCORES"], Cmp::Exact),
         _ => (cmd!["EXPIRE", k, "1000"], Cmp::Exact),
@@ -531,4 +547,132 @@ pub(super) fn gen_multi(r: &mut Rng) -> Vec<Op> {
         ops.push(op(cmd!["DISCARD"]));
     }
     ops
+}
+
+// ---- bits, LCS, SUBSTR and long-double increments
+
+/// The bit family's strings; `bl` is a list for the WRONGTYPE paths (until a BITOP overwrites it).
+const BIT_KEYS: &[&str] = &["b0", "b1", "b2"];
+/// Every key the bit family writes (its final state is compared).
+pub(super) const BITS_FAMILY_KEYS: &[&str] = &["b0", "b1", "b2", "bl", "fl2", "h0"];
+/// Any decimal or hexadecimal text: INCRBYFLOAT and HINCRBYFLOAT compute in long double on both servers.
+const LD_FLOATS: &[&str] =
+    &["0.1", "0.2", "-0.3", "1e-320", "0x10", "1000", "3.0e2", "-7.5", "1e300", "inf", "-inf", "nan", "abc", " 1", ""];
+const FIELD_TYPES: &[&str] = &["i1", "i5", "i8", "i16", "i32", "i63", "i64", "u1", "u5", "u8", "u16", "u32", "u63"];
+
+/// A bit offset: mostly small (the strings stay short), sometimes invalid; never near 2^32 (redis-server
+/// would allocate 512 MB).
+fn bit_off(r: &mut Rng) -> String {
+    match r.below(20) {
+        0 => r.pick(&["-1", "4294967296", "x", "#1", "1.5"]).to_string(),
+        _ => r.range(0, 200).to_string(),
+    }
+}
+
+fn bitfield_ops(r: &mut Rng, a: &mut Vec<String>, writes: bool) {
+    for _ in 0..r.range(0, 3) {
+        if r.chance(15) {
+            a.push("OVERFLOW".into());
+            a.push(r.pick(&["WRAP", "SAT", "FAIL", "wrap", "sat", "fail", "bad"]).into());
+        }
+        let sub = if writes { r.pick(&["GET", "SET", "INCRBY", "get", "incrby"]) } else { "GET" };
+        a.push(sub.into());
+        a.push(if r.chance(3) { r.pick(&["u64", "i65", "i0", "x8", "u"]).into() } else { r.pick(FIELD_TYPES).into() });
+        a.push(match r.below(10) {
+            0 => format!("#{}", r.range(0, 8)),
+            1 => r.pick(&["-1", "#-1", "abc", "4294967296"]).into(),
+            _ => r.range(0, 150).to_string(),
+        });
+        if !sub.eq_ignore_ascii_case("GET") {
+            a.push(match r.below(10) {
+                0 => r.pick(&["9223372036854775807", "-9223372036854775808", "abc", "1.5"]).into(),
+                _ => r.range(-300, 300).to_string(),
+            });
+        }
+    }
+    if r.chance(3) {
+        a.push(r.pick(&["GET", "SET", "FOO"]).into());
+    }
+}
+
+pub(super) fn gen_bits(r: &mut Rng) -> Vec<Op> {
+    let k = if r.chance(5) { "bl" } else { r.pick(BIT_KEYS) };
+    let k2 = if r.chance(5) { "missing" } else { r.pick(BIT_KEYS) };
+    let a = match r.below(22) {
+        0..=3 => cmd!["SETBIT", k, bit_off(r), r.pick(&["0", "1", "1", "2", "-1", "x"])],
+        4 => cmd!["GETBIT", k, bit_off(r)],
+        5 | 6 => {
+            let mut a = cmd!["BITCOUNT", k];
+            if r.chance(70) {
+                a.extend(cmd![r.range(-30, 30), r.range(-30, 30)]);
+                if r.chance(50) {
+                    a.push(r.pick(&["BIT", "BYTE", "bit", "bits"]).into());
+                }
+            } else if r.chance(10) {
+                a.push("0".into());
+            }
+            a
+        }
+        7 | 8 => {
+            let mut a = cmd!["BITPOS", k, r.pick(&["0", "1", "0", "1", "2", "x"])];
+            if r.chance(70) {
+                a.push(r.range(-30, 30).to_string());
+                if r.chance(60) {
+                    a.push(r.range(-30, 30).to_string());
+                    if r.chance(50) {
+                        a.push(r.pick(&["BIT", "BYTE", "bit", "bytes"]).into());
+                    }
+                }
+            }
+            a
+        }
+        9 => {
+            let op = r.pick(&["AND", "OR", "XOR", "NOT", "and", "not", "NAND"]);
+            let mut a = cmd!["BITOP", op, r.pick(BIT_KEYS), k];
+            for _ in 0..r.below(3) {
+                a.push(r.pick(&["b0", "b1", "b2", "missing", "bl"]).into());
+            }
+            a
+        }
+        10 | 11 => {
+            let mut a = cmd!["BITFIELD", k];
+            bitfield_ops(r, &mut a, true);
+            a
+        }
+        12 => {
+            let mut a = cmd!["BITFIELD_RO", k];
+            let writes = r.chance(10);
+            bitfield_ops(r, &mut a, writes);
+            a
+        }
+        13 => {
+            let mut a = cmd!["LCS", k, k2];
+            match r.below(6) {
+                0 => a.push("LEN".into()),
+                1 => a.push("IDX".into()),
+                2 => a.extend(cmd!["IDX", "WITHMATCHLEN", "MINMATCHLEN", r.range(-1, 4)]),
+                3 => a.extend(cmd!["IDX", "LEN"]),
+                4 => a.push(r.pick(&["MINMATCHLEN", "FOO"]).into()),
+                _ => {}
+            }
+            a
+        }
+        14 => cmd![r.pick(&["SUBSTR", "GETRANGE"]), k, r.range(-10, 10), r.range(-10, 10)],
+        15 => cmd!["SET", k, r.pick(&["", "a", "foobar", "\u{7f}\u{7f}", "ohmytext", "mynewtext", "1234", "x y"])],
+        16 => cmd!["APPEND", k, r.pick(&["a", "bc", "\u{1}", "text"])],
+        17 => match r.below(3) {
+            0 => cmd!["SET", "fl2", r.pick(&["1000", "0x10", "1e4932", "abc", "-0", "2.5"])],
+            _ => cmd!["INCRBYFLOAT", if r.chance(5) { "bl" } else { "fl2" }, r.pick(LD_FLOATS)],
+        },
+        18 => cmd!["HINCRBYFLOAT", if r.chance(5) { "bl" } else { "h0" }, r.pick(&["f", "g"]), r.pick(LD_FLOATS)],
+        19 => match r.below(4) {
+            0 => cmd!["GETEX", k, "EX", r.pick(&["0", "abc", "1000"])],
+            1 => cmd!["GETEX", "missing", "PX", r.pick(&["0", "-5", "abc"])],
+            2 => cmd!["GETEX", k, "PERSIST"],
+            _ => cmd!["GETEX", k, "EX"],
+        },
+        20 => cmd!["RPUSH", "bl", "x"],
+        _ => cmd!["DEL", k],
+    };
+    vec![op(a)]
 }

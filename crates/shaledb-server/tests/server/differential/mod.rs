@@ -27,8 +27,8 @@
 //!   positive value is compared as "positive" (-1 and -2 exactly). Expiries are either far (1,000 s) or in
 //!   the past, so whether a key exists never depends on timing;
 //! - left out: OBJECT ENCODING, INFO, DEBUG, RANDOMKEY, XINFO (radix-tree statistics), XADD `*` ids (the
-//!   clock), and float increments that are not exact binary fractions (Redis computes INCRBYFLOAT and
-//!   HINCRBYFLOAT in long double: 0.1 + 0.2 prints 0.3 there and 0.30000000000000004 in f64).
+//!   clock), and in the strings and hashes families float increments that are not exact binary fractions
+//!   (the bits family sends any: both servers compute INCRBYFLOAT and HINCRBYFLOAT in long double).
 //!
 //! This file has the shared types and the driver; `generate.rs` has the command generators; both servers are
 //! started by the helpers of the test crate.
@@ -109,11 +109,14 @@ macro_rules! cmd {
 }
 
 mod generate;
+mod sort_ops;
 
+use generate::{gen_bits, BITS_FAMILY_KEYS};
 use generate::{
     gen_hashes, gen_keys, gen_lists, gen_multi, gen_sets, gen_streams, gen_strings, gen_zsets, ANY_KEYS, HASH_KEYS,
     LIST_KEYS, OTHER, SET_KEYS, STREAM_KEYS,
 };
+use sort_ops::{gen_sort, SORT_FAMILY_KEYS};
 
 // ---------------------------------------------------------------------------------------------------------
 // The driver
@@ -136,6 +139,8 @@ const FAMILIES: &[Family] = &[
     Family { name: "sorted sets", core: &["zadd"], gen: gen_zsets, keys: &["z0", "z1", "z2", "zl0", "zl1"] },
     Family { name: "streams", core: &["xadd"], gen: gen_streams, keys: STREAM_KEYS },
     Family { name: "multi/exec/watch", core: &["multi", "watch"], gen: gen_multi, keys: &["t0", "t1", "t2"] },
+    Family { name: "bits", core: &["setbit", "bitfield"], gen: gen_bits, keys: BITS_FAMILY_KEYS },
+    Family { name: "sort and databases", core: &["sort", "swapdb"], gen: gen_sort, keys: SORT_FAMILY_KEYS },
 ];
 
 struct Side {

@@ -1,0 +1,810 @@
+//! The Lua bridge: one sandboxed Lua 5.1 VM (EVAL scripts or FUNCTION libraries), the conversions between
+//! replies and Lua values as Redis documents them, and `redis.call`/`redis.pcall` on the commit thread's
+//! [`WriteCtx`].
+//!
+//! Conversions (RESP2, the default of a script; `redis.setresp(3)` switches the reply-to-Lua direction):
+//! - reply to Lua: integer -> number, bulk -> string, nil bulk and nil array -> false, array -> table,
+//!   status -> `{ok=...}`, error -> `{err=...}`; with RESP3 also map -> `{map=...}`, set -> `{set=...}`,
+//!   double -> `{double=...}`, boolean -> boolean, null -> nil;
+//! - Lua to reply: number -> integer (truncated), string -> bulk, true -> 1, false and nil -> nil bulk,
+//!   `{err=...}` -> error, `{ok=...}` -> status, `{double=...}`, `{map=...}`, `{set=...}`, any other table
+//!   -> array of its elements 1..n, stopping at the first nil.
+//!
+//! The environment (prelude.lua) removes everything that reaches files, the process or other chunks, runs
+//! scripts with read-only views of the globals and libraries (`Attempt to modify a readonly table`, `Script
+//! attempted to access nonexistent global variable`), and turns every failure into Redis's error text. A
+//! count hook (every [`HOOK_EVERY`] instructions) stops a script when SCRIPT KILL / FUNCTION KILL asked, or a
+//! library's load past its deadline; the VM's memory is capped at [`MEMORY_LIMIT`] bytes, so a script that
+//! allocates without bound gets an error, never the server's memory.
+//!
+//! Libraries Redis loads and this VM has: base, table, string, math, `bit` (LuaBitOp's functions, in Rust)
+//! and `cjson` (`cjson.rs`, on serde_json). Not loaded: cmsgpack and struct (no well-kept crate gives their
+//! Lua modules, and their byte formats would have to be written here).
+
+use super::Control;
+use crate::commands::{flags, lookup, Handler};
+use crate::resp::{Args, Reply};
+use crate::store::WriteCtx;
+use bytes::Bytes;
+use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, Variadic, VmState};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Bytes of memory one VM may hold (its scripts' tables and strings, the compiled scripts): past it an
+/// allocation fails and the script gets an error.
+pub const MEMORY_LIMIT: usize = 256 << 20;
+/// VM instructions between two runs of the hook (kill requests, load deadline).
+pub const HOOK_EVERY: u32 = 10_000;
+/// Deepest nesting of tables converted to a reply (a table that contains itself stops here).
+const MAX_DEPTH: usize = 200;
+
+/// Chunk name of EVAL scripts and of FUNCTION libraries (error messages say `user_script:1:` /
+/// `user_function:1:`).
+pub const EVAL_CHUNK: &str = "@user_script";
+pub const FUNCTION_CHUNK: &str = "@user_function";
+
+/// One function a library registered.
+pub struct Registered {
+    pub name: String,
+    pub description: Option<String>,
+    pub flags: Vec<String>,
+    pub callback: Function,
+}
+
+/// How a script runs.
+pub struct RunOpts<'a> {
+    /// What error messages name: the script's SHA1, or the function's name.
+    pub name: &'a str,
+    /// Writes are refused (EVAL_RO, FCALL_RO, the `no-writes` flag).
+    pub read_only: bool,
+    /// A function (keys and args as arguments), or an EVAL script (KEYS and ARGV as globals).
+    pub is_function: bool,
+}
+
+/// One Lua VM with the scripting environment.
+pub struct Vm {
+    lua: Lua,
+    /// The table only Rust and the prelude hold (`call`, `run`, `load`, `loading`, `resp`, `env` ...).
+    h: Table,
+    env: Table,
+    control: Arc<Control>,
+}
+
+/// Sets the VM's hook to run every `every` instructions. Once a kill is requested the hook runs at every
+/// instruction, so a script that catches the error with `pcall` meets it again at its next instruction
+/// outside the `pcall`.
+fn install_hook(lua: &Lua, control: Arc<Control>, every: u32) -> mlua::Result<()> {
+    lua.set_hook(HookTriggers::new().every_nth_instruction(every), move |lua, _| {
+        if control.kill.load(Ordering::Acquire) {
+            if every != 1 {
+                install_hook(lua, control.clone(), 1)?;
+            }
+            return Err(mlua::Error::runtime("Script killed by user with SCRIPT KILL..."));
+        }
+        let deadline = control.load_deadline_ms.load(Ordering::Acquire);
+        if deadline != 0 && crate::store::now_ms() > deadline {
+            return Err(mlua::Error::runtime("FUNCTION LOAD timeout"));
+        }
+        Ok(VmState::Continue)
+    })
+}
+
+impl Vm {
+    /// A new VM with Redis's libraries and the sandbox; `control` is polled by its hook.
+    pub fn new(control: Arc<Control>) -> mlua::Result<Vm> {
+        let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::new())?;
+        let globals = lua.globals();
+        globals.raw_set("bit", bit_library(&lua)?)?;
+        globals.raw_set("cjson", super::cjson::library(&lua)?)?;
+        let h = lua.create_table()?;
+        h.raw_set(
+            "sha1hex",
+            lua.create_function(|_, s: mlua::LuaString| {
+                Ok(sha1_smol::Sha1::from(&*s.as_bytes()).digest().to_string())
+            })?,
+        )?;
+        h.raw_set(
+            "log",
+            lua.create_function(|_, (level, msg): (i64, mlua::LuaString)| {
+                let tag = ["debug", "verbose", "notice", "warning"].get(level as usize).copied().unwrap_or("notice");
+                eprintln!("# script ({tag}): {}", String::from_utf8_lossy(&msg.as_bytes()));
+                Ok(())
+            })?,
+        )?;
+        let c = control.clone();
+        h.raw_set("handler", lua.create_function(move |lua, e: Value| error_handler(lua, e, &c))?)?;
+        h.raw_set("rcall", lua.create_function(|lua, words: Variadic<Value>| redis_call(lua, words, true))?)?;
+        h.raw_set("rpcall", lua.create_function(|lua, words: Variadic<Value>| redis_call(lua, words, false))?)?;
+        h.raw_set(
+            "running",
+            lua.create_function(|lua, ()| Ok(!matches!(lua.named_registry_value(CALL)?, Value::Nil)))?,
+        )?;
+        lua.load(include_str!("prelude.lua")).set_name("=shaledb").call::<()>((h.clone(), globals))?;
+        let env: Table = h.raw_get("env")?;
+        install_hook(&lua, control.clone(), HOOK_EVERY)?;
+        lua.set_memory_limit(MEMORY_LIMIT)?;
+        Ok(Vm { lua, h, env, control })
+    }
+
+    /// Compiles `code` (text only, never bytecode) as chunk `chunk` in the sandbox, or the compiler's
+    /// message (`user_script:1: ...`).
+    pub fn compile(&self, code: &[u8], chunk: &str) -> Result<Function, String> {
+        self.lua
+            .load(code)
+            .set_name(chunk)
+            .set_mode(mlua::chunk::ChunkMode::Text)
+            .set_environment(self.env.clone())
+            .into_function()
+            .map_err(|e| match e {
+                mlua::Error::SyntaxError { message, .. } => message,
+                other => other.to_string(),
+            })
+    }
+
+    /// Runs a library's compiled code: the functions it registered, or the error text (Redis's err
+    /// string: `ERR user_function:1: ...`).
+    pub fn load_library(&self, code: &Function) -> Result<Vec<Registered>, String> {
+        let loading = self.lua.create_table().map_err(|e| e.to_string())?;
+        let fns = self.lua.create_table().map_err(|e| e.to_string())?;
+        let order = self.lua.create_table().map_err(|e| e.to_string())?;
+        loading.raw_set("fns", fns.clone()).map_err(|e| e.to_string())?;
+        loading.raw_set("order", order.clone()).map_err(|e| e.to_string())?;
+        self.h.raw_set("loading", loading).map_err(|e| e.to_string())?;
+        let load: Function = self.h.raw_get("load").map_err(|e| e.to_string())?;
+        let r = load.call::<(bool, Value)>(code.clone());
+        let _ = self.h.raw_set("loading", Value::Nil);
+        let (ok, v) = r.map_err(|e| e.to_string())?;
+        if !ok {
+            return Err(error_text(&v));
+        }
+        let mut out = Vec::new();
+        for name in order.sequence_values::<String>() {
+            let name = name.map_err(|e| e.to_string())?;
+            let f: Table = fns.raw_get(name.as_str()).map_err(|e| e.to_string())?;
+            let flags: Table = f.raw_get("flags").map_err(|e| e.to_string())?;
+            out.push(Registered {
+                description: f.raw_get("desc").map_err(|e| e.to_string())?,
+                flags: flags.sequence_values::<String>().collect::<mlua::Result<_>>().map_err(|e| e.to_string())?,
+                callback: f.raw_get("cb").map_err(|e| e.to_string())?,
+                name,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Runs `f` with `keys` and `args` on the commit thread's context: its reply (the script's value, or its
+    /// error in Redis's words). `wrote` is set once a command of the script wrote.
+    pub fn run(
+        &self,
+        f: &Function,
+        keys: &[Bytes],
+        args: &[Bytes],
+        ctx: &mut WriteCtx<'_>,
+        opts: &RunOpts<'_>,
+        wrote: &AtomicBool,
+    ) -> Reply {
+        let db_before = ctx.db_index;
+        let r = self.run_inner(f, keys, args, ctx, opts, wrote);
+        ctx.db_index = db_before;
+        if self.control.kill.load(Ordering::Acquire) {
+            // Back to the cheap hook for the next script.
+            let _ = install_hook(&self.lua, self.control.clone(), HOOK_EVERY);
+        }
+        let _ = self.lua.set_named_registry_value(CALL, Value::Nil);
+        let _ = self.lua.set_named_registry_value(FAILED_CALL, Value::Nil);
+        if self.lua.used_memory() > (64 << 20) {
+            let _ = self.lua.gc_collect();
+        }
+        let reply = match r {
+            Ok((true, v)) => lua_to_reply(&v, 0),
+            Ok((false, v)) => match &v {
+                Value::Table(_) => {
+                    let t = error_text(&v);
+                    let Value::Table(tab) = &v else { unreachable!("matched above") };
+                    let source: Option<String> = tab.raw_get("source").ok();
+                    let line: Option<i64> = tab.raw_get("line").ok();
+                    match (source, line) {
+                        (Some(s), Some(l)) => Reply::Error(format!("{t} script: {}, on {s}:{l}.", opts.name)),
+                        _ => Reply::Error(t),
+                    }
+                }
+                other => {
+                    let _ = self.lua.gc_collect();
+                    let msg = match other {
+                        Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+                        _ => "execution failure".into(),
+                    };
+                    Reply::Error(clean(&format!("ERR Error running script {}, {}", opts.name, cut(&msg, 100))))
+                }
+            },
+            Err(_) if self.control.kill.load(Ordering::Acquire) => {
+                Reply::err("Script killed by user with SCRIPT KILL...")
+            }
+            Err(e) => {
+                let _ = self.lua.gc_collect();
+                Reply::Error(clean(&format!("ERR Error running script {}, {}", opts.name, cut(&root_message(&e), 100))))
+            }
+        };
+        reply
+    }
+
+    fn run_inner(
+        &self,
+        f: &Function,
+        keys: &[Bytes],
+        args: &[Bytes],
+        ctx: &mut WriteCtx<'_>,
+        opts: &RunOpts<'_>,
+        wrote: &AtomicBool,
+    ) -> mlua::Result<(bool, Value)> {
+        let keys_t = self
+            .lua
+            .create_sequence_from(keys.iter().map(|k| self.lua.create_string(k)).collect::<mlua::Result<Vec<_>>>()?)?;
+        let args_t = self
+            .lua
+            .create_sequence_from(args.iter().map(|a| self.lua.create_string(a)).collect::<mlua::Result<Vec<_>>>()?)?;
+        self.h.raw_set("resp", 2)?;
+        let run: Function = self.h.raw_get("run")?;
+        let h = self.h.clone();
+        let read_only = opts.read_only;
+        let control = self.control.clone();
+        self.lua.scope(|scope| {
+            let call = scope.create_function_mut(|lua, ()| -> mlua::Result<(bool, Value)> {
+                let resp: i64 = h.raw_get("resp").unwrap_or(2);
+                let Some(CallWords(words)) = lua.remove_app_data::<CallWords>() else {
+                    return Ok((false, err_table(lua, "ERR internal: a script's call lost its words")?));
+                };
+                match observed_dispatch(ctx, &words, read_only, wrote, &control) {
+                    Err(msg) => Ok((false, err_table(lua, &format!("ERR {msg}"))?)),
+                    Ok(reply) => {
+                        let ok = !reply.is_error();
+                        Ok((ok, reply_to_lua(lua, reply, resp == 3)?))
+                    }
+                }
+            })?;
+            self.lua.set_named_registry_value(CALL, call)?;
+            let r = run.call::<(bool, Value)>((f.clone(), keys_t, args_t, opts.is_function));
+            self.lua.set_named_registry_value(CALL, Value::Nil)?;
+            r
+        })
+    }
+}
+
+/// The words of the `redis.call` being executed.
+struct CallWords(Args);
+
+/// Named registry slots: the running script's command executor (set only while a script runs), and the
+/// error table of the `redis.call` that failed last (picked up by the error handler).
+const CALL: &str = "shaledb.call";
+const FAILED_CALL: &str = "shaledb.failed_call";
+
+/// `redis.call` (`raise`) and `redis.pcall`: run the command through the executor of the running script.
+/// A failing `redis.call` raises its error table: it is parked in the registry and raised as a marker error
+/// that the prelude's handler swaps back for the table.
+fn redis_call(lua: &Lua, words: Variadic<Value>, raise: bool) -> mlua::Result<Value> {
+    let exec: Value = lua.named_registry_value(CALL)?;
+    let (ok, v) = match exec {
+        Value::Function(f) => match to_words(&words) {
+            Ok(words) => {
+                // Handed over beside the stack: a call may have more words than a Lua call can pass.
+                lua.set_app_data(CallWords(words));
+                f.call::<(bool, Value)>(())?
+            }
+            Err(msg) => (false, err_table(lua, &format!("ERR {msg}"))?),
+        },
+        _ => (false, err_table(lua, "ERR redis.call/pcall can only be called inside a script invocation")?),
+    };
+    if ok || !raise {
+        return Ok(v);
+    }
+    lua.set_named_registry_value(FAILED_CALL, v)?;
+    Err(mlua::Error::runtime("shaledb: redis.call failed"))
+}
+
+/// The message of an error raised in Rust or by the VM, without mlua's traceback.
+fn root_message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::CallbackError { cause, .. } => root_message(cause),
+        mlua::Error::RuntimeError(m) => m.clone(),
+        mlua::Error::MemoryError(m) => m.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The error handler of every script run: turns what was raised into Redis's error table, `{err=...}`
+/// with the `source` and `line` of the user's code that failed.
+fn error_handler(lua: &Lua, e: Value, control: &Control) -> mlua::Result<Value> {
+    let t = match e {
+        Value::Table(t) => t,
+        other => {
+            let msg = match &other {
+                Value::String(s) => s.to_string_lossy(),
+                Value::Error(err) => root_message(err),
+                v => v.to_string().unwrap_or_else(|_| "execution failure".into()),
+            };
+            let failed: Value = lua.named_registry_value(FAILED_CALL)?;
+            let t = match failed {
+                Value::Table(f) if msg.contains("shaledb: redis.call failed") => {
+                    lua.set_named_registry_value(FAILED_CALL, Value::Nil)?;
+                    f
+                }
+                _ => {
+                    let text = if control.kill.load(Ordering::Acquire) {
+                        "ERR Script killed by user with SCRIPT KILL...".to_string()
+                    } else if msg.contains("FUNCTION LOAD timeout") {
+                        "ERR FUNCTION LOAD timeout".to_string()
+                    } else {
+                        format!("ERR {msg}")
+                    };
+                    let t = lua.create_table()?;
+                    t.raw_set("err", text)?;
+                    t
+                }
+            };
+            t
+        }
+    };
+    if let (Some(source), Some(line)) = user_frame(lua) {
+        t.raw_set("source", source)?;
+        t.raw_set("line", line)?;
+    }
+    Ok(Value::Table(t))
+}
+
+/// The innermost frame of the user's code on the stack (`@user_script` or `@user_function`) and its line:
+/// where an error is reported.
+fn user_frame(lua: &Lua) -> (Option<String>, Option<i64>) {
+    for level in 0..1000 {
+        let found = lua.inspect_stack(level, |d| {
+            let src = d.source();
+            let user = src.what != "C" && src.source.as_deref().is_some_and(|s| s.starts_with("@user_"));
+            user.then(|| (src.source.as_deref().map(str::to_string), d.current_line().map(|l| l as i64)))
+        });
+        match found {
+            None => break,
+            Some(Some(frame)) => return frame,
+            Some(None) => {}
+        }
+    }
+    (None, None)
+}
+
+/// Cuts `s` at `n` bytes (on a character boundary).
+fn cut(s: &str, n: usize) -> &str {
+    if s.len() <= n {
+        return s;
+    }
+    let mut end = n;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// An error text fit for one RESP line.
+fn clean(s: &str) -> String {
+    s.replace(['\r', '\n'], " ").trim_end().to_string()
+}
+
+/// The `err` field of an error table (or the value itself), as one line.
+fn error_text(v: &Value) -> String {
+    match v {
+        Value::Table(t) => match t.raw_get::<Value>("err") {
+            Ok(Value::String(s)) => clean(&String::from_utf8_lossy(&s.as_bytes())),
+            _ => "ERR unknown error".into(),
+        },
+        Value::String(s) => clean(&String::from_utf8_lossy(&s.as_bytes())),
+        other => clean(&format!("ERR {other:?}")),
+    }
+}
+
+fn err_table(lua: &Lua, text: &str) -> mlua::Result<Value> {
+    let t = lua.create_table()?;
+    t.raw_set("err", text)?;
+    Ok(Value::Table(t))
+}
+
+/// The words of a `redis.call`: strings as they are, numbers as Redis prints them (`%.17g`).
+fn to_words(vals: &[Value]) -> Result<Args, &'static str> {
+    if vals.is_empty() {
+        return Err("Please specify at least one argument for this redis lib call");
+    }
+    vals.iter()
+        .map(|v| match v {
+            Value::String(s) => Ok(Bytes::copy_from_slice(&s.as_bytes())),
+            Value::Integer(i) => Ok(Bytes::from(i.to_string())),
+            Value::Number(n) => Ok(Bytes::from(crate::resp::format_double(*n))),
+            _ => Err("Lua redis lib command arguments must be strings or integers"),
+        })
+        .collect()
+}
+
+/// Redis commands flagged `noscript` that this server does not implement (replication and cluster
+/// commands): a script calling them gets Redis's refusal rather than "unknown command".
+const NOSCRIPT_ELSEWHERE: [&str; 6] = ["cluster", "sync", "psync", "replicaof", "slaveof", "failover"];
+
+/// [`dispatch`], shown to MONITOR (`[db lua]`, after the script's own command) and
+/// counted in the command statistics like a command a client sent. Calls refused before running are
+/// neither shown nor counted.
+fn observed_dispatch(
+    ctx: &mut WriteCtx<'_>,
+    words: &Args,
+    read_only: bool,
+    wrote: &AtomicBool,
+    control: &Control,
+) -> Result<Reply, String> {
+    let Some(obs) = control.observers.get() else { return dispatch(ctx, words, read_only, wrote) };
+    let db = ctx.db_index;
+    let started = std::time::Instant::now();
+    let r = dispatch(ctx, words, read_only, wrote);
+    if let (Some(spec), Ok(reply)) = (lookup(&words[0]), &r) {
+        if spec.flags & flags::ADMIN == 0 {
+            obs.monitors.feed(db, crate::commands::server_cmds::monitor::Origin::Script, words);
+        }
+        let sub = if crate::commands::server_cmds::stats::is_container(spec.name) {
+            words.get(1).map(|b| &b[..])
+        } else {
+            None
+        };
+        obs.commands.record(spec, sub, started.elapsed(), reply);
+    }
+    r
+}
+
+/// Executes one command of a script on the commit thread: its reply, or the error text (without its code)
+/// for the checks a script's call fails before running.
+fn dispatch(ctx: &mut WriteCtx<'_>, words: &Args, read_only: bool, wrote: &AtomicBool) -> Result<Reply, String> {
+    let Some(spec) = lookup(&words[0]) else {
+        // Redis commands this server does not have, which Redis refuses in scripts anyway.
+        if NOSCRIPT_ELSEWHERE.iter().any(|n| words[0].eq_ignore_ascii_case(n.as_bytes())) {
+            return Err("This Redis command is not allowed from script".into());
+        }
+        return Err("Unknown Redis command called from script".into());
+    };
+    if !spec.arity_ok(words.len()) {
+        return Err("Wrong number of args calling Redis command from script".into());
+    }
+    if spec.name == "xread" || spec.name == "xreadgroup" {
+        if words.iter().any(|w| w.eq_ignore_ascii_case(b"block")) {
+            return Ok(Reply::err(format!("{} command is not allowed with BLOCK option from scripts", spec.name)));
+        }
+    } else if spec.flags & (flags::NOSCRIPT | flags::BLOCKING) != 0 {
+        return Err("This Redis command is not allowed from script".into());
+    }
+    if read_only && spec.flags & flags::WRITE != 0 {
+        return Err("Write commands are not allowed from read-only scripts.".into());
+    }
+    Ok(match spec.handler {
+        Handler::Write(f) => {
+            let before = ctx.write_counts();
+            let r = f(ctx, words);
+            crate::commands::multi::after_write(ctx, spec, words, before);
+            if ctx.write_counts().0 != before.0 {
+                wrote.store(true, Ordering::Release);
+            }
+            r
+        }
+        Handler::Read(f) => f(&ctx.view(), words),
+        Handler::Conn(_) => match spec.name {
+            "ping" if words.len() == 1 => Reply::Simple("PONG".into()),
+            "ping" if words.len() == 2 => Reply::Bulk(words[1].clone()),
+            "echo" => Reply::Bulk(words[1].clone()),
+            "select" => match crate::resp::parse_i64(&words[1]) {
+                Some(i) if (0..crate::keys::DATABASES as i64).contains(&i) => {
+                    ctx.db_index = i as u8;
+                    Reply::Ok
+                }
+                Some(_) => Reply::err("DB index is out of range"),
+                None => Reply::err("value is not an integer or out of range"),
+            },
+            "time" => {
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                Reply::Array(vec![
+                    Reply::Bulk(Bytes::from(now.as_secs().to_string())),
+                    Reply::Bulk(Bytes::from(now.subsec_micros().to_string())),
+                ])
+            }
+            _ => return Err("This Redis command is not allowed from script".into()),
+        },
+    })
+}
+
+/// A command's reply as the script sees it.
+fn reply_to_lua(lua: &Lua, r: Reply, resp3: bool) -> mlua::Result<Value> {
+    Ok(match r {
+        Reply::Ok => status(lua, "OK")?,
+        Reply::Simple(s) => status(lua, &s)?,
+        Reply::Error(e) => err_table(lua, e.trim_end_matches(['\r', '\n']))?,
+        Reply::Int(i) => Value::Integer(i),
+        Reply::Bulk(b) => Value::String(lua.create_string(&b)?),
+        Reply::Verbatim(s) => Value::String(lua.create_string(&s)?),
+        Reply::Nil | Reply::NilArray => {
+            if resp3 {
+                Value::Nil
+            } else {
+                Value::Boolean(false)
+            }
+        }
+        Reply::Array(items) | Reply::Push(items) => seq(lua, items, resp3)?,
+        Reply::Set(items) => {
+            if resp3 {
+                let t = lua.create_table()?;
+                for i in items {
+                    t.raw_set(reply_to_lua(lua, i, resp3)?, true)?;
+                }
+                wrap(lua, "set", Value::Table(t))?
+            } else {
+                seq(lua, items, resp3)?
+            }
+        }
+        Reply::Map(pairs) | Reply::Pairs(pairs) => {
+            if resp3 {
+                let t = lua.create_table()?;
+                for (k, v) in pairs {
+                    t.raw_set(reply_to_lua(lua, k, resp3)?, reply_to_lua(lua, v, resp3)?)?;
+                }
+                wrap(lua, "map", Value::Table(t))?
+            } else {
+                let t = lua.create_table()?;
+                for (k, v) in pairs {
+                    t.raw_push(reply_to_lua(lua, k, resp3)?)?;
+                    t.raw_push(reply_to_lua(lua, v, resp3)?)?;
+                }
+                Value::Table(t)
+            }
+        }
+        Reply::Double(d) => {
+            if resp3 {
+                wrap(lua, "double", Value::Number(d))?
+            } else {
+                Value::String(lua.create_string(crate::resp::format_double(d))?)
+            }
+        }
+        Reply::Bool(b) => {
+            if resp3 {
+                Value::Boolean(b)
+            } else {
+                Value::Integer(b as i64)
+            }
+        }
+    })
+}
+
+fn status(lua: &Lua, s: &str) -> mlua::Result<Value> {
+    wrap(lua, "ok", Value::String(lua.create_string(s)?))
+}
+
+fn wrap(lua: &Lua, field: &str, v: Value) -> mlua::Result<Value> {
+    let t = lua.create_table()?;
+    t.raw_set(field, v)?;
+    Ok(Value::Table(t))
+}
+
+fn seq(lua: &Lua, items: Vec<Reply>, resp3: bool) -> mlua::Result<Value> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, item) in items.into_iter().enumerate() {
+        // A nil inside an array (RESP3) leaves a hole, as in Redis.
+        t.raw_set(i + 1, reply_to_lua(lua, item, resp3)?)?;
+    }
+    Ok(Value::Table(t))
+}
+
+/// A script's value as the reply its client gets.
+pub fn lua_to_reply(v: &Value, depth: usize) -> Reply {
+    if depth > MAX_DEPTH {
+        return Reply::err("reached lua stack limit");
+    }
+    match v {
+        Value::String(s) => Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
+        Value::Boolean(true) => Reply::Int(1),
+        Value::Integer(i) => Reply::Int(*i),
+        Value::Number(n) => Reply::Int(if n.is_nan() { 0 } else { *n as i64 }),
+        Value::Table(t) => {
+            if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
+                return Reply::Error(clean(&String::from_utf8_lossy(&e.as_bytes())));
+            }
+            if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
+                return Reply::Simple(String::from_utf8_lossy(&s.as_bytes()).replace(['\r', '\n'], " "));
+            }
+            if let Ok(Value::Number(d)) = t.raw_get::<Value>("double") {
+                return Reply::Double(d);
+            }
+            if let Ok(Value::Integer(d)) = t.raw_get::<Value>("double") {
+                return Reply::Double(d as f64);
+            }
+            if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
+                let mut pairs = Vec::new();
+                for (k, v) in m.pairs::<Value, Value>().flatten() {
+                    pairs.push((lua_to_reply(&k, depth + 1), lua_to_reply(&v, depth + 1)));
+                }
+                return Reply::Map(pairs);
+            }
+            if let Ok(Value::Table(s)) = t.raw_get::<Value>("set") {
+                let mut items = Vec::new();
+                for (k, _) in s.pairs::<Value, Value>().flatten() {
+                    items.push(lua_to_reply(&k, depth + 1));
+                }
+                return Reply::Set(items);
+            }
+            let mut items = Vec::new();
+            let mut i = 1usize;
+            loop {
+                match t.raw_get::<Value>(i) {
+                    Ok(Value::Nil) | Err(_) => break,
+                    Ok(v) => items.push(lua_to_reply(&v, depth + 1)),
+                }
+                i += 1;
+            }
+            Reply::Array(items)
+        }
+        _ => Reply::Nil,
+    }
+}
+
+/// LuaBitOp's `bit` library (the one Redis loads): 32-bit operations on numbers.
+fn bit_library(lua: &Lua) -> mlua::Result<Table> {
+    fn norm(n: f64) -> i32 {
+        // LuaBitOp normalises through a 2^52+2^51 bias: the low 32 bits of the number rounded to an integer.
+        (n.round() as i64) as u32 as i32
+    }
+    let t = lua.create_table()?;
+    t.raw_set("tobit", lua.create_function(|_, n: f64| Ok(norm(n)))?)?;
+    t.raw_set("bnot", lua.create_function(|_, n: f64| Ok(!norm(n)))?)?;
+    t.raw_set("band", lua.create_function(|_, v: Variadic<f64>| Ok(v.iter().fold(-1i32, |a, &b| a & norm(b))))?)?;
+    t.raw_set("bor", lua.create_function(|_, v: Variadic<f64>| Ok(v.iter().fold(0i32, |a, &b| a | norm(b))))?)?;
+    t.raw_set("bxor", lua.create_function(|_, v: Variadic<f64>| Ok(v.iter().fold(0i32, |a, &b| a ^ norm(b))))?)?;
+    t.raw_set("lshift", lua.create_function(|_, (a, n): (f64, f64)| Ok(norm(a).wrapping_shl(norm(n) as u32 & 31)))?)?;
+    t.raw_set(
+        "rshift",
+        lua.create_function(|_, (a, n): (f64, f64)| Ok(((norm(a) as u32) >> (norm(n) as u32 & 31)) as i32))?,
+    )?;
+    t.raw_set("arshift", lua.create_function(|_, (a, n): (f64, f64)| Ok(norm(a) >> (norm(n) as u32 & 31)))?)?;
+    t.raw_set(
+        "rol",
+        lua.create_function(|_, (a, n): (f64, f64)| Ok((norm(a) as u32).rotate_left(norm(n) as u32 & 31) as i32))?,
+    )?;
+    t.raw_set(
+        "ror",
+        lua.create_function(|_, (a, n): (f64, f64)| Ok((norm(a) as u32).rotate_right(norm(n) as u32 & 31) as i32))?,
+    )?;
+    t.raw_set("bswap", lua.create_function(|_, a: f64| Ok(norm(a).swap_bytes()))?)?;
+    t.raw_set(
+        "tohex",
+        lua.create_function(|_, (a, n): (f64, Option<f64>)| {
+            let mut n = n.map(norm).unwrap_or(8);
+            let upper = n < 0;
+            if upper {
+                n = -n;
+            }
+            let n = n.clamp(1, 8) as usize;
+            let x = norm(a) as u32;
+            let s = if upper { format!("{x:08X}") } else { format!("{x:08x}") };
+            Ok(s[8 - n..].to_string())
+        })?,
+    )?;
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vm() -> Vm {
+        Vm::new(Arc::new(Control::default())).unwrap()
+    }
+
+    fn eval(vm: &Vm, code: &str) -> Reply {
+        let (_dir, db) = crate::types::testing::temp_db();
+        let mut ctx = WriteCtx::new(&db);
+        ctx.begin(1);
+        let f = match vm.compile(code.as_bytes(), EVAL_CHUNK) {
+            Ok(f) => f,
+            Err(e) => return Reply::Error(format!("compile: {e}")),
+        };
+        let opts = RunOpts { name: "t", read_only: false, is_function: false };
+        vm.run(&f, &[], &[], &mut ctx, &opts, &AtomicBool::new(false))
+    }
+
+    #[test]
+    fn lua_values_become_replies_as_redis_converts_them() {
+        let vm = vm();
+        assert_eq!(eval(&vm, "return 100.5"), Reply::Int(100));
+        assert_eq!(eval(&vm, "return -3.9"), Reply::Int(-3));
+        assert_eq!(eval(&vm, "return 'hi'"), Reply::Bulk(Bytes::from("hi")));
+        assert_eq!(eval(&vm, "return true"), Reply::Int(1));
+        assert_eq!(eval(&vm, "return false"), Reply::Nil);
+        assert_eq!(eval(&vm, "return nil"), Reply::Nil);
+        assert_eq!(eval(&vm, "return {ok='fine'}"), Reply::Simple("fine".into()));
+        assert_eq!(eval(&vm, "return {err='MY fail'}"), Reply::Error("MY fail".into()));
+        assert_eq!(
+            eval(&vm, "return {1,2,3,'x',nil,5}"),
+            Reply::Array(vec![Reply::Int(1), Reply::Int(2), Reply::Int(3), Reply::Bulk(Bytes::from("x"))])
+        );
+        assert_eq!(eval(&vm, "return redis.status_reply('x')"), Reply::Simple("x".into()));
+        assert_eq!(eval(&vm, "return redis.error_reply('MY_CODE m')"), Reply::Error("MY_CODE m".into()));
+        assert_eq!(eval(&vm, "return redis.error_reply('-X y')"), Reply::Error("X y".into()));
+        assert_eq!(
+            eval(&vm, "return redis.sha1hex('Pizza & Mandolino')"),
+            Reply::Bulk(Bytes::from("74822d82031af7493c20eefa13bd07ec4fada82f"))
+        );
+        assert_eq!(eval(&vm, "local t = {}; t[1] = t; return 1"), Reply::Int(1));
+        let Reply::Array(nested) = eval(&vm, "local t = {}; t[1] = t; return t") else { panic!("not an array") };
+        assert_eq!(nested.len(), 1);
+        assert_eq!(eval(&vm, "return bit.band(0xff, 0x0f)"), Reply::Int(15));
+        assert_eq!(eval(&vm, "return bit.tohex(255, 4)"), Reply::Bulk(Bytes::from("00ff")));
+    }
+
+    #[test]
+    fn the_sandbox_refuses_globals_and_files() {
+        let vm = vm();
+        assert_eq!(
+            eval(&vm, "return a"),
+            Reply::Error(
+                "ERR user_script:1: Script attempted to access nonexistent global variable 'a' script: t, on \
+                 @user_script:1."
+                    .into()
+            )
+        );
+        assert_eq!(
+            eval(&vm, "a = 1"),
+            Reply::Error("ERR user_script:1: Attempt to modify a readonly table script: t, on @user_script:1.".into())
+        );
+        for name in ["os", "io", "loadfile", "dofile", "require", "print"] {
+            let r = eval(&vm, &format!("return {name}"));
+            assert!(matches!(&r, Reply::Error(e) if e.contains("nonexistent global")), "{name}: {r:?}");
+        }
+        let r = eval(&vm, "string.rep = nil");
+        assert!(matches!(&r, Reply::Error(e) if e.contains("readonly table")), "{r:?}");
+        let r = eval(&vm, "return x y");
+        assert!(matches!(&r, Reply::Error(e) if e.starts_with("compile: user_script:1:")), "{r:?}");
+        assert_eq!(
+            eval(&vm, "error('boom')"),
+            Reply::Error("ERR user_script:1: boom script: t, on @user_script:1.".into())
+        );
+        assert_eq!(
+            eval(&vm, "\n\nerror({err='MY boom'})"),
+            Reply::Error("MY boom script: t, on @user_script:3.".into())
+        );
+    }
+
+    #[test]
+    fn unbounded_allocation_is_an_error_and_the_vm_lives_on() {
+        let vm = vm();
+        let r = eval(&vm, "local t = {} local s = string.rep('x', 1024*1024) for i = 1, 1e9 do t[i] = s .. i end");
+        assert!(matches!(&r, Reply::Error(e) if e.contains("not enough memory")), "{r:?}");
+        assert_eq!(eval(&vm, "return 7"), Reply::Int(7));
+    }
+
+    #[test]
+    fn commands_run_on_the_context_and_errors_read_like_redis() {
+        let vm = vm();
+        assert_eq!(eval(&vm, "return redis.call('set','k','v')"), Reply::Simple("OK".into()));
+        let r = eval(&vm, "redis.call('set','k','v'); return redis.call('get','k')");
+        assert_eq!(r, Reply::Bulk(Bytes::from("v")));
+        assert_eq!(
+            eval(&vm, "return redis.call('nosuch')"),
+            Reply::Error("ERR Unknown Redis command called from script script: t, on @user_script:1.".into())
+        );
+        assert_eq!(
+            eval(&vm, "return redis.call('get')"),
+            Reply::Error(
+                "ERR Wrong number of args calling Redis command from script script: t, on @user_script:1.".into()
+            )
+        );
+        assert_eq!(
+            eval(&vm, "return redis.call('multi')"),
+            Reply::Error("ERR This Redis command is not allowed from script script: t, on @user_script:1.".into())
+        );
+        assert_eq!(
+            eval(&vm, "return redis.call()"),
+            Reply::Error(
+                "ERR Please specify at least one argument for this redis lib call script: t, on @user_script:1.".into()
+            )
+        );
+        assert_eq!(
+            eval(&vm, "redis.call('set','s','abc'); return redis.pcall('incr','s')"),
+            Reply::Error("ERR value is not an integer or out of range".into())
+        );
+        assert_eq!(eval(&vm, "return redis.call('incrby','n', 2.0)"), Reply::Int(2));
+    }
+}

@@ -1,0 +1,534 @@
+//! Lua scripting and functions (issue 40): EVAL/EVALSHA/EVAL_RO, SCRIPT, FUNCTION, FCALL; the conversions
+//! and error texts of Redis 7.0, atomicity against other clients, durable libraries, SCRIPT KILL and BUSY,
+//! the memory cap, and a script's writes after a kill -9.
+
+use crate::helpers::{connect, e, i, q, s, start_server};
+use bytes::Bytes;
+use redis::Value;
+use shaledb::{Db, Options};
+use shaledb_server::commands::lookup;
+use shaledb_server::commit::Store;
+use shaledb_server::resp::Reply;
+use shaledb_server::store::ReadCtx;
+use shaledb_server::Appendfsync;
+use shaledb_vfs::MemFs;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[test]
+fn lua_values_and_replies_convert_as_in_redis() {
+    let (_dir, server) = start_server(|_| {});
+    let mut c = connect(&server);
+    assert_eq!(i(&mut c, &["EVAL", "return 100.5", "0"]), 100);
+    assert_eq!(s(&mut c, &["EVAL", "return 'hello'", "0"]), Some("hello".into()));
+    assert_eq!(i(&mut c, &["EVAL", "return true", "0"]), 1);
+    assert_eq!(s(&mut c, &["EVAL", "return false", "0"]), None);
+    assert_eq!(q::<String>(&mut c, &["EVAL", "return {ok='fine'}", "0"]), "fine");
+    assert_eq!(e(&mut c, &["EVAL", "return {err='MY failure'}", "0"]), "MY failure");
+    let v: Value = q(&mut c, &["EVAL", "return {1,2,3,'x',nil,5}", "0"]);
+    assert_eq!(v, Value::Array(vec![Value::Int(1), Value::Int(2), Value::Int(3), Value::BulkString(b"x".to_vec())]));
+    // KEYS and ARGV, and replies turned into Lua values and back.
+    let v: Value = q(&mut c, &["EVAL", "return {KEYS[1], ARGV[1], ARGV[2]}", "1", "k", "a", "b"]);
+    assert_eq!(
+        v,
+        Value::Array(vec![
+            Value::BulkString(b"k".to_vec()),
+            Value::BulkString(b"a".to_vec()),
+            Value::BulkString(b"b".to_vec())
+        ])
+    );
+    q::<()>(&mut c, &["RPUSH", "l", "a", "b"]);
+    let v: Value = q(
+        &mut c,
+        &[
+            "EVAL",
+            "return {redis.call('lrange', KEYS[1], 0, -1), redis.call('get', 'nokey'), redis.call('llen', KEYS[1])}",
+            "1",
+            "l",
+        ],
+    );
+    assert_eq!(
+        v,
+        Value::Array(vec![
+            Value::Array(vec![Value::BulkString(b"a".to_vec()), Value::BulkString(b"b".to_vec())]),
+            Value::Nil,
+            Value::Int(2)
+        ])
+    );
+    assert_eq!(q::<String>(&mut c, &["EVAL", "return redis.call('set', 'x', 1)", "0"]), "OK");
+    assert_eq!(
+        q::<String>(&mut c, &["EVAL", "return redis.sha1hex('')", "0"]),
+        "da39a3ee5e6b4b0d3255bfef95601890afd80709"
+    );
+    assert_eq!(e(&mut c, &["EVAL", "return redis.error_reply('MY_CODE custom')", "0"]), "MY_CODE custom");
+}
+
+#[test]
+fn script_errors_read_like_redis() {
+    let (_dir, server) = start_server(|_| {});
+    let mut c = connect(&server);
+    q::<()>(&mut c, &["SET", "str", "abc"]);
+    let sha = |body: &str| sha1_smol::Sha1::from(body).digest().to_string();
+    let body = "return redis.call('incr',KEYS[1])";
+    assert_eq!(
+        e(&mut c, &["EVAL", body, "1", "str"]),
+        format!("ERR value is not an integer or out of range script: {}, on @user_script:1.", sha(body))
+    );
+    assert_eq!(
+        e(&mut c, &["EVAL", "return redis.pcall('incr',KEYS[1])", "1", "str"]),
+        "ERR value is not an integer or out of range"
+    );
+    assert_eq!(
+        e(&mut c, &["EVAL", "return a", "0"]),
+        format!(
+            "ERR user_script:1: Script attempted to access nonexistent global variable 'a' script: {}, on @user_script:1.",
+            sha("return a")
+        )
+    );
+    assert!(e(&mut c, &["EVAL", "a=1", "0"]).contains("Attempt to modify a readonly table"));
+    assert!(
+        e(&mut c, &["EVAL", "return redis.call('nosuch')", "0"]).contains("Unknown Redis command called from script")
+    );
+    assert!(e(&mut c, &["EVAL", "return redis.call('get')", "0"])
+        .contains("Wrong number of args calling Redis command from script"));
+    for forbidden in
+        ["return redis.call('multi')", "return redis.call('blpop','l',0)", "return redis.call('eval','return 1','0')"]
+    {
+        assert!(
+            e(&mut c, &["EVAL", forbidden, "0"]).contains("This Redis command is not allowed from script"),
+            "{forbidden}"
+        );
+    }
+    assert_eq!(
+        e(&mut c, &["EVAL", "return x y", "0"]),
+        "ERR Error compiling script (new function): user_script:1: '<eof>' expected near 'y'"
+    );
+    assert_eq!(e(&mut c, &["EVAL", "return 1", "-1"]), "ERR Number of keys can't be negative");
+    assert_eq!(e(&mut c, &["EVAL", "return 1", "3", "a"]), "ERR Number of keys can't be greater than number of args");
+    assert_eq!(e(&mut c, &["EVAL", "return 1", "x"]), "ERR value is not an integer or out of range");
+    // A script that failed keeps the writes it made before (as in Redis).
+    assert!(e(&mut c, &["EVAL", "redis.call('set','kept','1'); error('late')", "0"]).contains("late"));
+    assert_eq!(s(&mut c, &["GET", "kept"]), Some("1".into()));
+}
+
+#[test]
+fn evalsha_finds_only_cached_scripts() {
+    let (_dir, server) = start_server(|_| {});
+    let mut c = connect(&server);
+    assert_eq!(
+        e(&mut c, &["EVALSHA", "ffd632c7d33e571e9f24556ebed26c3479a87130", "0"]),
+        "NOSCRIPT No matching script. Please use EVAL."
+    );
+    assert_eq!(e(&mut c, &["EVALSHA", "short", "0"]), "NOSCRIPT No matching script. Please use EVAL.");
+    let sha: String = q(&mut c, &["SCRIPT", "LOAD", "return ARGV[1]"]);
+    assert_eq!(sha, sha1_smol::Sha1::from("return ARGV[1]").digest().to_string());
+    assert_eq!(s(&mut c, &["EVALSHA", &sha, "0", "v"]), Some("v".into()));
+    assert_eq!(s(&mut c, &["EVALSHA", &sha.to_uppercase(), "0", "w"]), Some("w".into()));
+    // EVAL caches too.
+    assert_eq!(i(&mut c, &["EVAL", "return 5", "0"]), 5);
+    let five = sha1_smol::Sha1::from("return 5").digest().to_string();
+    assert_eq!(q::<Vec<i64>>(&mut c, &["SCRIPT", "EXISTS", &sha, &five, "0000"]), [1, 1, 0]);
+    assert_eq!(server.shared().store.scripts.number_of_cached_scripts(), 2);
+    assert_eq!(q::<String>(&mut c, &["SCRIPT", "FLUSH"]), "OK");
+    assert_eq!(server.shared().store.scripts.number_of_cached_scripts(), 0);
+    assert_eq!(q::<Vec<i64>>(&mut c, &["SCRIPT", "EXISTS", &sha, &five]), [0, 0]);
+    assert!(e(&mut c, &["EVALSHA", &sha, "0"]).starts_with("NOSCRIPT"));
+    assert_eq!(e(&mut c, &["SCRIPT", "FLUSH", "x"]), "ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+    assert_eq!(e(&mut c, &["SCRIPT", "KILL"]), "NOTBUSY No scripts in execution right now.");
+    assert_eq!(e(&mut c, &["SCRIPT", "NOPE"]), "ERR unknown subcommand 'NOPE'. Try SCRIPT HELP.");
+}
+
+#[test]
+fn read_only_scripts_and_functions_refuse_writes() {
+    let (_dir, server) = start_server(|_| {});
+    let mut c = connect(&server);
+    q::<()>(&mut c, &["SET", "k", "v"]);
+    assert_eq!(s(&mut c, &["EVAL_RO", "return redis.call('get', KEYS[1])", "1", "k"]), Some("v".into()));
+    assert!(e(&mut c, &["EVAL_RO", "return redis.call('del', KEYS[1])", "1", "k"])
+        .starts_with("ERR Write commands are not allowed from read-only scripts."));
+    assert!(e(&mut c, &["EVAL", "#!lua flags=no-writes\nreturn redis.call('set','k','w')", "0"])
+        .contains("Write commands are not allowed from read-only scripts."));
+    assert_eq!(
+        e(&mut c, &["EVAL_RO", "#!lua\nreturn 1", "0"]),
+        "ERR Can not execute a script with write flag using *_ro command."
+    );
+    let lib = "#!lua name=rolib\nredis.register_function{function_name='rd', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}}\nredis.register_function('wr', function(keys) return redis.call('set', keys[1], 'x') end)";
+    assert_eq!(q::<String>(&mut c, &["FUNCTION", "LOAD", lib]), "rolib");
+    assert_eq!(s(&mut c, &["FCALL_RO", "rd", "1", "k"]), Some("v".into()));
+    assert_eq!(
+        e(&mut c, &["FCALL_RO", "wr", "1", "k"]),
+        "ERR Can not execute a script with write flag using *_ro command."
+    );
+    assert_eq!(q::<String>(&mut c, &["FCALL", "wr", "1", "k"]), "OK");
+    assert_eq!(s(&mut c, &["GET", "k"]), Some("x".into()));
+    assert_eq!(e(&mut c, &["FCALL", "nosuch", "0"]), "ERR Function not found");
+    assert_eq!(e(&mut c, &["FCALL", "rd", "x"]), "ERR Bad number of keys provided");
+}
+
+/// A script's commands run with no other client's write between them: 1000 INCRs inside one script move
+/// the counter by exactly 1000 while other clients INCR it at the same time.
+#[test]
+fn a_script_is_atomic_against_other_clients() {
+    let (_dir, server) = start_server(|c| c.appendfsync = Appendfsync::Everysec);
+    let addr = server.addr();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
+                let mut c = client.get_connection().unwrap();
+                let mut n = 0i64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _: i64 = redis::cmd("INCR").arg("counter").query(&mut c).unwrap();
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let mut c = connect(&server);
+    let script = "local a = tonumber(redis.call('get', KEYS[1]) or '0') \
+                  for i = 1, 1000 do redis.call('incr', KEYS[1]) end \
+                  return tonumber(redis.call('get', KEYS[1])) - a";
+    let mut scripted = 0;
+    for _ in 0..20 {
+        assert_eq!(i(&mut c, &["EVAL", script, "1", "counter"]), 1000);
+        scripted += 1000;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let others: i64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
+    assert_eq!(i(&mut c, &["GET", "counter"]), scripted + others);
+}
+
+#[test]
+fn a_function_library_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = || shaledb_server::Config {
+        dir: dir.path().join("db"),
+        port: 0,
+        bind: "127.0.0.1".into(),
+        ..shaledb_server::Config::default()
+    };
+    let lib = "#!lua name=mylib\nredis.register_function('double', function(keys, args) return args[1] * 2 end)";
+    let other = "#!lua name=gone\nredis.register_function('g', function() return 1 end)";
+    {
+        let server = shaledb_server::RunningServer::start(config()).unwrap();
+        let mut c = connect(&server);
+        assert_eq!(q::<String>(&mut c, &["FUNCTION", "LOAD", lib]), "mylib");
+        assert_eq!(q::<String>(&mut c, &["FUNCTION", "LOAD", other]), "gone");
+        assert_eq!(e(&mut c, &["FUNCTION", "LOAD", lib]), "ERR Library 'mylib' already exists");
+        assert_eq!(q::<String>(&mut c, &["FUNCTION", "DELETE", "gone"]), "OK");
+        assert_eq!(e(&mut c, &["FUNCTION", "DELETE", "gone"]), "ERR Library not found");
+        assert_eq!(i(&mut c, &["FCALL", "double", "0", "21"]), 42);
+        // FLUSHALL leaves functions alone, as in Redis.
+        q::<()>(&mut c, &["FLUSHALL"]);
+        server.shutdown().unwrap();
+    }
+    let server = shaledb_server::RunningServer::start(config()).unwrap();
+    let mut c = connect(&server);
+    assert_eq!(i(&mut c, &["FCALL", "double", "0", "5"]), 10);
+    assert_eq!(e(&mut c, &["FCALL", "g", "0"]), "ERR Function not found");
+    let list: Value = q(&mut c, &["FUNCTION", "LIST", "WITHCODE"]);
+    let Value::Array(libs) = list else { panic!("{list:?}") };
+    assert_eq!(libs.len(), 1);
+    let Value::Array(fields) = &libs[0] else { panic!("{libs:?}") };
+    assert_eq!(fields[1], Value::BulkString(b"mylib".to_vec()));
+    assert_eq!(fields[7], Value::BulkString(lib.as_bytes().to_vec()));
+    assert_eq!(q::<String>(&mut c, &["FUNCTION", "FLUSH"]), "OK");
+    server.shutdown().unwrap();
+    let server = shaledb_server::RunningServer::start(config()).unwrap();
+    let mut c = connect(&server);
+    assert_eq!(e(&mut c, &["FCALL", "double", "0", "5"]), "ERR Function not found");
+    assert_eq!(q::<Vec<Value>>(&mut c, &["FUNCTION", "LIST"]), Vec::<Value>::new());
+}
+
+#[test]
+fn function_load_checks_read_like_redis() {
+    let (_dir, server) = start_server(|_| {});
+    let mut c = connect(&server);
+    let load = |c: &mut redis::Connection, code: &str| e(c, &["FUNCTION", "LOAD", code]);
+    assert_eq!(load(&mut c, "return 1"), "ERR Missing library metadata");
+    assert_eq!(load(&mut c, "#!lua\nx"), "ERR Library name was not given");
+    assert_eq!(load(&mut c, "#!luax name=a\nx"), "ERR Engine 'luax' not found");
+    assert_eq!(load(&mut c, "#!lua name=a foo=bar\nx"), "ERR Invalid metadata value given: foo=bar");
+    assert!(load(&mut c, "#!lua name=a-b\n").starts_with("ERR Library names can only contain letters"));
+    assert_eq!(
+        load(&mut c, "#!lua name=a\nlocal x = "),
+        "ERR Error compiling function: user_function:2: unexpected symbol near '<eof>'"
+    );
+    assert_eq!(load(&mut c, "#!lua name=a\nlocal x = 1"), "ERR No functions registered");
+    assert_eq!(
+        load(
+            &mut c,
+            "#!lua name=a\nredis.register_function('f', function() end) redis.register_function('f', function() end)"
+        ),
+        "ERR Error registering functions: ERR Function already exists in the library"
+    );
+    assert_eq!(
+        q::<String>(
+            &mut c,
+            &["FUNCTION", "LOAD", "#!lua name=a\nredis.register_function('f', function() return 1 end)"]
+        ),
+        "a"
+    );
+    assert_eq!(
+        load(&mut c, "#!lua name=b\nredis.register_function('f', function() end)"),
+        "ERR Function f already exists"
+    );
+    // A library whose code never ends is stopped at its load deadline.
+    assert!(load(&mut c, "#!lua name=slow\nwhile true do end").contains("FUNCTION LOAD timeout"));
+    assert_eq!(i(&mut c, &["FCALL", "f", "0"]), 1);
+    assert_eq!(e(&mut c, &["FUNCTION", "LOAD", "x", "y"]), "ERR Unknown option given: x");
+    assert_eq!(e(&mut c, &["FUNCTION", "LIST", "LIBRARYNAME"]), "ERR library name argument was not given");
+    assert_eq!(e(&mut c, &["FUNCTION", "FLUSH", "x"]), "ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
+}
+
+/// An endless loop is stopped by SCRIPT KILL from another connection; meanwhile, past the threshold, other
+/// clients get BUSY; after the kill everything answers again.
+#[test]
+fn script_kill_stops_an_endless_loop() {
+    let (_dir, server) = start_server(|_| {});
+    let addr = server.addr();
+    let mut c = connect(&server);
+    assert_eq!(q::<String>(&mut c, &["CONFIG", "SET", "busy-reply-threshold", "100"]), "OK");
+    let looping = std::thread::spawn(move || {
+        let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
+        let mut c = client.get_connection().unwrap();
+        redis::cmd("EVAL").arg("local i = 0 while true do i = i + 1 end").arg(0).query::<Value>(&mut c)
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match redis::cmd("PING").query::<String>(&mut c) {
+            Err(err) if err.code() == Some("BUSY") => break,
+            _ if Instant::now() > deadline => panic!("never BUSY"),
+            _ => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    assert_eq!(
+        e(&mut c, &["FUNCTION", "KILL"]),
+        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+    );
+    let stats: Value = q(&mut c, &["FUNCTION", "STATS"]);
+    assert!(format!("{stats:?}").contains("duration_ms"), "{stats:?}");
+    assert_eq!(q::<String>(&mut c, &["SCRIPT", "KILL"]), "OK");
+    let err = looping.join().unwrap().unwrap_err();
+    assert!(err.to_string().contains("Script killed by user with SCRIPT KILL"), "{err}");
+    assert_eq!(q::<String>(&mut c, &["PING"]), "PONG");
+    assert_eq!(e(&mut c, &["SCRIPT", "KILL"]), "NOTBUSY No scripts in execution right now.");
+}
+
+/// A script that wrote cannot be killed; a function is killed with FUNCTION KILL.
+#[test]
+fn a_script_that_wrote_is_unkillable_and_functions_die_by_function_kill() {
+    let (_dir, server) = start_server(|_| {});
+    let addr = server.addr();
+    let mut c = connect(&server);
+    assert_eq!(q::<String>(&mut c, &["CONFIG", "SET", "lua-time-limit", "50"]), "OK");
+    q::<String>(
+        &mut c,
+        &["FUNCTION", "LOAD", "#!lua name=loops\nredis.register_function('spin', function() while true do end end)"],
+    );
+    let spin = std::thread::spawn(move || {
+        let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
+        let mut c = client.get_connection().unwrap();
+        redis::cmd("FCALL").arg("spin").arg(0).query::<Value>(&mut c)
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !server.shared().store.scripts.is_running() {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        e(&mut c, &["PING"]),
+        "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+    );
+    assert_eq!(q::<String>(&mut c, &["FUNCTION", "KILL"]), "OK");
+    assert!(spin.join().unwrap().unwrap_err().to_string().contains("killed by user"));
+
+    let writer = std::thread::spawn(move || {
+        let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
+        let mut c = client.get_connection().unwrap();
+        redis::cmd("EVAL").arg("redis.call('set','w','1') while true do end").arg(0).query::<Value>(&mut c)
+    });
+    while !server.shared().store.scripts.is_running() {
+        assert!(Instant::now() < deadline + Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(e(&mut c, &["SCRIPT", "KILL"]).starts_with("UNKILLABLE Sorry the script already executed write commands"));
+    // SHUTDOWN stops it anyway, and the half-done script's write is not acknowledged.
+    server.shared().store.scripts.abort_for_shutdown();
+    assert!(writer.join().unwrap().is_err());
+}
+
+#[test]
+fn a_script_that_allocates_without_bound_gets_an_error() {
+    let (_dir, server) = start_server(|_| {});
+    let mut c = connect(&server);
+    let err = e(
+        &mut c,
+        &["EVAL", "local t = {} local s = string.rep('x', 1024 * 1024) for i = 1, 1e9 do t[i] = s .. i end", "0"],
+    );
+    assert!(err.contains("not enough memory"), "{err}");
+    assert_eq!(i(&mut c, &["EVAL", "return 3", "0"]), 3);
+    assert_eq!(q::<String>(&mut c, &["PING"]), "PONG");
+}
+
+fn eval(body: &str, numkeys: usize, rest: &[&str]) -> (&'static shaledb_server::commands::Spec, Vec<Bytes>) {
+    let mut args = vec![Bytes::from("eval"), Bytes::from(body.to_string()), Bytes::from(numkeys.to_string())];
+    args.extend(rest.iter().map(|a| Bytes::from(a.to_string())));
+    (lookup(b"eval").expect("EVAL exists"), args)
+}
+
+fn dbsize(store: &Store) -> Reply {
+    let spec = lookup(b"dbsize").expect("DBSIZE exists");
+    let shaledb_server::commands::Handler::Read(f) = spec.handler else { panic!("DBSIZE is a read") };
+    f(&ReadCtx::new(&store.db, 0, shaledb_server::store::now_ms()), &vec![Bytes::from("dbsize")])
+}
+
+/// A script's writes go to the engine as one batch: after a kill -9 they are all there (the script was
+/// acknowledged) or none is (it was still running).
+#[test]
+fn a_scripts_writes_are_all_there_or_none_after_a_process_kill() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", Options { fs: Arc::new(fs.clone()), ..Options::default() }).expect("open");
+    let store = Store::start(db, Appendfsync::Always);
+    let writes = "for i = 1, 500 do redis.call('set', 'k' .. i, i) end return 1";
+    let r = store.submit_and_wait(0, vec![eval(writes, 0, &[])]).expect("answered");
+    assert_eq!(r, [Reply::Int(1)]);
+
+    // A second script writes 500 more keys, then spins: kill -9 while it runs.
+    let s2 = store.clone();
+    let running = std::thread::spawn(move || {
+        s2.submit_and_wait(
+            0,
+            vec![eval("for i = 501, 1000 do redis.call('set', 'k' .. i, i) end while true do end", 0, &[])],
+        )
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !store.scripts.is_running() {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let killed = fs.deep_clone();
+    store.scripts.abort_for_shutdown();
+    let r = running.join().unwrap().expect("answered");
+    assert!(matches!(&r[0], Reply::Error(e) if e.starts_with("MISCONF")), "{r:?}");
+    store.shutdown();
+    drop(store);
+
+    let db = Db::open("/db", Options { fs: Arc::new(killed), ..Options::default() }).expect("reopen");
+    let store = Store::start(db, Appendfsync::Always);
+    assert_eq!(dbsize(&store), Reply::Int(500), "the first script whole, nothing of the second");
+    store.shutdown();
+}
+
+/// A script that catches the kill with `pcall` is stopped all the same.
+#[test]
+fn script_kill_stops_a_loop_that_catches_errors() {
+    let (_dir, server) = start_server(|_| {});
+    let addr = server.addr();
+    let looping = std::thread::spawn(move || {
+        let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
+        let mut c = client.get_connection().unwrap();
+        redis::cmd("EVAL")
+            .arg("local f = function() while 1 do redis.call('ping') end end while 1 do pcall(f) end")
+            .arg(0)
+            .query::<Value>(&mut c)
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !server.shared().store.scripts.is_running() {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut c = connect(&server);
+    assert_eq!(q::<String>(&mut c, &["SCRIPT", "KILL"]), "OK");
+    let err = looping.join().unwrap().unwrap_err();
+    assert!(err.to_string().contains("Script killed by user with SCRIPT KILL"), "{err}");
+    assert_eq!(i(&mut c, &["EVAL", "return 1", "0"]), 1);
+}
+
+/// FUNCTION DUMP and FUNCTION RESTORE: payloads move libraries from redis-server to ShaleDB and back, with
+/// Redis's policies (APPEND refuses a taken library name, REPLACE replaces it, FLUSH starts from nothing),
+/// Redis's errors, and nothing changed by a restore that fails.
+#[test]
+fn function_dump_and_restore_move_libraries_to_and_from_redis() {
+    let redis = match crate::helpers::start_redis() {
+        Ok(r) => r,
+        Err(why) => {
+            eprintln!("SKIP function_dump_and_restore_move_libraries_to_and_from_redis: {why}");
+            return;
+        }
+    };
+    let (_dir, server) = start_server(|_| {});
+    let mut r = redis::Client::open(format!("redis://{}/", redis.addr)).unwrap().get_connection().unwrap();
+    let mut c = connect(&server);
+    let lib1 = "#!lua name=lib1\nredis.register_function('f1', function() return 1 end)";
+    let lib2 = "#!lua name=lib2\nredis.register_function('f2', function(keys, args) return args[1] end)";
+    for con in [&mut r, &mut c] {
+        q::<()>(con, &["FUNCTION", "FLUSH"]);
+        assert_eq!(q::<String>(con, &["FUNCTION", "LOAD", lib1]), "lib1");
+        assert_eq!(q::<String>(con, &["FUNCTION", "LOAD", lib2]), "lib2");
+    }
+    let from_redis: Vec<u8> = q(&mut r, &["FUNCTION", "DUMP"]);
+    let from_shaledb: Vec<u8> = q(&mut c, &["FUNCTION", "DUMP"]);
+    // Not the same bytes: Redis lists its libraries in hash order and compresses long code with LZF (which
+    // ShaleDB reads); each server restores the other's payload below.
+    assert_ne!(from_shaledb.len(), 0);
+
+    let restore = |con: &mut redis::Connection, payload: &[u8], policy: Option<&str>| -> Result<(), String> {
+        let mut cmd = redis::cmd("FUNCTION");
+        cmd.arg("RESTORE").arg(payload);
+        if let Some(p) = policy {
+            cmd.arg(p);
+        }
+        cmd.query::<()>(con).map_err(|e| e.detail().unwrap_or_default().to_string())
+    };
+    for (con, payload) in [(&mut c, &from_redis), (&mut r, &from_shaledb)] {
+        // APPEND (the default) refuses a library name taken; nothing changes.
+        assert_eq!(restore(con, payload, None).unwrap_err(), "Library lib1 already exists");
+        assert_eq!(restore(con, payload, Some("APPEND")).unwrap_err(), "Library lib1 already exists");
+        assert_eq!(restore(con, payload, Some("REPLACE")), Ok(()));
+        q::<()>(con, &["FUNCTION", "FLUSH"]);
+        assert_eq!(restore(con, payload, None), Ok(()));
+        assert_eq!(i(con, &["FCALL", "f1", "0"]), 1);
+        assert_eq!(s(con, &["FCALL", "f2", "0", "x"]), Some("x".into()));
+        // A library of another name that registers a function taken: refused, whatever the policy.
+        let clash = "#!lua name=other\nredis.register_function('f1', function() return 2 end)";
+        q::<()>(con, &["FUNCTION", "DELETE", "lib1"]);
+        q::<String>(con, &["FUNCTION", "LOAD", clash]);
+        assert_eq!(restore(con, payload, Some("REPLACE")).unwrap_err(), "Function f1 already exists");
+        assert_eq!(i(con, &["FCALL", "f1", "0"]), 2);
+        // FLUSH drops every library first, the clashing one included.
+        assert_eq!(restore(con, payload, Some("FLUSH")), Ok(()));
+        assert_eq!(i(con, &["FCALL", "f1", "0"]), 1);
+        let listed: Vec<Value> = q(con, &["FUNCTION", "LIST"]);
+        assert_eq!(listed.len(), 2);
+    }
+    // Errors, the same text on both servers.
+    let mut bad = from_redis.clone();
+    let last = bad.len() - 1;
+    bad[last] ^= 1;
+    for con in [&mut r, &mut c] {
+        assert_eq!(restore(con, &bad, None).unwrap_err(), "DUMP payload version or checksum are wrong");
+        assert_eq!(
+            restore(con, &from_redis, Some("MERGE")).unwrap_err(),
+            "Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE."
+        );
+    }
+    // A well-formed payload of a key is not a function.
+    let key_payload: Vec<u8> = {
+        q::<()>(&mut r, &["SET", "k", "v"]);
+        q(&mut r, &["DUMP", "k"])
+    };
+    assert_eq!(restore(&mut r, &key_payload, None).unwrap_err(), "given type is not a function");
+    assert_eq!(restore(&mut c, &key_payload, None).unwrap_err(), "given type is not a function");
+    // Restored libraries are stored like loaded ones (the restart test above shows those are durable).
+    q::<()>(&mut c, &["FUNCTION", "FLUSH"]);
+    assert_eq!(restore(&mut c, &from_redis, None), Ok(()));
+    let listed: Vec<Value> = q(&mut c, &["FUNCTION", "LIST"]);
+    assert_eq!(listed.len(), 2);
+}
