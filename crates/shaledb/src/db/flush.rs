@@ -306,9 +306,10 @@ pub(crate) fn advance_idle_families(inner: &DbInner, st: &mut State) {
 }
 
 /// Switches the memtables of every family (`None`) or of family `only` that hold anything, and waits until
-/// every memtable of those families written so far is flushed and every `on_flush_completed` callback of a
-/// recorded flush has returned (a listener has heard of the flush when this returns; callbacks must not call
-/// `flush`, as the listener module says, so this wait cannot be on itself).
+/// every memtable of those families written so far is flushed, the WALs those flushes made obsolete are
+/// deleted, and every `on_flush_completed` callback of a recorded flush has returned (a listener has heard of
+/// the flush when this returns; callbacks must not call `flush`, as the listener module says, so this wait
+/// cannot be on itself).
 pub(crate) fn flush(inner: &Arc<DbInner>, only: Option<u32>) -> Result<()> {
     if inner.read_only {
         return Err(super::errors::refused("flush"));
@@ -334,6 +335,7 @@ pub(crate) fn flush(inner: &Arc<DbInner>, only: Option<u32>) -> Result<()> {
     inner.bg_cv.notify_all();
     let waiting = |st: &State| {
         st.flush_callbacks_pending > 0
+            || st.flush_wal_deletions_pending > 0
             || targets.iter().any(|(id, t)| st.fams.get(id).is_some_and(|f| f.imm.iter().any(|m| m.id() <= *t)))
     };
     while waiting(&st) {
