@@ -487,10 +487,12 @@ fn function_dump_and_restore_move_libraries_to_and_from_redis() {
         }
         cmd.query::<()>(con).map_err(|e| e.detail().unwrap_or_default().to_string())
     };
+    // Both libraries are taken: Redis names the first it meets in its hash order, ShaleDB the first by name.
+    let taken = |e: String| e == "Library lib1 already exists" || e == "Library lib2 already exists";
     for (con, payload) in [(&mut c, &from_redis), (&mut r, &from_shaledb)] {
         // APPEND (the default) refuses a library name taken; nothing changes.
-        assert_eq!(restore(con, payload, None).unwrap_err(), "Library lib1 already exists");
-        assert_eq!(restore(con, payload, Some("APPEND")).unwrap_err(), "Library lib1 already exists");
+        assert!(taken(restore(con, payload, None).unwrap_err()));
+        assert!(taken(restore(con, payload, Some("APPEND")).unwrap_err()));
         assert_eq!(restore(con, payload, Some("REPLACE")), Ok(()));
         q::<()>(con, &["FUNCTION", "FLUSH"]);
         assert_eq!(restore(con, payload, None), Ok(()));
