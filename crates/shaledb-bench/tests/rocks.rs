@@ -358,6 +358,60 @@ randomtransaction";
     }
 }
 
+/// The report header names the RocksDB this binary runs, as the library itself writes it into the OPTIONS file:
+/// the release 9.11.2 of scripts/build-rocksdb, the version its headers (which build.rs read) give.
+#[test]
+fn report_header_names_the_linked_rocksdb() {
+    let dir = tempfile::tempdir().unwrap();
+    let db: RocksDb = open(dir.path(), &flags(&[]));
+    let v = db.version();
+    assert_eq!(v, env!("SHALEDB_ROCKSDB_HEADER_VERSION"));
+    assert!(v.starts_with("9."), "{v}");
+    db.close().unwrap();
+    let e = RocksDb::library_version(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("no OPTIONS file"), "{e}");
+
+    let mut out = Vec::new();
+    let f = flags(&["--benchmarks=fillseq", "--num=100"]);
+    run_bench::<RocksDb>(&f, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.lines().any(|l| l == format!("RocksDB:    version {v}")), "{text}");
+    // ShaleDB's header gives its own crate version.
+    let mut out = Vec::new();
+    let f = flags(&["--benchmarks=fillseq", "--num=100"]);
+    run_bench::<ShaleDb>(&f, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.lines().any(|l| l == format!("ShaleDB:    version {}", env!("CARGO_PKG_VERSION"))), "{text}");
+}
+
+/// `--cache_numshardbits` and `--rate_limiter_auto_tuned`, which the crate's 7.8-era API could not set, reach
+/// RocksDB: the block cache's shard count shows in the options RocksDB logs at open (its LOG file, as db_bench's
+/// `--cache_numshardbits=3` shows there); an auto-tuned limiter opens and runs.
+#[test]
+fn cache_shards_and_auto_tuned_rate_limiter_reach_rocksdb() {
+    let dir = tempfile::tempdir().unwrap();
+    for bits in [3, 5] {
+        let path = dir.path().join(format!("db{bits}"));
+        let shards = format!("--cache_numshardbits={bits}");
+        let db = RocksDb::open(&path, &flags(&["--cache_size=8388608", &shards])).unwrap();
+        let log = std::fs::read_to_string(path.join("LOG")).unwrap();
+        let cache = log.split("block_cache_options:").nth(1).unwrap_or_default();
+        let line = cache.lines().find(|l| l.contains("num_shard_bits")).unwrap_or_default();
+        assert_eq!(line.split(':').nth(1).map(str::trim), Some(bits.to_string().as_str()), "{log}");
+        db.close().unwrap();
+    }
+    let mut out = Vec::new();
+    let f = flags(&[
+        "--benchmarks=fillrandom",
+        "--num=2000",
+        "--rate_limiter_bytes_per_sec=104857600",
+        "--rate_limiter_auto_tuned",
+    ]);
+    run_bench::<RocksDb>(&f, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("fillrandom   :"), "{text}");
+}
+
 /// randomtransaction with `--transaction_db` needs an engine with transactions: the RocksDB engine here says so
 /// (RocksDB's own db_bench runs it against RocksDB).
 #[test]

@@ -164,7 +164,7 @@ impl<'o, E: Engine> Runner<'o, E> {
         }
         crate::db_bench::dbdir::apply::<E>(&path, prepare)?;
         let db = E::open(&path, &flags).map_err(|e| BenchError::engine(format!("opening {}", path.display()), e))?;
-        let _ = write!(out, "{}", report::header(&flags, E::name()));
+        let _ = write!(out, "{}", report::header(&flags, E::name(), &db.version()));
         let values = ValueData::new(flags.value_size, flags.compression_ratio);
         Ok(Runner {
             flags,

@@ -256,6 +256,11 @@ pub trait Engine: Send + Sync + Sized + 'static {
 
     /// Short name for reports (`shaledb`).
     fn name() -> &'static str;
+    /// The engine's version for report headers (`ShaleDB:    version ...`): this crate's for ShaleDB, the linked
+    /// library's own for RocksDB.
+    fn version(&self) -> String {
+        env!("CARGO_PKG_VERSION").to_string()
+    }
     /// Opens (creating if missing) the database at `path` configured from `flags`; `overrides` are the
     /// suite-specific settings applied on top.
     fn open(path: &Path, flags: &BenchFlags) -> EngineResult<Self>;
@@ -399,7 +404,8 @@ pub enum EngineKind {
     /// ShaleDB (always built).
     #[default]
     Shaledb,
-    /// RocksDB through the `rocksdb` crate linked to the system's librocksdb (cargo feature `rocksdb`).
+    /// RocksDB through the `rocksdb` crate, linked statically to the release RocksDB 9.11.2 that
+    /// `scripts/build-rocksdb` builds (cargo feature `rocksdb`).
     Rocksdb,
 }
 
@@ -455,6 +461,12 @@ pub trait EngineVisitor {
     fn visit<E: Engine>(self) -> Self::Output;
 }
 
+/// What `--engine rocksdb` says in a build without the `rocksdb` feature.
+pub const ROCKSDB_MISSING: &str = "this shaledb was built without the RocksDB engine (cargo feature `rocksdb`). It \
+     links the release RocksDB 9.11.2 that scripts/build-rocksdb builds (once, 30-50 minutes on 2 cores, into \
+     target/rocksdb/; needs libclang-dev): run scripts/build-rocksdb, then `cargo build --release -p shaledb-cli \
+     --features rocksdb`";
+
 /// Runs `v` with the engine `kind` names; an error when this build lacks it.
 pub fn with_engine<V: EngineVisitor>(kind: EngineKind, v: V) -> crate::Result<V::Output> {
     match kind {
@@ -462,12 +474,7 @@ pub fn with_engine<V: EngineVisitor>(kind: EngineKind, v: V) -> crate::Result<V:
         #[cfg(feature = "rocksdb")]
         EngineKind::Rocksdb => Ok(v.visit::<crate::engine::rocks::RocksDb>()),
         #[cfg(not(feature = "rocksdb"))]
-        EngineKind::Rocksdb => Err(crate::BenchError::BadFlag {
-            flag: "engine".into(),
-            msg: "this shaledb was built without the RocksDB engine; install librocksdb-dev and libclang-dev \
-                  and build with `cargo build --release --features rocksdb`"
-                .into(),
-        }),
+        EngineKind::Rocksdb => Err(crate::BenchError::BadFlag { flag: "engine".into(), msg: ROCKSDB_MISSING.into() }),
     }
 }
 

@@ -125,10 +125,11 @@ pub fn result_line(
     )
 }
 
-/// db_bench's header (the part describing the data; environment lines go to stderr in db_bench).
-pub fn header(f: &BenchFlags, engine: &str) -> String {
+/// db_bench's header (the part describing the data; environment lines go to stderr in db_bench), for `engine`
+/// at `version` ([`crate::engine::Engine::version`]).
+pub fn header(f: &BenchFlags, engine: &str, version: &str) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "{engine}:    version {}", env!("CARGO_PKG_VERSION"));
+    let _ = writeln!(s, "{engine}:    version {version}");
     // In UTC; db_bench prints local time (the same on a machine whose zone is UTC).
     let _ = writeln!(s, "Date:       {}", shaledb::ctime_utc(std::time::SystemTime::now()));
     let _ = writeln!(s, "Keys:       {} bytes each (+ 0 bytes user-defined timestamp)", f.key_size);

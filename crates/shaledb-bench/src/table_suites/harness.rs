@@ -392,10 +392,7 @@ pub fn check_available(engines: &[EngineKind]) -> Result<()> {
     match engines.iter().find(|e| !e.available()) {
         Some(e) => Err(BenchError::BadFlag {
             flag: "engine".into(),
-            msg: format!(
-                "{} is not in this build; build with `--features rocksdb` (needs librocksdb-dev, libclang-dev)",
-                e.flag_name()
-            ),
+            msg: format!("{}: {}", e.flag_name(), crate::engine::ROCKSDB_MISSING),
         }),
         None => Ok(()),
     }

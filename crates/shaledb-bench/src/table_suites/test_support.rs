@@ -26,11 +26,12 @@ pub fn assert_refused<T>(parse: impl Fn(&[&str]) -> Result<T, String>, cases: &[
     }
 }
 
-/// Asserts that a build without RocksDB refuses `--engine shaledb,rocksdb`, naming the cargo feature.
+/// Asserts that a build without RocksDB refuses `--engine shaledb,rocksdb`, naming the cargo feature and the
+/// script that builds the RocksDB it links.
 pub fn assert_rocksdb_needs_its_feature<T>(parse: impl Fn(&[&str]) -> Result<T, String>) {
     if !cfg!(feature = "rocksdb") {
         let Err(e) = parse(&["--engine", "shaledb,rocksdb"]) else { panic!("rocksdb accepted without the feature") };
-        assert!(e.contains("rocksdb") && e.contains("features"), "{e}");
+        assert!(e.contains("rocksdb") && e.contains("features") && e.contains("scripts/build-rocksdb"), "{e}");
     }
 }
 

@@ -1,7 +1,9 @@
-//! [`Engine`] for RocksDB (cargo feature `rocksdb`): the `rocksdb` crate 0.20.1 linked to the system's
-//! librocksdb (Debian's 7.8.3, the library of the installed `db_bench`).
+//! [`Engine`] for RocksDB (cargo feature `rocksdb`): the `rocksdb` crate 0.23.0 (librocksdb-sys 0.17.1, the C API
+//! of RocksDB 9.9) linked statically to the release RocksDB 9.11.2 that `scripts/build-rocksdb` builds, the library
+//! of the `db_bench` the comparison scripts run (see `build.rs` and `.cargo/config.toml`). Report headers give the
+//! version the library writes into the database's OPTIONS file ([`RocksDb::library_version`]).
 //!
-//! The flags map onto RocksDB's options of the same names, set as db_bench 7.8's
+//! The flags map onto RocksDB's options of the same names, set as db_bench's (7.8's and 9.11's)
 //! `InitializeOptionsFromFlags`/`InitializeOptionsGeneral` set them, so that `shaledb bench --engine rocksdb`
 //! runs the database `db_bench` would run with the same flags. Options db_bench sets from flags this tool
 //! does not have are set to db_bench's defaults where those differ from RocksDB's (see [`options_from_flags`]).
@@ -53,6 +55,8 @@ pub struct RocksDb {
     total_order_seek: bool,
     num_levels: usize,
     opened: Instant,
+    /// [`RocksDb::library_version`] at open.
+    version: String,
 }
 
 /// A RocksDB iterator behind [`EngineIter`].
@@ -104,8 +108,8 @@ impl EngineSstWriter for RocksSstWriter<'_> {
     }
 }
 
-/// RocksDB's `WriteBatch` in its serialized form, built here because the `rocksdb` crate 0.20.1 has no
-/// `single_delete` on its batch; [`Engine::write`] hands the bytes to `WriteBatch::from_data`.
+/// RocksDB's `WriteBatch` in its serialized form, built here because the `rocksdb` crate (0.20.1 when this was
+/// written; 0.23.0 has one) had no `single_delete` on its batch; [`Engine::write`] hands the bytes to `WriteBatch::from_data`.
 ///
 /// Layout (RocksDB's `write_batch.cc`): an 8-byte sequence number and a 4-byte count, both little-endian,
 /// then one record per entry: a type byte and varint32-length-prefixed key (and value).
@@ -199,6 +203,23 @@ fn entries(dir: &Path) -> std::io::Result<Vec<String>> {
 }
 
 impl RocksDb {
+    /// The version of the RocksDB library this process runs, as the library wrote it (`rocksdb_version=9.11.2`)
+    /// into the newest OPTIONS file of the database at `path`: RocksDB's C API has no version call, and this
+    /// reads what the linked code itself says rather than the headers it was compiled against.
+    pub fn library_version(path: &Path) -> EngineResult<String> {
+        let newest = entries(path)?
+            .into_iter()
+            .filter_map(|n| Some((n.strip_prefix("OPTIONS-")?.parse::<u64>().ok()?, n)))
+            .max()
+            .ok_or_else(|| format!("{} has no OPTIONS file to read RocksDB's version from", path.display()))?;
+        let file = path.join(&newest.1);
+        let text = std::fs::read_to_string(&file)?;
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix("rocksdb_version="))
+            .map(|v| v.trim().to_string())
+            .ok_or_else(|| format!("{} names no rocksdb_version", file.display()).into())
+    }
+
     /// An integer property (`rocksdb.num-running-compactions`, ...).
     pub fn int_property(&self, name: &str) -> EngineResult<u64> {
         self.db.property_int_value(name)?.ok_or_else(|| format!("RocksDB has no integer property {name}").into())
@@ -244,6 +265,10 @@ impl Engine for RocksDb {
         "RocksDB"
     }
 
+    fn version(&self) -> String {
+        self.version.clone()
+    }
+
     fn open(path: &Path, flags: &BenchFlags) -> EngineResult<Self> {
         let opts = options_from_flags(flags)?;
         let n = flags.column_families();
@@ -268,6 +293,8 @@ impl Engine for RocksDb {
             let cf = db.cf_handle(name).ok_or_else(|| format!("RocksDB did not open column family {name}"))?;
             db.set_options_cf(cf, &pairs)?;
         }
+        // SetOptions has just written a fresh OPTIONS file.
+        let version = Self::library_version(path)?;
         Ok(RocksDb {
             db,
             families,
@@ -285,6 +312,7 @@ impl Engine for RocksDb {
             total_order_seek: flags.total_order_seek,
             num_levels: flags.num_levels,
             opened: Instant::now(),
+            version,
         })
     }
 

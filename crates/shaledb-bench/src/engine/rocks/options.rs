@@ -1,10 +1,11 @@
-//! The RocksDB options a set of db_bench flags asks for ([`options_from_flags`]), set as db_bench 7.8 sets
-//! them; a flag RocksDB cannot honour is an error naming it.
+//! The RocksDB options a set of db_bench flags asks for ([`options_from_flags`]), set as db_bench sets them (7.8,
+//! whose flags this tool follows, and 9.11, the RocksDB linked: the same for these flags); a flag RocksDB cannot
+//! honour is an error naming it.
 
 use crate::db_bench::flags::{BenchFlags, Compression};
 use crate::engine::EngineResult;
 use rocksdb::{
-    BlockBasedOptions, Cache, DBCompactionStyle, DBCompressionType, Env, FifoCompactOptions, Options,
+    BlockBasedOptions, Cache, DBCompactionStyle, DBCompressionType, Env, FifoCompactOptions, LruCacheOptions, Options,
     UniversalCompactOptions,
 };
 
@@ -38,23 +39,23 @@ fn merge_operator_name(flag: &str) -> &'static str {
     }
 }
 
-/// Options RocksDB has but the `rocksdb` crate 0.20.1 cannot set (no setter, no C API function in 7.8):
+/// Options RocksDB has but the `rocksdb` crate 0.23.0 cannot set (no setter, no C API function in 9.11):
 /// loaded from an OPTIONS file written for the purpose, the way `db_bench --options_file` loads them.
 fn base_options(f: &BenchFlags) -> EngineResult<Options> {
     let dir = tempfile::Builder::new().prefix("shaledb-bench-rocksdb-options-").tempdir()?;
     let text = format!(
-        "[Version]\n  rocksdb_version=7.8.3\n  options_file_version=1.1\n\n[DBOptions]\n  delayed_write_rate={}\n\n\
+        "[Version]\n  rocksdb_version=9.11.2\n  options_file_version=1.1\n\n[DBOptions]\n  delayed_write_rate={}\n\n\
          [CFOptions \"default\"]\n",
         f.delayed_write_rate
     );
     std::fs::write(dir.path().join("OPTIONS-000001"), text)?;
-    let cache = Cache::new_lru_cache(0)?;
+    let cache = Cache::new_lru_cache(0);
     let (opts, _families) = Options::load_latest(dir.path(), Env::new()?, false, cache)
         .map_err(|e| bad("delayed_write_rate", format!("RocksDB did not take {}: {e}", f.delayed_write_rate)))?;
     Ok(opts)
 }
 
-/// `--compaction_style` and the `--universal_*` / `--fifo_compaction_*` flags, set as db_bench 7.8 sets them: a
+/// `--compaction_style` and the `--universal_*` / `--fifo_compaction_*` flags, set as db_bench sets them: a
 /// universal option only when its flag is not 0. The `rocksdb` crate has setters for the style, the universal
 /// sizes and FIFO's size; the rest is in [`mutable_compaction_options`].
 fn set_compaction_style(f: &BenchFlags, o: &mut Options) -> EngineResult<()> {
@@ -123,7 +124,7 @@ pub(super) fn mutable_compaction_options(f: &BenchFlags) -> Vec<(&'static str, S
 /// | `--compression_per_level`, `--bottommost_compression` | same names |
 /// | `--block_size`, `--cache_index_and_filter_blocks` | `BlockBasedTableOptions` of the same names |
 /// | `--bloom_bits` | `filter_policy` = full Bloom filter (`NewBloomFilterPolicy`); <0 default (none), 0 none |
-/// | `--cache_size` | `block_cache` = LRU cache of that size; 0: no block cache |
+/// | `--cache_size`, `--cache_numshardbits` | `block_cache` = LRU cache of that size and shard bits; 0: no block cache |
 /// | `--open_files` | `max_open_files` |
 /// | `--use_direct_reads`, `--use_direct_io_for_flush_and_compaction`, `--advise_random_on_open` | same names |
 /// | `--merge_operator` | `merge_operator` (uint64add, stringappend\[:sep\], put as Rust closures) |
@@ -137,13 +138,13 @@ pub(super) fn mutable_compaction_options(f: &BenchFlags) -> Vec<(&'static str, S
 /// statistics enabled (db_bench's `--statistics`). `--soft/hard_pending_compaction_bytes_limit`, `--bytes_per_sync`,
 /// `--allow_concurrent_memtable_write`, `--memtablerep` (skip_list, vector), `--verify_checksum`,
 /// `--wal_bytes_per_sync`, `--stats_dump_period_sec`: same names. `--rate_limiter_bytes_per_sec` and
-/// `--rate_limiter_refill_period_us`: `rate_limiter` = `NewGenericRateLimiter(rate, period, 10)` as db_bench
-/// creates it; `--rate_limiter_auto_tuned` is an error (the crate cannot create one).
+/// `--rate_limiter_refill_period_us`, `--rate_limiter_auto_tuned`: `rate_limiter` =
+/// `NewGenericRateLimiter(rate, period, 10, auto_tuned)` as db_bench creates it.
 pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
     if f.max_grandparent_overlap_factor.is_some() {
         return Err(bad(
             "max_grandparent_overlap_factor",
-            "RocksDB 7.8 has no such option (db_bench 7.8 rejects the flag too); drop it",
+            "RocksDB 7.8 and 9.11 have no such option (their db_bench rejects the flag too); drop it",
         ));
     }
     if f.mmap_read == Some(true) {
@@ -218,7 +219,11 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
     }
     if f.cache_size > 0 {
         let size = usize::try_from(f.cache_size).map_err(|_| bad("cache_size", "too large"))?;
-        t.set_block_cache(&Cache::new_lru_cache(size)?);
+        // db_bench's LRU cache: --cache_numshardbits (-1: RocksDB chooses from the capacity).
+        let mut c = LruCacheOptions::default();
+        c.set_capacity(size);
+        c.set_num_shard_bits(f.cache_numshardbits);
+        t.set_block_cache(&Cache::new_lru_cache_opts(&c));
     } else {
         t.disable_cache();
     }
@@ -269,19 +274,16 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
             .map_err(|_| bad("stats_dump_period_sec", format!("{} is too large", f.stats_dump_period_sec)))?,
     );
     if f.rate_limiter_bytes_per_sec > 0 {
-        if f.rate_limiter_auto_tuned {
-            // The crate's only constructor is `rocksdb_ratelimiter_create`, which has no auto-tuned form in 7.8.
-            return Err(bad(
-                "rate_limiter_auto_tuned",
-                "the rocksdb crate (0.20.1, C API of 7.8) cannot create an auto-tuned rate limiter",
-            ));
-        }
         let rate = i64::try_from(f.rate_limiter_bytes_per_sec)
             .map_err(|_| bad("rate_limiter_bytes_per_sec", "too large for RocksDB"))?;
         let period = i64::try_from(f.rate_limiter_refill_period_us)
             .map_err(|_| bad("rate_limiter_refill_period_us", "too large for RocksDB"))?;
         // db_bench's fairness: 10.
-        o.set_ratelimiter(rate, period, 10);
+        if f.rate_limiter_auto_tuned {
+            o.set_auto_tuned_ratelimiter(rate, period, 10);
+        } else {
+            o.set_ratelimiter(rate, period, 10);
+        }
     }
     o.set_enable_blob_files(f.enable_blob_files);
     o.set_min_blob_size(f.min_blob_size);
@@ -300,31 +302,7 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
     if f.memtablerep == "vector" {
         o.set_memtable_factory(rocksdb::MemtableFactory::Vector);
     }
-    if f.cache_numshardbits >= 0 && f.cache_size > 0 && f.cache_numshardbits != default_cache_shard_bits(f.cache_size) {
-        // The crate builds its LRU cache with RocksDB's default shard count and has no way to pass another.
-        return Err(bad(
-            "cache_numshardbits",
-            format!(
-                "the rocksdb crate creates its block cache with RocksDB's default of {} shard bits for --cache_size={}; it cannot use {}",
-                default_cache_shard_bits(f.cache_size),
-                f.cache_size,
-                f.cache_numshardbits
-            ),
-        ));
-    }
     Ok(o)
-}
-
-/// The shard bits RocksDB gives an LRU cache of `capacity` bytes when it is not told (`num_shard_bits` -1): one
-/// shard per 512 KiB, as a power of two, at most 64 shards.
-fn default_cache_shard_bits(capacity: u64) -> i32 {
-    let mut shards = capacity / (512 << 10);
-    let mut bits = 0;
-    while shards > 1 && bits < 6 {
-        shards >>= 1;
-        bits += 1;
-    }
-    bits
 }
 
 fn usize_flag(flag: &str, v: u64) -> EngineResult<usize> {
@@ -347,7 +325,7 @@ mod tests {
         let limited = BenchFlags { rate_limiter_bytes_per_sec: 1 << 20, ..d() };
         assert!(options_from_flags(&limited).is_ok());
         let tuned = BenchFlags { rate_limiter_auto_tuned: true, ..limited };
-        assert!(err(tuned).contains("--rate_limiter_auto_tuned"));
+        assert!(options_from_flags(&tuned).is_ok());
         let synced = BenchFlags { wal_bytes_per_sync: 1 << 20, stats_dump_period_sec: 5, ..d() };
         assert!(options_from_flags(&synced).is_ok());
     }

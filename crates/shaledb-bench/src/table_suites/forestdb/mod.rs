@@ -365,6 +365,8 @@ impl EngineJob for ForestdbJob<'_> {
         flags.validate()?;
         let _ = writeln!(out, "--- {} at {}", E::name(), path.display());
         let engine: E = open_engine(path, &flags)?;
+        // Which library ran, as db_bench's header says it (RocksDB: the linked library's own version).
+        let _ = writeln!(out, "{}:    version {}", E::name(), engine.version());
         let mut run = EngineRun {
             engine: E::name().to_lowercase(),
             name: E::name().into(),

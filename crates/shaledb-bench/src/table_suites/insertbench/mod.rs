@@ -301,6 +301,8 @@ impl EngineJob for InsertJob<'_> {
         };
         let _ = writeln!(out, "--- {} ({threads} thread(s), pad {pad}) at {}", E::name(), path.display());
         let engine: E = open_engine(path, &flags)?;
+        // Which library ran, as db_bench's header says it (RocksDB: the linked library's own version).
+        let _ = writeln!(out, "{}:    version {}", E::name(), engine.version());
         let next_id = AtomicU64::new(1);
         let started = Instant::now();
         let bar = a.common.step_bar(E::name(), 1 + if queries { a.query_insert_rates.len() } else { 0 });

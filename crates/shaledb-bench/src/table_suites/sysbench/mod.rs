@@ -275,6 +275,8 @@ impl EngineJob for SysbenchJob<'_> {
         let _ =
             writeln!(out, "--- {} (compression {}, {threads} thread(s)) at {}", E::name(), comp.name(), path.display());
         let mut engine: E = open_engine(path, &flags)?;
+        // Which library ran, as db_bench's header says it (RocksDB: the linked library's own version).
+        let _ = writeln!(out, "{}:    version {}", E::name(), engine.version());
         let bar = a.common.step_bar(E::name(), 1 + tests.len());
 
         // The load.
