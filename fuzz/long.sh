@@ -16,7 +16,7 @@ chunk="${CHUNK_SECS:-120}"
 stale=$((${STALE_MINUTES:-15} * 60))
 max=$((${MAX_MINUTES:-60} * 60))
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(block blob table wal manifest batch db resp)
+[ ${#targets[@]} -eq 0 ] && targets=(block blob table wal manifest batch db resp dump_payload commands scripts)
 
 for t in "${targets[@]}"; do
   mkdir -p "$work/$t"

@@ -11,7 +11,7 @@ if ! cargo +nightly --version >/dev/null 2>&1 || ! cargo fuzz --version >/dev/nu
 fi
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-for t in block blob table wal manifest batch db resp options ops; do
+for t in block blob table wal manifest batch db resp options ops dump_payload commands scripts; do
   mkdir -p "$scratch/$t"
   echo "fuzz smoke: $t for ${secs}s"
   cargo +nightly fuzz run -O "$t" "$scratch/$t" "corpus/$t" -- -max_total_time="$secs" -max_len=65536 \

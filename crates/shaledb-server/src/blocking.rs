@@ -2,13 +2,19 @@
 //! and XREADGROUP BLOCK.
 //!
 //! A blocking command is an ordinary command that never waits by itself (inside MULTI it answers at once,
-//! as in Redis). Outside MULTI the connection runs it once; when it finds nothing (a nil reply), the client
-//! is parked here:
+//! as in Redis). Outside MULTI the connection sends its first try to the commit thread together with a
+//! [`Waiter`] (the command, its database, a reply channel) that is in no queue yet:
 //!
-//! 1. `Registry::register` appends a [`Waiter`] (the command, its database, a reply channel) to the FIFO
-//!    queue of every key it waits on, and marks those keys *ready*; the connection then sends an empty job
-//!    to the commit thread, so that a push that came between the first try and the registration is not
-//!    missed.
+//! 1. The commit thread runs the first try like any write (a blocking read, XREAD BLOCK, runs there too);
+//!    when it finds nothing (a nil reply), `Registry::park_if_empty` appends the waiter to the FIFO queue
+//!    of every key it waits on *in the same step*, before the next command of the group runs. So the
+//!    queues hold waiters in the order their commands reached the commit thread, which is the server's one
+//!    order of commands (Redis's: clients blocked on a key are served in the order their commands arrived),
+//!    and no write can slip between a first try and its parking (a push after it wakes it; a DEL after a
+//!    blocked XREADGROUP ends it).
+//!    NB: parking after the first try's reply came back to the connection (as this module once did) let
+//!    two clients that sent BLPOP back to back park in either order, and let a push or a DEL run between
+//!    a first try and its parking.
 //! 2. Every write that makes a key poppable (a push, LMOVE's destination, XADD) calls
 //!    [`WriteCtx::signal_key`]; when the group is durable (after its fsync under `appendfsync always`),
 //!    the commit thread marks those keys ready (`Registry::mark_ready`).
@@ -20,7 +26,8 @@
 //! 4. The connection waits for its reply, its timeout, its socket closing, CLIENT KILL or shutdown. Unless
 //!    the reply came, it removes its waiter (`Registry::cancel`); if the commit thread had already taken the
 //!    waiter, the reply is on its way and the connection waits for it instead, so an element is delivered
-//!    exactly once. A client that disconnects while blocked leaves no waiter behind.
+//!    exactly once. A client that disconnects while blocked leaves no waiter behind, and a waiter whose
+//!    connection went away without cancelling (its reply channel closed) is dropped, never served.
 //!
 //! `$` in XREAD BLOCK is resolved to the stream's last id before the first try, as Redis does.
 
@@ -53,7 +60,8 @@ pub struct Waiter {
 
 #[derive(Default)]
 struct Inner {
-    /// FIFO queues of waiters per `(db, key)`.
+    /// FIFO queues of waiters per `(db, key)`, in the order their commands' first tries ran on the commit
+    /// thread.
     by_key: HashMap<(u8, Bytes), VecDeque<Arc<Waiter>>>,
     /// Keys whose waiters the commit thread should try to serve.
     ready: Vec<(u8, Bytes)>,
@@ -71,7 +79,18 @@ pub struct Registry {
     waiters: AtomicUsize,
     /// Blocked XREADGROUP clients (so writes of meta keys skip signalling when there are none).
     group_readers: AtomicUsize,
+    /// Clients blocked on something other than keys (WAIT), for `blocked_clients`.
+    other_blocked: AtomicUsize,
     next_id: AtomicU64,
+}
+
+/// A client counted as blocked by [`Registry::count_blocked`], until dropped.
+pub struct BlockedGuard<'a>(&'a Registry);
+
+impl Drop for BlockedGuard<'_> {
+    fn drop(&mut self) {
+        self.0.other_blocked.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// What the commit thread's [`WriteCtx`] asks of the registry (storage knows no blocked clients).
@@ -91,9 +110,9 @@ impl Registry {
         self.waiters.load(Ordering::Acquire) > 0
     }
 
-    /// Blocked clients.
+    /// Blocked clients: those parked on keys and those in WAIT (Redis's `blocked_clients`).
     pub fn blocked_clients(&self) -> usize {
-        self.waiters.load(Ordering::Acquire)
+        self.waiters.load(Ordering::Acquire) + self.other_blocked.load(Ordering::Acquire)
     }
 
     /// Keys with at least one blocked client (for tests and INFO).
@@ -101,8 +120,9 @@ impl Registry {
         self.inner.lock().by_key.len()
     }
 
-    /// Parks a command on `keys`; the keys are marked ready so the commit thread retries it once.
-    fn register(
+    /// A blocking command's waiter, in no queue yet: it goes to the commit thread with the command's first
+    /// try ([`Job::block`]), which parks it if that try finds nothing ([`Registry::park_if_empty`]).
+    fn waiter(
         &self,
         db: u8,
         spec: &'static Spec,
@@ -117,17 +137,31 @@ impl Registry {
                 unique.push(k);
             }
         }
-        let w = Arc::new(Waiter { id, db, spec, args, keys: unique, tx: Mutex::new(Some(tx)) });
+        (Arc::new(Waiter { id, db, spec, args, keys: unique, tx: Mutex::new(Some(tx)) }), rx)
+    }
+
+    /// The commit thread, right after the first try of `w`'s command answered `first`: a try that found
+    /// nothing parks `w` at the tail of the queue of each of its keys, before the group's next command
+    /// runs (see the module's doc: this is what orders the waiters of a key as their commands arrived).
+    pub(crate) fn park_if_empty(&self, w: &Arc<Waiter>, first: &Reply) {
+        if !found_nothing(first) {
+            return;
+        }
         let mut inner = self.inner.lock();
         for k in &w.keys {
-            inner.by_key.entry((db, k.clone())).or_default().push_back(w.clone());
-            inner.ready.push((db, k.clone()));
+            inner.by_key.entry((w.db, k.clone())).or_default().push_back(w.clone());
         }
         self.waiters.fetch_add(1, Ordering::AcqRel);
         if w.spec.name == "xreadgroup" {
             self.group_readers.fetch_add(1, Ordering::AcqRel);
         }
-        (w, rx)
+    }
+
+    /// Counts a client blocked on something other than keys (WAIT) in `blocked_clients` until the guard
+    /// is dropped.
+    pub fn count_blocked(&self) -> BlockedGuard<'_> {
+        self.other_blocked.fetch_add(1, Ordering::AcqRel);
+        BlockedGuard(self)
     }
 
     /// Removes `w` from every queue it is in (the caller holds the lock). True if it was still there.
@@ -235,6 +269,11 @@ pub(crate) fn serve(store: &Store, ctx: &mut WriteCtx<'_>) {
                     if only_groups && w.spec.name != "xreadgroup" {
                         continue;
                     }
+                    if w.tx.lock().as_ref().is_none_or(|tx| tx.is_closed()) {
+                        // Its connection is gone (it could not cancel): serving it would lose an element.
+                        reg.unlink(&mut inner, &w);
+                        continue;
+                    }
                     ctx.db_index = w.db;
                     if holds_other_type(ctx, w.spec, &key.1) {
                         // As Redis: a key of another type serves nobody; its waiters stay blocked.
@@ -268,6 +307,7 @@ pub(crate) fn serve(store: &Store, ctx: &mut WriteCtx<'_>) {
                 store.stats.commands.fetch_add(served.len() as u64, Ordering::Relaxed);
                 reg.mark_ready(&mut ctx.signals);
                 reg.mark_gone(&mut ctx.gone);
+                store.stage_events(ctx);
                 for (w, r) in served {
                     if let Some(tx) = w.tx.lock().take() {
                         let _ = tx.send(r);
@@ -312,18 +352,28 @@ fn wait_spec(spec: &Spec, args: &Args) -> Option<(Vec<Bytes>, Option<Duration>)>
     }
 }
 
-/// Runs a command once on the commit thread (writes) or here (reads).
+/// Runs a command once on the commit thread (writes) or here (reads), without parking it.
 async fn try_once(s: &Session, shared: &Arc<Shared>, spec: &'static Spec, args: &Args) -> Reply {
     match spec.handler {
-        Handler::Write(_) => {
-            let (tx, rx) = oneshot::channel();
-            let job = Job { db_index: s.db_index, cmds: vec![(spec, args.clone())], reply: tx };
-            let replies = if shared.store.submit(job) { rx.await.ok() } else { None };
-            replies.and_then(|mut r| r.pop()).unwrap_or_else(|| Reply::err("the server is shutting down"))
-        }
+        Handler::Write(_) => first_try(s, shared, spec, args, None).await,
         Handler::Read(f) => f(&ReadCtx::new(&shared.store.db, s.db_index, now_ms()), args),
         Handler::Conn(_) => Reply::err("internal: a connection command cannot block"),
     }
+}
+
+/// Runs a command once on the commit thread; with `block`, the commit thread parks that waiter in the
+/// same step if the command finds nothing.
+async fn first_try(
+    s: &Session,
+    shared: &Arc<Shared>,
+    spec: &'static Spec,
+    args: &Args,
+    block: Option<Arc<Waiter>>,
+) -> Reply {
+    let (tx, rx) = oneshot::channel();
+    let job = Job { db_index: s.db_index, cmds: vec![(spec, args.clone())], reply: tx, block, client: s.id };
+    let replies = if shared.store.submit(job) { rx.await.ok() } else { None };
+    replies.and_then(|mut r| r.pop()).unwrap_or_else(|| Reply::err("the server is shutting down"))
 }
 
 /// Most bytes read ahead from a blocked client's socket (its next requests) while it waits.
@@ -351,22 +401,25 @@ pub async fn execute(
     } else {
         args
     };
-    // XREAD BLOCK: `$` becomes the stream's current last id.
-    let first = try_once(s, shared, spec, &args).await;
-    if !found_nothing(&first) {
-        return first;
+    let Some((keys, timeout)) = wait_spec(spec, &args) else {
+        // Malformed, or XREAD without BLOCK: it never blocks.
+        return try_once(s, shared, spec, &args).await;
+    };
+    if matches!(spec.handler, Handler::Read(_)) && shared.store.read_only_reason().is_some() {
+        // Writes are refused (the commit thread answers every job with MISCONF): XREAD BLOCK reads here,
+        // and answers at once, since no entry can come.
+        return try_once(s, shared, spec, &args).await;
     }
-    let Some((keys, timeout)) = wait_spec(spec, &args) else { return first };
     let reg = shared.store.blocking.clone();
-    // Open to CLIENT UNBLOCK from the moment INFO counts the client as blocked.
+    // Open to CLIENT UNBLOCK before the commit thread may park the client (and INFO count it as blocked).
     let mut unblock = s.entry.begin_block();
-    let (w, mut rx) = reg.register(s.db_index, crate::commands::streams::waiting_spec(spec), args, keys);
-    // Kick the commit thread: it serves the keys just marked ready (a push may have come in between).
-    let (kick, _) = oneshot::channel();
-    if !shared.store.submit(Job { db_index: s.db_index, cmds: Vec::new(), reply: kick }) {
+    let (w, mut rx) = reg.waiter(s.db_index, crate::commands::streams::waiting_spec(spec), args.clone(), keys);
+    let first = first_try(s, shared, spec, &args, Some(w.clone())).await;
+    if !found_nothing(&first) {
+        // Not parked (or parked by a group whose write then failed: unlink it).
         reg.cancel(&w);
         s.entry.end_block();
-        return Reply::err("the server is shutting down");
+        return first;
     }
     let mut stop = shared.shutdown.subscribe();
     let entry = s.entry.clone();

@@ -24,7 +24,7 @@ use crate::resp::{Args, Reply};
 use crate::store::{now_ms, WriteCtx};
 use parking_lot::Mutex;
 use shaledb::Db;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -34,6 +34,11 @@ pub struct Job {
     pub db_index: u8,
     pub cmds: Vec<(&'static Spec, Args)>,
     pub reply: tokio::sync::oneshot::Sender<Vec<Reply>>,
+    /// The first try of a blocking command (`cmds` holds just that command, a write or XREAD): if it finds
+    /// nothing, the commit thread parks this waiter in the same step (see `blocking.rs`).
+    pub block: Option<Arc<crate::blocking::Waiter>>,
+    /// The client whose commands these are (0: the server itself), for CLIENT TRACKING's NOLOOP.
+    pub client: u64,
 }
 
 /// Counters shown by `INFO persistence` and `INFO stats`.
@@ -74,6 +79,14 @@ pub struct Store {
     /// `hll-sparse-max-bytes` (CONFIG SET stores it; each group reads it once, see
     /// [`WriteCtx::hll_sparse_max_bytes`]).
     pub hll_sparse_max_bytes: AtomicU64,
+    /// `notify-keyspace-events` as classes (`notify.rs`; CONFIG SET stores it, each group reads it once).
+    pub notify_flags: AtomicU32,
+    /// Pub/Sub channels and patterns: keyspace events are published there.
+    pub pubsub: Arc<crate::commands::pubsub::Registry>,
+    /// Keyspace events of durable groups not yet published (published after their writers are answered).
+    events: Mutex<Vec<crate::notify::Event>>,
+    /// CLIENT TRACKING's table of tracked keys and prefixes, and its clients (`tracking.rs`).
+    pub tracking: crate::tracking::Tracking,
 }
 
 /// Most bytes of payload one group gathers before it is written.
@@ -98,6 +111,10 @@ impl Store {
             scripts: Arc::default(),
             stream_node_max_entries: AtomicU64::new(crate::types::stream::NODE_MAX_ENTRIES),
             hll_sparse_max_bytes: AtomicU64::new(crate::types::hll::DEFAULT_SPARSE_MAX_BYTES),
+            notify_flags: AtomicU32::new(0),
+            pubsub: Arc::default(),
+            events: Mutex::new(Vec::new()),
+            tracking: Default::default(),
         });
         let s = store.clone();
         let commit = std::thread::Builder::new()
@@ -152,6 +169,25 @@ impl Store {
         ))
     }
 
+    /// Keeps the keyspace events of a durable group (in order) until [`Store::publish_events`]: called by
+    /// the commit thread once the group's writes are durable, never for a failed group.
+    pub(crate) fn stage_events(&self, ctx: &mut WriteCtx<'_>) {
+        if !ctx.events.is_empty() {
+            self.events.lock().append(&mut ctx.take_events());
+        }
+    }
+
+    /// Publishes the staged keyspace events (after the writers of their groups were answered, so no
+    /// subscriber sees an event before the write's own client sees its reply).
+    pub(crate) fn publish_events(&self) {
+        let events = std::mem::take(&mut *self.events.lock());
+        for e in &events {
+            for (channel, message) in e.messages() {
+                self.pubsub.publish(&channel, &message);
+            }
+        }
+    }
+
     /// Submits a job to the commit thread. `false` when the store is shut down (the job is dropped, its
     /// reply channel closes).
     pub fn submit(&self, job: Job) -> bool {
@@ -165,7 +201,7 @@ impl Store {
     /// sweep; they go through the commit thread like clients do). Returns `None` after shutdown.
     pub fn submit_and_wait(&self, db_index: u8, cmds: Vec<(&'static Spec, Args)>) -> Option<Vec<Reply>> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        if !self.submit(Job { db_index, cmds, reply: tx }) {
+        if !self.submit(Job { db_index, cmds, reply: tx, block: None, client: 0 }) {
             return None;
         }
         rx.blocking_recv().ok()
@@ -196,6 +232,7 @@ fn commit_loop(store: &Store, rx: crossbeam_channel::Receiver<Job>) {
         group.push(first);
         ctx.stream_node_max_entries = store.stream_node_max_entries.load(Ordering::Relaxed);
         ctx.hll_sparse_max_bytes = store.hll_sparse_max_bytes.load(Ordering::Relaxed);
+        ctx.notify_flags = crate::notify::effective(store.notify_flags.load(Ordering::Relaxed));
         let mut n = group[0].cmds.len();
         while n < store.max_group_commands {
             match rx.try_recv() {
@@ -215,11 +252,13 @@ fn commit_loop(store: &Store, rx: crossbeam_channel::Receiver<Job>) {
             commit_group(store, &mut ctx, &mut group, &mut answers);
             // Clients blocked on keys this group pushed to, now that the pushes are durable.
             crate::blocking::serve(store, &mut ctx);
+            crate::tracking::deliver(store, &mut ctx);
         }));
         // The group is durable whatever serving did.
         for (tx, r) in answers {
             let _ = tx.send(r);
         }
+        store.publish_events();
         if r.is_err() {
             store.set_read_only("internal error: a write command panicked (see stderr)".into());
             for job in group.drain(..) {
@@ -246,22 +285,33 @@ fn commit_group(
     }
     let mode = store.appendfsync();
     ctx.begin(now_ms());
+    ctx.tracking = store.tracking.active();
+    ctx.touched.clear();
     let mut replies: Vec<Vec<Reply>> = Vec::with_capacity(group.len());
     let mut count = 0u64;
     for job in group.iter() {
         ctx.db_index = job.db_index;
+        ctx.client = job.client;
         let mut r = Vec::with_capacity(job.cmds.len());
         for (spec, args) in &job.cmds {
             count += 1;
             let before = ctx.write_counts();
-            r.push(match spec.handler {
+            let reply = match spec.handler {
                 crate::commands::Handler::Write(f) => f(ctx, args),
+                // A blocking read's first try (XREAD BLOCK) runs here too, to be parked in the same step.
+                crate::commands::Handler::Read(f) if job.block.is_some() => f(&ctx.view(), args),
                 _ => Reply::err("internal: not a write command"),
-            });
+            };
             crate::commands::multi::after_write(ctx, spec, args, before);
+            crate::tracking::after_command(store, ctx, spec, args);
             if ctx.failed() {
+                r.push(reply);
                 break;
             }
+            if let Some(w) = &job.block {
+                store.blocking.park_if_empty(w, &reply);
+            }
+            r.push(reply);
             if ctx.pending_bytes() >= MAX_GROUP_BYTES {
                 ctx.apply_pending();
             }
@@ -279,6 +329,10 @@ fn commit_group(
             }
             store.blocking.mark_ready(&mut ctx.signals);
             store.blocking.mark_gone(&mut ctx.gone);
+            store.stage_events(ctx);
+            // Invalidations reach their inboxes before the writers hear of their writes.
+            crate::tracking::deliver(store, ctx);
+            ctx.client = 0;
             for (job, r) in group.drain(..).zip(replies) {
                 answers.push((job.reply, r));
             }

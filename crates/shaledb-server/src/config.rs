@@ -507,11 +507,10 @@ impl Config {
                 self.protected_mode =
                     parse_yes_no(value).map_err(|_| SetError::Invalid("argument must be 'yes' or 'no'".into()))?
             }
-            "port" | "bind" | "dir" if at_start => match name {
-                "port" => self.port = value.parse().map_err(|_| range_error(0, 65535))?,
-                "bind" => self.bind = value.to_string(),
-                _ => self.dir = PathBuf::from(value),
-            },
+            // At run time CONFIG SET moves the listener (server.rs, `rebind`).
+            "port" => self.port = value.parse().map_err(|_| range_error(0, 65535))?,
+            "bind" => self.bind = value.to_string(),
+            "dir" if at_start => self.dir = PathBuf::from(value),
             "databases" if at_start => {
                 let n: u64 = value.parse().map_err(|_| invalid_int())?;
                 if n != u64::from(crate::keys::DATABASES) {
@@ -524,8 +523,8 @@ impl Config {
             }
             // Fixed for the life of the server; setting the value it already has changes nothing (as a client
             // restoring what `CONFIG GET *` gave it does).
-            "port" | "bind" | "dir" | "databases" if self.get(name).as_deref() == Some(value) => {}
-            "port" | "bind" | "dir" | "databases" => return Err(SetError::Immutable),
+            "dir" | "databases" if self.get(name).as_deref() == Some(value) => {}
+            "dir" | "databases" => return Err(SetError::Immutable),
             // Redis's others: checked, stored and shown by CONFIG GET; they change nothing here.
             _ => {
                 let canonical = redis::canonical(name).ok_or(SetError::Unknown)?;

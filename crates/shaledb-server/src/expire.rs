@@ -47,6 +47,7 @@ fn sweep_delete(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
                         ctx.dropped.push((ctx.db_index, c.version));
                     }
                     ctx.delete_raw(&key);
+                    ctx.notify(crate::notify::EXPIRED, "expired", k);
                     deleted += 1;
                 }
             }

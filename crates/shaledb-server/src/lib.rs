@@ -7,6 +7,7 @@
 //!      fuzz driver alone looks commands up in the table);
 //!    - [`keys`]: how Redis keys and values are laid out on the engine (docs/format/server-keys.md);
 //!    - [`dead`]: where the commit thread knows a collection has no live member records;
+//!    - [`notify`]: keyspace-notification classes and events;
 //! 2. what reads the ground only:
 //!    - [`layout`]: the layout marker, and telling a server keyspace from a plain database;
 //!    - [`config`]: flags and run-time configuration;
@@ -14,6 +15,7 @@
 //!    errors; it knows nothing of commands, replies or threads;
 //! 4. [`types`]: each Redis type's operations on the store, without the protocol;
 //! 5. the server, whose modules call each other:
+//!    - [`acl`]: users, their rules and permissions (ACL), checked before every command;
 //!    - [`commands`]: the command table (one `cmd!` line per command) and the commands, one module per
 //!      family: they parse their arguments, call the store or `types`, and reply;
 //!    - [`commit`]: the commit thread, which executes every write command and group-commits them, and the
@@ -23,18 +25,23 @@
 //!    - [`blocking`]: clients blocked on keys (BLPOP, XREAD BLOCK) and the commit thread's wake-ups;
 //!    - [`server`]: the listener, connections, sessions and shutdown.
 
+pub mod access;
+pub mod acl;
 pub mod blocking;
 pub mod commands;
 pub mod commit;
 pub mod config;
 pub mod dead;
 pub mod expire;
+pub mod fuzzing;
 pub mod gc;
 pub mod keys;
 pub mod layout;
+pub mod notify;
 pub mod resp;
 pub mod server;
 pub mod store;
+pub mod tracking;
 pub mod types;
 
 pub use config::{Appendfsync, Config, ServerArgs};

@@ -17,7 +17,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify};
 
@@ -42,6 +42,22 @@ pub enum ServerError {
 const MAX_BATCH: usize = 1024;
 /// Replies gathered before they are written even if requests remain (bounds a connection's output buffer).
 const MAX_OUTPUT: usize = 16 << 20;
+/// Bytes of replies a client has not read yet above which its connection stops running and reading its
+/// requests until they drain (the client's own writes then block: back-pressure, not a disconnect).
+/// Redis has no such cap under its default `client-output-buffer-limit normal 0 0 0` and buffers without
+/// bound; this one keeps a client that never reads to about this much server memory (plus one round's
+/// replies, 16 MiB). A configured normal-class hard or soft limit disconnects as in Redis.
+pub const MAX_PENDING_OUTPUT: usize = 64 << 20;
+/// Messages of a subscription (pub/sub, MONITOR, tracking) move into the connection's output only while less
+/// than this waits there: the rest stays in the subscription's own queue, where its limit applies
+/// (`client-output-buffer-limit pubsub`, the tracking inbox cap), so a subscriber that stops reading is
+/// disconnected by that limit rather than held in the output buffer.
+const DRAIN_BELOW: usize = 1 << 20;
+/// Free room a connection's read buffer has before each read (Redis's `PROTO_IOBUF_LEN`).
+const READ_CHUNK: usize = 16 << 10;
+/// A client idle this long gives its empty read buffer back (`qbuf=0 qbuf-free=0` in CLIENT LIST), as Redis
+/// frees the query buffer of a client idle for more than 2 seconds.
+const QUERY_BUFFER_IDLE: Duration = Duration::from_secs(2);
 
 /// Server-wide counters (`INFO stats`).
 #[derive(Default, Debug)]
@@ -84,6 +100,11 @@ pub struct ClientEntry {
     pub last_command: Mutex<(&'static str, Option<bytes::Bytes>)>,
     /// Bytes of the request being run, while it runs (`qbuf=` of `CLIENT LIST` for the client asking).
     pub qbuf: AtomicUsize,
+    /// Bytes of replies waiting for the client to read them (`omem=` of `CLIENT LIST`); kept up to date
+    /// only while some wait, so the request path does not write it.
+    pub omem: AtomicUsize,
+    /// Free room in the connection's read buffer (`qbuf-free=`), as of its last wait for input.
+    pub qbuf_free: AtomicUsize,
     pub last_active: Mutex<Instant>,
     /// Set by `CLIENT KILL`; the connection closes at its next chance.
     pub killed: AtomicBool,
@@ -102,6 +123,11 @@ pub struct ClientEntry {
     /// no LRU clock to leave untouched.
     pub no_evict: AtomicBool,
     pub no_touch: AtomicBool,
+    /// The user the client authenticated as (`None`: `default`), for `CLIENT LIST` and for closing the
+    /// connections of a deleted user.
+    pub user: Mutex<Option<Arc<crate::acl::UserHandle>>>,
+    /// CLIENT TRACKING: the mode as the connection sees it, and its inbox of invalidation messages.
+    pub tracking: crate::tracking::ClientTracking,
 }
 
 impl ClientEntry {
@@ -115,6 +141,8 @@ impl ClientEntry {
             db: AtomicUsize::new(0),
             last_command: Mutex::new(("NULL", None)),
             qbuf: AtomicUsize::new(0),
+            omem: AtomicUsize::new(0),
+            qbuf_free: AtomicUsize::new(0),
             last_active: Mutex::new(Instant::now()),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
@@ -125,6 +153,8 @@ impl ClientEntry {
             resp: std::sync::atomic::AtomicU8::new(2),
             no_evict: AtomicBool::new(false),
             no_touch: AtomicBool::new(false),
+            user: Mutex::new(None),
+            tracking: Default::default(),
         }
     }
 
@@ -164,14 +194,23 @@ pub struct Shared {
     pub stats: ServerStats,
     /// Set to `true` to stop the server (SHUTDOWN, SIGTERM, [`RunningServer::shutdown`]).
     pub shutdown: watch::Sender<bool>,
-    /// The address the listener is bound to.
+    /// The address the listener was bound to at start.
     pub local_addr: SocketAddr,
-    /// Pub/Sub channels and patterns (in memory).
-    pub pubsub: commands::pubsub::Registry,
+    /// The port the listener is bound to now (`CONFIG SET port` moves it; `INFO server`).
+    pub listen_port: std::sync::atomic::AtomicU16,
+    /// A listener `CONFIG SET port` / `bind` opened, for the accept loop to take in place of its own.
+    new_listener: Mutex<Option<TcpListener>>,
+    new_listener_ready: Notify,
+    /// Pub/Sub channels and patterns (in memory; the store's, which publishes keyspace events there).
+    pub pubsub: Arc<commands::pubsub::Registry>,
     /// SAVE and BGSAVE checkpoints (`LASTSAVE`, `INFO persistence`).
     pub saves: Arc<commands::server_cmds::Saves>,
     /// Command counters, slow log, latency monitor, MONITOR clients.
     pub intro: commands::server_cmds::Introspection,
+    /// ACL users, their permissions and the ACL log.
+    pub acl: Arc<crate::acl::Acl>,
+    /// CLIENT PAUSE: the pause in force, which a connection waits out before running a command it holds.
+    pub pause: commands::server_cmds::pause::Pause,
 }
 
 impl Shared {
@@ -190,6 +229,8 @@ pub struct Session {
     pub addr: SocketAddr,
     pub db_index: u8,
     pub authenticated: bool,
+    /// The user the connection runs as (`default` until AUTH / HELLO AUTH).
+    pub user: Arc<crate::acl::UserHandle>,
     /// RESP version for replies (2 until `HELLO 3`).
     pub proto: u8,
     pub name: Option<bytes::Bytes>,
@@ -394,6 +435,7 @@ pub fn check_protected_mode(config: &Config) -> Result<(), ServerError> {
 /// Checks the configuration, opens the database and binds the listener.
 async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError> {
     check_protected_mode(&config)?;
+    let acl = Arc::new(crate::acl::Acl::from_config(&config).map_err(ServerError::Config)?);
     if config.maxclients == 0 {
         return Err(ServerError::Config("--maxclients must be at least 1".into()));
     }
@@ -425,10 +467,12 @@ async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError>
     store.scripts.set_observers(commands::scripting::Observers {
         commands: intro.commands.clone(),
         monitors: intro.monitors.clone(),
+        acl: Some(acl.clone()),
     });
     commands::server_cmds::apply_knobs(&store, &config, |name| {
         config.get(name).as_deref() != Some(crate::config::redis::default_of(name))
     });
+    let pubsub = store.pubsub.clone();
     let shared = Arc::new(Shared {
         store,
         config: RwLock::new(config),
@@ -438,9 +482,14 @@ async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError>
         stats: ServerStats::default(),
         shutdown,
         local_addr,
-        pubsub: Default::default(),
+        listen_port: std::sync::atomic::AtomicU16::new(local_addr.port()),
+        new_listener: Mutex::new(None),
+        new_listener_ready: Notify::new(),
+        pubsub,
         saves: Default::default(),
         intro,
+        acl,
+        pause: Default::default(),
     });
     Ok((shared, listener))
 }
@@ -520,8 +569,39 @@ fn open_db(config: &Config) -> Result<Db, ServerError> {
     Ok(db)
 }
 
+/// `CONFIG SET port` / `bind` at run time, as Redis does it: binds the new address now (so a port in use is
+/// an error of the CONFIG SET, which then changes nothing) and hands the listener to the accept loop, which
+/// closes the old one. Connections already accepted stay. `Err`: Redis's text for the failure (the cause
+/// is logged). REQUIRES: called on the server's runtime.
+pub fn rebind(shared: &Shared, bind: &str, port: u16, port_changed: bool) -> Result<(), &'static str> {
+    let failed = if port_changed {
+        "Unable to listen on this port. Check server logs."
+    } else {
+        "Failed to bind to specified addresses."
+    };
+    if port == 0 {
+        // Redis closes its TCP listener for port 0; this server has no other way in, so it keeps it.
+        eprintln!("# CONFIG SET port 0: refused (this server listens only on TCP)");
+        return Err(failed);
+    }
+    let addr = format!("{bind}:{port}");
+    let listener = std::net::TcpListener::bind(&addr)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .and_then(TcpListener::from_std)
+        .map_err(|e| {
+            eprintln!("# CONFIG SET: could not listen on {addr}: {e}");
+            failed
+        })?;
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(port);
+    eprintln!("# listening on {addr} (CONFIG SET)");
+    *shared.new_listener.lock() = Some(listener);
+    shared.listen_port.store(port, Ordering::Relaxed);
+    shared.new_listener_ready.notify_one();
+    Ok(())
+}
+
 /// Accepts connections until shutdown, then drains and closes everything.
-async fn serve(shared: Arc<Shared>, listener: TcpListener) -> Result<(), ServerError> {
+async fn serve(shared: Arc<Shared>, mut listener: TcpListener) -> Result<(), ServerError> {
     let mut stop = shared.shutdown.subscribe();
     let mut tasks = tokio::task::JoinSet::new();
     let mut second = tokio::time::interval(Duration::from_secs(1));
@@ -547,6 +627,12 @@ async fn serve(shared: Arc<Shared>, listener: TcpListener) -> Result<(), ServerE
                 tasks.spawn(async move { connection(s, stream, addr, id).await });
             }
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            _ = shared.new_listener_ready.notified() => {
+                // CONFIG SET port / bind: the old listener closes here.
+                if let Some(new) = shared.new_listener.lock().take() {
+                    listener = new;
+                }
+            }
             _ = second.tick() => {
                 let n = shared.stats.commands_processed.load(Ordering::Relaxed);
                 shared.stats.ops_last_second.store(n.saturating_sub(last_count), Ordering::Relaxed);
@@ -613,7 +699,8 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
         id,
         addr,
         db_index: 0,
-        authenticated: !requirepass,
+        authenticated: !requirepass && !shared.acl.auth_required(),
+        user: shared.acl.default_user(),
         proto: 2,
         name: None,
         close_after_reply: false,
@@ -633,39 +720,67 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
     let mut rbuf = BytesMut::with_capacity(16 << 10);
     let mut wbuf = BytesMut::with_capacity(16 << 10);
     let mut queue: VecDeque<Args> = VecDeque::new();
+    // When the pending replies first went over the soft output limit (`client-output-buffer-limit normal`).
+    let mut over_soft_since: Option<Instant> = None;
+    let mut published_omem = 0;
+    let mut published_qbuf_free = 0;
+    // The read buffer was given back while the client idled (it gets room again when input comes).
+    let mut released = false;
+    let mut buffer_ticked = false;
+    let mut idle_since = Instant::now();
+    // Releases the query buffer of a client idle for QUERY_BUFFER_IDLE (Redis's clientsCron does the same).
+    let mut buffer_check = tokio::time::interval(Duration::from_secs(1));
+    buffer_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     'conn: loop {
-        // Parse what the buffer holds (up to a round's worth).
+        // Replies the client has not read yet past the cap: neither run nor read more until they drain.
+        let backlog = wbuf.len() >= MAX_PENDING_OUTPUT;
         let mut protocol_error: Option<ProtocolError> = None;
-        while queue.len() < MAX_BATCH {
-            match parser.next(&mut rbuf) {
-                Ok(Some(args)) => queue.push_back(args),
-                Ok(None) => break,
-                Err(e) => {
-                    protocol_error = Some(e);
-                    break;
+        let mut read_while_blocked = false;
+        if !backlog {
+            // Parse what the buffer holds (up to a round's worth).
+            while queue.len() < MAX_BATCH {
+                match parser.next(&mut rbuf) {
+                    Ok(Some(args)) => queue.push_back(args),
+                    Ok(None) => break,
+                    Err(e) => {
+                        protocol_error = Some(e);
+                        break;
+                    }
                 }
             }
+            // A blocked command (BLPOP ...) reads the client's next requests into `rbuf` while it waits.
+            let unparsed = rbuf.len();
+            if !queue.is_empty() {
+                execute(&mut session, &shared, &mut queue, &mut wbuf, &mut stream, &mut rbuf).await;
+            }
+            read_while_blocked = rbuf.len() > unparsed;
         }
-        // A blocked command (BLPOP ...) reads the client's next requests into `rbuf` while it waits.
-        let unparsed = rbuf.len();
-        if !queue.is_empty() {
-            execute(&mut session, &shared, &mut queue, &mut wbuf, &mut stream, &mut rbuf).await;
-        }
-        let read_while_blocked = rbuf.len() > unparsed;
         if let Some(e) = &protocol_error {
             if queue.is_empty() {
                 Reply::err(format!("Protocol error: {e}")).encode(session.proto, &mut wbuf);
-                let _ = write_out(&shared, &mut stream, &mut wbuf).await;
+                let _ = write_out_before_close(&shared, &mut stream, &mut wbuf).await;
                 break 'conn;
             }
         }
-        if !wbuf.is_empty() && write_out(&shared, &mut stream, &mut wbuf).await.is_err() {
+        // What the socket takes now is written; the rest waits while the loop goes on reading.
+        if !wbuf.is_empty() && write_some(&shared, &stream, &mut wbuf).is_err() {
             break 'conn;
         }
         if session.close_after_reply || session.close_now || entry.killed.load(Ordering::Acquire) {
+            if !entry.killed.load(Ordering::Acquire) {
+                let _ = write_out_before_close(&shared, &mut stream, &mut wbuf).await;
+            }
             break 'conn;
         }
-        if !queue.is_empty() || protocol_error.is_some() || read_while_blocked {
+        if !wbuf.is_empty() && over_output_limit(&shared, wbuf.len(), &mut over_soft_since) {
+            eprintln!(
+                "# closing client id={id} addr={addr}: {} bytes of replies not read, over \
+                 client-output-buffer-limit normal",
+                wbuf.len()
+            );
+            break 'conn;
+        }
+        if !backlog && (!queue.is_empty() || protocol_error.is_some() || read_while_blocked) {
             continue;
         }
         // CONFIG SET applies to connected clients too.
@@ -677,37 +792,64 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
         if rbuf.len() + parser.held_bytes() > query_limit {
             Reply::err("Protocol error: query buffer limit reached, closing the connection")
                 .encode(session.proto, &mut wbuf);
-            let _ = write_out(&shared, &mut stream, &mut wbuf).await;
+            let _ = write_out_before_close(&shared, &mut stream, &mut wbuf).await;
             eprintln!("# closing client {addr}: query buffer over {query_limit} bytes");
             break 'conn;
         }
         if *stop.borrow() && !parser.in_request() && rbuf.is_empty() {
             break 'conn;
         }
-        if rbuf.capacity() - rbuf.len() < 4096 {
-            rbuf.reserve(16 << 10);
+        // Room for a full read of READ_CHUNK bytes (as Redis sizes its query buffer), except in a buffer
+        // released while the client idles (read_some gives it room again when input comes).
+        if !released && rbuf.capacity() - rbuf.len() < READ_CHUNK {
+            rbuf.reserve(READ_CHUNK);
+        }
+        if rbuf.capacity() - rbuf.len() != published_qbuf_free {
+            published_qbuf_free = rbuf.capacity() - rbuf.len();
+            entry.qbuf_free.store(published_qbuf_free, Ordering::Relaxed);
+        }
+        // The idle timeout counts from the last wake-up that was not the buffer check's tick.
+        if timeout.is_some() && !std::mem::take(&mut buffer_ticked) {
+            idle_since = Instant::now();
         }
         let idle = async {
             match timeout {
-                Some(t) => tokio::time::sleep(t).await,
+                Some(t) => tokio::time::sleep_until((idle_since + t).into()).await,
                 None => std::future::pending().await,
             }
         };
+        if wbuf.len() != published_omem {
+            published_omem = wbuf.len();
+            entry.omem.store(published_omem, Ordering::Relaxed);
+        }
+        let reading = wbuf.len() < MAX_PENDING_OUTPUT;
+        let draining = wbuf.len() < DRAIN_BELOW;
         tokio::select! {
-            r = stream.read_buf(&mut rbuf) => match r {
+            r = read_some(&stream, &mut rbuf), if reading => match r {
                 Ok(0) | Err(_) => break 'conn,
                 Ok(n) => {
+                    released = false;
                     shared.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
                 }
             },
+            r = stream.writable(), if !wbuf.is_empty() => {
+                if r.is_err() || write_some(&shared, &stream, &mut wbuf).is_err() {
+                    break 'conn;
+                }
+            }
             _ = entry.kill.notified() => break 'conn,
-            _ = commands::pubsub::ready(commands::pubsub::subscriber(&session)) => {
+            _ = commands::pubsub::ready(commands::pubsub::subscriber(&session)), if draining => {
                 if !commands::pubsub::drain(&session, &mut wbuf) {
                     break 'conn;
                 }
             }
-            _ = monitor::ready(monitor::feed_of(&session)) => {
+            _ = monitor::ready(monitor::feed_of(&session)), if draining => {
                 if !monitor::drain(&session, &mut wbuf) {
+                    break 'conn;
+                }
+            }
+            _ = crate::tracking::ready(&entry.tracking), if draining => {
+                if !crate::tracking::drain(&session, &mut wbuf) {
                     break 'conn;
                 }
             }
@@ -717,15 +859,99 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
                     break 'conn;
                 }
             }
+            _ = buffer_check.tick() => {
+                buffer_ticked = true;
+                if rbuf.is_empty()
+                    && rbuf.capacity() > 0
+                    && !parser.in_request()
+                    && entry.last_active.lock().elapsed() >= QUERY_BUFFER_IDLE
+                {
+                    rbuf = BytesMut::new();
+                    released = true;
+                }
+            }
             _ = idle => break 'conn,
         }
     }
     commands::multi::unwatch_session(&mut session, &shared);
     commands::pubsub::unsubscribe_all(&mut session, &shared);
+    crate::tracking::disconnect(&session, &shared);
     if session.monitor.take().is_some() {
         shared.intro.monitors.remove(id);
     }
     shared.clients.lock().remove(&id);
+    shared.acl.forget_client(id);
+}
+
+/// Reads what the socket has into `rbuf`, waiting until it has something. Only a shared borrow of the
+/// stream, so the connection can wait for it to be writable at the same time.
+async fn read_some(stream: &TcpStream, rbuf: &mut BytesMut) -> std::io::Result<usize> {
+    loop {
+        stream.readable().await?;
+        if rbuf.capacity() - rbuf.len() < READ_CHUNK {
+            rbuf.reserve(READ_CHUNK);
+        }
+        match stream.try_read_buf(rbuf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            r => return r,
+        }
+    }
+}
+
+/// Writes what the socket takes now without waiting; the rest of `wbuf` stays for later. An error means
+/// the connection is gone.
+fn write_some(shared: &Shared, stream: &TcpStream, wbuf: &mut BytesMut) -> std::io::Result<()> {
+    while !wbuf.is_empty() {
+        match stream.try_write(wbuf) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                shared.stats.net_output_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                bytes::Buf::advance(wbuf, n);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    // A large burst's buffer is not kept for the connection's life.
+    if wbuf.capacity() > (4 << 20) {
+        *wbuf = BytesMut::with_capacity(16 << 10);
+    }
+    Ok(())
+}
+
+/// True when the replies waiting for the client (`pending` bytes) are over `client-output-buffer-limit
+/// normal` as Redis judges it: over the hard limit, or over the soft one for longer than its seconds (0: no
+/// such limit). Called only while replies wait, so the configuration is not read on the request path.
+fn over_output_limit(shared: &Shared, pending: usize, over_soft_since: &mut Option<Instant>) -> bool {
+    let Some(value) = shared.config.read().get("client-output-buffer-limit") else { return false };
+    let Some((hard, soft, secs)) = normal_output_limits(&value) else { return false };
+    let pending = pending as u64;
+    if hard > 0 && pending >= hard {
+        return true;
+    }
+    if soft > 0 && pending >= soft {
+        let since = *over_soft_since.get_or_insert_with(Instant::now);
+        return since.elapsed() > Duration::from_secs(secs);
+    }
+    *over_soft_since = None;
+    false
+}
+
+/// The `normal` class of a `client-output-buffer-limit` value (`class hard soft seconds ...`, bytes).
+fn normal_output_limits(value: &str) -> Option<(u64, u64, u64)> {
+    let words: Vec<&str> = value.split_whitespace().collect();
+    let group = words.chunks(4).find(|g| g.len() == 4 && g[0].eq_ignore_ascii_case("normal"))?;
+    Some((group[1].parse().ok()?, group[2].parse().ok()?, group[3].parse().ok()?))
+}
+
+/// Writes every pending reply before the connection closes (QUIT, a protocol error ...), giving a client
+/// that does not read a few seconds at most.
+async fn write_out_before_close(shared: &Shared, stream: &mut TcpStream, wbuf: &mut BytesMut) -> std::io::Result<()> {
+    match tokio::time::timeout(Duration::from_secs(5), write_out(shared, stream, wbuf)).await {
+        Ok(r) => r,
+        Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
+    }
 }
 
 async fn write_out(shared: &Shared, stream: &mut TcpStream, wbuf: &mut BytesMut) -> std::io::Result<()> {
@@ -758,6 +984,11 @@ async fn execute(
     let intro = &shared.intro;
     let mut pending = Pending::default();
     while let Some(args) = queue.pop_front() {
+        // CLIENT TRACKING: invalidations that arrived so far go before this command's reply.
+        if !crate::tracking::drain(s, out) {
+            s.close_now = true;
+            break;
+        }
         shared.stats.commands_processed.fetch_add(1, Ordering::Relaxed);
         // CLIENT REPLY OFF / SKIP: the command runs, its reply is dropped.
         let skipped = std::mem::take(&mut s.skip_next_reply);
@@ -768,6 +999,13 @@ async fn execute(
                 let known = args.first().and_then(|n| commands::lookup(n));
                 intro.commands.record_rejected(known, args.get(1).map(|a| &a[..]), &reply);
                 commands::multi::queue_failed(s);
+                // An EXEC refused (NOAUTH ...) discards the transaction, as Redis does.
+                let reply = match known {
+                    Some(k) if k.name == "exec" && s.multi.is_some() => {
+                        commands::multi::exec_refused(s, shared, &reply)
+                    }
+                    _ => reply,
+                };
                 pending.flush(s, shared, out).await;
                 if !silent {
                     reply.encode(s.proto, out);
@@ -781,14 +1019,42 @@ async fn execute(
             *s.entry.last_command.lock() = (spec.name, sub);
         }
         let started = Instant::now();
-        // -BUSY while a script runs too long; SCRIPT KILL, FUNCTION KILL/STATS on this task.
-        if let Some(reply) = commands::scripting::intercept(s, shared, spec, &args) {
+        // -BUSY while a script runs too long; SCRIPT KILL, FUNCTION KILL/STATS on this task. (SHUTDOWN
+        // inside MULTI is only refused: it must not stop a running script.)
+        let busy = if s.multi.is_some() && spec.name == "shutdown" {
+            None
+        } else {
+            commands::scripting::intercept(s, shared, spec, &args)
+        };
+        if let Some(mut reply) = busy {
+            // Inside MULTI a refusal aborts the transaction; a refused EXEC discards it at once.
+            if s.multi.is_some() && matches!(reply, Reply::Error(_)) {
+                if spec.name == "exec" {
+                    reply = commands::multi::exec_refused(s, shared, &reply);
+                } else {
+                    commands::multi::queue_failed(s);
+                }
+            }
             pending.flush(s, shared, out).await;
             intro.ran(s, spec, Some(&args), started.elapsed(), &reply, false);
             if !silent {
                 reply.encode(s.proto, out);
             }
             continue;
+        }
+        // CLIENT PAUSE: a held command waits here, after the commands before it have run.
+        if shared.pause.is_on() && shared.pause.holds(commands::server_cmds::pause::may_write(s, spec)) {
+            pending.flush(s, shared, out).await;
+            if !out.is_empty() && write_out(shared, stream, out).await.is_err() {
+                s.close_now = true;
+                break;
+            }
+            shared.pause.wait(commands::server_cmds::pause::may_write(s, spec), &shared.shutdown).await;
+        }
+        if matches!(spec.name, "publish" | "spublish") {
+            // Connections made ready together with this one (an UNSUBSCRIBE or a close sent just before
+            // this PUBLISH) run first: the scheduler would otherwise run the task woken last first.
+            tokio::task::yield_now().await;
         }
         if let Some(replies) = commands::pubsub::intercept(s, shared, spec, &args) {
             pending.flush(s, shared, out).await;
@@ -827,9 +1093,16 @@ async fn execute(
                 continue;
             }
         };
+        // CLIENT TRACKING: the keys this command (or this EXEC's commands) reads, before it reads them.
+        crate::tracking::before_command(s, shared, spec, &args, queued.as_deref());
         // BLPOP, XREAD BLOCK ...: may park the client until served or timed out (blocking.rs).
         if spec.flags & flags::BLOCKING != 0 {
             pending.flush(s, shared, out).await;
+            // The replies before it reach the client before the wait.
+            if !out.is_empty() && write_out(shared, stream, out).await.is_err() {
+                s.close_now = true;
+                break;
+            }
             let started = Instant::now();
             let reply = crate::blocking::execute(s, shared, spec, args, stream, rbuf).await;
             if s.close_now {
@@ -866,10 +1139,17 @@ async fn execute(
         let started = Instant::now();
         let reply = match spec.handler {
             Handler::Conn(f) if spec.name == "wait" => match commands::server_cmds::wait_plan(&args) {
-                Ok(Some(timeout)) => match wait_for(s, shared, timeout).await {
-                    Some(true) => unblocked_error(),
-                    _ => Reply::Int(0),
-                },
+                Ok(Some(timeout)) => {
+                    // The replies before it reach the client before the wait.
+                    if write_out(shared, stream, out).await.is_err() {
+                        s.close_now = true;
+                        break;
+                    }
+                    match wait_for(s, shared, timeout).await {
+                        Some(true) => unblocked_error(),
+                        _ => Reply::Int(0),
+                    }
+                }
                 _ => f(s, shared, &args),
             },
             Handler::Conn(f) => f(s, shared, &args),
@@ -908,6 +1188,7 @@ pub fn unblocked_error() -> Reply {
 /// until the client is killed or the server stops). `Some(error)` when `CLIENT UNBLOCK` ended it.
 async fn wait_for(s: &Session, shared: &Shared, timeout: Option<Duration>) -> Option<bool> {
     let mut unblock = s.entry.begin_block();
+    let _counted = shared.store.blocking.count_blocked();
     let r = wait_or_unblock(s, shared, timeout, &mut unblock).await;
     s.entry.end_block();
     r
@@ -959,7 +1240,7 @@ struct Pending {
 
 impl Pending {
     /// Sends the pending write commands to the commit thread as one job and encodes their replies.
-    async fn flush(&mut self, s: &Session, shared: &Arc<Shared>, out: &mut BytesMut) {
+    async fn flush(&mut self, s: &mut Session, shared: &Arc<Shared>, out: &mut BytesMut) {
         if self.cmds.is_empty() {
             return;
         }
@@ -967,10 +1248,17 @@ impl Pending {
         let silent = std::mem::take(&mut self.silent);
         let records = std::mem::take(&mut self.records);
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let job = Job { db_index: self.db_index, cmds: std::mem::take(&mut self.cmds), reply: tx };
+        let job =
+            Job { db_index: self.db_index, cmds: std::mem::take(&mut self.cmds), reply: tx, block: None, client: s.id };
         let started = Instant::now();
         let replies = if shared.store.submit(job) { rx.await.ok() } else { None };
-        let replies = replies.unwrap_or_else(|| vec![Reply::err("the server is shutting down"); n]);
+        let mut replies = replies.unwrap_or_else(|| vec![Reply::err("the server is shutting down"); n]);
+        // A transaction's CONFIG ... runs here, once its data commands are durable.
+        for (r, rec) in replies.iter_mut().zip(&records) {
+            if let Some(queued) = &rec.queued {
+                commands::multi::run_after_commit(s, shared, queued, r);
+            }
+        }
         // Each command's time: its share of the group's.
         let share = started.elapsed() / n.max(1) as u32;
         for (r, rec) in replies.iter().zip(&records) {
@@ -980,6 +1268,10 @@ impl Pending {
             if !quiet {
                 r.encode(s.proto, out);
             }
+        }
+        // CLIENT TRACKING: the invalidations of this client's own writes follow their replies.
+        if !crate::tracking::drain(s, out) {
+            s.close_now = true;
         }
     }
 }
@@ -1007,9 +1299,10 @@ fn check(s: &Session, shared: &Shared, args: &Args) -> Result<&'static Spec, Rep
     if !spec.arity_ok(args.len()) {
         return Err(commands::wrong_arity(spec.name));
     }
-    if !s.authenticated && spec.flags & flags::NO_AUTH == 0 && shared.config.read().requirepass.is_some() {
+    if !s.authenticated && spec.flags & flags::NO_AUTH == 0 && shared.acl.auth_required() {
         return Err(Reply::error("NOAUTH Authentication required."));
     }
+    commands::acl::check(s, shared, spec, args)?;
     Ok(spec)
 }
 

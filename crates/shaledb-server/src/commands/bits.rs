@@ -52,7 +52,17 @@ fn setbit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         Some(1) => true,
         _ => return Reply::err("bit is not an integer or out of range"),
     };
-    Reply::Int(i64::from(tri!(bits::set_bit(ctx, &args[1], offset, on))))
+    // Redis's event is for a change: a new key, a longer string, or a bit that flips.
+    let grows = ctx.notify_flags != 0
+        && match string::get_stored_mut(ctx, &args[1]) {
+            Ok(found) => string::value_of(found).is_none_or(|v| (offset >> 3) as usize >= v.len()),
+            Err(_) => false,
+        };
+    let old = tri!(bits::set_bit(ctx, &args[1], offset, on));
+    if grows || old != on {
+        ctx.notify(crate::notify::STRING, "setbit", &args[1]);
+    }
+    Reply::Int(i64::from(old))
 }
 
 fn getbit(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
@@ -111,7 +121,17 @@ fn bitop(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     if op == BitOp::Not && args.len() != 4 {
         return Reply::err("BITOP NOT must be called with a single source key.");
     }
-    Reply::Int(tri!(bits::bitop_store(ctx, op, &args[2], &args[3..])) as i64)
+    let existed = ctx.notify_flags != 0 && ctx.stored_now(&args[2]);
+    ctx.replacing = existed.then(|| args[2].clone());
+    let stored = bits::bitop_store(ctx, op, &args[2], &args[3..]);
+    ctx.replacing = None;
+    let len = tri!(stored);
+    if len > 0 {
+        ctx.notify(crate::notify::STRING, "set", &args[2]);
+    } else if existed {
+        ctx.notify(crate::notify::GENERIC, "del", &args[2]);
+    }
+    Reply::Int(len as i64)
 }
 
 /// A BITFIELD type: `i1`..`i64` or `u1`..`u63`.
@@ -176,7 +196,11 @@ fn bitfield(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         let v = string::value_of(tri!(string::get_stored_mut(ctx, &args[1]))).unwrap_or_default();
         return field_replies(fields.iter().map(|f| Some(bits::get_field(&v, f))));
     }
-    field_replies(tri!(bits::bitfield(ctx, &args[1], &fields)).into_iter())
+    let results = tri!(bits::bitfield(ctx, &args[1], &fields));
+    if fields.iter().zip(&results).any(|(f, r)| f.op != FieldOp::Get && r.is_some()) {
+        ctx.notify(crate::notify::STRING, "setbit", &args[1]);
+    }
+    field_replies(results.into_iter())
 }
 
 fn bitfield_ro(ctx: &ReadCtx<'_>, args: &Args) -> Reply {

@@ -49,27 +49,15 @@ fn select(s: &mut Session, _: &Shared, args: &Args) -> Reply {
     }
 }
 
-/// Checks a password against `requirepass` (the only user is `default`).
+/// Checks a user name and password (AUTH, HELLO AUTH): `None` is the `default` user of `AUTH <password>`,
+/// which Redis refuses while that user needs no password.
 fn check_password(s: &mut Session, shared: &Shared, user: Option<&[u8]>, pass: &[u8]) -> Reply {
-    let required = shared.config.read().requirepass.clone();
-    let Some(required) = required else {
+    if user.is_none() && shared.acl.default_user().get().nopass {
         return Reply::err(
             "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
         );
-    };
-    let user_ok = user.is_none_or(|u| u == b"default");
-    // Compare in constant time over the longer length so the time does not tell the prefix length.
-    let a = required.as_bytes();
-    let mut diff = (a.len() != pass.len()) as u8;
-    for i in 0..a.len().max(pass.len()) {
-        diff |= a.get(i).copied().unwrap_or(0) ^ pass.get(i).copied().unwrap_or(0);
     }
-    if user_ok && diff == 0 {
-        s.authenticated = true;
-        Reply::Ok
-    } else {
-        Reply::error("WRONGPASS invalid username-password pair or user is disabled.")
-    }
+    super::acl::authenticate(s, shared, user.unwrap_or(b"default"), pass)
 }
 
 fn auth(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
@@ -148,9 +136,16 @@ fn reset(s: &mut Session, shared: &Shared, _: &Args) -> Reply {
     if s.monitor.take().is_some() {
         shared.intro.monitors.remove(s.id);
     }
+    if s.entry.tracking.is_on() {
+        shared.store.tracking.disable(s.id, &s.entry.tracking);
+    }
     // CLIENT NO-EVICT survives RESET in Redis 7.0 (its flag is not among those RESET clears).
     s.entry.no_touch.store(false, Ordering::Relaxed);
-    s.authenticated = shared.config.read().requirepass.is_none();
+    s.authenticated = !shared.acl.auth_required();
+    let default = shared.acl.default_user();
+    *s.entry.user.lock() = None;
+    s.user = default;
+    shared.acl.forget_client(s.id);
     Reply::Simple("RESET".into())
 }
 
@@ -190,6 +185,8 @@ const CLIENT_HELP: &[&str] = &[
     "    Accepted; this server never evicts.",
     "NO-TOUCH (ON|OFF)",
     "    Accepted; this server keeps no access times.",
+    "PAUSE <timeout> [WRITE|ALL]",
+    "    Hold every client's commands (WRITE: only those that may write) for <timeout> milliseconds.",
     "REPLY (ON|OFF|SKIP)",
     "    Control the replies sent to the current connection.",
     "SETNAME <name>",
@@ -198,8 +195,17 @@ const CLIENT_HELP: &[&str] = &[
     "    Set client meta attr. Options are:",
     "    * LIB-NAME: the client lib name.",
     "    * LIB-VER: the client lib version.",
-    "TRACKING OFF",
-    "    Client-side caching is not supported: only OFF is accepted.",
+    "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]] [OPTIN] [OPTOUT] [NOLOOP]",
+    "    Client-side caching: be sent invalidation messages for the keys this client reads (or, with BCAST,",
+    "    for every key under the prefixes), here or on the connection REDIRECT names.",
+    "CACHING (YES|NO)",
+    "    In OPTIN (OPTOUT) mode: track (do not track) the keys of the next command or transaction.",
+    "GETREDIR",
+    "    The id of the client receiving this client's invalidations (0: itself, -1: tracking is off).",
+    "TRACKINGINFO",
+    "    This client's tracking mode, redirection and BCAST prefixes.",
+    "UNPAUSE",
+    "    End the pause in force at once.",
     "UNBLOCK <clientid> [TIMEOUT|ERROR]",
     "    No client is ever blocked here: answers 0.",
     "HELP",
@@ -245,6 +251,12 @@ fn client(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
         }),
         b"list" => client_list(shared, args),
         b"kill" => arity(argc >= 3).unwrap_or_else(|| client_kill(s, shared, args)),
+        b"pause" if argc > 4 => Reply::err(format!(
+            "unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+            String::from_utf8_lossy(&args[1])
+        )),
+        b"pause" => arity(argc >= 3).unwrap_or_else(|| super::server_cmds::pause::client_pause(shared, args)),
+        b"unpause" => arity(argc == 2).unwrap_or_else(|| super::server_cmds::pause::client_unpause(shared)),
         b"no-evict" | b"no-touch" => arity(argc == 3).unwrap_or_else(|| match either(&args[2], b"on", b"off") {
             Some(v) => {
                 let flag = if sub == b"no-evict" { &s.entry.no_evict } else { &s.entry.no_touch };
@@ -276,12 +288,13 @@ fn client(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
                 _ => super::syntax_error(),
             }
         }),
-        b"tracking" => arity(argc >= 3).unwrap_or_else(|| match either(&args[2], b"on", b"off") {
-            Some(false) if argc == 3 => Reply::Ok,
-            Some(false) => super::syntax_error(),
-            Some(true) => Reply::err("client-side caching (CLIENT TRACKING on) is not supported by this server"),
-            None => super::syntax_error(),
+        b"tracking" => arity(argc >= 3).unwrap_or_else(|| client_tracking(s, shared, args)),
+        b"caching" => arity(argc == 3).unwrap_or_else(|| client_caching(s, args)),
+        b"getredir" => arity(argc == 2).unwrap_or_else(|| {
+            let info = shared.store.tracking.info(s.id, &s.entry.tracking);
+            Reply::Int(if info.on { info.opts.redirect as i64 } else { -1 })
         }),
+        b"trackinginfo" => arity(argc == 2).unwrap_or_else(|| client_trackinginfo(s, shared)),
         b"unblock" => arity(argc == 3 || argc == 4).unwrap_or_else(|| {
             if argc == 4 && !args[3].eq_ignore_ascii_case(b"timeout") && !args[3].eq_ignore_ascii_case(b"error") {
                 return Reply::err("CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
@@ -299,12 +312,116 @@ fn client(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
     }
 }
 
+/// `CLIENT TRACKING on|off [REDIRECT id] [BCAST] [PREFIX p ...] [OPTIN] [OPTOUT] [NOLOOP]`, with Redis's
+/// checks in Redis's order (the options first, then ON/OFF, then the mode checks).
+fn client_tracking(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
+    let mut opts = crate::tracking::Options::default();
+    let mut target = None;
+    let mut j = 3;
+    while j < args.len() {
+        let more = j + 1 < args.len();
+        let a = &args[j];
+        if a.eq_ignore_ascii_case(b"redirect") && more {
+            j += 1;
+            if opts.redirect != 0 {
+                return Reply::err("A client can only redirect to a single other client");
+            }
+            let id = match arg_i64(&args[j]) {
+                Ok(id) => id,
+                Err(e) => return e,
+            };
+            let entry =
+                u64::try_from(id).ok().filter(|id| *id != 0).and_then(|id| shared.clients.lock().get(&id).cloned());
+            let Some(entry) = entry else {
+                return Reply::err("The client ID you want redirect to does not exist");
+            };
+            opts.redirect = entry.id;
+            target = Some(entry.tracking.inbox.clone());
+        } else if a.eq_ignore_ascii_case(b"bcast") {
+            opts.bcast = true;
+        } else if a.eq_ignore_ascii_case(b"optin") {
+            opts.optin = true;
+        } else if a.eq_ignore_ascii_case(b"optout") {
+            opts.optout = true;
+        } else if a.eq_ignore_ascii_case(b"noloop") {
+            opts.noloop = true;
+        } else if a.eq_ignore_ascii_case(b"prefix") && more {
+            j += 1;
+            opts.prefixes.push(args[j].clone());
+        } else {
+            return super::syntax_error();
+        }
+        j += 1;
+    }
+    match either(&args[2], b"on", b"off") {
+        Some(true) => {
+            if !opts.bcast && !opts.prefixes.is_empty() {
+                return Reply::err("PREFIX option requires BCAST mode to be enabled");
+            }
+            match shared.store.tracking.enable(s.id, &s.entry.tracking, target, opts) {
+                Ok(()) => Reply::Ok,
+                Err(e) => Reply::err(e),
+            }
+        }
+        Some(false) => {
+            shared.store.tracking.disable(s.id, &s.entry.tracking);
+            Reply::Ok
+        }
+        None => super::syntax_error(),
+    }
+}
+
+/// `CLIENT CACHING yes|no`: in OPTIN (OPTOUT) mode, the next command's keys are (are not) tracked.
+fn client_caching(s: &mut Session, args: &Args) -> Reply {
+    let me = &s.entry.tracking;
+    if !me.is_on() {
+        return Reply::err(
+            "CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled",
+        );
+    }
+    let optin = crate::tracking::opt_mode(me);
+    match either(&args[2], b"yes", b"no") {
+        Some(true) if optin == Some(true) => crate::tracking::set_caching(me),
+        Some(true) => return Reply::err("CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode."),
+        Some(false) if optin == Some(false) => crate::tracking::set_caching(me),
+        Some(false) => return Reply::err("CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode."),
+        None => return super::syntax_error(),
+    }
+    Reply::Ok
+}
+
+/// `CLIENT TRACKINGINFO`: flags, redirect and prefixes.
+fn client_trackinginfo(s: &Session, shared: &Shared) -> Reply {
+    let info = shared.store.tracking.info(s.id, &s.entry.tracking);
+    let o = &info.opts;
+    let mut flags = vec![if info.on { "on" } else { "off" }];
+    let named = [
+        (o.bcast, "bcast"),
+        (o.optin, "optin"),
+        (o.optin && info.caching, "caching-yes"),
+        (o.optout, "optout"),
+        (o.optout && info.caching, "caching-no"),
+        (o.noloop, "noloop"),
+        (info.broken, "broken_redirect"),
+    ];
+    flags.extend(named.iter().filter(|(on, _)| *on).map(|(_, n)| *n));
+    let mut prefixes = o.prefixes.clone();
+    prefixes.sort();
+    let bulk = |t: &'static str| Reply::Bulk(Bytes::from_static(t.as_bytes()));
+    Reply::Map(vec![
+        (bulk("flags"), Reply::Set(flags.into_iter().map(bulk).collect())),
+        (bulk("redirect"), Reply::Int(if info.on { o.redirect as i64 } else { -1 })),
+        (bulk("prefixes"), Reply::Array(prefixes.into_iter().map(Reply::Bulk).collect())),
+    ])
+}
+
 /// One client as `CLIENT LIST` and `CLIENT INFO` print it (Redis 7.2's fields, in its order). Fields this
 /// server does not track are printed with the value Redis prints for a client without them (0, or -1 for
 /// `redir`); `qbuf` is the size of the request the client is running (the one asking sees its own, as in
-/// Redis), `omem` and the like are 0 because buffers are not shared with the registry.
+/// Redis), `qbuf-free` the free room of its read buffer, `omem` the replies waiting for the client to read them; `obl` and the like are 0 because buffers
+/// are not shared with the registry.
 pub fn client_line(c: &ClientEntry) -> String {
-    let mut flags = String::new();
+    let mut flags = String::from(c.tracking.list_flags());
     if c.no_evict.load(Ordering::Relaxed) {
         flags.push('e');
     }
@@ -326,8 +443,8 @@ pub fn client_line(c: &ClientEntry) -> String {
     let _ = write!(
         line,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 \
-         qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
-         user=default redir=-1 resp={} lib-name={} lib-ver={}",
+         qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} \
+         user={} redir={} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -338,7 +455,11 @@ pub fn client_line(c: &ClientEntry) -> String {
         flags,
         c.db.load(Ordering::Relaxed),
         c.qbuf.load(Ordering::Relaxed),
+        c.qbuf_free.load(Ordering::Relaxed),
+        c.omem.load(Ordering::Relaxed),
         cmd,
+        c.user.lock().as_ref().map_or("default", |u| u.name.as_str()),
+        c.tracking.list_redirect(),
         c.resp.load(Ordering::Relaxed),
         text(&c.lib_name.lock()),
         text(&c.lib_ver.lock()),
@@ -412,7 +533,10 @@ impl KillFilter {
             && self.id.is_none_or(|id| id == c.id)
             && addr_is(&self.addr, c.addr)
             && addr_is(&self.laddr, c.laddr)
-            && self.user.as_ref().is_none_or(|u| u.as_slice() == b"default")
+            && self
+                .user
+                .as_ref()
+                .is_none_or(|u| u.as_slice() == c.user.lock().as_ref().map_or(&b"default"[..], |h| h.name.as_bytes()))
             && self.maxage.is_none_or(|m| c.created.elapsed().as_secs() >= m)
     }
 }
@@ -437,8 +561,7 @@ fn client_kill(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
                 },
                 b"addr" => f.addr = Some(String::from_utf8_lossy(v).into_owned()),
                 b"laddr" => f.laddr = Some(String::from_utf8_lossy(v).into_owned()),
-                // `default` is the only user.
-                b"user" if v.as_ref() != b"default" => {
+                b"user" if shared.acl.get(v).is_none() => {
                     return Reply::err(format!("No such user '{}'", String::from_utf8_lossy(v)))
                 }
                 b"user" => f.user = Some(v.to_vec()),

@@ -94,6 +94,7 @@ fn restore(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         return Reply::Ok;
     }
     tri!(rdb::restore(ctx, key, &value, expire_at));
+    ctx.notify(crate::notify::GENERIC, "restore", key);
     Reply::Ok
 }
 

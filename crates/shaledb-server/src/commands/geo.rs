@@ -167,6 +167,9 @@ fn geoadd(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let Some(outcomes) = tri!(zset::add(ctx, &args[1], &f, &pairs)) else { return Reply::Int(0) };
     let added = outcomes.iter().filter(|o| matches!(o, Added::New)).count();
     let changed = outcomes.iter().filter(|o| matches!(o, Added::Updated(_))).count();
+    if added + changed > 0 {
+        ctx.notify(crate::notify::ZSET, "zadd", &args[1]);
+    }
     Reply::Int(if ch { added + changed } else { added } as i64)
 }
 
@@ -438,7 +441,18 @@ fn search_write(ctx: &mut WriteCtx<'_>, args: &Args, src: usize, kind: Kind) -> 
             (f.member, score)
         })
         .collect();
-    Reply::Int(tri!(zset::store(ctx, &dst, &items)) as i64)
+    let existed = ctx.notify_flags != 0 && ctx.stored_now(&dst);
+    ctx.replacing = existed.then(|| dst.clone());
+    let stored = zset::store(ctx, &dst, &items);
+    ctx.replacing = None;
+    let n = tri!(stored);
+    if n > 0 {
+        let event = if matches!(kind, Kind::Search { .. }) { "geosearchstore" } else { "georadiusstore" };
+        ctx.notify(crate::notify::ZSET, event, &dst);
+    } else if existed {
+        ctx.notify(crate::notify::GENERIC, "del", &dst);
+    }
+    Reply::Int(n as i64)
 }
 
 fn georadius(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {

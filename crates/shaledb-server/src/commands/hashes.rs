@@ -8,6 +8,7 @@
 use super::coll::{self, pick_count};
 use super::{arg_i64, syntax_error, wrong_arity, Spec};
 use crate::keys::Type;
+use crate::notify;
 use crate::resp::{Args, Reply};
 use crate::store::{ReadCtx, WriteCtx};
 use crate::types::{self, hash};
@@ -41,7 +42,9 @@ fn hset(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     if !args.len().is_multiple_of(2) {
         return wrong_arity("hset");
     }
-    Reply::Int(tri!(hash::set_fields(ctx, &args[1], &args[2..], false)) as i64)
+    let added = tri!(hash::set_fields(ctx, &args[1], &args[2..], false));
+    ctx.notify(notify::HASH, "hset", &args[1]);
+    Reply::Int(added as i64)
 }
 
 fn hmset(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
@@ -49,20 +52,31 @@ fn hmset(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         return wrong_arity("hmset");
     }
     tri!(hash::set_fields(ctx, &args[1], &args[2..], false));
+    ctx.notify(notify::HASH, "hset", &args[1]);
     Reply::Ok
 }
 
 fn hsetnx(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
-    Reply::Int(tri!(hash::set_fields(ctx, &args[1], &args[2..], true)) as i64)
+    let added = tri!(hash::set_fields(ctx, &args[1], &args[2..], true));
+    if added > 0 {
+        ctx.notify(notify::HASH, "hset", &args[1]);
+    }
+    Reply::Int(added as i64)
 }
 
 fn hdel(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
-    Reply::Int(tri!(hash::delete_fields(ctx, &args[1], &args[2..])) as i64)
+    let removed = tri!(hash::delete_fields(ctx, &args[1], &args[2..]));
+    if removed > 0 {
+        ctx.notify_emptied(notify::HASH, "hdel", &args[1]);
+    }
+    Reply::Int(removed as i64)
 }
 
 fn hincrby(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let by = tri!(arg_i64(&args[3]));
-    Reply::Int(tri!(hash::incr_by(ctx, &args[1], &args[2], by)))
+    let n = tri!(hash::incr_by(ctx, &args[1], &args[2], by));
+    ctx.notify(notify::HASH, "hincrby", &args[1]);
+    Reply::Int(n)
 }
 
 fn hincrbyfloat(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
@@ -72,7 +86,9 @@ fn hincrbyfloat(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         crate::types::long_double::Class::Infinite => return Reply::err("value is NaN or Infinity"),
         crate::types::long_double::Class::NotANumber => return Reply::err("value is not a valid float"),
     }
-    Reply::bulk(tri!(hash::incr_by_float(ctx, &args[1], &args[2], &args[3])))
+    let v = tri!(hash::incr_by_float(ctx, &args[1], &args[2], &args[3]));
+    ctx.notify(notify::HASH, "hincrbyfloat", &args[1]);
+    Reply::bulk(v)
 }
 
 // ---------------------------------------------------------------------------------------------------------

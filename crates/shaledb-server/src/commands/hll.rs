@@ -30,7 +30,11 @@ impl From<Error> for Reply {
 }
 
 fn pfadd(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
-    Reply::Int(tri!(hll::add(ctx, &args[1], &args[2..])) as i64)
+    let updated = tri!(hll::add(ctx, &args[1], &args[2..]));
+    if updated {
+        ctx.notify(crate::notify::STRING, "pfadd", &args[1]);
+    }
+    Reply::Int(updated as i64)
 }
 
 fn pfcount(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
@@ -41,6 +45,7 @@ fn pfcount(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 
 fn pfmerge(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     tri!(hll::merge(ctx, &args[1], &args[2..]));
+    ctx.notify(crate::notify::STRING, "pfadd", &args[1]);
     Reply::Ok
 }
 

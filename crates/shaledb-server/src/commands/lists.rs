@@ -10,6 +10,7 @@
 //! waiters of that key once the pushing group is durable.
 
 use super::{arg_i64, not_an_integer, syntax_error, Spec};
+use crate::notify;
 use crate::resp::{Args, Reply};
 use crate::store::{ReadCtx, WriteCtx};
 use crate::types::list;
@@ -43,7 +44,11 @@ pub static COMMANDS: &[Spec] = &[
 super::coll::reply_from!(list::Error: Store);
 
 fn push_generic(ctx: &mut WriteCtx<'_>, args: &Args, left: bool, only_existing: bool) -> Reply {
-    Reply::Int(tri!(list::push(ctx, &args[1], &args[2..], left, only_existing)) as i64)
+    let len = tri!(list::push(ctx, &args[1], &args[2..], left, only_existing));
+    if len > 0 {
+        ctx.notify(notify::LIST, if left { "lpush" } else { "rpush" }, &args[1]);
+    }
+    Reply::Int(len as i64)
 }
 
 fn lpush(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
@@ -81,9 +86,21 @@ fn pop_generic(ctx: &mut WriteCtx<'_>, args: &Args, left: bool) -> Reply {
     let Some(items) = tri!(list::pop(ctx, &args[1], left, count.unwrap_or(1))) else {
         return if count.is_some() { Reply::NilArray } else { Reply::Nil };
     };
+    if !items.is_empty() {
+        ctx.notify_emptied(notify::LIST, pop_event(left), &args[1]);
+    }
     match count {
         None => items.into_iter().next().map_or(Reply::Nil, Reply::Bulk),
         Some(_) => Reply::Array(items.into_iter().map(Reply::Bulk).collect()),
+    }
+}
+
+/// The event of a pop from the left or the right of a list.
+fn pop_event(left: bool) -> &'static str {
+    if left {
+        "lpop"
+    } else {
+        "rpop"
     }
 }
 
@@ -128,6 +145,7 @@ fn lset(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let Some(c) = tri!(list::get_mut(ctx, key)) else { return list::Error::NoSuchKey.into() };
     let index = tri!(arg_i64(&args[2]));
     tri!(list::set(ctx, key, &c, index, &args[3]));
+    ctx.notify(notify::LIST, "lset", key);
     Reply::Ok
 }
 
@@ -140,20 +158,33 @@ fn linsert(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         return syntax_error();
     };
     match tri!(list::insert(ctx, &args[1], after, &args[3], &args[4])) {
-        Some(len) => Reply::Int(len as i64),
+        Some(len) => {
+            if len > 0 {
+                ctx.notify(notify::LIST, "linsert", &args[1]);
+            }
+            Reply::Int(len as i64)
+        }
         None => Reply::Int(-1),
     }
 }
 
 fn lrem(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let count = tri!(arg_i64(&args[2]));
-    Reply::Int(tri!(list::remove(ctx, &args[1], count, &args[3])) as i64)
+    let removed = tri!(list::remove(ctx, &args[1], count, &args[3]));
+    if removed > 0 {
+        ctx.notify_emptied(notify::LIST, "lrem", &args[1]);
+    }
+    Reply::Int(removed as i64)
 }
 
 fn ltrim(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let start = tri!(arg_i64(&args[2]));
     let stop = tri!(arg_i64(&args[3]));
+    let existed = ctx.notify_flags != 0 && tri!(list::get_mut(ctx, &args[1])).is_some();
     tri!(list::trim(ctx, &args[1], start, stop));
+    if existed {
+        ctx.notify_emptied(notify::LIST, "ltrim", &args[1]);
+    }
     Reply::Ok
 }
 
@@ -224,7 +255,12 @@ fn side(a: &[u8]) -> Option<bool> {
 
 /// LMOVE and its forms: the moved element, or `Nil` when `src` is empty.
 fn move_generic(ctx: &mut WriteCtx<'_>, src: &[u8], dst: &[u8], from_left: bool, to_left: bool) -> Reply {
-    tri!(list::move_one(ctx, src, dst, from_left, to_left)).map_or(Reply::Nil, Reply::Bulk)
+    let moved = tri!(list::move_one(ctx, src, dst, from_left, to_left));
+    if moved.is_some() {
+        ctx.notify(notify::LIST, if to_left { "lpush" } else { "rpush" }, dst);
+        ctx.notify_emptied(notify::LIST, pop_event(from_left), src);
+    }
+    moved.map_or(Reply::Nil, Reply::Bulk)
 }
 
 fn lmove(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
@@ -264,6 +300,7 @@ fn bpop_generic(ctx: &mut WriteCtx<'_>, args: &Args, left: bool) -> Reply {
     for key in &args[1..args.len() - 1] {
         let Some(items) = tri!(list::pop(ctx, key, left, 1)) else { continue };
         if let Some(v) = items.into_iter().next() {
+            ctx.notify_emptied(notify::LIST, pop_event(left), key);
             return Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Bulk(v)]);
         }
     }
@@ -329,6 +366,7 @@ fn mpop_generic(ctx: &mut WriteCtx<'_>, m: &Mpop<'_>) -> Reply {
     for key in m.keys {
         let Some(items) = tri!(list::pop(ctx, key, m.left, m.count)) else { continue };
         if !items.is_empty() {
+            ctx.notify_emptied(notify::LIST, pop_event(m.left), key);
             return Reply::Array(vec![
                 Reply::Bulk(key.clone()),
                 Reply::Array(items.into_iter().map(Reply::Bulk).collect()),

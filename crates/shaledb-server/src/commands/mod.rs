@@ -52,6 +52,7 @@ macro_rules! cmd {
 }
 pub(crate) use cmd;
 
+pub mod acl;
 pub mod bits;
 pub mod coll;
 pub mod connection;
@@ -172,6 +173,7 @@ pub static TABLE: &[&[Spec]] = &[
     hll::COMMANDS,
     scripting::COMMANDS,
     dump::COMMANDS,
+    acl::COMMANDS,
 ];
 
 fn index() -> &'static HashMap<&'static str, &'static Spec> {

@@ -8,9 +8,12 @@
 //! write can come between its commands. Its reply is the array of their replies.
 //!
 //! Connection commands inside MULTI: PING and ECHO are queued and answered at EXEC (as Redis does); QUIT and
-//! RESET act at once (as in Redis); every other connection or server command (SELECT, AUTH, HELLO,
-//! CLIENT ...) is refused at queue time with an error that aborts the transaction, so the session state a
-//! queued command would change never diverges from what the commit thread executes.
+//! RESET act at once (as in Redis); CONFIG is queued and run by the connection right after the EXEC job
+//! committed ([`runs_after_commit`]); SAVE and SHUTDOWN are refused as Redis refuses them (`no-multi`); every
+//! other connection or server command (SELECT, AUTH, HELLO, CLIENT ...) is refused at queue time with an
+//! error that aborts the transaction, so the session state a queued command would change never diverges
+//! from what the commit thread executes. A command refused with BUSY while a script runs too long aborts
+//! the transaction too, and an EXEC refused so answers `EXECABORT` naming why ([`exec_refused`]).
 //!
 //! Other clients' reads may see a transaction's first writes before its last ones when the transaction
 //! reads its own writes or grows past the group's batch limit (the batch so far is applied to the engine);
@@ -124,13 +127,52 @@ pub fn intercept(s: &mut Session, shared: &Shared, spec: &'static Spec, args: Ar
             Step::Run(&EXEC_JOB, encode(s.id, m.cmds))
         }
         "discard" | "multi" | "quit" | "reset" => Step::Run(spec, args),
+        // Redis's `no-multi` commands: refused, and the transaction is aborted.
+        "save" | "shutdown" | "sync" | "psync" => {
+            m.dirty = true;
+            Step::Reply(Reply::err("Command not allowed inside a transaction"))
+        }
         "ping" | "echo" | "unwatch" => queue(m, args),
+        name if runs_after_commit(name) => queue(m, args),
         _ if matches!(spec.handler, Handler::Conn(_)) => {
             m.dirty = true;
             Step::Reply(Reply::err(format!("Command '{}' is not allowed inside MULTI", spec.name)))
         }
         _ => queue(m, args),
     }
+}
+
+/// Connection commands a transaction may queue although they cannot run on the commit thread: they change
+/// server state only (no key), so the connection runs them, in queue order, right after the transaction's
+/// data commands committed, and puts each reply in its place ([`run_after_commit`]). A transaction that did
+/// not run (a changed WATCHed key) runs none of them. NB: the data commands of the same transaction do not
+/// see their effect, whatever their place in the queue.
+pub fn runs_after_commit(name: &str) -> bool {
+    name == "config"
+}
+
+/// After an EXEC job answered `reply`: runs the queued commands [`runs_after_commit`] names on the
+/// connection and replaces their slots in the reply array with their replies.
+pub fn run_after_commit(s: &mut Session, shared: &Shared, queued: &[Args], reply: &mut Reply) {
+    let Reply::Array(results) = reply else { return };
+    for (cmd, slot) in queued.iter().zip(results.iter_mut()) {
+        let Some(spec) = cmd.first().and_then(|n| super::lookup(n)) else { continue };
+        if let (Handler::Conn(f), true) = (spec.handler, runs_after_commit(spec.name)) {
+            *slot = f(s, shared, cmd);
+        }
+    }
+}
+
+/// Redis's answer to an EXEC refused before it ran (BUSY, NOAUTH ...): the transaction is discarded and the
+/// refusal is named in an `EXECABORT` error.
+pub fn exec_refused(s: &mut Session, shared: &Shared, refusal: &Reply) -> Reply {
+    s.multi = None;
+    unwatch_session(s, shared);
+    let why = match refusal {
+        Reply::Error(e) => e.as_str(),
+        _ => "",
+    };
+    Reply::error(format!("EXECABORT Transaction discarded because of: {why}"))
 }
 
 fn queue(m: &mut MultiState, args: Args) -> Step {
@@ -220,6 +262,8 @@ fn exec_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
                 "echo" if cmd.len() == 2 => Reply::Bulk(cmd[1].clone()),
                 // EXEC unwatched everything already.
                 "unwatch" => Reply::Ok,
+                // Run by the connection once this job is durable ([`run_after_commit`]); this is its slot.
+                name if runs_after_commit(name) => Reply::Nil,
                 _ => Reply::err(format!("Command '{}' is not allowed inside MULTI", spec.name)),
             },
         });
@@ -257,7 +301,13 @@ pub fn unwatch_session(s: &mut Session, shared: &Shared) {
     if std::mem::take(&mut s.watching) {
         let (tx, _) = tokio::sync::oneshot::channel();
         let args = vec![Bytes::from_static(b"unwatch"), Bytes::from(s.id.to_string())];
-        shared.store.submit(Job { db_index: s.db_index, cmds: vec![(&UNWATCH_JOB, args)], reply: tx });
+        shared.store.submit(Job {
+            db_index: s.db_index,
+            cmds: vec![(&UNWATCH_JOB, args)],
+            reply: tx,
+            block: None,
+            client: s.id,
+        });
     }
 }
 
@@ -286,6 +336,7 @@ fn unwatch_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 /// key (those are reported as they are written) touches the keys among its arguments (the command table's
 /// first key, last key and step).
 pub fn after_write(ctx: &mut WriteCtx<'_>, spec: &Spec, args: &Args, before: (u64, u64)) {
+    crate::tracking::after_write(ctx, spec, args, before);
     if ctx.watches.is_empty() {
         return;
     }

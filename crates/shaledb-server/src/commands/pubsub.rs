@@ -1,4 +1,12 @@
-//! Pub/Sub: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH, PUBSUB CHANNELS / NUMSUB / NUMPAT / HELP.
+//! Pub/Sub: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH, PUBSUB CHANNELS / NUMSUB / NUMPAT /
+//! SHARDCHANNELS / SHARDNUMSUB / HELP, and Redis 7's shard channels: SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH.
+//!
+//! Shard channels are a namespace of their own: SPUBLISH reaches the SSUBSCRIBE subscribers of that name only
+//! (never a pattern, never a SUBSCRIBE of the same name), as `smessage`; SSUBSCRIBE / SUNSUBSCRIBE confirm
+//! with the count of the connection's shard subscriptions alone, the other commands with its channels and
+//! patterns. On one node that is all there is to them (Redis Cluster routes them by slot).
+//!
+//! Keyspace notifications (`notify.rs`) are published here by the commit thread, like PUBLISH.
 //!
 //! In memory, as in Redis: nothing of it touches the engine. The server-wide [`Registry`] maps each channel
 //! and each pattern to its subscribers (behind `RwLock`s: PUBLISH only reads them). A subscribed connection
@@ -39,12 +47,17 @@ pub static COMMANDS: &[Spec] = &[
     cmd! { "punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, [0, 0, 0], Conn(not_routed), "Stops listening to messages published to channels that match one or more patterns." },
     cmd! { "publish", 3, PUBSUB | LOADING | STALE | FAST, [0, 0, 0], Conn(publish), "Posts a message to a channel." },
     cmd! { "pubsub", -2, 0, [0, 0, 0], Conn(pubsub), "A container for Pub/Sub commands." },
+    cmd! { "ssubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, [1, -1, 1], Conn(not_routed), "Listens for messages published to shard channels." },
+    cmd! { "sunsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, [1, -1, 1], Conn(not_routed), "Stops listening to messages posted to shard channels." },
+    cmd! { "spublish", 3, PUBSUB | LOADING | STALE | FAST, [1, 1, 1], Conn(spublish), "Post a message to a shard channel" },
 ];
 
 /// A message waiting to be written to a subscriber.
 struct Message {
-    /// The pattern it matched (`pmessage`), or `None` (`message`).
+    /// The pattern it matched (`pmessage`), or `None` (`message`, or `smessage` when `shard`).
     pattern: Option<Bytes>,
+    /// Published to a shard channel (SPUBLISH).
+    shard: bool,
     channel: Bytes,
     payload: Bytes,
 }
@@ -66,7 +79,7 @@ struct Queue {
 impl Subscriber {
     /// Queues a message unless that would pass the limit (then the subscriber is overflowed). True if
     /// queued.
-    fn deliver(&self, pattern: Option<&Bytes>, channel: &Bytes, payload: &Bytes) -> bool {
+    fn deliver(&self, pattern: Option<&Bytes>, shard: bool, channel: &Bytes, payload: &Bytes) -> bool {
         if self.overflowed.load(Ordering::Relaxed) {
             return false;
         }
@@ -82,6 +95,7 @@ impl Subscriber {
             q.bytes += size;
             q.messages.push_back(Message {
                 pattern: pattern.cloned(),
+                shard,
                 channel: channel.clone(),
                 payload: payload.clone(),
             });
@@ -96,6 +110,7 @@ impl Subscriber {
 pub struct Registry {
     channels: RwLock<HashMap<Bytes, Vec<Arc<Subscriber>>>>,
     patterns: RwLock<HashMap<Bytes, Vec<Arc<Subscriber>>>>,
+    shard: RwLock<HashMap<Bytes, Vec<Arc<Subscriber>>>>,
 }
 
 impl Registry {
@@ -111,6 +126,22 @@ impl Registry {
                 m.remove(name);
             }
         }
+    }
+
+    /// The connections subscribed to a channel, pattern or shard channel that `allowed(name, is_pattern)`
+    /// refuses (ACL: a user's channel permissions shrank), among `ids`.
+    pub fn refused_subscribers(&self, ids: &[u64], allowed: impl Fn(&[u8], bool) -> bool) -> Vec<u64> {
+        let mut out = Vec::new();
+        for (map, is_pattern) in [(&self.channels, false), (&self.shard, false), (&self.patterns, true)] {
+            for (name, list) in map.read().iter() {
+                for s in list {
+                    if ids.contains(&s.id) && !out.contains(&s.id) && !allowed(name, is_pattern) {
+                        out.push(s.id);
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Channels with at least one subscriber (`INFO stats` pubsub_channels).
@@ -140,17 +171,34 @@ impl Registry {
         let mut n = 0;
         if let Some(list) = self.channels.read().get(channel) {
             for s in list {
-                n += s.deliver(None, channel, payload) as i64;
+                n += s.deliver(None, false, channel, payload) as i64;
             }
         }
         for (pattern, list) in self.patterns.read().iter() {
             if super::keys::glob_match(pattern, channel) {
                 for s in list {
-                    n += s.deliver(Some(pattern), channel, payload) as i64;
+                    n += s.deliver(Some(pattern), false, channel, payload) as i64;
                 }
             }
         }
         n
+    }
+
+    /// Delivers a message to every subscriber of the shard channel `channel` (SPUBLISH); returns how many
+    /// received it.
+    pub fn publish_shard(&self, channel: &Bytes, payload: &Bytes) -> i64 {
+        let mut n = 0;
+        if let Some(list) = self.shard.read().get(channel) {
+            for s in list {
+                n += s.deliver(None, true, channel, payload) as i64;
+            }
+        }
+        n
+    }
+
+    /// Shard channels with at least one subscriber (`INFO stats` pubsubshard_channels).
+    pub fn shard_channel_count(&self) -> usize {
+        self.shard.read().len()
     }
 }
 
@@ -160,6 +208,8 @@ pub struct State {
     /// In subscription order (UNSUBSCRIBE without arguments answers in this order).
     channels: Vec<Bytes>,
     patterns: Vec<Bytes>,
+    /// Shard channels (SSUBSCRIBE), in subscription order.
+    shard: Vec<Bytes>,
 }
 
 impl std::fmt::Debug for State {
@@ -167,19 +217,59 @@ impl std::fmt::Debug for State {
         f.debug_struct("pubsub::State")
             .field("channels", &self.channels.len())
             .field("patterns", &self.patterns.len())
+            .field("shard", &self.shard.len())
             .finish()
     }
 }
 
 impl State {
+    /// The count SUBSCRIBE, PSUBSCRIBE and their UNSUBSCRIBEs confirm with: channels and patterns.
     fn count(&self) -> i64 {
         (self.channels.len() + self.patterns.len()) as i64
     }
+
+    /// The count SSUBSCRIBE and SUNSUBSCRIBE confirm with: shard channels alone.
+    fn shard_count(&self) -> i64 {
+        self.shard.len() as i64
+    }
 }
 
-/// True when the session has at least one subscription (RESP2's subscribed mode).
+/// True when the session has at least one subscription of any kind (RESP2's subscribed mode).
 pub fn subscribed(s: &Session) -> bool {
-    s.pubsub.as_ref().is_some_and(|p| p.count() > 0)
+    s.pubsub.as_ref().is_some_and(|p| p.count() + p.shard_count() > 0)
+}
+
+/// What a subscription command works on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Space {
+    Channels,
+    Patterns,
+    Shard,
+}
+
+impl Space {
+    fn list(self, st: &mut State) -> &mut Vec<Bytes> {
+        match self {
+            Space::Channels => &mut st.channels,
+            Space::Patterns => &mut st.patterns,
+            Space::Shard => &mut st.shard,
+        }
+    }
+
+    fn map(self, r: &Registry) -> &RwLock<HashMap<Bytes, Vec<Arc<Subscriber>>>> {
+        match self {
+            Space::Channels => &r.channels,
+            Space::Patterns => &r.patterns,
+            Space::Shard => &r.shard,
+        }
+    }
+
+    fn count(self, st: &State) -> i64 {
+        match self {
+            Space::Shard => st.shard_count(),
+            _ => st.count(),
+        }
+    }
 }
 
 fn confirmation(kind: &'static str, name: Option<&Bytes>, count: i64) -> Reply {
@@ -193,7 +283,10 @@ fn confirmation(kind: &'static str, name: Option<&Bytes>, count: i64) -> Reply {
 /// Runs the subscription commands (each may answer several replies) and enforces RESP2's subscribed mode.
 /// `None`: the command runs as usual. Called for every checked command before MULTI queuing.
 pub fn intercept(s: &mut Session, shared: &Shared, spec: &'static Spec, args: &Args) -> Option<Vec<Reply>> {
-    let is_sub = matches!(spec.name, "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe");
+    let is_sub = matches!(
+        spec.name,
+        "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "ssubscribe" | "sunsubscribe"
+    );
     if s.proto < 3 && subscribed(s) {
         match spec.name {
             "ping" => {
@@ -215,11 +308,19 @@ pub fn intercept(s: &mut Session, shared: &Shared, spec: &'static Spec, args: &A
         return None;
     }
     let names = &args[1..];
-    let pattern = spec.name.starts_with('p');
-    let map = if pattern { &shared.pubsub.patterns } else { &shared.pubsub.channels };
+    let space = match spec.name {
+        "psubscribe" | "punsubscribe" => Space::Patterns,
+        "ssubscribe" | "sunsubscribe" => Space::Shard,
+        _ => Space::Channels,
+    };
+    let map = space.map(&shared.pubsub);
     let mut replies = Vec::with_capacity(names.len().max(1));
     if spec.name.ends_with("unsubscribe") {
-        let kind = if pattern { "punsubscribe" } else { "unsubscribe" };
+        let kind = match space {
+            Space::Channels => "unsubscribe",
+            Space::Patterns => "punsubscribe",
+            Space::Shard => "sunsubscribe",
+        };
         let Some(st) = s.pubsub.as_mut() else {
             // Never subscribed: one confirmation per name asked (count 0), or one with a nil name.
             if names.is_empty() {
@@ -227,23 +328,26 @@ pub fn intercept(s: &mut Session, shared: &Shared, spec: &'static Spec, args: &A
             }
             return Some(names.iter().map(|n| confirmation(kind, Some(n), 0)).collect());
         };
-        let list = if pattern { &mut st.patterns } else { &mut st.channels };
-        let targets: Vec<Bytes> = if names.is_empty() { list.clone() } else { names.to_vec() };
+        let targets: Vec<Bytes> = if names.is_empty() { space.list(st).clone() } else { names.to_vec() };
         if targets.is_empty() {
-            let count = st.count();
+            let count = space.count(st);
             return Some(vec![confirmation(kind, None, count)]);
         }
         for name in &targets {
-            let list = if pattern { &mut st.patterns } else { &mut st.channels };
+            let list = space.list(st);
             if let Some(i) = list.iter().position(|c| c == name) {
                 list.remove(i);
                 Registry::remove(map, name, st.sub.id);
             }
-            replies.push(confirmation(kind, Some(name), st.count()));
+            replies.push(confirmation(kind, Some(name), space.count(st)));
         }
         return Some(replies);
     }
-    let kind = if pattern { "psubscribe" } else { "subscribe" };
+    let kind = match space {
+        Space::Channels => "subscribe",
+        Space::Patterns => "psubscribe",
+        Space::Shard => "ssubscribe",
+    };
     let st = s.pubsub.get_or_insert_with(|| {
         Box::new(State {
             sub: Arc::new(Subscriber {
@@ -254,15 +358,16 @@ pub fn intercept(s: &mut Session, shared: &Shared, spec: &'static Spec, args: &A
             }),
             channels: Vec::new(),
             patterns: Vec::new(),
+            shard: Vec::new(),
         })
     });
     for name in names {
-        let list = if pattern { &mut st.patterns } else { &mut st.channels };
+        let list = space.list(st);
         if !list.contains(name) {
             list.push(name.clone());
             Registry::add(map, name, &st.sub);
         }
-        replies.push(confirmation(kind, Some(name), st.count()));
+        replies.push(confirmation(kind, Some(name), space.count(st)));
     }
     Some(replies)
 }
@@ -275,6 +380,9 @@ pub fn unsubscribe_all(s: &mut Session, shared: &Shared) {
         }
         for p in &st.patterns {
             Registry::remove(&shared.pubsub.patterns, p, st.sub.id);
+        }
+        for c in &st.shard {
+            Registry::remove(&shared.pubsub.shard, c, st.sub.id);
         }
     }
 }
@@ -309,12 +417,11 @@ pub fn drain(s: &Session, out: &mut BytesMut) -> bool {
         std::mem::take(&mut q.messages)
     };
     for m in messages {
+        let kind: &'static [u8] = if m.shard { b"smessage" } else { b"message" };
         let reply = match m.pattern {
-            None => Reply::Push(vec![
-                Reply::Bulk(Bytes::from_static(b"message")),
-                Reply::Bulk(m.channel),
-                Reply::Bulk(m.payload),
-            ]),
+            None => {
+                Reply::Push(vec![Reply::Bulk(Bytes::from_static(kind)), Reply::Bulk(m.channel), Reply::Bulk(m.payload)])
+            }
             Some(p) => Reply::Push(vec![
                 Reply::Bulk(Bytes::from_static(b"pmessage")),
                 Reply::Bulk(p),
@@ -336,6 +443,10 @@ fn publish(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
     Reply::Int(shared.pubsub.publish(&args[1], &args[2]))
 }
 
+fn spublish(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
+    Reply::Int(shared.pubsub.publish_shard(&args[1], &args[2]))
+}
+
 const HELP: &[&str] = &[
     "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "CHANNELS [<pattern>]",
@@ -345,6 +456,10 @@ const HELP: &[&str] = &[
     "NUMSUB [<channel> ...]",
     "    Return the number of subscribers for the specified channels, excluding",
     "    pattern subscriptions(default: no channels).",
+    "SHARDCHANNELS [<pattern>]",
+    "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+    "SHARDNUMSUB [<shardchannel> ...]",
+    "    Return the number of subscribers for the specified shard level channel(s)",
     "HELP",
     "    Prints this help.",
 ];
@@ -352,10 +467,9 @@ const HELP: &[&str] = &[
 fn pubsub(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
     let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
     match (sub.as_str(), args.len()) {
-        ("channels", 2 | 3) => {
-            let mut names: Vec<Bytes> = shared
-                .pubsub
-                .channels
+        (which @ ("channels" | "shardchannels"), 2 | 3) => {
+            let map = if which == "channels" { &shared.pubsub.channels } else { &shared.pubsub.shard };
+            let mut names: Vec<Bytes> = map
                 .read()
                 .keys()
                 .filter(|c| args.get(2).is_none_or(|p| super::keys::glob_match(p, c)))
@@ -364,8 +478,8 @@ fn pubsub(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
             names.sort();
             Reply::Array(names.into_iter().map(Reply::Bulk).collect())
         }
-        ("numsub", _) => {
-            let m = shared.pubsub.channels.read();
+        (which @ ("numsub" | "shardnumsub"), _) => {
+            let m = if which == "numsub" { &shared.pubsub.channels } else { &shared.pubsub.shard }.read();
             let mut out = Vec::with_capacity(2 * (args.len() - 2));
             for c in &args[2..] {
                 out.push(Reply::Bulk(c.clone()));
@@ -376,7 +490,7 @@ fn pubsub(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
         ("numpat", 2) => Reply::Int(shared.pubsub.patterns.read().len() as i64),
         ("numpat", _) => super::sub_arity("pubsub", b"numpat"),
         ("help", 2) => super::help_reply(HELP),
-        ("channels", _) | ("help", _) => Reply::err(format!(
+        ("channels", _) | ("shardchannels", _) | ("help", _) => Reply::err(format!(
             "unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
             String::from_utf8_lossy(&args[1])
         )),

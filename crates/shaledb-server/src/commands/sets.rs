@@ -8,6 +8,7 @@
 use super::coll::{self, pick_count};
 use super::{parse_intercard, syntax_error, Spec};
 use crate::keys::Type;
+use crate::notify;
 use crate::resp::{Args, Reply};
 use crate::store::{ReadCtx, WriteCtx};
 use crate::types::{self, set};
@@ -41,11 +42,19 @@ fn members_reply(ms: impl IntoIterator<Item = Vec<u8>>) -> Reply {
 // Writes
 
 fn sadd(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
-    Reply::Int(tri!(set::add_members(ctx, &args[1], args[2..].iter())) as i64)
+    let added = tri!(set::add_members(ctx, &args[1], args[2..].iter()));
+    if added > 0 {
+        ctx.notify(notify::SET, "sadd", &args[1]);
+    }
+    Reply::Int(added as i64)
 }
 
 fn srem(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
-    Reply::Int(tri!(set::remove(ctx, &args[1], &args[2..])) as i64)
+    let removed = tri!(set::remove(ctx, &args[1], &args[2..]));
+    if removed > 0 {
+        ctx.notify_emptied(notify::SET, "srem", &args[1]);
+    }
+    Reply::Int(removed as i64)
 }
 
 /// `SPOP key [count]`.
@@ -63,6 +72,9 @@ fn spop(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         return if count.is_some() { Reply::Set(Vec::new()) } else { Reply::Nil };
     };
     let picked = tri!(set::pop(ctx, key, &mut c, count.unwrap_or(1)));
+    if !picked.is_empty() {
+        ctx.notify_emptied(notify::SET, "spop", key);
+    }
     match count {
         None => picked.into_iter().next().map_or(Reply::Nil, |m| Reply::Bulk(Bytes::from(m))),
         Some(_) => members_reply(picked),
@@ -71,7 +83,20 @@ fn spop(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 
 fn smove(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let (src, dst, member) = (&args[1], &args[2], &args[3]);
-    Reply::Int(tri!(set::move_member(ctx, src, dst, member)) as i64)
+    // Redis's `sadd` event is for a member the destination did not have yet.
+    let in_dst = ctx.notify_flags != 0
+        && match set::get_mut(ctx, dst) {
+            Ok(Some(c)) => set::is_member(&ctx.view(), &c, member).unwrap_or(false),
+            _ => false,
+        };
+    let moved = tri!(set::move_member(ctx, src, dst, member));
+    if moved && src != dst {
+        ctx.notify_emptied(notify::SET, "srem", src);
+        if !in_dst {
+            ctx.notify(notify::SET, "sadd", dst);
+        }
+    }
+    Reply::Int(moved as i64)
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -185,7 +210,22 @@ fn store_op(ctx: &mut WriteCtx<'_>, args: &Args, op: Op) -> Reply {
         let view = ctx.view();
         tri!(compute(&view, op, &args[2..]))
     };
-    Reply::Int(tri!(set::store(ctx, dst, &result)).min(i64::MAX as u64) as i64)
+    let existed = ctx.notify_flags != 0 && ctx.stored_now(dst);
+    ctx.replacing = existed.then(|| dst.clone());
+    let stored = set::store(ctx, dst, &result);
+    ctx.replacing = None;
+    let n = tri!(stored);
+    if n > 0 {
+        let event = match op {
+            Op::Inter => "sinterstore",
+            Op::Union => "sunionstore",
+            Op::Diff => "sdiffstore",
+        };
+        ctx.notify(notify::SET, event, dst);
+    } else if existed {
+        ctx.notify(notify::GENERIC, "del", dst);
+    }
+    Reply::Int(n.min(i64::MAX as u64) as i64)
 }
 
 fn sinterstore(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {

@@ -349,9 +349,15 @@ fn sort(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         }
     }
     let db = ctx.db_index;
-    tri!(ctx.remove_key(db, dst));
+    let existed = tri!(ctx.remove_key(db, dst));
     if !elements.is_empty() {
-        tri!(list::push(ctx, dst, &elements, false, false));
+        ctx.replacing = existed.then(|| dst.clone());
+        let pushed = list::push(ctx, dst, &elements, false, false);
+        ctx.replacing = None;
+        tri!(pushed);
+        ctx.notify(crate::notify::LIST, "sortstore", dst);
+    } else if existed {
+        ctx.notify(crate::notify::GENERIC, "del", dst);
     }
     Reply::Int(elements.len() as i64)
 }

@@ -180,7 +180,10 @@ fn xadd(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         }
     }
     match tri!(stream::add(ctx, key, want, pairs, nomkstream, trim)) {
-        Some(id) => id_reply(id),
+        Some(id) => {
+            ctx.notify(crate::notify::STREAM, "xadd", key);
+            id_reply(id)
+        }
         None => Reply::Nil,
     }
 }
@@ -195,7 +198,11 @@ fn xtrim(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     if i != args.len() {
         return syntax_error();
     }
-    Reply::Int(tri!(stream::trim(ctx, key, t)) as i64)
+    let n = tri!(stream::trim(ctx, key, t));
+    if n > 0 {
+        ctx.notify(crate::notify::STREAM, "xtrim", key);
+    }
+    Reply::Int(n as i64)
 }
 
 fn xdel(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
@@ -208,7 +215,11 @@ fn xdel(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     for a in &args[2..] {
         ids.push(tri!(parse_id(a, 0)));
     }
-    Reply::Int(tri!(stream::delete(ctx, key, &ids)) as i64)
+    let n = tri!(stream::delete(ctx, key, &ids));
+    if n > 0 {
+        ctx.notify(crate::notify::STREAM, "xdel", key);
+    }
+    Reply::Int(n as i64)
 }
 
 fn xsetid(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
@@ -237,7 +248,10 @@ fn xsetid(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         i += 2;
     }
     match stream::set_id(ctx, &args[1], id, entries_added, max_deleted) {
-        Ok(()) => Reply::Ok,
+        Ok(()) => {
+            ctx.notify(crate::notify::STREAM, "xsetid", &args[1]);
+            Reply::Ok
+        }
         Err(stream::Error::NoSuchKey) => Reply::err("no such key"),
         Err(e) => e.into(),
     }

@@ -8,6 +8,7 @@
 //! [`crate::types::string`].
 
 use super::{arg_i64, invalid_expire, Spec};
+use crate::notify;
 use crate::resp::{Args, Reply};
 use crate::store::{ReadCtx, WriteCtx};
 use crate::types::string;
@@ -142,11 +143,18 @@ fn set(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     if args.len() == 3 {
         // The hot path: a blind write.
         tri!(string::put(ctx, &args[1], &args[2], None));
+        ctx.notify(notify::STRING, "set", &args[1]);
         return Reply::Ok;
     }
     let o = tri!(parse_set_opts(args, 3, ctx.now_ms, false));
     let cond = string::SetCond { nx: o.nx, xx: o.xx, get: o.get, keepttl: o.keepttl, expire: o.expire };
     let (written, old) = tri!(string::set(ctx, &args[1], &args[2], &cond));
+    if written {
+        ctx.notify(notify::STRING, "set", &args[1]);
+        if o.expire.is_some() {
+            ctx.notify(notify::GENERIC, "expire", &args[1]);
+        }
+    }
     match (o.get, written) {
         (true, _) => bulk_or_nil(old),
         (false, true) => Reply::Ok,
@@ -155,12 +163,18 @@ fn set(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 }
 
 fn setnx(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
-    Reply::Int(tri!(string::set_if_absent(ctx, &args[1], &args[2])) as i64)
+    let written = tri!(string::set_if_absent(ctx, &args[1], &args[2]));
+    if written {
+        ctx.notify(notify::STRING, "set", &args[1]);
+    }
+    Reply::Int(written as i64)
 }
 
 fn setex_generic(ctx: &mut WriteCtx<'_>, args: &Args, unit: ExpireUnit, cmd: &str) -> Reply {
     let at = tri!(parse_set_expire(&args[2], unit, ctx.now_ms, cmd));
     tri!(string::put(ctx, &args[1], &args[3], Some(at)));
+    ctx.notify(notify::STRING, "set", &args[1]);
+    ctx.notify(notify::GENERIC, "expire", &args[1]);
     Reply::Ok
 }
 
@@ -193,21 +207,43 @@ fn mset_check(args: &Args, cmd: &str) -> Result<(), Reply> {
 
 fn mset(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     tri!(mset_check(args, "mset"));
-    tri!(string::set_many(ctx, &args[1..], false));
+    tri!(set_pairs(ctx, args));
     Reply::Ok
 }
 
 fn msetnx(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     tri!(mset_check(args, "msetnx"));
-    Reply::Int(tri!(string::set_many(ctx, &args[1..], true)) as i64)
+    for p in args[1..].chunks(2) {
+        if tri!(ctx.get_meta(&p[0])).is_some() {
+            return Reply::Int(0);
+        }
+    }
+    tri!(set_pairs(ctx, args));
+    Reply::Int(1)
+}
+
+/// Stores each `(key, value)` pair of MSET / MSETNX in turn, with its `set` event (after the key's `new`
+/// one, as Redis orders them). Check the sizes with [`mset_check`] first.
+fn set_pairs(ctx: &mut WriteCtx<'_>, args: &Args) -> Result<(), string::Error> {
+    for p in args[1..].chunks(2) {
+        string::put(ctx, &p[0], &p[1], None)?;
+        ctx.notify(notify::STRING, "set", &p[0]);
+    }
+    Ok(())
 }
 
 fn getset(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
-    bulk_or_nil(tri!(string::get_set(ctx, &args[1], &args[2])))
+    let old = tri!(string::get_set(ctx, &args[1], &args[2]));
+    ctx.notify(notify::STRING, "set", &args[1]);
+    bulk_or_nil(old)
 }
 
 fn getdel(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
-    bulk_or_nil(tri!(string::get_del(ctx, &args[1])))
+    let old = tri!(string::get_del(ctx, &args[1]));
+    if old.is_some() {
+        ctx.notify(notify::GENERIC, "del", &args[1]);
+    }
+    bulk_or_nil(old)
 }
 
 fn getex(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
@@ -216,11 +252,21 @@ fn getex(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let (o, at) = tri!(parse_set_words(args, 2, true));
     let Some(found) = tri!(string::get_stored_mut(ctx, &args[1])) else { return Reply::Nil };
     let expire = tri!(expire_of(args, at, ctx.now_ms, "getex"));
-    Reply::Bulk(tri!(string::get_ex(ctx, &args[1], found, expire, o.persist)))
+    let had_ttl = found.0.expire_at_ms.is_some();
+    let value = tri!(string::get_ex(ctx, &args[1], found, expire, o.persist));
+    match expire {
+        Some(at) if at <= ctx.now_ms => ctx.notify(notify::GENERIC, "del", &args[1]),
+        Some(_) => ctx.notify(notify::GENERIC, "expire", &args[1]),
+        None if o.persist && had_ttl => ctx.notify(notify::GENERIC, "persist", &args[1]),
+        None => {}
+    }
+    Reply::Bulk(value)
 }
 
 fn append(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
-    Reply::Int(tri!(string::append(ctx, &args[1], &args[2])) as i64)
+    let len = tri!(string::append(ctx, &args[1], &args[2]));
+    ctx.notify(notify::STRING, "append", &args[1]);
+    Reply::Int(len as i64)
 }
 
 fn strlen(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
@@ -242,11 +288,17 @@ fn setrange(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     if offset < 0 {
         return Reply::err("offset is out of range");
     }
-    Reply::Int(tri!(string::set_range(ctx, &args[1], offset as u64, &args[3])) as i64)
+    let len = tri!(string::set_range(ctx, &args[1], offset as u64, &args[3]));
+    if !args[3].is_empty() {
+        ctx.notify(notify::STRING, "setrange", &args[1]);
+    }
+    Reply::Int(len as i64)
 }
 
 fn incr_generic(ctx: &mut WriteCtx<'_>, key: &[u8], by: i64) -> Reply {
-    Reply::Int(tri!(string::incr_by(ctx, key, by)))
+    let n = tri!(string::incr_by(ctx, key, by));
+    ctx.notify(notify::STRING, "incrby", key);
+    Reply::Int(n)
 }
 
 fn incr(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
@@ -272,7 +324,9 @@ fn incrbyfloat(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     // As Redis: the key's type first, then the stored value, then the increment (an infinite increment is a
     // number whose sum is refused).
     let found = tri!(string::get_stored_mut(ctx, &args[1]));
-    Reply::bulk(tri!(string::incr_by_float(ctx, &args[1], found, &args[2])))
+    let v = tri!(string::incr_by_float(ctx, &args[1], found, &args[2]));
+    ctx.notify(notify::STRING, "incrbyfloat", &args[1]);
+    Reply::bulk(v)
 }
 
 #[cfg(test)]

@@ -329,6 +329,10 @@ pub fn normalise(canonical: &str, value: &str, old: &str) -> Result<String, Stri
             return Ok(words.join(" "));
         }
         "client-output-buffer-limit" => return merge_output_limits(old, value),
+        "notify-keyspace-events" => {
+            let flags = crate::notify::parse(value.as_bytes()).ok_or(crate::notify::BAD_CLASS)?;
+            return Ok(crate::notify::format(flags));
+        }
         "latency-tracking-info-percentiles" => {
             let mut out = Vec::new();
             for w in value.split_whitespace() {

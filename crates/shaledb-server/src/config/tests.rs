@@ -59,7 +59,11 @@ fn flags_win_over_the_file() {
 fn set_checks_values_like_redis() {
     let mut c = Config::default();
     assert_eq!(c.set_value("nosuch", "1", false), Err(SetError::Unknown));
-    assert_eq!(c.set_value("port", "1", false), Err(SetError::Immutable));
+    assert_eq!(c.set_value("dir", "/elsewhere", false), Err(SetError::Immutable));
+    // The port and bind address move at run time (the server rebinds, server.rs).
+    c.set_value("port", "7777", false).unwrap();
+    assert_eq!(c.port, 7777);
+    assert!(matches!(c.set_value("port", "65536", false), Err(SetError::Invalid(_))));
     assert_eq!(c.set_value("databases", "1", false), Err(SetError::Immutable));
     assert!(matches!(c.set_value("maxclients", "x", false), Err(SetError::Invalid(_))));
     assert!(matches!(c.set_value("proto-max-bulk-len", "1k", false), Err(SetError::Invalid(_))));

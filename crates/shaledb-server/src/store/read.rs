@@ -52,8 +52,19 @@ impl<'a> ReadCtx<'a> {
         r.map_err(Error::read)
     }
 
-    /// The live meta value of `user_key`, or `None` if missing or expired.
+    /// The live meta value of `user_key`, or `None` if missing or expired; a live key's access is recorded
+    /// in the access clock (`access.rs`).
     pub fn get_meta(&self, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Error> {
+        let r = self.peek_meta(user_key)?;
+        if r.is_some() {
+            crate::access::touch(self.db as *const Db as usize, self.db_index, user_key, true);
+        }
+        Ok(r)
+    }
+
+    /// [`ReadCtx::get_meta`] without recording an access (TYPE, TTL, EXISTS, OBJECT: Redis's
+    /// `LOOKUP_NOTOUCH`).
+    pub fn peek_meta(&self, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Error> {
         let k = keys::meta_key(self.db_index, user_key);
         match self.get_raw(&k)? {
             None => Ok(None),

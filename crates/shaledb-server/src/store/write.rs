@@ -78,6 +78,23 @@ pub struct WriteCtx<'a> {
     /// The server's scripting state (`commands/scripting`), opaque to storage; `None` outside the commit
     /// thread.
     pub scripts: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    /// The keyspace-notification classes recorded for this group (`notify.rs`; copied from
+    /// [`crate::commit::Store::notify_flags`] before each group, 0 when no event is published).
+    pub notify_flags: u32,
+    /// The events this group's commands produced, in order; handed to Pub/Sub once the group is durable.
+    pub(crate) events: Vec<crate::notify::Event>,
+    /// A key the running command replaces as a whole (a STORE destination that held a value): storing it
+    /// is no `new` key, as Redis overwrites such a key in place. Set and cleared around the store.
+    pub replacing: Option<Bytes>,
+    /// Some client tracks keys (`tracking.rs`; set by the commit thread before each group): written keys
+    /// are recorded in `touched`. False: nothing is recorded.
+    pub tracking: bool,
+    /// The client whose command runs (0: the server itself), for CLIENT TRACKING's NOLOOP.
+    pub client: u64,
+    /// The keys written while `tracking`, in order; turned into invalidations once the group is durable.
+    pub(crate) touched: Vec<crate::tracking::Touch>,
+    /// The script running called a read-only command (it then tracks its declared keys, `tracking.rs`).
+    pub script_read: bool,
 }
 
 /// Bytes counted per pending entry besides its key and value (map node, batch record header).
@@ -108,6 +125,13 @@ impl<'a> WriteCtx<'a> {
             meta_writes: 0,
             dead: Default::default(),
             scripts: None,
+            notify_flags: 0,
+            events: Vec::new(),
+            replacing: None,
+            tracking: false,
+            client: 0,
+            touched: Vec::new(),
+            script_read: false,
         }
     }
 
@@ -142,6 +166,8 @@ impl<'a> WriteCtx<'a> {
         self.failed = None;
         self.signals.clear();
         self.gone.clear();
+        self.events.clear();
+        self.replacing = None;
         // The collector took `dropped` after the last successful group (commit_group); a failed group's
         // versions are left to the collector's slow pass.
         self.dropped.clear();
@@ -154,6 +180,44 @@ impl<'a> WriteCtx<'a> {
         if self.wake.as_ref().is_some_and(|w| w.has_waiters()) {
             self.signals.push((self.db_index, Bytes::copy_from_slice(user_key)));
         }
+    }
+
+    /// Records the keyspace event `event` of class `class` (`notify.rs`) on `user_key` of the current
+    /// database; published once the group is durable. Free when that class is not configured.
+    pub fn notify(&mut self, class: u32, event: &'static str, user_key: &[u8]) {
+        self.notify_in(self.db_index, class, event, user_key);
+    }
+
+    /// [`WriteCtx::notify`] for a key of database `db` (MOVE, COPY ... DB).
+    pub fn notify_in(&mut self, db: u8, class: u32, event: &'static str, user_key: &[u8]) {
+        if self.notify_flags & class != 0 {
+            let key = Bytes::copy_from_slice(user_key);
+            self.events.push(crate::notify::Event { db, event, key, flags: self.notify_flags });
+        }
+    }
+
+    /// [`WriteCtx::notify`], then the `del` event when `user_key` no longer exists (a command that removed
+    /// the last element of a collection, which is then deleted).
+    pub fn notify_emptied(&mut self, class: u32, event: &'static str, user_key: &[u8]) {
+        if self.notify_flags == 0 {
+            return;
+        }
+        self.notify(class, event, user_key);
+        if self.notify_flags & crate::notify::GENERIC != 0 && !self.stored_now(user_key) {
+            self.notify(crate::notify::GENERIC, "del", user_key);
+        }
+    }
+
+    /// True when `user_key` (current database) has a meta value as of this group's writes so far (expired
+    /// or not).
+    pub fn stored_now(&mut self, user_key: &[u8]) -> bool {
+        let k = keys::meta_key(self.db_index, user_key);
+        matches!(self.get_raw(&k), Ok(Some(_)))
+    }
+
+    /// Takes the events recorded since the group began (the commit thread, once the group is durable).
+    pub(crate) fn take_events(&mut self) -> Vec<crate::notify::Event> {
+        std::mem::take(&mut self.events)
     }
 
     /// Approximate bytes of the group's pending writes.
@@ -237,8 +301,17 @@ impl<'a> WriteCtx<'a> {
         self.writes += 1;
         if engine_key.get(1) == Some(&keys::KIND_META) {
             self.meta_writes += 1;
+            if let (Some(&db), Some(user_key)) = (engine_key.first(), engine_key.get(2..)) {
+                crate::access::record_write(self.db as *const Db as usize, db, user_key, value.is_some());
+            }
             if !self.watches.is_empty() {
                 self.watches.touch(engine_key, value.is_some());
+            }
+            if self.tracking {
+                if let Some(user_key) = engine_key.get(2..) {
+                    let key = Bytes::copy_from_slice(user_key);
+                    self.touched.push(crate::tracking::Touch::Key { seq: self.meta_writes, client: self.client, key });
+                }
             }
             // A key deleted, overwritten or changed in type may end a blocked XREADGROUP (Redis answers it
             // with an error): its XREADGROUP waiters run again once the group is durable.
@@ -297,9 +370,13 @@ impl<'a> WriteCtx<'a> {
                         self.dropped.push((db, c.version));
                     }
                     self.delete_raw(&k);
+                    self.notify_in(db, crate::notify::EXPIRED, "expired", user_key);
                     Ok(None)
                 }
-                Ok(m) => Ok(Some((m, Bytes::from(v)))),
+                Ok(m) => {
+                    crate::access::touch(self.db as *const Db as usize, db, user_key, true);
+                    Ok(Some((m, Bytes::from(v))))
+                }
                 Err(e) => Err(Error::Corrupt(e.to_string())),
             },
             Err(e) => Err(Error::read(e)),
@@ -316,6 +393,9 @@ impl WriteCtx<'_> {
         check_entry_size(user_key.len(), stored.len())?;
         let mut k = std::mem::take(&mut self.key_buf);
         keys::meta_key_into(db, user_key, &mut k);
+        if self.notify_flags & (crate::notify::NEW | crate::notify::EXPIRED) != 0 {
+            self.notify_created(db, user_key, &k);
+        }
         self.put_raw(&k, stored);
         self.key_buf = k;
         // As Redis's dbAdd: a list, sorted set or stream stored under a key by any command (RENAME, MOVE,
@@ -327,6 +407,26 @@ impl WriteCtx<'_> {
             self.signals.push((db, Bytes::copy_from_slice(user_key)));
         }
         Ok(())
+    }
+
+    /// Before `user_key` (engine key `meta_key`) of database `db` is stored: the `expired` event of the value
+    /// it replaces if that had expired (a blind write such as SET reads nothing), and the `new` event when
+    /// no live value was there. Only called while one of those classes is on.
+    fn notify_created(&mut self, db: u8, user_key: &[u8], meta_key: &[u8]) {
+        let live = match self.get_raw(meta_key) {
+            Ok(Some(v)) => match keys::decode_meta(&v) {
+                Ok(m) if m.expired(self.now_ms) => {
+                    self.notify_in(db, crate::notify::EXPIRED, "expired", user_key);
+                    false
+                }
+                _ => true,
+            },
+            _ => false,
+        };
+        let replaced = db == self.db_index && self.replacing.as_deref() == Some(user_key);
+        if !live && !replaced {
+            self.notify_in(db, crate::notify::NEW, "new", user_key);
+        }
     }
 
     /// Stores a string (with its expiry) as `user_key` of the current database; see [`WriteCtx::put_meta_in`].

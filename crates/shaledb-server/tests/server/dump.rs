@@ -5,30 +5,17 @@
 //! (checksum fixed up) answered with OK or `Bad data format`, never a crash; restored values durable across a
 //! restart. redis-server missing: the comparisons print why and return (the only skip).
 
-use crate::helpers::{connect, start_redis, start_server};
+use crate::helpers::{connect, start_redis, start_server, Rng};
 use redis::Value;
 use shaledb_server::{Config, RunningServer};
 
-/// splitmix64, seeded and printed so a failure can be replayed (`SHALEDB_DUMP_SEED`).
-struct Rng(u64);
+/// The generator's value shapes for DUMP payloads.
+trait Shapes {
+    fn element(&mut self) -> Vec<u8>;
+    fn size(&mut self) -> usize;
+}
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn chance(&mut self, pct: u64) -> bool {
-        self.below(100) < pct
-    }
-
+impl Shapes for Rng {
     /// An element: short text, an integer (the integer encodings), binary bytes, or a long value.
     fn element(&mut self) -> Vec<u8> {
         match self.below(10) {

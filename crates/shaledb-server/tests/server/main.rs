@@ -4,8 +4,11 @@
 
 mod helpers;
 
+mod acl;
 mod admin;
+mod backpressure;
 mod bits;
+mod blocking;
 mod collections;
 mod config_save;
 mod differential;
@@ -15,11 +18,17 @@ mod fuzz_corpus;
 mod geohll;
 mod keyspace;
 mod knobs;
+mod listener;
 mod lists;
+mod notify;
+mod object_access;
 mod protocol;
 mod pubsub;
+mod redispy;
 mod scripting;
 mod sort;
 mod streams;
+mod tracking;
+mod transactions;
 mod watch;
 mod zsets;

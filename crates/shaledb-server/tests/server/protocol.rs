@@ -283,7 +283,7 @@ fn client_commands() {
     assert!(list.lines().next().unwrap().starts_with(&format!("id={} ", a_id.min(b_id))), "sorted by id");
     let only_b = a.cmd(&["CLIENT", "LIST", "ID", &b_id.to_string()]).text();
     assert!(only_b.starts_with(&format!("id={b_id} ")) && only_b.lines().count() == 1);
-    assert!(matches!(a.cmd(&["CLIENT", "TRACKING", "on"]), Resp::Error(_)));
+    assert_eq!(a.cmd(&["CLIENT", "TRACKING", "on"]), ok());
     assert_eq!(a.cmd(&["CLIENT", "TRACKING", "off"]), ok());
     assert_eq!(a.cmd(&["CLIENT", "NOSUCH"]), err("ERR unknown subcommand 'NOSUCH'. Try CLIENT HELP."));
 
@@ -410,7 +410,7 @@ fn info_config_time_command_and_save() {
         err("ERR CONFIG SET failed (possibly related to argument 'appendfsync') - argument(s) must be one of the following: always, everysec, no")
     );
     // All or nothing.
-    assert!(matches!(c.cmd(&["CONFIG", "SET", "maxclients", "50", "port", "1"]), Resp::Error(_)));
+    assert!(matches!(c.cmd(&["CONFIG", "SET", "maxclients", "50", "databases", "32"]), Resp::Error(_)));
     assert_eq!(c.cmd(&["CONFIG", "GET", "maxclients"]).array()[1], bulk("10000"));
     assert_eq!(c.cmd(&["CONFIG", "SET", "maxclients", "50", "timeout", "0"]), ok());
     assert_eq!(c.cmd(&["CONFIG", "GET", "maxclients"]).array()[1], bulk("50"));

@@ -56,9 +56,11 @@ fn expire_generic(ctx: &mut WriteCtx<'_>, args: &Args, unit: Unit, absolute: boo
     }
     if when <= ctx.now_ms as i64 {
         ctx.delete_stored(ctx.db_index, &args[1], &v);
+        ctx.notify(crate::notify::GENERIC, "del", &args[1]);
         return Reply::Int(1);
     }
     tri!(set_expiry(ctx, &args[1], &m, &v, Some(when as u64)));
+    ctx.notify(crate::notify::GENERIC, "expire", &args[1]);
     Reply::Int(1)
 }
 
@@ -87,7 +89,7 @@ pub(super) fn pexpireat(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 }
 
 fn ttl_generic(ctx: &ReadCtx<'_>, key: &[u8], millis: bool, absolute: bool) -> Reply {
-    let Some((m, _)) = tri!(ctx.get_meta(key)) else { return Reply::Int(-2) };
+    let Some((m, _)) = tri!(ctx.peek_meta(key)) else { return Reply::Int(-2) };
     let Some(at) = m.expire_at_ms else { return Reply::Int(-1) };
     let t = if absolute { at } else { at.saturating_sub(ctx.now_ms) };
     let t = t.min(i64::MAX as u64) as i64;
@@ -115,5 +117,6 @@ pub(super) fn persist(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         return Reply::Int(0);
     }
     tri!(set_expiry(ctx, &args[1], &m, &v, None));
+    ctx.notify(crate::notify::GENERIC, "persist", &args[1]);
     Reply::Int(1)
 }

@@ -34,7 +34,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd! { "del", -2, WRITE, [1, -1, 1], Write(del), "Deletes one or more keys." },
     cmd! { "unlink", -2, WRITE | FAST, [1, -1, 1], Write(del), "Asynchronously deletes one or more keys." },
     cmd! { "exists", -2, READONLY | FAST, [1, -1, 1], Read(exists), "Determines whether one or more keys exist." },
-    cmd! { "touch", -2, READONLY | FAST, [1, -1, 1], Read(exists), "Returns the number of existing keys out of those specified after updating the time they were last accessed." },
+    cmd! { "touch", -2, READONLY | FAST, [1, -1, 1], Read(touch), "Returns the number of existing keys out of those specified after updating the time they were last accessed." },
     cmd! { "type", 2, READONLY | FAST, [1, 1, 1], Read(type_cmd), "Determines the type of value stored at a key." },
     cmd! { "rename", 3, WRITE, [1, 2, 1], Write(rename), "Renames a key and overwrites the destination." },
     cmd! { "renamenx", 3, WRITE | FAST, [1, 2, 1], Write(renamenx), "Renames a key only when the target key name doesn't exist." },
@@ -69,15 +69,24 @@ fn del(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         if let Some((_, v)) = tri!(ctx.get_meta(k)) {
             // A collection is one write whatever its size: its members go to the collector (gc.rs).
             ctx.delete_stored(ctx.db_index, k, &v);
+            ctx.notify(crate::notify::GENERIC, "del", k);
             n += 1;
         }
     }
     Reply::Int(n)
 }
 
-/// EXISTS and TOUCH: how many of the keys exist (a key named twice counts twice). TOUCH has nothing more
-/// to do: no access times are kept (see OBJECT IDLETIME).
+/// EXISTS: how many of the keys exist (a key named twice counts twice), without recording an access.
 fn exists(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
+    let mut n = 0;
+    for k in &args[1..] {
+        n += tri!(ctx.peek_meta(k)).is_some() as i64;
+    }
+    Reply::Int(n)
+}
+
+/// TOUCH: as EXISTS, recording an access of each key that exists (`access.rs`).
+fn touch(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     let mut n = 0;
     for k in &args[1..] {
         n += tri!(ctx.get_meta(k)).is_some() as i64;
@@ -86,7 +95,7 @@ fn exists(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
 }
 
 fn type_cmd(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
-    match tri!(ctx.get_meta(&args[1])) {
+    match tri!(ctx.peek_meta(&args[1])) {
         Some((m, _)) => Reply::Simple(m.typ.name().into()),
         None => Reply::Simple("none".into()),
     }
@@ -160,6 +169,8 @@ fn rename_generic(ctx: &mut WriteCtx<'_>, args: &Args, nx: bool) -> Reply {
         let rk = keys::registry_key(ctx.db_index, c.version);
         ctx.put_raw(&rk, dst);
     }
+    ctx.notify(crate::notify::GENERIC, "rename_from", src);
+    ctx.notify(crate::notify::GENERIC, "rename_to", dst);
     if nx {
         Reply::Int(1)
     } else {
@@ -195,6 +206,8 @@ fn move_cmd(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     }
     tri!(put_copy(ctx, &v, dst_db, &args[1]));
     ctx.delete_stored(ctx.db_index, &args[1], &v);
+    ctx.notify(crate::notify::GENERIC, "move_from", &args[1]);
+    ctx.notify_in(dst_db, crate::notify::GENERIC, "move_to", &args[1]);
     Reply::Int(1)
 }
 
@@ -225,6 +238,7 @@ fn copy(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         None => {}
     }
     tri!(put_copy(ctx, &v, dst_db, dst));
+    ctx.notify_in(dst_db, crate::notify::GENERIC, "copy_to", dst);
     Reply::Int(1)
 }
 
@@ -254,9 +268,10 @@ const OBJECT_HELP: &[&str] = &[
     "    Return the kind of internal representation used in order to store the value",
     "    associated with a <key>.",
     "FREQ <key>",
-    "    Return the access frequency index of the <key>. ShaleDB does not track access frequency.",
+    "    Return the logarithmic access counter of the <key> (with an LFU maxmemory-policy).",
     "IDLETIME <key>",
-    "    Return the idle time of the <key>. ShaleDB does not track access times.",
+    "    Return the seconds since the <key> was last read or written (at most the time since the",
+    "    server started).",
     "REFCOUNT <key>",
     "    Return the number of references of the value associated with the specified",
     "    <key>: always 1 (values are never shared).",
@@ -308,15 +323,22 @@ fn object(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     if arity == 2 {
         return super::help_reply(OBJECT_HELP);
     }
-    let Some((m, v)) = tri!(ctx.get_meta(&args[2])) else { return Reply::Nil };
+    let Some((m, v)) = tri!(ctx.peek_meta(&args[2])) else { return Reply::Nil };
+    let server = ctx.db as *const shaledb::Db as usize;
+    let lfu = crate::access::lfu_policy(server);
     match &sub[..] {
         b"encoding" => Reply::bulk(encoding_name(&m, &v)),
         b"refcount" => Reply::Int(1),
-        b"freq" => Reply::err(
+        b"freq" if lfu.is_none() => Reply::err(
             "An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when \
              switching between policies at runtime LRU and LFU data will take some time to adjust.",
         ),
-        _ => Reply::err("ShaleDB does not track key access times: OBJECT IDLETIME is not available"),
+        b"freq" => Reply::Int(crate::access::freq(server, ctx.db_index, &args[2]) as i64),
+        _ if lfu.is_some() => Reply::err(
+            "An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching \
+             between policies at runtime LRU and LFU data will take some time to adjust.",
+        ),
+        _ => Reply::Int(crate::access::idle_secs(server, ctx.db_index, &args[2]).min(i64::MAX as u64) as i64),
     }
 }
 

@@ -18,8 +18,8 @@
 //! allocates without bound gets an error, never the server's memory.
 //!
 //! Libraries Redis loads and this VM has: base, table, string, math, `bit` (LuaBitOp's functions, in Rust)
-//! and `cjson` (`cjson.rs`, on serde_json). Not loaded: cmsgpack and struct (no well-kept crate gives their
-//! Lua modules, and their byte formats would have to be written here).
+//! `cjson` (`cjson.rs`, on serde_json), `cmsgpack` (`cmsgpack.rs`) and `struct` (`structlib.rs`), the last two
+//! written here with the byte formats of the C libraries Redis loads.
 
 use super::Control;
 use crate::commands::{flags, lookup, Handler};
@@ -96,6 +96,8 @@ impl Vm {
         let globals = lua.globals();
         globals.raw_set("bit", bit_library(&lua)?)?;
         globals.raw_set("cjson", super::cjson::library(&lua)?)?;
+        globals.raw_set("cmsgpack", super::cmsgpack::library(&lua)?)?;
+        globals.raw_set("struct", super::structlib::library(&lua)?)?;
         let h = lua.create_table()?;
         h.raw_set(
             "sha1hex",
@@ -113,8 +115,44 @@ impl Vm {
         )?;
         let c = control.clone();
         h.raw_set("handler", lua.create_function(move |lua, e: Value| error_handler(lua, e, &c))?)?;
-        h.raw_set("rcall", lua.create_function(|lua, words: Variadic<Value>| redis_call(lua, words, true))?)?;
-        h.raw_set("rpcall", lua.create_function(|lua, words: Variadic<Value>| redis_call(lua, words, false))?)?;
+        // redis.call / redis.pcall: C functions (trampoline.rs) hand over their arguments in a table.
+        let by_table = |raise: bool| {
+            lua.create_function(move |lua, (t, n): (Table, i64)| {
+                if n > 64 {
+                    return redis_call_table(lua, &t, n, raise);
+                }
+                let words = (1..=n).map(|i| t.raw_get::<Value>(i)).collect::<mlua::Result<Vec<Value>>>()?;
+                redis_call(lua, Variadic::from_iter(words), raise)
+            })
+        };
+        lua.set_named_registry_value(super::trampoline::CALL_KEY.to_str().unwrap_or_default(), by_table(true)?)?;
+        lua.set_named_registry_value(super::trampoline::PCALL_KEY.to_str().unwrap_or_default(), by_table(false)?)?;
+        let (call, pcall) = super::trampoline::functions(&lua)?;
+        h.raw_set("rcall", call)?;
+        h.raw_set("rpcall", pcall)?;
+        // redis.acl_check_cmd: may the script's caller run these words? (no ACL log entry, as in Redis)
+        let c = control.clone();
+        h.raw_set(
+            "aclcheck",
+            lua.create_function(move |lua, words: Variadic<Value>| -> mlua::Result<(Option<bool>, Option<String>)> {
+                let words = match to_words(&words) {
+                    Ok(w) if w.is_empty() => {
+                        return Ok((None, Some("Please specify at least one argument for this redis lib call".into())))
+                    }
+                    Ok(w) => w,
+                    Err(msg) => return Ok((None, Some(msg.into()))),
+                };
+                let Some(spec) = lookup(&words[0]) else {
+                    return Ok((None, Some("Invalid command passed to redis.acl_check_cmd()".into())));
+                };
+                let client = lua.app_data_ref::<ScriptClient>().map_or(0, |c| c.0);
+                let allowed = match c.observers.get().and_then(|o| o.acl.as_ref()) {
+                    Some(acl) => acl.allows_script(client, spec, &words),
+                    None => true,
+                };
+                Ok((Some(allowed), None))
+            })?,
+        )?;
         h.raw_set(
             "running",
             lua.create_function(|lua, ()| Ok(!matches!(lua.named_registry_value(CALL)?, Value::Nil)))?,
@@ -244,6 +282,7 @@ impl Vm {
             .lua
             .create_sequence_from(args.iter().map(|a| self.lua.create_string(a)).collect::<mlua::Result<Vec<_>>>()?)?;
         self.h.raw_set("resp", 2)?;
+        self.lua.set_app_data(ScriptClient(ctx.client));
         let run: Function = self.h.raw_get("run")?;
         let h = self.h.clone();
         let read_only = opts.read_only;
@@ -273,6 +312,9 @@ impl Vm {
 /// The words of the `redis.call` being executed.
 struct CallWords(Args);
 
+/// The client whose script is running (for `redis.acl_check_cmd`).
+struct ScriptClient(u64);
+
 /// Named registry slots: the running script's command executor (set only while a script runs), and the
 /// error table of the `redis.call` that failed last (picked up by the error handler).
 const CALL: &str = "shaledb.call";
@@ -281,6 +323,35 @@ const FAILED_CALL: &str = "shaledb.failed_call";
 /// `redis.call` (`raise`) and `redis.pcall`: run the command through the executor of the running script.
 /// A failing `redis.call` raises its error table: it is parked in the registry and raised as a marker error
 /// that the prelude's handler swaps back for the table.
+/// [`redis_call`] with the words in a table of `n` entries (a call with many arguments), converted one by
+/// one.
+fn redis_call_table(lua: &Lua, t: &Table, n: i64, raise: bool) -> mlua::Result<Value> {
+    let mut words = Vec::with_capacity(n.clamp(0, 1 << 16) as usize);
+    for i in 1..=n {
+        match to_words(&[t.raw_get::<Value>(i)?]) {
+            Ok(w) => words.extend(w),
+            Err(msg) => return finish_call(lua, (false, err_table(lua, &format!("ERR {msg}"))?), raise),
+        }
+    }
+    let exec: Value = lua.named_registry_value(CALL)?;
+    let r = match exec {
+        Value::Function(f) => {
+            lua.set_app_data(CallWords(words));
+            f.call::<(bool, Value)>(())?
+        }
+        _ => (false, err_table(lua, "ERR redis.call/pcall can only be called inside a script invocation")?),
+    };
+    finish_call(lua, r, raise)
+}
+
+fn finish_call(lua: &Lua, (ok, v): (bool, Value), raise: bool) -> mlua::Result<Value> {
+    if ok || !raise {
+        return Ok(v);
+    }
+    lua.set_named_registry_value(FAILED_CALL, v)?;
+    Err(mlua::Error::runtime("shaledb: redis.call failed"))
+}
+
 fn redis_call(lua: &Lua, words: Variadic<Value>, raise: bool) -> mlua::Result<Value> {
     let exec: Value = lua.named_registry_value(CALL)?;
     let (ok, v) = match exec {
@@ -434,6 +505,12 @@ fn observed_dispatch(
     control: &Control,
 ) -> Result<Reply, String> {
     let Some(obs) = control.observers.get() else { return dispatch(ctx, words, read_only, wrote) };
+    // ACL: after the checks of the command itself (unknown, arity, not allowed in scripts), as Redis orders.
+    if let (Some(acl), Some(spec)) = (&obs.acl, lookup(&words[0])) {
+        if spec.arity_ok(words.len()) && spec.flags & (flags::NOSCRIPT | flags::BLOCKING) == 0 {
+            acl.check_script(ctx.client, spec, words)?;
+        }
+    }
     let db = ctx.db_index;
     let started = std::time::Instant::now();
     let r = dispatch(ctx, words, read_only, wrote);
@@ -484,7 +561,11 @@ fn dispatch(ctx: &mut WriteCtx<'_>, words: &Args, read_only: bool, wrote: &Atomi
             }
             r
         }
-        Handler::Read(f) => f(&ctx.view(), words),
+        Handler::Read(f) => {
+            // CLIENT TRACKING: a script that reads tracks the keys it declared (`tracking.rs`).
+            ctx.script_read = true;
+            f(&ctx.view(), words)
+        }
         Handler::Conn(_) => match spec.name {
             "ping" if words.len() == 1 => Reply::Simple("PONG".into()),
             "ping" if words.len() == 2 => Reply::Bulk(words[1].clone()),

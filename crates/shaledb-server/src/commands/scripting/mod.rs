@@ -16,8 +16,12 @@
 //! are durable (`types/scripts.rs`), loaded on the first command that needs them.
 
 pub mod cjson;
+pub mod cmsgpack;
 pub mod functions;
+pub mod libargs;
 pub mod lua;
+pub mod structlib;
+pub mod trampoline;
 
 use super::{help_reply, sub_arity, unknown_subcommand, Spec};
 use crate::resp::{Args, Reply};
@@ -75,6 +79,8 @@ pub struct Control {
 pub struct Observers {
     pub commands: Arc<crate::commands::server_cmds::stats::CommandStats>,
     pub monitors: Arc<crate::commands::server_cmds::monitor::Monitors>,
+    /// The users: a script's calls are checked against its caller's permissions.
+    pub acl: Option<Arc<crate::acl::Acl>>,
 }
 
 impl std::fmt::Debug for Observers {

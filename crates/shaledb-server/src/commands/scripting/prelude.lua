@@ -95,6 +95,13 @@ end
 -- Every command's effects are replicated as such: nothing to switch on.
 function redis.replicate_commands() return true end
 
+function redis.acl_check_cmd(...)
+  if not H.running() then error(errt('redis.acl_check_cmd can only be called inside a script invocation')) end
+  local allowed, msg = H.aclcheck(...)
+  if allowed == nil then error(errt(msg)) end
+  return allowed
+end
+
 function redis.breakpoint() return false end
 function redis.debug() end
 
@@ -180,7 +187,7 @@ real.rawset = function(t, k, v)
   return rawset(t, k, v)
 end
 local views = {}
-for _, n in ipairs({'string', 'table', 'math', 'redis', 'cjson', 'bit', 'coroutine'}) do
+for _, n in ipairs({'string', 'table', 'math', 'redis', 'cjson', 'cmsgpack', 'struct', 'bit', 'coroutine'}) do
   if real[n] then views[n] = readonly(real[n]) end
 end
 -- While a library loads, its code sees only `redis` with register_function, log and the constants.

@@ -3,7 +3,7 @@
 use super::glob_match;
 use super::text;
 use crate::commands::flags::*;
-use crate::commands::{help_reply, sub_arity, unknown_subcommand, Handler, Spec};
+use crate::commands::{help_reply, sub_arity, unknown_subcommand, Spec};
 use crate::resp::{Args, Reply};
 use crate::server::{Session, Shared};
 
@@ -15,27 +15,9 @@ fn flag_names(spec: &Spec) -> Vec<&'static str> {
     names
 }
 
-/// ACL categories derived from the flags (Redis's rules: write/read, fast or slow, admin is dangerous).
-fn acl_categories(spec: &Spec) -> Vec<&'static str> {
-    let mut c = Vec::new();
-    if spec.flags & WRITE != 0 || spec.is_write() {
-        c.push("@write");
-    }
-    if spec.flags & READONLY != 0 {
-        c.push("@read");
-    }
-    if spec.flags & ADMIN != 0 {
-        c.push("@admin");
-        c.push("@dangerous");
-    }
-    c.push(if spec.flags & FAST != 0 { "@fast" } else { "@slow" });
-    if spec.first_key > 0 {
-        c.push("@keyspace");
-    }
-    if matches!(spec.handler, Handler::Conn(_)) && spec.flags & ADMIN == 0 {
-        c.push("@connection");
-    }
-    c
+/// ACL categories: Redis 7.0's for its commands, from the flags for this server's own (`crate::acl`).
+fn acl_categories(spec: &Spec) -> Vec<String> {
+    crate::acl::universe().category_names(spec.name)
 }
 
 fn command_info(spec: &Spec) -> Reply {
@@ -78,10 +60,10 @@ fn command_info(spec: &Spec) -> Reply {
         Reply::Int(spec.first_key as i64),
         Reply::Int(spec.last_key as i64),
         Reply::Int(spec.step as i64),
-        Reply::Set(acl_categories(spec).into_iter().map(|c| Reply::Simple(c.into())).collect()),
+        Reply::Set(acl_categories(spec).into_iter().map(Reply::Simple).collect()),
         Reply::Set(Vec::new()),
         Reply::Array(key_specs),
-        Reply::Array(Vec::new()),
+        Reply::Array(super::subcommands::of(spec).iter().map(command_info).collect()),
     ])
 }
 
@@ -161,20 +143,7 @@ pub(super) fn command(_: &mut Session, _: &Shared, args: &Args) -> Reply {
                             b"module" => false,
                             b"aclcat" => {
                                 let cat = text(v).to_ascii_lowercase();
-                                let mut cats = acl_categories(s);
-                                if matches!(
-                                    s.name,
-                                    "eval"
-                                        | "evalsha"
-                                        | "eval_ro"
-                                        | "evalsha_ro"
-                                        | "fcall"
-                                        | "fcall_ro"
-                                        | "script"
-                                        | "function"
-                                ) {
-                                    cats.push("@scripting");
-                                }
+                                let cats = crate::acl::universe().category_names(&name);
                                 cats.iter().any(|c| c[1..] == cat)
                             }
                             b"pattern" => glob_match(v, name.as_bytes(), true),

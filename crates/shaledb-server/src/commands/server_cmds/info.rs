@@ -184,7 +184,7 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
             kv(out, "multiplexing_api", &"tokio");
             kv(out, "process_id", &std::process::id());
             kv(out, "run_id", &process_id_hex(0));
-            kv(out, "tcp_port", &shared.local_addr.port());
+            kv(out, "tcp_port", &shared.listen_port.load(std::sync::atomic::Ordering::Relaxed));
             kv(out, "server_time_usec", &(now_ms() * 1000));
             kv(out, "uptime_in_seconds", &uptime);
             kv(out, "uptime_in_days", &(uptime / 86400));
@@ -204,7 +204,7 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
             kv(out, "cluster_connections", &0);
             kv(out, "maxclients", &cfg.maxclients);
             kv(out, "blocked_clients", &store.blocking.blocked_clients());
-            kv(out, "tracking_clients", &0);
+            kv(out, "tracking_clients", &store.tracking.figures().clients);
             kv(out, "pubsub_clients", &shared.pubsub.subscribers());
         }
         "memory" => {
@@ -269,11 +269,16 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
             kv(out, "rejected_connections", &stats.rejected_connections.load(Ordering::Relaxed));
             kv(out, "pubsub_channels", &shared.pubsub.channel_count());
             kv(out, "pubsub_patterns", &shared.pubsub.pattern_count());
+            kv(out, "pubsubshard_channels", &shared.pubsub.shard_channel_count());
             let cmds = &shared.intro.commands;
             kv(out, "total_error_replies", &cmds.total_error_replies.load(Ordering::Relaxed));
             kv(out, "unexpected_error_replies", &0);
             // There is no MIGRATE, so no socket is ever cached for it.
             kv(out, "migrate_cached_sockets", &0);
+            let tracking = shared.store.tracking.figures();
+            kv(out, "tracking_total_keys", &tracking.keys);
+            kv(out, "tracking_total_items", &tracking.items);
+            kv(out, "tracking_total_prefixes", &tracking.prefixes);
             // The collector of dead collection versions (gc.rs).
             let gc = &shared.store.gc;
             kv(out, "gc_versions_reclaimed", &gc.versions_reclaimed.load(Ordering::Relaxed));

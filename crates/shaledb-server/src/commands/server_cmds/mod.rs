@@ -1,10 +1,12 @@
 //! Server commands: INFO, CONFIG, TIME, COMMAND, SHUTDOWN, LASTSAVE, BGSAVE, SAVE, MONITOR, SLOWLOG, LATENCY,
-//! MEMORY, WAIT.
+//! MEMORY, ROLE, REPLICAOF, SLAVEOF, MODULE, LOLWUT, WAIT.
 //!
 //! Files by role: this one has the command table, CONFIG, TIME, SHUTDOWN, WAIT and [`Introspection`] (what
 //! the connections record about each command they run); `info.rs` INFO, `command.rs` COMMAND, `save.rs`
 //! SAVE, BGSAVE and LASTSAVE (checkpoints), `glob.rs` the glob matcher, `stats.rs` the per-command and
-//! per-error counters, `slowlog.rs` SLOWLOG, `latency.rs` LATENCY, `monitor.rs` MONITOR, `memory.rs` MEMORY.
+//! per-error counters, `slowlog.rs` SLOWLOG, `latency.rs` LATENCY, `monitor.rs` MONITOR, `memory.rs` MEMORY,
+//! `pause.rs` CLIENT PAUSE and UNPAUSE, `role.rs` ROLE and REPLICAOF, `module.rs` MODULE, `lolwut.rs` LOLWUT,
+//! `subcommands.rs` the container commands' subcommands as `COMMAND INFO` lists them.
 
 use super::{help_reply, sub_arity, unknown_subcommand, Spec};
 use crate::config::{Config, SetError};
@@ -17,13 +19,18 @@ use std::time::Duration;
 mod command;
 mod glob;
 mod info;
-mod keyspecs;
+pub(crate) mod keyspecs;
 pub mod latency;
+mod lolwut;
 mod memory;
+mod module;
 pub mod monitor;
+pub mod pause;
+mod role;
 mod save;
 pub mod slowlog;
 pub mod stats;
+mod subcommands;
 
 use command::command;
 pub use glob::glob_match;
@@ -45,6 +52,11 @@ pub static COMMANDS: &[Spec] = &[
     cmd! { "slowlog", -2, ADMIN | LOADING | STALE, [0, 0, 0], Conn(slowlog::slowlog), "A container for slow log commands (GET, LEN, RESET, HELP)." },
     cmd! { "latency", -2, ADMIN | NOSCRIPT | LOADING | STALE, [0, 0, 0], Conn(latency::latency), "A container for latency diagnostics commands (LATEST, HISTORY, RESET, DOCTOR, GRAPH, HISTOGRAM, HELP)." },
     cmd! { "memory", -2, READONLY, [0, 0, 0], Conn(memory::memory), "A container for memory diagnostics commands (USAGE, STATS, DOCTOR, MALLOC-STATS, PURGE, HELP)." },
+    cmd! { "role", 1, NOSCRIPT | LOADING | STALE | FAST, [0, 0, 0], Conn(role::role), "Returns the replication role: always a master without replicas." },
+    cmd! { "replicaof", 3, ADMIN | NOSCRIPT | STALE, [0, 0, 0], Conn(role::replicaof), "NO ONE: OK (already a master); following another server is refused (no replication)." },
+    cmd! { "slaveof", 3, ADMIN | NOSCRIPT | STALE, [0, 0, 0], Conn(role::replicaof), "The old name of REPLICAOF." },
+    cmd! { "module", -2, ADMIN | NOSCRIPT, [0, 0, 0], Conn(module::module), "LIST: no modules (this server loads none); LOAD, LOADEX and UNLOAD are refused." },
+    cmd! { "lolwut", -1, READONLY | FAST, [0, 0, 0], Conn(lolwut::lolwut), "Returns the server's version line." },
     cmd! { "wait", 3, NOSCRIPT, [0, 0, 0], Conn(wait), "Waits for the writes to reach replicas: with none, answers 0 (at once for 0 replicas, after the timeout otherwise)." },
 ];
 
@@ -136,6 +148,7 @@ fn config_set(shared: &Shared, pairs: &[bytes::Bytes]) -> Reply {
     let mut cfg = shared.config.write();
     let mut next = cfg.clone();
     let mut seen = Vec::new();
+    let mut notify_classes = None;
     for pair in pairs.chunks(2) {
         let name = text(&pair[0]).to_ascii_lowercase();
         if seen.contains(&name) {
@@ -144,7 +157,13 @@ fn config_set(shared: &Shared, pairs: &[bytes::Bytes]) -> Reply {
             ));
         }
         match next.set_value(&name, &text(&pair[1]), false) {
-            Ok(()) => seen.push(name),
+            Ok(()) => {
+                if name == "notify-keyspace-events" {
+                    // The classes as given: the text CONFIG GET shows drops `n` next to `A`, as Redis's does.
+                    notify_classes = crate::notify::parse(&pair[1]);
+                }
+                seen.push(name)
+            }
             Err(SetError::Unknown) => {
                 return Reply::err(format!(
                     "Unknown option or number of arguments for CONFIG SET - '{}'",
@@ -161,15 +180,30 @@ fn config_set(shared: &Shared, pairs: &[bytes::Bytes]) -> Reply {
             }
         }
     }
+    // A new port or bind address: the listener moves now, or nothing of this CONFIG SET applies.
+    if next.port != cfg.port || next.bind != cfg.bind {
+        let port_changed = next.port != cfg.port;
+        if let Err(why) = crate::server::rebind(shared, &next.bind, next.port, port_changed) {
+            let name = if port_changed { "port" } else { "bind" };
+            return Reply::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {why}"));
+        }
+    }
     shared.store.set_appendfsync(next.appendfsync);
     shared.intro.apply(&next);
     apply_knobs(&shared.store, &next, |name| seen.iter().any(|s| s == name));
+    if let Some(classes) = notify_classes {
+        shared.store.notify_flags.store(classes, std::sync::atomic::Ordering::Relaxed);
+    }
+    // requirepass is the default user's password, as in Redis.
+    if seen.iter().any(|n| n == "requirepass") {
+        shared.acl.set_requirepass(next.requirepass.as_deref());
+    }
     *cfg = next;
     Reply::Ok
 }
 
 /// Hands the parameters that size data to the commit thread, which reads them once per group:
-/// `hll-sparse-max-bytes` and `stream-node-max-entries`, each per server. `named` says which parameters to
+/// `hll-sparse-max-bytes`, `stream-node-max-entries` and `notify-keyspace-events`, each per server. `named` says which parameters to
 /// hand over: those a CONFIG SET named, or at start those differing from the default.
 pub(crate) fn apply_knobs(store: &crate::commit::Store, cfg: &crate::config::Config, named: impl Fn(&str) -> bool) {
     let number = |name: &str| {
@@ -183,6 +217,22 @@ pub(crate) fn apply_knobs(store: &crate::commit::Store, cfg: &crate::config::Con
     }
     if let Some(n) = number("stream-node-max-entries") {
         store.stream_node_max_entries.store(n, std::sync::atomic::Ordering::Relaxed);
+    }
+    if let Some(n) = number("tracking-table-max-keys") {
+        store.tracking.set_max_keys(n);
+    }
+    // The access clock's LFU settings (OBJECT FREQ); the clock starts with the server.
+    let knob = |name: &str| cfg.get(name).unwrap_or_default();
+    crate::access::configure(
+        &*store.db as *const shaledb::Db as usize,
+        &knob("maxmemory-policy"),
+        knob("lfu-log-factor").parse().unwrap_or(10),
+        knob("lfu-decay-time").parse().unwrap_or(1),
+    );
+    crate::access::start();
+    if named("notify-keyspace-events") {
+        let flags = cfg.get("notify-keyspace-events").and_then(|v| crate::notify::parse(v.as_bytes()));
+        store.notify_flags.store(flags.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
     }
 }
 

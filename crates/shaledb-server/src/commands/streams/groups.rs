@@ -4,6 +4,7 @@
 
 use super::{entry_reply, id_reply, parse_bound, parse_id, parse_xread, Reading};
 use crate::commands::{arg_i64, syntax_error};
+use crate::notify;
 use crate::resp::{Args, Reply};
 use crate::store::{ReadCtx, WriteCtx};
 use crate::types::stream::groups::{self, Claim, Counters, Delivered, Group, Refused, Start};
@@ -144,7 +145,10 @@ pub(super) fn xgroup(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         "create" if n <= 8 => {
             let start = if args[4].as_ref() == b"$" { Start::Last } else { Start::Id(tri!(parse_id(&args[4], 0))) };
             match tri!(groups::create_group(ctx, key, name, start, mkstream, entries_read)) {
-                Ok(()) => Reply::Ok,
+                Ok(()) => {
+                    ctx.notify(notify::STREAM, "xgroup-create", key);
+                    Reply::Ok
+                }
                 Err(Refused::Exists) => Reply::Error("BUSYGROUP Consumer Group name already exists".into()),
                 Err(_) => Reply::err("internal: the stream vanished"),
             }
@@ -155,6 +159,7 @@ pub(super) fn xgroup(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
                 if args[4].as_ref() == b"$" { stream::Header::of(&c).last } else { tri!(parse_loose_id(&args[4])) };
             let Some(g) = tri!(groups::group(&ctx.view(), &c, name)) else { return nogroup_for_key(key, name) };
             tri!(groups::set_group_id(ctx, &c, g, id, entries_read));
+            ctx.notify(notify::STREAM, "xgroup-setid", key);
             Reply::Ok
         }
         "destroy" => {
@@ -163,18 +168,41 @@ pub(super) fn xgroup(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
             if gone {
                 // Clients blocked on this group get -NOGROUP.
                 ctx.signal_key(key);
+                ctx.notify(notify::STREAM, "xgroup-destroy", key);
             }
             Reply::Int(gone as i64)
         }
         "createconsumer" => {
             let Some(c) = c else { return Reply::err("internal: the stream vanished") };
-            Reply::Int(tri!(groups::create_consumer(ctx, &c, name, &args[4])) as i64)
+            let created = tri!(groups::create_consumer(ctx, &c, name, &args[4]));
+            if created {
+                ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
+            }
+            Reply::Int(created as i64)
         }
         "delconsumer" => {
             let Some(c) = c else { return Reply::err("internal: the stream vanished") };
-            Reply::Int(tri!(groups::delete_consumer(ctx, &c, name, &args[4])).unwrap_or(0) as i64)
+            let pending = tri!(groups::delete_consumer(ctx, &c, name, &args[4]));
+            if pending.is_some() {
+                ctx.notify(notify::STREAM, "xgroup-delconsumer", key);
+            }
+            Reply::Int(pending.unwrap_or(0) as i64)
         }
         _ => subcommand_error("XGROUP", &args[1]),
+    }
+}
+
+/// Whether the consumer `name` of `group` exists, when stream events are published (else `true`: nothing
+/// to compare, see [`notify_if_created`]).
+fn consumer_seen(ctx: &mut WriteCtx<'_>, c: &crate::keys::Coll, group: &[u8], name: &[u8]) -> bool {
+    ctx.notify_flags & notify::STREAM == 0 || groups::consumer(&ctx.view(), c, group, name).ok().flatten().is_some()
+}
+
+/// The `xgroup-createconsumer` event of a command that created the consumer `name` of `group` on its way
+/// (XREADGROUP, XCLAIM, XAUTOCLAIM): `had` is [`consumer_seen`] before the command.
+fn notify_if_created(ctx: &mut WriteCtx<'_>, key: &[u8], c: &crate::keys::Coll, group: &[u8], name: &[u8], had: bool) {
+    if !had && consumer_seen(ctx, c, group, name) {
+        ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
     }
 }
 
@@ -234,7 +262,10 @@ fn read_group(ctx: &mut WriteCtx<'_>, args: &Args, blocked: bool) -> Reply {
     let mut out = Vec::new();
     for (key, after) in plan {
         let Ok((c, g)) = tri!(groups::stream_and_group(ctx, key, &gname)) else { continue };
-        if let Some(d) = tri!(groups::read_group(ctx, &c, g, &cname, after, x.count, x.noack)) {
+        let had = consumer_seen(ctx, &c, &gname, &cname);
+        let read = tri!(groups::read_group(ctx, &c, g, &cname, after, x.count, x.noack));
+        notify_if_created(ctx, key, &c, &gname, &cname, had);
+        if let Some(d) = read {
             out.push(Reply::Array(vec![Reply::Bulk(key.clone()), delivered_reply(d)]));
         }
     }
@@ -416,7 +447,9 @@ pub(super) fn xclaim(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     o.min_idle = min_idle;
     o.delivered_ms = time.map(|t| if t < 0 || t > now { now as u64 } else { t as u64 });
     let justid = o.justid;
+    let had = consumer_seen(ctx, &c, &args[2], &args[3]);
     let claimed = tri!(groups::claim(ctx, &c, g, &args[3], &ids, o));
+    notify_if_created(ctx, &args[1], &c, &args[2], &args[3], had);
     if justid {
         Reply::Array(claimed.into_iter().map(|(id, _)| id_reply(id)).collect())
     } else {
@@ -454,7 +487,9 @@ pub(super) fn xautoclaim(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     }
     let found = tri!(groups::stream_and_group(ctx, &args[1], &args[2]));
     let Ok((c, g)) = found else { return nogroup(&args[1], &args[2]) };
+    let had = consumer_seen(ctx, &c, &args[2], &args[3]);
     let (next, claimed, deleted) = tri!(groups::auto_claim(ctx, &c, &g, &args[3], min_idle, start, count, justid));
+    notify_if_created(ctx, &args[1], &c, &args[2], &args[3], had);
     let claimed = if justid {
         Reply::Array(claimed.into_iter().map(|(id, _)| id_reply(id)).collect())
     } else {
@@ -479,7 +514,7 @@ fn group_summary(ctx: &ReadCtx<'_>, c: &crate::keys::Coll, counters: &Counters, 
         (bulk("pending"), int(pending)),
         (bulk("last-delivered-id"), id_reply(g.last)),
         (bulk("entries-read"), opt_int(g.entries_read)),
-        (bulk("lag"), opt_int(counters.lag(g))),
+        (bulk("lag"), counters.lag(g).map_or(Reply::Nil, Reply::Int)),
     ]))
 }
 
@@ -557,7 +592,7 @@ pub(super) fn xinfo_stream_full(ctx: &ReadCtx<'_>, key: &[u8], count: u64) -> Re
             (bulk("name"), Reply::Bulk(g.name.clone())),
             (bulk("last-delivered-id"), id_reply(g.last)),
             (bulk("entries-read"), opt_int(g.entries_read)),
-            (bulk("lag"), opt_int(counters.lag(&g))),
+            (bulk("lag"), counters.lag(&g).map_or(Reply::Nil, Reply::Int)),
             (bulk("pel-count"), int(pel_count)),
             (bulk("pending"), Reply::Array(pending)),
             (bulk("consumers"), Reply::Array(consumers)),

@@ -11,6 +11,7 @@
 //! scores and ranges as Redis does.
 
 use super::{arg_i64, syntax_error, Spec};
+use crate::notify;
 use crate::resp::{Args, Reply};
 use crate::store::{ReadCtx, WriteCtx};
 use crate::types::zset::{self, Added, LexRange, ScoreRange};
@@ -124,6 +125,9 @@ fn zadd(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
             Added::Nop => incr_reply = Reply::Nil,
         }
     }
+    if added + changed > 0 {
+        ctx.notify(notify::ZSET, if f.incr { "zincr" } else { "zadd" }, &args[1]);
+    }
     if f.incr {
         incr_reply
     } else {
@@ -134,7 +138,11 @@ fn zadd(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 fn zincrby(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let Some(by) = parse_score(&args[2]) else { return not_float() };
     tri!(zset::check_member(&args[3]));
-    match tri!(zset::incr(ctx, &args[1], by, &args[3])) {
+    let outcome = tri!(zset::incr(ctx, &args[1], by, &args[3]));
+    if matches!(outcome, Added::New | Added::Updated(_)) {
+        ctx.notify(notify::ZSET, "zincr", &args[1]);
+    }
+    match outcome {
         Added::New => double(by),
         Added::Updated(s) | Added::Same(s) => double(s),
         Added::Nop => Reply::Nil,
@@ -142,7 +150,11 @@ fn zincrby(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 }
 
 fn zrem(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
-    Reply::Int(tri!(zset::remove_members(ctx, &args[1], &args[2..])) as i64)
+    let removed = tri!(zset::remove_members(ctx, &args[1], &args[2..]));
+    if removed > 0 {
+        ctx.notify_emptied(notify::ZSET, "zrem", &args[1]);
+    }
+    Reply::Int(removed as i64)
 }
 
 fn zscore(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
@@ -220,6 +232,9 @@ fn pop_generic(ctx: &mut WriteCtx<'_>, args: &Args, max: bool) -> Reply {
     let Some(items) = tri!(zset::pop(ctx, &args[1], max, count.unwrap_or(1))) else {
         return Reply::Array(Vec::new());
     };
+    if !items.is_empty() {
+        ctx.notify_emptied(notify::ZSET, pop_event(max), &args[1]);
+    }
     match count {
         None => {
             let mut flat = Vec::with_capacity(2);
@@ -230,6 +245,25 @@ fn pop_generic(ctx: &mut WriteCtx<'_>, args: &Args, max: bool) -> Reply {
             Reply::Array(flat)
         }
         Some(_) => items_reply(items, true),
+    }
+}
+
+/// The events of a command that stored a result in `dst`: `event` when the result is not empty (`stored`),
+/// else `del` when it replaced a key (an empty result deletes the destination).
+pub(super) fn notify_store(ctx: &mut WriteCtx<'_>, dst: &[u8], stored: bool, existed: bool, event: &'static str) {
+    if stored {
+        ctx.notify(notify::ZSET, event, dst);
+    } else if existed {
+        ctx.notify(notify::GENERIC, "del", dst);
+    }
+}
+
+/// The event of a pop of the lowest or (`max`) highest members.
+fn pop_event(max: bool) -> &'static str {
+    if max {
+        "zpopmax"
+    } else {
+        "zpopmin"
     }
 }
 
@@ -247,6 +281,7 @@ fn bzpop_generic(ctx: &mut WriteCtx<'_>, args: &Args, max: bool) -> Reply {
     tri!(super::lists::parse_timeout_secs(&args[args.len() - 1]));
     for key in &args[1..args.len() - 1] {
         let Some((m, s)) = tri!(zset::pop_one(ctx, key, max)) else { continue };
+        ctx.notify_emptied(notify::ZSET, pop_event(max), key);
         return Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Bulk(m.into()), double(s)]);
     }
     Reply::NilArray
@@ -307,6 +342,7 @@ fn mpop_generic(ctx: &mut WriteCtx<'_>, m: &Mpop<'_>) -> Reply {
         if items.is_empty() {
             continue;
         }
+        ctx.notify_emptied(notify::ZSET, pop_event(m.max), key);
         let pairs = items.into_iter().map(|(mb, s)| Reply::Array(vec![Reply::Bulk(mb.into()), double(s)]));
         return Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Array(pairs.collect())]);
     }
@@ -335,24 +371,28 @@ pub fn blocking_keys(args: &Args) -> Option<(Vec<Bytes>, Option<std::time::Durat
     Some((args[1..n - 1].to_vec(), t))
 }
 
-/// ZREMRANGEBY*: removes the items a range names and answers their count.
-fn remove_range(ctx: &mut WriteCtx<'_>, key: &[u8], r: zset::Range) -> Reply {
-    Reply::Int(tri!(zset::remove_range(ctx, key, &r)) as i64)
+/// ZREMRANGEBY*: removes the items a range names and answers their count (`event` is the command's name).
+fn remove_range(ctx: &mut WriteCtx<'_>, key: &[u8], r: zset::Range, event: &'static str) -> Reply {
+    let removed = tri!(zset::remove_range(ctx, key, &r));
+    if removed > 0 {
+        ctx.notify_emptied(notify::ZSET, event, key);
+    }
+    Reply::Int(removed as i64)
 }
 
 fn zremrangebyrank(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let (s, e) = (tri!(arg_i64(&args[2])), tri!(arg_i64(&args[3])));
-    remove_range(ctx, &args[1], zset::Range::Rank(s, e))
+    remove_range(ctx, &args[1], zset::Range::Rank(s, e), "zremrangebyrank")
 }
 
 fn zremrangebyscore(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let r = tri!(ScoreRange::parse(&args[2], &args[3]));
-    remove_range(ctx, &args[1], zset::Range::Score(r))
+    remove_range(ctx, &args[1], zset::Range::Score(r), "zremrangebyscore")
 }
 
 fn zremrangebylex(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let r = tri!(LexRange::parse(&args[2], &args[3]));
-    remove_range(ctx, &args[1], zset::Range::Lex(r))
+    remove_range(ctx, &args[1], zset::Range::Lex(r), "zremrangebylex")
 }
 
 // ---------------------------------------------------------------------------------------------------------

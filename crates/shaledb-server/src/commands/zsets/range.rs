@@ -140,5 +140,11 @@ pub(super) fn zrangestore(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         Some(c) => tri!(run_range(&ctx.view(), &c, &q, &spec)),
         None => Vec::new(),
     };
-    Reply::Int(tri!(zset::store(ctx, &args[1], &items)) as i64)
+    let existed = ctx.notify_flags != 0 && ctx.stored_now(&args[1]);
+    ctx.replacing = existed.then(|| args[1].clone());
+    let stored = zset::store(ctx, &args[1], &items);
+    ctx.replacing = None;
+    let n = tri!(stored);
+    super::notify_store(ctx, &args[1], n > 0, existed, "zrangestore");
+    Reply::Int(n as i64)
 }

@@ -176,14 +176,20 @@ fn setop_read(ctx: &ReadCtx<'_>, args: &Args, op: SetOp, cmd: &str) -> Reply {
     items_reply(items, req.withscores)
 }
 
-fn setop_store(ctx: &mut WriteCtx<'_>, args: &Args, op: SetOp, cmd: &str) -> Reply {
+fn setop_store(ctx: &mut WriteCtx<'_>, args: &Args, op: SetOp, cmd: &'static str) -> Reply {
     // Expired inputs are deleted on access, as in Redis; then everything is read through the view.
     let req = tri!(parse_setop(args, 2, op, true, cmd, &mut |k| match ctx.get_meta(k)? {
         Some((m, _)) if m.typ != Type::ZSet && m.typ != Type::Set => Err(wrong_type()),
         _ => Ok(()),
     }));
     let items = tri!(run_setop(&ctx.view(), &req, op));
-    Reply::Int(tri!(zset::store(ctx, &args[1], &items)) as i64)
+    let existed = ctx.notify_flags != 0 && ctx.stored_now(&args[1]);
+    ctx.replacing = existed.then(|| args[1].clone());
+    let stored = zset::store(ctx, &args[1], &items);
+    ctx.replacing = None;
+    let n = tri!(stored);
+    super::notify_store(ctx, &args[1], n > 0, existed, cmd);
+    Reply::Int(n as i64)
 }
 
 pub(super) fn zunion(ctx: &ReadCtx<'_>, args: &Args) -> Reply {

@@ -4,6 +4,7 @@
 
 use super::packed::{self, Item};
 use super::{Error, GroupValue, Pending, StreamValue, Value};
+use crate::types::stream::groups::Counters;
 use crate::types::stream::{Entry, Id};
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashSet};
@@ -407,7 +408,21 @@ fn stream(v2: bool, r: &mut Reader<'_>) -> Result<StreamValue, Error> {
             return Err(bad("consumer group twice"));
         }
         let last_delivered = r.stream_id()?;
-        let entries_read = if v2 { r.length()? } else { u64::MAX };
+        let entries_read = if v2 {
+            r.length()?
+        } else {
+            // A payload from before Redis 7.0 has no read counters: as Redis 7.0 loads one, estimate each
+            // group's from its last id, taking every entry ever added to be still there (entries-added is
+            // the length, no deletion recorded).
+            let counters = Counters {
+                length,
+                entries_added,
+                last,
+                max_deleted,
+                first: entries.first().map_or_else(Id::default, |e| e.id),
+            };
+            counters.distance(last_delivered).unwrap_or(u64::MAX)
+        };
         let npel = r.count(17)?;
         // id -> (delivered_ms, deliveries, owner)
         let mut pel: BTreeMap<Id, (u64, u64, Option<Vec<u8>>)> = BTreeMap::new();

@@ -305,3 +305,31 @@ fn values_stored_and_read_back_through_the_engine() {
         assert_eq!(meta.expire_at_ms.is_some(), i % 2 == 0, "k{i} expiry");
     }
 }
+
+/// A stream payload of RDB version 9 (type 15, no read counters), as Redis 5 DUMPs it: entries 5-0 and
+/// 6-0 left of six added (3-0 deleted, then trimmed to two), group `g1` delivered up to 5-0 (four
+/// pending entries), group `g2` at 0-0. Redis 7.0 estimates each group's entries-read as it loads it.
+#[test]
+fn a_legacy_stream_gets_estimated_read_counters() {
+    let p = "0f011000000000000000010000000000000000c3404a40571657000000230002010401010184646174610500010301002001\
+             0381610204200a0001400a0062600a0002400a0063600a4022018164200a4039200a0065600a0005400a0066200a00ff0206\
+             0002026731050004000000000000000100000000000000003ef783437a01000001000000000000000200000000000000003e\
+             f783437a01000001000000000000000400000000000000003ef783437a01000001000000000000000500000000000000003e\
+             f783437a0100000101036331313ef783437a0100000400000000000000010000000000000000000000000000000200000000\
+             0000000000000000000000040000000000000000000000000000000500000000000000000267320000000009003d52ef6867\
+             521dfa";
+    let Value::Stream(s) = read_payload(&unhex(p)).unwrap() else { panic!("not a stream") };
+    assert_eq!(s.entries.iter().map(|e| e.id).collect::<Vec<_>>(), [Id { ms: 5, seq: 0 }, Id { ms: 6, seq: 0 }]);
+    assert_eq!((s.last, s.max_deleted, s.entries_added), (Id { ms: 6, seq: 0 }, Id::default(), 2));
+    let got: Vec<_> = s.groups.iter().map(|g| (g.name.as_slice(), g.last, g.entries_read)).collect();
+    assert_eq!(
+        got,
+        [
+            // Its last id is the first entry's: the count of entries up to it is known.
+            (&b"g1"[..], Id { ms: 5, seq: 0 }, Some(1)),
+            // Before the first entry: none read.
+            (&b"g2"[..], Id::default(), Some(0)),
+        ]
+    );
+    assert_eq!(s.groups[0].pending.len(), 4);
+}

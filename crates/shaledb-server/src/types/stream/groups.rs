@@ -308,17 +308,19 @@ impl Counters {
         None
     }
 
-    /// How many entries `g` has yet to read; `None` when unknown.
-    pub fn lag(&self, g: &Group) -> Option<u64> {
+    /// How many entries `g` has yet to read; `None` when unknown. Negative when a group's entries-read was set
+    /// (XGROUP CREATE/SETID ENTRIESREAD) past the entries added: Redis reports the signed difference as it is.
+    pub fn lag(&self, g: &Group) -> Option<i64> {
+        let diff = |read: u64| (self.entries_added as i64).wrapping_sub(read as i64);
         if self.entries_added == 0 {
             return Some(0);
         }
         if let Some(read) = g.entries_read {
             if !self.has_tombstones(g.last) {
-                return Some(self.entries_added.saturating_sub(read));
+                return Some(diff(read));
             }
         }
-        self.distance(g.last).map(|read| self.entries_added.saturating_sub(read))
+        self.distance(g.last).map(diff)
     }
 
     /// The group's counter after it reads the entry `id` (in order, after its last id).

@@ -209,4 +209,7 @@ fn entries_read_and_lag_follow_redis_rules() {
     let k =
         Counters { length: 0, entries_added: 0, last: Id::default(), max_deleted: Id::default(), first: Id::default() };
     assert_eq!(k.lag(&g(Id::default(), None)), Some(0));
+    // ENTRIESREAD set past the entries added (XGROUP CREATE ... ENTRIESREAD 7 on a stream of one entry).
+    let k = Counters { length: 1, entries_added: 1, last: id(1, 0), max_deleted: Id::default(), first: id(1, 0) };
+    assert_eq!(k.lag(&g(Id::default(), Some(7))), Some(-6));
 }

@@ -35,42 +35,13 @@
 
 #![allow(clippy::useless_vec)] // `cmd![..]` builds the owned argument lists the driver keeps.
 
-use crate::helpers::{start_redis, start_server, Client, Resp};
+use crate::helpers::{start_redis, start_server, Client, Resp, Rng};
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::Instant;
 
 // ---------------------------------------------------------------------------------------------------------
 // Random generation
-
-/// splitmix64: small, seedable, the same sequence everywhere.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + self.below((hi - lo + 1) as u64) as i64
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
 
 /// How two replies are compared.
 #[derive(Clone, Copy, Debug, PartialEq)]

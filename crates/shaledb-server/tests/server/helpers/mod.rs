@@ -3,9 +3,11 @@
 //! a reference redis-server for the comparisons ([`redis_server`]).
 
 mod redis_server;
+mod rng;
 mod wire;
 
 pub use redis_server::{start_redis, RedisServer};
+pub use rng::Rng;
 pub use wire::{encode, raw, Client, Resp};
 
 use redis::{FromRedisValue, Value};
