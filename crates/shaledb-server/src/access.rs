@@ -161,8 +161,10 @@ fn incremented(counter: u8, log_factor: u32) -> u8 {
     }
 }
 
+/// The shard of a key hash: bits 32..38, which the maps use for neither the bucket index (the low bits) nor
+/// the control-byte tag (the top 7 bits), so the keys of one shard still spread over its map.
 fn shard_of(h: u64) -> usize {
-    (h >> 58) as usize % SHARDS
+    (h >> 32) as usize % SHARDS
 }
 
 impl Clock {
@@ -314,7 +316,7 @@ mod tests {
     fn a_full_shard_forgets_its_oldest_entries() {
         let mut c = Clock::new();
         c.start -= std::time::Duration::from_secs(100);
-        // Fill one shard: keys with the same top bits land in the same shard.
+        // Fill one shard: keys with the same bits 32..38 land in the same shard.
         for i in 0..SHARD_CAPACITY as u64 {
             c.touch(i, None);
         }
