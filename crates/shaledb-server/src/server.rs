@@ -1152,6 +1152,14 @@ async fn execute(
                 }
                 _ => f(s, shared, &args),
             },
+            Handler::Conn(_) if spec.name == "migrate" => {
+                // The replies before it reach the client before it waits on the target.
+                if write_out(shared, stream, out).await.is_err() {
+                    s.close_now = true;
+                    break;
+                }
+                commands::migrate::run(s, shared, &args).await
+            }
             Handler::Conn(f) => f(s, shared, &args),
             Handler::Read(f) => f(&ReadCtx::new(&shared.store.db, s.db_index, now_ms()), &args),
             Handler::Write(_) => unreachable!("handled above"),

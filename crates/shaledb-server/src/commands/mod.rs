@@ -62,6 +62,7 @@ pub mod hashes;
 pub mod hll;
 pub mod keys;
 pub mod lists;
+pub mod migrate;
 pub mod multi;
 pub mod pubsub;
 pub mod scripting;
@@ -173,6 +174,7 @@ pub static TABLE: &[&[Spec]] = &[
     hll::COMMANDS,
     scripting::COMMANDS,
     dump::COMMANDS,
+    migrate::COMMANDS,
     acl::COMMANDS,
 ];
 

@@ -20,6 +20,7 @@ mod keyspace;
 mod knobs;
 mod listener;
 mod lists;
+mod migrate;
 mod notify;
 mod object_access;
 mod protocol;

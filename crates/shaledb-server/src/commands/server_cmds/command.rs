@@ -25,7 +25,7 @@ fn command_info(spec: &Spec) -> Reply {
         // Redis 7's key spec: keys start at `first_key`, run to `last_key` (relative to the end when < 0) in
         // steps of `step`.
         let lastkey = if spec.last_key < 0 { spec.last_key as i64 } else { (spec.last_key - spec.first_key) as i64 };
-        let access = if spec.is_write() { "RW" } else { "RO" };
+        let access = if spec.is_write() || spec.flags & WRITE != 0 { "RW" } else { "RO" };
         vec![Reply::Map(vec![
             (Reply::bulk("flags"), Reply::Set(vec![Reply::Simple(access.into())])),
             (

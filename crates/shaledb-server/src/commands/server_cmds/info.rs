@@ -273,7 +273,7 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
             let cmds = &shared.intro.commands;
             kv(out, "total_error_replies", &cmds.total_error_replies.load(Ordering::Relaxed));
             kv(out, "unexpected_error_replies", &0);
-            // There is no MIGRATE, so no socket is ever cached for it.
+            // MIGRATE connects anew each time: it caches no socket.
             kv(out, "migrate_cached_sockets", &0);
             let tracking = shared.store.tracking.figures();
             kv(out, "tracking_total_keys", &tracking.keys);
