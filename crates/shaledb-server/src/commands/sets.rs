@@ -89,9 +89,13 @@ fn smove(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
             Ok(Some(c)) => set::is_member(&ctx.view(), &c, member).unwrap_or(false),
             _ => false,
         };
+    let mark = ctx.events.len();
     let moved = tri!(set::move_member(ctx, src, dst, member));
     if moved && src != dst {
+        // Redis's order: the source's `srem` (and `del`), then the destination's `new` that storing it staged.
+        let created = ctx.events.split_off(mark);
         ctx.notify_emptied(notify::SET, "srem", src);
+        ctx.events.extend(created);
         if !in_dst {
             ctx.notify(notify::SET, "sadd", dst);
         }
