@@ -3,7 +3,7 @@
 //! user's password; and the comparison with a real redis-server of the rule texts, the refusals and every
 //! category's commands.
 
-use crate::helpers::{bulk as b, err, ok, start_redis, start_server, Client, Resp};
+use crate::helpers::{bulk as b, err, ok, redis_or_skip, start_server, Client, Resp};
 use std::collections::BTreeSet;
 
 fn texts(r: Resp) -> Vec<String> {
@@ -170,16 +170,9 @@ fn aclfile_save_and_load() {
 
 /// Both servers, one connection each.
 fn pair() -> Option<(crate::helpers::RedisServer, tempfile::TempDir, shaledb_server::RunningServer)> {
-    match start_redis() {
-        Ok(r) => {
-            let (d, s) = start_server(|_| {});
-            Some((r, d, s))
-        }
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            None
-        }
-    }
+    let r = redis_or_skip()?;
+    let (d, s) = start_server(|_| {});
+    Some((r, d, s))
 }
 
 /// The tokens of an `ACL LIST` line as a set: Redis orders single-command rules by its hash table.

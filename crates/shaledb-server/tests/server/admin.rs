@@ -3,7 +3,7 @@
 //! fields, protected mode and requirepass judged per connection. Where a reply's text is Redis's, it is
 //! compared with a real redis-server 7.0 when one is installed (else that part prints why and is skipped).
 
-use crate::helpers::{bulk as b, err, ok, start_redis, start_server, Client, Resp};
+use crate::helpers::{bulk as b, err, ok, redis_or_skip, start_server, Client, Resp};
 use shaledb_server::server::protected_mode_denies;
 use shaledb_server::Config;
 use std::net::IpAddr;
@@ -128,13 +128,7 @@ fn config_set_checks_like_redis_and_get_answers_under_the_name_asked() {
 /// redis-server 7.0.
 #[test]
 fn error_replies_match_redis() {
-    let redis = match start_redis() {
-        Ok(r) => r,
-        Err(why) => {
-            println!("skipped: {why}");
-            return;
-        }
-    };
+    let Some(redis) = redis_or_skip() else { return };
     let (_d, server) = start_server(|_| {});
     let mut theirs = Client::connect(redis.addr);
     let mut ours = Client::connect(server.addr());

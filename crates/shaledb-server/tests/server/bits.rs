@@ -2,7 +2,7 @@
 //! double of INCRBYFLOAT and HINCRBYFLOAT, and Redis's check order for GETEX: exact replies, a script
 //! compared reply by reply with a real redis-server, and durability across a restart.
 
-use crate::helpers::{connect, e, i, q, s, start_redis, start_server, Client, Resp, NOT_INT, SYNTAX, WRONGTYPE};
+use crate::helpers::{connect, e, i, q, redis_or_skip, s, start_server, Client, Resp, NOT_INT, SYNTAX, WRONGTYPE};
 use redis::Value;
 
 const OFFSET_ERR: &str = "ERR bit offset is not an integer or out of range";
@@ -265,13 +265,7 @@ fn bit_writes_and_float_increments_survive_a_restart() {
 /// replies whose shape differs).
 #[test]
 fn bit_commands_answer_exactly_as_redis_does() {
-    let redis = match start_redis() {
-        Ok(r) => r,
-        Err(why) => {
-            println!("SKIP bit_commands_answer_exactly_as_redis_does: {why}");
-            return;
-        }
-    };
+    let Some(redis) = redis_or_skip() else { return };
     let (_dir, srv) = start_server(|_| {});
     let mut theirs = Client::connect(redis.addr);
     let mut ours = Client::connect(srv.addr());

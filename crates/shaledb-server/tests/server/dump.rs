@@ -5,7 +5,7 @@
 //! (checksum fixed up) answered with OK or `Bad data format`, never a crash; restored values durable across a
 //! restart. redis-server missing: the comparisons print why and return (the only skip).
 
-use crate::helpers::{connect, start_redis, start_server, Rng};
+use crate::helpers::{connect, redis_or_skip, start_server, Rng};
 use redis::Value;
 use shaledb_server::{Config, RunningServer};
 
@@ -245,13 +245,7 @@ const TYPES: [&str; 6] = ["string", "list", "set", "zset", "hash", "stream"];
 
 #[test]
 fn dump_and_restore_move_every_type_both_ways() {
-    let redis = match start_redis() {
-        Ok(r) => r,
-        Err(why) => {
-            eprintln!("SKIP dump_and_restore_move_every_type_both_ways: {why}");
-            return;
-        }
-    };
+    let Some(redis) = redis_or_skip() else { return };
     let (_dir, server) = start_server(|_| {});
     let mut r = redis::Client::open(format!("redis://{}/", redis.addr)).unwrap().get_connection().unwrap();
     let mut s = connect(&server);
@@ -288,13 +282,7 @@ fn dump_and_restore_move_every_type_both_ways() {
 
 #[test]
 fn ttl_options_match_redis() {
-    let redis = match start_redis() {
-        Ok(r) => r,
-        Err(why) => {
-            eprintln!("SKIP ttl_options_match_redis: {why}");
-            return;
-        }
-    };
+    let Some(redis) = redis_or_skip() else { return };
     let (_dir, server) = start_server(|_| {});
     let mut r = redis::Client::open(format!("redis://{}/", redis.addr)).unwrap().get_connection().unwrap();
     let mut s = connect(&server);
@@ -351,13 +339,7 @@ fn with_footer(body: &[u8]) -> Vec<u8> {
 
 #[test]
 fn errors_match_redis() {
-    let redis = match start_redis() {
-        Ok(r) => r,
-        Err(why) => {
-            eprintln!("SKIP errors_match_redis: {why}");
-            return;
-        }
-    };
+    let Some(redis) = redis_or_skip() else { return };
     let (_dir, server) = start_server(|_| {});
     let mut r = redis::Client::open(format!("redis://{}/", redis.addr)).unwrap().get_connection().unwrap();
     let mut s = connect(&server);

@@ -3,7 +3,7 @@
 //! GEOSEARCH, GEORADIUS*, PFADD, PFCOUNT, PFMERGE, and the HyperLogLog string itself), corrupt values, the
 //! cache bytes, and a restart.
 
-use crate::helpers::{start_redis, start_server, Client, RedisServer, Resp};
+use crate::helpers::{redis_or_skip, start_server, Client, RedisServer, Resp};
 use rand::{Rng, SeedableRng};
 use shaledb_server::{Config, RunningServer};
 use tempfile::TempDir;
@@ -16,13 +16,7 @@ struct Both {
 }
 
 fn both() -> Option<Both> {
-    let redis = match start_redis() {
-        Ok(r) => r,
-        Err(why) => {
-            eprintln!("the comparison with Redis is skipped: {why}");
-            return None;
-        }
-    };
+    let redis = redis_or_skip()?;
     let (dir, server) = start_server(|_| {});
     let ours = Client::connect(server.addr());
     let theirs = Client::connect(redis.addr);

@@ -2,7 +2,7 @@
 //! AUTH2, a target that refuses (BUSYKEY, a wrong password), a closed port (IOERR), keys that expire, and the
 //! argument errors, all on 127.0.0.1. redis-server missing: the tests that need it print why and return.
 
-use crate::helpers::{connect, e, i, q, s, start_redis, start_server, v, SYNTAX};
+use crate::helpers::{connect, e, i, q, redis_or_skip, s, start_server, v, SYNTAX};
 use redis::Value;
 
 /// A port of 127.0.0.1 nothing listens on (bound, then released).
@@ -185,13 +185,7 @@ fn migrate_with_auth_and_refusals() {
 
 #[test]
 fn migrate_to_and_from_redis_server() {
-    let redis = match start_redis() {
-        Ok(r) => r,
-        Err(why) => {
-            eprintln!("SKIP migrate_to_and_from_redis_server: {why}");
-            return;
-        }
-    };
+    let Some(redis) = redis_or_skip() else { return };
     let (_d, server) = start_server(|_| {});
     let mut a = connect(&server);
     let mut r = redis::Client::open(format!("redis://{}/", redis.addr)).unwrap().get_connection().unwrap();

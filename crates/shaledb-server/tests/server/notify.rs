@@ -4,7 +4,7 @@
 //! seeded random command sequence, and SSUBSCRIBE / SUNSUBSCRIBE / SPUBLISH / PUBSUB SHARD* against
 //! redis-server in RESP2 and RESP3.
 
-use crate::helpers::{bulk as b, start_redis, start_server, Client, Resp, Rng};
+use crate::helpers::{bulk as b, redis_or_skip, start_server, Client, Resp, Rng};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -393,13 +393,7 @@ fn random_write(r: &mut Rng, stream_id: &mut u64) -> Vec<String> {
 
 #[test]
 fn the_event_stream_matches_redis_server_for_a_random_sequence() {
-    let redis = match start_redis() {
-        Ok(r) => r,
-        Err(why) => {
-            println!("SKIPPED: {why}");
-            return;
-        }
-    };
+    let Some(redis) = redis_or_skip() else { return };
     let (_d, server) = start_server(|_| {});
     let seed = std::env::var("SHALEDB_DIFF_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
@@ -448,13 +442,7 @@ fn the_event_stream_matches_redis_server_for_a_random_sequence() {
 
 #[test]
 fn shard_channels_answer_as_redis_server_in_resp2_and_resp3() {
-    let redis = match start_redis() {
-        Ok(r) => r,
-        Err(why) => {
-            println!("SKIPPED: {why}");
-            return;
-        }
-    };
+    let Some(redis) = redis_or_skip() else { return };
     let (_d, server) = start_server(|_| {});
     let mut transcripts = Vec::new();
     for addr in [redis.addr, server.addr()] {

@@ -4,20 +4,14 @@
 //! Replies are compared with a real redis-server 7.0 when one is installed (else that part prints why and
 //! is skipped).
 
-use crate::helpers::{err, ok, start_redis, start_server, Client, Resp};
+use crate::helpers::{err, ok, redis_or_skip, start_server, Client, Resp};
 use std::thread;
 use std::time::{Duration, Instant};
 
 /// The reply of each command on both servers, side by side; skipped (with the reason printed) without a
 /// redis-server.
 fn same_as_redis(ours: &mut Client, cmds: &[&[&str]]) {
-    let redis = match start_redis() {
-        Ok(r) => r,
-        Err(why) => {
-            println!("skipped the comparison with redis-server: {why}");
-            return;
-        }
-    };
+    let Some(redis) = redis_or_skip() else { return };
     let mut theirs = Client::connect(redis.addr);
     for c in cmds {
         assert_eq!(ours.cmd(c), theirs.cmd(c), "{c:?}");
@@ -159,13 +153,7 @@ fn command_info_lists_subcommands_with_their_key_positions() {
         c.cmd(&["COMMAND", "GETKEYS", "MEMORY", "USAGE", "foo"]),
         Resp::Array(vec![Resp::Bulk(b"foo".to_vec())])
     );
-    let redis = match start_redis() {
-        Ok(r) => r,
-        Err(why) => {
-            println!("skipped the comparison with redis-server: {why}");
-            return;
-        }
-    };
+    let Some(redis) = redis_or_skip() else { return };
     let mut theirs = Client::connect(redis.addr);
     for name in ["object", "memory", "xinfo", "xgroup", "config", "script", "function", "slowlog", "pubsub"] {
         let ours = subcommands(c.cmd(&["COMMAND", "INFO", name]).array().remove(0));

@@ -456,13 +456,7 @@ fn script_kill_stops_a_loop_that_catches_errors() {
 /// Redis's errors, and nothing changed by a restore that fails.
 #[test]
 fn function_dump_and_restore_move_libraries_to_and_from_redis() {
-    let redis = match crate::helpers::start_redis() {
-        Ok(r) => r,
-        Err(why) => {
-            eprintln!("SKIP function_dump_and_restore_move_libraries_to_and_from_redis: {why}");
-            return;
-        }
-    };
+    let Some(redis) = crate::helpers::redis_or_skip() else { return };
     let (_dir, server) = start_server(|_| {});
     let mut r = redis::Client::open(format!("redis://{}/", redis.addr)).unwrap().get_connection().unwrap();
     let mut c = connect(&server);
@@ -539,13 +533,7 @@ fn function_dump_and_restore_move_libraries_to_and_from_redis() {
 /// compared with a real redis-server 7.0 byte for byte.
 #[test]
 fn cmsgpack_and_struct_payloads_match_redis() {
-    let redis = match crate::helpers::start_redis() {
-        Ok(r) => r,
-        Err(why) => {
-            eprintln!("SKIP cmsgpack_and_struct_payloads_match_redis: {why}");
-            return;
-        }
-    };
+    let Some(redis) = crate::helpers::redis_or_skip() else { return };
     let (_dir, server) = start_server(|_| {});
     let mut r = redis::Client::open(format!("redis://{}/", redis.addr)).unwrap().get_connection().unwrap();
     let mut c = connect(&server);

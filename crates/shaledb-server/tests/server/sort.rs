@@ -2,7 +2,7 @@
 //! write (the destination replaced or deleted, blocked clients served, all of it surviving a process kill).
 
 use crate::helpers::{
-    connect, e, i, q, start_everysec as start_server, start_redis, v, Client, Resp, NOT_INT, SYNTAX, WRONGTYPE,
+    connect, e, i, q, redis_or_skip, start_everysec as start_server, v, Client, Resp, NOT_INT, SYNTAX, WRONGTYPE,
 };
 use bytes::Bytes;
 use shaledb::{Db, Options};
@@ -123,13 +123,7 @@ fn words(args: &[&str]) -> Vec<String> {
 
 #[test]
 fn sort_replies_match_redis_server() {
-    let redis = match start_redis() {
-        Ok(r) => r,
-        Err(why) => {
-            eprintln!("the comparison with Redis is skipped: {why}");
-            return;
-        }
-    };
+    let Some(redis) = redis_or_skip() else { return };
     let (srv, _dir) = start_server();
     let mut ours = Client::connect(srv.addr());
     let mut theirs = Client::connect(redis.addr);

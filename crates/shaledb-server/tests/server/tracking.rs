@@ -2,7 +2,7 @@
 //! RESP2 subscriber; BCAST, OPTIN/OPTOUT, NOLOOP; the tracking commands' replies and errors; INFO's figures
 //! and `tracking-table-max-keys`; and the messages of a sequence of commands compared with redis-server's.
 
-use crate::helpers::{start_redis, start_server, Client, Resp};
+use crate::helpers::{redis_or_skip, start_server, Client, Resp};
 use std::net::SocketAddr;
 
 fn b(s: &str) -> Resp {
@@ -277,14 +277,7 @@ fn info_figures_and_the_table_limit() {
 /// each step must be the same.
 #[test]
 fn invalidations_of_a_sequence_match_redis() {
-    let redis = match start_redis() {
-        Ok(r) => r,
-        Err(why) => {
-            println!("differential test skipped: {why}");
-            eprintln!("differential test skipped: {why}");
-            return;
-        }
-    };
+    let Some(redis) = redis_or_skip() else { return };
     let (_dir, shale) = start_server(|c| c.appendfsync = shaledb_server::Appendfsync::No);
     let want = run_sequence(redis.addr);
     let got = run_sequence(shale.addr());

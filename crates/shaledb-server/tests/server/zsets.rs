@@ -2,7 +2,7 @@
 //! a size counter checked against a model, expiry, WRONGTYPE, ranks and ZSCAN on a set past the small size,
 //! RESP3 shapes.
 
-use crate::helpers::{start_everysec as start_server, start_redis, Client, RedisServer, Resp};
+use crate::helpers::{redis_or_skip, start_everysec as start_server, Client, RedisServer, Resp};
 use rand::{Rng, SeedableRng};
 use shaledb_server::RunningServer;
 use std::collections::{BTreeMap, HashSet};
@@ -20,13 +20,7 @@ struct Both {
 
 /// Starts both servers; `None`, with a note, where redis-server cannot run (the comparison is then skipped).
 fn both() -> Option<Both> {
-    let redis = match start_redis() {
-        Ok(r) => r,
-        Err(why) => {
-            eprintln!("the comparison with Redis is skipped: {why}");
-            return None;
-        }
-    };
+    let redis = redis_or_skip()?;
     let (server, dir) = start_server();
     let ours = Client::connect(server.addr());
     let theirs = Client::connect(redis.addr);

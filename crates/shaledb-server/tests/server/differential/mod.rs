@@ -2,7 +2,7 @@
 //! in-process shaledb server, the replies compared one by one.
 //!
 //! - redis-server (7.0 is the reference) is started by the test on a free loopback port with
-//!   `--save "" --appendonly no` in a temporary directory (`helpers::start_redis`); where it is not installed
+//!   `--save "" --appendonly no` in a temporary directory (`helpers::redis_or_skip`); where it is not installed
 //!   the test prints why and returns (the only skip).
 //! - One family of commands at a time (strings, keys and expiry, hashes, lists, sets, sorted sets, streams
 //!   with explicit ids, MULTI/EXEC/WATCH), each over a small key space so commands collide, with a few keys
@@ -35,7 +35,7 @@
 
 #![allow(clippy::useless_vec)] // `cmd![..]` builds the owned argument lists the driver keeps.
 
-use crate::helpers::{start_redis, start_server, Client, Resp, Rng};
+use crate::helpers::{redis_or_skip, start_server, Client, Resp, Rng};
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -253,14 +253,7 @@ fn names_of(f: &Family, seed: u64) -> Vec<String> {
 
 #[test]
 fn replies_match_redis_server_command_by_command() {
-    let redis = match start_redis() {
-        Ok(r) => r,
-        Err(why) => {
-            println!("differential test skipped: {why}");
-            eprintln!("differential test skipped: {why}");
-            return;
-        }
-    };
+    let Some(redis) = redis_or_skip() else { return };
     let (_dir, shale) = start_server(|c| c.appendfsync = shaledb_server::Appendfsync::No);
     let seed = seed();
     let budget = budget();

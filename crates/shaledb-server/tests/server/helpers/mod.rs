@@ -6,7 +6,7 @@ mod redis_server;
 mod rng;
 mod wire;
 
-pub use redis_server::{start_redis, RedisServer};
+pub use redis_server::{redis_or_skip, RedisServer};
 pub use rng::Rng;
 pub use wire::{encode, raw, Client, Resp};
 

@@ -25,6 +25,19 @@ fn free_port() -> u16 {
     l.local_addr().expect("local addr").port()
 }
 
+/// [`start_redis`], or `None` with the reason printed (to both streams, so it shows with and without
+/// `--nocapture`) where redis-server cannot run: the comparison is then skipped, the only skip these tests make.
+pub fn redis_or_skip() -> Option<RedisServer> {
+    match start_redis() {
+        Ok(r) => Some(r),
+        Err(why) => {
+            println!("comparison with redis-server skipped: {why}");
+            eprintln!("comparison with redis-server skipped: {why}");
+            None
+        }
+    }
+}
+
 /// Starts redis-server, or says why it cannot.
 pub fn start_redis() -> Result<RedisServer, String> {
     match Command::new("redis-server").arg("--version").output() {
