@@ -220,6 +220,13 @@ impl Shared {
         self.store.scripts.abort_for_shutdown();
         let _ = self.shutdown.send(true);
     }
+
+    /// Disconnects another client (`CLIENT KILL`, ACL changes): it leaves `CLIENT LIST` and `INFO clients` at
+    /// once, as in Redis, and its task closes the socket at its next chance.
+    pub fn disconnect(&self, c: &ClientEntry) {
+        c.kill();
+        self.clients.lock().remove(&c.id);
+    }
 }
 
 /// One connection's state.

@@ -103,9 +103,7 @@ fn disconnect(s: &mut Session, shared: &Shared, gone: &[Arc<UserHandle>]) {
         }
         let of_gone = c.user.lock().as_ref().is_some_and(|u| gone.iter().any(|g| Arc::ptr_eq(g, u)));
         if of_gone {
-            c.kill();
-            // Gone from CLIENT LIST at once, as in Redis (its task finishes closing it).
-            shared.clients.lock().remove(&c.id);
+            shared.disconnect(&c);
         }
     }
 }
@@ -127,8 +125,7 @@ fn kill_refused_subscribers(s: &mut Session, shared: &Shared, name: &[u8]) {
         if c.id == s.id {
             s.close_after_reply = true;
         } else {
-            c.kill();
-            shared.clients.lock().remove(&c.id);
+            shared.disconnect(c);
         }
     }
 }

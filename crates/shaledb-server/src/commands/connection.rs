@@ -591,7 +591,7 @@ fn client_kill(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
                 // Ourselves: the reply goes out first, then the connection closes.
                 s.close_after_reply = true;
             } else {
-                c.kill();
+                shared.disconnect(&c);
             }
         }
     }

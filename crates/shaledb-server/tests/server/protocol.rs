@@ -304,6 +304,9 @@ fn client_commands() {
     let mut c = Client::connect(server.addr());
     let Resp::Int(c_id) = c.cmd(&["CLIENT", "ID"]) else { panic!() };
     assert_eq!(a.cmd(&["CLIENT", "KILL", "ID", &c_id.to_string()]), Resp::Int(1));
+    // Gone from CLIENT LIST in the very next command, before its socket has closed (redis-py's test_client_kill).
+    let list = a.cmd(&["CLIENT", "LIST"]).text();
+    assert!(!list.lines().any(|l| l.starts_with(&format!("id={c_id} "))), "{list}");
     assert!(c.closed());
     assert_eq!(a.cmd(&["CLIENT", "KILL", "ID", "0"]), err("ERR client-id should be greater than 0"));
     assert_eq!(a.cmd(&["CLIENT", "KILL", "ID", &a_id.to_string()]), Resp::Int(0), "SKIPME yes by default");
