@@ -356,7 +356,8 @@ fn wait_spec(spec: &Spec, args: &Args) -> Option<(Vec<Bytes>, Option<Duration>)>
 async fn try_once(s: &Session, shared: &Arc<Shared>, spec: &'static Spec, args: &Args) -> Reply {
     match spec.handler {
         Handler::Write(_) => first_try(s, shared, spec, args, None).await,
-        Handler::Read(f) => f(&ReadCtx::new(&shared.store.db, s.db_index, now_ms()), args),
+        // Through `run_read`, so a missing key publishes its keymiss event as any read does.
+        Handler::Read(f) => crate::notify::run_read(&shared.store, s.db_index, |ctx| f(ctx, args)),
         Handler::Conn(_) => Reply::err("internal: a connection command cannot block"),
     }
 }

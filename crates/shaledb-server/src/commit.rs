@@ -87,6 +87,11 @@ pub struct Store {
     events: Mutex<Vec<crate::notify::Event>>,
     /// CLIENT TRACKING's table of tracked keys and prefixes, and its clients (`tracking.rs`).
     pub tracking: crate::tracking::Tracking,
+    /// WATCHes answered while a script is busy, for the commit thread to register (`store/watches.rs`).
+    pub watch_inbox: Arc<crate::store::WatchInbox>,
+    /// CLIENT PAUSE (WRITE or ALL) holds expiry until this wall-clock time, in ms (0: no pause): the sweeper
+    /// deletes no expired key meanwhile, as Redis stops its active and passive expiry.
+    pub expiry_paused_until: Arc<AtomicU64>,
 }
 
 /// Most bytes of payload one group gathers before it is written.
@@ -115,6 +120,8 @@ impl Store {
             pubsub: Arc::default(),
             events: Mutex::new(Vec::new()),
             tracking: Default::default(),
+            watch_inbox: Arc::default(),
+            expiry_paused_until: Arc::default(),
         });
         let s = store.clone();
         let commit = std::thread::Builder::new()
@@ -169,6 +176,21 @@ impl Store {
         ))
     }
 
+    /// True while CLIENT PAUSE (WRITE or ALL) holds expiry (see [`Store::expiry_paused_until`]).
+    pub fn expiry_paused(&self) -> bool {
+        now_ms() < self.expiry_paused_until.load(Ordering::Acquire)
+    }
+
+    /// Holds expiry until `until_ms` (wall clock), or past an earlier hold's end if that is later; 0 ends
+    /// any hold at once (CLIENT UNPAUSE).
+    pub fn pause_expiry(&self, until_ms: u64) {
+        if until_ms == 0 {
+            self.expiry_paused_until.store(0, Ordering::Release);
+        } else {
+            self.expiry_paused_until.fetch_max(until_ms, Ordering::AcqRel);
+        }
+    }
+
     /// Keeps the keyspace events of a durable group (in order) until [`Store::publish_events`]: called by
     /// the commit thread once the group's writes are durable, never for a failed group.
     pub(crate) fn stage_events(&self, ctx: &mut WriteCtx<'_>) {
@@ -180,8 +202,16 @@ impl Store {
     /// Publishes the staged keyspace events (after the writers of their groups were answered, so no
     /// subscriber sees an event before the write's own client sees its reply).
     pub(crate) fn publish_events(&self) {
-        let events = std::mem::take(&mut *self.events.lock());
-        for e in &events {
+        self.publish_events_then(&[]);
+    }
+
+    /// Publishes the staged keyspace events, then `more` (a read's `keymiss` events, on its connection).
+    /// The lock is held while publishing, so the events of every write whose reply a client has seen
+    /// (staged before its writers are answered) reach subscribers before the misses of that client's later
+    /// reads, as in Redis's single thread.
+    pub(crate) fn publish_events_then(&self, more: &[crate::notify::Event]) {
+        let mut staged = self.events.lock();
+        for e in staged.drain(..).chain(more.iter().cloned()) {
             for (channel, message) in e.messages() {
                 self.pubsub.publish(&channel, &message);
             }
@@ -225,6 +255,8 @@ fn commit_loop(store: &Store, rx: crossbeam_channel::Receiver<Job>) {
     let mut ctx = WriteCtx::new(&store.db);
     ctx.wake = Some(store.blocking.clone());
     ctx.scripts = Some(store.scripts.clone());
+    ctx.watch_inbox = Some(store.watch_inbox.clone());
+    ctx.expiry_paused_until = Some(store.expiry_paused_until.clone());
     if let Err(e) = ctx.load_versions() {
         store.set_read_only(format!("reading the collection registry failed: {e}"));
     }
@@ -295,11 +327,12 @@ fn commit_group(
         let mut r = Vec::with_capacity(job.cmds.len());
         for (spec, args) in &job.cmds {
             count += 1;
+            ctx.take_watch_inbox();
             let before = ctx.write_counts();
             let reply = match spec.handler {
                 crate::commands::Handler::Write(f) => f(ctx, args),
                 // A blocking read's first try (XREAD BLOCK) runs here too, to be parked in the same step.
-                crate::commands::Handler::Read(f) if job.block.is_some() => f(&ctx.view(), args),
+                crate::commands::Handler::Read(f) if job.block.is_some() => ctx.run_read(|v| f(v, args)),
                 _ => Reply::err("internal: not a write command"),
             };
             crate::commands::multi::after_write(ctx, spec, args, before);

@@ -38,6 +38,10 @@ pub static SWEEP: Spec = cmd! { "shaledb.expire-sweep", -1, WRITE, [1, -1, 1], W
 
 fn sweep_delete(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let mut deleted = 0;
+    // A CLIENT PAUSE that began after the sweeper looked: the keys stay until it ends.
+    if ctx.expiry_paused() {
+        return Reply::Int(0);
+    }
     for k in &args[1..] {
         let mut key = keys::meta_key(ctx.db_index, k);
         match ctx.get_raw(&key) {
@@ -67,7 +71,7 @@ pub(crate) fn spawn(store: Arc<Store>) -> JoinHandle<()> {
             let mut sweeper = Sweeper::default();
             while !store.stopping() {
                 std::thread::sleep(SWEEP_INTERVAL);
-                if store.read_only_reason().is_some() {
+                if store.read_only_reason().is_some() || store.expiry_paused() {
                     continue;
                 }
                 for _ in 0..MAX_STEPS_PER_ROUND {

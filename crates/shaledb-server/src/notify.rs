@@ -14,7 +14,11 @@
 //! `s` set, `h` hash, `z` sorted set, `x` expired, `e` evicted, `t` stream, `m` key miss, `d` module, `n` new
 //! key, `A` all of `g$lshzxetd`.
 
+use crate::commit::Store;
+use crate::resp::Reply;
+use crate::store::{Misses, ReadCtx};
 use bytes::{BufMut, Bytes, BytesMut};
+use std::sync::atomic::Ordering;
 
 /// `K`: publish on `__keyspace@<db>__:<key>`.
 pub const KEYSPACE: u32 = 1 << 0;
@@ -38,7 +42,8 @@ pub const EXPIRED: u32 = 1 << 8;
 pub const EVICTED: u32 = 1 << 9;
 /// `t`: stream commands.
 pub const STREAM: u32 = 1 << 10;
-/// `m`: a read missed its key (accepted and shown; this server publishes no key-miss event).
+/// `m`: a read looked up a key that is missing or expired (`keymiss`, published by [`run_read`] and
+/// [`crate::store::WriteCtx::run_read`]).
 pub const KEY_MISS: u32 = 1 << 11;
 /// `d`: module events (no modules here; accepted for compatibility).
 pub const MODULE: u32 = 1 << 13;
@@ -150,6 +155,25 @@ impl Event {
         });
         space.into_iter().chain(event)
     }
+}
+
+/// Runs read command `f` on its connection's task against database `db_index`. While the `m` class is on,
+/// the keys its lookups missed are published as `keymiss` events before its reply is sent, after the
+/// events of every write already answered (`Store::publish_events_then`), as Redis orders them.
+pub fn run_read(store: &Store, db_index: u8, f: impl FnOnce(&ReadCtx<'_>) -> Reply) -> Reply {
+    let ctx = ReadCtx::new(&store.db, db_index, crate::store::now_ms());
+    let flags = effective(store.notify_flags.load(Ordering::Relaxed));
+    if flags & KEY_MISS == 0 {
+        return f(&ctx);
+    }
+    let misses = Misses::default();
+    let reply = f(&ctx.reporting_misses(Some(&misses)));
+    let events: Vec<Event> =
+        misses.take().into_iter().map(|(db, key)| Event { db, event: "keymiss", key, flags }).collect();
+    if !events.is_empty() {
+        store.publish_events_then(&events);
+    }
+    reply
 }
 
 #[cfg(test)]

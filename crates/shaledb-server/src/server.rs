@@ -8,7 +8,6 @@ use crate::commands::{self, flags, Handler, Spec};
 use crate::commit::{Job, Store};
 use crate::config::Config;
 use crate::resp::{Args, Parser, ProtocolError, Reply};
-use crate::store::{now_ms, ReadCtx};
 use bytes::BytesMut;
 use parking_lot::{Mutex, RwLock};
 use shaledb::{Db, Options};
@@ -17,7 +16,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify};
 
@@ -353,10 +352,38 @@ impl Drop for RunningServer {
     }
 }
 
+/// The server's tokio runtime: one thread (the one that calls `block_on`), which runs the listener and every
+/// connection's task.
+///
+/// Why one thread, and `current_thread` rather than `multi_thread`: the order of commands from different
+/// connections. A client that writes a request on connection A and then, without waiting for the reply, one
+/// on connection B expects A's to run first (Redis's event loop reads the sockets in the order the kernel
+/// made them readable); Redis's tests rely on it (`$rd blpop k 0` then `r lpush k v`; a blocking XREADGROUP
+/// then `r del` of its stream). That order is the order in which epoll reports the sockets, so a connection
+/// task must (1) be polled in the order its socket was reported and (2) reach the commit thread (submit its
+/// job) in that same poll; the only other condition is that no task reads its socket before epoll reported
+/// the new data, which `read_some` keeps. The multi-threaded scheduler breaks (1) twice: its LIFO slot runs
+/// the task woken last first (A and B woken in one driver turn run B, A), and a second worker steals and
+/// runs the other task in parallel. The current-thread scheduler runs woken tasks first in, first out, on
+/// one thread. Measured with `tests/server/ordering.rs`'s rounds (a BLPOP or a blocking XREADGROUP on A, a
+/// SET or DEL of its key on B right after, 400 rounds each, on the 2-core machine under a load of 5-7): the
+/// multi-threaded runtime ran B first in 2-60% of the rounds (most runs 35-60%; one worker: 8-80%, as the
+/// LIFO slot then always applies), the current-thread runtime with the old reads 8-81%, with `read_some` as
+/// it is now in none of 14 runs, two busy loops beside it or not (redis-server 7.0.15 itself: 1-3%, 13%
+/// with the busy loops). `tokio::runtime::Builder::disable_lifo_slot` (behind `--cfg tokio_unstable`) was
+/// not needed: the current-thread scheduler has no LIFO slot. The cost, measured with the debug build on
+/// the loaded machine (geometric means of alternated pairs, each pair within +-25%, +-50% pipelined):
+/// `redis-benchmark -t ping,set,get -c 50`, six pairs, gave 1.07x the multi-threaded runtime's PING
+/// (inline), 1.00x (multibulk), 1.10x SET and 1.05x GET; with `-P 16`, five pairs, 1.14x SET and 0.82x GET
+/// (the commit thread still does every write on its own core, but reads now share one thread).
+/// NB: a command that takes long on a connection's task (a keyspace scan for INFO, KEYS, SAVE's checkpoint)
+/// now holds up the other clients while it runs, as in Redis; `tokio::task::block_in_place` panics on this
+/// runtime.
 fn runtime() -> Result<tokio::runtime::Runtime, ServerError> {
-    tokio::runtime::Builder::new_multi_thread()
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .thread_name("shaledb-net")
+        // The blocking pool's threads (closing the database at shutdown).
+        .thread_name("shaledb-blocking")
         .build()
         .map_err(ServerError::Runtime)
 }
@@ -831,16 +858,17 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
         }
         let reading = wbuf.len() < MAX_PENDING_OUTPUT;
         let draining = wbuf.len() < DRAIN_BELOW;
+        let (mut rd, wr) = stream.split();
         tokio::select! {
-            r = read_some(&stream, &mut rbuf), if reading => match r {
+            r = read_some(&mut rd, &mut rbuf), if reading => match r {
                 Ok(0) | Err(_) => break 'conn,
                 Ok(n) => {
                     released = false;
                     shared.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
                 }
             },
-            r = stream.writable(), if !wbuf.is_empty() => {
-                if r.is_err() || write_some(&shared, &stream, &mut wbuf).is_err() {
+            r = wr.as_ref().writable(), if !wbuf.is_empty() => {
+                if r.is_err() || write_some(&shared, wr.as_ref(), &mut wbuf).is_err() {
                     break 'conn;
                 }
             }
@@ -890,19 +918,19 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
     shared.acl.forget_client(id);
 }
 
-/// Reads what the socket has into `rbuf`, waiting until it has something. Only a shared borrow of the
-/// stream, so the connection can wait for it to be writable at the same time.
-async fn read_some(stream: &TcpStream, rbuf: &mut BytesMut) -> std::io::Result<usize> {
-    loop {
-        stream.readable().await?;
-        if rbuf.capacity() - rbuf.len() < READ_CHUNK {
-            rbuf.reserve(READ_CHUNK);
-        }
-        match stream.try_read_buf(rbuf) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-            r => return r,
-        }
+/// Reads what the socket has into `rbuf`, waiting until it has something.
+///
+/// Through `AsyncRead` (tokio's `poll_read`), which forgets the socket's readiness after a read that did not
+/// fill the buffer: the next read then waits for epoll to report new data rather than trying the socket
+/// at once. NB: a read that does not wait (`readable()` then `try_read_buf`, as this function once did)
+/// takes a request that arrived after another connection's, while that connection's task waits in the run
+/// queue with the earlier request, and submits it first (see [`runtime`]: 8-81% of the rounds of
+/// `tests/server/ordering.rs` reordered, 0 with this read).
+async fn read_some(rd: &mut tokio::net::tcp::ReadHalf<'_>, rbuf: &mut BytesMut) -> std::io::Result<usize> {
+    if rbuf.capacity() - rbuf.len() < READ_CHUNK {
+        rbuf.reserve(READ_CHUNK);
     }
+    rd.read_buf(rbuf).await
 }
 
 /// Writes what the socket takes now without waiting; the rest of `wbuf` stays for later. An error means
@@ -1050,18 +1078,15 @@ async fn execute(
             continue;
         }
         // CLIENT PAUSE: a held command waits here, after the commands before it have run.
-        if shared.pause.is_on() && shared.pause.holds(commands::server_cmds::pause::may_write(s, spec)) {
+        if shared.pause.is_on() && shared.pause.holds(commands::server_cmds::pause::may_write(s, shared, spec, &args)) {
             pending.flush(s, shared, out).await;
             if !out.is_empty() && write_out(shared, stream, out).await.is_err() {
                 s.close_now = true;
                 break;
             }
-            shared.pause.wait(commands::server_cmds::pause::may_write(s, spec), &shared.shutdown).await;
-        }
-        if matches!(spec.name, "publish" | "spublish") {
-            // Connections made ready together with this one (an UNSUBSCRIBE or a close sent just before
-            // this PUBLISH) run first: the scheduler would otherwise run the task woken last first.
-            tokio::task::yield_now().await;
+            // A held client counts in INFO's blocked_clients, as Redis counts its postponed clients.
+            let _blocked = shared.store.blocking.count_blocked();
+            shared.pause.wait(commands::server_cmds::pause::may_write(s, shared, spec, &args), &shared.shutdown).await;
         }
         if let Some(replies) = commands::pubsub::intercept(s, shared, spec, &args) {
             pending.flush(s, shared, out).await;
@@ -1168,7 +1193,7 @@ async fn execute(
                 commands::migrate::run(s, shared, &args).await
             }
             Handler::Conn(f) => f(s, shared, &args),
-            Handler::Read(f) => f(&ReadCtx::new(&shared.store.db, s.db_index, now_ms()), &args),
+            Handler::Read(f) => crate::notify::run_read(&shared.store, s.db_index, |ctx| f(ctx, &args)),
             Handler::Write(_) => unreachable!("handled above"),
         };
         s.entry.qbuf.store(0, Ordering::Relaxed);

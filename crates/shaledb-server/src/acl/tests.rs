@@ -181,3 +181,37 @@ fn every_served_command_has_categories() {
         assert!(u.categories(id) != 0, "{} has no category", spec.name);
     }
 }
+
+#[test]
+fn selector_rules_split_on_c_spaces_and_quotes_as_redis_does() {
+    let split = |s: &str| user::split_selector_rules(s.as_bytes());
+    let words = |w: &[&str]| w.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+    assert_eq!(split("~key* +get"), words(&["~key*", "+get"]));
+    assert_eq!(split(" \t~a\n\r+get  "), words(&["~a", "+get"]));
+    // Quotes group, with their escapes; a quote may open inside a rule.
+    assert_eq!(split("~\"a b\" +set"), words(&["~a b", "+set"]));
+    assert_eq!(split("~\"k\\x41\\n\" '+g\\'t'"), words(&["~kA\n", "+g't"]));
+    assert_eq!(split("~x\"y z\""), words(&["~xy z"]));
+    // \v and \f lead a rule off but do not end one (so `~x\v+get` is one pattern, refused for its space).
+    assert_eq!(split("\x0b~x\x0b+get"), words(&["~x\x0b+get"]));
+    // Unbalanced quotes, or a closing quote not ending its rule: no rules at all.
+    assert!(split("~\"a +set").is_empty());
+    assert!(split("~'a' +set '").is_empty());
+    assert!(split("~\"t\"x +get").is_empty());
+    // The text ends at a NUL byte, as a C string.
+    assert_eq!(split("~a\0 +get"), words(&["~a"]));
+    let mut u = User::new("v");
+    assert_eq!(u.apply(b"(~x\x0b+get)"), Err(RuleError::Syntax));
+    u.apply(b"(~\"a +set)").unwrap();
+    assert_eq!(u.describe(), "off resetchannels -@all (resetchannels -@all)");
+}
+
+#[test]
+fn an_opening_argument_restarts_a_selector_left_open() {
+    let merged = user::merge_selectors(&line(&["(~a", "(+get", "~b)", "on"])).unwrap();
+    assert_eq!(merged, vec![b"(+get ~b)".to_vec(), b"on".to_vec()]);
+    let merged = user::merge_selectors(&line(&["(~a", "(+get)", ")"])).unwrap();
+    // An argument ending in `)` closes the open selector, whatever it starts with.
+    assert_eq!(merged, vec![b"(~a (+get)".to_vec(), b")".to_vec()]);
+    assert_eq!(user::merge_selectors(&line(&["(~a", "(+get"])), Err(1));
+}

@@ -81,8 +81,89 @@ impl Denied {
     }
 }
 
+/// C's `isspace` (Redis's test for a space in a pattern or name): also `\v`, which Rust's
+/// `is_ascii_whitespace` leaves out.
+fn is_c_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
 fn has_spaces(s: &[u8]) -> bool {
-    s.iter().any(|&c| c.is_ascii_whitespace() || c == 0)
+    s.iter().any(|&c| is_c_space(c) || c == 0)
+}
+
+/// The rules inside a `(...)` selector, split as Redis splits them (its `sdssplitargs`): runs of spaces
+/// separate them; `"..."` (with `\n \r \t \b \a \xHH` and `\<c>` escapes) and `'...'` (with `\'`) quote
+/// parts of a rule, and a closing quote must end the rule. Unbalanced quotes give no rule at all (Redis
+/// then makes an empty selector). The text ends at its first NUL byte, as a C string does.
+pub fn split_selector_rules(inner: &[u8]) -> Vec<Vec<u8>> {
+    let s = inner.split(|&c| c == 0).next().unwrap_or_default();
+    let at = |i: usize| s.get(i).copied().unwrap_or(0);
+    let mut out = Vec::new();
+    let mut i = 0;
+    loop {
+        while at(i) != 0 && is_c_space(at(i)) {
+            i += 1;
+        }
+        if at(i) == 0 {
+            return out;
+        }
+        let (mut dq, mut sq) = (false, false);
+        let mut rule = Vec::new();
+        loop {
+            let c = at(i);
+            if dq {
+                if c == b'\\' && at(i + 1) == b'x' && at(i + 2).is_ascii_hexdigit() && at(i + 3).is_ascii_hexdigit() {
+                    let hex = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
+                    rule.push(hex(at(i + 2)) * 16 + hex(at(i + 3)));
+                    i += 3;
+                } else if c == b'\\' && at(i + 1) != 0 {
+                    i += 1;
+                    rule.push(match at(i) {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        other => other,
+                    });
+                } else if c == b'"' {
+                    if at(i + 1) != 0 && !is_c_space(at(i + 1)) {
+                        return Vec::new();
+                    }
+                    i += 1;
+                    break;
+                } else if c == 0 {
+                    return Vec::new();
+                } else {
+                    rule.push(c);
+                }
+            } else if sq {
+                if c == b'\\' && at(i + 1) == b'\'' {
+                    i += 1;
+                    rule.push(b'\'');
+                } else if c == b'\'' {
+                    if at(i + 1) != 0 && !is_c_space(at(i + 1)) {
+                        return Vec::new();
+                    }
+                    i += 1;
+                    break;
+                } else if c == 0 {
+                    return Vec::new();
+                } else {
+                    rule.push(c);
+                }
+            } else {
+                match c {
+                    b' ' | b'\n' | b'\r' | b'\t' | 0 => break,
+                    b'"' => dq = true,
+                    b'\'' => sq = true,
+                    other => rule.push(other),
+                }
+            }
+            i += 1;
+        }
+        out.push(rule);
+    }
 }
 
 impl Selector {
@@ -556,8 +637,8 @@ impl User {
         } else if op[0] == b'(' && op[op.len() - 1] == b')' {
             let mut s = Selector::empty(u);
             let inner = &op[1..op.len() - 1];
-            for rule in inner.split(|c| c.is_ascii_whitespace()).filter(|r| !r.is_empty()) {
-                s.apply(u, rule)?;
+            for rule in split_selector_rules(inner) {
+                s.apply(u, &rule)?;
             }
             self.selectors.push(s);
         } else if is("clearselectors") {
@@ -663,16 +744,17 @@ pub fn merge_selectors(args: &[Bytes]) -> Result<Vec<Vec<u8>>, usize> {
     let mut out = Vec::new();
     let mut open: Option<(usize, Vec<u8>)> = None;
     for (i, a) in args.iter().enumerate() {
+        // An argument that opens a selector starts it afresh, even inside one left open (as Redis does).
+        if a.first() == Some(&b'(') && a.last() != Some(&b')') {
+            open = Some((i, a.to_vec()));
+            continue;
+        }
         if let Some((_, acc)) = open.as_mut() {
             acc.push(b' ');
             acc.extend_from_slice(a);
             if a.last() == Some(&b')') {
                 out.push(open.take().map(|(_, acc)| acc).unwrap_or_default());
             }
-            continue;
-        }
-        if a.first() == Some(&b'(') && a.last() != Some(&b')') {
-            open = Some((i, a.to_vec()));
             continue;
         }
         out.push(a.to_vec());

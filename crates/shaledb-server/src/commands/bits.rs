@@ -193,7 +193,11 @@ fn field_replies(replies: impl Iterator<Item = Option<i64>>) -> Reply {
 fn bitfield(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let fields = tri!(parse_fields(args));
     if fields.iter().all(|f| f.op == FieldOp::Get) {
-        let v = string::value_of(tri!(string::get_stored_mut(ctx, &args[1]))).unwrap_or_default();
+        let found = tri!(string::get_stored_mut(ctx, &args[1]));
+        if found.is_none() {
+            ctx.note_miss(&args[1]);
+        }
+        let v = string::value_of(found).unwrap_or_default();
         return field_replies(fields.iter().map(|f| Some(bits::get_field(&v, f))));
     }
     let results = tri!(bits::bitfield(ctx, &args[1], &fields));

@@ -13,10 +13,10 @@ use std::sync::Arc;
 pub static COMMANDS: &[Spec] = &[
     cmd! { "ping", -1, FAST | STALE, [0, 0, 0], Conn(ping), "Returns the server's liveliness response." },
     cmd! { "echo", 2, FAST, [0, 0, 0], Conn(echo), "Returns the given string." },
-    cmd! { "quit", -1, FAST | NO_AUTH | STALE | LOADING, [0, 0, 0], Conn(quit), "Closes the connection." },
+    cmd! { "quit", -1, FAST | NO_AUTH | STALE | LOADING | NOSCRIPT, [0, 0, 0], Conn(quit), "Closes the connection." },
     cmd! { "select", 2, FAST | LOADING | STALE, [0, 0, 0], Conn(select), "Changes the selected database." },
-    cmd! { "auth", -2, FAST | NO_AUTH | STALE | LOADING, [0, 0, 0], Conn(auth), "Authenticates the connection." },
-    cmd! { "hello", -1, FAST | NO_AUTH | STALE | LOADING, [0, 0, 0], Conn(hello), "Handshakes with the server (protocol version, AUTH, SETNAME)." },
+    cmd! { "auth", -2, FAST | NO_AUTH | STALE | LOADING | NOSCRIPT, [0, 0, 0], Conn(auth), "Authenticates the connection." },
+    cmd! { "hello", -1, FAST | NO_AUTH | STALE | LOADING | NOSCRIPT, [0, 0, 0], Conn(hello), "Handshakes with the server (protocol version, AUTH, SETNAME)." },
     cmd! { "reset", 1, FAST | NO_AUTH | STALE | LOADING | NOSCRIPT, [0, 0, 0], Conn(reset), "Resets the connection (database 0, RESP2, unauthenticated, no name)." },
     cmd! { "client", -2, STALE | LOADING | NOSCRIPT, [0, 0, 0], Conn(client), "A container for client connection commands (ID, INFO, LIST, KILL, SETNAME, GETNAME, SETINFO ...)." },
 ];

@@ -428,6 +428,9 @@ fn search_read(ctx: &ReadCtx<'_>, args: &Args, src: usize, kind: Kind) -> Reply 
 /// with STOREDIST their distances) and answers its size; a missing source deletes the destination.
 fn search_write(ctx: &mut WriteCtx<'_>, args: &Args, src: usize, kind: Kind) -> Reply {
     let c = tri!(zset::get_mut(ctx, &args[src]));
+    if c.is_none() {
+        ctx.note_miss(&args[src]);
+    }
     let o = {
         let view = ctx.view();
         tri!(run_search(&view, c.as_ref(), args, kind))

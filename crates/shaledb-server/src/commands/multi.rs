@@ -106,6 +106,12 @@ pub fn intercept(s: &mut Session, shared: &Shared, spec: &'static Spec, args: Ar
             return Step::Reply(Reply::err("WATCH inside MULTI is not allowed"));
         }
         s.watching = true;
+        // While a script runs past busy-reply-threshold the commit thread is taken: answer now, and let it
+        // register the keys before its next write (Redis serves WATCH between the script's steps).
+        if crate::commands::scripting::busy(shared).is_some() {
+            shared.store.watch_inbox.post(s.id, s.db_index, args.into_iter().skip(1).collect());
+            return Step::Reply(Reply::Ok);
+        }
         let mut a: Args = Vec::with_capacity(args.len() + 1);
         a.push(Bytes::from_static(b"watch"));
         a.push(Bytes::from(s.id.to_string()));
@@ -133,7 +139,7 @@ pub fn intercept(s: &mut Session, shared: &Shared, spec: &'static Spec, args: Ar
             Step::Reply(Reply::err("Command not allowed inside a transaction"))
         }
         "ping" | "echo" | "unwatch" => queue(m, args),
-        name if runs_after_commit(name) => queue(m, args),
+        name if runs_after_commit(name, &args) => queue(m, args),
         _ if matches!(spec.handler, Handler::Conn(_)) => {
             m.dirty = true;
             Step::Reply(Reply::err(format!("Command '{}' is not allowed inside MULTI", spec.name)))
@@ -147,8 +153,12 @@ pub fn intercept(s: &mut Session, shared: &Shared, spec: &'static Spec, args: Ar
 /// data commands committed, and puts each reply in its place ([`run_after_commit`]). A transaction that did
 /// not run (a changed WATCHed key) runs none of them. NB: the data commands of the same transaction do not
 /// see their effect, whatever their place in the queue.
-pub fn runs_after_commit(name: &str) -> bool {
+/// CLIENT PAUSE and UNPAUSE are among them: as in Redis, a pause queued in a transaction starts once the
+/// whole transaction has run.
+pub fn runs_after_commit(name: &str, args: &Args) -> bool {
     name == "config"
+        || (name == "client"
+            && args.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"pause") || s.eq_ignore_ascii_case(b"unpause")))
 }
 
 /// After an EXEC job answered `reply`: runs the queued commands [`runs_after_commit`] names on the
@@ -157,7 +167,7 @@ pub fn run_after_commit(s: &mut Session, shared: &Shared, queued: &[Args], reply
     let Reply::Array(results) = reply else { return };
     for (cmd, slot) in queued.iter().zip(results.iter_mut()) {
         let Some(spec) = cmd.first().and_then(|n| super::lookup(n)) else { continue };
-        if let (Handler::Conn(f), true) = (spec.handler, runs_after_commit(spec.name)) {
+        if let (Handler::Conn(f), true) = (spec.handler, runs_after_commit(spec.name, cmd)) {
             *slot = f(s, shared, cmd);
         }
     }
@@ -255,7 +265,7 @@ fn exec_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
                 after_write(ctx, spec, &cmd, before);
                 r
             }
-            Handler::Read(f) => f(&ctx.read_ctx(), &cmd),
+            Handler::Read(f) => ctx.run_read(|v| f(v, &cmd)),
             Handler::Conn(_) => match spec.name {
                 "ping" if cmd.len() == 1 => Reply::Simple("PONG".into()),
                 "ping" if cmd.len() == 2 => Reply::Bulk(cmd[1].clone()),
@@ -263,7 +273,7 @@ fn exec_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
                 // EXEC unwatched everything already.
                 "unwatch" => Reply::Ok,
                 // Run by the connection once this job is durable ([`run_after_commit`]); this is its slot.
-                name if runs_after_commit(name) => Reply::Nil,
+                name if runs_after_commit(name, &cmd) => Reply::Nil,
                 _ => Reply::err(format!("Command '{}' is not allowed inside MULTI", spec.name)),
             },
         });
@@ -314,13 +324,9 @@ pub fn unwatch_session(s: &mut Session, shared: &Shared) {
 fn watch_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let Some(client) = args.get(1).and_then(|a| parse_id(a)) else { return Reply::err("internal: malformed WATCH") };
     for k in &args[2..] {
-        let mk = crate::keys::meta_key(ctx.db_index, k);
-        let expired = match ctx.get_raw(&mk) {
-            Ok(Some(v)) => crate::keys::decode_meta(&v).is_ok_and(|m| m.expired(ctx.now_ms)),
-            Ok(None) => false,
-            Err(e) => return Reply::err(format!("read failed: {e}")),
-        };
-        ctx.watches.watch(client, mk, expired);
+        if let Err(e) = ctx.watch_key(client, ctx.db_index, k) {
+            return Reply::err(format!("read failed: {e}"));
+        }
     }
     Reply::Ok
 }

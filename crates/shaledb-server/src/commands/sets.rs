@@ -210,10 +210,8 @@ fn sintercard(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
 fn store_op(ctx: &mut WriteCtx<'_>, args: &Args, op: Op) -> Reply {
     let dst = &args[1];
     tri!(types::coll::check_key(dst));
-    let result = {
-        let view = ctx.view();
-        tri!(compute(&view, op, &args[2..]))
-    };
+    // The sources are read as Redis reads them (a missing one is a `keymiss`).
+    let result = tri!(ctx.run_read(|view| compute(view, op, &args[2..])));
     let existed = ctx.notify_flags != 0 && ctx.stored_now(dst);
     ctx.replacing = existed.then(|| dst.clone());
     let stored = set::store(ctx, dst, &result);

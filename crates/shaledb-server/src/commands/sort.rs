@@ -333,10 +333,8 @@ fn sort(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let o = tri!(parse(args, false));
     // An expired source is deleted on access, as Redis does.
     tri!(ctx.get_meta(&args[1]));
-    let result = {
-        let view = ctx.view();
-        sorted(&view, &args[1], &o).and_then(|elems| rows(&view, elems, &o))
-    };
+    // Read as Redis reads: the source and each BY/GET key looked up (a missing one is a `keymiss`).
+    let result = ctx.run_read(|view| sorted(view, &args[1], &o).and_then(|elems| rows(view, elems, &o)));
     let rows = tri!(result);
     let Some(dst) = &o.store else { return reply_rows(rows) };
     // STORE: a missing GET value is stored as an empty string. Every check comes before the first write,

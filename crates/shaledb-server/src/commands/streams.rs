@@ -179,9 +179,12 @@ fn xadd(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
             return Reply::err("The ID specified in XADD must be greater than 0-0");
         }
     }
-    match tri!(stream::add(ctx, key, want, pairs, nomkstream, trim)) {
-        Some(id) => {
+    match tri!(stream::add_and_trim(ctx, key, want, pairs, nomkstream, trim)) {
+        Some((id, trimmed)) => {
             ctx.notify(crate::notify::STREAM, "xadd", key);
+            if trimmed > 0 {
+                ctx.notify(crate::notify::STREAM, "xtrim", key);
+            }
             id_reply(id)
         }
         None => Reply::Nil,

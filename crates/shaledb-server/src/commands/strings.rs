@@ -148,7 +148,11 @@ fn set(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     }
     let o = tri!(parse_set_opts(args, 3, ctx.now_ms, false));
     let cond = string::SetCond { nx: o.nx, xx: o.xx, get: o.get, keepttl: o.keepttl, expire: o.expire };
+    let mark = ctx.event_mark();
     let (written, old) = tri!(string::set(ctx, &args[1], &args[2], &cond));
+    if o.get && old.is_none() {
+        ctx.note_miss_at(mark, &args[1]);
+    }
     if written {
         ctx.notify(notify::STRING, "set", &args[1]);
         if o.expire.is_some() {
@@ -233,15 +237,20 @@ fn set_pairs(ctx: &mut WriteCtx<'_>, args: &Args) -> Result<(), string::Error> {
 }
 
 fn getset(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
+    let mark = ctx.event_mark();
     let old = tri!(string::get_set(ctx, &args[1], &args[2]));
+    if old.is_none() {
+        ctx.note_miss_at(mark, &args[1]);
+    }
     ctx.notify(notify::STRING, "set", &args[1]);
     bulk_or_nil(old)
 }
 
 fn getdel(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let old = tri!(string::get_del(ctx, &args[1]));
-    if old.is_some() {
-        ctx.notify(notify::GENERIC, "del", &args[1]);
+    match old {
+        Some(_) => ctx.notify(notify::GENERIC, "del", &args[1]),
+        None => ctx.note_miss(&args[1]),
     }
     bulk_or_nil(old)
 }
@@ -250,7 +259,10 @@ fn getex(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     // Redis's order: the option words, then the key (missing: nil, whatever the expiry says; another type:
     // WRONGTYPE), then the expiry's value.
     let (o, at) = tri!(parse_set_words(args, 2, true));
-    let Some(found) = tri!(string::get_stored_mut(ctx, &args[1])) else { return Reply::Nil };
+    let Some(found) = tri!(string::get_stored_mut(ctx, &args[1])) else {
+        ctx.note_miss(&args[1]);
+        return Reply::Nil;
+    };
     let expire = tri!(expire_of(args, at, ctx.now_ms, "getex"));
     let had_ttl = found.0.expire_at_ms.is_some();
     let value = tri!(string::get_ex(ctx, &args[1], found, expire, o.persist));

@@ -19,8 +19,8 @@ mod watches;
 mod write;
 
 pub use error::Error;
-pub use read::{Members, ReadCtx, Scan};
-pub use watches::Watches;
+pub use read::{Members, Misses, ReadCtx, Scan};
+pub use watches::{WatchInbox, Watches};
 pub use write::{check_entry_size, Overlay, Waiters, WriteCtx};
 
 /// Milliseconds since the Unix epoch.

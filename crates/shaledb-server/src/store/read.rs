@@ -16,12 +16,37 @@ pub struct ReadCtx<'a> {
     pub(super) overlay: Option<&'a Overlay>,
     /// Reads as of this snapshot (see [`ReadCtx::pinned`]).
     pub(super) snapshot: Option<shaledb::Snapshot>,
+    /// Where a lookup that finds no live key reports it (Redis's `keymiss` event); `None` while the `m`
+    /// class is off.
+    pub(super) misses: Option<&'a Misses>,
+}
+
+/// The keys the lookups of one command found missing or expired, in order: `(database, key)`. Whoever ran
+/// the command publishes them as `keymiss` events (`notify.rs`), as Redis does for every read lookup
+/// (`lookupKeyRead`) of a key it does not hold.
+#[derive(Default)]
+pub struct Misses(parking_lot::Mutex<Vec<(u8, Bytes)>>);
+
+impl Misses {
+    fn push(&self, db: u8, user_key: &[u8]) {
+        self.0.lock().push((db, Bytes::copy_from_slice(user_key)));
+    }
+
+    /// The misses recorded so far, in order; leaves none behind.
+    pub fn take(&self) -> Vec<(u8, Bytes)> {
+        std::mem::take(&mut *self.0.lock())
+    }
 }
 
 impl<'a> ReadCtx<'a> {
     /// A read context on a connection: the latest state of the engine at each read.
     pub fn new(db: &'a Db, db_index: u8, now_ms: u64) -> ReadCtx<'a> {
-        ReadCtx { db, db_index, now_ms, overlay: None, snapshot: None }
+        ReadCtx { db, db_index, now_ms, overlay: None, snapshot: None, misses: None }
+    }
+
+    /// The same context, its lookups of missing keys recorded in `misses` (for the `keymiss` event).
+    pub fn reporting_misses(self, misses: Option<&'a Misses>) -> ReadCtx<'a> {
+        ReadCtx { misses, ..self }
     }
 
     /// The same context reading as of one snapshot taken now, so a command that reads a collection's meta
@@ -33,7 +58,14 @@ impl<'a> ReadCtx<'a> {
             (None, Some(_)) => None,
             (None, None) => Some(self.db.snapshot()),
         };
-        ReadCtx { db: self.db, db_index: self.db_index, now_ms: self.now_ms, overlay: self.overlay, snapshot }
+        ReadCtx {
+            db: self.db,
+            db_index: self.db_index,
+            now_ms: self.now_ms,
+            overlay: self.overlay,
+            snapshot,
+            misses: self.misses,
+        }
     }
 
     fn read_options(&self) -> ReadOptions {
@@ -62,9 +94,20 @@ impl<'a> ReadCtx<'a> {
         Ok(r)
     }
 
-    /// [`ReadCtx::get_meta`] without recording an access (TYPE, TTL, EXISTS, OBJECT: Redis's
-    /// `LOOKUP_NOTOUCH`).
+    /// [`ReadCtx::get_meta`] without recording an access (TYPE, TTL, EXISTS: Redis's `LOOKUP_NOTOUCH`).
+    /// A missing or expired key is reported as a miss, as every read lookup of Redis does.
     pub fn peek_meta(&self, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Error> {
+        let r = self.peek_meta_quietly(user_key)?;
+        if r.is_none() {
+            if let Some(m) = self.misses {
+                m.push(self.db_index, user_key);
+            }
+        }
+        Ok(r)
+    }
+
+    /// [`ReadCtx::peek_meta`] that reports no miss either (OBJECT: Redis's `LOOKUP_NONOTIFY`).
+    pub fn peek_meta_quietly(&self, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Error> {
         let k = keys::meta_key(self.db_index, user_key);
         match self.get_raw(&k)? {
             None => Ok(None),

@@ -2,7 +2,40 @@
 //! it; WATCH, UNWATCH and EXEC (`commands/multi.rs`) register, forget and check keys, all on the commit
 //! thread.
 
+use bytes::Bytes;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// WATCHes sent while a script runs past `busy-reply-threshold` (Redis serves WATCH then): the connection
+/// answers at once and posts the keys here; the commit thread, busy with the script, registers them before
+/// the next write it records and before its next command ([`super::WriteCtx::take_watch_inbox`]), so a
+/// write of the script after the WATCH makes the watcher's EXEC fail and one before it does not, as in
+/// Redis.
+#[derive(Debug, Default)]
+pub struct WatchInbox {
+    /// Some request waits (the one check each write makes).
+    any: AtomicBool,
+    /// `(client, database, user keys)`, in arrival order.
+    queue: parking_lot::Mutex<Vec<(u64, u8, Vec<Bytes>)>>,
+}
+
+impl WatchInbox {
+    /// Client `client` watches `keys` of database `db`.
+    pub fn post(&self, client: u64, db: u8, keys: Vec<Bytes>) {
+        self.queue.lock().push((client, db, keys));
+        self.any.store(true, Ordering::Release);
+    }
+
+    /// The requests waiting, in order (none left behind).
+    pub fn take(&self) -> Vec<(u64, u8, Vec<Bytes>)> {
+        if !self.any.load(Ordering::Acquire) {
+            return Vec::new();
+        }
+        let mut q = self.queue.lock();
+        self.any.store(false, Ordering::Release);
+        std::mem::take(&mut *q)
+    }
+}
 
 /// The keys clients watch, owned by the commit thread (see `commands/multi.rs` for WATCH and EXEC).
 #[derive(Debug, Default)]
@@ -86,7 +119,19 @@ impl Watches {
 
 #[cfg(test)]
 mod tests {
-    use super::Watches;
+    use super::{WatchInbox, Watches};
+    use bytes::Bytes;
+
+    #[test]
+    fn the_inbox_hands_over_its_requests_once_in_order() {
+        let inbox = WatchInbox::default();
+        assert!(inbox.take().is_empty());
+        inbox.post(7, 0, vec![Bytes::from_static(b"a")]);
+        inbox.post(8, 2, vec![Bytes::from_static(b"b"), Bytes::from_static(b"c")]);
+        let got = inbox.take();
+        assert_eq!(got.iter().map(|(c, db, k)| (*c, *db, k.len())).collect::<Vec<_>>(), [(7, 0, 1), (8, 2, 2)]);
+        assert!(inbox.take().is_empty());
+    }
 
     #[test]
     fn touch_marks_watchers_dirty_and_unwatch_leaves_nothing() {

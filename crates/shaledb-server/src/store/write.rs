@@ -95,6 +95,11 @@ pub struct WriteCtx<'a> {
     pub(crate) touched: Vec<crate::tracking::Touch>,
     /// The script running called a read-only command (it then tracks its declared keys, `tracking.rs`).
     pub script_read: bool,
+    /// WATCHes answered by their connections while a script ran (`watches.rs`); `None` outside the commit
+    /// thread.
+    pub watch_inbox: Option<Arc<super::WatchInbox>>,
+    /// [`crate::commit::Store::expiry_paused_until`] (CLIENT PAUSE); `None` outside the commit thread.
+    pub expiry_paused_until: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// Bytes counted per pending entry besides its key and value (map node, batch record header).
@@ -132,6 +137,39 @@ impl<'a> WriteCtx<'a> {
             client: 0,
             touched: Vec::new(),
             script_read: false,
+            watch_inbox: None,
+            expiry_paused_until: None,
+        }
+    }
+
+    /// Client `client` WATCHes `user_key` of database `db`, as of everything executed before in this group.
+    pub fn watch_key(&mut self, client: u64, db: u8, user_key: &[u8]) -> Result<(), Error> {
+        let mk = keys::meta_key(db, user_key);
+        let expired = match self.get_raw(&mk) {
+            Ok(Some(v)) => keys::decode_meta(&v).is_ok_and(|m| m.expired(self.now_ms)),
+            Ok(None) => false,
+            Err(e) => return Err(Error::read(e)),
+        };
+        self.watches.watch(client, mk, expired);
+        Ok(())
+    }
+
+    /// True while CLIENT PAUSE holds expiry: no expired key may be deleted for being expired.
+    pub fn expiry_paused(&self) -> bool {
+        self.expiry_paused_until
+            .as_ref()
+            .is_some_and(|u| super::now_ms() < u.load(std::sync::atomic::Ordering::Acquire))
+    }
+
+    /// Registers the WATCHes posted to the inbox since the last call (see [`super::WatchInbox`]); called
+    /// before each command of a group and before each write of a meta key.
+    pub fn take_watch_inbox(&mut self) {
+        let Some(inbox) = &self.watch_inbox else { return };
+        for (client, db, keys) in inbox.take() {
+            for k in keys {
+                // A read failure leaves the key unwatched; the engine then refuses every later write anyway.
+                let _ = self.watch_key(client, db, &k);
+            }
         }
     }
 
@@ -300,6 +338,7 @@ impl<'a> WriteCtx<'a> {
     fn record(&mut self, engine_key: &[u8], value: Option<&[u8]>) {
         self.writes += 1;
         if engine_key.get(1) == Some(&keys::KIND_META) {
+            self.take_watch_inbox();
             self.meta_writes += 1;
             if let (Some(&db), Some(user_key)) = (engine_key.first(), engine_key.get(2..)) {
                 crate::access::record_write(self.db as *const Db as usize, db, user_key, value.is_some());
@@ -488,7 +527,54 @@ impl WriteCtx<'_> {
             now_ms: self.now_ms,
             overlay: Some(&self.pending),
             snapshot: None,
+            misses: None,
         }
+    }
+
+    /// A write command looked up `user_key` of the current database to read it (Redis's `lookupKeyRead`
+    /// inside a write: GETDEL's key, a STORE command's sources ...) and found no live key: the `keymiss`
+    /// event.
+    pub fn note_miss(&mut self, user_key: &[u8]) {
+        self.notify(crate::notify::KEY_MISS, "keymiss", user_key);
+    }
+
+    /// Where the next event will go: pass it to [`WriteCtx::note_miss_at`].
+    pub fn event_mark(&self) -> usize {
+        self.events.len()
+    }
+
+    /// [`WriteCtx::note_miss`], placed before the events recorded since `mark` (a command that learnt of
+    /// the miss only after writing: GETSET, SET ... GET; Redis looks the key up first).
+    pub fn note_miss_at(&mut self, mark: usize, user_key: &[u8]) {
+        if self.notify_flags & crate::notify::KEY_MISS != 0 {
+            let key = Bytes::copy_from_slice(user_key);
+            let e = crate::notify::Event { db: self.db_index, event: "keymiss", key, flags: self.notify_flags };
+            self.events.insert(mark.min(self.events.len()), e);
+        }
+    }
+
+    /// [`WriteCtx::get_meta`] for a key a write command only reads (see [`WriteCtx::note_miss`]).
+    pub fn get_meta_to_read(&mut self, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Error> {
+        let r = self.get_meta(user_key)?;
+        if r.is_none() {
+            self.note_miss(user_key);
+        }
+        Ok(r)
+    }
+
+    /// Runs read command `f` on [`WriteCtx::view`] (a read inside `EXEC`, a blocking read's first try), its
+    /// lookups of missing keys recorded as `keymiss` events of this group, in order with the writes around
+    /// it.
+    pub fn run_read<R>(&mut self, f: impl FnOnce(&ReadCtx<'_>) -> R) -> R {
+        if self.notify_flags & crate::notify::KEY_MISS == 0 {
+            return f(&self.view());
+        }
+        let misses = super::Misses::default();
+        let r = f(&self.view().reporting_misses(Some(&misses)));
+        for (db, key) in misses.take() {
+            self.notify_in(db, crate::notify::KEY_MISS, "keymiss", &key);
+        }
+        r
     }
 
     /// Same as [`WriteCtx::view`] (kept for the callers that read inside `EXEC`).

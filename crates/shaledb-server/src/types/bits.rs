@@ -350,7 +350,11 @@ pub fn set_bit(ctx: &mut WriteCtx<'_>, key: &[u8], offset: u64, on: bool) -> Res
 pub fn bitop_store(ctx: &mut WriteCtx<'_>, op: BitOp, dest: &[u8], srcs: &[Bytes]) -> Result<usize, Error> {
     let mut values = Vec::with_capacity(srcs.len());
     for k in srcs {
-        values.push(string::value_of(string::get_stored_mut(ctx, k)?).unwrap_or_default());
+        let found = string::get_stored_mut(ctx, k)?;
+        if found.is_none() {
+            ctx.note_miss(k);
+        }
+        values.push(string::value_of(found).unwrap_or_default());
     }
     let out = bitop(op, &values);
     if out.is_empty() {

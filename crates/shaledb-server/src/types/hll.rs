@@ -585,7 +585,10 @@ pub fn add<E: AsRef<[u8]>>(ctx: &mut WriteCtx<'_>, key: &[u8], elements: &[E]) -
 pub fn count<K: AsRef<[u8]>>(ctx: &mut WriteCtx<'_>, keys: &[K]) -> Result<u64, Error> {
     if let [key] = keys {
         let key = key.as_ref();
-        let Some(mut s) = load_mut(ctx, key)? else { return Ok(0) };
+        let Some(mut s) = load_mut(ctx, key)? else {
+            ctx.note_miss(key);
+            return Ok(0);
+        };
         if let Some(c) = cached(&s.value) {
             return Ok(c);
         }
@@ -596,8 +599,9 @@ pub fn count<K: AsRef<[u8]>>(ctx: &mut WriteCtx<'_>, keys: &[K]) -> Result<u64, 
     }
     let mut max = [0u8; REGISTERS];
     for k in keys {
-        if let Some(s) = load_mut(ctx, k.as_ref())? {
-            merge_into(&mut max, &s.value)?;
+        match load_mut(ctx, k.as_ref())? {
+            Some(s) => merge_into(&mut max, &s.value)?,
+            None => ctx.note_miss(k.as_ref()),
         }
     }
     Ok(count_registers(&max))
@@ -609,7 +613,10 @@ pub fn merge<K: AsRef<[u8]>>(ctx: &mut WriteCtx<'_>, dst: &[u8], srcs: &[K]) -> 
     let mut use_dense = false;
     let mut dest = None;
     for (i, k) in std::iter::once(dst).chain(srcs.iter().map(|k| k.as_ref())).enumerate() {
-        let Some(s) = load_mut(ctx, k)? else { continue };
+        let Some(s) = load_mut(ctx, k)? else {
+            ctx.note_miss(k);
+            continue;
+        };
         use_dense |= !is_sparse(&s.value);
         merge_into(&mut max, &s.value)?;
         if i == 0 {

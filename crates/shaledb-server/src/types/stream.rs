@@ -321,6 +321,19 @@ pub fn add(
     nomkstream: bool,
     trim: Option<Trim>,
 ) -> Result<Option<Id>, Error> {
+    Ok(add_and_trim(ctx, key, want, pairs, nomkstream, trim)?.map(|(id, _)| id))
+}
+
+/// [`add`], also returning how many entries its `trim` removed (XADD publishes `xtrim` after `xadd` when
+/// that is not 0, as Redis does).
+pub fn add_and_trim(
+    ctx: &mut WriteCtx<'_>,
+    key: &[u8],
+    want: NewId,
+    pairs: &[Bytes],
+    nomkstream: bool,
+    trim: Option<Trim>,
+) -> Result<Option<(Id, u64)>, Error> {
     let existing = get_mut(ctx, key)?;
     if existing.is_none() && nomkstream {
         return Ok(None);
@@ -376,13 +389,14 @@ pub fn add(
     h.last = id;
     h.entries_added += 1;
     c.size += 1;
-    if let Some(t) = trim {
-        apply_trim(ctx, &mut c, t)?;
-    }
+    let trimmed = match trim {
+        Some(t) => apply_trim(ctx, &mut c, t)?,
+        None => 0,
+    };
     h.store(&mut c);
     store_stream(ctx, key, &c)?;
     ctx.signal_key(key);
-    Ok(Some(id))
+    Ok(Some((id, trimmed)))
 }
 
 /// Trims the stream `key` (XTRIM). Returns how many entries were removed (0 when there is no stream).

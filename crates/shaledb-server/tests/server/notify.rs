@@ -16,7 +16,7 @@ fn subscribe_all(addr: SocketAddr) -> Client {
 }
 
 /// The `(channel, message)` of a `pmessage`.
-fn pmessage(r: Resp) -> (String, String) {
+pub(crate) fn pmessage(r: Resp) -> (String, String) {
     match r {
         Resp::Array(a) | Resp::Push(a) if a.len() == 4 && a[0] == b("pmessage") => (a[2].text(), a[3].text()),
         other => panic!("not a pmessage: {other:?}"),
@@ -24,7 +24,7 @@ fn pmessage(r: Resp) -> (String, String) {
 }
 
 /// Reads messages until the keyevent message for `marker` arrives; returns those before it.
-fn until_marker(sub: &mut Client, marker: &str) -> Vec<(String, String)> {
+pub(crate) fn until_marker(sub: &mut Client, marker: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     loop {
         let m = pmessage(sub.read().expect("a message before the marker"));

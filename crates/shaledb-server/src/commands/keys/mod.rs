@@ -231,7 +231,7 @@ fn copy(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     if src == dst && dst_db == ctx.db_index {
         return Reply::err("source and destination objects are the same");
     }
-    let Some((_, v)) = tri!(ctx.get_meta(src)) else { return Reply::Int(0) };
+    let Some((_, v)) = tri!(ctx.get_meta_to_read(src)) else { return Reply::Int(0) };
     match tri!(ctx.get_meta_in(dst_db, dst)) {
         Some(_) if !replace => return Reply::Int(0),
         Some((_, old)) => ctx.delete_stored(dst_db, dst, &old),
@@ -323,7 +323,7 @@ fn object(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     if arity == 2 {
         return super::help_reply(OBJECT_HELP);
     }
-    let Some((m, v)) = tri!(ctx.peek_meta(&args[2])) else { return Reply::Nil };
+    let Some((m, v)) = tri!(ctx.peek_meta_quietly(&args[2])) else { return Reply::Nil };
     let server = ctx.db as *const shaledb::Db as usize;
     let lfu = crate::access::lfu_policy(server);
     match &sub[..] {

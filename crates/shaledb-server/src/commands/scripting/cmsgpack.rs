@@ -12,7 +12,7 @@
 //! nesting deeper than [`MAX_DECODE_DEPTH`] is refused.
 
 use super::libargs::{
-    arg_error, check_integer, check_string, function, library as wrap, opt_integer, LibResult, UNPOSITIONED,
+    arg_error, check_integer, check_string, function, library as wrap, opt_integer, LibError, LibResult,
 };
 use mlua::{Lua, Table, Value};
 
@@ -31,23 +31,23 @@ pub fn library(lua: &Lua) -> mlua::Result<Table> {
         lua,
         vec![
             ("pack", function(lua, pack)?),
-            ("unpack", function(lua, |lua, args| unpack(lua, args, "unpack", 0, 0))?),
+            ("unpack", function(lua, |lua, args| unpack(lua, args, 0, 0))?),
             (
                 "unpack_one",
-                function(lua, |lua, args| match opt_integer(args, 2, "unpack_one", 0) {
-                    Ok(offset) => unpack(lua, args, "unpack_one", 1, offset),
+                function(lua, |lua, args| match opt_integer(args, 2, 0) {
+                    Ok(offset) => unpack(lua, args, 1, offset),
                     Err(e) => Ok(Err(e)),
                 })?,
             ),
             (
                 "unpack_limit",
                 function(lua, |lua, args| {
-                    let limit = match check_integer(args, 2, "unpack_limit") {
+                    let limit = match check_integer(args, 2) {
                         Ok(l) => l,
                         Err(e) => return Ok(Err(e)),
                     };
-                    match opt_integer(args, 3, "unpack_limit", 0) {
-                        Ok(offset) => unpack(lua, args, "unpack_limit", limit, offset),
+                    match opt_integer(args, 3, 0) {
+                        Ok(offset) => unpack(lua, args, limit, offset),
                         Err(e) => Ok(Err(e)),
                     }
                 })?,
@@ -63,7 +63,7 @@ pub fn library(lua: &Lua) -> mlua::Result<Table> {
 
 fn pack(lua: &Lua, args: &[Value]) -> mlua::Result<LibResult<Vec<Value>>> {
     if args.is_empty() {
-        return Ok(Err(arg_error(0, "pack", "MessagePack pack needs input.")));
+        return Ok(Err(arg_error(0, "MessagePack pack needs input.")));
     }
     let mut out = Vec::new();
     for v in args {
@@ -361,8 +361,8 @@ fn decode(lua: &Lua, c: &mut Cursor, depth: usize) -> Result<Value, DecodeError>
 /// `unpack` (limit 0, offset 0: every value, no offset returned), `unpack_one` and `unpack_limit`: the
 /// values of the input from byte `offset`, at most `limit` of them, preceded by the offset of what is left
 /// (-1 when all was read).
-fn unpack(lua: &Lua, args: &[Value], fname: &str, limit: i64, offset: i64) -> mlua::Result<LibResult<Vec<Value>>> {
-    let data = match check_string(args, 1, fname) {
+fn unpack(lua: &Lua, args: &[Value], limit: i64, offset: i64) -> mlua::Result<LibResult<Vec<Value>>> {
+    let data = match check_string(args, 1) {
         Ok(d) => d,
         Err(e) => return Ok(Err(e)),
     };
@@ -372,10 +372,13 @@ fn unpack(lua: &Lua, args: &[Value], fname: &str, limit: i64, offset: i64) -> ml
             "Invalid request to unpack with offset of {} and limit of {}.",
             offset as i32,
             data.len() as i32
-        )));
+        )
+        .into()));
     }
     if offset as u64 > data.len() as u64 {
-        return Ok(Err(format!("Start offset {} greater than input length {}.", offset as i32, data.len() as i32)));
+        return Ok(Err(
+            format!("Start offset {} greater than input length {}.", offset as i32, data.len() as i32).into()
+        ));
     }
     let limit = if decode_all { i32::MAX as i64 } else { limit };
     let mut c = Cursor { data: &data, pos: offset as usize };
@@ -392,8 +395,8 @@ fn unpack(lua: &Lua, args: &[Value], fname: &str, limit: i64, offset: i64) -> ml
             Ok(v) => out.push(v),
             Err(DecodeError::Eof) => return Ok(Err("Missing bytes in input.".into())),
             Err(DecodeError::BadFormat) => return Ok(Err("Bad data format in input.".into())),
-            Err(DecodeError::Other(m)) => return Ok(Err(m)),
-            Err(DecodeError::Unpositioned(m)) => return Ok(Err(format!("{UNPOSITIONED}{m}"))),
+            Err(DecodeError::Other(m)) => return Ok(Err(m.into())),
+            Err(DecodeError::Unpositioned(m)) => return Ok(Err(LibError::Unpositioned(m.to_string()))),
             Err(DecodeError::Lua(e)) => return Err(e),
         }
         count += 1;
@@ -453,14 +456,16 @@ mod tests {
             (&b"\xdb\xff\xff\xff\xff"[..], "Missing bytes in input."),
             (b"\xdd\xff\xff\xff\xff\x01", "Missing bytes in input."),
             (b"\xc1", "Bad data format in input."),
-            (b"\x81\xc0\x01", "\0table index is nil"),
+            (b"\x81\xc0\x01", "table index is nil"),
         ] {
             let args = [Value::String(lua.create_string(input).unwrap())];
-            let r = unpack(&lua, &args, "unpack", 0, 0).unwrap();
-            assert_eq!(r.err().as_deref(), Some(msg));
+            let r = unpack(&lua, &args, 0, 0).unwrap();
+            let expected =
+                if msg.starts_with("table") { LibError::Unpositioned(msg.into()) } else { LibError::from(msg) };
+            assert_eq!(r.err(), Some(expected));
         }
         let deep = vec![0x91u8; MAX_DECODE_DEPTH + 10];
         let args = [Value::String(lua.create_string(&deep).unwrap())];
-        assert!(unpack(&lua, &args, "unpack", 0, 0).unwrap().is_err());
+        assert!(unpack(&lua, &args, 0, 0).unwrap().is_err());
     }
 }

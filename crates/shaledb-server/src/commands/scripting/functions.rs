@@ -229,6 +229,13 @@ impl Libraries {
 }
 
 impl Scripts {
+    /// Whether function `name` declares `no-writes` (see [`Scripts::declares_no_writes`]).
+    pub(super) fn function_declares_no_writes(&self, name: &str) -> Option<bool> {
+        let guard = self.functions.try_lock()?;
+        let f = guard.as_ref()?.find(name)?;
+        Some(f.flags.iter().any(|f| f == "no-writes"))
+    }
+
     /// Runs `f` with the functions' VM, loading every stored library first if this is the first use.
     fn with_functions<R>(
         &self,

@@ -6,7 +6,8 @@
 //! - reply to Lua: integer -> number, bulk -> string, nil bulk and nil array -> false, array -> table,
 //!   status -> `{ok=...}`, error -> `{err=...}`; with RESP3 also map -> `{map=...}`, set -> `{set=...}`,
 //!   double -> `{double=...}`, boolean -> boolean, null -> nil;
-//! - Lua to reply: number -> integer (truncated), string -> bulk, true -> 1, false and nil -> nil bulk,
+//! - Lua to reply: number -> integer (converted as C casts a double on x86-64: truncated, `i64::MIN` when
+//!   out of range or NaN), string -> bulk, true -> 1, false and nil -> nil bulk,
 //!   `{err=...}` -> error, `{ok=...}` -> status, `{double=...}`, `{map=...}`, `{set=...}`, any other table
 //!   -> array of its elements 1..n, stopping at the first nil.
 //!
@@ -18,8 +19,10 @@
 //! allocates without bound gets an error, never the server's memory.
 //!
 //! Libraries Redis loads and this VM has: base, table, string, math, `bit` (LuaBitOp's functions, in Rust)
-//! `cjson` (`cjson.rs`, on serde_json), `cmsgpack` (`cmsgpack.rs`) and `struct` (`structlib.rs`), the last two
-//! written here with the byte formats of the C libraries Redis loads.
+//! `cjson` (`cjson.rs`), `cmsgpack` (`cmsgpack.rs`) and `struct` (`structlib.rs`), written here with the
+//! behaviour, byte formats and error texts of the C libraries Redis loads. Their functions, and the
+//! `redis.*` helpers, are C functions to scripts (trampoline.rs), as in Redis: an error they raise names the
+//! script's line also when the script calls them in tail position (`return cjson.decode(x)`).
 
 use super::Control;
 use crate::commands::{flags, lookup, Handler};
@@ -113,6 +116,8 @@ impl Vm {
                 Ok(())
             })?,
         )?;
+        // Lua functions of the prelude seen by scripts as C functions (the `redis.*` helpers).
+        h.raw_set("cwrap", lua.create_function(|lua, f: Function| super::trampoline::plain_wrapper(lua, f))?)?;
         let c = control.clone();
         h.raw_set("handler", lua.create_function(move |lua, e: Value| error_handler(lua, e, &c))?)?;
         // redis.call / redis.pcall: C functions (trampoline.rs) hand over their arguments in a table.
@@ -229,7 +234,6 @@ impl Vm {
             let _ = install_hook(&self.lua, self.control.clone(), HOOK_EVERY);
         }
         let _ = self.lua.set_named_registry_value(CALL, Value::Nil);
-        let _ = self.lua.set_named_registry_value(FAILED_CALL, Value::Nil);
         if self.lua.used_memory() > (64 << 20) {
             let _ = self.lua.gc_collect();
         }
@@ -315,22 +319,21 @@ struct CallWords(Args);
 /// The client whose script is running (for `redis.acl_check_cmd`).
 struct ScriptClient(u64);
 
-/// Named registry slots: the running script's command executor (set only while a script runs), and the
-/// error table of the `redis.call` that failed last (picked up by the error handler).
+/// Named registry slot of the running script's command executor (set only while a script runs).
 const CALL: &str = "shaledb.call";
-const FAILED_CALL: &str = "shaledb.failed_call";
 
 /// `redis.call` (`raise`) and `redis.pcall`: run the command through the executor of the running script.
-/// A failing `redis.call` raises its error table: it is parked in the registry and raised as a marker error
-/// that the prelude's handler swaps back for the table.
+/// The answer is `(true, reply)`, or `(false, error table)` for a failing `redis.call`: its C function
+/// (trampoline.rs) raises the table, as Redis raises it (so `pcall` catches the table, and the script's
+/// `pcall` turns it into its `err` string).
 /// [`redis_call`] with the words in a table of `n` entries (a call with many arguments), converted one by
 /// one.
-fn redis_call_table(lua: &Lua, t: &Table, n: i64, raise: bool) -> mlua::Result<Value> {
+fn redis_call_table(lua: &Lua, t: &Table, n: i64, raise: bool) -> mlua::Result<(bool, Value)> {
     let mut words = Vec::with_capacity(n.clamp(0, 1 << 16) as usize);
     for i in 1..=n {
         match to_words(&[t.raw_get::<Value>(i)?]) {
             Ok(w) => words.extend(w),
-            Err(msg) => return finish_call(lua, (false, err_table(lua, &format!("ERR {msg}"))?), raise),
+            Err(msg) => return Ok(finish_call((false, err_table(lua, &format!("ERR {msg}"))?), raise)),
         }
     }
     let exec: Value = lua.named_registry_value(CALL)?;
@@ -341,20 +344,17 @@ fn redis_call_table(lua: &Lua, t: &Table, n: i64, raise: bool) -> mlua::Result<V
         }
         _ => (false, err_table(lua, "ERR redis.call/pcall can only be called inside a script invocation")?),
     };
-    finish_call(lua, r, raise)
+    Ok(finish_call(r, raise))
 }
 
-fn finish_call(lua: &Lua, (ok, v): (bool, Value), raise: bool) -> mlua::Result<Value> {
-    if ok || !raise {
-        return Ok(v);
-    }
-    lua.set_named_registry_value(FAILED_CALL, v)?;
-    Err(mlua::Error::runtime("shaledb: redis.call failed"))
+/// What the C function gets: a failure raises only for `redis.call`.
+fn finish_call((ok, v): (bool, Value), raise: bool) -> (bool, Value) {
+    (ok || !raise, v)
 }
 
-fn redis_call(lua: &Lua, words: Variadic<Value>, raise: bool) -> mlua::Result<Value> {
+fn redis_call(lua: &Lua, words: Variadic<Value>, raise: bool) -> mlua::Result<(bool, Value)> {
     let exec: Value = lua.named_registry_value(CALL)?;
-    let (ok, v) = match exec {
+    let r = match exec {
         Value::Function(f) => match to_words(&words) {
             Ok(words) => {
                 // Handed over beside the stack: a call may have more words than a Lua call can pass.
@@ -365,11 +365,7 @@ fn redis_call(lua: &Lua, words: Variadic<Value>, raise: bool) -> mlua::Result<Va
         },
         _ => (false, err_table(lua, "ERR redis.call/pcall can only be called inside a script invocation")?),
     };
-    if ok || !raise {
-        return Ok(v);
-    }
-    lua.set_named_registry_value(FAILED_CALL, v)?;
-    Err(mlua::Error::runtime("shaledb: redis.call failed"))
+    Ok(finish_call(r, raise))
 }
 
 /// The message of an error raised in Rust or by the VM, without mlua's traceback.
@@ -393,25 +389,15 @@ fn error_handler(lua: &Lua, e: Value, control: &Control) -> mlua::Result<Value> 
                 Value::Error(err) => root_message(err),
                 v => v.to_string().unwrap_or_else(|_| "execution failure".into()),
             };
-            let failed: Value = lua.named_registry_value(FAILED_CALL)?;
-            let t = match failed {
-                Value::Table(f) if msg.contains("shaledb: redis.call failed") => {
-                    lua.set_named_registry_value(FAILED_CALL, Value::Nil)?;
-                    f
-                }
-                _ => {
-                    let text = if control.kill.load(Ordering::Acquire) {
-                        "ERR Script killed by user with SCRIPT KILL...".to_string()
-                    } else if msg.contains("FUNCTION LOAD timeout") {
-                        "ERR FUNCTION LOAD timeout".to_string()
-                    } else {
-                        format!("ERR {msg}")
-                    };
-                    let t = lua.create_table()?;
-                    t.raw_set("err", text)?;
-                    t
-                }
+            let text = if control.kill.load(Ordering::Acquire) {
+                "ERR Script killed by user with SCRIPT KILL...".to_string()
+            } else if msg.contains("FUNCTION LOAD timeout") {
+                "ERR FUNCTION LOAD timeout".to_string()
+            } else {
+                format!("ERR {msg}")
             };
+            let t = lua.create_table()?;
+            t.raw_set("err", text)?;
             t
         }
     };
@@ -454,7 +440,7 @@ fn cut(s: &str, n: usize) -> &str {
 
 /// An error text fit for one RESP line.
 fn clean(s: &str) -> String {
-    s.replace(['\r', '\n'], " ").trim_end().to_string()
+    s.replace(['\r', '\n'], " ")
 }
 
 /// The `err` field of an error table (or the value itself), as one line.
@@ -564,7 +550,8 @@ fn dispatch(ctx: &mut WriteCtx<'_>, words: &Args, read_only: bool, wrote: &Atomi
         Handler::Read(f) => {
             // CLIENT TRACKING: a script that reads tracks the keys it declared (`tracking.rs`).
             ctx.script_read = true;
-            f(&ctx.view(), words)
+            // Missing keys publish keymiss in order with the script's writes, as in Redis.
+            ctx.run_read(|view| f(view, words))
         }
         Handler::Conn(_) => match spec.name {
             "ping" if words.len() == 1 => Reply::Simple("PONG".into()),
@@ -679,7 +666,7 @@ pub fn lua_to_reply(v: &Value, depth: usize) -> Reply {
         Value::String(s) => Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
         Value::Boolean(true) => Reply::Int(1),
         Value::Integer(i) => Reply::Int(*i),
-        Value::Number(n) => Reply::Int(if n.is_nan() { 0 } else { *n as i64 }),
+        Value::Number(n) => Reply::Int(super::libargs::c_i64(*n)),
         Value::Table(t) => {
             if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
                 return Reply::Error(clean(&String::from_utf8_lossy(&e.as_bytes())));
@@ -722,48 +709,73 @@ pub fn lua_to_reply(v: &Value, depth: usize) -> Reply {
     }
 }
 
-/// LuaBitOp's `bit` library (the one Redis loads): 32-bit operations on numbers.
+/// LuaBitOp's `bit` library (the one Redis loads): 32-bit operations on numbers, its arguments read as
+/// `luaL_checknumber` reads them (a number or a string holding one, else `number expected, got TYPE`).
 fn bit_library(lua: &Lua) -> mlua::Result<Table> {
-    fn norm(n: f64) -> i32 {
-        // LuaBitOp normalises through a 2^52+2^51 bias: the low 32 bits of the number rounded to an integer.
-        (n.round() as i64) as u32 as i32
+    use super::libargs::{function, library, to_number, type_error, LibResult};
+    /// Argument `n`'s low 32 bits, as LuaBitOp takes them: the number plus 2^52+2^51 (rounded to an
+    /// integer, to nearest even), the low word of its representation.
+    fn barg(args: &[Value], n: usize) -> LibResult<u32> {
+        match to_number(args.get(n - 1)) {
+            Some(x) => Ok((x + 6_755_399_441_055_744.0).to_bits() as u32),
+            None => Err(type_error(args, n, "number")),
+        }
     }
-    let t = lua.create_table()?;
-    t.raw_set("tobit", lua.create_function(|_, n: f64| Ok(norm(n)))?)?;
-    t.raw_set("bnot", lua.create_function(|_, n: f64| Ok(!norm(n)))?)?;
-    t.raw_set("band", lua.create_function(|_, v: Variadic<f64>| Ok(v.iter().fold(-1i32, |a, &b| a & norm(b))))?)?;
-    t.raw_set("bor", lua.create_function(|_, v: Variadic<f64>| Ok(v.iter().fold(0i32, |a, &b| a | norm(b))))?)?;
-    t.raw_set("bxor", lua.create_function(|_, v: Variadic<f64>| Ok(v.iter().fold(0i32, |a, &b| a ^ norm(b))))?)?;
-    t.raw_set("lshift", lua.create_function(|_, (a, n): (f64, f64)| Ok(norm(a).wrapping_shl(norm(n) as u32 & 31)))?)?;
-    t.raw_set(
-        "rshift",
-        lua.create_function(|_, (a, n): (f64, f64)| Ok(((norm(a) as u32) >> (norm(n) as u32 & 31)) as i32))?,
-    )?;
-    t.raw_set("arshift", lua.create_function(|_, (a, n): (f64, f64)| Ok(norm(a) >> (norm(n) as u32 & 31)))?)?;
-    t.raw_set(
-        "rol",
-        lua.create_function(|_, (a, n): (f64, f64)| Ok((norm(a) as u32).rotate_left(norm(n) as u32 & 31) as i32))?,
-    )?;
-    t.raw_set(
-        "ror",
-        lua.create_function(|_, (a, n): (f64, f64)| Ok((norm(a) as u32).rotate_right(norm(n) as u32 & 31) as i32))?,
-    )?;
-    t.raw_set("bswap", lua.create_function(|_, a: f64| Ok(norm(a).swap_bytes()))?)?;
-    t.raw_set(
-        "tohex",
-        lua.create_function(|_, (a, n): (f64, Option<f64>)| {
-            let mut n = n.map(norm).unwrap_or(8);
-            let upper = n < 0;
-            if upper {
-                n = -n;
+    fn ret(b: u32) -> LibResult<Vec<Value>> {
+        Ok(vec![Value::Integer(i64::from(b as i32))])
+    }
+    type Op = fn(&[Value]) -> LibResult<Vec<Value>>;
+    fn fold(args: &[Value], op: fn(u32, u32) -> u32) -> LibResult<Vec<Value>> {
+        let mut b = barg(args, 1)?;
+        // LuaBitOp reads the other arguments from the last one down.
+        for i in (2..=args.len()).rev() {
+            b = op(b, barg(args, i)?);
+        }
+        ret(b)
+    }
+    fn shift(args: &[Value], op: fn(u32, u32) -> u32) -> LibResult<Vec<Value>> {
+        let b = barg(args, 1)?;
+        let n = barg(args, 2)? & 31;
+        ret(op(b, n))
+    }
+    let ops: Vec<(&'static str, Op)> = vec![
+        ("tobit", |a| ret(barg(a, 1)?)),
+        ("bnot", |a| ret(!barg(a, 1)?)),
+        ("band", |a| fold(a, |x, y| x & y)),
+        ("bor", |a| fold(a, |x, y| x | y)),
+        ("bxor", |a| fold(a, |x, y| x ^ y)),
+        ("lshift", |a| shift(a, |b, n| b << n)),
+        ("rshift", |a| shift(a, |b, n| b >> n)),
+        ("arshift", |a| shift(a, |b, n| ((b as i32) >> n) as u32)),
+        ("rol", |a| shift(a, u32::rotate_left)),
+        ("ror", |a| shift(a, u32::rotate_right)),
+        ("bswap", |a| ret(barg(a, 1)?.swap_bytes())),
+    ];
+    let mut fns = Vec::new();
+    for (name, op) in ops {
+        fns.push((name, function(lua, move |_, args| Ok(op(args)))?));
+    }
+    let tohex = function(lua, |lua, args| {
+        let b = match barg(args, 1) {
+            Ok(b) => b,
+            Err(e) => return Ok(Err(e)),
+        };
+        let n = if args.len() < 2 {
+            8
+        } else {
+            match barg(args, 2) {
+                Ok(n) => n as i32,
+                Err(e) => return Ok(Err(e)),
             }
-            let n = n.clamp(1, 8) as usize;
-            let x = norm(a) as u32;
-            let s = if upper { format!("{x:08X}") } else { format!("{x:08x}") };
-            Ok(s[8 - n..].to_string())
-        })?,
-    )?;
-    Ok(t)
+        };
+        let (n, upper) = if n < 0 { (n.wrapping_neg(), true) } else { (n, false) };
+        // -2^31 negated stays negative; LuaBitOp built by Redis's compiler writes 8 digits for it.
+        let n = if n < 0 { 8 } else { n.min(8) as usize };
+        let hex = if upper { format!("{b:08X}") } else { format!("{b:08x}") };
+        Ok(Ok(vec![Value::String(lua.create_string(&hex[8 - n..])?)]))
+    })?;
+    fns.push(("tohex", tohex));
+    library(lua, fns)
 }
 
 #[cfg(test)]
@@ -813,6 +825,58 @@ mod tests {
         assert_eq!(nested.len(), 1);
         assert_eq!(eval(&vm, "return bit.band(0xff, 0x0f)"), Reply::Int(15));
         assert_eq!(eval(&vm, "return bit.tohex(255, 4)"), Reply::Bulk(Bytes::from("00ff")));
+    }
+
+    #[test]
+    fn library_errors_name_the_callers_line_as_c_functions_do() {
+        let vm = vm();
+        let positioned = |msg: &str, line: u32| {
+            Reply::Error(format!("ERR user_script:{line}: {msg} script: t, on @user_script:{line}."))
+        };
+        let decode_err = "Expected comma or array end but found T_END at character 5";
+        // Tail position keeps the script's frame, as a C function called by a tail call does in Lua 5.1.
+        assert_eq!(eval(&vm, "return cjson.decode('[1,2')"), positioned(decode_err, 1));
+        assert_eq!(eval(&vm, "\nlocal v = cjson.decode('[1,2')"), positioned(decode_err, 2));
+        assert_eq!(
+            eval(&vm, "return bit.band('x')"),
+            positioned("bad argument #1 to 'band' (number expected, got string)", 1)
+        );
+        assert_eq!(
+            eval(&vm, "local f = struct.pack return f('q')"),
+            positioned("bad argument #1 to 'f' (invalid format option 'q')", 1)
+        );
+        assert_eq!(
+            eval(&vm, "return cjson.encode(function() end)"),
+            positioned("Cannot serialise function: type not supported", 1)
+        );
+        // Under pcall, level 1 is pcall itself: no position, and no name for the function.
+        assert_eq!(
+            eval(&vm, "local ok, e = pcall(struct.pack, 'q') return e"),
+            Reply::Bulk(Bytes::from("bad argument #1 to '?' (invalid format option 'q')"))
+        );
+        assert_eq!(
+            eval(&vm, "local ok, e = pcall(cjson.decode, '[1,2') return e"),
+            Reply::Bulk(Bytes::from(decode_err))
+        );
+        // The redis.* helpers raise error tables: no position, the suffix names the script's line.
+        assert_eq!(
+            eval(&vm, "return redis.sha1hex()"),
+            Reply::Error("ERR wrong number of arguments script: t, on @user_script:1.".into())
+        );
+        // Redis's pcall hands back an error table's text.
+        assert_eq!(
+            eval(&vm, "local ok, e = pcall(redis.call, 'nosuch') return e"),
+            Reply::Bulk(Bytes::from("ERR Unknown Redis command called from script"))
+        );
+        assert_eq!(
+            eval(&vm, "local ok, e = pcall(redis.sha1hex) return e"),
+            Reply::Bulk(Bytes::from("ERR wrong number of arguments"))
+        );
+        // Numbers out of the integer range convert as C casts on x86-64.
+        assert_eq!(eval(&vm, "return 0/0"), Reply::Int(i64::MIN));
+        assert_eq!(eval(&vm, "return 1e300"), Reply::Int(i64::MIN));
+        assert_eq!(eval(&vm, "return -2^63"), Reply::Int(i64::MIN));
+        assert_eq!(eval(&vm, "return cjson.decode('+5')"), Reply::Int(5));
     }
 
     #[test]

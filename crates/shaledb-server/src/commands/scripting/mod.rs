@@ -222,9 +222,9 @@ fn busy_error(is_eval: bool) -> Reply {
 }
 
 /// Called by the connection for every checked command, before it runs: answers SCRIPT KILL, FUNCTION KILL
-/// and FUNCTION STATS on the connection's task, and `-BUSY` to every command but a few (AUTH, HELLO, QUIT,
-/// RESET, MULTI, DISCARD, UNWATCH, SHUTDOWN) while a script runs past `busy-reply-threshold`. SHUTDOWN
-/// stops the running script. `None`: run the command as usual.
+/// and FUNCTION STATS on the connection's task, and `-BUSY` to every command but Redis 7.0's `allow-busy`
+/// ones (AUTH, HELLO, QUIT, RESET, MULTI, DISCARD, WATCH, UNWATCH, SHUTDOWN) while a script runs past
+/// `busy-reply-threshold`. SHUTDOWN stops the running script. `None`: run the command as usual.
 pub fn intercept(s: &Session, shared: &Shared, spec: &Spec, args: &Args) -> Option<Reply> {
     let sc = &shared.store.scripts;
     if s.multi.is_none() && args.len() == 2 {
@@ -232,7 +232,10 @@ pub fn intercept(s: &Session, shared: &Shared, spec: &Spec, args: &Args) -> Opti
         match spec.name {
             "script" if sub.eq_ignore_ascii_case(b"kill") => return Some(sc.kill(true)),
             "function" if sub.eq_ignore_ascii_case(b"kill") => return Some(sc.kill(false)),
-            "function" if sub.eq_ignore_ascii_case(b"stats") => return Some(functions::stats(sc)),
+            // As Redis: FUNCTION STATS is answered while a function runs, but is BUSY under an EVAL script.
+            "function" if sub.eq_ignore_ascii_case(b"stats") => {
+                return Some(if busy(shared) == Some(true) { busy_error(true) } else { functions::stats(sc) })
+            }
             _ => {}
         }
     }
@@ -240,6 +243,19 @@ pub fn intercept(s: &Session, shared: &Shared, spec: &Spec, args: &Args) -> Opti
         sc.abort_for_shutdown();
         return None;
     }
+    let is_eval = busy(shared)?;
+    match spec.name {
+        // Redis 7.0's `allow-busy` commands (SCRIPT KILL, FUNCTION KILL and STATS, SHUTDOWN were answered
+        // above; REPLCONF is not served here).
+        "auth" | "hello" | "quit" | "reset" | "multi" | "discard" | "watch" | "unwatch" => None,
+        _ => Some(busy_error(is_eval)),
+    }
+}
+
+/// `Some(is_eval)` while a script (EVAL: `true`) or function runs past `busy-reply-threshold`: other
+/// clients are then answered, most of them with `-BUSY`, as Redis does while it runs one.
+pub fn busy(shared: &Shared) -> Option<bool> {
+    let sc = &shared.store.scripts;
     if !sc.is_running() {
         return None;
     }
@@ -249,10 +265,7 @@ pub fn intercept(s: &Session, shared: &Shared, spec: &Spec, args: &Args) -> Opti
     if threshold == 0 || (run.started.elapsed().as_millis() as u64) < threshold {
         return None;
     }
-    match spec.name {
-        "auth" | "hello" | "quit" | "reset" | "multi" | "discard" | "unwatch" => None,
-        _ => Some(busy_error(run.is_eval)),
-    }
+    Some(run.is_eval)
 }
 
 /// The scripting state of the server whose commit thread runs `ctx`.
@@ -285,6 +298,12 @@ pub struct ScriptFlags {
 
 /// The flags a script or function may declare.
 pub const KNOWN_FLAGS: [&str; 5] = ["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
+
+/// Whether an EVAL of `body` declares that it writes nothing (`#!lua flags=no-writes`): Redis then takes
+/// it for a read (CLIENT PAUSE WRITE does not hold it). A script without a shebang may write.
+pub fn eval_declares_no_writes(body: &[u8]) -> bool {
+    shebang(body).is_ok_and(|(f, _)| f.shebang && f.no_writes)
+}
 
 /// Parses an EVAL script's shebang line: its flags and the length of the line (without its newline, which
 /// stays in the compiled code so line numbers do not move).
@@ -322,6 +341,19 @@ fn sha1_hex(body: &[u8]) -> String {
 }
 
 impl Scripts {
+    /// Whether the script EVALSHA `sha` runs, or the function FCALL `name` calls, declares `no-writes` (so
+    /// CLIENT PAUSE WRITE lets it through, as Redis does). `None` when that cannot be told without waiting
+    /// (a script is running, the functions are not loaded yet) or the script or function is unknown.
+    pub fn declares_no_writes(&self, fcall: bool, name: &[u8]) -> Option<bool> {
+        if fcall {
+            return self.function_declares_no_writes(&String::from_utf8_lossy(name));
+        }
+        let sha = String::from_utf8_lossy(name).to_ascii_lowercase();
+        let guard = self.eval.try_lock()?;
+        let cached = guard.as_ref()?.scripts.get(&sha)?;
+        Some(cached.flags.shebang && cached.flags.no_writes)
+    }
+
     fn note_cached(&self, ev: &EvalVm) {
         self.cached.store(ev.scripts.len() as u64, Ordering::Relaxed);
     }

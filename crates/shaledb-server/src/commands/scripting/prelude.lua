@@ -164,6 +164,28 @@ local function register_function(...)
   L.order[#L.order + 1] = name
 end
 
+-- The helpers are C functions in Redis: a script's `return redis.sha1hex()` keeps the script's frame, so
+-- their errors name its line.
+for _, n in ipairs({'error_reply', 'status_reply', 'sha1hex', 'log', 'setresp', 'set_repl', 'replicate_commands',
+                    'acl_check_cmd', 'breakpoint', 'debug'}) do
+  redis[n] = H.cwrap(redis[n])
+end
+register_function = H.cwrap(register_function)
+
+-- Redis's pcall: an error raised as a table (a redis.* helper's, redis.call's) is returned as its `err`
+-- string, as scripts written for Redis before 7 expect.
+local raw_pcall = pcall
+local function pcall_results(ok, ...)
+  if ok then return true, ... end
+  local e = ...
+  if type(e) == 'table' then
+    local m = e.err
+    if type(m) == 'string' or type(m) == 'number' then e = m end
+  end
+  return false, e
+end
+real.pcall = H.cwrap(function(f, ...) return pcall_results(raw_pcall(f, ...)) end)
+
 -- Read-only views of the libraries and of the globals: scripts run with `env` as their environment.
 -- Their metatables are read-only too, and setmetatable/rawset refuse them.
 local protected = setmetatable({}, {__mode = 'k'})

@@ -86,7 +86,7 @@ impl Format<'_> {
             b'i' | b'I' => {
                 let sz = self.number(4)?;
                 if sz as u64 > MAX_INT_SIZE {
-                    return Err(format!("integral size {sz} is larger than limit of {MAX_INT_SIZE}"));
+                    return Err(format!("integral size {sz} is larger than limit of {MAX_INT_SIZE}").into());
                 }
                 sz as u64
             }
@@ -95,7 +95,7 @@ impl Format<'_> {
     }
 
     /// Applies a control option (endianness, alignment, space), or fails on an unknown option.
-    fn control(&mut self, opt: u8, h: &mut Header, fname: &str) -> LibResult<()> {
+    fn control(&mut self, opt: u8, h: &mut Header) -> LibResult<()> {
         match opt {
             b' ' => {}
             b'>' => h.big = true,
@@ -103,11 +103,11 @@ impl Format<'_> {
             b'!' => {
                 let a = self.number(MAX_ALIGN)?;
                 if !(a > 0 && a & (a - 1) == 0) {
-                    return Err(format!("alignment {a} is not a power of 2"));
+                    return Err(format!("alignment {a} is not a power of 2").into());
                 }
                 h.align = a as u64;
             }
-            _ => return Err(arg_error(1, fname, &format!("invalid format option '{}'", opt as char))),
+            _ => return Err(arg_error(1, &format!("invalid format option '{}'", opt as char))),
         }
         Ok(())
     }
@@ -157,7 +157,7 @@ fn get_integer(bytes: &[u8], big: bool, signed: bool) -> f64 {
 }
 
 fn pack(lua: &Lua, args: &[Value]) -> mlua::Result<LibResult<Vec<Value>>> {
-    let fmt = match check_string(args, 1, "pack") {
+    let fmt = match check_string(args, 1) {
         Ok(f) => f,
         Err(e) => return Ok(Err(e)),
     };
@@ -178,29 +178,29 @@ fn pack(lua: &Lua, args: &[Value]) -> mlua::Result<LibResult<Vec<Value>>> {
             out.resize(out.len() + pad as usize, 0);
             match opt {
                 o if is_int_option(o) => {
-                    let n = check_number(args, arg, "pack")?;
+                    let n = check_number(args, arg)?;
                     arg += 1;
                     put_integer(n, h.big, size, &mut out);
                 }
                 b'x' => out.push(0),
                 b'f' => {
-                    let n = check_number(args, arg, "pack")? as f32;
+                    let n = check_number(args, arg)? as f32;
                     arg += 1;
                     out.extend_from_slice(&if h.big { n.to_be_bytes() } else { n.to_le_bytes() });
                 }
                 b'd' => {
-                    let n = check_number(args, arg, "pack")?;
+                    let n = check_number(args, arg)?;
                     arg += 1;
                     out.extend_from_slice(&if h.big { n.to_be_bytes() } else { n.to_le_bytes() });
                 }
                 b'c' | b's' => {
-                    let s = check_string(args, arg, "pack")?;
+                    let s = check_string(args, arg)?;
                     arg += 1;
                     if size == 0 {
                         size = s.len() as u64;
                     }
                     if (s.len() as u64) < size {
-                        return Err(arg_error(arg, "pack", "string too short"));
+                        return Err(arg_error(arg, "string too short"));
                     }
                     out.extend_from_slice(&s[..size as usize]);
                     if opt == b's' {
@@ -208,7 +208,7 @@ fn pack(lua: &Lua, args: &[Value]) -> mlua::Result<LibResult<Vec<Value>>> {
                         size += 1;
                     }
                 }
-                _ => f.control(opt, &mut h, "pack")?,
+                _ => f.control(opt, &mut h)?,
             }
             total = total.wrapping_add(size);
         }
@@ -221,27 +221,27 @@ fn pack(lua: &Lua, args: &[Value]) -> mlua::Result<LibResult<Vec<Value>>> {
 }
 
 fn unpack(lua: &Lua, args: &[Value]) -> mlua::Result<LibResult<Vec<Value>>> {
-    let fmt = match check_string(args, 1, "unpack") {
+    let fmt = match check_string(args, 1) {
         Ok(f) => f,
         Err(e) => return Ok(Err(e)),
     };
-    let data = match check_string(args, 2, "unpack") {
+    let data = match check_string(args, 2) {
         Ok(d) => d,
         Err(e) => return Ok(Err(e)),
     };
-    let pos = match opt_integer(args, 3, "unpack", 1) {
+    let pos = match opt_integer(args, 3, 1) {
         Ok(p) => p as u64,
         Err(e) => return Ok(Err(e)),
     };
     if pos == 0 {
-        return Ok(Err(arg_error(3, "unpack", "offset must be 1 or greater")));
+        return Ok(Err(arg_error(3, "offset must be 1 or greater")));
     }
     let mut pos = pos - 1;
     let ld = data.len() as u64;
     let mut f = Format { fmt: &fmt, pos: 0 };
     let mut h = Header::new();
     let mut out: Vec<Value> = Vec::new();
-    let short = || arg_error(2, "unpack", "data string too short");
+    let short = || arg_error(2, "data string too short");
     while let Some(opt) = f.next() {
         let mut size = match f.size(opt) {
             Ok(s) => s,
@@ -294,7 +294,7 @@ fn unpack(lua: &Lua, args: &[Value]) -> mlua::Result<LibResult<Vec<Value>>> {
                 out.push(Value::String(lua.create_string(&data[at..at + len])?));
             }
             _ => {
-                if let Err(e) = f.control(opt, &mut h, "unpack") {
+                if let Err(e) = f.control(opt, &mut h) {
                     return Ok(Err(e));
                 }
             }
@@ -306,7 +306,7 @@ fn unpack(lua: &Lua, args: &[Value]) -> mlua::Result<LibResult<Vec<Value>>> {
 }
 
 fn size(args: &[Value]) -> LibResult<u64> {
-    let fmt = check_string(args, 1, "size")?;
+    let fmt = check_string(args, 1)?;
     let mut f = Format { fmt: &fmt, pos: 0 };
     let mut h = Header::new();
     let mut pos: u64 = 0;
@@ -314,12 +314,12 @@ fn size(args: &[Value]) -> LibResult<u64> {
         let size = f.size(opt)?;
         pos = pos.wrapping_add(to_align(pos, &h, opt, size));
         if opt == b's' {
-            return Err(arg_error(1, "size", "option 's' has no fixed size"));
+            return Err(arg_error(1, "option 's' has no fixed size"));
         } else if opt == b'c' && size == 0 {
-            return Err(arg_error(1, "size", "option 'c0' has no fixed size"));
+            return Err(arg_error(1, "option 'c0' has no fixed size"));
         }
         if !opt.is_ascii_alphanumeric() {
-            f.control(opt, &mut h, "size")?;
+            f.control(opt, &mut h)?;
         }
         pos = pos.wrapping_add(size);
     }
@@ -329,12 +329,13 @@ fn size(args: &[Value]) -> LibResult<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::commands::scripting::libargs::LibError;
 
     fn s(lua: &Lua, b: &[u8]) -> Value {
         Value::String(lua.create_string(b).unwrap())
     }
 
-    fn packed(lua: &Lua, args: Vec<Value>) -> Result<Vec<u8>, String> {
+    fn packed(lua: &Lua, args: Vec<Value>) -> Result<Vec<u8>, LibError> {
         pack(lua, &args).unwrap().map(|v| match &v[0] {
             Value::String(s) => s.as_bytes().to_vec(),
             _ => unreachable!(),
@@ -348,20 +349,14 @@ mod tests {
         assert_eq!(bytes, [0xff, 0, 0, 0, 0, 0, 1, 2]);
         let bytes = packed(&lua, vec![s(&lua, b"<h s"), Value::Integer(1), s(&lua, b"ab")]).unwrap();
         assert_eq!(bytes, [1, 0, b'a', b'b', 0]);
-        assert_eq!(
-            packed(&lua, vec![s(&lua, b"c5"), s(&lua, b"ab")]).unwrap_err(),
-            "bad argument #3 to 'pack' (string too short)"
-        );
+        assert_eq!(packed(&lua, vec![s(&lua, b"c5"), s(&lua, b"ab")]).unwrap_err(), arg_error(3, "string too short"));
         assert_eq!(
             packed(&lua, vec![s(&lua, b"i33"), Value::Integer(1)]).unwrap_err(),
-            "integral size 33 is larger than limit of 32"
+            LibError::from("integral size 33 is larger than limit of 32")
         );
-        assert_eq!(packed(&lua, vec![s(&lua, b"!3")]).unwrap_err(), "alignment 3 is not a power of 2");
-        assert_eq!(packed(&lua, vec![s(&lua, b"c99999999999")]).unwrap_err(), "integral size overflow");
-        assert_eq!(
-            packed(&lua, vec![s(&lua, b"i")]).unwrap_err(),
-            "bad argument #2 to 'pack' (number expected, got nil)"
-        );
+        assert_eq!(packed(&lua, vec![s(&lua, b"!3")]).unwrap_err(), LibError::from("alignment 3 is not a power of 2"));
+        assert_eq!(packed(&lua, vec![s(&lua, b"c99999999999")]).unwrap_err(), LibError::from("integral size overflow"));
+        assert_eq!(packed(&lua, vec![s(&lua, b"i")]).unwrap_err(), arg_error(2, "number expected, got nil"));
     }
 
     #[test]
@@ -373,10 +368,10 @@ mod tests {
         assert!(matches!(v[1], Value::Number(n) if n == 1.0));
         assert!(matches!(v[2], Value::Integer(13)));
         let args = vec![s(&lua, b"c9999"), s(&lua, b"abc")];
-        assert_eq!(unpack(&lua, &args).unwrap().unwrap_err(), "bad argument #2 to 'unpack' (data string too short)");
+        assert_eq!(unpack(&lua, &args).unwrap().unwrap_err(), arg_error(2, "data string too short"));
         let args = vec![s(&lua, b"s"), s(&lua, b"abc")];
-        assert_eq!(unpack(&lua, &args).unwrap().unwrap_err(), "unfinished string in data");
+        assert_eq!(unpack(&lua, &args).unwrap().unwrap_err(), LibError::from("unfinished string in data"));
         assert_eq!(size(&[s(&lua, b"!8 b d")]).unwrap(), 16);
-        assert_eq!(size(&[s(&lua, b"s")]).unwrap_err(), "bad argument #1 to 'size' (option 's' has no fixed size)");
+        assert_eq!(size(&[s(&lua, b"s")]).unwrap_err(), arg_error(1, "option 's' has no fixed size"));
     }
 }

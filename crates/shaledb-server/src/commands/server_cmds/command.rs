@@ -7,78 +7,158 @@ use crate::commands::{help_reply, sub_arity, unknown_subcommand, Spec};
 use crate::resp::{Args, Reply};
 use crate::server::{Session, Shared};
 
-fn flag_names(spec: &Spec) -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = NAMES.iter().filter(|(f, _)| spec.flags & f != 0).map(|(_, n)| *n).collect();
-    if super::keyspecs::movable(spec.name) {
-        names.push("movablekeys");
+use super::facts::{self, BeginSearch, CommandFacts, FindKeys, KeySpec};
+
+fn strs(items: &[&str]) -> Vec<Reply> {
+    items.iter().map(|s| Reply::Simple((*s).into())).collect()
+}
+
+fn map(pairs: Vec<(&'static str, Reply)>) -> Reply {
+    Reply::Map(pairs.into_iter().map(|(k, v)| (Reply::bulk(k), v)).collect())
+}
+
+fn key_spec(k: &KeySpec) -> Reply {
+    let begin = match k.begin_search {
+        BeginSearch::Index(i) => {
+            map(vec![("type", Reply::bulk("index")), ("spec", map(vec![("index", Reply::Int(i))]))])
+        }
+        BeginSearch::Keyword { keyword, startfrom } => map(vec![
+            ("type", Reply::bulk("keyword")),
+            ("spec", map(vec![("keyword", Reply::bulk(keyword)), ("startfrom", Reply::Int(startfrom))])),
+        ]),
+        BeginSearch::Unknown => map(vec![("type", Reply::bulk("unknown")), ("spec", map(Vec::new()))]),
+    };
+    let find = match k.find_keys {
+        FindKeys::Range { lastkey, keystep, limit } => map(vec![
+            ("type", Reply::bulk("range")),
+            (
+                "spec",
+                map(vec![
+                    ("lastkey", Reply::Int(lastkey)),
+                    ("keystep", Reply::Int(keystep)),
+                    ("limit", Reply::Int(limit)),
+                ]),
+            ),
+        ]),
+        FindKeys::Keynum { keynumidx, firstkey, keystep } => map(vec![
+            ("type", Reply::bulk("keynum")),
+            (
+                "spec",
+                map(vec![
+                    ("keynumidx", Reply::Int(keynumidx)),
+                    ("firstkey", Reply::Int(firstkey)),
+                    ("keystep", Reply::Int(keystep)),
+                ]),
+            ),
+        ]),
+        FindKeys::Unknown => map(vec![("type", Reply::bulk("unknown")), ("spec", map(Vec::new()))]),
+    };
+    let mut pairs = Vec::new();
+    if let Some(notes) = k.notes {
+        pairs.push(("notes", Reply::bulk(notes)));
     }
-    names
+    pairs.push(("flags", Reply::Set(strs(k.flags))));
+    pairs.push(("begin_search", begin));
+    pairs.push(("find_keys", find));
+    map(pairs)
 }
 
-/// ACL categories: Redis 7.0's for its commands, from the flags for this server's own (`crate::acl`).
-fn acl_categories(spec: &Spec) -> Vec<String> {
-    crate::acl::universe().category_names(spec.name)
+/// One command's `COMMAND INFO` entry from its facts; `spec` (a top-level command) decides the arity and
+/// the flags this server acts on, `container` (its name) which subcommands are listed.
+fn info_from_facts(f: &CommandFacts, spec: Option<&Spec>, container: &str) -> Reply {
+    let (arity, flags) = match spec {
+        Some(spec) => (spec.arity, facts::reply_flags(spec, f)),
+        None => (f.arity, f.flags.to_vec()),
+    };
+    let subs: Vec<Reply> = facts::subcommands(container, f).map(|s| info_from_facts(s, None, container)).collect();
+    Reply::Array(vec![
+        Reply::bulk(f.name),
+        Reply::Int(arity as i64),
+        Reply::Set(strs(&flags)),
+        Reply::Int(f.first_key as i64),
+        Reply::Int(f.last_key as i64),
+        Reply::Int(f.step as i64),
+        Reply::Set(strs(f.acl_categories)),
+        Reply::Set(f.tips.iter().map(|t| Reply::bulk(*t)).collect()),
+        Reply::Set(f.key_specs.iter().map(key_spec).collect()),
+        if subs.is_empty() { Reply::Set(Vec::new()) } else { Reply::Array(subs) },
+    ])
 }
 
+/// `COMMAND INFO` of a command of this server: Redis's facts for Redis's commands, the `Spec` for this
+/// server's own (`SHALEDB.RANGE`).
 fn command_info(spec: &Spec) -> Reply {
+    if let Some(f) = facts::lookup(spec.name) {
+        return info_from_facts(f, Some(spec), spec.name);
+    }
+    let flag_names: Vec<&str> = NAMES.iter().filter(|(f, _)| spec.flags & f != 0).map(|(_, n)| *n).collect();
     let key_specs = if spec.first_key > 0 {
-        // Redis 7's key spec: keys start at `first_key`, run to `last_key` (relative to the end when < 0) in
-        // steps of `step`.
+        // One range of keys from `first_key` to `last_key` (from the end when negative).
         let lastkey = if spec.last_key < 0 { spec.last_key as i64 } else { (spec.last_key - spec.first_key) as i64 };
-        let access = if spec.is_write() || spec.flags & WRITE != 0 { "RW" } else { "RO" };
-        vec![Reply::Map(vec![
-            (Reply::bulk("flags"), Reply::Set(vec![Reply::Simple(access.into())])),
-            (
-                Reply::bulk("begin_search"),
-                Reply::Map(vec![
-                    (Reply::bulk("type"), Reply::bulk("index")),
-                    (Reply::bulk("spec"), Reply::Map(vec![(Reply::bulk("index"), Reply::Int(spec.first_key as i64))])),
-                ]),
-            ),
-            (
-                Reply::bulk("find_keys"),
-                Reply::Map(vec![
-                    (Reply::bulk("type"), Reply::bulk("range")),
-                    (
-                        Reply::bulk("spec"),
-                        Reply::Map(vec![
-                            (Reply::bulk("lastkey"), Reply::Int(lastkey)),
-                            (Reply::bulk("keystep"), Reply::Int(spec.step as i64)),
-                            (Reply::bulk("limit"), Reply::Int(0)),
-                        ]),
-                    ),
-                ]),
-            ),
-        ])]
+        let access = facts::own_key_flags(spec);
+        vec![key_spec(&KeySpec {
+            notes: None,
+            flags: access,
+            begin_search: BeginSearch::Index(spec.first_key as i64),
+            find_keys: FindKeys::Range { lastkey, keystep: spec.step as i64, limit: 0 },
+        })]
     } else {
         Vec::new()
     };
     Reply::Array(vec![
         Reply::bulk(spec.name),
         Reply::Int(spec.arity as i64),
-        Reply::Set(flag_names(spec).into_iter().map(|f| Reply::Simple(f.into())).collect()),
+        Reply::Set(strs(&flag_names)),
         Reply::Int(spec.first_key as i64),
         Reply::Int(spec.last_key as i64),
         Reply::Int(spec.step as i64),
-        Reply::Set(acl_categories(spec).into_iter().map(Reply::Simple).collect()),
+        Reply::Set(crate::acl::universe().category_names(spec.name).into_iter().map(Reply::Simple).collect()),
         Reply::Set(Vec::new()),
-        Reply::Array(key_specs),
-        Reply::Array(super::subcommands::of(spec).iter().map(command_info).collect()),
+        Reply::Set(key_specs),
+        Reply::Set(Vec::new()),
     ])
 }
 
+/// `COMMAND INFO name`: a command, or a subcommand by its full name (`config|get`).
+fn info_by_name(name: &[u8]) -> Reply {
+    let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
+    match lower.split_once('|') {
+        None => crate::commands::lookup(name).map_or(Reply::NilArray, command_info),
+        Some((top, _)) => {
+            let sub = crate::commands::lookup(top.as_bytes())
+                .and_then(|spec| facts::lookup(spec.name).map(|f| (spec, f)))
+                .and_then(|(spec, f)| facts::subcommands(spec.name, f).find(|s| s.name == lower).map(|s| (spec, s)));
+            sub.map_or(Reply::NilArray, |(spec, s)| info_from_facts(s, None, spec.name))
+        }
+    }
+}
+
+/// `COMMAND DOCS` of a command: this server's own one-line summary, then the plain facts of Redis's entry
+/// (since, group, doc flags, deprecated since), in Redis's order. Redis's prose (summaries, complexities,
+/// histories, argument descriptions) is not repeated.
 fn command_docs(spec: &Spec) -> Reply {
     let mut doc = vec![(Reply::bulk("summary"), Reply::bulk(spec.summary))];
-    if spec.flags & EXTENSION != 0 {
-        doc.push((Reply::bulk("group"), Reply::bulk("shaledb")));
+    match facts::lookup(spec.name).and_then(|f| f.docs.as_ref()) {
+        Some(d) => {
+            doc.push((Reply::bulk("since"), Reply::bulk(d.since)));
+            doc.push((Reply::bulk("group"), Reply::bulk(d.group)));
+            if !d.doc_flags.is_empty() {
+                doc.push((Reply::bulk("doc_flags"), Reply::Set(strs(d.doc_flags))));
+            }
+            if let Some(v) = d.deprecated_since {
+                doc.push((Reply::bulk("deprecated_since"), Reply::bulk(v)));
+            }
+        }
+        None if spec.flags & EXTENSION != 0 => doc.push((Reply::bulk("group"), Reply::bulk("shaledb"))),
+        None => {}
     }
     Reply::Map(doc)
 }
 
 /// The keys of a command line (`COMMAND GETKEYS`), in order.
 #[cfg(test)]
-pub(super) fn keys_of(spec: &Spec, args: &[bytes::Bytes]) -> Vec<bytes::Bytes> {
-    match super::keyspecs::find(spec, args) {
+pub(super) fn keys_of(_spec: &Spec, args: &[bytes::Bytes]) -> Vec<bytes::Bytes> {
+    match facts::getkeys(args) {
         Ok(found) => found.into_iter().filter_map(|(i, _)| args.get(i).cloned()).collect(),
         Err(_) => Vec::new(),
     }
@@ -119,7 +199,7 @@ pub(super) fn command(_: &mut Session, _: &Shared, args: &Args) -> Reply {
             if args.len() == 2 {
                 return Reply::Array(specs.iter().map(|s| command_info(s)).collect());
             }
-            Reply::Array(named(&args[2..]).into_iter().map(|s| s.map_or(Reply::NilArray, command_info)).collect())
+            Reply::Array(args[2..].iter().map(|n| info_by_name(n)).collect())
         }
         b"docs" => {
             let list: Vec<&'static Spec> =
@@ -158,40 +238,21 @@ pub(super) fn command(_: &mut Session, _: &Shared, args: &Args) -> Reply {
             Reply::Array(out)
         }
         b"getkeys" | b"getkeysandflags" => {
-            if args.len() < 3 {
+            if args.len() < 4 {
                 return sub_arity("command", &sub);
             }
-            let Some(spec) = crate::commands::lookup(&args[2]) else { return Reply::err("Invalid command specified") };
-            if !spec.arity_ok(args.len() - 2) {
-                return Reply::err("Invalid number of arguments specified for command");
-            }
             let line = &args[2..];
-            let found = match super::keyspecs::find(spec, line) {
+            let found = match facts::getkeys(line) {
                 Ok(found) => found,
-                Err(super::keyspecs::KeysError::Invalid) => {
-                    return Reply::err("Invalid arguments specified for command")
-                }
+                Err(e) => return Reply::err(e.text()),
             };
-            if found.is_empty() {
-                // A command whose keys move may have none on this line; one without key arguments is an error.
-                if super::keyspecs::movable(spec.name) {
-                    return Reply::Array(Vec::new());
-                }
-                return Reply::err("The command has no key arguments");
-            }
             if sub == b"getkeys" {
                 Reply::Array(found.into_iter().map(|(i, _)| Reply::Bulk(line[i].clone())).collect())
             } else {
                 Reply::Array(
                     found
                         .into_iter()
-                        .map(|(i, k)| {
-                            let flags = super::keyspecs::key_flags(spec, line, k);
-                            Reply::Array(vec![
-                                Reply::Bulk(line[i].clone()),
-                                Reply::Array(flags.into_iter().map(|f| Reply::Simple(f.into())).collect()),
-                            ])
-                        })
+                        .map(|(i, flags)| Reply::Array(vec![Reply::Bulk(line[i].clone()), Reply::Set(strs(&flags))]))
                         .collect(),
                 )
             }

@@ -21,6 +21,7 @@ pub fn spec_flags(full_name: &str, spec: usize) -> Option<&'static [&'static str
 }
 
 /// True when the command's keys are found by reading its arguments.
+#[cfg(test)]
 pub fn movable(name: &str) -> bool {
     KEY_SPECS.iter().any(|(n, _, m)| *n == name && *m)
 }
@@ -137,12 +138,31 @@ pub fn key_flags(spec: &Spec, args: &[Bytes], spec_index: usize) -> Vec<&'static
         n => n.to_string(),
     };
     let flags = spec_flags(&full, spec_index).unwrap_or(&[]);
-    let has = |w: &[u8]| args.iter().skip(1).any(|a| a.eq_ignore_ascii_case(w));
     match spec.name {
-        "set" if !has(b"get") => vec!["OW", "update"],
-        "bitfield" if !has(b"set") && !has(b"incrby") => vec!["RO", "access"],
+        // The options start after the value: `SET k get` stores the word "get".
+        "set" if !args.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get")) => vec!["OW", "update"],
+        "bitfield" if bitfield_reads_only(args) => vec!["RO", "access"],
         _ => flags.iter().copied().filter(|f| *f != "variable_flags").collect(),
     }
+}
+
+/// Whether a BITFIELD line only reads, judged as Redis judges it for its key flags: GET, OVERFLOW and
+/// their arguments up to the first SET or INCRBY with its three arguments; anything else (a syntax
+/// error included) counts as a write.
+fn bitfield_reads_only(args: &[Bytes]) -> bool {
+    let mut i = 2;
+    while i < args.len() {
+        let rest = args.len() - i - 1;
+        let a = &args[i];
+        if a.eq_ignore_ascii_case(b"get") && rest >= 2 {
+            i += 3;
+        } else if a.eq_ignore_ascii_case(b"overflow") && rest >= 1 {
+            i += 2;
+        } else {
+            return false;
+        }
+    }
+    true
 }
 
 /// The key flags of each key spec of Redis 7.0's commands (`COMMAND INFO`'s key specs), by full name, and

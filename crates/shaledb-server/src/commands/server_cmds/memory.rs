@@ -133,9 +133,8 @@ fn stats(shared: &Shared) -> Reply {
     let cache = prop(shared, "shaledb.block-cache-usage");
     let used = memtables + cache;
     let clients = shared.clients.lock().len() as u64;
-    let keys: u64 = tokio::task::block_in_place(|| super::keyspace_scan(&shared.store.db, now_ms()))
-        .map(|v| v.iter().map(|(_, n, _)| n).sum())
-        .unwrap_or(0);
+    let keys: u64 =
+        super::keyspace_scan(&shared.store.db, now_ms()).map(|v| v.iter().map(|(_, n, _)| n).sum()).unwrap_or(0);
     let int = |n: u64| Reply::Int(i64::try_from(n).unwrap_or(i64::MAX));
     let mut pairs = vec![
         ("peak.allocated", int(used)),

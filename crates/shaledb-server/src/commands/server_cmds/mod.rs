@@ -6,7 +6,8 @@
 //! SAVE, BGSAVE and LASTSAVE (checkpoints), `glob.rs` the glob matcher, `stats.rs` the per-command and
 //! per-error counters, `slowlog.rs` SLOWLOG, `latency.rs` LATENCY, `monitor.rs` MONITOR, `memory.rs` MEMORY,
 //! `pause.rs` CLIENT PAUSE and UNPAUSE, `role.rs` ROLE and REPLICAOF, `module.rs` MODULE, `lolwut.rs` LOLWUT,
-//! `subcommands.rs` the container commands' subcommands as `COMMAND INFO` lists them.
+//! `facts.rs` what `COMMAND INFO` and `COMMAND GETKEYS` say of each command (from `facts_data.rs`, generated
+//! by `scripts/gen-command-facts` from redis-server's `COMMAND` reply).
 
 use super::{help_reply, sub_arity, unknown_subcommand, Spec};
 use crate::config::{Config, SetError};
@@ -17,6 +18,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 mod command;
+pub(crate) mod facts;
+mod facts_data;
 mod glob;
 mod info;
 pub(crate) mod keyspecs;
@@ -30,7 +33,6 @@ mod role;
 mod save;
 pub mod slowlog;
 pub mod stats;
-mod subcommands;
 
 use command::command;
 pub use glob::glob_match;
@@ -243,22 +245,7 @@ fn config_rewrite(shared: &Shared) -> Reply {
     };
     let mut cfg = cfg;
     cfg.appendfsync = shared.store.appendfsync();
-    let result = tokio::task::block_in_place(|| -> std::io::Result<()> {
-        let old = std::fs::read_to_string(&path)?;
-        let new = cfg.rewrite_file(&old);
-        let tmp = path.with_extension("rewrite.tmp");
-        {
-            use std::io::Write;
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(new.as_bytes())?;
-            f.sync_all()?;
-        }
-        std::fs::rename(&tmp, &path)?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::File::open(dir)?.sync_all()?;
-        }
-        Ok(())
-    });
+    let result = rewrite_config_file(&path, &cfg);
     match result {
         Ok(()) => Reply::Ok,
         Err(e) => {
@@ -266,6 +253,25 @@ fn config_rewrite(shared: &Shared) -> Reply {
             Reply::err(format!("Rewriting config file: {e}"))
         }
     }
+}
+
+/// CONFIG REWRITE's file work: the rewritten text to a temporary file, synced, renamed over the file, the
+/// directory synced.
+fn rewrite_config_file(path: &std::path::Path, cfg: &Config) -> std::io::Result<()> {
+    let old = std::fs::read_to_string(path)?;
+    let new = cfg.rewrite_file(&old);
+    let tmp = path.with_extension("rewrite.tmp");
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(new.as_bytes())?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------------------

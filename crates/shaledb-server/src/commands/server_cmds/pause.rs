@@ -4,7 +4,8 @@
 //! A paused command waits on its own connection's task just before it runs (the commands before it in the
 //! pipeline have run and their writes are sent), so nothing is half done while the pause lasts, and every
 //! client, the one that asked included, is held, as in Redis. A second pause merges with the first: the later
-//! deadline and the stronger mode win. The sweeper of expired keys is not paused.
+//! deadline and the stronger mode win. Either mode also holds expiry: the sweeper deletes no expired key until
+//! the pause ends (reads still see such a key as missing), as Redis stops active and passive expiry.
 
 use super::super::arg_i64;
 use crate::commands::Spec;
@@ -106,20 +107,35 @@ impl Pause {
     }
 }
 
-/// True if a `WRITE` pause holds `spec` run by `s`: a write, a command that may write, or an EXEC whose
-/// transaction holds one.
-pub fn may_write(s: &Session, spec: &Spec) -> bool {
-    if spec.is_write() || MAY_WRITE.contains(&spec.name) {
-        return true;
+/// True if a `WRITE` pause holds `spec` run by `s` with `args`: a write, a command that may write, or an
+/// EXEC whose transaction holds one.
+pub fn may_write(s: &Session, shared: &Shared, spec: &Spec, args: &Args) -> bool {
+    if spec.name == "exec" {
+        return s.multi.as_ref().is_some_and(|m| {
+            m.cmds
+                .iter()
+                .any(|a| a.first().and_then(|n| crate::commands::lookup(n)).is_some_and(|c| writes(shared, c, a)))
+        });
     }
-    spec.name == "exec"
-        && s.multi.as_ref().is_some_and(|m| {
-            m.cmds.iter().any(|a| {
-                a.first()
-                    .and_then(|n| crate::commands::lookup(n))
-                    .is_some_and(|c| c.is_write() || MAY_WRITE.contains(&c.name))
-            })
-        })
+    writes(shared, spec, args)
+}
+
+/// A write, or a command that may write. An EVAL, EVALSHA or FCALL whose script or function declares
+/// `no-writes` is a read, as Redis takes a script's declared flags for the command's (an EVALSHA or FCALL
+/// that cannot be judged at once, while a script runs, counts as a write).
+fn writes(shared: &Shared, spec: &Spec, args: &Args) -> bool {
+    let no_writes = match (spec.name, args.get(1)) {
+        ("eval", Some(body)) => crate::commands::scripting::eval_declares_no_writes(body),
+        ("evalsha", Some(sha)) => shared.store.scripts.declares_no_writes(false, sha) == Some(true),
+        ("fcall", Some(name)) => shared.store.scripts.declares_no_writes(true, name) == Some(true),
+        // Run on the commit thread here, but neither write nor may-replicate in Redis: not held.
+        ("eval_ro" | "evalsha_ro" | "fcall_ro" | "script", _) => true,
+        ("function", Some(sub)) => {
+            !["load", "delete", "flush", "restore"].iter().any(|w| sub.eq_ignore_ascii_case(w.as_bytes()))
+        }
+        _ => false,
+    };
+    !no_writes && (spec.is_write() || spec.flags & crate::commands::flags::WRITE != 0 || MAY_WRITE.contains(&spec.name))
 }
 
 /// `CLIENT PAUSE timeout [WRITE|ALL]` (argc 3 or 4, checked by the caller).
@@ -141,12 +157,16 @@ pub fn client_pause(shared: &Shared, args: &Args) -> Reply {
     let now = Instant::now();
     let end = now.checked_add(Duration::from_millis(ms as u64)).unwrap_or(now + Duration::from_secs(1 << 40));
     shared.pause.pause(end, all);
+    // Both modes stop expiry too (Redis neither actively nor passively expires keys while paused).
+    let until = crate::store::now_ms().saturating_add(ms as u64);
+    shared.store.pause_expiry(until);
     Reply::Ok
 }
 
 /// `CLIENT UNPAUSE`.
 pub fn client_unpause(shared: &Shared) -> Reply {
     shared.pause.unpause();
+    shared.store.pause_expiry(0);
     Reply::Ok
 }
 

@@ -106,7 +106,8 @@ pub(super) fn save(_: &mut Session, shared: &Shared, _: &Args) -> Reply {
     }
     let dir = shared.config.read().dir.clone();
     let db = shared.store.db.clone();
-    let result = tokio::task::block_in_place(|| checkpoint(&db, &dir));
+    // The other clients wait while it runs, as Redis's do during SAVE.
+    let result = checkpoint(&db, &dir);
     drop(db);
     report("SAVE", &result);
     shared.saves.finish(&result);

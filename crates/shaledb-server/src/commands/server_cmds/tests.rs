@@ -62,6 +62,11 @@ fn getkeys_reads_movable_keys_and_flags() {
     };
     assert_eq!(flags("set k v", 0), "OW update");
     assert_eq!(flags("set k v GET", 0), "RW access update");
+    // The value "get" is no GET option (Redis looks from the fourth word on).
+    assert_eq!(flags("set k get", 0), "OW update");
+    assert_eq!(flags("bitfield k get u4 0 overflow sat get i8 1", 0), "RO access");
+    assert_eq!(flags("bitfield k get u4 0 set u4 0 1", 0), "RW access update");
+    assert_eq!(flags("bitfield k get u4", 0), "RW access update");
     assert_eq!(flags("lmove a b left right", 1), "RW insert");
     assert!(super::keyspecs::movable("zunionstore") && !super::keyspecs::movable("set"));
 }

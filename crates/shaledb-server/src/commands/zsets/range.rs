@@ -138,7 +138,10 @@ pub(super) fn zrangestore(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let spec = tri!(range_spec(&q));
     let items = match tri!(zset::get_mut(ctx, &args[2])) {
         Some(c) => tri!(run_range(&ctx.view(), &c, &q, &spec)),
-        None => Vec::new(),
+        None => {
+            ctx.note_miss(&args[2]);
+            Vec::new()
+        }
     };
     let existed = ctx.notify_flags != 0 && ctx.stored_now(&args[1]);
     ctx.replacing = existed.then(|| args[1].clone());

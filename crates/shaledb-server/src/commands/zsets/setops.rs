@@ -172,13 +172,14 @@ fn setop_read(ctx: &ReadCtx<'_>, args: &Args, op: SetOp, cmd: &str) -> Reply {
         Some((m, _)) if m.typ != Type::ZSet && m.typ != Type::Set => Err(wrong_type()),
         _ => Ok(()),
     }));
-    let items = tri!(run_setop(&ctx, &req, op));
+    // The inputs were looked up (and any miss reported) above; reading them again reports nothing.
+    let items = tri!(run_setop(&ctx.pinned().reporting_misses(None), &req, op));
     items_reply(items, req.withscores)
 }
 
 fn setop_store(ctx: &mut WriteCtx<'_>, args: &Args, op: SetOp, cmd: &'static str) -> Reply {
     // Expired inputs are deleted on access, as in Redis; then everything is read through the view.
-    let req = tri!(parse_setop(args, 2, op, true, cmd, &mut |k| match ctx.get_meta(k)? {
+    let req = tri!(parse_setop(args, 2, op, true, cmd, &mut |k| match ctx.get_meta_to_read(k)? {
         Some((m, _)) if m.typ != Type::ZSet && m.typ != Type::Set => Err(wrong_type()),
         _ => Ok(()),
     }));

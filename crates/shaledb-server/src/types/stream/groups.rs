@@ -473,13 +473,17 @@ pub fn create_group(
     Ok(Ok(()))
 }
 
-/// The stream `key` and its group `name`, for a command that needs both (commit thread).
+/// The stream `key` and its group `name`, for a command that needs both (commit thread). A missing stream
+/// is a `keymiss`, as XREADGROUP, XACK, XCLAIM and XAUTOCLAIM look it up for reading in Redis.
 pub fn stream_and_group(
     ctx: &mut WriteCtx<'_>,
     key: &[u8],
     name: &[u8],
 ) -> Result<Result<(Coll, Group), Refused>, Error> {
-    let Some(c) = get_mut(ctx, key)? else { return Ok(Err(Refused::NoKey)) };
+    let Some(c) = get_mut(ctx, key)? else {
+        ctx.note_miss(key);
+        return Ok(Err(Refused::NoKey));
+    };
     let g = group(&ctx.view(), &c, name)?;
     Ok(g.map(|g| (c, g)).ok_or(Refused::NoGroup))
 }
