@@ -108,7 +108,10 @@ pub(super) fn gen_keys(r: &mut Rng) -> Vec<Op> {
             }
             a
         }
-        12 => cmd!["PEXPIRE", k, "1500000"],
+        12 => match r.below(2) {
+            0 => cmd!["PEXPIRE", k, "1500000"],
+            _ => cmd!["PEXPIREAT", k, r.pick(&["1", "4102444800000", "x"])],
+        },
         13 => cmd!["EXPIREAT", k, r.pick(&["1", "4102444800"])],
         14 => cmd!["PERSIST", k],
         15 => cmd![r.pick(&["TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME"]), k],
@@ -224,10 +227,23 @@ pub(super) fn gen_lists(r: &mut Rng) -> Vec<Op> {
             a
         }
         15 => cmd!["LMOVE", k, k2, lr(r), lr(r)],
-        16 => cmd!["RPOPLPUSH", k, k2],
+        16 => match r.below(3) {
+            0 => cmd!["RPOPLPUSH", k, k2],
+            _ => {
+                let mut a = cmd!["LMPOP", r.pick(&["2", "1", "0", "3"]), k, k2, r.pick(&["LEFT", "RIGHT", "UP"])];
+                if r.chance(60) {
+                    a.extend(cmd!["COUNT", r.pick(&["1", "2", "100", "0", "x"])]);
+                }
+                a
+            }
+        },
         // Blocking forms rarely: on empty lists both servers wait out the 10 ms timeout.
         17 if r.chance(15) => cmd![r.pick(&["BLPOP", "BRPOP"]), k, k2, "0.01"],
-        18 if r.chance(15) => cmd!["BLMOVE", k, k2, lr(r), lr(r), "0.01"],
+        18 if r.chance(15) => match r.below(3) {
+            0 => cmd!["BLMOVE", k, k2, lr(r), lr(r), "0.01"],
+            1 => cmd!["BRPOPLPUSH", k, k2, "0.01"],
+            _ => cmd!["BLMPOP", "0.01", "2", k, k2, lr(r), "COUNT", r.range(1, 4)],
+        },
         17 | 18 => cmd!["LRANGE", k, "0", "-1"],
         19 => cmd!["DEL", k],
         20 => cmd!["TYPE", k],
@@ -382,7 +398,10 @@ pub(super) fn gen_zsets(r: &mut Rng) -> Vec<Op> {
             (a, Cmp::Exact)
         }
         19 => (cmd!["ZRANGESTORE", k2, k, r.range(-3, 2), r.range(-2, 5)], Cmp::Exact),
-        20 => (cmd![r.pick(&["ZPOPMIN", "ZPOPMAX"]), k], Cmp::Exact),
+        20 => match r.below(6) {
+            0 => (cmd![r.pick(&["BZPOPMIN", "BZPOPMAX"]), k, k2, "0.01"], Cmp::Exact),
+            _ => (cmd![r.pick(&["ZPOPMIN", "ZPOPMAX"]), k], Cmp::Exact),
+        },
         21 => match r.below(4) {
             0 | 1 => (cmd![r.pick(&["ZPOPMIN", "ZPOPMAX"]), k, r.pick(&["0", "2", "100", "-1"])], Cmp::Exact),
             2 => {
@@ -397,8 +416,24 @@ pub(super) fn gen_zsets(r: &mut Rng) -> Vec<Op> {
         22 => (cmd!["ZREMRANGEBYRANK", k, r.range(-4, 2), r.range(-3, 4)], Cmp::Exact),
         23 => (cmd!["ZREMRANGEBYSCORE", k, r.pick(SCORE_MIN), r.pick(SCORE_MAX)], Cmp::Exact),
         24 => (cmd!["ZREMRANGEBYLEX", lk, r.pick(LEX_MIN), r.pick(LEX_MAX)], Cmp::Exact),
+        25 if r.chance(50) => {
+            // The forms that reply rather than store, and ZINTERCARD.
+            let name = r.pick(&["ZUNION", "ZINTER", "ZDIFF", "ZINTERCARD"]);
+            let mut a = cmd![name, r.pick(&["2", "0", "3"]), k, r.pick(ZSET_KEYS)];
+            if name == "ZINTERCARD" {
+                if r.chance(40) {
+                    a.extend(cmd!["LIMIT", r.pick(&["0", "1", "-1"])]);
+                }
+            } else {
+                if name != "ZDIFF" && r.chance(30) {
+                    a.extend(cmd!["AGGREGATE", r.pick(&["SUM", "MIN", "MAX"])]);
+                }
+                ws(r, &mut a);
+            }
+            (a, Cmp::Exact)
+        }
         25 | 26 => {
-            let mut a = cmd![r.pick(&["ZUNIONSTORE", "ZINTERSTORE"]), k2, "2", k, r.pick(ZSET_KEYS)];
+            let mut a = cmd![r.pick(&["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"]), k2, "2", k, r.pick(ZSET_KEYS)];
             if r.chance(30) {
                 a.extend(cmd!["WEIGHTS", r.pick(&["1", "2", "-1"]), r.pick(&["0.5", "3"])]);
             }
