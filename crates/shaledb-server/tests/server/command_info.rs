@@ -255,3 +255,36 @@ fn command_docs_has_redis_facts_without_its_prose() {
         assert!(a.iter().any(|(k, _)| k == "since"), "COMMAND DOCS {name}: {a:?}");
     }
 }
+
+#[test]
+fn cluster_commands_answer_as_redis_without_cluster_mode() {
+    let Some(redis) = redis_or_skip() else { return };
+    let (_dir, server) = start_server(|_| {});
+    let mut ours = Client::connect(server.addr());
+    let mut theirs = Client::connect(redis.addr);
+    let lines: &[&[&str]] = &[
+        &["CLUSTER", "INFO"],
+        &["CLUSTER", "SLOTS"],
+        &["CLUSTER", "HELP"],
+        &["CLUSTER", "KEYSLOT", "k"],
+        &["CLUSTER", "INFO", "extra"],
+        &["CLUSTER", "NOSUCH"],
+        &["CLUSTER"],
+        &["ASKING"],
+        &["READONLY"],
+        &["READWRITE"],
+        &["READONLY", "x"],
+        &["COMMAND", "LIST", "FILTERBY", "PATTERN", "cl*help"],
+        // From a script: Redis looks a container's subcommand up and checks its arity before the call.
+        &["EVAL", "return redis.pcall('cluster', 'info')", "0"],
+        &["EVAL", "return redis.pcall('cluster', 'nosuch')", "0"],
+        &["EVAL", "return redis.pcall('cluster', 'info', 'x')", "0"],
+        &["EVAL", "return redis.pcall('readonly')", "0"],
+        &["EVAL", "return redis.pcall('object', 'nosuch')", "0"],
+        &["EVAL", "return redis.pcall('object', 'encoding')", "0"],
+        &["EVAL", "return redis.pcall('config', 'get')", "0"],
+    ];
+    for line in lines {
+        assert_eq!(normalized(ours.cmd(line)), normalized(theirs.cmd(line)), "{line:?}");
+    }
+}

@@ -527,6 +527,14 @@ fn dispatch(ctx: &mut WriteCtx<'_>, words: &Args, read_only: bool, wrote: &Atomi
     if !spec.arity_ok(words.len()) {
         return Err("Wrong number of args calling Redis command from script".into());
     }
+    // A container's subcommand is looked up and its arity checked first, as Redis's command lookup does.
+    if words.len() >= 2 && crate::commands::server_cmds::stats::is_container(spec.name) {
+        match crate::commands::server_cmds::facts::subcommand_fits(spec.name, words) {
+            None => return Err("Unknown Redis command called from script".into()),
+            Some(false) => return Err("Wrong number of args calling Redis command from script".into()),
+            Some(true) => {}
+        }
+    }
     if spec.name == "xread" || spec.name == "xreadgroup" {
         if words.iter().any(|w| w.eq_ignore_ascii_case(b"block")) {
             return Ok(Reply::err(format!("{} command is not allowed with BLOCK option from scripts", spec.name)));
@@ -557,6 +565,8 @@ fn dispatch(ctx: &mut WriteCtx<'_>, words: &Args, read_only: bool, wrote: &Atomi
             "ping" if words.len() == 1 => Reply::Simple("PONG".into()),
             "ping" if words.len() == 2 => Reply::Bulk(words[1].clone()),
             "echo" => Reply::Bulk(words[1].clone()),
+            "cluster" => crate::commands::server_cmds::cluster::reply(words),
+            "asking" | "readonly" | "readwrite" => crate::commands::server_cmds::cluster::disabled_reply(),
             "select" => match crate::resp::parse_i64(&words[1]) {
                 Some(i) if (0..crate::keys::DATABASES as i64).contains(&i) => {
                     ctx.db_index = i as u8;

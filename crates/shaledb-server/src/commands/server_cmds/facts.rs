@@ -100,6 +100,24 @@ pub fn lookup(full_name: &str) -> Option<&'static CommandFacts> {
     }
 }
 
+/// True when `argc` arguments (the command's name included) fit `arity`: exactly when positive, at least
+/// `-arity` when negative.
+pub fn arity_fits(arity: i32, argc: usize) -> bool {
+    if arity >= 0 {
+        argc == arity as usize
+    } else {
+        argc >= arity.unsigned_abs() as usize
+    }
+}
+
+/// For a container command called with a subcommand (`words[1]`): `None` when this server does not have
+/// that subcommand, else whether the line fits the subcommand's arity (true when Redis has no facts for it).
+/// What Redis's command lookup checks before running a script's call.
+pub fn subcommand_fits(name: &str, words: &[Bytes]) -> Option<bool> {
+    let full = super::stats::full_name(name, words.get(1).map(|w| &w[..]))?;
+    Some(lookup(&full).is_none_or(|f| arity_fits(f.arity, words.len())))
+}
+
 /// The subcommands of a container that this server has (its statistics' list of them).
 pub fn subcommands<'a>(spec_name: &str, facts: &'a CommandFacts) -> impl Iterator<Item = &'a CommandFacts> {
     let known = super::stats::subcommands_of(spec_name);

@@ -17,6 +17,7 @@ use bytes::Bytes;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+pub mod cluster;
 mod command;
 pub(crate) mod facts;
 mod facts_data;
@@ -59,6 +60,10 @@ pub static COMMANDS: &[Spec] = &[
     cmd! { "slaveof", 3, ADMIN | NOSCRIPT | STALE, [0, 0, 0], Conn(role::replicaof), "The old name of REPLICAOF." },
     cmd! { "module", -2, ADMIN | NOSCRIPT, [0, 0, 0], Conn(module::module), "LIST: no modules (this server loads none); LOAD, LOADEX and UNLOAD are refused." },
     cmd! { "lolwut", -1, READONLY | FAST, [0, 0, 0], Conn(lolwut::lolwut), "Returns the server's version line." },
+    cmd! { "cluster", -2, 0, [0, 0, 0], Conn(cluster::cluster), "Not a cluster node: every subcommand answers that cluster support is disabled, as Redis with cluster-enabled no." },
+    cmd! { "asking", 1, FAST, [0, 0, 0], Conn(cluster::disabled), "Not a cluster node: cluster support is disabled." },
+    cmd! { "readonly", 1, LOADING | STALE | FAST, [0, 0, 0], Conn(cluster::disabled), "Not a cluster node: cluster support is disabled." },
+    cmd! { "readwrite", 1, LOADING | STALE | FAST, [0, 0, 0], Conn(cluster::disabled), "Not a cluster node: cluster support is disabled." },
     cmd! { "wait", 3, NOSCRIPT, [0, 0, 0], Conn(wait), "Waits for the writes to reach replicas: with none, answers 0 (at once for 0 replicas, after the timeout otherwise)." },
 ];
 
