@@ -285,6 +285,15 @@ fn cluster_commands_answer_as_redis_without_cluster_mode() {
         &["EVAL", "return redis.pcall('config', 'get')", "0"],
     ];
     for line in lines {
-        assert_eq!(normalized(ours.cmd(line)), normalized(theirs.cmd(line)), "{line:?}");
+        let (mut a, mut b) = (normalized(ours.cmd(line)), normalized(theirs.cmd(line)));
+        if line[0] == "COMMAND" {
+            // Redis lists commands in its hash table's order, whose seed is random per process.
+            for r in [&mut a, &mut b] {
+                if let Resp::Array(items) = r {
+                    items.sort_by_key(|i| format!("{i:?}"));
+                }
+            }
+        }
+        assert_eq!(a, b, "{line:?}");
     }
 }
