@@ -1,5 +1,5 @@
 //! The Lua bridge: one sandboxed Lua 5.1 VM (EVAL scripts or FUNCTION libraries), the conversions between
-//! replies and Lua values as Redis documents them, and `redis.call`/`redis.pcall` on the commit thread's
+//! replies and Lua values as Redis documents them, and `redis.call`/`redis.pcall` in the commit step's
 //! [`WriteCtx`].
 //!
 //! Conversions (RESP2, the default of a script; `redis.setresp(3)` switches the reply-to-Lua direction):
@@ -215,7 +215,7 @@ impl Vm {
         Ok(out)
     }
 
-    /// Runs `f` with `keys` and `args` on the commit thread's context: its reply (the script's value, or its
+    /// Runs `f` with `keys` and `args` in the commit step's context: its reply (the script's value, or its
     /// error in Redis's words). `wrote` is set once a command of the script wrote.
     pub fn run(
         &self,
@@ -514,7 +514,7 @@ fn observed_dispatch(
     r
 }
 
-/// Executes one command of a script on the commit thread: its reply, or the error text (without its code)
+/// Executes one command of a script in the commit step: its reply, or the error text (without its code)
 /// for the checks a script's call fails before running.
 fn dispatch(ctx: &mut WriteCtx<'_>, words: &Args, read_only: bool, wrote: &AtomicBool) -> Result<Reply, String> {
     let Some(spec) = lookup(&words[0]) else {
@@ -533,6 +533,9 @@ fn dispatch(ctx: &mut WriteCtx<'_>, words: &Args, read_only: bool, wrote: &Atomi
             None => return Err("Unknown Redis command called from script".into()),
             Some(false) => return Err("Wrong number of args calling Redis command from script".into()),
             Some(true) => {}
+        }
+        if crate::commands::server_cmds::facts::subcommand_has_flag(spec.name, words, "noscript") {
+            return Err("This Redis command is not allowed from script".into());
         }
     }
     if spec.name == "xread" || spec.name == "xreadgroup" {

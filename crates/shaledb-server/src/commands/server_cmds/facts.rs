@@ -118,6 +118,13 @@ pub fn subcommand_fits(name: &str, words: &[Bytes]) -> Option<bool> {
     Some(lookup(&full).is_none_or(|f| arity_fits(f.arity, words.len())))
 }
 
+/// The container subcommand `words` names carries Redis's command flag `flag` (CLUSTER RESET: `noscript`).
+pub fn subcommand_has_flag(name: &str, words: &[Bytes], flag: &str) -> bool {
+    super::stats::full_name(name, words.get(1).map(|w| &w[..]))
+        .and_then(|full| lookup(&full))
+        .is_some_and(|f| f.flags.contains(&flag))
+}
+
 /// The subcommands of a container that this server has (its statistics' list of them).
 pub fn subcommands<'a>(spec_name: &str, facts: &'a CommandFacts) -> impl Iterator<Item = &'a CommandFacts> {
     let known = super::stats::subcommands_of(spec_name);
