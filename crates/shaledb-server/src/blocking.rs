@@ -2,13 +2,13 @@
 //! and XREADGROUP BLOCK.
 //!
 //! A blocking command is an ordinary command that never waits by itself (inside MULTI it answers at once,
-//! as in Redis). Outside MULTI the connection sends its first try to the commit thread together with a
+//! as in Redis). Outside MULTI the connection sends its first try to the commit step together with a
 //! [`Waiter`] (the command, its database, a reply channel) that is in no queue yet:
 //!
-//! 1. The commit thread runs the first try like any write (a blocking read, XREAD BLOCK, runs there too);
+//! 1. The commit step runs the first try like any write (a blocking read, XREAD BLOCK, runs there too);
 //!    when it finds nothing (a nil reply), `Registry::park_if_empty` appends the waiter to the FIFO queue
 //!    of every key it waits on *in the same step*, before the next command of the group runs. So the
-//!    queues hold waiters in the order their commands reached the commit thread, which is the server's one
+//!    queues hold waiters in the order their commands reached the commit step, which is the server's one
 //!    order of commands (Redis's: clients blocked on a key are served in the order their commands arrived),
 //!    and no write can slip between a first try and its parking (a push after it wakes it; a DEL after a
 //!    blocked XREADGROUP ends it).
@@ -17,14 +17,14 @@
 //!    a first try and its parking.
 //! 2. Every write that makes a key poppable (a push, LMOVE's destination, XADD) calls
 //!    [`WriteCtx::signal_key`]; when the group is durable (after its fsync under `appendfsync always`),
-//!    the commit thread marks those keys ready (`Registry::mark_ready`).
-//! 3. After each group the commit thread runs `serve`: for every ready key, it re-executes the commands of
+//!    the commit step marks those keys ready (`Registry::mark_ready`).
+//! 3. After each group the commit step runs `serve`: for every ready key, it re-executes the commands of
 //!    the key's waiters in FIFO order (Redis's order: the client blocked first is served first) as one new
 //!    group, removing each served waiter from every queue; when a list command finds the key empty again the
 //!    key's remaining waiters stay. The replies are sent only once that group is durable: a popped element is
 //!    never acknowledged before its removal is on disk, and never lost.
 //! 4. The connection waits for its reply, its timeout, its socket closing, CLIENT KILL or shutdown. Unless
-//!    the reply came, it removes its waiter (`Registry::cancel`); if the commit thread had already taken the
+//!    the reply came, it removes its waiter (`Registry::cancel`); if the commit step had already taken the
 //!    waiter, the reply is on its way and the connection waits for it instead, so an element is delivered
 //!    exactly once. A client that disconnects while blocked leaves no waiter behind, and a waiter whose
 //!    connection went away without cancelling (its reply channel closed) is dropped, never served.
@@ -63,7 +63,7 @@ struct Inner {
     /// FIFO queues of waiters per `(db, key)`, in the order their commands' first tries ran on the commit
     /// thread.
     by_key: HashMap<(u8, Bytes), VecDeque<Arc<Waiter>>>,
-    /// Keys whose waiters the commit thread should try to serve.
+    /// Keys whose waiters the commit step should try to serve.
     ready: Vec<(u8, Bytes)>,
     /// Keys written (deleted, overwritten) while XREADGROUP clients wait on them: only those waiters run
     /// again (a blocked XREADGROUP ends when its stream or group is gone; the others keep waiting, as in
@@ -93,7 +93,7 @@ impl Drop for BlockedGuard<'_> {
     }
 }
 
-/// What the commit thread's [`WriteCtx`] asks of the registry (storage knows no blocked clients).
+/// What the commit step's [`WriteCtx`] asks of the registry (storage knows no blocked clients).
 impl Waiters for Registry {
     fn has_waiters(&self) -> bool {
         Registry::has_waiters(self)
@@ -120,7 +120,7 @@ impl Registry {
         self.inner.lock().by_key.len()
     }
 
-    /// A blocking command's waiter, in no queue yet: it goes to the commit thread with the command's first
+    /// A blocking command's waiter, in no queue yet: it goes to the commit step with the command's first
     /// try ([`Job::block`]), which parks it if that try finds nothing ([`Registry::park_if_empty`]).
     fn waiter(
         &self,
@@ -140,7 +140,7 @@ impl Registry {
         (Arc::new(Waiter { id, db, spec, args, keys: unique, tx: Mutex::new(Some(tx)) }), rx)
     }
 
-    /// The commit thread, right after the first try of `w`'s command answered `first`: a try that found
+    /// The commit step, right after the first try of `w`'s command answered `first`: a try that found
     /// nothing parks `w` at the tail of the queue of each of its keys, before the group's next command
     /// runs (see the module's doc: this is what orders the waiters of a key as their commands arrived).
     pub(crate) fn park_if_empty(&self, w: &Arc<Waiter>, first: &Reply) {
@@ -188,14 +188,14 @@ impl Registry {
         found
     }
 
-    /// The client stops waiting (timeout, disconnect). `false` when the commit thread already took the
+    /// The client stops waiting (timeout, disconnect). `false` when the commit step already took the
     /// waiter: its reply is coming.
     fn cancel(&self, w: &Waiter) -> bool {
         let mut inner = self.inner.lock();
         self.unlink(&mut inner, w)
     }
 
-    /// Marks keys ready (the commit thread, after a durable group); drains `keys`.
+    /// Marks keys ready (the commit step, after a durable group); drains `keys`.
     pub(crate) fn mark_ready(&self, keys: &mut Vec<(u8, Bytes)>) {
         if keys.is_empty() {
             return;
@@ -208,7 +208,7 @@ impl Registry {
         }
     }
 
-    /// Marks keys written while XREADGROUP clients wait on them (the commit thread, after a durable
+    /// Marks keys written while XREADGROUP clients wait on them (the commit step, after a durable
     /// group); drains `keys`.
     pub(crate) fn mark_gone(&self, keys: &mut Vec<(u8, Bytes)>) {
         if keys.is_empty() {
@@ -237,7 +237,7 @@ fn found_nothing(r: &Reply) -> bool {
     matches!(r, Reply::Nil | Reply::NilArray)
 }
 
-/// Runs one command on the commit thread's context, as EXEC does.
+/// Runs one command in the commit step's context, as EXEC does.
 fn run_in_commit(ctx: &mut WriteCtx<'_>, spec: &'static Spec, args: &Args) -> Reply {
     match spec.handler {
         Handler::Write(f) => f(ctx, args),
@@ -246,7 +246,7 @@ fn run_in_commit(ctx: &mut WriteCtx<'_>, spec: &'static Spec, args: &Args) -> Re
     }
 }
 
-/// Serves the waiters of the ready keys (on the commit thread, after a group), each round as one durable
+/// Serves the waiters of the ready keys (in the commit step, after a group), each round as one durable
 /// group, until no key is ready.
 pub(crate) fn serve(store: &Store, ctx: &mut WriteCtx<'_>) {
     let reg = store.blocking.clone();
@@ -352,7 +352,7 @@ fn wait_spec(spec: &Spec, args: &Args) -> Option<(Vec<Bytes>, Option<Duration>)>
     }
 }
 
-/// Runs a command once on the commit thread (writes) or here (reads), without parking it.
+/// Runs a command once in the commit step (writes) or here (reads), without parking it.
 async fn try_once(s: &Session, shared: &Arc<Shared>, spec: &'static Spec, args: &Args) -> Reply {
     match spec.handler {
         Handler::Write(_) => first_try(s, shared, spec, args, None).await,
@@ -362,7 +362,7 @@ async fn try_once(s: &Session, shared: &Arc<Shared>, spec: &'static Spec, args: 
     }
 }
 
-/// Runs a command once on the commit thread; with `block`, the commit thread parks that waiter in the
+/// Runs a command once in the commit step; with `block`, the commit step parks that waiter in the
 /// same step if the command finds nothing.
 async fn first_try(
     s: &Session,
@@ -407,12 +407,12 @@ pub async fn execute(
         return try_once(s, shared, spec, &args).await;
     };
     if matches!(spec.handler, Handler::Read(_)) && shared.store.read_only_reason().is_some() {
-        // Writes are refused (the commit thread answers every job with MISCONF): XREAD BLOCK reads here,
+        // Writes are refused (the commit step answers every job with MISCONF): XREAD BLOCK reads here,
         // and answers at once, since no entry can come.
         return try_once(s, shared, spec, &args).await;
     }
     let reg = shared.store.blocking.clone();
-    // Open to CLIENT UNBLOCK before the commit thread may park the client (and INFO count it as blocked).
+    // Open to CLIENT UNBLOCK before the commit step may park the client (and INFO count it as blocked).
     let mut unblock = s.entry.begin_block();
     let (w, mut rx) = reg.waiter(s.db_index, crate::commands::streams::waiting_spec(spec), args.clone(), keys);
     let first = first_try(s, shared, spec, &args, Some(w.clone())).await;
@@ -463,6 +463,6 @@ pub async fn execute(
             _ => Reply::NilArray,
         };
     }
-    // The commit thread took the waiter: its reply (after the fsync) is coming.
+    // The commit step took the waiter: its reply (after the fsync) is coming.
     rx.await.unwrap_or_else(|_| Reply::err("the server is shutting down"))
 }

@@ -1,12 +1,19 @@
-//! The commit thread that makes writes durable, and the [`Store`] that owns it with the engine.
+//! The commit step that makes writes durable, and the [`Store`] that owns it with the engine.
 //!
 //! Reads run on the connection's task (the engine's read path takes no global lock). Every write command goes
-//! to one dedicated commit thread as part of a [`Job`] (a connection's run of consecutive write commands). The
-//! thread takes every job waiting, executes their commands in arrival order into one `WriteBatch`, writes it
-//! with one WAL record and, under `appendfsync always`, one fsync, and only then answers every job: group
-//! commit across all connections, and no runtime worker ever blocks on an fsync.
+//! to the commit step as part of a [`Job`] (a connection's run of consecutive write commands). The step takes
+//! every job waiting, executes their commands in arrival order into one `WriteBatch`, writes it with one WAL
+//! record and, under `appendfsync always`, one fsync, and only then answers every job: group commit across
+//! all connections.
 //!
-//! Executing writes on one thread also makes read-modify-write commands (INCR, APPEND, SETRANGE, GETSET, SET
+//! In the server the step is a task on the runtime's one thread ([`spawn_commit_task`]), run after the
+//! connections woken in the same turn, as Redis's `beforeSleep` runs after its event handlers: no write
+//! crosses to another thread and back. A group that runs a script, a function or a transaction runs on the
+//! blocking pool instead, so the other clients get `BUSY` and can send `SCRIPT KILL` while it runs. Tools and
+//! tests that run no runtime start the store with its own thread, `shaledb-commit` ([`Store::start`]). Either
+//! way one step runs at a time, in submission order.
+//!
+//! Executing writes in one step also makes read-modify-write commands (INCR, APPEND, SETRANGE, GETSET, SET
 //! NX/XX/GET ...) atomic without any lock: they read the engine (the state after every earlier group) and,
 //! when they touch a key already written in the current group, the batch so far is applied first (without a
 //! sync; the group's final write or sync covers it), so they always read their predecessors' effects.
@@ -15,8 +22,8 @@
 //! `MISCONF` error, the server turns read-only (the engine refuses every later write, D6) and says why in
 //! its log and in `INFO persistence`. Reads go on.
 //!
-//! The commit thread runs write commands (their handlers, `commands/`) on the storage contexts of `store/`
-//! ([`WriteCtx`]); `store/` knows nothing of commands, replies or this thread.
+//! The commit step runs write commands (their handlers, `commands/`) on the storage contexts of `store/`
+//! ([`WriteCtx`]); `store/` knows nothing of commands, replies or this module.
 
 use crate::commands::Spec;
 use crate::config::Appendfsync;
@@ -35,7 +42,7 @@ pub struct Job {
     pub cmds: Vec<(&'static Spec, Args)>,
     pub reply: tokio::sync::oneshot::Sender<Vec<Reply>>,
     /// The first try of a blocking command (`cmds` holds just that command, a write or XREAD): if it finds
-    /// nothing, the commit thread parks this waiter in the same step (see `blocking.rs`).
+    /// nothing, the commit step parks this waiter in the same step (see `blocking.rs`).
     pub block: Option<Arc<crate::blocking::Waiter>>,
     /// The client whose commands these are (0: the server itself), for CLIENT TRACKING's NOLOOP.
     pub client: u64,
@@ -54,7 +61,7 @@ pub struct CommitStats {
     pub last_fsync_unix: AtomicU64,
 }
 
-/// The engine and the commit thread.
+/// The engine and the commit step.
 pub struct Store {
     pub db: Arc<Db>,
     tx: Mutex<Option<crossbeam_channel::Sender<Job>>>,
@@ -69,7 +76,7 @@ pub struct Store {
     pub max_group_commands: usize,
     /// The collector of dead collection versions (gc.rs).
     pub gc: crate::gc::Collector,
-    /// Clients blocked on keys (BLPOP, XREAD BLOCK ...), woken by the commit thread (`blocking.rs`).
+    /// Clients blocked on keys (BLPOP, XREAD BLOCK ...), woken by the commit step (`blocking.rs`).
     pub blocking: Arc<crate::blocking::Registry>,
     /// Lua scripts and functions (`commands/scripting`).
     pub scripts: Arc<crate::commands::scripting::Scripts>,
@@ -87,19 +94,36 @@ pub struct Store {
     events: Mutex<Vec<crate::notify::Event>>,
     /// CLIENT TRACKING's table of tracked keys and prefixes, and its clients (`tracking.rs`).
     pub tracking: crate::tracking::Tracking,
-    /// WATCHes answered while a script is busy, for the commit thread to register (`store/watches.rs`).
+    /// WATCHes answered while a script is busy, for the commit step to register (`store/watches.rs`).
     pub watch_inbox: Arc<crate::store::WatchInbox>,
     /// CLIENT PAUSE (WRITE or ALL) holds expiry until this wall-clock time, in ms (0: no pause): the sweeper
     /// deletes no expired key meanwhile, as Redis stops its active and passive expiry.
     pub expiry_paused_until: Arc<AtomicU64>,
+    /// The jobs' receiver until the runtime's commit task takes it (a store started by
+    /// [`Store::start_on_runtime`]).
+    runtime_rx: Mutex<Option<crossbeam_channel::Receiver<Job>>>,
+    /// Wakes the runtime's commit task when a job was submitted.
+    commit_notify: tokio::sync::Notify,
+    /// The runtime's commit task, awaited by [`Store::stop_commit_task`].
+    commit_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 /// Most bytes of payload one group gathers before it is written.
 const MAX_GROUP_BYTES: usize = 16 << 20;
 
 impl Store {
-    /// Starts the commit thread (and the everysec syncer) on an open database.
+    /// Starts the store with its own commit thread, `shaledb-commit` (tools and tests that run no runtime).
     pub fn start(db: Db, appendfsync: Appendfsync) -> Arc<Store> {
+        Self::start_with(db, appendfsync, false)
+    }
+
+    /// Starts the store for the server: writes are committed by a task on the calling tokio runtime's
+    /// thread (see [`spawn_commit_task`]), which must be spawned before the first job is submitted.
+    pub fn start_on_runtime(db: Db, appendfsync: Appendfsync) -> Arc<Store> {
+        Self::start_with(db, appendfsync, true)
+    }
+
+    fn start_with(db: Db, appendfsync: Appendfsync, on_runtime: bool) -> Arc<Store> {
         let (tx, rx) = crossbeam_channel::unbounded::<Job>();
         let store = Arc::new(Store {
             db: Arc::new(db),
@@ -122,12 +146,22 @@ impl Store {
             tracking: Default::default(),
             watch_inbox: Arc::default(),
             expiry_paused_until: Arc::default(),
+            runtime_rx: Mutex::new(None),
+            commit_notify: tokio::sync::Notify::new(),
+            commit_task: Mutex::new(None),
         });
-        let s = store.clone();
-        let commit = std::thread::Builder::new()
-            .name("shaledb-commit".into())
-            .spawn(move || commit_loop(&s, rx))
-            .expect("spawn the commit thread");
+        let mut threads = Vec::new();
+        if on_runtime {
+            *store.runtime_rx.lock() = Some(rx);
+        } else {
+            let s = store.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name("shaledb-commit".into())
+                    .spawn(move || commit_loop(&s, rx))
+                    .expect("spawn the commit thread"),
+            );
+        }
         let s = store.clone();
         let syncer = std::thread::Builder::new()
             .name("shaledb-everysec".into())
@@ -135,7 +169,8 @@ impl Store {
             .expect("spawn the everysec thread");
         let sweeper = crate::expire::spawn(store.clone());
         let collector = crate::gc::spawn(store.clone());
-        store.threads.lock().extend([commit, syncer, sweeper, collector]);
+        threads.extend([syncer, sweeper, collector]);
+        store.threads.lock().extend(threads);
         store
     }
 
@@ -192,7 +227,7 @@ impl Store {
     }
 
     /// Keeps the keyspace events of a durable group (in order) until [`Store::publish_events`]: called by
-    /// the commit thread once the group's writes are durable, never for a failed group.
+    /// the commit step once the group's writes are durable, never for a failed group.
     pub(crate) fn stage_events(&self, ctx: &mut WriteCtx<'_>) {
         if !ctx.events.is_empty() {
             self.events.lock().append(&mut ctx.take_events());
@@ -218,17 +253,21 @@ impl Store {
         }
     }
 
-    /// Submits a job to the commit thread. `false` when the store is shut down (the job is dropped, its
+    /// Submits a job to the commit step. `false` when the store is shut down (the job is dropped, its
     /// reply channel closes).
     pub fn submit(&self, job: Job) -> bool {
         match self.tx.lock().as_ref() {
-            Some(tx) => tx.send(job).is_ok(),
+            Some(tx) => {
+                let ok = tx.send(job).is_ok();
+                self.commit_notify.notify_one();
+                ok
+            }
             None => false,
         }
     }
 
     /// Runs one write job synchronously on the caller's thread (for background tasks such as the expiry
-    /// sweep; they go through the commit thread like clients do). Returns `None` after shutdown.
+    /// sweep; they go through the commit step like clients do). Returns `None` after shutdown.
     pub fn submit_and_wait(&self, db_index: u8, cmds: Vec<(&'static Spec, Args)>) -> Option<Vec<Reply>> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         if !self.submit(Job { db_index, cmds, reply: tx, block: None, client: 0 }) {
@@ -237,10 +276,23 @@ impl Store {
         rx.blocking_recv().ok()
     }
 
+    /// Closes the job channel and waits until the runtime's commit task answered every job already
+    /// submitted (a no-op for a store with a commit thread). Call before [`Store::shutdown`] on the runtime.
+    pub async fn stop_commit_task(&self) {
+        self.tx.lock().take();
+        self.stop.store(true, Ordering::Release);
+        self.commit_notify.notify_one();
+        let task = self.commit_task.lock().take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+
     /// Stops the commit and everysec threads after every job already submitted was answered, then syncs
     /// the WAL. The engine itself closes when the last reference to `db` is dropped.
     pub fn shutdown(&self) {
         self.tx.lock().take();
+        self.commit_notify.notify_one();
         self.stop.store(true, Ordering::Release);
         let threads = std::mem::take(&mut *self.threads.lock());
         for t in threads {
@@ -250,41 +302,122 @@ impl Store {
     }
 }
 
-fn commit_loop(store: &Store, rx: crossbeam_channel::Receiver<Job>) {
-    let mut group: Vec<Job> = Vec::new();
-    let mut ctx = WriteCtx::new(&store.db);
-    ctx.wake = Some(store.blocking.clone());
-    ctx.scripts = Some(store.scripts.clone());
-    ctx.watch_inbox = Some(store.watch_inbox.clone());
-    ctx.expiry_paused_until = Some(store.expiry_paused_until.clone());
-    if let Err(e) = ctx.load_versions() {
-        store.set_read_only(format!("reading the collection registry failed: {e}"));
+/// Spawns the commit task of a store started by [`Store::start_on_runtime`] on the current runtime (a no-op
+/// for a store with a commit thread).
+///
+/// The task is the runtime's last step of each turn, as Redis's `beforeSleep`: the connections woken in a turn
+/// parse their requests and submit their jobs, each submission wakes this task, and the current-thread
+/// scheduler runs it after the connections already woken (first in, first out). It then commits every job
+/// waiting as one group, on the runtime's own thread, and the replies wake the connections for the next turn.
+/// No thread hand-off: a write costs no wake-up of another thread. A group that runs a script or a function
+/// (which may run for seconds, and whose clients must get `BUSY` and be able to send `SCRIPT KILL` meanwhile)
+/// is committed on the blocking pool instead, while the task waits; later jobs wait in the channel.
+pub fn spawn_commit_task(store: &Arc<Store>) {
+    let Some(rx) = store.runtime_rx.lock().take() else { return };
+    let task = tokio::spawn(commit_task(store.clone(), rx));
+    *store.commit_task.lock() = Some(task);
+}
+
+async fn commit_task(store: Arc<Store>, rx: crossbeam_channel::Receiver<Job>) {
+    let mut committer = Some(Committer::new(&store));
+    loop {
+        store.commit_notify.notified().await;
+        loop {
+            let first = match rx.try_recv() {
+                Ok(job) => job,
+                Err(crossbeam_channel::TryRecvError::Empty) => break,
+                Err(crossbeam_channel::TryRecvError::Disconnected) => return,
+            };
+            let mut c = committer.take().unwrap_or_else(|| Committer::new(&store));
+            c.gather(&store, first, &rx);
+            if !c.may_run_long() {
+                c.commit(&store);
+                committer = Some(c);
+                continue;
+            }
+            let s = store.clone();
+            match tokio::task::spawn_blocking(move || {
+                c.commit(&s);
+                c
+            })
+            .await
+            {
+                Ok(c) => committer = Some(c),
+                // `commit` catches a command's panic; one that escaped it lost the group's state.
+                Err(e) => store.set_read_only(format!("internal error: the commit step failed: {e}")),
+            }
+        }
     }
+}
+
+fn commit_loop(store: &Store, rx: crossbeam_channel::Receiver<Job>) {
+    let mut c = Committer::new(store);
     while let Ok(first) = rx.recv() {
-        group.push(first);
-        ctx.stream_node_max_entries = store.stream_node_max_entries.load(Ordering::Relaxed);
-        ctx.hll_sparse_max_bytes = store.hll_sparse_max_bytes.load(Ordering::Relaxed);
-        ctx.notify_flags = crate::notify::effective(store.notify_flags.load(Ordering::Relaxed));
-        let mut n = group[0].cmds.len();
+        c.gather(store, first, &rx);
+        c.commit(store);
+    }
+}
+
+/// The commit step's state: the write context (kept from group to group: the version counter, the dead
+/// ranges, the watched keys) and the group being gathered.
+struct Committer {
+    group: Vec<Job>,
+    ctx: WriteCtx<'static>,
+}
+
+/// Commands that may run for as long as their script does (`busy-reply-threshold` and SCRIPT KILL apply).
+const LONG_RUNNING: &[&str] = &["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "function", "exec"];
+
+impl Committer {
+    fn new(store: &Store) -> Committer {
+        let mut ctx = WriteCtx::shared(store.db.clone());
+        ctx.wake = Some(store.blocking.clone());
+        ctx.scripts = Some(store.scripts.clone());
+        ctx.watch_inbox = Some(store.watch_inbox.clone());
+        ctx.expiry_paused_until = Some(store.expiry_paused_until.clone());
+        if let Err(e) = ctx.load_versions() {
+            store.set_read_only(format!("reading the collection registry failed: {e}"));
+        }
+        Committer { group: Vec::new(), ctx }
+    }
+
+    /// Takes `first` and every job waiting behind it (up to [`Store::max_group_commands`] commands) as the
+    /// next group.
+    fn gather(&mut self, store: &Store, first: Job, rx: &crossbeam_channel::Receiver<Job>) {
+        let mut n = first.cmds.len();
+        self.group.push(first);
         while n < store.max_group_commands {
             match rx.try_recv() {
                 Ok(job) => {
                     n += job.cmds.len();
-                    group.push(job);
+                    self.group.push(job);
                 }
                 Err(_) => break,
             }
         }
+    }
+
+    /// The group runs a script, a function or a transaction (which may hold scripts).
+    fn may_run_long(&self) -> bool {
+        self.group.iter().flat_map(|j| &j.cmds).any(|(spec, _)| LONG_RUNNING.contains(&spec.name))
+    }
+
+    /// Commits the gathered group and answers its jobs.
+    fn commit(&mut self, store: &Store) {
+        let Committer { group, ctx } = self;
+        ctx.stream_node_max_entries = store.stream_node_max_entries.load(Ordering::Relaxed);
+        ctx.hll_sparse_max_bytes = store.hll_sparse_max_bytes.load(Ordering::Relaxed);
+        ctx.notify_flags = crate::notify::effective(store.notify_flags.load(Ordering::Relaxed));
         // The group's replies wait until the clients blocked on keys it pushed to are served: as in Redis,
         // whoever sees a push's reply (and any command after it) sees the blocked clients served.
         let mut answers: Vec<(tokio::sync::oneshot::Sender<Vec<Reply>>, Vec<Reply>)> = Vec::new();
-        // A command that panics must not take the commit thread (and every later write) with it: its group
+        // A command that panics must not take the commit step (and every later write) with it: its group
         // is answered with an error and, since the batch state is unknown, writes are refused from then on.
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            commit_group(store, &mut ctx, &mut group, &mut answers);
+            commit_group(store, ctx, group, &mut answers);
             // Clients blocked on keys this group pushed to, now that the pushes are durable.
-            crate::blocking::serve(store, &mut ctx);
-            crate::tracking::deliver(store, &mut ctx);
+            crate::blocking::serve(store, ctx);
+            crate::tracking::deliver(store, ctx);
         }));
         // The group is durable whatever serving did.
         for (tx, r) in answers {

@@ -465,7 +465,7 @@ impl Config {
     }
 
     /// Sets a parameter (`CONFIG SET`, or a config file line when `at_start`). The caller applies the live
-    /// effects (`appendfsync` on the commit thread).
+    /// effects (`appendfsync` in the commit step).
     pub fn set_value(&mut self, name: &str, value: &str, at_start: bool) -> Result<(), SetError> {
         let invalid_int = || SetError::Invalid("argument couldn't be parsed into an integer".into());
         match name {

@@ -1,4 +1,4 @@
-//! Dead ranges: where the commit thread knows a collection has no live member records, learnt from its own
+//! Dead ranges: where the commit step knows a collection has no live member records, learnt from its own
 //! pops, so the next pop does not step over their tombstones again.
 //!
 //! A pop deletes member records (ZPOPMIN from the low end of the score index, ZPOPMAX from the high end,
@@ -13,7 +13,7 @@
 //!   The zone starting at the empty part covers the low end (ZPOPMIN's).
 //! - a *tail* `from`: no live part `>= from` (ZPOPMAX's end, and SPOP's seeks that ran off the end).
 //!
-//! Only the commit thread's context keeps ranges: it is the only writer of member records, so nothing
+//! Only the commit step's context keeps ranges: it is the only writer of member records, so nothing
 //! changes between a pop and what it records. Every member write inside a zone drops that zone and one at
 //! or past the tail drops the tail, before the write is staged; a failed group forgets everything (its
 //! pops may not have happened). The ranges are a shortcut, never the truth: forgetting them costs only
@@ -69,7 +69,7 @@ impl Ranges {
     }
 }
 
-/// The dead ranges of every collection the commit thread popped from, keyed by `(db, version, sub)`.
+/// The dead ranges of every collectiin the commit step popped from, keyed by `(db, version, sub)`.
 #[derive(Default, Debug)]
 pub struct DeadRanges {
     map: HashMap<(u8, u64, u8), Ranges>,

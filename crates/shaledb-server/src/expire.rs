@@ -4,7 +4,7 @@
 //! (`WriteCtx::get_meta`). A key nobody touches again would stay on disk forever, so a sweeper thread walks
 //! the meta keys of every database in key order, a bounded step at a time (like Redis's active expire
 //! cycle): every [`SWEEP_INTERVAL`] it examines up to [`SWEEP_KEYS`] keys from where the previous step
-//! stopped (wrapping around at the end), and sends the expired ones it found to the commit thread as one
+//! stopped (wrapping around at the end), and sends the expired ones it found to the commit step as one
 //! conditional delete ([`SWEEP`]), which checks the expiry again there, so a key set again meanwhile is kept.
 //! When a step found mostly expired keys it goes on at once (at most [`MAX_STEPS_PER_ROUND`] steps), as
 //! Redis repeats its cycle while more than a quarter of the sampled keys were expired.
@@ -32,7 +32,7 @@ pub const SWEEP_KEYS: usize = 200;
 pub const MAX_STEPS_PER_ROUND: usize = 16;
 
 /// The conditional delete the sweeper sends: `args[1..]` are user keys of the job's database; each is
-/// deleted only if it is still expired when the commit thread executes it. Not in the command table:
+/// deleted only if it is still expired when the commit step executes it. Not in the command table:
 /// clients cannot call it.
 pub static SWEEP: Spec = cmd! { "shaledb.expire-sweep", -1, WRITE, [1, -1, 1], Write(sweep_delete), "Deletes the given keys if they are expired (internal)." };
 
@@ -99,7 +99,7 @@ pub struct Sweeper {
 
 impl Sweeper {
     /// Examines up to `budget` meta keys from where the last step stopped and deletes the expired ones
-    /// through the commit thread. Returns `(keys examined, expired keys found)`.
+    /// through the commit step. Returns `(keys examined, expired keys found)`.
     pub fn step(&mut self, store: &Store, budget: usize) -> (usize, usize) {
         let now = now_ms();
         let mut found: Vec<(u8, Bytes)> = Vec::new();

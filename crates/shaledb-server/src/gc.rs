@@ -9,13 +9,13 @@
 //! Two sources of work:
 //! - prompt: the versions a group's commands removed (`WriteCtx::dropped`: DEL, UNLINK, EXPIRE in the past,
 //!   expiry on access, the sweeper, emptied collections, RENAME/COPY/STORE overwrites, MOVE), handed over by
-//!   the commit thread after the group is durable ([`Collector::enqueue`]);
+//!   the commit step after the group is durable ([`Collector::enqueue`]);
 //! - slow: a pass over the registry of every database, in steps of [`PASS_STEP`] records, that finds what
 //!   the prompt path cannot know about (a blind SET over a hash, versions of a process killed before their
 //!   reclaim, a failed group). A pass starts every [`PASS_INTERVAL`] (or at once after [`Collector::kick`]).
 //!
-//! Deleting goes through the commit thread like client writes, as the internal command [`RECLAIM`], one
-//! bounded step at a time: a step re-checks that the version is dead (in the commit thread, so no command
+//! Deleting goes through the commit step like client writes, as the internal command [`RECLAIM`], one
+//! bounded step at a time: a step re-checks that the version is dead (in the commit step, so no command
 //! can revive it meanwhile), deletes at most [`RECLAIM_STEP`] member records from where the previous step
 //! stopped and, when none are left, deletes the registry record in the same batch. A client's write waits
 //! at most for one such step, whatever the size of the collection being reclaimed.
@@ -170,7 +170,7 @@ fn reclaim(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     }
 }
 
-/// Reclaims one version through the commit thread, step by step. Returns false when the store stopped.
+/// Reclaims one version through the commit step, step by step. Returns false when the store stopped.
 fn reclaim_version(store: &Store, db: u8, version: u64) -> bool {
     let mut from = Bytes::new();
     loop {

@@ -6,7 +6,7 @@
 //!    - [`resp`]: the RESP2/RESP3 request parser (incremental, zero-copy, limited) and reply encoder (its
 //!      fuzz driver alone looks commands up in the table);
 //!    - [`keys`]: how Redis keys and values are laid out on the engine (docs/format/server-keys.md);
-//!    - [`dead`]: where the commit thread knows a collection has no live member records;
+//!    - [`dead`]: where the commit step knows a collection has no live member records;
 //!    - [`notify`]: keyspace-notification classes and events;
 //! 2. what reads the ground only:
 //!    - [`layout`]: the layout marker, and telling a server keyspace from a plain database;
@@ -18,11 +18,11 @@
 //!    - [`acl`]: users, their rules and permissions (ACL), checked before every command;
 //!    - [`commands`]: the command table (one `cmd!` line per command) and the commands, one module per
 //!      family: they parse their arguments, call the store or `types`, and reply;
-//!    - [`commit`]: the commit thread, which executes every write command and group-commits them, and the
+//!    - [`commit`]: the commit step, which executes every write command and group-commits them, and the
 //!      [`Store`](commit::Store) that owns it with the engine;
 //!    - [`expire`]: the background sweeper that deletes expired keys, and the keyspace counts of `INFO`;
 //!    - [`gc`]: the collector that deletes the member records of dead collection versions;
-//!    - [`blocking`]: clients blocked on keys (BLPOP, XREAD BLOCK) and the commit thread's wake-ups;
+//!    - [`blocking`]: clients blocked on keys (BLPOP, XREAD BLOCK) and the commit step's wake-ups;
 //!    - [`server`]: the listener, connections, sessions and shutdown.
 
 pub mod access;

@@ -6,7 +6,7 @@
 //! message, `__keyevent@<db>__:<event>` with the key as the message) only once the group is durable and its
 //! writers were answered, in the order the writes were applied. A group that fails publishes nothing.
 //!
-//! The commit thread reads the configured classes once per group; while they are empty (the default),
+//! The commit step reads the configured classes once per group; while they are empty (the default),
 //! recording an event is one test of an integer.
 //!
 //! The class letters, their meaning and the canonical text `CONFIG GET` prints are Redis 7.0's:
@@ -114,7 +114,7 @@ pub fn format(flags: u32) -> String {
     s
 }
 
-/// The classes the commit thread records for a group: none unless a channel kind (`K` or `E`) is on, since
+/// The classes the commit step records for a group: none unless a channel kind (`K` or `E`) is on, since
 /// an event with neither is published nowhere.
 pub fn effective(flags: u32) -> u32 {
     if flags & (KEYSPACE | KEYEVENT) == 0 {

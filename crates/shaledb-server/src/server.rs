@@ -1,7 +1,7 @@
 //! The listener, one task per connection, sessions, and shutdown.
 //!
 //! A connection reads into its buffer, parses every complete request in it (pipelining), executes them in
-//! order and writes all their replies with one write. Consecutive write commands go to the commit thread as
+//! order and writes all their replies with one write. Consecutive write commands go to the commit step as
 //! one job; a read after a write waits for that job first, so a client always reads its own writes.
 
 use crate::commands::{self, flags, Handler, Spec};
@@ -215,7 +215,7 @@ pub struct Shared {
 impl Shared {
     /// Asks the server to stop: no new connections, in-flight commands finish, the engine is closed.
     pub fn request_shutdown(&self) {
-        // A script in an endless loop would hold the commit thread (and so the shutdown) forever.
+        // A script in an endless loop would hold the commit step (and so the shutdown) forever.
         self.store.scripts.abort_for_shutdown();
         let _ = self.shutdown.send(true);
     }
@@ -255,7 +255,7 @@ pub struct Session {
     pub entry: Arc<ClientEntry>,
     /// The transaction being queued (between MULTI and EXEC/DISCARD).
     pub multi: Option<commands::multi::MultiState>,
-    /// The client watches keys (WATCH): the commit thread holds them until EXEC, DISCARD, UNWATCH, RESET or
+    /// The client watches keys (WATCH): the commit step holds them until EXEC, DISCARD, UNWATCH, RESET or
     /// the connection's end.
     pub watching: bool,
     /// Pub/Sub subscriptions and the queue of messages to write (commands/pubsub.rs).
@@ -360,7 +360,7 @@ impl Drop for RunningServer {
 /// on connection B expects A's to run first (Redis's event loop reads the sockets in the order the kernel
 /// made them readable); Redis's tests rely on it (`$rd blpop k 0` then `r lpush k v`; a blocking XREADGROUP
 /// then `r del` of its stream). That order is the order in which epoll reports the sockets, so a connection
-/// task must (1) be polled in the order its socket was reported and (2) reach the commit thread (submit its
+/// task must (1) be polled in the order its socket was reported and (2) reach the commit step (submit its
 /// job) in that same poll; the only other condition is that no task reads its socket before epoll reported
 /// the new data, which `read_some` keeps. The multi-threaded scheduler breaks (1) twice: its LIFO slot runs
 /// the task woken last first (A and B woken in one driver turn run B, A), and a second worker steals and
@@ -375,7 +375,7 @@ impl Drop for RunningServer {
 /// the loaded machine (geometric means of alternated pairs, each pair within +-25%, +-50% pipelined):
 /// `redis-benchmark -t ping,set,get -c 50`, six pairs, gave 1.07x the multi-threaded runtime's PING
 /// (inline), 1.00x (multibulk), 1.10x SET and 1.05x GET; with `-P 16`, five pairs, 1.14x SET and 0.82x GET
-/// (the commit thread still does every write on its own core, but reads now share one thread).
+/// (the commit step still does every write on its own core, but reads now share one thread).
 /// NB: a command that takes long on a connection's task (a keyspace scan for INFO, KEYS, SAVE's checkpoint)
 /// now holds up the other clients while it runs, as in Redis; `tokio::task::block_in_place` panics on this
 /// runtime.
@@ -484,7 +484,7 @@ async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError>
     let created = FreshDir::note(&config.dir);
     let db = open_db(&config)?;
     created.keep();
-    let store = Store::start(db, config.appendfsync);
+    let store = Store::start_on_runtime(db, config.appendfsync);
     eprintln!(
         "# shaledb server {} on {} (dir {}, appendfsync {})",
         env!("CARGO_PKG_VERSION"),
@@ -636,6 +636,7 @@ pub fn rebind(shared: &Shared, bind: &str, port: u16, port_changed: bool) -> Res
 
 /// Accepts connections until shutdown, then drains and closes everything.
 async fn serve(shared: Arc<Shared>, mut listener: TcpListener) -> Result<(), ServerError> {
+    crate::commit::spawn_commit_task(&shared.store);
     let mut stop = shared.shutdown.subscribe();
     let mut tasks = tokio::task::JoinSet::new();
     let mut second = tokio::time::interval(Duration::from_secs(1));
@@ -677,8 +678,9 @@ async fn serve(shared: Arc<Shared>, mut listener: TcpListener) -> Result<(), Ser
     drop(listener);
     // In-flight commands finish; idle connections see the shutdown and close.
     while tasks.join_next().await.is_some() {}
+    shared.store.stop_commit_task().await;
     shared.store.shutdown();
-    eprintln!("# shutting down: the commit thread is drained, closing the database");
+    eprintln!("# shutting down: the commit step is drained, closing the database");
     let db = shared.store.db.clone();
     let saves = shared.saves.clone();
     // A BGSAVE still writing its checkpoint holds the engine: it finishes first.
@@ -1268,7 +1270,7 @@ struct Record {
     queued: Option<Vec<Args>>,
 }
 
-/// Write commands waiting to go to the commit thread as one job.
+/// Write commands waiting to go to the commit step as one job.
 #[derive(Default)]
 struct Pending {
     cmds: Vec<(&'static Spec, Args)>,
@@ -1279,7 +1281,7 @@ struct Pending {
 }
 
 impl Pending {
-    /// Sends the pending write commands to the commit thread as one job and encodes their replies.
+    /// Sends the pending write commands to the commit step as one job and encodes their replies.
     async fn flush(&mut self, s: &mut Session, shared: &Arc<Shared>, out: &mut BytesMut) {
         if self.cmds.is_empty() {
             return;

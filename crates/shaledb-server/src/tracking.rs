@@ -6,7 +6,7 @@
 //! - Reads: a connection with tracking on registers the keys of each read-only command it runs *before* the
 //!   command reads ([`before_command`]), so a write that commits after the read always finds them. A
 //!   connection with tracking off pays one relaxed atomic load per command and takes no lock.
-//! - Writes: the commit thread records the name of every meta key a group writes (and the key arguments of
+//! - Writes: the commit step records the name of every meta key a group writes (and the key arguments of
 //!   a command that wrote only member records, [`after_write`]) while some client tracks anything
 //!   ([`Tracking::active`], read once per group); when no client does, writes record nothing. Once the
 //!   group is durable, and before its writers are answered, [`deliver`] turns those names into messages:
@@ -189,7 +189,7 @@ struct Table {
     clients: HashMap<u64, Tracker>,
 }
 
-/// What the commit thread saw written while some client tracked something.
+/// What the commit step saw written while some client tracked something.
 #[derive(Debug, Clone)]
 pub enum Touch {
     /// `key` was written by client `client` (0: the server itself, as the expiry sweep); `seq` is the
@@ -243,7 +243,7 @@ fn overlaps(a: &[u8], b: &[u8]) -> bool {
 }
 
 impl Tracking {
-    /// True when some client tracks anything (the commit thread then records written keys).
+    /// True when some client tracks anything (the commit step then records written keys).
     pub fn active(&self) -> bool {
         self.clients_on.load(Ordering::Acquire) > 0
     }
@@ -407,7 +407,7 @@ impl Tracking {
         }
     }
 
-    /// Turns a durable group's touches into messages (the commit thread, before the group's writers are
+    /// Turns a durable group's touches into messages (the commit step, before the group's writers are
     /// answered).
     pub fn invalidate(&self, touches: Vec<Touch>) {
         let mut t = self.table.lock();
@@ -488,7 +488,7 @@ fn send(c: &mut Tracker, m: Message) {
 // ---------------------------------------------------------------------------------------------------------
 // The connection's side
 
-/// Before a command runs on the connection (or is sent to the commit thread): a tracking client in default
+/// Before a command runs on the connection (or is sent to the commit step): a tracking client in default
 /// mode registers the keys the command reads (`queued`: the commands of the EXEC about to run). Also clears
 /// `CLIENT CACHING` after the command it applied to. Costs one relaxed load when tracking is off.
 pub fn before_command(s: &Session, shared: &Shared, spec: &Spec, args: &Args, queued: Option<&[Args]>) {
@@ -611,9 +611,9 @@ pub fn opt_mode(me: &ClientTracking) -> Option<bool> {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// The commit thread's side
+// The commit step's side
 
-/// After every write command on the commit thread (with WATCH's hook, `multi::after_write`): a flush
+/// After every write command in the commit step (with WATCH's hook, `multi::after_write`): a flush
 /// replaces the touches it made by one null invalidation; a command that wrote member records only touches
 /// its key arguments.
 pub fn after_write(ctx: &mut WriteCtx<'_>, spec: &Spec, args: &Args, before: (u64, u64)) {
@@ -641,7 +641,7 @@ pub fn after_write(ctx: &mut WriteCtx<'_>, spec: &Spec, args: &Args, before: (u6
     }
 }
 
-/// After a top-level command ran on the commit thread: a script (EVAL, FCALL and their `_RO` variants) of a
+/// After a top-level command ran in the commit step: a script (EVAL, FCALL and their `_RO` variants) of a
 /// tracking client that called a read-only command tracks the keys it declared, as Redis does.
 pub fn after_command(store: &crate::commit::Store, ctx: &mut WriteCtx<'_>, spec: &Spec, args: &Args) {
     let read = std::mem::take(&mut ctx.script_read);
@@ -664,7 +664,7 @@ pub fn after_command(store: &crate::commit::Store, ctx: &mut WriteCtx<'_>, spec:
     }
 }
 
-/// Once a group is durable (the commit thread, before its writers are answered): its touches become
+/// Once a group is durable (the commit step, before its writers are answered): its touches become
 /// messages.
 pub fn deliver(store: &crate::commit::Store, ctx: &mut WriteCtx<'_>) {
     if !ctx.touched.is_empty() {

@@ -250,7 +250,7 @@ pub struct Acl {
     default: Arc<UserHandle>,
     log: Mutex<VecDeque<LogEntry>>,
     /// The clients logged in as another user than `default`, by client id: the commands their scripts
-    /// call are checked against it (the commit thread knows a job's client id only).
+    /// call are checked against it (the commit step knows a job's client id only).
     clients: Mutex<HashMap<u64, Arc<UserHandle>>>,
     /// `clients` is not empty: while it is, scripts' calls skip the lookup.
     any_client: AtomicBool,

@@ -3,7 +3,7 @@
 //!
 //! These parse the arguments in Redis 7.0's order (so the same error comes first) and build Redis's replies;
 //! the geohash scores, the boxes a search scans and the distances are [`crate::types::geo`], the sorted set
-//! itself [`crate::types::zset`]. GEORADIUS and GEORADIUSBYMEMBER may STORE, so they run on the commit thread
+//! itself [`crate::types::zset`]. GEORADIUS and GEORADIUSBYMEMBER may STORE, so they run in the commit step
 //! like GEOSEARCHSTORE, reading the source through the group's view.
 
 use super::{arg_i64, syntax_error, Spec};
@@ -424,7 +424,7 @@ fn search_read(ctx: &ReadCtx<'_>, args: &Args, src: usize, kind: Kind) -> Reply 
     found_reply(tri!(run_search(&ctx, c.as_ref(), args, kind)))
 }
 
-/// A search on the commit thread: replies, or stores the result (members with their geohash scores, or
+/// A search in the commit step: replies, or stores the result (members with their geohash scores, or
 /// with STOREDIST their distances) and answers its size; a missing source deletes the destination.
 fn search_write(ctx: &mut WriteCtx<'_>, args: &Args, src: usize, kind: Kind) -> Reply {
     let c = tri!(zset::get_mut(ctx, &args[src]));

@@ -1,7 +1,7 @@
 //! HyperLogLog commands: PFADD, PFCOUNT, PFMERGE, PFDEBUG (GETREG, DECODE, ENCODING, TODENSE) and PFSELFTEST.
 //!
 //! The value is a string in Redis's representation ([`crate::types::hll`]). PFCOUNT of one key writes the
-//! computed estimate into the value's cache, as Redis does, so it runs on the commit thread like the writes;
+//! computed estimate into the value's cache, as Redis does, so it runs in the commit step like the writes;
 //! PFDEBUG GETREG and TODENSE store the dense form of a sparse value.
 
 use super::Spec;

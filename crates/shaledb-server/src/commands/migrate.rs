@@ -7,10 +7,10 @@
 //! 3. a fresh connection to the target (timeout for the connect), then AUTH / AUTH2, SELECT and one RESTORE
 //!    per key (its TTL in ms, `REPLACE` if asked) are written in one go, and their one-line replies read, each
 //!    within the timeout;
-//! 4. the keys the target acknowledged are deleted here (unless COPY) by one DEL job on the commit thread:
+//! 4. the keys the target acknowledged are deleted here (unless COPY) by one DEL job in the commit step:
 //!    durable, and acknowledged after fsync like any write.
 //!
-//! The network part runs on the connection's task (`server.rs` awaits [`run`]), never on the commit thread, and
+//! The network part runs on the connection's task (`server.rs` awaits [`run`]), never in the commit step, and
 //! only this client waits for it. Target connections are not cached (INFO's `migrate_cached_sockets` is 0):
 //! each MIGRATE connects, and closes when done.
 //!
@@ -20,7 +20,7 @@
 //! are read, and step 4 deletes them only if none was written since, in the same commit-thread step as the
 //! check; otherwise nothing is deleted and MIGRATE answers an error saying the keys were copied, not moved.
 //!
-//! Inside MULTI or a script MIGRATE is refused (a transaction runs on the commit thread, which never waits on
+//! Inside MULTI or a script MIGRATE is refused (a transaction runs in the commit step, which never waits on
 //! the network).
 
 use super::{arg_i64, syntax_error, Spec};
@@ -113,7 +113,7 @@ pub fn parse(args: &[Bytes]) -> Result<Plan, Reply> {
     })
 }
 
-/// Deletes the migrated keys on the commit thread if none of them was written since MIGRATE watched them (not
+/// Deletes the migrated keys in the commit step if none of them was written since MIGRATE watched them (not
 /// in the table): `args` = `migrate-del watcher-id key...`.
 pub static GUARDED_DEL_JOB: Spec = cmd! { "migrate-del", -3, 0, [0, 0, 0], Write(guarded_del), "Deletes migrated keys unless one changed (internal)." };
 

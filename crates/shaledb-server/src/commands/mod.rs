@@ -4,7 +4,7 @@
 //! - [`Handler::Conn`]: connection and server commands (PING, AUTH, SELECT, CLIENT, CONFIG, INFO ...), on the
 //!   connection's task, with its [`Session`];
 //! - [`Handler::Read`]: reads of the keyspace, on the connection's task;
-//! - [`Handler::Write`]: anything that writes, on the commit thread (see `commit.rs`), which makes them
+//! - [`Handler::Write`]: anything that writes, in the commit step (see `commit.rs`), which makes them
 //!   atomic with respect to each other.
 //!
 //! One module per family adds its commands to [`TABLE`], one `cmd!` line each.

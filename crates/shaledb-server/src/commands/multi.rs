@@ -2,7 +2,7 @@
 //!
 //! MULTI starts queuing in the connection's [`Session`]: every later command that passes the checks (known,
 //! right arity, authenticated) is answered `+QUEUED`; one that fails them is answered its error and marks the
-//! transaction, whose EXEC then answers `EXECABORT`. EXEC sends the queued commands to the commit thread as
+//! transaction, whose EXEC then answers `EXECABORT`. EXEC sends the queued commands to the commit step as
 //! ONE write command ([`EXEC_JOB`]), which executes them in order: writes into the group's batch, reads
 //! against the engine after the batch so far is applied, so the transaction sees its own writes and no other
 //! write can come between its commands. Its reply is the array of their replies.
@@ -12,7 +12,7 @@
 //! committed ([`runs_after_commit`]); SAVE and SHUTDOWN are refused as Redis refuses them (`no-multi`); every
 //! other connection or server command (SELECT, AUTH, HELLO, CLIENT ...) is refused at queue time with an
 //! error that aborts the transaction, so the session state a queued command would change never diverges
-//! from what the commit thread executes. A command refused with BUSY while a script runs too long aborts
+//! from what the commit step executes. A command refused with BUSY while a script runs too long aborts
 //! the transaction too, and an EXEC refused so answers `EXECABORT` naming why ([`exec_refused`]).
 //!
 //! Other clients' reads may see a transaction's first writes before its last ones when the transaction
@@ -20,9 +20,9 @@
 //! writers never interleave.
 //!
 //! WATCH (optimistic locking, as Redis 7.0 does it). The registry of watched keys ([`Watches`]) lives in the
-//! commit thread's [`WriteCtx`], and everything that reads or changes it runs there, so it needs no lock
+//! commit step's [`WriteCtx`], and everything that reads or changes it runs there, so it needs no lock
 //! at all and no other key is ever locked:
-//! - WATCH runs on the commit thread ([`WATCH_JOB`]) and is answered after the group it ran in reached the
+//! - WATCH runs in the commit step ([`WATCH_JOB`]) and is answered after the group it ran in reached the
 //!   engine, so a write executed before it is visible to the client's next read and every write executed
 //!   after it is reported to the registry: no write falls between the two;
 //! - every write of a meta key (`db 0x00 user_key`: SET, DEL, EXPIRE, a collection's size, RENAME's both
@@ -35,7 +35,7 @@
 //!   at WATCH time whose deletion (lazy or by the sweeper) is then reported is not a change, as in Redis;
 //!   writing it again is;
 //! - EXEC (with or without running), DISCARD, RESET, UNWATCH and the connection's end unwatch every key of
-//!   the client ([`unwatch_session`], ordered after the client's earlier jobs since the commit thread's
+//!   the client ([`unwatch_session`], ordered after the client's earlier jobs since the commit step's
 //!   channel is FIFO). WATCH inside MULTI is refused (and does not abort the transaction), as in Redis.
 //!
 //! [`Watches`]: crate::store::Watches
@@ -56,15 +56,15 @@ pub static COMMANDS: &[Spec] = &[
     cmd! { "unwatch", 1, NOSCRIPT | LOADING | STALE | FAST, [0, 0, 0], Conn(unwatch), "Forgets about watched keys of a transaction." },
 ];
 
-/// WATCH runs on the commit thread as this command (not in the table): `args` = `watch client-id key...`.
+/// WATCH runs in the commit step as this command (not in the table): `args` = `watch client-id key...`.
 pub static WATCH_JOB: Spec =
     cmd! { "watch", -3, 0, [0, 0, 0], Write(watch_in_commit), "Registers watched keys (internal)." };
 
-/// Unwatches every key of a client on the commit thread (not in the table): `args` = `unwatch client-id`.
+/// Unwatches every key of a client in the commit step (not in the table): `args` = `unwatch client-id`.
 pub static UNWATCH_JOB: Spec =
     cmd! { "unwatch", 2, 0, [0, 0, 0], Write(unwatch_in_commit), "Unregisters a client's watched keys (internal)." };
 
-/// The queued transaction's commands run on the commit thread as this one write command (not in the table:
+/// The queued transaction's commands run in the commit step as this one write command (not in the table:
 /// clients cannot call it). `args[1]` is the client id (for its watched keys), then `args[2..]` holds each
 /// queued command as its word count then its words.
 pub static EXEC_JOB: Spec =
@@ -88,7 +88,7 @@ pub struct MultiState {
 pub enum Step {
     /// Execute it as usual.
     Run(&'static Spec, Args),
-    /// Answer this (queued, refused, or a transaction's end that needs no commit thread).
+    /// Answer this (queued, refused, or a transaction's end that needs no commit step).
     Reply(Reply),
 }
 
@@ -106,7 +106,7 @@ pub fn intercept(s: &mut Session, shared: &Shared, spec: &'static Spec, args: Ar
             return Step::Reply(Reply::err("WATCH inside MULTI is not allowed"));
         }
         s.watching = true;
-        // While a script runs past busy-reply-threshold the commit thread is taken: answer now, and let it
+        // While a script runs past busy-reply-threshold the commit step is taken: answer now, and let it
         // register the keys before its next write (Redis serves WATCH between the script's steps).
         if crate::commands::scripting::busy(shared).is_some() {
             shared.store.watch_inbox.post(s.id, s.db_index, args.into_iter().skip(1).collect());
@@ -148,7 +148,7 @@ pub fn intercept(s: &mut Session, shared: &Shared, spec: &'static Spec, args: Ar
     }
 }
 
-/// Connection commands a transaction may queue although they cannot run on the commit thread: they change
+/// Connection commands a transaction may queue although they cannot run in the commit step: they change
 /// server state only (no key), so the connection runs them, in queue order, right after the transaction's
 /// data commands committed, and puts each reply in its place ([`run_after_commit`]). A transaction that did
 /// not run (a changed WATCHed key) runs none of them. NB: the data commands of the same transaction do not
@@ -232,11 +232,11 @@ fn discard(s: &mut Session, shared: &Shared, _: &Args) -> Reply {
 fn exec_outside(s: &mut Session, _: &Shared, _: &Args) -> Reply {
     match s.multi.take() {
         None => Reply::err("EXEC without MULTI"),
-        Some(_) => Reply::err("EXEC could not run: the transaction was not routed to the commit thread"),
+        Some(_) => Reply::err("EXEC could not run: the transaction was not routed to the commit step"),
     }
 }
 
-/// Runs a transaction's commands on the commit thread, unless a key its client watches changed (then a nil
+/// Runs a transaction's commands in the commit step, unless a key its client watches changed (then a nil
 /// array, and nothing runs).
 fn exec_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let Some(client) = args.get(1).and_then(|a| parse_id(a)) else {
@@ -296,7 +296,7 @@ fn parse_id(a: &[u8]) -> Option<u64> {
 
 /// WATCH reaches its connection handler only if [`intercept`] did not route it (it always does).
 fn watch_outside(_: &mut Session, _: &Shared, _: &Args) -> Reply {
-    Reply::err("WATCH could not run: it was not routed to the commit thread")
+    Reply::err("WATCH could not run: it was not routed to the commit step")
 }
 
 fn unwatch(s: &mut Session, shared: &Shared, _: &Args) -> Reply {
@@ -305,7 +305,7 @@ fn unwatch(s: &mut Session, shared: &Shared, _: &Args) -> Reply {
 }
 
 /// Unwatches every key of the session's client (EXECABORT, DISCARD, UNWATCH, RESET, the connection's end):
-/// a job sent to the commit thread without waiting for its answer. The commit thread's channel is FIFO, so
+/// a job sent to the commit step without waiting for its answer. The commit step's channel is FIFO, so
 /// it is executed before any later command of the same connection.
 pub fn unwatch_session(s: &mut Session, shared: &Shared) {
     if std::mem::take(&mut s.watching) {
@@ -338,7 +338,7 @@ fn unwatch_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     Reply::Ok
 }
 
-/// Called by the commit thread after every write command: a command that wrote member records but no meta
+/// Called by the commit step after every write command: a command that wrote member records but no meta
 /// key (those are reported as they are written) touches the keys among its arguments (the command table's
 /// first key, last key and step).
 pub fn after_write(ctx: &mut WriteCtx<'_>, spec: &Spec, args: &Args, before: (u64, u64)) {

@@ -6,7 +6,7 @@
 //! with the count of the connection's shard subscriptions alone, the other commands with its channels and
 //! patterns. On one node that is all there is to them (Redis Cluster routes them by slot).
 //!
-//! Keyspace notifications (`notify.rs`) are published here by the commit thread, like PUBLISH.
+//! Keyspace notifications (`notify.rs`) are published here by the commit step, like PUBLISH.
 //!
 //! In memory, as in Redis: nothing of it touches the engine. The server-wide [`Registry`] maps each channel
 //! and each pattern to its subscribers (behind `RwLock`s: PUBLISH only reads them). A subscribed connection

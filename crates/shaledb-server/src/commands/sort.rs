@@ -14,7 +14,7 @@
 //! element's bytes. A `BY` key that is missing (or of another type) weighs 0 (numeric) or sorts first
 //! (ALPHA).
 //!
-//! SORT is a write command in Redis's table (it may STORE), so it runs on the commit thread: a SORT ...
+//! SORT is a write command in Redis's table (it may STORE), so it runs in the commit step: a SORT ...
 //! STORE replaces the destination in the same batch as every other write of its group (all or nothing after
 //! a crash). SORT_RO, which cannot store, runs on the connection's task at one snapshot.
 //!

@@ -2,7 +2,7 @@
 //! GETSET, GETDEL, GETEX, APPEND, STRLEN, GETRANGE (and its old name SUBSTR), SETRANGE, INCR, DECR, INCRBY,
 //! DECRBY, INCRBYFLOAT. The bit commands and LCS are `commands/bits.rs`.
 //!
-//! Redis 7 semantics and error texts. Every write runs on the commit thread, so read-modify-write commands
+//! Redis 7 semantics and error texts. Every write runs in the commit step, so read-modify-write commands
 //! (INCR, APPEND, SET NX ...) are atomic; SET without NX/XX/GET/KEEPTTL is a blind write (no read). These
 //! handlers parse the arguments and build the replies; the value's layout and the writes are
 //! [`crate::types::string`].

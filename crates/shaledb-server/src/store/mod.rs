@@ -2,13 +2,13 @@
 //!
 //! - [`ReadCtx`] (`read.rs`): what a read command sees, on the connection's task: the engine at one
 //!   snapshot, and the merged scans ([`Scan`], [`Members`]);
-//! - [`WriteCtx`] (`write.rs`): what a write command sees, on the commit thread (`commit.rs`): the engine
+//! - [`WriteCtx`] (`write.rs`): what a write command sees, in the commit step (`commit.rs`): the engine
 //!   through the group's pending writes ([`Overlay`]), and those writes;
 //! - [`Watches`] (`watches.rs`): the keys clients WATCH, told of every write of a meta key;
 //! - [`Error`] (`error.rs`): what goes wrong, typed; the command layer turns it into the reply Redis gives.
 //!
 //! It builds on `keys.rs` (how keys and values are laid out) and `dead.rs` (where collections have no live
-//! records) alone; `types/`, the commands and the commit thread (`commit.rs`) build on it.
+//! records) alone; `types/`, the commands and the commit step (`commit.rs`) build on it.
 
 use crate::keys;
 use std::time::{SystemTime, UNIX_EPOCH};

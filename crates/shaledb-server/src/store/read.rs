@@ -1,4 +1,4 @@
-//! [`ReadCtx`]: what a read command sees, and the merged scans of the engine and the commit thread's pending
+//! [`ReadCtx`]: what a read command sees, and the merged scans of the engine and the commit step's pending
 //! writes ([`Scan`], [`Members`]).
 
 use super::{coll_of_type, Error, Overlay};
@@ -6,13 +6,13 @@ use crate::keys;
 use bytes::Bytes;
 use shaledb::{Db, ReadOptions};
 
-/// What a read command sees: the engine (on the connection's task), or, in the commit thread, the engine
+/// What a read command sees: the engine (on the connection's task), or, in the commit step, the engine
 /// through the group's pending writes ([`WriteCtx::view`](super::WriteCtx::view)).
 pub struct ReadCtx<'a> {
     pub db: &'a Db,
     pub db_index: u8,
     pub now_ms: u64,
-    /// The commit thread's pending writes (reads inside `EXEC`); `None` on connections.
+    /// The commit step's pending writes (reads inside `EXEC`); `None` on connections.
     pub(super) overlay: Option<&'a Overlay>,
     /// Reads as of this snapshot (see [`ReadCtx::pinned`]).
     pub(super) snapshot: Option<shaledb::Snapshot>,
@@ -50,8 +50,8 @@ impl<'a> ReadCtx<'a> {
     }
 
     /// The same context reading as of one snapshot taken now, so a command that reads a collection's meta
-    /// value and then its members (HGETALL, LRANGE, ZRANGE ...) sees one state even while the commit thread
-    /// writes. In the commit thread (a view with pending writes) nothing else writes, so no snapshot is taken.
+    /// value and then its members (HGETALL, LRANGE, ZRANGE ...) sees one state even while the commit step
+    /// writes. In the commit step (a view with pending writes) nothing else writes, so no snapshot is taken.
     pub fn pinned(&self) -> ReadCtx<'a> {
         let snapshot = match (&self.snapshot, self.overlay) {
             (Some(s), _) => Some(s.clone()),
@@ -72,7 +72,7 @@ impl<'a> ReadCtx<'a> {
         ReadOptions { snapshot: self.snapshot.clone(), ..ReadOptions::default() }
     }
 
-    /// An engine key's value (pending writes first in the commit thread).
+    /// An engine key's value (pending writes first in the commit step).
     pub fn get_raw(&self, engine_key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         if let Some(v) = self.overlay.and_then(|o| o.get(engine_key)) {
             return Ok(v.clone());

@@ -1,4 +1,4 @@
-//! Unit tests of the commit thread's overlay and of the merged reads (`store`).
+//! Unit tests of the commit step's overlay and of the merged reads (`store`).
 
 use super::*;
 use crate::keys::{self, Type};
@@ -34,7 +34,7 @@ fn reads_in_the_group_see_its_own_puts_and_deletes() {
         let v = ctx.view();
         assert_eq!(v.get_raw(b"new").unwrap().as_deref(), Some(&b"pending"[..]));
         assert_eq!(v.get_raw(b"gone").unwrap(), None);
-        // A pinned view in the commit thread still reads the pending writes.
+        // A pinned view in the commit step still reads the pending writes.
         let p = v.pinned();
         assert_eq!(p.get_raw(b"kept").unwrap().as_deref(), Some(&b"overwritten"[..]));
     }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// WATCHes sent while a script runs past `busy-reply-threshold` (Redis serves WATCH then): the connection
-/// answers at once and posts the keys here; the commit thread, busy with the script, registers them before
+/// answers at once and posts the keys here; the commit step, busy with the script, registers them before
 /// the next write it records and before its next command ([`super::WriteCtx::take_watch_inbox`]), so a
 /// write of the script after the WATCH makes the watcher's EXEC fail and one before it does not, as in
 /// Redis.
@@ -37,7 +37,7 @@ impl WatchInbox {
     }
 }
 
-/// The keys clients watch, owned by the commit thread (see `commands/multi.rs` for WATCH and EXEC).
+/// The keys clients watch, owned by the commit step (see `commands/multi.rs` for WATCH and EXEC).
 #[derive(Debug, Default)]
 pub struct Watches {
     /// Meta engine key -> the clients watching it, each with "the key was expired at WATCH time".

@@ -1,4 +1,4 @@
-//! [`WriteCtx`]: what a write command sees in the commit thread, the engine through the group's pending
+//! [`WriteCtx`]: what a write command sees in the commit step, the engine through the group's pending
 //! writes ([`Overlay`]), and those writes.
 
 use super::{coll_of_type, Error, ReadCtx, Watches};
@@ -8,8 +8,8 @@ use shaledb::{Db, ReadOptions, WriteBatch, WriteOptions};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// The commit thread's writes of the current group that are not in the engine yet: engine key -> value
-/// (`None`: deleted). Reads in the commit thread look here first, so a command (and every command of an
+/// The commit step's writes of the current group that are not in the engine yet: engine key -> value
+/// (`None`: deleted). Reads in the commit step look here first, so a command (and every command of an
 /// `EXEC`) sees the writes before it without applying them: a group's writes reach the engine as one batch
 /// (one WAL record), all or nothing after a crash.
 pub type Overlay = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
@@ -26,9 +26,25 @@ pub trait Waiters: Send + Sync {
 }
 
 /// What a write command sees: reads of the engine through the group's pending writes, and those writes, in
-/// the commit thread.
+/// the commit step.
+/// The engine a [`WriteCtx`] writes to: borrowed (tests, tools) or shared (the server's commit step).
+pub enum DbRef<'a> {
+    Borrowed(&'a Db),
+    Shared(Arc<Db>),
+}
+
+impl std::ops::Deref for DbRef<'_> {
+    type Target = Db;
+    fn deref(&self) -> &Db {
+        match self {
+            DbRef::Borrowed(d) => d,
+            DbRef::Shared(d) => d,
+        }
+    }
+}
+
 pub struct WriteCtx<'a> {
-    pub db: &'a Db,
+    pub db: DbRef<'a>,
     /// The database (`SELECT`) of the command being executed.
     pub db_index: u8,
     /// The group's clock: one `now` for every command of a group (expiry decisions agree inside it).
@@ -52,12 +68,12 @@ pub struct WriteCtx<'a> {
     pub key_buf: Vec<u8>,
     /// Scratch for building values.
     val_buf: Vec<u8>,
-    /// The wake-up registry of blocked clients (`blocking.rs`); `None` outside the commit thread.
+    /// The wake-up registry of blocked clients (`blocking.rs`); `None` outside the commit step.
     pub(crate) wake: Option<Arc<dyn Waiters>>,
     /// Keys this group made poppable or readable for blocked clients: `(db, key)` (see
     /// [`WriteCtx::signal_key`]); handed to the registry once the group is durable.
     pub(crate) signals: Vec<(u8, Bytes)>,
-    /// `stream-node-max-entries` for this group (the commit thread copies it from
+    /// `stream-node-max-entries` for this group (the commit step copies it from
     /// [`crate::commit::Store::stream_node_max_entries`] before each group; 0: no limit).
     pub stream_node_max_entries: u64,
     /// `hll-sparse-max-bytes` for this group (copied from [`crate::commit::Store::hll_sparse_max_bytes`] before
@@ -72,8 +88,8 @@ pub struct WriteCtx<'a> {
     /// only member records is reported by its key arguments).
     writes: u64,
     meta_writes: u64,
-    /// Where the commit thread knows collections have no live member records, learnt from its pops
-    /// (dead.rs); only the commit thread's context records any.
+    /// Where the commit step knows collections have no live member records, learnt from its pops
+    /// (dead.rs); only the commit step's context records any.
     pub(crate) dead: crate::dead::DeadRanges,
     /// The server's scripting state (`commands/scripting`), opaque to storage; `None` outside the commit
     /// thread.
@@ -86,7 +102,7 @@ pub struct WriteCtx<'a> {
     /// A key the running command replaces as a whole (a STORE destination that held a value): storing it
     /// is no `new` key, as Redis overwrites such a key in place. Set and cleared around the store.
     pub replacing: Option<Bytes>,
-    /// Some client tracks keys (`tracking.rs`; set by the commit thread before each group): written keys
+    /// Some client tracks keys (`tracking.rs`; set by the commit step before each group): written keys
     /// are recorded in `touched`. False: nothing is recorded.
     pub tracking: bool,
     /// The client whose command runs (0: the server itself), for CLIENT TRACKING's NOLOOP.
@@ -98,7 +114,7 @@ pub struct WriteCtx<'a> {
     /// WATCHes answered by their connections while a script ran (`watches.rs`); `None` outside the commit
     /// thread.
     pub watch_inbox: Option<Arc<super::WatchInbox>>,
-    /// [`crate::commit::Store::expiry_paused_until`] (CLIENT PAUSE); `None` outside the commit thread.
+    /// [`crate::commit::Store::expiry_paused_until`] (CLIENT PAUSE); `None` outside the commit step.
     pub expiry_paused_until: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
@@ -107,6 +123,16 @@ const PENDING_ENTRY_OVERHEAD: usize = 48;
 
 impl<'a> WriteCtx<'a> {
     pub fn new(db: &'a Db) -> WriteCtx<'a> {
+        Self::with_db(DbRef::Borrowed(db))
+    }
+
+    /// A context that owns its handle on the engine (the server's commit step, which moves between the
+    /// runtime's thread and the blocking pool).
+    pub fn shared(db: Arc<Db>) -> WriteCtx<'static> {
+        WriteCtx::with_db(DbRef::Shared(db))
+    }
+
+    fn with_db(db: DbRef<'a>) -> WriteCtx<'a> {
         WriteCtx {
             db,
             db_index: 0,
@@ -212,7 +238,7 @@ impl<'a> WriteCtx<'a> {
     }
 
     /// Records that `user_key` (current database) got elements a blocked client may take (a push to a list,
-    /// XADD): once this group is durable, the commit thread serves the clients blocked on it. Free when no
+    /// XADD): once this group is durable, the commit step serves the clients blocked on it. Free when no
     /// client is blocked.
     pub fn signal_key(&mut self, user_key: &[u8]) {
         if self.wake.as_ref().is_some_and(|w| w.has_waiters()) {
@@ -253,7 +279,7 @@ impl<'a> WriteCtx<'a> {
         matches!(self.get_raw(&k), Ok(Some(_)))
     }
 
-    /// Takes the events recorded since the group began (the commit thread, once the group is durable).
+    /// Takes the events recorded since the group began (the commit step, once the group is durable).
     pub(crate) fn take_events(&mut self) -> Vec<crate::notify::Event> {
         std::mem::take(&mut self.events)
     }
@@ -341,7 +367,7 @@ impl<'a> WriteCtx<'a> {
             self.take_watch_inbox();
             self.meta_writes += 1;
             if let (Some(&db), Some(user_key)) = (engine_key.first(), engine_key.get(2..)) {
-                crate::access::record_write(self.db as *const Db as usize, db, user_key, value.is_some());
+                crate::access::record_write(&*self.db as *const Db as usize, db, user_key, value.is_some());
             }
             if !self.watches.is_empty() {
                 self.watches.touch(engine_key, value.is_some());
@@ -413,7 +439,7 @@ impl<'a> WriteCtx<'a> {
                     Ok(None)
                 }
                 Ok(m) => {
-                    crate::access::touch(self.db as *const Db as usize, db, user_key, true);
+                    crate::access::touch(&*self.db as *const Db as usize, db, user_key, true);
                     Ok(Some((m, Bytes::from(v))))
                 }
                 Err(e) => Err(Error::Corrupt(e.to_string())),
@@ -519,10 +545,10 @@ impl WriteCtx<'_> {
     }
 
     /// A read view of the engine as of everything executed before in this group, pending writes included
-    /// (no snapshot is needed: only the commit thread writes). Read commands inside `EXEC` run with it.
+    /// (no snapshot is needed: only the commit step writes). Read commands inside `EXEC` run with it.
     pub fn view(&self) -> ReadCtx<'_> {
         ReadCtx {
-            db: self.db,
+            db: &self.db,
             db_index: self.db_index,
             now_ms: self.now_ms,
             overlay: Some(&self.pending),
@@ -644,18 +670,18 @@ impl WriteCtx<'_> {
         }
     }
 
-    /// The dead ranges (dead.rs) the commit thread learnt of `c`'s records of sub-kind `sub`.
+    /// The dead ranges (dead.rs) the commit step learnt of `c`'s records of sub-kind `sub`.
     pub fn dead_ranges(&self, c: &keys::Coll, sub: u8) -> Option<&crate::dead::Ranges> {
         self.dead.get((self.db_index, c.version, sub))
     }
 
     /// Records that no part of `c`'s records of sub-kind `sub` in `[from, to]` is live: a pop staged the
-    /// deletion of every one there. Commit thread only.
+    /// deletion of every one there. Commit step only.
     pub fn note_dead_zone(&mut self, c: &keys::Coll, sub: u8, from: &[u8], to: &[u8]) {
         self.dead.note_zone((self.db_index, c.version, sub), from, to);
     }
 
-    /// Records that no part of `c`'s records of sub-kind `sub` at or after `from` is live. Commit thread
+    /// Records that no part of `c`'s records of sub-kind `sub` at or after `from` is live. Commit step
     /// only.
     pub fn note_dead_tail(&mut self, c: &keys::Coll, sub: u8, from: &[u8]) {
         self.dead.note_tail((self.db_index, c.version, sub), from);

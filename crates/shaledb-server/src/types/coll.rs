@@ -14,7 +14,7 @@
 //! Redis's own random picks from a sparse hash table are skewed. Distinct picks retry a bounded number of
 //! times and then take members in order from a random start.
 //!
-//! SPOP picks the same way but one member at a time in the commit thread ([`pick_for_pop`]), skipping the
+//! SPOP picks the same way but one member at a time in the commit step ([`pick_for_pop`]), skipping the
 //! ranges its earlier pops emptied (dead.rs): a seek picks the member after a random point, so the members
 //! after wide gaps go first and the gaps grow; without the ranges each pop would step over the tombstones
 //! of every earlier pop in its gap.
@@ -268,7 +268,7 @@ impl Seeker {
     }
 }
 
-/// SPOP's pick, in the commit thread: a random live member of `c` (sub-kind `sub`) chosen as the seeks of
+/// SPOP's pick, in the commit step: a random live member of `c` (sub-kind `sub`) chosen as the seeks of
 /// [`random_members`] choose (the first member at or after a random point, wrapping), skipping the ranges
 /// earlier pops emptied. Records the range this pick finds empty once its member is gone, so the caller
 /// must stage the deletion of the member returned before anything else is written. `None` when `c` has no

@@ -35,7 +35,7 @@ pub mod string;
 pub mod zset;
 
 /// What the unit tests of the type modules share: a database in a temporary directory and a group of the
-/// commit thread on it.
+/// commit step on it.
 #[cfg(test)]
 pub(crate) mod testing {
     use crate::store::{now_ms, WriteCtx};

@@ -7,7 +7,7 @@
 //!
 //! Functions belong to the server, not to a database: like the layout marker (0xff), the records sit above
 //! every `db` byte, so SCAN, KEYS, FLUSHDB, FLUSHALL, the expiry sweep and the collector never see them. A
-//! library is written by the commit thread in the group of the FUNCTION LOAD, FUNCTION DELETE or FUNCTION
+//! library is written by the commit step in the group of the FUNCTION LOAD, FUNCTION DELETE or FUNCTION
 //! FLUSH that changed it, so it is acknowledged after that group's fsync, and read back when the server
 //! loads its functions (on the first command that needs them).
 
@@ -53,7 +53,7 @@ pub fn delete(ctx: &mut WriteCtx<'_>, name: &str) {
     ctx.delete_raw(&library_key(name));
 }
 
-/// Every stored library, `(name, code)`, in name order, as `view` sees them (a commit thread's view includes
+/// Every stored library, `(name, code)`, in name order, as `view` sees them (a commit step's view includes
 /// its group's pending writes).
 pub fn load_all(view: &ReadCtx<'_>) -> Result<Vec<(String, Vec<u8>)>, Error> {
     let mut out = Vec::new();

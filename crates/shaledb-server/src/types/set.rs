@@ -29,7 +29,7 @@ pub fn get(ctx: &ReadCtx<'_>, key: &[u8]) -> Result<Option<Coll>, Error> {
     Ok(ctx.get_coll(key, Type::Set)?)
 }
 
-/// [`get`] in the commit thread.
+/// [`get`] in the commit step.
 pub fn get_mut(ctx: &mut WriteCtx<'_>, key: &[u8]) -> Result<Option<Coll>, Error> {
     Ok(ctx.get_coll(key, Type::Set)?)
 }

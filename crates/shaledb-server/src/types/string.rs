@@ -2,7 +2,7 @@
 //! `meta_value := head expire_at_ms? payload`, the payload being the string's bytes), so a read or a write
 //! of a string is one engine key; and the operations SET (with its conditions), GETSET, GETDEL, GETEX,
 //! APPEND, SETRANGE, INCRBY and INCRBYFLOAT perform on it (the bit operations are [`super::bits`]). Every
-//! write runs on the commit thread, so the read-modify-write operations are atomic.
+//! write runs in the commit step, so the read-modify-write operations are atomic.
 
 use crate::keys::{self, Meta, Type};
 use crate::store::{self, ReadCtx, WriteCtx};
@@ -43,7 +43,7 @@ pub fn get_stored(ctx: &ReadCtx<'_>, key: &[u8]) -> Result<Option<(Meta, Bytes)>
     }
 }
 
-/// [`get_stored`] in the commit thread.
+/// [`get_stored`] in the commit step.
 pub fn get_stored_mut(ctx: &mut WriteCtx<'_>, key: &[u8]) -> Result<Option<(Meta, Bytes)>, Error> {
     match ctx.get_meta(key)? {
         Some((m, v)) if m.typ == Type::String => Ok(Some((m, v))),

@@ -1,7 +1,7 @@
 //! Blocked clients: the order in which the clients blocked on one key are served, blocked consumer-group
 //! reads whose stream goes away, and WAIT among the blocked clients.
 //!
-//! The ordering tests hold the commit thread busy with a script while the blocking commands arrive a few
+//! The ordering tests hold the commit step busy with a script while the blocking commands arrive a few
 //! milliseconds apart, so that their first tries run in one group and are answered at the same moment:
 //! the clients must then be served in the order their commands arrived, not in the order their
 //! connections happened to see the first try's answer.
@@ -11,7 +11,7 @@ use shaledb_server::RunningServer;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-/// A script that keeps the commit thread busy for `ms` milliseconds.
+/// A script that keeps the commit step busy for `ms` milliseconds.
 const BUSY: &str = "local t = redis.call('TIME') local s = t[1] * 1000000 + t[2] \
                     repeat local n = redis.call('TIME') until n[1] * 1000000 + n[2] - s >= tonumber(ARGV[1]) * 1000 \
                     return 1";
@@ -34,7 +34,7 @@ fn wait_blocked(srv: &RunningServer, n: usize) {
     assert_eq!(reg.blocked_clients(), n, "blocked clients");
 }
 
-/// Sends each request from its own connection, `GAP` apart, while a script holds the commit thread.
+/// Sends each request from its own connection, `GAP` apart, while a script holds the commit step.
 fn send_while_busy(holder: &mut Client, requests: &mut [(&mut Client, Vec<String>)]) {
     let busy_ms = (requests.len() as u128 * GAP.as_millis() + 30).to_string();
     holder.send(&["EVAL", BUSY, "0", &busy_ms]);

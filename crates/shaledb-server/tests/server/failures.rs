@@ -1,4 +1,4 @@
-//! A failed fsync is never acknowledged: the commit thread answers `MISCONF`, the store turns read-only and
+//! A failed fsync is never acknowledged: the commit step answers `MISCONF`, the store turns read-only and
 //! says why, later writes are refused, reads go on (issue 11; docs/durability.md S2).
 
 use bytes::Bytes;

@@ -2,7 +2,7 @@
 //!
 //! Every engine key of a database starts with its index (meta keys, member records and the registry:
 //! src/keys.rs), so a swap rewrites every record of both databases under the other index: O(records of the
-//! two databases) reads and writes, and as much memory in the commit thread, since the whole swap is one
+//! two databases) reads and writes, and as much memory in the commit step, since the whole swap is one
 //! command's writes and so reaches the engine in its group's single batch (all or nothing after a crash,
 //! acknowledged after the group's fsync). Redis swaps two pointers; an O(1) swap here would need a
 //! database-to-prefix indirection read by every command (not built).

@@ -18,7 +18,7 @@ use mlua::{Lua, Table, Value};
 
 /// Tables nested this deep are packed as nil.
 const MAX_NESTING: u32 = 16;
-/// Deepest nesting unpacking accepts: decoding recurses on the commit thread's stack, which must not
+/// Deepest nesting unpacking accepts: decoding recurses in the commit step's stack, which must not
 /// overflow (Redis's library stops deeper, at Lua's C stack limit, about 2,700 levels).
 pub const MAX_DECODE_DEPTH: usize = 128;
 /// Most values one call returns (Lua's C stack limit).

@@ -1,16 +1,16 @@
 //! Lua scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT, and (`functions.rs`) FUNCTION, FCALL,
 //! FCALL_RO.
 //!
-//! A script runs on the commit thread as ONE write command, like EXEC: its `redis.call`s execute on the
+//! A script runs in the commit step as ONE write command, like EXEC: its `redis.call`s execute on the
 //! group's [`WriteCtx`] in order (a read sees the script's own writes), no other write can come between
 //! them, its writes go into the group's one batch and its reply is sent after that batch's fsync. A script
 //! that fails half-way keeps the writes it made, as in Redis.
 //!
-//! The VMs (`lua.rs`) live in [`Scripts`], one per server (in the `Store`), and only the commit thread
+//! The VMs (`lua.rs`) live in [`Scripts`], one per server (in the `Store`), and only the commit step
 //! touches them. The connection side sees only what [`intercept`] needs, in atomics and a small lock: which
 //! script runs since when (for `-BUSY` once it ran past `busy-reply-threshold`, and FUNCTION STATS), and the
 //! kill request the VM's hook polls (SCRIPT KILL, FUNCTION KILL, SHUTDOWN). SCRIPT KILL and FUNCTION
-//! KILL/STATS are answered on the connection's task, since the commit thread is busy with the script.
+//! KILL/STATS are answered on the connection's task, since the commit step is busy with the script.
 //!
 //! The script cache (SCRIPT LOAD, EVAL) is per process and not persisted, as Redis's; function libraries
 //! are durable (`types/scripts.rs`), loaded on the first command that needs them.
@@ -100,9 +100,9 @@ struct Running {
 /// The scripting state of one server.
 pub struct Scripts {
     control: Arc<Control>,
-    /// The EVAL VM and the script cache (commit thread only).
+    /// The EVAL VM and the script cache (commit step only).
     eval: Mutex<Option<EvalVm>>,
-    /// The functions' VM and libraries (commit thread only).
+    /// The functions' VM and libraries (commit step only).
     functions: Mutex<Option<functions::Libraries>>,
     running: Mutex<Option<Running>>,
     /// The running script executed a write (SCRIPT KILL then answers UNKILLABLE).
@@ -268,7 +268,7 @@ pub fn busy(shared: &Shared) -> Option<bool> {
     Some(run.is_eval)
 }
 
-/// The scripting state of the server whose commit thread runs `ctx`.
+/// The scripting state of the server whose commit step runs `ctx`.
 fn scripts_of(ctx: &WriteCtx<'_>) -> Result<Arc<Scripts>, Reply> {
     ctx.scripts
         .clone()

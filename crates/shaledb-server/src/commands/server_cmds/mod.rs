@@ -209,7 +209,7 @@ fn config_set(shared: &Shared, pairs: &[bytes::Bytes]) -> Reply {
     Reply::Ok
 }
 
-/// Hands the parameters that size data to the commit thread, which reads them once per group:
+/// Hands the parameters that size data to the commit step, which reads them once per group:
 /// `hll-sparse-max-bytes`, `stream-node-max-entries` and `notify-keyspace-events`, each per server. `named` says which parameters to
 /// hand over: those a CONFIG SET named, or at start those differing from the default.
 pub(crate) fn apply_knobs(store: &crate::commit::Store, cfg: &crate::config::Config, named: impl Fn(&str) -> bool) {
@@ -351,7 +351,7 @@ fn wait(_: &mut Session, _: &Shared, args: &Args) -> Reply {
 /// MONITOR clients. Connections call [`Introspection::ran`] after each command.
 ///
 /// The counters and the MONITOR clients are shared (`Arc`) so that code running commands away from a
-/// connection (a script's `redis.call` on the commit thread) can record them too:
+/// connection (a script's `redis.call` in the commit step) can record them too:
 /// `commands.record(spec, sub, time, &reply)` and `monitors.feed(db, Origin::Script, args)`.
 #[derive(Default)]
 pub struct Introspection {

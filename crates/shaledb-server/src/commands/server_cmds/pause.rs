@@ -128,7 +128,7 @@ fn writes(shared: &Shared, spec: &Spec, args: &Args) -> bool {
         ("eval", Some(body)) => crate::commands::scripting::eval_declares_no_writes(body),
         ("evalsha", Some(sha)) => shared.store.scripts.declares_no_writes(false, sha) == Some(true),
         ("fcall", Some(name)) => shared.store.scripts.declares_no_writes(true, name) == Some(true),
-        // Run on the commit thread here, but neither write nor may-replicate in Redis: not held.
+        // Run in the commit step here, but neither write nor may-replicate in Redis: not held.
         ("eval_ro" | "evalsha_ro" | "fcall_ro" | "script", _) => true,
         ("function", Some(sub)) => {
             !["load", "delete", "flush", "restore"].iter().any(|w| sub.eq_ignore_ascii_case(w.as_bytes()))

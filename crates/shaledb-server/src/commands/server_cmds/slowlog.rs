@@ -2,7 +2,7 @@
 //! most `slowlog-max-len` of them, newest first), as Redis keeps them.
 //!
 //! A command's time is measured around its execution on the connection's task. A write command runs on the
-//! commit thread with the others of its group: its time is its share of the group's (the group's wall time,
+//! commit step with the others of its group: its time is its share of the group's (the group's wall time,
 //! fsync included, divided by the commands in it). Blocking commands (BLPOP ...) are not logged: their time
 //! is mostly waiting.
 

@@ -473,7 +473,7 @@ pub fn create_group(
     Ok(Ok(()))
 }
 
-/// The stream `key` and its group `name`, for a command that needs both (commit thread). A missing stream
+/// The stream `key` and its group `name`, for a command that needs both (commit step). A missing stream
 /// is a `keymiss`, as XREADGROUP, XACK, XCLAIM and XAUTOCLAIM look it up for reading in Redis.
 pub fn stream_and_group(
     ctx: &mut WriteCtx<'_>,

@@ -100,7 +100,7 @@ pub fn get(ctx: &ReadCtx<'_>, key: &[u8]) -> Result<Option<Coll>, Error> {
     Ok(ctx.get_coll(key, Type::ZSet)?)
 }
 
-/// [`get`] in the commit thread.
+/// [`get`] in the commit step.
 pub fn get_mut(ctx: &mut WriteCtx<'_>, key: &[u8]) -> Result<Option<Coll>, Error> {
     Ok(ctx.get_coll(key, Type::ZSet)?)
 }
@@ -286,7 +286,7 @@ pub fn remove_members<M: AsRef<[u8]>>(ctx: &mut WriteCtx<'_>, key: &[u8], member
 // Pops
 
 /// The engine-key range `[lower, upper)` a pop from either end of `c`'s score index scans: the whole index,
-/// narrowed by the dead ranges the commit thread learnt from earlier pops (so it does not step over their
+/// narrowed by the dead ranges the commit step learnt from earlier pops (so it does not step over their
 /// tombstones again; see dead.rs).
 fn pop_range(ctx: &WriteCtx<'_>, c: &Coll) -> (Vec<u8>, Vec<u8>) {
     let p = keys::sub_prefix(ctx.db_index, c.version, SUB_SCORE);
@@ -405,7 +405,7 @@ pub fn store(ctx: &mut WriteCtx<'_>, dst: &[u8], items: &[(Vec<u8>, f64)]) -> Re
     Ok(c.size)
 }
 
-/// Reads the meta values of `keys` in the commit thread, so the expired ones are deleted on access, as in
+/// Reads the meta values of `keys` in the commit step, so the expired ones are deleted on access, as in
 /// Redis (the STORE forms of the set operations, before they read their inputs through the view).
 pub fn expire_on_access<K: AsRef<[u8]>>(ctx: &mut WriteCtx<'_>, keys: &[K]) -> Result<(), Error> {
     for k in keys {
