@@ -5,7 +5,8 @@
 //!
 //! - [`WritableFile::append`] may buffer; [`WritableFile::flush`] hands every appended byte to the operating
 //!   system (after it, a process kill loses nothing); [`WritableFile::sync`] makes them durable (after it, a
-//!   power loss loses nothing of this file's *contents*).
+//!   power loss loses nothing of this file's *contents*); a [`SyncHandle`] from [`WritableFile::sync_handle`]
+//!   does the same for the flushed bytes without the writer.
 //! - A newly created, renamed or removed directory entry is durable only after [`Fs::sync_dir`] on its parent.
 //! - Errors carry the operation and the path ([`Error::Io`]).
 
@@ -40,6 +41,23 @@ pub trait WritableFile: Send + Sync {
     }
     /// The path this file was created at.
     fn path(&self) -> &Path;
+    /// A handle that makes this file's contents durable without the writer, so that one thread can
+    /// `fdatasync` the file while another goes on appending (or holds the lock that guards the writer). The
+    /// handle covers the bytes handed to the operating system before its [`SyncHandle::sync`] began, not those
+    /// still in the writer's buffer: [`WritableFile::flush`] first. It refers to this file, whatever happens to
+    /// the writer or the file's name meanwhile. Default: [`Error::NotSupported`]; a caller then syncs through
+    /// the writer.
+    fn sync_handle(&self) -> Result<Box<dyn SyncHandle>> {
+        Err(Error::NotSupported(format!("syncing {} without its writer", self.path().display())))
+    }
+}
+
+/// Makes a file's flushed contents durable on behalf of its writer ([`WritableFile::sync_handle`]).
+pub trait SyncHandle: Send + Sync {
+    /// Makes durable every byte of the file flushed to the operating system before this call began
+    /// (`fdatasync(2)`), as [`WritableFile::sync`] does for its own; a failure is reported the same way and
+    /// means those bytes may be lost.
+    fn sync(&self) -> Result<()>;
 }
 
 /// A file open for positional reads (SSTs, and whole-file reads of logs).

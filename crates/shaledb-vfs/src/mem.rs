@@ -5,7 +5,8 @@
 //!
 //! - *appended*: in the writer's user-space buffer; lost when the process dies ([`MemFs::kill_process`]);
 //! - *flushed*: handed to the "operating system"; survives a process kill, lost at a power loss unless synced;
-//! - *synced*: durable; survives [`MemFs::power_loss`].
+//! - *synced*: durable; survives [`MemFs::power_loss`]. A writer's `sync` makes its flushed bytes durable, and
+//!   so does a [`SyncHandle`](crate::SyncHandle) from it, for the bytes flushed before the handle's `sync` began.
 //!
 //! Directory entries follow the same rule one level up: a create, rename or remove changes the live namespace
 //! at once, the durable namespace only when [`Fs::sync_dir`] runs on the parent. Files are inodes, so a renamed

@@ -2,7 +2,8 @@
 //! through `File::try_lock`.
 
 use crate::{
-    AlignedBuf, Error, FileLock, Fs, RandomAccessFile, ReadHints, Result, WritableFile, WriteHints, DIRECT_IO_ALIGN,
+    AlignedBuf, Error, FileLock, Fs, RandomAccessFile, ReadHints, Result, SyncHandle, WritableFile, WriteHints,
+    DIRECT_IO_ALIGN,
 };
 use parking_lot::Mutex;
 use std::cell::RefCell;
@@ -70,6 +71,37 @@ impl WritableFile for PosixWritable {
     fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Opens the file again (a new open file description), checking it is the same inode as the writer's.
+    /// NB: not a `dup` (`File::try_clone`): Linux reports a write-back error once per open file description,
+    /// so with a shared one the writer's `fdatasync` and the handle's racing each other would see it once
+    /// between them, and the other would report success for lost bytes. Each description reports an error
+    /// nobody has seen yet, and every error after its open.
+    fn sync_handle(&self) -> Result<Box<dyn SyncHandle>> {
+        use std::os::unix::fs::MetadataExt;
+        let file = OpenOptions::new().write(true).open(&self.path).map_err(|e| Error::io("open", &self.path, e))?;
+        let ours = self.file.metadata().map_err(|e| Error::io("stat", &self.path, e))?;
+        let found = file.metadata().map_err(|e| Error::io("stat", &self.path, e))?;
+        if (ours.dev(), ours.ino()) != (found.dev(), found.ino()) {
+            return Err(Error::NotSupported(format!(
+                "syncing {} without its writer: the name now refers to another file",
+                self.path.display()
+            )));
+        }
+        Ok(Box::new(PosixSyncHandle { file, path: self.path.clone() }))
+    }
+}
+
+/// [`WritableFile::sync_handle`] of a [`PosixWritable`]: its own descriptor of the file.
+struct PosixSyncHandle {
+    file: File,
+    path: PathBuf,
+}
+
+impl SyncHandle for PosixSyncHandle {
+    fn sync(&self) -> Result<()> {
+        self.file.sync_data().map_err(|e| Error::io("fdatasync", &self.path, e))
+    }
 }
 
 /// A file written with `O_DIRECT` ([`WriteHints::direct`]): appends gather in an aligned buffer of
@@ -111,6 +143,8 @@ impl PosixDirectWritable {
     }
 }
 
+// `sync_handle` keeps its default (not supported): the file may hold zero padding past `len` that only the
+// writer's `sync` truncates away, and a sync without the writer would make the padding durable.
 impl WritableFile for PosixDirectWritable {
     fn append(&mut self, mut data: &[u8]) -> Result<()> {
         while !data.is_empty() {
@@ -515,6 +549,36 @@ mod tests {
         r.read_exact_at(&mut buf, 6).unwrap();
         assert_eq!(&buf, b"world");
         assert!(r.read_exact_at(&mut buf, 9).is_err());
+    }
+
+    #[test]
+    fn sync_handle_syncs_without_the_writer_and_only_its_own_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFs::new();
+        let p = dir.path().join("wal");
+        let mut w = fs.create(&p).unwrap();
+        w.append(b"abc").unwrap();
+        w.flush().unwrap();
+        let h = w.sync_handle().unwrap();
+        // The handle syncs on another thread while the writer goes on appending.
+        let syncer = std::thread::spawn(move || h.sync());
+        w.append(b"def").unwrap();
+        w.flush().unwrap();
+        syncer.join().unwrap().unwrap();
+        // It outlives the writer.
+        let h = w.sync_handle().unwrap();
+        drop(w);
+        h.sync().unwrap();
+        assert_eq!(fs.read_all(&p).unwrap(), b"abcdef");
+        // A handle is never taken on another file that took the writer's name.
+        let w = fs.create(&p).unwrap();
+        fs.rename(&p, &dir.path().join("moved")).unwrap();
+        let _other = fs.create(&p).unwrap();
+        assert!(matches!(w.sync_handle(), Err(Error::NotSupported(_))));
+        // Nor on a direct writer, whose padding only its own sync truncates.
+        if let Ok(d) = fs.create_with(&dir.path().join("direct"), WriteHints { direct: true }) {
+            assert!(matches!(d.sync_handle(), Err(Error::NotSupported(_))));
+        }
     }
 
     #[test]

@@ -392,6 +392,9 @@ impl WritableFile for LimitedFile {
     fn path(&self) -> &Path {
         self.file.path()
     }
+    fn sync_handle(&self) -> Result<Box<dyn shaledb_vfs::SyncHandle>> {
+        self.file.sync_handle()
+    }
 }
 
 /// A file system whose created files are charged to `limiter` at `pri`: what flushes and compactions write

@@ -2,7 +2,7 @@
 //! error (the grammar is in `log.rs`).
 
 use super::{record_crc, RecordType, BLOCK_SIZE, HEADER_LEN};
-use shaledb_vfs::{Error, Result, WritableFile};
+use shaledb_vfs::{Error, Result, SyncHandle, WritableFile};
 use std::path::Path;
 
 /// Appends framed records to a file.
@@ -92,6 +92,16 @@ impl Writer {
     /// Flushes, then makes the file contents durable (`fdatasync`).
     pub fn sync(&mut self) -> Result<()> {
         self.guarded(|w| w.file.sync())
+    }
+
+    /// A handle that fdatasyncs the file without this writer ([`WritableFile::sync_handle`]), covering the bytes
+    /// flushed before its `sync` begins: [`Writer::flush`] first. A poisoned writer gives its error: what it
+    /// left in the file must not be made durable.
+    pub fn sync_handle(&self) -> Result<Box<dyn SyncHandle>> {
+        match &self.failed {
+            Some(e) => Err(e.clone()),
+            None => self.file.sync_handle(),
+        }
     }
 
     /// Bytes written to the file so far, framing included.

@@ -2,7 +2,7 @@
 //! and the epoch (process) it was opened in; a handle from before a simulated crash fails every call.
 
 use super::{os_err, FsOp, State};
-use crate::{Error, FileLock, RandomAccessFile, Result, WritableFile};
+use crate::{Error, FileLock, RandomAccessFile, Result, SyncHandle, WritableFile};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -48,6 +48,50 @@ impl WritableFile for MemWritable {
 
     fn path(&self) -> &Path {
         &self.path
+    }
+
+    fn sync_handle(&self) -> Result<Box<dyn SyncHandle>> {
+        let mut st = self.state.lock();
+        st.check_alive(self.epoch, "open", &self.path)?;
+        let inode = st.inodes.get_mut(&self.ino).ok_or_else(|| Error::io("open", &self.path, os_err(libc::EBADF)))?;
+        // The handle keeps the inode alive, as an open descriptor does.
+        inode.handles += 1;
+        Ok(Box::new(MemSyncHandle {
+            state: Arc::clone(&self.state),
+            ino: self.ino,
+            epoch: self.epoch,
+            path: self.path.clone(),
+        }))
+    }
+}
+
+/// A [`MemWritable`]'s [`SyncHandle`]: what its `sync` does after the flush. The sync is instantaneous under
+/// the file system's lock, so it makes durable exactly the bytes flushed before it began; it is counted and
+/// failed by fault plans as an [`FsOp::Sync`], and recorded by [`MemFs::record_before`](super::MemFs::record_before)
+/// like one.
+pub(super) struct MemSyncHandle {
+    state: Arc<Mutex<State>>,
+    ino: u64,
+    epoch: u64,
+    path: PathBuf,
+}
+
+impl SyncHandle for MemSyncHandle {
+    fn sync(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        st.check_alive(self.epoch, "fdatasync", &self.path)?;
+        st.begin(FsOp::Sync, "fdatasync", &self.path)?;
+        let inode =
+            st.inodes.get_mut(&self.ino).ok_or_else(|| Error::io("fdatasync", &self.path, os_err(libc::EBADF)))?;
+        inode.synced_len = inode.data.len();
+        inode.durable_override = None;
+        Ok(())
+    }
+}
+
+impl Drop for MemSyncHandle {
+    fn drop(&mut self) {
+        self.state.lock().release_handle(self.epoch, self.ino);
     }
 }
 

@@ -177,6 +177,55 @@ fn power_loss_keeps_exactly_the_synced_prefix() {
 }
 
 #[test]
+fn sync_handle_makes_durable_what_was_flushed_before_its_sync() {
+    let fs = fs_with_db();
+    let mut w = fs.create(&p("/db/log")).unwrap();
+    fs.sync_dir(&p("/db")).unwrap();
+    w.append(b"flushed;").unwrap();
+    w.flush().unwrap();
+    let h = w.sync_handle().unwrap();
+    w.append(b"buffered;").unwrap();
+    let syncs = fs.op_count(FsOp::Sync);
+    h.sync().unwrap();
+    assert_eq!(fs.op_count(FsOp::Sync), syncs + 1, "counted as a sync");
+    // Flushed after that sync: not covered until the handle syncs again.
+    w.flush().unwrap();
+    let before_second = fs.deep_clone();
+    h.sync().unwrap();
+    before_second.power_loss(PowerLoss::DropUnsynced, 1);
+    assert_eq!(before_second.read_file(&p("/db/log")).unwrap(), b"flushed;");
+    // The handle outlives its writer and keeps the unlinked file alive, as a descriptor does.
+    w.append(b"lost").unwrap();
+    drop(w);
+    fs.remove(&p("/db/log")).unwrap();
+    h.sync().unwrap();
+    let kept = fs.deep_clone();
+    kept.power_loss(PowerLoss::DropUnsynced, 2);
+    assert_eq!(kept.read_file(&p("/db/log")).unwrap(), b"flushed;buffered;", "removal not synced: durable name");
+}
+
+#[test]
+fn sync_handle_faults_fire_as_for_sync_and_die_with_the_process() {
+    let fs = fs_with_db();
+    let mut w = fs.create(&p("/db/log")).unwrap();
+    w.append(b"x").unwrap();
+    w.flush().unwrap();
+    let h = w.sync_handle().unwrap();
+    fs.set_faults(FaultPlan::once(FsOp::Sync, 1, FaultError::Eio));
+    let e = h.sync().unwrap_err();
+    assert!(e.is_io() && !e.is_no_space(), "{e}");
+    fs.set_faults(FaultPlan::from_nth(FsOp::Sync, 1, FaultError::Enospc).on_paths_containing("log"));
+    assert!(h.sync().unwrap_err().is_no_space());
+    assert!(w.sync().unwrap_err().is_no_space(), "the writer's own sync meets the same plan");
+    fs.clear_faults();
+    h.sync().unwrap();
+    fs.kill_process();
+    assert!(h.sync().is_err(), "a handle from before a crash is dead");
+    fs.power_loss(PowerLoss::DropUnsynced, 3);
+    assert_eq!(fs.read_file(&p("/db/log")), None, "the file's name was never synced");
+}
+
+#[test]
 fn create_is_durable_only_after_dir_sync() {
     let fs = fs_with_db();
     write_synced(&fs, &p("/db/a"), b"data");

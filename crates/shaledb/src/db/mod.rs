@@ -21,13 +21,15 @@
 //!    writer's `phase` (a leaf) is taken under it.
 //! 3. `tail`: a secondary instance's catch-up (secondary.rs), held for a whole catch-up; it takes `state`, then
 //!    `wal` once `state` is released.
-//! 4. `wal`: the WAL and the next sequence number ([`wal::WalState`]), held by the write leader, `flush`,
+//! 4. `wal_sync`: `sync_wal`'s turn, held for the whole call, the WAL's `fdatasync` included (run with `wal`
+//!    released); it takes `wal` (twice), `state`, `closed_wals.list` and `closed_wals.dir_unsynced`.
+//! 5. `wal`: the WAL and the next sequence number ([`wal::WalState`]), held by the write leader, `flush`,
 //!    `ingest_external_file`, checkpoints, family creation and drop, and shutdown.
-//! 5. `threads`: the background threads' handles, held by `start` while it spawns them (it takes `state`) and
+//! 6. `threads`: the background threads' handles, held by `start` while it spawns them (it takes `state`) and
 //!    briefly by shutdown with nothing else held.
-//! 6. `state`: [`State`]; released during all table I/O; background threads wait on `bg_cv` with it.
-//! 7. `publish`: the order in which groups publish their sequence numbers (`publish_cv`).
-//! 8. `closed_wals.list`, then `closed_wals.dir_unsynced`: the WALs switched out unsynced, and whether the
+//! 7. `state`: [`State`]; released during all table I/O; background threads wait on `bg_cv` with it.
+//! 8. `publish`: the order in which groups publish their sequence numbers (`publish_cv`).
+//! 9. `closed_wals.list`, then `closed_wals.dir_unsynced`: the WALs switched out unsynced, and whether the
 //!    directory needs an fsync; taken under `wal` and `state` by a memtable switch, or with nothing else held
 //!    by `sync_closed_wals`, which keeps the list while it fsyncs them.
 //!
@@ -188,6 +190,9 @@ pub(crate) struct DbInner {
     pub(crate) bg_cv: Condvar,
     pub(crate) write: write::WriteQueue,
     pub(crate) wal: Mutex<wal::WalState>,
+    /// `sync_wal`'s turn (lock order: before `wal`): one caller at a time runs the WAL's `fdatasync` without
+    /// the `wal` lock, so a second one syncs after it what was appended since.
+    pub(crate) wal_sync: Mutex<()>,
     /// The WALs switched out with unsynced bytes (lock order: after `wal` and `state`, held alone while they
     /// are synced, so a flush can sync them while a stalled writer holds `wal`).
     pub(crate) closed_wals: wal::ClosedWals,
@@ -309,6 +314,7 @@ impl DbInner {
             bg_cv: Condvar::new(),
             write: Default::default(),
             wal: Mutex::new(o.wal),
+            wal_sync: Mutex::new(()),
             closed_wals: Default::default(),
             visible_seq: AtomicU64::new(o.visible_seq),
             publish: Mutex::new(()),
@@ -593,9 +599,11 @@ impl Db {
         write::write(&self.inner, batch.rep.clone(), opts)
     }
 
-    /// fsyncs the WAL, making every write acknowledged so far durable across power loss (RocksDB's `SyncWAL`).
-    /// A no-op when nothing was written since the last sync. A failed sync makes the database read-only
-    /// (D6) and is reported here and by every later write. Used for Redis's `appendfsync everysec`.
+    /// fsyncs the WAL, making every write acknowledged before the call durable across power loss (RocksDB's
+    /// `SyncWAL`). Writes go on while the fsync runs (those made meanwhile may or may not be covered: the next
+    /// call covers them); concurrent calls take turns. A no-op when nothing was written since the last sync. A
+    /// failed sync makes the database read-only (D6) and is reported here and by every later write. Used for
+    /// Redis's `appendfsync everysec`.
     pub fn sync_wal(&self) -> Result<()> {
         wal::sync_wal(&self.inner)
     }

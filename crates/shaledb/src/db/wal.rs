@@ -158,27 +158,101 @@ pub(super) fn append_records(
 }
 
 /// fsyncs the WALs switched out unsynced, then the current WAL if it holds unsynced bytes: this makes every
-/// write that returned so far durable.
+/// write that returned before the call durable (writes made while it runs may or may not be covered).
+///
+/// The current WAL's `fdatasync` runs without the `wal` lock, so writes go on meanwhile (RocksDB's `SyncWAL`
+/// releases its mutex the same way). Under the lock: the checks, the closed WALs and the `Synced` marker as
+/// [`sync_wal_locked`] does them, then the WAL is flushed and its number, its length and a
+/// [`SyncHandle`](shaledb_vfs::SyncHandle) of its file are taken. With the lock released: the directory is
+/// fsynced if a WAL was created since it last was ([`sync_wal_dir`], which has its own lock), then the file
+/// through the handle. Under the lock again: the synced length is recorded if the WAL is still current and the
+/// length grew. Callers take turns on `wal_sync` (before `wal` in the lock order), so a second `sync_wal`
+/// waits for the first one's sync, then syncs what was appended since. A file whose writer gives no sync
+/// handle is synced under the lock, as [`sync_wal_locked`] does.
 pub(crate) fn sync_wal(inner: &Arc<DbInner>) -> Result<()> {
     if inner.read_only {
         return Err(super::errors::refused("sync_wal"));
     }
+    let _turn = inner.wal_sync.lock();
+    let (number, len, handle) = {
+        let mut wal = inner.wal.lock();
+        if !sync_wal_begin(inner, &mut wal)? {
+            return Ok(());
+        }
+        let Some(log) = wal.log.as_mut() else { return Err(Error::Closed) };
+        // The group that appended flushed already; the marker just written did too. A failed flush is a
+        // failed WAL write: the writer is poisoned, and dropped as a failed group drops it.
+        if let Err(e) = log.flush() {
+            wal.log = None;
+            return Err(fail(inner, e));
+        }
+        let len = log.len();
+        match log.sync_handle() {
+            Ok(handle) => (wal.number, len, handle),
+            // A file system without handles (or out of descriptors): the sync under the lock, as before.
+            Err(_) => return sync_current_locked(inner, &mut wal),
+        }
+    };
+    // INVARIANT: WAL `number` holds `len` flushed bytes covering every write acknowledged before this call;
+    // a memtable switch or shutdown may take its writer from `wal` meanwhile, never the file from the handle.
+    sync_wal_dir(inner).map_err(|e| fail(inner, e))?;
+    let synced = handle.sync();
     let mut wal = inner.wal.lock();
-    sync_wal_locked(inner, &mut wal)
+    let current = wal.number == number && wal.log.is_some();
+    match synced {
+        Ok(()) => {
+            Counters::add(&inner.counters.wal_syncs, 1);
+            // A synced group may have passed `len` meanwhile; after a switch the old WAL is on `closed_wals`
+            // (unsynced, as it was when the switch ran) and is synced again by whatever next needs it.
+            if let Some(log) = wal.log.as_ref().filter(|_| current && len > wal.synced_len) {
+                let appended_since = log.len() > len;
+                wal.synced_len = len;
+                wal.unsynced = appended_since;
+            }
+            Ok(())
+        }
+        Err(e) => {
+            // As for a failed group sync: the WAL is never written or synced again, and the database turns
+            // read-only before the lock is released. A synced group that ran since the failure synced through
+            // the writer's own descriptor, which reports the same write-back error (`sync_handle` on POSIX
+            // opens the file again rather than sharing the writer's open file description).
+            if current {
+                wal.log = None;
+            }
+            Err(fail(inner, e))
+        }
+    }
 }
 
-/// [`sync_wal`] with the WAL lock held by the caller (which must not hold the state lock). Column family
-/// creation and drop call it before their MANIFEST edit, so a power loss never keeps the edit and loses a
-/// write acknowledged before it (the recovered state stays a prefix of the acknowledged operations, D28).
+/// [`sync_wal`] with the WAL lock held by the caller (which must not hold the state lock), the `fdatasync`
+/// included. Column family creation and drop call it before their MANIFEST edit, so a power loss never keeps
+/// the edit and loses a write acknowledged before it (the recovered state stays a prefix of the acknowledged
+/// operations, D28).
 pub(crate) fn sync_wal_locked(inner: &Arc<DbInner>, wal: &mut WalState) -> Result<()> {
+    if !sync_wal_begin(inner, wal)? {
+        return Ok(());
+    }
+    sync_current_locked(inner, wal)
+}
+
+/// The part of a WAL sync done under the `wal` lock before the current WAL's own: refuses when the database
+/// is read-only after a failure, syncs the closed WALs and appends their marker. Returns whether the current
+/// WAL holds unsynced bytes; `Err(Closed)` when there is no WAL. REQUIRES: `wal` locked, `state` not.
+fn sync_wal_begin(inner: &DbInner, wal: &mut WalState) -> Result<bool> {
     if let Some(cause) = &inner.state.lock().bg_error {
         return Err(super::errors::read_only_error(cause));
     }
     sync_closed_wals(inner)?;
     write_due_marker(inner, wal)?;
-    if !wal.unsynced {
-        return if wal.log.is_some() { Ok(()) } else { Err(Error::Closed) };
+    match (&wal.log, wal.unsynced) {
+        (None, _) => Err(Error::Closed),
+        (Some(_), unsynced) => Ok(unsynced),
     }
+}
+
+/// fsyncs the directory if needed, then the current WAL, under the `wal` lock. REQUIRES: `wal` locked,
+/// `state` not.
+fn sync_current_locked(inner: &DbInner, wal: &mut WalState) -> Result<()> {
     sync_wal_dir(inner).map_err(|e| fail(inner, e))?;
     let Some(log) = wal.log.as_mut() else { return Err(Error::Closed) };
     match log.sync() {

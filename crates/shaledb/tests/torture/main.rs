@@ -15,6 +15,7 @@ mod numbers;
 mod options_crash;
 mod power_loss;
 mod short_runs;
+mod sync_wal;
 mod torn_tails;
 mod wal_full_disk;
 mod wal_modes;
