@@ -326,7 +326,7 @@ fn the_key_tools_show_and_write_a_servers_keys() {
     // --raw: the engine's records, the encoding and the layout marker included.
     let raw = shaledb(&["scan", "--raw", "--hex", p(&db)]).1;
     assert!(raw.contains("0x00007065727369737431 ==> 0x0168656C6C6F\n"), "{raw}");
-    assert!(raw.ends_with("0xFF7368616C6564622D7365727665722D6C61796F7574 ==> 0x31\n"), "the marker: {raw}");
+    assert!(raw.ends_with("0xFF7368616C6564622D7365727665722D6C61796F7574 ==> 0x32\n"), "the marker: {raw}");
     // --column-family is for plain databases.
     let (code, _, err) = shaledb(&["get", "--column-family", "default", p(&db), "persist1"]);
     assert_eq!(code, Some(1));
@@ -376,7 +376,7 @@ fn a_server_database_from_before_the_marker_is_adopted_once() {
     assert_eq!(c.call(&["HGETALL", "h"]), Reply::Array(vec![bulk("f"), bulk("v")]));
     assert_eq!(c.call(&["DBSIZE"]), Reply::Int(2));
     server.stop();
-    assert_eq!(db_get_raw(&path, shaledb_server::layout::MARKER_KEY), Some(b"1".to_vec()));
+    assert_eq!(db_get_raw(&path, shaledb_server::layout::MARKER_KEY), Some(shaledb_server::layout::marker_value()));
 
     let server = Server::start(&path);
     assert!(!server.log().contains("adopted"), "said once: {}", server.log());
@@ -398,7 +398,7 @@ fn a_new_server_directory_is_marked_even_with_no_key() {
     assert_eq!(c.call(&["FLUSHALL"]), Reply::Simple("OK".into()));
     assert_eq!(c.call(&["DBSIZE"]), Reply::Int(0));
     server.stop();
-    assert_eq!(db_get_raw(&path, shaledb_server::layout::MARKER_KEY), Some(b"1".to_vec()));
+    assert_eq!(db_get_raw(&path, shaledb_server::layout::MARKER_KEY), Some(shaledb_server::layout::marker_value()));
     assert_eq!(shaledb(&["scan", p(&path)]), (Some(0), String::new(), String::new()));
     // An empty server keyspace is still a server's: `put` writes a Redis string, not an engine record.
     assert_eq!(shaledb(&["put", p(&path), "k", "v"]).0, Some(0));

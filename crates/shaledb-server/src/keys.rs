@@ -14,7 +14,7 @@
 //! type          := 0x1 string | 0x2 hash | 0x3 list | 0x4 set | 0x5 zset | 0x6 stream   (frozen)
 //! payload       := the string's bytes (type string) | coll_header (other types)
 //! coll_header   := version:u64be size:u64be extra       extra: per type (see the type's section)
-//! sub           := 0x00 member record | 0x01 zset score index | 0x02.. per type            (frozen)
+//! sub           := 0x00 member record (no list) | 0x01 zset score index | 0x02.. per type (list: nodes) (frozen)
 //! ```
 //!
 //! One engine key per Redis key, holding the type and the expiry, makes `TYPE`, `EXISTS`, `TTL` and the

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! layout_key    := 0xff "shaledb-server-layout"         one record, outside every database's range
-//! layout_value  := version:decimal                      the keyspace format version (ASCII), now "1"
+//! layout_value  := version:decimal                      the keyspace format version (ASCII), now "2"
 //! ```
 //!
 //! The server writes the marker (synced) when it creates a database or opens an empty one, so a server's
@@ -27,7 +27,11 @@ use std::path::Path;
 pub const MARKER_KEY: &[u8] = b"\xffshaledb-server-layout";
 
 /// The keyspace format version the marker records (bumped on any change of the grammar in `keys.rs`).
-pub const KEYSPACE_VERSION: u32 = 1;
+pub const KEYSPACE_VERSION: u32 = 2;
+
+/// The previous keyspace format version, which the server converts at start (lists held one record per
+/// element: [`crate::types::list::upgrade`]).
+pub const CONVERTIBLE_VERSION: u32 = 1;
 
 /// Records read from each end of a database without the marker before it is judged a server keyspace.
 pub const SAMPLE: usize = 10_000;
@@ -174,10 +178,10 @@ pub fn refusal(dir: &Path, layout: &Layout) -> Option<String> {
              serve them as Redis strings run `shaledb import-strings {dir} NEWDIR` and then `shaledb server --dir \
              NEWDIR`"
         )),
-        Layout::Marked { version: Some(v) } if *v == KEYSPACE_VERSION => None,
+        Layout::Marked { version: Some(v) } if *v == KEYSPACE_VERSION || *v == CONVERTIBLE_VERSION => None,
         Layout::Marked { version: Some(v) } => Some(format!(
             "{dir} holds a server keyspace of format version {v}; this shaledb reads version {KEYSPACE_VERSION} \
-             only"
+             (and converts version {CONVERTIBLE_VERSION} when it starts)"
         )),
         Layout::Marked { version: None } => {
             Some(format!("{dir} holds a damaged server layout marker (not a version number)"))
@@ -233,6 +237,7 @@ pub fn mark_on_open(db: &Db, dir: &Path) -> Result<(), String> {
     match layout {
         Layout::Empty => write(db),
         Layout::Unmarked { records } => {
+            upgrade(db, dir)?;
             write(db)?;
             eprintln!(
                 "# {} holds a server keyspace written before the layout marker ({records}): adopted (marker \
@@ -241,8 +246,34 @@ pub fn mark_on_open(db: &Db, dir: &Path) -> Result<(), String> {
             );
             Ok(())
         }
+        Layout::Marked { version: Some(CONVERTIBLE_VERSION) } => {
+            upgrade(db, dir)?;
+            write(db)
+        }
         _ => Ok(()),
     }
+}
+
+/// Converts a keyspace of format version 1 to the current one (its lists to nodes), saying so on stderr at
+/// the start and the end. Safe to cut short at any point: the next start resumes (`types/list/upgrade.rs`).
+/// The caller writes the marker afterwards.
+pub fn upgrade(db: &Db, dir: &Path) -> Result<(), String> {
+    eprintln!(
+        "# {}: converting the lists of keyspace format version {CONVERTIBLE_VERSION} to version {KEYSPACE_VERSION} \
+         (nodes of 32 elements) before serving",
+        dir.display()
+    );
+    let done = crate::types::list::upgrade::convert_lists(db, None).map_err(|why| {
+        format!("converting the lists in {} to format version {KEYSPACE_VERSION}: {why}", dir.display())
+    })?;
+    eprintln!(
+        "# {}: converted {} lists ({} elements) in {} synced batches",
+        dir.display(),
+        done.lists,
+        done.elements,
+        done.batches
+    );
+    Ok(())
 }
 
 #[cfg(test)]
@@ -281,6 +312,10 @@ mod tests {
         assert!(record_fits(&meta_key(0, b"k"), &encode_string(b"v", None)));
         assert!(record_fits(&meta_key(15, b""), &encode_string(b"", Some(5))));
         assert!(record_fits(&member_key(2, 9, SUB_MEMBER, b""), b"anything"));
+        // A list's node record and the record of a long element (format version 2).
+        use crate::types::list::node::{ext_part, node_part, SUB_NODE};
+        assert!(record_fits(&member_key(0, 9, SUB_NODE, &node_part(1 << 58)), &[0x00, 0x01, b'a', 0x01]));
+        assert!(record_fits(&member_key(0, 9, SUB_NODE, &ext_part(1 << 58, 31)), &[b'x'; 600]));
         assert!(record_fits(&registry_key(1, 9), b"user key"));
         assert!(record_fits(&meta_key(0, b"h"), &Coll::new(Type::Set, 1).encode()));
         // Plain records: `shaledb put DIR persist1 hello`, a key in database 16, a short collection header.
@@ -302,7 +337,7 @@ mod tests {
         assert_eq!(check(&db).unwrap(), Layout::Empty);
         mark_on_open(&db, dir.path()).unwrap();
         assert_eq!(check(&db).unwrap(), Layout::Marked { version: Some(KEYSPACE_VERSION) });
-        assert_eq!(db.get(MARKER_KEY).unwrap(), Some(b"1".to_vec()));
+        assert_eq!(db.get(MARKER_KEY).unwrap(), Some(b"2".to_vec()));
     }
 
     #[test]
@@ -313,6 +348,46 @@ mod tests {
         assert!(check(&db).unwrap().is_server());
         mark_on_open(&db, dir.path()).unwrap();
         assert_eq!(check(&db).unwrap(), Layout::Marked { version: Some(KEYSPACE_VERSION) });
+    }
+
+    /// A keyspace from before the marker is of format version 1: its lists (one record per element) are
+    /// converted to nodes when it is adopted.
+    #[test]
+    fn a_database_from_before_the_marker_has_its_lists_converted_when_adopted() {
+        use crate::types::list;
+        let (dir, db) = db();
+        server_records(&db);
+        let elements: Vec<Vec<u8>> =
+            (0..40).map(|i| if i == 33 { vec![b'x'; 700] } else { format!("e{i}").into_bytes() }).collect();
+        let mut l = Coll::new(Type::List, 8);
+        let head = list::BASE - 3;
+        l.size = elements.len() as u64;
+        l.set_extra_u64(0, head);
+        l.set_extra_u64(1, head + l.size);
+        db.put(meta_key(0, b"l"), l.encode()).unwrap();
+        db.put(registry_key(0, 8), b"l").unwrap();
+        for (i, e) in elements.iter().enumerate() {
+            db.put(member_key(0, 8, SUB_MEMBER, &(head + i as u64).to_be_bytes()), e).unwrap();
+        }
+        assert!(matches!(check(&db).unwrap(), Layout::Unmarked { .. }));
+        mark_on_open(&db, dir.path()).unwrap();
+        assert_eq!(check(&db).unwrap(), Layout::Marked { version: Some(KEYSPACE_VERSION) });
+        let ctx = crate::store::ReadCtx::new(&db, 0, 0).pinned();
+        let c = list::get(&ctx, b"l").unwrap().unwrap();
+        let mut got = Vec::new();
+        list::for_each_in(&ctx, &c, 0, c.size, |e| got.push(e.to_vec())).unwrap();
+        assert_eq!(got, elements);
+        assert_eq!(list::index(&ctx, &c, 33).unwrap(), Some(vec![b'x'; 700]));
+        assert_eq!(ctx.members(&c, SUB_MEMBER, None, false).count(), 0, "no element record of version 1 left");
+    }
+
+    #[test]
+    fn a_marker_of_version_1_is_converted_and_bumped() {
+        let (dir, db) = db();
+        db.put(MARKER_KEY, b"1").unwrap();
+        assert_eq!(refusal(dir.path(), &check(&db).unwrap()), None);
+        mark_on_open(&db, dir.path()).unwrap();
+        assert_eq!(db.get(MARKER_KEY).unwrap(), Some(b"2".to_vec()));
     }
 
     #[test]
@@ -362,9 +437,9 @@ mod tests {
     #[test]
     fn a_marker_of_another_version_is_refused() {
         let (dir, db) = db();
-        db.put(MARKER_KEY, b"2").unwrap();
+        db.put(MARKER_KEY, b"3").unwrap();
         let why = mark_on_open(&db, dir.path()).unwrap_err();
-        assert!(why.contains("format version 2"), "{why}");
+        assert!(why.contains("format version 3"), "{why}");
         db.put(MARKER_KEY, b"x").unwrap();
         assert_eq!(check(&db).unwrap(), Layout::Marked { version: None });
         assert!(mark_on_open(&db, dir.path()).unwrap_err().contains("damaged"));

@@ -4,7 +4,8 @@
 //! stores: the bytes of its records (engine key and value) plus the engine's 8-byte sequence-and-kind trailer
 //! per record, for the meta record and every member record. With `SAMPLES n` (default 5) a collection's
 //! member records are sampled: the first `n` are read and their average size stands for all of them (score
-//! index records of a sorted set are estimated from the same sample); `SAMPLES 0` reads every record. The
+//! index records of a sorted set are estimated from the same sample; a list's records are nodes of up to 32
+//! elements, so its sample is the first nodes holding `n` elements); `SAMPLES 0` reads every record. The
 //! figure is not Redis's (Redis counts its in-memory encodings), but it grows with what the key holds, so
 //! `redis-cli --memkeys` and `--bigkeys` rank keys usefully.
 
@@ -84,7 +85,15 @@ pub fn usage(ctx: &ReadCtx<'_>, key: &[u8], samples: u64) -> Result<Option<u64>,
     let Some(c) = Coll::decode(&stored).map_err(|e| crate::store::Error::Corrupt(e.to_string()))? else {
         return Ok(Some(total));
     };
-    let (seen, bytes) = sample_members(ctx, &c, keys::SUB_MEMBER, samples)?;
+    let (seen, bytes) = if c.typ == Type::List {
+        // Nodes of up to 32 elements, long elements in records of their own: sampled by elements.
+        crate::types::list::sample_bytes(ctx, &c, samples, RECORD_OVERHEAD).map_err(|e| match e {
+            crate::types::list::Error::Store(e) => e,
+            other => crate::store::Error::Corrupt(other.to_string()),
+        })?
+    } else {
+        sample_members(ctx, &c, keys::SUB_MEMBER, samples)?
+    };
     let member_bytes = if seen == 0 {
         0
     } else if samples == 0 || seen >= c.size {
