@@ -13,11 +13,13 @@
 use crate::keys;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+mod counts;
 mod error;
 mod read;
 mod watches;
 mod write;
 
+pub use counts::{ReadCounts, Reads};
 pub use error::Error;
 pub use read::{Members, Misses, ReadCtx, Scan};
 pub use watches::{WatchInbox, Watches};

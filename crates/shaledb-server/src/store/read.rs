@@ -1,7 +1,7 @@
 //! [`ReadCtx`]: what a read command sees, and the merged scans of the engine and the commit step's pending
 //! writes ([`Scan`], [`Members`]).
 
-use super::{coll_of_type, Error, Overlay};
+use super::{coll_of_type, Error, Overlay, ReadCounts};
 use crate::keys;
 use bytes::Bytes;
 use shaledb::{Db, ReadOptions};
@@ -19,6 +19,8 @@ pub struct ReadCtx<'a> {
     /// Where a lookup that finds no live key reports it (Redis's `keymiss` event); `None` while the `m`
     /// class is off.
     pub(super) misses: Option<&'a Misses>,
+    /// Where reads are counted (tests bounding a command's reads); `None`: not counted.
+    pub(super) counts: Option<&'a ReadCounts>,
 }
 
 /// The keys the lookups of one command found missing or expired, in order: `(database, key)`. Whoever ran
@@ -41,7 +43,7 @@ impl Misses {
 impl<'a> ReadCtx<'a> {
     /// A read context on a connection: the latest state of the engine at each read.
     pub fn new(db: &'a Db, db_index: u8, now_ms: u64) -> ReadCtx<'a> {
-        ReadCtx { db, db_index, now_ms, overlay: None, snapshot: None, misses: None }
+        ReadCtx { db, db_index, now_ms, overlay: None, snapshot: None, misses: None, counts: None }
     }
 
     /// The same context, its lookups of missing keys recorded in `misses` (for the `keymiss` event).
@@ -65,6 +67,7 @@ impl<'a> ReadCtx<'a> {
             overlay: self.overlay,
             snapshot,
             misses: self.misses,
+            counts: self.counts,
         }
     }
 
@@ -74,6 +77,9 @@ impl<'a> ReadCtx<'a> {
 
     /// An engine key's value (pending writes first in the commit step).
     pub fn get_raw(&self, engine_key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        if let Some(c) = self.counts {
+            c.get();
+        }
         if let Some(v) = self.overlay.and_then(|o| o.get(engine_key)) {
             return Ok(v.clone());
         }
@@ -147,13 +153,16 @@ impl<'a> ReadCtx<'a> {
         } else {
             it.seek(lower);
         }
+        if let Some(c) = self.counts {
+            c.seek();
+        }
         let pending = match self.overlay {
             Some(o) if lower < upper => {
                 Some(o.range::<[u8], _>((std::ops::Bound::Included(lower), std::ops::Bound::Excluded(upper))))
             }
             _ => None,
         };
-        Scan { it, pending, reverse, peeked: None, done: false }
+        Scan { it, pending, reverse, peeked: None, advance: false, done: false, counts: self.counts }
     }
 
     /// The member records of collection `c` with sub-kind `sub`, as `(part, value)` (the part is the key
@@ -174,6 +183,19 @@ impl<'a> ReadCtx<'a> {
             }
         }
         Members { scan: self.scan(&lower, &upper, reverse) }
+    }
+
+    /// The member records of collection `c` with sub-kind `sub` in order from the part `from` (inclusive)
+    /// up to the part `until` (exclusive; the end when `None`): a scan that must not step over the records
+    /// past a known end.
+    pub fn members_until(&self, c: &keys::Coll, sub: u8, from: &[u8], until: Option<&[u8]>) -> Members<'a> {
+        let prefix = keys::sub_prefix(self.db_index, c.version, sub);
+        let lower = [&prefix[..], from].concat();
+        let upper = match until {
+            Some(u) => [&prefix[..], u].concat(),
+            None => keys::prefix_end(&prefix).unwrap_or_default(),
+        };
+        Members { scan: self.scan(&lower, &upper, false) }
     }
 }
 
@@ -208,10 +230,16 @@ impl ReadCtx<'_> {
             ..self.read_options()
         });
         it.seek(&lower);
+        if let Some(c) = self.counts {
+            c.seek();
+        }
         while n < limit && it.valid() {
             f(it.value());
             n += 1;
             it.next();
+            if let Some(c) = self.counts {
+                c.step();
+            }
         }
         it.status().map_err(Error::read)?;
         Ok(n)
@@ -225,7 +253,11 @@ pub struct Scan<'a> {
     reverse: bool,
     /// The next pending entry not yet merged.
     peeked: Option<(&'a Vec<u8>, &'a Option<Vec<u8>>)>,
+    /// The engine's entry was used: step past it before the next item. Stepping only when the next item
+    /// is asked for spares a scan that takes one item (a pop, a pick) a step of the engine's cursor.
+    advance: bool,
     done: bool,
+    counts: Option<&'a ReadCounts>,
 }
 
 impl Scan<'_> {
@@ -239,6 +271,9 @@ impl Scan<'_> {
     }
 
     fn step_engine(&mut self) {
+        if let Some(c) = self.counts {
+            c.step();
+        }
         if self.reverse {
             self.it.prev();
         } else {
@@ -254,6 +289,10 @@ impl Iterator for Scan<'_> {
         loop {
             if self.done {
                 return None;
+            }
+            if self.advance {
+                self.advance = false;
+                self.step_engine();
             }
             let engine = self.it.valid().then(|| self.it.key().to_vec());
             if engine.is_none() {
@@ -275,7 +314,7 @@ impl Iterator for Scan<'_> {
                 (Some(e), Some((p, _))) => {
                     if p == e {
                         // The pending write replaces the engine's entry.
-                        self.step_engine();
+                        self.advance = true;
                         true
                     } else {
                         (p < e) != reverse
@@ -284,6 +323,9 @@ impl Iterator for Scan<'_> {
             };
             if take_pending {
                 self.peeked = None;
+                if let Some(c) = self.counts {
+                    c.step();
+                }
                 let (k, v) = pending.expect("checked above");
                 match v {
                     Some(v) => return Some(Ok((k, v))),
@@ -292,7 +334,7 @@ impl Iterator for Scan<'_> {
             }
             let k = engine.expect("checked above");
             let v = self.it.value().to_vec();
-            self.step_engine();
+            self.advance = true;
             return Some(Ok((k, v)));
         }
     }

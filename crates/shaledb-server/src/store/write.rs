@@ -1,7 +1,7 @@
 //! [`WriteCtx`]: what a write command sees in the commit step, the engine through the group's pending
 //! writes ([`Overlay`]), and those writes.
 
-use super::{coll_of_type, Error, ReadCtx, Watches};
+use super::{coll_of_type, Error, ReadCounts, ReadCtx, Watches};
 use crate::keys;
 use bytes::Bytes;
 use shaledb::{Db, ReadOptions, WriteBatch, WriteOptions};
@@ -116,6 +116,8 @@ pub struct WriteCtx<'a> {
     pub watch_inbox: Option<Arc<super::WatchInbox>>,
     /// [`crate::commit::Store::expiry_paused_until`] (CLIENT PAUSE); `None` outside the commit step.
     pub expiry_paused_until: Option<Arc<std::sync::atomic::AtomicU64>>,
+    /// Where this context and its views count their reads ([`WriteCtx::count_reads`]); `None`: not counted.
+    counts: Option<Arc<ReadCounts>>,
 }
 
 /// Bytes counted per pending entry besides its key and value (map node, batch record header).
@@ -165,7 +167,14 @@ impl<'a> WriteCtx<'a> {
             script_read: false,
             watch_inbox: None,
             expiry_paused_until: None,
+            counts: None,
         }
+    }
+
+    /// Counts the reads of this context and of its views from now on (tests that bound a command's
+    /// reads); returns the totals to sample.
+    pub fn count_reads(&mut self) -> Arc<ReadCounts> {
+        self.counts.get_or_insert_with(Default::default).clone()
     }
 
     /// Client `client` WATCHes `user_key` of database `db`, as of everything executed before in this group.
@@ -350,6 +359,9 @@ impl<'a> WriteCtx<'a> {
 
     /// Reads an engine key as of everything executed before in this group.
     pub fn get_raw(&mut self, engine_key: &[u8]) -> shaledb::Result<Option<Vec<u8>>> {
+        if let Some(c) = &self.counts {
+            c.get();
+        }
         match self.pending.get(engine_key) {
             Some(v) => Ok(v.clone()),
             None => self.db.get(engine_key),
@@ -554,6 +566,7 @@ impl WriteCtx<'_> {
             overlay: Some(&self.pending),
             snapshot: None,
             misses: None,
+            counts: self.counts.as_deref(),
         }
     }
 
@@ -681,6 +694,12 @@ impl WriteCtx<'_> {
         self.dead.note_zone((self.db_index, c.version, sub), from, to);
     }
 
+    /// Records that no part of `c`'s records of sub-kind `sub` is below `first` or above `last` (SPOP's
+    /// first pick sought them). Commit step only.
+    pub fn note_dead_span(&mut self, c: &keys::Coll, sub: u8, first: &[u8], last: &[u8]) {
+        self.dead.note_span((self.db_index, c.version, sub), first, last);
+    }
+
     /// Records that no part of `c`'s records of sub-kind `sub` at or after `from` is live. Commit step
     /// only.
     pub fn note_dead_tail(&mut self, c: &keys::Coll, sub: u8, from: &[u8]) {
@@ -714,8 +733,25 @@ impl WriteCtx<'_> {
         Ok(())
     }
 
+    /// Records `parts`, the live parts of `c`'s records of sub-kind `sub` next to its low end (ascending) or
+    /// (`high`) its high end (descending), read by a pop past what it took. Commit step only.
+    pub fn note_read_ahead(&mut self, c: &keys::Coll, sub: u8, high: bool, parts: Vec<Vec<u8>>) {
+        self.dead.note_ahead((self.db_index, c.version, sub), high, parts);
+    }
+
+    /// Takes the first `n` parts recorded by [`WriteCtx::note_read_ahead`] at that end, if that many are.
+    pub fn take_read_ahead(&mut self, c: &keys::Coll, sub: u8, high: bool, n: usize) -> Option<Vec<Vec<u8>>> {
+        if self.dead.is_empty() {
+            return None;
+        }
+        self.dead.take_ahead((self.db_index, c.version, sub), high, n)
+    }
+
     /// Deletes a member record of collection `c` (current database).
     pub fn delete_member(&mut self, c: &keys::Coll, sub: u8, part: &[u8]) {
+        if !self.dead.is_empty() {
+            self.dead.on_delete((self.db_index, c.version, sub), part);
+        }
         let mut k = std::mem::take(&mut self.key_buf);
         keys::member_key_into(self.db_index, c.version, sub, part, &mut k);
         self.delete_raw(&k);

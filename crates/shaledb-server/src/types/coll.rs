@@ -17,7 +17,9 @@
 //! SPOP picks the same way but one member at a time in the commit step ([`pick_for_pop`]), skipping the
 //! ranges its earlier pops emptied (dead.rs): a seek picks the member after a random point, so the members
 //! after wide gaps go first and the gaps grow; without the ranges each pop would step over the tombstones
-//! of every earlier pop in its gap.
+//! of every earlier pop in its gap. Its scans stop where a zone begins and resume past it, and the first
+//! and last members are sought by the first pick only (dead.rs keeps them), so a pick costs one seek,
+//! plus one per zone it crosses (each crossing merges two zones, so that is at most one more on average).
 
 use crate::dead::Start;
 use crate::keys::{Coll, Type, COLL_HEADER_LEN, SUB_MEMBER};
@@ -246,6 +248,15 @@ impl Seeker {
         Seeker { sub, common: first[..n].to_vec(), lo, hi, alpha_lo, alpha_hi }
     }
 
+    /// The same seeker drawing the bytes after the first difference from the byte range the members
+    /// `first` and `last` hold there: the bounds the seeker was made from may be parts no member has (the
+    /// end of a dead zone, the tail), whose bytes would send the picks to the starts of runs.
+    fn with_alphabet_of(mut self, first: &[u8], last: &[u8]) -> Seeker {
+        let members = Seeker::from_ends(self.sub, first, last);
+        (self.alpha_lo, self.alpha_hi) = (members.alpha_lo, members.alpha_hi);
+        self
+    }
+
     /// A random part between the first and the last member.
     fn target(&self, rng: &mut impl Rng) -> Vec<u8> {
         let mut target = self.common.clone();
@@ -270,39 +281,86 @@ impl Seeker {
 
 /// SPOP's pick, in the commit step: a random live member of `c` (sub-kind `sub`) chosen as the seeks of
 /// [`random_members`] choose (the first member at or after a random point, wrapping), skipping the ranges
-/// earlier pops emptied. Records the range this pick finds empty once its member is gone, so the caller
-/// must stage the deletion of the member returned before anything else is written. `None` when `c` has no
-/// live member.
+/// earlier pops emptied. One seek: the first and last members that bound the random point are sought by
+/// the first pick only and remembered with the dead ranges (narrowed by what later pops empty from either
+/// end, widened by writes outside them); a second seek when the point lies past the last member (the pick
+/// wraps to the first). Records the range this pick finds empty once its member is gone, so the caller must
+/// stage the deletion of the member returned before anything else is written. `None` when `c` has no live
+/// member.
 pub fn pick_for_pop(ctx: &mut WriteCtx<'_>, c: &Coll, sub: u8) -> Result<Option<Member>, Error> {
     let mut rng = rand::thread_rng();
-    // What the pick learnt: the zone from the target (or from the start) up to the member, and whether it
-    // ran off the end (the tail from the target is empty).
-    let (member, zone_from, tail_from) = {
+    // What the pick learnt: the zone from the target (or from the start) up to the member, whether it ran
+    // off the end (the tail from the target is empty), and the ends it sought.
+    let (member, zone_from, tail_from, ends) = {
         let view = ctx.view();
         let dead = ctx.dead_ranges(c, sub);
         let start_of = |t: &[u8]| dead.map_or(Start::At(t.to_vec()), |r| r.start(t));
-        let Start::At(first_from) = start_of(b"") else { return Ok(None) };
-        let Some(first) = view.members(c, sub, Some(&first_from), false).next().transpose()? else {
-            return Ok(None);
+        let Start::At(low) = start_of(b"") else { return Ok(None) };
+        let first_live = || first_live_from(&view, c, sub, dead, low.clone());
+        let known = dead.and_then(|r| Some((r.bounds()?, r.span()?)));
+        let (seeker, first, ends) = match known {
+            Some(((lo, hi), (first, last))) => {
+                (Seeker::from_ends(sub, &lo, &hi).with_alphabet_of(first, last), None, None)
+            }
+            None => {
+                let Some(first) = first_live()? else { return Ok(None) };
+                // The tail part itself is gone, so "parts <= tail" is "parts before the tail".
+                let last = view.members(c, sub, dead.and_then(|r| r.tail()), true).next().transpose()?;
+                let Some(last) = last else { return Ok(None) };
+                let ends = (first.0.clone(), last.0);
+                (Seeker::from_ends(sub, &ends.0, &ends.1), Some(first), Some(ends))
+            }
         };
-        // The tail part itself is gone, so "parts <= tail" is "parts before the tail".
-        let last = view.members(c, sub, dead.and_then(|r| r.tail()), true).next().transpose()?;
-        let Some(last) = last else { return Ok(None) };
-        let target = Seeker::from_ends(sub, &first.0, &last.0).target(&mut rng);
+        let target = seeker.target(&mut rng);
         let found = match start_of(&target) {
-            Start::At(from) => view.members(c, sub, Some(&from), false).next().transpose()?,
+            Start::At(from) => first_live_from(&view, c, sub, dead, from)?,
             Start::End => None,
         };
         match found {
-            Some(m) => (m, target, None),
-            None => (first, Vec::new(), Some(target)),
+            Some(m) => (m, target, None, ends),
+            None => {
+                let first = match first {
+                    Some(f) => f,
+                    None => match first_live()? {
+                        Some(f) => f,
+                        None => return Ok(None),
+                    },
+                };
+                (first, Vec::new(), Some(target), ends)
+            }
         }
     };
+    if let Some((first, last)) = ends {
+        ctx.note_dead_span(c, sub, &first, &last);
+    }
     ctx.note_dead_zone(c, sub, &zone_from, &member.0);
     if let Some(t) = tail_from {
         ctx.note_dead_tail(c, sub, &t);
     }
     Ok(Some(member))
+}
+
+/// The first live member of `c` (sub-kind `sub`) at or after the part `from` (in no dead zone): scans
+/// bounded at the next zone or the tail, resumed past each zone, so no tombstone inside a zone is stepped
+/// over (one more seek per zone crossed; the zone the caller records then covers them all).
+fn first_live_from(
+    view: &ReadCtx<'_>,
+    c: &Coll,
+    sub: u8,
+    dead: Option<&crate::dead::Ranges>,
+    mut from: Vec<u8>,
+) -> Result<Option<Member>, Error> {
+    loop {
+        let stop = dead.and_then(|r| r.next_stop(&from));
+        if let Some(m) = view.members_until(c, sub, &from, stop).next() {
+            return Ok(Some(m?));
+        }
+        let (Some(stop), Some(r)) = (stop, dead) else { return Ok(None) };
+        match r.start(stop) {
+            Start::At(next) => from = next,
+            Start::End => return Ok(None),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -34,6 +34,9 @@ pub mod stream;
 pub mod string;
 pub mod zset;
 
+#[cfg(test)]
+mod pop_reads;
+
 /// What the unit tests of the type modules share: a database in a temporary directory and a group of the
 /// commit step on it.
 #[cfg(test)]

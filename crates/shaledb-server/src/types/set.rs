@@ -79,28 +79,52 @@ pub fn remove(ctx: &mut WriteCtx<'_>, key: &[u8], members: &[Bytes]) -> Result<u
     coll::remove_members(ctx, key, &mut c, members.iter().map(|b| &b[..]))
 }
 
-/// Removes and returns `n` random members of the set `c`, stored as `key` (SPOP).
+/// Removes and returns `n` random members of the set `c`, stored as `key` (SPOP). The members picked are
+/// deleted without being read again (the pick read them through the group's view), and the meta value is
+/// written once.
 pub fn pop(ctx: &mut WriteCtx<'_>, key: &[u8], c: &mut Coll, n: u64) -> Result<Vec<Vec<u8>>, Error> {
-    // A pop that empties the set, or a first pop of a small set (or of a third of it) reads it whole and
-    // picks exactly uniformly; otherwise one seek per member (see types/coll.rs), past what earlier pops
-    // emptied.
-    let whole = n >= c.size
-        || (ctx.dead_ranges(c, SUB_MEMBER).is_none() && (c.size <= coll::SMALL_PICK || n.saturating_mul(3) > c.size));
-    if whole {
-        let picked: Vec<Vec<u8>> = {
-            let view = ctx.view();
-            coll::random_members(&view, c, SUB_MEMBER, n, true)?.into_iter().map(|(m, _)| m).collect()
-        };
-        coll::remove_members(ctx, key, c, picked.iter().map(|m| &m[..]))?;
-        return Ok(picked);
-    }
+    // A first pop of a small set (or of a third of it, or of all of it) reads it whole and picks exactly
+    // uniformly; otherwise one seek per member (see types/coll.rs), past what earlier pops emptied. Once
+    // pops left dead ranges, a read of the whole set would step over all their tombstones: a pop of all
+    // that is left reads whole only when more than `SMALL_PICK` members are left.
+    let whole = match ctx.dead_ranges(c, SUB_MEMBER) {
+        None => n >= c.size || c.size <= coll::SMALL_PICK || n.saturating_mul(3) > c.size,
+        Some(_) => n >= c.size && c.size > coll::SMALL_PICK,
+    };
     let mut picked = Vec::new();
-    for _ in 0..n {
-        let Some((m, _)) = coll::pick_for_pop(ctx, c, SUB_MEMBER)? else { break };
-        coll::remove_members(ctx, key, c, std::iter::once(&m[..]))?;
-        picked.push(m);
+    let mut failed = None;
+    if whole {
+        let view = ctx.view();
+        match coll::random_members(&view, c, SUB_MEMBER, n, true) {
+            Ok(ms) => picked = ms.into_iter().map(|(m, _)| m).collect(),
+            Err(e) => failed = Some(e),
+        }
+    } else {
+        for _ in 0..n {
+            match coll::pick_for_pop(ctx, c, SUB_MEMBER) {
+                Ok(Some((m, _))) => {
+                    // The pick recorded its range as dead: the deletion goes next.
+                    ctx.delete_member(c, SUB_MEMBER, &m);
+                    picked.push(m);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
     }
-    Ok(picked)
+    if whole {
+        for m in &picked {
+            ctx.delete_member(c, SUB_MEMBER, m);
+        }
+    }
+    if !picked.is_empty() {
+        c.size = c.size.saturating_sub(picked.len() as u64);
+        ctx.put_coll(key, c)?;
+    }
+    failed.map_or(Ok(picked), Err)
 }
 
 /// Moves `member` from the set `src` to the set `dst` (SMOVE), creating `dst` when missing. Returns whether

@@ -314,23 +314,49 @@ fn note_popped(ctx: &mut WriteCtx<'_>, c: &Coll, max: bool, last: &[u8]) {
     }
 }
 
+/// How many score-index entries a pop's scan reads past the ones it takes, for the next pops from the same
+/// end to take without a seek (dead.rs: the parts read ahead).
+const POP_READ_AHEAD: usize = 16;
+
+/// The items at the low (`max`: high) end of `c`'s score index, `n` of them in pop order, and the parts of
+/// up to [`POP_READ_AHEAD`] more after them: the parts an earlier pop read ahead when there are `n`, else
+/// one scan past what earlier pops emptied.
+fn pop_items(ctx: &mut WriteCtx<'_>, c: &Coll, max: bool, n: usize) -> Result<(Items, Vec<Vec<u8>>), Error> {
+    if let Some(parts) = ctx.take_read_ahead(c, SUB_SCORE, max, n) {
+        let mut out = Vec::with_capacity(n);
+        for p in &parts {
+            let (score, member) = p.split_at_checked(8).ok_or(Error::CorruptIndexEntry)?;
+            let score: [u8; 8] = score.try_into().map_err(|_| Error::CorruptIndexEntry)?;
+            out.push((member.to_vec(), sortable_to_score(score)));
+        }
+        return Ok((out, Vec::new()));
+    }
+    let (lower, upper) = pop_range(ctx, c);
+    let v = ctx.view();
+    let mut out = Vec::new();
+    let mut ahead = Vec::new();
+    for item in v.scan(&lower, &upper, max).take(n.saturating_add(POP_READ_AHEAD)) {
+        let k = item?.0;
+        if out.len() < n {
+            push_item(&mut out, &k)?;
+        } else {
+            ahead.push(k.get(11..).ok_or(Error::CorruptIndexEntry)?.to_vec());
+        }
+    }
+    Ok((out, ahead))
+}
+
 /// Removes and returns up to `n` members with the lowest (`max`: highest) scores of the sorted set `key`
-/// (ZPOPMIN, ZPOPMAX), in pop order; `None` when there is no set or nothing to pop (`n` is 0).
+/// (ZPOPMIN, ZPOPMAX), in pop order; `None` when there is no set or nothing to pop (`n` is 0). A pop seeks
+/// once and reads 16 entries ahead, which the next pops from the same end take without a seek while no
+/// write comes between.
 pub fn pop(ctx: &mut WriteCtx<'_>, key: &[u8], max: bool, n: u64) -> Result<Option<Items>, Error> {
     let Some(mut c) = get_mut(ctx, key)? else { return Ok(None) };
     let n = n.min(c.size);
     if n == 0 {
         return Ok(None);
     }
-    let items = {
-        let (lower, upper) = pop_range(ctx, &c);
-        let v = ctx.view();
-        let mut out = Vec::new();
-        for item in v.scan(&lower, &upper, max).take(n as usize) {
-            push_item(&mut out, &item?.0)?;
-        }
-        out
-    };
+    let (items, ahead) = pop_items(ctx, &c, max, usize::try_from(n).unwrap_or(usize::MAX))?;
     let mut buf = Vec::new();
     for (m, s) in &items {
         remove(ctx, &mut c, m, *s, &mut buf);
@@ -339,6 +365,9 @@ pub fn pop(ctx: &mut WriteCtx<'_>, key: &[u8], max: bool, n: u64) -> Result<Opti
         // `buf` holds the last popped item's part: every part beyond it from this end is gone now.
         note_popped(ctx, &c, max, &buf);
     }
+    if !ahead.is_empty() {
+        ctx.note_read_ahead(&c, SUB_SCORE, max, ahead);
+    }
     ctx.put_coll(key, &c)?;
     Ok(Some(items))
 }
@@ -346,22 +375,7 @@ pub fn pop(ctx: &mut WriteCtx<'_>, key: &[u8], max: bool, n: u64) -> Result<Opti
 /// Removes and returns the member with the lowest (`max`: highest) score of the sorted set `key`
 /// (BZPOPMIN, BZPOPMAX); `None` when there is no set or it has no member.
 pub fn pop_one(ctx: &mut WriteCtx<'_>, key: &[u8], max: bool) -> Result<Option<(Vec<u8>, f64)>, Error> {
-    let Some(mut c) = get_mut(ctx, key)? else { return Ok(None) };
-    let first = {
-        let (lower, upper) = pop_range(ctx, &c);
-        let v = ctx.view();
-        let mut out = Vec::new();
-        if let Some(item) = v.scan(&lower, &upper, max).next() {
-            push_item(&mut out, &item?.0)?;
-        }
-        out.pop()
-    };
-    let Some((m, s)) = first else { return Ok(None) };
-    let mut buf = Vec::new();
-    remove(ctx, &mut c, &m, s, &mut buf);
-    note_popped(ctx, &c, max, &buf);
-    ctx.put_coll(key, &c)?;
-    Ok(Some((m, s)))
+    Ok(pop(ctx, key, max, 1)?.and_then(|mut items| items.pop()))
 }
 
 /// Removes the members of the sorted set `key` that range `r` names (ZREMRANGEBYRANK/BYSCORE/BYLEX;
