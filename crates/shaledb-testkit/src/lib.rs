@@ -3,7 +3,8 @@
 //! crash oracle ([`history::History`]: is a recovered state a prefix of the acknowledged writes?), random
 //! write workloads run against the engine ([`workload`]), the grammar-matches-docs check of every format
 //! ([`grammar`]), the frozen fixture database ([`fixture`]), the db_stress-like driver behind `shaledb stress`
-//! and the kill-loop test ([`stress`]), and the fuzz drivers of every decoder ([`fuzz`]).
+//! and the kill-loop test ([`stress`]), the fuzz drivers of every decoder ([`fuzz`]), and the recorder of
+//! concurrent histories of a server checked for linearizability by Porcupine ([`lincheck`]).
 //!
 //! Replaying a failure: every test that draws its seed with [`seed_from_env`] prints it on stderr (shown when
 //! the test fails); run it again with `SHALEDB_TEST_SEED=<seed>`. Longer runs: raise budgets read with
@@ -18,6 +19,7 @@ pub mod fuzz_db;
 pub mod fuzz_ops;
 pub mod grammar;
 pub mod history;
+pub mod lincheck;
 mod model;
 pub mod stress;
 pub mod workload;

@@ -19,6 +19,7 @@ mod fuzz_corpus;
 mod geohll;
 mod keyspace;
 mod knobs;
+mod linearizable;
 mod listener;
 mod lists;
 mod migrate;
