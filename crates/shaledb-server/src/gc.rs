@@ -57,6 +57,9 @@ pub struct Collector {
     pub passes: AtomicU64,
     /// Dead versions reclaimed since the start or the last `CONFIG RESETSTAT` (`lazyfreed_objects`).
     lazyfreed: AtomicU64,
+    /// Versions taken from the queue and not yet reclaimed (0 or 1: one collector thread). Counted as pending,
+    /// so `lazyfree_pending_objects` reaches 0 only once `lazyfreed_objects` counts them, as Redis's do.
+    working: AtomicU64,
 }
 
 impl Collector {
@@ -92,9 +95,10 @@ impl Collector {
         self.lazyfreed.store(0, Ordering::Relaxed);
     }
 
-    /// Versions waiting in the prompt queue.
+    /// Versions waiting in the prompt queue or being reclaimed from it.
     pub fn pending(&self) -> usize {
-        self.queue.lock().len()
+        let q = self.queue.lock();
+        q.len() + self.working.load(Ordering::Acquire) as usize
     }
 }
 
@@ -270,13 +274,21 @@ pub(crate) fn spawn(store: Arc<Store>) -> JoinHandle<()> {
                     if q.is_empty() && pass.next.is_none() && !store.gc.kicked.load(Ordering::Acquire) {
                         store.gc.wake.wait_for(&mut q, Duration::from_millis(100));
                     }
-                    q.pop_front()
+                    let job = q.pop_front();
+                    // Under the queue's lock, so `pending` never sees the job in neither place.
+                    if job.is_some() {
+                        store.gc.working.fetch_add(1, Ordering::AcqRel);
+                    }
+                    job
                 };
-                if store.read_only_reason().is_some() {
+                if let Some((db, v)) = job {
+                    if store.read_only_reason().is_none() {
+                        reclaim_version(&store, db, v);
+                    }
+                    store.gc.working.fetch_sub(1, Ordering::AcqRel);
                     continue;
                 }
-                if let Some((db, v)) = job {
-                    reclaim_version(&store, db, v);
+                if store.read_only_reason().is_some() {
                     continue;
                 }
                 let kicked = store.gc.kicked.swap(false, Ordering::AcqRel);
