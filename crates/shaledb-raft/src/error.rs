@@ -24,6 +24,58 @@ pub enum Error {
     /// A blocking task running engine work panicked or was cancelled with its runtime.
     #[error("the engine task did not finish: {0}")]
     Task(String),
+    /// A socket could not be bound or its address read.
+    #[error("{op} {addr}: {source}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The address concerned.
+        addr: String,
+        /// The system's error.
+        source: std::io::Error,
+    },
+    /// This node is not the leader: ask the leader, when one is known.
+    #[error("not the leader; the leader is {}", leader_text(.leader_id, .leader_addr))]
+    NotLeader {
+        /// The leader's node id, if known.
+        leader_id: Option<crate::NodeId>,
+        /// The leader's transport address ("host:port"), if known.
+        leader_addr: Option<String>,
+    },
+    /// No answer within the time allowed. For a proposal the outcome is unknown: it may still commit.
+    #[error("{op} did not finish within {after:?}")]
+    Timeout {
+        /// What timed out.
+        op: &'static str,
+        /// The limit.
+        after: std::time::Duration,
+    },
+    /// A leader could not reach a quorum to confirm its leadership (read index).
+    #[error(transparent)]
+    QuorumNotEnough(Box<openraft::error::QuorumNotEnough<crate::NodeId>>),
+    /// A membership change was refused (another one in progress, an unknown learner, an empty membership).
+    #[error(transparent)]
+    Membership(Box<openraft::error::ChangeMembershipError<crate::NodeId>>),
+    /// `initialize` refused: the node already has a log, or is not among the members given.
+    #[error(transparent)]
+    Initialize(Box<openraft::error::InitializeError<crate::NodeId, openraft::BasicNode>>),
+    /// openraft stopped: shut down, or a storage error (which stops the node on purpose).
+    #[error("raft stopped: {0}")]
+    Stopped(Box<openraft::error::Fatal<crate::NodeId>>),
+}
+
+impl From<openraft::error::Fatal<crate::NodeId>> for Error {
+    fn from(f: openraft::error::Fatal<crate::NodeId>) -> Error {
+        Error::Stopped(Box::new(f))
+    }
+}
+
+fn leader_text(id: &Option<crate::NodeId>, addr: &Option<String>) -> String {
+    match (id, addr) {
+        (Some(id), Some(addr)) => format!("node {id} at {addr}"),
+        (Some(id), None) => format!("node {id}"),
+        _ => "unknown (an election is under way)".to_string(),
+    }
 }
 
 impl Error {
@@ -32,8 +84,13 @@ impl Error {
         match self {
             Error::Corruption { .. } => true,
             Error::Engine(e) => e.is_corruption(),
-            Error::InvalidArgument(_) | Error::Task(_) => false,
+            _ => false,
         }
+    }
+
+    /// True when the caller should send the request to another node: [`Error::NotLeader`].
+    pub fn is_not_leader(&self) -> bool {
+        matches!(self, Error::NotLeader { .. })
     }
 
     pub(crate) fn corruption(dir: &std::path::Path, what: impl Into<String>) -> Error {

@@ -9,18 +9,35 @@
 //!   log id; snapshots are engine checkpoints packed by `snapshot.rs`, installed by switching to a new data
 //!   directory.
 //!
-//! The transport, the server's use of it and the CLI are later steps (see this crate's README).
+//!
+//! Second brick: the group running over TCP.
+//!
+//! - [`Network`] (`network.rs`) and the listener (`server.rs`): openraft's `RaftNetworkFactory`/`RaftNetwork`
+//!   over TCP, one pooled connection per peer, frames of `wire.rs` (docs/format/raft-wire.md: versioned,
+//!   length-prefixed with a limit checked before any allocation, crc32c-checked), connect and I/O timeouts, and
+//!   failures mapped to openraft's `Unreachable`/`Network`/`Timeout` errors so it backs off from dead peers.
+//! - [`Node`] (`node.rs`): what a server embeds: storage under one directory, the listener, `openraft::Raft`
+//!   with [`default_raft_config`]; initialize, propose, linearizable reads, membership changes, status, shutdown.
+//!
+//! The server's use of it and the CLI are later steps (see this crate's README).
 
 mod codec;
 mod error;
 mod log_store;
+mod network;
+mod node;
+mod server;
 mod snapshot;
 mod state_machine;
+pub mod wire;
 
 use serde::{Deserialize, Serialize};
 
 pub use error::{Error, Result};
 pub use log_store::{LogReader, LogStore};
+pub use network::{Network, PeerClient, TransportConfig};
+pub use node::{default_raft_config, Node, NodeConfig, Status};
+pub use server::{Listener, ListenerStats};
 pub use state_machine::{SnapshotBuilder, StateMachine, APPLIED_FAMILY};
 
 /// A node's id in a replica group.

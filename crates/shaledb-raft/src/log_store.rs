@@ -292,6 +292,19 @@ impl LogStore {
     pub fn entries(&self, start: u64, end: u64) -> Result<Vec<Entry<TypeConfig>>> {
         self.shared.entries(start, end)
     }
+
+    /// How many handles share the database (this one, its clones and readers).
+    pub(crate) fn handles(&self) -> usize {
+        Arc::strong_count(&self.shared)
+    }
+
+    /// Closes the database; refused while a clone or reader lives.
+    pub fn close(self) -> Result<()> {
+        match Arc::try_unwrap(self.shared) {
+            Ok(shared) => Ok(shared.db.close()?),
+            Err(_) => Err(Error::InvalidArgument("the log store is still shared (a clone or reader lives)".into())),
+        }
+    }
 }
 
 fn bounds(range: &impl RangeBounds<u64>) -> (u64, u64) {

@@ -306,6 +306,11 @@ impl StateMachine {
         self.shared.live.lock().generation
     }
 
+    /// How many handles share the state machine (this one, its clones and snapshot builders).
+    pub(crate) fn handles(&self) -> usize {
+        Arc::strong_count(&self.shared)
+    }
+
     /// Closes the live database (flushing nothing more than the engine's close does).
     pub fn close(self) -> Result<()> {
         let shared = Arc::try_unwrap(self.shared).map_err(|_| {
