@@ -1,6 +1,6 @@
 //! Linearizability of a server's string commands, checked by Porcupine.
 //!
-//! [`record`] runs concurrent clients against a RESP server (GET, SET, APPEND, INCR and DEL on a few keys,
+//! [`Recorder::run`] runs concurrent clients against a RESP server (GET, SET, APPEND, INCR and DEL on a few keys,
 //! one request per round trip) and records each operation's call and return times on one monotonic clock,
 //! with its reply. An operation whose reply never came (a timeout, a closed connection) is kept with no
 //! return time: it may have taken effect or not. [`Checker`] runs `tools/lincheck` (Go, on Porcupine,
