@@ -236,6 +236,18 @@ pub fn touch(server: usize, db: u8, key: &[u8], count: bool) {
     CLOCK.touch(key_hash(server, db, key), lfu);
 }
 
+/// The id under which the access clock knows `key` of database `db` of the server at `server`: [`touch`]
+/// split in two, for a read that records its accesses only once it knows it answers ([`touch_id`]).
+pub fn key_id(server: usize, db: u8, key: &[u8]) -> u64 {
+    key_hash(server, db, key)
+}
+
+/// [`touch`] of the key whose id [`key_id`] gave.
+pub fn touch_id(server: usize, id: u64, count: bool) {
+    let lfu = if count { lfu_policy(server) } else { None };
+    CLOCK.touch(id, lfu);
+}
+
 /// Records a write of `key`'s meta record: an access when the key is stored, its entry dropped when it is
 /// deleted.
 pub fn record_write(server: usize, db: u8, key: &[u8], stored: bool) {

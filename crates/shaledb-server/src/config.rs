@@ -106,6 +106,19 @@ pub struct ServerArgs {
     /// [default: yes].
     #[arg(long, value_parser = parse_yes_no)]
     pub protected_mode: Option<bool>,
+    /// The engine's block cache in bytes (its `block_cache_size`; 0: none). Reads of blocks not in it go to
+    /// the files, on tokio's blocking pool (issue 41) [default: 33554432, 32 MiB].
+    #[arg(long)]
+    pub block_cache_size: Option<usize>,
+    /// Read table files with O_DIRECT, bypassing the operating system's page cache (the engine's
+    /// `use_direct_reads`): every block-cache miss is then a device read: yes or no [default: no].
+    #[arg(long, value_parser = parse_yes_no)]
+    pub use_direct_reads: Option<bool>,
+    /// Run each read command from memory first and, when it needs the disk, again on a thread of the
+    /// blocking pool while other clients are served: yes or no (no: disk reads wait on the server's one
+    /// thread, as before issue 41) [default: yes].
+    #[arg(long, value_parser = parse_yes_no)]
+    pub read_offload: Option<bool>,
 }
 
 fn parse_appendfsync(s: &str) -> Result<Appendfsync, String> {
@@ -148,6 +161,15 @@ pub struct Config {
     pub redis: BTreeMap<String, String>,
     /// The directives of the config file that change nothing here: `(name, what the warning says)`.
     pub not_applied: Vec<(String, String)>,
+    /// The engine's block cache in bytes (`--block-cache-size`; `None`: the engine's default, 32 MiB).
+    pub block_cache_size: Option<usize>,
+    /// Read table files with O_DIRECT (`--use-direct-reads`). Default false.
+    pub use_direct_reads: bool,
+    /// Reads that need the disk run on the blocking pool (`--read-offload`, issue 41). Default true.
+    pub read_offload: bool,
+    /// Adjusts the engine's options last, just before the database is opened (embedders and tests: the file
+    /// system, cache sizes). Default none.
+    pub engine_options: Option<fn(&mut shaledb::Options)>,
 }
 
 impl Default for Config {
@@ -166,6 +188,10 @@ impl Default for Config {
             config_file: None,
             redis: BTreeMap::new(),
             not_applied: Vec::new(),
+            block_cache_size: None,
+            use_direct_reads: false,
+            read_offload: true,
+            engine_options: None,
         }
     }
 }
@@ -290,6 +316,15 @@ impl Config {
         }
         if let Some(v) = a.protected_mode {
             c.protected_mode = v;
+        }
+        if let Some(v) = a.block_cache_size {
+            c.block_cache_size = Some(v);
+        }
+        if let Some(v) = a.use_direct_reads {
+            c.use_direct_reads = v;
+        }
+        if let Some(v) = a.read_offload {
+            c.read_offload = v;
         }
         Ok(c)
     }

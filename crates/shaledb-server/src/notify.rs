@@ -176,6 +176,31 @@ pub fn run_read(store: &Store, db_index: u8, f: impl FnOnce(&ReadCtx<'_>) -> Rep
     reply
 }
 
+/// [`run_read`] without disk I/O, on the connection's task (issue 41): `f` runs on a context whose engine reads
+/// use `ReadTier::BlockCacheOnly`. `None` when any of them needed the disk: the run's reply, its `keymiss`
+/// events and its accesses are dropped, and the caller runs the command again from the start with
+/// [`run_read`] on tokio's blocking pool. `Some(reply)` otherwise, its events published and its accesses
+/// recorded as [`run_read`] does: once, by the run that answers.
+pub fn run_read_cached(store: &Store, db_index: u8, f: impl FnOnce(&ReadCtx<'_>) -> Reply) -> Option<Reply> {
+    let run = crate::store::CacheOnly::default();
+    let ctx = ReadCtx::new(&store.db, db_index, crate::store::now_ms()).cache_only(&run);
+    let flags = effective(store.notify_flags.load(Ordering::Relaxed));
+    let misses = (flags & KEY_MISS != 0).then(Misses::default);
+    let reply = f(&ctx.reporting_misses(misses.as_ref()));
+    if run.incomplete() {
+        return None;
+    }
+    run.finish();
+    if let Some(misses) = misses {
+        let events: Vec<Event> =
+            misses.take().into_iter().map(|(db, key)| Event { db, event: "keymiss", key, flags }).collect();
+        if !events.is_empty() {
+            store.publish_events_then(&events);
+        }
+    }
+    Some(reply)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -68,6 +68,8 @@ pub struct ServerStats {
     pub net_output_bytes: AtomicU64,
     /// Commands processed during the last whole second (`instantaneous_ops_per_sec`).
     pub ops_last_second: AtomicU64,
+    /// Read commands that needed the disk, so ran again on tokio's blocking pool (`reads_offloaded`, issue 41).
+    pub reads_offloaded: AtomicU64,
 }
 
 impl ServerStats {
@@ -80,6 +82,7 @@ impl ServerStats {
             &self.net_input_bytes,
             &self.net_output_bytes,
             &self.ops_last_second,
+            &self.reads_offloaded,
         ] {
             c.store(0, Ordering::Relaxed);
         }
@@ -186,6 +189,9 @@ impl ClientEntry {
 /// Everything connections share.
 pub struct Shared {
     pub store: Arc<Store>,
+    /// Reads run from memory first and go to the blocking pool when they need the disk (`--read-offload`,
+    /// issue 41); false: every read runs on the connection's task, disk reads included.
+    pub read_offload: bool,
     pub config: RwLock<Config>,
     pub clients: Mutex<HashMap<u64, Arc<ClientEntry>>>,
     pub next_client_id: AtomicU64,
@@ -382,7 +388,9 @@ impl Drop for RunningServer {
 fn runtime() -> Result<tokio::runtime::Runtime, ServerError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        // The blocking pool's threads (closing the database at shutdown).
+        // The blocking pool's threads (tokio's default: up to 512, started on demand, gone after 10 s idle):
+        // groups with a script or EXEC, reads that needed the disk (one thread per read in flight, so at
+        // most one per connection), closing the database at shutdown.
         .thread_name("shaledb-blocking")
         .build()
         .map_err(ServerError::Runtime)
@@ -507,8 +515,10 @@ async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError>
         config.get(name).as_deref() != Some(crate::config::redis::default_of(name))
     });
     let pubsub = store.pubsub.clone();
+    let read_offload = config.read_offload;
     let shared = Arc::new(Shared {
         store,
+        read_offload,
         config: RwLock::new(config),
         clients: Mutex::new(HashMap::new()),
         next_client_id: AtomicU64::new(1),
@@ -592,7 +602,13 @@ impl Drop for FreshDir {
 fn open_db(config: &Config) -> Result<Db, ServerError> {
     let dir = config.dir.clone();
     let err = |source| ServerError::Open { dir: dir.display().to_string(), cause: source };
-    let opts = Options { create_if_missing: true, ..Options::default() };
+    let mut opts = Options { create_if_missing: true, use_direct_reads: config.use_direct_reads, ..Options::default() };
+    if let Some(n) = config.block_cache_size {
+        opts.block_cache_size = n;
+    }
+    if let Some(tune) = config.engine_options {
+        tune(&mut opts);
+    }
     // A plain database (`shaledb put`, the engine API) is refused before anything is written (layout.rs).
     crate::layout::check_before_open(&dir, &opts).map_err(ServerError::Config)?;
     let db = Db::open(&dir, opts).map_err(err)?;
@@ -1195,6 +1211,14 @@ async fn execute(
                 commands::migrate::run(s, shared, &args).await
             }
             Handler::Conn(f) => f(s, shared, &args),
+            // Issue 41: from memory on this task, or, when that needs the disk, again on the blocking pool
+            // while the other connections go on; this connection waits for it, so its replies keep their order.
+            Handler::Read(f) if shared.read_offload => {
+                match crate::notify::run_read_cached(&shared.store, s.db_index, |ctx| f(ctx, &args)) {
+                    Some(reply) => reply,
+                    None => offload_read(shared, s.db_index, f, args.clone()).await,
+                }
+            }
             Handler::Read(f) => crate::notify::run_read(&shared.store, s.db_index, |ctx| f(ctx, &args)),
             Handler::Write(_) => unreachable!("handled above"),
         };
@@ -1218,6 +1242,21 @@ async fn execute(
     s.entry.db.store(s.db_index as usize, Ordering::Relaxed);
     if s.close_after_reply || s.close_now {
         queue.clear();
+    }
+}
+
+/// Runs read command `f` again from the start on tokio's blocking pool, reading the files as needed, after its
+/// run from memory needed the disk (`notify::run_read_cached`): the disk reads wait there, not on the runtime's
+/// thread. Its `keymiss` events and accesses are recorded by this run, the one that answers.
+async fn offload_read(shared: &Arc<Shared>, db_index: u8, f: commands::ReadFn, args: Args) -> Reply {
+    shared.stats.reads_offloaded.fetch_add(1, Ordering::Relaxed);
+    let sh = Arc::clone(shared);
+    let run = tokio::task::spawn_blocking(move || crate::notify::run_read(&sh.store, db_index, |ctx| f(ctx, &args)));
+    match run.await {
+        Ok(reply) => reply,
+        // A panic in the command unwinds here, as it would have on this task.
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => Reply::err("the read was cancelled (the server is shutting down)"),
     }
 }
 

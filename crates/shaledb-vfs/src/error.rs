@@ -51,6 +51,10 @@ pub enum Error {
     Closed,
     /// A wait passed its limit (a transaction's lock wait: RocksDB's `Status::TimedOut`).
     TimedOut(String),
+    /// A read with `ReadTier::BlockCacheOnly` needed file I/O (a block not in the block cache, a table not
+    /// open, a blob) and stopped before doing any (RocksDB's `Status::Incomplete`). Not a failure: the same
+    /// read with the default tier answers. The text says what was missing.
+    Incomplete(String),
 }
 
 impl fmt::Display for Error {
@@ -66,6 +70,7 @@ impl fmt::Display for Error {
             Error::NotSupported(m) => write!(f, "not supported: {m}"),
             Error::Closed => f.write_str("database is closed"),
             Error::TimedOut(m) => write!(f, "timed out: {m}"),
+            Error::Incomplete(m) => write!(f, "incomplete: {m}"),
         }
     }
 }
@@ -124,6 +129,12 @@ impl Error {
     /// True for [`Error::ReadOnly`].
     pub fn is_read_only(&self) -> bool {
         matches!(self, Error::ReadOnly { .. })
+    }
+
+    /// True for [`Error::Incomplete`]: a block-cache-only read that needed I/O (retry it with the default
+    /// tier).
+    pub fn is_incomplete(&self) -> bool {
+        matches!(self, Error::Incomplete(_))
     }
 
     /// Re-targets a corruption error at `file`, shifting its offset by `base` (used when a decoder works on a

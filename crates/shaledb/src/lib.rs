@@ -112,7 +112,7 @@ pub use db::{destroy, destroy_with, ColumnFamily, Db, SizeApproximationOptions};
 pub use info_log::ctime_utc;
 pub use iter::{Cursor, Iter, KeyRange};
 pub use options::family::ColumnFamilyDescriptor;
-pub use options::{MemTableRep, Options, ReadOptions, WalRecoveryMode, WriteOptions};
+pub use options::{MemTableRep, Options, ReadOptions, ReadTier, WalRecoveryMode, WriteOptions};
 pub use options_file::{LoadedColumnFamily, LoadedOptions};
 pub use rate_limiter::{IoPriority, RateLimiter};
 pub use repair::{repair, RepairReport};

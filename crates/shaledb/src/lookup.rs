@@ -42,6 +42,8 @@ pub(crate) struct GetState<'a> {
     blob: bool,
     blob_at: Option<(PathBuf, u64)>,
     blobs: Option<&'a crate::blob::BlobFiles>,
+    /// `ReadTier::BlockCacheOnly`: blob values are not read (there is no blob cache).
+    cache_only: bool,
 }
 
 /// The file named by a `Corruption` found in an entry that came from a memtable (no file holds it yet).
@@ -85,12 +87,19 @@ impl<'a> GetState<'a> {
             blob: false,
             blob_at: None,
             blobs: None,
+            cache_only: false,
         }
     }
 
     /// Resolves a blob index found by the lookup through `blobs` (without, a blob index is an error).
     pub(crate) fn with_blobs(mut self, blobs: &'a crate::blob::BlobFiles) -> GetState<'a> {
         self.blobs = Some(blobs);
+        self
+    }
+
+    /// `ReadTier::BlockCacheOnly`: a blob index found is [`Error::Incomplete`] instead of being read.
+    pub(crate) fn cache_only(mut self, cache_only: bool) -> GetState<'a> {
+        self.cache_only = cache_only;
         self
     }
 
@@ -198,6 +207,9 @@ impl<'a> GetState<'a> {
             let Some(blobs) = self.blobs else {
                 return Err(Error::InvalidArgument("a blob reference met by a read without blob files".into()));
             };
+            if self.cache_only {
+                return Err(Error::Incomplete("the value is in a blob file".into()));
+            }
             let at = self.blob_at.as_ref().map(|(f, o)| (f.as_path(), *o));
             let raw = std::mem::take(&mut self.value);
             blobs.resolve(self.user_key, &raw, at, &mut self.value)?;

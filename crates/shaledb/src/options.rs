@@ -736,6 +736,28 @@ pub struct ReadOptions {
     /// iterators. `false` returns them until a compaction removes them, as RocksDB's `DBWithTTL` does. No
     /// effect outside TTL mode. Default: `false`.
     pub hide_expired: bool,
+    /// Where a read may look (RocksDB `read_tier`): [`ReadTier::All`] reads the files as needed;
+    /// [`ReadTier::BlockCacheOnly`] (RocksDB `kBlockCacheTier`) answers only from memory, for callers that
+    /// must not wait on the disk (an event loop): a read that would need any file I/O stops with
+    /// [`Error::Incomplete`] (`is_incomplete()`) having done none, and can be run again
+    /// with `All` elsewhere. Honoured by `get`, `multi_get` (per key) and iterators/cursors (the cursor turns
+    /// invalid with the `Incomplete` status: it never skips or invents a key). Default: [`ReadTier::All`].
+    pub read_tier: ReadTier,
+}
+
+/// Where a read may look ([`ReadOptions::read_tier`], RocksDB's `ReadTier`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ReadTier {
+    /// Memtables, the block cache and the files (RocksDB `kReadAllTier`). The default.
+    #[default]
+    All,
+    /// Memtables and what is in memory only (RocksDB `kBlockCacheTier`): entries in the memtables, data,
+    /// index and filter blocks in the block cache (or pinned in an open table), tables already open in the
+    /// table cache. Anything else (a data or index block to read, a table to open, range tombstones not yet
+    /// loaded, a blob value) makes the read return [`Error::Incomplete`] without
+    /// reading. A filter block evicted from the cache is not read either: the table is then searched without
+    /// it. Blocks are never inserted into the cache by such a read (it reads none).
+    BlockCacheOnly,
 }
 
 impl Default for ReadOptions {
@@ -750,6 +772,7 @@ impl Default for ReadOptions {
             prefix_same_as_start: false,
             total_order_seek: false,
             hide_expired: false,
+            read_tier: ReadTier::All,
         }
     }
 }

@@ -25,12 +25,12 @@ use std::sync::Arc;
 /// Whether `table` may hold `key` (whose whole-key hash is `hash`): its whole-key filter when it has one,
 /// else its prefix filter when it was built with `opts`' extractor, else yes.
 #[inline]
-pub(crate) fn table_may_contain(opts: &Options, table: &Table, key: &[u8], hash: u64) -> bool {
+pub(crate) fn table_may_contain(opts: &Options, table: &Table, key: &[u8], hash: u64, cache_only: bool) -> bool {
     if table.properties().whole_key_filtering {
-        return table.may_contain(hash);
+        return table.may_contain_in(hash, cache_only);
     }
     match opts.prefix_extractor.as_ref().and_then(|ex| ex.prefix(key).map(|p| (ex, p))) {
-        Some((ex, p)) => table.may_contain_prefix(ex, key_hash(p)),
+        Some((ex, p)) => table.may_contain_prefix_in(ex, key_hash(p), cache_only),
         None => true,
     }
 }
@@ -67,14 +67,16 @@ impl PrefixScope {
 
 /// The prefix filter a [`PrefixFiltered`] source consults.
 pub(crate) enum PrefixSource {
-    Table(Arc<Table>),
+    /// A table, and whether its filter may be consulted only if it needs no file I/O
+    /// (`ReadTier::BlockCacheOnly`).
+    Table(Arc<Table>, bool),
     Mem(Arc<MemTable>),
 }
 
 impl PrefixSource {
     fn may_contain(&self, ex: &PrefixExtractor, hash: u64) -> bool {
         match self {
-            PrefixSource::Table(t) => t.may_contain_prefix(ex, hash),
+            PrefixSource::Table(t, cache_only) => t.may_contain_prefix_in(ex, hash, *cache_only),
             PrefixSource::Mem(m) => m.may_contain_prefix(ex, hash),
         }
     }

@@ -114,8 +114,17 @@ impl TableCache {
 
     /// The open table for `meta`, opening it on first use.
     pub(crate) fn get(&self, meta: &FileMeta) -> Result<Arc<Table>> {
+        self.get_in(meta, false)
+    }
+
+    /// [`TableCache::get`]; with `cache_only` (`ReadTier::BlockCacheOnly`) a table not open is
+    /// [`Error::Incomplete`] and nothing is read.
+    pub(crate) fn get_in(&self, meta: &FileMeta, cache_only: bool) -> Result<Arc<Table>> {
         if let Some(t) = self.tables.get(&meta.number) {
             return Ok(t);
+        }
+        if cache_only {
+            return Err(Self::not_open(meta.number, "table"));
         }
         let path = filenames::table(&self.dir, meta.number);
         let t = self.tables.get_or_insert_with(&meta.number, || {
@@ -148,17 +157,29 @@ impl TableCache {
     /// The fragmented range tombstones of the table `meta` describes (`None` when it holds none), read from
     /// the file once and kept while the table is open.
     pub(crate) fn range_dels(&self, meta: &FileMeta) -> Result<Option<Arc<Fragments>>> {
+        self.range_dels_in(meta, false)
+    }
+
+    /// [`TableCache::range_dels`]; with `cache_only`, tombstones not loaded yet are [`Error::Incomplete`].
+    pub(crate) fn range_dels_in(&self, meta: &FileMeta, cache_only: bool) -> Result<Option<Arc<Fragments>>> {
         if meta.num_range_deletions == 0 {
             return Ok(None);
         }
         if let Some(f) = self.range_dels.get(&meta.number) {
             return Ok(Some(f));
         }
+        if cache_only {
+            return Err(Self::not_open(meta.number, "range tombstones of table"));
+        }
         let f = self.range_dels.get_or_insert_with(&meta.number, || {
             let t = self.get(meta)?;
             Ok::<_, Error>(Arc::new(Fragments::from_stored(&t.range_tombstones()?)))
         })?;
         Ok(Some(f))
+    }
+
+    fn not_open(number: u64, what: &str) -> Error {
+        Error::Incomplete(format!("{what} {number:06} not in the table cache"))
     }
 
     /// Forgets a deleted table.

@@ -464,11 +464,20 @@ pub struct TableIterOptions {
     pub fill_cache: bool,
     /// Readahead policy. Default [`Readahead::Off`].
     pub readahead: Readahead,
+    /// Serve only what needs no file I/O (the engine's `ReadTier::BlockCacheOnly`): a data block, or an index
+    /// not pinned in the table, that the block cache does not hold stops the iterator with
+    /// [`Error::Incomplete`] instead of being read. Default false.
+    pub block_cache_only: bool,
 }
 
 impl Default for TableIterOptions {
     fn default() -> Self {
-        TableIterOptions { verify_checksums: true, fill_cache: true, readahead: Readahead::Off }
+        TableIterOptions {
+            verify_checksums: true,
+            fill_cache: true,
+            readahead: Readahead::Off,
+            block_cache_only: false,
+        }
     }
 }
 

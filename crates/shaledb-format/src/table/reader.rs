@@ -274,6 +274,11 @@ impl Table {
         BloomReader::from_vec(self.read_raw(h, self.verify_meta)?).map_err(|e| in_block(e, &self.path, h.offset))
     }
 
+    /// The error of a block-cache-only read that would have to read `what` (at `offset`) from the file.
+    fn not_cached(&self, what: &str, offset: u64) -> Error {
+        Error::Incomplete(format!("{what} at offset {offset} of {} is not in the block cache", self.path.display()))
+    }
+
     fn count_lookup(&self, hit: bool) {
         if let Some(s) = &self.stats {
             if hit {
@@ -284,14 +289,19 @@ impl Table {
         }
     }
 
-    /// A data block, through the cache when there is one, and on a miss through `ra` when given.
+    /// A data block, through the cache when there is one, and on a miss through `ra` when given; with
+    /// `cache_only` a miss is [`Error::Incomplete`] and nothing is read.
     fn data_block(
         &self,
         h: BlockHandle,
         verify_checksum: bool,
         fill_cache: bool,
+        cache_only: bool,
         mut ra: Option<&mut ReadaheadState>,
     ) -> Result<Arc<Block>> {
+        if cache_only {
+            return self.through_cache(h, false, || Err(self.not_cached("data block", h.offset)));
+        }
         if let Some(ra) = &mut ra {
             ra.note(h);
         }
@@ -329,14 +339,25 @@ impl Table {
     }
 
     fn index_block(&self) -> Result<Arc<Block>> {
+        self.index_block_in(false)
+    }
+
+    /// The index block; with `cache_only`, [`Error::Incomplete`] when it must be read from the file.
+    fn index_block_in(&self, cache_only: bool) -> Result<Arc<Block>> {
         if let Some(b) = &self.pinned_index {
             return Ok(Arc::clone(b));
+        }
+        if cache_only {
+            return self.through_cache(self.footer.index, false, || {
+                Err(self.not_cached("index block", self.footer.index.offset))
+            });
         }
         // Not pinned means cached: the index is always put back after a miss.
         self.through_cache(self.footer.index, true, || self.read_index_block())
     }
 
-    fn filter(&self) -> Option<Result<Arc<BloomReader>>> {
+    /// The filter, if the table has one; with `cache_only`, `None` when it would have to be read from the file.
+    fn filter(&self, cache_only: bool) -> Option<Result<Arc<BloomReader>>> {
         let h = self.filter_handle?;
         if let Some(f) = &self.pinned_filter {
             return Some(Ok(Arc::clone(f)));
@@ -346,6 +367,9 @@ impl Table {
         self.count_lookup(hit.is_some());
         if let Some(f) = hit {
             return Some(Ok(f));
+        }
+        if cache_only {
+            return None;
         }
         Some(self.read_filter(h).map(|f| {
             let f = Arc::new(f);
@@ -369,10 +393,16 @@ impl Table {
     /// table. True without a filter, when the filter holds only prefixes (`whole_key_filtering` off: see
     /// [`Table::may_contain_prefix`]), and when a cached filter cannot be read back (a lookup then finds out).
     pub fn may_contain(&self, key_hash: u64) -> bool {
+        self.may_contain_in(key_hash, false)
+    }
+
+    /// [`Table::may_contain`]; with `cache_only`, a filter that lives in the block cache and was evicted is
+    /// not read back (true: the filter cannot tell), so the call does no file I/O.
+    pub fn may_contain_in(&self, key_hash: u64, cache_only: bool) -> bool {
         if !self.props.whole_key_filtering {
             return true;
         }
-        match self.filter() {
+        match self.filter(cache_only) {
             Some(Ok(f)) => f.may_contain(key_hash),
             Some(Err(_)) | None => true,
         }
@@ -382,10 +412,15 @@ impl Table {
     /// unless the table's filter was built with prefixes of that same extractor (RocksDB's rule: a table
     /// written with another extractor, or none, is never skipped by prefix).
     pub fn may_contain_prefix(&self, extractor: &PrefixExtractor, prefix_hash: u64) -> bool {
+        self.may_contain_prefix_in(extractor, prefix_hash, false)
+    }
+
+    /// [`Table::may_contain_prefix`]; with `cache_only` it does no file I/O, as [`Table::may_contain_in`].
+    pub fn may_contain_prefix_in(&self, extractor: &PrefixExtractor, prefix_hash: u64, cache_only: bool) -> bool {
         if self.props.prefix_extractor.as_ref() != Some(extractor) {
             return true;
         }
-        match self.filter() {
+        match self.filter(cache_only) {
             Some(Ok(f)) => f.may_contain(prefix_hash),
             Some(Err(_)) | None => true,
         }
@@ -394,12 +429,17 @@ impl Table {
     /// An unpositioned iterator without readahead. `verify_checksums = false` skips the crc check of data
     /// blocks read from the file; `fill_cache = false` keeps blocks it reads out of the block cache.
     pub fn iter(self: &Arc<Self>, verify_checksums: bool, fill_cache: bool) -> TableIter {
-        self.iter_with(&TableIterOptions { verify_checksums, fill_cache, readahead: Readahead::Off })
+        self.iter_with(&TableIterOptions {
+            verify_checksums,
+            fill_cache,
+            readahead: Readahead::Off,
+            block_cache_only: false,
+        })
     }
 
     /// An unpositioned iterator reading as `opts` say.
     pub fn iter_with(self: &Arc<Self>, opts: &TableIterOptions) -> TableIter {
-        let (index, err) = match self.index_block() {
+        let (index, err) = match self.index_block_in(opts.block_cache_only) {
             Ok(b) => (Some(BlockIter::new(b, KeyOrder::Internal)), None),
             Err(e) => (None, Some(e)),
         };
@@ -410,6 +450,7 @@ impl Table {
             data_handle: BlockHandle::default(),
             verify: opts.verify_checksums,
             fill_cache: opts.fill_cache,
+            cache_only: opts.block_cache_only,
             ra: ReadaheadState::new(opts.readahead),
             err,
         }
@@ -514,9 +555,10 @@ impl Table {
     /// separator names that block, which then holds nothing at or after it: the seek would go on to the
     /// next.) The index is loaded once and walked forward once: a target at or below the separator of the
     /// block its predecessor landed in shares that block without another search.
-    pub fn locate_blocks(&self, targets: &[&[u8]]) -> Result<Vec<Option<BlockHandle>>> {
+    /// With `cache_only`, an index that must be read from the file is [`Error::Incomplete`].
+    pub fn locate_blocks(&self, targets: &[&[u8]], cache_only: bool) -> Result<Vec<Option<BlockHandle>>> {
         let index_at = self.footer.index.offset;
-        let mut it = BlockIter::new(self.index_block()?, KeyOrder::Internal);
+        let mut it = BlockIter::new(self.index_block_in(cache_only)?, KeyOrder::Internal);
         let mut out = Vec::with_capacity(targets.len());
         let mut current: Option<BlockHandle> = None;
         for (i, target) in targets.iter().enumerate() {
@@ -603,6 +645,8 @@ pub struct TableIter {
     data_handle: BlockHandle,
     verify: bool,
     fill_cache: bool,
+    /// [`TableIterOptions::block_cache_only`].
+    cache_only: bool,
     ra: ReadaheadState,
     /// First error met; the iterator stays invalid after it.
     err: Option<Error>,
@@ -704,7 +748,7 @@ impl TableIter {
             return;
         }
         let ra = (self.ra.mode != Readahead::Off).then_some(&mut self.ra);
-        match self.table.data_block(h, self.verify, self.fill_cache, ra) {
+        match self.table.data_block(h, self.verify, self.fill_cache, self.cache_only, ra) {
             Ok(block) => {
                 match &mut self.data {
                     Some(d) => d.reset(block),

@@ -345,6 +345,53 @@ fn index_and_filter_in_cache() {
     }
 }
 
+/// `block_cache_only` (the engine's `ReadTier::BlockCacheOnly`): a data block or a cached index that the block
+/// cache lacks stops the iterator with `Incomplete`, reading nothing; blocks read before are served.
+#[test]
+fn block_cache_only_reads_nothing_and_serves_what_is_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sst");
+    let data = entries(2000);
+    let props = write_table(&path, TableOptions::default(), &data);
+    let only = TableIterOptions { block_cache_only: true, ..TableIterOptions::default() };
+    for cache_index_and_filter in [false, true] {
+        let cache = Arc::new(BlockCache::new(8 << 20));
+        let stats = Arc::new(TableStats::new());
+        let ropts = TableReadOptions {
+            cache: Some(cache.clone()),
+            cache_index_and_filter,
+            stats: Some(stats.clone()),
+            ..Default::default()
+        };
+        let t = Table::open(open_file(&path), &ropts).unwrap();
+        let reads = stats.blocks_read();
+        let e = scan_with(&t, &only, false).unwrap_err();
+        assert!(e.is_incomplete(), "{e}");
+        assert_eq!(stats.blocks_read(), reads, "a block-cache-only scan read a block");
+        let targets: Vec<&[u8]> = vec![&data[0].0];
+        assert!(t.locate_blocks(&targets, true).is_ok(), "the index is pinned or cached after the open");
+        assert_eq!(collect_forward(&t), data);
+        let reads = stats.blocks_read();
+        assert_eq!(reads, 4 + props.num_data_blocks);
+        assert_eq!(scan_with(&t, &only, false).unwrap(), data);
+        assert_eq!(scan_with(&t, &only, true).unwrap(), data);
+        assert_eq!(stats.blocks_read(), reads);
+        if cache_index_and_filter {
+            // With the index evicted, even the positioning is Incomplete, and the filter cannot tell.
+            let t2 = Table::open(
+                open_file(&path),
+                &TableReadOptions { cache: Some(Arc::new(BlockCache::new(1))), ..ropts.clone() },
+            )
+            .unwrap();
+            let reads = stats.blocks_read();
+            assert!(scan_with(&t2, &only, false).unwrap_err().is_incomplete());
+            assert!(t2.locate_blocks(&targets, true).unwrap_err().is_incomplete());
+            assert!(t2.may_contain_in(key_hash(b"absent"), true));
+            assert_eq!(stats.blocks_read(), reads);
+        }
+    }
+}
+
 /// `Table::index` gives the index block (pinned or from the cache) and its handle: one entry per data block,
 /// each decoding to a block inside the data, the first at offset 0, the block placed after the data.
 #[test]
@@ -717,7 +764,7 @@ fn locate_blocks_agrees_with_seek_for_sorted_targets() {
     targets.push(targets[5].clone());
     targets.sort_by(|a, b| crate::ikey::compare(a, b));
     let refs: Vec<&[u8]> = targets.iter().map(|t| t.as_slice()).collect();
-    let got = t.locate_blocks(&refs).unwrap();
+    let got = t.locate_blocks(&refs, false).unwrap();
     assert_eq!(got.len(), targets.len());
     let mut shared = 0;
     for (i, (target, h)) in targets.iter().zip(&got).enumerate() {
@@ -741,7 +788,7 @@ fn locate_blocks_agrees_with_seek_for_sorted_targets() {
     }
     assert!(shared > 0, "no two targets shared a block");
     let first = make_internal_key(b"a", crate::ikey::MAX_SEQUENCE, ValueKind::Value);
-    assert_eq!(t.locate_blocks(&[&first]).unwrap()[0].map(|h| h.offset), Some(0), "before every key: block 0");
+    assert_eq!(t.locate_blocks(&[&first], false).unwrap()[0].map(|h| h.offset), Some(0), "before every key: block 0");
 }
 
 #[test]
@@ -753,7 +800,7 @@ fn read_data_block_fills_the_cache_when_asked() {
     let ropts = TableReadOptions { cache: Some(cache), ..TableReadOptions::default() };
     let t = Table::open(open_file(&path), &ropts).unwrap();
     let target = make_internal_key(b"user000050", crate::ikey::MAX_SEQUENCE, ValueKind::Value);
-    let h = t.locate_blocks(&[&target]).unwrap()[0].unwrap();
+    let h = t.locate_blocks(&[&target], false).unwrap()[0].unwrap();
     assert!(t.cached_data_block(h).is_none());
     let b = t.read_data_block(h, true, false).unwrap();
     assert!(t.cached_data_block(h).is_none(), "fill_cache = false kept the block out");

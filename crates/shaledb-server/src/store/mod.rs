@@ -21,7 +21,7 @@ mod write;
 
 pub use counts::{ReadCounts, Reads};
 pub use error::Error;
-pub use read::{Members, Misses, ReadCtx, Scan};
+pub use read::{CacheOnly, Members, Misses, ReadCtx, Scan};
 pub use watches::{WatchInbox, Watches};
 pub use write::{check_entry_size, Overlay, Waiters, WriteCtx};
 

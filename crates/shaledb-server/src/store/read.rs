@@ -4,7 +4,8 @@
 use super::{coll_of_type, Error, Overlay, ReadCounts};
 use crate::keys;
 use bytes::Bytes;
-use shaledb::{Db, ReadOptions};
+use shaledb::{Db, ReadOptions, ReadTier};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What a read command sees: the engine (on the connection's task), or, in the commit step, the engine
 /// through the group's pending writes ([`WriteCtx::view`](super::WriteCtx::view)).
@@ -21,6 +22,57 @@ pub struct ReadCtx<'a> {
     pub(super) misses: Option<&'a Misses>,
     /// Where reads are counted (tests bounding a command's reads); `None`: not counted.
     pub(super) counts: Option<&'a ReadCounts>,
+    /// A run on the connection's task that must not touch the disk ([`CacheOnly`]); `None`: reads go to the
+    /// files as needed and accesses are recorded at once.
+    pub(super) cache_only: Option<&'a CacheOnly>,
+}
+
+/// A read command's run on the connection's task with `ReadTier::BlockCacheOnly` (issue 41): every engine
+/// read of the run answers from memory or fails with the engine's `Incomplete`, which the run records here
+/// (whatever the command then makes of the error: the reply of such a run is never sent). The run's accesses
+/// (the access clock's touches) wait here too, applied only by [`CacheOnly::finish`] once the run is known
+/// to answer, so a command rerun with disk I/O records them once.
+#[derive(Default)]
+pub struct CacheOnly {
+    incomplete: AtomicBool,
+    /// `(engine address, key id)` of each access, in order ([`crate::access::key_id`]).
+    touches: parking_lot::Mutex<Touches>,
+}
+
+/// The accesses of a run: the first one inline, so a single-key read (GET, HGET ...) allocates nothing.
+#[derive(Default)]
+struct Touches {
+    first: Option<(usize, u64)>,
+    rest: Vec<(usize, u64)>,
+}
+
+impl CacheOnly {
+    /// Whether a read of the run needed the disk: its reply must be thrown away and the command rerun.
+    pub fn incomplete(&self) -> bool {
+        self.incomplete.load(Ordering::Relaxed)
+    }
+
+    /// The run answers: records its accesses.
+    pub fn finish(self) {
+        let t = self.touches.into_inner();
+        for (server, id) in t.first.into_iter().chain(t.rest) {
+            crate::access::touch_id(server, id, true);
+        }
+    }
+
+    fn touch(&self, server: usize, id: u64) {
+        let mut t = self.touches.lock();
+        match t.first {
+            None => t.first = Some((server, id)),
+            Some(_) => t.rest.push((server, id)),
+        }
+    }
+
+    fn note(&self, e: &shaledb::Error) {
+        if e.is_incomplete() {
+            self.incomplete.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 /// The keys the lookups of one command found missing or expired, in order: `(database, key)`. Whoever ran
@@ -43,7 +95,13 @@ impl Misses {
 impl<'a> ReadCtx<'a> {
     /// A read context on a connection: the latest state of the engine at each read.
     pub fn new(db: &'a Db, db_index: u8, now_ms: u64) -> ReadCtx<'a> {
-        ReadCtx { db, db_index, now_ms, overlay: None, snapshot: None, misses: None, counts: None }
+        ReadCtx { db, db_index, now_ms, overlay: None, snapshot: None, misses: None, counts: None, cache_only: None }
+    }
+
+    /// The same context reading only what needs no disk I/O, recording in `run` whether a read needed it
+    /// (see [`CacheOnly`]).
+    pub fn cache_only(self, run: &'a CacheOnly) -> ReadCtx<'a> {
+        ReadCtx { cache_only: Some(run), ..self }
     }
 
     /// The same context, its lookups of missing keys recorded in `misses` (for the `keymiss` event).
@@ -68,11 +126,21 @@ impl<'a> ReadCtx<'a> {
             snapshot,
             misses: self.misses,
             counts: self.counts,
+            cache_only: self.cache_only,
         }
     }
 
     fn read_options(&self) -> ReadOptions {
-        ReadOptions { snapshot: self.snapshot.clone(), ..ReadOptions::default() }
+        let read_tier = if self.cache_only.is_some() { ReadTier::BlockCacheOnly } else { ReadTier::All };
+        ReadOptions { snapshot: self.snapshot.clone(), read_tier, ..ReadOptions::default() }
+    }
+
+    /// An engine error as storage reports it; an `Incomplete` one is recorded in the run first.
+    fn engine_error(&self, e: shaledb::Error) -> Error {
+        if let Some(run) = self.cache_only {
+            run.note(&e);
+        }
+        Error::read(e)
     }
 
     /// An engine key's value (pending writes first in the commit step).
@@ -83,11 +151,11 @@ impl<'a> ReadCtx<'a> {
         if let Some(v) = self.overlay.and_then(|o| o.get(engine_key)) {
             return Ok(v.clone());
         }
-        let r = match &self.snapshot {
-            Some(_) => self.db.get_opt(&self.read_options(), engine_key),
-            None => self.db.get(engine_key),
+        let r = match (&self.snapshot, self.cache_only) {
+            (None, None) => self.db.get(engine_key),
+            _ => self.db.get_opt(&self.read_options(), engine_key),
         };
-        r.map_err(Error::read)
+        r.map_err(|e| self.engine_error(e))
     }
 
     /// The live meta value of `user_key`, or `None` if missing or expired; a live key's access is recorded
@@ -95,7 +163,11 @@ impl<'a> ReadCtx<'a> {
     pub fn get_meta(&self, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Error> {
         let r = self.peek_meta(user_key)?;
         if r.is_some() {
-            crate::access::touch(self.db as *const Db as usize, self.db_index, user_key, true);
+            let server = self.db as *const Db as usize;
+            match self.cache_only {
+                Some(run) => run.touch(server, crate::access::key_id(server, self.db_index, user_key)),
+                None => crate::access::touch(server, self.db_index, user_key, true),
+            }
         }
         Ok(r)
     }
@@ -162,7 +234,16 @@ impl<'a> ReadCtx<'a> {
             }
             _ => None,
         };
-        Scan { it, pending, reverse, peeked: None, advance: false, done: false, counts: self.counts }
+        Scan {
+            it,
+            pending,
+            reverse,
+            peeked: None,
+            advance: false,
+            done: false,
+            counts: self.counts,
+            cache_only: self.cache_only,
+        }
     }
 
     /// The member records of collection `c` with sub-kind `sub`, as `(part, value)` (the part is the key
@@ -241,7 +322,7 @@ impl ReadCtx<'_> {
                 c.step();
             }
         }
-        it.status().map_err(Error::read)?;
+        it.status().map_err(|e| self.engine_error(e))?;
         Ok(n)
     }
 }
@@ -258,6 +339,7 @@ pub struct Scan<'a> {
     advance: bool,
     done: bool,
     counts: Option<&'a ReadCounts>,
+    cache_only: Option<&'a CacheOnly>,
 }
 
 impl Scan<'_> {
@@ -298,6 +380,9 @@ impl Iterator for Scan<'_> {
             if engine.is_none() {
                 if let Err(e) = self.it.status() {
                     self.done = true;
+                    if let Some(run) = self.cache_only {
+                        run.note(&e);
+                    }
                     return Some(Err(Error::read(e)));
                 }
             }

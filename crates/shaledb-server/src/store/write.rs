@@ -567,6 +567,7 @@ impl WriteCtx<'_> {
             snapshot: None,
             misses: None,
             counts: self.counts.as_deref(),
+            cache_only: None,
         }
     }
 

@@ -28,6 +28,7 @@ mod object_access;
 mod ordering;
 mod protocol;
 mod pubsub;
+mod read_pool;
 mod redis_gaps;
 mod redispy;
 mod scripting;

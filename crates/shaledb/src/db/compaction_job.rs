@@ -162,6 +162,7 @@ impl Job<'_> {
                 0 => Readahead::Off,
                 n => Readahead::Fixed(n),
             },
+            block_cache_only: false,
         };
         let children: Vec<Box<dyn InternalIterator>> =
             inputs.into_iter().map(|t| Box::new(t.iter_with(&input_opts)) as Box<dyn InternalIterator>).collect();

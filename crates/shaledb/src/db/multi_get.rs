@@ -22,7 +22,7 @@
 
 use super::Db;
 use crate::lookup::GetState;
-use crate::options::{Options, ReadOptions};
+use crate::options::{Options, ReadOptions, ReadTier};
 use crate::prefix::table_may_contain;
 use crate::stats::Counters;
 use crossbeam_channel::{Receiver, Sender};
@@ -31,7 +31,7 @@ use shaledb_format::bloom;
 use shaledb_format::edit::FileMeta;
 use shaledb_format::ikey::{self, KIND_FOR_SEEK};
 use shaledb_format::iter::InternalIterator;
-use shaledb_format::table::{BlockHandle, Table};
+use shaledb_format::table::{BlockHandle, Readahead, Table, TableIterOptions};
 use shaledb_vfs::{Error, Result};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -153,7 +153,9 @@ impl Db {
             if probes.last().is_none_or(|p| p.key != key) {
                 let mut lookup = Vec::with_capacity(key.len() + ikey::TRAILER_LEN);
                 ikey::append_internal_key(&mut lookup, key, seq, KIND_FOR_SEEK);
-                let mut state = GetState::with_buffer(key, seq, merge, Vec::new()).with_blobs(&inner.blobs);
+                let mut state = GetState::with_buffer(key, seq, merge, Vec::new())
+                    .with_blobs(&inner.blobs)
+                    .cache_only(opts.read_tier == ReadTier::BlockCacheOnly);
                 state.cover_with(super::read::mem_range_cover(&sv, key, seq));
                 probes.push(Probe { key, hash: bloom::key_hash(key), lookup, state });
             }
@@ -240,13 +242,15 @@ impl Db {
     /// distinct blocks: cached ones at once, missing ones read in parallel; then each probe's entries are fed.
     fn probe_round(&self, fopts: &Options, opts: &ReadOptions, round: Vec<TableProbes>, probes: &mut [Probe]) {
         let inner = &self.inner;
+        // ReadTier::BlockCacheOnly: a key whose lookup would read a file gets Incomplete, the others an answer.
+        let cache_only = opts.read_tier == ReadTier::BlockCacheOnly;
         let mut slots: Vec<(Arc<Table>, BlockHandle, Slot)> = Vec::new();
         let mut slot_at: HashMap<(u64, u64), usize> = HashMap::new();
         // (probe, table, slot): what to feed once the blocks are in.
         let mut work: Vec<(usize, Arc<Table>, usize)> = Vec::new();
         for tp in round {
             // The file's range tombstones first: they apply to its own older entries and to every file below.
-            match inner.tables.range_dels(tp.meta) {
+            match inner.tables.range_dels_in(tp.meta, cache_only) {
                 Ok(Some(rd)) => {
                     for &i in &tp.probes {
                         let cover = rd.covering_seq(probes[i].key, probes[i].state.seq());
@@ -261,7 +265,7 @@ impl Db {
                     continue;
                 }
             }
-            let table = match inner.tables.get(tp.meta) {
+            let table = match inner.tables.get_in(tp.meta, cache_only) {
                 Ok(t) => t,
                 Err(e) => {
                     for &i in &tp.probes {
@@ -273,7 +277,7 @@ impl Db {
             let mut wanted: Vec<usize> = Vec::with_capacity(tp.probes.len());
             for &i in &tp.probes {
                 Counters::add(&inner.counters.bloom_checked, 1);
-                if table_may_contain(fopts, &table, probes[i].key, probes[i].hash) {
+                if table_may_contain(fopts, &table, probes[i].key, probes[i].hash, cache_only) {
                     wanted.push(i);
                 } else {
                     Counters::add(&inner.counters.bloom_useful, 1);
@@ -283,7 +287,7 @@ impl Db {
                 continue;
             }
             let targets: Vec<&[u8]> = wanted.iter().map(|&i| probes[i].lookup.as_slice()).collect();
-            let handles = match table.locate_blocks(&targets) {
+            let handles = match table.locate_blocks(&targets, cache_only) {
                 Ok(h) => h,
                 Err(e) => {
                     for &i in &wanted {
@@ -307,7 +311,20 @@ impl Db {
             }
         }
 
-        read_misses(&mut slots, opts.verify_checksums, opts.fill_cache);
+        if cache_only {
+            for (t, h, slot) in &mut slots {
+                if matches!(slot, Slot::Miss) {
+                    let what = format!(
+                        "data block at offset {} of {} is not in the block cache",
+                        h.offset,
+                        t.path().display()
+                    );
+                    *slot = Slot::Read(Err(Error::Incomplete(what)));
+                }
+            }
+        } else {
+            read_misses(&mut slots, opts.verify_checksums, opts.fill_cache);
+        }
 
         for (i, table, s) in work {
             let (_, h, slot) = &slots[s];
@@ -348,7 +365,12 @@ fn feed_from_block(table: &Arc<Table>, h: BlockHandle, block: Arc<Block>, opts: 
         return;
     }
     // The block ended with the key undecided: its older entries may open the next block.
-    let mut t = table.iter(opts.verify_checksums, opts.fill_cache);
+    let mut t = table.iter_with(&TableIterOptions {
+        verify_checksums: opts.verify_checksums,
+        fill_cache: opts.fill_cache,
+        readahead: Readahead::Off,
+        block_cache_only: opts.read_tier == ReadTier::BlockCacheOnly,
+    });
     match &last_fed {
         Some(k) => {
             t.seek(k);

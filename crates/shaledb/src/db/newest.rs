@@ -68,7 +68,7 @@ impl Db {
                 }
                 let table = inner.tables.get(f)?;
                 Counters::add(&inner.counters.bloom_checked, 1);
-                if !table_may_contain(&fam.opts, &table, key, hash) {
+                if !table_may_contain(&fam.opts, &table, key, hash, false) {
                     Counters::add(&inner.counters.bloom_useful, 1);
                     continue;
                 }

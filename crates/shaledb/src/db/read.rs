@@ -7,7 +7,7 @@ use crate::iter::{
     CoverSkip, Cursor, Iter, KeyRange, LevelIterator, MergingIterator, RangeDelFilter, RefreshFn, SourceSeqs,
 };
 use crate::lookup::GetState;
-use crate::options::ReadOptions;
+use crate::options::{ReadOptions, ReadTier};
 use crate::prefix::{table_may_contain, PrefixFiltered, PrefixScope, PrefixSource};
 use crate::range_del::RangeDelView;
 use crate::snapshot::Snapshot;
@@ -110,7 +110,8 @@ impl Db {
         let (sv, seq) = pin_view(inner, fam, opts);
         Counters::add(&inner.counters.gets, 1);
         let mut state = GetState::with_buffer(key, seq, fam.opts.merge_operator.as_ref(), std::mem::take(out))
-            .with_blobs(&inner.blobs);
+            .with_blobs(&inner.blobs)
+            .cache_only(opts.read_tier == ReadTier::BlockCacheOnly);
         let hash = bloom::key_hash(key);
         // Range tombstones first: the newest one covering the key deletes every older entry, wherever it is.
         state.cover_with(mem_range_cover(&sv, key, seq));
@@ -169,19 +170,27 @@ impl Db {
         let inner = &self.inner;
         let mut lookup = Vec::with_capacity(key.len() + ikey::TRAILER_LEN);
         ikey::append_internal_key(&mut lookup, key, seq, KIND_FOR_SEEK);
+        // ReadTier::BlockCacheOnly: every step below that would read a file returns Incomplete instead.
+        let cache_only = opts.read_tier == ReadTier::BlockCacheOnly;
+        let topts = TableIterOptions {
+            verify_checksums: opts.verify_checksums,
+            fill_cache: opts.fill_cache,
+            readahead: Readahead::Off,
+            block_cache_only: cache_only,
+        };
         let mut search = |f: &FileMeta| -> Result<bool> {
             // The file's range tombstones apply to its own older entries and to everything below it, whatever
             // its filter says about the key.
-            if let Some(rd) = inner.tables.range_dels(f)? {
+            if let Some(rd) = inner.tables.range_dels_in(f, cache_only)? {
                 state.cover_with(rd.covering_seq(key, seq));
             }
-            let table = inner.tables.get(f)?;
+            let table = inner.tables.get_in(f, cache_only)?;
             Counters::add(&inner.counters.bloom_checked, 1);
-            if !table_may_contain(&fam.opts, &table, key, hash) {
+            if !table_may_contain(&fam.opts, &table, key, hash, cache_only) {
                 Counters::add(&inner.counters.bloom_useful, 1);
                 return Ok(false);
             }
-            let mut it = table.iter(opts.verify_checksums, opts.fill_cache);
+            let mut it = table.iter_with(&topts);
             it.seek(&lookup);
             while it.valid() {
                 let k = it.key();
@@ -389,7 +398,7 @@ impl Db {
         });
         let mut cursor = Cursor::new(it, seq, fam.opts.merge_operator.clone(), lower, upper, pin)
             .with_refresh(refresh)
-            .with_blobs(inner.blobs.clone());
+            .with_blobs(inner.blobs.clone(), opts.read_tier == ReadTier::BlockCacheOnly);
         if let Some(scope) = scope {
             cursor.confine_to_prefix(scope);
         }
@@ -515,13 +524,21 @@ fn internal_view(
     } else {
         Readahead::Off
     };
-    let topts = TableIterOptions { verify_checksums: opts.verify_checksums, fill_cache: opts.fill_cache, readahead };
+    // ReadTier::BlockCacheOnly: a table not open, tombstones not loaded or a block not cached make the
+    // cursor invalid with an Incomplete status (through ErrorIter or the table iterator), never a skipped key.
+    let cache_only = opts.read_tier == ReadTier::BlockCacheOnly;
+    let topts = TableIterOptions {
+        verify_checksums: opts.verify_checksums,
+        fill_cache: opts.fill_cache,
+        readahead,
+        block_cache_only: cache_only,
+    };
     let table_iter =
         move |t: Arc<Table>, f: &FileMeta, scope: &Option<Arc<PrefixScope>>| -> Box<dyn InternalIterator> {
             let it = t.iter_with(&topts);
             match scope {
                 Some(scope) => Box::new(
-                    PrefixFiltered::new(it, PrefixSource::Table(t), Arc::clone(scope))
+                    PrefixFiltered::new(it, PrefixSource::Table(t, cache_only), Arc::clone(scope))
                         .with_range(f.smallest_user_key(), f.largest_user_key()),
                 ),
                 None => Box::new(it),
@@ -530,7 +547,7 @@ fn internal_view(
     let in_bounds = |f: &&Arc<FileMeta>| file_in_bounds(f, lower, upper);
     // The range tombstones of every table in the view (only files that hold some are opened for them).
     for f in (0..sv.version.num_levels()).flat_map(|l| sv.version.files(l)).filter(in_bounds) {
-        match inner.tables.range_dels(f) {
+        match inner.tables.range_dels_in(f, cache_only) {
             Ok(Some(rd)) => range_dels.add(rd),
             Ok(None) => {}
             Err(e) => {
@@ -540,7 +557,7 @@ fn internal_view(
         }
     }
     for f in sv.version.files(0).iter().filter(in_bounds) {
-        match inner.tables.get(f) {
+        match inner.tables.get_in(f, cache_only) {
             Ok(t) => children.push(table_iter(t, f, scope)),
             Err(e) => children.push(Box::new(ErrorIter(e))),
         }
@@ -556,7 +573,7 @@ fn internal_view(
         let tables = inner.tables.clone();
         let scope = scope.clone();
         let open = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
-            Ok(table_iter(tables.get(f)?, f, &scope))
+            Ok(table_iter(tables.get_in(f, cache_only)?, f, &scope))
         });
         children.push(Box::new(LevelIterator::new(files, open)));
     }

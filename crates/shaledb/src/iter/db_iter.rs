@@ -96,6 +96,8 @@ pub struct Cursor {
     ttl: Option<TtlView>,
     /// Resolves blob references (kind `0x11`) to their values.
     blobs: Option<Arc<crate::blob::BlobFiles>>,
+    /// `ReadTier::BlockCacheOnly`: blob references are not read.
+    blobs_cache_only: bool,
     /// Backward: `value_buf` holds a blob reference not yet resolved.
     blob_pending: bool,
     /// Declared last so the iterators above drop before what they read from.
@@ -152,14 +154,17 @@ impl Cursor {
             refresh: None,
             ttl: None,
             blobs: None,
+            blobs_cache_only: false,
             blob_pending: false,
             _pin: pin,
         }
     }
 
-    /// Resolves blob references through `blobs`.
-    pub(crate) fn with_blobs(mut self, blobs: Arc<crate::blob::BlobFiles>) -> Cursor {
+    /// Resolves blob references through `blobs`; with `cache_only` (`ReadTier::BlockCacheOnly`) a blob
+    /// reference stops the cursor with [`Error::Incomplete`] instead of being read.
+    pub(crate) fn with_blobs(mut self, blobs: Arc<crate::blob::BlobFiles>, cache_only: bool) -> Cursor {
         self.blobs = Some(blobs);
+        self.blobs_cache_only = cache_only;
         self
     }
 
@@ -170,6 +175,10 @@ impl Cursor {
             self.error = Some(Error::InvalidArgument("a blob reference met by a cursor without blob files".into()));
             return false;
         };
+        if self.blobs_cache_only {
+            self.error = Some(Error::Incomplete("a value is in a blob file".into()));
+            return false;
+        }
         let mut out = std::mem::take(&mut self.value_buf);
         let r = blobs.resolve(&self.key_buf, raw, None, &mut out);
         self.value_buf = out;

@@ -24,6 +24,7 @@ mod options_file;
 mod parallel_flush;
 mod prefix;
 mod properties;
+mod read_tier;
 mod readahead;
 mod rust_api;
 mod secondary;

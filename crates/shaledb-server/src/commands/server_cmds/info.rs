@@ -267,6 +267,8 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
             kv(out, "total_net_input_bytes", &stats.net_input_bytes.load(Ordering::Relaxed));
             kv(out, "total_net_output_bytes", &stats.net_output_bytes.load(Ordering::Relaxed));
             kv(out, "rejected_connections", &stats.rejected_connections.load(Ordering::Relaxed));
+            // Issue 41: read commands that needed the disk and ran on the blocking pool (not in Redis).
+            kv(out, "reads_offloaded", &stats.reads_offloaded.load(Ordering::Relaxed));
             kv(out, "pubsub_channels", &shared.pubsub.channel_count());
             kv(out, "pubsub_patterns", &shared.pubsub.pattern_count());
             kv(out, "pubsubshard_channels", &shared.pubsub.shard_channel_count());
