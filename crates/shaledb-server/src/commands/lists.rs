@@ -11,7 +11,7 @@
 
 use super::{arg_i64, not_an_integer, syntax_error, Spec};
 use crate::notify;
-use crate::resp::{Args, Reply};
+use crate::resp::{Args, Bulks, Reply};
 use crate::store::{ReadCtx, WriteCtx};
 use crate::types::list;
 use bytes::Bytes;
@@ -135,9 +135,10 @@ fn lrange(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     let ctx = ctx.pinned();
     let Some(c) = tri!(list::get(&ctx, &args[1])) else { return Reply::Array(vec![]) };
     let Some((s, e)) = list::range(start, stop, c.size) else { return Reply::Array(vec![]) };
-    let mut out = Vec::with_capacity(((e - s) as usize).min(4096));
-    tri!(list::for_each_in(&ctx, &c, s, e, |v| out.push(Reply::Bulk(Bytes::copy_from_slice(v)))));
-    Reply::Array(out)
+    // Encoded as the elements are read: no allocation or `Reply` per element.
+    let mut out = Bulks::with_capacity(((e - s) as usize).min(4096) * 16);
+    tri!(list::for_each_in(&ctx, &c, s, e, |v| out.push(v)));
+    Reply::Bulks(out)
 }
 
 fn lset(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {

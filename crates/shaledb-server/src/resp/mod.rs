@@ -26,7 +26,7 @@ mod fuzz;
 mod reply;
 
 pub use fuzz::fuzz_requests;
-pub use reply::{format_double, Reply};
+pub use reply::{format_double, Bulks, BulksIter, Reply};
 
 /// Hard limits of the request parser (Redis's `proto-max-bulk-len` and friends).
 #[derive(Clone, Copy, Debug)]

@@ -3,8 +3,10 @@
 use bytes::{Bytes, BytesMut};
 use std::fmt::Write as _;
 
-/// A reply, encoded for the connection's protocol version.
-#[derive(Clone, Debug, PartialEq)]
+/// A reply, encoded for the connection's protocol version. Two replies are equal when they have the same
+/// shape and values; a [`Reply::Bulks`] equals the [`Reply::Array`] of the same bulk strings (they are the
+/// same bytes on the wire).
+#[derive(Clone, Debug)]
 pub enum Reply {
     /// `+OK`.
     Ok,
@@ -34,6 +36,105 @@ pub enum Reply {
     Pairs(Vec<(Reply, Reply)>),
     /// An out-of-band push (`>`: Pub/Sub messages and confirmations): an array in RESP2.
     Push(Vec<Reply>),
+    /// An array of bulk strings encoded as it is built (LRANGE): one buffer instead of a `Reply` and an
+    /// allocation per element. The same bytes in RESP2 and RESP3.
+    Bulks(Bulks),
+}
+
+/// An array of bulk strings, kept in its wire form (`$len\r\nbytes\r\n` per element) as they are pushed; it
+/// is written out with one copy. [`Reply::Bulks`] holds it; [`Bulks::iter`] gives the elements back (a
+/// script's `redis.call`).
+#[derive(Clone, Default, PartialEq)]
+pub struct Bulks {
+    enc: Vec<u8>,
+    len: usize,
+}
+
+impl std::fmt::Debug for Bulks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter().map(Bytes::copy_from_slice)).finish()
+    }
+}
+
+impl PartialEq for Reply {
+    fn eq(&self, other: &Reply) -> bool {
+        use Reply as R;
+        match (self, other) {
+            (R::Ok, R::Ok) | (R::Nil, R::Nil) | (R::NilArray, R::NilArray) => true,
+            (R::Simple(a), R::Simple(b)) | (R::Error(a), R::Error(b)) | (R::Verbatim(a), R::Verbatim(b)) => a == b,
+            (R::Int(a), R::Int(b)) => a == b,
+            (R::Bulk(a), R::Bulk(b)) => a == b,
+            (R::Array(a), R::Array(b)) | (R::Set(a), R::Set(b)) | (R::Push(a), R::Push(b)) => a == b,
+            (R::Map(a), R::Map(b)) | (R::Pairs(a), R::Pairs(b)) => a == b,
+            (R::Double(a), R::Double(b)) => a == b,
+            (R::Bool(a), R::Bool(b)) => a == b,
+            (R::Bulks(a), R::Bulks(b)) => a == b,
+            (R::Bulks(a), R::Array(b)) | (R::Array(b), R::Bulks(a)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| matches!(y, R::Bulk(y) if y[..] == *x))
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Bulks {
+    /// An empty array with room for about `bytes` bytes of elements.
+    pub fn with_capacity(bytes: usize) -> Bulks {
+        Bulks { enc: Vec::with_capacity(bytes), len: 0 }
+    }
+
+    /// Appends the element `b`.
+    pub fn push(&mut self, b: &[u8]) {
+        let mut tmp = [0u8; 20];
+        let digits = fmt_u64(&mut tmp, b.len() as u64);
+        self.enc.reserve(b.len() + digits.len() + 5);
+        self.enc.push(b'$');
+        self.enc.extend_from_slice(digits);
+        self.enc.extend_from_slice(b"\r\n");
+        self.enc.extend_from_slice(b);
+        self.enc.extend_from_slice(b"\r\n");
+        self.len += 1;
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when it holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The elements, in order.
+    pub fn iter(&self) -> BulksIter<'_> {
+        BulksIter { rest: &self.enc }
+    }
+
+    /// The same array as one [`Reply::Bulk`] per element.
+    pub fn to_replies(&self) -> Vec<Reply> {
+        self.iter().map(|b| Reply::Bulk(Bytes::copy_from_slice(b))).collect()
+    }
+}
+
+/// The elements of a [`Bulks`].
+pub struct BulksIter<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for BulksIter<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        // INVARIANT: `rest` is a sequence of `$len\r\nbytes\r\n` written by `Bulks::push`.
+        let rest = self.rest.strip_prefix(b"$")?;
+        let nl = rest.iter().position(|&c| c == b'\r')?;
+        let len: usize = std::str::from_utf8(&rest[..nl]).ok()?.parse().ok()?;
+        let start = nl + 2;
+        let item = rest.get(start..start + len)?;
+        self.rest = rest.get(start + len + 2..)?;
+        Some(item)
+    }
 }
 
 impl Reply {
@@ -126,6 +227,10 @@ impl Reply {
                     out.extend_from_slice(if *b { b":1\r\n" } else { b":0\r\n" });
                 }
             }
+            Reply::Bulks(b) => {
+                header(out, b'*', b.len);
+                out.extend_from_slice(&b.enc);
+            }
             Reply::Verbatim(s) => {
                 if proto >= 3 {
                     header(out, b'=', s.len() + 4);
@@ -213,10 +318,9 @@ fn bulk(out: &mut BytesMut, b: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
-fn push_int(out: &mut BytesMut, n: i64) {
-    let mut tmp = [0u8; 20];
+/// The decimal digits of `v`, written at the end of `tmp`.
+fn fmt_u64(tmp: &mut [u8; 20], mut v: u64) -> &[u8] {
     let mut i = tmp.len();
-    let mut v = n.unsigned_abs();
     loop {
         i -= 1;
         tmp[i] = b'0' + (v % 10) as u8;
@@ -225,8 +329,14 @@ fn push_int(out: &mut BytesMut, n: i64) {
             break;
         }
     }
+    &tmp[i..]
+}
+
+fn push_int(out: &mut BytesMut, n: i64) {
+    let mut tmp = [0u8; 20];
+    let digits = fmt_u64(&mut tmp, n.unsigned_abs());
     if n < 0 {
         out.extend_from_slice(b"-");
     }
-    out.extend_from_slice(&tmp[i..]);
+    out.extend_from_slice(digits);
 }

@@ -308,3 +308,34 @@ fn replies_in_both_protocols() {
     Reply::Int(i64::MIN).encode(2, &mut out);
     assert_eq!(&out[..], b":-9223372036854775808\r\n");
 }
+
+#[test]
+fn bulks_encode_as_an_array_of_bulk_strings_in_both_protocols() {
+    let long = vec![b'x'; 1234];
+    let elements: Vec<&[u8]> = vec![b"", b"a", b"with\r\ncrlf", b"$3\r\n", &long];
+    let mut bulks = Bulks::with_capacity(0);
+    assert!(bulks.is_empty());
+    for e in &elements {
+        bulks.push(e);
+    }
+    assert_eq!(bulks.len(), elements.len());
+    let array = Reply::Array(elements.iter().map(|e| Reply::Bulk(Bytes::copy_from_slice(e))).collect());
+    for proto in [2, 3] {
+        let (mut want, mut got) = (BytesMut::new(), BytesMut::new());
+        array.encode(proto, &mut want);
+        Reply::Bulks(bulks.clone()).encode(proto, &mut got);
+        assert_eq!(got, want, "RESP{proto}");
+    }
+    assert_eq!(bulks.iter().collect::<Vec<_>>(), elements);
+    assert_eq!(Reply::Array(bulks.to_replies()), array);
+    assert_eq!(Reply::Bulks(bulks.clone()), array, "equal to the array of the same bulk strings");
+    assert_eq!(array, Reply::Bulks(bulks.clone()));
+    let mut other = bulks.clone();
+    other.push(b"one more");
+    assert_ne!(Reply::Bulks(other), array);
+    assert_ne!(Reply::Bulks(Bulks::default()), Reply::Array(vec![Reply::Int(1)]));
+    let mut out = BytesMut::new();
+    Reply::Bulks(Bulks::default()).encode(2, &mut out);
+    assert_eq!(&out[..], b"*0\r\n");
+    assert_eq!(Bulks::default().iter().count(), 0);
+}

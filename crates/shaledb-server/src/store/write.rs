@@ -374,6 +374,35 @@ impl<'a> WriteCtx<'a> {
     }
 
     fn record(&mut self, engine_key: &[u8], value: Option<&[u8]>) {
+        self.note_write(engine_key, value);
+        match self.pending.get_mut(engine_key) {
+            Some(slot) => match (slot, value) {
+                (Some(old), Some(v)) => {
+                    old.clear();
+                    old.extend_from_slice(v);
+                }
+                (slot, v) => *slot = v.map(<[u8]>::to_vec),
+            },
+            None => {
+                self.pending.insert(engine_key.to_vec(), value.map(<[u8]>::to_vec));
+            }
+        }
+    }
+
+    /// [`WriteCtx::record`] of a put whose value the caller hands over (no copy of it).
+    fn record_vec(&mut self, engine_key: &[u8], value: Vec<u8>) {
+        self.note_write(engine_key, Some(&value));
+        match self.pending.get_mut(engine_key) {
+            Some(slot) => *slot = Some(value),
+            None => {
+                self.pending.insert(engine_key.to_vec(), Some(value));
+            }
+        }
+    }
+
+    /// What every write of the group records besides the pending write itself: the counts, WATCH, the access
+    /// clock, tracking, blocked XREADGROUPs, the pending bytes.
+    fn note_write(&mut self, engine_key: &[u8], value: Option<&[u8]>) {
         self.writes += 1;
         if engine_key.get(1) == Some(&keys::KIND_META) {
             self.take_watch_inbox();
@@ -399,18 +428,6 @@ impl<'a> WriteCtx<'a> {
             }
         }
         self.pending_bytes += engine_key.len() + value.map_or(0, <[u8]>::len) + PENDING_ENTRY_OVERHEAD;
-        match self.pending.get_mut(engine_key) {
-            Some(slot) => match (slot, value) {
-                (Some(old), Some(v)) => {
-                    old.clear();
-                    old.extend_from_slice(v);
-                }
-                (slot, v) => *slot = v.map(<[u8]>::to_vec),
-            },
-            None => {
-                self.pending.insert(engine_key.to_vec(), value.map(<[u8]>::to_vec));
-            }
-        }
     }
 
     pub fn put_raw(&mut self, engine_key: &[u8], value: &[u8]) {
@@ -730,6 +747,20 @@ impl WriteCtx<'_> {
         let mut k = std::mem::take(&mut self.key_buf);
         keys::member_key_into(self.db_index, c.version, sub, part, &mut k);
         self.put_raw(&k, value);
+        self.key_buf = k;
+        Ok(())
+    }
+
+    /// [`WriteCtx::put_member`] of a value the caller hands over: it becomes the pending write without a
+    /// copy.
+    pub fn put_member_vec(&mut self, c: &keys::Coll, sub: u8, part: &[u8], value: Vec<u8>) -> Result<(), Error> {
+        check_entry_size(part.len() + 9, value.len())?;
+        if !self.dead.is_empty() {
+            self.dead.on_write((self.db_index, c.version, sub), part);
+        }
+        let mut k = std::mem::take(&mut self.key_buf);
+        keys::member_key_into(self.db_index, c.version, sub, part, &mut k);
+        self.record_vec(&k, value);
         self.key_buf = k;
         Ok(())
     }

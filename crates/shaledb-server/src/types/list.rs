@@ -162,55 +162,90 @@ fn store(
 ) -> Result<(), Error> {
     check_sizes(change.values.iter().copied())?;
     let hi = change.lo + change.values.len() as u64;
-    let new_value = |a: u64| -> Result<(&[u8], bool), Error> {
-        if a >= change.lo && a < hi {
-            Ok((change.values[(a - change.lo) as usize], true))
-        } else {
-            Ok((old.at(a)?, false))
-        }
-    };
-    // Everything is computed first, then written: a missing old element writes nothing.
-    let mut puts: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-    let mut deletes: Vec<Vec<u8>> = Vec::new();
+    // Everything is computed first, then written: a missing old element writes nothing. A part is a node's
+    // (8 bytes) or an external record's (9).
+    let mut puts: Vec<(Part, Vec<u8>)> = Vec::new();
+    let mut deletes: Vec<Part> = Vec::new();
     for n in n_from..=n_to {
         let before = old.nodes.get(&n);
         let (first, end) = if change.head < change.tail { live(n, change.head, change.tail) } else { (1, 0) };
         let mut kept_ext: u64 = 0;
         if first < end {
-            let mut values = Vec::with_capacity((end - first) as usize);
-            for a in first..end {
-                let (v, new) = new_value(a)?;
+            // The node's new elements are [cl, ch); it keeps its old ones at [first, cl) and [ch, end), whose
+            // entries are copied from the old value as they are (they were checked when it was read): a push
+            // or a pop encodes only what it adds.
+            let cl = change.lo.clamp(first, end);
+            let ch = hi.clamp(cl, end);
+            let new: &[&[u8]] =
+                if cl < ch { &change.values[(cl - change.lo) as usize..(ch - change.lo) as usize] } else { &[] };
+            let kept = |from: u64, to: u64| -> Result<&[u8], Error> {
+                before.and_then(|b| b.raw_span(from, to)).ok_or(Error::Corrupt)
+            };
+            let (left, right) =
+                (if first < cl { kept(first, cl)? } else { &[] }, if ch < end { kept(ch, end)? } else { &[] });
+            let mut raw = Vec::with_capacity(left.len() + node::encoded_size(new.iter().copied()) + right.len());
+            raw.extend_from_slice(left);
+            node::encode_into(new.iter().copied(), &mut raw);
+            raw.extend_from_slice(right);
+            for (a, v) in (cl..ch).zip(new) {
                 if is_external(v) {
                     let slot = (a % node::K) as u8;
                     kept_ext |= 1 << slot;
-                    if new || !before.is_some_and(|b| b.external_at(a)) {
-                        puts.push((ext_part(n, slot).to_vec(), v.to_vec()));
+                    puts.push((Part::ext(n, slot), v.to_vec()));
+                }
+            }
+            if let Some(b) = before {
+                for slot in b.ext_slots() {
+                    let a = n * node::K + u64::from(slot);
+                    if (first..cl).contains(&a) || (ch..end).contains(&a) {
+                        kept_ext |= 1 << slot;
                     }
                 }
-                values.push(v);
             }
-            let raw = node::encode(values);
             if before.is_none_or(|b| b.raw != raw) {
-                puts.push((node_part(n).to_vec(), raw));
+                puts.push((Part::node(n), raw));
             }
         } else if before.is_some() {
-            deletes.push(node_part(n).to_vec());
+            deletes.push(Part::node(n));
         }
         if let Some(b) = before {
             for slot in b.ext_slots() {
                 if kept_ext & (1 << slot) == 0 {
-                    deletes.push(ext_part(n, slot).to_vec());
+                    deletes.push(Part::ext(n, slot));
                 }
             }
         }
     }
     for p in deletes {
-        ctx.delete_member(c, SUB_NODE, &p);
+        ctx.delete_member(c, SUB_NODE, p.as_slice());
     }
     for (p, v) in puts {
-        ctx.put_member(c, SUB_NODE, &p, &v)?;
+        ctx.put_member_vec(c, SUB_NODE, p.as_slice(), v)?;
     }
     Ok(())
+}
+
+/// The part of a node record (8 bytes) or of an external record (9), without an allocation.
+#[derive(Clone, Copy)]
+struct Part {
+    bytes: [u8; 9],
+    len: u8,
+}
+
+impl Part {
+    fn node(n: u64) -> Part {
+        let mut bytes = [0u8; 9];
+        bytes[..8].copy_from_slice(&node_part(n));
+        Part { bytes, len: 8 }
+    }
+
+    fn ext(n: u64, slot: u8) -> Part {
+        Part { bytes: ext_part(n, slot), len: 9 }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
 }
 
 /// Pushes `values` at the head (`left`: each in turn, so the last ends first) or the tail of the list `c`.

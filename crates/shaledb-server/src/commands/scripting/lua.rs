@@ -607,6 +607,13 @@ fn reply_to_lua(lua: &Lua, r: Reply, resp3: bool) -> mlua::Result<Value> {
             }
         }
         Reply::Array(items) | Reply::Push(items) => seq(lua, items, resp3)?,
+        Reply::Bulks(b) => {
+            let t = lua.create_table_with_capacity(b.len(), 0)?;
+            for (i, v) in b.iter().enumerate() {
+                t.raw_set(i + 1, lua.create_string(v)?)?;
+            }
+            Value::Table(t)
+        }
         Reply::Set(items) => {
             if resp3 {
                 let t = lua.create_table()?;

@@ -91,35 +91,62 @@ fn get_varint(b: &[u8], at: &mut usize) -> Option<u64> {
 }
 
 /// The node value of `values` (in index order): short ones inline, long ones marked external.
-pub fn encode<'v>(values: impl IntoIterator<Item = &'v [u8]>) -> Vec<u8> {
-    let mut out = Vec::new();
+pub fn encode<'v, I>(values: I) -> Vec<u8>
+where
+    I: IntoIterator<Item = &'v [u8]>,
+    I::IntoIter: Clone,
+{
+    let values = values.into_iter();
+    let mut out = Vec::with_capacity(encoded_size(values.clone()));
+    encode_into(values, &mut out);
+    out
+}
+
+/// An upper bound of the bytes [`encode`] makes of `values` (a tag, at most a 2-byte length, the bytes).
+pub fn encoded_size<'v>(values: impl IntoIterator<Item = &'v [u8]>) -> usize {
+    values.into_iter().map(|v| if is_external(v) { 1 } else { 3 + v.len() }).sum()
+}
+
+/// [`encode`], appended to `out`: the entries of `values`, in order.
+pub fn encode_into<'v>(values: impl IntoIterator<Item = &'v [u8]>, out: &mut Vec<u8>) {
     for v in values {
         if is_external(v) {
             out.push(TAG_EXTERNAL);
         } else {
             out.push(TAG_INLINE);
-            put_varint(&mut out, v.len() as u64);
+            put_varint(out, v.len() as u64);
             out.extend_from_slice(v);
         }
     }
-    out
 }
 
 /// One entry of a decoded node value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Entry {
-    /// The element's bytes are `raw[start..end]`.
-    Inline { start: usize, end: usize },
-    /// The element is `ext[i]`.
-    External(usize),
+    /// The element's bytes are `raw[start..end]`; its entry starts at `raw[tag]`.
+    Inline { tag: usize, start: usize, end: usize },
+    /// The element is `ext[i]`; its entry is the byte `raw[tag]`.
+    External { tag: usize, i: usize },
+}
+
+impl Entry {
+    /// The bytes of the entry in the node value: `raw[start..end]`.
+    fn span(&self) -> (usize, usize) {
+        match *self {
+            Entry::Inline { tag, end, .. } => (tag, end),
+            Entry::External { tag, .. } => (tag, tag + 1),
+        }
+    }
 }
 
 /// The entries of a node value: `Err(Corrupt)` when it does not follow the grammar.
 fn parse(raw: &[u8]) -> Result<Vec<Entry>, Error> {
-    let mut entries = Vec::new();
+    // Every entry takes at least one byte, and a node holds at most K: one allocation.
+    let mut entries = Vec::with_capacity(raw.len().min(K as usize + 1));
     let mut at = 0;
     let mut ext = 0;
     while at < raw.len() {
+        let tag_at = at;
         let tag = raw[at];
         at += 1;
         match tag {
@@ -130,11 +157,11 @@ fn parse(raw: &[u8]) -> Result<Vec<Entry>, Error> {
                     return Err(Error::Corrupt);
                 }
                 let end = at + len as usize;
-                entries.push(Entry::Inline { start: at, end });
+                entries.push(Entry::Inline { tag: tag_at, start: at, end });
                 at = end;
             }
             TAG_EXTERNAL => {
-                entries.push(Entry::External(ext));
+                entries.push(Entry::External { tag: tag_at, i: ext });
                 ext += 1;
             }
             _ => return Err(Error::Corrupt),
@@ -157,8 +184,8 @@ pub fn entry_at(raw: &[u8], i: usize) -> Result<(u64, Option<&[u8]>), Error> {
     let entries = parse(raw)?;
     let count = entries.len() as u64;
     match entries.get(i) {
-        Some(&Entry::Inline { start, end }) => Ok((count, Some(raw.get(start..end).ok_or(Error::Corrupt)?))),
-        Some(Entry::External(_)) => Ok((count, None)),
+        Some(&Entry::Inline { start, end, .. }) => Ok((count, Some(raw.get(start..end).ok_or(Error::Corrupt)?))),
+        Some(Entry::External { .. }) => Ok((count, None)),
         None => Err(Error::Corrupt),
     }
 }
@@ -182,15 +209,28 @@ impl Node {
     pub fn at(&self, a: u64) -> Option<&[u8]> {
         let i = usize::try_from(a.checked_sub(self.first)?).ok()?;
         match *self.entries.get(i)? {
-            Entry::Inline { start, end } => self.raw.get(start..end),
-            Entry::External(j) => self.ext.get(j).map(Vec::as_slice),
+            Entry::Inline { start, end, .. } => self.raw.get(start..end),
+            Entry::External { i, .. } => self.ext.get(i).map(Vec::as_slice),
         }
     }
 
     /// True when the element at index `a` is in an external record.
     pub fn external_at(&self, a: u64) -> bool {
         let Some(i) = a.checked_sub(self.first).and_then(|i| usize::try_from(i).ok()) else { return false };
-        matches!(self.entries.get(i), Some(Entry::External(_)))
+        matches!(self.entries.get(i), Some(Entry::External { .. }))
+    }
+
+    /// The bytes of the entries of the indexes `[from, to)` in its stored value, `None` unless it holds them
+    /// all (`None` too when `from >= to`): a rewrite copies the entries it keeps without decoding them.
+    pub fn raw_span(&self, from: u64, to: u64) -> Option<&[u8]> {
+        if from >= to {
+            return None;
+        }
+        let i = usize::try_from(from.checked_sub(self.first)?).ok()?;
+        let j = usize::try_from(to.checked_sub(self.first)?).ok()?.checked_sub(1)?;
+        let (start, _) = self.entries.get(i)?.span();
+        let (_, end) = self.entries.get(j)?.span();
+        self.raw.get(start..end)
     }
 
     /// The end of its live indexes (exclusive).
@@ -204,7 +244,7 @@ impl Node {
         self.entries
             .iter()
             .enumerate()
-            .filter(|(_, e)| matches!(e, Entry::External(_)))
+            .filter(|(_, e)| matches!(e, Entry::External { .. }))
             .map(move |(i, _)| (base + i as u64) as u8)
     }
 
@@ -361,6 +401,26 @@ mod tests {
         assert_eq!(node.at(101), None);
         assert_eq!(node.at(95), None);
         assert_eq!(count(&encode(values.iter().copied())).unwrap(), 5);
+    }
+
+    #[test]
+    fn a_raw_span_is_the_encoding_of_its_elements() {
+        let long = vec![b'x'; INLINE_MAX + 1];
+        let values: Vec<&[u8]> = vec![b"a", &long, b"", b"bcd", &long, b"e"];
+        let node = Node::decode(0, 10, 16, encode(values.iter().copied())).unwrap();
+        for from in 10..16u64 {
+            for to in from + 1..=16 {
+                let want = encode(values[(from - 10) as usize..(to - 10) as usize].iter().copied());
+                assert_eq!(node.raw_span(from, to), Some(&want[..]), "[{from}, {to})");
+            }
+        }
+        assert_eq!(node.raw_span(9, 12), None, "before the node's first element");
+        assert_eq!(node.raw_span(15, 17), None, "past its last");
+        assert_eq!(node.raw_span(12, 12), None, "empty");
+        let mut out = b"keep".to_vec();
+        encode_into(values.iter().copied(), &mut out);
+        assert_eq!(&out[4..], &encode(values.iter().copied())[..]);
+        assert!(encoded_size(values.iter().copied()) >= out.len() - 4);
     }
 
     #[test]
