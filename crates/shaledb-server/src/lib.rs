@@ -43,6 +43,7 @@ pub mod server;
 pub mod store;
 pub mod tracking;
 pub mod types;
+pub mod wakeup;
 
 pub use config::{Appendfsync, Config, ServerArgs};
 pub use server::{run, RunningServer};

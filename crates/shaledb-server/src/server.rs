@@ -110,7 +110,16 @@ pub struct ClientEntry {
     pub last_active: Mutex<Instant>,
     /// Set by `CLIENT KILL`; the connection closes at its next chance.
     pub killed: AtomicBool,
+    /// Wakes a blocking command's wait (BLPOP ..., WAIT, CLIENT PAUSE) when the client is killed: a permit, so a
+    /// wait that starts after the kill ends at once.
     pub kill: Notify,
+    /// Wakes the connection's own wait for input: on kill, on shutdown and (through its tracking inbox, which
+    /// shares it) on an invalidation message. Separate from `kill`, whose permit must stay for a blocking
+    /// command's wait; lock-free, because the connection polls it on every request (`wakeup.rs`).
+    pub wake: Arc<crate::wakeup::Wakeup>,
+    /// Set with `wake` by the server's once-a-second check when the client idled long enough to give back its
+    /// read buffer.
+    pub buffer_check: AtomicBool,
     /// While the client is blocked (BLPOP, XREAD BLOCK, WAIT ...): `CLIENT UNBLOCK` sends through it
     /// (`true`: answer with the UNBLOCKED error, `false`: as on a timeout).
     pub unblock: Mutex<Option<tokio::sync::oneshot::Sender<bool>>>,
@@ -134,6 +143,7 @@ pub struct ClientEntry {
 
 impl ClientEntry {
     pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, fd: i64) -> ClientEntry {
+        let tracking = crate::tracking::ClientTracking::default();
         ClientEntry {
             id,
             addr,
@@ -148,6 +158,8 @@ impl ClientEntry {
             last_active: Mutex::new(Instant::now()),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
+            wake: tracking.inbox.wake.clone(),
+            buffer_check: AtomicBool::new(false),
             unblock: Mutex::new(None),
             fd,
             lib_name: Mutex::new(None),
@@ -156,7 +168,7 @@ impl ClientEntry {
             no_evict: AtomicBool::new(false),
             no_touch: AtomicBool::new(false),
             user: Mutex::new(None),
-            tracking: Default::default(),
+            tracking,
         }
     }
 
@@ -183,6 +195,7 @@ impl ClientEntry {
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Release);
         self.kill.notify_one();
+        self.wake.wake();
     }
 }
 
@@ -224,6 +237,10 @@ impl Shared {
         // A script in an endless loop would hold the commit step (and so the shutdown) forever.
         self.store.scripts.abort_for_shutdown();
         let _ = self.shutdown.send(true);
+        // Connections wait on their own wake-up, not on the shutdown signal (see `connection`).
+        for c in self.clients.lock().values() {
+            c.wake.wake();
+        }
     }
 
     /// Disconnects another client (`CLIENT KILL`, ACL changes): it leaves `CLIENT LIST` and `INFO clients` at
@@ -688,6 +705,7 @@ async fn serve(shared: Arc<Shared>, mut listener: TcpListener) -> Result<(), Ser
                 let n = shared.stats.commands_processed.load(Ordering::Relaxed);
                 shared.stats.ops_last_second.store(n.saturating_sub(last_count), Ordering::Relaxed);
                 last_count = n;
+                ask_idle_clients_to_release_buffers(&shared);
             }
         }
     }
@@ -716,6 +734,19 @@ async fn serve(shared: Arc<Shared>, mut listener: TcpListener) -> Result<(), Ser
     .map_err(ServerError::Close)?;
     eprintln!("# bye");
     Ok(())
+}
+
+/// Wakes each client idle for [`QUERY_BUFFER_IDLE`] that still holds read-buffer room, so its connection gives
+/// the buffer back (Redis's clientsCron does the same). Done here once a second for all clients rather than by
+/// a timer in every connection, which was polled on every request (issue 41).
+fn ask_idle_clients_to_release_buffers(shared: &Shared) {
+    let clients = shared.clients.lock();
+    for c in clients.values() {
+        if c.qbuf_free.load(Ordering::Relaxed) > 0 && c.last_active.lock().elapsed() >= QUERY_BUFFER_IDLE {
+            c.buffer_check.store(true, Ordering::Release);
+            c.wake.wake();
+        }
+    }
 }
 
 async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr, id: u64) {
@@ -767,11 +798,13 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
         pubsub: None,
         monitor: None,
     };
-    let mut stop = shared.shutdown.subscribe();
+    let stop = shared.shutdown.subscribe();
     let mut parser = Parser::new(limits);
     let mut rbuf = BytesMut::with_capacity(16 << 10);
     let mut wbuf = BytesMut::with_capacity(16 << 10);
     let mut queue: VecDeque<Args> = VecDeque::new();
+    // Kept across requests so its vectors keep their room (always empty between `execute` calls).
+    let mut pending = Pending::default();
     // When the pending replies first went over the soft output limit (`client-output-buffer-limit normal`).
     let mut over_soft_since: Option<Instant> = None;
     let mut published_omem = 0;
@@ -780,9 +813,6 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
     let mut released = false;
     let mut buffer_ticked = false;
     let mut idle_since = Instant::now();
-    // Releases the query buffer of a client idle for QUERY_BUFFER_IDLE (Redis's clientsCron does the same).
-    let mut buffer_check = tokio::time::interval(Duration::from_secs(1));
-    buffer_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     'conn: loop {
         // Replies the client has not read yet past the cap: neither run nor read more until they drain.
         let backlog = wbuf.len() >= MAX_PENDING_OUTPUT;
@@ -803,7 +833,7 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
             // A blocked command (BLPOP ...) reads the client's next requests into `rbuf` while it waits.
             let unparsed = rbuf.len();
             if !queue.is_empty() {
-                execute(&mut session, &shared, &mut queue, &mut wbuf, &mut stream, &mut rbuf).await;
+                execute(&mut session, &shared, &mut queue, &mut pending, &mut wbuf, &mut stream, &mut rbuf).await;
             }
             read_while_blocked = rbuf.len() > unparsed;
         }
@@ -876,6 +906,10 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
         }
         let reading = wbuf.len() < MAX_PENDING_OUTPUT;
         let draining = wbuf.len() < DRAIN_BELOW;
+        // Invalidations that came while replies were backed up (their wake-up was taken then).
+        if draining && !crate::tracking::drain(&session, &mut wbuf) {
+            break 'conn;
+        }
         let (mut rd, wr) = stream.split();
         tokio::select! {
             r = read_some(&mut rd, &mut rbuf), if reading => match r {
@@ -890,7 +924,27 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
                     break 'conn;
                 }
             }
-            _ = entry.kill.notified() => break 'conn,
+            // CLIENT KILL, the server's shutdown (judged at the top of the loop), CLIENT TRACKING's messages:
+            // one lock-free wake-up instead of a waiter on each (issue 41: this wait is polled per request).
+            _ = entry.wake.wait() => {
+                if entry.killed.load(Ordering::Acquire) {
+                    break 'conn;
+                }
+                if entry.buffer_check.swap(false, Ordering::AcqRel) {
+                    buffer_ticked = true;
+                    if rbuf.is_empty()
+                        && rbuf.capacity() > 0
+                        && !parser.in_request()
+                        && entry.last_active.lock().elapsed() >= QUERY_BUFFER_IDLE
+                    {
+                        rbuf = BytesMut::new();
+                        released = true;
+                    }
+                }
+                if draining && !crate::tracking::drain(&session, &mut wbuf) {
+                    break 'conn;
+                }
+            }
             _ = commands::pubsub::ready(commands::pubsub::subscriber(&session)), if draining => {
                 if !commands::pubsub::drain(&session, &mut wbuf) {
                     break 'conn;
@@ -899,28 +953,6 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
             _ = monitor::ready(monitor::feed_of(&session)), if draining => {
                 if !monitor::drain(&session, &mut wbuf) {
                     break 'conn;
-                }
-            }
-            _ = crate::tracking::ready(&entry.tracking), if draining => {
-                if !crate::tracking::drain(&session, &mut wbuf) {
-                    break 'conn;
-                }
-            }
-            _ = stop.changed() => {
-                // Finish requests already received, then close.
-                if rbuf.is_empty() && !parser.in_request() {
-                    break 'conn;
-                }
-            }
-            _ = buffer_check.tick() => {
-                buffer_ticked = true;
-                if rbuf.is_empty()
-                    && rbuf.capacity() > 0
-                    && !parser.in_request()
-                    && entry.last_active.lock().elapsed() >= QUERY_BUFFER_IDLE
-                {
-                    rbuf = BytesMut::new();
-                    released = true;
                 }
             }
             _ = idle => break 'conn,
@@ -1030,12 +1062,12 @@ async fn execute(
     s: &mut Session,
     shared: &Arc<Shared>,
     queue: &mut VecDeque<Args>,
+    pending: &mut Pending,
     out: &mut BytesMut,
     stream: &mut TcpStream,
     rbuf: &mut BytesMut,
 ) {
     let intro = &shared.intro;
-    let mut pending = Pending::default();
     while let Some(args) = queue.pop_front() {
         // CLIENT TRACKING: invalidations that arrived so far go before this command's reply.
         if !crate::tracking::drain(s, out) {
@@ -1172,6 +1204,8 @@ async fn execute(
             }
             if pending.cmds.is_empty() {
                 pending.db_index = s.db_index;
+                // The job takes the vector: size the next one for this round's writes at once.
+                pending.cmds.reserve(queue.len() + 1);
             }
             pending.cmds.push((spec, args));
             pending.silent.push(silent);
@@ -1326,8 +1360,6 @@ impl Pending {
             return;
         }
         let n = self.cmds.len();
-        let silent = std::mem::take(&mut self.silent);
-        let records = std::mem::take(&mut self.records);
         let (tx, rx) = tokio::sync::oneshot::channel();
         let job =
             Job { db_index: self.db_index, cmds: std::mem::take(&mut self.cmds), reply: tx, block: None, client: s.id };
@@ -1335,21 +1367,23 @@ impl Pending {
         let replies = if shared.store.submit(job) { rx.await.ok() } else { None };
         let mut replies = replies.unwrap_or_else(|| vec![Reply::err("the server is shutting down"); n]);
         // A transaction's CONFIG ... runs here, once its data commands are durable.
-        for (r, rec) in replies.iter_mut().zip(&records) {
+        for (r, rec) in replies.iter_mut().zip(&self.records) {
             if let Some(queued) = &rec.queued {
                 commands::multi::run_after_commit(s, shared, queued, r);
             }
         }
         // Each command's time: its share of the group's.
         let share = started.elapsed() / n.max(1) as u32;
-        for (r, rec) in replies.iter().zip(&records) {
+        for (r, rec) in replies.iter().zip(&self.records) {
             record_write(s, shared, rec, r, share);
         }
-        for (r, quiet) in replies.iter().zip(silent.iter().chain(std::iter::repeat(&false))) {
+        for (r, quiet) in replies.iter().zip(self.silent.iter().chain(std::iter::repeat(&false))) {
             if !quiet {
                 r.encode(s.proto, out);
             }
         }
+        self.silent.clear();
+        self.records.clear();
         // CLIENT TRACKING: the invalidations of this client's own writes follow their replies.
         if !crate::tracking::drain(s, out) {
             s.close_now = true;

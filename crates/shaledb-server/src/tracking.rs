@@ -31,7 +31,6 @@ use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use tokio::sync::Notify;
 
 /// The Pub/Sub channel a RESP2 REDIRECT target receives invalidations on.
 pub const CHANNEL: &[u8] = b"__redis__:invalidate";
@@ -75,7 +74,9 @@ pub struct Inbox {
     queue: Mutex<Queue>,
     /// Set with every push, cleared when drained: the check before each command, without a lock.
     pending: AtomicBool,
-    notify: Notify,
+    /// Wakes the connection's wait for input (shared with its `ClientEntry`, which wakes it on kill and
+    /// shutdown too).
+    pub wake: Arc<crate::wakeup::Wakeup>,
     /// The connection ended: a client redirecting here has a broken redirection.
     closed: AtomicBool,
 }
@@ -99,7 +100,7 @@ impl Inbox {
             }
         }
         self.pending.store(true, Ordering::Release);
-        self.notify.notify_one();
+        self.wake.wake();
     }
 
     fn take(&self) -> (Vec<Message>, bool) {
@@ -534,11 +535,6 @@ fn read_keys(spec: &Spec, args: &Args, out: &mut Vec<Bytes>) {
     if let Ok(found) = crate::commands::server_cmds::keyspecs::find(spec, args) {
         out.extend(found.into_iter().filter_map(|(i, _)| args.get(i).cloned()));
     }
-}
-
-/// Resolves when the connection's inbox has messages.
-pub async fn ready(me: &ClientTracking) {
-    me.inbox.notify.notified().await
 }
 
 /// Writes the connection's waiting messages into `out`, in its protocol: RESP3 push messages, or Pub/Sub

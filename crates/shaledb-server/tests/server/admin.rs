@@ -571,3 +571,31 @@ fn script_calls_show_in_monitor_and_in_command_stats() {
         assert!(line.starts_with("calls=1,"), "{name}: {stats}");
     }
 }
+
+/// A client idle for two seconds gives back its read buffer (Redis's clientsCron does the same; here the
+/// server's once-a-second check wakes the connection), and the connection still serves it afterwards.
+#[test]
+fn an_idle_client_gives_back_its_read_buffer() {
+    let (_dir, server) = start_server(|_| {});
+    let mut idle = Client::connect(server.addr());
+    assert_eq!(idle.cmd(&["PING"]), Resp::Simple("PONG".into()));
+    let id = match idle.cmd(&["CLIENT", "ID"]) {
+        Resp::Int(id) => id,
+        other => panic!("CLIENT ID answered {other:?}"),
+    };
+    let mut other = Client::connect(server.addr());
+    let line = |c: &mut Client| c.cmd(&["CLIENT", "LIST", "ID", &id.to_string()]).text();
+    assert!(!line(&mut other).contains(" qbuf-free=0 "), "a fresh connection has room to read into");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let l = line(&mut other);
+        if l.contains(" qbuf-free=0 ") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the idle client still holds its buffer after 10 s: {l}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(idle.cmd(&["PING"]), Resp::Simple("PONG".into()));
+    assert_eq!(idle.cmd(&["SET", "k", "v"]), ok());
+    assert_eq!(idle.cmd(&["GET", "k"]), b("v"));
+}
