@@ -3,6 +3,7 @@
 
 mod backup;
 mod bench;
+mod cluster;
 mod db_bench_alias;
 mod dump;
 mod ingest;
@@ -73,6 +74,10 @@ enum Command {
     /// A Redis-protocol server on a database directory (redis-cli, redis-benchmark and client libraries
     /// work against it), durable by default: a write is acknowledged after its fsync (group commit).
     Server(shaledb_server::ServerArgs),
+    /// Replica groups of servers started with --cluster-enabled yes: `cluster create HOST:PORT HOST:PORT
+    /// HOST:PORT --replicas 2` (redis-cli --cluster create's arguments).
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCommand),
     /// Make `DIR/db_bench` a link to this binary: run as `db_bench`, it is `shaledb bench`, so RocksDB's
     /// tools/benchmark.sh (which runs `./db_bench`) drives ShaleDB unchanged.
     InstallDbBench(db_bench_alias::Args),
@@ -140,6 +145,7 @@ fn main() -> ExitCode {
         Command::Sst(c) => return tool_exit(ingest::sst(c)),
         Command::Ingest(a) => return tool_exit(ingest::ingest(a)),
         Command::InstallDbBench(a) => return tool_exit(db_bench_alias::install(a)),
+        Command::Cluster(c) => return tool_exit(cluster::run(c)),
         Command::Get(a) => return tool_exit(keys::get(a)),
         Command::Put(a) => return tool_exit(keys::put(a)),
         Command::Delete(a) => return tool_exit(keys::delete(a)),

@@ -40,6 +40,59 @@ pub use node::{default_raft_config, Node, NodeConfig, Status};
 pub use server::{Listener, ListenerStats};
 pub use state_machine::{SnapshotBuilder, StateMachine, APPLIED_FAMILY};
 
+/// A member's address as a ShaleDB server records it in openraft's `BasicNode::addr`: `host:port@busport`, the
+/// RESP address clients are sent to (`-MOVED`, `CLUSTER SLOTS`) and the bus port the transport dials (Redis
+/// Cluster's `ip:port@cport` notation). An address without `@` (the transport alone, as this crate's tests
+/// use it) is only a transport address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberAddr {
+    /// The host (an IPv6 address keeps its brackets).
+    pub host: String,
+    /// The RESP port.
+    pub port: u16,
+    /// The transport's port.
+    pub bus_port: u16,
+    /// `host:port`, the RESP address.
+    pub resp: String,
+    /// `host:busport`, the transport address.
+    pub bus: String,
+}
+
+impl MemberAddr {
+    /// Parses `host:port@busport`; a clear error for anything else.
+    pub fn parse(s: &str) -> std::result::Result<MemberAddr, String> {
+        let (resp, bus) = s.rsplit_once('@').ok_or_else(|| format!("'{s}' is not host:port@busport (no '@')"))?;
+        let (host, port) =
+            resp.rsplit_once(':').ok_or_else(|| format!("'{s}' is not host:port@busport (no ':' before '@')"))?;
+        if host.is_empty() || host.contains('@') || host.chars().any(char::is_whitespace) {
+            return Err(format!("'{s}' is not host:port@busport (bad host '{host}')"));
+        }
+        if host.contains(':') && !(host.starts_with('[') && host.ends_with(']')) {
+            return Err(format!("'{s}': an IPv6 host is written in brackets, as [::1]:7000@17000"));
+        }
+        let num = |what: &str, v: &str| -> std::result::Result<u16, String> {
+            match v.parse::<u16>() {
+                Ok(p) if p > 0 && v.bytes().all(|b| b.is_ascii_digit()) => Ok(p),
+                _ => Err(format!("'{s}': {what} '{v}' is not a port (1-65535)")),
+            }
+        };
+        let port = num("the port", port)?;
+        let bus_port = num("the bus port", bus)?;
+        Ok(MemberAddr {
+            host: host.to_string(),
+            port,
+            bus_port,
+            resp: format!("{host}:{port}"),
+            bus: format!("{host}:{bus_port}"),
+        })
+    }
+
+    /// `host:port@busport`.
+    pub fn format(host: &str, port: u16, bus_port: u16) -> String {
+        format!("{host}:{port}@{bus_port}")
+    }
+}
+
 /// A node's id in a replica group.
 pub type NodeId = u64;
 
@@ -84,4 +137,34 @@ pub enum Response {
         /// Why.
         reason: String,
     },
+}
+
+#[cfg(test)]
+mod member_addr_tests {
+    use super::MemberAddr;
+
+    #[test]
+    fn member_addresses_parse_into_resp_and_bus_addresses() {
+        let m = MemberAddr::parse("127.0.0.1:7000@17000").unwrap();
+        assert_eq!((m.host.as_str(), m.port, m.bus_port), ("127.0.0.1", 7000, 17000));
+        assert_eq!((m.resp.as_str(), m.bus.as_str()), ("127.0.0.1:7000", "127.0.0.1:17000"));
+        assert_eq!(MemberAddr::format("127.0.0.1", 7000, 17000), "127.0.0.1:7000@17000");
+        let v6 = MemberAddr::parse("[::1]:7001@17001").unwrap();
+        assert_eq!((v6.resp.as_str(), v6.bus.as_str()), ("[::1]:7001", "[::1]:17001"));
+        assert_eq!(MemberAddr::parse("db1.example:6379@16379").unwrap().bus, "db1.example:16379");
+        for bad in [
+            "127.0.0.1:7000",
+            "127.0.0.1@17000",
+            ":7000@17000",
+            "h:0@1",
+            "h:1@70000",
+            "h:x@1",
+            "::1:7000@1",
+            "h:+5@1",
+            "h:1@",
+        ] {
+            assert!(MemberAddr::parse(bad).is_err(), "{bad} accepted");
+        }
+        assert!(MemberAddr::parse("h:1").unwrap_err().contains("no '@'"));
+    }
 }

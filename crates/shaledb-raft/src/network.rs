@@ -118,7 +118,11 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> PeerClient {
-        let addr = self.shared.config.dial_overrides.get(&target).cloned().unwrap_or_else(|| node.addr.clone());
+        let addr = match self.shared.config.dial_overrides.get(&target) {
+            Some(a) => a.clone(),
+            // A server's member address is "host:port@busport": the transport dials the bus port.
+            None => crate::MemberAddr::parse(&node.addr).map_or_else(|_| node.addr.clone(), |m| m.bus),
+        };
         PeerClient { shared: self.shared.clone(), target, node: node.clone(), addr }
     }
 }

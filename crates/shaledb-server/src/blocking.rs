@@ -314,6 +314,17 @@ pub(crate) fn serve(store: &Store, ctx: &mut WriteCtx<'_>) {
                     }
                 }
             }
+            Err(e) if store.cluster().is_some() => {
+                // A replica group's proposal failed (lead or quorum lost): the served waiters get the error,
+                // never an element; the store stays writable for the next leader term.
+                let c = store.cluster().expect("checked").clone();
+                for (w, _) in served {
+                    if let Some(tx) = w.tx.lock().take() {
+                        let _ = tx.send(c.failure_reply(&e, w.spec, &w.args));
+                    }
+                }
+                return;
+            }
             Err(e) => {
                 store.set_read_only(e);
                 for (w, _) in served {
@@ -394,7 +405,8 @@ pub async fn execute(
     debug_assert!(spec.flags & flags::BLOCKING != 0);
     // XREAD BLOCK: `$` becomes the stream's current last id.
     let args = if spec.name == "xread" {
-        let ctx = ReadCtx::new(&shared.store.db, s.db_index, now_ms());
+        let db = shared.store.db();
+        let ctx = ReadCtx::new(&db, s.db_index, now_ms());
         match crate::commands::streams::resolve_dollar(&ctx, args) {
             Ok(a) => a,
             Err(r) => return r,

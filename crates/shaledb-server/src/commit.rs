@@ -61,9 +61,18 @@ pub struct CommitStats {
     pub last_fsync_unix: AtomicU64,
 }
 
+/// Where the store's engine database is: its own, or a replica group's state machine (issue 43).
+enum Engine {
+    /// The server's own database (swappable, though nothing swaps it yet).
+    Own(arc_swap::ArcSwap<Db>),
+    /// The state machine's live database of the raft node, which a snapshot install replaces: taken from the
+    /// node for every command and group.
+    Group(Arc<crate::cluster::Cluster>),
+}
+
 /// The engine and the commit step.
 pub struct Store {
-    pub db: Arc<Db>,
+    engine: Engine,
     tx: Mutex<Option<crossbeam_channel::Sender<Job>>>,
     appendfsync: AtomicU8,
     /// Why writes are refused, once a write or fsync failed.
@@ -114,19 +123,49 @@ const MAX_GROUP_BYTES: usize = 16 << 20;
 impl Store {
     /// Starts the store with its own commit thread, `shaledb-commit` (tools and tests that run no runtime).
     pub fn start(db: Db, appendfsync: Appendfsync) -> Arc<Store> {
-        Self::start_with(db, appendfsync, false)
+        Self::start_with(Engine::Own(arc_swap::ArcSwap::from_pointee(db)), appendfsync, false)
     }
 
     /// Starts the store for the server: writes are committed by a task on the calling tokio runtime's
     /// thread (see [`spawn_commit_task`]), which must be spawned before the first job is submitted.
     pub fn start_on_runtime(db: Db, appendfsync: Appendfsync) -> Arc<Store> {
-        Self::start_with(db, appendfsync, true)
+        Self::start_with(Engine::Own(arc_swap::ArcSwap::from_pointee(db)), appendfsync, true)
     }
 
-    fn start_with(db: Db, appendfsync: Appendfsync, on_runtime: bool) -> Arc<Store> {
+    /// Starts the store of a replica group member (issue 43): reads and writes go to the raft node's state
+    /// machine; the commit step proposes its groups instead of writing the engine. Commit task as
+    /// [`Store::start_on_runtime`].
+    pub fn start_in_group(cluster: Arc<crate::cluster::Cluster>, appendfsync: Appendfsync) -> Arc<Store> {
+        Self::start_with(Engine::Group(cluster), appendfsync, true)
+    }
+
+    /// The engine database: every read and write path takes it here, once per command or group (a replica
+    /// group's snapshot install switches it).
+    pub fn db(&self) -> Arc<Db> {
+        match &self.engine {
+            Engine::Own(db) => db.load_full(),
+            Engine::Group(c) => c.db(),
+        }
+    }
+
+    /// The replica group this server is a member of (`--cluster-enabled yes`).
+    pub fn cluster(&self) -> Option<&Arc<crate::cluster::Cluster>> {
+        match &self.engine {
+            Engine::Own(_) => None,
+            Engine::Group(c) => Some(c),
+        }
+    }
+
+    /// False on a replica group member that does not lead: background writers (expiry, the collector) leave
+    /// the work to the leader, whose deletions reach every member through the log.
+    pub fn may_write(&self) -> bool {
+        self.cluster().is_none_or(|c| c.is_leader())
+    }
+
+    fn start_with(engine: Engine, appendfsync: Appendfsync, on_runtime: bool) -> Arc<Store> {
         let (tx, rx) = crossbeam_channel::unbounded::<Job>();
         let store = Arc::new(Store {
-            db: Arc::new(db),
+            engine,
             tx: Mutex::new(Some(tx)),
             appendfsync: AtomicU8::new(appendfsync.to_u8()),
             read_only: Mutex::new(None),
@@ -298,7 +337,7 @@ impl Store {
         for t in threads {
             let _ = t.join();
         }
-        let _ = self.db.sync_wal();
+        let _ = self.db().sync_wal();
     }
 }
 
@@ -330,7 +369,8 @@ async fn commit_task(store: Arc<Store>, rx: crossbeam_channel::Receiver<Job>) {
             };
             let mut c = committer.take().unwrap_or_else(|| Committer::new(&store));
             c.gather(&store, first, &rx);
-            if !c.may_run_long() {
+            // A replica group's groups wait for their proposal's commit: never on the runtime's thread.
+            if !c.may_run_long() && store.cluster().is_none() {
                 c.commit(&store);
                 committer = Some(c);
                 continue;
@@ -370,11 +410,20 @@ const LONG_RUNNING: &[&str] = &["eval", "evalsha", "eval_ro", "evalsha_ro", "fca
 
 impl Committer {
     fn new(store: &Store) -> Committer {
-        let mut ctx = WriteCtx::shared(store.db.clone());
+        let mut ctx = WriteCtx::shared(store.db());
         ctx.wake = Some(store.blocking.clone());
         ctx.scripts = Some(store.scripts.clone());
         ctx.watch_inbox = Some(store.watch_inbox.clone());
         ctx.expiry_paused_until = Some(store.expiry_paused_until.clone());
+        if let Some(c) = store.cluster() {
+            // A replica group member: every write of this context reaches the engine through a proposal, the
+            // group's final one and any cut before it (see `WriteCtx::propose`); only the state machine writes
+            // the engine.
+            let c = c.clone();
+            let propose: crate::store::ProposeFn =
+                Box::new(move |batch: &shaledb::WriteBatch| c.propose_blocking(batch));
+            ctx.propose = Some(propose);
+        }
         if let Err(e) = ctx.load_versions() {
             store.set_read_only(format!("reading the collection registry failed: {e}"));
         }
@@ -449,6 +498,31 @@ fn commit_group(
         return;
     }
     let mode = store.appendfsync();
+    if let Some(c) = store.cluster() {
+        // A replica group member (issue 43). Only the leader executes writes; a member that lost the lead
+        // since its clients were let through sends them to the new leader.
+        if !c.is_leader() {
+            for job in group.drain(..) {
+                let replies = job.cmds.iter().map(|(spec, args)| c.redirect(spec, args, None)).collect();
+                let _ = job.reply.send(replies);
+            }
+            return;
+        }
+        // The state machine's live database now (a snapshot install may have replaced it), and what this
+        // context caches of it learnt again: other leaders may have written since this member's last group
+        // (the next collection version; the dead ranges, which are forgotten). 16 seeks per group, small
+        // next to the proposal's round trip.
+        ctx.db = crate::store::DbRef::Shared(store.db());
+        ctx.forget_dead_ranges();
+        if let Err(e) = ctx.load_versions() {
+            for job in group.drain(..) {
+                let why = format!("reading the collection registry failed: {e}");
+                let replies = job.cmds.iter().map(|_| Reply::err(&why)).collect();
+                let _ = job.reply.send(replies);
+            }
+            return;
+        }
+    }
     ctx.begin(now_ms());
     ctx.tracking = store.tracking.active();
     ctx.touched.clear();
@@ -507,6 +581,17 @@ fn commit_group(
                 store.gc.enqueue(ctx.dropped.drain(..));
             }
         }
+        Err(e) if store.cluster().is_some() => {
+            // A proposal that failed (no leader any more, no quorum, a timeout): never an OK. The group's
+            // writes may still commit (a timed-out proposal's outcome is unknown); an error says nothing
+            // either way, as with any unanswered write.
+            ctx.forget_dead_ranges();
+            let c = store.cluster().expect("checked").clone();
+            for job in group.drain(..) {
+                let replies = job.cmds.iter().map(|(spec, args)| c.failure_reply(&e, spec, args)).collect();
+                let _ = job.reply.send(replies);
+            }
+        }
         Err(e) => {
             ctx.forget_dead_ranges();
             store.set_read_only(e);
@@ -529,7 +614,7 @@ fn everysec_loop(store: &Store) {
         if store.appendfsync() != Appendfsync::Everysec || store.read_only_reason().is_some() {
             continue;
         }
-        match store.db.sync_wal() {
+        match store.db().sync_wal() {
             Ok(()) => {
                 store.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
                 store.stats.last_fsync_unix.store(now_ms() / 1000, Ordering::Relaxed);

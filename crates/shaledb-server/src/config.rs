@@ -119,6 +119,14 @@ pub struct ServerArgs {
     /// thread, as before issue 41) [default: yes].
     #[arg(long, value_parser = parse_yes_no)]
     pub read_offload: Option<bool>,
+    /// Run as a member of a replica group (issue 43; redis.conf's `cluster-enabled`): the data lives in the
+    /// group's raft node under `--dir`, writes are committed on a majority: yes or no [default: no].
+    #[arg(long, value_parser = parse_yes_no)]
+    pub cluster_enabled: Option<bool>,
+    /// The port of the node-to-node transport (redis.conf's `cluster-port`; 0: the client port + 10000, Redis
+    /// Cluster's bus-port rule) [default: 0].
+    #[arg(long)]
+    pub cluster_port: Option<u16>,
 }
 
 fn parse_appendfsync(s: &str) -> Result<Appendfsync, String> {
@@ -221,6 +229,11 @@ pub const PARAMETERS: &[&str] = &[
     "protected-mode",
     "databases",
 ];
+
+/// Redis's cluster parameters this server honours (issue 43's replica groups): kept with Redis's other
+/// parameters (fixed for the life of the server), read through [`Config::cluster_enabled`] and
+/// [`Config::cluster_bus_port`].
+pub const CLUSTER_PARAMETERS: &[&str] = &["cluster-enabled", "cluster-port"];
 
 /// Every parameter `CONFIG GET` knows, in the order it lists them: the honoured ones, then Redis 7.0's
 /// others (stored, changing nothing here) and their aliases.
@@ -325,6 +338,14 @@ impl Config {
         }
         if let Some(v) = a.read_offload {
             c.read_offload = v;
+        }
+        if let Some(v) = a.cluster_enabled {
+            c.redis.insert("cluster-enabled".into(), yes_no(v));
+            c.not_applied.retain(|(n, _)| n != "cluster-enabled");
+        }
+        if let Some(v) = a.cluster_port {
+            c.redis.insert("cluster-port".into(), v.to_string());
+            c.not_applied.retain(|(n, _)| n != "cluster-port");
         }
         Ok(c)
     }
@@ -458,7 +479,7 @@ impl Config {
             Err(SetError::Immutable) => return Err("can't be set".into()),
             Err(SetError::Invalid(why)) => return Err(why),
         }
-        if !PARAMETERS.contains(&canonical) {
+        if !PARAMETERS.contains(&canonical) && !CLUSTER_PARAMETERS.contains(&canonical) {
             let stored = self.get(canonical).unwrap_or_default();
             self.note_not_applied(&name, &stored);
         }
@@ -477,6 +498,28 @@ impl Config {
         r.map_err(|(line, msg)| format!("in {path} line {line}: {msg}"))
     }
 
+    /// True when the server runs as a member of a replica group (`cluster-enabled yes`).
+    pub fn cluster_enabled(&self) -> bool {
+        self.redis.get("cluster-enabled").is_some_and(|v| v.eq_ignore_ascii_case("yes"))
+    }
+
+    /// The port of the node-to-node transport: `cluster-port`, or (when 0) the client port + 10000, Redis
+    /// Cluster's bus-port rule; a result above 65535 is refused.
+    pub fn cluster_bus_port(&self) -> Result<u16, ConfigError> {
+        let set: u32 = self.redis.get("cluster-port").and_then(|v| v.parse().ok()).unwrap_or(0);
+        if set != 0 {
+            return u16::try_from(set).map_err(|_| ConfigError(format!("cluster-port {set} is above 65535")));
+        }
+        let bus = u32::from(self.port) + 10000;
+        u16::try_from(bus).map_err(|_| {
+            ConfigError(format!(
+                "the cluster bus port would be port {} + 10000 = {bus}, above 65535: choose a port up to 55535 or \
+                 set --cluster-port",
+                self.port
+            ))
+        })
+    }
+
     /// The value of a parameter as `CONFIG GET` prints it (`None`: no such parameter).
     pub fn get(&self, name: &str) -> Option<String> {
         Some(match name {
@@ -491,6 +534,11 @@ impl Config {
             "dir" => std::path::absolute(&self.dir).unwrap_or_else(|_| self.dir.clone()).display().to_string(),
             "protected-mode" => yes_no(self.protected_mode),
             "databases" => crate::keys::DATABASES.to_string(),
+            // In a replica group: the bus port in use (what `shaledb cluster create` dials).
+            "cluster-port" if self.cluster_enabled() => match self.cluster_bus_port() {
+                Ok(p) => p.to_string(),
+                Err(_) => "0".into(),
+            },
             // Redis's others: the value stored, else the default (they change nothing here).
             _ => {
                 let canonical = redis::canonical(name)?;

@@ -214,13 +214,18 @@ impl Pass {
     /// Examines up to [`PASS_STEP`] registry records of one database and reclaims the dead versions among
     /// them.
     fn step(&mut self, store: &Store) {
+        if !store.may_write() {
+            // The pass waits here (its place kept) until this member leads, without spinning.
+            std::thread::sleep(Duration::from_millis(100));
+            return;
+        }
         let Some(start) = self.next.take() else { return };
         let Some(&db) = start.first().filter(|&&d| d < DATABASES) else { return };
         let now = crate::store::now_ms();
         let mut dead: Vec<(u8, u64)> = Vec::new();
         let mut next = None;
         {
-            let mut it = store.db.cursor_opt(&ReadOptions {
+            let mut it = store.db().cursor_opt(&ReadOptions {
                 fill_cache: false,
                 iterate_lower_bound: Some(vec![db, KIND_REGISTRY]),
                 iterate_upper_bound: Some(vec![db, KIND_REGISTRY + 1]),
@@ -237,7 +242,7 @@ impl Pass {
                 examined += 1;
                 if k.len() == 10 {
                     let version = keys::be_u64(&k[2..10]);
-                    let meta = store.db.get(keys::meta_key(db, it.value())).ok().flatten();
+                    let meta = store.db().get(keys::meta_key(db, it.value())).ok().flatten();
                     if is_dead(version, meta.as_deref(), now) {
                         dead.push((db, version));
                     }
@@ -282,7 +287,8 @@ pub(crate) fn spawn(store: Arc<Store>) -> JoinHandle<()> {
                     job
                 };
                 if let Some((db, v)) = job {
-                    if store.read_only_reason().is_none() {
+                    // A replica group member that does not lead leaves reclaiming to the leader.
+                    if store.read_only_reason().is_none() && store.may_write() {
                         reclaim_version(&store, db, v);
                     }
                     store.gc.working.fetch_sub(1, Ordering::AcqRel);

@@ -461,14 +461,14 @@ mod tests {
         db.put(meta_key(0, b"h"), encode_string(b"now a string", None)).unwrap();
         let store = crate::commit::Store::start(db, crate::Appendfsync::No);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while store.db.get(registry_key(0, 7)).unwrap().is_some()
-            || store.db.get(member_key(0, 7, SUB_MEMBER, b"f")).unwrap().is_some()
+        while store.db().get(registry_key(0, 7)).unwrap().is_some()
+            || store.db().get(member_key(0, 7, SUB_MEMBER, b"f")).unwrap().is_some()
         {
             assert!(std::time::Instant::now() < deadline, "version 7 not reclaimed");
             store.gc.kick();
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        assert_eq!(store.db.get(meta_key(0, b"h")).unwrap(), Some(encode_string(b"now a string", None)));
+        assert_eq!(store.db().get(meta_key(0, b"h")).unwrap(), Some(encode_string(b"now a string", None)));
         store.shutdown();
     }
 

@@ -23,11 +23,14 @@
 //!    - [`expire`]: the background sweeper that deletes expired keys, and the keyspace counts of `INFO`;
 //!    - [`gc`]: the collector that deletes the member records of dead collection versions;
 //!    - [`blocking`]: clients blocked on keys (BLPOP, XREAD BLOCK) and the commit step's wake-ups;
-//!    - [`server`]: the listener, connections, sessions and shutdown.
+//!    - [`server`]: the listener, connections, sessions and shutdown;
+//!    - [`cluster`]: replica groups (issue 43): the raft node a server runs in cluster mode, slots, redirects
+//!      and the read lease.
 
 pub mod access;
 pub mod acl;
 pub mod blocking;
+pub mod cluster;
 pub mod commands;
 pub mod commit;
 pub mod config;

@@ -161,7 +161,8 @@ impl Event {
 /// the keys its lookups missed are published as `keymiss` events before its reply is sent, after the
 /// events of every write already answered (`Store::publish_events_then`), as Redis orders them.
 pub fn run_read(store: &Store, db_index: u8, f: impl FnOnce(&ReadCtx<'_>) -> Reply) -> Reply {
-    let ctx = ReadCtx::new(&store.db, db_index, crate::store::now_ms());
+    let db = store.db();
+    let ctx = ReadCtx::new(&db, db_index, crate::store::now_ms());
     let flags = effective(store.notify_flags.load(Ordering::Relaxed));
     if flags & KEY_MISS == 0 {
         return f(&ctx);
@@ -183,7 +184,8 @@ pub fn run_read(store: &Store, db_index: u8, f: impl FnOnce(&ReadCtx<'_>) -> Rep
 /// recorded as [`run_read`] does: once, by the run that answers.
 pub fn run_read_cached(store: &Store, db_index: u8, f: impl FnOnce(&ReadCtx<'_>) -> Reply) -> Option<Reply> {
     let run = crate::store::CacheOnly::default();
-    let ctx = ReadCtx::new(&store.db, db_index, crate::store::now_ms()).cache_only(&run);
+    let db = store.db();
+    let ctx = ReadCtx::new(&db, db_index, crate::store::now_ms()).cache_only(&run);
     let flags = effective(store.notify_flags.load(Ordering::Relaxed));
     let misses = (flags & KEY_MISS != 0).then(Misses::default);
     let reply = f(&ctx.reporting_misses(misses.as_ref()));

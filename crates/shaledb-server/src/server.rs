@@ -285,6 +285,9 @@ pub struct Session {
     pub pubsub: Option<Box<commands::pubsub::State>>,
     /// MONITOR: the queue of command lines to write (commands/server_cmds/monitor.rs).
     pub monitor: Option<Arc<commands::server_cmds::monitor::Feed>>,
+    /// `READONLY` (a replica group member, issue 43): reads on a member that does not lead run on its own,
+    /// possibly stale, state instead of being redirected to the leader. `READWRITE` clears it.
+    pub readonly: bool,
 }
 
 impl Session {
@@ -507,9 +510,17 @@ async fn bind(config: Config) -> Result<(Arc<Shared>, TcpListener), ServerError>
         listener.local_addr().map_err(|source| ServerError::Listen { addr: addr.clone(), cause: source })?;
     // What this start creates is removed again if the open fails (dropped after the database).
     let created = FreshDir::note(&config.dir);
-    let db = open_db(&config)?;
-    created.keep();
-    let store = Store::start_on_runtime(db, config.appendfsync);
+    let store = if config.cluster_enabled() {
+        // A replica group member (issue 43): the data is the raft node's state machine under `dir`.
+        let cluster = crate::cluster::Cluster::start(&config).await.map_err(ServerError::Config)?;
+        created.keep();
+        Store::start_in_group(cluster, config.appendfsync)
+    } else {
+        crate::cluster::check_dir(&config.dir, false).map_err(ServerError::Config)?;
+        let db = open_db(&config)?;
+        created.keep();
+        Store::start_on_runtime(db, config.appendfsync)
+    };
     eprintln!(
         "# shaledb server {} on {} (dir {}, appendfsync {})",
         env!("CARGO_PKG_VERSION"),
@@ -715,7 +726,16 @@ async fn serve(shared: Arc<Shared>, mut listener: TcpListener) -> Result<(), Ser
     shared.store.stop_commit_task().await;
     shared.store.shutdown();
     eprintln!("# shutting down: the commit step is drained, closing the database");
-    let db = shared.store.db.clone();
+    if let Some(cluster) = shared.store.cluster().cloned() {
+        // A BGSAVE still writing its checkpoint holds the engine: it finishes first; the node then stops
+        // (its log is synced on every append, so nothing acknowledged depends on this stop).
+        let saves = shared.saves.clone();
+        let _ = tokio::task::spawn_blocking(move || saves.wait_idle()).await;
+        cluster.shutdown().await;
+        eprintln!("# bye");
+        return Ok(());
+    }
+    let db = shared.store.db();
     let saves = shared.saves.clone();
     // A BGSAVE still writing its checkpoint holds the engine: it finishes first.
     let db = tokio::task::spawn_blocking(move || {
@@ -797,6 +817,7 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
         watching: false,
         pubsub: None,
         monitor: None,
+        readonly: false,
     };
     let stop = shared.shutdown.subscribe();
     let mut parser = Parser::new(limits);
@@ -1102,6 +1123,33 @@ async fn execute(
             let sub =
                 (commands::server_cmds::stats::is_container(spec.name) && args.len() > 1).then(|| args[1].clone());
             *s.entry.last_command.lock() = (spec.name, sub);
+        }
+        // A replica group member (issue 43): data commands run on the leader, or are sent there (-MOVED);
+        // reads on the leader outside the lease wait for a read-index round first.
+        if let Some(cluster) = shared.store.cluster() {
+            let refusal = match cluster.gate(spec, &args, s.readonly) {
+                crate::cluster::Gate::Go => None,
+                crate::cluster::Gate::Refuse(r) => Some(r),
+                crate::cluster::Gate::Linearize => {
+                    // The writes before it are answered first (they renew the lease as they commit).
+                    pending.flush(s, shared, out).await;
+                    cluster.linearize(spec, &args).await.err()
+                }
+            };
+            if let Some(reply) = refusal {
+                commands::multi::queue_failed(s);
+                let reply = if spec.name == "exec" && s.multi.is_some() {
+                    commands::multi::exec_refused(s, shared, &reply)
+                } else {
+                    reply
+                };
+                pending.flush(s, shared, out).await;
+                intro.commands.record_rejected(Some(spec), args.get(1).map(|a| &a[..]), &reply);
+                if !silent {
+                    reply.encode(s.proto, out);
+                }
+                continue;
+            }
         }
         let started = Instant::now();
         // -BUSY while a script runs too long; SCRIPT KILL, FUNCTION KILL/STATS on this task. (SHUTDOWN

@@ -211,3 +211,30 @@ fn rewrite_keeps_repeated_file_only_lines_and_stored_values() {
     d.apply_file(&text).unwrap();
     assert_eq!((d.get("save"), d.get("hz")), (c.get("save"), Some("20".into())));
 }
+
+/// Replica groups (issue 43): `cluster-enabled` and `cluster-port` from the file or the flags, the bus port
+/// (port + 10000 unless set, refused above 65535), and what CONFIG GET shows.
+#[test]
+fn cluster_mode_settings() {
+    let mut c = Config::default();
+    assert!(!c.cluster_enabled());
+    assert_eq!(c.get("cluster-enabled").as_deref(), Some("no"));
+    c.apply_file("cluster-enabled yes\nport 7000\n").unwrap();
+    assert!(c.cluster_enabled());
+    assert!(c.not_applied_warning().is_none(), "{:?}", c.not_applied_warning());
+    assert_eq!(c.cluster_bus_port().unwrap(), 17000);
+    assert_eq!(c.get("cluster-port").as_deref(), Some("17000"));
+    c.apply_file("cluster-port 7100\n").unwrap();
+    assert_eq!(c.cluster_bus_port().unwrap(), 7100);
+    let c = Config { port: 60000, ..Config::default() };
+    let e = c.cluster_bus_port().unwrap_err().to_string();
+    assert!(e.contains("70000") && e.contains("--cluster-port"), "{e}");
+    let args = ServerArgs { cluster_enabled: Some(true), cluster_port: Some(9999), ..ServerArgs::default() };
+    let c = Config::from_args(&args).unwrap();
+    assert!(c.cluster_enabled());
+    assert_eq!(c.cluster_bus_port().unwrap(), 9999);
+    // Fixed for the life of the server.
+    let mut c = Config::default();
+    assert_eq!(c.set_value("cluster-enabled", "yes", false), Err(SetError::Immutable));
+    assert_eq!(c.set_value("cluster-port", "7", false), Err(SetError::Immutable));
+}

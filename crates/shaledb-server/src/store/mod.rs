@@ -23,7 +23,7 @@ pub use counts::{ReadCounts, Reads};
 pub use error::Error;
 pub use read::{CacheOnly, Members, Misses, ReadCtx, Scan};
 pub use watches::{WatchInbox, Watches};
-pub use write::{check_entry_size, Overlay, Waiters, WriteCtx};
+pub use write::{check_entry_size, DbRef, Overlay, ProposeFn, Waiters, WriteCtx};
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {

@@ -25,6 +25,18 @@ pub trait Waiters: Send + Sync {
     }
 }
 
+/// Where a replica group member's commit step sends a batch instead of writing the engine (issue 43): it
+/// proposes the batch and returns once it is committed and applied (the state machine wrote it), or why not.
+pub type ProposeFn = Box<dyn FnMut(&WriteBatch) -> Result<(), String> + Send>;
+
+/// Why the pending writes did not reach the engine.
+enum PendingFailure {
+    /// The engine's write failed.
+    Engine(shaledb::Error),
+    /// The replica group did not commit the proposal (the reason, as the commit step answers it).
+    Proposal(String),
+}
+
 /// What a write command sees: reads of the engine through the group's pending writes, and those writes, in
 /// the commit step.
 /// The engine a [`WriteCtx`] writes to: borrowed (tests, tools) or shared (the server's commit step).
@@ -118,6 +130,13 @@ pub struct WriteCtx<'a> {
     pub expiry_paused_until: Option<Arc<std::sync::atomic::AtomicU64>>,
     /// Where this context and its views count their reads ([`WriteCtx::count_reads`]); `None`: not counted.
     counts: Option<Arc<ReadCounts>>,
+    /// A replica group member's commit step (issue 43): every batch is proposed through this instead of
+    /// written to the engine, which only the state machine writes. A cut of the group before its end (the
+    /// group's memory bound, FLUSHDB's steps: [`WriteCtx::apply_pending`]) is a proposal of its own that is
+    /// committed and applied before the group goes on, so the commands after it read its effects from the
+    /// engine; reads of keys written since the last cut come from the pending writes as always. `None`: the
+    /// engine is written directly.
+    pub propose: Option<ProposeFn>,
 }
 
 /// Bytes counted per pending entry besides its key and value (map node, batch record header).
@@ -168,6 +187,7 @@ impl<'a> WriteCtx<'a> {
             watch_inbox: None,
             expiry_paused_until: None,
             counts: None,
+            propose: None,
         }
     }
 
@@ -298,8 +318,9 @@ impl<'a> WriteCtx<'a> {
         self.pending_bytes
     }
 
-    /// Writes `pending` to the engine as one batch and clears it.
-    fn write_pending(&mut self, sync: bool) -> shaledb::Result<()> {
+    /// Writes `pending` to the engine as one batch (or proposes it, [`WriteCtx::propose`]) and clears it.
+    /// `Err`: why, as the group's failure says it.
+    fn write_pending(&mut self, sync: bool) -> Result<(), PendingFailure> {
         self.batch.clear();
         for (k, v) in &self.pending {
             match v {
@@ -307,7 +328,13 @@ impl<'a> WriteCtx<'a> {
                 None => self.batch.delete(k),
             };
         }
-        let r = self.db.write_opt(&WriteOptions { sync, ..Default::default() }, &self.batch);
+        let r = match &mut self.propose {
+            Some(propose) => propose(&self.batch).map_err(PendingFailure::Proposal),
+            None => self
+                .db
+                .write_opt(&WriteOptions { sync, ..Default::default() }, &self.batch)
+                .map_err(PendingFailure::Engine),
+        };
         self.batch.clear();
         self.pending.clear();
         self.pending_bytes = 0;
@@ -321,8 +348,10 @@ impl<'a> WriteCtx<'a> {
         if self.pending.is_empty() || self.failed.is_some() {
             return;
         }
-        if let Err(e) = self.write_pending(false) {
-            self.failed = Some(format!("WAL write failed: {e}"));
+        match self.write_pending(false) {
+            Ok(()) => {}
+            Err(PendingFailure::Engine(e)) => self.failed = Some(format!("WAL write failed: {e}")),
+            Err(PendingFailure::Proposal(why)) => self.failed = Some(why),
         }
         self.applied = true;
     }
@@ -334,14 +363,18 @@ impl<'a> WriteCtx<'a> {
             self.pending_bytes = 0;
             return Err(e);
         }
-        let r = if !self.pending.is_empty() {
-            self.write_pending(sync).map(|()| sync)
-        } else if self.applied && sync {
-            self.db.sync_wal().map(|()| true)
-        } else {
-            Ok(false)
-        };
-        r.map_err(|e| format!("WAL write or fsync failed: {e}"))
+        if !self.pending.is_empty() {
+            // A proposal is synced on a majority's logs: no fsync of the engine's WAL is counted for it.
+            return match self.write_pending(sync) {
+                Ok(()) => Ok(sync && self.propose.is_none()),
+                Err(PendingFailure::Engine(e)) => Err(format!("WAL write or fsync failed: {e}")),
+                Err(PendingFailure::Proposal(why)) => Err(why),
+            };
+        }
+        if self.applied && sync && self.propose.is_none() {
+            return self.db.sync_wal().map(|()| true).map_err(|e| format!("WAL write or fsync failed: {e}"));
+        }
+        Ok(false)
     }
 
     /// Fails the group on purpose: none of its pending writes reach the engine and its commands are answered

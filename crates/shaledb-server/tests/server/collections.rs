@@ -481,7 +481,7 @@ fn generic_commands_on_collections() {
     assert_eq!(s(c, &["TYPE", "other"]).as_deref(), Some("hash"));
     assert_eq!(s(c, &["HGET", "other", "a"]).as_deref(), Some("1"));
     // The registry names the new key.
-    let db = &srv.shared().store.db;
+    let db = &srv.shared().store.db();
     let stored = db.get(shaledb_server::keys::meta_key(0, b"other")).unwrap().unwrap();
     let coll = shaledb_server::keys::Coll::decode(&stored).unwrap().unwrap();
     assert_eq!(db.get(shaledb_server::keys::registry_key(0, coll.version)).unwrap().as_deref(), Some(&b"other"[..]));
@@ -529,7 +529,7 @@ fn generic_commands_on_collections() {
 
 /// Every engine key under a version's member prefix (and its registry record) in database 0.
 fn version_records(srv: &shaledb_server::RunningServer, version: u64) -> usize {
-    let db = &srv.shared().store.db;
+    let db = &srv.shared().store.db();
     let prefix = shaledb_server::keys::version_prefix(0, version);
     let mut it = db.cursor_opt(&shaledb::ReadOptions {
         iterate_lower_bound: Some(prefix.to_vec()),
@@ -546,7 +546,7 @@ fn version_records(srv: &shaledb_server::RunningServer, version: u64) -> usize {
 }
 
 fn version_of(srv: &shaledb_server::RunningServer, key: &str) -> u64 {
-    let stored = srv.shared().store.db.get(shaledb_server::keys::meta_key(0, key.as_bytes())).unwrap().unwrap();
+    let stored = srv.shared().store.db().get(shaledb_server::keys::meta_key(0, key.as_bytes())).unwrap().unwrap();
     shaledb_server::keys::Coll::decode(&stored).unwrap().unwrap().version
 }
 
@@ -591,7 +591,7 @@ fn the_collector_reclaims_dead_versions_only() {
     q::<()>(c, &["SET", "blind", "now a string"]);
     wait_reclaimed(&srv, big);
     wait_reclaimed(&srv, blind);
-    srv.shared().store.db.compact_range(None, None).unwrap();
+    srv.shared().store.db().compact_range(None, None).unwrap();
     assert_eq!(version_records(&srv, big), 0);
     assert_eq!(version_records(&srv, blind), 0);
     // Live collections are untouched, renamed ones included.
@@ -621,7 +621,7 @@ fn collections_survive_a_restart_and_orphans_are_reclaimed() {
         q::<()>(c, &["SADD", "s", "x"]);
         h = version_of(&srv, "h");
         // What a process killed before its reclaim leaves: a registry record and members, no meta value.
-        let db = &srv.shared().store.db;
+        let db = &srv.shared().store.db();
         db.put(registry_key(0, GHOST), b"ghost").unwrap();
         db.put(member_key(0, GHOST, SUB_MEMBER, b"m"), b"").unwrap();
         srv.shutdown().unwrap();

@@ -359,7 +359,7 @@ fn expired_keys_vanish_and_the_sweeper_removes_them() {
     let keys: Vec<String> = q(c, &["KEYS", "*"]);
     assert_eq!(keys, vec!["keep".to_string()]);
     // The sweeper deletes them from the engine itself (without any client touching them).
-    let db = srv.shared().store.db.clone();
+    let db = srv.shared().store.db();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let mut it = db.cursor();
@@ -695,7 +695,7 @@ mod swap_and_copy {
     fn read(store: &Store, db: u8, words: &[&str]) -> Reply {
         let (spec, args) = command(words);
         let Handler::Read(f) = spec.handler else { panic!("{} is a read", words[0]) };
-        f(&ReadCtx::new(&store.db, db, shaledb_server::store::now_ms()), &args)
+        f(&ReadCtx::new(&store.db(), db, shaledb_server::store::now_ms()), &args)
     }
 
     fn run(store: &Store, db: u8, words: &[&str]) -> Reply {

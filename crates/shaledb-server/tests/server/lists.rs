@@ -630,7 +630,7 @@ fn a_version_1_database_is_converted_at_start() {
     {
         let (_d, srv) = start_always(|c| c.dir = path.clone());
         assert_v1_lists_read_back(&srv);
-        let db = &srv.shared().store.db;
+        let db = &srv.shared().store.db();
         assert_eq!(db.get(shaledb_server::layout::MARKER_KEY).unwrap(), Some(b"2".to_vec()));
         for dbi in [0, 3] {
             assert_eq!(sub_records(db, dbi, 0x00), 0, "no version-1 element record left in db {dbi}");
@@ -663,7 +663,7 @@ fn a_conversion_cut_short_resumes_at_the_next_start() {
     db.close().unwrap();
     let (_d, srv) = start_always(|c| c.dir = path.clone());
     assert_v1_lists_read_back(&srv);
-    let db = &srv.shared().store.db;
+    let db = &srv.shared().store.db();
     assert_eq!(sub_records(db, 0, 0x00), 0);
     assert_eq!(sub_records(db, 3, 0x00), 0);
     assert_eq!(db.get(shaledb_server::layout::MARKER_KEY).unwrap(), Some(b"2".to_vec()));

@@ -9,6 +9,7 @@ mod admin;
 mod backpressure;
 mod bits;
 mod blocking;
+mod cluster;
 mod collections;
 mod command_info;
 mod config_save;

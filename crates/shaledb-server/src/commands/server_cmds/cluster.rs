@@ -39,3 +39,279 @@ pub fn reply(args: &[Bytes]) -> Reply {
 pub fn disabled_reply() -> Reply {
     Reply::err(DISABLED)
 }
+
+// ---- A replica group member (`--cluster-enabled yes`, issue 43): the group is one shard owning every slot. ----
+
+use crate::cluster::{node_name, Cluster, SLOTS};
+use shaledb_raft::{MemberAddr, NodeId};
+
+/// `CLUSTER <subcommand>` on a server that may be a replica group member.
+pub fn cluster_cmd(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
+    let Some(c) = shared.store.cluster() else { return reply(args) };
+    if args[1].eq_ignore_ascii_case(b"shaledb-init") {
+        return init(c, &args[2..]);
+    }
+    let Some(full) = super::stats::full_name("cluster", Some(&args[1])) else {
+        return unknown_subcommand("CLUSTER", &args[1]);
+    };
+    if let Some(f) = facts::lookup(&full) {
+        if !facts::arity_fits(f.arity, args.len()) {
+            return sub_arity("cluster", &full.as_bytes()["cluster|".len()..]);
+        }
+    }
+    let view = View::of(c);
+    match &full["cluster|".len()..] {
+        "myid" => Reply::bulk(node_name(c.id())),
+        "keyslot" => Reply::Int(i64::from(crate::cluster::key_slot(&args[2]))),
+        "info" => Reply::bulk(view.info()),
+        "slots" => view.slots(),
+        "shards" => view.shards(),
+        "nodes" => Reply::bulk(view.nodes()),
+        "replicas" | "slaves" => Reply::err("CLUSTER REPLICAS is not supported by a ShaleDB replica group yet"),
+        other => Reply::err(format!(
+            "CLUSTER {} is not supported by a ShaleDB replica group (one shard owns all 16384 slots; membership \
+             changes are not built yet)",
+            other.to_ascii_uppercase()
+        )),
+    }
+}
+
+/// `CLUSTER SHALEDB-INIT <id> <host:port@bus> ...`: forms the group on this node.
+fn init(c: &Cluster, args: &[Bytes]) -> Reply {
+    let members = match crate::cluster::parse_init_members(args) {
+        Ok(m) => m,
+        Err(e) => return Reply::err(e),
+    };
+    match c.initialize_blocking(members) {
+        Ok(()) => Reply::Ok,
+        Err(e) => Reply::err(format!("CLUSTER SHALEDB-INIT failed: {e}")),
+    }
+}
+
+/// `READONLY`, `READWRITE`, `ASKING`.
+pub fn conn_mode(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
+    if shared.store.cluster().is_none() {
+        return disabled_reply();
+    }
+    if args[0].eq_ignore_ascii_case(b"readonly") {
+        s.readonly = true;
+    } else if args[0].eq_ignore_ascii_case(b"readwrite") {
+        s.readonly = false;
+    }
+    Reply::Ok
+}
+
+/// One member as the cluster commands show it.
+struct Member {
+    id: NodeId,
+    addr: Option<MemberAddr>,
+    /// The last log index known applied (this member's own), or matched (a follower's, on the leader).
+    offset: u64,
+}
+
+/// The group as this member sees it.
+struct View {
+    me: NodeId,
+    leader: Option<NodeId>,
+    term: u64,
+    initialized: bool,
+    /// Leader first, then the others by id.
+    members: Vec<Member>,
+    applied: u64,
+}
+
+impl View {
+    fn of(c: &Cluster) -> View {
+        let m = c.metrics();
+        let membership = m.membership_config.membership();
+        let applied = m.last_applied.map_or(0, |l| l.index);
+        let matched = |id: NodeId| -> u64 {
+            if id == c.id() {
+                return applied;
+            }
+            m.replication.as_ref().and_then(|r| r.get(&id).cloned().flatten()).map_or(0, |l| l.index)
+        };
+        let leader = m.current_leader.filter(|l| membership.get_node(l).is_some());
+        let mut members: Vec<Member> = membership
+            .nodes()
+            .map(|(id, n)| Member { id: *id, addr: MemberAddr::parse(&n.addr).ok(), offset: matched(*id) })
+            .collect();
+        members.sort_by_key(|x| (Some(x.id) != leader, x.id));
+        let initialized = membership.nodes().next().is_some();
+        View { me: c.id(), leader, term: m.current_term, initialized, members, applied }
+    }
+
+    fn ok(&self) -> bool {
+        self.initialized && self.leader.is_some()
+    }
+
+    fn info(&self) -> String {
+        let mut out = String::new();
+        let ok = self.ok();
+        let assigned = if self.initialized { SLOTS } else { 0 };
+        for (k, v) in [
+            ("cluster_state", if ok { "ok".to_string() } else { "fail".to_string() }),
+            ("cluster_slots_assigned", assigned.to_string()),
+            ("cluster_slots_ok", if ok { assigned.to_string() } else { "0".into() }),
+            ("cluster_slots_pfail", "0".into()),
+            ("cluster_slots_fail", if ok { "0".into() } else { assigned.to_string() }),
+            ("cluster_known_nodes", self.members.len().max(1).to_string()),
+            ("cluster_size", usize::from(self.initialized).to_string()),
+            ("cluster_current_epoch", self.term.to_string()),
+            ("cluster_my_epoch", self.term.to_string()),
+            ("cluster_stats_messages_sent", "0".into()),
+            ("cluster_stats_messages_received", "0".into()),
+            ("total_cluster_links_buffer_limit_exceeded", "0".into()),
+        ] {
+            out.push_str(&format!("{k}:{v}\r\n"));
+        }
+        out
+    }
+
+    fn node_entry(m: &Member) -> Option<Reply> {
+        let a = m.addr.as_ref()?;
+        Some(Reply::Array(vec![
+            Reply::bulk(a.host.trim_start_matches('[').trim_end_matches(']').to_string()),
+            Reply::Int(i64::from(a.port)),
+            Reply::bulk(node_name(m.id)),
+            Reply::Map(vec![]),
+        ]))
+    }
+
+    /// `CLUSTER SLOTS`: one range, 0-16383, its master (the leader) and replicas; empty without a leader.
+    fn slots(&self) -> Reply {
+        if !self.ok() {
+            return Reply::Array(vec![]);
+        }
+        let mut range = vec![Reply::Int(0), Reply::Int(i64::from(SLOTS - 1))];
+        range.extend(self.members.iter().filter_map(View::node_entry));
+        Reply::Array(vec![Reply::Array(range)])
+    }
+
+    /// `CLUSTER SHARDS`: one shard.
+    fn shards(&self) -> Reply {
+        if !self.initialized {
+            return Reply::Array(vec![]);
+        }
+        let slots = if self.ok() { vec![Reply::Int(0), Reply::Int(i64::from(SLOTS - 1))] } else { vec![] };
+        let nodes = self
+            .members
+            .iter()
+            .filter_map(|m| {
+                let a = m.addr.as_ref()?;
+                let ip = a.host.trim_start_matches('[').trim_end_matches(']').to_string();
+                let role = if Some(m.id) == self.leader { "master" } else { "replica" };
+                Some(Reply::Map(vec![
+                    (Reply::bulk("id"), Reply::bulk(node_name(m.id))),
+                    (Reply::bulk("port"), Reply::Int(i64::from(a.port))),
+                    (Reply::bulk("ip"), Reply::bulk(ip.clone())),
+                    (Reply::bulk("endpoint"), Reply::bulk(ip)),
+                    (Reply::bulk("role"), Reply::bulk(role)),
+                    (Reply::bulk("replication-offset"), Reply::Int(m.offset as i64)),
+                    (Reply::bulk("health"), Reply::bulk(if self.leader.is_some() { "online" } else { "loading" })),
+                ]))
+            })
+            .collect();
+        Reply::Array(vec![Reply::Map(vec![
+            (Reply::bulk("slots"), Reply::Array(slots)),
+            (Reply::bulk("nodes"), Reply::Array(nodes)),
+        ])])
+    }
+
+    /// `CLUSTER NODES`: Redis's line per node (`id ip:port@cport flags master ping pong epoch link slots`).
+    fn nodes(&self) -> String {
+        let mut out = String::new();
+        for m in &self.members {
+            let addr = m.addr.as_ref().map_or_else(|| ":0@0".to_string(), |a| format!("{}@{}", a.resp, a.bus_port));
+            let leads = Some(m.id) == self.leader;
+            let mut flags = String::new();
+            if m.id == self.me {
+                flags.push_str("myself,");
+            }
+            flags.push_str(if leads || self.leader.is_none() { "master" } else { "slave" });
+            let master = match self.leader {
+                Some(l) if !leads => node_name(l),
+                _ => "-".into(),
+            };
+            let slots = if leads { " 0-16383" } else { "" };
+            out.push_str(&format!("{} {addr} {flags} {master} 0 0 {} connected{slots}\n", node_name(m.id), self.term));
+        }
+        out
+    }
+}
+
+/// `ROLE` of a replica group member: the leader is a master with its replicas and their matched offsets; the
+/// others are replicas of the leader (`connect` while none is known).
+pub fn role(c: &Cluster) -> Reply {
+    let v = View::of(c);
+    if v.leader == Some(v.me) {
+        let replicas = v
+            .members
+            .iter()
+            .filter(|m| m.id != v.me)
+            .filter_map(|m| {
+                let a = m.addr.as_ref()?;
+                Some(Reply::Array(vec![
+                    Reply::bulk(a.host.clone()),
+                    Reply::bulk(a.port.to_string()),
+                    Reply::bulk(m.offset.to_string()),
+                ]))
+            })
+            .collect();
+        return Reply::Array(vec![Reply::bulk("master"), Reply::Int(v.applied as i64), Reply::Array(replicas)]);
+    }
+    let leader = v.leader.and_then(|l| v.members.iter().find(|m| m.id == l)).and_then(|m| m.addr.clone());
+    let (host, port, state) = match &leader {
+        Some(a) => (a.host.clone(), i64::from(a.port), "connected"),
+        None => (String::new(), 0, "connect"),
+    };
+    Reply::Array(vec![
+        Reply::bulk("slave"),
+        Reply::bulk(host),
+        Reply::Int(port),
+        Reply::bulk(state),
+        Reply::Int(v.applied as i64),
+    ])
+}
+
+/// `INFO replication` of a replica group member (`master_repl_offset`: the applied log index).
+pub fn info_replication(c: &Cluster, out: &mut String, replid: &str) {
+    let v = View::of(c);
+    let mut kv = |k: &str, val: String| out.push_str(&format!("{k}:{val}\r\n"));
+    if v.leader == Some(v.me) {
+        kv("role", "master".into());
+        let others: Vec<&Member> = v.members.iter().filter(|m| m.id != v.me).collect();
+        kv("connected_slaves", others.len().to_string());
+        for (i, m) in others.iter().enumerate() {
+            if let Some(a) = &m.addr {
+                let lag = v.applied.saturating_sub(m.offset);
+                kv(
+                    &format!("slave{i}"),
+                    format!("ip={},port={},state=online,offset={},lag={lag}", a.host, a.port, m.offset),
+                );
+            }
+        }
+    } else {
+        kv("role", "slave".into());
+        let leader = v.leader.and_then(|l| v.members.iter().find(|m| m.id == l)).and_then(|m| m.addr.clone());
+        kv("master_host", leader.as_ref().map_or_else(String::new, |a| a.host.clone()));
+        kv("master_port", leader.as_ref().map_or(0, |a| a.port).to_string());
+        kv("master_link_status", if leader.is_some() { "up" } else { "down" }.into());
+        kv("master_last_io_seconds_ago", if leader.is_some() { "0" } else { "-1" }.into());
+        kv("master_sync_in_progress", "0".into());
+        kv("slave_read_repl_offset", v.applied.to_string());
+        kv("slave_repl_offset", v.applied.to_string());
+        kv("slave_priority", "100".into());
+        kv("slave_read_only", "1".into());
+        kv("replica_announced", "1".into());
+        kv("connected_slaves", "0".into());
+    }
+    kv("master_failover_state", "no-failover".into());
+    kv("master_replid", replid.to_string());
+    kv("master_replid2", "0000000000000000000000000000000000000000".into());
+    kv("master_repl_offset", v.applied.to_string());
+    kv("second_repl_offset", "-1".into());
+    kv("repl_backlog_active", "0".into());
+    kv("raft_term", v.term.to_string());
+    kv("raft_node_id", node_name(v.me));
+}

@@ -208,7 +208,7 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
             kv(out, "pubsub_clients", &shared.pubsub.subscribers());
         }
         "memory" => {
-            let db = &store.db;
+            let db = &store.db();
             let mem = prop_u64(db, "shaledb.cur-size-all-mem-tables");
             let cache = prop_u64(db, "shaledb.block-cache-usage");
             let used = mem + cache;
@@ -288,6 +288,12 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
             kv(out, "gc_versions_queued", &gc.pending());
             kv(out, "gc_registry_passes", &gc.passes.load(Ordering::Relaxed));
         }
+        "replication" if store.cluster().is_some() => {
+            out.push_str("# Replication\r\n");
+            if let Some(c) = store.cluster() {
+                super::cluster::info_replication(c, out, process_id_hex(1));
+            }
+        }
         "replication" => {
             out.push_str("# Replication\r\n");
             kv(out, "role", &"master");
@@ -330,11 +336,11 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
         }
         "cluster" => {
             out.push_str("# Cluster\r\n");
-            kv(out, "cluster_enabled", &0);
+            kv(out, "cluster_enabled", &u8::from(store.cluster().is_some()));
         }
         "keyspace" => {
             out.push_str("# Keyspace\r\n");
-            let db = &store.db;
+            let db = &store.db();
             // NB: a scan of every key, on the server's one runtime thread (other clients wait meanwhile).
             let counts = keyspace_scan(db, now_ms());
             match counts {

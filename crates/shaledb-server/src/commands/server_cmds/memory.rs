@@ -58,7 +58,8 @@ pub(super) fn memory(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
                     return syntax_error();
                 }
             }
-            let ctx = ReadCtx::new(&shared.store.db, s.db_index, now_ms()).pinned();
+            let db = shared.store.db();
+            let ctx = ReadCtx::new(&db, s.db_index, now_ms()).pinned();
             match usage(&ctx, &args[2], samples) {
                 Ok(Some(n)) => Reply::Int(i64::try_from(n).unwrap_or(i64::MAX)),
                 Ok(None) => Reply::Nil,
@@ -131,7 +132,7 @@ fn sample_members(ctx: &ReadCtx<'_>, c: &Coll, sub: u8, limit: u64) -> Result<(u
 }
 
 fn prop(shared: &Shared, name: &str) -> u64 {
-    shared.store.db.property(name).and_then(|v| v.parse().ok()).unwrap_or(0)
+    shared.store.db().property(name).and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
 /// `MEMORY STATS`: the process's memory and the engine's share of it, under Redis's field names where they
@@ -143,7 +144,7 @@ fn stats(shared: &Shared) -> Reply {
     let used = memtables + cache;
     let clients = shared.clients.lock().len() as u64;
     let keys: u64 =
-        super::keyspace_scan(&shared.store.db, now_ms()).map(|v| v.iter().map(|(_, n, _)| n).sum()).unwrap_or(0);
+        super::keyspace_scan(&shared.store.db(), now_ms()).map(|v| v.iter().map(|(_, n, _)| n).sum()).unwrap_or(0);
     let int = |n: u64| Reply::Int(i64::try_from(n).unwrap_or(i64::MAX));
     let mut pairs = vec![
         ("peak.allocated", int(used)),

@@ -55,15 +55,15 @@ pub static COMMANDS: &[Spec] = &[
     cmd! { "slowlog", -2, ADMIN | LOADING | STALE, [0, 0, 0], Conn(slowlog::slowlog), "A container for slow log commands (GET, LEN, RESET, HELP)." },
     cmd! { "latency", -2, ADMIN | NOSCRIPT | LOADING | STALE, [0, 0, 0], Conn(latency::latency), "A container for latency diagnostics commands (LATEST, HISTORY, RESET, DOCTOR, GRAPH, HISTOGRAM, HELP)." },
     cmd! { "memory", -2, READONLY, [0, 0, 0], Conn(memory::memory), "A container for memory diagnostics commands (USAGE, STATS, DOCTOR, MALLOC-STATS, PURGE, HELP)." },
-    cmd! { "role", 1, NOSCRIPT | LOADING | STALE | FAST, [0, 0, 0], Conn(role::role), "Returns the replication role: always a master without replicas." },
+    cmd! { "role", 1, NOSCRIPT | LOADING | STALE | FAST, [0, 0, 0], Conn(role::role), "Returns the replication role: a master without replicas, or in a replica group (--cluster-enabled yes) master on the leader and slave elsewhere." },
     cmd! { "replicaof", 3, ADMIN | NOSCRIPT | STALE, [0, 0, 0], Conn(role::replicaof), "NO ONE: OK (already a master); following another server is refused (no replication)." },
     cmd! { "slaveof", 3, ADMIN | NOSCRIPT | STALE, [0, 0, 0], Conn(role::replicaof), "The old name of REPLICAOF." },
     cmd! { "module", -2, ADMIN | NOSCRIPT, [0, 0, 0], Conn(module::module), "LIST: no modules (this server loads none); LOAD, LOADEX and UNLOAD are refused." },
     cmd! { "lolwut", -1, READONLY | FAST, [0, 0, 0], Conn(lolwut::lolwut), "Returns the server's version line." },
-    cmd! { "cluster", -2, 0, [0, 0, 0], Conn(cluster::cluster), "Not a cluster node: every subcommand answers that cluster support is disabled, as Redis with cluster-enabled no." },
-    cmd! { "asking", 1, FAST, [0, 0, 0], Conn(cluster::disabled), "Not a cluster node: cluster support is disabled." },
-    cmd! { "readonly", 1, LOADING | STALE | FAST, [0, 0, 0], Conn(cluster::disabled), "Not a cluster node: cluster support is disabled." },
-    cmd! { "readwrite", 1, LOADING | STALE | FAST, [0, 0, 0], Conn(cluster::disabled), "Not a cluster node: cluster support is disabled." },
+    cmd! { "cluster", -2, 0, [0, 0, 0], Conn(cluster::cluster_cmd), "A replica group member (--cluster-enabled yes): the group as one shard owning all 16384 slots (INFO, SLOTS, SHARDS, NODES, MYID, KEYSLOT, SHALEDB-INIT). Otherwise: cluster support is disabled, as Redis with cluster-enabled no." },
+    cmd! { "asking", 1, FAST, [0, 0, 0], Conn(cluster::conn_mode), "A replica group member: OK (one shard, no slot migrations). Otherwise: cluster support is disabled." },
+    cmd! { "readonly", 1, LOADING | STALE | FAST, [0, 0, 0], Conn(cluster::conn_mode), "A replica group member: reads on a replica run on its (possibly stale) state. Otherwise: cluster support is disabled." },
+    cmd! { "readwrite", 1, LOADING | STALE | FAST, [0, 0, 0], Conn(cluster::conn_mode), "A replica group member: reads on a replica are redirected to the leader again. Otherwise: cluster support is disabled." },
     cmd! { "wait", 3, NOSCRIPT, [0, 0, 0], Conn(wait), "Waits for the writes to reach replicas: with none, answers 0 (at once for 0 replicas, after the timeout otherwise)." },
 ];
 
@@ -231,7 +231,7 @@ pub(crate) fn apply_knobs(store: &crate::commit::Store, cfg: &crate::config::Con
     // The access clock's LFU settings (OBJECT FREQ); the clock starts with the server.
     let knob = |name: &str| cfg.get(name).unwrap_or_default();
     crate::access::configure(
-        &*store.db as *const shaledb::Db as usize,
+        &*store.db() as *const shaledb::Db as usize,
         &knob("maxmemory-policy"),
         knob("lfu-log-factor").parse().unwrap_or(10),
         knob("lfu-decay-time").parse().unwrap_or(1),

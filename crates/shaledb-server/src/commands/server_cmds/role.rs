@@ -1,11 +1,15 @@
-//! ROLE, REPLICAOF and SLAVEOF: a ShaleDB server is always a master without replicas (it does not replicate).
+//! ROLE, REPLICAOF and SLAVEOF: a ShaleDB server is a master without replicas (it does not replicate), unless it
+//! is a replica group member (`--cluster-enabled yes`): then ROLE says what it is in the group.
 
 use crate::resp::{Args, Reply};
 use crate::server::{Session, Shared};
 use bytes::Bytes;
 
 /// `ROLE`: `master`, the replication offset (0: nothing was ever sent to a replica) and no replicas.
-pub fn role(_: &mut Session, _: &Shared, _: &Args) -> Reply {
+pub fn role(_: &mut Session, shared: &Shared, _: &Args) -> Reply {
+    if let Some(c) = shared.store.cluster() {
+        return super::cluster::role(c);
+    }
     Reply::Array(vec![Reply::Bulk(Bytes::from_static(b"master")), Reply::Int(0), Reply::Array(vec![])])
 }
 

@@ -105,7 +105,7 @@ pub(super) fn save(_: &mut Session, shared: &Shared, _: &Args) -> Reply {
         return Reply::err("Background save already in progress");
     }
     let dir = shared.config.read().dir.clone();
-    let db = shared.store.db.clone();
+    let db = shared.store.db();
     // The other clients wait while it runs, as Redis's do during SAVE.
     let result = checkpoint(&db, &dir);
     drop(db);
@@ -128,7 +128,7 @@ pub(super) fn bgsave(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
         return Reply::err("Background save already in progress");
     }
     let dir = shared.config.read().dir.clone();
-    let db = shared.store.db.clone();
+    let db = shared.store.db();
     let saves: Arc<Saves> = shared.saves.clone();
     let spawned = std::thread::Builder::new().name("shaledb-bgsave".into()).spawn({
         let saves = saves.clone();

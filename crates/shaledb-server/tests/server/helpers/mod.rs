@@ -8,7 +8,7 @@ mod wire;
 
 pub use redis_server::{redis_or_skip, RedisServer};
 pub use rng::Rng;
-pub use wire::{encode, raw, Client, Resp};
+pub use wire::{encode, raw, read_reply as wire_read, Client, Resp};
 
 use redis::{FromRedisValue, Value};
 use shaledb_server::{Config, RunningServer};

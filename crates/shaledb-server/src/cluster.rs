@@ -1,0 +1,424 @@
+//! Replica groups (issue 43): a server started with `--cluster-enabled yes` keeps its data in a raft node
+//! (`shaledb-raft`) and serves it as a Redis Cluster of one shard that owns all 16384 slots: the leader is the
+//! master, the other members its replicas.
+//!
+//! - The node runs on a runtime of its own (two workers, threads `shaledb-raft`), so the server's one-thread
+//!   runtime never holds up heartbeats, elections or the transport, and the node never waits on a client.
+//! - Its data lives under `--dir` (`node-id`, `log/`, `sm/`); the state machine's live database is what the
+//!   server's [`Store`](crate::commit::Store) reads and writes, taken again for every command or group
+//!   ([`Cluster::db`]): a snapshot install switches it to a new database.
+//! - Writes (commit.rs): the commit step executes a group into one batch and proposes it
+//!   ([`Cluster::propose_blocking`]) instead of writing the engine; the state machine's apply writes it.
+//! - Reads on the leader are linearizable by a lease ([`Cluster::gate`]); on a follower after `READONLY`
+//!   they read its state, possibly stale.
+//! - Members are recorded as `host:port@busport` ([`shaledb_raft::MemberAddr`]): the RESP address clients are
+//!   sent to and the port the transport dials.
+
+use crate::commands::{Handler, Spec};
+use crate::resp::{Args, Reply};
+use openraft::ServerState;
+use parking_lot::Mutex;
+use shaledb::{Db, WriteBatch};
+use shaledb_raft::{MemberAddr, Node, NodeConfig, NodeId, Response};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Redis Cluster's slot count.
+pub const SLOTS: u16 = 16384;
+
+/// CRC16 as Redis Cluster computes key slots: CCITT/XMODEM (polynomial 0x1021, initial value 0, no reflection).
+pub fn crc16(data: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &b in data {
+        crc ^= u16::from(b) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+        }
+    }
+    crc
+}
+
+/// The slot of `key` (Redis Cluster's rule): CRC16 of the key modulo 16384, or of the hash tag when the key has
+/// a `{...}` with at least one byte between the first `{` and the first `}` after it.
+pub fn key_slot(key: &[u8]) -> u16 {
+    let hashed = match key.iter().position(|&b| b == b'{') {
+        Some(open) => match key[open + 1..].iter().position(|&b| b == b'}') {
+            Some(len) if len > 0 => &key[open + 1..open + 1 + len],
+            _ => key,
+        },
+        None => key,
+    };
+    crc16(hashed) % SLOTS
+}
+
+/// The slot a command is redirected by: its first key's (`first_key` of the command table), 0 for a command
+/// without one.
+pub fn command_slot(spec: &Spec, args: &Args) -> u16 {
+    match usize::try_from(spec.first_key) {
+        Ok(i) if i > 0 && i < args.len() => key_slot(&args[i]),
+        _ => 0,
+    }
+}
+
+/// The 40-hex-digit id Redis Cluster tools show for node `id` (the u64 zero-padded).
+pub fn node_name(id: NodeId) -> String {
+    format!("{id:040x}")
+}
+
+/// What [`Cluster::gate`] decided for one command.
+pub enum Gate {
+    /// Run it here.
+    Go,
+    /// A read on the leader whose lease ran out: confirm leadership first ([`Cluster::linearize`]).
+    Linearize,
+    /// Answer this instead (`-MOVED`, `-CLUSTERDOWN`).
+    Refuse(Reply),
+}
+
+/// The running member: its raft node, the runtime it runs on, and the read lease.
+pub struct Cluster {
+    node: Mutex<Option<Arc<Node>>>,
+    /// Kept for the node's calls; the node's own copy keeps it alive.
+    node_ref: Arc<Node>,
+    runtime: Mutex<Option<tokio::runtime::Runtime>>,
+    handle: tokio::runtime::Handle,
+    /// This member's `host:port@busport`.
+    pub myself: String,
+    /// The read lease: reads on the leader need no round until this instant, in this term.
+    lease: Mutex<Option<(Instant, u64)>>,
+    /// How long a confirmed quorum ack covers reads: half of `election_timeout_min`.
+    lease_for: Duration,
+}
+
+fn clusterdown(why: Option<&str>) -> Reply {
+    match why {
+        Some(w) => Reply::error(format!("CLUSTERDOWN The cluster is down ({w})")),
+        None => Reply::error("CLUSTERDOWN The cluster is down"),
+    }
+}
+
+/// Refuses a `--dir` that holds the other kind of server's data, before anything is created there.
+pub fn check_dir(dir: &Path, cluster: bool) -> Result<(), String> {
+    let node_id = dir.join("node-id").exists();
+    let plain = dir.join("CURRENT").exists();
+    if cluster && plain && !node_id {
+        return Err(format!(
+            "{} holds a ShaleDB server database that is not a replica group member's: a cluster node starts in an \
+             empty directory (or one of its own, with node-id, log/ and sm/); start it elsewhere, or without \
+             --cluster-enabled",
+            dir.display()
+        ));
+    }
+    if !cluster && node_id {
+        return Err(format!(
+            "{} holds a replica group member's data (node-id, log/, sm/): start it with --cluster-enabled yes",
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
+impl Cluster {
+    /// Starts the raft node under `config.dir` on a runtime of its own, its transport on `bind:bus_port`.
+    /// Called on the server's runtime.
+    pub async fn start(config: &crate::Config) -> Result<Arc<Cluster>, String> {
+        let bus_port = config.cluster_bus_port().map_err(|e| e.to_string())?;
+        if config.port == 0 {
+            return Err("a cluster node needs a fixed --port (its address is recorded in the group)".into());
+        }
+        check_dir(&config.dir, true)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("shaledb-raft")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("starting the raft runtime: {e}"))?;
+        let myself = MemberAddr::format(&config.bind, config.port, bus_port);
+        let mut nc = NodeConfig::new(&config.dir, None, format!("{}:{bus_port}", config.bind));
+        nc.advertise = Some(myself.clone());
+        let mut opts =
+            shaledb::Options { create_if_missing: true, use_direct_reads: config.use_direct_reads, ..nc.engine };
+        if let Some(n) = config.block_cache_size {
+            opts.block_cache_size = n;
+        }
+        if let Some(tune) = config.engine_options {
+            tune(&mut opts);
+        }
+        nc.engine = opts;
+        let lease_for = Duration::from_millis(nc.raft.election_timeout_min / 2);
+        let handle = runtime.handle().clone();
+        let started = handle.spawn(Node::start(nc)).await.map_err(|e| format!("starting the raft node: {e}"))?;
+        let node = match started {
+            Ok(n) => Arc::new(n),
+            Err(e) => {
+                // The runtime cannot be dropped on this (async) thread.
+                std::thread::spawn(move || runtime.shutdown_timeout(Duration::from_secs(5)));
+                return Err(format!("starting the raft node in {}: {e}", config.dir.display()));
+            }
+        };
+        eprintln!(
+            "# replica group member {} ({}), transport on {}:{bus_port}",
+            node_name(node.id()),
+            myself,
+            config.bind
+        );
+        Ok(Arc::new(Cluster {
+            node: Mutex::new(Some(node.clone())),
+            node_ref: node,
+            runtime: Mutex::new(Some(runtime)),
+            handle,
+            myself,
+            lease: Mutex::new(None),
+            lease_for,
+        }))
+    }
+
+    /// This member's raft node.
+    pub fn node(&self) -> &Node {
+        &self.node_ref
+    }
+
+    /// This member's id.
+    pub fn id(&self) -> NodeId {
+        self.node_ref.id()
+    }
+
+    /// The state machine's live database (taken again for each command or group: a snapshot install
+    /// switches it).
+    pub fn db(&self) -> Arc<Db> {
+        self.node_ref.db()
+    }
+
+    /// True while this member is the leader.
+    pub fn is_leader(&self) -> bool {
+        self.node_ref.raft().metrics().borrow().state == ServerState::Leader
+    }
+
+    /// The leader's RESP address, when another member leads and its address parses.
+    fn leader_resp(&self) -> Option<String> {
+        let m = self.node_ref.raft().metrics().borrow().clone();
+        let leader = m.current_leader.filter(|&l| l != self.id())?;
+        let node = m.membership_config.membership().get_node(&leader)?.clone();
+        MemberAddr::parse(&node.addr).ok().map(|a| a.resp)
+    }
+
+    /// The reply sending a command elsewhere: `-MOVED <slot> <leader>`, or `-CLUSTERDOWN` when no other
+    /// member is known to lead (`why` says what failed, if something did).
+    pub fn redirect(&self, spec: &Spec, args: &Args, why: Option<&str>) -> Reply {
+        match self.leader_resp() {
+            Some(addr) => Reply::error(format!("MOVED {} {addr}", command_slot(spec, args))),
+            None => clusterdown(why),
+        }
+    }
+
+    /// Where a data command (a read or a write of the command table) runs. Connection commands (CLUSTER,
+    /// INFO, ROLE, CONFIG ...) are never gated.
+    ///
+    /// - On the leader: writes go to the commit step (which proposes them); reads run here while the lease
+    ///   holds, else after a read-index round ([`Cluster::linearize`]).
+    /// - Elsewhere: a read on a connection that sent `READONLY` runs on this member's state (possibly stale);
+    ///   anything else gets `-MOVED` to the leader, or `-CLUSTERDOWN` when no leader is known.
+    pub fn gate(&self, spec: &Spec, args: &Args, readonly: bool) -> Gate {
+        let write = match spec.handler {
+            Handler::Write(_) => true,
+            Handler::Read(_) => false,
+            Handler::Conn(_) => return Gate::Go,
+        };
+        let (state, term) = {
+            let m = self.node_ref.raft().metrics();
+            let m = m.borrow();
+            (m.state, m.current_term)
+        };
+        if state == ServerState::Leader {
+            if write || self.lease_holds(term) {
+                return Gate::Go;
+            }
+            return Gate::Linearize;
+        }
+        if !write && readonly {
+            return Gate::Go;
+        }
+        Gate::Refuse(self.redirect(spec, args, None))
+    }
+
+    /// The lease (why reads on the leader are cheap): a quorum that acknowledged this leader after instant
+    /// `t` (a read-index round or a committed proposal started at `t`) keeps every follower from voting for
+    /// another candidate until at least `t + election_timeout_min` by its own clock (openraft's followers
+    /// refuse votes while the leader's lease runs), so no other leader can acknowledge a write before then.
+    /// Reads are served from local state until `t + election_timeout_min / 2`. The clock assumption: the
+    /// members' clocks run at rates within a factor of two of each other (no absolute sync is needed;
+    /// `Instant` is monotonic); a paused leader process (SIGSTOP, a VM freeze) longer than the lease could
+    /// read stale, which is the usual lease caveat. Everything this leader acknowledged is applied here
+    /// before its client hears of it, so the local state holds every acknowledged write.
+    fn lease_holds(&self, term: u64) -> bool {
+        matches!(*self.lease.lock(), Some((until, t)) if t == term && Instant::now() < until)
+    }
+
+    /// Extends the lease after a quorum acknowledged this leader after `started`, in `term`.
+    fn extend_lease(&self, started: Instant, term: u64) {
+        let until = started + self.lease_for;
+        let mut l = self.lease.lock();
+        match *l {
+            Some((u, t)) if t == term && u >= until => {}
+            _ => *l = Some((until, term)),
+        }
+    }
+
+    fn term(&self) -> u64 {
+        self.node_ref.raft().metrics().borrow().current_term
+    }
+
+    /// A read-index round (openraft's `ensure_linearizable`: the leader confirms its quorum and waits until
+    /// everything committed before is applied here), on the node's runtime; it renews the lease. `Err`: the
+    /// reply to give instead (`-MOVED`, `-CLUSTERDOWN`).
+    pub async fn linearize(&self, spec: &Spec, args: &Args) -> Result<(), Reply> {
+        let started = Instant::now();
+        let term = self.term();
+        let node = self.node_ref.clone();
+        match self.handle.spawn(async move { node.ensure_linearizable().await }).await {
+            Ok(Ok(_)) => {
+                self.extend_lease(started, term);
+                Ok(())
+            }
+            Ok(Err(e)) => Err(self.redirect(spec, args, Some(&e.to_string()))),
+            Err(e) => Err(clusterdown(Some(&format!("the raft runtime: {e}")))),
+        }
+    }
+
+    /// Proposes `batch` and waits until it is committed on a majority and applied here. Called by the commit
+    /// step on a thread that is not a runtime's worker (the blocking pool, or a tool's commit thread). `Err`:
+    /// why, as the commit step answers it ([`Cluster::failure_reply`]).
+    pub fn propose_blocking(&self, batch: &WriteBatch) -> Result<(), String> {
+        let started = Instant::now();
+        let term = self.term();
+        match self.handle.block_on(self.node_ref.propose(batch)) {
+            Ok(Response::Applied) | Ok(Response::Recorded) => {
+                self.extend_lease(started, term);
+                Ok(())
+            }
+            Ok(Response::Rejected { reason }) => Err(format!("ERR the replica group refused the write: {reason}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// The reply of each command of a group whose proposal failed with `why`: never an OK (the outcome of a
+    /// timed-out proposal is unknown; it may still commit).
+    pub fn failure_reply(&self, why: &str, spec: &Spec, args: &Args) -> Reply {
+        if why.starts_with("ERR ") {
+            return Reply::error(why.to_string());
+        }
+        self.redirect(spec, args, Some(why))
+    }
+
+    /// `CLUSTER SHALEDB-INIT`: forms the group of `members` (id -> `host:port@busport`), this member among them.
+    /// Runs on the node's runtime; the caller's thread (the server's runtime, for a command) waits at most 10 s:
+    /// openraft's initialize only appends the first membership entry locally (one synced write).
+    pub fn initialize_blocking(&self, members: BTreeMap<NodeId, String>) -> Result<(), String> {
+        if !members.contains_key(&self.id()) {
+            return Err(format!("this node ({}) is not among the members", node_name(self.id())));
+        }
+        let node = self.node_ref.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.handle.spawn(async move {
+            let _ = tx.send(node.initialize(members).await);
+        });
+        match rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err("no answer from the raft node within 10 s".into()),
+        }
+    }
+
+    /// Stops the node (its databases closed) and its runtime. Called at the server's shutdown, on its runtime.
+    pub async fn shutdown(&self) {
+        let node = self.node.lock().take();
+        let runtime = self.runtime.lock().take();
+        if let Some(node) = node {
+            // Our own `node_ref` is one more handle: the node is stopped through openraft and dropped with us.
+            let raft = node.raft().clone();
+            let _ = self.handle.spawn(async move { raft.shutdown().await }).await;
+        }
+        if let Some(rt) = runtime {
+            let _ = tokio::task::spawn_blocking(move || rt.shutdown_timeout(Duration::from_secs(5))).await;
+        }
+    }
+
+    /// A snapshot of openraft's metrics.
+    pub fn metrics(&self) -> openraft::RaftMetrics<NodeId, openraft::BasicNode> {
+        self.node_ref.raft().metrics().borrow().clone()
+    }
+}
+
+/// Parses `CLUSTER SHALEDB-INIT`'s arguments: pairs of a node id (decimal, or the 40 hex digits of CLUSTER MYID)
+/// and `host:port@busport`.
+pub fn parse_init_members(args: &[bytes::Bytes]) -> Result<BTreeMap<NodeId, String>, String> {
+    if args.is_empty() || !args.len().is_multiple_of(2) {
+        return Err("CLUSTER SHALEDB-INIT takes pairs of <node-id> <host:port@busport>".into());
+    }
+    let mut out = BTreeMap::new();
+    for pair in args.chunks(2) {
+        let id_s = std::str::from_utf8(&pair[0]).map_err(|_| "a node id is not text".to_string())?;
+        let id =
+            parse_node_id(id_s).ok_or_else(|| format!("'{id_s}' is not a node id (CLUSTER MYID's 40 hex digits)"))?;
+        let addr = std::str::from_utf8(&pair[1]).map_err(|_| "an address is not text".to_string())?;
+        MemberAddr::parse(addr)?;
+        if out.insert(id, addr.to_string()).is_some() {
+            return Err(format!("node {id_s} is named twice"));
+        }
+    }
+    Ok(out)
+}
+
+/// A node id as CLUSTER MYID shows it (40 hex digits) or in decimal.
+pub fn parse_node_id(s: &str) -> Option<NodeId> {
+    if s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let (high, low) = s.split_at(24);
+        if high.bytes().any(|b| b != b'0') {
+            return None;
+        }
+        return u64::from_str_radix(low, 16).ok().filter(|&n| n != 0);
+    }
+    if !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit()) {
+        return s.parse().ok().filter(|&n| n != 0);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_slots_follow_redis_cluster() {
+        assert_eq!(key_slot(b"foo"), 12182);
+        assert_eq!(key_slot(b"bar"), 5061);
+        assert_eq!(key_slot(b""), 0);
+        assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"{user1000}.followers"));
+        assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
+        // An empty tag hashes the whole key; only the first `{` counts.
+        assert_eq!(key_slot(b"foo{}{bar}"), crc16(b"foo{}{bar}") % SLOTS);
+        assert_eq!(key_slot(b"foo{{bar}}zap"), key_slot(b"{bar"));
+        assert_eq!(key_slot(b"foo{bar}{zap}"), key_slot(b"bar"));
+        assert_eq!(crc16(b"123456789"), 0x31c3);
+    }
+
+    #[test]
+    fn node_names_and_init_arguments() {
+        assert_eq!(node_name(0xabc), "0000000000000000000000000000000000000abc");
+        assert_eq!(parse_node_id(&node_name(u64::MAX)), Some(u64::MAX));
+        assert_eq!(parse_node_id("42"), Some(42));
+        assert_eq!(parse_node_id("0"), None);
+        assert_eq!(parse_node_id("1000000000000000000000000000000000000abc"), None);
+        let b = |s: &str| bytes::Bytes::copy_from_slice(s.as_bytes());
+        let m = parse_init_members(&[b("1"), b("127.0.0.1:7000@17000"), b(&node_name(2)), b("127.0.0.1:7001@17001")])
+            .unwrap();
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[&2], "127.0.0.1:7001@17001");
+        assert!(parse_init_members(&[b("1")]).is_err());
+        assert!(parse_init_members(&[b("1"), b("127.0.0.1:7000")]).unwrap_err().contains("'@'"));
+        assert!(parse_init_members(&[b("x"), b("127.0.0.1:7000@1")]).unwrap_err().contains("not a node id"));
+        assert!(parse_init_members(&[b("1"), b("h:1@2"), b("1"), b("h:3@4")]).unwrap_err().contains("twice"));
+    }
+}
