@@ -2,6 +2,10 @@
 //! with `--cluster-enabled yes`, taking `redis-cli --cluster create`'s arguments. It talks RESP to the nodes:
 //! `CLUSTER MYID` and `CONFIG GET cluster-port` on each, `CLUSTER SHALEDB-INIT` on the first, then `CLUSTER
 //! INFO` on each until every one reports `cluster_state:ok`.
+//!
+//! `shaledb cluster add-node NEW_HOST:PORT EXISTING_HOST:PORT` and `shaledb cluster del-node HOST:PORT NODE_ID`
+//! (alias `remove-node`) change the group's members, in redis-cli --cluster's argument order: `CLUSTER
+//! SHALEDB-ADD-NODE` / `SHALEDB-REMOVE-NODE` sent to the given member, following its `-MOVED` to the leader.
 
 use anyhow::{anyhow, bail, Context, Result};
 use std::io::{BufRead, BufReader, Write};
@@ -13,6 +17,34 @@ pub enum ClusterCommand {
     /// Form a replica group of the servers at HOST:PORT (each started with --cluster-enabled yes and an empty
     /// --dir). `--replicas N`: groups of N+1 nodes, as redis-cli --cluster create; one group is supported.
     Create(CreateArgs),
+    /// Add the server at NEW_HOST:PORT (started with --cluster-enabled yes and an empty --dir) to the group that
+    /// EXISTING_HOST:PORT is a member of: it joins as a learner, catches up (a snapshot if the log it needs is
+    /// purged), then becomes a voter.
+    AddNode(AddNodeArgs),
+    /// Remove node NODE_ID (CLUSTER MYID's 40 hex digits, as CLUSTER NODES lists it) from the group that
+    /// HOST:PORT is a member of. Stop the removed node's server afterwards.
+    #[command(alias = "remove-node")]
+    DelNode(DelNodeArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct AddNodeArgs {
+    /// The new node's client address.
+    #[arg(value_name = "NEW_HOST:PORT")]
+    pub new_node: String,
+    /// A member of the group (any: the command is sent on to the leader).
+    #[arg(value_name = "EXISTING_HOST:PORT")]
+    pub existing: String,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DelNodeArgs {
+    /// A member of the group (any: the command is sent on to the leader).
+    #[arg(value_name = "HOST:PORT")]
+    pub node: String,
+    /// The id of the node to remove.
+    #[arg(value_name = "NODE_ID")]
+    pub node_id: String,
 }
 
 #[derive(clap::Args, Debug)]
@@ -31,6 +63,8 @@ pub struct CreateArgs {
 pub fn run(c: ClusterCommand) -> Result<i32> {
     match c {
         ClusterCommand::Create(a) => create(&a).map(|()| 0),
+        ClusterCommand::AddNode(a) => add_node(&a).map(|()| 0),
+        ClusterCommand::DelNode(a) => del_node(&a).map(|()| 0),
     }
 }
 
@@ -72,7 +106,8 @@ impl Conn {
             .ok_or_else(|| anyhow!("{addr} resolves to no address"))?;
         let s = TcpStream::connect_timeout(&sock, Duration::from_secs(5))
             .with_context(|| format!("connecting to {addr}"))?;
-        s.set_read_timeout(Some(Duration::from_secs(15)))?;
+        // CLUSTER SHALEDB-ADD-NODE answers once the new node caught up: at most 120 s on the server's side.
+        s.set_read_timeout(Some(Duration::from_secs(150)))?;
         s.set_write_timeout(Some(Duration::from_secs(5)))?;
         Ok(Conn { addr: addr.to_string(), r: BufReader::new(s) })
     }
@@ -178,28 +213,71 @@ fn check_layout(nodes: &[String], replicas: usize) -> Result<()> {
     Ok(())
 }
 
+/// The id and `host:port@busport` of the server at `n` (started with --cluster-enabled yes).
+fn identify(n: &str) -> Result<(String, String)> {
+    let (host, port) = split_host_port(n)?;
+    let mut c = Conn::open(n)?;
+    let id = expect_ok(c.cmd(&["CLUSTER", "MYID"])?, "CLUSTER MYID (is it started with --cluster-enabled yes?)", n)?
+        .text()
+        .ok_or_else(|| anyhow!("{n}: CLUSTER MYID gave no id"))?;
+    let bus = match expect_ok(c.cmd(&["CONFIG", "GET", "cluster-port"])?, "CONFIG GET cluster-port", n)? {
+        Reply::Array(Some(v)) if v.len() == 2 => v[1].text().and_then(|t| t.parse::<u16>().ok()),
+        _ => None,
+    }
+    .filter(|&p| p > 0)
+    .ok_or_else(|| anyhow!("{n}: CONFIG GET cluster-port gave no bus port"))?;
+    Ok((id, format!("{host}:{port}@{bus}")))
+}
+
+/// Sends `args` to `first`, following `-MOVED <slot> <addr>` to the leader (at most 3 times).
+fn to_leader(first: &str, args: &[&str]) -> Result<(String, Reply)> {
+    let mut addr = first.to_string();
+    for _ in 0..4 {
+        let r = Conn::open(&addr)?.cmd(args)?;
+        match &r {
+            Reply::Error(e) if e.starts_with("MOVED ") => {
+                let to = e.split_whitespace().nth(2).ok_or_else(|| anyhow!("{addr}: a bad redirect '{e}'"))?;
+                println!(">>> {addr} sends it to the leader, {to}");
+                addr = to.to_string();
+            }
+            _ => return Ok((addr, r)),
+        }
+    }
+    bail!("{first}: still redirected after 3 hops (an election in progress? try again)")
+}
+
+fn add_node(a: &AddNodeArgs) -> Result<()> {
+    split_host_port(&a.existing)?;
+    if a.new_node == a.existing {
+        bail!("the new node and the existing one are both {}", a.new_node);
+    }
+    let (id, addr) = identify(&a.new_node)?;
+    println!(">>> adding {} as node {id} ({addr}); it catches up before it votes", a.new_node);
+    let (leader, r) = to_leader(&a.existing, &["CLUSTER", "SHALEDB-ADD-NODE", &id, &addr])?;
+    expect_ok(r, "CLUSTER SHALEDB-ADD-NODE", &leader)?;
+    println!("[OK] Node {id} ({}) is a voting member of the group.", a.new_node);
+    Ok(())
+}
+
+fn del_node(a: &DelNodeArgs) -> Result<()> {
+    split_host_port(&a.node)?;
+    let (leader, r) = to_leader(&a.node, &["CLUSTER", "SHALEDB-REMOVE-NODE", &a.node_id])?;
+    expect_ok(r, "CLUSTER SHALEDB-REMOVE-NODE", &leader)?;
+    println!("[OK] Node {} left the group; stop its server (its directory is no longer a member's).", a.node_id);
+    Ok(())
+}
+
 fn create(a: &CreateArgs) -> Result<()> {
     check_layout(&a.nodes, a.replicas)?;
     let mut members = Vec::new();
     for n in &a.nodes {
-        let (host, port) = split_host_port(n)?;
-        let mut c = Conn::open(n)?;
-        let id =
-            expect_ok(c.cmd(&["CLUSTER", "MYID"])?, "CLUSTER MYID (is it started with --cluster-enabled yes?)", n)?
-                .text()
-                .ok_or_else(|| anyhow!("{n}: CLUSTER MYID gave no id"))?;
-        let bus = match expect_ok(c.cmd(&["CONFIG", "GET", "cluster-port"])?, "CONFIG GET cluster-port", n)? {
-            Reply::Array(Some(v)) if v.len() == 2 => v[1].text().and_then(|t| t.parse::<u16>().ok()),
-            _ => None,
-        }
-        .filter(|&p| p > 0)
-        .ok_or_else(|| anyhow!("{n}: CONFIG GET cluster-port gave no bus port"))?;
-        let info = expect_ok(c.cmd(&["CLUSTER", "INFO"])?, "CLUSTER INFO", n)?.text().unwrap_or_default();
+        let (id, addr) = identify(n)?;
+        let info = expect_ok(Conn::open(n)?.cmd(&["CLUSTER", "INFO"])?, "CLUSTER INFO", n)?.text().unwrap_or_default();
         if info.lines().any(|l| l.trim() == "cluster_size:1") {
             bail!("{n} is already a member of a group (CLUSTER INFO shows cluster_size:1)");
         }
-        println!(">>> {n}: node {id}, bus port {bus}");
-        members.push((id, format!("{host}:{port}@{bus}")));
+        println!(">>> {n}: node {id}, {addr}");
+        members.push((id, addr));
     }
     let mut init: Vec<&str> = vec!["CLUSTER", "SHALEDB-INIT"];
     for (id, addr) in &members {

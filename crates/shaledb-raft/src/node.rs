@@ -284,9 +284,15 @@ impl Node {
     /// answer within the propose timeout: [`Error::Timeout`], and the outcome is unknown (a leader cut off
     /// from its majority never acknowledges, but the entry may still commit if it reconnects in time).
     pub async fn propose(&self, batch: &WriteBatch) -> Result<Response> {
+        self.propose_at(batch).await.map(|(r, _)| r)
+    }
+
+    /// [`Node::propose`], also returning the log index the entry committed at (what `WAIT` compares the
+    /// followers' matched indexes with).
+    pub async fn propose_at(&self, batch: &WriteBatch) -> Result<(Response, u64)> {
         let proposal = Proposal::new(batch);
         match tokio::time::timeout(self.propose_timeout, self.raft.client_write(proposal)).await {
-            Ok(Ok(r)) => Ok(r.data),
+            Ok(Ok(r)) => Ok((r.data, r.log_id.index)),
             Ok(Err(e)) => Err(write_error(e)),
             Err(_) => Err(Error::Timeout { op: "propose", after: self.propose_timeout }),
         }
@@ -318,6 +324,24 @@ impl Node {
     pub async fn change_membership(&self, voters: BTreeSet<NodeId>, retain: bool) -> Result<()> {
         self.raft
             .change_membership(ChangeMembers::ReplaceAllVoters(voters), retain)
+            .await
+            .map(|_| ())
+            .map_err(write_error)
+    }
+
+    /// Removes node `id` from the group: a voter through openraft's joint consensus (both configurations commit
+    /// in turn) and out of the membership's nodes, a learner at once. The caller checks that voters remain.
+    pub async fn remove_node(&self, id: NodeId) -> Result<()> {
+        let voter = self.raft.metrics().borrow().membership_config.membership().voter_ids().any(|v| v == id);
+        let ids = BTreeSet::from([id]);
+        let change = if voter { ChangeMembers::RemoveVoters(ids) } else { ChangeMembers::RemoveNodes(ids) };
+        self.raft.change_membership(change, false).await.map(|_| ()).map_err(write_error)
+    }
+
+    /// Makes learner `id` a voter too (openraft's joint consensus).
+    pub async fn promote(&self, id: NodeId) -> Result<()> {
+        self.raft
+            .change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([id])), false)
             .await
             .map(|_| ())
             .map_err(write_error)

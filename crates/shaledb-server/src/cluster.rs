@@ -11,6 +11,10 @@
 //!   ([`Cluster::propose_blocking`]) instead of writing the engine; the state machine's apply writes it.
 //! - Reads on the leader are linearizable by a lease ([`Cluster::gate`]); on a follower after `READONLY`
 //!   they read its state, possibly stale.
+//! - A leader that has not heard from a quorum for `election_timeout_min` refuses writes at once
+//!   ([`Cluster::propose_blocking`]); `WAIT` counts the members whose matched log index reaches a connection's
+//!   last write ([`Cluster::replicas_at`]); members are added and removed on the leader
+//!   ([`Cluster::add_node`], [`Cluster::remove_node`]).
 //! - Members are recorded as `host:port@busport` ([`shaledb_raft::MemberAddr`]): the RESP address clients are
 //!   sent to and the port the transport dials.
 
@@ -22,6 +26,7 @@ use shaledb::{Db, WriteBatch};
 use shaledb_raft::{MemberAddr, Node, NodeConfig, NodeId, Response};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -90,7 +95,19 @@ pub struct Cluster {
     lease: Mutex<Option<(Instant, u64)>>,
     /// How long a confirmed quorum ack covers reads: half of `election_timeout_min`.
     lease_for: Duration,
+    /// How long a leader may go without a quorum's acknowledgement before it refuses writes at once instead of
+    /// proposing them (and gives up on proposals in flight): `election_timeout_max`, so a heartbeat round that
+    /// a loaded machine delays past the minimum election timeout does not refuse writes a quorum would take
+    /// (a refusal is always safe; this only trades how soon a cut-off leader says so).
+    quorum_grace: Duration,
+    /// The highest log index a write proposed here committed at (`WAIT` waits for the followers to match it).
+    last_index: AtomicU64,
 }
+
+/// Redis's reply to `WAIT` on a replica.
+pub const WAIT_ON_REPLICA: &str = "WAIT cannot be used with replica instances. Please also note that since Redis \
+                                   4.0 if a replica is configured to be writable (which is not the default) writes \
+                                   to replicas are just local and are not propagated.";
 
 fn clusterdown(why: Option<&str>) -> Reply {
     match why {
@@ -148,6 +165,7 @@ impl Cluster {
         }
         nc.engine = opts;
         let lease_for = Duration::from_millis(nc.raft.election_timeout_min / 2);
+        let quorum_grace = Duration::from_millis(nc.raft.election_timeout_max);
         let handle = runtime.handle().clone();
         let started = handle.spawn(Node::start(nc)).await.map_err(|e| format!("starting the raft node: {e}"))?;
         let node = match started {
@@ -172,6 +190,8 @@ impl Cluster {
             myself,
             lease: Mutex::new(None),
             lease_for,
+            quorum_grace,
+            last_index: AtomicU64::new(0),
         }))
     }
 
@@ -290,17 +310,83 @@ impl Cluster {
     /// Proposes `batch` and waits until it is committed on a majority and applied here. Called by the commit
     /// step on a thread that is not a runtime's worker (the blocking pool, or a tool's commit thread). `Err`:
     /// why, as the commit step answers it ([`Cluster::failure_reply`]).
+    ///
+    /// A leader that has not heard from a quorum for longer than `election_timeout_min` refuses at once
+    /// (nothing is proposed), and a proposal in flight is given up when that happens while it waits (its
+    /// outcome is then unknown, as after a timeout): a leader cut off from its majority answers `-CLUSTERDOWN`
+    /// within about the election timeout instead of the 10 s propose timeout. Only a commit answers OK.
     pub fn propose_blocking(&self, batch: &WriteBatch) -> Result<(), String> {
         let started = Instant::now();
         let term = self.term();
-        match self.handle.block_on(self.node_ref.propose(batch)) {
-            Ok(Response::Applied) | Ok(Response::Recorded) => {
+        if let Some(why) = self.quorum_lost(Duration::ZERO) {
+            return Err(why);
+        }
+        let proposal = async {
+            tokio::select! {
+                r = self.node_ref.propose_at(batch) => r.map_err(|e| e.to_string()),
+                why = self.watch_quorum(started) => Err(why),
+            }
+        };
+        match self.handle.block_on(proposal) {
+            Ok((Response::Applied | Response::Recorded, index)) => {
+                self.last_index.fetch_max(index, Ordering::AcqRel);
                 self.extend_lease(started, term);
                 Ok(())
             }
-            Ok(Response::Rejected { reason }) => Err(format!("ERR the replica group refused the write: {reason}")),
-            Err(e) => Err(e.to_string()),
+            Ok((Response::Rejected { reason }, _)) => Err(format!("ERR the replica group refused the write: {reason}")),
+            Err(e) => Err(e),
         }
+    }
+
+    /// Why this leader should not wait for a quorum any more: none has acknowledged it for longer than the
+    /// grace (`None` from openraft, no acknowledgement yet in this term, counts as `waited`). `None` while the
+    /// quorum is heard from, and on a member that does not lead (the proposal itself says so).
+    fn quorum_lost(&self, waited: Duration) -> Option<String> {
+        let m = self.node_ref.raft().metrics();
+        let m = m.borrow();
+        if m.state != ServerState::Leader {
+            return None;
+        }
+        let since = m.millis_since_quorum_ack.map_or(waited, Duration::from_millis);
+        (since > self.quorum_grace).then(|| {
+            format!("no quorum: a majority of the group last acknowledged this leader {} ms ago", since.as_millis())
+        })
+    }
+
+    /// Resolves (with the reason) once [`Cluster::quorum_lost`] says so, polled every 50 ms.
+    async fn watch_quorum(&self, started: Instant) -> String {
+        loop {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if let Some(why) = self.quorum_lost(started.elapsed()) {
+                return why;
+            }
+        }
+    }
+
+    /// The highest log index a write proposed on this member committed at: a connection records it after its
+    /// writes are answered, and `WAIT` waits for followers that match it.
+    pub fn last_index(&self) -> u64 {
+        self.last_index.load(Ordering::Acquire)
+    }
+
+    /// On the leader: how many other members (followers and learners) hold the log up to `index` (openraft's
+    /// matched log ids). `None` on a member that does not lead.
+    pub fn replicas_at(&self, index: u64) -> Option<i64> {
+        let m = self.node_ref.raft().metrics();
+        let m = m.borrow();
+        if m.state != ServerState::Leader {
+            return None;
+        }
+        let me = self.id();
+        let count = m.replication.as_ref().map_or(0, |r| {
+            r.iter().filter(|(id, matched)| **id != me && matched.map_or(0, |l| l.index) >= index).count()
+        });
+        Some(count as i64)
+    }
+
+    /// openraft's metrics stream (it changes at least at every heartbeat tick): what `WAIT` sleeps on.
+    pub fn metrics_stream(&self) -> tokio::sync::watch::Receiver<openraft::RaftMetrics<NodeId, openraft::BasicNode>> {
+        self.node_ref.raft().metrics()
     }
 
     /// The reply of each command of a group whose proposal failed with `why`: never an OK (the outcome of a
@@ -328,6 +414,114 @@ impl Cluster {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(e.to_string()),
             Err(_) => Err("no answer from the raft node within 10 s".into()),
+        }
+    }
+
+    /// The reply sending a CLUSTER command that only the leader runs there: `-MOVED 0 <leader>` (what
+    /// `shaledb cluster add-node` / `del-node` follow), or `-CLUSTERDOWN` when no leader is known.
+    pub fn to_leader(&self) -> Reply {
+        match self.leader_resp() {
+            Some(addr) => Reply::error(format!("MOVED 0 {addr}")),
+            None => clusterdown(Some("no leader is known to run the membership change")),
+        }
+    }
+
+    /// `CLUSTER SHALEDB-ADD-NODE`, on the leader: adds node `id` at `addr` (`host:port@busport`) as a learner,
+    /// waits (at most `catch_up`) until its log matches the leader's as it was once the learner was recorded
+    /// (openraft sends it a snapshot when the entries it lacks are purged), then makes it a voter through
+    /// openraft's joint consensus. A node that is a learner already (an earlier attempt that timed out) goes
+    /// on from where it is. `Err`: the reason, as the error line to answer.
+    pub async fn add_node(&self, id: NodeId, addr: &str, catch_up: Duration) -> Result<(), String> {
+        let parsed = MemberAddr::parse(addr)?;
+        {
+            let m = self.node_ref.raft().metrics();
+            let m = m.borrow();
+            let membership = m.membership_config.membership();
+            if membership.voter_ids().any(|v| v == id) {
+                return Err(format!("node {} is already a voter of the group", node_name(id)));
+            }
+            for (other, n) in membership.nodes() {
+                let same = MemberAddr::parse(&n.addr).is_ok_and(|a| a.resp == parsed.resp || a.bus == parsed.bus);
+                if *other != id && same {
+                    return Err(format!(
+                        "node {} is recorded at {} already: remove it first (CLUSTER SHALEDB-REMOVE-NODE {})",
+                        node_name(*other),
+                        n.addr,
+                        node_name(*other)
+                    ));
+                }
+                if *other == id && n.addr != addr {
+                    return Err(format!(
+                        "node {} is recorded at {}, not at {addr}: remove it first (CLUSTER SHALEDB-REMOVE-NODE {})",
+                        node_name(id),
+                        n.addr,
+                        node_name(id)
+                    ));
+                }
+            }
+        }
+        let node = self.node_ref.clone();
+        let addr = addr.to_string();
+        let run = async move {
+            node.add_learner(id, addr, false).await.map_err(|e| format!("adding the learner: {e}"))?;
+            let target = node.raft().metrics().borrow().last_log_index.unwrap_or(0);
+            let caught_up = node
+                .raft()
+                .wait(Some(catch_up))
+                .metrics(
+                    |m| {
+                        m.replication.as_ref().and_then(|r| r.get(&id)).and_then(|l| l.as_ref()).map_or(0, |l| l.index)
+                            >= target
+                    },
+                    "the learner caught up",
+                )
+                .await;
+            if caught_up.is_err() {
+                return Err(format!(
+                    "node {} was added as a learner but has not caught up with log index {target} within {} s (is                      it running, and is its bus port reachable from here?); it stays a learner and keeps catching                      up: run the command again to finish, or remove it with CLUSTER SHALEDB-REMOVE-NODE {}",
+                    node_name(id),
+                    catch_up.as_secs(),
+                    node_name(id)
+                ));
+            }
+            node.promote(id).await.map_err(|e| format!("making it a voter: {e}"))
+        };
+        match self.handle.spawn(run).await {
+            Ok(r) => r,
+            Err(e) => Err(format!("the raft runtime: {e}")),
+        }
+    }
+
+    /// `CLUSTER SHALEDB-REMOVE-NODE`, on the leader: removes node `id` (a voter through joint consensus, waiting
+    /// at most `limit` for the change to commit). Refused for a node that is not a member, for this leader
+    /// itself, and when no voter would remain.
+    pub async fn remove_node(&self, id: NodeId, limit: Duration) -> Result<(), String> {
+        {
+            let m = self.node_ref.raft().metrics();
+            let m = m.borrow();
+            let membership = m.membership_config.membership();
+            if membership.get_node(&id).is_none() {
+                return Err(format!("node {} is not a member of the group (see CLUSTER NODES)", node_name(id)));
+            }
+            if id == self.id() {
+                return Err(format!(
+                    "node {} is the leader: a leader does not remove itself; stop its server so another member                      takes over, then remove it there",
+                    node_name(id)
+                ));
+            }
+            if membership.voter_ids().all(|v| v == id) {
+                return Err(format!("node {} is the last voter of the group: it cannot be removed", node_name(id)));
+            }
+        }
+        let node = self.node_ref.clone();
+        let run = async move { tokio::time::timeout(limit, node.remove_node(id)).await };
+        match self.handle.spawn(run).await {
+            Ok(Ok(r)) => r.map_err(|e| e.to_string()),
+            Ok(Err(_)) => Err(format!(
+                "the membership change did not commit within {} s (a majority of both the old and the new voters                  must be reachable); it commits once they are",
+                limit.as_secs()
+            )),
+            Err(e) => Err(format!("the raft runtime: {e}")),
         }
     }
 

@@ -288,6 +288,9 @@ pub struct Session {
     /// `READONLY` (a replica group member, issue 43): reads on a member that does not lead run on its own,
     /// possibly stale, state instead of being redirected to the leader. `READWRITE` clears it.
     pub readonly: bool,
+    /// A replica group member: the log index of this connection's last write (the leader's highest committed
+    /// index when its reply came back), what `WAIT` waits for the followers to match.
+    pub wait_index: u64,
 }
 
 impl Session {
@@ -818,6 +821,7 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
         pubsub: None,
         monitor: None,
         readonly: false,
+        wait_index: 0,
     };
     let stop = shared.shutdown.subscribe();
     let mut parser = Parser::new(limits);
@@ -1270,6 +1274,31 @@ async fn execute(
         s.entry.qbuf.store(request_bytes(&args), Ordering::Relaxed);
         let started = Instant::now();
         let reply = match spec.handler {
+            Handler::Conn(_) if spec.name == "wait" && shared.store.cluster().is_some() => {
+                let c = shared.store.cluster().expect("checked").clone();
+                match commands::server_cmds::wait_args(&args) {
+                    _ if !c.is_leader() => Reply::err(crate::cluster::WAIT_ON_REPLICA),
+                    Err(e) => e,
+                    Ok((want, timeout)) => {
+                        // The replies before it reach the client before the wait.
+                        if write_out(shared, stream, out).await.is_err() {
+                            s.close_now = true;
+                            break;
+                        }
+                        wait_replicas(s, shared, &c, want, timeout).await
+                    }
+                }
+            }
+            Handler::Conn(_)
+                if spec.name == "cluster" && commands::server_cmds::cluster::is_membership_change(&args) =>
+            {
+                // Adding a node waits for it to catch up: on the raft runtime, while the other connections go on.
+                if write_out(shared, stream, out).await.is_err() {
+                    s.close_now = true;
+                    break;
+                }
+                commands::server_cmds::cluster::membership_change(shared, &args).await
+            }
             Handler::Conn(f) if spec.name == "wait" => match commands::server_cmds::wait_plan(&args) {
                 Ok(Some(timeout)) => {
                     // The replies before it reach the client before the wait.
@@ -1381,6 +1410,57 @@ async fn wait_or_unblock(
     }
 }
 
+/// `WAIT numreplicas timeout` on a replica group's leader: how many other members hold this connection's
+/// last write ([`Session::wait_index`]), once `want` do or when `timeout` ends (`None`: never; client kill,
+/// CLIENT UNBLOCK and shutdown end it as they end the plain WAIT).
+async fn wait_replicas(
+    s: &Session,
+    shared: &Shared,
+    c: &crate::cluster::Cluster,
+    want: i64,
+    timeout: Option<Duration>,
+) -> Reply {
+    let count = |c: &crate::cluster::Cluster| c.replicas_at(s.wait_index).unwrap_or(0);
+    let now = count(c);
+    if now >= want {
+        return Reply::Int(now);
+    }
+    let mut unblock = s.entry.begin_block();
+    let _counted = shared.store.blocking.count_blocked();
+    let mut stop = shared.shutdown.subscribe();
+    let mut metrics = c.metrics_stream();
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    let sleep = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(sleep);
+    let reply = loop {
+        tokio::select! {
+            _ = &mut sleep => break Reply::Int(count(c)),
+            _ = s.entry.kill.notified() => {
+                s.entry.kill.notify_one();
+                break Reply::Int(count(c));
+            }
+            _ = stop.wait_for(|v| *v) => break Reply::Int(count(c)),
+            u = &mut unblock => match u {
+                Ok(true) => break unblocked_error(),
+                _ => break Reply::Int(count(c)),
+            },
+            changed = metrics.changed() => {
+                let n = count(c);
+                if changed.is_err() || n >= want {
+                    break Reply::Int(n);
+                }
+            }
+        }
+    };
+    s.entry.end_block();
+    reply
+}
+
 /// What a write command of a pending job needs recorded once it ran (see [`Shared::intro`]).
 struct Record {
     /// The command the client sent (EXEC, WATCH: not the internal job that runs them).
@@ -1413,6 +1493,9 @@ impl Pending {
             Job { db_index: self.db_index, cmds: std::mem::take(&mut self.cmds), reply: tx, block: None, client: s.id };
         let started = Instant::now();
         let replies = if shared.store.submit(job) { rx.await.ok() } else { None };
+        if let Some(c) = shared.store.cluster() {
+            s.wait_index = s.wait_index.max(c.last_index());
+        }
         let mut replies = replies.unwrap_or_else(|| vec![Reply::err("the server is shutting down"); n]);
         // A transaction's CONFIG ... runs here, once its data commands are durable.
         for (r, rec) in replies.iter_mut().zip(&self.records) {

@@ -2,6 +2,8 @@
 //! Each test file is its own crate and uses some of them, so the rest would be dead code there.
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::path::Path;
 use std::process::Command;
 

@@ -10,6 +10,8 @@ mod backpressure;
 mod bits;
 mod blocking;
 mod cluster;
+mod cluster_faults;
+mod cluster_ops;
 mod collections;
 mod command_info;
 mod config_save;

@@ -51,6 +51,13 @@ pub fn cluster_cmd(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
     if args[1].eq_ignore_ascii_case(b"shaledb-init") {
         return init(c, &args[2..]);
     }
+    if is_membership_change(args) {
+        // A connection runs these itself (server.rs); here only from MULTI or a script.
+        return Reply::err(format!(
+            "CLUSTER {} cannot run inside MULTI or a script",
+            String::from_utf8_lossy(&args[1]).to_ascii_uppercase()
+        ));
+    }
     let Some(full) = super::stats::full_name("cluster", Some(&args[1])) else {
         return unknown_subcommand("CLUSTER", &args[1]);
     };
@@ -69,10 +76,60 @@ pub fn cluster_cmd(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
         "nodes" => Reply::bulk(view.nodes()),
         "replicas" | "slaves" => Reply::err("CLUSTER REPLICAS is not supported by a ShaleDB replica group yet"),
         other => Reply::err(format!(
-            "CLUSTER {} is not supported by a ShaleDB replica group (one shard owns all 16384 slots; membership \
-             changes are not built yet)",
+            "CLUSTER {} is not supported by a ShaleDB replica group (one shard owns all 16384 slots; members are \
+             added and removed with CLUSTER SHALEDB-ADD-NODE and SHALEDB-REMOVE-NODE)",
             other.to_ascii_uppercase()
         )),
+    }
+}
+
+/// How long `CLUSTER SHALEDB-ADD-NODE` waits for the new node to catch up before it answers (the node stays a
+/// learner and keeps catching up; the command run again finishes the change).
+const ADD_NODE_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(120);
+/// How long `CLUSTER SHALEDB-REMOVE-NODE` waits for the change to commit.
+const REMOVE_NODE_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `CLUSTER SHALEDB-ADD-NODE` or `CLUSTER SHALEDB-REMOVE-NODE`: the membership changes a connection runs
+/// without holding up the others (see [`membership_change`]).
+pub fn is_membership_change(args: &Args) -> bool {
+    args.len() >= 2
+        && (args[1].eq_ignore_ascii_case(b"shaledb-add-node") || args[1].eq_ignore_ascii_case(b"shaledb-remove-node"))
+}
+
+/// `CLUSTER SHALEDB-ADD-NODE <id> <host:port@busport>` and `CLUSTER SHALEDB-REMOVE-NODE <id>`, on the leader
+/// (elsewhere `-MOVED 0 <leader>`). The node id is CLUSTER MYID's 40 hex digits (or decimal).
+pub async fn membership_change(shared: &Shared, args: &Args) -> Reply {
+    let Some(c) = shared.store.cluster() else { return reply(args) };
+    let add = args[1].eq_ignore_ascii_case(b"shaledb-add-node");
+    let name = if add { "SHALEDB-ADD-NODE" } else { "SHALEDB-REMOVE-NODE" };
+    let usage = if add { "<node-id> <host:port@busport>" } else { "<node-id>" };
+    if args.len() != if add { 4 } else { 3 } {
+        return Reply::err(format!("wrong number of arguments for CLUSTER {name}: CLUSTER {name} {usage}"));
+    }
+    let id_s = String::from_utf8_lossy(&args[2]).into_owned();
+    let Some(id) = crate::cluster::parse_node_id(&id_s) else {
+        return Reply::err(format!("'{id_s}' is not a node id (CLUSTER MYID's 40 hex digits)"));
+    };
+    let addr = if add {
+        let Ok(a) = std::str::from_utf8(&args[3]) else { return Reply::err("the address is not text") };
+        if let Err(e) = MemberAddr::parse(a) {
+            return Reply::err(e);
+        }
+        Some(a.to_string())
+    } else {
+        None
+    };
+    if !c.is_leader() {
+        return c.to_leader();
+    }
+    let c = c.clone();
+    let r = match addr {
+        Some(a) => c.add_node(id, &a, ADD_NODE_CATCH_UP).await,
+        None => c.remove_node(id, REMOVE_NODE_LIMIT).await,
+    };
+    match r {
+        Ok(()) => Reply::Ok,
+        Err(e) => Reply::err(format!("CLUSTER {name} failed: {e}")),
     }
 }
 

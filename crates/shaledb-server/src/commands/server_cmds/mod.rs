@@ -336,8 +336,30 @@ pub fn wait_plan(args: &Args) -> Result<Option<Option<Duration>>, Reply> {
     Ok(Some((timeout > 0).then(|| Duration::from_millis(timeout))))
 }
 
-/// WAIT where it cannot block (the connection runs the blocking case itself, see `server.rs`).
-fn wait(_: &mut Session, _: &Shared, args: &Args) -> Reply {
+/// `WAIT`'s arguments in a replica group (Redis's checks and errors): the replicas wanted and the timeout
+/// (`None`: 0, forever).
+pub fn wait_args(args: &Args) -> Result<(i64, Option<Duration>), Reply> {
+    let replicas = super::arg_i64(&args[1])?;
+    let timeout = match crate::resp::parse_i64(&args[2]) {
+        Some(t) if t < 0 => return Err(Reply::err("timeout is negative")),
+        Some(t) => t as u64,
+        None => return Err(Reply::err("timeout is not an integer or out of range")),
+    };
+    Ok((replicas, (timeout > 0).then(|| Duration::from_millis(timeout))))
+}
+
+/// WAIT where it cannot block (the connection runs the blocking case itself, see `server.rs`; inside MULTI it
+/// answers at once, as Redis does): in a replica group, the members that hold the connection's writes now.
+fn wait(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
+    if let Some(c) = shared.store.cluster() {
+        let Some(n) = c.replicas_at(s.wait_index) else {
+            return Reply::err(crate::cluster::WAIT_ON_REPLICA);
+        };
+        return match wait_args(args) {
+            Ok(_) => Reply::Int(n),
+            Err(e) => e,
+        };
+    }
     match wait_plan(args) {
         Ok(_) => Reply::Int(0),
         Err(e) => e,
