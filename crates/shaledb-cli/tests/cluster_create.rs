@@ -4,22 +4,12 @@
 
 mod common;
 
-use common::cluster::{cmd, start, Node};
-
-use std::time::{Duration, Instant};
+use common::cluster::{cmd, start_answering};
 
 #[test]
 fn cluster_create_forms_one_group_of_three_servers() {
     let tmp = tempfile::tempdir().unwrap();
-    let nodes: Vec<Node> = (0..3).map(|i| start(&tmp.path().join(format!("n{i}")))).collect();
-    let start_wait = Instant::now();
-    for n in &nodes {
-        while cmd(n.port, &["PING"]).as_deref() != Some("+PONG") {
-            assert!(start_wait.elapsed() < Duration::from_secs(30), "node {} does not answer", n.port);
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-    let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+    let (nodes, addrs) = start_answering(tmp.path(), 3);
     let a: Vec<&str> = addrs.iter().map(String::as_str).collect();
 
     // Node counts that are not one group of N+1 are refused before anything is sent.

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::cluster::{cmd, start, Node};
+use common::cluster::{cmd, start_answering};
 
 use std::time::{Duration, Instant};
 
@@ -21,15 +21,8 @@ fn listed(port: u16) -> Vec<String> {
 #[test]
 fn cluster_add_node_and_del_node() {
     let tmp = tempfile::tempdir().unwrap();
-    let nodes: Vec<Node> = (0..4).map(|i| start(&tmp.path().join(format!("n{i}")))).collect();
+    let (nodes, addrs) = start_answering(tmp.path(), 4);
     let start_wait = Instant::now();
-    for n in &nodes {
-        while cmd(n.port, &["PING"]).as_deref() != Some("+PONG") {
-            assert!(start_wait.elapsed() < Duration::from_secs(30), "node {} does not answer", n.port);
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-    let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
     let a: Vec<&str> = addrs.iter().map(String::as_str).collect();
     common::ok(&["cluster", "create", a[0], a[1], a[2], "--replicas", "2", "--timeout", "30"]);
     let leader = loop {

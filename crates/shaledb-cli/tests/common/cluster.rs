@@ -57,3 +57,18 @@ pub fn cmd(port: u16, args: &[&str]) -> Option<String> {
     }
     Some(line.trim_end().to_string())
 }
+
+/// Starts `n` nodes in directories `n0`, `n1` ... under `root` and waits (at most 30 s) until each answers PING;
+/// the nodes and their client addresses (`127.0.0.1:port`).
+pub fn start_answering(root: &std::path::Path, n: usize) -> (Vec<Node>, Vec<String>) {
+    let nodes: Vec<Node> = (0..n).map(|i| start(&root.join(format!("n{i}")))).collect();
+    let started = std::time::Instant::now();
+    for node in &nodes {
+        while cmd(node.port, &["PING"]).as_deref() != Some("+PONG") {
+            assert!(started.elapsed() < Duration::from_secs(30), "node {} does not answer", node.port);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let addrs = nodes.iter().map(|node| format!("127.0.0.1:{}", node.port)).collect();
+    (nodes, addrs)
+}
