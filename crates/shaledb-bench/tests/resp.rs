@@ -281,6 +281,40 @@ fn error_replies_are_counted_and_fail_the_run() {
 }
 
 #[test]
+fn a_wait_after_each_write_is_a_second_reply_and_must_count_the_replicas() {
+    // WAIT answers 1 replica: every write is done at its WAIT's reply, pipelined or not.
+    let addr = fake_server(8, |_, name| if name == b"WAIT" { b":1\r\n".to_vec() } else { b"+OK\r\n".to_vec() });
+    for pipeline in [1, 3] {
+        let f = RespFlags { num: 90, concurrency: 3, pipeline, wait_replicas: 1, ..flags(addr, "write-uniform") };
+        let (r, out) = run(&f);
+        assert!(r.failure().is_none(), "{out}");
+        let w = &r.results[0];
+        assert_eq!((w.requests, w.errors, w.bench.ops, w.bench.latency.count), (90, 0, 90, 90), "{out}");
+        assert!(out.contains("Wait:       WAIT 1 0 after each write"), "{out}");
+    }
+    // Fewer replicas than asked for (WAIT timed out) fails the request; so does a failed write before it.
+    let addr = fake_server(8, |_, name| if name == b"WAIT" { b":0\r\n".to_vec() } else { b"+OK\r\n".to_vec() });
+    let f = RespFlags { num: 40, concurrency: 2, wait_replicas: 2, wait_timeout: 50, ..flags(addr, "write-seq") };
+    let (r, out) = run(&f);
+    let w = &r.results[0];
+    assert_eq!((w.requests, w.errors, w.bench.latency.count), (40, 40, 0), "{out}");
+    assert_eq!(w.first_error.as_deref(), Some("WAIT counted 0 replicas of the 2 asked for (timed out)"), "{out}");
+    let addr =
+        fake_server(8, |_, name| if name == b"WAIT" { b":2\r\n".to_vec() } else { b"-ERR injected\r\n".to_vec() });
+    let (r, out) = run(&RespFlags { port: addr.port(), ..f });
+    let w = &r.results[0];
+    assert_eq!((w.requests, w.errors, w.bench.latency.count), (40, 40, 0), "{out}");
+    assert_eq!(w.first_error.as_deref(), Some("ERR injected"), "{out}");
+    // Reads get no WAIT.
+    let addr = fake_server(8, |_, name| if name == b"GET" { b"$-1\r\n".to_vec() } else { b"+OK\r\n".to_vec() });
+    let f = RespFlags { num: 20, concurrency: 2, wait_replicas: 1, ..flags(addr, "read-random") };
+    assert!(f.validate().unwrap_err().to_string().contains("no write workload"));
+    let (r, out) = run(&RespFlags { benchmarks: "write-seq,read-random".into(), ..f });
+    assert!(r.failure().is_some(), "the fake answers WAIT with +OK: {out}");
+    assert_eq!(r.results[1].errors, 0, "{out}");
+}
+
+#[test]
 fn wrong_replies_and_broken_connections_are_errors() {
     // A GET answered with an integer: the wrong shape.
     let addr = fake_server(2, |_, _| b":5\r\n".to_vec());
@@ -362,10 +396,15 @@ impl Drop for Redis {
 }
 
 fn redis() -> Option<Redis> {
+    redis_with(&[])
+}
+
+fn redis_with(extra: &[&str]) -> Option<Redis> {
     let dir = tempfile::tempdir().unwrap();
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let child = Command::new("redis-server")
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .args(extra)
         .arg("--dir")
         .arg(dir.path())
         .stdout(Stdio::null())
@@ -404,4 +443,29 @@ fn against_redis_server() {
     assert_eq!(res.results[0].bench.ops, 200);
     assert_eq!(res.results[1].bench.found, 50 * 4);
     assert_eq!(p.get(199), expected(199, 1));
+}
+
+#[test]
+fn wait_after_each_write_against_redis_with_a_replica() {
+    let Some(primary) = redis() else {
+        println!("skip: redis-server is not installed");
+        return;
+    };
+    let replica = redis_with(&["--replicaof", "127.0.0.1", &primary.port.to_string()]).expect("a second redis-server");
+    let addr: SocketAddr = ([127, 0, 0, 1], primary.port).into();
+    let t = Instant::now();
+    while !matches!(Probe::new(addr).cmd(&[b"INFO", b"replication"]), Val::Bulk(b) if String::from_utf8_lossy(&b).contains("connected_slaves:1"))
+    {
+        assert!(t.elapsed() < Duration::from_secs(20), "the replica did not connect");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let f = RespFlags { num: 300, pipeline: 2, wait_replicas: 1, ..flags(addr, "write-seq") };
+    let (res, out) = run(&f);
+    assert!(res.failure().is_none(), "{out}");
+    assert_eq!(res.results[0].bench.ops, 300);
+    // Every write was acknowledged by the replica before its request was done.
+    let mut p = Probe::new(([127, 0, 0, 1], replica.port).into());
+    for k in [0, 150, 299] {
+        assert_eq!(p.get(k), expected(k, 1), "key {k} on the replica");
+    }
 }

@@ -378,10 +378,28 @@ impl Cluster {
             return None;
         }
         let me = self.id();
-        let count = m.replication.as_ref().map_or(0, |r| {
+        let matched = m.replication.as_ref().map_or(0, |r| {
             r.iter().filter(|(id, matched)| **id != me && matched.map_or(0, |l| l.index) >= index).count()
         });
-        Some(count as i64)
+        // The metrics' matched indexes trail the commit: an index this member saw commit is, by the commit
+        // rule, held by a majority of the voters (of each config, in a joint one) it committed under. When
+        // that is the current membership (the index is at or after its entry), those other members count at
+        // once, so a WAIT after a write does not sleep until the next metrics update.
+        let committed_here = index <= self.last_index();
+        let membership = &m.membership_config;
+        let since = membership.log_id().map_or(0, |l| l.index);
+        let by_quorum = if committed_here && since <= index {
+            membership
+                .membership()
+                .get_joint_config()
+                .iter()
+                .map(|voters| if voters.contains(&me) { voters.len() / 2 } else { voters.len() / 2 + 1 })
+                .max()
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        Some(matched.max(by_quorum) as i64)
     }
 
     /// openraft's metrics stream (it changes at least at every heartbeat tick): what `WAIT` sleeps on.

@@ -75,6 +75,14 @@ pub struct RespFlags {
     /// Client threads, each running its share of the connections on one event loop.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// Write workloads: send `WAIT N --wait-timeout` after each write (two replies per request), as a client
+    /// of a primary with replicas does to know its write reached N replicas. A request's latency runs to
+    /// WAIT's reply, which must count at least N replicas. 0: no WAIT.
+    #[arg(long, default_value_t = 0)]
+    pub wait_replicas: u32,
+    /// WAIT's timeout in milliseconds (0: wait for ever, as Redis's `WAIT N 0`).
+    #[arg(long, default_value_t = 0)]
+    pub wait_timeout: u64,
     /// Seconds between progress lines (ops/s, p50, p99) on stderr; 0 prints none.
     #[arg(long, visible_alias = "stats_interval_seconds", default_value_t = 1)]
     pub stats_interval_seconds: u64,
@@ -108,6 +116,8 @@ impl Default for RespFlags {
             scan_len: 512,
             seed: 1,
             threads: 1,
+            wait_replicas: 0,
+            wait_timeout: 0,
             stats_interval_seconds: 1,
             json: None,
             plot_dir: None,
@@ -202,6 +212,15 @@ impl RespFlags {
         if !(self.compression_ratio > 0.0 && self.compression_ratio <= 1.0) {
             return bad("compression-ratio", format!("{} is not in (0, 1]", self.compression_ratio));
         }
+        if self.wait_replicas > 1000 {
+            return bad("wait-replicas", format!("{} is not in 0..=1000", self.wait_replicas));
+        }
+        if self.wait_timeout > 0 && self.wait_replicas == 0 {
+            return bad("wait-timeout", "given without --wait-replicas");
+        }
+        if self.wait_replicas > 0 && !workloads.iter().any(|w| w.is_write()) {
+            return bad("wait-replicas", "WAIT follows writes; no write workload is selected");
+        }
         if self.keys == 0 {
             return bad("keys", "the key space needs at least one key");
         }
@@ -295,5 +314,10 @@ mod tests {
         assert!(check(RespFlags { compression_ratio: 0.0, ..d() }).contains("--compression-ratio"));
         assert!(check(RespFlags { value_size: 1 << 30, ..d() }).contains("--value-size"));
         assert!(check(RespFlags { multi: 100_000, value_size: 32 << 20, ..d() }).contains("--multi"));
+        assert!(check(RespFlags { wait_timeout: 5, ..d() }).contains("--wait-timeout"));
+        assert!(check(RespFlags { wait_replicas: 5000, ..d() }).contains("--wait-replicas"));
+        assert!(check(RespFlags { wait_replicas: 1, benchmarks: "read-random".into(), ..d() })
+            .contains("no write workload"));
+        assert_eq!(check(RespFlags { wait_replicas: 1, wait_timeout: 100, ..d() }), "ok");
     }
 }

@@ -139,6 +139,12 @@ fn header(f: &RespFlags, addr: SocketAddr) -> String {
         "Clients:    {} (read-range: {} scanners x {} keys), pipeline {}, {} key(s) per request, {} client thread(s)\n",
         f.concurrency, f.scanners, f.scan_len, f.pipeline, f.multi, f.threads
     );
+    if f.wait_replicas > 0 {
+        s += &format!(
+            "Wait:       WAIT {} {} after each write (latency to its reply)\n",
+            f.wait_replicas, f.wait_timeout
+        );
+    }
     if f.rate > 0.0 {
         s += &format!("Rate:       {} keys/second (latency from the intended send time)\n", f.rate);
     } else {
@@ -414,6 +420,9 @@ async fn run_client(
     let mut starts: Vec<Instant> = Vec::with_capacity(sh.pipeline as usize);
     let mut samples: Vec<Sample> = Vec::with_capacity(sh.pipeline as usize);
     let deadline = sh.duration.map(|d| t0 + d);
+    let per_request = plan.replies_per_request();
+    let mut waiting = false;
+    let mut write_reply = Outcome::Done { ops: 0, found: 0, bytes: 0 };
     while !sh.stop.load(Relaxed) {
         let first = sh.issued.fetch_add(sh.pipeline, Relaxed);
         if first >= sh.num {
@@ -475,8 +484,28 @@ async fn run_client(
                     sh.fail(1, "the server sent a reply to no request".into());
                     return;
                 };
+                // With a WAIT after each write, the write's own reply comes first: it is checked, and the
+                // request is done at the WAIT's reply.
+                if per_request == 2 {
+                    if !waiting {
+                        write_reply = plan.check(&reply);
+                        waiting = true;
+                        continue;
+                    }
+                    waiting = false;
+                    if let Err(m) = plan.check_wait(&reply) {
+                        got += 1;
+                        sh.fail(1, m);
+                        continue;
+                    }
+                }
                 got += 1;
-                match plan.check(&reply) {
+                let outcome = if per_request == 2 {
+                    std::mem::replace(&mut write_reply, Outcome::Done { ops: 0, found: 0, bytes: 0 })
+                } else {
+                    plan.check(&reply)
+                };
+                match outcome {
                     Outcome::Done { ops, found, bytes } => {
                         let nanos = now.saturating_duration_since(sent).as_nanos() as u64;
                         samples.push(Sample { nanos, ops, found, bytes });

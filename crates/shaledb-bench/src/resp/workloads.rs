@@ -193,6 +193,10 @@ pub struct Plan {
     pub hot_fraction: f64,
     /// Pairs per range read.
     pub scan_len: usize,
+    /// `WAIT replicas timeout-ms` after each write (write workloads with --wait-replicas).
+    pub wait: Option<(u32, u64)>,
+    /// That WAIT, encoded once (empty without it).
+    wait_request: Vec<u8>,
 }
 
 impl Plan {
@@ -205,6 +209,14 @@ impl Plan {
             }
             _ => (Vec::new(), 0.0),
         };
+        let wait = (workload.is_write() && f.wait_replicas > 0).then_some((f.wait_replicas, f.wait_timeout));
+        let mut wait_request = Vec::new();
+        if let Some((replicas, timeout)) = wait {
+            push_header(&mut wait_request, 3);
+            push_arg(&mut wait_request, b"WAIT");
+            push_arg(&mut wait_request, replicas.to_string().as_bytes());
+            push_arg(&mut wait_request, timeout.to_string().as_bytes());
+        }
         Plan {
             workload,
             multi: if workload == Workload::ReadRange { 1 } else { f.multi },
@@ -216,6 +228,28 @@ impl Plan {
             hot,
             hot_fraction,
             scan_len: f.scan_len,
+            wait,
+            wait_request,
+        }
+    }
+
+    /// Replies each request gets: two when a WAIT follows each write.
+    pub fn replies_per_request(&self) -> usize {
+        if self.wait.is_some() {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Checks the reply to the WAIT that follows a write: an integer of at least the replicas asked for.
+    pub fn check_wait(&self, reply: &Reply<'_>) -> Result<(), String> {
+        let want = self.wait.map_or(0, |(n, _)| i64::from(n));
+        match reply {
+            Reply::Integer(n) if *n >= want => Ok(()),
+            Reply::Integer(n) => Err(format!("WAIT counted {n} replicas of the {want} asked for (timed out)")),
+            Reply::Error(e) => Err(format!("WAIT: {}", e.escape_ascii())),
+            _ => Err(format!("unexpected reply to WAIT: {}", brief(reply))),
         }
     }
 
@@ -267,6 +301,7 @@ impl Plan {
                     push_arg(out, &s.key);
                     push_arg(out, &s.value);
                 }
+                out.extend_from_slice(&self.wait_request);
                 ((self.key_size + self.value_size) * self.multi) as u64
             }
         }

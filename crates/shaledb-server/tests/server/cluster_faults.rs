@@ -2,7 +2,10 @@
 //!
 //! - repeated kill -9 of the leader while a writer per type family writes through whichever node leads; every
 //!   acknowledged write must survive on every node, the unknown ones (an error, a timeout, a lost connection)
-//!   may or may not; failover times (kill to the first write a new leader acknowledges) are printed;
+//!   may or may not; failover times (kill to the first write a new leader acknowledges) are printed; beside
+//!   them redis-py's RedisCluster (`cluster_py_writer.py`, where python3 has redis-py) writes strings, hashes,
+//!   sets and sorted sets through its own redirect and retry handling, and its acknowledged writes are checked
+//!   the same way;
 //! - network faults on the node-to-node bus through a fault-injecting TCP proxy in this test: delay, severed
 //!   connections, a one-way partition, the leader isolated from both followers (it must never acknowledge a
 //!   write; the majority elects a leader and goes on); after healing, the three nodes converge key by key.
@@ -367,6 +370,109 @@ fn writer(family: Family, addrs: Vec<SocketAddr>, stop: Arc<AtomicBool>) -> Join
     })
 }
 
+/// redis-py's RedisCluster writing through the kill cycles (`cluster_py_writer.py`): SET, HSET, SADD and ZADD
+/// of item 0, 1, 2 ... in turn. `None` (with a printed reason) where python3 has no redis-py.
+struct PyWriter {
+    child: std::process::Child,
+    stop_file: std::path::PathBuf,
+    lines: JoinHandle<Vec<String>>,
+}
+
+/// What redis-py's writer did, by item number.
+struct PyRecord {
+    acked: Vec<u64>,
+    unknown: Vec<u64>,
+    /// The exceptions behind the unknown outcomes, each once.
+    reasons: BTreeSet<String>,
+}
+
+impl PyWriter {
+    fn start(tmp: &std::path::Path, nodes: &[NodeProc]) -> Option<PyWriter> {
+        use std::io::BufRead;
+        let has = std::process::Command::new("python3")
+            .args(["-c", "import redis.cluster"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !has {
+            println!("redis-py (import redis.cluster) is not available: its writer is skipped");
+            return None;
+        }
+        let stop_file = tmp.join("py-writer.stop");
+        let mut child = std::process::Command::new("python3")
+            .arg("-c")
+            .arg(include_str!("cluster_py_writer.py"))
+            .arg(&stop_file)
+            .args(nodes.iter().map(|n| n.port.to_string()))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let out = child.stdout.take().expect("stdout");
+        let lines = std::thread::spawn(move || BufReader::new(out).lines().map_while(Result::ok).collect());
+        Some(PyWriter { child, stop_file, lines })
+    }
+
+    /// Stops the writer (bounded) and parses its record.
+    fn finish(mut self) -> PyRecord {
+        std::fs::write(&self.stop_file, b"stop").expect("the stop file");
+        let started = Instant::now();
+        while self.child.try_wait().expect("python3").is_none() {
+            if started.elapsed() > WAIT {
+                let _ = self.child.kill();
+                panic!("redis-py's writer did not stop within {WAIT:?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let lines = self.lines.join().expect("the writer's output");
+        let mut rec = PyRecord { acked: Vec::new(), unknown: Vec::new(), reasons: BTreeSet::new() };
+        for line in &lines {
+            let mut parts = line.split(' ');
+            let (what, item) = (parts.next(), parts.next().and_then(|n| n.parse::<u64>().ok()));
+            match (what, item) {
+                (Some("A"), Some(i)) => rec.acked.push(i),
+                (Some("U"), Some(i)) => {
+                    rec.unknown.push(i);
+                    rec.reasons.extend(parts.next().map(String::from));
+                }
+                _ => panic!("redis-py's writer: {line}"),
+            }
+        }
+        rec
+    }
+
+    fn check_item(c: &mut Conn, i: u64) -> Result<bool, String> {
+        let (args, want) = match i % 4 {
+            0 => (vec!["GET".to_string(), format!("py:str:{i}")], bulk(&format!("v{i}"))),
+            1 => (vec!["HGET".into(), "py:hash".into(), format!("f{i}")], bulk(&i.to_string())),
+            2 => (vec!["SISMEMBER".into(), "py:set".into(), i.to_string()], Resp::Int(1)),
+            _ => (vec!["ZSCORE".into(), "py:zset".into(), format!("m{i}")], bulk(&i.to_string())),
+        };
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        match c.cmd(&args) {
+            Some(r) if r == want => Ok(true),
+            Some(Resp::Nil | Resp::Int(0)) => Ok(false),
+            other => Err(format!("{args:?} gives {other:?}")),
+        }
+    }
+}
+
+impl PyRecord {
+    /// Every acknowledged item is on the node; nothing past the last item sent is.
+    fn check(&self, c: &mut Conn) -> Result<(), String> {
+        for &i in &self.acked {
+            if !PyWriter::check_item(c, i)? {
+                return Err(format!("acknowledged item {i} is missing"));
+            }
+        }
+        let sent = self.acked.iter().chain(&self.unknown).max().map_or(0, |m| m + 1);
+        for i in sent..sent + 4 {
+            if PyWriter::check_item(c, i)? {
+                return Err(format!("item {i} was never sent but is present"));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The node that says it leads, among the running ones.
 fn leader_of(nodes: &[NodeProc]) -> usize {
     poll(WAIT, "a leader", || (0..nodes.len()).find(|&i| nodes[i].child.is_some() && is_master(nodes[i].addr())))
@@ -410,6 +516,7 @@ fn kill_9_of_the_leader_repeated_keeps_every_acknowledged_write() {
     let stop = Arc::new(AtomicBool::new(false));
     let writers: Vec<(Family, JoinHandle<Record>)> =
         FAMILIES.iter().map(|&f| (f, writer(f, addrs.clone(), stop.clone()))).collect();
+    let py = PyWriter::start(tmp.path(), &nodes);
 
     let mut failover = Vec::new();
     let mut catch_up = Vec::new();
@@ -439,6 +546,16 @@ fn kill_9_of_the_leader_repeated_keeps_every_acknowledged_write() {
         );
     }
     stop.store(true, Ordering::Relaxed);
+    let py = py.map(PyWriter::finish);
+    if let Some(py) = &py {
+        println!(
+            "redis-py RedisCluster: {} acknowledged, {} unknown ({:?})",
+            py.acked.len(),
+            py.unknown.len(),
+            py.reasons
+        );
+        assert!(!py.acked.is_empty(), "redis-py: no write acknowledged at all");
+    }
     let records: Vec<(Family, Record)> = writers.into_iter().map(|(f, h)| (f, h.join().expect("a writer"))).collect();
     for (f, r) in &records {
         println!("{f:?}: {} acknowledged, {} unknown", r.acked.len(), r.unknown.len());
@@ -478,6 +595,9 @@ fn kill_9_of_the_leader_repeated_keeps_every_acknowledged_write() {
         }
         for cycle in 0..cycles {
             assert_eq!(c.cmd(&["GET", &format!("probe:{cycle}")]), Some(bulk("ok")), "node {i}");
+        }
+        if let Some(py) = &py {
+            py.check(&mut c).unwrap_or_else(|e| panic!("node {i} (leader {leader}), redis-py's writes: {e}"));
         }
         views.push(view);
     }
