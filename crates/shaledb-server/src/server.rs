@@ -1239,6 +1239,7 @@ async fn execute(
             }
             let started = Instant::now();
             let reply = crate::blocking::execute(s, shared, spec, args, stream, rbuf).await;
+            note_wait_index(s, shared);
             if s.close_now {
                 break;
             }
@@ -1319,7 +1320,9 @@ async fn execute(
                     s.close_now = true;
                     break;
                 }
-                commands::migrate::run(s, shared, &args).await
+                let reply = commands::migrate::run(s, shared, &args).await;
+                note_wait_index(s, shared);
+                reply
             }
             Handler::Conn(f) => f(s, shared, &args),
             // Issue 41: from memory on this task, or, when that needs the disk, again on the blocking pool
@@ -1410,6 +1413,15 @@ async fn wait_or_unblock(
     }
 }
 
+/// In a replica group: after a command that may have written (a group of writes, a blocking command however
+/// it was served, MIGRATE's delete), the index `WAIT` waits for is at least the last one committed here, which
+/// is at or past that write's.
+fn note_wait_index(s: &mut Session, shared: &Shared) {
+    if let Some(c) = shared.store.cluster() {
+        s.wait_index = s.wait_index.max(c.last_index());
+    }
+}
+
 /// `WAIT numreplicas timeout` on a replica group's leader: how many other members hold this connection's
 /// last write ([`Session::wait_index`]), once `want` do or when `timeout` ends (`None`: never; client kill,
 /// CLIENT UNBLOCK and shutdown end it as they end the plain WAIT).
@@ -1493,9 +1505,7 @@ impl Pending {
             Job { db_index: self.db_index, cmds: std::mem::take(&mut self.cmds), reply: tx, block: None, client: s.id };
         let started = Instant::now();
         let replies = if shared.store.submit(job) { rx.await.ok() } else { None };
-        if let Some(c) = shared.store.cluster() {
-            s.wait_index = s.wait_index.max(c.last_index());
-        }
+        note_wait_index(s, shared);
         let mut replies = replies.unwrap_or_else(|| vec![Reply::err("the server is shutting down"); n]);
         // A transaction's CONFIG ... runs here, once its data commands are durable.
         for (r, rec) in replies.iter_mut().zip(&self.records) {

@@ -220,6 +220,22 @@ fn cluster_wait_add_and_remove_nodes() {
     let took = started.elapsed();
     println!("WAIT 2 500 with a follower down answered 1 after {took:?}");
     assert!(took >= Duration::from_millis(450) && took < Duration::from_secs(10), "{took:?}");
+    // A blocking pop served by another client's push is this connection's write too: a fresh connection
+    // (nothing written before) waits for it, and only one follower holds it.
+    let mut popper = Client::connect(la);
+    let mut pusher = Client::connect(la);
+    let pop = std::thread::spawn(move || {
+        let r = popper.cmd(&["BLPOP", "queue", "10"]);
+        (r, popper)
+    });
+    poll(Duration::from_secs(10), "BLPOP parked", || {
+        let info = try_cmd(la, &["INFO", "clients"])?.text();
+        (crate::helpers::cluster::info_field(&info, "blocked_clients")? == "1").then_some(())
+    });
+    assert_eq!(pusher.cmd(&["RPUSH", "queue", "job"]), Resp::Int(1));
+    let (popped, mut popper) = pop.join().expect("the popping client");
+    assert_eq!(popped, Resp::Array(vec![bulk("queue"), bulk("job")]));
+    assert_eq!(popper.cmd(&["WAIT", "2", "300"]), Resp::Int(1), "WAIT after a served BLPOP");
 
     // That follower's directory is lost: it is removed under its old id, restarted empty (a fresh id) on the
     // same ports, and added back; it catches up.
