@@ -315,7 +315,12 @@ impl Cluster {
     /// (nothing is proposed), and a proposal in flight is given up when that happens while it waits (its
     /// outcome is then unknown, as after a timeout): a leader cut off from its majority answers `-CLUSTERDOWN`
     /// within about the election timeout instead of the 10 s propose timeout. Only a commit answers OK.
+    ///
+    /// An empty batch (a group whose writes changed nothing) proposes nothing: [`Cluster::confirm_blocking`].
     pub fn propose_blocking(&self, batch: &WriteBatch) -> Result<(), String> {
+        if batch.is_empty() {
+            return self.confirm_blocking();
+        }
         let started = Instant::now();
         let term = self.term();
         if let Some(why) = self.quorum_lost(Duration::ZERO) {
@@ -336,6 +341,31 @@ impl Cluster {
             Ok((Response::Rejected { reason }, _)) => Err(format!("ERR the replica group refused the write: {reason}")),
             Err(e) => Err(e),
         }
+    }
+
+    /// Confirms that this member still leads before the commit step answers a group that wrote nothing (its
+    /// replies, a DEL's 0 say, are reads of this member's state): the lease ([`Cluster::lease_holds`]), else
+    /// a read-index round (which renews it), given up as a proposal is when the quorum is lost. Nothing is
+    /// proposed. `Err`: why, as for a failed proposal (the client is sent to the leader or told the cluster
+    /// is down).
+    fn confirm_blocking(&self) -> Result<(), String> {
+        let started = Instant::now();
+        let term = self.term();
+        if self.is_leader() && self.lease_holds(term) {
+            return Ok(());
+        }
+        if let Some(why) = self.quorum_lost(Duration::ZERO) {
+            return Err(why);
+        }
+        let round = async {
+            tokio::select! {
+                r = self.node_ref.ensure_linearizable() => r.map(|_| ()).map_err(|e| e.to_string()),
+                why = self.watch_quorum(started) => Err(why),
+            }
+        };
+        self.handle.block_on(round)?;
+        self.extend_lease(started, term);
+        Ok(())
     }
 
     /// Why this leader should not wait for a quorum any more: none has acknowledged it for longer than the

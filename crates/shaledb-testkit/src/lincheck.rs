@@ -7,6 +7,13 @@
 //! github.com/anishathalye/porcupine), which decides whether some order of the operations, each placed
 //! between its call and its return, explains every reply (the history's format is in its `main.go`).
 //!
+//! A replica group's clients follow it ([`Route::Follow`], [`Recorder::run_routes`]): a client talks to one
+//! member, follows `-MOVED <slot> <host:port>` to the member named, and moves on to the next member after
+//! `-CLUSTERDOWN`, another error, a lost connection or a timeout. An operation is sent once: whatever its reply
+//! was not (an error, including `-MOVED`, since a failed proposal is answered by a redirect too; nothing) is
+//! recorded as [`Outcome::Unknown`], never resent. Only finding the leader is retried (nothing was sent yet),
+//! for a bounded time; an operation sent nowhere in that time is left out of the history.
+//!
 //! Where Go is missing or the checker cannot be built (it fetches Porcupine from the Go module proxy the first
 //! time), [`Checker::find_or_build`] says why, and the test prints it and skips the check, as the comparisons
 //! with redis-server do.
@@ -16,6 +23,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -79,6 +87,23 @@ pub struct Workload {
     pub timeout: Duration,
     /// Seed of the operations' choice.
     pub seed: u64,
+    /// A client's sleep after each operation (none by default): spreads a recording over time, so faults
+    /// injected meanwhile land in it.
+    pub pause: Duration,
+    /// Only GETs, on the same keys (clients that keep reading from one member while it is cut off).
+    pub reads_only: bool,
+    /// When set, each client stops (before its next operation) once it is true, even short of
+    /// `ops_per_client`.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+/// Where a client sends its operations.
+#[derive(Clone, Debug)]
+pub enum Route {
+    /// One server; after a failure the client reconnects to it.
+    Fixed(SocketAddr),
+    /// A replica group's members: start at the first, follow `-MOVED`, move on after a failure (module docs).
+    Follow(Vec<SocketAddr>),
 }
 
 impl Default for Workload {
@@ -90,6 +115,9 @@ impl Default for Workload {
             counter_keys: 2,
             timeout: Duration::from_secs(10),
             seed: 1,
+            pause: Duration::ZERO,
+            reads_only: false,
+            stop: None,
         }
     }
 }
@@ -117,19 +145,41 @@ impl Recorder {
     /// (one healthy server gives none).
     pub fn run(&self, addrs: &[SocketAddr], w: &Workload) -> Vec<Operation> {
         assert!(!addrs.is_empty(), "a recording needs an address");
+        let routes: Vec<Route> = addrs.iter().map(|&a| Route::Fixed(a)).collect();
+        self.run_routes(&routes, w)
+    }
+
+    /// Runs `w` with client `i` on `routes[i % routes.len()]` (client numbers are `first_client` on), and
+    /// returns the operations in call order.
+    pub fn run_routes(&self, routes: &[Route], w: &Workload) -> Vec<Operation> {
+        self.run_clients(routes, 0, w)
+    }
+
+    /// [`Recorder::run_routes`] with client numbers from `first_client` on (so recordings run side by side
+    /// on one clock and merged keep one number per client).
+    pub fn run_clients(&self, routes: &[Route], first_client: usize, w: &Workload) -> Vec<Operation> {
+        assert!(!routes.is_empty(), "a recording needs a route");
+        for r in routes {
+            assert!(!matches!(r, Route::Follow(a) if a.is_empty()), "a group route needs an address");
+        }
         let w = Arc::new(w.clone());
         let start = self.start;
         let handles: Vec<_> = (0..w.clients)
             .map(|c| {
-                let addr = addrs[c % addrs.len()];
+                let route = routes[c % routes.len()].clone();
                 let w = w.clone();
-                std::thread::spawn(move || run_client(c, addr, &w, start))
+                std::thread::spawn(move || run_client(first_client + c, c, route, &w, start))
             })
             .collect();
         let mut ops: Vec<Operation> =
             handles.into_iter().flat_map(|h| h.join().expect("a client thread panicked")).collect();
         ops.sort_by_key(|o| o.call);
         ops
+    }
+
+    /// Nanoseconds since the recording began, on the clock of its operations' times.
+    pub fn now(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
     }
 
     /// One `GET key` from a new connection as client `client`, recorded on this recorder's clock.
@@ -146,6 +196,31 @@ impl Recorder {
     }
 }
 
+/// A forged stale read to append to a linearizable history: `current` is a read of its key made after every
+/// operation of `ops` returned; the forgery, right after it, claims a value an acknowledged `SET` of `ops`
+/// wrote that `current` did not see. No order explains it (only that `SET` writes that value, and it returned
+/// before `current` began; operations of unknown outcome may land anywhere later, but none writes it), so the
+/// checker must refuse the history with it. `None` when no such `SET` was acknowledged.
+pub fn forge_stale_read(ops: &[Operation], current: &Operation) -> Option<Operation> {
+    let t = current.ret?;
+    let earlier = ops
+        .iter()
+        .filter(|o| o.key == current.key && o.ret.is_some_and(|r| r < current.call))
+        .filter_map(|o| match &o.op {
+            Op::Set(v) => Some(v.clone()),
+            _ => None,
+        })
+        .find(|v| current.outcome != Outcome::Value(v.clone()))?;
+    Some(Operation {
+        client: current.client,
+        key: current.key.clone(),
+        op: Op::Get,
+        call: t + 1_000,
+        ret: Some(t + 2_000),
+        outcome: Outcome::Value(earlier),
+    })
+}
+
 /// The operations of a recording that got no reply, one line each.
 pub fn errors(ops: &[Operation]) -> Vec<String> {
     ops.iter()
@@ -154,37 +229,163 @@ pub fn errors(ops: &[Operation]) -> Vec<String> {
         .collect()
 }
 
-fn run_client(client: usize, addr: SocketAddr, w: &Workload, start: Instant) -> Vec<Operation> {
+/// How many members a group client asks for the leader in a round ([`Client::connected`]).
+const CONNECT_TRIES: usize = 6;
+
+/// A group client's sleep after an operation whose outcome is unknown: an election or a restart takes a
+/// while, and each unknown operation makes the check harder.
+const BACKOFF: Duration = Duration::from_millis(100);
+
+/// Where a client is connected and where it goes next.
+struct Client {
+    route: Route,
+    target: SocketAddr,
+    next: usize,
+    conn: Option<Conn>,
+    timeout: Duration,
+    /// A member that just failed a request other than by `-MOVED` (`-CLUSTERDOWN`, a lost connection, a
+    /// timeout), and until when a group client passes it by: a leader cut off from its majority still calls
+    /// itself master, and its followers may still name it.
+    avoid: Option<(SocketAddr, Instant)>,
+}
+
+/// How long a group client passes by a member that failed a request ([`Client::avoid`]).
+const AVOID: Duration = Duration::from_secs(1);
+
+impl Client {
+    fn new(route: Route, seq: usize, timeout: Duration) -> Client {
+        let (target, next) = match &route {
+            Route::Fixed(a) => (*a, 0),
+            Route::Follow(addrs) => (addrs[seq % addrs.len()], seq % addrs.len()),
+        };
+        Client { route, target, next, conn: None, timeout, avoid: None }
+    }
+
+    /// The next member after a failure (a fixed client stays where it is).
+    fn move_on(&mut self) {
+        self.conn = None;
+        if let Route::Follow(addrs) = &self.route {
+            self.next = (self.next + 1) % addrs.len();
+            self.target = addrs[self.next];
+        }
+    }
+
+    /// Connects if not connected. A fixed client tries once. A group client looks for the leader first, so
+    /// operations seldom meet a follower's `-MOVED` (each would be one more of unknown outcome): it asks the
+    /// member it would talk to (`INFO replication`), goes to the `master_host:master_port` a follower names,
+    /// or to the next member when it names none, does not answer, or is one it avoids ([`Client::avoid`]);
+    /// [`CONNECT_TRIES`] members a round, with [`BACKOFF`] between rounds, for at most the workload's timeout.
+    /// Nothing is sent meanwhile.
+    fn connected(&mut self, stop: Option<&AtomicBool>) -> Option<&mut Conn> {
+        if self.conn.is_some() {
+            return self.conn.as_mut();
+        }
+        if let Route::Fixed(a) = self.route {
+            self.conn = Conn::connect(a, self.timeout).ok();
+            return self.conn.as_mut();
+        }
+        let started = Instant::now();
+        while started.elapsed() < self.timeout && !stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            for _ in 0..CONNECT_TRIES {
+                if self.avoid.is_some_and(|(a, until)| a == self.target && Instant::now() < until) {
+                    self.move_on();
+                    continue;
+                }
+                let Ok(mut c) = Conn::connect(self.target, self.timeout) else {
+                    self.move_on();
+                    continue;
+                };
+                let info = match c.request(&["INFO".to_string(), "replication".to_string()]) {
+                    Ok(Reply::Bulk(Some(text))) => text,
+                    _ => {
+                        self.move_on();
+                        continue;
+                    }
+                };
+                let field = |name: &str| {
+                    info.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')).map(|v| v.trim().to_string())
+                };
+                if field("role").as_deref() == Some("master") {
+                    self.conn = Some(c);
+                    return self.conn.as_mut();
+                }
+                let leader = match (field("master_host"), field("master_port")) {
+                    (Some(h), Some(p)) if !h.is_empty() && p != "0" => format!("{h}:{p}").parse().ok(),
+                    _ => None,
+                };
+                match leader {
+                    Some(addr) if addr != self.target => self.target = addr,
+                    _ => self.move_on(),
+                }
+            }
+            std::thread::sleep(BACKOFF);
+        }
+        None
+    }
+
+    /// After a failed request: a fixed client reconnects; a group client follows `-MOVED` to the member it
+    /// names, else moves on.
+    fn failed(&mut self, why: &str) {
+        self.conn = None;
+        if !matches!(self.route, Route::Follow(_)) {
+            return;
+        }
+        let moved =
+            why.strip_prefix("error reply: MOVED ").and_then(|m| m.split(' ').nth(1)).and_then(|a| a.parse().ok());
+        match moved {
+            Some(addr) => self.target = addr,
+            None => {
+                self.avoid = Some((self.target, Instant::now() + AVOID));
+                self.move_on();
+            }
+        }
+        std::thread::sleep(BACKOFF);
+    }
+}
+
+fn run_client(client: usize, seq: usize, route: Route, w: &Workload, start: Instant) -> Vec<Operation> {
     let mut rng = crate::rand::SeedableRng::seed_from_u64(w.seed.wrapping_mul(1_000_003).wrapping_add(client as u64));
-    let mut conn: Option<Conn> = None;
+    let mut c = Client::new(route, seq, w.timeout);
     let mut out = Vec::with_capacity(w.ops_per_client);
     for i in 0..w.ops_per_client {
+        if w.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed)) {
+            break;
+        }
         let (key, op) = choose(&mut rng, client, i, w);
         let args = args(&key, &op);
-        if conn.is_none() {
-            conn = Conn::connect(addr, w.timeout).ok();
-        }
         let call = start.elapsed().as_nanos() as u64;
-        let reply = match conn.as_mut() {
-            Some(c) => c.request(&args),
-            None => Err("connect failed".into()),
+        let fixed = matches!(c.route, Route::Fixed(_));
+        let reply = match c.connected(w.stop.as_deref()) {
+            Some(conn) => conn.request(&args),
+            None if fixed => Err("connect failed".into()),
+            // A group client that found no leader sent nothing: the operation is not part of the history.
+            None => continue,
         };
         let ret = start.elapsed().as_nanos() as u64;
         let outcome = match reply.and_then(|r| outcome(&op, r)) {
             Ok(o) => o,
-            Err(_) => {
-                conn = None;
+            Err(why) => {
+                c.failed(&why);
                 Outcome::Unknown
             }
         };
         let ret = (outcome != Outcome::Unknown).then_some(ret);
         out.push(Operation { client, key, op, call, ret, outcome });
+        if !w.pause.is_zero() {
+            std::thread::sleep(w.pause);
+        }
     }
     out
 }
 
 fn choose(rng: &mut crate::rand::rngs::StdRng, client: usize, i: usize, w: &Workload) -> (String, Op) {
     use crate::rand::Rng;
+    if w.reads_only {
+        let n = w.string_keys + w.counter_keys;
+        let k = rng.gen_range(0..n.max(1));
+        let key = if k < w.string_keys { format!("s{k}") } else { format!("c{}", k - w.string_keys) };
+        return (key, Op::Get);
+    }
     let counters = w.counter_keys > 0 && (w.string_keys == 0 || rng.gen_range(0..3) == 0);
     if counters {
         let key = format!("c{}", rng.gen_range(0..w.counter_keys));
@@ -402,10 +603,14 @@ impl Checker {
     }
 
     /// Checks `ops` (written to `dir/name.jsonl`; with a failure, the checker's picture of it goes to
-    /// `dir/name.html`). Returns the verdict and the checker's output.
+    /// `dir/name.html`). Returns the verdict and the checker's output. A GET of unknown outcome is left out:
+    /// it changes nothing and claims nothing, so no order depends on it (and thousands of them, from clients
+    /// of a member cut off, would only slow the search).
     pub fn check(&self, ops: &[Operation], dir: &Path, name: &str) -> (Verdict, String) {
         let history = dir.join(format!("{name}.jsonl"));
-        std::fs::write(&history, to_jsonl(ops)).expect("write the history");
+        let ops: Vec<Operation> =
+            ops.iter().filter(|o| !(o.op == Op::Get && o.outcome == Outcome::Unknown)).cloned().collect();
+        std::fs::write(&history, to_jsonl(&ops)).expect("write the history");
         let out = Command::new(&self.bin)
             .arg("-timeout")
             .arg("120s")
@@ -462,5 +667,143 @@ mod tests {
                 "{\"client\":2,\"op\":\"del\",\"key\":\"c0\",\"call\":8,\"return\":9,\"result\":1}\n",
             )
         );
+    }
+
+    /// A fake member: answers each command with `reply(args, count of data commands so far)` and keeps the
+    /// commands it received.
+    type Answer = fn(&[String], usize) -> String;
+
+    struct Fake {
+        addr: SocketAddr,
+        seen: Arc<std::sync::Mutex<Vec<Vec<String>>>>,
+    }
+
+    impl Fake {
+        fn start(reply: Answer) -> Fake {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            let addr = l.local_addr().expect("addr");
+            let seen: Arc<std::sync::Mutex<Vec<Vec<String>>>> = Arc::default();
+            let log = seen.clone();
+            std::thread::spawn(move || {
+                for s in l.incoming() {
+                    let Ok(s) = s else { return };
+                    let log = log.clone();
+                    std::thread::spawn(move || {
+                        let mut r = BufReader::new(s);
+                        while let Some(args) = read_command(&mut r) {
+                            let data = {
+                                let mut log = log.lock().expect("log");
+                                let n = log.iter().filter(|a| a[0] != "INFO").count();
+                                log.push(args.clone());
+                                n
+                            };
+                            if r.get_mut().write_all(reply(&args, data).as_bytes()).is_err() {
+                                return;
+                            }
+                        }
+                    });
+                }
+            });
+            Fake { addr, seen }
+        }
+
+        /// The data commands received (not the INFO probes).
+        fn data(&self) -> Vec<Vec<String>> {
+            self.seen.lock().expect("log").iter().filter(|a| a[0] != "INFO").cloned().collect()
+        }
+    }
+
+    fn read_command(r: &mut BufReader<TcpStream>) -> Option<Vec<String>> {
+        let mut line = String::new();
+        r.read_line(&mut line).ok()?;
+        let n: usize = line.trim().strip_prefix('*')?.parse().ok()?;
+        let mut args = Vec::new();
+        for _ in 0..n {
+            line.clear();
+            r.read_line(&mut line).ok()?;
+            let len: usize = line.trim().strip_prefix('$')?.parse().ok()?;
+            let mut buf = vec![0; len + 2];
+            r.read_exact(&mut buf).ok()?;
+            buf.truncate(len);
+            args.push(String::from_utf8(buf).ok()?);
+        }
+        Some(args)
+    }
+
+    fn bulk(s: &str) -> String {
+        format!("${}\r\n{s}\r\n", s.len())
+    }
+
+    /// A leader's answer to each data command (values need not make sense: nothing is checked here).
+    fn applied(args: &[String]) -> String {
+        match args[0].as_str() {
+            "SET" => "+OK\r\n".into(),
+            "GET" => "$-1\r\n".into(),
+            _ => ":1\r\n".into(),
+        }
+    }
+
+    fn commands(ops: &[Operation]) -> Vec<Vec<String>> {
+        ops.iter().map(|o| args(&o.key, &o.op)).collect()
+    }
+
+    fn group_workload(ops: usize) -> Workload {
+        Workload { clients: 1, ops_per_client: ops, timeout: Duration::from_secs(3), ..Workload::default() }
+    }
+
+    #[test]
+    fn a_group_client_goes_to_the_leader_a_follower_names_and_never_resends_a_failed_operation() {
+        // The leader refuses its first data command with -CLUSTERDOWN (the client passes it by for a while,
+        // then comes back); the follower names it and would redirect any data command.
+        let leader = Fake::start(|args, n| match args[0].as_str() {
+            "INFO" => bulk("# Replication\r\nrole:master\r\n"),
+            _ if n == 0 => "-CLUSTERDOWN no quorum\r\n".into(),
+            _ => applied(args),
+        });
+        // The follower's answers name the leader's port, known only now: kept in a static for the fn pointer.
+        static LEADER_PORT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+        LEADER_PORT.store(leader.addr.port(), Ordering::Relaxed);
+        let follower = Fake::start(|args, _| {
+            let port = LEADER_PORT.load(Ordering::Relaxed);
+            match args[0].as_str() {
+                "INFO" => bulk(&format!("role:slave\r\nmaster_host:127.0.0.1\r\nmaster_port:{port}\r\n")),
+                _ => format!("-MOVED 1 127.0.0.1:{port}\r\n"),
+            }
+        });
+        let rec = Recorder::new();
+        let ops = rec.run_routes(&[Route::Follow(vec![follower.addr, leader.addr])], &group_workload(12));
+        assert_eq!(ops.len(), 12);
+        assert_eq!(follower.data(), Vec::<Vec<String>>::new(), "the client asked the follower, sent it nothing");
+        assert_eq!(leader.data(), commands(&ops), "each operation sent once, in order");
+        assert_eq!(ops[0].outcome, Outcome::Unknown);
+        assert_eq!(ops[0].ret, None);
+        assert!(ops[1..].iter().all(|o| o.outcome != Outcome::Unknown && o.ret.is_some()), "{ops:?}");
+    }
+
+    #[test]
+    fn a_group_client_records_a_moved_operation_as_unknown_and_follows_the_redirect() {
+        // A deposed leader that still calls itself master answers its first data command with -MOVED.
+        static NEW_PORT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+        let new = Fake::start(|args, _| match args[0].as_str() {
+            "INFO" => bulk("role:master\r\n"),
+            _ => applied(args),
+        });
+        NEW_PORT.store(new.addr.port(), Ordering::Relaxed);
+        let old = Fake::start(|args, _| match args[0].as_str() {
+            "INFO" => bulk("role:master\r\n"),
+            _ => format!("-MOVED 7 127.0.0.1:{}\r\n", NEW_PORT.load(Ordering::Relaxed)),
+        });
+        let rec = Recorder::new();
+        let ops = rec.run_routes(&[Route::Follow(vec![old.addr, new.addr])], &group_workload(10));
+        assert_eq!(ops.len(), 10);
+        assert_eq!(old.data(), commands(&ops[..1]));
+        assert_eq!(new.data(), commands(&ops[1..]), "the redirected operation is not resent");
+        assert_eq!(ops[0].outcome, Outcome::Unknown);
+        assert!(ops[1..].iter().all(|o| o.outcome != Outcome::Unknown));
+        // A fixed client (one server) stays: every failure is unknown and it reconnects to the same address.
+        let ops = rec.run(&[old.addr], &group_workload(3));
+        assert!(ops.iter().all(|o| o.outcome == Outcome::Unknown), "{ops:?}");
+        assert_eq!(old.data().len(), 4);
+        assert_eq!(new.data().len(), 9);
     }
 }

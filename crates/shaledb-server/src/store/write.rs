@@ -371,6 +371,15 @@ impl<'a> WriteCtx<'a> {
                 Err(PendingFailure::Proposal(why)) => Err(why),
             };
         }
+        if let (false, Some(propose)) = (self.applied, &mut self.propose) {
+            // A group whose writes came to nothing (a DEL of a missing key, an SREM of no member) is answered
+            // from this member's state, as a read is, so it needs what a read needs: the empty batch asks the
+            // replica group to confirm that this member still leads (the read lease, else a read-index round;
+            // `Cluster::propose_blocking`) and proposes nothing. Without it a leader cut off from its majority
+            // answered `DEL k` with 0 after the majority's new leader had acknowledged `SET k`.
+            self.batch.clear();
+            return propose(&self.batch).map(|()| false);
+        }
         if self.applied && sync && self.propose.is_none() {
             return self.db.sync_wal().map(|()| true).map_err(|e| format!("WAL write or fsync failed: {e}"));
         }

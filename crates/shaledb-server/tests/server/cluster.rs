@@ -155,8 +155,11 @@ fn cluster_three_nodes_replicate_redirect_fail_over_and_refuse_without_quorum() 
         assert_eq!(info_field(&repl, "role").as_deref(), Some("slave"));
         assert_eq!(info_field(&repl, "master_port"), Some(nodes[leader].port.to_string()));
         assert_eq!(c.cmd(&["READONLY"]), Resp::Simple("OK".into()));
+        // The last writes acknowledged are the workers' (ctr, w0..w3): wait for those, not for an earlier one.
         poll(Duration::from_secs(10), "the follower applied every write", || {
-            (c.cmd(&["GET", "counter"]) == bulk("2")).then_some(())
+            let done = c.cmd(&["GET", "ctr"]) == bulk("100")
+                && (0..4).all(|w| c.cmd(&["GET", &format!("w{w}")]) == bulk(&"x".repeat(25)));
+            done.then_some(())
         });
         for (k, v) in &acked {
             assert_eq!(c.cmd(&["GET", k]), bulk(v), "{k} on node {f}");

@@ -6,8 +6,8 @@
 //!   them redis-py's RedisCluster (`cluster_py_writer.py`, where python3 has redis-py) writes strings, hashes,
 //!   sets and sorted sets through its own redirect and retry handling, and its acknowledged writes are checked
 //!   the same way;
-//! - network faults on the node-to-node bus through a fault-injecting TCP proxy in this test: delay, severed
-//!   connections, a one-way partition, the leader isolated from both followers (it must never acknowledge a
+//! - network faults on the node-to-node bus through a fault-injecting TCP proxy (helpers/bus_proxy.rs): delay,
+//!   severed connections, a one-way partition, the leader isolated from both followers (it must never acknowledge a
 //!   write; the majority elects a leader and goes on); after healing, the three nodes converge key by key.
 //!
 //! Every run prints its seed (`SHALEDB_CLUSTER_SEED` replays one). `SHALEDB_CLUSTER_CYCLES` sets the number of
@@ -18,20 +18,16 @@
 //!     cluster_faults::kill_9 -- --nocapture
 //! ```
 
-use crate::helpers::cluster::{
-    is_master, poll, poll_every, spawn_node, try_cmd, wait_answering, wait_cluster_ok, NodeProc,
-};
+use crate::helpers::bus_proxy::{isolate, start_proxied_group, Rules};
+use crate::helpers::cluster::{is_master, leader_of, poll, poll_every, start_group, wait_answering, NodeProc, WAIT};
 use crate::helpers::{encode, wire_read, Resp, Rng};
-use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::io::{BufReader, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// Bounds each wait of these tests (a failover, a catch-up, a convergence).
-const WAIT: Duration = Duration::from_secs(30);
 
 fn seed() -> u64 {
     let seed = std::env::var("SHALEDB_CLUSTER_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
@@ -473,25 +469,6 @@ impl PyRecord {
     }
 }
 
-/// The node that says it leads, among the running ones.
-fn leader_of(nodes: &[NodeProc]) -> usize {
-    poll(WAIT, "a leader", || (0..nodes.len()).find(|&i| nodes[i].child.is_some() && is_master(nodes[i].addr())))
-}
-
-fn start_group(tmp: &std::path::Path, mut bus_of: impl FnMut(&NodeProc) -> u16) -> Vec<NodeProc> {
-    let mut nodes: Vec<NodeProc> = (0..3).map(|i| spawn_node(&tmp.join(format!("n{i}")))).collect();
-    for n in &mut nodes {
-        wait_answering(n, Duration::from_secs(20));
-    }
-    let ids = crate::helpers::cluster::node_ids(&nodes);
-    let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}@{}", n.port, bus_of(n))).collect();
-    let init = crate::helpers::cluster::init_command(&ids, &addrs);
-    let init: Vec<&str> = init.iter().map(String::as_str).collect();
-    assert_eq!(try_cmd(nodes[0].addr(), &init), Some(ok()));
-    wait_cluster_ok(&nodes, Duration::from_secs(15));
-    nodes
-}
-
 fn summary(times: &mut [Duration]) -> String {
     times.sort();
     if times.is_empty() {
@@ -607,161 +584,7 @@ fn kill_9_of_the_leader_repeated_keeps_every_acknowledged_write() {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Network faults on the bus, through a proxy per node
-
-/// What a [`Proxy`] does to the connections of each sender (a node id).
-#[derive(Default, Clone)]
-struct Rules {
-    /// Each chunk is held this long, both ways.
-    delay: Duration,
-    /// Senders whose connections are closed (and new ones closed after their first frame).
-    cut: HashSet<u64>,
-    /// Senders whose requests are swallowed (one way: the receiver never hears them, so never answers).
-    deaf: HashSet<u64>,
-}
-
-/// A fault-injecting TCP proxy in front of one node's bus port. Peers dial it (the group's member addresses
-/// name it as the bus port), so it sees every connection to its node; it tells the sender from the first
-/// frame: each request (wire.rs: `postcard(to, request)`) starts with openraft's vote, whose leader id is the
-/// sender's (the leader of an append or snapshot chunk, the candidate of a vote request).
-struct Proxy {
-    port: u16,
-    rules: Arc<Mutex<Rules>>,
-    conns: Arc<Mutex<Vec<(u64, TcpStream, TcpStream)>>>,
-    stop: Arc<AtomicBool>,
-}
-
-impl Proxy {
-    fn start(target: u16) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
-        let port = listener.local_addr().expect("addr").port();
-        let p = Proxy { port, rules: Arc::default(), conns: Arc::default(), stop: Arc::new(AtomicBool::new(false)) };
-        let (rules, conns, stop) = (p.rules.clone(), p.conns.clone(), p.stop.clone());
-        std::thread::spawn(move || {
-            for client in listener.incoming() {
-                if stop.load(Ordering::Relaxed) {
-                    return;
-                }
-                let Ok(client) = client else { continue };
-                let (rules, conns) = (rules.clone(), conns.clone());
-                std::thread::spawn(move || proxy_connection(client, target, rules, conns));
-            }
-        });
-        p
-    }
-
-    fn set(&self, f: impl FnOnce(&mut Rules)) {
-        let rules = {
-            let mut r = self.rules.lock().unwrap();
-            f(&mut r);
-            r.clone()
-        };
-        for (from, a, b) in self.conns.lock().unwrap().iter() {
-            if rules.cut.contains(from) {
-                let _ = a.shutdown(Shutdown::Both);
-                let _ = b.shutdown(Shutdown::Both);
-            }
-        }
-    }
-
-    /// Closes every open connection (the senders reconnect).
-    fn sever(&self) {
-        for (_, a, b) in self.conns.lock().unwrap().drain(..) {
-            let _ = a.shutdown(Shutdown::Both);
-            let _ = b.shutdown(Shutdown::Both);
-        }
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        self.sever();
-    }
-}
-
-/// A postcard varint (LEB128) at `*at`.
-fn varint(b: &[u8], at: &mut usize) -> Option<u64> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let byte = *b.get(*at)?;
-        *at += 1;
-        v |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Some(v);
-        }
-    }
-    None
-}
-
-/// The first frame of a connection, and its sender's node id.
-fn first_frame(s: &mut TcpStream) -> Option<(Vec<u8>, u64)> {
-    let mut frame = vec![0u8; 6];
-    s.read_exact(&mut frame).ok()?;
-    let len = u32::from_le_bytes(frame[2..6].try_into().ok()?) as usize;
-    if len > 64 << 20 {
-        return None;
-    }
-    frame.resize(6 + len + 4, 0);
-    s.read_exact(&mut frame[6..]).ok()?;
-    let mut at = 6;
-    let (_to, _term, from) = (varint(&frame, &mut at)?, varint(&frame, &mut at)?, varint(&frame, &mut at)?);
-    Some((frame, from))
-}
-
-fn proxy_connection(
-    mut client: TcpStream,
-    target: u16,
-    rules: Arc<Mutex<Rules>>,
-    conns: Arc<Mutex<Vec<(u64, TcpStream, TcpStream)>>>,
-) {
-    let _ = client.set_read_timeout(Some(Duration::from_secs(10)));
-    let Some((frame, from)) = first_frame(&mut client) else { return };
-    let _ = client.set_read_timeout(None);
-    if rules.lock().unwrap().cut.contains(&from) {
-        return;
-    }
-    let Ok(mut server) = TcpStream::connect(("127.0.0.1", target)) else { return };
-    let _ = server.set_nodelay(true);
-    let _ = client.set_nodelay(true);
-    let (Ok(c2), Ok(s2)) = (client.try_clone(), server.try_clone()) else { return };
-    if let (Ok(c3), Ok(s3)) = (client.try_clone(), server.try_clone()) {
-        conns.lock().unwrap().push((from, c3, s3));
-    }
-    let back_rules = rules.clone();
-    // The replies: held by the delay, closed with a cut.
-    std::thread::spawn(move || pump(s2, c2, from, &back_rules, false));
-    if !rules.lock().unwrap().deaf.contains(&from) && server.write_all(&frame).is_err() {
-        return;
-    }
-    pump(client, server, from, &rules, true);
-}
-
-fn pump(mut from: TcpStream, mut to: TcpStream, sender: u64, rules: &Mutex<Rules>, forward: bool) {
-    let mut buf = vec![0u8; 64 << 10];
-    loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        let r = rules.lock().unwrap().clone();
-        if r.cut.contains(&sender) {
-            break;
-        }
-        if forward && r.deaf.contains(&sender) {
-            continue;
-        }
-        if !r.delay.is_zero() {
-            std::thread::sleep(r.delay);
-        }
-        if to.write_all(&buf[..n]).is_err() {
-            break;
-        }
-    }
-    let _ = from.shutdown(Shutdown::Both);
-    let _ = to.shutdown(Shutdown::Both);
-}
+// Network faults on the bus, through a proxy per node (helpers/bus_proxy.rs)
 
 /// Every key a node holds, each rendered by type (strings, lists, hashes, sets, sorted sets).
 fn dump(c: &mut Conn) -> Option<BTreeMap<String, String>> {
@@ -854,17 +677,7 @@ fn network_faults_isolated_leader_never_acknowledges_and_the_group_converges() {
     let _ = seed();
     let tmp = tempfile::tempdir().expect("tempdir");
     // A proxy per node in front of its bus port: the group's member addresses name the proxies' ports.
-    let mut proxies: Vec<Proxy> = Vec::new();
-    let nodes = start_group(tmp.path(), |n| {
-        let p = Proxy::start(n.bus);
-        let port = p.port;
-        proxies.push(p);
-        port
-    });
-    let ids: Vec<u64> = crate::helpers::cluster::node_ids(&nodes)
-        .iter()
-        .map(|h| shaledb_server::cluster::parse_node_id(h).expect("a node id"))
-        .collect();
+    let (nodes, proxies, ids) = start_proxied_group(tmp.path());
     let addrs: Vec<SocketAddr> = nodes.iter().map(NodeProc::addr).collect();
     let mut router = Router::new(addrs.clone());
     let mut acked: Vec<(String, String)> = Vec::new();
@@ -897,13 +710,7 @@ fn network_faults_isolated_leader_never_acknowledges_and_the_group_converges() {
     // A follower cut off from both others for longer than an election timeout: the other two go on.
     let leader = leader_of(&nodes);
     let cut = (leader + 1) % 3;
-    let rest: Vec<u64> = (0..3).filter(|&n| n != cut).map(|n| ids[n]).collect();
-    proxies[cut].set(|r| r.cut = rest.iter().copied().collect());
-    for n in (0..3).filter(|&n| n != cut) {
-        proxies[n].set(|r| {
-            r.cut.insert(ids[cut]);
-        });
-    }
+    isolate(&proxies, &ids, cut);
     let (count, took) = writes_for(&mut router, Duration::from_millis(2500), &mut writes, &mut acked);
     println!("node {cut} cut off: {count} writes acknowledged in {took:?}");
     for p in &proxies {
@@ -924,12 +731,7 @@ fn network_faults_isolated_leader_never_acknowledges_and_the_group_converges() {
     // The leader isolated from both followers: nothing reaches it, nothing from it reaches them.
     let leader = leader_of(&nodes);
     let others: Vec<usize> = (0..3).filter(|&n| n != leader).collect();
-    proxies[leader].set(|r| r.cut = others.iter().map(|&n| ids[n]).collect());
-    for &o in &others {
-        proxies[o].set(|r| {
-            r.cut.insert(ids[leader]);
-        });
-    }
+    isolate(&proxies, &ids, leader);
     let isolated_at = Instant::now();
     let done = Arc::new(AtomicBool::new(false));
     // Clients of the isolated leader, writing until the partition heals: every reply must be an error.

@@ -8,10 +8,10 @@
 //! `SHALEDB_LINCHECK_OPS=N` sets the operations per client (250; six clients).
 
 use crate::helpers::start_server;
-use shaledb_testkit::lincheck::{self, Checker, Op, Operation, Outcome, Verdict, Workload};
+use shaledb_testkit::lincheck::{self, Checker, Verdict, Workload};
 use std::time::Duration;
 
-fn checker_or_skip() -> Option<Checker> {
+pub(crate) fn checker_or_skip() -> Option<Checker> {
     match Checker::find_or_build() {
         Ok(c) => Some(c),
         Err(why) => {
@@ -42,25 +42,9 @@ fn concurrent_string_commands_are_linearizable_and_a_forged_stale_read_is_caught
     let key = "s0";
     let current = rec.get(srv.addr(), key, 0, w.timeout);
     assert!(current.call > end);
-    let earlier = ops
-        .iter()
-        .filter(|o| o.key == key)
-        .filter_map(|o| match &o.op {
-            Op::Set(v) => Some(v.clone()),
-            _ => None,
-        })
-        .find(|v| current.outcome != Outcome::Value(v.clone()))
-        .expect("the workload wrote s0 more than once");
-    let t = current.ret.expect("the read returned");
+    let forged = lincheck::forge_stale_read(&ops, &current).expect("the workload wrote s0 more than once");
     ops.push(current);
-    ops.push(Operation {
-        client: 0,
-        key: key.into(),
-        op: Op::Get,
-        call: t + 1_000,
-        ret: Some(t + 2_000),
-        outcome: Outcome::Value(earlier),
-    });
+    ops.push(forged);
     let (verdict, text) = checker.check(&ops, dir.path(), "forged");
     assert_eq!(verdict, Verdict::NotLinearizable, "the forged stale read was not caught: {text}");
 }

@@ -11,6 +11,7 @@ mod bits;
 mod blocking;
 mod cluster;
 mod cluster_faults;
+mod cluster_linearizable;
 mod cluster_ops;
 mod collections;
 mod command_info;

@@ -2,12 +2,15 @@
 //! run again as a server (`cluster::node_process`, its settings in [`NODE_ENV`]), so it can be SIGKILLed as a
 //! crash and restarted from its directory on the same ports; and the small probes the tests poll with.
 
-use super::{encode, wire_read, Resp};
+use super::{encode, ok, wire_read, Resp};
 use std::io::{BufReader, Write as _};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// Bounds each wait of the cluster tests (a failover, a catch-up, a convergence).
+pub const WAIT: Duration = Duration::from_secs(30);
 
 /// The variable that makes `cluster::node_process` run a node: `dir|port|bus`.
 pub const NODE_ENV: &str = "SHALEDB_TEST_CLUSTER_NODE";
@@ -161,4 +164,26 @@ pub fn wait_cluster_ok(nodes: &[NodeProc], limit: Duration) {
             (info_field(&t, "cluster_state")? == "ok").then_some(())
         });
     }
+}
+
+/// The node that says it leads (within [`WAIT`]), among the running ones.
+pub fn leader_of(nodes: &[NodeProc]) -> usize {
+    poll(WAIT, "a leader", || (0..nodes.len()).find(|&i| nodes[i].child.is_some() && is_master(nodes[i].addr())))
+}
+
+/// Starts three nodes under `tmp` (`n0`, `n1`, `n2`) and forms a group of them; `bus_of` gives the bus port
+/// each is known by to the others (its own, or a proxy's in front of it). Returns once all report
+/// `cluster_state:ok`.
+pub fn start_group(tmp: &std::path::Path, mut bus_of: impl FnMut(&NodeProc) -> u16) -> Vec<NodeProc> {
+    let mut nodes: Vec<NodeProc> = (0..3).map(|i| spawn_node(&tmp.join(format!("n{i}")))).collect();
+    for n in &mut nodes {
+        wait_answering(n, Duration::from_secs(20));
+    }
+    let ids = node_ids(&nodes);
+    let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}@{}", n.port, bus_of(n))).collect();
+    let init = init_command(&ids, &addrs);
+    let init: Vec<&str> = init.iter().map(String::as_str).collect();
+    assert_eq!(try_cmd(nodes[0].addr(), &init), Some(ok()));
+    wait_cluster_ok(&nodes, Duration::from_secs(15));
+    nodes
 }

@@ -2,6 +2,7 @@
 //! shortcuts below, and the raw RESP client of [`wire`]), the reply and error texts several areas expect, and
 //! a reference redis-server for the comparisons ([`redis_server`]).
 
+pub mod bus_proxy;
 pub mod cluster;
 mod redis_server;
 mod rng;
