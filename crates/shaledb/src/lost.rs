@@ -62,8 +62,10 @@ pub(crate) fn remove_all(fs: &dyn Fs, dir: &Path) -> Result<()> {
     for name in fs.list(&lost)? {
         fs.remove(&lost.join(name))?;
     }
-    // Best effort, as for the database directory itself: the Fs trait has no directory removal.
-    let _ = std::fs::remove_dir(&lost);
+    // Best effort, as for the database directory itself: a file system without directory removal
+    // (`NotSupported`) keeps the empty directory. Through the `Fs`, never `std::fs`, so a database on another
+    // file system (MemFs, a wrapper) is not reached around.
+    let _ = fs.remove_dir(&lost);
     Ok(())
 }
 
