@@ -316,7 +316,7 @@ impl Cluster {
     /// outcome is then unknown, as after a timeout): a leader cut off from its majority answers `-CLUSTERDOWN`
     /// within about the election timeout instead of the 10 s propose timeout. Only a commit answers OK.
     ///
-    /// An empty batch (a group whose writes changed nothing) proposes nothing: [`Cluster::confirm_blocking`].
+    /// An empty batch (a group whose writes changed nothing) proposes nothing: `Cluster::confirm_blocking`.
     pub fn propose_blocking(&self, batch: &WriteBatch) -> Result<(), String> {
         if batch.is_empty() {
             return self.confirm_blocking();
