@@ -112,6 +112,46 @@ impl Conn {
     }
 }
 
+/// One command on a blocking connection of its own (setup queries such as `CLUSTER NODES`): the reply's text
+/// (a bulk or simple string), or why not.
+pub fn query_blocking(addr: SocketAddr, password: Option<&str>, args: &[&[u8]]) -> Result<String, String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(CONNECT_TIMEOUT)).map_err(|e| e.to_string())?;
+    let mut req = Vec::new();
+    if let Some(pw) = password {
+        push_command(&mut req, &[b"AUTH", pw.as_bytes()]);
+    }
+    push_command(&mut req, args);
+    s.write_all(&req).map_err(|e| e.to_string())?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16 << 10];
+    let mut skip = usize::from(password.is_some());
+    loop {
+        while let Some((reply, n)) = parse_reply(&buf).map_err(|e| e.to_string())? {
+            let text = match reply {
+                Reply::Error(e) => return Err(String::from_utf8_lossy(e).into_owned()),
+                Reply::Bulk(b) | Reply::Simple(b) => String::from_utf8_lossy(b).into_owned(),
+                other => format!("{other:?}"),
+            };
+            buf.drain(..n);
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            return Ok(text);
+        }
+        if buf.len() > 64 << 20 {
+            return Err("a reply over 64 MiB".into());
+        }
+        let n = s.read(&mut chunk).map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("the server closed the connection".into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
 struct ReadyQueue {
     ready: Mutex<Vec<usize>>,
     parent: Mutex<Option<Waker>>,

@@ -83,6 +83,12 @@ pub struct RespFlags {
     /// WAIT's timeout in milliseconds (0: wait for ever, as Redis's `WAIT N 0`).
     #[arg(long, default_value_t = 0)]
     pub wait_timeout: u64,
+    /// Follow a replica group or cluster, as cluster clients do: the nodes `CLUSTER NODES` lists at the start
+    /// are the ones to try; a `-MOVED` reply sends the connection to the node it names, and `-CLUSTERDOWN`,
+    /// `-TRYAGAIN` or a lost connection to the next node. Requests so answered are counted as redirected
+    /// (their outcome is unknown), not as errors.
+    #[arg(long)]
+    pub cluster: bool,
     /// Seconds between progress lines (ops/s, p50, p99) on stderr; 0 prints none.
     #[arg(long, visible_alias = "stats_interval_seconds", default_value_t = 1)]
     pub stats_interval_seconds: u64,
@@ -118,6 +124,7 @@ impl Default for RespFlags {
             threads: 1,
             wait_replicas: 0,
             wait_timeout: 0,
+            cluster: false,
             stats_interval_seconds: 1,
             json: None,
             plot_dir: None,

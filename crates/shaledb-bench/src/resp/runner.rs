@@ -43,6 +43,9 @@ pub struct RespResult {
     pub errors: u64,
     /// The first failure's message.
     pub first_error: Option<String>,
+    /// With --cluster: requests answered by a redirect (`-MOVED`, `-CLUSTERDOWN`, `-TRYAGAIN`) or cut off by
+    /// a lost connection, their outcome unknown; not counted in `errors`.
+    pub redirected: u64,
     /// Connections.
     pub clients: usize,
     /// Requests per batch.
@@ -80,12 +83,13 @@ pub fn run_resp(flags: &RespFlags, out: &mut dyn Write) -> Result<RespRun, RespE
     flags.validate()?;
     let addr = flags.addr()?;
     let workloads = flags.workloads()?;
+    let nodes = if flags.cluster { cluster_nodes(addr, flags.password.as_deref())? } else { Vec::new() };
     let hotspot = if workloads.contains(&Workload::WriteHotspot) { Some(flags.hotspot()?) } else { None };
     let _ = write!(out, "{}", header(flags, addr));
     let mut run = RespRun::default();
     for (i, &w) in workloads.iter().enumerate() {
         let plan = Plan::new(w, flags, hotspot);
-        let r = run_workload(flags, addr, plan)?;
+        let r = run_workload(flags, addr, &nodes, plan)?;
         if r.status == "ok" {
             let _ = writeln!(out, "{}", r.bench.line);
             let l = &r.bench.latency;
@@ -96,6 +100,13 @@ pub fn run_resp(flags: &RespFlags, out: &mut dyn Write) -> Result<RespRun, RespE
             );
             if let Some(e) = &r.first_error {
                 let _ = writeln!(out, "{:<12} : first error: {e}", r.bench.name);
+            }
+            if r.redirected > 0 {
+                let _ = writeln!(
+                    out,
+                    "{:<12} : {} request(s) redirected or cut off by a failover (outcome unknown)",
+                    r.bench.name, r.redirected
+                );
             }
             if let Some(dir) = &flags.plot_dir {
                 std::fs::create_dir_all(dir).map_err(io_err("creating", dir))?;
@@ -118,6 +129,30 @@ pub fn run_resp(flags: &RespFlags, out: &mut dyn Write) -> Result<RespRun, RespE
         text.and_then(|t| std::fs::write(path, t)).map_err(io_err("writing JSON to", path))?;
     }
     Ok(run)
+}
+
+/// The nodes of the group or cluster `addr` belongs to, from its `CLUSTER NODES` (`id host:port@bus ...`
+/// per line), `addr` first; only loopback addresses, as everything this tool talks to.
+fn cluster_nodes(addr: SocketAddr, password: Option<&str>) -> Result<Vec<SocketAddr>, RespError> {
+    let connect_err = |cause: String| RespError::Connect { addr, cause: ClientError::Refused(cause) };
+    let text = super::client::query_blocking(addr, password, &[b"CLUSTER", b"NODES"]).map_err(connect_err)?;
+    let mut nodes = vec![addr];
+    for line in text.lines() {
+        let Some(field) = line.split(' ').nth(1) else { continue };
+        let hostport = field.split('@').next().unwrap_or("");
+        let Some((host, port)) = hostport.rsplit_once(':') else { continue };
+        let Ok(port) = port.parse::<u16>() else { continue };
+        match super::flags::loopback_addr(host, port) {
+            Ok(a) if !nodes.contains(&a) => nodes.push(a),
+            Ok(_) => {}
+            Err(_) => {
+                return Err(connect_err(format!(
+                    "CLUSTER NODES lists {hostport}, not a loopback address; the load tool only drives servers on this machine"
+                )))
+            }
+        }
+    }
+    Ok(nodes)
 }
 
 fn io_err<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(std::io::Error) -> RespError + 'p {
@@ -159,6 +194,8 @@ struct Shared<'a> {
     plan: Plan,
     rec: &'a Recorder,
     addr: SocketAddr,
+    /// With --cluster: the nodes to go to after a redirect or a lost connection (empty otherwise).
+    nodes: &'a [SocketAddr],
     password: Option<String>,
     pipeline: u64,
     /// Requests claimed so far (also the index of the next request in the rate schedule).
@@ -173,6 +210,7 @@ struct Shared<'a> {
     stop: AtomicBool,
     requests: AtomicU64,
     errors: AtomicU64,
+    redirected: AtomicU64,
     first_error: Mutex<Option<String>>,
     unsupported: Mutex<Option<String>>,
     setup_error: Mutex<Option<ClientError>>,
@@ -224,7 +262,7 @@ impl Gate {
     }
 }
 
-fn run_workload(f: &RespFlags, addr: SocketAddr, plan: Plan) -> Result<RespResult, RespError> {
+fn run_workload(f: &RespFlags, addr: SocketAddr, nodes: &[SocketAddr], plan: Plan) -> Result<RespResult, RespError> {
     let workload = plan.workload;
     let clients = if workload == Workload::ReadRange { f.scanners } else { f.concurrency };
     let nthreads = f.threads.clamp(1, clients);
@@ -239,6 +277,7 @@ fn run_workload(f: &RespFlags, addr: SocketAddr, plan: Plan) -> Result<RespResul
         plan,
         rec: &rec,
         addr,
+        nodes,
         password: f.password.clone(),
         pipeline: f.pipeline as u64,
         issued: AtomicU64::new(0),
@@ -249,6 +288,7 @@ fn run_workload(f: &RespFlags, addr: SocketAddr, plan: Plan) -> Result<RespResul
         stop: AtomicBool::new(false),
         requests: AtomicU64::new(0),
         errors: AtomicU64::new(0),
+        redirected: AtomicU64::new(0),
         first_error: Mutex::new(None),
         unsupported: Mutex::new(None),
         setup_error: Mutex::new(None),
@@ -317,6 +357,7 @@ fn run_workload(f: &RespFlags, addr: SocketAddr, plan: Plan) -> Result<RespResul
         note,
         requests,
         errors: sh.errors.load(Relaxed),
+        redirected: sh.redirected.load(Relaxed),
         first_error,
         clients,
         pipeline: f.pipeline,
@@ -402,6 +443,45 @@ struct Sample {
     bytes: u64,
 }
 
+/// A reply that sends the client elsewhere: its request's outcome is unknown (a failed proposal in a replica
+/// group is answered so too).
+fn is_redirect(msg: &str) -> bool {
+    ["MOVED ", "ASK ", "CLUSTERDOWN", "TRYAGAIN"].iter().any(|p| msg.starts_with(p))
+}
+
+/// The loopback node a `-MOVED slot host:port` names.
+fn moved_target(msg: &str) -> Option<SocketAddr> {
+    let hostport = msg.strip_prefix("MOVED ")?.split(' ').nth(1)?;
+    let (host, port) = hostport.rsplit_once(':')?;
+    super::flags::loopback_addr(host, port.parse().ok()?).ok()
+}
+
+/// Most time a --cluster connection looks for a node that answers before it gives up (an election takes
+/// seconds; a group that stays down ends the client, not the run).
+const RECONNECT_LIMIT: Duration = Duration::from_secs(60);
+
+/// A new connection for a --cluster client: to `first` if given, else to the nodes in turn from `next`, a
+/// pause between tries.
+async fn reconnect(sh: &Shared<'_>, first: Option<SocketAddr>, next: &mut usize) -> Option<Conn> {
+    let started = Instant::now();
+    let mut target = first;
+    while !sh.stop.load(Relaxed) && started.elapsed() < RECONNECT_LIMIT {
+        let addr = match target.take() {
+            Some(a) => a,
+            None => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                *next = (*next + 1) % sh.nodes.len();
+                sh.nodes[*next]
+            }
+        };
+        let attempt = Conn::connect(addr, sh.password.as_deref());
+        if let Ok(Ok(c)) = tokio::time::timeout(Duration::from_secs(2), attempt).await {
+            return Some(c);
+        }
+    }
+    None
+}
+
 async fn run_client(
     sh: &Shared<'_>,
     t0: Instant,
@@ -423,7 +503,17 @@ async fn run_client(
     let per_request = plan.replies_per_request();
     let mut waiting = false;
     let mut write_reply = Outcome::Done { ops: 0, found: 0, bytes: 0 };
+    let cluster = !sh.nodes.is_empty();
+    // With --cluster: the connection goes elsewhere before the next batch (`moved_to`, else the next node).
+    let (mut hop, mut moved_to, mut next_node) = (false, None, idx);
     while !sh.stop.load(Relaxed) {
+        if std::mem::take(&mut hop) {
+            match reconnect(sh, moved_to.take(), &mut next_node).await {
+                Some(n) => c = n,
+                None => return,
+            }
+            waiting = false;
+        }
         let first = sh.issued.fetch_add(sh.pipeline, Relaxed);
         if first >= sh.num {
             break;
@@ -455,12 +545,22 @@ async fn run_client(
         }
         sh.requests.fetch_add(k, Relaxed);
         if let Err(e) = c.flush().await {
+            if cluster {
+                sh.redirected.fetch_add(k, Relaxed);
+                hop = true;
+                continue;
+            }
             sh.fail(k, format!("writing requests: {e}"));
             return;
         }
         let mut got = 0usize;
         while (got as u64) < k {
             if let Err(e) = c.read_more().await {
+                if cluster {
+                    sh.redirected.fetch_add(k - got as u64, Relaxed);
+                    hop = true;
+                    break;
+                }
                 sh.fail(k - got as u64, format!("reading replies: {e}"));
                 return;
             }
@@ -509,6 +609,11 @@ async fn run_client(
                     Outcome::Done { ops, found, bytes } => {
                         let nanos = now.saturating_duration_since(sent).as_nanos() as u64;
                         samples.push(Sample { nanos, ops, found, bytes });
+                    }
+                    Outcome::Error(m) if cluster && is_redirect(&m) => {
+                        sh.redirected.fetch_add(1, Relaxed);
+                        hop = true;
+                        moved_to = moved_to.or_else(|| moved_target(&m));
                     }
                     Outcome::Error(m) => sh.fail(1, m),
                     Outcome::Unsupported(m) => {

@@ -10,6 +10,7 @@ use std::time::Duration;
 pub struct Node {
     pub child: Child,
     pub port: u16,
+    pub bus: u16,
 }
 
 impl Drop for Node {
@@ -24,7 +25,11 @@ pub fn free_port() -> u16 {
 }
 
 pub fn start(dir: &std::path::Path) -> Node {
-    let (port, bus) = (free_port(), free_port());
+    start_on(dir, free_port(), free_port())
+}
+
+/// A node on given ports (a restart after a kill keeps the member's addresses).
+pub fn start_on(dir: &std::path::Path, port: u16, bus: u16) -> Node {
     let child = Command::new(env!("CARGO_BIN_EXE_shaledb"))
         .arg("server")
         .arg("--dir")
@@ -35,7 +40,7 @@ pub fn start(dir: &std::path::Path) -> Node {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn shaledb server");
-    Node { child, port }
+    Node { child, port, bus }
 }
 
 /// One command; the reply's first line and, for a bulk string, its body.
