@@ -102,6 +102,9 @@ pub struct Cluster {
     quorum_grace: Duration,
     /// The highest log index a write proposed here committed at (`WAIT` waits for the followers to match it).
     last_index: AtomicU64,
+    /// The last leader this member saw (`CLUSTER SLOTS` names it during an election, as a Redis Cluster names
+    /// a failed master until a replica takes over).
+    last_leader: Mutex<Option<NodeId>>,
 }
 
 /// Redis's reply to `WAIT` on a replica.
@@ -192,7 +195,17 @@ impl Cluster {
             lease_for,
             quorum_grace,
             last_index: AtomicU64::new(0),
+            last_leader: Mutex::new(None),
         }))
+    }
+
+    /// The leader now, or while none is known (an election), the last one this member saw.
+    pub fn leader_or_last(&self, now: Option<NodeId>) -> Option<NodeId> {
+        let mut last = self.last_leader.lock();
+        if now.is_some() {
+            *last = now;
+        }
+        *last
     }
 
     /// This member's raft node.

@@ -411,13 +411,18 @@ impl PyWriter {
     fn finish(mut self) -> PyRecord {
         std::fs::write(&self.stop_file, b"stop").expect("the stop file");
         let started = Instant::now();
-        while self.child.try_wait().expect("python3").is_none() {
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("python3") {
+                break status;
+            }
             if started.elapsed() > WAIT {
                 let _ = self.child.kill();
                 panic!("redis-py's writer did not stop within {WAIT:?}");
             }
             std::thread::sleep(Duration::from_millis(50));
-        }
+        };
+        // It ends only when told to: an exception it does not expect (its traceback is above) fails the test.
+        assert!(status.success(), "redis-py's writer failed: {status}");
         let lines = self.lines.join().expect("the writer's output");
         let mut rec = PyRecord { acked: Vec::new(), unknown: Vec::new(), reasons: BTreeSet::new() };
         for line in &lines {

@@ -40,13 +40,13 @@ for i in range(100_000):
         else:
             ok = client.zadd("py:zset", {f"m{i}": i}) in (0, 1)
         print(f"A {i}" if ok else f"X {i} unexpected reply", flush=True)
-    except (redis.exceptions.RedisError, OSError) as e:
+    except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException, OSError) as e:
         print(f"U {i} {type(e).__name__}", flush=True)
         # No leader yet (an election, a restart): start again from the startup nodes, after a pause.
         try:
             if client is not None:
                 client.close()
-        except (redis.exceptions.RedisError, OSError):
+        except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException, OSError):
             pass
         client = None
         time.sleep(0.2)

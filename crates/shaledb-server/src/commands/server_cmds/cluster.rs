@@ -170,6 +170,8 @@ struct Member {
 struct View {
     me: NodeId,
     leader: Option<NodeId>,
+    /// `leader`, or during an election the last leader this member saw: the master `CLUSTER SLOTS` names.
+    shown_master: Option<NodeId>,
     term: u64,
     initialized: bool,
     /// Leader first, then the others by id.
@@ -189,13 +191,14 @@ impl View {
             m.replication.as_ref().and_then(|r| r.get(&id).cloned().flatten()).map_or(0, |l| l.index)
         };
         let leader = m.current_leader.filter(|l| membership.get_node(l).is_some());
+        let shown_master = c.leader_or_last(leader).filter(|l| membership.get_node(l).is_some());
         let mut members: Vec<Member> = membership
             .nodes()
             .map(|(id, n)| Member { id: *id, addr: MemberAddr::parse(&n.addr).ok(), offset: matched(*id) })
             .collect();
-        members.sort_by_key(|x| (Some(x.id) != leader, x.id));
+        members.sort_by_key(|x| (Some(x.id) != shown_master, x.id));
         let initialized = membership.nodes().next().is_some();
-        View { me: c.id(), leader, term: m.current_term, initialized, members, applied }
+        View { me: c.id(), leader, shown_master, term: m.current_term, initialized, members, applied }
     }
 
     fn ok(&self) -> bool {
@@ -235,9 +238,12 @@ impl View {
         ]))
     }
 
-    /// `CLUSTER SLOTS`: one range, 0-16383, its master (the leader) and replicas; empty without a leader.
+    /// `CLUSTER SLOTS`: one range, 0-16383, its master (the leader) and replicas; during an election, the last leader this member saw; empty before it saw one.
     fn slots(&self) -> Reply {
-        if !self.ok() {
+        // During an election the slots stay with the last leader seen (listed first), as a Redis Cluster keeps
+        // listing a failed master until a replica is promoted: cluster clients keep their map and retry, where
+        // an empty reply makes redis-py's RedisCluster refuse to start ("All slots are not covered").
+        if !self.initialized || self.shown_master.is_none() {
             return Reply::Array(vec![]);
         }
         let mut range = vec![Reply::Int(0), Reply::Int(i64::from(SLOTS - 1))];
