@@ -185,6 +185,24 @@ impl Cluster {
             myself,
             config.bind
         );
+        // A fatal error stops openraft's core for good (a full disk, a failed fsync: the log cannot take an
+        // entry it could make durable): say so once, where the operator looks, with what to do.
+        let mut watch = node.raft().metrics();
+        handle.spawn(async move {
+            loop {
+                if let Err(e) = &watch.borrow_and_update().running_state {
+                    eprintln!(
+                        "# raft stopped: {e}. This member answers -CLUSTERDOWN and takes no part in the group until \
+                         it is restarted (fix the cause first, e.g. free disk space); the others go on while a \
+                         majority of the group is up"
+                    );
+                    return;
+                }
+                if watch.changed().await.is_err() {
+                    return;
+                }
+            }
+        });
         Ok(Arc::new(Cluster {
             node: Mutex::new(Some(node.clone())),
             node_ref: node,
@@ -224,14 +242,24 @@ impl Cluster {
         self.node_ref.db()
     }
 
-    /// True while this member is the leader.
+    /// True while this member is the leader (and its raft runs).
     pub fn is_leader(&self) -> bool {
-        self.node_ref.raft().metrics().borrow().state == ServerState::Leader
+        let m = self.node_ref.raft().metrics();
+        let m = m.borrow();
+        m.state == ServerState::Leader && m.running_state.is_ok()
+    }
+
+    /// Why this member's raft stopped for good (a fatal storage error), if it did.
+    pub fn stopped(&self) -> Option<String> {
+        self.node_ref.raft().metrics().borrow().running_state.as_ref().err().map(|e| format!("raft stopped: {e}"))
     }
 
     /// The leader's RESP address, when another member leads and its address parses.
     fn leader_resp(&self) -> Option<String> {
         let m = self.node_ref.raft().metrics().borrow().clone();
+        if m.running_state.is_err() {
+            return None;
+        }
         let leader = m.current_leader.filter(|&l| l != self.id())?;
         let node = m.membership_config.membership().get_node(&leader)?.clone();
         MemberAddr::parse(&node.addr).ok().map(|a| a.resp)
@@ -259,11 +287,15 @@ impl Cluster {
             Handler::Read(_) => false,
             Handler::Conn(_) => return Gate::Go,
         };
-        let (state, term) = {
+        let (state, term, running) = {
             let m = self.node_ref.raft().metrics();
             let m = m.borrow();
-            (m.state, m.current_term)
+            (m.state, m.current_term, m.running_state.is_ok())
         };
+        if !running {
+            // Its state is frozen where the raft stopped: not even a READONLY read is served from it.
+            return Gate::Refuse(clusterdown(self.stopped().as_deref()));
+        }
         if state == ServerState::Leader {
             if write || self.lease_holds(term) {
                 return Gate::Go;
@@ -600,9 +632,15 @@ impl Cluster {
         }
     }
 
-    /// A snapshot of openraft's metrics.
+    /// A snapshot of openraft's metrics. After a fatal error the last ones stay frozen (a stopped leader would
+    /// still say it leads): this member then shows no leader and the `Shutdown` state.
     pub fn metrics(&self) -> openraft::RaftMetrics<NodeId, openraft::BasicNode> {
-        self.node_ref.raft().metrics().borrow().clone()
+        let mut m = self.node_ref.raft().metrics().borrow().clone();
+        if m.running_state.is_err() {
+            m.current_leader = None;
+            m.state = ServerState::Shutdown;
+        }
+        m
     }
 }
 

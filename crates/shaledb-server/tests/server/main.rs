@@ -10,6 +10,7 @@ mod backpressure;
 mod bits;
 mod blocking;
 mod cluster;
+mod cluster_disk;
 mod cluster_faults;
 mod cluster_linearizable;
 mod cluster_ops;

@@ -191,7 +191,9 @@ impl View {
             m.replication.as_ref().and_then(|r| r.get(&id).cloned().flatten()).map_or(0, |l| l.index)
         };
         let leader = m.current_leader.filter(|l| membership.get_node(l).is_some());
-        let shown_master = c.leader_or_last(leader).filter(|l| membership.get_node(l).is_some());
+        // A member whose raft stopped knows no current leader: it names none (other members do).
+        let shown_master =
+            c.leader_or_last(leader).filter(|l| membership.get_node(l).is_some() && c.stopped().is_none());
         let mut members: Vec<Member> = membership
             .nodes()
             .map(|(id, n)| Member { id: *id, addr: MemberAddr::parse(&n.addr).ok(), offset: matched(*id) })

@@ -71,6 +71,13 @@ impl Client {
         Client { r: BufReader::new(raw(addr)) }
     }
 
+    /// A connection, or `None` when nothing answers at `addr` (a node still starting).
+    pub fn try_connect(addr: SocketAddr) -> Option<Client> {
+        let s = TcpStream::connect_timeout(&addr, std::time::Duration::from_millis(500)).ok()?;
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10))).ok()?;
+        Some(Client { r: BufReader::new(s) })
+    }
+
     pub fn send(&mut self, args: &[&str]) {
         let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
         self.r.get_mut().write_all(&encode(&a)).expect("send");
