@@ -2,13 +2,14 @@
 //! cursors, collections and SHALEDB.RANGE; keep them in step).
 //!
 //! ```text
-//! engine key    := meta_key | member_key | registry_key | layout_key | library_key
+//! engine key    := meta_key | member_key | registry_key | layout_key | library_key | cluster_key
 //! meta_key      := db:u8 0x00 user_key                  one per Redis key, whatever its type
 //! member_key    := db:u8 0x01 version:u64be sub:u8 member_part
 //! registry_key  := db:u8 0x02 version:u64be              -> user_key: every collection version that may
 //!                                                          still have member records
 //! layout_key    := 0xff "shaledb-server-layout"          -> layout_value: the layout marker (layout.rs)
 //! library_key   := 0xfe "shaledb-function:" name         -> library code: a FUNCTION library (types/scripts.rs)
+//! cluster_key   := 0xfd "shaledb-cluster-map"            -> the cluster map, on a cluster member (cluster/map.rs)
 //! meta_value    := head:u8 expire_at_ms:u64be? payload
 //! head          := type:u4 (0x80 if expire_at_ms follows) (low nibble = type)
 //! type          := 0x1 string | 0x2 hash | 0x3 list | 0x4 set | 0x5 zset | 0x6 stream   (frozen)

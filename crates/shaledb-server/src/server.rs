@@ -291,6 +291,9 @@ pub struct Session {
     /// A replica group member: the log index of this connection's last write (the leader's highest committed
     /// index when its reply came back), what `WAIT` waits for the followers to match.
     pub wait_index: u64,
+    /// A cluster member inside MULTI: the slot of the keys queued so far (they must share one, as in Redis
+    /// Cluster, or the command is answered `-CROSSSLOT` and the transaction fails).
+    pub multi_slot: Option<u16>,
 }
 
 impl Session {
@@ -822,6 +825,7 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr
         monitor: None,
         readonly: false,
         wait_index: 0,
+        multi_slot: None,
     };
     let stop = shared.shutdown.subscribe();
     let mut parser = Parser::new(limits);
@@ -1131,10 +1135,25 @@ async fn execute(
         // A replica group member (issue 43): data commands run on the leader, or are sent there (-MOVED);
         // reads on the leader outside the lease wait for a read-index round first.
         if let Some(cluster) = shared.store.cluster() {
-            let refusal = match cluster.gate(spec, &args, s.readonly) {
-                crate::cluster::Gate::Go => None,
-                crate::cluster::Gate::Refuse(r) => Some(r),
-                crate::cluster::Gate::Linearize => {
+            if s.multi.is_none() {
+                s.multi_slot = None;
+            }
+            // The keys' slot (issue 44): one per command, and one per transaction.
+            let slot = crate::cluster::slot_of(spec, &args).and_then(|slot| match (slot, s.multi.is_some()) {
+                (Some(x), true) => match s.multi_slot {
+                    Some(y) if y != x => Err(Reply::error(crate::cluster::CROSSSLOT)),
+                    _ => {
+                        s.multi_slot = Some(x);
+                        Ok(Some(x))
+                    }
+                },
+                (slot, _) => Ok(slot),
+            });
+            let refusal = match slot.map(|slot| cluster.gate(spec, &args, s.readonly, slot)) {
+                Err(r) => Some(r),
+                Ok(crate::cluster::Gate::Go) => None,
+                Ok(crate::cluster::Gate::Refuse(r)) => Some(r),
+                Ok(crate::cluster::Gate::Linearize) => {
                     // The writes before it are answered first (they renew the lease as they commit).
                     pending.flush(s, shared, out).await;
                     cluster.linearize(spec, &args).await.err()

@@ -14,6 +14,7 @@ mod cluster_disk;
 mod cluster_faults;
 mod cluster_linearizable;
 mod cluster_ops;
+mod cluster_slots;
 mod collections;
 mod command_info;
 mod config_save;

@@ -42,14 +42,18 @@ pub fn disabled_reply() -> Reply {
 
 // ---- A replica group member (`--cluster-enabled yes`, issue 43): the group is one shard owning every slot. ----
 
-use crate::cluster::{node_name, Cluster, SLOTS};
+use crate::cluster::{map, node_name, peers, Cluster, SLOTS};
 use shaledb_raft::{MemberAddr, NodeId};
+use std::sync::Arc;
 
 /// `CLUSTER <subcommand>` on a server that may be a replica group member.
 pub fn cluster_cmd(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
     let Some(c) = shared.store.cluster() else { return reply(args) };
     if args[1].eq_ignore_ascii_case(b"shaledb-init") {
         return init(c, &args[2..]);
+    }
+    if args[1].eq_ignore_ascii_case(b"shaledb-group") {
+        return group(c);
     }
     if is_membership_change(args) {
         // A connection runs these itself (server.rs); here only from MULTI or a script.
@@ -74,10 +78,11 @@ pub fn cluster_cmd(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
         "slots" => view.slots(),
         "shards" => view.shards(),
         "nodes" => Reply::bulk(view.nodes()),
+        "countkeysinslot" | "getkeysinslot" => keys_in_slot(c, args),
         "replicas" | "slaves" => Reply::err("CLUSTER REPLICAS is not supported by a ShaleDB replica group yet"),
         other => Reply::err(format!(
-            "CLUSTER {} is not supported by a ShaleDB replica group (one shard owns all 16384 slots; members are \
-             added and removed with CLUSTER SHALEDB-ADD-NODE and SHALEDB-REMOVE-NODE)",
+            "CLUSTER {} is not supported by a ShaleDB cluster (groups and slots are set by `shaledb cluster create`; \
+             members are added and removed with CLUSTER SHALEDB-ADD-NODE and SHALEDB-REMOVE-NODE)",
             other.to_ascii_uppercase()
         )),
     }
@@ -93,13 +98,40 @@ const REMOVE_NODE_LIMIT: std::time::Duration = std::time::Duration::from_secs(30
 /// without holding up the others (see [`membership_change`]).
 pub fn is_membership_change(args: &Args) -> bool {
     args.len() >= 2
-        && (args[1].eq_ignore_ascii_case(b"shaledb-add-node") || args[1].eq_ignore_ascii_case(b"shaledb-remove-node"))
+        && (args[1].eq_ignore_ascii_case(b"shaledb-add-node")
+            || args[1].eq_ignore_ascii_case(b"shaledb-remove-node")
+            || args[1].eq_ignore_ascii_case(b"shaledb-setmap"))
+}
+
+/// `CLUSTER SHALEDB-SETMAP <group-id> <map>` (issue 44), on the leader (elsewhere `-MOVED 0 <leader>`): records
+/// the cluster map in the group's log (cluster/map.rs has the text's grammar).
+async fn set_map(c: &Arc<Cluster>, args: &Args) -> Reply {
+    if args.len() != 4 {
+        return Reply::err(
+            "wrong number of arguments for CLUSTER SHALEDB-SETMAP: CLUSTER SHALEDB-SETMAP <group-id> <map>",
+        );
+    }
+    let gid = match std::str::from_utf8(&args[2]).ok().and_then(|g| g.parse::<u64>().ok()) {
+        Some(g) if g > 0 => g,
+        _ => return Reply::err(format!("'{}' is not a group id (a number from 1)", String::from_utf8_lossy(&args[2]))),
+    };
+    let Ok(text) = std::str::from_utf8(&args[3]) else { return Reply::err("the map is not text") };
+    if !c.is_leader() {
+        return c.to_leader();
+    }
+    match c.set_map(gid, text).await {
+        Ok(()) => Reply::Ok,
+        Err(e) => Reply::err(format!("CLUSTER SHALEDB-SETMAP failed: {e}")),
+    }
 }
 
 /// `CLUSTER SHALEDB-ADD-NODE <id> <host:port@busport>` and `CLUSTER SHALEDB-REMOVE-NODE <id>`, on the leader
 /// (elsewhere `-MOVED 0 <leader>`). The node id is CLUSTER MYID's 40 hex digits (or decimal).
 pub async fn membership_change(shared: &Shared, args: &Args) -> Reply {
     let Some(c) = shared.store.cluster() else { return reply(args) };
+    if args[1].eq_ignore_ascii_case(b"shaledb-setmap") {
+        return set_map(c, args).await;
+    }
     let add = args[1].eq_ignore_ascii_case(b"shaledb-add-node");
     let name = if add { "SHALEDB-ADD-NODE" } else { "SHALEDB-REMOVE-NODE" };
     let usage = if add { "<node-id> <host:port@busport>" } else { "<node-id>" };
@@ -133,6 +165,73 @@ pub async fn membership_change(shared: &Shared, args: &Args) -> Reply {
     }
 }
 
+/// `CLUSTER COUNTKEYSINSLOT slot` and `CLUSTER GETKEYSINSLOT slot count`: the live keys of database 0 (the only
+/// one a Redis Cluster has) in `slot`, on this member's state. A scan of database 0's keys on the runtime's
+/// thread, as INFO keyspace is: the keys are not stored by slot yet.
+fn keys_in_slot(c: &Cluster, args: &Args) -> Reply {
+    let slot = match std::str::from_utf8(&args[2]).ok().and_then(|s| s.parse::<i64>().ok()) {
+        Some(n) if (0..i64::from(SLOTS)).contains(&n) => n as u16,
+        _ => return Reply::err("Invalid slot"),
+    };
+    let limit = if args.len() > 3 {
+        match std::str::from_utf8(&args[3]).ok().and_then(|s| s.parse::<i64>().ok()) {
+            Some(n) if n >= 0 => Some(n as u64),
+            _ => return Reply::err("Invalid number of keys"),
+        }
+    } else {
+        None
+    };
+    let db = c.db();
+    let lower = crate::keys::meta_prefix(0).to_vec();
+    let upper = crate::keys::meta_end(0).to_vec();
+    let mut it = db.cursor_opt(&shaledb::ReadOptions {
+        iterate_lower_bound: Some(lower.clone()),
+        iterate_upper_bound: Some(upper),
+        fill_cache: false,
+        ..shaledb::ReadOptions::default()
+    });
+    it.seek(&lower);
+    let now = crate::store::now_ms();
+    let (mut n, mut found) = (0i64, Vec::new());
+    while it.valid() && limit.is_none_or(|l| (found.len() as u64) < l) {
+        if let Some(k) = crate::keys::user_key(0, it.key()) {
+            if crate::cluster::key_slot(k) == slot
+                && crate::keys::decode_meta(it.value()).is_ok_and(|m| !m.expired(now))
+            {
+                n += 1;
+                if limit.is_some() {
+                    found.push(Reply::Bulk(Bytes::copy_from_slice(k)));
+                }
+            }
+        }
+        it.next();
+    }
+    if let Err(e) = it.status() {
+        return Reply::err(format!("read failed: {e}"));
+    }
+    if limit.is_some() {
+        Reply::Array(found)
+    } else {
+        Reply::Int(n)
+    }
+}
+
+/// `CLUSTER SHALEDB-GROUP`: this member's group as another group's members ask for it (cluster/peers.rs):
+/// `[group id (0 without a map), map epoch, leader id or "", [[id, host:port@busport] ...], slot ranges]`.
+fn group(c: &Cluster) -> Reply {
+    let v = View::of(c);
+    let nodes: Vec<(NodeId, String)> = v
+        .members
+        .iter()
+        .filter_map(|m| m.addr.as_ref().map(|a| (m.id, format!("{}@{}", a.resp, a.bus_port))))
+        .collect();
+    let (gid, epoch, slots) = match &v.map {
+        Some(st) => (st.me, st.map.epoch, map::ranges_text(&st.mine().ranges)),
+        None => (0, 0, if v.initialized { format!("0-{}", SLOTS - 1) } else { "-".into() }),
+    };
+    peers::group_reply(gid, epoch, v.leader, &nodes, &slots)
+}
+
 /// `CLUSTER SHALEDB-INIT <id> <host:port@bus> ...`: forms the group on this node.
 fn init(c: &Cluster, args: &[Bytes]) -> Reply {
     let members = match crate::cluster::parse_init_members(args) {
@@ -162,21 +261,39 @@ pub fn conn_mode(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
 struct Member {
     id: NodeId,
     addr: Option<MemberAddr>,
-    /// The last log index known applied (this member's own), or matched (a follower's, on the leader).
+    /// The last log index known applied (this member's own), or matched (a follower's, on the leader); 0 for
+    /// another group's members.
     offset: u64,
 }
 
-/// The group as this member sees it.
+/// One group as the cluster commands show it.
+struct Group {
+    ranges: Vec<(u16, u16)>,
+    /// Its leader: known now (this member's group), or the last one another group named.
+    leader: Option<NodeId>,
+    /// The master to list: `leader`, or during an election the last leader seen; for another group whose
+    /// leader was never learned, its first node (which sends clients on).
+    shown_master: Option<NodeId>,
+    /// Whether the leader is known now (this group) or was named within `peers::FRESH` (another group).
+    fresh: bool,
+    /// Master first, then the others by id.
+    members: Vec<Member>,
+}
+
+/// The cluster as this member sees it: its own group from openraft's metrics, the others from the map and
+/// what they last said (cluster/peers.rs).
 struct View {
     me: NodeId,
+    /// This member's group's leader, known now.
     leader: Option<NodeId>,
-    /// `leader`, or during an election the last leader this member saw: the master `CLUSTER SLOTS` names.
-    shown_master: Option<NodeId>,
     term: u64,
     initialized: bool,
-    /// Leader first, then the others by id.
+    /// This member's group: leader first, then the others by id.
     members: Vec<Member>,
     applied: u64,
+    map: Option<Arc<map::Stored>>,
+    /// Every group, this member's among them, in group id order.
+    groups: Vec<Group>,
 }
 
 impl View {
@@ -200,26 +317,80 @@ impl View {
             .collect();
         members.sort_by_key(|x| (Some(x.id) != shown_master, x.id));
         let initialized = membership.nodes().next().is_some();
-        View { me: c.id(), leader, shown_master, term: m.current_term, initialized, members, applied }
+        let map = c.map();
+        let own = |ranges: Vec<(u16, u16)>| Group {
+            ranges,
+            leader,
+            shown_master,
+            fresh: leader.is_some(),
+            members: members.iter().map(|x| Member { id: x.id, addr: x.addr.clone(), offset: x.offset }).collect(),
+        };
+        let groups = match &map {
+            None => {
+                let ranges = if initialized { vec![(0, SLOTS - 1)] } else { Vec::new() };
+                vec![own(ranges)]
+            }
+            Some(st) => st
+                .map
+                .groups
+                .iter()
+                .map(|g| {
+                    if g.id == st.me {
+                        return own(g.ranges.clone());
+                    }
+                    let (peer_leader, nodes, fresh) = c.peer(st, g.id);
+                    let peer_leader = peer_leader.filter(|l| nodes.iter().any(|(id, _)| id == l));
+                    let shown = peer_leader.or_else(|| nodes.first().map(|n| n.0));
+                    let mut members: Vec<Member> = nodes
+                        .iter()
+                        .map(|(id, a)| Member { id: *id, addr: MemberAddr::parse(a).ok(), offset: 0 })
+                        .collect();
+                    members.sort_by_key(|x| (Some(x.id) != shown, x.id));
+                    Group { ranges: g.ranges.clone(), leader: peer_leader, shown_master: shown, fresh, members }
+                })
+                .collect(),
+        };
+        View { me: c.id(), leader, term: m.current_term, initialized, members, applied, map, groups }
     }
 
+    /// `cluster_state:ok`: this group has a leader and, with a map, every slot is assigned and every other
+    /// group owning slots named its leader lately.
     fn ok(&self) -> bool {
-        self.initialized && self.leader.is_some()
+        if !self.initialized || self.leader.is_none() {
+            return false;
+        }
+        match &self.map {
+            None => true,
+            Some(st) => {
+                st.map.assigned() == usize::from(SLOTS) && self.groups.iter().all(|g| g.ranges.is_empty() || g.fresh)
+            }
+        }
+    }
+
+    fn assigned(&self) -> usize {
+        match &self.map {
+            Some(st) => st.map.assigned(),
+            None if self.initialized => usize::from(SLOTS),
+            None => 0,
+        }
     }
 
     fn info(&self) -> String {
         let mut out = String::new();
         let ok = self.ok();
-        let assigned = if self.initialized { SLOTS } else { 0 };
+        let assigned = self.assigned();
+        let known: usize = self.groups.iter().map(|g| g.members.len()).sum();
+        let size = self.groups.iter().filter(|g| !g.ranges.is_empty()).count();
+        let epoch = self.map.as_ref().map_or(self.term, |st| st.map.epoch.max(self.term));
         for (k, v) in [
             ("cluster_state", if ok { "ok".to_string() } else { "fail".to_string() }),
             ("cluster_slots_assigned", assigned.to_string()),
             ("cluster_slots_ok", if ok { assigned.to_string() } else { "0".into() }),
             ("cluster_slots_pfail", "0".into()),
             ("cluster_slots_fail", if ok { "0".into() } else { assigned.to_string() }),
-            ("cluster_known_nodes", self.members.len().max(1).to_string()),
-            ("cluster_size", usize::from(self.initialized).to_string()),
-            ("cluster_current_epoch", self.term.to_string()),
+            ("cluster_known_nodes", known.max(1).to_string()),
+            ("cluster_size", if self.initialized { size.to_string() } else { "0".into() }),
+            ("cluster_current_epoch", epoch.to_string()),
             ("cluster_my_epoch", self.term.to_string()),
             ("cluster_stats_messages_sent", "0".into()),
             ("cluster_stats_messages_received", "0".into()),
@@ -240,66 +411,100 @@ impl View {
         ]))
     }
 
-    /// `CLUSTER SLOTS`: one range, 0-16383, its master (the leader) and replicas; during an election, the last leader this member saw; empty before it saw one.
+    /// `CLUSTER SLOTS`: each group's ranges with its master (the leader) first, then its replicas. During an
+    /// election a group's slots stay with the last leader seen, as a Redis Cluster keeps listing a failed master
+    /// until a replica is promoted: cluster clients keep their map and retry, where a missing range makes
+    /// redis-py's RedisCluster refuse to start ("All slots are not covered").
     fn slots(&self) -> Reply {
-        // During an election the slots stay with the last leader seen (listed first), as a Redis Cluster keeps
-        // listing a failed master until a replica is promoted: cluster clients keep their map and retry, where
-        // an empty reply makes redis-py's RedisCluster refuse to start ("All slots are not covered").
-        if !self.initialized || self.shown_master.is_none() {
+        if !self.initialized {
             return Reply::Array(vec![]);
         }
-        let mut range = vec![Reply::Int(0), Reply::Int(i64::from(SLOTS - 1))];
-        range.extend(self.members.iter().filter_map(View::node_entry));
-        Reply::Array(vec![Reply::Array(range)])
+        let mut out = Vec::new();
+        for g in &self.groups {
+            if g.shown_master.is_none() {
+                continue;
+            }
+            let nodes: Vec<Reply> = g.members.iter().filter_map(View::node_entry).collect();
+            for &(a, b) in &g.ranges {
+                let mut range = vec![Reply::Int(i64::from(a)), Reply::Int(i64::from(b))];
+                range.extend(nodes.iter().cloned());
+                out.push(range);
+            }
+        }
+        out.sort_by_key(|r| match r.first() {
+            Some(Reply::Int(n)) => *n,
+            _ => 0,
+        });
+        Reply::Array(out.into_iter().map(Reply::Array).collect())
     }
 
-    /// `CLUSTER SHARDS`: one shard.
+    /// `CLUSTER SHARDS`: one shard per group.
     fn shards(&self) -> Reply {
         if !self.initialized {
             return Reply::Array(vec![]);
         }
-        let slots = if self.ok() { vec![Reply::Int(0), Reply::Int(i64::from(SLOTS - 1))] } else { vec![] };
-        let nodes = self
-            .members
+        let shards = self
+            .groups
             .iter()
-            .filter_map(|m| {
-                let a = m.addr.as_ref()?;
-                let ip = a.host.trim_start_matches('[').trim_end_matches(']').to_string();
-                let role = if Some(m.id) == self.leader { "master" } else { "replica" };
-                Some(Reply::Map(vec![
-                    (Reply::bulk("id"), Reply::bulk(node_name(m.id))),
-                    (Reply::bulk("port"), Reply::Int(i64::from(a.port))),
-                    (Reply::bulk("ip"), Reply::bulk(ip.clone())),
-                    (Reply::bulk("endpoint"), Reply::bulk(ip)),
-                    (Reply::bulk("role"), Reply::bulk(role)),
-                    (Reply::bulk("replication-offset"), Reply::Int(m.offset as i64)),
-                    (Reply::bulk("health"), Reply::bulk(if self.leader.is_some() { "online" } else { "loading" })),
-                ]))
+            .map(|g| {
+                let slots = if g.fresh {
+                    g.ranges.iter().flat_map(|&(a, b)| [Reply::Int(i64::from(a)), Reply::Int(i64::from(b))]).collect()
+                } else {
+                    vec![]
+                };
+                let nodes = g
+                    .members
+                    .iter()
+                    .filter_map(|m| {
+                        let a = m.addr.as_ref()?;
+                        let ip = a.host.trim_start_matches('[').trim_end_matches(']').to_string();
+                        let role = if Some(m.id) == g.leader { "master" } else { "replica" };
+                        Some(Reply::Map(vec![
+                            (Reply::bulk("id"), Reply::bulk(node_name(m.id))),
+                            (Reply::bulk("port"), Reply::Int(i64::from(a.port))),
+                            (Reply::bulk("ip"), Reply::bulk(ip.clone())),
+                            (Reply::bulk("endpoint"), Reply::bulk(ip)),
+                            (Reply::bulk("role"), Reply::bulk(role)),
+                            (Reply::bulk("replication-offset"), Reply::Int(m.offset as i64)),
+                            (Reply::bulk("health"), Reply::bulk(if g.fresh { "online" } else { "loading" })),
+                        ]))
+                    })
+                    .collect();
+                Reply::Map(vec![
+                    (Reply::bulk("slots"), Reply::Array(slots)),
+                    (Reply::bulk("nodes"), Reply::Array(nodes)),
+                ])
             })
             .collect();
-        Reply::Array(vec![Reply::Map(vec![
-            (Reply::bulk("slots"), Reply::Array(slots)),
-            (Reply::bulk("nodes"), Reply::Array(nodes)),
-        ])])
+        Reply::Array(shards)
     }
 
-    /// `CLUSTER NODES`: Redis's line per node (`id ip:port@cport flags master ping pong epoch link slots`).
+    /// `CLUSTER NODES`: Redis's line per node (`id ip:port@cport flags master ping pong epoch link slots`), every
+    /// group's.
     fn nodes(&self) -> String {
         let mut out = String::new();
-        for m in &self.members {
-            let addr = m.addr.as_ref().map_or_else(|| ":0@0".to_string(), |a| format!("{}@{}", a.resp, a.bus_port));
-            let leads = Some(m.id) == self.leader;
-            let mut flags = String::new();
-            if m.id == self.me {
-                flags.push_str("myself,");
+        for g in &self.groups {
+            let ranges: String =
+                g.ranges.iter().map(|&(a, b)| if a == b { format!(" {a}") } else { format!(" {a}-{b}") }).collect();
+            for m in &g.members {
+                let addr = m.addr.as_ref().map_or_else(|| ":0@0".to_string(), |a| format!("{}@{}", a.resp, a.bus_port));
+                let leads = Some(m.id) == g.shown_master;
+                let mut flags = String::new();
+                if m.id == self.me {
+                    flags.push_str("myself,");
+                }
+                flags.push_str(if leads || g.shown_master.is_none() { "master" } else { "slave" });
+                let master = match g.shown_master {
+                    Some(l) if !leads => node_name(l),
+                    _ => "-".into(),
+                };
+                let slots = if leads { ranges.as_str() } else { "" };
+                out.push_str(&format!(
+                    "{} {addr} {flags} {master} 0 0 {} connected{slots}\n",
+                    node_name(m.id),
+                    self.term
+                ));
             }
-            flags.push_str(if leads || self.leader.is_none() { "master" } else { "slave" });
-            let master = match self.leader {
-                Some(l) if !leads => node_name(l),
-                _ => "-".into(),
-            };
-            let slots = if leads { " 0-16383" } else { "" };
-            out.push_str(&format!("{} {addr} {flags} {master} 0 0 {} connected{slots}\n", node_name(m.id), self.term));
         }
         out
     }

@@ -323,6 +323,24 @@ fn by_specs(facts: &CommandFacts, line: &[Bytes]) -> Option<Vec<FoundKey>> {
     Some(out)
 }
 
+/// True when command `name` (not a container) has exactly one key and it is always argument `at`: one key spec
+/// starting at index `at` with a range of one key, and no rule of its own. Cluster routing (issue 44) then takes
+/// that argument's slot without walking the specs.
+pub fn one_fixed_key(name: &str, at: i32) -> bool {
+    if RULES.contains(&name) {
+        return false;
+    }
+    let Some(f) = lookup(name) else { return false };
+    if !f.subcommands.is_empty() {
+        return false;
+    }
+    matches!(
+        f.key_specs,
+        [KeySpec { begin_search: BeginSearch::Index(i), find_keys: FindKeys::Range { lastkey: 0, .. }, .. }]
+            if *i == i64::from(at)
+    )
+}
+
 /// The commands that have their own rule for finding keys, used when their key specs cannot be followed.
 const RULES: &[&str] = &[
     "bitfield",

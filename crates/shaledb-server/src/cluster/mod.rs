@@ -1,6 +1,12 @@
-//! Replica groups (issue 43): a server started with `--cluster-enabled yes` keeps its data in a raft node
-//! (`shaledb-raft`) and serves it as a Redis Cluster of one shard that owns all 16384 slots: the leader is the
-//! master, the other members its replicas.
+//! Replica groups (issue 43) and slots across them (issue 44): a server started with `--cluster-enabled yes`
+//! keeps its data in a raft node (`shaledb-raft`) and serves it as one shard of a Redis Cluster: the group's
+//! leader is the master, the other members its replicas.
+//!
+//! - Which group owns which of the 16384 slots is the cluster map (map.rs), kept in each group's replicated
+//!   state and set by `CLUSTER SHALEDB-SETMAP` (what `shaledb cluster create` sends); a command whose keys'
+//!   slot ([`slot_of`]) another group owns is answered `-MOVED` to that group's leader, keys in different
+//!   slots `-CROSSSLOT`. Other groups' leaders are learned by asking them (peers.rs). A group without a map
+//!   (formed by `CLUSTER SHALEDB-INIT` alone) owns every slot.
 //!
 //! - The node runs on a runtime of its own (two workers, threads `shaledb-raft`), so the server's one-thread
 //!   runtime never holds up heartbeats, elections or the transport, and the node never waits on a client.
@@ -17,6 +23,9 @@
 //!   ([`Cluster::add_node`], [`Cluster::remove_node`]).
 //! - Members are recorded as `host:port@busport` ([`shaledb_raft::MemberAddr`]): the RESP address clients are
 //!   sent to and the port the transport dials.
+
+pub mod map;
+pub mod peers;
 
 use crate::commands::{Handler, Spec};
 use crate::resp::{Args, Reply};
@@ -67,6 +76,37 @@ pub fn command_slot(spec: &Spec, args: &Args) -> u16 {
     }
 }
 
+/// Redis Cluster's reply to a command whose keys are in different slots.
+pub const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
+
+/// The slot of a data command's keys (Redis Cluster's routing rule): `Ok(None)` for a command with no key (it
+/// runs on any node), `Err(-CROSSSLOT)` when its keys are in different slots. Keys are found as `COMMAND
+/// GETKEYS` finds them (the key specs, and the rules of commands such as EVAL, ZUNIONSTORE and XREAD); a line
+/// whose keys cannot be found (bad arity or arguments) runs here and gets its own error.
+pub fn slot_of(spec: &Spec, args: &Args) -> Result<Option<u16>, Reply> {
+    if matches!(spec.handler, Handler::Conn(_)) {
+        return Ok(None);
+    }
+    // The common case without the key-spec walk: one key at a fixed place.
+    if spec.first_key > 0 && spec.first_key == spec.last_key {
+        let i = spec.first_key as usize;
+        if i < args.len() && crate::commands::server_cmds::facts::one_fixed_key(spec.name, spec.first_key) {
+            return Ok(Some(key_slot(&args[i])));
+        }
+    }
+    let Ok(keys) = crate::commands::server_cmds::facts::getkeys(args) else { return Ok(None) };
+    let mut slot = None;
+    for k in keys {
+        let Some(key) = args.get(k.0) else { continue };
+        let s = key_slot(key);
+        match slot {
+            Some(x) if x != s => return Err(Reply::error(CROSSSLOT)),
+            _ => slot = Some(s),
+        }
+    }
+    Ok(slot)
+}
+
 /// The 40-hex-digit id Redis Cluster tools show for node `id` (the u64 zero-padded).
 pub fn node_name(id: NodeId) -> String {
     format!("{id:040x}")
@@ -105,6 +145,16 @@ pub struct Cluster {
     /// The last leader this member saw (`CLUSTER SLOTS` names it during an election, as a Redis Cluster names
     /// a failed master until a replica takes over).
     last_leader: Mutex<Option<NodeId>>,
+    /// The cluster map this member's group holds (issue 44), read again from the state machine's database
+    /// every 100 ms and after a `CLUSTER SHALEDB-SETMAP` here. `None`: no map, the group owns every slot
+    /// (a group formed by `CLUSTER SHALEDB-INIT` alone, as in issue 43).
+    map: arc_swap::ArcSwapOption<map::Stored>,
+    /// The stored bytes `map` was read from, and why they could not be read, if they could not.
+    map_raw: Mutex<(Option<Vec<u8>>, Option<String>)>,
+    /// What this member learned of the other groups (peers.rs).
+    peers: Mutex<std::collections::HashMap<u64, peers::Peer>>,
+    /// The password sent to other groups' members before asking them (this server's `requirepass`).
+    peer_auth: Option<String>,
 }
 
 /// Redis's reply to `WAIT` on a replica.
@@ -203,7 +253,7 @@ impl Cluster {
                 }
             }
         });
-        Ok(Arc::new(Cluster {
+        let c = Arc::new(Cluster {
             node: Mutex::new(Some(node.clone())),
             node_ref: node,
             runtime: Mutex::new(Some(runtime)),
@@ -214,7 +264,147 @@ impl Cluster {
             quorum_grace,
             last_index: AtomicU64::new(0),
             last_leader: Mutex::new(None),
-        }))
+            map: arc_swap::ArcSwapOption::empty(),
+            map_raw: Mutex::new((None, None)),
+            peers: Mutex::new(std::collections::HashMap::new()),
+            peer_auth: config.requirepass.clone(),
+        });
+        c.reload_map();
+        c.spawn_map_watch();
+        Ok(c)
+    }
+
+    /// Every 100 ms: reads the map again (a follower applies a new one without telling the server), and about
+    /// once a second (every 300 ms while some group's leader is not known) asks the other groups about
+    /// themselves. Stops when the member is dropped.
+    fn spawn_map_watch(self: &Arc<Self>) {
+        let me = Arc::downgrade(self);
+        self.handle.spawn(async move {
+            let mut tick: u64 = 0;
+            loop {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let Some(c) = me.upgrade() else { return };
+                c.reload_map();
+                tick += 1;
+                let Some(stored) = c.map.load_full() else { continue };
+                let missing = stored.map.groups.iter().any(|g| g.id != stored.me && c.peer_leader(g.id).is_none());
+                if tick.is_multiple_of(10) || (missing && tick.is_multiple_of(3)) {
+                    let auth = c.peer_auth.clone();
+                    peers::poll(&stored.map, stored.me, auth.as_deref(), &c.peers).await;
+                }
+            }
+        });
+    }
+
+    /// Reads the stored map again, if it changed.
+    pub fn reload_map(&self) {
+        let got = self.db().get(map::MAP_KEY);
+        let mut raw = self.map_raw.lock();
+        match got {
+            Ok(v) if v == raw.0 => {}
+            Ok(None) => {
+                *raw = (None, None);
+                self.map.store(None);
+            }
+            Ok(Some(v)) => match map::Stored::decode(&v) {
+                Ok(st) => {
+                    *raw = (Some(v), None);
+                    self.map.store(Some(Arc::new(st)));
+                }
+                Err(e) => {
+                    if raw.1.is_none() {
+                        eprintln!("# the stored cluster map cannot be read: {e}; this member answers -CLUSTERDOWN");
+                    }
+                    *raw = (Some(v), Some(e));
+                }
+            },
+            Err(_) => {} // The database is being switched (a snapshot install): next time.
+        }
+    }
+
+    /// The map this member's group holds, if any.
+    pub fn map(&self) -> Option<Arc<map::Stored>> {
+        self.map.load_full()
+    }
+
+    /// Why the stored map could not be read, if it could not.
+    fn map_error(&self) -> Option<String> {
+        self.map_raw.lock().1.clone()
+    }
+
+    /// The leader another group last named, if any.
+    pub fn peer_leader(&self, group: u64) -> Option<NodeId> {
+        self.peers.lock().get(&group).and_then(|p| p.leader)
+    }
+
+    /// What this member knows of group `group` (not its own): `(leader, nodes, leader fresh)`, from the last
+    /// answer, else from the map.
+    pub fn peer(&self, stored: &map::Stored, group: u64) -> (Option<NodeId>, Vec<(NodeId, String)>, bool) {
+        let from_map = stored.map.group(group).map(|g| g.nodes.clone()).unwrap_or_default();
+        match self.peers.lock().get(&group) {
+            Some(p) => {
+                let nodes = if p.nodes.is_empty() { from_map } else { p.nodes.clone() };
+                let fresh = p.led_at.is_some_and(|t| t.elapsed() < peers::FRESH);
+                (p.leader, nodes, fresh)
+            }
+            None => (None, from_map, false),
+        }
+    }
+
+    /// `-MOVED <slot> <addr>` to the group that owns `slot` by the map (its leader's address when known, else
+    /// one of its nodes, which sends the client on), or `-CLUSTERDOWN Hash slot not served`.
+    fn moved_to_owner(&self, stored: &map::Stored, slot: u16) -> Reply {
+        let Some(owner) = stored.map.owner(slot) else {
+            return Reply::error("CLUSTERDOWN Hash slot not served");
+        };
+        let (leader, nodes, _) = self.peer(stored, owner.id);
+        let addr = leader
+            .and_then(|l| nodes.iter().find(|(id, _)| *id == l))
+            .or_else(|| nodes.first())
+            .and_then(|(_, a)| MemberAddr::parse(a).ok());
+        match addr {
+            Some(a) => Reply::error(format!("MOVED {slot} {}", a.resp)),
+            None => Reply::error("CLUSTERDOWN Hash slot not served"),
+        }
+    }
+
+    /// `CLUSTER SHALEDB-SETMAP <group> <map>`, on the leader: records the map (this member's group is `group`)
+    /// through the log. The same map again is an OK; an older or equal epoch with another map is refused.
+    pub async fn set_map(&self, group: u64, text: &str) -> Result<(), String> {
+        let new = map::SlotMap::parse(text)?;
+        if new.group(group).is_none() {
+            return Err(format!("the map names no group {group}"));
+        }
+        let stored = map::Stored { me: group, map: new };
+        if let Some(old) = self.db().get(map::MAP_KEY).map_err(|e| e.to_string())? {
+            match map::Stored::decode(&old) {
+                Ok(o) if o == stored => return Ok(()),
+                Ok(o) if o.map.epoch >= stored.map.epoch => {
+                    return Err(format!(
+                        "the group holds a map of epoch {}: a different map needs a higher epoch than {}",
+                        o.map.epoch, stored.map.epoch
+                    ))
+                }
+                Ok(o) if o.me != group => {
+                    return Err(format!("this group is group {} of the map it holds, not {group}", o.me))
+                }
+                _ => {}
+            }
+        }
+        let mut batch = WriteBatch::new();
+        batch.put(map::MAP_KEY, stored.encode());
+        let node = self.node_ref.clone();
+        let r = self.handle.spawn(async move { node.propose_at(&batch).await.map_err(|e| e.to_string()) }).await;
+        match r {
+            Ok(Ok((Response::Applied, _))) => {
+                self.reload_map();
+                Ok(())
+            }
+            Ok(Ok((Response::Rejected { reason }, _))) => Err(format!("the group refused the map: {reason}")),
+            Ok(Ok((other, _))) => Err(format!("unexpected response {other:?}")),
+            Ok(Err(e)) => Err(e),
+            Err(e) => Err(format!("the raft runtime: {e}")),
+        }
     }
 
     /// The leader now, or while none is known (an election), the last one this member saw.
@@ -281,7 +471,10 @@ impl Cluster {
     ///   holds, else after a read-index round ([`Cluster::linearize`]).
     /// - Elsewhere: a read on a connection that sent `READONLY` runs on this member's state (possibly stale);
     ///   anything else gets `-MOVED` to the leader, or `-CLUSTERDOWN` when no leader is known.
-    pub fn gate(&self, spec: &Spec, args: &Args, readonly: bool) -> Gate {
+    ///
+    /// `slot` is the slot of the command's keys ([`slot_of`]); with a cluster map, a slot another group owns is
+    /// answered `-MOVED` to that group (on any member, before anything else).
+    pub fn gate(&self, spec: &Spec, args: &Args, readonly: bool, slot: Option<u16>) -> Gate {
         let write = match spec.handler {
             Handler::Write(_) => true,
             Handler::Read(_) => false,
@@ -295,6 +488,17 @@ impl Cluster {
         if !running {
             // Its state is frozen where the raft stopped: not even a READONLY read is served from it.
             return Gate::Refuse(clusterdown(self.stopped().as_deref()));
+        }
+        if let Some(why) = self.map_error() {
+            return Gate::Refuse(clusterdown(Some(&format!("the stored cluster map cannot be read: {why}"))));
+        }
+        if let Some(slot) = slot {
+            let stored = self.map.load();
+            if let Some(stored) = stored.as_deref() {
+                if !stored.owns(slot) {
+                    return Gate::Refuse(self.moved_to_owner(stored, slot));
+                }
+            }
         }
         if state == ServerState::Leader {
             if write || self.lease_holds(term) {
