@@ -74,8 +74,8 @@ enum Command {
     /// A Redis-protocol server on a database directory (redis-cli, redis-benchmark and client libraries
     /// work against it), durable by default: a write is acknowledged after its fsync (group commit).
     Server(shaledb_server::ServerArgs),
-    /// Replica groups of servers started with --cluster-enabled yes: `cluster create HOST:PORT HOST:PORT
-    /// HOST:PORT --replicas 2` (redis-cli --cluster create's arguments).
+    /// Replica groups of servers started with --cluster-enabled yes, sharing the 16384 slots: `cluster create
+    /// HOST:PORT ... --replicas 2` (redis-cli --cluster create's arguments; 6 nodes make two groups of three).
     #[command(subcommand)]
     Cluster(cluster::ClusterCommand),
     /// Make `DIR/db_bench` a link to this binary: run as `db_bench`, it is `shaledb bench`, so RocksDB's

@@ -1,6 +1,6 @@
 //! `shaledb cluster create` (issue 43) with the real binary: three `shaledb server --cluster-enabled yes`
-//! processes on 127.0.0.1 formed into one replica group, the node count checked against `--replicas`, and a
-//! second create refused.
+//! processes on 127.0.0.1 formed into one replica group (one group owning every slot, with a map, issue 44), the
+//! node count checked against `--replicas`, and a second create refused.
 
 mod common;
 
@@ -12,15 +12,16 @@ fn cluster_create_forms_one_group_of_three_servers() {
     let (nodes, addrs) = start_answering(tmp.path(), 3);
     let a: Vec<&str> = addrs.iter().map(String::as_str).collect();
 
-    // Node counts that are not one group of N+1 are refused before anything is sent.
-    let (code, _, err) = common::shaledb(&["cluster", "create", a[0], a[1], a[2]]);
+    // Node counts that are not whole groups of N+1 are refused before anything is sent.
+    let (code, _, err) = common::shaledb(&["cluster", "create", a[0], a[1], a[2], "--replicas", "1"]);
     assert_eq!(code, Some(1));
-    assert!(err.contains("issue 44"), "{err}");
+    assert!(err.contains("a multiple of 2"), "{err}");
     let (code, _, err) = common::shaledb(&["cluster", "create", a[0], a[1], "--replicas", "2"]);
     assert_eq!(code, Some(1), "{err}");
 
     let out = common::ok(&["cluster", "create", a[0], a[1], a[2], "--replicas", "2", "--timeout", "30"]);
-    assert!(out.contains("[OK] All 3 nodes agree"), "{out}");
+    assert!(out.contains("[OK] All 3 nodes agree about slots configuration."), "{out}");
+    assert!(out.contains("[OK] All 16384 slots covered."), "{out}");
     for n in &nodes {
         let info = cmd(n.port, &["CLUSTER", "INFO"]).unwrap();
         assert!(info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:3"), "{info}");

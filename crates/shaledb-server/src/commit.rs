@@ -514,6 +514,9 @@ fn commit_group(
         // next to the proposal's round trip.
         ctx.db = crate::store::DbRef::Shared(store.db());
         ctx.forget_dead_ranges();
+        // The cluster map as applied now (issue 44): a map recorded since a command passed the gate (a slot
+        // frozen for a move, or moved away) decides, so no write lands on a slot after its freeze.
+        c.reload_map();
         if let Err(e) = ctx.load_versions() {
             for job in group.drain(..) {
                 let why = format!("reading the collection registry failed: {e}");
@@ -528,12 +531,21 @@ fn commit_group(
     ctx.touched.clear();
     let mut replies: Vec<Vec<Reply>> = Vec::with_capacity(group.len());
     let mut count = 0u64;
+    let cluster = store.cluster().cloned();
     for job in group.iter() {
         ctx.db_index = job.db_index;
         ctx.client = job.client;
         let mut r = Vec::with_capacity(job.cmds.len());
         for (spec, args) in &job.cmds {
             count += 1;
+            // A map this group held when the group began (the commit step's own map changes take effect
+            // from the next group).
+            if let Some(c) = &cluster {
+                if let Some(refusal) = c.map().and_then(|st| c.commit_check(&st, spec, args)) {
+                    r.push(refusal);
+                    continue;
+                }
+            }
             ctx.take_watch_inbox();
             let before = ctx.write_counts();
             let reply = match spec.handler {

@@ -77,3 +77,113 @@ pub fn start_answering(root: &std::path::Path, n: usize) -> (Vec<Node>, Vec<Stri
     let addrs = nodes.iter().map(|node| format!("127.0.0.1:{}", node.port)).collect();
     (nodes, addrs)
 }
+
+/// A whole RESP2 reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resp {
+    Simple(String),
+    Err(String),
+    Int(i64),
+    Bulk(Option<String>),
+    Array(Option<Vec<Resp>>),
+}
+
+impl Resp {
+    /// A simple or bulk string's text, an integer's digits.
+    pub fn text(&self) -> Option<String> {
+        match self {
+            Resp::Simple(s) | Resp::Bulk(Some(s)) => Some(s.clone()),
+            Resp::Int(n) => Some(n.to_string()),
+            _ => None,
+        }
+    }
+
+    pub fn int(&self) -> Option<i64> {
+        match self {
+            Resp::Int(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    /// An array's elements (empty for anything else).
+    pub fn items(&self) -> &[Resp] {
+        match self {
+            Resp::Array(Some(v)) => v,
+            _ => &[],
+        }
+    }
+}
+
+fn read_resp(r: &mut impl BufRead, depth: usize) -> Option<Resp> {
+    if depth > 16 {
+        return None;
+    }
+    let mut line = String::new();
+    r.read_line(&mut line).ok()?;
+    let line = line.strip_suffix("\r\n")?;
+    let (kind, rest) = line.split_at(1.min(line.len()));
+    Some(match kind {
+        "+" => Resp::Simple(rest.to_string()),
+        "-" => Resp::Err(rest.to_string()),
+        ":" => Resp::Int(rest.parse().ok()?),
+        "$" => match rest.parse::<i64>().ok()? {
+            n if n < 0 => Resp::Bulk(None),
+            n => {
+                let mut body = vec![0u8; n as usize + 2];
+                r.read_exact(&mut body).ok()?;
+                Resp::Bulk(Some(String::from_utf8_lossy(&body[..n as usize]).into_owned()))
+            }
+        },
+        "*" => match rest.parse::<i64>().ok()? {
+            n if n < 0 => Resp::Array(None),
+            n => Resp::Array(Some((0..n).map(|_| read_resp(r, depth + 1)).collect::<Option<_>>()?)),
+        },
+        _ => return None,
+    })
+}
+
+/// One command and its whole reply; `None` when the node does not answer.
+pub fn query(port: u16, args: &[&str]) -> Option<Resp> {
+    let s = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(500)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let mut req = format!("*{}\r\n", args.len());
+    for a in args {
+        req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    (&s).write_all(req.as_bytes()).ok()?;
+    read_resp(&mut BufReader::new(s), 0)
+}
+
+/// Whether the node on `port` is a master by ROLE (a leader of its group).
+pub fn is_master(port: u16) -> bool {
+    query(port, &["ROLE"]).is_some_and(|r| r.items().first().and_then(Resp::text).as_deref() == Some("master"))
+}
+
+/// The index in `nodes` of the one ROLE calls master, waiting up to `limit` for one; `None` after that.
+pub fn wait_master(nodes: &[&Node], limit: Duration) -> Option<usize> {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(i) = nodes.iter().position(|n| is_master(n.port)) {
+            return Some(i);
+        }
+        if started.elapsed() >= limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A command sent to `port` that follows `-MOVED <slot> <host:port>` (at most 3 hops, loopback only): the
+/// final reply.
+pub fn query_following(port: u16, args: &[&str]) -> Option<Resp> {
+    let mut port = port;
+    for _ in 0..4 {
+        match query(port, args)? {
+            Resp::Err(e) if e.starts_with("MOVED ") => {
+                port = e.rsplit(':').next()?.parse().ok()?;
+            }
+            r => return Some(r),
+        }
+    }
+    None
+}

@@ -9,10 +9,11 @@
 //!
 //! ```text
 //! stored   := "self " group_id "\n" map
-//! map      := "epoch " u64 "\n" (group "\n" (node "\n")*)+
+//! map      := "epoch " u64 "\n" (group "\n" (node "\n")*)+ (move "\n")*
 //! group    := "group " group_id " " ranges          group ids are 1.. and unique
 //! ranges   := "-" | range ("," range)*              range := slot | slot "-" slot, slots 0..=16383
 //! node     := "node " group_id " " node_id " " host ":" port "@" busport
+//! move     := "moving " slot " " from_group " " to_group   a slot being moved (moves.rs): from_group owns it
 //! ```
 //!
 //! Every number is checked before it is used; ranges may not overlap between groups; a node belongs to one
@@ -53,11 +54,14 @@ pub struct SlotMap {
     pub groups: Vec<GroupSpec>,
     /// For each slot, the index in `groups` of its owner, or `NONE`.
     owner: Vec<u16>,
+    /// Slots being moved: `(slot, from group, to group)`, in slot order. The owner (`from`) refuses writes
+    /// to them (`-TRYAGAIN`) and the receiver refuses every command on them until the move's last map.
+    pub moves: Vec<(u16, u64, u64)>,
 }
 
 impl PartialEq for SlotMap {
     fn eq(&self, other: &SlotMap) -> bool {
-        self.epoch == other.epoch && self.groups == other.groups
+        self.epoch == other.epoch && self.groups == other.groups && self.moves == other.moves
     }
 }
 
@@ -76,6 +80,7 @@ impl SlotMap {
         }
         let mut epoch = None;
         let mut groups: Vec<GroupSpec> = Vec::new();
+        let mut moves: Vec<(u16, u64, u64)> = Vec::new();
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() {
@@ -115,7 +120,25 @@ impl SlotMap {
                     }
                     g.nodes.push((node, addr.to_string()));
                 }
-                _ => return Err(at(format!("'{line}' is not 'epoch N', 'group ID RANGES' or 'node ID NODE ADDR'"))),
+                ["moving", s, from, to] => {
+                    let s = slot(s).map_err(at)?;
+                    let (from, to) = (group_id(from).map_err(at)?, group_id(to).map_err(at)?);
+                    if from == to {
+                        return Err(at(format!("slot {s} moves from group {from} to itself")));
+                    }
+                    if moves.iter().any(|m| m.0 == s) {
+                        return Err(at(format!("slot {s} is moving twice")));
+                    }
+                    if moves.len() == usize::from(SLOTS) {
+                        return Err(at("too many moving lines".into()));
+                    }
+                    moves.push((s, from, to));
+                }
+                _ => {
+                    return Err(at(format!(
+                        "'{line}' is not 'epoch N', 'group ID RANGES', 'node ID NODE ADDR' or 'moving SLOT FROM TO'"
+                    )))
+                }
             }
         }
         let epoch = epoch.ok_or("the map has no epoch line")?;
@@ -142,7 +165,17 @@ impl SlotMap {
                 }
             }
         }
-        Ok(SlotMap { epoch, groups, owner })
+        moves.sort_unstable();
+        for &(s, from, to) in &moves {
+            if groups.iter().all(|g| g.id != to) {
+                return Err(format!("slot {s} moves to group {to}, which the map does not name"));
+            }
+            let owner = owner[usize::from(s)];
+            if owner == NONE || groups[usize::from(owner)].id != from {
+                return Err(format!("slot {s} moves from group {from}, which does not own it"));
+            }
+        }
+        Ok(SlotMap { epoch, groups, owner, moves })
     }
 
     /// The map text, in the canonical form `parse` reads back to an equal map.
@@ -153,6 +186,9 @@ impl SlotMap {
             for (id, addr) in &g.nodes {
                 let _ = writeln!(out, "node {} {} {addr}", g.id, node_name(*id));
             }
+        }
+        for (s, from, to) in &self.moves {
+            let _ = writeln!(out, "moving {s} {from} {to}");
         }
         out
     }
@@ -168,6 +204,14 @@ impl SlotMap {
     /// Group `id`.
     pub fn group(&self, id: u64) -> Option<&GroupSpec> {
         self.groups.iter().find(|g| g.id == id)
+    }
+
+    /// `(from, to)` when `slot` is being moved.
+    pub fn moving(&self, slot: u16) -> Option<(u64, u64)> {
+        if self.moves.is_empty() {
+            return None;
+        }
+        self.moves.binary_search_by_key(&slot, |m| m.0).ok().map(|i| (self.moves[i].1, self.moves[i].2))
     }
 
     /// How many slots some group owns.
@@ -315,6 +359,22 @@ mod tests {
         assert!(Stored::decode(b"self 3\nepoch 1\ngroup 1 -\nnode 1 1 h:1@2\n").unwrap_err().contains("group 3"));
         assert!(Stored::decode(b"\xff").is_err());
         assert!(Stored::decode(b"epoch 1\n").is_err());
+    }
+
+    #[test]
+    fn moving_slots_are_checked_and_kept() {
+        let base = "epoch 1\ngroup 1 0-9\nnode 1 1 h:1@2\ngroup 2 10-16383\nnode 2 2 h:3@4\n";
+        let m = SlotMap::parse(&format!("{base}moving 5 1 2\nmoving 11 2 1\n")).unwrap();
+        assert_eq!(m.moving(5), Some((1, 2)));
+        assert_eq!(m.moving(11), Some((2, 1)));
+        assert_eq!(m.moving(6), None);
+        assert_eq!(SlotMap::parse(&m.text()).unwrap(), m);
+        let bad = |t: &str| SlotMap::parse(&format!("{base}{t}")).unwrap_err();
+        assert!(bad("moving 5 2 1\n").contains("does not own it"));
+        assert!(bad("moving 5 1 3\n").contains("does not name"));
+        assert!(bad("moving 5 1 1\n").contains("to itself"));
+        assert!(bad("moving 5 1 2\nmoving 5 1 2\n").contains("moving twice"));
+        assert!(bad("moving 16384 1 2\n").contains("not a slot"));
     }
 
     #[test]

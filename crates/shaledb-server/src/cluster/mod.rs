@@ -368,41 +368,60 @@ impl Cluster {
         }
     }
 
-    /// `CLUSTER SHALEDB-SETMAP <group> <map>`, on the leader: records the map (this member's group is `group`)
-    /// through the log. The same map again is an OK; an older or equal epoch with another map is refused.
-    pub async fn set_map(&self, group: u64, text: &str) -> Result<(), String> {
-        let new = map::SlotMap::parse(text)?;
-        if new.group(group).is_none() {
-            return Err(format!("the map names no group {group}"));
-        }
-        let stored = map::Stored { me: group, map: new };
-        if let Some(old) = self.db().get(map::MAP_KEY).map_err(|e| e.to_string())? {
-            match map::Stored::decode(&old) {
-                Ok(o) if o == stored => return Ok(()),
-                Ok(o) if o.map.epoch >= stored.map.epoch => {
-                    return Err(format!(
-                        "the group holds a map of epoch {}: a different map needs a higher epoch than {}",
-                        o.map.epoch, stored.map.epoch
-                    ))
-                }
-                Ok(o) if o.me != group => {
-                    return Err(format!("this group is group {} of the map it holds, not {group}", o.me))
-                }
-                _ => {}
+    /// Why a command on `slot` does not run here by map `st`, if it does not: `-MOVED` to the owner's group,
+    /// `-TRYAGAIN` while the slot moves (the source refuses writes, the target everything), `-CLUSTERDOWN`
+    /// for a slot of no group.
+    pub fn slot_refusal(&self, st: &map::Stored, slot: u16, write: bool) -> Option<Reply> {
+        if let Some((from, to)) = st.map.moving(slot) {
+            if to == st.me || (from == st.me && write) {
+                return Some(Reply::error(format!(
+                    "TRYAGAIN Slot {slot} is being moved from group {from} to group {to}; try again shortly"
+                )));
             }
         }
-        let mut batch = WriteBatch::new();
-        batch.put(map::MAP_KEY, stored.encode());
+        if st.owns(slot) {
+            return None;
+        }
+        Some(self.moved_to_owner(st, slot))
+    }
+
+    /// The commit step's check of one write before it executes (the gate's may be stale: a map may have
+    /// been recorded since): `Some(reply)` to answer instead. A transaction's queued commands are checked
+    /// one by one.
+    pub fn commit_check(&self, st: &map::Stored, spec: &Spec, args: &Args) -> Option<Reply> {
+        // The commit step's own WATCH bookkeeping (its first argument is a client id, not a key).
+        if matches!(spec.name, "watch" | "unwatch") {
+            return None;
+        }
+        if spec.name == "exec" {
+            for line in crate::commands::multi::queued_lines(args) {
+                let Some(inner) = crate::commands::lookup(&line[0]) else { continue };
+                match slot_of(inner, &line.to_vec()) {
+                    Err(r) => return Some(r),
+                    Ok(Some(slot)) => {
+                        if let Some(r) = self.slot_refusal(st, slot, true) {
+                            return Some(r);
+                        }
+                    }
+                    Ok(None) => {}
+                }
+            }
+            return None;
+        }
+        match slot_of(spec, args) {
+            Err(r) => Some(r),
+            Ok(Some(slot)) => self.slot_refusal(st, slot, true),
+            Ok(None) => None,
+        }
+    }
+
+    /// A read-index round on the node's runtime (openraft's `ensure_linearizable`): once it returns, this
+    /// member led after the call started and has applied everything committed before it.
+    pub async fn read_barrier(&self) -> Result<(), String> {
         let node = self.node_ref.clone();
-        let r = self.handle.spawn(async move { node.propose_at(&batch).await.map_err(|e| e.to_string()) }).await;
-        match r {
-            Ok(Ok((Response::Applied, _))) => {
-                self.reload_map();
-                Ok(())
-            }
-            Ok(Ok((Response::Rejected { reason }, _))) => Err(format!("the group refused the map: {reason}")),
-            Ok(Ok((other, _))) => Err(format!("unexpected response {other:?}")),
-            Ok(Err(e)) => Err(e),
+        match self.handle.spawn(async move { node.ensure_linearizable().await }).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
             Err(e) => Err(format!("the raft runtime: {e}")),
         }
     }
@@ -494,10 +513,8 @@ impl Cluster {
         }
         if let Some(slot) = slot {
             let stored = self.map.load();
-            if let Some(stored) = stored.as_deref() {
-                if !stored.owns(slot) {
-                    return Gate::Refuse(self.moved_to_owner(stored, slot));
-                }
+            if let Some(r) = stored.as_deref().and_then(|st| self.slot_refusal(st, slot, write)) {
+                return Gate::Refuse(r);
             }
         }
         if state == ServerState::Leader {
@@ -506,7 +523,9 @@ impl Cluster {
             }
             return Gate::Linearize;
         }
-        if !write && readonly {
+        // A read on a follower after READONLY, or a read of no key (DBSIZE, SCAN, KEYS, RANDOMKEY: each node
+        // answers for itself, as a Redis Cluster replica does), runs on this member's state, possibly stale.
+        if !write && (readonly || slot.is_none()) {
             return Gate::Go;
         }
         Gate::Refuse(self.redirect(spec, args, None))

@@ -66,7 +66,7 @@ fn parse_options(args: &[Bytes]) -> Result<Options, Reply> {
 }
 
 /// `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]`.
-fn restore(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
+pub(crate) fn restore(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let key = &args[1];
     let o = tri!(parse_options(&args[4..]));
     let existing = tri!(ctx.get_meta(key));

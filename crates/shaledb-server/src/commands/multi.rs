@@ -238,6 +238,22 @@ fn exec_outside(s: &mut Session, _: &Shared, _: &Args) -> Reply {
 
 /// Runs a transaction's commands in the commit step, unless a key its client watches changed (then a nil
 /// array, and nothing runs).
+/// The queued command lines of an `EXEC_JOB`'s arguments (a malformed count ends the list).
+pub fn queued_lines(args: &Args) -> Vec<&[Bytes]> {
+    let mut out = Vec::new();
+    let mut i = 2;
+    while i < args.len() {
+        match std::str::from_utf8(&args[i]).ok().and_then(|s| s.parse::<usize>().ok()) {
+            Some(n) if n >= 1 && n < args.len() - i => {
+                out.push(&args[i + 1..i + 1 + n]);
+                i += 1 + n;
+            }
+            _ => break,
+        }
+    }
+    out
+}
+
 fn exec_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let Some(client) = args.get(1).and_then(|a| parse_id(a)) else {
         return Reply::err("internal: malformed transaction");

@@ -71,6 +71,8 @@ fn cluster_two_groups_route_by_slot_refuse_cross_slot_and_keep_their_map() {
     assert!(e.contains("not a group id"), "{e}");
     let e = error_of(setmap(0, "3", &map_text(1, "0-8191", "8192-16383", &ids, &addrs)));
     assert!(e.contains("names no group 3"), "{e}");
+    let e = error_of(setmap(0, "2", &map_text(1, "0-8191", "8192-16383", &ids, &addrs)));
+    assert!(e.contains("lists it in group 1"), "a map giving this group another's members: {e}");
     let e = error_of(setmap(0, "1", &map_text(1, "0-8192", "8192-16383", &ids, &addrs)));
     assert!(e.contains("slot 8192 is given to groups 1 and 2"), "{e}");
     let e = error_of(setmap(f2, "2", &map_text(1, "0-8191", "8192-16383", &ids, &addrs)));

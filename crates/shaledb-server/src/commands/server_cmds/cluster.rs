@@ -55,6 +55,13 @@ pub fn cluster_cmd(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
     if args[1].eq_ignore_ascii_case(b"shaledb-group") {
         return group(c);
     }
+    if args[1].eq_ignore_ascii_case(b"shaledb-map") {
+        // The map this member's group holds (its `self` line first), nil without one.
+        return match c.map() {
+            Some(st) => Reply::Bulk(Bytes::from(st.encode())),
+            None => Reply::Nil,
+        };
+    }
     if is_membership_change(args) {
         // A connection runs these itself (server.rs); here only from MULTI or a script.
         return Reply::err(format!(
@@ -100,37 +107,15 @@ pub fn is_membership_change(args: &Args) -> bool {
     args.len() >= 2
         && (args[1].eq_ignore_ascii_case(b"shaledb-add-node")
             || args[1].eq_ignore_ascii_case(b"shaledb-remove-node")
-            || args[1].eq_ignore_ascii_case(b"shaledb-setmap"))
-}
-
-/// `CLUSTER SHALEDB-SETMAP <group-id> <map>` (issue 44), on the leader (elsewhere `-MOVED 0 <leader>`): records
-/// the cluster map in the group's log (cluster/map.rs has the text's grammar).
-async fn set_map(c: &Arc<Cluster>, args: &Args) -> Reply {
-    if args.len() != 4 {
-        return Reply::err(
-            "wrong number of arguments for CLUSTER SHALEDB-SETMAP: CLUSTER SHALEDB-SETMAP <group-id> <map>",
-        );
-    }
-    let gid = match std::str::from_utf8(&args[2]).ok().and_then(|g| g.parse::<u64>().ok()) {
-        Some(g) if g > 0 => g,
-        _ => return Reply::err(format!("'{}' is not a group id (a number from 1)", String::from_utf8_lossy(&args[2]))),
-    };
-    let Ok(text) = std::str::from_utf8(&args[3]) else { return Reply::err("the map is not text") };
-    if !c.is_leader() {
-        return c.to_leader();
-    }
-    match c.set_map(gid, text).await {
-        Ok(()) => Reply::Ok,
-        Err(e) => Reply::err(format!("CLUSTER SHALEDB-SETMAP failed: {e}")),
-    }
+            || super::slot_moves::is_slot_move(args))
 }
 
 /// `CLUSTER SHALEDB-ADD-NODE <id> <host:port@busport>` and `CLUSTER SHALEDB-REMOVE-NODE <id>`, on the leader
 /// (elsewhere `-MOVED 0 <leader>`). The node id is CLUSTER MYID's 40 hex digits (or decimal).
 pub async fn membership_change(shared: &Shared, args: &Args) -> Reply {
     let Some(c) = shared.store.cluster() else { return reply(args) };
-    if args[1].eq_ignore_ascii_case(b"shaledb-setmap") {
-        return set_map(c, args).await;
+    if super::slot_moves::is_slot_move(args) {
+        return super::slot_moves::run(shared, c, args).await;
     }
     let add = args[1].eq_ignore_ascii_case(b"shaledb-add-node");
     let name = if add { "SHALEDB-ADD-NODE" } else { "SHALEDB-REMOVE-NODE" };

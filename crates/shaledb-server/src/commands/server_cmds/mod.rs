@@ -32,6 +32,7 @@ pub mod monitor;
 pub mod pause;
 mod role;
 mod save;
+pub mod slot_moves;
 pub mod slowlog;
 pub mod stats;
 
