@@ -188,6 +188,33 @@ impl Registry {
         found
     }
 
+    /// Ends the wait of every client blocked on a key for which `refusal` gives a reply, with that reply (a
+    /// cluster member whose map moved the key's slot away or froze it: the client is sent on, as Redis
+    /// Cluster unblocks clients of a slot that moved with `-MOVED`). Returns how many were ended.
+    pub fn refuse_where(&self, refusal: impl Fn(u8, &[u8]) -> Option<Reply>) -> usize {
+        let mut inner = self.inner.lock();
+        let mut ended: Vec<(Arc<Waiter>, Reply)> = Vec::new();
+        for ((db, key), q) in &inner.by_key {
+            let Some(r) = refusal(*db, key) else { continue };
+            for w in q {
+                if !ended.iter().any(|(x, _)| x.id == w.id) {
+                    ended.push((w.clone(), r.clone()));
+                }
+            }
+        }
+        for (w, _) in &ended {
+            self.unlink(&mut inner, w);
+        }
+        drop(inner);
+        let n = ended.len();
+        for (w, r) in ended {
+            if let Some(tx) = w.tx.lock().take() {
+                let _ = tx.send(r);
+            }
+        }
+        n
+    }
+
     /// The client stops waiting (timeout, disconnect). `false` when the commit step already took the
     /// waiter: its reply is coming.
     fn cancel(&self, w: &Waiter) -> bool {

@@ -403,6 +403,8 @@ fn commit_loop(store: &Store, rx: crossbeam_channel::Receiver<Job>) {
 struct Committer {
     group: Vec<Job>,
     ctx: WriteCtx<'static>,
+    /// A cluster member: the map its blocked clients were last checked against.
+    checked_map: Option<Arc<crate::cluster::map::Stored>>,
 }
 
 /// Commands that may run for as long as their script does (`busy-reply-threshold` and SCRIPT KILL apply).
@@ -427,7 +429,7 @@ impl Committer {
         if let Err(e) = ctx.load_versions() {
             store.set_read_only(format!("reading the collection registry failed: {e}"));
         }
-        Committer { group: Vec::new(), ctx }
+        Committer { group: Vec::new(), ctx, checked_map: None }
     }
 
     /// Takes `first` and every job waiting behind it (up to [`Store::max_group_commands`] commands) as the
@@ -453,7 +455,7 @@ impl Committer {
 
     /// Commits the gathered group and answers its jobs.
     fn commit(&mut self, store: &Store) {
-        let Committer { group, ctx } = self;
+        let Committer { group, ctx, checked_map } = self;
         ctx.stream_node_max_entries = store.stream_node_max_entries.load(Ordering::Relaxed);
         ctx.hll_sparse_max_bytes = store.hll_sparse_max_bytes.load(Ordering::Relaxed);
         ctx.notify_flags = crate::notify::effective(store.notify_flags.load(Ordering::Relaxed));
@@ -471,6 +473,24 @@ impl Committer {
         // The group is durable whatever serving did.
         for (tx, r) in answers {
             let _ = tx.send(r);
+        }
+        // A cluster member whose map changed (this group may have recorded one): clients blocked on a key of a
+        // slot now frozen or owned elsewhere are sent on (-TRYAGAIN, -MOVED) instead of waiting for pushes
+        // that can no longer come here.
+        if let Some(c) = store.cluster() {
+            c.reload_map();
+            let now = c.map();
+            let same = match (&now, &*checked_map) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            };
+            if !same {
+                if let Some(st) = &now {
+                    store.blocking.refuse_where(|_, key| c.slot_refusal(st, crate::cluster::key_slot(key), true));
+                }
+                *checked_map = now;
+            }
         }
         store.publish_events();
         if r.is_err() {

@@ -182,3 +182,159 @@ fn cluster_two_groups_route_by_slot_refuse_cross_slot_and_keep_their_map() {
     assert_eq!(try_cmd(nodes[0].addr(), &["GET", &a]), Some(Resp::Bulk(b"va".to_vec())));
     assert_eq!(try_cmd(nodes[0].addr(), &["GET", &b]), Some(Resp::Error(to_g2)));
 }
+
+/// A slot moved by hand with the move commands while a client INCRs a key in it and others push to a list
+/// and write a hash there: every acknowledged INCR is counted in the value the new owner holds (the freeze is
+/// ordered with the writes: none is applied on the source after the export read it), writes refused during
+/// the move say `-TRYAGAIN`, and the refusals of the move commands say why.
+#[test]
+fn cluster_slot_move_keeps_every_acknowledged_write() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut nodes: Vec<NodeProc> = (0..2).map(|i| spawn_node(&tmp.path().join(format!("m{i}")))).collect();
+    for n in &mut nodes {
+        wait_answering(n, Duration::from_secs(20));
+    }
+    let ids = node_ids(&nodes);
+    let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}@{}", n.port, n.bus)).collect();
+    for i in 0..2 {
+        let init = init_command(&ids[i..=i], &addrs[i..=i]);
+        let a: Vec<&str> = init.iter().map(String::as_str).collect();
+        assert_eq!(try_cmd(nodes[i].addr(), &a), Some(ok()));
+        poll(WAIT, "the group leads", || is_master(nodes[i].addr()).then_some(()));
+    }
+    let map = |epoch: u64, g1: &str, g2: &str, moving: &str| {
+        format!(
+            "epoch {epoch}\ngroup 1 {g1}\nnode 1 {} {}\ngroup 2 {g2}\nnode 2 {} {}\n{moving}",
+            ids[0], addrs[0], ids[1], addrs[1]
+        )
+    };
+    let setmap = |i: usize, gid: &str, text: &str| try_cmd(nodes[i].addr(), &["CLUSTER", "SHALEDB-SETMAP", gid, text]);
+    let m1 = map(1, "0-8191", "8192-16383", "");
+    assert_eq!(setmap(0, "1", &m1), Some(ok()));
+    assert_eq!(setmap(1, "2", &m1), Some(ok()));
+
+    // Slot 100 moves from group 1 to group 2.
+    let slot: u16 = 100;
+    let k = |name: &str| format!("{{{}}}{name}", key_in(slot));
+    let (counter, list, hash) = (k("n"), k("l"), k("h"));
+    let mut c = crate::helpers::Client::connect(nodes[0].addr());
+    assert_eq!(c.cmd(&["HSET", &hash, "f", "1"]), Resp::Int(1));
+    assert_eq!(c.cmd(&["SET", &k("ttl"), "v", "PX", "600000"]), ok());
+
+    // The move commands refuse out of turn.
+    let e = error_of(try_cmd(nodes[0].addr(), &["CLUSTER", "SHALEDB-EXPORT", "100", "", "10"]));
+    assert!(e.contains("not moving from this group"), "{e}");
+    let e = error_of(try_cmd(nodes[1].addr(), &["CLUSTER", "SHALEDB-IMPORT", "100", "1"]));
+    assert!(e.contains("not moving to this group"), "{e}");
+    let e = error_of(try_cmd(nodes[0].addr(), &["CLUSTER", "SHALEDB-DROPSLOT", "100"]));
+    assert!(e.contains("its keys stay"), "{e}");
+    let e = error_of(try_cmd(nodes[0].addr(), &["CLUSTER", "SHALEDB-EXPORT", "100", ""]));
+    assert!(e.contains("wrong number of arguments"), "{e}");
+
+    // Writers, until told to stop: each counts what was acknowledged.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = |key: String, op: &'static str| {
+        let stop = stop.clone();
+        let addrs = [nodes[0].addr(), nodes[1].addr()];
+        std::thread::spawn(move || {
+            let (mut acked, mut retried, mut at) = (0u64, 0u64, 0usize);
+            let mut c = crate::helpers::Client::connect(addrs[at]);
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && std::time::Instant::now() < deadline {
+                let r = match op {
+                    "incr" => c.cmd(&["INCR", &key]),
+                    _ => c.cmd(&["RPUSH", &key, "x"]),
+                };
+                match r {
+                    Resp::Int(_) => acked += 1,
+                    Resp::Error(e) if e.starts_with("TRYAGAIN") => {
+                        retried += 1;
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                    Resp::Error(e) if e.starts_with("MOVED") => {
+                        at = 1 - at;
+                        c = crate::helpers::Client::connect(addrs[at]);
+                    }
+                    other => panic!("{op} {key}: {other:?}"),
+                }
+            }
+            (acked, retried)
+        })
+    };
+    // A client blocked on a key of the slot.
+    let blocked = {
+        let (addr, key) = (nodes[0].addr(), k("q"));
+        std::thread::spawn(move || crate::helpers::Client::connect(addr).cmd(&["BLPOP", &key, "20"]))
+    };
+    let w1 = writer(counter.clone(), "incr");
+    let w2 = writer(list.clone(), "rpush");
+    std::thread::sleep(Duration::from_millis(300));
+
+    let m2 = map(2, "0-8191", "8192-16383", "moving 100 1 2\n");
+    assert_eq!(setmap(1, "2", &m2), Some(ok()));
+    assert_eq!(setmap(0, "1", &m2), Some(ok()));
+    // The blocked client is sent away rather than left waiting for a push that cannot come.
+    let r = blocked.join().expect("blocked client");
+    assert!(matches!(&r, Resp::Error(e) if e.starts_with("TRYAGAIN")), "{r:?}");
+    // Frozen: a write is refused, a read still served by the owner.
+    assert!(matches!(c.cmd(&["HSET", &hash, "g", "2"]), Resp::Error(e) if e.starts_with("TRYAGAIN")));
+    assert_eq!(c.cmd(&["HGET", &hash, "f"]), Resp::Bulk(b"1".to_vec()));
+    let mut d = crate::helpers::Client::connect(nodes[1].addr());
+    assert!(matches!(d.cmd(&["HGET", &hash, "f"]), Resp::Error(e) if e.starts_with("TRYAGAIN")));
+    std::thread::sleep(Duration::from_millis(200));
+
+    // The slot's keys, two per chunk, into group 2.
+    let (mut after, mut first, mut moved) = (String::new(), true, 0i64);
+    loop {
+        let r = try_cmd(nodes[0].addr(), &["CLUSTER", "SHALEDB-EXPORT", "100", &after, "2"]).expect("export").array();
+        let next = r[0].clone().text();
+        // Payloads are binary: passed on as bytes.
+        let raw: Vec<Vec<u8>> = r[1]
+            .clone()
+            .array()
+            .into_iter()
+            .map(|x| match x {
+                Resp::Bulk(b) => b,
+                o => panic!("{o:?}"),
+            })
+            .collect();
+        assert_eq!(raw.len() % 3, 0);
+        let mut args: Vec<Vec<u8>> = vec![
+            b"CLUSTER".to_vec(),
+            b"SHALEDB-IMPORT".to_vec(),
+            b"100".to_vec(),
+            if first { b"1".to_vec() } else { b"0".to_vec() },
+        ];
+        args.extend(raw);
+        let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        match d.cmd_bytes(&refs) {
+            Resp::Int(n) => moved += n,
+            other => panic!("import: {other:?}"),
+        }
+        first = false;
+        if next.is_empty() {
+            break;
+        }
+        after = next;
+    }
+    assert_eq!(moved, 4, "the counter, the list, the hash and the key with a TTL");
+
+    let m3 = map(3, "0-99,101-8191", "100,8192-16383", "");
+    assert_eq!(setmap(0, "1", &m3), Some(ok()));
+    assert_eq!(setmap(1, "2", &m3), Some(ok()));
+    assert_eq!(try_cmd(nodes[0].addr(), &["CLUSTER", "SHALEDB-DROPSLOT", "100"]), Some(Resp::Int(4)));
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (incrs, incr_retries) = w1.join().expect("incr writer");
+    let (pushes, _) = w2.join().expect("push writer");
+    assert!(incr_retries > 0, "the writer met the freeze");
+
+    // On the new owner: every acknowledged write, and nothing else.
+    assert_eq!(d.cmd(&["GET", &counter]), Resp::Bulk(incrs.to_string().into_bytes()));
+    assert_eq!(d.cmd(&["LLEN", &list]), Resp::Int(pushes as i64));
+    assert_eq!(d.cmd(&["HGET", &hash, "f"]), Resp::Bulk(b"1".to_vec()));
+    assert!(matches!(d.cmd(&["PTTL", &k("ttl")]), Resp::Int(t) if t > 500_000), "the expiry moved with the key");
+    assert_eq!(d.cmd(&["CLUSTER", "COUNTKEYSINSLOT", "100"]), Resp::Int(4));
+    assert_eq!(c.cmd(&["CLUSTER", "COUNTKEYSINSLOT", "100"]), Resp::Int(0), "dropped from the old owner");
+    assert_eq!(c.cmd(&["GET", &counter]), Resp::Error(format!("MOVED 100 127.0.0.1:{}", nodes[1].port)));
+}

@@ -83,6 +83,12 @@ impl Client {
         self.r.get_mut().write_all(&encode(&a)).expect("send");
     }
 
+    /// Sends a request of binary words and reads its reply.
+    pub fn cmd_bytes(&mut self, args: &[&[u8]]) -> Resp {
+        self.r.get_mut().write_all(&encode(args)).expect("send");
+        self.read().expect("a reply")
+    }
+
     /// Sends a request and reads its reply.
     pub fn cmd(&mut self, args: &[&str]) -> Resp {
         self.send(args);
