@@ -26,6 +26,7 @@
 
 pub mod map;
 pub mod peers;
+pub mod publish;
 
 use crate::commands::{Handler, Spec};
 use crate::resp::{Args, Reply};
@@ -155,6 +156,8 @@ pub struct Cluster {
     peers: Mutex<std::collections::HashMap<u64, peers::Peer>>,
     /// The password sent to other groups' members before asking them (this server's `requirepass`).
     peer_auth: Option<String>,
+    /// PUBLISH's messages on their way to the other nodes (publish.rs).
+    publishers: publish::Forwarders,
 }
 
 /// Redis's reply to `WAIT` on a replica.
@@ -257,7 +260,7 @@ impl Cluster {
             node: Mutex::new(Some(node.clone())),
             node_ref: node,
             runtime: Mutex::new(Some(runtime)),
-            handle,
+            handle: handle.clone(),
             myself,
             lease: Mutex::new(None),
             lease_for,
@@ -268,6 +271,7 @@ impl Cluster {
             map_raw: Mutex::new((None, None)),
             peers: Mutex::new(std::collections::HashMap::new()),
             peer_auth: config.requirepass.clone(),
+            publishers: publish::Forwarders::new(handle.clone(), config.requirepass.clone()),
         });
         c.reload_map();
         c.spawn_map_watch();
@@ -320,6 +324,52 @@ impl Cluster {
             },
             Err(_) => {} // The database is being switched (a snapshot install): next time.
         }
+    }
+
+    /// Sends a message published here to the other nodes' subscribers: every node of every group for
+    /// `PUBLISH`, this group's other members for `SPUBLISH` (`shard`). See publish.rs.
+    pub fn forward_publish(&self, shard: bool, channel: &[u8], message: &[u8]) {
+        let me = self.id();
+        let mut targets: Vec<String> = Vec::new();
+        let mut add = |id: NodeId, addr: &str| {
+            if id != me {
+                if let Ok(a) = MemberAddr::parse(addr) {
+                    if !targets.contains(&a.resp) {
+                        targets.push(a.resp);
+                    }
+                }
+            }
+        };
+        {
+            let m = self.node_ref.raft().metrics();
+            let m = m.borrow();
+            for (id, n) in m.membership_config.membership().nodes() {
+                add(*id, &n.addr);
+            }
+        }
+        if !shard {
+            if let Some(st) = self.map() {
+                for g in st.map.groups.iter().filter(|g| g.id != st.me) {
+                    let (_, nodes, _) = self.peer(&st, g.id);
+                    for (id, a) in &nodes {
+                        add(*id, a);
+                    }
+                }
+            }
+        }
+        if targets.is_empty() {
+            return;
+        }
+        let sub: &[u8] = if shard { b"SHALEDB-SPUBLISH" } else { b"SHALEDB-PUBLISH" };
+        let f = publish::frame(&[b"CLUSTER", sub, channel, message]);
+        for t in &targets {
+            self.publishers.send(t, f.clone());
+        }
+    }
+
+    /// Messages PUBLISH could not pass on to another node (it was down, or its queue full).
+    pub fn publish_dropped(&self) -> u64 {
+        self.publishers.dropped.load(Ordering::Relaxed)
     }
 
     /// The map this member's group holds, if any.

@@ -440,11 +440,29 @@ fn not_routed(_: &mut Session, _: &Shared, args: &Args) -> Reply {
 }
 
 fn publish(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
+    // A cluster member passes the message on to every other node (issue 44); the count is this node's
+    // receivers, as in Redis Cluster.
+    if let Some(c) = shared.store.cluster() {
+        c.forward_publish(false, &args[1], &args[2]);
+    }
     Reply::Int(shared.pubsub.publish(&args[1], &args[2]))
 }
 
 fn spublish(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
+    if let Some(c) = shared.store.cluster() {
+        c.forward_publish(true, &args[1], &args[2]);
+    }
     Reply::Int(shared.pubsub.publish_shard(&args[1], &args[2]))
+}
+
+/// `CLUSTER SHALEDB-PUBLISH|SHALEDB-SPUBLISH <channel> <message>`: a message another node published, for this
+/// node's subscribers only (nothing is passed on).
+pub fn deliver_forwarded(shared: &Shared, shard: bool, channel: &bytes::Bytes, message: &bytes::Bytes) -> Reply {
+    Reply::Int(if shard {
+        shared.pubsub.publish_shard(channel, message)
+    } else {
+        shared.pubsub.publish(channel, message)
+    })
 }
 
 const HELP: &[&str] = &[

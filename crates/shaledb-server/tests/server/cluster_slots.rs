@@ -171,6 +171,21 @@ fn cluster_two_groups_route_by_slot_refuse_cross_slot_and_keep_their_map() {
     let group = c.cmd(&["CLUSTER", "SHALEDB-GROUP"]).array();
     assert_eq!(&group[..2], &[Resp::Int(1), Resp::Int(2)]);
 
+    // PUBLISH reaches the subscribers of every node; SPUBLISH those of the publisher's group.
+    let mut sub = crate::helpers::Client::connect(nodes[f2].addr());
+    assert_eq!(sub.cmd(&["SUBSCRIBE", "news"]).array().len(), 3);
+    let mut ssub = crate::helpers::Client::connect(nodes[f2].addr());
+    assert_eq!(ssub.cmd(&["SSUBSCRIBE", "shard-news"]).array().len(), 3);
+    assert_eq!(c.cmd(&["PUBLISH", "news", "from group 1"]), Resp::Int(0), "no subscriber on this node");
+    let got = sub.read().expect("the message published on another group's node").array();
+    assert_eq!(got[2], Resp::Bulk(b"from group 1".to_vec()), "{got:?}");
+    let mut p2 = crate::helpers::Client::connect(nodes[l2].addr());
+    assert_eq!(p2.cmd(&["SPUBLISH", "shard-news", "same group"]), Resp::Int(0));
+    let got = ssub.read().expect("the shard message from the group's leader").array();
+    assert_eq!(got[2], Resp::Bulk(b"same group".to_vec()), "{got:?}");
+    let info = c.cmd(&["INFO", "cluster"]).text();
+    assert_eq!(info_field(&info, "cluster_publish_dropped").as_deref(), Some("0"), "{info}");
+
     // The map is part of the group's state: a crash and restart keeps it.
     nodes[0].kill();
     nodes[0].restart();

@@ -55,6 +55,13 @@ pub fn cluster_cmd(_: &mut Session, shared: &Shared, args: &Args) -> Reply {
     if args[1].eq_ignore_ascii_case(b"shaledb-group") {
         return group(c);
     }
+    let forwarded = args[1].eq_ignore_ascii_case(b"shaledb-publish");
+    if forwarded || args[1].eq_ignore_ascii_case(b"shaledb-spublish") {
+        if args.len() != 4 {
+            return Reply::err("wrong number of arguments for CLUSTER SHALEDB-PUBLISH: <channel> <message>");
+        }
+        return crate::commands::pubsub::deliver_forwarded(shared, !forwarded, &args[2], &args[3]);
+    }
     if args[1].eq_ignore_ascii_case(b"shaledb-map") {
         // The map this member's group holds (its `self` line first), nil without one.
         return match c.map() {

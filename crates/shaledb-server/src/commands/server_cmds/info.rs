@@ -337,6 +337,10 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
         "cluster" => {
             out.push_str("# Cluster\r\n");
             kv(out, "cluster_enabled", &u8::from(store.cluster().is_some()));
+            if let Some(c) = store.cluster() {
+                // Messages PUBLISH could not pass on to another node (issue 44).
+                kv(out, "cluster_publish_dropped", &c.publish_dropped());
+            }
         }
         "keyspace" => {
             out.push_str("# Keyspace\r\n");
