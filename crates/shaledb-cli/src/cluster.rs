@@ -16,6 +16,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
+mod reshard;
+
 #[derive(clap::Subcommand, Debug)]
 pub enum ClusterCommand {
     /// Form replica groups of the servers at HOST:PORT (each started with --cluster-enabled yes and an empty
@@ -30,6 +32,16 @@ pub enum ClusterCommand {
     /// HOST:PORT is a member of. Stop the removed node's server afterwards.
     #[command(alias = "remove-node")]
     DelNode(DelNodeArgs),
+    /// Move N hash slots from one group to another (redis-cli --cluster reshard's arguments): the lowest N slots
+    /// of the group of node --from go to the group of node --to, in batches of 32, with their keys. Finishes an
+    /// interrupted move first (as `fix`).
+    Reshard(reshard::ReshardArgs),
+    /// Move slots from the fullest groups to the emptiest until every group owns 16384/groups (the first
+    /// 16384 % groups one more). Finishes an interrupted move first (as `fix`).
+    Rebalance(reshard::RebalanceArgs),
+    /// Finish a slot move that was interrupted (a killed `reshard`, a lost node): every group gets the newest
+    /// map, the moving slots' keys are copied again and the move completes.
+    Fix(reshard::FixArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -71,6 +83,9 @@ pub fn run(c: ClusterCommand) -> Result<i32> {
         ClusterCommand::Create(a) => create(&a).map(|()| 0),
         ClusterCommand::AddNode(a) => add_node(&a).map(|()| 0),
         ClusterCommand::DelNode(a) => del_node(&a).map(|()| 0),
+        ClusterCommand::Reshard(a) => reshard::reshard(&a).map(|()| 0),
+        ClusterCommand::Rebalance(a) => reshard::rebalance(&a).map(|()| 0),
+        ClusterCommand::Fix(a) => reshard::fix(&a).map(|()| 0),
     }
 }
 
@@ -97,10 +112,15 @@ impl Reply {
 
 /// Most bytes of one bulk string or elements of one array this tool accepts from a node.
 const MAX_LEN: usize = 16 << 20;
+/// The same for a slot move's exports: a key's DUMP payload may be as long as a string value (Redis's
+/// `proto-max-bulk-len`, 512 MiB).
+const MAX_PAYLOAD: usize = 512 << 20;
 
 struct Conn {
     addr: String,
     r: BufReader<TcpStream>,
+    /// The longest bulk string or array accepted in a reply.
+    max_len: usize,
 }
 
 impl Conn {
@@ -120,19 +140,29 @@ impl Conn {
             .with_context(|| format!("connecting to {addr}"))?;
         s.set_read_timeout(Some(read_timeout))?;
         s.set_write_timeout(Some(Duration::from_secs(5)))?;
-        Ok(Conn { addr: addr.to_string(), r: BufReader::new(s) })
+        Ok(Conn { addr: addr.to_string(), r: BufReader::new(s), max_len: MAX_LEN })
     }
 
     fn cmd(&mut self, args: &[&str]) -> Result<Reply> {
+        let bin: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        self.cmd_bin(&bin)
+    }
+
+    /// A command whose arguments may be any bytes (a DUMP payload).
+    fn cmd_bin(&mut self, args: &[&[u8]]) -> Result<Reply> {
         let mut out = format!("*{}\r\n", args.len()).into_bytes();
         for a in args {
             out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            out.extend_from_slice(a.as_bytes());
+            out.extend_from_slice(a);
             out.extend_from_slice(b"\r\n");
         }
-        self.r.get_mut().write_all(&out).with_context(|| format!("sending {} to {}", args[0], self.addr))?;
-        read_reply(&mut self.r, 0)
-            .with_context(|| format!("reading the reply of {} from {}", args.join(" "), self.addr))
+        // What the errors name: the command and its first arguments, never a payload.
+        let what = || {
+            args.iter().take(3).map(|a| String::from_utf8_lossy(&a[..a.len().min(40)])).collect::<Vec<_>>().join(" ")
+        };
+        self.r.get_mut().write_all(&out).with_context(|| format!("sending {} to {}", what(), self.addr))?;
+        read_reply_max(&mut self.r, 0, self.max_len)
+            .with_context(|| format!("reading the reply of {} from {}", what(), self.addr))
     }
 }
 
@@ -149,7 +179,13 @@ fn read_line(r: &mut impl BufRead) -> Result<String> {
     String::from_utf8(line).map_err(|_| anyhow!("a reply line that is not UTF-8"))
 }
 
+#[cfg(test)]
 fn read_reply(r: &mut impl BufRead, depth: usize) -> Result<Reply> {
+    read_reply_max(r, depth, MAX_LEN)
+}
+
+/// A reply whose bulk strings and arrays are at most `max` long.
+fn read_reply_max(r: &mut impl BufRead, depth: usize, max: usize) -> Result<Reply> {
     if depth > 8 {
         bail!("a reply nested too deep");
     }
@@ -161,7 +197,7 @@ fn read_reply(r: &mut impl BufRead, depth: usize) -> Result<Reply> {
             return Ok(None);
         }
         let n = usize::try_from(n).map_err(|_| anyhow!("bad length '{rest}'"))?;
-        if n > MAX_LEN {
+        if n > max {
             bail!("length {n} over the limit");
         }
         Ok(Some(n))
@@ -181,7 +217,7 @@ fn read_reply(r: &mut impl BufRead, depth: usize) -> Result<Reply> {
         },
         "*" => match len(rest)? {
             None => Reply::Array(None),
-            Some(n) => Reply::Array(Some((0..n).map(|_| read_reply(r, depth + 1)).collect::<Result<_>>()?)),
+            Some(n) => Reply::Array(Some((0..n).map(|_| read_reply_max(r, depth + 1, max)).collect::<Result<_>>()?)),
         },
         _ => bail!("an unknown reply type '{kind}'"),
     })

@@ -1138,8 +1138,12 @@ async fn execute(
             if s.multi.is_none() {
                 s.multi_slot = None;
             }
-            // The keys' slot (issue 44): one per command, and one per transaction.
-            let slot = crate::cluster::slot_of(spec, &args).and_then(|slot| match (slot, s.multi.is_some()) {
+            // The keys' slot (issue 44): one per command, and one per transaction; one database only.
+            let slot = match crate::cluster::one_database_refusal(spec, &args) {
+                Some(r) => Err(r),
+                None => crate::cluster::slot_of(spec, &args),
+            };
+            let slot = slot.and_then(|slot| match (slot, s.multi.is_some()) {
                 (Some(x), true) => match s.multi_slot {
                     Some(y) if y != x => Err(Reply::error(crate::cluster::CROSSSLOT)),
                     _ => {

@@ -80,6 +80,22 @@ pub fn command_slot(spec: &Spec, args: &Args) -> u16 {
 /// Redis Cluster's reply to a command whose keys are in different slots.
 pub const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
 
+/// Commands a Redis Cluster refuses because it has one database (`Some(reply)`): `SELECT` of another database,
+/// `SWAPDB`, `MOVE`, and `COPY ... DB`. A slot move carries database 0 only, so keys elsewhere would be lost.
+pub fn one_database_refusal(spec: &Spec, args: &[bytes::Bytes]) -> Option<Reply> {
+    match spec.name {
+        "select" if args.get(1).is_some_and(|a| &a[..] != b"0") => {
+            Some(Reply::err("SELECT is not allowed in cluster mode"))
+        }
+        "swapdb" => Some(Reply::err("SWAPDB is not allowed in cluster mode")),
+        "move" => Some(Reply::err("MOVE is not allowed in cluster mode")),
+        "copy" if args.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"db")) => {
+            Some(Reply::err("Copying to another database is not allowed in cluster mode"))
+        }
+        _ => None,
+    }
+}
+
 /// The slot of a data command's keys (Redis Cluster's routing rule): `Ok(None)` for a command with no key (it
 /// runs on any node), `Err(-CROSSSLOT)` when its keys are in different slots. Keys are found as `COMMAND
 /// GETKEYS` finds them (the key specs, and the rules of commands such as EVAL, ZUNIONSTORE and XREAD); a line
@@ -443,9 +459,15 @@ impl Cluster {
         if matches!(spec.name, "watch" | "unwatch") {
             return None;
         }
+        if let Some(r) = one_database_refusal(spec, args) {
+            return Some(r);
+        }
         if spec.name == "exec" {
             for line in crate::commands::multi::queued_lines(args) {
                 let Some(inner) = crate::commands::lookup(&line[0]) else { continue };
+                if let Some(r) = one_database_refusal(inner, line) {
+                    return Some(r);
+                }
                 match slot_of(inner, &line.to_vec()) {
                     Err(r) => return Some(r),
                     Ok(Some(slot)) => {

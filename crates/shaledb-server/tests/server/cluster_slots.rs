@@ -142,6 +142,16 @@ fn cluster_two_groups_route_by_slot_refuse_cross_slot_and_keep_their_map() {
     assert_eq!(c.cmd(&["MULTI"]), ok(), "a new transaction starts with no slot");
     assert_eq!(c.cmd(&["SET", &y, "2"]), Resp::Simple("QUEUED".into()));
     assert_eq!(c.cmd(&["EXEC"]), Resp::Array(vec![ok()]));
+    // One database, as in Redis Cluster (a slot move carries database 0 only).
+    assert_eq!(c.cmd(&["SELECT", "1"]), Resp::Error("ERR SELECT is not allowed in cluster mode".into()));
+    assert_eq!(c.cmd(&["SELECT", "0"]), ok());
+    assert_eq!(c.cmd(&["SWAPDB", "0", "1"]), Resp::Error("ERR SWAPDB is not allowed in cluster mode".into()));
+    assert_eq!(c.cmd(&["MOVE", &x, "1"]), Resp::Error("ERR MOVE is not allowed in cluster mode".into()));
+    let e = c.cmd(&["COPY", &t1, &t2, "DB", "1"]);
+    assert_eq!(e, Resp::Error("ERR Copying to another database is not allowed in cluster mode".into()));
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert!(matches!(c.cmd(&["SWAPDB", "0", "1"]), Resp::Error(_)));
+    assert!(matches!(c.cmd(&["EXEC"]), Resp::Error(e) if e.starts_with("EXECABORT")));
     // Keys found by a command's own rule (numkeys).
     assert_eq!(c.cmd(&["EVAL", "return 1", "2", &x, &y]), cross);
     assert_eq!(c.cmd(&["EVAL", "return 1", "0"]), Resp::Int(1));
