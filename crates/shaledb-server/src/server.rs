@@ -22,6 +22,9 @@ use tokio::sync::{watch, Notify};
 
 use commands::server_cmds::monitor;
 
+/// How long a command on a slot frozen for a move waits for the hand-over before it is answered `-TRYAGAIN`.
+const FROZEN_WAIT: Duration = Duration::from_secs(2);
+
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -1153,8 +1156,8 @@ async fn execute(
                 },
                 (slot, _) => Ok(slot),
             });
-            let refusal = match slot.map(|slot| cluster.gate(spec, &args, s.readonly, slot)) {
-                Err(r) => Some(r),
+            let mut refusal = match slot.as_ref().map(|slot| cluster.gate(spec, &args, s.readonly, *slot)) {
+                Err(r) => Some(r.clone()),
                 Ok(crate::cluster::Gate::Go) => None,
                 Ok(crate::cluster::Gate::Refuse(r)) => Some(r),
                 Ok(crate::cluster::Gate::Linearize) => {
@@ -1163,6 +1166,34 @@ async fn execute(
                     cluster.linearize(spec, &args).await.err()
                 }
             };
+            // A slot frozen for a move (issue 44): the command waits for the hand-over (a move's freeze lasts
+            // the copy of its slots, usually well under a second) and is then run here or sent on with -MOVED,
+            // as a client would have to retry it anyway; -TRYAGAIN only once FROZEN_WAIT has passed. Clients
+            // that do not retry TRYAGAIN (go-redis pipelines) then see a short delay instead of an error.
+            if let (Some(Reply::Error(e)), Ok(sl)) = (&refusal, &slot) {
+                if e.starts_with("TRYAGAIN") {
+                    pending.flush(s, shared, out).await;
+                    let until = Instant::now() + FROZEN_WAIT;
+                    while Instant::now() < until {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        match cluster.gate(spec, &args, s.readonly, *sl) {
+                            crate::cluster::Gate::Refuse(Reply::Error(e)) if e.starts_with("TRYAGAIN") => {}
+                            crate::cluster::Gate::Refuse(r) => {
+                                refusal = Some(r);
+                                break;
+                            }
+                            crate::cluster::Gate::Go => {
+                                refusal = None;
+                                break;
+                            }
+                            crate::cluster::Gate::Linearize => {
+                                refusal = cluster.linearize(spec, &args).await.err();
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
             if let Some(reply) = refusal {
                 commands::multi::queue_failed(s);
                 let reply = if spec.name == "exec" && s.multi.is_some() {

@@ -115,6 +115,22 @@ impl Conn {
 /// One command on a blocking connection of its own (setup queries such as `CLUSTER NODES`): the reply's text
 /// (a bulk or simple string), or why not.
 pub fn query_blocking(addr: SocketAddr, password: Option<&str>, args: &[&[u8]]) -> Result<String, String> {
+    query_blocking_with(addr, password, args, |reply| {
+        Ok(match reply {
+            Reply::Bulk(b) | Reply::Simple(b) => String::from_utf8_lossy(b).into_owned(),
+            other => format!("{other:?}"),
+        })
+    })
+}
+
+/// One command on a blocking connection of its own: what `read` makes of its reply (an error reply is an
+/// `Err` with its text).
+pub fn query_blocking_with<T>(
+    addr: SocketAddr,
+    password: Option<&str>,
+    args: &[&[u8]],
+    read: impl FnOnce(&Reply<'_>) -> Result<T, String>,
+) -> Result<T, String> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT).map_err(|e| e.to_string())?;
     s.set_read_timeout(Some(CONNECT_TIMEOUT)).map_err(|e| e.to_string())?;
@@ -129,17 +145,14 @@ pub fn query_blocking(addr: SocketAddr, password: Option<&str>, args: &[&[u8]]) 
     let mut skip = usize::from(password.is_some());
     loop {
         while let Some((reply, n)) = parse_reply(&buf).map_err(|e| e.to_string())? {
-            let text = match reply {
-                Reply::Error(e) => return Err(String::from_utf8_lossy(e).into_owned()),
-                Reply::Bulk(b) | Reply::Simple(b) => String::from_utf8_lossy(b).into_owned(),
-                other => format!("{other:?}"),
-            };
-            buf.drain(..n);
-            if skip > 0 {
-                skip -= 1;
-                continue;
+            if let Reply::Error(e) = reply {
+                return Err(String::from_utf8_lossy(e).into_owned());
             }
-            return Ok(text);
+            if skip == 0 {
+                return read(&reply);
+            }
+            skip -= 1;
+            buf.drain(..n);
         }
         if buf.len() > 64 << 20 {
             return Err("a reply over 64 MiB".into());

@@ -83,10 +83,12 @@ pub struct RespFlags {
     /// WAIT's timeout in milliseconds (0: wait for ever, as Redis's `WAIT N 0`).
     #[arg(long, default_value_t = 0)]
     pub wait_timeout: u64,
-    /// Follow a replica group or cluster, as cluster clients do: the nodes `CLUSTER NODES` lists at the start
-    /// are the ones to try; a `-MOVED` reply sends the connection to the node it names, and `-CLUSTERDOWN`,
-    /// `-TRYAGAIN` or a lost connection to the next node. Requests so answered are counted as redirected
-    /// (their outcome is unknown), not as errors.
+    /// Route by hash slot, as cluster clients do: the slot -> master table is read from `CLUSTER SLOTS` at the
+    /// start, and each client sends each request to its key's slot's master (a connection per master). A
+    /// `-MOVED` reply updates the table (read again at most once a second); `-CLUSTERDOWN` or a lost
+    /// connection sends that master's next connection to the next node `CLUSTER NODES` listed. Requests so
+    /// answered are counted as redirected (their outcome is unknown), not as errors. With several masters,
+    /// read-range and --multi above 1 are refused (they span slots).
     #[arg(long)]
     pub cluster: bool,
     /// Seconds between progress lines (ops/s, p50, p99) on stderr; 0 prints none.

@@ -6,12 +6,14 @@
 //! histograms, [`crate::reporting::report`]'s result line and JSON record, [`crate::reporting::plot`]'s plots. What is new is
 //! the client ([`client`], [`proto`]), the workloads' requests and reply checks ([`workloads`]), and the
 //! runner ([`runner`]): connections spread over client threads, each an event loop; pipelining; a fixed
-//! arrival rate whose latency is measured from the intended send time (no coordinated omission).
+//! arrival rate whose latency is measured from the intended send time (no coordinated omission); with
+//! `--cluster`, routing by hash slot ([`slots`]).
 
 pub mod client;
 pub mod flags;
 pub mod proto;
 pub mod runner;
+pub mod slots;
 pub mod workloads;
 
 pub use flags::RespFlags;

@@ -6,9 +6,12 @@
 //! time `t0 + i / rate` (a shared schedule: a client stuck on a slow reply does not delay the schedule, so
 //! the requests queued behind a stall show the stall in their latency).
 
+mod cluster;
+
 use super::client::{join_all, ClientError, Conn};
 use super::flags::RespFlags;
 use super::proto::{parse_reply, Reply};
+use super::slots::SlotMap;
 use super::workloads::{Outcome, Plan, Scratch, Workload};
 use super::RespError;
 use crate::reporting::histogram::LatencyHistogram;
@@ -16,6 +19,7 @@ use crate::reporting::recorder::{Merged, Recorder, ThreadStats};
 use crate::reporting::report::BenchResult;
 use crate::BenchError;
 use bytes::Buf;
+use cluster::{cluster_setup, run_cluster_client, Redirects};
 use parking_lot::{Condvar, Mutex};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
@@ -83,13 +87,18 @@ pub fn run_resp(flags: &RespFlags, out: &mut dyn Write) -> Result<RespRun, RespE
     flags.validate()?;
     let addr = flags.addr()?;
     let workloads = flags.workloads()?;
-    let nodes = if flags.cluster { cluster_nodes(addr, flags.password.as_deref())? } else { Vec::new() };
+    let (nodes, slots) = if flags.cluster {
+        let (nodes, map) = cluster_setup(flags, addr, &workloads)?;
+        (nodes, Some(map))
+    } else {
+        (Vec::new(), None)
+    };
     let hotspot = if workloads.contains(&Workload::WriteHotspot) { Some(flags.hotspot()?) } else { None };
-    let _ = write!(out, "{}", header(flags, addr));
+    let _ = write!(out, "{}", header(flags, addr, slots.as_ref()));
     let mut run = RespRun::default();
     for (i, &w) in workloads.iter().enumerate() {
         let plan = Plan::new(w, flags, hotspot);
-        let r = run_workload(flags, addr, &nodes, plan)?;
+        let r = run_workload(flags, addr, &nodes, slots.as_ref(), plan)?;
         if r.status == "ok" {
             let _ = writeln!(out, "{}", r.bench.line);
             let l = &r.bench.latency;
@@ -131,35 +140,11 @@ pub fn run_resp(flags: &RespFlags, out: &mut dyn Write) -> Result<RespRun, RespE
     Ok(run)
 }
 
-/// The nodes of the group or cluster `addr` belongs to, from its `CLUSTER NODES` (`id host:port@bus ...`
-/// per line), `addr` first; only loopback addresses, as everything this tool talks to.
-fn cluster_nodes(addr: SocketAddr, password: Option<&str>) -> Result<Vec<SocketAddr>, RespError> {
-    let connect_err = |cause: String| RespError::Connect { addr, cause: ClientError::Refused(cause) };
-    let text = super::client::query_blocking(addr, password, &[b"CLUSTER", b"NODES"]).map_err(connect_err)?;
-    let mut nodes = vec![addr];
-    for line in text.lines() {
-        let Some(field) = line.split(' ').nth(1) else { continue };
-        let hostport = field.split('@').next().unwrap_or("");
-        let Some((host, port)) = hostport.rsplit_once(':') else { continue };
-        let Ok(port) = port.parse::<u16>() else { continue };
-        match super::flags::loopback_addr(host, port) {
-            Ok(a) if !nodes.contains(&a) => nodes.push(a),
-            Ok(_) => {}
-            Err(_) => {
-                return Err(connect_err(format!(
-                    "CLUSTER NODES lists {hostport}, not a loopback address; the load tool only drives servers on this machine"
-                )))
-            }
-        }
-    }
-    Ok(nodes)
-}
-
 fn io_err<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(std::io::Error) -> RespError + 'p {
     move |source| RespError::Bench(BenchError::Io { what, path: path.to_path_buf(), cause: source })
 }
 
-fn header(f: &RespFlags, addr: SocketAddr) -> String {
+fn header(f: &RespFlags, addr: SocketAddr, slots: Option<&SlotMap>) -> String {
     let random = ((f.value_size as f64 * f.compression_ratio).ceil() as usize).clamp(1, f.value_size.max(1));
     let mut s = format!("shaledb bench resp: {addr}\n");
     s += &format!("Keys:       {} bytes each\n", f.key_size);
@@ -174,6 +159,14 @@ fn header(f: &RespFlags, addr: SocketAddr) -> String {
         "Clients:    {} (read-range: {} scanners x {} keys), pipeline {}, {} key(s) per request, {} client thread(s)\n",
         f.concurrency, f.scanners, f.scan_len, f.pipeline, f.multi, f.threads
     );
+    if let Some(map) = slots {
+        let masters = map.masters();
+        let list = masters.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+        s += &format!(
+            "Cluster:    {} master(s) by CLUSTER SLOTS ({list}); each request goes to its key's slot's master\n",
+            masters.len()
+        );
+    }
     if f.wait_replicas > 0 {
         s += &format!(
             "Wait:       WAIT {} {} after each write (latency to its reply)\n",
@@ -196,6 +189,8 @@ struct Shared<'a> {
     addr: SocketAddr,
     /// With --cluster: the nodes to go to after a redirect or a lost connection (empty otherwise).
     nodes: &'a [SocketAddr],
+    /// With --cluster: which node serves each slot.
+    slots: Option<&'a SlotMap>,
     password: Option<String>,
     pipeline: u64,
     /// Requests claimed so far (also the index of the next request in the rate schedule).
@@ -262,7 +257,13 @@ impl Gate {
     }
 }
 
-fn run_workload(f: &RespFlags, addr: SocketAddr, nodes: &[SocketAddr], plan: Plan) -> Result<RespResult, RespError> {
+fn run_workload(
+    f: &RespFlags,
+    addr: SocketAddr,
+    nodes: &[SocketAddr],
+    slots: Option<&SlotMap>,
+    plan: Plan,
+) -> Result<RespResult, RespError> {
     let workload = plan.workload;
     let clients = if workload == Workload::ReadRange { f.scanners } else { f.concurrency };
     let nthreads = f.threads.clamp(1, clients);
@@ -278,6 +279,7 @@ fn run_workload(f: &RespFlags, addr: SocketAddr, nodes: &[SocketAddr], plan: Pla
         rec: &rec,
         addr,
         nodes,
+        slots,
         password: f.password.clone(),
         pipeline: f.pipeline as u64,
         issued: AtomicU64::new(0),
@@ -428,8 +430,21 @@ fn client_thread<'r>(sh: &Shared<'r>, tid: usize, clients: Range<usize>) -> Thre
     ts.start();
     let cell = RefCell::new(ts);
     let interval = sh.interval.get(tid);
-    let futures = ok.into_iter().zip(clients).map(|(c, idx)| run_client(sh, t0, &cell, interval, c, idx)).collect();
-    rt.block_on(join_all(futures));
+    match sh.slots {
+        Some(map) => {
+            let futures = ok
+                .into_iter()
+                .zip(clients)
+                .map(|(c, idx)| run_cluster_client(sh, map, t0, &cell, interval, c, idx))
+                .collect();
+            rt.block_on(join_all(futures));
+        }
+        None => {
+            let futures =
+                ok.into_iter().zip(clients).map(|(c, idx)| run_client(sh, t0, &cell, interval, c, idx)).collect();
+            rt.block_on(join_all(futures));
+        }
+    }
     let mut ts = cell.into_inner();
     ts.stop();
     ts
@@ -449,39 +464,165 @@ fn is_redirect(msg: &str) -> bool {
     ["MOVED ", "ASK ", "CLUSTERDOWN", "TRYAGAIN"].iter().any(|p| msg.starts_with(p))
 }
 
-/// The loopback node a `-MOVED slot host:port` names.
-fn moved_target(msg: &str) -> Option<SocketAddr> {
-    let hostport = msg.strip_prefix("MOVED ")?.split(' ').nth(1)?;
-    let (host, port) = hostport.rsplit_once(':')?;
-    super::flags::loopback_addr(host, port.parse().ok()?).ok()
+/// How reading one connection's replies to a batch ended.
+enum Read {
+    /// Every reply was read.
+    All,
+    /// The connection broke after `got` of the replies.
+    Lost { got: usize, err: ClientError },
+    /// The client stops: a broken reply, or the server lacks the workload's command (already recorded).
+    Stop,
 }
 
-/// Most time a --cluster connection looks for a node that answers before it gives up (an election takes
-/// seconds; a group that stays down ends the client, not the run).
-const RECONNECT_LIMIT: Duration = Duration::from_secs(60);
-
-/// A new connection for a --cluster client: to `first` if given, else to the nodes in turn from `next`, a
-/// pause between tries.
-async fn reconnect(sh: &Shared<'_>, first: Option<SocketAddr>, next: &mut usize) -> Option<Conn> {
-    let started = Instant::now();
-    let mut target = first;
-    while !sh.stop.load(Relaxed) && started.elapsed() < RECONNECT_LIMIT {
-        let addr = match target.take() {
-            Some(a) => a,
-            None => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                *next = (*next + 1) % sh.nodes.len();
-                sh.nodes[*next]
+/// Reads the replies to the requests sent at `starts` on `c`, checks and times each, and records them. With
+/// `redirects` (--cluster), redirect replies are counted as redirected and noted there, not as errors.
+async fn read_replies(
+    sh: &Shared<'_>,
+    stats: &RefCell<ThreadStats<'_>>,
+    interval: Option<&Mutex<LatencyHistogram>>,
+    c: &mut Conn,
+    starts: &[Instant],
+    samples: &mut Vec<Sample>,
+    mut redirects: Option<&mut Redirects>,
+) -> Read {
+    let plan = &sh.plan;
+    let op = plan.workload.op_type();
+    let is_read = !plan.workload.is_write();
+    let per_request = plan.replies_per_request();
+    let k = starts.len();
+    let mut waiting = false;
+    let mut write_reply = Outcome::Done { ops: 0, found: 0, bytes: 0 };
+    let mut got = 0usize;
+    while got < k {
+        if let Err(err) = c.read_more().await {
+            return Read::Lost { got, err };
+        }
+        let now = Instant::now();
+        let mut off = 0;
+        samples.clear();
+        loop {
+            let (reply, n) = match parse_reply(c.rbuf.get(off..).unwrap_or(&[])) {
+                Ok(Some(x)) => x,
+                Ok(None) => break,
+                Err(e) => {
+                    sh.fail((k - got) as u64, e.to_string());
+                    return Read::Stop;
+                }
+            };
+            off += n;
+            if matches!(reply, Reply::Push(_)) {
+                continue;
             }
-        };
-        let attempt = Conn::connect(addr, sh.password.as_deref());
-        if let Ok(Ok(c)) = tokio::time::timeout(Duration::from_secs(2), attempt).await {
-            return Some(c);
+            let Some(&sent) = starts.get(got) else {
+                sh.fail(1, "the server sent a reply to no request".into());
+                return Read::Stop;
+            };
+            // With a WAIT after each write, the write's own reply comes first: it is checked, and the
+            // request is done at the WAIT's reply.
+            if per_request == 2 {
+                if !waiting {
+                    write_reply = plan.check(&reply);
+                    waiting = true;
+                    continue;
+                }
+                waiting = false;
+                if let Err(m) = plan.check_wait(&reply) {
+                    got += 1;
+                    sh.fail(1, m);
+                    continue;
+                }
+            }
+            got += 1;
+            let outcome = if per_request == 2 {
+                std::mem::replace(&mut write_reply, Outcome::Done { ops: 0, found: 0, bytes: 0 })
+            } else {
+                plan.check(&reply)
+            };
+            match outcome {
+                Outcome::Done { ops, found, bytes } => {
+                    let nanos = now.saturating_duration_since(sent).as_nanos() as u64;
+                    samples.push(Sample { nanos, ops, found, bytes });
+                }
+                Outcome::Error(m) if redirects.is_some() && is_redirect(&m) => {
+                    sh.redirected.fetch_add(1, Relaxed);
+                    if let Some(r) = redirects.as_deref_mut() {
+                        r.note(&m);
+                    }
+                }
+                Outcome::Error(m) => sh.fail(1, m),
+                Outcome::Unsupported(m) => {
+                    sh.unsupported.lock().get_or_insert(m);
+                    sh.stop.store(true, Relaxed);
+                    return Read::Stop;
+                }
+            }
+        }
+        c.rbuf.advance(off);
+        if samples.is_empty() {
+            continue;
+        }
+        {
+            let mut ts = stats.borrow_mut();
+            for s in samples.iter() {
+                ts.finished_ops_with_latency(now, s.ops, op, s.nanos);
+                ts.bytes += s.bytes;
+                if is_read {
+                    ts.reads += s.ops;
+                    ts.found += s.found;
+                }
+            }
+        }
+        if let Some(h) = interval {
+            let mut h = h.lock();
+            for s in samples.iter() {
+                h.record(s.nanos);
+            }
         }
     }
-    None
+    Read::All
 }
 
+/// The next batch of a client: its first request number and size, or `None` when the workload is done.
+fn claim_batch(sh: &Shared<'_>) -> Option<(u64, u64)> {
+    let first = sh.issued.fetch_add(sh.pipeline, Relaxed);
+    (first < sh.num).then(|| (first, (sh.num - first).min(sh.pipeline)))
+}
+
+/// Fills `starts` with the send time of each request of the batch (with --rate its intended time, after
+/// waiting for the last one); `false` when the batch falls after the end of a --duration run.
+async fn schedule(sh: &Shared<'_>, t0: Instant, first: u64, k: u64, starts: &mut Vec<Instant>) -> bool {
+    let deadline = sh.duration.map(|d| t0 + d);
+    starts.clear();
+    match sh.interval_nanos {
+        Some(ns) => {
+            starts.extend((0..k).map(|j| t0 + Duration::from_nanos(((first + j) as f64 * ns) as u64)));
+            let last = starts.last().copied().unwrap_or(t0);
+            if deadline.is_some_and(|d| last >= d) {
+                return false;
+            }
+            if last > Instant::now() {
+                tokio::time::sleep_until(last.into()).await;
+            }
+        }
+        None => {
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return false;
+            }
+            starts.resize(k as usize, now);
+        }
+    }
+    true
+}
+
+fn client_rng(sh: &Shared<'_>, idx: usize) -> SmallRng {
+    let plan = &sh.plan;
+    SmallRng::seed_from_u64(
+        plan.seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ ((idx as u64 + 1) << 8) ^ plan.workload as u64,
+    )
+}
+
+/// One client on one connection (without --cluster): any failure ends it.
 async fn run_client(
     sh: &Shared<'_>,
     t0: Instant,
@@ -491,159 +632,31 @@ async fn run_client(
     idx: usize,
 ) {
     let plan = &sh.plan;
-    let op = plan.workload.op_type();
-    let is_read = !plan.workload.is_write();
-    let mut rng = SmallRng::seed_from_u64(
-        plan.seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ ((idx as u64 + 1) << 8) ^ plan.workload as u64,
-    );
+    let mut rng = client_rng(sh, idx);
     let mut scratch = Scratch::default();
     let mut starts: Vec<Instant> = Vec::with_capacity(sh.pipeline as usize);
     let mut samples: Vec<Sample> = Vec::with_capacity(sh.pipeline as usize);
-    let deadline = sh.duration.map(|d| t0 + d);
-    let per_request = plan.replies_per_request();
-    let mut waiting = false;
-    let mut write_reply = Outcome::Done { ops: 0, found: 0, bytes: 0 };
-    let cluster = !sh.nodes.is_empty();
-    // With --cluster: the connection goes elsewhere before the next batch (`moved_to`, else the next node).
-    let (mut hop, mut moved_to, mut next_node) = (false, None, idx);
     while !sh.stop.load(Relaxed) {
-        if std::mem::take(&mut hop) {
-            match reconnect(sh, moved_to.take(), &mut next_node).await {
-                Some(n) => c = n,
-                None => return,
-            }
-            waiting = false;
-        }
-        let first = sh.issued.fetch_add(sh.pipeline, Relaxed);
-        if first >= sh.num {
-            break;
-        }
-        let k = (sh.num - first).min(sh.pipeline);
+        let Some((first, k)) = claim_batch(sh) else { break };
         let mut sent_bytes = 0;
         for j in 0..k {
             sent_bytes += plan.push_request(&mut rng, first + j, &mut c.wbuf, &mut scratch);
         }
-        starts.clear();
-        match sh.interval_nanos {
-            Some(ns) => {
-                starts.extend((0..k).map(|j| t0 + Duration::from_nanos(((first + j) as f64 * ns) as u64)));
-                let last = starts.last().copied().unwrap_or(t0);
-                if deadline.is_some_and(|d| last >= d) {
-                    break;
-                }
-                if last > Instant::now() {
-                    tokio::time::sleep_until(last.into()).await;
-                }
-            }
-            None => {
-                let now = Instant::now();
-                if deadline.is_some_and(|d| now >= d) {
-                    break;
-                }
-                starts.resize(k as usize, now);
-            }
+        if !schedule(sh, t0, first, k, &mut starts).await {
+            break;
         }
         sh.requests.fetch_add(k, Relaxed);
         if let Err(e) = c.flush().await {
-            if cluster {
-                sh.redirected.fetch_add(k, Relaxed);
-                hop = true;
-                continue;
-            }
             sh.fail(k, format!("writing requests: {e}"));
             return;
         }
-        let mut got = 0usize;
-        while (got as u64) < k {
-            if let Err(e) = c.read_more().await {
-                if cluster {
-                    sh.redirected.fetch_add(k - got as u64, Relaxed);
-                    hop = true;
-                    break;
-                }
-                sh.fail(k - got as u64, format!("reading replies: {e}"));
+        match read_replies(sh, stats, interval, &mut c, &starts, &mut samples, None).await {
+            Read::All => {}
+            Read::Lost { got, err } => {
+                sh.fail(k - got as u64, format!("reading replies: {err}"));
                 return;
             }
-            let now = Instant::now();
-            let mut off = 0;
-            samples.clear();
-            loop {
-                let (reply, n) = match parse_reply(c.rbuf.get(off..).unwrap_or(&[])) {
-                    Ok(Some(x)) => x,
-                    Ok(None) => break,
-                    Err(e) => {
-                        sh.fail(k - got as u64, e.to_string());
-                        return;
-                    }
-                };
-                off += n;
-                if matches!(reply, Reply::Push(_)) {
-                    continue;
-                }
-                let Some(&sent) = starts.get(got) else {
-                    sh.fail(1, "the server sent a reply to no request".into());
-                    return;
-                };
-                // With a WAIT after each write, the write's own reply comes first: it is checked, and the
-                // request is done at the WAIT's reply.
-                if per_request == 2 {
-                    if !waiting {
-                        write_reply = plan.check(&reply);
-                        waiting = true;
-                        continue;
-                    }
-                    waiting = false;
-                    if let Err(m) = plan.check_wait(&reply) {
-                        got += 1;
-                        sh.fail(1, m);
-                        continue;
-                    }
-                }
-                got += 1;
-                let outcome = if per_request == 2 {
-                    std::mem::replace(&mut write_reply, Outcome::Done { ops: 0, found: 0, bytes: 0 })
-                } else {
-                    plan.check(&reply)
-                };
-                match outcome {
-                    Outcome::Done { ops, found, bytes } => {
-                        let nanos = now.saturating_duration_since(sent).as_nanos() as u64;
-                        samples.push(Sample { nanos, ops, found, bytes });
-                    }
-                    Outcome::Error(m) if cluster && is_redirect(&m) => {
-                        sh.redirected.fetch_add(1, Relaxed);
-                        hop = true;
-                        moved_to = moved_to.or_else(|| moved_target(&m));
-                    }
-                    Outcome::Error(m) => sh.fail(1, m),
-                    Outcome::Unsupported(m) => {
-                        sh.unsupported.lock().get_or_insert(m);
-                        sh.stop.store(true, Relaxed);
-                        return;
-                    }
-                }
-            }
-            c.rbuf.advance(off);
-            if samples.is_empty() {
-                continue;
-            }
-            {
-                let mut ts = stats.borrow_mut();
-                for s in &samples {
-                    ts.finished_ops_with_latency(now, s.ops, op, s.nanos);
-                    ts.bytes += s.bytes;
-                    if is_read {
-                        ts.reads += s.ops;
-                        ts.found += s.found;
-                    }
-                }
-            }
-            if let Some(h) = interval {
-                let mut h = h.lock();
-                for s in &samples {
-                    h.record(s.nanos);
-                }
-            }
+            Read::Stop => return,
         }
         stats.borrow_mut().bytes += sent_bytes;
     }

@@ -197,6 +197,8 @@ pub struct Plan {
     pub wait: Option<(u32, u64)>,
     /// That WAIT, encoded once (empty without it).
     wait_request: Vec<u8>,
+    /// With --cluster: [`Plan::push_request`] records each request's hash slot in [`Scratch::slot`].
+    pub slots: bool,
 }
 
 impl Plan {
@@ -230,6 +232,7 @@ impl Plan {
             scan_len: f.scan_len,
             wait,
             wait_request,
+            slots: f.cluster,
         }
     }
 
@@ -273,12 +276,21 @@ impl Plan {
         }
     }
 
-    /// Appends request number `req` to `out`; returns the key and value bytes it sends.
+    /// The slot of a request's first key, in `s` (with `slots`: a cluster routes a command by its first key).
+    fn note_slot(&self, j: usize, s: &mut Scratch) {
+        if self.slots && j == 0 {
+            s.slot = super::slots::key_slot(&s.key);
+        }
+    }
+
+    /// Appends request number `req` to `out`; returns the key and value bytes it sends. With `slots`, the
+    /// slot of its (first) key is left in [`Scratch::slot`].
     pub fn push_request(&self, rng: &mut SmallRng, req: u64, out: &mut Vec<u8>, s: &mut Scratch) -> u64 {
         match self.workload {
             Workload::ReadRange => {
                 let span = self.keys.saturating_sub(self.scan_len as u64).saturating_add(1);
                 make_key(rng.gen_range(0..span), self.key_size, &mut s.key);
+                self.note_slot(0, s);
                 push_range_request(out, &s.key, self.scan_len, &mut s.value);
                 0
             }
@@ -287,6 +299,7 @@ impl Plan {
                 push_arg(out, if self.multi == 1 { b"GET" } else { b"MGET" });
                 for j in 0..self.multi {
                     make_key(self.key_number(rng, req, j), self.key_size, &mut s.key);
+                    self.note_slot(j, s);
                     push_arg(out, &s.key);
                 }
                 0
@@ -297,6 +310,7 @@ impl Plan {
                 for j in 0..self.multi {
                     let k = self.key_number(rng, req, j);
                     make_key(k, self.key_size, &mut s.key);
+                    self.note_slot(j, s);
                     value_for(k, self.seed, self.value_size, self.compression_ratio, &mut s.value);
                     push_arg(out, &s.key);
                     push_arg(out, &s.value);
@@ -417,6 +431,14 @@ pub enum Outcome {
 pub struct Scratch {
     key: Vec<u8>,
     value: Vec<u8>,
+    slot: u16,
+}
+
+impl Scratch {
+    /// The hash slot of the last request's first key (when the plan computes slots).
+    pub fn slot(&self) -> u16 {
+        self.slot
+    }
 }
 
 #[cfg(test)]
@@ -488,6 +510,26 @@ mod tests {
         out.clear();
         p.push_request(&mut rng, 0, &mut out, &mut s);
         assert_eq!(parsed(&out)[0], b"SET");
+    }
+
+    #[test]
+    fn requests_carry_their_slot() {
+        let f = super::super::RespFlags { keys: 1000, cluster: true, multi: 2, ..Default::default() };
+        let mut rng = SmallRng::seed_from_u64(1);
+        let (mut out, mut s) = (Vec::new(), Scratch::default());
+        for w in [Workload::WriteUniform, Workload::ReadRandom, Workload::WriteSeq] {
+            let p = Plan::new(w, &f, None);
+            let mut seen = std::collections::HashSet::new();
+            for r in 0..50 {
+                out.clear();
+                p.push_request(&mut rng, r, &mut out, &mut s);
+                // The first key is the command's second argument.
+                let first = &parsed(&out)[1];
+                assert_eq!(s.slot(), crate::resp::slots::key_slot(first), "{w:?}");
+                seen.insert(s.slot());
+            }
+            assert!(seen.len() > 40, "{w:?}: {} slots", seen.len());
+        }
     }
 
     #[test]

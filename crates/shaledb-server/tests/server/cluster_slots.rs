@@ -308,6 +308,12 @@ fn cluster_slot_move_keeps_every_acknowledged_write() {
     assert!(matches!(d.cmd(&["HGET", &hash, "f"]), Resp::Error(e) if e.starts_with("TRYAGAIN")));
     std::thread::sleep(Duration::from_millis(200));
 
+    // A write sent now waits for the hand-over (under FROZEN_WAIT) and is then sent on with -MOVED instead of
+    // answered -TRYAGAIN.
+    let late = {
+        let (addr, key) = (nodes[0].addr(), k("late"));
+        std::thread::spawn(move || crate::helpers::Client::connect(addr).cmd(&["SET", &key, "v"]))
+    };
     // The slot's keys, two per chunk, into group 2.
     let (mut after, mut first, mut moved) = (String::new(), true, 0i64);
     loop {
@@ -347,6 +353,11 @@ fn cluster_slot_move_keeps_every_acknowledged_write() {
     let m3 = map(3, "0-99,101-8191", "100,8192-16383", "");
     assert_eq!(setmap(0, "1", &m3), Some(ok()));
     assert_eq!(setmap(1, "2", &m3), Some(ok()));
+    assert_eq!(
+        late.join().expect("the late writer"),
+        Resp::Error(format!("MOVED 100 127.0.0.1:{}", nodes[1].port)),
+        "held during the freeze, then sent to the new owner"
+    );
     assert_eq!(try_cmd(nodes[0].addr(), &["CLUSTER", "SHALEDB-DROPSLOT", "100"]), Some(Resp::Int(4)));
     std::thread::sleep(Duration::from_millis(300));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
