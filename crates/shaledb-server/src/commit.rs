@@ -425,6 +425,9 @@ impl Committer {
             let propose: crate::store::ProposeFn =
                 Box::new(move |batch: &shaledb::WriteBatch| c.propose_blocking(batch));
             ctx.propose = Some(propose);
+            let c = store.cluster().expect("checked").clone();
+            ctx.serves_slot =
+                Some(Arc::new(move |slot| c.map().is_none_or(|st| st.owns(slot) && st.map.moving(slot).is_none())));
         }
         if let Err(e) = ctx.load_versions() {
             store.set_read_only(format!("reading the collection registry failed: {e}"));

@@ -137,6 +137,9 @@ pub struct WriteCtx<'a> {
     /// engine; reads of keys written since the last cut come from the pending writes as always. `None`: the
     /// engine is written directly.
     pub propose: Option<ProposeFn>,
+    /// A cluster member's commit step (issue 44): whether this member's group serves a slot now (owns it and
+    /// is not moving it). Scripts check every key they touch against it, declared or not. `None`: every slot.
+    pub serves_slot: Option<Arc<dyn Fn(u16) -> bool + Send + Sync>>,
 }
 
 /// Bytes counted per pending entry besides its key and value (map node, batch record header).
@@ -188,6 +191,7 @@ impl<'a> WriteCtx<'a> {
             expiry_paused_until: None,
             counts: None,
             propose: None,
+            serves_slot: None,
         }
     }
 

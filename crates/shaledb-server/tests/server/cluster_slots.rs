@@ -155,6 +155,14 @@ fn cluster_two_groups_route_by_slot_refuse_cross_slot_and_keep_their_map() {
     // Keys found by a command's own rule (numkeys).
     assert_eq!(c.cmd(&["EVAL", "return 1", "2", &x, &y]), cross);
     assert_eq!(c.cmd(&["EVAL", "return 1", "0"]), Resp::Int(1));
+    // A key a script touches without declaring it must be this group's too.
+    let set_argv = "return redis.call('SET', ARGV[1], 'v')";
+    let e = c.cmd(&["EVAL", set_argv, "0", &b]);
+    assert!(
+        matches!(&e, Resp::Error(m) if m.contains("Script attempted to access a non local key in a cluster node")),
+        "{e:?}"
+    );
+    assert_eq!(c.cmd(&["EVAL", set_argv, "0", &key_between(0, 8191, 2)]), ok());
 
     // What the tools read: both groups, each with its leader first.
     let slots = c.cmd(&["CLUSTER", "SLOTS"]).array();

@@ -548,6 +548,28 @@ fn dispatch(ctx: &mut WriteCtx<'_>, words: &Args, read_only: bool, wrote: &Atomi
     if read_only && spec.flags & flags::WRITE != 0 {
         return Err("Write commands are not allowed from read-only scripts.".into());
     }
+    // A cluster member (issue 44): a script touches only keys of slots its group serves, declared or not (a
+    // key of another group's slot, or of one frozen for a move, would be written where no client finds it).
+    if let Some(serves) = &ctx.serves_slot {
+        if let Some(r) = crate::cluster::one_database_refusal(spec, words) {
+            return Err(match r {
+                Reply::Error(e) => e.trim_start_matches("ERR ").to_string(),
+                _ => "This Redis command is not allowed from script".into(),
+            });
+        }
+        match crate::cluster::slot_of(spec, words) {
+            Err(_) => {
+                return Err(format!(
+                    "Command '{}' in script attempted to access keys that do not hash to the same slot",
+                    spec.name
+                ))
+            }
+            Ok(Some(slot)) if !serves(slot) => {
+                return Err("Script attempted to access a non local key in a cluster node".into())
+            }
+            Ok(_) => {}
+        }
+    }
     Ok(match spec.handler {
         Handler::Write(f) => {
             let before = ctx.write_counts();
