@@ -104,7 +104,13 @@ pub(super) fn gen_keys(r: &mut Rng) -> Vec<Op> {
         11 => {
             let mut a = cmd!["EXPIRE", k, r.pick(&["1000", "2000", "-1", "0", "abc", "9223372036854775807"])];
             if r.chance(40) {
-                a.push(r.pick(&["NX", "XX", "GT", "LT", "BAD"]).into());
+                let opt = r.pick(&["NX", "XX", "GT", "LT", "BAD"]);
+                if matches!(opt, "GT" | "LT") && r.chance(70) {
+                    // A TTL no other command sets: two servers whose clocks tick between two EXPIREs of the same
+                    // TTL at different moments would compare equal expiries on one side only.
+                    a[2] = (10_000 + r.below(1_000_000)).to_string();
+                }
+                a.push(opt.into());
             }
             a
         }
