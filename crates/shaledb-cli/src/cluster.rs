@@ -16,6 +16,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
+mod import;
 mod reshard;
 
 #[derive(clap::Subcommand, Debug)]
@@ -42,6 +43,10 @@ pub enum ClusterCommand {
     /// Finish a slot move that was interrupted (a killed `reshard`, a lost node): every group gets the newest
     /// map, the moving slots' keys are copied again and the move completes.
     Fix(reshard::FixArgs),
+    /// Copy the keys of a standalone server (shaledb server or Redis) at --from HOST:PORT into the cluster
+    /// (redis-cli --cluster import's arguments): each key is DUMPed from the source and RESTOREd in the group
+    /// owning its slot. The source is left unchanged. How a single-node database becomes a cluster's.
+    Import(import::ImportArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -86,6 +91,7 @@ pub fn run(c: ClusterCommand) -> Result<i32> {
         ClusterCommand::Reshard(a) => reshard::reshard(&a).map(|()| 0),
         ClusterCommand::Rebalance(a) => reshard::rebalance(&a).map(|()| 0),
         ClusterCommand::Fix(a) => reshard::fix(&a).map(|()| 0),
+        ClusterCommand::Import(a) => import::import(&a).map(|()| 0),
     }
 }
 
@@ -148,14 +154,28 @@ impl Conn {
         self.cmd_bin(&bin)
     }
 
+    /// Commands sent in one write, their replies read in order (a failed connection fails them all).
+    fn pipeline(&mut self, cmds: &[Vec<&[u8]>]) -> Result<Vec<Reply>> {
+        let mut out = Vec::new();
+        for c in cmds {
+            encode_command(c, &mut out);
+        }
+        self.r
+            .get_mut()
+            .write_all(&out)
+            .with_context(|| format!("sending {} commands to {}", cmds.len(), self.addr))?;
+        (0..cmds.len())
+            .map(|i| {
+                read_reply_max(&mut self.r, 0, self.max_len)
+                    .with_context(|| format!("reading reply {} of {} from {}", i + 1, cmds.len(), self.addr))
+            })
+            .collect()
+    }
+
     /// A command whose arguments may be any bytes (a DUMP payload).
     fn cmd_bin(&mut self, args: &[&[u8]]) -> Result<Reply> {
-        let mut out = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            out.extend_from_slice(a);
-            out.extend_from_slice(b"\r\n");
-        }
+        let mut out = Vec::new();
+        encode_command(args, &mut out);
         // What the errors name: the command and its first arguments, never a payload.
         let what = || {
             args.iter().take(3).map(|a| String::from_utf8_lossy(&a[..a.len().min(40)])).collect::<Vec<_>>().join(" ")
@@ -163,6 +183,16 @@ impl Conn {
         self.r.get_mut().write_all(&out).with_context(|| format!("sending {} to {}", what(), self.addr))?;
         read_reply_max(&mut self.r, 0, self.max_len)
             .with_context(|| format!("reading the reply of {} from {}", what(), self.addr))
+    }
+}
+
+/// `args` as a RESP array of bulk strings, appended to `out`.
+fn encode_command(args: &[&[u8]], out: &mut Vec<u8>) {
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
     }
 }
 

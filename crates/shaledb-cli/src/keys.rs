@@ -447,6 +447,14 @@ fn redis_view(db: &Db, path: &Path, view: &ViewFlags, column_family: Option<&str
     if let Some(why) = layout::refusal(path, &found) {
         bail!("{why} (--raw shows the engine's records)");
     }
+    if matches!(found, layout::Layout::Marked { keyspace: rkeys::Keyspace::Slots, .. }) {
+        // A replica group member's state machine: its keys change only through the group's log.
+        bail!(
+            "{} is a cluster member's state machine (keys stored by hash slot, changed only through its group's \
+             log): read and write its keys through the server (`redis-cli -c`); --raw shows the engine's records",
+            path.display()
+        );
+    }
     if let Some(cf) = column_family {
         bail!(
             "{} is a server's directory (Redis keys): --column-family is for plain databases (add --raw to read the \
@@ -594,7 +602,7 @@ pub fn import_strings(args: ImportArgs) -> anyhow::Result<i32> {
     let mut it = from.cursor_cf_opt(&shaledb::ReadOptions { fill_cache: false, ..Default::default() }, &cf);
     it.seek_to_first();
     while it.valid() {
-        rkeys::meta_key_into(args.redis_db, it.key(), &mut key);
+        rkeys::Keyspace::Ordered.meta_key_into(args.redis_db, it.key(), &mut key);
         let value = rkeys::encode_string(it.value(), None);
         bytes += key.len() + value.len();
         batch.put(&key, &value);

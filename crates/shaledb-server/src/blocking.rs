@@ -433,7 +433,7 @@ pub async fn execute(
     // XREAD BLOCK: `$` becomes the stream's current last id.
     let args = if spec.name == "xread" {
         let db = shared.store.db();
-        let ctx = ReadCtx::new(&db, s.db_index, now_ms());
+        let ctx = ReadCtx::new(&db, shared.store.keyspace(), s.db_index, now_ms());
         match crate::commands::streams::resolve_dollar(&ctx, args) {
             Ok(a) => a,
             Err(r) => return r,

@@ -148,6 +148,16 @@ impl Store {
         }
     }
 
+    /// How the database orders its keys (keys.rs): by slot first on a cluster member (`--cluster-enabled
+    /// yes`), by key on a standalone server. The layout marker records it and the server checks the two
+    /// agree when it opens the database (`layout.rs`).
+    pub fn keyspace(&self) -> crate::keys::Keyspace {
+        match &self.engine {
+            Engine::Own(_) => crate::keys::Keyspace::Ordered,
+            Engine::Group(_) => crate::keys::Keyspace::Slots,
+        }
+    }
+
     /// The replica group this server is a member of (`--cluster-enabled yes`).
     pub fn cluster(&self) -> Option<&Arc<crate::cluster::Cluster>> {
         match &self.engine {
@@ -413,6 +423,7 @@ const LONG_RUNNING: &[&str] = &["eval", "evalsha", "eval_ro", "evalsha_ro", "fca
 impl Committer {
     fn new(store: &Store) -> Committer {
         let mut ctx = WriteCtx::shared(store.db());
+        ctx.keyspace = store.keyspace();
         ctx.wake = Some(store.blocking.clone());
         ctx.scripts = Some(store.scripts.clone());
         ctx.watch_inbox = Some(store.watch_inbox.clone());
@@ -550,6 +561,11 @@ fn commit_group(
         }
     }
     ctx.begin(now_ms());
+    if store.cluster().is_some() && matches!(ctx.get_raw(crate::layout::MARKER_KEY), Ok(None)) {
+        // A new group's first write says what its keyspace is, through the log like every write, so every
+        // member (and every snapshot) carries the marker (layout.rs, `check_member`).
+        ctx.put_raw(crate::layout::MARKER_KEY, &crate::layout::marker_value_of(crate::keys::Keyspace::Slots));
+    }
     ctx.tracking = store.tracking.active();
     ctx.touched.clear();
     let mut replies: Vec<Vec<Reply>> = Vec::with_capacity(group.len());

@@ -43,7 +43,7 @@ fn sweep_delete(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         return Reply::Int(0);
     }
     for k in &args[1..] {
-        let mut key = keys::meta_key(ctx.db_index, k);
+        let mut key = ctx.keyspace.meta_key(ctx.db_index, k);
         match ctx.get_raw(&key) {
             Ok(Some(v)) => {
                 if keys::decode_meta(&v).is_ok_and(|m| m.expired(ctx.now_ms)) {
@@ -130,7 +130,7 @@ impl Sweeper {
                 }
                 examined += 1;
                 if keys::decode_meta(it.value()).is_ok_and(|m| m.expired(now)) {
-                    found.push((k[0], Bytes::copy_from_slice(&k[2..])));
+                    found.push((k[0], Bytes::copy_from_slice(store.keyspace().user_key_any(k).unwrap_or_default())));
                 }
                 it.next();
             }

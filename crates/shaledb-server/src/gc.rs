@@ -136,7 +136,7 @@ fn reclaim(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         Ok(None) => return Reply::Array(vec![Reply::Int(0), Reply::Nil]),
         Err(e) => return Reply::err(format!("read failed: {e}")),
     };
-    let meta = match ctx.get_raw(&keys::meta_key(db, &user_key)) {
+    let meta = match ctx.get_raw(&ctx.keyspace.meta_key(db, &user_key)) {
         Ok(m) => m,
         Err(e) => return Reply::err(format!("read failed: {e}")),
     };
@@ -242,7 +242,7 @@ impl Pass {
                 examined += 1;
                 if k.len() == 10 {
                     let version = keys::be_u64(&k[2..10]);
-                    let meta = store.db().get(keys::meta_key(db, it.value())).ok().flatten();
+                    let meta = store.db().get(store.keyspace().meta_key(db, it.value())).ok().flatten();
                     if is_dead(version, meta.as_deref(), now) {
                         dead.push((db, version));
                     }

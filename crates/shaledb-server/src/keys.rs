@@ -2,14 +2,20 @@
 //! cursors, collections and SHALEDB.RANGE; keep them in step).
 //!
 //! ```text
-//! engine key    := meta_key | member_key | registry_key | layout_key | library_key | cluster_key
-//! meta_key      := db:u8 0x00 user_key                  one per Redis key, whatever its type
+//! engine key    := meta_key | member_key | registry_key | layout_key | library_key | cluster_key | counter_key
+//! meta_key      := db:u8 0x00 pos                       one per Redis key, whatever its type
+//! pos           := user_key                             standalone server (keys in key order)
+//!                | slot:u16be user_key                  cluster member (keys slot first; slot = CRC16 slot)
 //! member_key    := db:u8 0x01 version:u64be sub:u8 member_part
 //! registry_key  := db:u8 0x02 version:u64be              -> user_key: every collection version that may
 //!                                                          still have member records
+//! version       := counter:u64                          standalone server
+//!                | slot:u16 counter:u48                 cluster member (the slot of the collection's key)
 //! layout_key    := 0xff "shaledb-server-layout"          -> layout_value: the layout marker (layout.rs)
 //! library_key   := 0xfe "shaledb-function:" name         -> library code: a FUNCTION library (types/scripts.rs)
 //! cluster_key   := 0xfd "shaledb-cluster-map"            -> the cluster map, on a cluster member (cluster/map.rs)
+//! counter_key   := 0xfc "shaledb-next-version"           -> counter:u64be, the next version counter, on a
+//!                                                          cluster member
 //! meta_value    := head:u8 expire_at_ms:u64be? payload
 //! head          := type:u4 (0x80 if expire_at_ms follows) (low nibble = type)
 //! type          := 0x1 string | 0x2 hash | 0x3 list | 0x4 set | 0x5 zset | 0x6 stream   (frozen)
@@ -90,20 +96,163 @@ impl Type {
 
 const HAS_EXPIRE: u8 = 0x80;
 
-/// The engine key of `user_key` in database `db`, written into `out` (cleared first).
-pub fn meta_key_into(db: u8, user_key: &[u8], out: &mut Vec<u8>) {
-    out.clear();
-    out.reserve(user_key.len() + 2);
-    out.push(db);
-    out.push(KIND_META);
-    out.extend_from_slice(user_key);
+/// How meta keys are ordered in a database: by user key (a standalone server: SCAN, KEYS and
+/// `SHALEDB.RANGE` walk keys in byte order) or by hash slot first (a cluster member: the keys of one slot are
+/// one range, so counting, listing, copying and dropping a slot are range reads; collection versions carry
+/// their key's slot too, so a slot's member and registry records are one range each). Chosen when the
+/// database is created and recorded in the layout marker (`layout.rs`); `shaledb convert-keyspace` converts
+/// a database from one to the other.
+///
+/// A meta key is `db 0x00 pos`, where the *position* `pos` is the user key (`Ordered`) or `slot:u16be
+/// user_key` (`Slots`). Scans keep positions (SCAN's cursor) and turn them into user keys with
+/// [`Keyspace::user_of_pos`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Keyspace {
+    #[default]
+    Ordered,
+    Slots,
 }
 
-/// The engine key of `user_key` in database `db`.
+/// Bits of a collection version below its slot in the `Slots` keyspace: `version := slot:u16 counter:u48`.
+pub const VERSION_SLOT_SHIFT: u32 = 48;
+
+/// The largest version counter (48 bits) in the `Slots` keyspace.
+pub const VERSION_COUNTER_MAX: u64 = (1 << VERSION_SLOT_SHIFT) - 1;
+
+impl Keyspace {
+    /// The engine key of `user_key` in database `db`, written into `out` (cleared first).
+    pub fn meta_key_into(self, db: u8, user_key: &[u8], out: &mut Vec<u8>) {
+        out.clear();
+        out.reserve(user_key.len() + 4);
+        out.push(db);
+        out.push(KIND_META);
+        if self == Keyspace::Slots {
+            out.extend_from_slice(&crate::cluster::key_slot(user_key).to_be_bytes());
+        }
+        out.extend_from_slice(user_key);
+    }
+
+    /// The engine key of `user_key` in database `db`.
+    pub fn meta_key(self, db: u8, user_key: &[u8]) -> Vec<u8> {
+        let mut k = Vec::new();
+        self.meta_key_into(db, user_key, &mut k);
+        k
+    }
+
+    /// The position of `user_key` among the meta keys of a database (the engine key without `db 0x00`).
+    pub fn pos_of(self, user_key: &[u8]) -> Vec<u8> {
+        let mut k = Vec::new();
+        self.meta_key_into(0, user_key, &mut k);
+        k.drain(..2);
+        k
+    }
+
+    /// The engine key at position `pos` of database `db`.
+    pub fn pos_key(db: u8, pos: &[u8]) -> Vec<u8> {
+        let mut k = Vec::with_capacity(pos.len() + 2);
+        k.push(db);
+        k.push(KIND_META);
+        k.extend_from_slice(pos);
+        k
+    }
+
+    /// The user key at position `pos` (a position of this keyspace: callers take it from an engine key of
+    /// `[db 0x00] .. [db 0x01)`). A `Slots` position too short to hold a slot (a damaged record) gives the
+    /// empty key rather than a panic.
+    pub fn user_of_pos(self, pos: &[u8]) -> &[u8] {
+        match self {
+            Keyspace::Ordered => pos,
+            Keyspace::Slots => pos.get(2..).unwrap_or_default(),
+        }
+    }
+
+    /// The user key of a meta key (`None` if `engine_key` is not a meta key of `db`).
+    pub fn user_key(self, db: u8, engine_key: &[u8]) -> Option<&[u8]> {
+        let pos = engine_key.strip_prefix(&meta_prefix(db)[..])?;
+        match self {
+            Keyspace::Ordered => Some(pos),
+            Keyspace::Slots => pos.get(2..),
+        }
+    }
+
+    /// The user key of a meta key of any database (`engine_key` is `db 0x00 pos`; `None` when too short).
+    pub fn user_key_any(self, engine_key: &[u8]) -> Option<&[u8]> {
+        match self {
+            Keyspace::Ordered => engine_key.get(2..),
+            Keyspace::Slots => engine_key.get(4..),
+        }
+    }
+
+    /// The bounds `[lower, upper)` of the meta keys of `slot` in database `db` (`Slots` only: in the
+    /// `Ordered` keyspace a slot's keys are spread over the whole database, and the bounds are those of the
+    /// database).
+    pub fn slot_meta_range(self, db: u8, slot: u16) -> (Vec<u8>, Vec<u8>) {
+        match self {
+            Keyspace::Ordered => (meta_prefix(db).to_vec(), meta_end(db).to_vec()),
+            Keyspace::Slots => {
+                let mut lo = meta_prefix(db).to_vec();
+                lo.extend_from_slice(&slot.to_be_bytes());
+                let mut hi = meta_prefix(db).to_vec();
+                hi.extend_from_slice(&(u32::from(slot) + 1).to_be_bytes()[2..]);
+                if slot == u16::MAX {
+                    hi = meta_end(db).to_vec();
+                }
+                (lo, hi)
+            }
+        }
+    }
+
+    /// The version to give a new collection of `user_key` whose counter is `counter`: the counter itself
+    /// (`Ordered`), or `slot << 48 | counter` (`Slots`), so the member and registry records of one slot's
+    /// collections are one range each ([`version_slot_range`]).
+    pub fn version_for(self, user_key: &[u8], counter: u64) -> u64 {
+        match self {
+            Keyspace::Ordered => counter,
+            Keyspace::Slots => {
+                (u64::from(crate::cluster::key_slot(user_key)) << VERSION_SLOT_SHIFT) | (counter & VERSION_COUNTER_MAX)
+            }
+        }
+    }
+
+    /// The counter part of `version` (what the next counter must stay above).
+    pub fn counter_of(self, version: u64) -> u64 {
+        match self {
+            Keyspace::Ordered => version,
+            Keyspace::Slots => version & VERSION_COUNTER_MAX,
+        }
+    }
+
+    /// The layout marker's word for this keyspace (`layout.rs`): none for `Ordered`, `slots` for `Slots`.
+    pub fn marker_word(self) -> Option<&'static str> {
+        match self {
+            Keyspace::Ordered => None,
+            Keyspace::Slots => Some("slots"),
+        }
+    }
+
+    /// What users call it in messages and options (`--to`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Keyspace::Ordered => "ordered",
+            Keyspace::Slots => "slots",
+        }
+    }
+}
+
+/// The record holding the next version counter of a `Slots` keyspace (`counter:u64be`), outside every
+/// database's range like the layout marker.
+pub const NEXT_VERSION_KEY: &[u8] = b"\xfcshaledb-next-version";
+
+/// The versions of the collections of `slot` in the `Slots` keyspace: `[slot << 48, (slot + 1) << 48)`.
+pub fn version_slot_range(slot: u16) -> (u64, u64) {
+    let lo = u64::from(slot) << VERSION_SLOT_SHIFT;
+    (lo, lo + (1 << VERSION_SLOT_SHIFT))
+}
+
+/// The engine key of `user_key` in database `db` of the `Ordered` keyspace (tests and tools that build
+/// records of a standalone server's database).
 pub fn meta_key(db: u8, user_key: &[u8]) -> Vec<u8> {
-    let mut k = Vec::new();
-    meta_key_into(db, user_key, &mut k);
-    k
+    Keyspace::Ordered.meta_key(db, user_key)
 }
 
 /// The prefix shared by every meta key of database `db`.
@@ -114,11 +263,6 @@ pub fn meta_prefix(db: u8) -> [u8; 2] {
 /// The exclusive upper bound of the meta keys of database `db` (the first key after them).
 pub fn meta_end(db: u8) -> [u8; 2] {
     [db, KIND_META + 1]
-}
-
-/// The user key of a meta key (`None` if `engine_key` is not a meta key of `db`).
-pub fn user_key(db: u8, engine_key: &[u8]) -> Option<&[u8]> {
-    engine_key.strip_prefix(&meta_prefix(db)[..])
 }
 
 /// A stored value that does not follow the grammar above (a damaged or foreign database).
@@ -341,6 +485,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_slot_first_keyspace_puts_each_slot_in_one_range() {
+        let ks = Keyspace::Slots;
+        for key in [&b"a"[..], b"user:1000", b"{tag}x", b"", b"\xff\xff"] {
+            let slot = crate::cluster::key_slot(key);
+            let mk = ks.meta_key(0, key);
+            let (lo, hi) = ks.slot_meta_range(0, slot);
+            assert!(lo <= mk && mk < hi, "{key:?}");
+            assert_eq!(ks.user_key(0, &mk), Some(key));
+            assert_eq!(ks.user_key_any(&mk), Some(key));
+            assert_eq!(ks.user_of_pos(&mk[2..]), key);
+            assert_eq!(ks.pos_of(key), mk[2..].to_vec());
+            assert_eq!(Keyspace::pos_key(0, &ks.pos_of(key)), mk);
+            // Versions of the slot's collections fall in its version range.
+            let v = ks.version_for(key, 12345);
+            let (vlo, vhi) = version_slot_range(slot);
+            assert!((vlo..vhi).contains(&v));
+            assert_eq!(ks.counter_of(v), 12345);
+        }
+        // Consecutive slots' ranges touch; the last one ends at the database's end.
+        assert_eq!(ks.slot_meta_range(0, 7).1, ks.slot_meta_range(0, 8).0);
+        assert_eq!(ks.slot_meta_range(0, 16383).1, vec![0, KIND_META, 0x40, 0x00]);
+        assert!(ks.slot_meta_range(0, 16383).1 <= meta_end(0).to_vec());
+        // The ordered keyspace is the user key itself.
+        let o = Keyspace::Ordered;
+        assert_eq!(o.meta_key(2, b"k"), vec![2, KIND_META, b'k']);
+        assert_eq!(o.version_for(b"k", 9), 9);
+        // A damaged slot-first key shorter than a slot gives no user key rather than a panic.
+        assert_eq!(ks.user_key(0, &[0, KIND_META, 1]), None);
+        assert_eq!(ks.user_of_pos(&[1]), b"");
+    }
+
+    #[test]
     fn grammar_matches_docs() {
         shaledb_testkit::grammar::assert_module_grammar_in_doc(
             include_str!("keys.rs"),
@@ -421,7 +597,7 @@ mod tests {
     #[test]
     fn meta_keys_sort_by_database_then_key() {
         assert!(meta_key(0, b"zzz") < meta_key(1, b""));
-        assert_eq!(user_key(3, &meta_key(3, b"k")), Some(&b"k"[..]));
-        assert_eq!(user_key(2, &meta_key(3, b"k")), None);
+        assert_eq!(Keyspace::Ordered.user_key(3, &meta_key(3, b"k")), Some(&b"k"[..]));
+        assert_eq!(Keyspace::Ordered.user_key(2, &meta_key(3, b"k")), None);
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! layout_key    := 0xff "shaledb-server-layout"         one record, outside every database's range
-//! layout_value  := version:decimal                      the keyspace format version (ASCII), now "2"
+//! layout_value  := version:decimal (" slots")?          the keyspace format version (ASCII), now "2";
+//!                                                         " slots": a cluster member's, keys slot first
 //! ```
 //!
 //! The server writes the marker (synced) when it creates a database or opens an empty one, so a server's
@@ -18,7 +19,7 @@
 //! [`SAMPLE`] records, else the first and the last [`SAMPLE`]; it stops at the first record that does not parse,
 //! which for a plain database is almost always the first.
 
-use crate::keys::{self, Coll, Type, DATABASES, KIND_MEMBER, KIND_META, KIND_REGISTRY};
+use crate::keys::{self, Coll, Keyspace, Type, DATABASES, KIND_MEMBER, KIND_META, KIND_REGISTRY};
 use shaledb::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use std::fmt;
 use std::path::Path;
@@ -40,9 +41,31 @@ pub const SAMPLE: usize = 10_000;
 /// engine's estimate is given.
 const COUNT_LIMIT: u64 = 1_000_000;
 
-/// The value of the marker record.
+/// The value of the marker record of a standalone server's keyspace.
 pub fn marker_value() -> Vec<u8> {
-    KEYSPACE_VERSION.to_string().into_bytes()
+    marker_value_of(Keyspace::Ordered)
+}
+
+/// The value of the marker record of a keyspace ordered as `ks`: the version, then ` slots` for a cluster
+/// member's.
+pub fn marker_value_of(ks: Keyspace) -> Vec<u8> {
+    match ks.marker_word() {
+        None => KEYSPACE_VERSION.to_string().into_bytes(),
+        Some(w) => format!("{KEYSPACE_VERSION} {w}").into_bytes(),
+    }
+}
+
+/// Parses a marker's value: the version (`None` when it is not a number, or the word after it is unknown)
+/// and the keyspace's order.
+fn parse_marker(v: &[u8]) -> (Option<u32>, Keyspace) {
+    let Ok(text) = std::str::from_utf8(v) else { return (None, Keyspace::Ordered) };
+    let mut words = text.split_whitespace();
+    let version = words.next().and_then(|w| w.parse().ok());
+    match (words.next(), words.next()) {
+        (None, _) => (version, Keyspace::Ordered),
+        (Some(w), None) if Some(w) == Keyspace::Slots.marker_word() => (version, Keyspace::Slots),
+        _ => (None, Keyspace::Ordered),
+    }
 }
 
 /// How many records a database holds, exactly or as the engine estimates.
@@ -67,8 +90,9 @@ impl fmt::Display for Records {
 pub enum Layout {
     /// Not a single record: a new database.
     Empty,
-    /// The marker is there: a server keyspace. `version` is `None` when the marker's value is not a number.
-    Marked { version: Option<u32> },
+    /// The marker is there: a server keyspace. `version` is `None` when the marker's value is not a number;
+    /// `keyspace` says how its keys are ordered (a standalone server's, or a cluster member's).
+    Marked { version: Option<u32>, keyspace: Keyspace },
     /// No marker, and every record examined follows the server's grammar: a server database from before the
     /// marker.
     Unmarked { records: Records },
@@ -107,8 +131,8 @@ pub fn record_fits(key: &[u8], value: &[u8]) -> bool {
 /// Judges what `db` holds: the marker, else its records (see the module's comment for the bounds).
 pub fn check(db: &Db) -> shaledb::Result<Layout> {
     if let Some(v) = db.get(MARKER_KEY)? {
-        let version = std::str::from_utf8(&v).ok().and_then(|s| s.trim().parse().ok());
-        return Ok(Layout::Marked { version });
+        let (version, keyspace) = parse_marker(&v);
+        return Ok(Layout::Marked { version, keyspace });
     }
     let opts = ReadOptions { fill_cache: false, ..ReadOptions::default() };
     let mut it = db.cursor_opt(&opts);
@@ -178,15 +202,65 @@ pub fn refusal(dir: &Path, layout: &Layout) -> Option<String> {
              serve them as Redis strings run `shaledb import-strings {dir} NEWDIR` and then `shaledb server --dir \
              NEWDIR`"
         )),
-        Layout::Marked { version: Some(v) } if *v == KEYSPACE_VERSION || *v == CONVERTIBLE_VERSION => None,
-        Layout::Marked { version: Some(v) } => Some(format!(
+        Layout::Marked { version: Some(v), .. } if *v == KEYSPACE_VERSION || *v == CONVERTIBLE_VERSION => None,
+        Layout::Marked { version: Some(v), .. } => Some(format!(
             "{dir} holds a server keyspace of format version {v}; this shaledb reads version {KEYSPACE_VERSION} \
              (and converts version {CONVERTIBLE_VERSION} when it starts)"
         )),
-        Layout::Marked { version: None } => {
+        Layout::Marked { version: None, .. } => {
             Some(format!("{dir} holds a damaged server layout marker (not a version number)"))
         }
         Layout::Empty | Layout::Unmarked { .. } => None,
+    }
+}
+
+/// A standalone server will not serve a cluster member's keyspace (its keys are stored slot first).
+fn cluster_keyspace_refusal(dir: &Path, layout: &Layout) -> Option<String> {
+    matches!(layout, Layout::Marked { keyspace: Keyspace::Slots, .. }).then(|| {
+        format!(
+            "{} holds a cluster member's keyspace (keys stored by hash slot); a standalone server reads keys stored \
+             in key order: serve it as the member it is (--cluster-enabled yes, in its own directory)",
+            dir.display()
+        )
+    })
+}
+
+/// A replica group member's state machine (`sm/` under its directory) at start: `Ok(true)` when it holds the
+/// marker of a cluster member's keyspace, `Ok(false)` when it holds nothing of a keyspace yet (the first
+/// leader writes the marker through the log), and `Err` when it holds keys stored otherwise: a member created
+/// by a build from before keys were stored slot first, or a standalone server's records.
+pub fn check_member(db: &Db, dir: &Path) -> Result<bool, String> {
+    let read = |e: shaledb::Error| format!("reading the state machine in {}: {e}", dir.display());
+    match db.get(MARKER_KEY).map_err(read)? {
+        Some(v) => match parse_marker(&v) {
+            (Some(KEYSPACE_VERSION), Keyspace::Slots) => Ok(true),
+            _ => Err(format!(
+                "{} holds a keyspace marked {:?}, not a cluster member's (\"{}\")",
+                dir.display(),
+                String::from_utf8_lossy(&v),
+                String::from_utf8_lossy(&marker_value_of(Keyspace::Slots))
+            )),
+        },
+        None => {
+            let mut it = db.cursor_opt(&ReadOptions {
+                iterate_lower_bound: Some(vec![0]),
+                iterate_upper_bound: Some(vec![DATABASES]),
+                fill_cache: false,
+                ..ReadOptions::default()
+            });
+            it.seek_to_first();
+            let found = it.valid();
+            it.status().map_err(read)?;
+            if found {
+                return Err(format!(
+                    "{} holds keys of a replica group member written before keys were stored by hash slot (a build \
+                     from before 2026-11-30); this build cannot read them: start the group afresh in empty \
+                     directories and load the keys again (`shaledb cluster import`)",
+                    dir.display()
+                ));
+            }
+            Ok(false)
+        }
     }
 }
 
@@ -201,7 +275,7 @@ pub fn check_before_open(dir: &Path, opts: &Options) -> Result<(), String> {
     let db = Db::open_read_only(dir, ro).map_err(|e| format!("opening the database in {}: {e}", dir.display()))?;
     let layout = check(&db).map_err(|e| format!("reading the database in {}: {e}", dir.display()))?;
     drop(db);
-    if let Some(why) = refusal(dir, &layout) {
+    if let Some(why) = refusal(dir, &layout).or_else(|| cluster_keyspace_refusal(dir, &layout)) {
         return Err(why);
     }
     // The server keeps its keyspace in the default family only: a database without the marker whose other
@@ -230,7 +304,7 @@ pub fn check_before_open(dir: &Path, opts: &Options) -> Result<(), String> {
 /// (a database written meanwhile by someone else).
 pub fn mark_on_open(db: &Db, dir: &Path) -> Result<(), String> {
     let layout = check(db).map_err(|e| format!("reading the database in {}: {e}", dir.display()))?;
-    if let Some(why) = refusal(dir, &layout) {
+    if let Some(why) = refusal(dir, &layout).or_else(|| cluster_keyspace_refusal(dir, &layout)) {
         return Err(why);
     }
     let write = |db: &Db| write_marker(db).map_err(|e| format!("writing the layout marker in {}: {e}", dir.display()));
@@ -246,7 +320,7 @@ pub fn mark_on_open(db: &Db, dir: &Path) -> Result<(), String> {
             );
             Ok(())
         }
-        Layout::Marked { version: Some(CONVERTIBLE_VERSION) } => {
+        Layout::Marked { version: Some(CONVERTIBLE_VERSION), .. } => {
             upgrade(db, dir)?;
             write(db)
         }
@@ -336,7 +410,10 @@ mod tests {
         let (dir, db) = db();
         assert_eq!(check(&db).unwrap(), Layout::Empty);
         mark_on_open(&db, dir.path()).unwrap();
-        assert_eq!(check(&db).unwrap(), Layout::Marked { version: Some(KEYSPACE_VERSION) });
+        assert_eq!(
+            check(&db).unwrap(),
+            Layout::Marked { version: Some(KEYSPACE_VERSION), keyspace: Keyspace::Ordered }
+        );
         assert_eq!(db.get(MARKER_KEY).unwrap(), Some(b"2".to_vec()));
     }
 
@@ -347,7 +424,10 @@ mod tests {
         assert_eq!(check(&db).unwrap(), Layout::Unmarked { records: Records::Exact(5) });
         assert!(check(&db).unwrap().is_server());
         mark_on_open(&db, dir.path()).unwrap();
-        assert_eq!(check(&db).unwrap(), Layout::Marked { version: Some(KEYSPACE_VERSION) });
+        assert_eq!(
+            check(&db).unwrap(),
+            Layout::Marked { version: Some(KEYSPACE_VERSION), keyspace: Keyspace::Ordered }
+        );
     }
 
     /// A keyspace from before the marker is of format version 1: its lists (one record per element) are
@@ -371,8 +451,11 @@ mod tests {
         }
         assert!(matches!(check(&db).unwrap(), Layout::Unmarked { .. }));
         mark_on_open(&db, dir.path()).unwrap();
-        assert_eq!(check(&db).unwrap(), Layout::Marked { version: Some(KEYSPACE_VERSION) });
-        let ctx = crate::store::ReadCtx::new(&db, 0, 0).pinned();
+        assert_eq!(
+            check(&db).unwrap(),
+            Layout::Marked { version: Some(KEYSPACE_VERSION), keyspace: Keyspace::Ordered }
+        );
+        let ctx = crate::store::ReadCtx::new(&db, crate::keys::Keyspace::Ordered, 0, 0).pinned();
         let c = list::get(&ctx, b"l").unwrap().unwrap();
         let mut got = Vec::new();
         list::for_each_in(&ctx, &c, 0, c.size, |e| got.push(e.to_vec())).unwrap();
@@ -441,8 +524,38 @@ mod tests {
         let why = mark_on_open(&db, dir.path()).unwrap_err();
         assert!(why.contains("format version 3"), "{why}");
         db.put(MARKER_KEY, b"x").unwrap();
-        assert_eq!(check(&db).unwrap(), Layout::Marked { version: None });
+        assert_eq!(check(&db).unwrap(), Layout::Marked { version: None, keyspace: Keyspace::Ordered });
         assert!(mark_on_open(&db, dir.path()).unwrap_err().contains("damaged"));
+    }
+
+    #[test]
+    fn a_cluster_members_marker_says_slots_and_each_side_refuses_the_other() {
+        assert_eq!(marker_value_of(Keyspace::Slots), b"2 slots".to_vec());
+        assert_eq!(parse_marker(b"2 slots"), (Some(2), Keyspace::Slots));
+        assert_eq!(parse_marker(b"2"), (Some(2), Keyspace::Ordered));
+        assert_eq!(parse_marker(b"2 shards").0, None);
+        assert_eq!(parse_marker(b"2 slots more").0, None);
+        // A member's state machine: nothing yet, its own marker, or keys written otherwise.
+        let (dir, db) = db();
+        assert_eq!(check_member(&db, dir.path()), Ok(false));
+        db.put(MARKER_KEY, marker_value_of(Keyspace::Slots)).unwrap();
+        assert_eq!(check(&db).unwrap(), Layout::Marked { version: Some(KEYSPACE_VERSION), keyspace: Keyspace::Slots });
+        assert_eq!(check_member(&db, dir.path()), Ok(true));
+        db.put(MARKER_KEY, marker_value()).unwrap();
+        assert!(check_member(&db, dir.path()).unwrap_err().contains("not a cluster member's"));
+        db.delete(MARKER_KEY).unwrap();
+        db.put(meta_key(0, b"old"), encode_string(b"v", None)).unwrap();
+        let why = check_member(&db, dir.path()).unwrap_err();
+        assert!(
+            why.contains("before keys were stored by hash slot") && why.contains("shaledb cluster import"),
+            "{why}"
+        );
+        // A standalone server refuses a member's keyspace before opening it for writing.
+        db.delete(meta_key(0, b"old")).unwrap();
+        db.put(MARKER_KEY, marker_value_of(Keyspace::Slots)).unwrap();
+        db.close().unwrap();
+        let why = check_before_open(dir.path(), &Options::default()).unwrap_err();
+        assert!(why.contains("a cluster member's keyspace"), "{why}");
     }
 
     #[test]

@@ -162,7 +162,7 @@ impl Event {
 /// events of every write already answered (`Store::publish_events_then`), as Redis orders them.
 pub fn run_read(store: &Store, db_index: u8, f: impl FnOnce(&ReadCtx<'_>) -> Reply) -> Reply {
     let db = store.db();
-    let ctx = ReadCtx::new(&db, db_index, crate::store::now_ms());
+    let ctx = ReadCtx::new(&db, store.keyspace(), db_index, crate::store::now_ms());
     let flags = effective(store.notify_flags.load(Ordering::Relaxed));
     if flags & KEY_MISS == 0 {
         return f(&ctx);
@@ -185,7 +185,7 @@ pub fn run_read(store: &Store, db_index: u8, f: impl FnOnce(&ReadCtx<'_>) -> Rep
 pub fn run_read_cached(store: &Store, db_index: u8, f: impl FnOnce(&ReadCtx<'_>) -> Reply) -> Option<Reply> {
     let run = crate::store::CacheOnly::default();
     let db = store.db();
-    let ctx = ReadCtx::new(&db, db_index, crate::store::now_ms()).cache_only(&run);
+    let ctx = ReadCtx::new(&db, store.keyspace(), db_index, crate::store::now_ms()).cache_only(&run);
     let flags = effective(store.notify_flags.load(Ordering::Relaxed));
     let misses = (flags & KEY_MISS != 0).then(Misses::default);
     let reply = f(&ctx.reporting_misses(misses.as_ref()));

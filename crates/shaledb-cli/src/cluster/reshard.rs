@@ -32,7 +32,7 @@ const CHUNK: &str = "500";
 /// Payload bytes per `SHALEDB-IMPORT` (a chunk of large keys goes in several; at least one key each).
 const IMPORT_BYTES: usize = 8 << 20;
 /// How long one command's reply may take (an import waits for its group's commit).
-const OP_TIMEOUT: Duration = Duration::from_secs(30);
+pub(super) const OP_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(clap::Args, Debug)]
 pub struct ReshardArgs {
@@ -82,15 +82,15 @@ pub struct FixArgs {
 
 /// One group of a map: id, slot ranges (merged, in order), members `(node id, host:port@busport)`.
 #[derive(Clone, Debug, PartialEq)]
-struct MapGroup {
+pub(super) struct MapGroup {
     id: u64,
     ranges: Vec<(u32, u32)>,
-    nodes: Vec<(String, String)>,
+    pub(super) nodes: Vec<(String, String)>,
 }
 
 /// The cluster map as the coordinator reads and edits it (the server's grammar: cluster/map.rs).
 #[derive(Clone, Debug, PartialEq)]
-struct Map {
+pub(super) struct Map {
     epoch: u64,
     groups: Vec<MapGroup>,
     /// `(slot, from, to)`, by slot.
@@ -175,7 +175,12 @@ impl Map {
         lines.join("\n") + "\n"
     }
 
-    fn group(&self, id: u64) -> Result<&MapGroup> {
+    /// The group that owns `slot` by this map (a moving slot's owner is the group it leaves).
+    pub(super) fn owner(&self, slot: u32) -> Option<u64> {
+        self.groups.iter().find(|g| g.ranges.iter().any(|&(a, b)| (a..=b).contains(&slot))).map(|g| g.id)
+    }
+
+    pub(super) fn group(&self, id: u64) -> Result<&MapGroup> {
         self.groups.iter().find(|g| g.id == id).ok_or_else(|| anyhow!("the map names no group {id}"))
     }
 
@@ -308,26 +313,26 @@ fn plan_rebalance(map: &Map) -> Vec<(u64, u64, Vec<u32>)> {
 }
 
 /// Whether a command refused with `e` may work when tried again, on this member or another of its group.
-fn retryable(e: &str) -> bool {
+pub(super) fn retryable(e: &str) -> bool {
     ["MOVED ", "CLUSTERDOWN", "TRYAGAIN", "LOADING"].iter().any(|p| e.starts_with(p))
         || ["the commit step did not answer", "shutting down", "confirming leadership"].iter().any(|p| e.contains(p))
 }
 
 /// The client address of a map node's `host:port@busport`.
-fn client_addr(addr: &str) -> &str {
+pub(super) fn client_addr(addr: &str) -> &str {
     addr.split_once('@').map_or(addr, |(a, _)| a)
 }
 
 /// A run against the cluster: the map it works from, and the leader each group last answered from.
-struct Coord {
-    map: Map,
-    leaders: BTreeMap<u64, String>,
-    timeout: Duration,
+pub(super) struct Coord {
+    pub(super) map: Map,
+    pub(super) leaders: BTreeMap<u64, String>,
+    pub(super) timeout: Duration,
 }
 
 impl Coord {
     /// The map held by the member at `seed`, then everything `fix` does.
-    fn open(seed: &str, timeout: u64) -> Result<Coord> {
+    pub(super) fn open(seed: &str, timeout: u64) -> Result<Coord> {
         super::split_host_port(seed)?;
         let timeout = Duration::from_secs(timeout);
         let deadline = Instant::now() + timeout;
@@ -347,7 +352,7 @@ impl Coord {
     }
 
     /// Sends `args` to group `gid`'s leader (see the file's comment for the retries): its reply.
-    fn send(&mut self, gid: u64, args: &[&[u8]]) -> Result<Reply> {
+    pub(super) fn send(&mut self, gid: u64, args: &[&[u8]]) -> Result<Reply> {
         let what = args.iter().skip(1).take(2).map(|a| String::from_utf8_lossy(a)).collect::<Vec<_>>().join(" ");
         let members: Vec<String> = self.map.group(gid)?.nodes.iter().map(|(_, a)| client_addr(a).to_string()).collect();
         if members.is_empty() {

@@ -194,9 +194,11 @@ pub fn check_dir(dir: &Path, cluster: bool) -> Result<(), String> {
     let plain = dir.join("CURRENT").exists();
     if cluster && plain && !node_id {
         return Err(format!(
-            "{} holds a ShaleDB server database that is not a replica group member's: a cluster node starts in an \
-             empty directory (or one of its own, with node-id, log/ and sm/); start it elsewhere, or without \
-             --cluster-enabled",
+            "{} holds a standalone ShaleDB server database, not a replica group member's: a cluster node starts in \
+             an empty directory (or one of its own, with node-id, log/ and sm/), as a member stores its keys slot \
+             first. To bring this database's keys into a cluster, serve it with `shaledb server --dir {}` and run \
+             `shaledb cluster import CLUSTER_HOST:PORT --from HOST:PORT`",
+            dir.display(),
             dir.display()
         ));
     }
@@ -289,6 +291,11 @@ impl Cluster {
             peer_auth: config.requirepass.clone(),
             publishers: publish::Forwarders::new(handle.clone(), config.requirepass.clone()),
         });
+        // Keys are stored slot first on a member (keys.rs): data written otherwise is refused, not misread.
+        if let Err(why) = crate::layout::check_member(&c.db(), &config.dir) {
+            c.shutdown().await;
+            return Err(why);
+        }
         c.reload_map();
         c.spawn_map_watch();
         Ok(c)
@@ -569,7 +576,7 @@ impl Cluster {
         let write = match spec.handler {
             Handler::Write(_) => true,
             Handler::Read(_) => false,
-            Handler::Conn(_) => return Gate::Go,
+            Handler::Conn(_) => return self.shard_channel_gate(spec, args),
         };
         let (state, term, running) = {
             let m = self.node_ref.raft().metrics();
@@ -601,6 +608,32 @@ impl Cluster {
             return Gate::Go;
         }
         Gate::Refuse(self.redirect(spec, args, None))
+    }
+
+    /// Shard channels (SPUBLISH, SSUBSCRIBE, SUNSUBSCRIBE) belong to the slot of their name, as in Redis
+    /// Cluster: the command runs on any member of the group that owns it (leader or not: a message is not
+    /// data), `-MOVED` to that group's leader from any other group, `-CROSSSLOT` for channels of different
+    /// slots. Every other connection command runs here.
+    fn shard_channel_gate(&self, spec: &Spec, args: &Args) -> Gate {
+        let channels = match spec.name {
+            "spublish" => args.get(1..2).unwrap_or_default(),
+            "ssubscribe" | "sunsubscribe" => args.get(1..).unwrap_or_default(),
+            _ => return Gate::Go,
+        };
+        let mut slot = None;
+        for c in channels {
+            let s = key_slot(c);
+            if slot.is_some_and(|x| x != s) {
+                return Gate::Refuse(Reply::error(CROSSSLOT));
+            }
+            slot = Some(s);
+        }
+        let Some(slot) = slot else { return Gate::Go };
+        let stored = self.map.load();
+        match stored.as_deref().and_then(|st| self.slot_refusal(st, slot, false)) {
+            Some(r) => Gate::Refuse(r),
+            None => Gate::Go,
+        }
     }
 
     /// The lease (why reads on the leader are cheap): a quorum that acknowledged this leader after instant

@@ -220,7 +220,7 @@ async fn migrate_keys(s: &Session, shared: &Shared, plan: &Plan, id: Bytes) -> M
     let mut out = Vec::new();
     {
         let db = shared.store.db();
-        let ctx = ReadCtx::new(&db, s.db_index, now_ms());
+        let ctx = ReadCtx::new(&db, shared.store.keyspace(), s.db_index, now_ms());
         for key in &plan.keys {
             let Some((meta, _)) = tri!(ctx.get_meta(key)) else { continue };
             let Some(value) = tri!(rdb::read(&ctx, key)) else { continue };

@@ -371,7 +371,7 @@ pub fn after_write(ctx: &mut WriteCtx<'_>, spec: &Spec, args: &Args, before: (u6
     let last = if spec.last_key < 0 { n + spec.last_key as i64 } else { (spec.last_key as i64).min(n - 1) };
     let mut i = first;
     while i <= last && i < n {
-        let mk = crate::keys::meta_key(ctx.db_index, &args[i as usize]);
+        let mk = ctx.keyspace.meta_key(ctx.db_index, &args[i as usize]);
         ctx.watches.touch(&mk, true);
         i += spec.step as i64;
     }

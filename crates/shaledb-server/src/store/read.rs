@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// through the group's pending writes ([`WriteCtx::view`](super::WriteCtx::view)).
 pub struct ReadCtx<'a> {
     pub db: &'a Db,
+    /// How the database orders its keys (a standalone server's or a cluster member's, keys.rs).
+    pub keyspace: keys::Keyspace,
     pub db_index: u8,
     pub now_ms: u64,
     /// The commit step's pending writes (reads inside `EXEC`); `None` on connections.
@@ -94,8 +96,18 @@ impl Misses {
 
 impl<'a> ReadCtx<'a> {
     /// A read context on a connection: the latest state of the engine at each read.
-    pub fn new(db: &'a Db, db_index: u8, now_ms: u64) -> ReadCtx<'a> {
-        ReadCtx { db, db_index, now_ms, overlay: None, snapshot: None, misses: None, counts: None, cache_only: None }
+    pub fn new(db: &'a Db, keyspace: keys::Keyspace, db_index: u8, now_ms: u64) -> ReadCtx<'a> {
+        ReadCtx {
+            db,
+            keyspace,
+            db_index,
+            now_ms,
+            overlay: None,
+            snapshot: None,
+            misses: None,
+            counts: None,
+            cache_only: None,
+        }
     }
 
     /// The same context reading only what needs no disk I/O, recording in `run` whether a read needed it
@@ -120,6 +132,7 @@ impl<'a> ReadCtx<'a> {
         };
         ReadCtx {
             db: self.db,
+            keyspace: self.keyspace,
             db_index: self.db_index,
             now_ms: self.now_ms,
             overlay: self.overlay,
@@ -186,7 +199,7 @@ impl<'a> ReadCtx<'a> {
 
     /// [`ReadCtx::peek_meta`] that reports no miss either (OBJECT: Redis's `LOOKUP_NONOTIFY`).
     pub fn peek_meta_quietly(&self, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Error> {
-        let k = keys::meta_key(self.db_index, user_key);
+        let k = self.keyspace.meta_key(self.db_index, user_key);
         match self.get_raw(&k)? {
             None => Ok(None),
             Some(v) => match keys::decode_meta(&v) {

@@ -135,7 +135,7 @@ fn members_start_at_a_part_in_both_directions() {
     drop(v);
     // The same through a connection's pinned read context once applied, and the snapshot holds.
     assert_eq!(ctx.finish(false), Ok(false));
-    let r = ReadCtx::new(&db, 0, now_ms());
+    let r = ReadCtx::new(&db, crate::keys::Keyspace::Ordered, 0, now_ms());
     let p = r.pinned();
     db.put(keys::member_key(0, c.version, keys::SUB_MEMBER, b"m0"), b"late").unwrap();
     assert_eq!(parts(p.members(&c, keys::SUB_MEMBER, None, false)), ["m1", "m2", "m3", "m4"]);
@@ -174,6 +174,58 @@ fn versions_are_never_reused_after_a_restart() {
     // The registry records were written with the collections.
     for (db_index, v) in [0u8, 3, 15].into_iter().zip(&seen) {
         assert_eq!(db.get(keys::registry_key(db_index, *v)).unwrap().as_deref(), Some(&b"k"[..]));
+    }
+}
+
+#[test]
+fn a_cluster_members_versions_carry_their_slot_and_a_counter_never_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = (0..40).map(|i| format!("key{i}")).collect();
+    let mut seen = Vec::new();
+    {
+        let db = open(dir.path());
+        let mut ctx = WriteCtx::new(&db);
+        ctx.keyspace = keys::Keyspace::Slots;
+        ctx.load_versions().unwrap();
+        ctx.begin(now_ms());
+        for n in &names {
+            let mut c = ctx.create_coll(n.as_bytes(), Type::Set);
+            ctx.put_member(&c, keys::SUB_MEMBER, b"m", b"").unwrap();
+            c.size = 1;
+            ctx.put_coll(n.as_bytes(), &c).unwrap();
+            let slot = crate::cluster::key_slot(n.as_bytes());
+            let (lo, hi) = keys::version_slot_range(slot);
+            assert!((lo..hi).contains(&c.version), "{n}: version {:x} outside slot {slot}", c.version);
+            seen.push(c.version);
+        }
+        assert_eq!(ctx.finish(true), Ok(true));
+        // The meta key is slot first.
+        let slot = crate::cluster::key_slot(b"key0");
+        let mut mk = vec![0, keys::KIND_META];
+        mk.extend_from_slice(&slot.to_be_bytes());
+        mk.extend_from_slice(b"key0");
+        assert!(db.get(&mk).unwrap().is_some());
+        assert_eq!(keys::Keyspace::Slots.user_key(0, &mk), Some(&b"key0"[..]));
+        drop(ctx);
+        db.close().unwrap();
+    }
+    let counters: std::collections::BTreeSet<u64> = seen.iter().map(|v| v & keys::VERSION_COUNTER_MAX).collect();
+    assert_eq!(counters.len(), names.len(), "each version has its own counter");
+    // After a restart, from the counter record; and without it, from the registry, slot by slot.
+    for drop_record in [false, true] {
+        let db = open(dir.path());
+        if drop_record {
+            db.delete(keys::NEXT_VERSION_KEY).unwrap();
+        }
+        let mut ctx = WriteCtx::new(&db);
+        ctx.keyspace = keys::Keyspace::Slots;
+        ctx.load_versions().unwrap();
+        ctx.begin(now_ms());
+        let c = ctx.create_coll(b"later", Type::Set);
+        let counter = c.version & keys::VERSION_COUNTER_MAX;
+        assert!(counters.iter().all(|&v| counter > v), "{counter} after {counters:?} (record dropped: {drop_record})");
+        drop(ctx);
+        db.close().unwrap();
     }
 }
 

@@ -71,7 +71,10 @@ pub struct WriteCtx<'a> {
     applied: bool,
     /// The first engine error of the group: the group is not acknowledged.
     failed: Option<String>,
-    /// The next collection version to hand out (see keys.rs); loaded by [`WriteCtx::load_versions`].
+    /// How the database orders its keys (keys.rs): set once, before the first group.
+    pub keyspace: keys::Keyspace,
+    /// The counter of the next collection version to hand out (see keys.rs; the version is
+    /// [`keys::Keyspace::version_for`] of it); loaded by [`WriteCtx::load_versions`].
     next_version: u64,
     /// Collection versions removed by this group's commands, for the collector to reclaim early:
     /// `(db, version)`.
@@ -166,6 +169,7 @@ impl<'a> WriteCtx<'a> {
             batch: WriteBatch::new(),
             applied: false,
             failed: None,
+            keyspace: keys::Keyspace::Ordered,
             next_version: 1,
             dropped: Vec::new(),
             key_buf: Vec::new(),
@@ -203,7 +207,7 @@ impl<'a> WriteCtx<'a> {
 
     /// Client `client` WATCHes `user_key` of database `db`, as of everything executed before in this group.
     pub fn watch_key(&mut self, client: u64, db: u8, user_key: &[u8]) -> Result<(), Error> {
-        let mk = keys::meta_key(db, user_key);
+        let mk = self.keyspace.meta_key(db, user_key);
         let expired = match self.get_raw(&mk) {
             Ok(Some(v)) => keys::decode_meta(&v).is_ok_and(|m| m.expired(self.now_ms)),
             Ok(None) => false,
@@ -237,6 +241,16 @@ impl<'a> WriteCtx<'a> {
     /// handing it out again could not resurrect anything; starting above the largest is simply clearer.
     pub fn load_versions(&mut self) -> shaledb::Result<()> {
         let mut next = 1u64;
+        if self.keyspace == keys::Keyspace::Slots {
+            // The counter record (written with every new version) is the answer; the registry walk below
+            // stays for a database without one.
+            if let Some(v) = self.db.get(keys::NEXT_VERSION_KEY)? {
+                if let Ok(b) = <[u8; 8]>::try_from(&v[..]) {
+                    self.next_version = u64::from_be_bytes(b).max(1);
+                    return Ok(());
+                }
+            }
+        }
         for db in 0..keys::DATABASES {
             let lower = vec![db, keys::KIND_REGISTRY];
             let upper = vec![db, keys::KIND_REGISTRY + 1];
@@ -246,8 +260,17 @@ impl<'a> WriteCtx<'a> {
                 ..ReadOptions::default()
             });
             it.seek_to_last();
-            if it.valid() && it.key().len() == 10 {
-                next = next.max(keys::be_u64(&it.key()[2..10]).saturating_add(1));
+            // `Ordered`: the last version is the largest counter. `Slots`: versions are `slot counter`, so
+            // the largest counter of each slot is the last version of the slot; one seek per slot that
+            // holds any (from the last slot down).
+            while it.valid() && it.key().len() == 10 {
+                let v = keys::be_u64(&it.key()[2..10]);
+                next = next.max(self.keyspace.counter_of(v).saturating_add(1));
+                let slot = v >> keys::VERSION_SLOT_SHIFT;
+                if self.keyspace == keys::Keyspace::Ordered || slot == 0 {
+                    break;
+                }
+                it.seek_for_prev(keys::registry_key(db, (slot << keys::VERSION_SLOT_SHIFT) - 1));
             }
             it.status()?;
         }
@@ -308,7 +331,7 @@ impl<'a> WriteCtx<'a> {
     /// True when `user_key` (current database) has a meta value as of this group's writes so far (expired
     /// or not).
     pub fn stored_now(&mut self, user_key: &[u8]) -> bool {
-        let k = keys::meta_key(self.db_index, user_key);
+        let k = self.keyspace.meta_key(self.db_index, user_key);
         matches!(self.get_raw(&k), Ok(Some(_)))
     }
 
@@ -453,14 +476,14 @@ impl<'a> WriteCtx<'a> {
         if engine_key.get(1) == Some(&keys::KIND_META) {
             self.take_watch_inbox();
             self.meta_writes += 1;
-            if let (Some(&db), Some(user_key)) = (engine_key.first(), engine_key.get(2..)) {
+            if let (Some(&db), Some(user_key)) = (engine_key.first(), self.keyspace.user_key_any(engine_key)) {
                 crate::access::record_write(&*self.db as *const Db as usize, db, user_key, value.is_some());
             }
             if !self.watches.is_empty() {
                 self.watches.touch(engine_key, value.is_some());
             }
             if self.tracking {
-                if let Some(user_key) = engine_key.get(2..) {
+                if let Some(user_key) = self.keyspace.user_key_any(engine_key) {
                     let key = Bytes::copy_from_slice(user_key);
                     self.touched.push(crate::tracking::Touch::Key { seq: self.meta_writes, client: self.client, key });
                 }
@@ -468,7 +491,7 @@ impl<'a> WriteCtx<'a> {
             // A key deleted, overwritten or changed in type may end a blocked XREADGROUP (Redis answers it
             // with an error): its XREADGROUP waiters run again once the group is durable.
             if self.wake.as_ref().is_some_and(|w| w.has_group_readers()) {
-                if let (Some(&db), Some(user_key)) = (engine_key.first(), engine_key.get(2..)) {
+                if let (Some(&db), Some(user_key)) = (engine_key.first(), self.keyspace.user_key_any(engine_key)) {
                     self.gone.push((db, Bytes::copy_from_slice(user_key)));
                 }
             }
@@ -500,7 +523,7 @@ impl<'a> WriteCtx<'a> {
     /// [`WriteCtx::get_meta`] in database `db` (MOVE, COPY ... DB).
     pub fn get_meta_in(&mut self, db: u8, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Error> {
         let mut k = std::mem::take(&mut self.key_buf);
-        keys::meta_key_into(db, user_key, &mut k);
+        self.keyspace.meta_key_into(db, user_key, &mut k);
         let r = self.get_raw(&k);
         let out = match r {
             Ok(None) => Ok(None),
@@ -532,7 +555,7 @@ impl WriteCtx<'_> {
     pub fn put_meta_in(&mut self, db: u8, user_key: &[u8], stored: &[u8]) -> Result<(), Error> {
         check_entry_size(user_key.len(), stored.len())?;
         let mut k = std::mem::take(&mut self.key_buf);
-        keys::meta_key_into(db, user_key, &mut k);
+        self.keyspace.meta_key_into(db, user_key, &mut k);
         if self.notify_flags & (crate::notify::NEW | crate::notify::EXPIRED) != 0 {
             self.notify_created(db, user_key, &k);
         }
@@ -586,7 +609,7 @@ impl WriteCtx<'_> {
     /// members become unreachable at once and are reclaimed by the collector.
     pub fn delete_in(&mut self, db: u8, user_key: &[u8]) {
         let mut k = std::mem::take(&mut self.key_buf);
-        keys::meta_key_into(db, user_key, &mut k);
+        self.keyspace.meta_key_into(db, user_key, &mut k);
         self.delete_raw(&k);
         self.key_buf = k;
     }
@@ -608,7 +631,7 @@ impl WriteCtx<'_> {
     /// Deletes `user_key` of database `db` whatever it holds (expired or not; see
     /// [`WriteCtx::delete_stored`]). Returns whether there was a meta value.
     pub fn remove_key(&mut self, db: u8, user_key: &[u8]) -> Result<bool, Error> {
-        let k = keys::meta_key(db, user_key);
+        let k = self.keyspace.meta_key(db, user_key);
         match self.get_raw(&k) {
             Ok(Some(v)) => {
                 self.delete_stored(db, user_key, &v);
@@ -624,6 +647,7 @@ impl WriteCtx<'_> {
     pub fn view(&self) -> ReadCtx<'_> {
         ReadCtx {
             db: &self.db,
+            keyspace: self.keyspace,
             db_index: self.db_index,
             now_ms: self.now_ms,
             overlay: Some(&self.pending),
@@ -690,10 +714,10 @@ impl WriteCtx<'_> {
 
     /// A version never used before: for a collection being created. Write the collection with
     /// [`WriteCtx::create_coll`], which also records the version in the registry.
-    fn new_version(&mut self) -> u64 {
+    fn new_version(&mut self, user_key: &[u8]) -> u64 {
         let v = self.next_version;
         self.next_version = v.saturating_add(1);
-        v
+        self.keyspace.version_for(user_key, v)
     }
 
     /// The live collection `user_key` of the current database if it is of type `typ`: `Ok(None)` when the
@@ -706,9 +730,16 @@ impl WriteCtx<'_> {
     /// A new, empty collection of `typ` for `user_key` of the current database, with a fresh version
     /// recorded in the registry (in this group's batch). Not stored until [`WriteCtx::put_coll`].
     pub fn create_coll(&mut self, user_key: &[u8], typ: keys::Type) -> keys::Coll {
-        let version = self.new_version();
+        let version = self.new_version(user_key);
         let rk = keys::registry_key(self.db_index, version);
         self.put_raw(&rk, user_key);
+        if self.keyspace == keys::Keyspace::Slots {
+            // Versions carry their slot, so the largest counter is not the last registry record: it is kept
+            // in a record of its own, in the same batch (a cluster member reads it before every group, as
+            // another leader may have handed out versions since).
+            let next = self.next_version.to_be_bytes();
+            self.put_raw(keys::NEXT_VERSION_KEY, &next);
+        }
         keys::Coll::new(typ, version)
     }
 

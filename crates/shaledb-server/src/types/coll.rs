@@ -382,7 +382,7 @@ mod tests {
         c.size = n;
         ctx.put_coll(b"s", &c).unwrap();
         ctx.finish(false).unwrap();
-        let r = ReadCtx::new(&db, 0, now_ms());
+        let r = ReadCtx::new(&db, crate::keys::Keyspace::Ordered, 0, now_ms());
         // Distinct picks by seek (count well below a third of the set).
         let picked = random_members(&r, &c, SUB_MEMBER, 200, true).unwrap();
         let distinct: HashSet<Vec<u8>> = picked.iter().map(|(m, _)| m.clone()).collect();

@@ -81,7 +81,7 @@ mod tests {
         // A user key in the last database sorts below every library record.
         ctx.put_string(b"k", b"v", None).unwrap();
         assert_eq!(ctx.finish(true), Ok(true));
-        let view = ReadCtx::new(&db, 0, 1);
+        let view = ReadCtx::new(&db, crate::keys::Keyspace::Ordered, 0, 1);
         let all = load_all(&view).unwrap();
         let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["lib_a", "lib_b"]);
@@ -92,6 +92,6 @@ mod tests {
         // The group's own view sees the pending delete.
         assert_eq!(load_all(&ctx.view()).unwrap().len(), 1);
         ctx.finish(true).unwrap();
-        assert_eq!(load_all(&ReadCtx::new(&db, 0, 2)).unwrap().len(), 1);
+        assert_eq!(load_all(&ReadCtx::new(&db, crate::keys::Keyspace::Ordered, 0, 2)).unwrap().len(), 1);
     }
 }

@@ -189,16 +189,25 @@ fn cluster_two_groups_route_by_slot_refuse_cross_slot_and_keep_their_map() {
     let group = c.cmd(&["CLUSTER", "SHALEDB-GROUP"]).array();
     assert_eq!(&group[..2], &[Resp::Int(1), Resp::Int(2)]);
 
-    // PUBLISH reaches the subscribers of every node; SPUBLISH those of the publisher's group.
+    // PUBLISH reaches the subscribers of every node; a shard channel belongs to its slot's group, whose members
+    // (a follower too) take SSUBSCRIBE and SPUBLISH, and the others send them there.
     let mut sub = crate::helpers::Client::connect(nodes[f2].addr());
     assert_eq!(sub.cmd(&["SUBSCRIBE", "news"]).array().len(), 3);
+    let shard = key_between(8192, 16383, 0);
+    let other = key_between(0, 8191, 0);
     let mut ssub = crate::helpers::Client::connect(nodes[f2].addr());
-    assert_eq!(ssub.cmd(&["SSUBSCRIBE", "shard-news"]).array().len(), 3);
+    let e = error_of(Some(ssub.cmd(&["SSUBSCRIBE", &other])));
+    assert!(e.starts_with(&format!("MOVED {} 127.0.0.1:{}", key_slot(other.as_bytes()), nodes[0].port)), "{e}");
+    let e = error_of(Some(ssub.cmd(&["SSUBSCRIBE", &shard, &other])));
+    assert!(e.starts_with("CROSSSLOT"), "{e}");
+    let e = error_of(Some(c.cmd(&["SPUBLISH", &shard, "wrong group"])));
+    assert!(e.starts_with(&format!("MOVED {} ", key_slot(shard.as_bytes()))), "{e}");
+    assert_eq!(ssub.cmd(&["SSUBSCRIBE", &shard]).array().len(), 3);
     assert_eq!(c.cmd(&["PUBLISH", "news", "from group 1"]), Resp::Int(0), "no subscriber on this node");
     let got = sub.read().expect("the message published on another group's node").array();
     assert_eq!(got[2], Resp::Bulk(b"from group 1".to_vec()), "{got:?}");
     let mut p2 = crate::helpers::Client::connect(nodes[l2].addr());
-    assert_eq!(p2.cmd(&["SPUBLISH", "shard-news", "same group"]), Resp::Int(0));
+    assert_eq!(p2.cmd(&["SPUBLISH", &shard, "same group"]), Resp::Int(0));
     let got = ssub.read().expect("the shard message from the group's leader").array();
     assert_eq!(got[2], Resp::Bulk(b"same group".to_vec()), "{got:?}");
     let info = c.cmd(&["INFO", "cluster"]).text();
@@ -381,4 +390,71 @@ fn cluster_slot_move_keeps_every_acknowledged_write() {
     assert_eq!(d.cmd(&["CLUSTER", "COUNTKEYSINSLOT", "100"]), Resp::Int(4));
     assert_eq!(c.cmd(&["CLUSTER", "COUNTKEYSINSLOT", "100"]), Resp::Int(0), "dropped from the old owner");
     assert_eq!(c.cmd(&["GET", &counter]), Resp::Error(format!("MOVED 100 127.0.0.1:{}", nodes[1].port)));
+}
+
+/// A member stores its keys slot first (docs/format/server-keys.md, "A cluster member's keyspace"): the
+/// keyspace walks (SCAN, KEYS, RANDOMKEY, DBSIZE) see every key once, SHALEDB.RANGE is refused with the reason,
+/// collections keep their members, and after a kill -9 and restart (the member's marker passes the start check)
+/// new collections get versions of their own.
+#[test]
+fn cluster_member_stores_keys_slot_first() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut node = spawn_node(&tmp.path().join("n0"));
+    wait_answering(&mut node, Duration::from_secs(20));
+    let ids = node_ids(std::slice::from_ref(&node));
+    let addrs = vec![format!("127.0.0.1:{}@{}", node.port, node.bus)];
+    let init = init_command(&ids, &addrs);
+    let init: Vec<&str> = init.iter().map(String::as_str).collect();
+    assert_eq!(try_cmd(node.addr(), &init), Some(ok()));
+    poll(WAIT, "the group leads", || is_master(node.addr()).then_some(()));
+    let run = |n: &NodeProc, args: &[&str]| try_cmd(n.addr(), args).unwrap_or_else(|| panic!("{args:?}: no answer"));
+    let mut names = Vec::new();
+    for i in 0..300 {
+        let (s, h) = (format!("key:{i}"), format!("hash:{i}"));
+        assert_eq!(run(&node, &["SET", &s, &i.to_string()]), ok());
+        assert_eq!(run(&node, &["HSET", &h, "f", &i.to_string()]), Resp::Int(1));
+        names.extend([s, h]);
+    }
+    names.sort();
+    let scan_all = |n: &NodeProc| {
+        let (mut cursor, mut seen) = ("0".to_string(), Vec::new());
+        for _ in 0..1000 {
+            let r = run(n, &["SCAN", &cursor, "COUNT", "7"]);
+            let Resp::Array(v) = r else { panic!("SCAN: {r:?}") };
+            let Resp::Array(keys) = &v[1] else { panic!("SCAN keys: {v:?}") };
+            seen.extend(keys.iter().map(Resp::text));
+            cursor = v[0].text();
+            if cursor == "0" {
+                break;
+            }
+        }
+        assert_eq!(cursor, "0", "SCAN ends");
+        seen.sort();
+        seen
+    };
+    assert_eq!(scan_all(&node), names, "SCAN returns every key exactly once");
+    let Resp::Array(all) = run(&node, &["KEYS", "*"]) else { panic!("KEYS") };
+    assert_eq!(all.len(), names.len());
+    let Resp::Array(some) = run(&node, &["KEYS", "key:1*"]) else { panic!("KEYS") };
+    assert_eq!(some.len(), names.iter().filter(|k| k.starts_with("key:1")).count(), "a MATCH prefix over every slot");
+    assert!(names.contains(&run(&node, &["RANDOMKEY"]).text()));
+    assert_eq!(run(&node, &["DBSIZE"]), Resp::Int(names.len() as i64));
+    let e = error_of(try_cmd(node.addr(), &["SHALEDB.RANGE", "[x", "[x"]));
+    assert!(e.contains("stores them by hash slot"), "{e}");
+
+    node.kill();
+    node.restart();
+    wait_answering(&mut node, Duration::from_secs(20));
+    poll(WAIT, "the group leads again", || is_master(node.addr()).then_some(()));
+    for i in 0..300 {
+        let h = format!("later:{i}");
+        assert_eq!(run(&node, &["HSET", &h, "g", "new"]), Resp::Int(1));
+    }
+    // The collections from before the restart are intact beside the new ones (no version handed out twice).
+    for i in 0..300 {
+        let fields: Vec<String> =
+            run(&node, &["HGETALL", &format!("hash:{i}")]).array().iter().map(Resp::text).collect();
+        assert_eq!(fields, vec!["f".to_string(), i.to_string()], "hash:{i}");
+    }
+    assert_eq!(run(&node, &["DBSIZE"]), Resp::Int(names.len() as i64 + 300));
 }

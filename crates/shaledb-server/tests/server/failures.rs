@@ -20,7 +20,7 @@ fn get(store: &Store, k: &str) -> Reply {
     let spec = lookup(b"get").expect("GET exists");
     let shaledb_server::commands::Handler::Read(f) = spec.handler else { panic!("GET is a read") };
     f(
-        &ReadCtx::new(&store.db(), 0, shaledb_server::store::now_ms()),
+        &ReadCtx::new(&store.db(), store.keyspace(), 0, shaledb_server::store::now_ms()),
         &vec![Bytes::from("get"), Bytes::from(k.to_string())],
     )
 }
@@ -70,7 +70,7 @@ fn command(words: &[&str]) -> (&'static shaledb_server::commands::Spec, Vec<Byte
 fn read(store: &Store, words: &[&str]) -> Reply {
     let (spec, args) = command(words);
     let shaledb_server::commands::Handler::Read(f) = spec.handler else { panic!("{} is a read", words[0]) };
-    f(&ReadCtx::new(&store.db(), 0, shaledb_server::store::now_ms()), &args)
+    f(&ReadCtx::new(&store.db(), store.keyspace(), 0, shaledb_server::store::now_ms()), &args)
 }
 
 fn bulk_text(r: &Reply) -> String {

@@ -695,7 +695,7 @@ mod swap_and_copy {
     fn read(store: &Store, db: u8, words: &[&str]) -> Reply {
         let (spec, args) = command(words);
         let Handler::Read(f) = spec.handler else { panic!("{} is a read", words[0]) };
-        f(&ReadCtx::new(&store.db(), db, shaledb_server::store::now_ms()), &args)
+        f(&ReadCtx::new(&store.db(), store.keyspace(), db, shaledb_server::store::now_ms()), &args)
     }
 
     fn run(store: &Store, db: u8, words: &[&str]) -> Reply {

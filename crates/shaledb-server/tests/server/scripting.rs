@@ -388,7 +388,7 @@ fn eval(body: &str, numkeys: usize, rest: &[&str]) -> (&'static shaledb_server::
 fn dbsize(store: &Store) -> Reply {
     let spec = lookup(b"dbsize").expect("DBSIZE exists");
     let shaledb_server::commands::Handler::Read(f) = spec.handler else { panic!("DBSIZE is a read") };
-    f(&ReadCtx::new(&store.db(), 0, shaledb_server::store::now_ms()), &vec![Bytes::from("dbsize")])
+    f(&ReadCtx::new(&store.db(), store.keyspace(), 0, shaledb_server::store::now_ms()), &vec![Bytes::from("dbsize")])
 }
 
 /// A script's writes go to the engine as one batch: after a kill -9 they are all there (the script was

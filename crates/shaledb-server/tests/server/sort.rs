@@ -208,7 +208,7 @@ fn command(words: &[&str]) -> (&'static shaledb_server::commands::Spec, Vec<Byte
 fn read(store: &Store, words: &[&str]) -> Reply {
     let (spec, args) = command(words);
     let Handler::Read(f) = spec.handler else { panic!("{} is a read", words[0]) };
-    f(&ReadCtx::new(&store.db(), 0, shaledb_server::store::now_ms()), &args)
+    f(&ReadCtx::new(&store.db(), store.keyspace(), 0, shaledb_server::store::now_ms()), &args)
 }
 
 fn bulks(items: &[&str]) -> Reply {

@@ -80,6 +80,13 @@ pub(super) fn range(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
         }
         j += 1;
     }
+    // A cluster member keeps its keys slot first (keys.rs): there is no key order to read a range of.
+    if ctx.keyspace == keys::Keyspace::Slots {
+        return Reply::err(
+            "SHALEDB.RANGE reads keys in order, and a cluster member stores them by hash slot: run it on a \
+             standalone server",
+        );
+    }
     // Forward: start is the low end; REV: start is the high end (as ZRANGE ... BYLEX REV).
     let (low, high) = if rev { (&end, &start) } else { (&start, &end) };
     let db = ctx.db_index;
@@ -88,13 +95,13 @@ pub(super) fn range(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
         match high {
             Bound::Max => it.seek_to_last(),
             Bound::Min => return Reply::Array(vec![]),
-            Bound::Incl(k) | Bound::Excl(k) => it.seek_for_prev(keys::meta_key(db, k)),
+            Bound::Incl(k) | Bound::Excl(k) => it.seek_for_prev(ctx.keyspace.meta_key(db, k)),
         }
     } else {
         match low {
             Bound::Min => it.seek_to_first(),
             Bound::Max => return Reply::Array(vec![]),
-            Bound::Incl(k) | Bound::Excl(k) => it.seek(keys::meta_key(db, k)),
+            Bound::Incl(k) | Bound::Excl(k) => it.seek(ctx.keyspace.meta_key(db, k)),
         }
     }
     let mut out = Vec::new();

@@ -9,7 +9,7 @@
 //! once), and the scan ends (cursor 0).
 
 use crate::commands::{arg_cursor, arg_i64};
-use crate::keys::{self, Type};
+use crate::keys::{self, Keyspace, Type};
 use crate::resp::{Args, Reply};
 use crate::store::ReadCtx;
 use bytes::Bytes;
@@ -123,14 +123,25 @@ fn cursors() -> &'static Mutex<Cursors> {
     C.get_or_init(Default::default)
 }
 
-/// An iterator over the meta keys of the context's database, between two user-key bounds.
+/// An iterator over the meta keys of the context's database, between two positions (`Keyspace`: a position
+/// is the engine key without `db 0x00`; the user key itself in a standalone server's keyspace).
 pub(super) fn meta_iter(ctx: &ReadCtx<'_>, lower: Option<&[u8]>, upper: Option<&[u8]>) -> shaledb::Cursor {
     let db = ctx.db_index;
     ctx.db.cursor_opt(&ReadOptions {
-        iterate_lower_bound: Some(lower.map_or_else(|| keys::meta_prefix(db).to_vec(), |l| keys::meta_key(db, l))),
-        iterate_upper_bound: Some(upper.map_or_else(|| keys::meta_end(db).to_vec(), |u| keys::meta_key(db, u))),
+        iterate_lower_bound: Some(lower.map_or_else(|| keys::meta_prefix(db).to_vec(), |l| Keyspace::pos_key(db, l))),
+        iterate_upper_bound: Some(upper.map_or_else(|| keys::meta_end(db).to_vec(), |u| Keyspace::pos_key(db, u))),
         ..ReadOptions::default()
     })
+}
+
+/// The literal prefix of `pattern` as a bound on positions: the prefix itself in the ordered keyspace; none
+/// in the slot-first one (keys with a common prefix are spread over the slots, and Redis Cluster reads every
+/// key for a pattern too).
+fn pos_prefix(ctx: &ReadCtx<'_>, pattern: Option<&[u8]>) -> Vec<u8> {
+    match ctx.keyspace {
+        Keyspace::Ordered => pattern.map(literal_prefix).unwrap_or_default(),
+        Keyspace::Slots => Vec::new(),
+    }
 }
 
 fn type_by_name(name: &[u8]) -> Option<Type> {
@@ -165,19 +176,19 @@ pub(super) fn scan(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
         j += 2;
     }
     let start: Option<Bytes> = tri!(cursors().lock().resume(cursor, ctx.db_index));
-    let prefix = pattern.as_deref().map(literal_prefix).unwrap_or_default();
+    let prefix = pos_prefix(ctx, pattern.as_deref());
     let lower: Vec<u8> = match &start {
         Some(s) if s[..] > prefix[..] => s.to_vec(),
         _ => prefix.clone(),
     };
     let upper = keys::prefix_end(&prefix).filter(|_| !prefix.is_empty());
     let mut it = meta_iter(ctx, Some(&lower), upper.as_deref());
-    it.seek(keys::meta_key(ctx.db_index, &lower));
+    it.seek(Keyspace::pos_key(ctx.db_index, &lower));
     let mut out = Vec::new();
     let mut examined = 0i64;
     while it.valid() && examined < count {
         examined += 1;
-        let k = &it.key()[2..];
+        let k = ctx.keyspace.user_of_pos(&it.key()[2..]);
         if let Ok(m) = keys::decode_meta(it.value()) {
             let live = !m.expired(ctx.now_ms);
             let type_ok = typ.is_none_or(|t| t == Some(m.typ));
@@ -201,14 +212,14 @@ pub(super) fn scan(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
 
 pub(super) fn keys_cmd(ctx: &ReadCtx<'_>, args: &Args) -> Reply {
     let pattern = &args[1];
-    let prefix = literal_prefix(pattern);
+    let prefix = pos_prefix(ctx, Some(pattern));
     let upper = keys::prefix_end(&prefix).filter(|_| !prefix.is_empty());
     let mut it = meta_iter(ctx, Some(&prefix), upper.as_deref());
-    it.seek(keys::meta_key(ctx.db_index, &prefix));
+    it.seek(Keyspace::pos_key(ctx.db_index, &prefix));
     let all = &pattern[..] == b"*";
     let mut out = Vec::new();
     while it.valid() {
-        let k = &it.key()[2..];
+        let k = ctx.keyspace.user_of_pos(&it.key()[2..]);
         if keys::decode_meta(it.value()).is_ok_and(|m| !m.expired(ctx.now_ms)) && (all || glob_match(pattern, k)) {
             out.push(Reply::Bulk(Bytes::copy_from_slice(k)));
         }
@@ -240,7 +251,7 @@ pub(super) fn randomkey(ctx: &ReadCtx<'_>, _: &Args) -> Reply {
     for _ in 0..4 {
         target.push(rand::random::<u8>());
     }
-    it.seek(keys::meta_key(ctx.db_index, &target));
+    it.seek(Keyspace::pos_key(ctx.db_index, &target));
     let mut wrapped = false;
     for _ in 0..4096 {
         if !it.valid() {
@@ -252,7 +263,7 @@ pub(super) fn randomkey(ctx: &ReadCtx<'_>, _: &Args) -> Reply {
             continue;
         }
         if keys::decode_meta(it.value()).is_ok_and(|m| !m.expired(ctx.now_ms)) {
-            return Reply::Bulk(Bytes::copy_from_slice(&it.key()[2..]));
+            return Reply::Bulk(Bytes::copy_from_slice(ctx.keyspace.user_of_pos(&it.key()[2..])));
         }
         it.next();
     }

@@ -59,7 +59,10 @@ pub(super) fn swapdb(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         for (k, v) in recs {
             if k.get(1) == Some(&keys::KIND_META) {
                 let Ok(m) = keys::decode_meta(v) else {
-                    return Reply::err(format!("corrupt value of key {:?}", String::from_utf8_lossy(&k[2..])));
+                    return Reply::err(format!(
+                        "corrupt value of key {:?}",
+                        String::from_utf8_lossy(ctx.keyspace.user_of_pos(&k[2..]))
+                    ));
                 };
                 if m.expired(ctx.now_ms) {
                     // Absent already: not carried over; its records (moved with the rest) are dead.
@@ -69,7 +72,7 @@ pub(super) fn swapdb(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
                     continue;
                 }
                 if matches!(m.typ, Type::List | Type::ZSet | Type::Stream) {
-                    poppable.push((to, k[2..].to_vec()));
+                    poppable.push((to, ctx.keyspace.user_of_pos(&k[2..]).to_vec()));
                 }
             }
             moves.push((to, k, v));

@@ -158,8 +158,8 @@ pub async fn membership_change(shared: &Shared, args: &Args) -> Reply {
 }
 
 /// `CLUSTER COUNTKEYSINSLOT slot` and `CLUSTER GETKEYSINSLOT slot count`: the live keys of database 0 (the only
-/// one a Redis Cluster has) in `slot`, on this member's state. A scan of database 0's keys on the runtime's
-/// thread, as INFO keyspace is: the keys are not stored by slot yet.
+/// one a Redis Cluster has) in `slot`, on this member's state: a range read of the slot's meta keys (keys are
+/// stored slot first on a cluster member, keys.rs), on the runtime's thread as INFO keyspace is.
 fn keys_in_slot(c: &Cluster, args: &Args) -> Reply {
     let slot = match std::str::from_utf8(&args[2]).ok().and_then(|s| s.parse::<i64>().ok()) {
         Some(n) if (0..i64::from(SLOTS)).contains(&n) => n as u16,
@@ -174,8 +174,8 @@ fn keys_in_slot(c: &Cluster, args: &Args) -> Reply {
         None
     };
     let db = c.db();
-    let lower = crate::keys::meta_prefix(0).to_vec();
-    let upper = crate::keys::meta_end(0).to_vec();
+    let ks = crate::keys::Keyspace::Slots;
+    let (lower, upper) = ks.slot_meta_range(0, slot);
     let mut it = db.cursor_opt(&shaledb::ReadOptions {
         iterate_lower_bound: Some(lower.clone()),
         iterate_upper_bound: Some(upper),
@@ -186,7 +186,7 @@ fn keys_in_slot(c: &Cluster, args: &Args) -> Reply {
     let now = crate::store::now_ms();
     let (mut n, mut found) = (0i64, Vec::new());
     while it.valid() && limit.is_none_or(|l| (found.len() as u64) < l) {
-        if let Some(k) = crate::keys::user_key(0, it.key()) {
+        if let Some(k) = ks.user_key(0, it.key()) {
             if crate::cluster::key_slot(k) == slot
                 && crate::keys::decode_meta(it.value()).is_ok_and(|m| !m.expired(now))
             {

@@ -59,7 +59,7 @@ pub(super) fn memory(s: &mut Session, shared: &Shared, args: &Args) -> Reply {
                 }
             }
             let db = shared.store.db();
-            let ctx = ReadCtx::new(&db, s.db_index, now_ms()).pinned();
+            let ctx = ReadCtx::new(&db, shared.store.keyspace(), s.db_index, now_ms()).pinned();
             match usage(&ctx, &args[2], samples) {
                 Ok(Some(n)) => Reply::Int(i64::try_from(n).unwrap_or(i64::MAX)),
                 Ok(None) => Reply::Nil,

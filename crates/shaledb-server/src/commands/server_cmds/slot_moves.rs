@@ -86,17 +86,22 @@ fn setmap_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     Reply::Ok
 }
 
-/// The live keys of database 0 in `slot`, as `view` sees them, from just after `after`, at most `limit`.
+/// The live keys of database 0 in `slot`, as `view` sees them, from just after `after`, at most `limit`: a
+/// range read of the slot's meta keys (a cluster member keeps its keys slot first, keys.rs).
 fn slot_keys(view: &ReadCtx<'_>, slot: u16, after: &[u8], limit: usize) -> Result<Vec<Bytes>, Reply> {
-    let mut lower = keys::meta_key(0, after);
-    if !after.is_empty() {
-        lower.push(0);
-    }
-    let upper = keys::meta_end(0).to_vec();
+    let ks = view.keyspace;
+    let (first, upper) = ks.slot_meta_range(0, slot);
+    let lower = if after.is_empty() {
+        first
+    } else {
+        let mut k = ks.meta_key(0, after);
+        k.push(0);
+        k.max(first)
+    };
     let mut out = Vec::new();
     for item in view.scan(&lower, &upper, false) {
         let (k, v) = item.map_err(|e| Reply::err(format!("read failed: {e}")))?;
-        let Some(user) = keys::user_key(0, &k) else { continue };
+        let Some(user) = ks.user_key(0, &k) else { continue };
         if key_slot(user) == slot && keys::decode_meta(&v).is_ok_and(|m| !m.expired(view.now_ms)) {
             out.push(Bytes::copy_from_slice(user));
             if out.len() == limit {
@@ -282,7 +287,7 @@ async fn export(c: &Arc<Cluster>, args: &Args) -> Reply {
         return Reply::err(format!("slot {slot} is not moving from this group (group {}) by its map", st.me));
     }
     let db = c.db();
-    let view = ReadCtx::new(&db, 0, crate::store::now_ms()).pinned();
+    let view = ReadCtx::new(&db, keys::Keyspace::Slots, 0, crate::store::now_ms()).pinned();
     let found = tri!(slot_keys(&view, slot, &args[3], count));
     let mut items = Vec::with_capacity(found.len() * 3);
     for k in &found {

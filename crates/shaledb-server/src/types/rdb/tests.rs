@@ -273,7 +273,7 @@ fn values_stored_and_read_back_through_the_engine() {
         }
         ctx.finish(true).unwrap();
     }
-    let r = ReadCtx::new(&db, 0, crate::store::now_ms());
+    let r = ReadCtx::new(&db, crate::keys::Keyspace::Ordered, 0, crate::store::now_ms());
     for (i, v) in values.iter().enumerate() {
         let got = read(&r, format!("k{i}").as_bytes()).unwrap().unwrap();
         let norm = |v: &Value| match v.clone() {
