@@ -163,6 +163,28 @@ fn cluster_two_groups_route_by_slot_refuse_cross_slot_and_keep_their_map() {
         "{e:?}"
     );
     assert_eq!(c.cmd(&["EVAL", set_argv, "0", &key_between(0, 8191, 2)]), ok());
+    // Redis's rule within the group: every key a script touches is in one slot (the declared keys', else the
+    // first touched) unless it declares allow-cross-slot-keys; no-cluster scripts and functions are refused.
+    let (k1, k2) = (key_between(0, 8191, 3), key_between(0, 8191, 4));
+    assert_ne!(key_slot(k1.as_bytes()), key_slot(k2.as_bytes()));
+    let two = "redis.call('SET', ARGV[1], 'a') return redis.call('SET', ARGV[2], 'b')";
+    let e = error_of(Some(c.cmd(&["EVAL", two, "0", &k1, &k2])));
+    assert!(e.contains("Script attempted to access keys that do not hash to the same slot"), "{e}");
+    let declared = "return redis.call('SET', ARGV[1], 'b')";
+    let e = error_of(Some(c.cmd(&["EVAL", declared, "1", &k1, &k2])));
+    assert!(e.contains("Script attempted to access keys that do not hash to the same slot"), "{e}");
+    let cross = format!("#!lua flags=allow-cross-slot-keys\n{two}");
+    assert_eq!(c.cmd(&["EVAL", &cross, "0", &k1, &k2]), ok());
+    assert_eq!(
+        c.cmd(&["EVAL", "#!lua flags=no-cluster\nreturn 1", "0"]),
+        Resp::Error("ERR Can not run script on cluster, 'no-cluster' flag is set.".into())
+    );
+    let lib = "#!lua name=nc\nredis.register_function{function_name='nc', callback=function() return 1 end, flags={'no-cluster'}}";
+    assert_eq!(c.cmd(&["FUNCTION", "LOAD", lib]), Resp::Bulk(b"nc".to_vec()));
+    assert_eq!(
+        c.cmd(&["FCALL", "nc", "0"]),
+        Resp::Error("ERR Can not run script on cluster, 'no-cluster' flag is set.".into())
+    );
 
     // What the tools read: both groups, each with its leader first.
     let slots = c.cmd(&["CLUSTER", "SLOTS"]).array();

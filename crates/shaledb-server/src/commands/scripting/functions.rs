@@ -289,7 +289,11 @@ fn fcall_generic(ctx: &mut WriteCtx<'_>, args: &Args, ro: bool) -> Reply {
         if ro && !no_writes {
             return Reply::err("Can not execute a script with write flag using *_ro command.");
         }
-        let opts = lua::RunOpts { name: &name, read_only: ro || no_writes, is_function: true };
+        if ctx.serves_slot.is_some() && f.flags.iter().any(|f| f == "no-cluster") {
+            return Reply::err(super::NO_CLUSTER);
+        }
+        let cross_slot = f.flags.iter().any(|f| f == "allow-cross-slot-keys");
+        let opts = lua::RunOpts { name: &name, read_only: ro || no_writes, is_function: true, cross_slot };
         let callback = f.callback.clone();
         sc.begin_run(&name, false, args);
         let reply = libs.vm.run(&callback, keys, argv, ctx, &opts, &sc.wrote);

@@ -62,6 +62,16 @@ pub struct RunOpts<'a> {
     pub read_only: bool,
     /// A function (keys and args as arguments), or an EVAL script (KEYS and ARGV as globals).
     pub is_function: bool,
+    /// The script declares `allow-cross-slot-keys`: on a cluster member its commands may touch keys of any
+    /// slot its group serves, not only the first slot it touched (Redis's rule).
+    pub cross_slot: bool,
+}
+
+/// A cluster member's script run (issue 44): the slot its keys are held to, as Redis holds them: the slot of
+/// the declared keys, else of the first key a command touches.
+struct SlotRule {
+    slot: std::cell::Cell<Option<u16>>,
+    cross_slot: bool,
 }
 
 /// One Lua VM with the scripting environment.
@@ -291,13 +301,17 @@ impl Vm {
         let h = self.h.clone();
         let read_only = opts.read_only;
         let control = self.control.clone();
+        let rule = SlotRule {
+            slot: std::cell::Cell::new(keys.first().map(|k| crate::cluster::key_slot(k))),
+            cross_slot: opts.cross_slot,
+        };
         self.lua.scope(|scope| {
             let call = scope.create_function_mut(|lua, ()| -> mlua::Result<(bool, Value)> {
                 let resp: i64 = h.raw_get("resp").unwrap_or(2);
                 let Some(CallWords(words)) = lua.remove_app_data::<CallWords>() else {
                     return Ok((false, err_table(lua, "ERR internal: a script's call lost its words")?));
                 };
-                match observed_dispatch(ctx, &words, read_only, wrote, &control) {
+                match observed_dispatch(ctx, &words, read_only, wrote, &control, &rule) {
                     Err(msg) => Ok((false, err_table(lua, &format!("ERR {msg}"))?)),
                     Ok(reply) => {
                         let ok = !reply.is_error();
@@ -489,8 +503,9 @@ fn observed_dispatch(
     read_only: bool,
     wrote: &AtomicBool,
     control: &Control,
+    rule: &SlotRule,
 ) -> Result<Reply, String> {
-    let Some(obs) = control.observers.get() else { return dispatch(ctx, words, read_only, wrote) };
+    let Some(obs) = control.observers.get() else { return dispatch(ctx, words, read_only, wrote, rule) };
     // ACL: after the checks of the command itself (unknown, arity, not allowed in scripts), as Redis orders.
     if let (Some(acl), Some(spec)) = (&obs.acl, lookup(&words[0])) {
         if spec.arity_ok(words.len()) && spec.flags & (flags::NOSCRIPT | flags::BLOCKING) == 0 {
@@ -499,7 +514,7 @@ fn observed_dispatch(
     }
     let db = ctx.db_index;
     let started = std::time::Instant::now();
-    let r = dispatch(ctx, words, read_only, wrote);
+    let r = dispatch(ctx, words, read_only, wrote, rule);
     if let (Some(spec), Ok(reply)) = (lookup(&words[0]), &r) {
         if spec.flags & flags::ADMIN == 0 {
             obs.monitors.feed(db, crate::commands::server_cmds::monitor::Origin::Script, words);
@@ -516,7 +531,13 @@ fn observed_dispatch(
 
 /// Executes one command of a script in the commit step: its reply, or the error text (without its code)
 /// for the checks a script's call fails before running.
-fn dispatch(ctx: &mut WriteCtx<'_>, words: &Args, read_only: bool, wrote: &AtomicBool) -> Result<Reply, String> {
+fn dispatch(
+    ctx: &mut WriteCtx<'_>,
+    words: &Args,
+    read_only: bool,
+    wrote: &AtomicBool,
+    rule: &SlotRule,
+) -> Result<Reply, String> {
     let Some(spec) = lookup(&words[0]) else {
         // Redis commands this server does not have, which Redis refuses in scripts anyway.
         if NOSCRIPT_ELSEWHERE.iter().any(|n| words[0].eq_ignore_ascii_case(n.as_bytes())) {
@@ -567,6 +588,13 @@ fn dispatch(ctx: &mut WriteCtx<'_>, words: &Args, read_only: bool, wrote: &Atomi
             Ok(Some(slot)) if !serves(slot) => {
                 return Err("Script attempted to access a non local key in a cluster node".into())
             }
+            Ok(Some(slot)) if !rule.cross_slot => match rule.slot.get() {
+                None => rule.slot.set(Some(slot)),
+                Some(s) if s != slot => {
+                    return Err("Script attempted to access keys that do not hash to the same slot".into())
+                }
+                Some(_) => {}
+            },
             Ok(_) => {}
         }
     }
@@ -836,7 +864,7 @@ mod tests {
             Ok(f) => f,
             Err(e) => return Reply::Error(format!("compile: {e}")),
         };
-        let opts = RunOpts { name: "t", read_only: false, is_function: false };
+        let opts = RunOpts { name: "t", read_only: false, is_function: false, cross_slot: false };
         vm.run(&f, &[], &[], &mut ctx, &opts, &AtomicBool::new(false))
     }
 

@@ -294,7 +294,14 @@ pub struct ScriptFlags {
     /// The script has a shebang line (Redis then applies its flags instead of the compatible defaults).
     pub shebang: bool,
     pub no_writes: bool,
+    /// `no-cluster`: refused on a cluster member.
+    pub no_cluster: bool,
+    /// `allow-cross-slot-keys`.
+    pub cross_slot: bool,
 }
+
+/// Redis's refusal of a script or function declaring `no-cluster` on a cluster node.
+pub(super) const NO_CLUSTER: &str = "Can not run script on cluster, 'no-cluster' flag is set.";
 
 /// The flags a script or function may declare.
 pub const KNOWN_FLAGS: [&str; 5] = ["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
@@ -319,7 +326,7 @@ fn shebang(body: &[u8]) -> Result<(ScriptFlags, usize), Reply> {
         Some(other) => return Err(Reply::err(format!("Unexpected engine in script shebang: {other}"))),
         None => return Err(Reply::err("Invalid engine in script shebang")),
     }
-    let mut flags = ScriptFlags { shebang: true, no_writes: false };
+    let mut flags = ScriptFlags { shebang: true, ..ScriptFlags::default() };
     for part in parts {
         let Some(list) = part.strip_prefix("flags=") else {
             return Err(Reply::err(format!("Unknown lua shebang option: {part}")));
@@ -328,8 +335,11 @@ fn shebang(body: &[u8]) -> Result<(ScriptFlags, usize), Reply> {
             if !KNOWN_FLAGS.contains(&f) {
                 return Err(Reply::err(format!("Unexpected flag in script shebang: {f}")));
             }
-            if f == "no-writes" {
-                flags.no_writes = true;
+            match f {
+                "no-writes" => flags.no_writes = true,
+                "no-cluster" => flags.no_cluster = true,
+                "allow-cross-slot-keys" => flags.cross_slot = true,
+                _ => {}
             }
         }
     }
@@ -422,7 +432,15 @@ fn eval_generic(ctx: &mut WriteCtx<'_>, args: &Args, by_sha: bool, ro: bool) -> 
         if ro && cached.flags.shebang && !cached.flags.no_writes {
             return Err(Reply::err("Can not execute a script with write flag using *_ro command."));
         }
-        let opts = lua::RunOpts { name: &sha, read_only: ro || cached.flags.no_writes, is_function: false };
+        if cached.flags.no_cluster && ctx.serves_slot.is_some() {
+            return Err(Reply::err(NO_CLUSTER));
+        }
+        let opts = lua::RunOpts {
+            name: &sha,
+            read_only: ro || cached.flags.no_writes,
+            is_function: false,
+            cross_slot: cached.flags.cross_slot,
+        };
         sc.begin_run(&sha, true, args);
         let reply = ev.vm.run(&cached.f, keys, argv, ctx, &opts, &sc.wrote);
         sc.end_run(ctx);
@@ -510,12 +528,16 @@ mod tests {
     #[test]
     fn shebang_lines_parse_like_redis() {
         assert_eq!(shebang(b"return 1").unwrap(), (ScriptFlags::default(), 0));
-        assert_eq!(shebang(b"#!lua\nreturn 1").unwrap(), (ScriptFlags { shebang: true, no_writes: false }, 5));
+        assert_eq!(shebang(b"#!lua\nreturn 1").unwrap(), (ScriptFlags { shebang: true, ..ScriptFlags::default() }, 5));
         assert_eq!(
             shebang(b"#!lua flags=no-writes,allow-stale\nreturn 1").unwrap(),
-            (ScriptFlags { shebang: true, no_writes: true }, 33)
+            (ScriptFlags { shebang: true, no_writes: true, ..ScriptFlags::default() }, 33)
         );
-        assert_eq!(shebang(b"#!lua flags=\nx").unwrap().0, ScriptFlags { shebang: true, no_writes: false });
+        assert_eq!(shebang(b"#!lua flags=\nx").unwrap().0, ScriptFlags { shebang: true, ..ScriptFlags::default() });
+        assert_eq!(
+            shebang(b"#!lua flags=no-cluster,allow-cross-slot-keys\nx").unwrap().0,
+            ScriptFlags { shebang: true, no_cluster: true, cross_slot: true, ..ScriptFlags::default() }
+        );
         let err = |b: &[u8]| match shebang(b) {
             Err(Reply::Error(e)) => e,
             other => panic!("{other:?}"),
