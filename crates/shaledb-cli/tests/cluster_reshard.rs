@@ -270,19 +270,19 @@ fn reshard_moves_keys_of_every_type_and_back() {
     let out = cli_ok(&["cluster", "rebalance", &seed]);
     assert!(out.contains("balanced already"), "{out}");
     let out = cli_ok(&["cluster", "fix", &seed]);
-    assert!(out.contains("[OK] Every group answering holds the map of epoch 29"), "{out}");
+    assert!(out.contains("[OK] Every group answering holds the map of epoch 43"), "{out}");
 
-    // A run that stopped right after step 1 reached the receiver only (slots 0-9 moving, group 2 holds the map
-    // of epoch 30, group 1 still epoch 29): fix sends it on and finishes the move.
+    // A run that stopped with slots 0-9 frozen, the map reaching the receiver only (group 2 holds the map of
+    // epoch 44, group 1 still epoch 43): fix sends it on and finishes the move.
     let Some(Resp::Bulk(Some(held))) = query(c.port(3), &["CLUSTER", "SHALEDB-MAP"]) else { panic!("no map") };
-    let m1 = held.split_once('\n').unwrap().1.replace("epoch 29\n", "epoch 30\n")
+    let m1 = held.split_once('\n').unwrap().1.replace("epoch 43\n", "epoch 44\n")
         + &(0..10).map(|s| format!("moving {s} 1 2\n")).collect::<String>();
     let r = query_following(c.port(3), &["CLUSTER", "SHALEDB-SETMAP", "2", &m1]);
     assert_eq!(r, Some(Resp::Simple("OK".into())), "{m1}");
     let in_ten = (0..300).filter(|&i| key_slot(&test_key("k", i)) < 10).count() as i64;
     let out = cli_ok(&["cluster", "fix", &seed]);
-    assert!(out.contains(">>> an interrupted move (map epoch 30): slots 0-9 (10 slots) moving"), "{out}");
-    assert!(out.contains("[OK] Every group answering holds the map of epoch 31"), "{out}");
+    assert!(out.contains(">>> an interrupted move (map epoch 44): slots 0-9 (10 slots) moving"), "{out}");
+    assert!(out.contains("[OK] Every group answering holds the map of epoch 45"), "{out}");
     check_keys(c.port(5));
     assert_eq!(dbsize(&c, 2).iter().sum::<i64>(), 300);
     assert_eq!(keys_in_slots(c.port(c.leader(0)), 0..10), 0);
@@ -292,6 +292,24 @@ fn reshard_moves_keys_of_every_type_and_back() {
         let want = ["10-8191", "0-9,8192-16383"][i / 3];
         assert_eq!(r.items()[4].text().as_deref(), Some(want), "node {i}: {r:?}");
     }
+
+    // A run that stopped while slots 10-19 were being copied (both groups hold the map of epoch 46, group 1
+    // still serving them; a write lands meanwhile): fix freezes them, copies them whole and hands them over.
+    let Some(Resp::Bulk(Some(held))) = query(c.port(3), &["CLUSTER", "SHALEDB-MAP"]) else { panic!("no map") };
+    let m = held.split_once('\n').unwrap().1.replace("epoch 45\n", "epoch 46\n")
+        + &(10..20).map(|s| format!("copying {s} 1 2\n")).collect::<String>();
+    for (port, g) in [(c.port(3), "2"), (c.port(0), "1")] {
+        assert_eq!(query_following(port, &["CLUSTER", "SHALEDB-SETMAP", g, &m]), Some(Resp::Simple("OK".into())));
+    }
+    let late = (0..10_000).map(|i| format!("late{i}")).find(|k| (10..20).contains(&key_slot(k))).unwrap();
+    assert_eq!(query_following(c.port(0), &["SET", &late, "written during the copy"]), Some(Resp::Simple("OK".into())));
+    let out = cli_ok(&["cluster", "fix", &seed]);
+    assert!(out.contains(">>> an interrupted copy (map epoch 46): slots 10-19 (10 slots) being copied"), "{out}");
+    assert!(out.contains("[OK] Every group answering holds the map of epoch 48"), "{out}");
+    check_keys(c.port(5));
+    assert_eq!(dbsize(&c, 2).iter().sum::<i64>(), 301);
+    assert_eq!(keys_in_slots(c.port(c.leader(0)), 10..20), 0);
+    assert_eq!(query_following(c.port(0), &["GET", &late]), Some(Resp::Bulk(Some("written during the copy".into()))));
 }
 
 /// The maps the poller saw: each epoch's text (without the `self` line); what was wrong.

@@ -439,6 +439,7 @@ impl Committer {
             let c = store.cluster().expect("checked").clone();
             ctx.serves_slot =
                 Some(Arc::new(move |slot| c.map().is_none_or(|st| st.owns(slot) && st.map.moving(slot).is_none())));
+            ctx.copy_tracker = Some(store.cluster().expect("checked").copies.clone());
         }
         if let Err(e) = ctx.load_versions() {
             store.set_read_only(format!("reading the collection registry failed: {e}"));
@@ -503,6 +504,8 @@ impl Committer {
                 if let Some(st) = &now {
                     store.blocking.refuse_where(|_, key| c.slot_refusal(st, crate::cluster::key_slot(key), true));
                 }
+                // Records of slots no longer copied or moved out of this group are done with.
+                c.copies.retain(|s| now.as_ref().is_some_and(|st| st.map.transfer(s).is_some_and(|t| t.0 == st.me)));
                 *checked_map = now;
             }
         }
@@ -548,6 +551,8 @@ fn commit_group(
         // next to the proposal's round trip.
         ctx.db = crate::store::DbRef::Shared(store.db());
         ctx.forget_dead_ranges();
+        // Records of slots being copied out hold only this leadership's writes (cluster/copy.rs).
+        c.copies.begin_group(c.leading_term().unwrap_or(0));
         // The cluster map as applied now (issue 44): a map recorded since a command passed the gate (a slot
         // frozen for a move, or moved away) decides, so no write lands on a slot after its freeze.
         c.reload_map();

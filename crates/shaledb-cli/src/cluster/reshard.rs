@@ -2,17 +2,23 @@
 //! server's commands (crates/shaledb-server/src/commands/server_cmds/slot_moves.rs). A batch of slots S moves
 //! from group F to group T, the current map M at epoch e, as follows:
 //!
-//! 1. M1 = M + `moving s F T` for each s in S, epoch e+1, sent to T's leader first, then F's. From F's
-//!    acknowledgement on, F refuses writes to S (`-TRYAGAIN`) and every write before it is applied.
+//! 1. M1 = M + `copying s F T` for each s in S, epoch e+1, sent to T's leader first, then F's. From F's
+//!    acknowledgement on, F's leader records every key it writes in S (cluster/copy.rs) and still serves S.
 //! 2. Each slot's keys: `SHALEDB-EXPORT` from F in chunks, `SHALEDB-IMPORT` into T, `first=1` on a slot's first
 //!    chunk (also for a slot without keys) so a rerun starts clean.
-//! 3. M2 = M with S given to T, no moving lines, epoch e+2, sent to F first, then T, then every other group.
-//! 4. `SHALEDB-DROPSLOT s` on F for each s.
+//! 3. M3 = M + `moving s F T`, epoch e+2, to T then F. From F's acknowledgement on, F refuses writes to S
+//!    (`-TRYAGAIN` after a wait) and every write before it is applied.
+//! 4. Each slot's keys written since step 1: `SHALEDB-EXPORT-DIRTY` from F, imported with `first=0` (a key gone
+//!    is deleted on T); where F answers `NOTRACKED` (its leader changed, or too many keys), the whole slot is
+//!    copied again as in step 2.
+//! 5. M5 = M with S given to T, no moving lines, epoch e+3, sent to F first, then T, then every other group.
+//! 6. `SHALEDB-DROPSLOT s` on F for each s.
 //!
 //! Every step can be run again: a group answers OK to the map it holds, an import's first chunk wipes what an
 //! earlier try left. So `fix` (run first by `reshard` and `rebalance` too) reads the map of every reachable
-//! member, takes the newest, H, and finishes: with moving lines, H goes to the moving groups (T, then F) and
-//! steps 2-4 run for its slots; without, H goes to every group holding an older map, and a group that owned
+//! member, takes the newest, H, and finishes: with copying lines, H goes to T and F, then the slots are frozen,
+//! copied whole (what was written meanwhile is not known here) and handed over; with moving lines, H goes to
+//! the moving groups (T, then F) and steps 2, 5 and 6 run for its slots; without, H goes to every group holding an older map, and a group that owned
 //! slots under its older map that H gives elsewhere drops them.
 //!
 //! A command to a group goes to its leader as far as known, follows `-MOVED`, and tries the group's other
@@ -95,6 +101,8 @@ pub(super) struct Map {
     groups: Vec<MapGroup>,
     /// `(slot, from, to)`, by slot.
     moves: Vec<(u32, u64, u64)>,
+    /// `(slot, from, to)` being copied before their move (the source still serves them), by slot.
+    copies: Vec<(u32, u64, u64)>,
 }
 
 /// Inclusive ranges of a set of slots, merged.
@@ -129,6 +137,7 @@ impl Map {
     fn parse(text: &str) -> Result<(Option<u64>, Map)> {
         let (mut me, mut epoch) = (None, None);
         let (mut groups, mut moves): (Vec<MapGroup>, Vec<(u32, u64, u64)>) = (Vec::new(), Vec::new());
+        let mut copies: Vec<(u32, u64, u64)> = Vec::new();
         let num = |s: &str| s.parse::<u64>().map_err(|_| anyhow!("'{s}' in the map is not a number"));
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
             let w: Vec<&str> = line.split_ascii_whitespace().collect();
@@ -148,9 +157,14 @@ impl Map {
                         .ok_or_else(|| anyhow!("map line '{line}': a node of a group not named before"))?;
                     group.nodes.push((id.to_string(), addr.to_string()));
                 }
-                ["moving", s, f, t] => {
+                [kind @ ("moving" | "copying"), s, f, t] => {
                     let s = u32::try_from(num(s)?).ok().filter(|&s| s < SLOTS);
-                    moves.push((s.ok_or_else(|| anyhow!("map line '{line}': not a slot"))?, num(f)?, num(t)?));
+                    let m = (s.ok_or_else(|| anyhow!("map line '{line}': not a slot"))?, num(f)?, num(t)?);
+                    if *kind == "moving" {
+                        moves.push(m);
+                    } else {
+                        copies.push(m);
+                    }
                 }
                 _ => bail!("map line '{line}' is not one this tool knows"),
             }
@@ -161,7 +175,8 @@ impl Map {
         }
         groups.sort_by_key(|g| g.id);
         moves.sort_unstable();
-        Ok((me, Map { epoch, groups, moves }))
+        copies.sort_unstable();
+        Ok((me, Map { epoch, groups, moves, copies }))
     }
 
     /// The text `CLUSTER SHALEDB-SETMAP` takes.
@@ -172,6 +187,7 @@ impl Map {
             lines.extend(g.nodes.iter().map(|(id, addr)| format!("node {} {id} {addr}", g.id)));
         }
         lines.extend(self.moves.iter().map(|(s, f, t)| format!("moving {s} {f} {t}")));
+        lines.extend(self.copies.iter().map(|(s, f, t)| format!("copying {s} {f} {t}")));
         lines.join("\n") + "\n"
     }
 
@@ -200,17 +216,26 @@ impl Map {
         }
     }
 
-    /// Step 1's map: `slots` of group `from` moving to `to`, one epoch later.
+    /// Step 1's map: `slots` of group `from` copied to `to` (still served by `from`), one epoch later.
     /// REQUIRES: `from` owns every slot of `slots`, no move in progress.
     fn begin(&self, from: u64, to: u64, slots: &[u32]) -> Map {
         let mut m = self.clone();
         m.epoch += 1;
-        m.moves = slots.iter().map(|&s| (s, from, to)).collect();
+        m.copies = slots.iter().map(|&s| (s, from, to)).collect();
+        m.copies.sort_unstable();
+        m
+    }
+
+    /// Step 3's map: the slots being copied frozen for their move (`moving`), one epoch later.
+    fn freeze(&self) -> Map {
+        let mut m = self.clone();
+        m.epoch += 1;
+        m.moves.append(&mut m.copies);
         m.moves.sort_unstable();
         m
     }
 
-    /// Step 3's map: every moving slot given to its receiver, no moving lines, one epoch later.
+    /// Step 5's map: every moving slot given to its receiver, no moving lines, one epoch later.
     fn finish(&self) -> Map {
         let mut owned: BTreeMap<u64, BTreeSet<u32>> = self.groups.iter().map(|g| (g.id, self.slots_of(g.id))).collect();
         for &(s, f, t) in &self.moves {
@@ -431,6 +456,30 @@ impl Coord {
             bail!("no member of the cluster answered with its map");
         };
         self.map = h.clone();
+        if !h.copies.is_empty() {
+            // A copy whose coordinator stopped: the slots are frozen and copied whole (what was written meanwhile
+            // is not known here), then handed over.
+            println!(
+                ">>> an interrupted copy (map epoch {}): slots {} being copied; freezing and finishing them",
+                h.epoch,
+                slots_text(&h.copies.iter().map(|m| m.0).collect::<Vec<_>>())
+            );
+            let (t, f) = (h.copies[0].2, h.copies[0].1);
+            self.set_map(t, &h)?;
+            self.set_map(f, &h)?;
+            let frozen = h.freeze();
+            let mut order: Vec<u64> = frozen.moves.iter().map(|m| m.2).collect();
+            order.extend(frozen.moves.iter().map(|m| m.1));
+            let mut sent = BTreeSet::new();
+            for g in order {
+                if sent.insert(g) {
+                    self.set_map(g, &frozen)?;
+                }
+            }
+            self.map = frozen;
+            self.finish_moves()?;
+            return Ok(true);
+        }
         if !h.moves.is_empty() {
             println!(
                 ">>> an interrupted move (map epoch {}): slots {} moving; finishing it",
@@ -468,13 +517,68 @@ impl Coord {
         Ok(!behind.is_empty())
     }
 
-    /// Steps 2-4 for the map's moving slots: (keys copied).
+    /// The map's moving slots copied whole, then handed over: (keys copied).
     fn finish_moves(&mut self) -> Result<u64> {
         let moves = self.map.moves.clone();
         let mut keys = 0;
         for &(s, f, t) in &moves {
             keys += self.copy_slot(s, f, t)?;
         }
+        self.hand_over(&moves)?;
+        Ok(keys)
+    }
+
+    /// Step 4 for the map's moving slots, copied before their freeze: the keys written since each copy began
+    /// (`SHALEDB-EXPORT-DIRTY`), or the whole slot again where the source did not keep that record; then the
+    /// hand-over: (keys copied again).
+    fn catch_up_moves(&mut self) -> Result<u64> {
+        let moves = self.map.moves.clone();
+        let mut keys = 0;
+        for &(s, f, t) in &moves {
+            keys += match self.export_dirty(s, f) {
+                Ok(items) => {
+                    let triples: Vec<[&Vec<u8>; 3]> = items.iter().map(|[k, e, p]| [k, e, p]).collect();
+                    let slot = s.to_string();
+                    for part in import_parts(&triples, false) {
+                        let mut args: Vec<&[u8]> = vec![b"CLUSTER", b"SHALEDB-IMPORT", slot.as_bytes(), b"0"];
+                        args.extend(part.iter().flat_map(|t| t.iter().map(|b| b.as_slice())));
+                        match self.send(t, &args)? {
+                            Reply::Int(k) if k as usize == part.len() => {}
+                            r => bail!("group {t}: CLUSTER SHALEDB-IMPORT {s} answered {r:?}, not :{}", part.len()),
+                        }
+                    }
+                    items.len() as u64
+                }
+                Err(e) if format!("{e:#}").contains("NOTRACKED") => self.copy_slot(s, f, t)?,
+                Err(e) => return Err(e),
+            };
+        }
+        self.hand_over(&moves)?;
+        Ok(keys)
+    }
+
+    /// The keys of `slot` written on `from` since its copy began: `[key, expiry, payload]` (expiry `-1`: gone).
+    fn export_dirty(&mut self, slot: u32, from: u64) -> Result<Vec<[Vec<u8>; 3]>> {
+        let s = slot.to_string();
+        let r = self.send(from, &[b"CLUSTER", b"SHALEDB-EXPORT-DIRTY", s.as_bytes()])?;
+        let bad = || anyhow!("group {from}: CLUSTER SHALEDB-EXPORT-DIRTY {slot} gave an unexpected reply");
+        let Reply::Array(Some(items)) = r else { return Err(bad()) };
+        if !items.len().is_multiple_of(3) {
+            return Err(bad());
+        }
+        items
+            .chunks(3)
+            .map(|t| match t {
+                [Reply::Bulk(Some(k)), Reply::Bulk(Some(e)), Reply::Bulk(Some(p))] => {
+                    Ok([k.clone(), e.clone(), p.clone()])
+                }
+                _ => Err(bad()),
+            })
+            .collect()
+    }
+
+    /// Step 5 and 6 for `moves`: the map giving them to their receivers, then the old copies dropped.
+    fn hand_over(&mut self, moves: &[(u32, u64, u64)]) -> Result<()> {
         let m2 = self.map.finish();
         let mut order: Vec<u64> = moves.iter().map(|m| m.1).collect();
         order.extend(moves.iter().map(|m| m.2));
@@ -486,11 +590,11 @@ impl Coord {
             }
         }
         self.map = m2;
-        for &(s, f, _) in &moves {
+        for &(s, f, _) in moves {
             let s = s.to_string();
             self.send(f, &[b"CLUSTER", b"SHALEDB-DROPSLOT", s.as_bytes()])?;
         }
-        Ok(keys)
+        Ok(())
     }
 
     /// Step 2 for one slot: its keys copied from `from` to `to` (the first import wipes the slot on `to`).
@@ -538,17 +642,30 @@ impl Coord {
         let mut keys = 0;
         for batch in slots.chunks(BATCH) {
             let started = Instant::now();
+            // 1-2: copied while the source serves them.
             let m1 = self.map.begin(from, to, batch);
             self.set_map(to, &m1)?;
             self.set_map(from, &m1)?;
             self.map = m1;
-            let k = self.finish_moves()?;
+            let mut k = 0;
+            for &s in batch {
+                k += self.copy_slot(s, from, to)?;
+            }
+            // 3-6: frozen, what was written meanwhile copied again, handed over, dropped.
+            let frozen_at = Instant::now();
+            let m3 = self.map.freeze();
+            self.set_map(to, &m3)?;
+            self.set_map(from, &m3)?;
+            self.map = m3;
+            let again = self.catch_up_moves()?;
             keys += k;
             println!(
-                "Moved slots {} from group {from} to group {to}: {k} keys, {} ms (map epoch {})",
+                "Moved slots {} from group {from} to group {to}: {k} keys, {} ms (map epoch {}); {again} keys copied \
+                 again after the freeze, frozen {} ms",
                 slots_text(batch),
                 started.elapsed().as_millis(),
-                self.map.epoch
+                self.map.epoch,
+                frozen_at.elapsed().as_millis()
             );
         }
         Ok(keys)
@@ -715,21 +832,26 @@ mod tests {
         let m = map3();
         let m1 = m.begin(2, 1, &[5461, 5462, 5463]);
         assert_eq!(m1.epoch, 5);
-        assert!(m1.text().ends_with("moving 5461 2 1\nmoving 5462 2 1\nmoving 5463 2 1\n"), "{}", m1.text());
+        assert!(m1.text().ends_with("copying 5461 2 1\ncopying 5462 2 1\ncopying 5463 2 1\n"), "{}", m1.text());
         assert_eq!(m1.groups, m.groups);
+        assert_eq!(Map::parse(&m1.text()).unwrap().1, m1);
+        let m1 = m1.freeze();
+        assert_eq!(m1.epoch, 6);
+        assert!(m1.text().ends_with("moving 5461 2 1\nmoving 5462 2 1\nmoving 5463 2 1\n"), "{}", m1.text());
+        assert!(m1.copies.is_empty());
         let m2 = m1.finish();
-        assert_eq!(m2.epoch, 6);
+        assert_eq!(m2.epoch, 7);
         assert!(m2.moves.is_empty());
         assert_eq!(m2.group(1).unwrap().ranges, [(0, 5463)]);
         assert_eq!(m2.group(2).unwrap().ranges, [(5464, 10922)]);
         assert_eq!(m2.group(3).unwrap().ranges, [(10923, 16383)]);
         // Slots not adjacent: separate ranges; a group left with none writes "-".
-        let m2 = m.begin(3, 1, &[10923, 16383]).finish();
+        let m2 = m.begin(3, 1, &[10923, 16383]).freeze().finish();
         assert_eq!(m2.group(1).unwrap().ranges, [(0, 5460), (10923, 10923), (16383, 16383)]);
         assert!(m2.text().contains("group 1 0-5460,10923,16383\n"));
         assert!(m2.text().contains("group 3 10924-16382\n"));
         let all: Vec<u32> = (0..=5460).collect();
-        let m2 = m.begin(1, 2, &all).finish();
+        let m2 = m.begin(1, 2, &all).freeze().finish();
         assert!(m2.text().contains("group 1 -\n") && m2.text().contains("group 2 0-10922\n"), "{}", m2.text());
         assert_eq!(Map::parse(&m2.text()).unwrap().1, m2);
     }
@@ -761,7 +883,7 @@ mod tests {
         assert_eq!(plan_rebalance(&m), [(2, 1, vec![5461])]);
         // Everything on group 1: it gives its lowest slots to 2, then to 3.
         let all: Vec<u32> = (5461..=16383).collect();
-        let m = m.begin(2, 1, &all[..5462]).finish().begin(3, 1, &all[5462..]).finish();
+        let m = m.begin(2, 1, &all[..5462]).freeze().finish().begin(3, 1, &all[5462..]).freeze().finish();
         assert_eq!(m.slots_of(1).len(), 16384);
         let plan = plan_rebalance(&m);
         assert_eq!(plan.len(), 2);
@@ -769,7 +891,7 @@ mod tests {
         assert_eq!((plan[1].0, plan[1].1, plan[1].2.len(), plan[1].2[0]), (1, 3, 5461, 5461));
         let mut after = m.clone();
         for (f, t, s) in &plan {
-            after = after.begin(*f, *t, s).finish();
+            after = after.begin(*f, *t, s).freeze().finish();
         }
         assert_eq!(plan_rebalance(&after), []);
         assert_eq!([1, 2, 3].map(|g| after.slots_of(g).len()), [5462, 5461, 5461]);

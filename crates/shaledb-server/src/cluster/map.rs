@@ -9,11 +9,13 @@
 //!
 //! ```text
 //! stored   := "self " group_id "\n" map
-//! map      := "epoch " u64 "\n" (group "\n" (node "\n")*)+ (move "\n")*
+//! map      := "epoch " u64 "\n" (group "\n" (node "\n")*)+ ((move | copy) "\n")*
 //! group    := "group " group_id " " ranges          group ids are 1.. and unique
 //! ranges   := "-" | range ("," range)*              range := slot | slot "-" slot, slots 0..=16383
 //! node     := "node " group_id " " node_id " " host ":" port "@" busport
 //! move     := "moving " slot " " from_group " " to_group   a slot being moved (moves.rs): from_group owns it
+//! copy     := "copying " slot " " from_group " " to_group  a slot being copied before its move: from_group owns
+//!                                                         and serves it, and records what it writes there
 //! ```
 //!
 //! Every number is checked before it is used; ranges may not overlap between groups; a node belongs to one
@@ -57,11 +59,18 @@ pub struct SlotMap {
     /// Slots being moved: `(slot, from group, to group)`, in slot order. The owner (`from`) refuses writes
     /// to them (`-TRYAGAIN`) and the receiver refuses every command on them until the move's last map.
     pub moves: Vec<(u16, u64, u64)>,
+    /// Slots being copied before their move: `(slot, from group, to group)`, in slot order. The owner serves
+    /// them as any of its slots and records the keys it writes there, so the move's freeze only waits for
+    /// those (docs/cluster.md, "Moving slots").
+    pub copies: Vec<(u16, u64, u64)>,
 }
 
 impl PartialEq for SlotMap {
     fn eq(&self, other: &SlotMap) -> bool {
-        self.epoch == other.epoch && self.groups == other.groups && self.moves == other.moves
+        self.epoch == other.epoch
+            && self.groups == other.groups
+            && self.moves == other.moves
+            && self.copies == other.copies
     }
 }
 
@@ -81,6 +90,7 @@ impl SlotMap {
         let mut epoch = None;
         let mut groups: Vec<GroupSpec> = Vec::new();
         let mut moves: Vec<(u16, u64, u64)> = Vec::new();
+        let mut copies: Vec<(u16, u64, u64)> = Vec::new();
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() {
@@ -120,23 +130,28 @@ impl SlotMap {
                     }
                     g.nodes.push((node, addr.to_string()));
                 }
-                ["moving", s, from, to] => {
+                [kind @ ("moving" | "copying"), s, from, to] => {
                     let s = slot(s).map_err(at)?;
                     let (from, to) = (group_id(from).map_err(at)?, group_id(to).map_err(at)?);
                     if from == to {
                         return Err(at(format!("slot {s} moves from group {from} to itself")));
                     }
-                    if moves.iter().any(|m| m.0 == s) {
+                    if moves.iter().chain(&copies).any(|m| m.0 == s) {
                         return Err(at(format!("slot {s} is moving twice")));
                     }
-                    if moves.len() == usize::from(SLOTS) {
-                        return Err(at("too many moving lines".into()));
+                    if moves.len() + copies.len() == usize::from(SLOTS) {
+                        return Err(at("too many moving and copying lines".into()));
                     }
-                    moves.push((s, from, to));
+                    if *kind == "moving" {
+                        moves.push((s, from, to));
+                    } else {
+                        copies.push((s, from, to));
+                    }
                 }
                 _ => {
                     return Err(at(format!(
-                        "'{line}' is not 'epoch N', 'group ID RANGES', 'node ID NODE ADDR' or 'moving SLOT FROM TO'"
+                        "'{line}' is not 'epoch N', 'group ID RANGES', 'node ID NODE ADDR', 'moving SLOT FROM TO' or \
+                         'copying SLOT FROM TO'"
                     )))
                 }
             }
@@ -166,7 +181,8 @@ impl SlotMap {
             }
         }
         moves.sort_unstable();
-        for &(s, from, to) in &moves {
+        copies.sort_unstable();
+        for &(s, from, to) in moves.iter().chain(&copies) {
             if groups.iter().all(|g| g.id != to) {
                 return Err(format!("slot {s} moves to group {to}, which the map does not name"));
             }
@@ -175,7 +191,7 @@ impl SlotMap {
                 return Err(format!("slot {s} moves from group {from}, which does not own it"));
             }
         }
-        Ok(SlotMap { epoch, groups, owner, moves })
+        Ok(SlotMap { epoch, groups, owner, moves, copies })
     }
 
     /// The map text, in the canonical form `parse` reads back to an equal map.
@@ -189,6 +205,9 @@ impl SlotMap {
         }
         for (s, from, to) in &self.moves {
             let _ = writeln!(out, "moving {s} {from} {to}");
+        }
+        for (s, from, to) in &self.copies {
+            let _ = writeln!(out, "copying {s} {from} {to}");
         }
         out
     }
@@ -212,6 +231,19 @@ impl SlotMap {
             return None;
         }
         self.moves.binary_search_by_key(&slot, |m| m.0).ok().map(|i| (self.moves[i].1, self.moves[i].2))
+    }
+
+    /// `(from, to)` when `slot` is being copied before its move (the owner still serves it).
+    pub fn copying(&self, slot: u16) -> Option<(u64, u64)> {
+        if self.copies.is_empty() {
+            return None;
+        }
+        self.copies.binary_search_by_key(&slot, |m| m.0).ok().map(|i| (self.copies[i].1, self.copies[i].2))
+    }
+
+    /// `(from, to, frozen)` when `slot` is being copied (`frozen` false) or moved (true).
+    pub fn transfer(&self, slot: u16) -> Option<(u64, u64, bool)> {
+        self.moving(slot).map(|(f, t)| (f, t, true)).or_else(|| self.copying(slot).map(|(f, t)| (f, t, false)))
     }
 
     /// How many slots some group owns.
@@ -375,6 +407,15 @@ mod tests {
         assert!(bad("moving 5 1 1\n").contains("to itself"));
         assert!(bad("moving 5 1 2\nmoving 5 1 2\n").contains("moving twice"));
         assert!(bad("moving 16384 1 2\n").contains("not a slot"));
+        // A slot copied before its move: owned and served by its source, one line per slot at most.
+        let c = SlotMap::parse(&format!("{base}copying 5 1 2\nmoving 11 2 1\n")).unwrap();
+        assert_eq!((c.copying(5), c.moving(5), c.transfer(5)), (Some((1, 2)), None, Some((1, 2, false))));
+        assert_eq!(c.transfer(11), Some((2, 1, true)));
+        assert_eq!(c.owner(5).map(|g| g.id), Some(1));
+        assert_eq!(SlotMap::parse(&c.text()).unwrap(), c);
+        assert_ne!(c, SlotMap::parse(&format!("{base}moving 5 1 2\nmoving 11 2 1\n")).unwrap());
+        assert!(bad("copying 5 2 1\n").contains("does not own it"));
+        assert!(bad("copying 5 1 2\nmoving 5 1 2\n").contains("moving twice"));
     }
 
     #[test]

@@ -24,6 +24,7 @@
 //! - Members are recorded as `host:port@busport` ([`shaledb_raft::MemberAddr`]): the RESP address clients are
 //!   sent to and the port the transport dials.
 
+pub mod copy;
 pub mod map;
 pub mod peers;
 pub mod publish;
@@ -172,6 +173,8 @@ pub struct Cluster {
     peers: Mutex<std::collections::HashMap<u64, peers::Peer>>,
     /// The password sent to other groups' members before asking them (this server's `requirepass`).
     peer_auth: Option<String>,
+    /// The writes to slots this member copies out before their move, while it leads (copy.rs).
+    pub copies: Arc<copy::Tracker>,
     /// PUBLISH's messages on their way to the other nodes (publish.rs).
     publishers: publish::Forwarders,
 }
@@ -290,6 +293,7 @@ impl Cluster {
             peers: Mutex::new(std::collections::HashMap::new()),
             peer_auth: config.requirepass.clone(),
             publishers: publish::Forwarders::new(handle.clone(), config.requirepass.clone()),
+            copies: Arc::default(),
         });
         // Keys are stored slot first on a member (keys.rs): data written otherwise is refused, not misread.
         if let Err(why) = crate::layout::check_member(&c.db(), &config.dir) {
@@ -528,6 +532,13 @@ impl Cluster {
     /// switches it).
     pub fn db(&self) -> Arc<Db> {
         self.node_ref.db()
+    }
+
+    /// The term this member leads in, while it leads (and its raft runs).
+    pub fn leading_term(&self) -> Option<u64> {
+        let m = self.node_ref.raft().metrics();
+        let m = m.borrow();
+        (m.state == ServerState::Leader && m.running_state.is_ok()).then_some(m.current_term)
     }
 
     /// True while this member is the leader (and its raft runs).

@@ -143,6 +143,9 @@ pub struct WriteCtx<'a> {
     /// A cluster member's commit step (issue 44): whether this member's group serves a slot now (owns it and
     /// is not moving it). Scripts check every key they touch against it, declared or not. `None`: every slot.
     pub serves_slot: Option<Arc<dyn Fn(u16) -> bool + Send + Sync>>,
+    /// A cluster member's commit step (issue 44): every engine write is shown to it, for the slots being
+    /// copied out before their move (cluster/copy.rs). `None`: nothing is recorded.
+    pub copy_tracker: Option<Arc<crate::cluster::copy::Tracker>>,
 }
 
 /// Bytes counted per pending entry besides its key and value (map node, batch record header).
@@ -196,6 +199,7 @@ impl<'a> WriteCtx<'a> {
             counts: None,
             propose: None,
             serves_slot: None,
+            copy_tracker: None,
         }
     }
 
@@ -473,6 +477,9 @@ impl<'a> WriteCtx<'a> {
     /// clock, tracking, blocked XREADGROUPs, the pending bytes.
     fn note_write(&mut self, engine_key: &[u8], value: Option<&[u8]>) {
         self.writes += 1;
+        if let Some(t) = &self.copy_tracker {
+            t.note(engine_key);
+        }
         if engine_key.get(1) == Some(&keys::KIND_META) {
             self.take_watch_inbox();
             self.meta_writes += 1;

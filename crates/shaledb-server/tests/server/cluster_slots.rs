@@ -247,14 +247,10 @@ fn cluster_two_groups_route_by_slot_refuse_cross_slot_and_keep_their_map() {
     assert_eq!(try_cmd(nodes[0].addr(), &["GET", &b]), Some(Resp::Error(to_g2)));
 }
 
-/// A slot moved by hand with the move commands while a client INCRs a key in it and others push to a list
-/// and write a hash there: every acknowledged INCR is counted in the value the new owner holds (the freeze is
-/// ordered with the writes: none is applied on the source after the export read it), writes refused during
-/// the move say `-TRYAGAIN`, and the refusals of the move commands say why.
-#[test]
-fn cluster_slot_move_keeps_every_acknowledged_write() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let mut nodes: Vec<NodeProc> = (0..2).map(|i| spawn_node(&tmp.path().join(format!("m{i}")))).collect();
+/// Two groups of one server each (directories `PREFIX0`, `PREFIX1` under `root`), each leading its group: the
+/// nodes, their ids and their `host:port@bus` addresses.
+fn two_one_node_groups(root: &std::path::Path, prefix: &str) -> (Vec<NodeProc>, Vec<String>, Vec<String>) {
+    let mut nodes: Vec<NodeProc> = (0..2).map(|i| spawn_node(&root.join(format!("{prefix}{i}")))).collect();
     for n in &mut nodes {
         wait_answering(n, Duration::from_secs(20));
     }
@@ -266,6 +262,17 @@ fn cluster_slot_move_keeps_every_acknowledged_write() {
         assert_eq!(try_cmd(nodes[i].addr(), &a), Some(ok()));
         poll(WAIT, "the group leads", || is_master(nodes[i].addr()).then_some(()));
     }
+    (nodes, ids, addrs)
+}
+
+/// A slot moved by hand with the move commands while a client INCRs a key in it and others push to a list
+/// and write a hash there: every acknowledged INCR is counted in the value the new owner holds (the freeze is
+/// ordered with the writes: none is applied on the source after the export read it), writes refused during
+/// the move say `-TRYAGAIN`, and the refusals of the move commands say why.
+#[test]
+fn cluster_slot_move_keeps_every_acknowledged_write() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (nodes, ids, addrs) = two_one_node_groups(tmp.path(), "m");
     let map = |epoch: u64, g1: &str, g2: &str, moving: &str| {
         format!(
             "epoch {epoch}\ngroup 1 {g1}\nnode 1 {} {}\ngroup 2 {g2}\nnode 2 {} {}\n{moving}",
@@ -479,4 +486,116 @@ fn cluster_member_stores_keys_slot_first() {
         assert_eq!(fields, vec!["f".to_string(), i.to_string()], "hash:{i}");
     }
     assert_eq!(run(&node, &["DBSIZE"]), Resp::Int(names.len() as i64 + 300));
+}
+
+/// A slot copied while its group serves writes, then frozen, then only what was written meanwhile copied
+/// again (the catch-up, cluster/copy.rs): writers never meet `-TRYAGAIN` during the copy, and every write they
+/// saw acknowledged, a member-only write (LSET), a deletion and a new key all reach the new owner. A slot frozen
+/// without a copy first has no record: `NOTRACKED`.
+#[test]
+fn cluster_slot_copy_then_catch_up_keeps_every_acknowledged_write() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (nodes, ids, addrs) = two_one_node_groups(tmp.path(), "c");
+    let map = |epoch: u64, g1: &str, g2: &str, extra: &str| {
+        format!(
+            "epoch {epoch}\ngroup 1 {g1}\nnode 1 {} {}\ngroup 2 {g2}\nnode 2 {} {}\n{extra}",
+            ids[0], addrs[0], ids[1], addrs[1]
+        )
+    };
+    let setmap = |i: usize, gid: &str, text: &str| try_cmd(nodes[i].addr(), &["CLUSTER", "SHALEDB-SETMAP", gid, text]);
+    let both = |text: &str| {
+        assert_eq!(setmap(1, "2", text), Some(ok()));
+        assert_eq!(setmap(0, "1", text), Some(ok()));
+    };
+    both(&map(1, "0-8191", "8192-16383", ""));
+    let k = |name: &str| format!("{{{}}}{name}", key_in(100));
+    let (counter, list, gone, born) = (k("n"), k("l"), k("gone"), k("born"));
+    let mut c = crate::helpers::Client::connect(nodes[0].addr());
+    assert_eq!(c.cmd(&["RPUSH", &list, "a", "b", "c"]), Resp::Int(3));
+    assert_eq!(c.cmd(&["SET", &gone, "here before the copy"]), ok());
+    let mut d = crate::helpers::Client::connect(nodes[1].addr());
+    // EXPORT's or EXPORT-DIRTY's items imported into group 2.
+    let import = |d: &mut crate::helpers::Client, items: Resp, first: bool| -> i64 {
+        let mut args: Vec<Vec<u8>> = vec![
+            b"CLUSTER".to_vec(),
+            b"SHALEDB-IMPORT".to_vec(),
+            b"100".to_vec(),
+            vec![if first { b'1' } else { b'0' }],
+        ];
+        args.extend(items.array().into_iter().map(|x| match x {
+            Resp::Bulk(b) => b,
+            o => panic!("{o:?}"),
+        }));
+        let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        match d.cmd_bytes(&refs) {
+            Resp::Int(n) => n,
+            other => panic!("import: {other:?}"),
+        }
+    };
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let incrs = {
+        let (stop, addrs, key) = (stop.clone(), [nodes[0].addr(), nodes[1].addr()], counter.clone());
+        std::thread::spawn(move || {
+            let (mut acked, mut tryagain, mut at) = (0u64, 0u64, 0usize);
+            let mut c = crate::helpers::Client::connect(addrs[at]);
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && std::time::Instant::now() < deadline {
+                match c.cmd(&["INCR", &key]) {
+                    Resp::Int(_) => acked += 1,
+                    Resp::Error(e) if e.starts_with("TRYAGAIN") => tryagain += 1,
+                    Resp::Error(e) if e.starts_with("MOVED") => {
+                        at = 1 - at;
+                        c = crate::helpers::Client::connect(addrs[at]);
+                    }
+                    other => panic!("INCR: {other:?}"),
+                }
+            }
+            (acked, tryagain)
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+
+    // 1-2: copying; the whole slot copied while group 1 serves it.
+    both(&map(2, "0-8191", "8192-16383", "copying 100 1 2\n"));
+    let r = try_cmd(nodes[0].addr(), &["CLUSTER", "SHALEDB-EXPORT", "100", "", "1000"]).expect("export").array();
+    assert_eq!(r[0].clone().text(), "", "one chunk");
+    assert_eq!(import(&mut d, r[1].clone(), true), 3, "the counter, the list and the key to delete");
+    // Writes meanwhile: served at once.
+    assert_eq!(c.cmd(&["LSET", &list, "1", "B"]), ok());
+    assert_eq!(c.cmd(&["DEL", &gone]), Resp::Int(1));
+    assert_eq!(c.cmd(&["SET", &born, "written during the copy"]), ok());
+    std::thread::sleep(Duration::from_millis(200));
+
+    // 3-4: frozen; only what was written since the copy began copied again.
+    both(&map(3, "0-8191", "8192-16383", "moving 100 1 2\n"));
+    let dirty = try_cmd(nodes[0].addr(), &["CLUSTER", "SHALEDB-EXPORT-DIRTY", "100"]).expect("export-dirty");
+    let names: Vec<String> = dirty.clone().array().chunks(3).map(|t| t[0].clone().text()).collect();
+    let mut want = vec![counter.clone(), list.clone(), gone.clone(), born.clone()];
+    want.sort();
+    assert_eq!(names, want, "the keys written since the copy began");
+    let gone_item: Vec<Resp> = dirty.clone().array().chunks(3).find(|t| t[0].clone().text() == gone).unwrap().to_vec();
+    assert_eq!(gone_item[1], Resp::Bulk(b"-1".to_vec()), "a deleted key travels as a deletion");
+    assert_eq!(import(&mut d, dirty, false), 4);
+
+    // 5-6: handed over, the old copy dropped.
+    both(&map(4, "0-99,101-8191", "100,8192-16383", ""));
+    assert_eq!(try_cmd(nodes[0].addr(), &["CLUSTER", "SHALEDB-DROPSLOT", "100"]), Some(Resp::Int(3)));
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (acked, tryagain) = incrs.join().expect("incr writer");
+    assert!(acked > 0);
+    println!("INCR acknowledged {acked}, refused -TRYAGAIN {tryagain} (only while frozen)");
+    assert_eq!(d.cmd(&["GET", &counter]), Resp::Bulk(acked.to_string().into_bytes()), "every acknowledged INCR");
+    let got: Vec<String> = d.cmd(&["LRANGE", &list, "0", "-1"]).array().iter().map(Resp::text).collect();
+    assert_eq!(got, ["a", "B", "c"], "the member-only write");
+    assert_eq!(d.cmd(&["EXISTS", &gone]), Resp::Int(0));
+    assert_eq!(d.cmd(&["GET", &born]), Resp::Bulk(b"written during the copy".to_vec()));
+
+    // A slot frozen without a copy first: no record to answer from.
+    both(&map(5, "0-99,101-8191", "100,8192-16383", "moving 200 1 2\n"));
+    let e = error_of(try_cmd(nodes[0].addr(), &["CLUSTER", "SHALEDB-EXPORT-DIRTY", "200"]));
+    assert!(e.starts_with("NOTRACKED"), "{e}");
+    let e = error_of(try_cmd(nodes[0].addr(), &["CLUSTER", "SHALEDB-EXPORT-DIRTY", "300"]));
+    assert!(e.contains("not frozen for a move from this group"), "{e}");
 }

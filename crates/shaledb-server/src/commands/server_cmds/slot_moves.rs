@@ -11,6 +11,13 @@
 //!   again starts clean; then each key is restored (RESTORE REPLACE ABSTTL).
 //! - `CLUSTER SHALEDB-DROPSLOT <slot>`: on a group that does not own the slot (and is not moving it): removes
 //!   its keys of the slot, what is left behind after the slot moved away.
+//! - `CLUSTER SHALEDB-EXPORT-DIRTY <slot>`: on the source group's leader once the slot is frozen (`moving`)
+//!   after a copy (`copying`): the keys written to the slot since the copy began (cluster/copy.rs), each as
+//!   EXPORT gives it, or with expiry `-1` and an empty payload when it is gone; an error starting `NOTRACKED`
+//!   when this member did not keep that record (the coordinator then copies the whole slot).
+//!
+//! EXPORT and IMPORT serve a slot being copied (`copying`: the source still serves writes) as well as one
+//! being moved; an import triple with expiry `-1` deletes its key.
 //!
 //! Each change of state runs in the commit step as an internal write command (the `*_JOB` specs below, not in
 //! the command table), so it is ordered with every client write: the writes the commit step executed before
@@ -83,6 +90,11 @@ fn setmap_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         _ => {}
     }
     ctx.put_raw(MAP_KEY, &new.encode());
+    // The slots this group starts copying out: from here on in the commit order, the keys written there are
+    // recorded (cluster/copy.rs).
+    if let Some(t) = &ctx.copy_tracker {
+        t.start(new.map.copies.iter().filter(|c| c.1 == gid).map(|c| c.0));
+    }
     Reply::Ok
 }
 
@@ -128,7 +140,7 @@ fn drop_slot(ctx: &mut WriteCtx<'_>, slot: u16) -> Result<u64, Reply> {
 fn import_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let slot = tri!(parse_slot(&args[1]));
     let Some(st) = tri!(stored_map(ctx)) else { return Reply::err("this group holds no cluster map") };
-    if st.map.moving(slot).map(|m| m.1) != Some(st.me) {
+    if st.map.transfer(slot).map(|m| m.1) != Some(st.me) {
         return Reply::err(format!("slot {slot} is not moving to this group (group {}) by its map", st.me));
     }
     if !(args.len() - 3).is_multiple_of(3) {
@@ -143,6 +155,15 @@ fn import_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
         tri!(drop_slot(ctx, slot));
     }
     for t in args[3..].chunks(3) {
+        if &t[1][..] == b"-1" {
+            // Gone from the source since the copy read it.
+            if let Some((_, stored)) =
+                tri!(ctx.get_meta_in(0, &t[0]).map_err(|e| Reply::err(format!("read failed: {e}"))))
+            {
+                ctx.delete_stored(0, &t[0], &stored);
+            }
+            continue;
+        }
         let restore: Args = vec![
             Bytes::from_static(b"restore"),
             t[0].clone(),
@@ -162,7 +183,7 @@ fn import_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
 fn dropslot_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     let slot = tri!(parse_slot(&args[1]));
     let Some(st) = tri!(stored_map(ctx)) else { return Reply::err("this group holds no cluster map") };
-    if st.owns(slot) || st.map.moving(slot).is_some() {
+    if st.owns(slot) || st.map.transfer(slot).is_some() {
         return Reply::err(format!("slot {slot} is this group's or is moving: its keys stay"));
     }
     Reply::Int(tri!(drop_slot(ctx, slot)) as i64)
@@ -185,7 +206,7 @@ async fn run_job(shared: &Shared, spec: &'static Spec, args: Args) -> Reply {
 /// script: they wait for the commit step).
 pub fn is_slot_move(args: &Args) -> bool {
     args.len() >= 2
-        && [&b"shaledb-setmap"[..], b"shaledb-export", b"shaledb-import", b"shaledb-dropslot"]
+        && [&b"shaledb-setmap"[..], b"shaledb-export", b"shaledb-export-dirty", b"shaledb-import", b"shaledb-dropslot"]
             .iter()
             .any(|n| args[1].eq_ignore_ascii_case(n))
 }
@@ -198,6 +219,7 @@ pub async fn run(shared: &Shared, c: &Arc<Cluster>, args: &Args) -> Reply {
         "shaledb-setmap" => (Some(4), "<group-id> <map>"),
         "shaledb-export" => (Some(5), "<slot> <after-key> <count>"),
         "shaledb-import" => (None, "<slot> <first: 0|1> [<key> <absolute-expiry-ms> <payload>] ..."),
+        "shaledb-export-dirty" => (Some(3), "<slot>"),
         _ => (Some(3), "<slot>"),
     };
     let arity_ok = match want {
@@ -232,6 +254,7 @@ pub async fn run(shared: &Shared, c: &Arc<Cluster>, args: &Args) -> Reply {
         "shaledb-dropslot" => {
             run_job(shared, &DROPSLOT_JOB, vec![Bytes::from_static(b"shaledb-dropslot"), args[2].clone()]).await
         }
+        "shaledb-export-dirty" => return export_dirty(c, args).await,
         _ => return export(c, args).await,
     };
     // The map may have changed: this member routes by it from its next command.
@@ -283,28 +306,78 @@ async fn export(c: &Arc<Cluster>, args: &Args) -> Reply {
     }
     c.reload_map();
     let Some(st) = c.map() else { return Reply::err("this group holds no cluster map") };
-    if st.map.moving(slot).map(|m| m.0) != Some(st.me) {
+    if st.map.transfer(slot).map(|m| m.0) != Some(st.me) {
         return Reply::err(format!("slot {slot} is not moving from this group (group {}) by its map", st.me));
     }
     let db = c.db();
     let view = ReadCtx::new(&db, keys::Keyspace::Slots, 0, crate::store::now_ms()).pinned();
     let found = tri!(slot_keys(&view, slot, &args[3], count));
-    let mut items = Vec::with_capacity(found.len() * 3);
-    for k in &found {
-        let meta = match view.peek_meta_quietly(k) {
-            Ok(Some((m, _))) => m,
-            Ok(None) => continue,
+    let items = tri!(export_items(&view, &found, false));
+    let next = if found.len() == count { found.last().cloned().unwrap_or_default() } else { Bytes::new() };
+    Reply::Array(vec![Reply::Bulk(next), Reply::Array(items)])
+}
+
+/// `CLUSTER SHALEDB-EXPORT-DIRTY <slot>`: see the file's comment.
+async fn export_dirty(c: &Arc<Cluster>, args: &Args) -> Reply {
+    let slot = tri!(parse_slot(&args[2]));
+    // Everything committed before (the freeze included) is applied here before the keys are read.
+    if let Err(e) = c.read_barrier().await {
+        return Reply::err(format!("confirming leadership before the export failed: {e}"));
+    }
+    c.reload_map();
+    let Some(st) = c.map() else { return Reply::err("this group holds no cluster map") };
+    if st.map.moving(slot).map(|m| m.0) != Some(st.me) {
+        return Reply::err(format!("slot {slot} is not frozen for a move from this group (group {})", st.me));
+    }
+    let dirty = match c.copies.dirty(slot, c.leading_term()) {
+        Ok(d) => d,
+        Err(why) => return Reply::error(format!("NOTRACKED {why}")),
+    };
+    let db = c.db();
+    let view = ReadCtx::new(&db, keys::Keyspace::Slots, 0, crate::store::now_ms()).pinned();
+    // A member record written names its collection's version: its key is the one the registry names.
+    let mut found: std::collections::BTreeSet<Bytes> = dirty.keys.into_iter().collect();
+    for v in dirty.versions {
+        match view.get_raw(&keys::registry_key(0, v)) {
+            Ok(Some(k)) if key_slot(&k) == slot => {
+                found.insert(Bytes::from(k));
+            }
+            Ok(_) => {}
             Err(e) => return Reply::err(format!("read failed: {e}")),
+        }
+    }
+    let found: Vec<Bytes> = found.into_iter().collect();
+    Reply::Array(tri!(export_items(&view, &found, true)))
+}
+
+/// `key expiry payload` for each of `found` that is live; with `gone`, `key -1 ""` for each that is not.
+fn export_items(view: &ReadCtx<'_>, found: &[Bytes], gone: bool) -> Result<Vec<Reply>, Reply> {
+    let mut items = Vec::with_capacity(found.len() * 3);
+    let push_gone = |items: &mut Vec<Reply>, k: &Bytes| {
+        if gone {
+            items.extend([Reply::Bulk(k.clone()), Reply::Bulk(Bytes::from_static(b"-1")), Reply::Bulk(Bytes::new())]);
+        }
+    };
+    for k in found {
+        let meta = match view.peek_meta_quietly(k) {
+            Ok(Some((m, _))) if !m.expired(view.now_ms) => m,
+            Ok(_) => {
+                push_gone(&mut items, k);
+                continue;
+            }
+            Err(e) => return Err(Reply::err(format!("read failed: {e}"))),
         };
-        let value = match crate::types::rdb::read(&view, k) {
+        let value = match crate::types::rdb::read(view, k) {
             Ok(Some(v)) => v,
-            Ok(None) => continue,
-            Err(e) => return Reply::err(format!("reading key '{}' failed: {e}", String::from_utf8_lossy(k))),
+            Ok(None) => {
+                push_gone(&mut items, k);
+                continue;
+            }
+            Err(e) => return Err(Reply::err(format!("reading key '{}' failed: {e}", String::from_utf8_lossy(k)))),
         };
         items.push(Reply::Bulk(k.clone()));
         items.push(Reply::Bulk(Bytes::from(meta.expire_at_ms.unwrap_or(0).to_string())));
         items.push(Reply::Bulk(Bytes::from(crate::types::rdb::encode(&value))));
     }
-    let next = if found.len() == count { found.last().cloned().unwrap_or_default() } else { Bytes::new() };
-    Reply::Array(vec![Reply::Bulk(next), Reply::Array(items)])
+    Ok(items)
 }
