@@ -4,7 +4,8 @@
 //! 1. Two groups of three: 300 keys of every type (strings with and without TTL, hashes, lists, sets, zsets),
 //!    200 slots moved to the other group and back (by `rebalance`); every key reads back with its value and TTL,
 //!    the DBSIZEs add up, the old owner holds no key of the moved slots.
-//! 2. Three groups of three, under faults: redis-py's RedisCluster writes mixed types throughout while slots
+//! 2. Three groups of three, under faults: redis-py's RedisCluster writes every type (SET, INCR, RPUSH, HSET,
+//!    SADD, ZADD, XADD) throughout while slots
 //!    move back and forth, a source group's leader is SIGKILLed during a move (and restarted), the coordinator
 //!    itself is SIGKILLed mid-move and `fix` finishes its work, a receiving group's leader is SIGKILLed during a
 //!    move (and restarted); `redis-cli -c` runs SET/GET during the moves; a

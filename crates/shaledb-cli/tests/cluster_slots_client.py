@@ -10,14 +10,14 @@
 #       exception: the client then starts again from the startup nodes) and "X I REPLY" for a reply that is
 #       neither, flushed at once.
 #   python3 -c "$(cat cluster_slots_client.py)" types STOP_FILE PORT...
-#       As writer, but the writes mix types (cluster_reshard.rs): op I is, by I % 5, SET s:I vI, INCR c:K,
-#       RPUSH l:K I, HSET h:K fI I, SADD t:K I, for K one of 16 keys (type_key: most keys in slots 0-63, the slots
-#       the test moves). Prints "A I SLOT REPLY" for each acknowledged write, "U I ERROR" and "X I REPLY" as
+#       As writer, but the writes mix types (cluster_reshard.rs): op I is, by I % 7, SET s:I vI, INCR c:K,
+#       RPUSH l:K I, HSET h:K fI I, SADD t:K I, ZADD z:K I mI, XADD x:K * f I, for K one of 16 keys (type_key:
+#       most keys in slots 0-63, the slots the test moves). Prints "A I SLOT REPLY" for each acknowledged write, "U I ERROR" and "X I REPLY" as
 #       writer does.
 #   python3 -c "$(cat cluster_slots_client.py)" check LOG PORT
 #       Reads a types LOG and checks through one startup node that every acknowledged write is there: the string
 #       with its value, every acknowledged INCR counted (the counter at least its highest acknowledged reply),
-#       the list, hash and set members. Prints "ok A acknowledged writes checked" and exits 0, or what is missing
+#       the list, hash, set and sorted-set members, each stream entry under the id XADD answered. Prints "ok A acknowledged writes checked" and exits 0, or what is missing
 #       and exits 1.
 import os
 import sys
@@ -104,14 +104,14 @@ TAGS = low_tags() if sys.argv[1] in ("types", "check") else []
 
 def type_key(i):
     """Op I's key: s:I (3 of 4 with a tag of slots 0-63), else one of 16 keys per type, in slots 0-63."""
-    kind, k = i % 5, i % 16
+    kind, k = i % 7, i % 16
     if kind == 0:
-        return f"s:{{{TAGS[i % 64]}}}:{i}" if (i // 5) % 4 else f"s:{i}"
-    return f"{'-clht'[kind]}:{{{TAGS[k]}}}"
+        return f"s:{{{TAGS[i % 64]}}}:{i}" if (i // 7) % 4 else f"s:{i}"
+    return f"{'-clhtzx'[kind]}:{{{TAGS[k]}}}"
 
 
 def type_op(client, i):
-    key, kind = type_key(i), i % 5
+    key, kind = type_key(i), i % 7
     if kind == 0:
         return key, client.set(key, f"v{i}") is True and "OK"
     if kind == 1:
@@ -120,7 +120,12 @@ def type_op(client, i):
         return key, client.rpush(key, str(i))
     if kind == 3:
         return key, client.hset(key, f"f{i}", str(i))
-    return key, client.sadd(key, str(i))
+    if kind == 4:
+        return key, client.sadd(key, str(i))
+    if kind == 5:
+        return key, client.zadd(key, {f"m{i}": i})
+    entry_id = client.xadd(key, {"f": str(i)})
+    return key, entry_id.decode() if entry_id else entry_id
 
 
 def types(stop_file, ports):
@@ -161,7 +166,7 @@ def check(log, port):
             continue
         acked += 1
         i, reply = int(w[1]), w[3]
-        kind, key = i % 5, type_key(i)
+        kind, key = i % 7, type_key(i)
         if kind == 0:
             got = client.get(key)
             if got != f"v{i}".encode():
@@ -175,8 +180,17 @@ def check(log, port):
             got = client.hget(key, f"f{i}")
             if got != str(i).encode():
                 bad.append(f"{key} f{i}: {got!r}")
-        elif not client.sismember(key, str(i)):
-            bad.append(f"{key} lacks {i}")
+        elif kind == 4:
+            if not client.sismember(key, str(i)):
+                bad.append(f"{key} lacks {i}")
+        elif kind == 5:
+            got = client.zscore(key, f"m{i}")
+            if got != float(i):
+                bad.append(f"{key} m{i}: {got!r}")
+        else:
+            got = client.xrange(key, reply, reply)
+            if got != [(reply.encode(), {b"f": str(i).encode()})]:
+                bad.append(f"{key} {reply}: {got!r}")
     for key, at_least in counters.items():
         got = int(client.get(key) or 0)
         if got < at_least:
