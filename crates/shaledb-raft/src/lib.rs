@@ -108,18 +108,29 @@ openraft::declare_raft_types!(
         AsyncRuntime = openraft::TokioRuntime,
 );
 
-/// What a leader proposes: one engine write batch (`shaledb::WriteBatch::data`), applied all or nothing on
-/// every member with the entry's log id.
+/// What a leader proposes: sorted tables to ingest, then one engine write batch (`shaledb::WriteBatch::data`),
+/// applied on every member with the entry's log id.
+///
+/// `tables` are whole SST files written by `shaledb::ingest::SstFileWriter` (a slot's keys copied in by a
+/// move, issue 44): each member ingests them into its data's default column family before it applies
+/// `batch`, and no key of a table is also written by `batch`. Most proposals have none.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Proposal {
     /// The encoded batch.
     pub batch: Vec<u8>,
+    /// SST files to ingest first, in a key order that does not overlap (each file's range its own).
+    pub tables: Vec<Vec<u8>>,
 }
 
 impl Proposal {
-    /// The proposal of `batch`.
+    /// The proposal of `batch` alone.
     pub fn new(batch: &shaledb::WriteBatch) -> Proposal {
-        Proposal { batch: batch.data().to_vec() }
+        Proposal { batch: batch.data().to_vec(), tables: Vec::new() }
+    }
+
+    /// The proposal of `tables`, ingested before `batch` is applied.
+    pub fn with_tables(batch: &shaledb::WriteBatch, tables: Vec<Vec<u8>>) -> Proposal {
+        Proposal { batch: batch.data().to_vec(), tables }
     }
 }
 

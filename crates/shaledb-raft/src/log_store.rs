@@ -86,8 +86,8 @@ impl Shared {
     }
 
     fn decode_entry(&self, index: u64, value: &[u8]) -> Result<Entry<TypeConfig>> {
-        let entry: Entry<TypeConfig> = codec::decode(Kind::Entry, value)
-            .map_err(|e| Error::corruption(&self.dir, format!("log entry {index}: {e}")))?;
+        let entry: Entry<TypeConfig> =
+            codec::decode_entry(value).map_err(|e| Error::corruption(&self.dir, format!("log entry {index}: {e}")))?;
         if entry.log_id.index != index {
             return Err(Error::corruption(
                 &self.dir,

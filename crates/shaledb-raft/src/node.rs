@@ -290,7 +290,12 @@ impl Node {
     /// [`Node::propose`], also returning the log index the entry committed at (what `WAIT` compares the
     /// followers' matched indexes with).
     pub async fn propose_at(&self, batch: &WriteBatch) -> Result<(Response, u64)> {
-        let proposal = Proposal::new(batch);
+        self.propose_proposal_at(Proposal::new(batch)).await
+    }
+
+    /// [`Node::propose_at`] of a whole [`Proposal`]: its tables, if any, are ingested on every member before
+    /// its batch is applied.
+    pub async fn propose_proposal_at(&self, proposal: Proposal) -> Result<(Response, u64)> {
         match tokio::time::timeout(self.propose_timeout, self.raft.client_write(proposal)).await {
             Ok(Ok(r)) => Ok((r.data, r.log_id.index)),
             Ok(Err(e)) => Err(write_error(e)),

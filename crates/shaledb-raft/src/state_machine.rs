@@ -12,7 +12,8 @@
 //! ```
 //!
 //! Applying an entry is one engine batch: the proposal's records, then the applied log id (and membership)
-//! in `raft_applied`, last so they win on any key the proposal also wrote. The engine applies a batch all or
+//! in `raft_applied`, last so they win on any key the proposal also wrote. A proposal with tables (a slot
+//! copied in, issue 44) has them ingested first (`Shared::ingest_tables`). The engine applies a batch all or
 //! nothing and recovers a prefix of its writes (docs/durability.md, D3), so after any crash the data and the
 //! applied id agree: an entry is never applied twice nor skipped; openraft re-applies from the log whatever
 //! came after the recovered applied id. Apply writes are not synced for that reason; building a snapshot
@@ -33,6 +34,7 @@ use openraft::{
     BasicNode, Entry, EntryPayload, LogId, OptionalSend, RaftLogId, StorageError, StorageIOError, StoredMembership,
 };
 use parking_lot::Mutex;
+use shaledb::ingest::IngestExternalFileOptions;
 use shaledb::{ColumnFamily, ColumnFamilyDescriptor, Db, Fs, Options, WriteBatch};
 
 use crate::codec::{self, Kind};
@@ -126,7 +128,16 @@ impl Shared {
         let (mut batch, mut response) = match entry.payload {
             EntryPayload::Blank => (WriteBatch::new(), Response::Recorded),
             EntryPayload::Normal(p) => match WriteBatch::from_data(p.batch) {
-                Ok(b) => (b, Response::Applied),
+                Ok(b) if p.tables.is_empty() => (b, Response::Applied),
+                Ok(b) => match self.ingest_tables(live, log_id.index, &p.tables) {
+                    Ok(()) => (b, Response::Applied),
+                    // A table that does not read as one is the same bytes on every member (the log record's
+                    // checksum holds them): refused everywhere alike.
+                    Err(e) if deterministic(&e) || matches!(e, shaledb::Error::Corruption { .. }) => {
+                        (WriteBatch::new(), Response::Rejected { reason: format!("ingesting its tables: {e}") })
+                    }
+                    Err(e) => return Err(e.into()),
+                },
                 Err(e) => (WriteBatch::new(), Response::Rejected { reason: e.to_string() }),
             },
             EntryPayload::Membership(m) => {
@@ -157,6 +168,40 @@ impl Shared {
             live.membership = m;
         }
         Ok(response)
+    }
+
+    /// Ingests a proposal's tables into the data's default column family, before its batch is applied.
+    ///
+    /// The WAL is synced first, so a crash leaves the data a prefix of the applied entries even though the
+    /// ingested files are durable at once and the batches before them might not be. A crash after the
+    /// ingestion and before the batch (which records the applied id) re-applies this entry: the tables are
+    /// ingested again over their first copy, which changes nothing, since no key of a table is written by
+    /// anything else of the entry. The files are written under the root as `ingest-<index>-<n>.tmp` and moved
+    /// (hard linked) into the database; what a crash leaves of them is removed at open as any `*.tmp`.
+    fn ingest_tables(&self, live: &Live, index: u64, tables: &[Vec<u8>]) -> shaledb::Result<()> {
+        let fs = self.fs.as_ref();
+        live.db.sync_wal()?;
+        let mut paths = Vec::with_capacity(tables.len());
+        let written = tables.iter().enumerate().try_for_each(|(n, t)| {
+            let path = self.root.join(format!("ingest-{index}-{n}.tmp"));
+            paths.push(path.clone());
+            // Not synced here: the ingestion syncs the copy it keeps.
+            let mut f = fs.create(&path)?;
+            f.append(t)?;
+            f.flush()
+        });
+        let opts = IngestExternalFileOptions {
+            move_files: true,
+            verify_checksums_before_ingest: true,
+            ..IngestExternalFileOptions::default()
+        };
+        let r = written.and_then(|()| live.db.ingest_external_file(&paths, &opts));
+        for p in &paths {
+            if fs.exists(p) {
+                let _ = fs.remove(p);
+            }
+        }
+        r
     }
 
     fn build_snapshot(&self) -> Result<(Meta, Vec<u8>)> {

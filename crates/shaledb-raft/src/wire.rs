@@ -3,7 +3,7 @@
 //! ```text
 //! stream   := frame*                                ; one request, then its reply, then the next request
 //! frame    := version:u8 kind:u8 length:fixed32 payload:byte{length} crc:fixed32
-//! version  := 0x01                                  ; FROZEN; bumped on any change of this grammar or a payload
+//! version  := 0x02                                  ; FROZEN; bumped on any change of this grammar or a payload
 //! kind     := 0x01 append_entries | 0x02 vote | 0x03 install_snapshot                ; requests, FROZEN
 //!           | 0x81 append_entries_reply | 0x82 vote_reply | 0x83 install_snapshot_reply ; FROZEN
 //!           | 0xff refused                                                           ; FROZEN
@@ -28,7 +28,7 @@ use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The format version written in every frame.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// The default largest payload a frame may carry: one log entry at the log's own limit (64 MiB, codec.rs) and
 /// room for the request around it. An append of several entries above it is split (openraft's
 /// `PayloadTooLarge`); a snapshot travels in chunks of `Config::snapshot_max_chunk_size`.
@@ -99,7 +99,9 @@ pub enum WireError {
         got: usize,
     },
     /// A version this build does not speak.
-    #[error("frame version {0} is not the supported {VERSION}")]
+    #[error(
+        "frame version {0} is not the supported {VERSION} (every member of a group runs the same ShaleDB release)"
+    )]
     Version(u8),
     /// A kind byte that names no frame.
     #[error("unknown frame kind {0:#04x}")]
@@ -350,10 +352,11 @@ mod tests {
     #[test]
     fn unknown_version() {
         let mut f = frame();
-        f[0] = 2;
-        assert!(matches!(decode_frame(&f, MAX_FRAME).unwrap_err(), WireError::Version(2)));
-        assert!(matches!(read(&f, MAX_FRAME).unwrap_err(), WireError::Version(2)));
-        assert!(read(&f, MAX_FRAME).unwrap_err().to_string().contains("version 2"));
+        // Version 1 (before proposals carried tables) is refused as any other: members of a group run one version.
+        f[0] = 1;
+        assert!(matches!(decode_frame(&f, MAX_FRAME).unwrap_err(), WireError::Version(1)));
+        assert!(matches!(read(&f, MAX_FRAME).unwrap_err(), WireError::Version(1)));
+        assert!(read(&f, MAX_FRAME).unwrap_err().to_string().contains("version 1"));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use openraft::storage::{RaftLogReader, RaftLogStorage, RaftLogStorageExt, RaftSnapshotBuilder, RaftStateMachine};
 use openraft::testing::{StoreBuilder, Suite};
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, Membership, StorageError, Vote};
-use shaledb::{Db, Options, WriteBatch};
+use shaledb::{Db, Fs, Options, WriteBatch};
 use shaledb_raft::{LogStore, NodeId, Proposal, Response, StateMachine, TypeConfig};
 use shaledb_vfs::{MemFs, PowerLoss};
 
@@ -285,7 +285,10 @@ fn rejected_proposal_moves_the_applied_id_only() {
         let mut sm = StateMachine::open(dir.path().join("sm"), Options::default()).unwrap();
         let out = sm
             .apply([
-                Entry { log_id: log_id(1, 1), payload: EntryPayload::Normal(Proposal { batch: b"garbage".to_vec() }) },
+                Entry {
+                    log_id: log_id(1, 1),
+                    payload: EntryPayload::Normal(Proposal { batch: b"garbage".to_vec(), tables: Vec::new() }),
+                },
                 Entry { log_id: log_id(1, 2), payload: EntryPayload::Normal(Proposal::new(&foreign)) },
                 put_entry(1, 3),
             ])
@@ -381,4 +384,117 @@ fn corrupt_current_file_is_refused() {
     std::fs::write(root.join("CURRENT"), "data-x\n").unwrap();
     let err = StateMachine::open(&root, Options::default()).unwrap_err();
     assert!(err.is_corruption() && err.to_string().contains("CURRENT"), "{err}");
+}
+
+/// An SST (as `SstFileWriter` writes it) of `t{i}` = `table{i}` for `i` in `range`.
+fn table(range: std::ops::Range<u32>) -> Vec<u8> {
+    let fs = MemFs::new();
+    let mut w = shaledb::ingest::SstFileWriter::create(&mem_opts(&fs));
+    w.open("/t.sst").unwrap();
+    for i in range {
+        w.put(format!("t{i:05}"), format!("table{i}")).unwrap();
+    }
+    w.finish().unwrap();
+    fs.read_all(std::path::Path::new("/t.sst")).unwrap()
+}
+
+/// Entry `index`: tables of `t0..t999` and `t1000..t1999`, ingested before its batch's put of `after{index}`.
+fn tables_entry(index: u64) -> Entry<TypeConfig> {
+    let mut batch = WriteBatch::new();
+    batch.put(format!("after{index}"), "1");
+    Entry {
+        log_id: log_id(1, index),
+        payload: EntryPayload::Normal(Proposal::with_tables(&batch, vec![table(0..1000), table(1000..2000)])),
+    }
+}
+
+fn assert_tables_in(db: &Db) {
+    for i in [0u32, 999, 1000, 1999] {
+        assert_eq!(db.get(format!("t{i:05}")).unwrap(), Some(format!("table{i}").into_bytes()), "t{i}");
+    }
+    assert_eq!(db.get("t02000").unwrap(), None);
+}
+
+#[test]
+fn proposal_tables_are_ingested_before_the_batch_and_survive_power_loss() {
+    let mut all = padded_entries(30, 1024);
+    all[12] = tables_entry(12);
+    let mut recovered = Vec::new();
+    for (n, mode) in
+        [PowerLoss::DropUnsynced, PowerLoss::KeepRandomPages { keep_probability: 0.5 }].into_iter().enumerate()
+    {
+        for seed in 0..3u64 {
+            let fs = MemFs::new();
+            rt().block_on(async {
+                let mut sm = StateMachine::open("/n/sm", mem_opts(&fs)).unwrap();
+                let out = sm.apply(all.clone()).await.unwrap();
+                assert_eq!(out[12], Response::Applied);
+                assert_tables_in(&sm.db());
+                assert_eq!(sm.db().get("after12").unwrap(), Some(b"1".to_vec()));
+                fs.power_loss(mode, seed * 17 + n as u64);
+            });
+            rt().block_on(async {
+                let mut sm = StateMachine::open("/n/sm", mem_opts(&fs)).unwrap();
+                let applied = sm.applied().0.map_or(0, |l| l.index);
+                // The ingestion synced the WAL first: every entry before it is durable.
+                assert!(applied >= 11, "entries before the ingestion lost: applied {applied}");
+                recovered.push(applied);
+                let db = sm.db();
+                // Applied or not, the ingested tables are durable; the entry's batch only with its applied id.
+                assert_tables_in(&db);
+                assert_eq!(db.get("after12").unwrap().is_some(), applied >= 12);
+                drop(db);
+                let rest: Vec<_> = all.iter().skip(applied as usize + 1).cloned().collect();
+                sm.apply(rest).await.unwrap();
+                let db = sm.db();
+                assert_tables_in(&db);
+                assert_eq!(db.get("after12").unwrap(), Some(b"1".to_vec()));
+                for i in (2..=30).filter(|&i| i != 12) {
+                    assert!(db.get(format!("key{i:04}")).unwrap().is_some(), "key{i}");
+                }
+                assert!(fs.list(std::path::Path::new("/n/sm")).unwrap().iter().all(|n| !n.starts_with("ingest-")));
+            });
+        }
+    }
+    assert!(recovered.contains(&11), "no crash lost the entry after its ingestion: {recovered:?}");
+}
+
+#[test]
+fn a_proposal_whose_table_does_not_read_is_rejected_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut batch = WriteBatch::new();
+    batch.put("with-bad-table", "1");
+    let mut torn = table(0..100);
+    torn.truncate(torn.len() / 2);
+    let mut overlapping = WriteBatch::new();
+    overlapping.put("with-overlap", "1");
+    rt().block_on(async {
+        let mut sm = StateMachine::open(dir.path().join("sm"), Options::default()).unwrap();
+        let out = sm
+            .apply([
+                Entry {
+                    log_id: log_id(1, 1),
+                    payload: EntryPayload::Normal(Proposal::with_tables(&batch, vec![table(0..10), torn])),
+                },
+                Entry {
+                    log_id: log_id(1, 2),
+                    payload: EntryPayload::Normal(Proposal::with_tables(
+                        &overlapping,
+                        vec![table(0..10), table(5..20)],
+                    )),
+                },
+                put_entry(1, 3),
+            ])
+            .await
+            .unwrap();
+        assert!(matches!(&out[0], Response::Rejected { reason } if reason.contains("ingesting")), "{out:?}");
+        assert!(matches!(&out[1], Response::Rejected { reason } if reason.contains("overlap")), "{out:?}");
+        assert_eq!(out[2], Response::Applied);
+        assert_eq!(sm.applied().0, Some(log_id(1, 3)));
+        let db = sm.db();
+        for k in ["with-bad-table", "with-overlap", "t00000"] {
+            assert_eq!(db.get(k).unwrap(), None, "{k}: a rejected proposal applies nothing");
+        }
+        assert_eq!(db.get("key0003").unwrap(), Some(b"value3".to_vec()));
+    });
 }

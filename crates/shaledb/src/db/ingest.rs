@@ -269,9 +269,14 @@ fn copy_in(
         let dst = filenames::table(&inner.dir, f.number);
         created.push(f.number);
         let linked = o.move_files && {
-            match fs.hard_link(&f.src, &dst) {
+            match fs.hard_link(&f.src, &dst).and_then(|()| sync_linked(fs, &dst)) {
                 Ok(()) => true,
-                Err(_) if o.failed_move_fall_back_to_copy => false,
+                Err(_) if o.failed_move_fall_back_to_copy => {
+                    if fs.exists(&dst) {
+                        fs.remove(&dst)?;
+                    }
+                    false
+                }
                 Err(e) => return Err(e),
             }
         };
@@ -286,6 +291,13 @@ fn copy_in(
         }
     }
     Ok(())
+}
+
+/// Syncs the file a link made: the caller's file may never have been synced (written by a process that
+/// relied on this step, as RocksDB's ingestion syncs linked files too), and the link shares its data.
+fn sync_linked(fs: &dyn crate::Fs, path: &std::path::Path) -> Result<()> {
+    let mut f = fs.open_append(path)?;
+    f.sync()
 }
 
 /// Whether a memtable holds a key, or a range tombstone over a key, in `[lo, hi]` (a file placed below a

@@ -129,3 +129,27 @@ fn interrupted_ingestion_by_hard_link_is_all_or_nothing() {
     let mv = IngestExternalFileOptions { move_files: true, ..IngestExternalFileOptions::default() };
     sweep(&[(1000, 1040), (150, 160)], &mv);
 }
+
+#[test]
+fn a_linked_file_its_writer_never_synced_is_durable_once_the_ingestion_returns() {
+    let fs = MemFs::new();
+    let (db, files) = setup(&fs, &[(1000, 1040)]);
+    // The same table written again by a writer that never syncs it (a raft member writes a proposal's table
+    // this way and leaves the sync to the ingestion).
+    let bytes = fs.read_all(&files[0]).unwrap();
+    let unsynced = PathBuf::from("/ext/unsynced.sst");
+    let mut f = fs.create(&unsynced).unwrap();
+    f.append(&bytes).unwrap();
+    f.flush().unwrap();
+    drop(f);
+    let mv = IngestExternalFileOptions { move_files: true, ..IngestExternalFileOptions::default() };
+    db.ingest_external_file(&[&unsynced], &mv).unwrap();
+    let after = read_all(&db).unwrap();
+    drop(db);
+    for (n, mode) in [PowerLoss::DropUnsynced, PowerLoss::GarbleUnsynced].into_iter().enumerate() {
+        let c = fs.deep_clone();
+        c.power_loss(mode, n as u64);
+        let db = open_on(&c, &mem_options(&c)).unwrap_or_else(|e| panic!("{mode:?}: open: {e}"));
+        assert_eq!(read_all(&db).unwrap(), after, "{mode:?}");
+    }
+}
