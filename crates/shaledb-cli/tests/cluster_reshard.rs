@@ -246,10 +246,45 @@ fn reshard_moves_keys_of_every_type_and_back() {
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("'nosuch' is neither a node id"), "{out}");
 
+    // A slot large enough to reach the target group as tables (crates/shaledb-server/src/store/tables.rs):
+    // 300 strings and a hash of 400 fields, 1 KiB each, in slot 5.
+    let tag = (0..).map(|i| format!("big{i}")).find(|t| key_slot(t) == 5).unwrap();
+    let value = "v".repeat(1024);
+    let ok = Some(Resp::Simple("OK".into()));
+    let big: Vec<String> = (0..300).map(|i| format!("{{{tag}}}s{i}")).collect();
+    for k in &big {
+        assert_eq!(query_following(c.port(0), &["SET", k, &value]), ok);
+    }
+    let hash = format!("{{{tag}}}h");
+    for part in 0..4 {
+        let mut a = vec!["HSET".to_string(), hash.clone()];
+        for f in part * 100..part * 100 + 100 {
+            a.extend([format!("f{f}"), value.clone()]);
+        }
+        assert_eq!(query_following(c.port(0), &args(&a)), Some(Resp::Int(100)));
+    }
+
     // 200 slots to group 2, with --yes.
     let out = cli_ok(&["cluster", "reshard", &seed, "--slots", "200", "--from", &g1, "--to", &g2, "--yes"]);
     assert_eq!(out.matches("Moved slots ").count(), 7, "batches of 32: {out}");
-    assert!(out.contains(&format!("[OK] 200 slots ({in_low} keys) moved from group 1 to group 2")), "{out}");
+    assert!(out.contains(&format!("[OK] 200 slots ({} keys) moved from group 1 to group 2", in_low + 301)), "{out}");
+    // Every member of group 2 ingested the large slot's tables; the leader reads every value of them.
+    for i in 3..6 {
+        let info = query(c.port(i), &["INFO", "cluster"]).and_then(|r| r.text()).unwrap();
+        let n: u64 = info
+            .lines()
+            .find_map(|l| l.strip_prefix("cluster_tables_ingested:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("node {i}: {info}"));
+        assert!(n >= 2, "node {i} ingested {n} tables: {info}");
+    }
+    let p2 = c.port(c.leader(1));
+    assert_eq!(query(p2, &["GET", &big[299]]), Some(Resp::Bulk(Some(value.clone()))));
+    assert_eq!(query(p2, &["HLEN", &hash]), Some(Resp::Int(400)));
+    assert_eq!(query(p2, &["HGET", &hash, "f399"]), Some(Resp::Bulk(Some(value.clone()))));
+    let mut del = vec!["DEL".to_string(), hash.clone()];
+    del.extend(big.iter().cloned());
+    assert_eq!(query(p2, &args(&del)), Some(Resp::Int(301)));
     check_keys(c.port(2));
     let sizes = dbsize(&c, 2);
     assert_eq!(sizes.iter().sum::<i64>(), 300, "{sizes:?}");

@@ -267,6 +267,11 @@ impl Node {
         self.sm.db()
     }
 
+    /// Tables this member ingested from proposals since it started, and their bytes.
+    pub fn tables_ingested(&self) -> (u64, u64) {
+        self.sm.tables_ingested()
+    }
+
     /// Forms a new group of `members` (node id -> transport address), this node among them. Call it on one node
     /// (calling it on several with the same members is safe); refused ([`Error::Initialize`]) once the node has
     /// a log.

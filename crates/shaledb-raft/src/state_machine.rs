@@ -27,6 +27,7 @@
 
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use openraft::storage::{RaftSnapshotBuilder, RaftStateMachine, Snapshot};
@@ -67,6 +68,8 @@ struct Shared {
     fs: Arc<dyn Fs>,
     opts: Options,
     live: Mutex<Live>,
+    /// Tables ingested from proposals since open, and their bytes.
+    ingested: [AtomicU64; 2],
 }
 
 fn data_dir_name(generation: u64) -> String {
@@ -196,6 +199,10 @@ impl Shared {
             ..IngestExternalFileOptions::default()
         };
         let r = written.and_then(|()| live.db.ingest_external_file(&paths, &opts));
+        if r.is_ok() {
+            self.ingested[0].fetch_add(tables.len() as u64, Ordering::Relaxed);
+            self.ingested[1].fetch_add(tables.iter().map(|t| t.len() as u64).sum(), Ordering::Relaxed);
+        }
         for p in &paths {
             if fs.exists(p) {
                 let _ = fs.remove(p);
@@ -332,7 +339,8 @@ impl StateMachine {
         }
         let (applied, membership) = read_applied(&db, &cf, &dir)?;
         let live = Live { generation, db: Arc::new(db), cf, applied, membership, built: 0 };
-        Ok(StateMachine { shared: Arc::new(Shared { root, fs, opts, live: Mutex::new(live) }) })
+        let ingested = [AtomicU64::new(0), AtomicU64::new(0)];
+        Ok(StateMachine { shared: Arc::new(Shared { root, fs, opts, live: Mutex::new(live), ingested }) })
     }
 
     /// The live data database. After a snapshot install a new one is live: take it again, do not keep it.
@@ -344,6 +352,11 @@ impl StateMachine {
     pub fn applied(&self) -> (Option<LogId<NodeId>>, Membership) {
         let live = self.shared.live.lock();
         (live.applied, live.membership.clone())
+    }
+
+    /// Tables ingested from proposals since open, and their bytes.
+    pub fn tables_ingested(&self) -> (u64, u64) {
+        (self.shared.ingested[0].load(Ordering::Relaxed), self.shared.ingested[1].load(Ordering::Relaxed))
     }
 
     /// The live data generation (0 until a snapshot is installed).

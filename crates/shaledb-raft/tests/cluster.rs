@@ -714,3 +714,43 @@ async fn transport_failures_map_to_openraft_errors() {
     assert!(started.elapsed() < Duration::from_secs(5));
     drop(silent);
 }
+
+/// An SST of `key(i)` = `value{i}` for `i` in `range`, as `SstFileWriter` writes it.
+fn table_of(range: std::ops::Range<usize>) -> Vec<u8> {
+    let fs = shaledb_vfs::MemFs::new();
+    let opts = shaledb::Options { fs: std::sync::Arc::new(fs.clone()), ..shaledb::Options::default() };
+    let mut w = shaledb::ingest::SstFileWriter::create(&opts);
+    w.open("/t.sst").unwrap();
+    for i in range {
+        w.put(key(i), format!("value{i}")).unwrap();
+    }
+    w.finish().unwrap();
+    shaledb::Fs::read_all(&fs, std::path::Path::new("/t.sst")).unwrap()
+}
+
+/// A proposal with tables (a slot copied in, issue 44) reaches every member: each ingests the tables and
+/// applies the batch, and a member that was down gets them from the log after its restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_reach_every_member_and_one_that_was_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut nodes = start(&dir, &[1, 2, 3]).await;
+    nodes[&1].initialize(members(&nodes)).await.expect("initialize");
+    let leader = agreed_leader(&nodes).await;
+    for i in 0..10 {
+        assert_eq!(nodes[&leader].propose(&put(i)).await.unwrap(), Response::Applied);
+    }
+    // One follower down while the tables are proposed.
+    let down = *nodes.keys().find(|&&id| id != leader).unwrap();
+    let down_addr = nodes[&down].addr().to_string();
+    nodes.remove(&down).unwrap().shutdown(WAIT).await.expect("shutdown");
+    let proposal = shaledb_raft::Proposal::with_tables(&put(10), vec![table_of(100..600), table_of(600..1000)]);
+    let (r, _) = nodes[&leader].propose_proposal_at(proposal).await.expect("propose the tables");
+    assert_eq!(r, Response::Applied);
+    let want = expected((0..11).chain(100..1000));
+    converge(&nodes, &want).await;
+    // Back: it catches up from the log.
+    nodes.insert(down, Node::start(config(&dir, down, &down_addr)).await.expect("restart on its address"));
+    converge(&nodes, &want).await;
+    same_last_applied(&nodes).await;
+    shutdown_all(nodes).await;
+}

@@ -434,7 +434,7 @@ impl Committer {
             // the engine.
             let c = c.clone();
             let propose: crate::store::ProposeFn =
-                Box::new(move |batch: &shaledb::WriteBatch| c.propose_blocking(batch));
+                Box::new(move |batch: &shaledb::WriteBatch, tables| c.propose_blocking(batch, tables));
             ctx.propose = Some(propose);
             let c = store.cluster().expect("checked").clone();
             ctx.serves_slot =

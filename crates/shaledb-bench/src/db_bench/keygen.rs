@@ -17,11 +17,17 @@ use std::sync::Arc;
 /// Writes the key for key number `v` into `out` (cleared first).
 pub fn make_key(v: u64, key_size: usize, out: &mut Vec<u8>) {
     out.clear();
+    append_key(v, key_size, out);
+}
+
+/// Appends the key for key number `v` to `out`.
+pub fn append_key(v: u64, key_size: usize, out: &mut Vec<u8>) {
+    let start = out.len();
     let n = key_size.min(8);
     for i in 0..n {
         out.push((v >> ((n - i - 1) * 8)) as u8);
     }
-    out.resize(key_size, b'0');
+    out.resize(start + key_size, b'0');
 }
 
 /// How keys are shaped: db_bench's `GenerateKeyFromInt` with and without `--keys_per_prefix`.

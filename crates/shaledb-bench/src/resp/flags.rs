@@ -91,6 +91,12 @@ pub struct RespFlags {
     /// read-range and --multi above 1 are refused (they span slots).
     #[arg(long)]
     pub cluster: bool,
+    /// Put every key in one of hash slots 0..N-1 only: each key is prefixed with a hash tag `{t}` chosen for
+    /// its slot (key number modulo N), so a cluster's slots 0..N-1 hold all the data, as large slots do on a
+    /// large database (a slot move's cost per GiB is measured this way: scripts/compare-cluster --slots-used).
+    /// Keys are then longer than --key-size by the tag. 0: keys as db_bench makes them.
+    #[arg(long, default_value_t = 0)]
+    pub hash_slots: u32,
     /// Seconds between progress lines (ops/s, p50, p99) on stderr; 0 prints none.
     #[arg(long, visible_alias = "stats_interval_seconds", default_value_t = 1)]
     pub stats_interval_seconds: u64,
@@ -127,6 +133,7 @@ impl Default for RespFlags {
             wait_replicas: 0,
             wait_timeout: 0,
             cluster: false,
+            hash_slots: 0,
             stats_interval_seconds: 1,
             json: None,
             plot_dir: None,
@@ -229,6 +236,9 @@ impl RespFlags {
         }
         if self.wait_replicas > 0 && !workloads.iter().any(|w| w.is_write()) {
             return bad("wait-replicas", "WAIT follows writes; no write workload is selected");
+        }
+        if self.hash_slots > 16384 {
+            return bad("hash-slots", format!("{} is not in 0..=16384", self.hash_slots));
         }
         if self.keys == 0 {
             return bad("keys", "the key space needs at least one key");

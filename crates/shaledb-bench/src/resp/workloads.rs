@@ -16,10 +16,11 @@
 //! | read-range | [`RANGE_COMMAND`] | from a uniform start in `0..keys-scan_len`, `scan_len` pairs forward |
 
 use super::proto::{push_arg, push_header, Reply};
-use crate::db_bench::keygen::make_key;
+use crate::db_bench::keygen::{append_key, make_key};
 use crate::reporting::recorder::OpType;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use std::sync::Arc;
 
 /// The ordered range read, a ShaleDB extension (Redis has no such command): its name.
 pub const RANGE_COMMAND: &str = "SHALEDB.RANGE";
@@ -199,6 +200,25 @@ pub struct Plan {
     wait_request: Vec<u8>,
     /// With --cluster: [`Plan::push_request`] records each request's hash slot in [`Scratch::slot`].
     pub slots: bool,
+    /// With --hash-slots N: the hash tag of each slot 0..N-1 (`{tag}` starts key number k's key, tag k % N).
+    pub tags: Arc<Vec<Vec<u8>>>,
+}
+
+/// For each slot 0..n, the smallest decimal tag (`0`, `1`, ...) that hashes to it.
+pub fn tags_for_slots(n: u32) -> Vec<Vec<u8>> {
+    let mut tags: Vec<Option<Vec<u8>>> = vec![None; n as usize];
+    let mut left = n as usize;
+    let mut i: u64 = 0;
+    while left > 0 {
+        let t = i.to_string().into_bytes();
+        let slot = usize::from(super::slots::key_slot(&t));
+        if slot < tags.len() && tags[slot].is_none() {
+            tags[slot] = Some(t);
+            left -= 1;
+        }
+        i += 1;
+    }
+    tags.into_iter().map(|t| t.unwrap_or_default()).collect()
 }
 
 impl Plan {
@@ -233,7 +253,20 @@ impl Plan {
             wait,
             wait_request,
             slots: f.cluster,
+            tags: Arc::new(tags_for_slots(f.hash_slots)),
         }
+    }
+
+    /// Key number `k`'s key, into `out` (cleared first): db_bench's, after its hash tag with --hash-slots.
+    fn key_into(&self, k: u64, out: &mut Vec<u8>) {
+        if self.tags.is_empty() {
+            return make_key(k, self.key_size, out);
+        }
+        out.clear();
+        out.push(b'{');
+        out.extend_from_slice(&self.tags[(k % self.tags.len() as u64) as usize]);
+        out.push(b'}');
+        append_key(k, self.key_size, out);
     }
 
     /// Replies each request gets: two when a WAIT follows each write.
@@ -289,7 +322,7 @@ impl Plan {
         match self.workload {
             Workload::ReadRange => {
                 let span = self.keys.saturating_sub(self.scan_len as u64).saturating_add(1);
-                make_key(rng.gen_range(0..span), self.key_size, &mut s.key);
+                self.key_into(rng.gen_range(0..span), &mut s.key);
                 self.note_slot(0, s);
                 push_range_request(out, &s.key, self.scan_len, &mut s.value);
                 0
@@ -298,7 +331,7 @@ impl Plan {
                 push_header(out, 1 + self.multi);
                 push_arg(out, if self.multi == 1 { b"GET" } else { b"MGET" });
                 for j in 0..self.multi {
-                    make_key(self.key_number(rng, req, j), self.key_size, &mut s.key);
+                    self.key_into(self.key_number(rng, req, j), &mut s.key);
                     self.note_slot(j, s);
                     push_arg(out, &s.key);
                 }
@@ -309,7 +342,7 @@ impl Plan {
                 push_arg(out, if self.multi == 1 { b"SET" } else { b"MSET" });
                 for j in 0..self.multi {
                     let k = self.key_number(rng, req, j);
-                    make_key(k, self.key_size, &mut s.key);
+                    self.key_into(k, &mut s.key);
                     self.note_slot(j, s);
                     value_for(k, self.seed, self.value_size, self.compression_ratio, &mut s.value);
                     push_arg(out, &s.key);
@@ -487,6 +520,28 @@ mod tests {
                 .collect(),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn hash_slots_put_every_key_in_the_first_slots() {
+        let tags = tags_for_slots(64);
+        assert_eq!(tags.len(), 64);
+        for (slot, t) in tags.iter().enumerate() {
+            assert_eq!(usize::from(super::super::slots::key_slot(t)), slot);
+        }
+        let f = super::super::RespFlags { keys: 10_000, hash_slots: 64, cluster: true, ..Default::default() };
+        let p = Plan::new(Workload::WriteSeq, &f, None);
+        let mut rng = SmallRng::seed_from_u64(1);
+        let (mut out, mut s) = (Vec::new(), Scratch::default());
+        let mut seen = std::collections::BTreeSet::new();
+        for req in 0..1000 {
+            out.clear();
+            p.push_request(&mut rng, req, &mut out, &mut s);
+            assert!(s.slot < 64, "{:?} in slot {}", s.key, s.slot);
+            seen.insert(s.slot);
+        }
+        assert_eq!(seen.len(), 64, "every slot gets keys");
+        assert!(tags_for_slots(0).is_empty());
     }
 
     #[test]

@@ -394,6 +394,11 @@ impl Cluster {
         }
     }
 
+    /// Tables of slots copied in that this member ingested since it started, and their bytes (issue 44).
+    pub fn tables_ingested(&self) -> (u64, u64) {
+        self.node_ref.tables_ingested()
+    }
+
     /// Messages PUBLISH could not pass on to another node (it was down, or its queue full).
     pub fn publish_dropped(&self) -> u64 {
         self.publishers.dropped.load(Ordering::Relaxed)
@@ -701,8 +706,8 @@ impl Cluster {
     /// within about the election timeout instead of the 10 s propose timeout. Only a commit answers OK.
     ///
     /// An empty batch (a group whose writes changed nothing) proposes nothing: `Cluster::confirm_blocking`.
-    pub fn propose_blocking(&self, batch: &WriteBatch) -> Result<(), String> {
-        if batch.is_empty() {
+    pub fn propose_blocking(&self, batch: &WriteBatch, tables: Vec<Vec<u8>>) -> Result<(), String> {
+        if batch.is_empty() && tables.is_empty() {
             return self.confirm_blocking();
         }
         let started = Instant::now();
@@ -712,7 +717,9 @@ impl Cluster {
         }
         let proposal = async {
             tokio::select! {
-                r = self.node_ref.propose_at(batch) => r.map_err(|e| e.to_string()),
+                r = self.node_ref.propose_proposal_at(shaledb_raft::Proposal::with_tables(batch, tables)) => {
+                    r.map_err(|e| e.to_string())
+                }
                 why = self.watch_quorum(started) => Err(why),
             }
         };

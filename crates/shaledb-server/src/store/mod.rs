@@ -16,6 +16,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 mod counts;
 mod error;
 mod read;
+pub mod tables;
 mod watches;
 mod write;
 

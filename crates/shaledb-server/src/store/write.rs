@@ -26,8 +26,9 @@ pub trait Waiters: Send + Sync {
 }
 
 /// Where a replica group member's commit step sends a batch instead of writing the engine (issue 43): it
-/// proposes the batch and returns once it is committed and applied (the state machine wrote it), or why not.
-pub type ProposeFn = Box<dyn FnMut(&WriteBatch) -> Result<(), String> + Send>;
+/// proposes the batch, with the tables to ingest before it (issue 44, `tables.rs`), and returns once it is
+/// committed and applied (the state machine wrote it), or why not.
+pub type ProposeFn = Box<dyn FnMut(&WriteBatch, Vec<Vec<u8>>) -> Result<(), String> + Send>;
 
 /// Why the pending writes did not reach the engine.
 enum PendingFailure {
@@ -146,6 +147,10 @@ pub struct WriteCtx<'a> {
     /// A cluster member's commit step (issue 44): every engine write is shown to it, for the slots being
     /// copied out before their move (cluster/copy.rs). `None`: nothing is recorded.
     pub copy_tracker: Option<Arc<crate::cluster::copy::Tracker>>,
+    /// A cluster member's commit step (issue 44): slots being copied in whose records the next proposal
+    /// carries as tables rather than in its batch (`tables.rs`); set by the import command, cleared once
+    /// proposed.
+    pub table_slots: Vec<u16>,
 }
 
 /// Bytes counted per pending entry besides its key and value (map node, batch record header).
@@ -200,6 +205,7 @@ impl<'a> WriteCtx<'a> {
             propose: None,
             serves_slot: None,
             copy_tracker: None,
+            table_slots: Vec::new(),
         }
     }
 
@@ -353,6 +359,18 @@ impl<'a> WriteCtx<'a> {
     /// `Err`: why, as the group's failure says it.
     fn write_pending(&mut self, sync: bool) -> Result<(), PendingFailure> {
         self.batch.clear();
+        let slots = std::mem::take(&mut self.table_slots);
+        let tables = match (&self.propose, slots.is_empty()) {
+            (Some(_), false) => match super::tables::take(&mut self.pending, &slots, self.db.options()) {
+                Ok(t) => t,
+                Err(e) => {
+                    self.pending.clear();
+                    self.pending_bytes = 0;
+                    return Err(PendingFailure::Proposal(format!("ERR {e}")));
+                }
+            },
+            _ => Vec::new(),
+        };
         for (k, v) in &self.pending {
             match v {
                 Some(v) => self.batch.put(k, v),
@@ -360,7 +378,7 @@ impl<'a> WriteCtx<'a> {
             };
         }
         let r = match &mut self.propose {
-            Some(propose) => propose(&self.batch).map_err(PendingFailure::Proposal),
+            Some(propose) => propose(&self.batch, tables).map_err(PendingFailure::Proposal),
             None => self
                 .db
                 .write_opt(&WriteOptions { sync, ..Default::default() }, &self.batch)
@@ -409,7 +427,7 @@ impl<'a> WriteCtx<'a> {
             // `Cluster::propose_blocking`) and proposes nothing. Without it a leader cut off from its majority
             // answered `DEL k` with 0 after the majority's new leader had acknowledged `SET k`.
             self.batch.clear();
-            return propose(&self.batch).map(|()| false);
+            return propose(&self.batch, Vec::new()).map(|()| false);
         }
         if self.applied && sync && self.propose.is_none() {
             return self.db.sync_wal().map(|()| true).map_err(|e| format!("WAL write or fsync failed: {e}"));

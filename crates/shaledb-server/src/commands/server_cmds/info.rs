@@ -340,6 +340,10 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
             if let Some(c) = store.cluster() {
                 // Messages PUBLISH could not pass on to another node (issue 44).
                 kv(out, "cluster_publish_dropped", &c.publish_dropped());
+                // A slot's records copied in as tables, ingested by this member (store/tables.rs).
+                let (tables, bytes) = c.tables_ingested();
+                kv(out, "cluster_tables_ingested", &tables);
+                kv(out, "cluster_table_bytes_ingested", &bytes);
             }
         }
         "keyspace" => {

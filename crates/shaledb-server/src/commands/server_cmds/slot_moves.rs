@@ -8,7 +8,8 @@
 //!   absolute expiry (0: none) and its DUMP payload, and the key to go on from ("" when done).
 //! - `CLUSTER SHALEDB-IMPORT <slot> <first> [key expiry payload] ...`: on the target group's leader, while the
 //!   map says the slot moves to it: `first` (1) removes what the group holds of the slot first, so a move run
-//!   again starts clean; then each key is restored (RESTORE REPLACE ABSTTL).
+//!   again starts clean; then each key is restored (RESTORE REPLACE ABSTTL). The slot's records reach the
+//!   group as tables every member ingests when they are large enough (store/tables.rs), else in the batch.
 //! - `CLUSTER SHALEDB-DROPSLOT <slot>`: on a group that does not own the slot (and is not moving it): removes
 //!   its keys of the slot, what is left behind after the slot moved away.
 //! - `CLUSTER SHALEDB-EXPORT-DIRTY <slot>`: on the source group's leader once the slot is frozen (`moving`)
@@ -153,6 +154,10 @@ fn import_in_commit(ctx: &mut WriteCtx<'_>, args: &Args) -> Reply {
     }
     if &args[2][..] == b"1" {
         tri!(drop_slot(ctx, slot));
+    }
+    // The slot's records go to the group as tables, not through every member's WAL (store/tables.rs).
+    if !ctx.table_slots.contains(&slot) {
+        ctx.table_slots.push(slot);
     }
     for t in args[3..].chunks(3) {
         if &t[1][..] == b"-1" {
