@@ -127,6 +127,7 @@ enum PayloadV1 {
 
 #[derive(serde::Deserialize)]
 struct ProposalV1 {
+    #[serde(deserialize_with = "crate::byte_string::deserialize")]
     batch: Vec<u8>,
 }
 

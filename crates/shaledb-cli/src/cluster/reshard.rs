@@ -33,8 +33,12 @@ use std::time::{Duration, Instant};
 
 /// Slots per map change (one batch).
 const BATCH: usize = 32;
-/// Keys per `SHALEDB-EXPORT` (the server takes at most 10,000).
-const CHUNK: &str = "500";
+/// Keys per `SHALEDB-EXPORT` (the server takes at most 10,000), and the bytes of keys and payloads after which
+/// it stops: a chunk is one import of up to 8 MiB, whose records the target group ingests as tables when they
+/// are large enough (docs/cluster.md, "Large slots as tables"); fewer, larger chunks pay the per-chunk costs
+/// (a read-index round on the source, a commit and an ingestion on the target) less often.
+const CHUNK: &str = "10000";
+const CHUNK_BYTES: &str = "8388608";
 /// Payload bytes per `SHALEDB-IMPORT` (a chunk of large keys goes in several; at least one key each).
 const IMPORT_BYTES: usize = 8 << 20;
 /// How long one command's reply may take (an import waits for its group's commit).
@@ -602,7 +606,10 @@ impl Coord {
         let s = slot.to_string();
         let (mut after, mut first, mut n) = (Vec::new(), true, 0u64);
         loop {
-            let r = self.send(from, &[b"CLUSTER", b"SHALEDB-EXPORT", s.as_bytes(), &after, CHUNK.as_bytes()])?;
+            let r = self.send(
+                from,
+                &[b"CLUSTER", b"SHALEDB-EXPORT", s.as_bytes(), &after, CHUNK.as_bytes(), CHUNK_BYTES.as_bytes()],
+            )?;
             let bad = || anyhow!("group {from}: CLUSTER SHALEDB-EXPORT {slot} gave an unexpected reply");
             let Reply::Array(Some(v)) = r else { return Err(bad()) };
             let [Reply::Bulk(Some(next)), Reply::Array(Some(items))] = v.as_slice() else { return Err(bad()) };

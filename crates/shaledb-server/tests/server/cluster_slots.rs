@@ -360,10 +360,18 @@ fn cluster_slot_move_keeps_every_acknowledged_write() {
         let (addr, key) = (nodes[0].addr(), k("late"));
         std::thread::spawn(move || crate::helpers::Client::connect(addr).cmd(&["SET", &key, "v"]))
     };
-    // The slot's keys, two per chunk, into group 2.
-    let (mut after, mut first, mut moved) = (String::new(), true, 0i64);
+    // A byte budget of 0 is refused.
+    let e = error_of(try_cmd(nodes[0].addr(), &["CLUSTER", "SHALEDB-EXPORT", "100", "", "2", "0"]));
+    assert!(e.contains("byte budget"), "{e}");
+    // The slot's keys into group 2: at most two per chunk, or one where the byte budget (1) stops the export
+    // after its first key.
+    let (mut after, mut first, mut moved, mut chunks) = (String::new(), true, 0i64, 0);
     loop {
-        let r = try_cmd(nodes[0].addr(), &["CLUSTER", "SHALEDB-EXPORT", "100", &after, "2"]).expect("export").array();
+        let budget: &[&str] = if chunks % 2 == 0 { &[] } else { &["1"] };
+        let mut a = vec!["CLUSTER", "SHALEDB-EXPORT", "100", &after, "2"];
+        a.extend_from_slice(budget);
+        let r = try_cmd(nodes[0].addr(), &a).expect("export").array();
+        chunks += 1;
         let next = r[0].clone().text();
         // Payloads are binary: passed on as bytes.
         let raw: Vec<Vec<u8>> = r[1]
@@ -376,6 +384,7 @@ fn cluster_slot_move_keeps_every_acknowledged_write() {
             })
             .collect();
         assert_eq!(raw.len() % 3, 0);
+        assert!(raw.len() <= if budget.is_empty() { 6 } else { 3 }, "{} items under {budget:?}", raw.len());
         let mut args: Vec<Vec<u8>> = vec![
             b"CLUSTER".to_vec(),
             b"SHALEDB-IMPORT".to_vec(),
@@ -395,6 +404,7 @@ fn cluster_slot_move_keeps_every_acknowledged_write() {
         after = next;
     }
     assert_eq!(moved, 4, "the counter, the list, the hash and the key with a TTL");
+    assert!(chunks >= 3, "{chunks} exports");
 
     let m3 = map(3, "0-99,101-8191", "100,8192-16383", "");
     assert_eq!(setmap(0, "1", &m3), Some(ok()));

@@ -3,9 +3,10 @@
 //! move with these commands (docs/cluster.md has the protocol and why each step is safe):
 //!
 //! - `CLUSTER SHALEDB-SETMAP <group> <map>`: records a map (cluster/map.rs) in the group's log.
-//! - `CLUSTER SHALEDB-EXPORT <slot> <after> <count>`: on the source group's leader, while the map says the slot
-//!   moves from it: up to `count` keys of the slot after key `after` ("" from the start), each with its
-//!   absolute expiry (0: none) and its DUMP payload, and the key to go on from ("" when done).
+//! - `CLUSTER SHALEDB-EXPORT <slot> <after> <count> [<max-bytes>]`: on the source group's leader, while the map
+//!   says the slot moves from it: up to `count` keys of the slot after key `after` ("" from the start), each
+//!   with its absolute expiry (0: none) and its DUMP payload, stopping after the key that brings the keys and
+//!   payloads to `max-bytes`; and the key to go on from ("" when done).
 //! - `CLUSTER SHALEDB-IMPORT <slot> <first> [key expiry payload] ...`: on the target group's leader, while the
 //!   map says the slot moves to it: `first` (1) removes what the group holds of the slot first, so a move run
 //!   again starts clean; then each key is restored (RESTORE REPLACE ABSTTL). The slot's records reach the
@@ -222,13 +223,14 @@ pub async fn run(shared: &Shared, c: &Arc<Cluster>, args: &Args) -> Reply {
     let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
     let (want, usage) = match sub.as_str() {
         "shaledb-setmap" => (Some(4), "<group-id> <map>"),
-        "shaledb-export" => (Some(5), "<slot> <after-key> <count>"),
+        "shaledb-export" => (None, "<slot> <after-key> <count> [<max-bytes>]"),
         "shaledb-import" => (None, "<slot> <first: 0|1> [<key> <absolute-expiry-ms> <payload>] ..."),
         "shaledb-export-dirty" => (Some(3), "<slot>"),
         _ => (Some(3), "<slot>"),
     };
     let arity_ok = match want {
         Some(n) => args.len() == n,
+        None if sub == "shaledb-export" => matches!(args.len(), 5 | 6),
         None => args.len() >= 4 && (args.len() - 4).is_multiple_of(3),
     };
     let name = sub.to_ascii_uppercase();
@@ -305,6 +307,11 @@ async fn export(c: &Arc<Cluster>, args: &Args) -> Reply {
         Some(n) if (1..=MAX_EXPORT).contains(&n) => n,
         _ => return Reply::err(format!("the count is a number from 1 to {MAX_EXPORT}")),
     };
+    let max_bytes = match args.get(5).map(|a| std::str::from_utf8(a).ok().and_then(|s| s.parse::<usize>().ok())) {
+        None => usize::MAX,
+        Some(Some(n)) if n >= 1 => n,
+        Some(_) => return Reply::err("the byte budget is a number of at least 1"),
+    };
     // Everything this group committed before is applied here before the keys are read.
     if let Err(e) = c.read_barrier().await {
         return Reply::err(format!("confirming leadership before the export failed: {e}"));
@@ -317,8 +324,13 @@ async fn export(c: &Arc<Cluster>, args: &Args) -> Reply {
     let db = c.db();
     let view = ReadCtx::new(&db, keys::Keyspace::Slots, 0, crate::store::now_ms()).pinned();
     let found = tri!(slot_keys(&view, slot, &args[3], count));
-    let items = tri!(export_items(&view, &found, false));
-    let next = if found.len() == count { found.last().cloned().unwrap_or_default() } else { Bytes::new() };
+    let (items, used) = tri!(export_items(&view, &found, false, max_bytes));
+    // Stopped by the byte budget, or by the count: go on after the last key looked at.
+    let next = if used < found.len() || found.len() == count {
+        found[..used].last().cloned().unwrap_or_default()
+    } else {
+        Bytes::new()
+    };
     Reply::Array(vec![Reply::Bulk(next), Reply::Array(items)])
 }
 
@@ -352,18 +364,31 @@ async fn export_dirty(c: &Arc<Cluster>, args: &Args) -> Reply {
         }
     }
     let found: Vec<Bytes> = found.into_iter().collect();
-    Reply::Array(tri!(export_items(&view, &found, true)))
+    Reply::Array(tri!(export_items(&view, &found, true, usize::MAX)).0)
 }
 
-/// `key expiry payload` for each of `found` that is live; with `gone`, `key -1 ""` for each that is not.
-fn export_items(view: &ReadCtx<'_>, found: &[Bytes], gone: bool) -> Result<Vec<Reply>, Reply> {
+/// `key expiry payload` for each of `found` that is live; with `gone`, `key -1 ""` for each that is not. Stops
+/// after the key whose payload brings the total to `max_bytes` (at least one key is looked at): the items, and
+/// how many keys of `found` were looked at.
+fn export_items(
+    view: &ReadCtx<'_>,
+    found: &[Bytes],
+    gone: bool,
+    max_bytes: usize,
+) -> Result<(Vec<Reply>, usize), Reply> {
     let mut items = Vec::with_capacity(found.len() * 3);
+    let mut bytes = 0usize;
+    let mut used = 0;
     let push_gone = |items: &mut Vec<Reply>, k: &Bytes| {
         if gone {
             items.extend([Reply::Bulk(k.clone()), Reply::Bulk(Bytes::from_static(b"-1")), Reply::Bulk(Bytes::new())]);
         }
     };
     for k in found {
+        if bytes >= max_bytes {
+            break;
+        }
+        used += 1;
         let meta = match view.peek_meta_quietly(k) {
             Ok(Some((m, _))) if !m.expired(view.now_ms) => m,
             Ok(_) => {
@@ -382,7 +407,9 @@ fn export_items(view: &ReadCtx<'_>, found: &[Bytes], gone: bool) -> Result<Vec<R
         };
         items.push(Reply::Bulk(k.clone()));
         items.push(Reply::Bulk(Bytes::from(meta.expire_at_ms.unwrap_or(0).to_string())));
-        items.push(Reply::Bulk(Bytes::from(crate::types::rdb::encode(&value))));
+        let payload = crate::types::rdb::encode(&value);
+        bytes = bytes.saturating_add(k.len() + payload.len());
+        items.push(Reply::Bulk(Bytes::from(payload)));
     }
-    Ok(items)
+    Ok((items, used))
 }
