@@ -483,6 +483,28 @@ fn slots_move_back_and_forth_under_writes_and_kills() {
     let ids = [c.id(0), c.id(1), c.id(2)];
     let ports = c.ports();
 
+    // Two slots large enough to move as tables (docs/cluster.md, "Large slots as tables"), in the range the
+    // moves below take back and forth, kills included: 80 strings of 4 KiB and a hash of 100 fields of 1 KiB
+    // each.
+    let large: Vec<(String, String)> = [0u16, 40]
+        .iter()
+        .flat_map(|&slot| {
+            let tag = (0..).map(|i| format!("large{i}")).find(|t| key_slot(t) == slot).unwrap();
+            (0..80).map(move |i| (format!("{{{tag}}}s{i}"), format!("{i:04}").repeat(1024)))
+        })
+        .collect();
+    for (k, v) in &large {
+        assert_eq!(query_following(c.port(0), &["SET", k, v]), Some(Resp::Simple("OK".into())));
+    }
+    let hashes: Vec<String> = large.iter().step_by(80).map(|(k, _)| format!("{k}h")).collect();
+    for h in &hashes {
+        let mut a = vec!["HSET".to_string(), h.clone()];
+        for f in 0..100 {
+            a.extend([format!("f{f}"), format!("{f:04}").repeat(256)]);
+        }
+        assert_eq!(query_following(c.port(0), &args(&a)), Some(Resp::Int(100)));
+    }
+
     // The map poller, all along.
     let seen = Arc::new(Mutex::new(Seen::default()));
     let stop_polls = Arc::new(AtomicBool::new(false));
@@ -654,6 +676,22 @@ fn slots_move_back_and_forth_under_writes_and_kills() {
     println!("map poller: {} maps read, epochs {:?}", s.polls, s.by_epoch.keys().collect::<Vec<_>>());
     assert!(s.wrong.is_empty(), "the map poller saw:\n{}", s.wrong.join("\n"));
     assert!(s.by_epoch.len() > 10, "the poller saw too few maps: {:?}", s.by_epoch.keys());
+
+    // The large slots, moved as tables through the kills, read back whole.
+    for (k, v) in &large {
+        assert_eq!(query_following(c.port(0), &["GET", k]), Some(bulk(v)), "{k}");
+    }
+    for h in &hashes {
+        assert_eq!(query_following(c.port(0), &["HLEN", h]), Some(Resp::Int(100)), "{h}");
+        assert_eq!(query_following(c.port(0), &["HGET", h, "f99"]), Some(bulk(&"0099".repeat(256))), "{h}");
+    }
+    let tables: u64 = ports
+        .iter()
+        .filter_map(|&p| query(p, &["INFO", "cluster"]).and_then(|r| r.text()))
+        .filter_map(|t| t.lines().find_map(|l| l.strip_prefix("cluster_tables_ingested:")?.trim().parse::<u64>().ok()))
+        .sum();
+    println!("tables ingested by the nodes since their last start: {tables}");
+    assert!(tables > 0, "no member ingested a table");
 
     if let Some((acked, rounds)) = cli_acked {
         println!("redis-cli -c: {rounds} rounds, {} SETs acknowledged", acked.len());
