@@ -20,7 +20,29 @@ impl Drop for Node {
     }
 }
 
+/// A free port of 127.0.0.1 (bound, then released), taken below the kernel's ephemeral range: a node keeps its
+/// ports across a restart, and an ephemeral port (a client connection's local port, another test's `bind(0)`,
+/// this process's previous `bind(0)` handed out again) could otherwise take it between the check and the
+/// server's bind. Spread over 10000..low by the process id, stepping through the range within a process, so two
+/// calls never return the same port and concurrent test processes seldom try the same ones. Falls back to an
+/// ephemeral port when the range starts too low.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let low: u32 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    if low > 20_000 {
+        let span = low - 10_000;
+        let start = std::process::id().wrapping_mul(7919) % span;
+        for _ in 0..200 {
+            let port = 10_000 + (start + NEXT.fetch_add(1, Ordering::Relaxed) * 131) % span;
+            if std::net::TcpListener::bind(("127.0.0.1", port as u16)).is_ok() {
+                return port as u16;
+            }
+        }
+    }
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
@@ -64,12 +86,21 @@ pub fn cmd(port: u16, args: &[&str]) -> Option<String> {
 }
 
 /// Starts `n` nodes in directories `n0`, `n1` ... under `root` and waits (at most 30 s) until each answers PING;
-/// the nodes and their client addresses (`127.0.0.1:port`).
+/// the nodes and their client addresses (`127.0.0.1:port`). A node whose process ends before it answers (its
+/// port taken by another process after [`free_port`] found it free) is started again on new ports, up to three
+/// times; then the test fails with its exit status.
 pub fn start_answering(root: &std::path::Path, n: usize) -> (Vec<Node>, Vec<String>) {
-    let nodes: Vec<Node> = (0..n).map(|i| start(&root.join(format!("n{i}")))).collect();
+    let mut nodes: Vec<Node> = (0..n).map(|i| start(&root.join(format!("n{i}")))).collect();
     let started = std::time::Instant::now();
-    for node in &nodes {
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let mut restarts = 0;
         while cmd(node.port, &["PING"]).as_deref() != Some("+PONG") {
+            if let Ok(Some(status)) = node.child.try_wait() {
+                assert!(restarts < 3, "node {i} (port {}) ended before it answered: {status}", node.port);
+                restarts += 1;
+                *node = start(&root.join(format!("n{i}")));
+                continue;
+            }
             assert!(started.elapsed() < Duration::from_secs(30), "node {} does not answer", node.port);
             std::thread::sleep(Duration::from_millis(100));
         }
