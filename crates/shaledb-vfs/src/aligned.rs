@@ -1,7 +1,9 @@
 //! A reusable read buffer whose bytes start at an address aligned for `O_DIRECT`.
 
-/// Alignment of direct reads: buffer address, file offset and length are multiples of it. 4096 covers
-/// devices with 512-byte and 4096-byte logical blocks (the logical block size is not queried).
+/// Alignment of direct I/O buffers in memory, and of direct writes' offsets and lengths. 4096 covers devices
+/// with 512-byte and 4096-byte logical blocks. Direct reads round their offsets and lengths to the alignment
+/// the file system reports for the file (`statx`'s `STATX_DIOALIGN`, usually 512), and to this where it
+/// reports none.
 pub const DIRECT_IO_ALIGN: usize = 4096;
 
 /// A growable buffer for positional reads, reused across reads so that the read path does not allocate

@@ -216,6 +216,26 @@ struct PosixRandom {
     len: u64,
     /// Opened with `O_DIRECT`: every read must be aligned (see [`PosixRandom::read_direct`]).
     direct: bool,
+    /// The file offset and length alignment of its direct reads: the file system's own (`statx`'s
+    /// `STATX_DIOALIGN`, Linux 6.1 on: the device's logical block, 512 bytes on most disks) when it says so,
+    /// else [`DIRECT_IO_ALIGN`]. Reading a small block rounded out to 4 KiB pages instead of 512-byte sectors
+    /// read 1.6x the bytes per point read (RocksDB aligns to the logical block size too).
+    align: u64,
+}
+
+/// The file offset alignment `file`'s file system requires of direct reads, when it reports one that
+/// divides [`DIRECT_IO_ALIGN`] (the alignment of [`AlignedBuf`]'s memory, which then also satisfies the
+/// memory alignment it asks for); `None` where `statx` or `STATX_DIOALIGN` is not supported, or direct
+/// I/O is not (alignment 0).
+fn dio_offset_align(file: &File) -> Option<u64> {
+    use rustix::fs::{statx, AtFlags, StatxFlags};
+    let st = statx(file, "", AtFlags::EMPTY_PATH, StatxFlags::DIOALIGN).ok()?;
+    if st.stx_mask & StatxFlags::DIOALIGN.bits() == 0 {
+        return None;
+    }
+    let (offset, mem) = (u64::from(st.stx_dio_offset_align), u64::from(st.stx_dio_mem_align));
+    let fits = |a: u64| a.is_power_of_two() && a <= DIRECT_IO_ALIGN as u64;
+    (fits(offset) && fits(mem)).then_some(offset)
 }
 
 /// Direct reads up to this size through `read_exact_at` use the thread's scratch buffer; larger ones (rare:
@@ -228,10 +248,10 @@ thread_local! {
 }
 
 impl PosixRandom {
-    /// Reads `[offset, offset + len)` of a direct file: the enclosing range rounded out to
-    /// [`DIRECT_IO_ALIGN`] lands in `buf`'s aligned storage, and `buf.data()` is set to the asked bytes.
+    /// Reads `[offset, offset + len)` of a direct file: the enclosing range rounded out to the file's
+    /// alignment (`self.align`) lands in `buf`'s aligned storage, and `buf.data()` is set to the asked bytes.
     fn read_direct(&self, offset: u64, len: usize, buf: &mut AlignedBuf) -> Result<()> {
-        let align = DIRECT_IO_ALIGN as u64;
+        let align = self.align;
         let eof = || {
             Error::io(
                 "direct read",
@@ -253,7 +273,7 @@ impl PosixRandom {
                 Ok(n) => {
                     got += n;
                     // Short and unaligned: the file ended (another read would be unaligned, EINVAL).
-                    if n % DIRECT_IO_ALIGN != 0 && got < skip + len {
+                    if !(n as u64).is_multiple_of(align) && got < skip + len {
                         return Err(eof());
                     }
                 }
@@ -442,7 +462,8 @@ impl Fs for PosixFs {
                 fadvise(&file, 0, 0, rustix::fs::Advice::Random);
             }
         }
-        Ok(Arc::new(PosixRandom { file, path: path.to_path_buf(), len, direct: hints.direct }))
+        let align = if hints.direct { dio_offset_align(&file).unwrap_or(DIRECT_IO_ALIGN as u64) } else { 1 };
+        Ok(Arc::new(PosixRandom { file, path: path.to_path_buf(), len, direct: hints.direct, align }))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
@@ -612,7 +633,24 @@ mod tests {
             }
         };
         let mut own = AlignedBuf::new();
-        for (off, len) in [(0, 1), (1, 4095), (4095, 2), (4096, 4096), (5000, 15_000), (0, 20_000), (19_999, 1)] {
+        // The file system's alignment (512 on most disks since Linux 6.1, else the 4 KiB fallback): reads
+        // round out to it, so ranges across 512-byte sectors inside a page are covered as well.
+        if let Some(a) = dio_offset_align(&std::fs::File::open(&p).unwrap()) {
+            assert!(a.is_power_of_two() && a <= DIRECT_IO_ALIGN as u64, "{a}");
+        }
+        for (off, len) in [
+            (0, 1),
+            (1, 4095),
+            (4095, 2),
+            (4096, 4096),
+            (5000, 15_000),
+            (0, 20_000),
+            (19_999, 1),
+            (511, 2),
+            (512, 512),
+            (513, 600),
+            (19_968, 32),
+        ] {
             let mut buf = vec![0u8; len];
             r.read_exact_at(&mut buf, off as u64).unwrap();
             assert_eq!(buf, &data[off..off + len], "read_exact_at({off}, {len})");
