@@ -21,6 +21,7 @@ pub mod grammar;
 pub mod history;
 pub mod lincheck;
 mod model;
+pub mod net;
 pub mod stress;
 pub mod workload;
 
