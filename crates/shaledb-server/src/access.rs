@@ -2,14 +2,21 @@
 //! logarithmic access counter, for OBJECT IDLETIME and OBJECT FREQ. Keys live in the engine, with no
 //! in-memory object to carry Redis's 24 LRU/LFU bits, so the clock keeps them beside the engine:
 //!
-//! - one entry per key, keyed by a 64-bit hash of (server, database, key): 16 bytes, whatever the key's
-//!   length (two keys whose hashes collide share an entry: both then report the more recent access);
-//! - [`SHARDS`] shards, each behind its own short lock: a read touches one shard, never a global lock;
-//! - at most [`CAPACITY`] entries in all. A shard that is full forgets its least recently accessed eighth
-//!   at once (one pass over the shard every [`SHARD_CAPACITY`] / 8 new keys).
-//!   A key the clock does not know (forgotten, or not accessed since the server started) reports the time
-//!   since the server started: never less than its true idle time. Its LFU counter starts again at 5, as a
-//!   new key's does in Redis.
+//! - one 16-byte slot per key, holding a 64-bit hash of (server, database, key) and the key's clock,
+//!   whatever the key's length (two keys whose hashes collide share a slot: both then report the more
+//!   recent access);
+//! - a set-associative table: a key can live only in the [`WAYS`] slots of one set (one 64-byte cache
+//!   line), so a touch costs one cache miss and no allocation; a new key that finds its set full takes the
+//!   slot of the set's least recently accessed key, which the clock then forgets;
+//! - [`SHARDS`] shards, each behind its own short lock: a read touches one shard, never a global lock. A
+//!   shard's table starts small and doubles as it fills (to three quarters), up to [`CAPACITY`] slots in
+//!   all (16 MiB), so the memory follows the number of keys;
+//! - the time is the kernel's coarse monotonic clock (`CLOCK_MONOTONIC_COARSE`, updated every tick, a read
+//!   of shared memory), as Redis reads its cached `lruclock` rather than the time on every access.
+//!
+//! A key the clock does not know (forgotten, or not accessed since the server started) reports the time
+//! since the server started: never less than its true idle time. Its LFU counter starts again at 5, as a
+//! new key's does in Redis.
 //!
 //! Every `get_meta` of a key that exists touches it (reads and writes go through it), and every write of a
 //! key's meta record (store/write.rs) records an access; TYPE, TTL and the like, EXISTS and OBJECT read
@@ -18,41 +25,22 @@
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::LazyLock;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Shards of the clock.
 pub const SHARDS: usize = 64;
-/// Entries the clock holds at most (about 32 MiB at most with the maps' overhead).
+/// Slots the clock holds at most (16 bytes each).
 pub const CAPACITY: usize = 1 << 20;
-/// Entries one shard holds at most.
+/// Slots one shard holds at most.
 pub const SHARD_CAPACITY: usize = CAPACITY / SHARDS;
-/// A full shard forgets this fraction (1/N) of its entries, the least recently accessed.
-const FORGET_DIVISOR: usize = 8;
+/// Slots per set: four 16-byte slots fill one cache line.
+pub const WAYS: usize = 4;
+/// Slots of a shard's first table.
+const FIRST_SLOTS: usize = 16 * WAYS;
 /// A new key's LFU counter (Redis's `LFU_INIT_VAL`).
 pub const LFU_INIT: u8 = 5;
-
-/// The key of a map is already a hash: used as is.
-#[derive(Default)]
-struct Passthrough(u64);
-
-impl Hasher for Passthrough {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 << 8) | *b as u64;
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-type Map = HashMap<u64, Entry, BuildHasherDefault<Passthrough>>;
 
 /// One key's clock: last access (seconds since the clock's start), LFU counter and the minute (16 bits,
 /// as Redis's) the counter was last decremented.
@@ -63,9 +51,94 @@ struct Entry {
     decr_min: u16,
 }
 
+impl Entry {
+    fn pack(self) -> u64 {
+        self.access_s as u64 | (self.counter as u64) << 32 | (self.decr_min as u64) << 40
+    }
+
+    fn unpack(w: u64) -> Entry {
+        Entry { access_s: w as u32, counter: (w >> 32) as u8, decr_min: (w >> 40) as u16 }
+    }
+}
+
+/// One shard's table: `slots[2 * i]` is slot `i`'s key hash (0: empty), `slots[2 * i + 1]` its packed
+/// [`Entry`]; slots `WAYS * s .. WAYS * (s + 1)` are set `s`. Its length is a power of two times `2 * WAYS`.
+#[derive(Default)]
+struct Shard {
+    slots: Vec<u64>,
+    used: usize,
+}
+
+impl Shard {
+    fn sets(&self) -> usize {
+        self.slots.len() / (2 * WAYS)
+    }
+
+    /// The first slot of `h`'s set (bits 0..32 of the hash; the shard came from bits 32..38).
+    fn set_of(&self, h: u64) -> usize {
+        (h as u32 as usize & (self.sets() - 1)) * WAYS
+    }
+
+    fn find(&self, h: u64) -> Option<usize> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let set = self.set_of(h);
+        (set..set + WAYS).find(|&i| self.slots[2 * i] == h)
+    }
+
+    fn get(&self, h: u64) -> Option<Entry> {
+        self.find(h).map(|i| Entry::unpack(self.slots[2 * i + 1]))
+    }
+
+    /// The slot for a key not in the table: an empty one of its set, else the set's least recently
+    /// accessed (whose key is forgotten). Grows the table first when it is three quarters full.
+    fn claim(&mut self, h: u64) -> usize {
+        if self.slots.is_empty() || (self.used * 4 >= self.slots.len() / 2 * 3 && self.slots.len() / 2 < SHARD_CAPACITY)
+        {
+            self.grow();
+        }
+        let set = self.set_of(h);
+        let slot = (set..set + WAYS)
+            .find(|&i| self.slots[2 * i] == 0)
+            .unwrap_or_else(|| (set..set + WAYS).min_by_key(|&i| self.slots[2 * i + 1] as u32).unwrap_or(set));
+        if self.slots[2 * slot] == 0 {
+            self.used += 1;
+        }
+        self.slots[2 * slot] = h;
+        slot
+    }
+
+    /// Doubles the table (the first time: makes it), moving every key to its set in the new one; a key
+    /// whose new set is full is forgotten (only possible if its old set's keys all moved there).
+    fn grow(&mut self) {
+        let slots = (self.slots.len() * 2).max(2 * FIRST_SLOTS);
+        let old = std::mem::replace(&mut self.slots, vec![0; slots]);
+        self.used = 0;
+        for pair in old.chunks_exact(2) {
+            if pair[0] != 0 {
+                let set = self.set_of(pair[0]);
+                if let Some(i) = (set..set + WAYS).find(|&i| self.slots[2 * i] == 0) {
+                    self.slots[2 * i] = pair[0];
+                    self.slots[2 * i + 1] = pair[1];
+                    self.used += 1;
+                }
+            }
+        }
+    }
+
+    fn remove(&mut self, h: u64) {
+        if let Some(i) = self.find(h) {
+            self.slots[2 * i] = 0;
+            self.used -= 1;
+        }
+    }
+}
+
 struct Clock {
-    shards: Vec<Mutex<Map>>,
-    start: Instant,
+    shards: Vec<Mutex<Shard>>,
+    /// The coarse clock's reading at the start, in seconds.
+    start: u64,
 }
 
 static CLOCK: LazyLock<Clock> = LazyLock::new(Clock::new);
@@ -125,11 +198,24 @@ fn key_hash(server: usize, db: u8, key: &[u8]) -> u64 {
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
     h ^= h >> 33;
-    h
+    // 0 marks an empty slot.
+    h.max(1)
+}
+
+/// Seconds of the coarse monotonic clock (it advances every kernel tick; a read costs no system call).
+#[cfg(target_os = "linux")]
+fn coarse_secs() -> u64 {
+    rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse).tv_sec.max(0) as u64
+}
+
+#[cfg(not(target_os = "linux"))]
+fn coarse_secs() -> u64 {
+    static ORIGIN: LazyLock<std::time::Instant> = LazyLock::new(std::time::Instant::now);
+    ORIGIN.elapsed().as_secs()
 }
 
 fn now_s(c: &Clock) -> u32 {
-    c.start.elapsed().as_secs().min(u32::MAX as u64) as u32
+    coarse_secs().saturating_sub(c.start).min(u32::MAX as u64) as u32
 }
 
 fn now_minutes() -> u16 {
@@ -161,66 +247,37 @@ fn incremented(counter: u8, log_factor: u32) -> u8 {
     }
 }
 
-/// The shard of a key hash: bits 32..38, which the maps use for neither the bucket index (the low bits) nor
-/// the control-byte tag (the top 7 bits), so the keys of one shard still spread over its map.
+/// The shard of a key hash: bits 32..38, which no shard uses to pick a set (bits 0..32).
 fn shard_of(h: u64) -> usize {
     (h >> 32) as usize % SHARDS
 }
 
 impl Clock {
     fn new() -> Clock {
-        Clock { shards: (0..SHARDS).map(|_| Mutex::new(Map::default())).collect(), start: Instant::now() }
+        Clock { shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(), start: coarse_secs() }
     }
 
     fn touch(&self, h: u64, lfu: Option<Lfu>) {
         let now = now_s(self);
         let mut shard = self.shards[shard_of(h)].lock();
-        if let Some(e) = shard.get_mut(&h) {
-            e.access_s = now;
-            if let Some(l) = lfu {
-                let m = now_minutes();
-                e.counter = incremented(decayed(e, m, l.decay_time), l.log_factor);
-                e.decr_min = m;
-            }
+        let Some(slot) = shard.find(h) else {
+            // A key new to the clock starts at LFU_INIT, as a new key does in Redis.
+            let slot = shard.claim(h);
+            shard.slots[2 * slot + 1] = Entry { access_s: now, counter: LFU_INIT, decr_min: now_minutes() }.pack();
             return;
+        };
+        let mut e = Entry::unpack(shard.slots[2 * slot + 1]);
+        e.access_s = now;
+        if let Some(l) = lfu {
+            let m = now_minutes();
+            e.counter = incremented(decayed(&e, m, l.decay_time), l.log_factor);
+            e.decr_min = m;
         }
-        if shard.len() >= SHARD_CAPACITY {
-            self.forget_oldest(&mut shard);
-        }
-        shard.insert(h, Entry { access_s: now, counter: LFU_INIT, decr_min: now_minutes() });
-    }
-
-    /// Makes room in a full shard: forgets its least recently accessed eighth at once (one pass over the
-    /// shard per [`SHARD_CAPACITY`] / 8 new keys).
-    fn forget_oldest(&self, shard: &mut Map) {
-        let mut times: Vec<u32> = shard.values().map(|e| e.access_s).collect();
-        let k = times.len() / FORGET_DIVISOR;
-        if k == 0 {
-            shard.clear();
-            return;
-        }
-        let cut = *times.select_nth_unstable(k).1;
-        let mut left = k;
-        shard.retain(|_, e| {
-            if e.access_s < cut {
-                left = left.saturating_sub(1);
-                false
-            } else {
-                true
-            }
-        });
-        shard.retain(|_, e| {
-            if left > 0 && e.access_s == cut {
-                left -= 1;
-                false
-            } else {
-                true
-            }
-        });
+        shard.slots[2 * slot + 1] = e.pack();
     }
 
     fn entry(&self, h: u64) -> Option<Entry> {
-        self.shards[shard_of(h)].lock().get(&h).copied()
+        self.shards[shard_of(h)].lock().get(h)
     }
 
     fn idle_secs(&self, h: u64) -> u64 {
@@ -242,6 +299,26 @@ pub fn key_id(server: usize, db: u8, key: &[u8]) -> u64 {
     key_hash(server, db, key)
 }
 
+/// Starts loading the clock's slots for the key whose id [`key_id`] gave, so that a [`touch_id`] after the
+/// engine's lookup finds them in the CPU's cache: a key's set is a cache miss of its own, about a tenth of a
+/// cached GET's time when it waited for it.
+#[allow(unsafe_code)]
+pub fn prefetch(id: u64) {
+    let shard = CLOCK.shards[shard_of(id)].lock();
+    if !shard.slots.is_empty() {
+        let at: *const u64 = &shard.slots[2 * shard.set_of(id)];
+        // SAFETY: a prefetch is a hint that never faults and reads nothing the program sees; SSE, which it
+        // needs, is part of every x86_64 CPU.
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast())
+        };
+        #[cfg(any(not(target_arch = "x86_64"), miri))]
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = at;
+    }
+}
+
 /// [`touch`] of the key whose id [`key_id`] gave.
 pub fn touch_id(server: usize, id: u64, count: bool) {
     let lfu = if count { lfu_policy(server) } else { None };
@@ -261,7 +338,7 @@ pub fn record_write(server: usize, db: u8, key: &[u8], stored: bool) {
 /// Drops `key`'s entry (the key was deleted).
 pub fn forget(server: usize, db: u8, key: &[u8]) {
     let h = key_hash(server, db, key);
-    CLOCK.shards[shard_of(h)].lock().remove(&h);
+    CLOCK.shards[shard_of(h)].lock().remove(h);
 }
 
 /// Seconds since `key` was last accessed (OBJECT IDLETIME of an existing key).
@@ -277,7 +354,7 @@ pub fn freq(server: usize, db: u8, key: &[u8]) -> u8 {
 
 /// Entries the clock holds (tests, INFO).
 pub fn len() -> usize {
-    CLOCK.shards.iter().map(|s| s.lock().len()).sum()
+    CLOCK.shards.iter().map(|s| s.lock().used).sum()
 }
 
 #[cfg(test)]
@@ -324,24 +401,66 @@ mod tests {
         assert_eq!(decayed(&wrapped, 3, 1), 12);
     }
 
+    /// A hash of shard 0 whose set bits are `set` and whose other bits are `tag`.
+    fn in_set(set: u32, tag: u64) -> u64 {
+        (tag << 38) | set as u64
+    }
+
     #[test]
-    fn a_full_shard_forgets_its_oldest_entries() {
-        let mut c = Clock::new();
-        c.start -= std::time::Duration::from_secs(100);
-        // Fill one shard: keys with the same bits 32..38 land in the same shard.
-        for i in 0..SHARD_CAPACITY as u64 {
-            c.touch(i, None);
+    fn a_full_set_forgets_its_least_recently_accessed_key() {
+        let c = Clock::new();
+        for t in 1..=WAYS as u64 {
+            c.touch(in_set(5, t), None);
         }
-        assert_eq!(c.shards[0].lock().len(), SHARD_CAPACITY);
-        c.shards[0].lock().values_mut().for_each(|e| e.access_s = 7);
-        for i in 0..1000u64 {
-            c.touch(1 << 40 | i, None);
+        // Make key 2 the oldest of the set.
+        {
+            let mut shard = c.shards[0].lock();
+            for t in 1..=WAYS as u64 {
+                let i = shard.find(in_set(5, t)).unwrap();
+                let e = Entry { access_s: if t == 2 { 3 } else { 9 }, ..Entry::unpack(shard.slots[2 * i + 1]) };
+                shard.slots[2 * i + 1] = e.pack();
+            }
+        }
+        c.touch(in_set(5, 100), None);
+        assert!(c.entry(in_set(5, 2)).is_none(), "the least recently accessed key is forgotten");
+        for t in [1, 3, 4, 100] {
+            assert!(c.entry(in_set(5, t)).is_some(), "key {t} is kept");
+        }
+        // A key the clock forgot reports the time since the clock started.
+        assert_eq!(c.idle_secs(in_set(5, 2)), now_s(&c) as u64);
+    }
+
+    #[test]
+    fn a_shard_grows_with_its_keys_and_keeps_them_up_to_its_capacity() {
+        let c = Clock::new();
+        assert!(c.shards[0].lock().slots.is_empty(), "no memory before the first key");
+        // Keys spread over sets (distinct set bits), all in shard 0.
+        let n = SHARD_CAPACITY / 2;
+        for k in 0..n as u32 {
+            c.touch(in_set(k.wrapping_mul(0x9E37_79B1), 1 + k as u64), None);
         }
         let shard = c.shards[0].lock();
-        assert_eq!(shard.len(), SHARD_CAPACITY - SHARD_CAPACITY / FORGET_DIVISOR + 1000);
-        assert!((0..1000u64).all(|i| shard.contains_key(&(1 << 40 | i))));
+        assert!(shard.slots.len() / 2 <= SHARD_CAPACITY);
+        assert!(shard.used * 10 >= n * 9, "{} of {n} keys kept", shard.used);
         drop(shard);
-        // A key the clock forgot reports the time since the clock started.
-        assert_eq!(c.idle_secs(u64::MAX), now_s(&c) as u64);
+        // More keys than the shard holds: it stops growing and forgets old ones.
+        for k in 0..(2 * SHARD_CAPACITY) as u32 {
+            c.touch(in_set(k.wrapping_mul(0x85EB_CA6B), 1 << 20 | k as u64), None);
+        }
+        let shard = c.shards[0].lock();
+        assert_eq!(shard.slots.len() / 2, SHARD_CAPACITY);
+        assert!(shard.used <= SHARD_CAPACITY);
+    }
+
+    #[test]
+    fn forget_frees_the_slot() {
+        let c = Clock::new();
+        c.touch(in_set(9, 1), None);
+        assert_eq!(c.shards[0].lock().used, 1);
+        c.shards[0].lock().remove(in_set(9, 1));
+        assert!(c.entry(in_set(9, 1)).is_none());
+        assert_eq!(c.shards[0].lock().used, 0);
+        c.touch(in_set(9, 1), None);
+        assert_eq!(c.entry(in_set(9, 1)).map(|e| e.counter), Some(LFU_INIT));
     }
 }

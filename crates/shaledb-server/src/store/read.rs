@@ -174,12 +174,15 @@ impl<'a> ReadCtx<'a> {
     /// The live meta value of `user_key`, or `None` if missing or expired; a live key's access is recorded
     /// in the access clock (`access.rs`).
     pub fn get_meta(&self, user_key: &[u8]) -> Result<Option<(keys::Meta, Bytes)>, Error> {
+        let server = self.db as *const Db as usize;
+        let id = crate::access::key_id(server, self.db_index, user_key);
+        // The clock's cache miss overlaps the engine's lookup.
+        crate::access::prefetch(id);
         let r = self.peek_meta(user_key)?;
         if r.is_some() {
-            let server = self.db as *const Db as usize;
             match self.cache_only {
-                Some(run) => run.touch(server, crate::access::key_id(server, self.db_index, user_key)),
-                None => crate::access::touch(server, self.db_index, user_key, true),
+                Some(run) => run.touch(server, id),
+                None => crate::access::touch_id(server, id, true),
             }
         }
         Ok(r)
