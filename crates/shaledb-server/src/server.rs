@@ -639,7 +639,14 @@ impl Drop for FreshDir {
 fn open_db(config: &Config) -> Result<Db, ServerError> {
     let dir = config.dir.clone();
     let err = |source| ServerError::Open { dir: dir.display().to_string(), cause: source };
-    let mut opts = Options { create_if_missing: true, use_direct_reads: config.use_direct_reads, ..Options::default() };
+    let mut opts = Options {
+        create_if_missing: true,
+        use_direct_reads: config.use_direct_reads,
+        // Commands read the keys they write (meta records, counters, collection members) and clients read
+        // what they just wrote: point lookups in the memtables are the common case (docs/perf/memtable-point-index.md).
+        memtable_rep: shaledb::MemTableRep::IndexedSkipList,
+        ..Options::default()
+    };
     if let Some(n) = config.block_cache_size {
         opts.block_cache_size = n;
     }

@@ -207,7 +207,8 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
     o.memtable_rep = match f.memtablerep.as_str() {
         "skip_list" => shaledb::MemTableRep::SkipList,
         "vector" => shaledb::MemTableRep::Vector,
-        other => return Err(format!("unknown --memtablerep '{other}' (skip_list, vector)").into()),
+        "indexed_skip_list" => shaledb::MemTableRep::IndexedSkipList,
+        other => return Err(format!("unknown --memtablerep '{other}' (skip_list, vector, indexed_skip_list)").into()),
     };
     if !f.merge_operator.is_empty() {
         o.merge_operator = Some(

@@ -124,7 +124,7 @@ impl Db {
                 break;
             }
             if m.may_contain(hash) {
-                m.get(key, seq, &mut state);
+                m.get(key, hash, seq, &mut state);
             }
         }
         if state.is_done() {

@@ -164,14 +164,14 @@ impl Db {
 
         for p in &mut probes {
             if sv.mem.may_contain(p.hash) {
-                sv.mem.get(p.key, seq, &mut p.state);
+                sv.mem.get(p.key, p.hash, seq, &mut p.state);
             }
             for m in &sv.imm {
                 if p.state.is_done() {
                     break;
                 }
                 if m.may_contain(p.hash) {
-                    m.get(p.key, seq, &mut p.state);
+                    m.get(p.key, p.hash, seq, &mut p.state);
                 }
             }
             if p.state.is_done() {

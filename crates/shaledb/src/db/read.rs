@@ -116,14 +116,14 @@ impl Db {
         // Range tombstones first: the newest one covering the key deletes every older entry, wherever it is.
         state.cover_with(mem_range_cover(&sv, key, seq));
         if sv.mem.may_contain(hash) {
-            sv.mem.get(key, seq, &mut state);
+            sv.mem.get(key, hash, seq, &mut state);
         }
         if !state.is_done() {
             for m in &sv.imm {
                 if !m.may_contain(hash) {
                     continue;
                 }
-                m.get(key, seq, &mut state);
+                m.get(key, hash, seq, &mut state);
                 if state.is_done() {
                     break;
                 }

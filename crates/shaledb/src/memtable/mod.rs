@@ -19,6 +19,7 @@ use shaledb_format::ikey::{self, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE, TRAILER
 use shaledb_format::iter::InternalIterator;
 use shaledb_format::prefix::PrefixExtractor;
 use shaledb_format::Result;
+use skiplist::BATCH;
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
@@ -27,6 +28,12 @@ use std::sync::Arc;
 /// [`Rec`], a height word, a tower of 1.33 links on average, alignment padding). An estimate, like RocksDB's
 /// arena usage.
 const ENTRY_OVERHEAD: usize = 64;
+
+/// Buckets of an [`MemTableRep::IndexedSkipList`] memtable's point index: one per 128 bytes of the write
+/// buffer (about one per entry of small values, fewer for larger ones), 64 to 1M of them (8 bytes each).
+fn index_buckets(write_buffer_size: usize) -> usize {
+    (write_buffer_size / 128).clamp(64, 1 << 20)
+}
 
 /// A key as the skiplist compares it: a user key and a trailer, possibly not contiguous in memory, so a
 /// lookup can probe without building an internal key.
@@ -347,7 +354,10 @@ impl MemTable {
     pub(crate) fn with_rep(id: u64, write_buffer_size: usize, rep: MemTableRep) -> MemTable {
         let arena = Arc::new(Arena::for_write_buffer(write_buffer_size));
         let rep = match rep {
-            MemTableRep::SkipList => Rep::Skip(Arc::new(skiplist::SkipList::new(arena.clone()))),
+            MemTableRep::SkipList => Rep::Skip(Arc::new(skiplist::SkipList::new(arena.clone(), 0))),
+            MemTableRep::IndexedSkipList => {
+                Rep::Skip(Arc::new(skiplist::SkipList::new(arena.clone(), index_buckets(write_buffer_size))))
+            }
             MemTableRep::Vector => Rep::Vector(VectorRep {
                 state: RwLock::new(VecState::Appending(Vec::new())),
                 immutable: AtomicBool::new(false),
@@ -447,14 +457,15 @@ impl MemTable {
             return;
         }
         let trailer = ikey::pack_trailer(seq, kind);
-        self.filter.add(shaledb_format::bloom::key_hash(user_key));
+        let hash = shaledb_format::bloom::key_hash(user_key);
+        self.filter.add(hash);
         if let Some((ex, f)) = &self.prefix_filter {
             if let Some(prefix) = ex.prefix(user_key) {
                 f.add(shaledb_format::bloom::key_hash(prefix));
             }
         }
         let rec = match &self.rep {
-            Rep::Skip(list) => list.insert(user_key, trailer, value),
+            Rep::Skip(list) => list.insert(user_key, hash, trailer, value),
             Rep::Vector(v) => {
                 let rec = Rec::new(&self.arena, user_key, trailer, value);
                 v.push(rec);
@@ -471,8 +482,48 @@ impl MemTable {
         }
     }
 
-    /// Feeds `state` the entries of `user_key` visible at `seq`, newest first, until it is done.
-    pub(crate) fn get(&self, user_key: &[u8], seq: u64, state: &mut GetState<'_>) {
+    /// [`MemTable::add`] of several entries, `(seq, kind, user_key, value)`: a skiplist memtable inserts
+    /// them [`BATCH`] at a time with their descents interleaved (`SkipList::insert_batch`), which overlaps
+    /// their cache misses. The same REQUIRES as `add`, for each entry.
+    pub(crate) fn add_batch(&self, entries: &[(u64, ValueKind, &[u8], &[u8])]) {
+        let Rep::Skip(list) = &self.rep else {
+            entries.iter().for_each(|&(seq, kind, k, v)| self.add(seq, kind, k, v));
+            return;
+        };
+        for chunk in entries.chunks(BATCH) {
+            if chunk.len() == 1 || chunk.iter().any(|e| e.1 == ValueKind::RangeDeletion) {
+                chunk.iter().for_each(|&(seq, kind, k, v)| self.add(seq, kind, k, v));
+                continue;
+            }
+            let mut items: [(&[u8], u64, u64, &[u8]); BATCH] = [(&[], 0, 0, &[]); BATCH];
+            for (item, &(seq, kind, user_key, value)) in items.iter_mut().zip(chunk) {
+                assert!(seq <= MAX_SEQUENCE, "memtable entry at sequence {seq} past {MAX_SEQUENCE}");
+                let hash = shaledb_format::bloom::key_hash(user_key);
+                self.filter.add(hash);
+                if let Some((ex, f)) = &self.prefix_filter {
+                    if let Some(prefix) = ex.prefix(user_key) {
+                        f.add(shaledb_format::bloom::key_hash(prefix));
+                    }
+                }
+                *item = (user_key, hash, ikey::pack_trailer(seq, kind), value);
+            }
+            let mut recs = [None; BATCH];
+            list.insert_batch(&items[..chunk.len()], &mut recs);
+            let bytes: usize = recs.iter().flatten().map(|r| r.span.len() + ENTRY_OVERHEAD).sum();
+            self.mem.fetch_add(bytes, AtomicOrdering::Relaxed);
+            // As in `add`: before the write's sequence is published.
+            let top = chunk.iter().map(|e| e.0).max().unwrap_or(0);
+            self.largest_seq.fetch_max(top, AtomicOrdering::Relaxed);
+            let dels = chunk.iter().filter(|e| e.1 == ValueKind::Deletion).count();
+            if dels > 0 {
+                self.deletions.fetch_add(dels, AtomicOrdering::Relaxed);
+            }
+        }
+    }
+
+    /// Feeds `state` the entries of `user_key` (whose `bloom::key_hash` is `hash`) visible at `seq`, newest
+    /// first, until it is done.
+    pub(crate) fn get(&self, user_key: &[u8], hash: u64, seq: u64, state: &mut GetState<'_>) {
         let probe = Probe {
             user_key,
             // A read bound, not an entry: no entry is newer than MAX_SEQUENCE, so reading "as of" any larger
@@ -484,7 +535,14 @@ impl MemTable {
             Rep::Skip(list) => list,
             Rep::Vector(v) => return v.get(&probe, state),
         };
-        list.scan_from(&probe, |rec| rec.user_key() == user_key && !state.feed(rec.ikey(), rec.value()));
+        let feed = |rec: &Rec| rec.user_key() == user_key && !state.feed(rec.ikey(), rec.value());
+        match list.indexed(user_key, probe.prefix, hash) {
+            skiplist::Indexed::Absent => {}
+            // The key's newest entry is visible: it is where the descent would have stopped.
+            skiplist::Indexed::Newest(at) if at.rec().trailer() <= probe.trailer => at.scan(feed),
+            // Newer than the reader (or no index): the descent finds the newest entry it may see.
+            _ => list.scan_from(&probe, feed),
+        }
     }
 
     /// An iterator over all entries in internal-key order; it keeps the memtable alive.

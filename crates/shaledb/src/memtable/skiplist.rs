@@ -17,12 +17,27 @@
 //! complete. A node is reachable at level `i` only after its links of levels `0..=i` are set.
 //!
 //! INVARIANT: every node pointer reachable from [`SkipList::head`] points into the skiplist's arena, which the
-//! skiplist holds (and so every iterator holding the skiplist holds) alive.
+//! skiplist holds (and so every iterator holding the skiplist holds) alive. So does every pointer in the
+//! point index below.
+//!
+//! **The point index** ([`crate::MemTableRep::IndexedSkipList`]): a hash table from user key to the node of the
+//! key's newest entry, so that a point lookup reads two or three cache lines instead of descending the
+//! skiplist (one cache miss per level of a large memtable). Each node then has one more word after its tower,
+//! `hnext`, chaining the nodes of one bucket; a bucket holds one node per user key. Writers of a bucket take
+//! one of [`INDEX_LOCKS`] striped locks, after the node is linked into the skiplist, and either append the node
+//! (a key new to the memtable) or put it in the place of the key's node when its trailer is larger (a newer
+//! entry; an older one, inserted late by a concurrent write, leaves the newer in place). The replaced node keeps
+//! its `hnext`, so a reader standing on it walks on. Readers take no lock: they load links with `Acquire`,
+//! and a node and its `hnext` are written before a `Release` store publishes it. The write path publishes a
+//! sequence number only after every insert at or below it returned, so a reader at sequence `s` finds every
+//! key with an entry at or below `s`, and the node it finds is the key's newest entry at or below `s` whenever
+//! that node's own sequence is at most `s` (otherwise it descends the skiplist, as without the index).
 
 #![allow(unsafe_code)]
 
 use super::arena::{Arena, Span};
 use super::{cmp_views, key_prefix, KeyView, Rec};
+use parking_lot::Mutex;
 use shaledb_format::ikey::TRAILER_LEN;
 use std::cell::Cell;
 use std::cmp::Ordering;
@@ -90,6 +105,23 @@ fn prefetch(node: *const Node) {
     let _ = node;
 }
 
+/// Asks the CPU to start loading the first cache line at `node` (its header: the entry's key prefix, which
+/// decides most comparisons), for a descent's next step.
+#[inline]
+fn prefetch_header(node: *const Node) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    if !node.is_null() {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch is a hint that never faults, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(node.cast::<i8>()) };
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    let _ = node;
+}
+
+/// Most entries [`SkipList::insert_batch`] descends for at once.
+pub(super) const BATCH: usize = 8;
+
 thread_local! {
     /// Each thread's state for drawing tower heights (xorshift64*), seeded from the cell's address.
     static HEIGHT_RNG: Cell<u64> = const { Cell::new(0) };
@@ -113,6 +145,77 @@ fn random_height() -> usize {
     })
 }
 
+/// Striped locks of the point index's writers.
+const INDEX_LOCKS: usize = 64;
+
+/// The point index: buckets of nodes chained through their `hnext` word (see the module's documentation).
+struct PointIndex {
+    buckets: Box<[AtomicPtr<Node>]>,
+    mask: usize,
+    locks: Box<[Mutex<()>]>,
+}
+
+impl PointIndex {
+    fn new(buckets: usize) -> PointIndex {
+        let n = buckets.next_power_of_two();
+        // Zeroed memory from the allocator stays untouched (and not resident) until a bucket is used.
+        let layout = std::alloc::Layout::array::<AtomicPtr<Node>>(n).expect("at most 1M buckets");
+        // SAFETY: `layout` has a non-zero size (n >= 1); the allocation is checked for null; an all-zero
+        // `AtomicPtr` is a valid null pointer, so the `n` elements are initialized; the box frees it with the
+        // same layout (the global allocator, `[AtomicPtr<Node>; n]`'s).
+        let buckets = unsafe {
+            let p = std::alloc::alloc_zeroed(layout).cast::<AtomicPtr<Node>>();
+            if p.is_null() {
+                std::alloc::handle_alloc_error(layout);
+            }
+            Box::from_raw(ptr::slice_from_raw_parts_mut(p, n))
+        };
+        PointIndex { buckets, mask: n - 1, locks: (0..INDEX_LOCKS).map(|_| Mutex::new(())).collect() }
+    }
+
+    /// The bucket of a key hash (`bloom::key_hash`): its middle bits, which the memtable's key filter uses for
+    /// neither its word (bits 32..) nor its bit positions (bits 0..24).
+    fn bucket(&self, hash: u64) -> usize {
+        (hash >> 24) as usize & self.mask
+    }
+}
+
+/// What the point index says of a user key.
+pub(super) enum Indexed<'a> {
+    /// The memtable has no entry of the key at or below the reader's sequence.
+    Absent,
+    /// The key's newest entry (at or below the reader's sequence, which the caller checks).
+    Newest(Entries<'a>),
+    /// The memtable has no point index.
+    NoIndex,
+}
+
+/// The entries of one user key from its newest one on, in the skiplist's order (then the keys after it).
+pub(super) struct Entries<'a> {
+    list: &'a SkipList,
+    node: *const Node,
+}
+
+impl Entries<'_> {
+    /// The current entry.
+    pub(super) fn rec(&self) -> &Rec {
+        // SAFETY: `node` is a non-null, non-head node of `list` (the index holds no other).
+        unsafe { rec(self.node) }
+    }
+
+    /// Calls `f` with this entry and the ones after it, in order, until it returns false.
+    pub(super) fn scan(self, mut f: impl FnMut(&Rec) -> bool) {
+        let mut x = self.node;
+        while let Some(r) = self.list.entry(x) {
+            if !f(r) {
+                return;
+            }
+            // SAFETY: `x` is a node of this list.
+            x = unsafe { link(x, 0).load(AtomicOrdering::Acquire) };
+        }
+    }
+}
+
 /// An insert-only concurrent skiplist of memtable entries, in internal-key order.
 pub(super) struct SkipList {
     head: NonNull<Node>,
@@ -121,6 +224,18 @@ pub(super) struct SkipList {
     height: AtomicUsize,
     len: AtomicUsize,
     arena: Arc<Arena>,
+    /// The point index, when the memtable has one.
+    index: Option<PointIndex>,
+}
+
+/// A node's `hnext` word (the point index's chain), right after its tower.
+///
+/// # Safety
+/// `node` is a non-head node of a live skiplist that has a point index.
+#[inline]
+unsafe fn hnext<'a>(node: *const Node) -> &'a AtomicPtr<Node> {
+    // SAFETY: (the caller's) nodes of an indexed list reserve one link after their `height` links.
+    unsafe { link(node, (*node).height) }
 }
 
 // SAFETY: the nodes are written once before being published with Release and never written again except their
@@ -130,8 +245,9 @@ unsafe impl Send for SkipList {}
 unsafe impl Sync for SkipList {}
 
 impl SkipList {
-    /// An empty list whose nodes go in `arena`.
-    pub(super) fn new(arena: Arc<Arena>) -> SkipList {
+    /// An empty list whose nodes go in `arena`, with a point index of about `index_buckets` buckets (none
+    /// when 0).
+    pub(super) fn new(arena: Arc<Arena>, index_buckets: usize) -> SkipList {
         let head = Self::new_node(&arena, MAX_HEIGHT, 0);
         // SAFETY: `head` has room for a header; its `rec` is never read (an empty span stands in).
         unsafe {
@@ -140,13 +256,15 @@ impl SkipList {
                 height: MAX_HEIGHT,
             });
         }
-        SkipList { head: head.cast(), height: AtomicUsize::new(1), len: AtomicUsize::new(0), arena }
+        let index = (index_buckets > 0).then(|| PointIndex::new(index_buckets));
+        SkipList { head: head.cast(), height: AtomicUsize::new(1), len: AtomicUsize::new(0), arena, index }
     }
 
-    /// A reservation for a node of `height` with `entry_len` bytes after its tower, its links set to null.
-    fn new_node(arena: &Arena, height: usize, entry_len: usize) -> NonNull<u8> {
-        let base = arena.reserve_aligned(TOWER + height * 8 + entry_len);
-        for level in 0..height {
+    /// A reservation for a node of `height` with `entry_len` bytes after its tower (and its `hnext` word when
+    /// `links > height`), its `links` links set to null.
+    fn new_node(arena: &Arena, links: usize, entry_len: usize) -> NonNull<u8> {
+        let base = arena.reserve_aligned(TOWER + links * 8 + entry_len);
+        for level in 0..links {
             // SAFETY: the reservation holds `height` links after the header, aligned (the base is 8-aligned
             // and TOWER a multiple of 8); no one else can see it yet.
             unsafe {
@@ -167,36 +285,10 @@ impl SkipList {
 
     /// Copies the entry `user_key ++ trailer ++ value` into the arena and links it in; returns its [`Rec`].
     /// Safe to call from several threads at once. REQUIRES: no entry with the same user key and trailer.
-    pub(super) fn insert(&self, user_key: &[u8], trailer: u64, value: &[u8]) -> Rec {
-        let height = random_height();
-        let entry_len = user_key.len() + TRAILER_LEN + value.len();
-        let base = Self::new_node(&self.arena, height, entry_len);
-        let node = base.cast::<Node>().as_ptr();
-        // SAFETY: the reservation holds the entry's `entry_len` bytes after the tower; nothing else sees them
-        // until the node is linked (after this block, with Release).
-        let rec = unsafe {
-            let entry = base.as_ptr().add(TOWER + height * 8);
-            let mut at = entry;
-            for part in [user_key, &trailer.to_le_bytes()[..], value] {
-                ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
-                at = at.add(part.len());
-            }
-            let span = Span::from_raw(NonNull::new_unchecked(entry), entry_len);
-            let rec = Rec { span, klen: user_key.len() + TRAILER_LEN, prefix: key_prefix(user_key) };
-            node.write(Node { rec, height });
-            rec
-        };
-
-        let mut top = self.height.load(AtomicOrdering::Relaxed);
-        while height > top {
-            match self.height.compare_exchange_weak(top, height, AtomicOrdering::Relaxed, AtomicOrdering::Relaxed) {
-                Ok(_) => {
-                    top = height;
-                    break;
-                }
-                Err(now) => top = now,
-            }
-        }
+    /// `hash` is the user key's `bloom::key_hash` (used by the point index).
+    pub(super) fn insert(&self, user_key: &[u8], hash: u64, trailer: u64, value: &[u8]) -> Rec {
+        let (node, rec, height) = self.make_node(user_key, trailer, value);
+        let top = self.raise_height(height);
         // The predecessor and successor on every level, found top-down.
         let mut prev = [self.head(); MAX_HEIGHT];
         let mut next = [ptr::null_mut::<Node>(); MAX_HEIGHT];
@@ -207,10 +299,125 @@ impl SkipList {
             next[level] = n;
             before = p;
         }
+        self.link_in(node, &rec, height, &mut prev, &mut next, hash);
+        rec
+    }
+
+    /// [`SkipList::insert`] of several entries (`(user_key, hash, trailer, value)`, at most [`BATCH`]) at once:
+    /// their descents run interleaved, one step of each in turn, each step's node prefetched a round ahead,
+    /// so that the cache misses of up to [`BATCH`] descents overlap instead of following one another (a
+    /// descent of a large memtable is a cache miss per level, most of a random insert's time). Then each is
+    /// linked in as `insert` does: a splice that an earlier entry of the batch (or another writer) made stale
+    /// fails its compare-and-swap and is searched again from its predecessor, which still precedes the key.
+    pub(super) fn insert_batch(&self, entries: &[(&[u8], u64, u64, &[u8])], recs: &mut [Option<Rec>; BATCH]) {
+        assert!(entries.len() <= BATCH, "a batch of {} entries, at most {BATCH}", entries.len());
+        let n = entries.len();
+        let mut nodes = [(ptr::null_mut::<Node>(), 0usize); BATCH];
+        let mut tallest = 1;
+        for (i, &(user_key, _, trailer, value)) in entries.iter().enumerate() {
+            let (node, rec, height) = self.make_node(user_key, trailer, value);
+            nodes[i] = (node, height);
+            recs[i] = Some(rec);
+            tallest = tallest.max(height);
+        }
+        let top = self.raise_height(tallest);
+        let mut prev = [[self.head(); MAX_HEIGHT]; BATCH];
+        let mut next = [[ptr::null_mut::<Node>(); MAX_HEIGHT]; BATCH];
+        // Each descent's position: the node it stands on, its level, and the node after it on that level
+        // (loaded and prefetched, compared on the descent's next turn); `None` when done.
+        let mut at: [Option<(*const Node, usize, *mut Node)>; BATCH] = [None; BATCH];
+        for slot in at.iter_mut().take(n) {
+            // SAFETY: the head has every level.
+            let first = unsafe { link(self.head(), top - 1).load(AtomicOrdering::Acquire) };
+            prefetch_header(first);
+            *slot = Some((self.head(), top - 1, first));
+        }
+        let mut active = n;
+        while active > 0 {
+            for i in 0..n {
+                let Some((x, level, cand)) = at[i] else { continue };
+                let Some(rec_i) = &recs[i] else { continue };
+                // SAFETY: a non-null link points to a complete node.
+                if !cand.is_null() && cmp_views(unsafe { rec(cand) }, rec_i) == Ordering::Less {
+                    // SAFETY: `cand` was reached on `level`, so it is at least `level + 1` tall.
+                    let after = unsafe { link(cand, level).load(AtomicOrdering::Acquire) };
+                    prefetch_header(after);
+                    at[i] = Some((cand, level, after));
+                    continue;
+                }
+                prev[i][level] = x;
+                next[i][level] = cand;
+                if level == 0 {
+                    at[i] = None;
+                    active -= 1;
+                } else {
+                    // SAFETY: `x` is the head or a node reached on `level`, so it has `level - 1` too.
+                    let below = unsafe { link(x, level - 1).load(AtomicOrdering::Acquire) };
+                    prefetch_header(below);
+                    at[i] = Some((x, level - 1, below));
+                }
+            }
+        }
+        for i in 0..n {
+            let (node, height) = nodes[i];
+            if let Some(rec) = &recs[i] {
+                self.link_in(node, rec, height, &mut prev[i], &mut next[i], entries[i].1);
+            }
+        }
+    }
+
+    /// Reserves and writes a node of a random height for the entry; returns it, its [`Rec`] and its height.
+    /// Nothing else can see it until [`SkipList::link_in`] links it.
+    fn make_node(&self, user_key: &[u8], trailer: u64, value: &[u8]) -> (*mut Node, Rec, usize) {
+        let height = random_height();
+        let links = height + self.index.is_some() as usize;
+        let entry_len = user_key.len() + TRAILER_LEN + value.len();
+        let base = Self::new_node(&self.arena, links, entry_len);
+        let node = base.cast::<Node>().as_ptr();
+        // SAFETY: the reservation holds the entry's `entry_len` bytes after the links; nothing else sees them
+        // until the node is linked (with Release).
+        let rec = unsafe {
+            let entry = base.as_ptr().add(TOWER + links * 8);
+            let mut at = entry;
+            for part in [user_key, &trailer.to_le_bytes()[..], value] {
+                ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
+                at = at.add(part.len());
+            }
+            let span = Span::from_raw(NonNull::new_unchecked(entry), entry_len);
+            let rec = Rec { span, klen: user_key.len() + TRAILER_LEN, prefix: key_prefix(user_key) };
+            node.write(Node { rec, height });
+            rec
+        };
+        (node, rec, height)
+    }
+
+    /// Raises the list's height to at least `height`; returns the height to descend from.
+    fn raise_height(&self, height: usize) -> usize {
+        let mut top = self.height.load(AtomicOrdering::Relaxed);
+        while height > top {
+            match self.height.compare_exchange_weak(top, height, AtomicOrdering::Relaxed, AtomicOrdering::Relaxed) {
+                Ok(_) => return height,
+                Err(now) => top = now,
+            }
+        }
+        top
+    }
+
+    /// Links `node` (of `height`) in on every level, from the bottom up, from the splice `prev`/`next` (each
+    /// level below the height the descent started from; the head above it), then into the point index.
+    fn link_in(
+        &self,
+        node: *mut Node,
+        rec: &Rec,
+        height: usize,
+        prev: &mut [*const Node; MAX_HEIGHT],
+        next: &mut [*mut Node; MAX_HEIGHT],
+        hash: u64,
+    ) {
         for level in 0..height {
             loop {
-                // SAFETY: `node`'s tower and `prev[level]`'s have `level` (both are at least `height` and
-                // `top` tall respectively, and `level < height <= top`); both live in the arena.
+                // SAFETY: `node`'s tower and `prev[level]`'s have `level` (`node` is `height` tall, and
+                // `prev[level]` is the head or a node reached on `level`); both live in the arena.
                 let won = unsafe {
                     link(node, level).store(next[level], AtomicOrdering::Relaxed);
                     link(prev[level], level)
@@ -221,13 +428,61 @@ impl SkipList {
                     break;
                 }
                 // Another insert linked a node after `prev[level]` first: search on from there.
-                let (p, n) = self.splice_at(&rec, prev[level], level);
+                let (p, n) = self.splice_at(rec, prev[level], level);
                 prev[level] = p;
                 next[level] = n;
             }
         }
+        if let Some(index) = &self.index {
+            self.index_node(index, node, rec, hash);
+        }
         self.len.fetch_add(1, AtomicOrdering::Relaxed);
-        rec
+    }
+
+    /// Puts `node` (already in the skiplist) in the point index: appended to its bucket when its user key is
+    /// new there, in the place of the key's node when `node` is newer, not at all when the key's node is newer.
+    fn index_node(&self, index: &PointIndex, node: *mut Node, new: &Rec, hash: u64) {
+        let b = index.bucket(hash);
+        let _writer = index.locks[b % INDEX_LOCKS].lock();
+        let mut at = &index.buckets[b];
+        loop {
+            // Writers of this bucket hold its lock: the chain cannot change under this one.
+            let cur = at.load(AtomicOrdering::Relaxed);
+            if cur.is_null() {
+                // SAFETY: `node` is a node of this indexed list, not published in the index yet.
+                unsafe { hnext(node).store(ptr::null_mut(), AtomicOrdering::Relaxed) };
+                at.store(node, AtomicOrdering::Release);
+                return;
+            }
+            // SAFETY: the index holds only complete, non-head nodes of this list.
+            let cur_rec = unsafe { rec(cur) };
+            if cur_rec.prefix == new.prefix && cur_rec.user_key() == new.user_key() {
+                if cur_rec.trailer() < new.trailer() {
+                    // SAFETY: both are nodes of this indexed list; `node` is not published in the index yet.
+                    unsafe { hnext(node).store(hnext(cur).load(AtomicOrdering::Relaxed), AtomicOrdering::Relaxed) };
+                    at.store(node, AtomicOrdering::Release);
+                }
+                return;
+            }
+            // SAFETY: as above.
+            at = unsafe { hnext(cur) };
+        }
+    }
+
+    /// The point index's node for `user_key` (whose `key_prefix` is `prefix` and `bloom::key_hash` is `hash`).
+    pub(super) fn indexed(&self, user_key: &[u8], prefix: super::Prefix, hash: u64) -> Indexed<'_> {
+        let Some(index) = &self.index else { return Indexed::NoIndex };
+        let mut cur = index.buckets[index.bucket(hash)].load(AtomicOrdering::Acquire);
+        while !cur.is_null() {
+            // SAFETY: the index holds only complete, non-head nodes of this list.
+            let r = unsafe { rec(cur) };
+            if r.prefix == prefix && r.user_key() == user_key {
+                return Indexed::Newest(Entries { list: self, node: cur });
+            }
+            // SAFETY: as above.
+            cur = unsafe { hnext(cur).load(AtomicOrdering::Acquire) };
+        }
+        Indexed::Absent
     }
 
     /// On `level`, from `before` (which precedes `key`): the last node before `key` and the first after it.

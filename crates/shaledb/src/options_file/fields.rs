@@ -381,12 +381,14 @@ pub(super) const FIELDS: &[Field] = &[
         get: |o| match o.memtable_rep {
             MemTableRep::SkipList => "SkipListFactory".to_string(),
             MemTableRep::Vector => "VectorRepFactory".to_string(),
+            MemTableRep::IndexedSkipList => "IndexedSkipListFactory".to_string(),
         },
         set: |l, v| {
             l.options.memtable_rep = match v {
                 "SkipListFactory" => MemTableRep::SkipList,
                 "VectorRepFactory" => MemTableRep::Vector,
-                _ => return Err(format!("{v:?} is not SkipListFactory or VectorRepFactory")),
+                "IndexedSkipListFactory" => MemTableRep::IndexedSkipList,
+                _ => return Err(format!("{v:?} is not SkipListFactory, VectorRepFactory or IndexedSkipListFactory")),
             };
             Ok(())
         },

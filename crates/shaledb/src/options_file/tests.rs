@@ -558,3 +558,13 @@ fn damaged_family_files_never_panic() {
         }
     }
 }
+
+#[test]
+fn every_memtable_structure_round_trips() {
+    for rep in [MemTableRep::SkipList, MemTableRep::Vector, MemTableRep::IndexedSkipList] {
+        let opts = Options { memtable_rep: rep, ..Options::default() };
+        let text = render(&opts, &[]);
+        let loaded = parse_text(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(loaded.options.memtable_rep, rep, "{text}");
+    }
+}

@@ -231,6 +231,13 @@ fn model_vector_memtable() {
     run(6, Options { memtable_rep: MemTableRep::Vector, ..tiny_options() }, steps());
 }
 
+/// Memtables with a point index: gets of keys in the memtables take the index, snapshots older than a key's
+/// newest entry descend the skiplist.
+#[test]
+fn model_indexed_memtable() {
+    run(17, Options { memtable_rep: MemTableRep::IndexedSkipList, ..tiny_options() }, steps());
+}
+
 /// Leader-only memtable inserts, tables synced every 1 KiB while written, a one-shard block cache.
 #[test]
 fn model_leader_inserts_bytes_per_sync_one_cache_shard() {

@@ -341,8 +341,9 @@ pub struct BenchFlags {
     /// Pending compaction bytes at which writes stop; 0 disables.
     #[arg(long, default_value_t = 128 << 30)]
     pub hard_pending_compaction_bytes_limit: u64,
-    /// Memtable structure: skip_list, or vector (append only, sorted once when flushed: the fast way to
-    /// bulk load; reads of a vector memtable that is still being written are slow).
+    /// Memtable structure: skip_list, vector (append only, sorted once when flushed: the fast way to
+    /// bulk load; reads of a vector memtable that is still being written are slow), or indexed_skip_list
+    /// (ShaleDB only: the skiplist with a hash index for point lookups).
     #[arg(long, default_value = "skip_list")]
     pub memtablerep: String,
     /// Writers of one commit group insert into the memtable in parallel; false: the group's leader inserts

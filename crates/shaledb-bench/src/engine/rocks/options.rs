@@ -299,8 +299,15 @@ pub fn options_from_flags(f: &BenchFlags) -> EngineResult<Options> {
         o.set_compaction_readahead_size(n);
     }
     o.set_allow_concurrent_memtable_write(f.allow_concurrent_memtable_write);
-    if f.memtablerep == "vector" {
-        o.set_memtable_factory(rocksdb::MemtableFactory::Vector);
+    match f.memtablerep.as_str() {
+        "skip_list" => {}
+        "vector" => o.set_memtable_factory(rocksdb::MemtableFactory::Vector),
+        other => {
+            return Err(bad(
+                "memtablerep",
+                format!("the RocksDB engine takes skip_list or vector, not '{other}' (indexed_skip_list is ShaleDB's)"),
+            ))
+        }
     }
     Ok(o)
 }
