@@ -325,35 +325,99 @@ pub fn touch_id(server: usize, id: u64, count: bool) {
     CLOCK.touch(id, lfu);
 }
 
+/// What a write recorded, held back until [`apply_deferred`].
+#[derive(Clone, Copy)]
+enum Deferred {
+    Touch { server: usize, id: u64, count: bool },
+    Forget(u64),
+}
+
+/// Most accesses a thread holds back before applying them at once.
+const MAX_DEFERRED: usize = 1024;
+
+thread_local! {
+    /// This thread's held-back accesses, in order (the commit step's: see [`defer_touch`]).
+    static DEFERRED: std::cell::RefCell<Vec<Deferred>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn defer(op: Deferred) {
+    let full = DEFERRED.with(|d| {
+        let mut d = d.borrow_mut();
+        d.push(op);
+        d.len() >= MAX_DEFERRED
+    });
+    if full {
+        apply_deferred();
+    }
+}
+
+/// [`touch`] held back until this thread calls [`apply_deferred`] (or reads the clock), the key's slot
+/// prefetched now: the commit step records a group's accesses this way, so the cache misses of a group's
+/// keys overlap the group's other work instead of each stalling its command. The group applies them before
+/// its replies are released (`WriteCtx::finish`), and every read of the clock on the same thread applies
+/// them first, so OBJECT IDLETIME inside MULTI or a script sees the writes before it.
+pub fn defer_touch(server: usize, db: u8, key: &[u8], count: bool) {
+    let id = key_hash(server, db, key);
+    prefetch(id);
+    defer(Deferred::Touch { server, id, count });
+}
+
+/// Applies the accesses this thread held back, in order.
+pub fn apply_deferred() {
+    let ops = DEFERRED.with(|d| std::mem::take(&mut *d.borrow_mut()));
+    if ops.is_empty() {
+        return;
+    }
+    for op in &ops {
+        match *op {
+            Deferred::Touch { server, id, count } => touch_id(server, id, count),
+            Deferred::Forget(id) => CLOCK.shards[shard_of(id)].lock().remove(id),
+        }
+    }
+    // Keep the vector's room for the next group.
+    DEFERRED.with(|d| {
+        let mut d = d.borrow_mut();
+        if d.is_empty() {
+            let mut ops = ops;
+            ops.clear();
+            *d = ops;
+        }
+    });
+}
+
 /// Records a write of `key`'s meta record: an access when the key is stored, its entry dropped when it is
-/// deleted.
+/// deleted; held back as [`defer_touch`] is.
 pub fn record_write(server: usize, db: u8, key: &[u8], stored: bool) {
     if stored {
-        touch(server, db, key, false);
+        defer_touch(server, db, key, false);
     } else {
-        forget(server, db, key);
+        defer(Deferred::Forget(key_hash(server, db, key)));
     }
 }
 
 /// Drops `key`'s entry (the key was deleted).
 pub fn forget(server: usize, db: u8, key: &[u8]) {
+    apply_deferred();
     let h = key_hash(server, db, key);
     CLOCK.shards[shard_of(h)].lock().remove(h);
 }
 
 /// Seconds since `key` was last accessed (OBJECT IDLETIME of an existing key).
 pub fn idle_secs(server: usize, db: u8, key: &[u8]) -> u64 {
+    apply_deferred();
     CLOCK.idle_secs(key_hash(server, db, key))
 }
 
 /// `key`'s LFU counter, decayed to now (OBJECT FREQ of an existing key).
 pub fn freq(server: usize, db: u8, key: &[u8]) -> u8 {
+    apply_deferred();
     let decay = lfu_policy(server).map_or(1, |l| l.decay_time);
     CLOCK.entry(key_hash(server, db, key)).map_or(LFU_INIT, |e| decayed(&e, now_minutes(), decay))
 }
 
 /// Entries the clock holds (tests, INFO).
 pub fn len() -> usize {
+    apply_deferred();
     CLOCK.shards.iter().map(|s| s.lock().used).sum()
 }
 
@@ -450,6 +514,26 @@ mod tests {
         let shard = c.shards[0].lock();
         assert_eq!(shard.slots.len() / 2, SHARD_CAPACITY);
         assert!(shard.used <= SHARD_CAPACITY);
+    }
+
+    #[test]
+    fn deferred_accesses_apply_in_order_before_any_read_of_the_clock() {
+        let server = 0x5eed_0005;
+        record_write(server, 0, b"a", true);
+        record_write(server, 0, b"b", true);
+        record_write(server, 0, b"b", false);
+        // Held back: nothing reached the clock yet.
+        assert!(CLOCK.entry(key_hash(server, 0, b"a")).is_none());
+        // A read applies them first, in order: `a` stored, `b` stored then deleted.
+        assert_eq!(idle_secs(server, 0, b"a"), 0);
+        assert!(CLOCK.entry(key_hash(server, 0, b"b")).is_none());
+        // A full buffer applies itself.
+        for i in 0..MAX_DEFERRED as u32 {
+            record_write(server, 1, &i.to_le_bytes(), true);
+        }
+        assert!(CLOCK.entry(key_hash(server, 1, &0u32.to_le_bytes())).is_some());
+        apply_deferred();
+        assert!(DEFERRED.with(|d| d.borrow().is_empty()));
     }
 
     #[test]

@@ -407,6 +407,8 @@ impl<'a> WriteCtx<'a> {
 
     /// Writes what is left and syncs if asked. `Ok(true)` if an fsync was issued.
     pub(crate) fn finish(&mut self, sync: bool) -> Result<bool, String> {
+        // The group's accesses reach the access clock before anyone hears of the group.
+        crate::access::apply_deferred();
         if let Some(e) = self.failed.take() {
             self.pending.clear();
             self.pending_bytes = 0;
@@ -562,7 +564,7 @@ impl<'a> WriteCtx<'a> {
                     Ok(None)
                 }
                 Ok(m) => {
-                    crate::access::touch(&*self.db as *const Db as usize, db, user_key, true);
+                    crate::access::defer_touch(&*self.db as *const Db as usize, db, user_key, true);
                     Ok(Some((m, Bytes::from(v))))
                 }
                 Err(e) => Err(Error::Corrupt(e.to_string())),
