@@ -457,13 +457,7 @@ impl MemTable {
             return;
         }
         let trailer = ikey::pack_trailer(seq, kind);
-        let hash = shaledb_format::bloom::key_hash(user_key);
-        self.filter.add(hash);
-        if let Some((ex, f)) = &self.prefix_filter {
-            if let Some(prefix) = ex.prefix(user_key) {
-                f.add(shaledb_format::bloom::key_hash(prefix));
-            }
-        }
+        let hash = self.filter_key(user_key);
         let rec = match &self.rep {
             Rep::Skip(list) => list.insert(user_key, hash, trailer, value),
             Rep::Vector(v) => {
@@ -472,13 +466,33 @@ impl MemTable {
                 rec
             }
         };
-        self.mem.fetch_add(rec.span.len() + ENTRY_OVERHEAD, AtomicOrdering::Relaxed);
+        self.account(rec.span.len() + ENTRY_OVERHEAD, seq, (kind == ValueKind::Deletion) as usize);
+    }
+
+    /// Adds `user_key` to the whole-key filter and its prefix to the prefix filter; returns its
+    /// `bloom::key_hash`. Before the entry is inserted (the filter's invariant).
+    #[inline]
+    fn filter_key(&self, user_key: &[u8]) -> u64 {
+        let hash = shaledb_format::bloom::key_hash(user_key);
+        self.filter.add(hash);
+        if let Some((ex, f)) = &self.prefix_filter {
+            if let Some(prefix) = ex.prefix(user_key) {
+                f.add(shaledb_format::bloom::key_hash(prefix));
+            }
+        }
+        hash
+    }
+
+    /// Charges `bytes` of inserted entries, the largest sequence among them and their deletion count.
+    #[inline]
+    fn account(&self, bytes: usize, largest_seq: u64, deletions: usize) {
+        self.mem.fetch_add(bytes, AtomicOrdering::Relaxed);
         // Before the write's sequence is published (the write path publishes after every insert of its
         // group, with Release), so a reader that loaded the published sequence and then this sees every
         // visible entry's sequence at or below the value it reads.
-        self.largest_seq.fetch_max(seq, AtomicOrdering::Relaxed);
-        if kind == ValueKind::Deletion {
-            self.deletions.fetch_add(1, AtomicOrdering::Relaxed);
+        self.largest_seq.fetch_max(largest_seq, AtomicOrdering::Relaxed);
+        if deletions > 0 {
+            self.deletions.fetch_add(deletions, AtomicOrdering::Relaxed);
         }
     }
 
@@ -498,26 +512,13 @@ impl MemTable {
             let mut items: [(&[u8], u64, u64, &[u8]); BATCH] = [(&[], 0, 0, &[]); BATCH];
             for (item, &(seq, kind, user_key, value)) in items.iter_mut().zip(chunk) {
                 assert!(seq <= MAX_SEQUENCE, "memtable entry at sequence {seq} past {MAX_SEQUENCE}");
-                let hash = shaledb_format::bloom::key_hash(user_key);
-                self.filter.add(hash);
-                if let Some((ex, f)) = &self.prefix_filter {
-                    if let Some(prefix) = ex.prefix(user_key) {
-                        f.add(shaledb_format::bloom::key_hash(prefix));
-                    }
-                }
-                *item = (user_key, hash, ikey::pack_trailer(seq, kind), value);
+                *item = (user_key, self.filter_key(user_key), ikey::pack_trailer(seq, kind), value);
             }
             let mut recs = [None; BATCH];
             list.insert_batch(&items[..chunk.len()], &mut recs);
             let bytes: usize = recs.iter().flatten().map(|r| r.span.len() + ENTRY_OVERHEAD).sum();
-            self.mem.fetch_add(bytes, AtomicOrdering::Relaxed);
-            // As in `add`: before the write's sequence is published.
             let top = chunk.iter().map(|e| e.0).max().unwrap_or(0);
-            self.largest_seq.fetch_max(top, AtomicOrdering::Relaxed);
-            let dels = chunk.iter().filter(|e| e.1 == ValueKind::Deletion).count();
-            if dels > 0 {
-                self.deletions.fetch_add(dels, AtomicOrdering::Relaxed);
-            }
+            self.account(bytes, top, chunk.iter().filter(|e| e.1 == ValueKind::Deletion).count());
         }
     }
 
